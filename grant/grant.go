@@ -1,0 +1,168 @@
+package grant
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// SchemaGrant names the lockGrant.v1 message.
+const SchemaGrant = "lockGrant.v1"
+
+// TTLMsMax is the largest TTL the format carries (100 years), far above any
+// registry limit; it keeps IssuedAt + TTLMs inside time.Duration.
+const TTLMsMax = 100 * 365 * 24 * 3600 * 1000
+
+// grantFields is the canonical field order of lockGrant.v1.
+var grantFields = []string{
+	"schema", "resource", "owner", "requestId", "lease", "operationRoot",
+	"operationClass", "fenceToken", "backendRevision", "policyGeneration",
+	"issuerEpoch", "ttlMs", "issuedAt", "expiresAt",
+}
+
+// Grant is an immutable lockGrant.v1: the registry's signed statement that
+// Owner was granted the lease on Resource with FenceToken. A grant only lets
+// its owner try; the gate at the resource decides whether a write lands.
+//
+// Instants are the registry's clock, UTC, millisecond precision. ExpiresAt
+// is the lease's first expiry, IssuedAt + TTLMs; renewals extend the lease
+// in the registry and show in status proofs, never in the grant.
+type Grant struct {
+	Resource         string // canonical resource ID (ValidateResource)
+	Owner            string // workload identity (ValidateOwner)
+	RequestID        string // the acquire's idempotency key (ValidateToken)
+	Lease            string // registry lease ID (ValidateToken)
+	OperationRoot    Digest // OperationRoot(Resource, operationID)
+	OperationClass   string // ValidateOperationClass
+	FenceToken       uint64 // per resource, strictly increasing, >= 1
+	BackendRevision  uint64 // store revision of the granting transaction, >= 1
+	PolicyGeneration uint64 // the resource's policy generation at grant time
+	IssuerEpoch      uint64 // registry issuer epoch, >= 1
+	TTLMs            uint64 // server-side TTL in milliseconds, >= 1
+	IssuedAt         time.Time
+	ExpiresAt        time.Time
+}
+
+// Schema returns SchemaGrant.
+func (g *Grant) Schema() string { return SchemaGrant }
+
+// Epoch returns the issuer epoch the grant was signed under.
+func (g *Grant) Epoch() uint64 { return g.IssuerEpoch }
+
+func (g *Grant) sealed() {}
+
+// Encode returns the canonical bytes. It does not validate: Sign and Parse
+// do. For every b that Parse accepts, Encode(Parse(b)) == b.
+func (g *Grant) Encode() []byte {
+	w := lineWriter{b: make([]byte, 0, 512)}
+	w.str("schema", SchemaGrant)
+	w.str("resource", g.Resource)
+	w.str("owner", g.Owner)
+	w.str("requestId", g.RequestID)
+	w.str("lease", g.Lease)
+	w.str("operationRoot", g.OperationRoot.String())
+	w.str("operationClass", g.OperationClass)
+	w.uint("fenceToken", g.FenceToken)
+	w.uint("backendRevision", g.BackendRevision)
+	w.uint("policyGeneration", g.PolicyGeneration)
+	w.uint("issuerEpoch", g.IssuerEpoch)
+	w.uint("ttlMs", g.TTLMs)
+	w.time("issuedAt", g.IssuedAt)
+	w.time("expiresAt", g.ExpiresAt)
+	return w.b
+}
+
+// Digest returns sha256 over the canonical bytes.
+func (g *Grant) Digest() Digest { return sha256.Sum256(g.Encode()) }
+
+// Validate checks every field against its rule and ExpiresAt against
+// IssuedAt + TTLMs. The error is a *FieldError wrapping ErrMalformed.
+func (g *Grant) Validate() error {
+	check := func(field string, err error) error {
+		if err == nil {
+			return nil
+		}
+		return &FieldError{Schema: SchemaGrant, Field: field, Reason: err.Error()}
+	}
+	positive := func(v uint64) error {
+		if v == 0 {
+			return errors.New("must be at least 1")
+		}
+		return nil
+	}
+	for _, err := range []error{
+		check("resource", ValidateResource(g.Resource)),
+		check("owner", ValidateOwner(g.Owner)),
+		check("requestId", ValidateToken(g.RequestID)),
+		check("lease", ValidateToken(g.Lease)),
+		check("operationRoot", zeroDigest(g.OperationRoot)),
+		check("operationClass", ValidateOperationClass(g.OperationClass)),
+		check("fenceToken", positive(g.FenceToken)),
+		check("backendRevision", positive(g.BackendRevision)),
+		check("issuerEpoch", positive(g.IssuerEpoch)),
+		check("ttlMs", positive(g.TTLMs)),
+		check("issuedAt", checkInstant(g.IssuedAt)),
+		check("expiresAt", checkInstant(g.ExpiresAt)),
+		check("expiresAt", g.checkExpiry()),
+	} {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (g *Grant) checkExpiry() error {
+	if g.TTLMs > TTLMsMax {
+		return fmt.Errorf("ttlMs %d above format limit %d", g.TTLMs, uint64(TTLMsMax))
+	}
+	want := g.IssuedAt.Add(time.Duration(g.TTLMs) * time.Millisecond)
+	if !g.ExpiresAt.Equal(want) {
+		return fmt.Errorf("must equal issuedAt + ttlMs (%s)", want.UTC().Format(TimeLayout))
+	}
+	return nil
+}
+
+func zeroDigest(d Digest) error {
+	if d.IsZero() {
+		return errors.New("zero digest")
+	}
+	return nil
+}
+
+// ParseGrant strictly parses canonical lockGrant.v1 bytes. Anything that is
+// not exactly what Encode would produce is rejected with a *FieldError
+// naming the field and the reason.
+func ParseGrant(b []byte) (*Grant, error) {
+	v, err := splitFields(SchemaGrant, grantFields, b)
+	if err != nil {
+		return nil, err
+	}
+	p := fieldParser{schema: SchemaGrant, names: grantFields, values: v}
+	if v[0] != SchemaGrant {
+		return nil, &FieldError{Schema: SchemaGrant, Field: "schema", Line: 1, Reason: fmt.Sprintf("want %s", SchemaGrant)}
+	}
+	g := &Grant{
+		Resource:         p.str(1, ValidateResource),
+		Owner:            p.str(2, ValidateOwner),
+		RequestID:        p.str(3, ValidateToken),
+		Lease:            p.str(4, ValidateToken),
+		OperationRoot:    p.digest(5),
+		OperationClass:   p.str(6, ValidateOperationClass),
+		FenceToken:       p.uint(7),
+		BackendRevision:  p.uint(8),
+		PolicyGeneration: p.uint(9),
+		IssuerEpoch:      p.uint(10),
+		TTLMs:            p.uint(11),
+		IssuedAt:         p.time(12),
+		ExpiresAt:        p.time(13),
+	}
+	if p.err != nil {
+		return nil, p.err
+	}
+	if err := g.Validate(); err != nil {
+		return nil, err
+	}
+	return g, nil
+}

@@ -1,0 +1,128 @@
+package grant
+
+import (
+	"crypto/ed25519"
+	"crypto/hmac"
+	"fmt"
+	"sync/atomic"
+)
+
+// VerifyCacheEntriesMax is the default bound on cached verifications.
+// One entry is about 250 bytes, so the default costs about 1 MiB.
+const VerifyCacheEntriesMax = 4096
+
+// Verifier checks proofs against a trust bundle. It is safe for concurrent
+// use. The bundle can be replaced only by a newer version (Replace).
+//
+// Policy checks (key known, algorithm, key state, epoch allowed, epoch not
+// revoked) run on every call against the current bundle; only the
+// cryptographic check is cached, keyed by (message digest, proof, key
+// material), so re-verifying the same grant on every segment costs a hash
+// and a map lookup, and a retired key or revoked epoch takes effect at once.
+type Verifier struct {
+	bundle atomic.Pointer[Bundle]
+	cache  *verifyCache
+}
+
+// NewVerifier returns a Verifier over b with a cache of cacheEntriesMax
+// entries (VerifyCacheEntriesMax if 0; negative disables caching).
+func NewVerifier(b *Bundle, cacheEntriesMax int) *Verifier {
+	if cacheEntriesMax == 0 {
+		cacheEntriesMax = VerifyCacheEntriesMax
+	}
+	v := &Verifier{cache: newVerifyCache(cacheEntriesMax)}
+	v.bundle.Store(b)
+	return v
+}
+
+// Bundle returns the bundle in force.
+func (v *Verifier) Bundle() *Bundle { return v.bundle.Load() }
+
+// Replace installs b if its version is above the one in force; otherwise it
+// returns ErrBundleNotNewer and changes nothing.
+func (v *Verifier) Replace(b *Bundle) error {
+	for {
+		cur := v.bundle.Load()
+		if b.Version() <= cur.Version() {
+			return fmt.Errorf("%w: have version %d, offered %d", ErrBundleNotNewer, cur.Version(), b.Version())
+		}
+		if v.bundle.CompareAndSwap(cur, b) {
+			return nil
+		}
+	}
+}
+
+// Verify checks proof for m. It returns nil only if the proof's key is in
+// the bundle, is not retired, has the proof's algorithm, may sign m's issuer
+// epoch, the epoch is not revoked, and the signature or MAC verifies over
+// m's schema and digest. Errors wrap exactly one sentinel of this package.
+// Verify does not Validate m: messages from ParseGrant/ParseStatus already
+// are, and an invalid message cannot carry a valid proof.
+func (v *Verifier) Verify(m Message, proof string) error {
+	return v.VerifyDigest(m.Schema(), m.Digest(), m.Epoch(), proof)
+}
+
+// VerifyDigest is Verify for a caller that already has the digest.
+func (v *Verifier) VerifyDigest(schema string, d Digest, epoch uint64, proof string) error {
+	p, err := ParseProof(proof)
+	if err != nil {
+		return err
+	}
+	b := v.bundle.Load()
+	k, err := b.keyFor(p, epoch)
+	if err != nil {
+		return err
+	}
+	ck := cacheKey{digest: d, proof: proof, key: k.fingerprint}
+	if v.cache.has(ck) {
+		return nil
+	}
+	if err := k.check(schema, d, p); err != nil {
+		return err
+	}
+	v.cache.add(ck)
+	return nil
+}
+
+// keyFor applies the bundle's policy to a proof for an epoch.
+func (b *Bundle) keyFor(p Proof, epoch uint64) (*trustedKey, error) {
+	k, ok := b.keys[p.KeyID]
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("%w: %q (bundle version %d)", ErrUnknownKey, p.KeyID, b.file.Version)
+	case k.Alg != p.Alg:
+		return nil, fmt.Errorf("%w: key %s is %s, proof claims %s", ErrAlgMismatch, k.KeyID, k.Alg, p.Alg)
+	case k.State == KeyRetired:
+		return nil, fmt.Errorf("%w: key %s", ErrKeyRetired, k.KeyID)
+	case epoch < b.file.RevokedBelowEpoch:
+		return nil, fmt.Errorf("%w: epoch %d < revokedBelowEpoch %d", ErrEpochRevoked, epoch, b.file.RevokedBelowEpoch)
+	case epoch < k.MinEpoch || k.MaxEpoch != 0 && epoch > k.MaxEpoch:
+		return nil, fmt.Errorf("%w: epoch %d, key %s allows [%d, %s]", ErrEpochNotAllowed, epoch, k.KeyID, k.MinEpoch, maxEpochText(k.MaxEpoch))
+	}
+	return k, nil
+}
+
+func maxEpochText(max uint64) string {
+	if max == 0 {
+		return "∞"
+	}
+	return fmt.Sprint(max)
+}
+
+// check verifies the signature or MAC itself.
+func (k *trustedKey) check(schema string, d Digest, p Proof) error {
+	in := signingInput(schema, d)
+	if k.Alg == AlgEd25519 {
+		if !scalarCanonical(p.Bytes[32:]) {
+			return fmt.Errorf("%w: S >= L (key %s)", ErrNonCanonicalSignature, k.KeyID)
+		}
+		if !ed25519.Verify(k.pub, in, p.Bytes) {
+			return fmt.Errorf("%w: %s over %s (key %s)", ErrBadSignature, schema, d, k.KeyID)
+		}
+		return nil
+	}
+	if !hmac.Equal(macSum(k.secret, in), p.Bytes) {
+		return fmt.Errorf("%w: %s over %s (key %s)", ErrBadSignature, schema, d, k.KeyID)
+	}
+	return nil
+}
