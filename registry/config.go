@@ -1,0 +1,135 @@
+package registry
+
+import (
+	"fmt"
+)
+
+// Config holds the registry's named limits. A zero field takes the default
+// documented beside it; Validate (called by New) fills defaults and rejects
+// inconsistent values. All durations are milliseconds of the registry clock.
+type Config struct {
+	// IssuerEpoch is the epoch grants and status proofs are signed under;
+	// the signing key must be allowed to sign it in the trust bundle.
+	// Required, >= 1.
+	IssuerEpoch uint64
+
+	// TTLMsMin is the shortest lease a client may ask for. Optional,
+	// defaults to 1000 (1s): shorter leases expire before a renewal
+	// round trip can land.
+	TTLMsMin uint64
+	// TTLMsMax is the longest lease. Optional, defaults to 600000 (10 min):
+	// a crashed owner blocks its resource at most this long.
+	TTLMsMax uint64
+	// TTLMsDefault is used when a request's TTLMs is 0. Optional, defaults
+	// to 15000 (15s), clamped into [TTLMsMin, TTLMsMax].
+	TTLMsDefault uint64
+
+	// LockDelayMs is how long a resource stays ungrantable after a lease
+	// *expires* (never after a release): the old owner, whose clock may run
+	// slow within ClockSkewMaxMs, gets time to notice it lost the lease
+	// before the next owner starts. Optional, defaults to 1000 (1s). Must
+	// be >= ClockSkewMaxMs.
+	LockDelayMs uint64
+	// ClockSkewMaxMs bounds the disagreement between the registry clock and
+	// any gate's or client's clock over one lease. A status proof's
+	// validUntil never passes the lease's expiry minus this bound.
+	// Optional, defaults to 500.
+	ClockSkewMaxMs uint64
+	// StatusProofTTLMs is the longest life of a status proof. Optional,
+	// defaults to 2000 (2s): short enough that a revoked or released grant
+	// stops verifying soon, long enough to spare a query per write.
+	StatusProofTTLMs uint64
+
+	// WaitersPerResourceMax bounds the FIFO queue of waiting acquires on
+	// one resource. Optional, defaults to 64.
+	WaitersPerResourceMax int
+	// WaitMsMax caps an acquire's WaitMs; it also bounds how long a
+	// vanished waiter keeps its ticket. Optional, defaults to 30000 (30s).
+	WaitMsMax uint64
+	// HandoffClaimMs is how long the head waiter of a free resource has to
+	// claim it before it is presumed gone and skipped. Optional, defaults
+	// to 2000 (2s).
+	HandoffClaimMs uint64
+	// WaitPollMsMax bounds how long a waiter sleeps between linearizable
+	// re-reads when no store event wakes it (a lease expiring, a vanished
+	// head waiter). Optional, defaults to 1000 (1s).
+	WaitPollMsMax uint64
+
+	// RequestRetentionMs is how long a request ID is remembered after its
+	// grant ended (expired, released or revoked); a retry within it gets
+	// the same grant and its final state, never a new grant. A request
+	// whose grant is still HELD is never forgotten. Optional, defaults to
+	// 86400000 (24h).
+	RequestRetentionMs uint64
+
+	// CASRetriesMax bounds compare-and-swap retries of one call under
+	// contention before it fails with ErrConflict. Optional, defaults to 32.
+	CASRetriesMax int
+	// CacheResourcesMax bounds how many resource records the shell keeps to
+	// try a compare-and-swap without a read first; a stale entry costs one
+	// failed compare, never a wrong answer. Optional, defaults to 4096.
+	CacheResourcesMax int
+}
+
+// EndedLeasesMax is how many ended leases a resource record remembers, so
+// a retried Release is idempotent and Renew can say EXPIRED rather than
+// NOT_HOLDER. Older ones are still answered through the request-ID index.
+const EndedLeasesMax = 8
+
+// DefaultConfig returns the defaults for the given issuer epoch.
+func DefaultConfig(issuerEpoch uint64) Config {
+	c := Config{IssuerEpoch: issuerEpoch}
+	c.fill()
+	return c
+}
+
+func (c *Config) fill() {
+	def := func(v *uint64, d uint64) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&c.TTLMsMin, 1000)
+	def(&c.TTLMsMax, 600_000)
+	def(&c.TTLMsDefault, 15_000)
+	def(&c.LockDelayMs, 1000)
+	def(&c.ClockSkewMaxMs, 500)
+	def(&c.StatusProofTTLMs, 2000)
+	def(&c.WaitMsMax, 30_000)
+	def(&c.HandoffClaimMs, 2000)
+	def(&c.WaitPollMsMax, 1000)
+	def(&c.RequestRetentionMs, 86_400_000)
+	if c.WaitersPerResourceMax == 0 {
+		c.WaitersPerResourceMax = 64
+	}
+	if c.CASRetriesMax == 0 {
+		c.CASRetriesMax = 32
+	}
+	if c.CacheResourcesMax == 0 {
+		c.CacheResourcesMax = 4096
+	}
+	c.TTLMsDefault = min(max(c.TTLMsDefault, c.TTLMsMin), c.TTLMsMax)
+}
+
+// Validate fills defaults and checks the limits against each other.
+func (c *Config) Validate() error {
+	c.fill()
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: config: "+format, append([]any{ErrInvalid}, args...)...)
+	}
+	switch {
+	case c.IssuerEpoch == 0:
+		return bad("issuer epoch must be at least 1")
+	case c.TTLMsMin > c.TTLMsMax:
+		return bad("ttlMsMin %d above ttlMsMax %d", c.TTLMsMin, c.TTLMsMax)
+	case c.TTLMsMax > 100*365*24*3600*1000:
+		return bad("ttlMsMax %d above the grant format limit", c.TTLMsMax)
+	case c.LockDelayMs < c.ClockSkewMaxMs:
+		return bad("lockDelayMs %d below clockSkewMaxMs %d", c.LockDelayMs, c.ClockSkewMaxMs)
+	case c.TTLMsMin <= c.ClockSkewMaxMs:
+		return bad("ttlMsMin %d must exceed clockSkewMaxMs %d, or no status proof could ever be valid", c.TTLMsMin, c.ClockSkewMaxMs)
+	case c.WaitersPerResourceMax < 0 || c.CASRetriesMax < 0 || c.CacheResourcesMax < 0:
+		return bad("negative limit")
+	}
+	return nil
+}

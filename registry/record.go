@@ -1,0 +1,131 @@
+package registry
+
+import (
+	"fmt"
+
+	"github.com/fencegate/fencegate/grant"
+)
+
+// Record is one resource's state in the store: its fence sequence, floor,
+// policy generation, current holder, lock-delay and FIFO of waiters. The
+// core reads and returns Records; it never mutates one in place.
+type Record struct {
+	// HighestFence is the highest fence ever issued for the resource. The
+	// next grant gets max(HighestFence, Floor) + 1.
+	HighestFence uint64 `json:"highestFence"`
+	// Floor is raised (never lowered) to the highest fence a resource
+	// reports, so a registry restored from an old snapshot cannot issue a
+	// fence a gate has already seen.
+	Floor uint64 `json:"floor"`
+	// PolicyGeneration is stamped into every grant; raise only.
+	PolicyGeneration uint64 `json:"policyGeneration"`
+	// Holder is the lease last granted and not yet known to have ended; it
+	// may already be expired by the clock (expiry is judged lazily).
+	Holder *Holder `json:"holder"`
+	// FreeAtMs is the earliest instant a new grant may be issued: the
+	// release instant, or expiry + LockDelayMs. It also opens the head
+	// waiter's claim window.
+	FreeAtMs int64 `json:"freeAtMs"`
+	// Waiters is the FIFO of waiting acquires, head first.
+	Waiters []Waiter `json:"waiters"`
+	// Ended remembers the last EndedLeasesMax ended leases, oldest first.
+	Ended []EndedLease `json:"ended"`
+}
+
+// Holder is the current lease: the grant (without its backend revision,
+// which is the creation revision of its request-ID entry) and its current
+// expiry, which renewals move.
+type Holder struct {
+	Grant       GrantBody `json:"grant"`
+	ExpiresAtMs int64     `json:"expiresAtMs"`
+}
+
+// Waiter is one queued acquire. It keeps its place until it is granted,
+// cancels, or its deadline passes.
+type Waiter struct {
+	Owner      string `json:"owner"`
+	RequestID  string `json:"requestId"`
+	DeadlineMs int64  `json:"deadlineMs"`
+}
+
+// EndedLease is a lease that ended, and how.
+type EndedLease struct {
+	Lease     string      `json:"lease"`
+	Owner     string      `json:"owner"`
+	RequestID string      `json:"requestId"`
+	State     grant.State `json:"state"`
+	AtMs      int64       `json:"atMs"`
+}
+
+// GrantBody is a lockGrant.v1 without its BackendRevision, which is only
+// known once the granting transaction commits.
+type GrantBody struct {
+	Resource         string `json:"resource"`
+	Owner            string `json:"owner"`
+	RequestID        string `json:"requestId"`
+	Lease            string `json:"lease"`
+	OperationRoot    string `json:"operationRoot"`
+	OperationClass   string `json:"operationClass"`
+	FenceToken       uint64 `json:"fenceToken"`
+	PolicyGeneration uint64 `json:"policyGeneration"`
+	IssuerEpoch      uint64 `json:"issuerEpoch"`
+	TTLMs            uint64 `json:"ttlMs"`
+	IssuedAtMs       int64  `json:"issuedAtMs"`
+}
+
+// Grant completes the body with the backend revision and validates it.
+func (b GrantBody) Grant(backendRevision uint64) (*grant.Grant, error) {
+	root, err := grant.ParseDigest(b.OperationRoot)
+	if err != nil {
+		return nil, fmt.Errorf("%w: grant operation root: %v", ErrCorrupt, err)
+	}
+	g := &grant.Grant{
+		Resource: b.Resource, Owner: b.Owner, RequestID: b.RequestID, Lease: b.Lease,
+		OperationRoot: root, OperationClass: b.OperationClass,
+		FenceToken: b.FenceToken, BackendRevision: backendRevision,
+		PolicyGeneration: b.PolicyGeneration, IssuerEpoch: b.IssuerEpoch, TTLMs: b.TTLMs,
+		IssuedAt:  fromMs(b.IssuedAtMs),
+		ExpiresAt: fromMs(b.IssuedAtMs + int64(b.TTLMs)),
+	}
+	if err := g.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: stored grant: %w", ErrCorrupt, err)
+	}
+	return g, nil
+}
+
+// RequestEntry is the request-ID index entry of one granted acquire. It is
+// created in the transaction that grants, and that transaction's revision
+// is the grant's BackendRevision.
+type RequestEntry struct {
+	Grant GrantBody `json:"grant"`
+	// ParamsDigest binds the acquire's parameters; a retry with other
+	// parameters is ErrRequestMismatch.
+	ParamsDigest string `json:"paramsDigest"`
+	// State is HELD until the lease is known to have ended.
+	State grant.State `json:"state"`
+	// EndedAtMs is when the lease ended (0 while HELD); retention counts
+	// from here.
+	EndedAtMs int64 `json:"endedAtMs"`
+}
+
+// Settings is the registry-wide state shared by all replicas.
+type Settings struct {
+	// RevokedBelowEpoch: grants of lower issuer epochs report REVOKED and
+	// get no proofs. Raise only.
+	RevokedBelowEpoch uint64 `json:"revokedBelowEpoch"`
+}
+
+// clone returns a deep copy, so a decision never aliases its input.
+func (r *Record) clone() *Record {
+	if r == nil {
+		return &Record{}
+	}
+	c := *r
+	if r.Holder != nil {
+		h := *r.Holder
+		c.Holder = &h
+	}
+	c.Waiters = append([]Waiter(nil), r.Waiters...)
+	c.Ended = append([]EndedLease(nil), r.Ended...)
+	return &c
+}

@@ -1,0 +1,110 @@
+package registry
+
+import (
+	"context"
+)
+
+// Store is the registry's only state: linearizable compare-and-swap over
+// per-resource records, the request-ID index and the registry-wide
+// settings, under one monotonically increasing revision.
+//
+// Contract, shared by every implementation and checked by storetest:
+//   - Every stored item has a mod revision (0 when absent) and a create
+//     revision, both revisions of the transaction that wrote them. A put
+//     over an existing item keeps its create revision; a delete followed by
+//     a put starts a new one.
+//   - Read returns the record, the settings and the listed request entries
+//     as of one revision, which is at least every revision committed before
+//     Read was called (a linearizable read).
+//   - Commit applies all of a Write or none of it: it succeeds only if the
+//     record's, the settings' and each compared request entry's mod
+//     revisions equal the Write's. On a failed compare it returns, read in
+//     the same linearizable step, the current snapshot of the Write's
+//     resource, settings and request keys, so the caller retries without
+//     another round trip.
+//   - Revisions only grow; a successful Commit returns its own revision,
+//     which becomes the mod revision of everything it wrote.
+//   - An error other than a failed compare leaves the outcome unknown.
+//
+// The safety rules live in the core, never in a store.
+type Store interface {
+	// Read returns a linearizable snapshot of resource ("" for none) and of
+	// the request entries keys, in order.
+	Read(ctx context.Context, resource string, keys []RequestKey) (Snapshot, error)
+	// Commit compares and, if all compares hold, writes.
+	Commit(ctx context.Context, w Write) (CommitResult, error)
+	// Watch reports the resource's record each time it changes at or after
+	// revision fromRev. Events may be coalesced (a slow reader sees only the
+	// latest), never reordered. The channel closes when ctx ends or the
+	// watch fails; the caller then falls back to Read.
+	Watch(ctx context.Context, resource string, fromRev uint64) (<-chan RecordEvent, error)
+	// ScanRequests lists up to limit request entries with keys after after
+	// (in key order, Owner then RequestID), for retention sweeps.
+	ScanRequests(ctx context.Context, after RequestKey, limit int) ([]RequestSlot, error)
+}
+
+// RequestKey names one request-ID entry: request IDs are scoped to their
+// owner, so one owner can neither read nor collide with another's.
+type RequestKey struct {
+	Owner     string
+	RequestID string
+}
+
+// Less orders keys by owner, then request ID.
+func (k RequestKey) Less(o RequestKey) bool {
+	if k.Owner != o.Owner {
+		return k.Owner < o.Owner
+	}
+	return k.RequestID < o.RequestID
+}
+
+// RequestSlot is one request entry as read.
+type RequestSlot struct {
+	Key       RequestKey
+	Entry     *RequestEntry // nil when absent
+	ModRev    uint64        // 0 when absent
+	CreateRev uint64        // revision that created it: the grant's BackendRevision
+}
+
+// Snapshot is state read at one revision.
+type Snapshot struct {
+	Revision    uint64 // store revision of the read, >= 1
+	Resource    string
+	Record      *Record // nil when the resource has no record yet
+	RecordRev   uint64  // mod revision, 0 when absent
+	Settings    Settings
+	SettingsRev uint64
+	Requests    []RequestSlot // one per requested key, in order
+}
+
+// Write is one atomic compare-and-swap.
+type Write struct {
+	Resource    string  // "" when the write neither compares nor writes a record
+	RecordRev   uint64  // compare: the record's mod revision (0: absent)
+	Record      *Record // the new record; nil leaves it as it is
+	SettingsRev uint64  // compare: the settings' mod revision, always checked
+	Settings    *Settings
+	Requests    []RequestWrite
+}
+
+// RequestWrite puts (or, with a nil Entry, deletes) one request entry.
+type RequestWrite struct {
+	Key     RequestKey
+	Compare bool   // when set, the entry's mod revision must equal ModRev
+	ModRev  uint64 // 0: must be absent
+	Entry   *RequestEntry
+}
+
+// CommitResult is a Commit's outcome.
+type CommitResult struct {
+	OK       bool
+	Revision uint64   // the commit's revision when OK
+	Current  Snapshot // when !OK: fresh state of the Write's keys
+}
+
+// RecordEvent is a record as a watch saw it.
+type RecordEvent struct {
+	Record   *Record
+	ModRev   uint64
+	Revision uint64
+}
