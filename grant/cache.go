@@ -3,9 +3,16 @@ package grant
 import "sync"
 
 type cacheKey struct {
+	schema string
 	digest Digest
 	proof  string
-	key    [32]byte // key-material fingerprint
+}
+
+// cachedKey is the key a cached proof verified under.
+type cachedKey struct {
+	alg         Alg
+	keyID       string
+	fingerprint [32]byte
 }
 
 // verifyCache remembers successful verifications in two generations: when
@@ -14,7 +21,7 @@ type cacheKey struct {
 // memory at entriesMax with LRU-like behaviour and O(1) operations.
 type verifyCache struct {
 	mu         sync.Mutex
-	young, old map[cacheKey]struct{}
+	young, old map[cacheKey]cachedKey
 	genMax     int // 0 disables the cache
 }
 
@@ -23,40 +30,40 @@ func newVerifyCache(entriesMax int) *verifyCache {
 	if entriesMax > 0 && c.genMax == 0 {
 		c.genMax = 1
 	}
-	c.young = make(map[cacheKey]struct{})
+	c.young = make(map[cacheKey]cachedKey)
 	return c
 }
 
-func (c *verifyCache) has(k cacheKey) bool {
+func (c *verifyCache) get(k cacheKey) (cachedKey, bool) {
 	if c.genMax == 0 {
-		return false
+		return cachedKey{}, false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.young[k]; ok {
-		return true
+	if v, ok := c.young[k]; ok {
+		return v, true
 	}
-	if _, ok := c.old[k]; ok {
-		c.insertLocked(k)
-		return true
+	if v, ok := c.old[k]; ok {
+		c.insertLocked(k, v)
+		return v, true
 	}
-	return false
+	return cachedKey{}, false
 }
 
-func (c *verifyCache) add(k cacheKey) {
+func (c *verifyCache) add(k cacheKey, v cachedKey) {
 	if c.genMax == 0 {
 		return
 	}
 	c.mu.Lock()
-	c.insertLocked(k)
+	c.insertLocked(k, v)
 	c.mu.Unlock()
 }
 
-func (c *verifyCache) insertLocked(k cacheKey) {
+func (c *verifyCache) insertLocked(k cacheKey, v cachedKey) {
 	if len(c.young) >= c.genMax {
-		c.old, c.young = c.young, make(map[cacheKey]struct{}, c.genMax)
+		c.old, c.young = c.young, make(map[cacheKey]cachedKey, c.genMax)
 	}
-	c.young[k] = struct{}{}
+	c.young[k] = v
 }
 
 // len returns the number of entries held (for tests of the bound).

@@ -2,7 +2,6 @@ package grant
 
 import (
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"time"
 )
@@ -61,7 +60,7 @@ func (g *Grant) Encode() []byte {
 	w.str("owner", g.Owner)
 	w.str("requestId", g.RequestID)
 	w.str("lease", g.Lease)
-	w.str("operationRoot", g.OperationRoot.String())
+	w.digest("operationRoot", g.OperationRoot)
 	w.str("operationClass", g.OperationClass)
 	w.uint("fenceToken", g.FenceToken)
 	w.uint("backendRevision", g.BackendRevision)
@@ -79,36 +78,50 @@ func (g *Grant) Digest() Digest { return sha256.Sum256(g.Encode()) }
 // Validate checks every field against its rule and ExpiresAt against
 // IssuedAt + TTLMs. The error is a *FieldError wrapping ErrMalformed.
 func (g *Grant) Validate() error {
-	check := func(field string, err error) error {
-		if err == nil {
-			return nil
-		}
-		return &FieldError{Schema: SchemaGrant, Field: field, Reason: err.Error()}
+	ids := []struct {
+		field, value string
+		check        func(string) error
+	}{
+		{"resource", g.Resource, ValidateResource},
+		{"owner", g.Owner, ValidateOwner},
+		{"requestId", g.RequestID, ValidateToken},
+		{"lease", g.Lease, ValidateToken},
+		{"operationClass", g.OperationClass, ValidateOperationClass},
 	}
-	positive := func(v uint64) error {
-		if v == 0 {
-			return errors.New("must be at least 1")
+	for _, id := range ids {
+		if err := id.check(id.value); err != nil {
+			return &FieldError{Schema: SchemaGrant, Field: id.field, Reason: err.Error()}
 		}
-		return nil
 	}
-	for _, err := range []error{
-		check("resource", ValidateResource(g.Resource)),
-		check("owner", ValidateOwner(g.Owner)),
-		check("requestId", ValidateToken(g.RequestID)),
-		check("lease", ValidateToken(g.Lease)),
-		check("operationRoot", zeroDigest(g.OperationRoot)),
-		check("operationClass", ValidateOperationClass(g.OperationClass)),
-		check("fenceToken", positive(g.FenceToken)),
-		check("backendRevision", positive(g.BackendRevision)),
-		check("issuerEpoch", positive(g.IssuerEpoch)),
-		check("ttlMs", positive(g.TTLMs)),
-		check("issuedAt", checkInstant(g.IssuedAt)),
-		check("expiresAt", checkInstant(g.ExpiresAt)),
-		check("expiresAt", g.checkExpiry()),
-	} {
-		if err != nil {
-			return err
-		}
+	return g.validateValues()
+}
+
+// validateValues checks the non-identifier fields; ParseGrant has already
+// checked identifiers line by line.
+func (g *Grant) validateValues() error {
+	fe := func(field, reason string) error {
+		return &FieldError{Schema: SchemaGrant, Field: field, Reason: reason}
+	}
+	switch {
+	case g.OperationRoot.IsZero():
+		return fe("operationRoot", "zero digest")
+	case g.FenceToken == 0:
+		return fe("fenceToken", "must be at least 1")
+	case g.BackendRevision == 0:
+		return fe("backendRevision", "must be at least 1")
+	case g.IssuerEpoch == 0:
+		return fe("issuerEpoch", "must be at least 1")
+	case g.TTLMs == 0:
+		return fe("ttlMs", "must be at least 1")
+	}
+	if err := checkInstant(g.IssuedAt); err != nil {
+		return fe("issuedAt", err.Error())
+	}
+	if err := checkInstant(g.ExpiresAt); err != nil {
+		return fe("expiresAt", err.Error())
+	}
+	if err := g.checkExpiry(); err != nil {
+		return fe("expiresAt", err.Error())
 	}
 	return nil
 }
@@ -120,13 +133,6 @@ func (g *Grant) checkExpiry() error {
 	want := g.IssuedAt.Add(time.Duration(g.TTLMs) * time.Millisecond)
 	if !g.ExpiresAt.Equal(want) {
 		return fmt.Errorf("must equal issuedAt + ttlMs (%s)", want.UTC().Format(TimeLayout))
-	}
-	return nil
-}
-
-func zeroDigest(d Digest) error {
-	if d.IsZero() {
-		return errors.New("zero digest")
 	}
 	return nil
 }
@@ -161,7 +167,7 @@ func ParseGrant(b []byte) (*Grant, error) {
 	if p.err != nil {
 		return nil, p.err
 	}
-	if err := g.Validate(); err != nil {
+	if err := g.validateValues(); err != nil {
 		return nil, err
 	}
 	return g, nil

@@ -52,15 +52,19 @@ func ValidateResource(s string) error {
 
 // checkSegments rejects empty, "." and ".." segments of a '/'-joined path.
 func checkSegments(what, s string) error {
-	for i, seg := range strings.Split(s, "/") {
+	for i := 1; ; i++ {
+		seg, rest, more := strings.Cut(s, "/")
 		switch seg {
 		case "":
-			return fmt.Errorf("%s not canonical: empty segment %d", what, i+1)
+			return fmt.Errorf("%s not canonical: empty segment %d", what, i)
 		case ".", "..":
 			return fmt.Errorf("%s not canonical: dot segment %q", what, seg)
 		}
+		if !more {
+			return nil
+		}
+		s = rest
 	}
-	return nil
 }
 
 // ValidateOwner reports whether s is a workload identity, in one of two

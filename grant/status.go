@@ -60,7 +60,7 @@ func (s *Status) sealed() {}
 func (s *Status) Encode() []byte {
 	w := lineWriter{b: make([]byte, 0, 256)}
 	w.str("schema", SchemaStatus)
-	w.str("grant", s.Grant.String())
+	w.digest("grant", s.Grant)
 	w.str("state", string(s.State))
 	w.uint("backendRevision", s.BackendRevision)
 	w.uint("issuerEpoch", s.IssuerEpoch)

@@ -16,9 +16,11 @@ const VerifyCacheEntriesMax = 4096
 //
 // Policy checks (key known, algorithm, key state, epoch allowed, epoch not
 // revoked) run on every call against the current bundle; only the
-// cryptographic check is cached, keyed by (message digest, proof, key
-// material), so re-verifying the same grant on every segment costs a hash
-// and a map lookup, and a retired key or revoked epoch takes effect at once.
+// cryptographic check is cached, keyed by (schema, message digest, proof)
+// and remembering the key material it passed under, so re-verifying the
+// same grant on every segment costs a hash and a map lookup, a retired key
+// or revoked epoch takes effect at once, and a key ID re-bound to other
+// material misses.
 type Verifier struct {
 	bundle atomic.Pointer[Bundle]
 	cache  *verifyCache
@@ -62,36 +64,45 @@ func (v *Verifier) Verify(m Message, proof string) error {
 	return v.VerifyDigest(m.Schema(), m.Digest(), m.Epoch(), proof)
 }
 
-// VerifyDigest is Verify for a caller that already has the digest.
+// VerifyDigest is Verify for a caller that already has the digest (a gate
+// hashes the received bytes, which for a parsed message equal Encode()).
 func (v *Verifier) VerifyDigest(schema string, d Digest, epoch uint64, proof string) error {
+	b := v.bundle.Load()
+	ck := cacheKey{schema: schema, digest: d, proof: proof}
+	if hit, ok := v.cache.get(ck); ok {
+		// The signature was checked under this key material before; the
+		// policy is re-applied to the bundle in force now.
+		k, err := b.keyFor(hit.alg, hit.keyID, epoch)
+		if err == nil && k.fingerprint == hit.fingerprint {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
 	p, err := ParseProof(proof)
 	if err != nil {
 		return err
 	}
-	b := v.bundle.Load()
-	k, err := b.keyFor(p, epoch)
+	k, err := b.keyFor(p.Alg, p.KeyID, epoch)
 	if err != nil {
 		return err
-	}
-	ck := cacheKey{digest: d, proof: proof, key: k.fingerprint}
-	if v.cache.has(ck) {
-		return nil
 	}
 	if err := k.check(schema, d, p); err != nil {
 		return err
 	}
-	v.cache.add(ck)
+	v.cache.add(ck, cachedKey{alg: k.Alg, keyID: k.KeyID, fingerprint: k.fingerprint})
 	return nil
 }
 
-// keyFor applies the bundle's policy to a proof for an epoch.
-func (b *Bundle) keyFor(p Proof, epoch uint64) (*trustedKey, error) {
-	k, ok := b.keys[p.KeyID]
+// keyFor applies the bundle's policy to a proof's key for an epoch.
+func (b *Bundle) keyFor(alg Alg, keyID string, epoch uint64) (*trustedKey, error) {
+	k, ok := b.keys[keyID]
 	switch {
 	case !ok:
-		return nil, fmt.Errorf("%w: %q (bundle version %d)", ErrUnknownKey, p.KeyID, b.file.Version)
-	case k.Alg != p.Alg:
-		return nil, fmt.Errorf("%w: key %s is %s, proof claims %s", ErrAlgMismatch, k.KeyID, k.Alg, p.Alg)
+		return nil, fmt.Errorf("%w: %q (bundle version %d)", ErrUnknownKey, keyID, b.file.Version)
+	case k.Alg != alg:
+		return nil, fmt.Errorf("%w: key %s is %s, proof claims %s", ErrAlgMismatch, k.KeyID, k.Alg, alg)
 	case k.State == KeyRetired:
 		return nil, fmt.Errorf("%w: key %s", ErrKeyRetired, k.KeyID)
 	case epoch < b.file.RevokedBelowEpoch:
