@@ -1,0 +1,131 @@
+package gate
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/fencegate/fencegate/grant"
+)
+
+// StatusSkewMaxDefault is the default bound on how far the gate's clock may
+// run behind the registry's. A status proof is fresh only while
+// now + skew < validUntil, so a gate whose clock is up to this much slow
+// still stops trusting the proof before the registry lets the lease go.
+const StatusSkewMaxDefault = 500 * time.Millisecond
+
+// Policy configures the authentication steps. It is immutable once used.
+type Policy struct {
+	// Verifier checks grant and status proofs against the trust bundle.
+	// Required.
+	Verifier *grant.Verifier
+	// OperationClasses are the grant operation classes this gate accepts.
+	// Optional: empty accepts every class.
+	OperationClasses []string
+	// StatusSkewMax is the clock-skew bound subtracted from a status
+	// proof's validUntil. Optional, defaults to StatusSkewMaxDefault;
+	// negative values are refused by Check.
+	StatusSkewMax time.Duration
+}
+
+// Check validates p and fills in defaults.
+func (p *Policy) Check() error {
+	if p.Verifier == nil {
+		return errors.New("gate: policy: Verifier is required")
+	}
+	if p.StatusSkewMax < 0 {
+		return fmt.Errorf("gate: policy: StatusSkewMax %s is negative", p.StatusSkewMax)
+	}
+	if p.StatusSkewMax == 0 {
+		p.StatusSkewMax = StatusSkewMaxDefault
+	}
+	for _, c := range p.OperationClasses {
+		if err := grant.ValidateOperationClass(c); err != nil {
+			return fmt.Errorf("gate: policy: operation class %q: %v", c, err)
+		}
+	}
+	return nil
+}
+
+// Verified is a mutation that passed steps 1–4: its grant is genuine,
+// bound to the envelope, and owned by the caller. Status, if not nil, is a
+// genuine status statement about this grant whose freshness and state are
+// still to be judged (Decide does, against the gate's clock).
+type Verified struct {
+	Mutation    Mutation
+	Grant       *grant.Grant
+	GrantDigest grant.Digest
+	Root        grant.Digest
+	Status      *grant.Status
+}
+
+// Authenticate runs steps 1–4 of the decision (strict parse, proofs,
+// binding, identity) for a mutation sent by the authenticated caller. It
+// reads no resource state and writes nothing. Errors are *Rejection with
+// outcome MALFORMED, BAD_PROOF, EPOCH_REVOKED, BINDING_MISMATCH or
+// IDENTITY_MISMATCH.
+func (p *Policy) Authenticate(m *Mutation, caller string) (*Verified, error) {
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
+	rej := func(o Outcome, cause error, format string, args ...any) (*Verified, error) {
+		return nil, &Rejection{Outcome: o, Resource: m.Resource, FenceToken: m.FenceToken,
+			SegmentSeq: m.SegmentSeq, Reason: fmt.Sprintf(format, args...), Cause: cause}
+	}
+	g, err := grant.ParseGrant(m.Grant)
+	if err != nil {
+		return rej(BadProof, err, "grant does not parse: %v", err)
+	}
+	gd := g.Digest()
+	if err := p.Verifier.VerifyDigest(grant.SchemaGrant, gd, g.IssuerEpoch, m.GrantProof); err != nil {
+		return rej(proofOutcome(err), err, "grant proof: %v", err)
+	}
+	var st *grant.Status
+	if len(m.Status) > 0 {
+		if st, err = grant.ParseStatus(m.Status); err != nil {
+			return rej(BadProof, err, "status does not parse: %v", err)
+		}
+		if err := p.Verifier.Verify(st, m.StatusProof); err != nil {
+			return rej(proofOutcome(err), err, "status proof: %v", err)
+		}
+		if st.Grant != gd {
+			return rej(BindingMismatch, nil, "status is about grant %s, not %s", st.Grant, gd)
+		}
+	}
+	root := m.OperationRoot()
+	if err := checkBinding(m, g, root); err != nil {
+		return rej(BindingMismatch, nil, "%v", err)
+	}
+	if len(p.OperationClasses) > 0 && !slices.Contains(p.OperationClasses, g.OperationClass) {
+		return rej(BindingMismatch, nil, "operation class %q not allowed by this gate", g.OperationClass)
+	}
+	if caller != g.Owner {
+		return rej(IdentityMismatch, nil, "caller %q is not the grant owner %q", caller, g.Owner)
+	}
+	return &Verified{Mutation: *m, Grant: g, GrantDigest: gd, Root: root, Status: st}, nil
+}
+
+// proofOutcome maps a grant verification error: a revoked epoch is its own
+// outcome, every other failure is BAD_PROOF.
+func proofOutcome(err error) Outcome {
+	if errors.Is(err, grant.ErrEpochRevoked) {
+		return EpochRevoked
+	}
+	return BadProof
+}
+
+// checkBinding compares the envelope with the grant field by field.
+func checkBinding(m *Mutation, g *grant.Grant, root grant.Digest) error {
+	switch {
+	case m.Resource != g.Resource:
+		return fmt.Errorf("resource %q, grant is for %q", m.Resource, g.Resource)
+	case m.Lease != g.Lease:
+		return fmt.Errorf("lease %q, grant has %q", m.Lease, g.Lease)
+	case root != g.OperationRoot:
+		return fmt.Errorf("operation root of %q is %s, grant binds %s", m.OperationID, root, g.OperationRoot)
+	case m.FenceToken != g.FenceToken:
+		return fmt.Errorf("fence %d, grant has %d", m.FenceToken, g.FenceToken)
+	}
+	return nil
+}

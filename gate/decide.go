@@ -1,0 +1,177 @@
+package gate
+
+import (
+	"fmt"
+	"time"
+)
+
+// Input is everything one decision depends on. Decide is a pure function
+// of it: no clock, no I/O, no randomness.
+type Input struct {
+	Verified *Verified // from Policy.Authenticate
+	State    State     // the resource's fence state, read with its row locked
+	// Prior is the receipt stored for (resource, fence, segmentSeq), if any.
+	Prior *Receipt
+	// Status is the evidence about the grant's current state. It is only
+	// consulted when NeedsStatus(in) is true, so an adapter may leave it
+	// empty (and skip a registry query) otherwise.
+	Status        StatusEvidence
+	Now           time.Time     // the gate's clock
+	StatusSkewMax time.Duration // Policy.StatusSkewMax
+}
+
+// Decision is the outcome and what the adapter must do about it.
+type Decision struct {
+	Outcome Outcome
+	// Err is nil for ACCEPTED; otherwise a *Rejection (for REPLAYED too,
+	// so callers can tell a replay apart; IsSuccess treats it as success).
+	Err error
+	// State is the resource's state after the decision. It differs from
+	// Input.State only when Store is set.
+	State State
+	// Receipt is the new receipt (ACCEPTED) or the original (REPLAYED).
+	Receipt Receipt
+	// Proceed: run the business change. True for ACCEPTED, and for every
+	// outcome but REPLAYED in shadow mode.
+	Proceed bool
+	// Store: write State and insert Receipt (ACCEPTED), or write State
+	// (the pause of a FENCE_REGRESSION in enforce mode).
+	Store bool
+	// Quarantine: record the differing payload (QUARANTINED).
+	Quarantine bool
+	// Alarm: record a FENCE_REGRESSION alarm.
+	Alarm bool
+	// ShadowLog: record that shadow mode let a rejected mutation through.
+	ShadowLog bool
+}
+
+// NeedsStatus reports whether Decide will consult in.Status: false when
+// the outcome is settled before the status step (replay, pause,
+// quarantine, stale policy).
+func NeedsStatus(in Input) bool {
+	_, settled := decideBeforeStatus(in)
+	return !settled
+}
+
+// Decide applies step 6 of the gate decision, in this precedence:
+//
+//  1. a receipt exists for (resource, fence, segmentSeq) with the same
+//     payload and root → REPLAYED (whatever the status or pause);
+//  2. the resource is paused → RESOURCE_PAUSED;
+//  3. that receipt has another payload or root → QUARANTINED;
+//  4. the grant's policy generation is below the minimum → POLICY_STALE;
+//  5. the status is not proven HELD → STALE_OWNER if fence < highestFence
+//     (the reason names the status problem), else NOT_HELD,
+//     EPOCH_REVOKED or PROOF_EXPIRED;
+//  6. proven HELD but fence < highestFence, or fence == highestFence
+//     under another root → FENCE_REGRESSION (alarm; enforce pauses);
+//  7. fence > highestFence → ACCEPTED iff segmentSeq == 1, else SEGMENT_GAP;
+//  8. fence == highestFence → ACCEPTED iff segmentSeq == lastSegmentSeq+1,
+//     else SEGMENT_GAP.
+//
+// highestFence never decreases. In shadow mode the same outcome is
+// computed and recorded but the business change proceeds.
+func Decide(in Input) Decision {
+	d, settled := decideBeforeStatus(in)
+	if !settled {
+		d = decideFence(in)
+	}
+	return applyMode(in.State.Mode, d)
+}
+
+func decideBeforeStatus(in Input) (Decision, bool) {
+	v, st := in.Verified, in.State
+	if p := in.Prior; p != nil {
+		if p.PayloadDigest == v.Mutation.PayloadDigest && p.OperationRoot == v.Root {
+			d := reject(in, Replayed, "segment %d under fence %d already accepted with this payload; original receipt %s",
+				v.Mutation.SegmentSeq, v.Mutation.FenceToken, p.ID())
+			d.Receipt = *p
+			return d, true
+		}
+	}
+	if st.Paused {
+		return reject(in, ResourcePaused, "resource %s is paused (%s); an operator must resume it", st.Resource, st.PausedReason), true
+	}
+	if p := in.Prior; p != nil {
+		d := reject(in, Quarantined, "segment %d under fence %d was accepted with payload %s (receipt %s); this one has %s",
+			v.Mutation.SegmentSeq, v.Mutation.FenceToken, p.PayloadDigest, p.ID(), v.Mutation.PayloadDigest)
+		d.Quarantine = true
+		return d, true
+	}
+	if v.Grant.PolicyGeneration < st.MinPolicyGeneration {
+		return reject(in, PolicyStale, "grant policy generation %d below the resource's minimum %d",
+			v.Grant.PolicyGeneration, st.MinPolicyGeneration), true
+	}
+	return Decision{}, false
+}
+
+func decideFence(in Input) Decision {
+	v, st := in.Verified, in.State
+	fence, seq := v.Mutation.FenceToken, v.Mutation.SegmentSeq
+	if code, why := in.Status.judge(in.Now, in.StatusSkewMax); code != "" {
+		if fence < st.HighestFence {
+			return reject(in, StaleOwner, "fence %d < highest %d (and %s)", fence, st.HighestFence, why)
+		}
+		return reject(in, code, "%s", why)
+	}
+	switch {
+	case fence < st.HighestFence:
+		return regression(in, StaleOwner, fmt.Sprintf("current holder's fence %d < highest %d", fence, st.HighestFence))
+	case fence == st.HighestFence && v.Root != st.Root:
+		return regression(in, RootMismatch, fmt.Sprintf("current holder's fence %d == highest under root %s, not %s", fence, st.Root, v.Root))
+	case fence > st.HighestFence && seq != 1:
+		return reject(in, SegmentGap, "fence %d > highest %d must start at segment 1, got %d", fence, st.HighestFence, seq)
+	case fence == st.HighestFence && seq != st.LastSegmentSeq+1:
+		return reject(in, SegmentGap, "fence %d: segment %d is not the next after %d", fence, seq, st.LastSegmentSeq)
+	}
+	return accept(in)
+}
+
+func accept(in Input) Decision {
+	v, st := in.Verified, in.State
+	st.HighestFence, st.Root, st.LastSegmentSeq = v.Mutation.FenceToken, v.Root, v.Mutation.SegmentSeq
+	r := Receipt{
+		Resource: st.Resource, FenceToken: v.Mutation.FenceToken, OperationRoot: v.Root,
+		OperationID: v.Mutation.OperationID, SegmentSeq: v.Mutation.SegmentSeq,
+		PayloadDigest: v.Mutation.PayloadDigest, GrantDigest: v.GrantDigest,
+		AcceptedAt: in.Now.UTC().Truncate(time.Millisecond), Mode: st.Mode, Outcome: Accepted,
+	}
+	return Decision{Outcome: Accepted, State: st, Receipt: r, Proceed: true, Store: true}
+}
+
+// regression rejects a grant proven current whose fence does not advance:
+// the registry handed out a fence at or below one the resource has seen.
+func regression(in Input, also Outcome, why string) Decision {
+	d := reject(in, FenceRegression, "%s: the registry went backwards; resource paused, highestFence kept", why)
+	d.Err.(*Rejection).Also = also
+	d.Alarm, d.Store = true, true
+	d.State.Paused = true
+	d.State.PausedReason = fmt.Sprintf("FENCE_REGRESSION: fence %d from grant %s vs highest %d",
+		in.Verified.Mutation.FenceToken, in.Verified.GrantDigest, in.State.HighestFence)
+	return d
+}
+
+func reject(in Input, o Outcome, format string, args ...any) Decision {
+	m, st := &in.Verified.Mutation, in.State
+	return Decision{Outcome: o, State: st, Err: &Rejection{
+		Outcome: o, Resource: m.Resource, FenceToken: m.FenceToken, SegmentSeq: m.SegmentSeq,
+		HighestFence: st.HighestFence, LastSegmentSeq: st.LastSegmentSeq,
+		Reason: fmt.Sprintf(format, args...),
+	}}
+}
+
+// applyMode turns a decision into what shadow mode does: let everything
+// but a replay through, record instead of reject, never pause.
+func applyMode(mode Mode, d Decision) Decision {
+	recorded := d.Quarantine || d.Alarm
+	if mode == ModeShadow && d.Outcome != Accepted && d.Outcome != Replayed {
+		d.Proceed, d.ShadowLog, recorded = true, true, true
+		if d.Outcome == FenceRegression {
+			d.Store, d.State.Paused, d.State.PausedReason = false, false, ""
+		}
+	}
+	if r, ok := d.Err.(*Rejection); ok {
+		r.Recorded = recorded
+	}
+	return d
+}

@@ -1,0 +1,143 @@
+// Package gatetest mints genuine and deliberately broken grants, status
+// proofs and mutations for tests of the gate and of code built on it. It
+// plays the registry's signing role with a deterministic key; it is not a
+// registry (it allocates no fences and judges no leases).
+package gatetest
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"fmt"
+	"time"
+
+	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/grant"
+)
+
+// Epoch is the issuer epoch the Issuer signs under by default.
+const Epoch = 7
+
+// Issuer signs grants and status proofs with a deterministic Ed25519 key.
+type Issuer struct {
+	Key      *grant.SigningKey
+	Verifier *grant.Verifier
+	Epoch    uint64
+	// Now is the registry clock used for issuedAt; tests move it.
+	Now time.Time
+	// StatusValidFor is how long a status proof is valid from Now.
+	// Defaults to 10 s.
+	StatusValidFor time.Duration
+}
+
+// T0 is the fixed instant issuers start at.
+var T0 = time.Date(2026, 7, 19, 10, 0, 0, 0, time.UTC)
+
+// NewIssuer returns an issuer whose key is derived from seed; its
+// Verifier trusts that key for epochs 1 and up.
+func NewIssuer(seed string) *Issuer {
+	s := sha256.Sum256([]byte("gatetest/" + seed))
+	k, err := grant.GenerateKey(grant.AlgEd25519, "k-"+seed, bytes.NewReader(s[:]))
+	if err != nil {
+		panic(err)
+	}
+	return &Issuer{Key: k, Verifier: grant.NewVerifier(bundleFor(k, 1, 0), 0), Epoch: Epoch, Now: T0, StatusValidFor: 10 * time.Second}
+}
+
+func bundleFor(k *grant.SigningKey, version, revokedBelow uint64) *grant.Bundle {
+	pub := grant.Proof{Alg: grant.AlgEd25519, KeyID: "x", Bytes: k.PublicKey()}.String()
+	b, err := grant.NewBundle(grant.BundleFile{
+		Version: version, RevokedBelowEpoch: revokedBelow,
+		Keys: []grant.BundleKey{{KeyID: k.KeyID, Alg: grant.AlgEd25519, PublicKey: pub[len("sig:x:"):], MinEpoch: 1, State: grant.KeyActive}},
+	}, "")
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// RevokeBelow installs a newer bundle revoking epochs below epoch.
+func (i *Issuer) RevokeBelow(epoch uint64) {
+	if err := i.Verifier.Replace(bundleFor(i.Key, i.Verifier.Bundle().Version()+1, epoch)); err != nil {
+		panic(err)
+	}
+}
+
+// Writer describes one grant: who writes what under which fence.
+type Writer struct {
+	Resource         string
+	Owner            string
+	Lease            string
+	OperationID      string
+	Fence            uint64
+	PolicyGeneration uint64 // 0 means 1
+	OperationClass   string // "" means "settle"
+}
+
+// Grant returns the signed grant for w.
+func (i *Issuer) Grant(w Writer) (*grant.Grant, string) {
+	g := &grant.Grant{
+		Resource: w.Resource, Owner: w.Owner, RequestID: "req-" + w.Lease, Lease: w.Lease,
+		OperationRoot: grant.OperationRoot(w.Resource, w.OperationID), OperationClass: w.OperationClass,
+		FenceToken: w.Fence, BackendRevision: 1000 + w.Fence, PolicyGeneration: w.PolicyGeneration,
+		IssuerEpoch: i.Epoch, TTLMs: 10000, IssuedAt: i.Now, ExpiresAt: i.Now.Add(10 * time.Second),
+	}
+	if g.OperationClass == "" {
+		g.OperationClass = "settle"
+	}
+	if g.PolicyGeneration == 0 {
+		g.PolicyGeneration = 1
+	}
+	return g, i.sign(g)
+}
+
+// Status returns a signed status statement about g.
+func (i *Issuer) Status(g *grant.Grant, state grant.State) (*grant.Status, string) {
+	s := &grant.Status{
+		Grant: g.Digest(), State: state, BackendRevision: g.BackendRevision + 1, IssuerEpoch: i.Epoch,
+		IssuedAt: i.Now, ValidUntil: i.Now.Add(i.StatusValidFor),
+	}
+	return s, i.sign(s)
+}
+
+func (i *Issuer) sign(m grant.Message) string {
+	p, err := i.Key.Sign(m)
+	if err != nil {
+		panic(fmt.Sprintf("gatetest: sign: %v", err))
+	}
+	return p
+}
+
+// Payload returns the digest of a payload text.
+func Payload(s string) grant.Digest { return sha256.Sum256([]byte(s)) }
+
+// Mutation returns a genuine mutation by w for segment seq with a HELD
+// status proof valid for StatusValidFor from Now.
+func (i *Issuer) Mutation(w Writer, seq uint64, payload string) *gate.Mutation {
+	g, gp := i.Grant(w)
+	s, sp := i.Status(g, grant.StateHeld)
+	return &gate.Mutation{
+		Resource: w.Resource, Lease: w.Lease, OperationID: w.OperationID, FenceToken: w.Fence,
+		SegmentSeq: seq, PayloadDigest: Payload(payload), Grant: g.Encode(), GrantProof: gp,
+		Status: s.Encode(), StatusProof: sp,
+	}
+}
+
+// WithStatus returns a copy of m whose status proof says state.
+func (i *Issuer) WithStatus(m *gate.Mutation, state grant.State) *gate.Mutation {
+	g, err := grant.ParseGrant(m.Grant)
+	if err != nil {
+		panic(err)
+	}
+	s, sp := i.Status(g, state)
+	c := *m
+	c.Status, c.StatusProof = s.Encode(), sp
+	return &c
+}
+
+// WithoutStatus returns a copy of m carrying no status proof (for a gate
+// with a StatusQuerier).
+func WithoutStatus(m *gate.Mutation) *gate.Mutation {
+	c := *m
+	c.Status, c.StatusProof = nil, ""
+	return &c
+}

@@ -1,0 +1,74 @@
+package gate
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/fencegate/fencegate/grant"
+)
+
+// StatusQuerier asks the canonical registry, linearizably, for a grant's
+// current state. The gate calls it with the resource's fence row locked,
+// so a HELD answer is ordered after the highestFence the decision compares
+// against. An error means "cannot prove HELD": the gate never accepts on
+// it (outcome NOT_HELD, or STALE_OWNER for a fence below highestFence).
+// Implementations bound their own latency with ctx.
+type StatusQuerier interface {
+	QueryStatus(ctx context.Context, grantDigest grant.Digest) (state grant.State, issuerEpoch uint64, err error)
+}
+
+// StatusSource says where status evidence came from.
+type StatusSource string
+
+// Status sources.
+const (
+	StatusAbsent    StatusSource = "absent" // neither a proof nor a querier
+	StatusFromProof StatusSource = "proof"  // a verified grantStatus.v1 in the mutation
+	StatusFromQuery StatusSource = "query"  // a StatusQuerier answer
+)
+
+// StatusEvidence is what the gate knows about the grant's current state.
+// Decide judges it against the gate's clock; building it does no I/O
+// beyond the querier call.
+type StatusEvidence struct {
+	Source       StatusSource
+	State        grant.State
+	IssuerEpoch  uint64
+	ValidUntil   time.Time // proof only: the registry's validity bound
+	EpochRevoked bool      // query only: the answer's epoch is revoked by the bundle
+	Failure      string    // query only: why the query gave no answer
+}
+
+// EvidenceFromProof turns a verified status statement into evidence.
+func EvidenceFromProof(s *grant.Status) StatusEvidence {
+	return StatusEvidence{Source: StatusFromProof, State: s.State, IssuerEpoch: s.IssuerEpoch, ValidUntil: s.ValidUntil}
+}
+
+// EvidenceFromQuery turns a querier answer into evidence; revokedBelow is
+// the trust bundle's revokedBelowEpoch.
+func EvidenceFromQuery(state grant.State, epoch uint64, err error, revokedBelow uint64) StatusEvidence {
+	if err != nil {
+		return StatusEvidence{Source: StatusFromQuery, Failure: err.Error()}
+	}
+	return StatusEvidence{Source: StatusFromQuery, State: state, IssuerEpoch: epoch, EpochRevoked: epoch < revokedBelow}
+}
+
+// judge returns "" when the evidence proves the grant HELD at now, or the
+// outcome and reason why it does not.
+func (e StatusEvidence) judge(now time.Time, skew time.Duration) (Outcome, string) {
+	switch {
+	case e.Source == StatusAbsent || e.Source == "":
+		return NotHeld, "no status proof and no status querier configured"
+	case e.Failure != "":
+		return NotHeld, "status query failed: " + e.Failure
+	case e.EpochRevoked:
+		return EpochRevoked, fmt.Sprintf("status issuer epoch %d is revoked", e.IssuerEpoch)
+	case e.State != grant.StateHeld:
+		return NotHeld, fmt.Sprintf("grant is %s (status %s)", e.State, e.Source)
+	case e.Source == StatusFromProof && !now.Add(skew).Before(e.ValidUntil):
+		return ProofExpired, fmt.Sprintf("status proof valid until %s, gate clock %s + skew bound %s",
+			e.ValidUntil.UTC().Format(grant.TimeLayout), now.UTC().Format(grant.TimeLayout), skew)
+	}
+	return "", ""
+}
