@@ -171,3 +171,7 @@ func (f BundleFile) Marshal() []byte {
 	out, _ := json.MarshalIndent(f, "", "  ")
 	return append(out, '\n')
 }
+
+// EncodeKey returns the bundle's text form of a public key: unpadded
+// base64url.
+func EncodeKey(pub ed25519.PublicKey) string { return b64.EncodeToString(pub) }
