@@ -1,0 +1,83 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"net/http"
+)
+
+// More transport codes, for errors that carry no code of their own.
+const (
+	CodeTimeout  = "TIMEOUT"  // 504: the call's deadline passed
+	CodeCanceled = "CANCELED" // 499: the caller went away
+)
+
+// statusClientClosed is nginx's 499: the client closed the request. It
+// never reaches that client; it shows in logs and metrics.
+const statusClientClosed = 499
+
+// codeStatus is the HTTP status of every stable code, the registry's and
+// this package's. A code not listed is a 500: a new registry code must be
+// added here (TestEveryRegistryCodeHasAStatus keeps this honest).
+var codeStatus = map[string]int{
+	// registry codes
+	"INVALID":          http.StatusBadRequest,
+	"TTL_OUT_OF_RANGE": http.StatusBadRequest,
+	"REQUEST_MISMATCH": http.StatusConflict,
+	"BUSY":             http.StatusConflict,
+	"WAIT_TIMEOUT":     http.StatusConflict,
+	"CONFLICT":         http.StatusConflict,
+	"WAITERS_FULL":     http.StatusTooManyRequests,
+	"NOT_HOLDER":       http.StatusForbidden,
+	"LEASE_EXPIRED":    http.StatusGone,
+	"EPOCH_REVOKED":    http.StatusForbidden,
+	"NOT_FOUND":        http.StatusNotFound,
+	"UNAVAILABLE":      http.StatusServiceUnavailable,
+	"CORRUPT":          http.StatusInternalServerError,
+	// grant codes a request can cause (a status query with a bad grant)
+	"MALFORMED": http.StatusBadRequest,
+	// transport codes
+	CodeBadRequest:       http.StatusBadRequest,
+	CodeTooLarge:         http.StatusRequestEntityTooLarge,
+	CodeUnauthenticated:  http.StatusUnauthorized,
+	CodeForbidden:        http.StatusForbidden,
+	CodeMethodNotAllowed: http.StatusMethodNotAllowed,
+	CodeInternal:         http.StatusInternalServerError,
+	CodeNotReady:         http.StatusServiceUnavailable,
+	CodeTimeout:          http.StatusGatewayTimeout,
+	CodeCanceled:         statusClientClosed,
+}
+
+// statusFor returns the HTTP status of a code (500 for one not known).
+func statusFor(code string) int {
+	if s, ok := codeStatus[code]; ok {
+		return s
+	}
+	return http.StatusInternalServerError
+}
+
+// retryable codes get a Retry-After hint: the same request may succeed
+// shortly (with the same request ID, for an acquire).
+var retryable = map[string]bool{"WAITERS_FULL": true, "CONFLICT": true, "UNAVAILABLE": true}
+
+// coded is any error with a stable code: *registry.Error, *grant.Error.
+type coded interface{ Code() string }
+
+// codeOf returns the wire code of err: this package's own first, then the
+// first coded error in the chain, then context errors, else CodeInternal.
+func codeOf(err error) string {
+	if c := transportCode(err); c != "" {
+		return c
+	}
+	var ce coded
+	if errors.As(err, &ce) && ce.Code() != "" {
+		return ce.Code()
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return CodeTimeout
+	case errors.Is(err, context.Canceled):
+		return CodeCanceled
+	}
+	return CodeInternal
+}

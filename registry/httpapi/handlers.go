@@ -1,0 +1,174 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/registry"
+)
+
+// decode is DecodeRequest into a fresh T.
+func decode[T any](body []byte) (*T, error) {
+	v := new(T)
+	if err := DecodeRequest(body, v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+func (s *Server) endpoints() []endpoint {
+	m := s.cfg.Metrics
+	return []endpoint{
+		{path: "/v1/acquire", method: http.MethodPost, call: s.acquire, count: m.acquire},
+		{path: "/v1/renew", method: http.MethodPost, call: s.renew, count: m.renew},
+		{path: "/v1/release", method: http.MethodPost, call: s.release, count: m.release},
+		{path: "/v1/status", method: http.MethodPost, call: s.status},
+		{path: "/v1/requests/{requestId}", method: http.MethodGet, call: s.queryRequest},
+		{path: "/v1/admin/revoke-epochs", method: http.MethodPost, admin: true, call: s.revokeEpochs},
+		{path: "/v1/admin/policy", method: http.MethodPost, admin: true, call: s.setPolicy},
+		{path: "/v1/admin/floor", method: http.MethodPost, admin: true, call: s.raiseFloor},
+		{path: "/v1/admin/resource", method: http.MethodPost, admin: true, call: s.resource},
+	}
+}
+
+func (s *Server) acquire(ctx context.Context, caller string, _ *http.Request, body []byte) (any, error) {
+	req, err := decode[AcquireRequest](body)
+	if err != nil {
+		return nil, err
+	}
+	waitMs := min(req.WaitMs, s.cfg.Registry.Config().WaitMsMax)
+	ctx, cancel := s.callContext(ctx, waitMs)
+	defer cancel()
+	if waitMs > 0 {
+		s.cfg.Metrics.WaiterAdded()
+		defer s.cfg.Metrics.WaiterDone()
+	}
+	is, err := s.cfg.Registry.Acquire(ctx, caller, registry.AcquireRequest{
+		Resource: req.Resource, OperationID: req.OperationID, OperationClass: req.OperationClass,
+		RequestID: req.RequestID, TTLMs: req.TTLMs, WaitMs: req.WaitMs,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return issuedResponse(is)
+}
+
+func (s *Server) renew(ctx context.Context, caller string, _ *http.Request, body []byte) (any, error) {
+	req, err := decode[LeaseRequest](body)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := s.callContext(ctx, 0)
+	defer cancel()
+	is, err := s.cfg.Registry.Renew(ctx, caller, req.Resource, req.Lease)
+	if err != nil {
+		return nil, err
+	}
+	return issuedResponse(is)
+}
+
+func (s *Server) release(ctx context.Context, caller string, _ *http.Request, body []byte) (any, error) {
+	req, err := decode[LeaseRequest](body)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := s.callContext(ctx, 0)
+	defer cancel()
+	if err := s.cfg.Registry.Release(ctx, caller, req.Resource, req.Lease); err != nil {
+		return nil, err
+	}
+	return ReleaseResponse{Resource: req.Resource, Lease: req.Lease, State: grant.StateReleased}, nil
+}
+
+// status is the gate's linearizable status query. Any authenticated
+// identity may ask about any grant: a gate is not the grant's owner.
+func (s *Server) status(ctx context.Context, _ string, _ *http.Request, body []byte) (any, error) {
+	req, err := decode[StatusRequest](body)
+	if err != nil {
+		return nil, err
+	}
+	g, err := grant.ParseGrant([]byte(req.Grant))
+	if err != nil {
+		return nil, fmt.Errorf("httpapi: status: %w", err)
+	}
+	ctx, cancel := s.callContext(ctx, 0)
+	defer cancel()
+	is, err := s.cfg.Registry.Status(ctx, g)
+	if err != nil {
+		return nil, err
+	}
+	return issuedResponse(is)
+}
+
+// queryRequest answers only for the caller's own request IDs: request IDs
+// are scoped to their owner.
+func (s *Server) queryRequest(ctx context.Context, caller string, r *http.Request, body []byte) (any, error) {
+	if len(body) > 0 {
+		return nil, fmt.Errorf("%w: GET takes no body", ErrBadRequest)
+	}
+	ctx, cancel := s.callContext(ctx, 0)
+	defer cancel()
+	is, err := s.cfg.Registry.QueryRequest(ctx, caller, r.PathValue("requestId"))
+	if err != nil {
+		return nil, err
+	}
+	return issuedResponse(is)
+}
+
+func (s *Server) revokeEpochs(ctx context.Context, _ string, _ *http.Request, body []byte) (any, error) {
+	req, err := decode[RevokeEpochsRequest](body)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := s.callContext(ctx, 0)
+	defer cancel()
+	line, err := s.cfg.Registry.RevokeEpochsBelow(ctx, req.Below)
+	if err != nil {
+		return nil, err
+	}
+	return RevokeEpochsResponse{RevokedBelowEpoch: line}, nil
+}
+
+func (s *Server) setPolicy(ctx context.Context, _ string, _ *http.Request, body []byte) (any, error) {
+	req, err := decode[PolicyRequest](body)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := s.callContext(ctx, 0)
+	defer cancel()
+	ri, err := s.cfg.Registry.SetPolicyGeneration(ctx, req.Resource, req.Generation)
+	if err != nil {
+		return nil, err
+	}
+	return resourceInfo(ri), nil
+}
+
+func (s *Server) raiseFloor(ctx context.Context, _ string, _ *http.Request, body []byte) (any, error) {
+	req, err := decode[FloorRequest](body)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := s.callContext(ctx, 0)
+	defer cancel()
+	ri, err := s.cfg.Registry.RaiseFloor(ctx, req.Resource, req.Fence)
+	if err != nil {
+		return nil, err
+	}
+	return resourceInfo(ri), nil
+}
+
+func (s *Server) resource(ctx context.Context, _ string, _ *http.Request, body []byte) (any, error) {
+	req, err := decode[ResourceRequest](body)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := s.callContext(ctx, 0)
+	defer cancel()
+	ri, err := s.cfg.Registry.Resource(ctx, req.Resource)
+	if err != nil {
+		return nil, err
+	}
+	return resourceInfo(ri), nil
+}

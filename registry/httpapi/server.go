@@ -1,0 +1,151 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/fencegate/fencegate/registry"
+)
+
+// CallTimeoutMsDefault bounds one API call's registry work (store round
+// trips and compare-and-swap retries), 10s, on top of an acquire's own
+// wait. A call past it answers TIMEOUT (504); an acquire retried with the
+// same request ID then finds out what happened.
+const CallTimeoutMsDefault = 10_000
+
+// ReadyTimeoutMs bounds the store read behind /readyz, 2s.
+const ReadyTimeoutMs = 2000
+
+// Config wires a Server.
+type Config struct {
+	// Registry serves the calls. Required.
+	Registry *registry.Registry
+	// Store answers /readyz (a linearizable read of the settings). Optional:
+	// without it /readyz answers like /healthz.
+	Store registry.Store
+	// Auth yields the caller's identity. Required: no identity, no service.
+	Auth Authenticator
+	// Admins may call /v1/admin/.... Optional, defaults to nobody.
+	Admins Admins
+	// Metrics are counted and served at /metrics. Optional, defaults to a
+	// new NewMetrics().
+	Metrics *Metrics
+	// CallTimeoutMs bounds one call; see CallTimeoutMsDefault (the default
+	// when 0).
+	CallTimeoutMs uint64
+}
+
+// Server is the HTTP API. It holds no state of its own.
+type Server struct {
+	cfg Config
+	mux *http.ServeMux
+}
+
+// NewServer checks cfg and builds the routes.
+func NewServer(cfg Config) (*Server, error) {
+	if cfg.Registry == nil || cfg.Auth == nil {
+		return nil, errors.New("httpapi: server needs a registry and an authenticator")
+	}
+	if err := ValidateAdmins(cfg.Admins); err != nil {
+		return nil, err
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewMetrics()
+	}
+	if cfg.CallTimeoutMs == 0 {
+		cfg.CallTimeoutMs = CallTimeoutMsDefault
+	}
+	s := &Server{cfg: cfg, mux: http.NewServeMux()}
+	s.routes()
+	return s, nil
+}
+
+// Metrics returns the server's metrics.
+func (s *Server) Metrics() *Metrics { return s.cfg.Metrics }
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+func (s *Server) routes() {
+	for _, e := range s.endpoints() {
+		s.mux.Handle(e.path, s.wrap(e))
+	}
+	s.mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, Health{Status: "ok"})
+	})
+	s.mux.HandleFunc("/readyz", s.ready)
+	s.mux.Handle("/metrics", s.cfg.Metrics.Handler())
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusNotFound, ErrorBody{Code: CodeNotFound, Message: "httpapi: no endpoint " + r.URL.Path})
+	})
+}
+
+// ready answers 200 only when the store answers a linearizable read.
+func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Store != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), ReadyTimeoutMs*time.Millisecond)
+		defer cancel()
+		if _, err := s.cfg.Store.Read(ctx, "", nil); err != nil {
+			writeJSON(w, http.StatusServiceUnavailable, Health{Status: "store: " + err.Error()})
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, Health{Status: "ok"})
+}
+
+// endpoint is one /v1 call.
+type endpoint struct {
+	path   string // mux pattern, without method
+	method string
+	admin  bool
+	// call does the work for an authenticated caller; body is at most
+	// RequestBytesMax bytes (empty for GET).
+	call func(ctx context.Context, caller string, r *http.Request, body []byte) (any, error)
+	// count, when set, records the outcome code ("" for ok) in a metric.
+	count func(code string)
+}
+
+// wrap runs the checks every call shares, in order: method, identity
+// (401 before anything else is read), admin (403), body size, then call.
+func (s *Server) wrap(e endpoint) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		code := s.serve(w, r, e)
+		s.cfg.Metrics.call(e.path, code)
+		if e.count != nil && code != CodeMethodNotAllowed && code != CodeUnauthenticated && code != CodeForbidden {
+			e.count(code)
+		}
+	})
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, e endpoint) string {
+	if r.Method != e.method {
+		w.Header().Set("Allow", e.method)
+		return writeError(w, fmt.Errorf("%w: %s wants %s", errMethod, r.URL.Path, e.method))
+	}
+	caller, err := s.cfg.Auth.Authenticate(r)
+	if err != nil {
+		return writeError(w, err)
+	}
+	if e.admin && !s.cfg.Admins.Has(caller) {
+		return writeError(w, fmt.Errorf("%w: %s is not an admin identity", errForbidden, caller))
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return writeError(w, err)
+	}
+	ctx := withIdentity(r.Context(), caller)
+	resp, err := e.call(ctx, caller, r, body)
+	if err != nil {
+		return writeError(w, err)
+	}
+	writeJSON(w, http.StatusOK, resp)
+	return ""
+}
+
+// callContext bounds one call's registry work, plus extraMs for a wait.
+func (s *Server) callContext(ctx context.Context, extraMs uint64) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, time.Duration(s.cfg.CallTimeoutMs+extraMs)*time.Millisecond)
+}

@@ -1,0 +1,59 @@
+package httpapi
+
+import (
+	"context"
+	"time"
+
+	"github.com/fencegate/fencegate/registry"
+)
+
+// InstrumentStore wraps s so that every Read, Commit and ScanRequests is
+// timed into m's store-latency histogram (op "read", "commit", "scan";
+// outcome "ok", "conflict" for a failed compare, or the error's code).
+// Watch is passed through untimed: its latency is the wait for a change.
+// The wrapper changes no result.
+func InstrumentStore(s registry.Store, m *Metrics) registry.Store {
+	return &timedStore{s: s, m: m}
+}
+
+type timedStore struct {
+	s registry.Store
+	m *Metrics
+}
+
+// storeOutcome is "" on success, or the error's wire code.
+func storeOutcome(err error) string {
+	if err == nil {
+		return ""
+	}
+	return codeOf(err)
+}
+
+func (t *timedStore) Read(ctx context.Context, resource string, keys []registry.RequestKey) (registry.Snapshot, error) {
+	start := time.Now()
+	snap, err := t.s.Read(ctx, resource, keys)
+	t.m.StoreCall("read", time.Since(start), storeOutcome(err))
+	return snap, err
+}
+
+func (t *timedStore) Commit(ctx context.Context, w registry.Write) (registry.CommitResult, error) {
+	start := time.Now()
+	res, err := t.s.Commit(ctx, w)
+	outcome := storeOutcome(err)
+	if err == nil && !res.OK {
+		outcome = "conflict"
+	}
+	t.m.StoreCall("commit", time.Since(start), outcome)
+	return res, err
+}
+
+func (t *timedStore) Watch(ctx context.Context, resource string, fromRev uint64) (<-chan registry.RecordEvent, error) {
+	return t.s.Watch(ctx, resource, fromRev)
+}
+
+func (t *timedStore) ScanRequests(ctx context.Context, after registry.RequestKey, limit int) ([]registry.RequestSlot, error) {
+	start := time.Now()
+	slots, err := t.s.ScanRequests(ctx, after, limit)
+	t.m.StoreCall("scan", time.Since(start), storeOutcome(err))
+	return slots, err
+}
