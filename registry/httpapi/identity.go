@@ -78,3 +78,25 @@ func IdentityFrom(ctx context.Context) string {
 	id, _ := ctx.Value(identityKey{}).(string)
 	return id
 }
+
+// NewAuthenticator builds the server's Authenticator: client certificates
+// when clientCerts (TLS with a client CA is configured), bearer tokens from
+// tokenFile when it is not "", certificates first. With neither it fails:
+// no identity, no service.
+func NewAuthenticator(tokenFile string, clientCerts bool) (Authenticator, error) {
+	var chain Chain
+	if clientCerts {
+		chain = append(chain, CertAuth{})
+	}
+	if tokenFile != "" {
+		t, err := LoadTokenFile(tokenFile)
+		if err != nil {
+			return nil, err
+		}
+		chain = append(chain, t)
+	}
+	if len(chain) == 0 {
+		return nil, errors.New("httpapi: no identity source: configure client certificates or a token file")
+	}
+	return chain, nil
+}

@@ -19,7 +19,7 @@ type AcquireRequest struct {
 	Resource       string `json:"resource"`
 	OperationID    string `json:"operationId"`
 	OperationClass string `json:"operationClass"`
-	RequestID      string `json:"requestId"` // idempotency key: retry a lost response with the same one
+	RequestID      string `json:"requestId"`        // idempotency key: retry a lost response with the same one
 	TTLMs          uint64 `json:"ttlMs,omitempty"`  // optional, 0: the registry's default
 	WaitMs         uint64 `json:"waitMs,omitempty"` // optional, 0: fail at once with BUSY
 }
