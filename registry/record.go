@@ -36,8 +36,9 @@ type Record struct {
 // which is the creation revision of its request-ID entry) and its current
 // expiry, which renewals move.
 type Holder struct {
-	Grant       GrantBody `json:"grant"`
-	ExpiresAtMs int64     `json:"expiresAtMs"`
+	Grant        GrantBody `json:"grant"`
+	ParamsDigest string    `json:"paramsDigest"` // copied to the entry when the lease ends
+	ExpiresAtMs  int64     `json:"expiresAtMs"`
 }
 
 // Waiter is one queued acquire. It keeps its place until it is granted,

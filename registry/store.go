@@ -20,7 +20,7 @@ import (
 //     record's, the settings' and each compared request entry's mod
 //     revisions equal the Write's. On a failed compare it returns, read in
 //     the same linearizable step, the current snapshot of the Write's
-//     resource, settings and request keys, so the caller retries without
+//     resource, settings and ReadKeys, so the caller retries without
 //     another round trip.
 //   - Revisions only grow; a successful Commit returns its own revision,
 //     which becomes the mod revision of everything it wrote.
@@ -85,6 +85,9 @@ type Write struct {
 	SettingsRev uint64  // compare: the settings' mod revision, always checked
 	Settings    *Settings
 	Requests    []RequestWrite
+	// ReadKeys are the request entries to return in CommitResult.Current
+	// when a compare fails, in order; written keys are not added.
+	ReadKeys []RequestKey
 }
 
 // RequestWrite puts (or, with a nil Entry, deletes) one request entry.
@@ -99,7 +102,7 @@ type RequestWrite struct {
 type CommitResult struct {
 	OK       bool
 	Revision uint64   // the commit's revision when OK
-	Current  Snapshot // when !OK: fresh state of the Write's keys
+	Current  Snapshot // when !OK: fresh state of the resource, settings and ReadKeys
 }
 
 // RecordEvent is a record as a watch saw it.
@@ -107,4 +110,22 @@ type RecordEvent struct {
 	Record   *Record
 	ModRev   uint64
 	Revision uint64
+}
+
+// Slot returns the snapshot's entry for key (absent when not read).
+func (s *Snapshot) Slot(key RequestKey) RequestSlot {
+	for _, sl := range s.Requests {
+		if sl.Key == key {
+			return sl
+		}
+	}
+	return RequestSlot{Key: key}
+}
+
+// recordOf returns the snapshot's record, or an empty one.
+func recordOf(s *Snapshot) *Record {
+	if s.Record == nil {
+		return &Record{}
+	}
+	return s.Record
 }

@@ -1,0 +1,73 @@
+package registry
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/fencegate/fencegate/grant"
+)
+
+// RevokeEpochsBelow raises the revoked line: grants of lower issuer epochs
+// report REVOKED, get no proofs, and their leases end (without lock-delay:
+// the fence, not the lease, keeps their writes out). Raise only; a lower
+// value changes nothing. Returns the line now in force. Gates learn of the
+// revocation from their trust bundle, which the operator updates too.
+func (r *Registry) RevokeEpochsBelow(ctx context.Context, epoch uint64) (uint64, error) {
+	var line uint64
+	_, _, err := r.casLoop(ctx, "", nil, false, func(s *Snapshot, now int64) (*Write, error) {
+		line = s.Settings.RevokedBelowEpoch
+		set := decideRevoke(s.Settings, epoch)
+		if set == nil {
+			return nil, nil
+		}
+		line = set.RevokedBelowEpoch
+		return &Write{SettingsRev: s.SettingsRev, Settings: set}, nil
+	})
+	return line, err
+}
+
+// SetPolicyGeneration raises the resource's policy generation, stamped into
+// every later grant. Raise only: a lower value is ErrInvalid.
+func (r *Registry) SetPolicyGeneration(ctx context.Context, resource string, gen uint64) (ResourceInfo, error) {
+	return r.adminRecord(ctx, resource, func(rec *Record) (*Record, error) {
+		return decidePolicyGeneration(rec, gen)
+	})
+}
+
+// RaiseFloor makes every later fence of resource exceed fence, typically
+// the highest fence the resource itself reports, so a registry restored
+// from an old snapshot never reissues a fence a gate has seen. Raise only:
+// a lower value changes nothing.
+func (r *Registry) RaiseFloor(ctx context.Context, resource string, fence uint64) (ResourceInfo, error) {
+	return r.adminRecord(ctx, resource, func(rec *Record) (*Record, error) {
+		return decideRaiseFloor(rec, fence), nil
+	})
+}
+
+// Resource returns a linearizable operator's view of resource.
+func (r *Registry) Resource(ctx context.Context, resource string) (ResourceInfo, error) {
+	return r.adminRecord(ctx, resource, func(*Record) (*Record, error) { return nil, nil })
+}
+
+func (r *Registry) adminRecord(ctx context.Context, resource string, decide func(*Record) (*Record, error)) (ResourceInfo, error) {
+	if err := grant.ValidateResource(resource); err != nil {
+		return ResourceInfo{}, fmt.Errorf("%w: resource: %v", ErrInvalid, err)
+	}
+	var info ResourceInfo
+	_, rev, err := r.casLoop(ctx, resource, nil, false, func(s *Snapshot, now int64) (*Write, error) {
+		rec, err := decide(recordOf(s))
+		if err != nil {
+			return nil, err
+		}
+		if rec == nil {
+			info = resourceInfo(resource, recordOf(s), s.Settings, now, s.Revision, r.cfg)
+			return nil, nil
+		}
+		info = resourceInfo(resource, rec, s.Settings, now, 0, r.cfg)
+		return &Write{Resource: resource, RecordRev: s.RecordRev, Record: rec, SettingsRev: s.SettingsRev}, nil
+	})
+	if rev != 0 {
+		info.Revision = rev
+	}
+	return info, err
+}

@@ -1,0 +1,73 @@
+package registry
+
+// The cache holds the last record (and settings) this Registry saw, so a
+// warm acquire or release is one compare-and-swap instead of a read and a
+// compare-and-swap. It is never trusted for an answer: a write decided on
+// it is compared at the revisions it saw, and an answer that writes
+// nothing is re-decided on a linearizable read (see casLoop).
+
+// cachedSnapshot builds a snapshot from the cache, with every request entry
+// assumed absent (a wrong guess fails the entry's compare).
+func (r *Registry) cachedSnapshot(resource string, keys []RequestKey) (Snapshot, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, ok := r.cache[resource]
+	if !ok || !r.sets.known {
+		return Snapshot{}, false
+	}
+	s := Snapshot{
+		Revision: max(c.rev, r.sets.rev), Resource: resource, Record: c.record, RecordRev: c.rev,
+		Settings: r.sets.settings, SettingsRev: r.sets.rev,
+	}
+	for _, k := range keys {
+		s.Requests = append(s.Requests, RequestSlot{Key: k})
+	}
+	return s, true
+}
+
+func (r *Registry) rememberSnapshot(s *Snapshot) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if s.Resource != "" {
+		r.putRecordLocked(s.Resource, s.Record, s.RecordRev)
+	}
+	r.putSettingsLocked(s.Settings, s.SettingsRev)
+}
+
+// rememberRecord records a record seen by a watch.
+func (r *Registry) rememberRecord(resource string, rec *Record, rev uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.putRecordLocked(resource, rec, rev)
+}
+
+func (r *Registry) rememberWrite(w *Write, rev uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if w.Resource != "" && w.Record != nil {
+		r.putRecordLocked(w.Resource, w.Record, rev)
+	}
+	if w.Settings != nil {
+		r.putSettingsLocked(*w.Settings, rev)
+	}
+}
+
+// putRecordLocked keeps the newer of the cached and the given record. An
+// absent record (rev 0) is cached as such, so a first acquire of a new
+// resource is one round trip too.
+func (r *Registry) putRecordLocked(resource string, rec *Record, rev uint64) {
+	if c, ok := r.cache[resource]; ok && c.rev > rev {
+		return
+	}
+	if _, ok := r.cache[resource]; !ok && len(r.cache) >= r.cfg.CacheResourcesMax {
+		clear(r.cache) // crude but bounded; a miss only costs a read
+	}
+	r.cache[resource] = cachedRecord{record: rec, rev: rev}
+}
+
+func (r *Registry) putSettingsLocked(s Settings, rev uint64) {
+	if r.sets.known && r.sets.rev > rev {
+		return
+	}
+	r.sets = cachedSettings{settings: s, rev: rev, known: true}
+}

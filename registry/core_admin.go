@@ -1,0 +1,51 @@
+package registry
+
+import (
+	"fmt"
+)
+
+// decideRaiseFloor raises rec's fence floor to fence. Raise only: a lower
+// or equal value changes nothing (nil record).
+func decideRaiseFloor(rec *Record, fence uint64) *Record {
+	if fence <= rec.Floor {
+		return nil
+	}
+	next := rec.clone()
+	next.Floor = fence
+	return next
+}
+
+// decidePolicyGeneration raises rec's policy generation. Lowering it would
+// let grants pass a gate's minimum that an operator meant to retire.
+func decidePolicyGeneration(rec *Record, gen uint64) (*Record, error) {
+	switch {
+	case gen < rec.PolicyGeneration:
+		return nil, fmt.Errorf("%w: policy generation %d below current %d (raise only)", ErrInvalid, gen, rec.PolicyGeneration)
+	case gen == rec.PolicyGeneration:
+		return nil, nil
+	}
+	next := rec.clone()
+	next.PolicyGeneration = gen
+	return next, nil
+}
+
+// decideRevoke raises the revoked-epoch line. Raise only.
+func decideRevoke(set Settings, epoch uint64) *Settings {
+	if epoch <= set.RevokedBelowEpoch {
+		return nil
+	}
+	return &Settings{RevokedBelowEpoch: epoch}
+}
+
+// resourceInfo summarizes rec as judged at now.
+func resourceInfo(resource string, rec *Record, set Settings, now int64, rev uint64, cfg Config) ResourceInfo {
+	next, _, _ := normalize(rec, set, now, cfg)
+	info := ResourceInfo{
+		Resource: resource, HighestFence: next.HighestFence, Floor: next.Floor,
+		PolicyGeneration: next.PolicyGeneration, Waiters: len(next.Waiters), Revision: rev,
+	}
+	if h := next.Holder; h != nil {
+		info.HolderLease, info.HolderOwner = h.Grant.Lease, h.Grant.Owner
+	}
+	return info
+}

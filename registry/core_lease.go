@@ -1,0 +1,84 @@
+package registry
+
+import (
+	"fmt"
+
+	"github.com/fencegate/fencegate/grant"
+)
+
+// leaseDecision is the outcome of a renew, release or wait cancellation.
+type leaseDecision struct {
+	record  *Record // nil: nothing to write
+	entries []entryPut
+	holder  Holder // renew: the renewed holder
+}
+
+// decideRenew extends owner's live lease to now + its TTL. Expiry is judged
+// only here, by the registry clock: a lease with expiresAt <= now is over.
+func decideRenew(rec *Record, set Settings, owner, lease string, now int64, cfg Config) (leaseDecision, error) {
+	if cfg.IssuerEpoch < set.RevokedBelowEpoch {
+		return leaseDecision{}, fmt.Errorf("%w: this registry's epoch %d is below %d", ErrEpochRevoked, cfg.IssuerEpoch, set.RevokedBelowEpoch)
+	}
+	next, puts, _ := normalize(rec, set, now, cfg)
+	if h := next.Holder; h != nil && h.Grant.Lease == lease {
+		if h.Grant.Owner != owner {
+			return leaseDecision{}, fmt.Errorf("%w: lease %s belongs to another owner", ErrNotHolder, lease)
+		}
+		// Never shorten: another replica's clock may lag a little.
+		h.ExpiresAtMs = max(h.ExpiresAtMs, now+int64(h.Grant.TTLMs))
+		return leaseDecision{record: next, entries: puts, holder: *h}, nil
+	}
+	return leaseDecision{}, endedError(next, owner, lease)
+}
+
+// decideRelease ends owner's live lease now. A release frees the resource
+// at once: lock-delay follows only an expiry, because after a release the
+// owner itself said it stopped. Releasing an already released lease again
+// is a no-op (the retry of a release whose response was lost).
+func decideRelease(rec *Record, set Settings, owner, lease string, now int64, cfg Config) (leaseDecision, error) {
+	next, puts, _ := normalize(rec, set, now, cfg)
+	if h := next.Holder; h != nil && h.Grant.Lease == lease {
+		if h.Grant.Owner != owner {
+			return leaseDecision{}, fmt.Errorf("%w: lease %s belongs to another owner", ErrNotHolder, lease)
+		}
+		puts = append(puts, endHolder(next, grant.StateReleased, now))
+		next.FreeAtMs = max(next.FreeAtMs, now)
+		return leaseDecision{record: next, entries: puts}, nil
+	}
+	if e, ok := findEnded(next, lease); ok && e.Owner == owner && e.State == grant.StateReleased {
+		return leaseDecision{}, nil
+	}
+	return leaseDecision{}, endedError(next, owner, lease)
+}
+
+// decideCancelWait withdraws the waiter key from the queue. A head waiter
+// leaving a free resource restarts the next head's claim window.
+func decideCancelWait(rec *Record, set Settings, key RequestKey, now int64, cfg Config) leaseDecision {
+	next, puts, changed := normalize(rec, set, now, cfg)
+	if i := waiterIndex(next, key); i >= 0 {
+		next.Waiters = append(next.Waiters[:i:i], next.Waiters[i+1:]...)
+		if i == 0 && next.Holder == nil {
+			next.FreeAtMs = max(next.FreeAtMs, now)
+		}
+		changed = true
+	}
+	if !changed {
+		return leaseDecision{}
+	}
+	return leaseDecision{record: next, entries: puts}
+}
+
+// endedError says how a lease that is not the live holder ended.
+func endedError(rec *Record, owner, lease string) error {
+	e, ok := findEnded(rec, lease)
+	if !ok || e.Owner != owner {
+		return fmt.Errorf("%w: lease %s is not held by %s", ErrNotHolder, lease, owner)
+	}
+	switch e.State {
+	case grant.StateExpired:
+		return fmt.Errorf("%w: lease %s expired at %s", ErrLeaseExpired, lease, fromMs(e.AtMs).Format(grant.TimeLayout))
+	case grant.StateRevoked:
+		return fmt.Errorf("%w: lease %s was revoked", ErrEpochRevoked, lease)
+	}
+	return fmt.Errorf("%w: lease %s was released", ErrNotHolder, lease)
+}

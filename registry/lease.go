@@ -1,0 +1,75 @@
+package registry
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/fencegate/fencegate/grant"
+)
+
+// Renew extends owner's lease to now + the grant's TTL (server-side: a
+// client never names an instant) and returns the grant with a fresh HELD
+// status proof. ErrLeaseExpired once the registry clock reached the lease's
+// expiry; ErrNotHolder when the lease is not owner's or was released.
+func (r *Registry) Renew(ctx context.Context, owner, resource, lease string) (Issued, error) {
+	if err := validateLease(owner, resource, lease); err != nil {
+		return Issued{}, err
+	}
+	var (
+		dec leaseDecision
+		at  int64
+	)
+	s, rev, err := r.casLoop(ctx, resource, nil, true, func(s *Snapshot, now int64) (*Write, error) {
+		var err error
+		at = now
+		if dec, err = decideRenew(recordOf(s), s.Settings, owner, lease, now, r.cfg); err != nil {
+			return nil, err
+		}
+		return writeFor(s, dec.record, dec.entries), nil
+	})
+	if err != nil {
+		return Issued{}, err
+	}
+	// The grant's backend revision is its entry's create revision.
+	key := RequestKey{Owner: owner, RequestID: dec.holder.Grant.RequestID}
+	es, err := r.read(ctx, "", []RequestKey{key})
+	if err != nil {
+		return Issued{}, err
+	}
+	slot := es.Slot(key)
+	if slot.Entry == nil || slot.Entry.Grant.Lease != lease {
+		return Issued{}, fmt.Errorf("%w: lease %s has no request entry", ErrCorrupt, lease)
+	}
+	return r.issue(dec.holder.Grant, slot.CreateRev, grant.StateHeld, dec.holder.ExpiresAtMs, max(rev, s.Revision), at, s.Settings)
+}
+
+// Release ends owner's lease at once; the resource is free immediately
+// (lock-delay follows only expiry). Releasing a lease the same owner already
+// released succeeds again, so a release whose response was lost can be
+// retried. ErrLeaseExpired when it had already expired.
+func (r *Registry) Release(ctx context.Context, owner, resource, lease string) error {
+	if err := validateLease(owner, resource, lease); err != nil {
+		return err
+	}
+	_, _, err := r.casLoop(ctx, resource, nil, true, func(s *Snapshot, now int64) (*Write, error) {
+		dec, err := decideRelease(recordOf(s), s.Settings, owner, lease, now, r.cfg)
+		if err != nil {
+			return nil, err
+		}
+		return writeFor(s, dec.record, dec.entries), nil
+	})
+	return err
+}
+
+func validateLease(owner, resource, lease string) error {
+	if err := grant.ValidateOwner(owner); err != nil {
+		return fmt.Errorf("%w: owner: %v", ErrInvalid, err)
+	}
+	if err := grant.ValidateResource(resource); err != nil {
+		return fmt.Errorf("%w: resource: %v", ErrInvalid, err)
+	}
+	if err := grant.ValidateToken(lease); err != nil {
+		return fmt.Errorf("%w: lease: %v", ErrInvalid, err)
+	}
+	return nil
+}

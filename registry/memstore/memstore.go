@@ -1,0 +1,186 @@
+// Package memstore is the in-memory registry.Store: one mutex, one revision
+// counter, values kept in their stored (JSON) form so decoding is as strict
+// as in etcd. It serves unit tests and the deterministic simulator; it is
+// linearizable because every call takes the mutex.
+package memstore
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/fencegate/fencegate/registry"
+)
+
+// item is one stored value with its revisions.
+type item struct {
+	value     []byte
+	modRev    uint64
+	createRev uint64
+}
+
+// Store is a registry.Store in memory. The zero value is not usable; call New.
+type Store struct {
+	mu       sync.Mutex
+	rev      uint64
+	records  map[string]item
+	requests map[registry.RequestKey]item
+	settings item
+	watchers map[string][]*watcher
+}
+
+var _ registry.Store = (*Store)(nil)
+
+// New returns an empty store at revision 1, as etcd starts.
+func New() *Store {
+	return &Store{
+		rev:      1,
+		records:  make(map[string]item),
+		requests: make(map[registry.RequestKey]item),
+		watchers: make(map[string][]*watcher),
+	}
+}
+
+// Revision returns the current revision.
+func (s *Store) Revision() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rev
+}
+
+// Read implements registry.Store.
+func (s *Store) Read(ctx context.Context, resource string, keys []registry.RequestKey) (registry.Snapshot, error) {
+	if err := ctx.Err(); err != nil {
+		return registry.Snapshot{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.snapshotLocked(resource, keys)
+}
+
+func (s *Store) snapshotLocked(resource string, keys []registry.RequestKey) (registry.Snapshot, error) {
+	snap := registry.Snapshot{Revision: s.rev, Resource: resource}
+	if resource != "" {
+		if it, ok := s.records[resource]; ok {
+			rec, err := registry.DecodeRecord(it.value)
+			if err != nil {
+				return registry.Snapshot{}, err
+			}
+			snap.Record, snap.RecordRev = rec, it.modRev
+		}
+	}
+	if s.settings.modRev != 0 {
+		set, err := registry.DecodeSettings(s.settings.value)
+		if err != nil {
+			return registry.Snapshot{}, err
+		}
+		snap.Settings, snap.SettingsRev = set, s.settings.modRev
+	}
+	for _, k := range keys {
+		slot := registry.RequestSlot{Key: k}
+		if it, ok := s.requests[k]; ok {
+			e, err := registry.DecodeRequestEntry(it.value)
+			if err != nil {
+				return registry.Snapshot{}, err
+			}
+			slot.Entry, slot.ModRev, slot.CreateRev = e, it.modRev, it.createRev
+		}
+		snap.Requests = append(snap.Requests, slot)
+	}
+	return snap, nil
+}
+
+// Commit implements registry.Store.
+func (s *Store) Commit(ctx context.Context, w registry.Write) (registry.CommitResult, error) {
+	if err := ctx.Err(); err != nil {
+		return registry.CommitResult{}, err
+	}
+	if err := checkWrite(w); err != nil {
+		return registry.CommitResult{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.comparesHoldLocked(w) {
+		cur, err := s.snapshotLocked(w.Resource, w.ReadKeys)
+		return registry.CommitResult{Current: cur}, err
+	}
+	s.rev++
+	rev := s.rev
+	if w.Record != nil {
+		s.records[w.Resource] = put(s.records[w.Resource], registry.EncodeRecord(w.Record), rev)
+		s.notifyLocked(w.Resource, w.Record, rev)
+	}
+	if w.Settings != nil {
+		s.settings = put(s.settings, registry.EncodeSettings(w.Settings), rev)
+	}
+	for _, rw := range w.Requests {
+		if rw.Entry == nil {
+			delete(s.requests, rw.Key)
+			continue
+		}
+		s.requests[rw.Key] = put(s.requests[rw.Key], registry.EncodeRequestEntry(rw.Entry), rev)
+	}
+	return registry.CommitResult{OK: true, Revision: rev}, nil
+}
+
+// checkWrite rejects writes etcd would reject too: a record without a
+// resource, or one key written twice.
+func checkWrite(w registry.Write) error {
+	if w.Record != nil && w.Resource == "" {
+		return fmt.Errorf("memstore: record write without a resource")
+	}
+	seen := make(map[registry.RequestKey]bool, len(w.Requests))
+	for _, rw := range w.Requests {
+		if seen[rw.Key] {
+			return fmt.Errorf("memstore: request %s/%s written twice in one commit", rw.Key.Owner, rw.Key.RequestID)
+		}
+		seen[rw.Key] = true
+	}
+	return nil
+}
+
+func (s *Store) comparesHoldLocked(w registry.Write) bool {
+	if w.Resource != "" && s.records[w.Resource].modRev != w.RecordRev {
+		return false
+	}
+	if s.settings.modRev != w.SettingsRev {
+		return false
+	}
+	for _, rw := range w.Requests {
+		if rw.Compare && s.requests[rw.Key].modRev != rw.ModRev {
+			return false
+		}
+	}
+	return true
+}
+
+// put writes value over old, keeping old's create revision if it existed.
+func put(old item, value []byte, rev uint64) item {
+	create := old.createRev
+	if old.modRev == 0 {
+		create = rev
+	}
+	return item{value: value, modRev: rev, createRev: create}
+}
+
+// ScanRequests implements registry.Store.
+func (s *Store) ScanRequests(ctx context.Context, after registry.RequestKey, limit int) ([]registry.RequestSlot, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	keys := make([]registry.RequestKey, 0, len(s.requests))
+	for k := range s.requests {
+		if after.Less(k) {
+			keys = append(keys, k)
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].Less(keys[j]) })
+	if len(keys) > limit {
+		keys = keys[:limit]
+	}
+	snap, err := s.snapshotLocked("", keys)
+	return snap.Requests, err
+}

@@ -1,0 +1,129 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/fencegate/fencegate/grant"
+)
+
+// decideFunc is one pure decision over a snapshot at now; it returns the
+// write to commit, or nil when the answer needs none.
+type decideFunc func(s *Snapshot, now int64) (*Write, error)
+
+// casLoop reads (or, when cached, takes the last record seen), decides and
+// compare-and-swaps until a write commits or the decision needs none. A
+// decision that writes nothing or fails is only returned when it was made on
+// a fresh, linearizable snapshot: a stale cache may cost a failed compare,
+// never a wrong answer. It returns the snapshot decided on and, when a
+// write committed, its revision (0 otherwise).
+func (r *Registry) casLoop(ctx context.Context, resource string, keys []RequestKey, cached bool, decide decideFunc) (Snapshot, uint64, error) {
+	s, fresh := Snapshot{}, false
+	if cached {
+		s, cached = r.cachedSnapshot(resource, keys)
+	}
+	if !cached {
+		var err error
+		if s, err = r.read(ctx, resource, keys); err != nil {
+			return s, 0, err
+		}
+		fresh = true
+	}
+	for conflicts := 0; ; {
+		w, err := decide(&s, r.now())
+		if w == nil || err != nil {
+			if fresh {
+				return s, 0, err
+			}
+			if s, err = r.read(ctx, resource, keys); err != nil {
+				return s, 0, err
+			}
+			fresh = true
+			continue
+		}
+		if conflicts >= r.cfg.CASRetriesMax {
+			return s, 0, fmt.Errorf("%w: %s: %d compare-and-swap retries", ErrConflict, resource, conflicts)
+		}
+		w.ReadKeys = keys
+		res, err := r.store.Commit(ctx, *w)
+		if err != nil {
+			return s, 0, storeError("commit", err)
+		}
+		if res.OK {
+			r.rememberWrite(w, res.Revision)
+			return s, res.Revision, nil
+		}
+		conflicts++
+		s, fresh = res.Current, true
+		r.rememberSnapshot(&s)
+	}
+}
+
+// read takes a linearizable snapshot and refreshes the cache from it.
+func (r *Registry) read(ctx context.Context, resource string, keys []RequestKey) (Snapshot, error) {
+	s, err := r.store.Read(ctx, resource, keys)
+	if err != nil {
+		return s, storeError("read", err)
+	}
+	r.rememberSnapshot(&s)
+	return s, nil
+}
+
+// storeError classifies a store failure: decoding damage stays ErrCorrupt,
+// a context error stays itself, anything else is ErrUnavailable (outcome
+// unknown for a commit).
+func storeError(op string, err error) error {
+	if errors.Is(err, ErrCorrupt) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("registry: store %s: %w", op, err)
+	}
+	return fmt.Errorf("%w: %s: %w", ErrUnavailable, op, err)
+}
+
+// writeFor builds the compare-and-swap of a decision made on s: the record
+// and settings compared at the revisions s saw, the request's own entry
+// compared too, ending leases' entries written without compare.
+func writeFor(s *Snapshot, rec *Record, entries []entryPut) *Write {
+	if rec == nil && len(entries) == 0 {
+		return nil
+	}
+	w := &Write{Resource: s.Resource, RecordRev: s.RecordRev, Record: rec, SettingsRev: s.SettingsRev}
+	for _, p := range entries {
+		e := p.entry
+		rw := RequestWrite{Key: p.key, Entry: &e}
+		if p.own {
+			rw.Compare, rw.ModRev = true, s.Slot(p.key).ModRev
+		}
+		w.Requests = append(w.Requests, rw)
+	}
+	return w
+}
+
+func (r *Registry) now() int64 { return toMs(r.clock.Now()) }
+
+// issue completes a stored grant body with its backend revision and signs
+// it with a fresh status. A revoked grant gets neither proof.
+func (r *Registry) issue(body GrantBody, createRev uint64, state grant.State, expiresAtMs int64, statusRev uint64, now int64, set Settings) (Issued, error) {
+	g, err := body.Grant(createRev)
+	if err != nil {
+		return Issued{}, err
+	}
+	st := &grant.Status{
+		Grant: g.Digest(), State: state, BackendRevision: statusRev, IssuerEpoch: r.cfg.IssuerEpoch,
+		IssuedAt: fromMs(now), ValidUntil: fromMs(statusValidUntil(state, expiresAtMs, now, r.cfg)),
+	}
+	out := Issued{Grant: g, Status: st}
+	if state == grant.StateRevoked {
+		return out, nil
+	}
+	if r.cfg.IssuerEpoch < set.RevokedBelowEpoch {
+		return Issued{}, fmt.Errorf("%w: this registry's epoch %d is below %d", ErrEpochRevoked, r.cfg.IssuerEpoch, set.RevokedBelowEpoch)
+	}
+	if out.GrantProof, err = r.signer.Sign(g); err != nil {
+		return Issued{}, fmt.Errorf("registry: sign grant: %w", err)
+	}
+	if out.StatusProof, err = r.signer.Sign(st); err != nil {
+		return Issued{}, fmt.Errorf("registry: sign status: %w", err)
+	}
+	return out, nil
+}
