@@ -1,0 +1,121 @@
+package sqlgate
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/grant"
+)
+
+// State returns the resource's fence state (zero State with the gate's
+// default mode if the gate has never seen it). It takes no lock.
+func (g *Gate) State(ctx context.Context, q execer, resource string) (gate.State, error) {
+	st, err := g.readState(ctx, q, g.q(`SELECT `+stateCols+` FROM {p}resources WHERE resource = $1`), resource)
+	if errors.Is(err, sql.ErrNoRows) {
+		return gate.State{Resource: resource, Mode: g.mode}, nil
+	}
+	if err != nil {
+		return st, fmt.Errorf("sqlgate: read state: %w", err)
+	}
+	return st, nil
+}
+
+// QueryOperation answers MUTATION_UNKNOWN recovery for an operation that
+// was attempted under fence: ACCEPTED with its receipts, PROVEN_ABSENT, or
+// UNDETERMINED (gate.Judge states the rule). Both reads happen in one
+// transaction, so the verdict is consistent.
+func (g *Gate) QueryOperation(ctx context.Context, db *sql.DB, resource, operationID string, fence uint64) (gate.Answer, error) {
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: g.d == Postgres, Isolation: g.isolationForRead()})
+	if err != nil {
+		return gate.Answer{}, fmt.Errorf("sqlgate: query operation: %w", err)
+	}
+	defer tx.Rollback()
+	st, err := g.State(ctx, tx, resource)
+	if err != nil {
+		return gate.Answer{}, err
+	}
+	rs, err := g.scanReceipts(tx.QueryContext(ctx, g.stmt.receiptsByOp, resource, operationID))
+	if err != nil {
+		return gate.Answer{}, err
+	}
+	return gate.Judge(rs, st.HighestFence, fence), nil
+}
+
+func (g *Gate) isolationForRead() sql.IsolationLevel {
+	if g.d == Postgres {
+		return sql.LevelRepeatableRead
+	}
+	return sql.LevelDefault
+}
+
+// SetMode moves a resource to mode and records who did it. Moving from
+// enforce to anything else is refused with gate.ErrModeDowngrade.
+func (g *Gate) SetMode(ctx context.Context, db *sql.DB, resource string, mode gate.Mode, operator string) error {
+	return g.operatorTx(ctx, db, resource, operator, mode, func(tx *sql.Tx, st gate.State) (string, error) {
+		next, err := gate.ChangeMode(st.Mode, mode)
+		if err != nil {
+			return "", err
+		}
+		_, err = tx.ExecContext(ctx, g.q(`UPDATE {p}resources SET mode = $2 WHERE resource = $1`), resource, string(next))
+		return fmt.Sprintf("set-mode %s → %s", st.Mode, next), err
+	})
+}
+
+// SetMinPolicyGeneration raises the lowest grant policy generation the
+// resource accepts. It only rises.
+func (g *Gate) SetMinPolicyGeneration(ctx context.Context, db *sql.DB, resource string, gen uint64, operator string) error {
+	return g.operatorTx(ctx, db, resource, operator, g.mode, func(tx *sql.Tx, st gate.State) (string, error) {
+		if gen < st.MinPolicyGeneration || gen > gate.CounterMax {
+			return "", fmt.Errorf("sqlgate: min policy generation %d: must be between current %d and %d", gen, st.MinPolicyGeneration, uint64(gate.CounterMax))
+		}
+		_, err := tx.ExecContext(ctx, g.q(`UPDATE {p}resources SET min_policy_generation = $2 WHERE resource = $1`), resource, int64(gen))
+		return fmt.Sprintf("set-min-policy-generation %d → %d", st.MinPolicyGeneration, gen), err
+	})
+}
+
+// Resume lifts a FENCE_REGRESSION pause. The operator states the
+// registry's fence floor for the resource; gate.Resume refuses unless it
+// is above highestFence. The action is recorded in operator_actions.
+func (g *Gate) Resume(ctx context.Context, db *sql.DB, resource string, registryFloor uint64, operator, note string) error {
+	return g.operatorTx(ctx, db, resource, operator, g.mode, func(tx *sql.Tx, st gate.State) (string, error) {
+		next, err := gate.Resume(st, registryFloor)
+		if err != nil {
+			return "", err
+		}
+		_, err = tx.ExecContext(ctx, g.stmt.storePause, resource, 0, next.PausedReason)
+		return fmt.Sprintf("resume registry floor %d > highestFence %d; was paused: %s; note: %s", registryFloor, st.HighestFence, st.PausedReason, note), err
+	})
+}
+
+// operatorTx runs one recorded operator action on a locked resource row,
+// creating the row in createMode if the gate has never seen the resource.
+func (g *Gate) operatorTx(ctx context.Context, db *sql.DB, resource, operator string, createMode gate.Mode, act func(*sql.Tx, gate.State) (string, error)) error {
+	if operator == "" {
+		return errors.New("sqlgate: operator actions need the operator's name")
+	}
+	if err := grant.ValidateResource(resource); err != nil {
+		return fmt.Errorf("sqlgate: resource %q: %v", resource, err)
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlgate: begin: %w", err)
+	}
+	defer tx.Rollback()
+	st, err := g.lockStateCreating(ctx, tx, resource, createMode)
+	if err != nil {
+		return err
+	}
+	detail, err := act(tx, st)
+	if err != nil {
+		return err
+	}
+	detail = strings.TrimSpace(detail)
+	if _, err := tx.ExecContext(ctx, g.stmt.insertAction, resource, strings.Fields(detail)[0], operator, detail, g.nowMs()); err != nil {
+		return fmt.Errorf("sqlgate: record operator action: %w", err)
+	}
+	return tx.Commit()
+}

@@ -1,0 +1,131 @@
+// Package sqlgate runs the gate decision inside a SQL transaction on
+// SQLite (modernc.org/sqlite, the embedded default) or PostgreSQL (pgx via
+// database/sql): Apply verifies a mutation, locks the resource's fence
+// row, decides with gate.Decide, and writes the business change, the new
+// fence state and the receipt in the caller's transaction — or nothing.
+//
+// # Tables
+//
+// All tables carry a configurable prefix (default "fencegate_"):
+// resources (fence state and mode per resource), receipts (one per
+// accepted segment; never updated or deleted), quarantine, alarms,
+// shadow_log, operator_actions, protected (coverage guard registrations)
+// and schema_migrations. Migrate creates and upgrades them.
+//
+// # Receipts and MUTATION_UNKNOWN
+//
+// QueryOperation answers whether an operation happened: ACCEPTED with its
+// receipts; PROVEN_ABSENT when no receipt exists for the operation ID and
+// the resource's highestFence is above the fence the operation ran under
+// (so it never happened and the gate will never accept it); otherwise
+// UNDETERMINED. See gate.Verdict.
+//
+// # Coverage guard
+//
+// Protect installs a trigger on a business table. In enforce mode every
+// INSERT, UPDATE or DELETE not made inside an accepting Apply of the same
+// transaction fails in the database; in shadow mode it is counted.
+// Coverage reports gate-accepted protected writes / all protected writes.
+// The guard stops mistakes and unreviewed code paths, not a database user
+// who can drop triggers. TRUNCATE is not guarded.
+package sqlgate
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/fencegate/fencegate/gate"
+)
+
+// PrefixDefault is the table prefix when Config.Prefix is empty.
+const PrefixDefault = "fencegate_"
+
+// Clock is the gate's time source. Production uses the system clock;
+// tests and the simulator inject one.
+type Clock interface{ Now() time.Time }
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
+
+// Config configures a Gate.
+type Config struct {
+	// Dialect is SQLite or Postgres. Required.
+	Dialect *Dialect
+	// Policy holds the trust bundle verifier, allowed operation classes
+	// and status skew bound. Required (Policy.Verifier at least).
+	Policy gate.Policy
+	// Querier, if set, is asked for the grant's state when a mutation
+	// carries no status proof. Optional: without it such mutations are
+	// NOT_HELD (or STALE_OWNER).
+	Querier gate.StatusQuerier
+	// Clock is the gate's clock. Optional, defaults to the system clock.
+	Clock Clock
+	// Prefix is the table prefix. Optional, defaults to PrefixDefault.
+	Prefix string
+	// DefaultMode is the mode of a resource the gate sees for the first
+	// time. Optional, defaults to gate.ModeEnforce.
+	DefaultMode gate.Mode
+}
+
+// Gate applies fenced mutations in SQL transactions. It is safe for
+// concurrent use; it holds no per-resource state in memory.
+type Gate struct {
+	d        *Dialect
+	pol      gate.Policy
+	querier  gate.StatusQuerier
+	clock    Clock
+	prefix   string
+	mode     gate.Mode
+	counters gate.Counters
+	stmt     statements
+}
+
+// New checks cfg and returns a Gate. It does not touch the database; call
+// Migrate before the first Apply.
+func New(cfg Config) (*Gate, error) {
+	if cfg.Dialect == nil {
+		return nil, errors.New("sqlgate: Config.Dialect is required")
+	}
+	if err := cfg.Policy.Check(); err != nil {
+		return nil, err
+	}
+	g := &Gate{d: cfg.Dialect, pol: cfg.Policy, querier: cfg.Querier, clock: cfg.Clock, prefix: cfg.Prefix, mode: cfg.DefaultMode}
+	if g.clock == nil {
+		g.clock = systemClock{}
+	}
+	if g.prefix == "" {
+		g.prefix = PrefixDefault
+	}
+	if err := checkIdent("prefix", g.prefix); err != nil {
+		return nil, err
+	}
+	if g.mode == "" {
+		g.mode = gate.ModeEnforce
+	}
+	if _, err := gate.ParseMode(string(g.mode)); err != nil {
+		return nil, err
+	}
+	g.stmt = newStatements(g)
+	return g, nil
+}
+
+// Counters returns the per-outcome decision counters (for metrics).
+func (g *Gate) Counters() *gate.Counters { return &g.counters }
+
+// q substitutes the prefix and the dialect's placeholders.
+func (g *Gate) q(s string) string {
+	return g.d.placeholders(strings.ReplaceAll(s, "{p}", g.prefix))
+}
+
+func (g *Gate) nowMs() int64 { return g.clock.Now().UnixMilli() }
+
+// execer is what both *sql.DB and *sql.Tx offer.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}

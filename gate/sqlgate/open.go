@@ -1,0 +1,35 @@
+package sqlgate
+
+import (
+	"database/sql"
+	"fmt"
+	"net/url"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// SQLiteBusyTimeoutMs is how long a SQLite connection waits for the write
+// lock before failing with SQLITE_BUSY.
+const SQLiteBusyTimeoutMs = 10000
+
+// OpenSQLite opens (creating if needed) the SQLite database at path with
+// what the gate needs: WAL, transactions that take the write lock at BEGIN
+// (_txlock=immediate), a busy timeout, and the given synchronous level
+// ("FULL" for durability of every commit, "NORMAL" to fsync only at WAL
+// checkpoints).
+func OpenSQLite(path, synchronous string) (*sql.DB, error) {
+	v := url.Values{}
+	v.Set("_txlock", "immediate")
+	v.Set("_journal_mode", "WAL")
+	v.Set("_synchronous", synchronous)
+	v.Set("_busy_timeout", fmt.Sprint(SQLiteBusyTimeoutMs))
+	db, err := sql.Open("sqlite", "file:"+path+"?"+v.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("sqlgate: open sqlite: %w", err)
+	}
+	if err := db.Ping(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlgate: open sqlite %s: %w", path, err)
+	}
+	return db, nil
+}

@@ -1,0 +1,157 @@
+package sqlgate
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+)
+
+// migrations are the schema versions, applied in order, each once, in one
+// transaction each. Append; never edit a released one. {p} is the table
+// prefix, {serial} the dialect's auto-assigned key, {guard} its guard setup.
+var migrations = []string{
+	1: `
+CREATE TABLE {p}resources (
+  resource TEXT PRIMARY KEY,
+  mode TEXT NOT NULL,
+  highest_fence BIGINT NOT NULL DEFAULT 0,
+  root TEXT NOT NULL DEFAULT '',
+  last_seq BIGINT NOT NULL DEFAULT 0,
+  min_policy_generation BIGINT NOT NULL DEFAULT 0,
+  paused INTEGER NOT NULL DEFAULT 0,
+  paused_reason TEXT NOT NULL DEFAULT '',
+  gated_writes BIGINT NOT NULL DEFAULT 0
+);
+CREATE TABLE {p}receipts (
+  id TEXT PRIMARY KEY,
+  resource TEXT NOT NULL,
+  fence BIGINT NOT NULL,
+  seq BIGINT NOT NULL,
+  operation_id TEXT NOT NULL,
+  operation_root TEXT NOT NULL,
+  payload_digest TEXT NOT NULL,
+  grant_digest TEXT NOT NULL,
+  accepted_at_ms BIGINT NOT NULL,
+  mode TEXT NOT NULL,
+  outcome TEXT NOT NULL,
+  UNIQUE (resource, fence, seq)
+);
+CREATE INDEX {p}receipts_by_operation ON {p}receipts (resource, operation_id);
+CREATE TABLE {p}quarantine (
+  id {serial},
+  resource TEXT NOT NULL,
+  fence BIGINT NOT NULL,
+  seq BIGINT NOT NULL,
+  operation_id TEXT NOT NULL,
+  payload_digest TEXT NOT NULL,
+  grant_digest TEXT NOT NULL,
+  original_receipt TEXT NOT NULL,
+  reason TEXT NOT NULL,
+  recorded_at_ms BIGINT NOT NULL
+);
+CREATE TABLE {p}alarms (
+  id {serial},
+  resource TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  fence BIGINT NOT NULL,
+  highest_fence BIGINT NOT NULL,
+  grant_digest TEXT NOT NULL,
+  detail TEXT NOT NULL,
+  raised_at_ms BIGINT NOT NULL
+);
+CREATE TABLE {p}shadow_log (
+  id {serial},
+  resource TEXT NOT NULL,
+  fence BIGINT NOT NULL,
+  seq BIGINT NOT NULL,
+  operation_id TEXT NOT NULL,
+  outcome TEXT NOT NULL,
+  reason TEXT NOT NULL,
+  at_ms BIGINT NOT NULL
+);
+CREATE TABLE {p}operator_actions (
+  id {serial},
+  subject TEXT NOT NULL,
+  action TEXT NOT NULL,
+  operator TEXT NOT NULL,
+  detail TEXT NOT NULL,
+  at_ms BIGINT NOT NULL
+);
+CREATE TABLE {p}protected (
+  table_name TEXT PRIMARY KEY,
+  mode TEXT NOT NULL,
+  ungated BIGINT NOT NULL DEFAULT 0
+);
+{guard}`,
+}
+
+// SchemaVersion is the schema version this package migrates to.
+func SchemaVersion() int { return len(migrations) - 1 }
+
+// Migrate creates or upgrades the gate's tables to SchemaVersion. It is
+// safe to call on every start and from several processes at once (on
+// PostgreSQL it takes a transaction-level advisory lock; on SQLite the
+// write lock serializes).
+func (g *Gate) Migrate(ctx context.Context, db *sql.DB) error {
+	if _, err := db.ExecContext(ctx, g.q(`CREATE TABLE IF NOT EXISTS {p}schema_migrations (version INTEGER PRIMARY KEY, applied_at_ms BIGINT NOT NULL)`)); err != nil {
+		return fmt.Errorf("sqlgate: migrate: %w", err)
+	}
+	for v := 1; v < len(migrations); v++ {
+		if err := g.migrateTo(ctx, db, v); err != nil {
+			return fmt.Errorf("sqlgate: migrate to version %d: %w", v, err)
+		}
+	}
+	return nil
+}
+
+func (g *Gate) migrateTo(ctx context.Context, db *sql.DB, v int) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if g.d == Postgres {
+		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtext($1))`, g.prefix+"schema"); err != nil {
+			return err
+		}
+	}
+	var n int
+	if err := tx.QueryRowContext(ctx, g.q(`SELECT count(*) FROM {p}schema_migrations WHERE version = $1`), v).Scan(&n); err != nil {
+		return err
+	}
+	if n > 0 {
+		return nil
+	}
+	ddl := strings.NewReplacer("{serial}", g.d.serial, "{guard}", g.d.guardSetup).Replace(migrations[v])
+	for _, stmt := range splitStatements(g.q(ddl)) {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("%w\n%s", err, stmt)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, g.q(`INSERT INTO {p}schema_migrations (version, applied_at_ms) VALUES ($1, $2)`), v, g.nowMs()); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// splitStatements splits DDL on ";\n" at line ends outside $fg$ bodies.
+func splitStatements(ddl string) []string {
+	var out []string
+	var cur strings.Builder
+	inBody := false
+	for _, line := range strings.SplitAfter(ddl, "\n") {
+		if strings.Count(line, "$fg$")%2 == 1 {
+			inBody = !inBody
+		}
+		cur.WriteString(line)
+		if !inBody && strings.HasSuffix(strings.TrimSpace(line), ";") {
+			out = append(out, strings.TrimSuffix(strings.TrimSpace(cur.String()), ";"))
+			cur.Reset()
+		}
+	}
+	if s := strings.TrimSpace(cur.String()); s != "" {
+		out = append(out, s)
+	}
+	return out
+}
