@@ -5,8 +5,8 @@ package registry_test
 
 import (
 	"bytes"
-	"encoding/base64"
 	"context"
+	"encoding/base64"
 	"sync"
 	"testing"
 	"time"
