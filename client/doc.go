@@ -1,0 +1,33 @@
+// Package client is the fencegate Go SDK: it acquires a lease from the
+// registry, keeps it, builds the mutation envelopes the gate checks, cuts
+// long tasks into ordered segments, and recovers writes whose outcome is
+// unknown.
+//
+// # Lease states
+//
+// A Lease follows the specification's states exactly: REQUESTED → HELD →
+// RENEWING → HELD; an uncertain renewal or query → OWNERSHIP_UNKNOWN;
+// registry-confirmed expiry → EXPIRED; a successful release → RELEASED.
+// The transitions are one explicit table (see machine); an illegal one is
+// a programmer error and panics. State(), Done() and Ctx() expose them, as
+// etcd's concurrency.Session does: Ctx() is cancelled the moment ownership
+// stops being certain, and a NEW context is issued if the registry later
+// confirms the same grant HELD.
+//
+// # What the client can and cannot promise
+//
+// A lease can be lost at any moment without the client knowing: the
+// process pauses, the network partitions. The client stops producing new
+// effects as soon as it knows (a lost or late renewal, its local deadline,
+// a stale status proof) but it never assumes that writes it already sent
+// were revoked. What makes a stale write harmless is the gate: every
+// envelope carries the grant's fence, and the resource rejects a fence
+// below its highest.
+//
+// # Time and transport
+//
+// Time (Clock), randomness (Options.Rand) and the network (Transport) are
+// injected, so the simulator drives this exact code with simulated time and
+// a lossy network. With Options.Manual no goroutine runs: the caller calls
+// Lease.Tick.
+package client

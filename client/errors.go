@@ -1,0 +1,65 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Sentinel errors. Callers branch with errors.Is; typed errors below carry
+// the data and wrap one of these.
+var (
+	// ErrOutcomeUnknown: a registry call's answer was lost (timeout, reset
+	// connection, unavailable store): it may or may not have been applied.
+	// Transports may wrap it; any error without a definite registry code is
+	// treated the same way.
+	ErrOutcomeUnknown = errors.New("client: outcome unknown")
+	// ErrNotHeld: the lease does not let the client produce effects now
+	// (state not HELD/RENEWING, local deadline passed, or releasing).
+	ErrNotHeld = errors.New("client: not held")
+	// ErrProofStale: the status proof is too close to its validUntil to
+	// send; the lease refreshes it on its own schedule.
+	ErrProofStale = errors.New("client: status proof stale")
+	// ErrAlreadyHeld: the session already has a live lease on the resource;
+	// it never runs two identities for one resource at once.
+	ErrAlreadyHeld = errors.New("client: already held")
+	// ErrAcquirePending: an earlier acquire on the resource has no final
+	// answer yet and asked for something else; its request ID is kept until
+	// it has one or until it is presumed over.
+	ErrAcquirePending = errors.New("client: acquire pending")
+	// ErrSuperseded: the resource answered with a higher fence (or stale
+	// owner, or fence regression): the rest of the work is abandoned.
+	ErrSuperseded = errors.New("client: superseded")
+	// ErrBadAnswer: the registry answered about another grant or request.
+	ErrBadAnswer = errors.New("client: bad answer")
+)
+
+// NotHeldError says why an envelope or call was refused.
+type NotHeldError struct {
+	Lease  string
+	State  State
+	Reason string
+}
+
+func (e *NotHeldError) Error() string {
+	return fmt.Sprintf("client: not held: lease %s is %s: %s", e.Lease, e.State, e.Reason)
+}
+
+// Unwrap returns ErrNotHeld.
+func (e *NotHeldError) Unwrap() error { return ErrNotHeld }
+
+// PendingError names the request ID an earlier acquire still owns and the
+// instant (client clock) after which it is presumed over.
+type PendingError struct {
+	Resource   string
+	RequestID  string
+	ReusableAt time.Time
+}
+
+func (e *PendingError) Error() string {
+	return fmt.Sprintf("client: acquire pending: resource %s: request %s has no final answer; a new request ID is allowed after %s",
+		e.Resource, e.RequestID, e.ReusableAt.UTC().Format(time.RFC3339Nano))
+}
+
+// Unwrap returns ErrAcquirePending.
+func (e *PendingError) Unwrap() error { return ErrAcquirePending }

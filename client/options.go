@@ -1,0 +1,111 @@
+package client
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	mrand "math/rand/v2"
+	"time"
+)
+
+// Named defaults of Options. Each is documented where the field is.
+const (
+	RenewFractionDefault    = 1.0 / 3
+	RenewJitterDefault      = 0.1
+	CallTimeoutDefault      = 2 * time.Second
+	ExpiryMarginDefault     = 1 * time.Second
+	ProofMarginDefault      = 500 * time.Millisecond
+	ProofRefreshLeadDefault = 1 * time.Second
+	QueryIntervalDefault    = 500 * time.Millisecond
+	AcquireMarginDefault    = 2 * time.Second
+	AcquireBackoffMin       = 100 * time.Millisecond
+	AcquireBackoffMax       = 2 * time.Second
+)
+
+// Options are the client's named time limits and injected dependencies.
+// The zero value is usable: every zero field takes its default.
+//
+// A lease can be lost at any moment, whatever these say: a pause, a
+// partition or a registry failover ends it without telling the client.
+// The limits only decide how soon the client stops on its own; the gate's
+// fence check is what makes a stale write harmless.
+type Options struct {
+	// Clock is the client's only time source. Optional, defaults to
+	// SystemClock. The simulator injects simulated time.
+	Clock Clock
+	// Rand draws renewal jitter and request IDs. Optional, defaults to a
+	// generator seeded from crypto/rand (request IDs of two processes of
+	// one owner must not collide). The simulator passes a seeded one.
+	Rand *mrand.Rand
+	// RenewFraction: renew when this fraction of the server TTL has passed
+	// since the last confirmed renewal was sent. Optional, defaults to 1/3
+	// (as etcd's KeepAlive): two more tries fit before the lease ends.
+	RenewFraction float64
+	// RenewJitter spreads renewals by ± this fraction of the interval so
+	// that many leases do not renew in step. Optional, defaults to 0.1.
+	RenewJitter float64
+	// CallTimeout: a registry call without an answer after this long is
+	// lost; an answer that comes later is late, and treated as lost.
+	// Optional, defaults to 2s; an acquire adds its WaitMs. Keep it well
+	// under TTL × (1 − RenewFraction) − ExpiryMargin.
+	CallTimeout time.Duration
+	// ExpiryMargin: the local deadline is (send time of the last confirmed
+	// renewal) + TTL − ExpiryMargin by the client's clock. It absorbs clock
+	// rate error over one TTL. Optional, defaults to 1s (twice the
+	// registry's default ClockSkewMaxMs).
+	ExpiryMargin time.Duration
+	// ProofMargin: an envelope is built only while the status proof's
+	// validUntil − ProofMargin is after the client's now, leaving the gate
+	// time to receive it. Optional, defaults to 500ms.
+	ProofMargin time.Duration
+	// ProofRefreshLead: refresh the status proof when its validUntil −
+	// ProofRefreshLead is reached. Optional, defaults to 1s; raised to
+	// ProofMargin + 100ms if not above ProofMargin.
+	ProofRefreshLead time.Duration
+	// QueryInterval: while OWNERSHIP_UNKNOWN, ask the registry again after
+	// this long. Optional, defaults to 500ms.
+	QueryInterval time.Duration
+	// AcquireMargin: an acquire whose answer never came is presumed over
+	// once TTL + WaitMs + AcquireMargin passed since it was last sent; only
+	// then may a new request ID be used for the resource. Optional,
+	// defaults to 2s (must cover network delay of the lost request).
+	AcquireMargin time.Duration
+	// Manual: no background goroutine; the caller drives the lease with
+	// Tick. The simulator and deterministic tests use it. Optional,
+	// defaults to false.
+	Manual bool
+	// OnTransition, if set, is called (without locks held) after every
+	// state transition. Optional.
+	OnTransition func(lease string, from, to State, ev Event)
+}
+
+func (o Options) filled() Options {
+	if o.Clock == nil {
+		o.Clock = SystemClock{}
+	}
+	if o.Rand == nil {
+		var seed [16]byte
+		_, _ = rand.Read(seed[:])
+		o.Rand = mrand.New(mrand.NewPCG(binary.LittleEndian.Uint64(seed[:8]), binary.LittleEndian.Uint64(seed[8:])))
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	if o.RenewFraction <= 0 || o.RenewFraction >= 1 {
+		o.RenewFraction = RenewFractionDefault
+	}
+	if o.RenewJitter <= 0 || o.RenewJitter >= 1 {
+		o.RenewJitter = RenewJitterDefault
+	}
+	def(&o.CallTimeout, CallTimeoutDefault)
+	def(&o.ExpiryMargin, ExpiryMarginDefault)
+	def(&o.ProofMargin, ProofMarginDefault)
+	def(&o.ProofRefreshLead, ProofRefreshLeadDefault)
+	if o.ProofRefreshLead <= o.ProofMargin {
+		o.ProofRefreshLead = o.ProofMargin + 100*time.Millisecond
+	}
+	def(&o.QueryInterval, QueryIntervalDefault)
+	def(&o.AcquireMargin, AcquireMarginDefault)
+	return o
+}
