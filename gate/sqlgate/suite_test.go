@@ -58,7 +58,11 @@ func testRules(t *testing.T, b backend) {
 			return e.iss.WithStatus(e.iss.Mutation(wr(r, 4, "op-old"), 1, "p"), grant.StateExpired)
 		}, owner, nil, gate.StaleOwner},
 		{"smaller fence proven held: regression", func(r string) *gate.Mutation { return e.iss.Mutation(wr(r, 4, "op-old"), 1, "p") }, owner, nil, gate.FenceRegression},
-		{"malformed envelope", func(r string) *gate.Mutation { m := e.iss.Mutation(wr(r, 6, "op-b"), 1, "p"); m.OperationID = "bad id"; return m }, owner, nil, gate.Malformed},
+		{"malformed envelope", func(r string) *gate.Mutation {
+			m := e.iss.Mutation(wr(r, 6, "op-b"), 1, "p")
+			m.OperationID = "bad id"
+			return m
+		}, owner, nil, gate.Malformed},
 		{"tampered grant", func(r string) *gate.Mutation {
 			m := e.iss.Mutation(wr(r, 6, "op-b"), 1, "p")
 			m.Grant[len(m.Grant)-3] ^= 1
