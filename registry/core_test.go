@@ -1,0 +1,207 @@
+// This file proves the pure core's decisions with table tests at fixed
+// instants: fences, lock-delay after expiry but not release, FIFO order and
+// the vanished-head skip, revocation, floors and request-ID idempotency. No
+// store, no clock: the same inputs always give the same outputs.
+package registry
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/fencegate/fencegate/grant"
+)
+
+const t0 = int64(1_780_000_000_000) // a fixed registry instant, ms
+
+func testCfg() Config { return DefaultConfig(5) }
+
+func input(owner, id string, wait bool, deadline int64) acquireInput {
+	return acquireInput{
+		owner: owner, ttlMs: 10_000, wait: wait, deadlineMs: deadline,
+		req: AcquireRequest{Resource: "res/1", OperationID: "op-" + id, OperationClass: "settle", RequestID: id},
+	}
+}
+
+// held returns a record held by owner since at, with fence.
+func held(owner string, fence uint64, at int64) *Record {
+	in := input(owner, "req-"+owner, false, 0)
+	d, err := decideAcquire(&Record{HighestFence: fence - 1}, nil, Settings{}, in, at, testCfg())
+	if err != nil || d.outcome != outGranted {
+		panic("fixture")
+	}
+	return d.record
+}
+
+func TestDecideAcquire(t *testing.T) {
+	cfg := testCfg()
+	expiry := t0 + 10_000
+	cases := []struct {
+		name    string
+		rec     *Record
+		set     Settings
+		in      acquireInput
+		now     int64
+		want    acquireOutcome
+		wantErr error
+		fence   uint64
+		waiters int
+	}{
+		{"first grant", &Record{}, Settings{}, input("b", "r", false, 0), t0, outGranted, nil, 1, 0},
+		{"floor above highest", &Record{HighestFence: 3, Floor: 40}, Settings{}, input("b", "r", false, 0), t0, outGranted, nil, 41, 0},
+		{"highest above floor", &Record{HighestFence: 50, Floor: 40}, Settings{}, input("b", "r", false, 0), t0, outGranted, nil, 51, 0},
+		{"held: busy", held("a", 7, t0), Settings{}, input("b", "r", false, 0), t0 + 1, 0, ErrBusy, 0, 0},
+		{"held: queue", held("a", 7, t0), Settings{}, input("b", "r", true, t0+5000), t0 + 1, outQueued, nil, 0, 1},
+		{"expiry is at expiresAt, then lock-delay", held("a", 7, t0), Settings{}, input("b", "r", false, 0), expiry, 0, ErrBusy, 0, 0},
+		{"lock-delay ends", held("a", 7, t0), Settings{}, input("b", "r", false, 0), expiry + int64(cfg.LockDelayMs), outGranted, nil, 8, 0},
+		{"one ms before expiry", held("a", 7, t0), Settings{}, input("b", "r", false, 0), expiry - 1, 0, ErrBusy, 0, 0},
+		{"revoked holder frees at once", held("a", 7, t0), Settings{RevokedBelowEpoch: 6}, input("b", "r", false, 0), t0 + 1, 0, ErrEpochRevoked, 0, 0},
+		{"wait deadline passed", held("a", 7, t0), Settings{}, input("b", "r", true, t0+1), t0 + 1, 0, ErrWaitTimeout, 0, 0},
+		{"free but others queued: no jumping", &Record{HighestFence: 2, Waiters: []Waiter{{"x", "rx", t0 + 9000}}, FreeAtMs: t0}, Settings{}, input("b", "r", false, 0), t0 + 1, 0, ErrBusy, 0, 1},
+		{"head of queue on free resource", &Record{HighestFence: 2, Waiters: []Waiter{{"b", "r", t0 + 9000}, {"x", "rx", t0 + 9000}}, FreeAtMs: t0}, Settings{}, input("b", "r", true, t0+9000), t0 + 1, outGranted, nil, 3, 1},
+		{"dead head is pruned", &Record{HighestFence: 2, Waiters: []Waiter{{"x", "rx", t0}}, FreeAtMs: t0}, Settings{}, input("b", "r", false, 0), t0 + 1, outGranted, nil, 3, 0},
+		{"vanished head skipped after claim window", &Record{HighestFence: 2, Waiters: []Waiter{{"x", "rx", t0 + 99_000}, {"b", "r", t0 + 99_000}}, FreeAtMs: t0}, Settings{}, input("b", "r", true, t0+99_000), t0 + int64(cfg.HandoffClaimMs), outGranted, nil, 3, 0},
+		{"head keeps its window", &Record{HighestFence: 2, Waiters: []Waiter{{"x", "rx", t0 + 99_000}, {"b", "r", t0 + 99_000}}, FreeAtMs: t0}, Settings{}, input("b", "r", true, t0+99_000), t0 + int64(cfg.HandoffClaimMs) - 1, outQueued, nil, 0, 2},
+		{"queue full", &Record{Holder: held("a", 1, t0).Holder, HighestFence: 1, Waiters: make([]Waiter, cfg.WaitersPerResourceMax)}, Settings{}, input("b", "r", true, t0+5000), t0 + 1, 0, ErrWaitersFull, 0, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for i := range c.rec.Waiters {
+				if c.rec.Waiters[i].Owner == "" {
+					c.rec.Waiters[i] = Waiter{Owner: "q", RequestID: "q" + string(rune('a'+i%26)), DeadlineMs: t0 + 99_000}
+				}
+			}
+			before := string(EncodeRecord(c.rec))
+			d, err := decideAcquire(c.rec, nil, c.set, c.in, c.now, cfg)
+			if string(EncodeRecord(c.rec)) != before {
+				t.Fatal("decision mutated its input")
+			}
+			if c.wantErr != nil || err != nil {
+				if !errors.Is(err, c.wantErr) {
+					t.Fatalf("err %v, want %v", err, c.wantErr)
+				}
+				return
+			}
+			if d.outcome != c.want {
+				t.Fatalf("outcome %d, want %d", d.outcome, c.want)
+			}
+			if c.want == outGranted {
+				if d.body.FenceToken != c.fence || d.record.HighestFence != c.fence || d.record.Holder.Grant.FenceToken != c.fence {
+					t.Fatalf("fence %d, want %d", d.body.FenceToken, c.fence)
+				}
+				if _, err := d.body.Grant(1); err != nil {
+					t.Fatalf("granted body invalid: %v", err)
+				}
+			}
+			if d.record != nil && len(d.record.Waiters) != c.waiters {
+				t.Fatalf("%d waiters, want %d", len(d.record.Waiters), c.waiters)
+			}
+		})
+	}
+}
+
+func TestDecideAcquireRevokedHolderThenGrant(t *testing.T) {
+	cfg := testCfg()
+	cfg.IssuerEpoch = 9
+	rec := held("a", 7, t0) // epoch 5
+	d, err := decideAcquire(rec, nil, Settings{RevokedBelowEpoch: 6}, input("b", "r", false, 0), t0+1, cfg)
+	if err != nil || d.outcome != outGranted || d.body.FenceToken != 8 {
+		t.Fatalf("after revocation a new-epoch registry grants at once: %v %+v", err, d)
+	}
+	if len(d.entries) != 2 || d.entries[0].entry.State != grant.StateRevoked {
+		t.Fatalf("revoked holder's entry not ended: %+v", d.entries)
+	}
+}
+
+func TestDecideAcquireIdempotent(t *testing.T) {
+	cfg := testCfg()
+	in := input("a", "r1", false, 0)
+	d, _ := decideAcquire(&Record{}, nil, Settings{}, in, t0, cfg)
+	own := d.entries[len(d.entries)-1].entry
+	again, err := decideAcquire(d.record, &own, Settings{}, in, t0+5, cfg)
+	if err != nil || again.outcome != outExisting || again.record != nil {
+		t.Fatalf("retry: %v %+v", err, again)
+	}
+	other := in
+	other.ttlMs = 20_000
+	if _, err := decideAcquire(d.record, &own, Settings{}, other, t0+5, cfg); !errors.Is(err, ErrRequestMismatch) {
+		t.Fatalf("changed TTL: %v", err)
+	}
+	own.State, own.EndedAtMs = grant.StateReleased, t0+10
+	if d, _ := decideAcquire(d.record, &own, Settings{}, in, t0+10+int64(cfg.RequestRetentionMs)-1, cfg); d.outcome != outExisting {
+		t.Fatal("forgotten inside retention")
+	}
+	if d, _ := decideAcquire(d.record, &own, Settings{}, in, t0+10+int64(cfg.RequestRetentionMs), cfg); d.outcome != outPurge {
+		t.Fatal("kept past retention")
+	}
+}
+
+func TestDecideRenewRelease(t *testing.T) {
+	cfg := testCfg()
+	rec := held("a", 3, t0)
+	lease := rec.Holder.Grant.Lease
+	d, err := decideRenew(rec, Settings{}, "a", lease, t0+9_000, cfg)
+	if err != nil || d.holder.ExpiresAtMs != t0+19_000 {
+		t.Fatalf("renew: %v %d", err, d.holder.ExpiresAtMs)
+	}
+	if _, err := decideRenew(rec, Settings{}, "b", lease, t0+1, cfg); !errors.Is(err, ErrNotHolder) {
+		t.Fatalf("renew by another owner: %v", err)
+	}
+	if _, err := decideRenew(rec, Settings{}, "a", lease, t0+10_000, cfg); !errors.Is(err, ErrLeaseExpired) {
+		t.Fatalf("renew at expiresAt: %v", err)
+	}
+	rel, err := decideRelease(rec, Settings{}, "a", lease, t0+100, cfg)
+	if err != nil || rel.record.Holder != nil || rel.record.FreeAtMs != t0+100 || rel.entries[0].entry.State != grant.StateReleased {
+		t.Fatalf("release: %v %+v", err, rel.record)
+	}
+	// No lock-delay after a release: the next acquire at the same instant wins.
+	if g, err := decideAcquire(rel.record, nil, Settings{}, input("b", "r", false, 0), t0+100, cfg); err != nil || g.body.FenceToken != 4 {
+		t.Fatalf("acquire after release: %v", err)
+	}
+	if again, err := decideRelease(rel.record, Settings{}, "a", lease, t0+200, cfg); err != nil || again.record != nil {
+		t.Fatalf("second release: %v", err)
+	}
+	if _, err := decideRelease(rec, Settings{}, "a", lease, t0+10_000, cfg); !errors.Is(err, ErrLeaseExpired) {
+		t.Fatalf("release after expiry: %v", err)
+	}
+	if _, err := decideRenew(rec, Settings{RevokedBelowEpoch: 6}, "a", lease, t0+1, cfg); !errors.Is(err, ErrEpochRevoked) {
+		t.Fatalf("renew under a revoked registry epoch: %v", err)
+	}
+}
+
+func TestStatusValidUntil(t *testing.T) {
+	cfg := testCfg()
+	exp := t0 + 10_000
+	for _, c := range []struct {
+		state grant.State
+		now   int64
+		want  int64
+	}{
+		{grant.StateHeld, t0, t0 + int64(cfg.StatusProofTTLMs)},
+		{grant.StateHeld, exp - 1000, exp - int64(cfg.ClockSkewMaxMs)},
+		{grant.StateHeld, exp - 100, exp - 100}, // never before now
+		{grant.StateReleased, exp, exp + int64(cfg.StatusProofTTLMs)},
+	} {
+		if got := statusValidUntil(c.state, exp, c.now, cfg); got != c.want {
+			t.Errorf("%s at %d: validUntil %d, want %d", c.state, c.now-t0, got-t0, c.want-t0)
+		}
+	}
+}
+
+func TestAdminRaiseOnly(t *testing.T) {
+	rec := &Record{Floor: 10, PolicyGeneration: 4}
+	if decideRaiseFloor(rec, 9) != nil || decideRaiseFloor(rec, 10) != nil {
+		t.Fatal("floor lowered or rewritten")
+	}
+	if next := decideRaiseFloor(rec, 11); next == nil || next.Floor != 11 || rec.Floor != 10 {
+		t.Fatal("floor not raised (or input mutated)")
+	}
+	if _, err := decidePolicyGeneration(rec, 3); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("policy lowered: %v", err)
+	}
+	if next, _ := decidePolicyGeneration(rec, 5); next == nil || next.PolicyGeneration != 5 {
+		t.Fatal("policy not raised")
+	}
+	if decideRevoke(Settings{RevokedBelowEpoch: 3}, 2) != nil {
+		t.Fatal("revocation lowered")
+	}
+}
