@@ -60,8 +60,10 @@ type harness struct {
 	t        *testing.T
 	srv      *httptest.Server
 	store    *countingStore
+	flaky    *flakyStore
 	reg      *registry.Registry
 	server   *Server
+	metrics  *Metrics
 	clock    *fakeClock
 	key      *grant.SigningKey
 	verifier *grant.Verifier
@@ -71,7 +73,10 @@ type harness struct {
 	anon     *Client
 }
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t *testing.T) *harness { return newHarnessWith(t, nil) }
+
+// newHarnessWith lets a test change the registry's config (epoch 1).
+func newHarnessWith(t *testing.T, tune func(*registry.Config)) *harness {
 	t.Helper()
 	h := &harness{t: t, clock: &fakeClock{now: time.Date(2026, 7, 19, 10, 0, 0, 0, time.UTC)}}
 	key, err := grant.GenerateKey(grant.AlgEd25519, "test-key", rand.Reader)
@@ -84,8 +89,14 @@ func newHarness(t *testing.T) *harness {
 		t.Fatal(err)
 	}
 	h.verifier = grant.NewVerifier(bundle, 0)
-	h.store = &countingStore{Store: newTestStore(t)}
-	h.reg, err = registry.New(h.store, registry.DefaultConfig(1), h.clock, key)
+	h.flaky = newTestStore(t)
+	h.store = &countingStore{Store: h.flaky}
+	cfg := registry.DefaultConfig(1)
+	if tune != nil {
+		tune(&cfg)
+	}
+	h.metrics = NewMetrics()
+	h.reg, err = registry.New(InstrumentStore(h.store, h.metrics), cfg, h.clock, key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +104,7 @@ func newHarness(t *testing.T) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.server, err = NewServer(Config{Registry: h.reg, Store: h.store, Auth: Chain{CertAuth{}, tokens}, Admins: Admins{adminID}})
+	h.server, err = NewServer(Config{Registry: h.reg, Store: h.store, Auth: Chain{CertAuth{}, tokens}, Admins: Admins{adminID}, Metrics: h.metrics})
 	if err != nil {
 		t.Fatal(err)
 	}

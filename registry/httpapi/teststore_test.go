@@ -1,30 +1,38 @@
-// This file proves nothing on its own: the store the handler tests run on.
+// This file proves nothing on its own: the store the handler tests run on,
+// the real memory store behind a switch that can make it fail.
 package httpapi
 
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/memstore"
 )
 
-// noStore stands in until the memory store lands: every call fails.
-type noStore struct{}
-
-var errNoStore = errors.New("test: no store")
-
-func (noStore) Read(context.Context, string, []registry.RequestKey) (registry.Snapshot, error) {
-	return registry.Snapshot{}, errNoStore
-}
-func (noStore) Commit(context.Context, registry.Write) (registry.CommitResult, error) {
-	return registry.CommitResult{}, errNoStore
-}
-func (noStore) Watch(context.Context, string, uint64) (<-chan registry.RecordEvent, error) {
-	return nil, errNoStore
-}
-func (noStore) ScanRequests(context.Context, registry.RequestKey, int) ([]registry.RequestSlot, error) {
-	return nil, errNoStore
+// flakyStore is the memory store, or a store that cannot be reached while
+// down is set.
+type flakyStore struct {
+	registry.Store
+	down atomic.Bool
 }
 
-func newTestStore(t *testing.T) registry.Store { return noStore{} }
+var errStoreDown = errors.New("test: store unreachable")
+
+func (s *flakyStore) Read(ctx context.Context, res string, keys []registry.RequestKey) (registry.Snapshot, error) {
+	if s.down.Load() {
+		return registry.Snapshot{}, errStoreDown
+	}
+	return s.Store.Read(ctx, res, keys)
+}
+
+func (s *flakyStore) Commit(ctx context.Context, w registry.Write) (registry.CommitResult, error) {
+	if s.down.Load() {
+		return registry.CommitResult{}, errStoreDown
+	}
+	return s.Store.Commit(ctx, w)
+}
+
+func newTestStore(t *testing.T) *flakyStore { return &flakyStore{Store: memstore.New()} }

@@ -1,0 +1,108 @@
+// Tests that api/openapi.yaml describes what the server serves: every
+// route with its method, every request schema with exactly the Go
+// request type's JSON fields, and every error code the server can send.
+package httpapi
+
+import (
+	"encoding/json"
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+)
+
+type openAPIDoc struct {
+	OpenAPI string `json:"openapi"`
+	Info    struct {
+		Description string `json:"description"`
+	} `json:"info"`
+	Paths      map[string]map[string]json.RawMessage `json:"paths"`
+	Components struct {
+		Schemas map[string]struct {
+			Properties           map[string]json.RawMessage `json:"properties"`
+			AdditionalProperties *bool                      `json:"additionalProperties"`
+		} `json:"schemas"`
+	} `json:"components"`
+}
+
+func loadOpenAPI(t *testing.T) *openAPIDoc {
+	t.Helper()
+	y, err := os.ReadFile("../../api/openapi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := yaml.YAMLToJSON(y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d openAPIDoc
+	if err := json.Unmarshal(j, &d); err != nil {
+		t.Fatal(err)
+	}
+	return &d
+}
+
+func TestOpenAPICoversRoutes(t *testing.T) {
+	d := loadOpenAPI(t)
+	s, err := NewServer(Config{Registry: newHarness(t).reg, Auth: Chain{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range s.endpoints() {
+		ops, ok := d.Paths[e.path]
+		if !ok {
+			t.Errorf("openapi.yaml lacks path %s", e.path)
+			continue
+		}
+		if _, ok := ops[strings.ToLower(e.method)]; !ok {
+			t.Errorf("openapi.yaml: %s lacks %s", e.path, e.method)
+		}
+	}
+	for _, p := range []string{"/healthz", "/readyz", "/metrics"} {
+		if _, ok := d.Paths[p]; !ok {
+			t.Errorf("openapi.yaml lacks %s", p)
+		}
+	}
+}
+
+func TestOpenAPISchemasMatchTypes(t *testing.T) {
+	d := loadOpenAPI(t)
+	for name, v := range map[string]any{
+		"AcquireRequest": AcquireRequest{}, "LeaseRequest": LeaseRequest{}, "StatusRequest": StatusRequest{},
+		"Issued": IssuedResponse{}, "ResourceInfo": ResourceInfo{}, "ReleaseResponse": ReleaseResponse{},
+		"Error": ErrorBody{}, "Health": Health{},
+	} {
+		sc, ok := d.Components.Schemas[name]
+		if !ok {
+			t.Errorf("openapi.yaml lacks schema %s", name)
+			continue
+		}
+		var want, got []string
+		for f := range fieldNames(reflect.New(reflect.TypeOf(v)).Interface()) {
+			want = append(want, f)
+		}
+		for f := range sc.Properties {
+			got = append(got, f)
+		}
+		slices.Sort(want)
+		slices.Sort(got)
+		if !reflect.DeepEqual(want, got) {
+			t.Errorf("schema %s has %v, Go type %T has %v", name, got, v, want)
+		}
+		if strings.HasSuffix(name, "Request") && (sc.AdditionalProperties == nil || *sc.AdditionalProperties) {
+			t.Errorf("request schema %s must say additionalProperties: false", name)
+		}
+	}
+}
+
+func TestOpenAPIListsEveryCode(t *testing.T) {
+	d := loadOpenAPI(t)
+	for code := range codeStatus {
+		if !strings.Contains(d.Info.Description, "| "+code+" |") {
+			t.Errorf("openapi.yaml's code table lacks %s", code)
+		}
+	}
+}
