@@ -262,12 +262,7 @@ func TestAdmin(t *testing.T) {
 // TestEveryRegistryCodeHasAStatus keeps codeStatus complete: a registry
 // code without a deliberate status would fall to 500.
 func TestEveryRegistryCodeHasAStatus(t *testing.T) {
-	for _, e := range []*registry.Error{
-		registry.ErrInvalid, registry.ErrTTLOutOfRange, registry.ErrRequestMismatch,
-		registry.ErrBusy, registry.ErrWaitTimeout, registry.ErrWaitersFull,
-		registry.ErrNotHolder, registry.ErrLeaseExpired, registry.ErrEpochRevoked,
-		registry.ErrNotFound, registry.ErrConflict, registry.ErrUnavailable, registry.ErrCorrupt,
-	} {
+	for _, e := range registrySentinels {
 		wrapped := fmt.Errorf("context: %w", e)
 		if _, ok := codeStatus[e.Code()]; !ok || codeOf(wrapped) != e.Code() {
 			t.Errorf("code %s: no status, or not found through wrapping", e.Code())

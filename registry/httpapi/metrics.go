@@ -149,3 +149,15 @@ func (m *Metrics) StoreCall(op string, d time.Duration, code string) {
 		m.storeLatency.WithLabelValues(op, outcomeOf(code)).Observe(d.Seconds())
 	}
 }
+
+// Observer receives the events only the registry core sees: a lease found
+// expired, and a handoff (from the instant a resource became free, by
+// release or expiry plus lock-delay, to its next grant). *Metrics
+// implements it. The registry does not call it yet: until it does,
+// fencegate_expiries_total and fencegate_handoff_seconds stay at zero.
+type Observer interface {
+	Expired()
+	Handoff(d time.Duration)
+}
+
+var _ Observer = (*Metrics)(nil)
