@@ -108,12 +108,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer closeStore()
-	return serveAPI(ctx, o, auth, ks, store, stdout)
+	return serveAPI(ctx, o, auth, ks, store, stdout, stderr)
 }
 
 // serveAPI builds the registry and HTTP server over store and serves
 // until ctx ends.
-func serveAPI(ctx context.Context, o *serveOptions, auth httpapi.Authenticator, ks *httpapi.KeySetup, store registry.Store, stdout io.Writer) error {
+func serveAPI(ctx context.Context, o *serveOptions, auth httpapi.Authenticator, ks *httpapi.KeySetup, store registry.Store, stdout, stderr io.Writer) error {
 	metrics := httpapi.NewMetrics()
 	reg, err := registry.New(httpapi.InstrumentStore(store, metrics), registry.DefaultConfig(o.issuerEpoch), registry.SystemClock{}, ks.Key)
 	if err != nil {
@@ -134,6 +134,9 @@ func serveAPI(ctx context.Context, o *serveOptions, auth httpapi.Authenticator, 
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return err
+	}
+	if tlsCfg == nil && !isLoopback(ln.Addr()) {
+		fmt.Fprintf(stderr, "fencegate serve: warning: bearer tokens travel in clear text on %s; use --tls-cert and --tls-key beyond development\n", ln.Addr())
 	}
 	scheme := "http"
 	if tlsCfg != nil {
@@ -171,4 +174,9 @@ func openStore(ctx context.Context, o *serveOptions, stderr io.Writer) (registry
 	}
 	fmt.Fprintf(stderr, "fencegate serve: embedded etcd in %s\n", filepath.Join(o.dataDir, "etcd"))
 	return etcdstore.New(c, o.etcdPrefix), func() { c.Close(); em.Close() }, nil
+}
+
+func isLoopback(a net.Addr) bool {
+	tcp, ok := a.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
 }
