@@ -10,6 +10,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -142,6 +143,16 @@ func TestServeRestartKeepsEverything(t *testing.T) {
 	}
 	if !strings.Contains(s1.stdout.String(), "trust bundle "+bundle) {
 		t.Errorf("first start did not print the bundle path:\n%s", s1.stdout)
+	}
+	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
+		resp, err := http.Get(s1.url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Errorf("%s: %d, want 200 with the embedded etcd up", path, resp.StatusCode)
+		}
 	}
 	req := httpapi.AcquireRequest{Resource: "invoice-batch/2026-07-19", OperationID: "op-1", OperationClass: "settle", RequestID: "req-1"}
 	first, err := s1.client(t, bundle).Acquire(ctx, req)
