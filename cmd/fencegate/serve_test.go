@@ -216,6 +216,27 @@ func TestTwoReplicasOneEtcd(t *testing.T) {
 	}
 
 	const workers, rounds = 6, 12
+	fences := contend(t, clients, workers, rounds)
+	if len(fences) != workers*rounds {
+		t.Fatalf("%d grants, want %d", len(fences), workers*rounds)
+	}
+	for i := 1; i < len(fences); i++ {
+		if fences[i] <= fences[i-1] {
+			t.Fatalf("fences not strictly increasing in grant order: %v", fences)
+		}
+	}
+	for _, s := range replicas {
+		if code := s.stop(); code != 0 {
+			t.Errorf("stop: exit %d\n%s", code, s.stderr)
+		}
+	}
+}
+
+// contend runs workers that each acquire (waiting), check they are the
+// only holder while the other replica confirms HELD, and release, rounds
+// times, spread over clients. It returns the fences in grant order.
+func contend(t *testing.T, clients []*httpapi.Client, workers, rounds int) []uint64 {
+	t.Helper()
 	var (
 		mu      sync.Mutex
 		holders int
@@ -267,17 +288,5 @@ func TestTwoReplicasOneEtcd(t *testing.T) {
 	for err := range fail {
 		t.Error(err)
 	}
-	if len(fences) != workers*rounds {
-		t.Fatalf("%d grants, want %d", len(fences), workers*rounds)
-	}
-	for i := 1; i < len(fences); i++ {
-		if fences[i] <= fences[i-1] {
-			t.Fatalf("fences not strictly increasing in grant order: %v", fences)
-		}
-	}
-	for _, s := range replicas {
-		if code := s.stop(); code != 0 {
-			t.Errorf("stop: exit %d\n%s", code, s.stderr)
-		}
-	}
+	return fences
 }
