@@ -277,3 +277,34 @@ func TestEveryRegistryCodeHasAStatus(t *testing.T) {
 		}
 	}
 }
+
+// TestWaiterThatHangsUpLeavesTheQueue: a waiting acquire whose HTTP client
+// goes away has its ticket withdrawn (the request context reaches the
+// registry), so it blocks nobody behind it.
+func TestWaiterThatHangsUpLeavesTheQueue(t *testing.T) {
+	h := newHarness(t)
+	if _, err := h.alice.Acquire(bg, acq("inv/6", "r-1")); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(bg)
+	done := make(chan error, 1)
+	go func() {
+		req := acq("inv/6", "r-b1")
+		req.WaitMs = 20_000
+		_, err := h.bob.Acquire(ctx, req)
+		done <- err
+	}()
+	waiters := func(n int) func() bool {
+		return func() bool {
+			ri, err := h.admin.Resource(bg, "inv/6")
+			return err == nil && ri.Waiters == n
+		}
+	}
+	h.waitFor(waiters(1))
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("hung-up waiter: %v", err)
+	}
+	h.waitFor(waiters(0))
+	h.waitFor(func() bool { return value(t, h.metrics.waiters) == 0 })
+}
