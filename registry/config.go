@@ -73,8 +73,10 @@ type Config struct {
 
 // EndedLeasesMax is how many ended leases a resource record remembers, so
 // a retried Release is idempotent and Renew can say EXPIRED rather than
-// NOT_HOLDER. Older ones are still answered through the request-ID index.
-const EndedLeasesMax = 8
+// NOT_HOLDER. Older ones are answered through the request-ID index
+// (QueryRequest). Kept small: the record is rewritten on every acquire and
+// release, and its size is paid in every fsync'd write.
+const EndedLeasesMax = 2
 
 // DefaultConfig returns the defaults for the given issuer epoch.
 func DefaultConfig(issuerEpoch uint64) Config {

@@ -81,7 +81,7 @@ func endHolder(rec *Record, state grant.State, at int64) entryPut {
 	h := rec.Holder
 	rec.Holder = nil
 	rec.Ended = append(rec.Ended, EndedLease{
-		Lease: h.Grant.Lease, Owner: h.Grant.Owner, RequestID: h.Grant.RequestID, State: state, AtMs: at,
+		Lease: h.Grant.Lease, Owner: h.Grant.Owner, State: state, AtMs: at,
 	})
 	if n := len(rec.Ended); n > EndedLeasesMax {
 		rec.Ended = append([]EndedLease(nil), rec.Ended[n-EndedLeasesMax:]...)

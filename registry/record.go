@@ -16,20 +16,20 @@ type Record struct {
 	// Floor is raised (never lowered) to the highest fence a resource
 	// reports, so a registry restored from an old snapshot cannot issue a
 	// fence a gate has already seen.
-	Floor uint64 `json:"floor"`
+	Floor uint64 `json:"floor,omitempty"`
 	// PolicyGeneration is stamped into every grant; raise only.
-	PolicyGeneration uint64 `json:"policyGeneration"`
+	PolicyGeneration uint64 `json:"policyGeneration,omitempty"`
 	// Holder is the lease last granted and not yet known to have ended; it
 	// may already be expired by the clock (expiry is judged lazily).
-	Holder *Holder `json:"holder"`
+	Holder *Holder `json:"holder,omitempty"`
 	// FreeAtMs is the earliest instant a new grant may be issued: the
 	// release instant, or expiry + LockDelayMs. It also opens the head
 	// waiter's claim window.
-	FreeAtMs int64 `json:"freeAtMs"`
+	FreeAtMs int64 `json:"freeAtMs,omitempty"`
 	// Waiters is the FIFO of waiting acquires, head first.
-	Waiters []Waiter `json:"waiters"`
+	Waiters []Waiter `json:"waiters,omitempty"`
 	// Ended remembers the last EndedLeasesMax ended leases, oldest first.
-	Ended []EndedLease `json:"ended"`
+	Ended []EndedLease `json:"ended,omitempty"`
 }
 
 // Holder is the current lease: the grant (without its backend revision,
@@ -51,11 +51,10 @@ type Waiter struct {
 
 // EndedLease is a lease that ended, and how.
 type EndedLease struct {
-	Lease     string      `json:"lease"`
-	Owner     string      `json:"owner"`
-	RequestID string      `json:"requestId"`
-	State     grant.State `json:"state"`
-	AtMs      int64       `json:"atMs"`
+	Lease string      `json:"lease"`
+	Owner string      `json:"owner"`
+	State grant.State `json:"state"`
+	AtMs  int64       `json:"atMs"`
 }
 
 // GrantBody is a lockGrant.v1 without its BackendRevision, which is only

@@ -34,6 +34,9 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	code := m.Run()
+	for _, f := range benchCleanup {
+		f()
+	}
 	testClient.Close()
 	testEtcd.Close()
 	os.RemoveAll(dir)
