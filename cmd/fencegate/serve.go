@@ -155,7 +155,8 @@ func openStore(ctx context.Context, o *serveOptions, stderr io.Writer) (registry
 			Endpoints:   strings.Split(o.etcdEndpoints, ","),
 			DialTimeout: etcdDialTimeoutMs * time.Millisecond,
 			Logger:      zap.NewNop(),
-			Context:     ctx,
+			// Not tied to ctx: calls in flight at shutdown get their grace;
+			// closeStore closes the client after Serve returns.
 		})
 		if err != nil {
 			return nil, nil, fmt.Errorf("etcd %s: %w", o.etcdEndpoints, err)
