@@ -9,18 +9,18 @@ import (
 	"github.com/fencegate/fencegate/gate"
 )
 
-// BusinessFunc makes the protected change. It runs inside the gate's
-// savepoint in the caller's transaction, only when the gate lets the
-// mutation through; if it returns an error, everything it wrote is rolled
-// back and the gate writes nothing.
+// BusinessFunc makes the protected change. It runs in the caller's
+// transaction only when the gate lets the mutation through; if it returns
+// an error, everything it wrote is rolled back and the gate writes nothing.
 type BusinessFunc func(ctx context.Context, tx *sql.Tx) error
 
 // ErrBusiness wraps the error of a business function that failed; the
 // transaction is left as it was before Apply (no receipt, no fence change).
 var ErrBusiness = errors.New("sqlgate: business change failed")
 
-// Apply is applyFencedMutation in the caller's transaction tx. caller is
-// the identity the transport authenticated. It returns:
+// Apply is applyFencedMutation in the caller's transaction tx, which must
+// come from the database the gate was migrated on. caller is the identity
+// the transport authenticated. It returns:
 //
 //   - ACCEPTED: (new receipt, nil); fn ran, and its writes, the new fence
 //     state and the receipt are in tx — commit it.
@@ -31,14 +31,41 @@ var ErrBusiness = errors.New("sqlgate: business change failed")
 //   - a rejection: (zero, *gate.Rejection); fn did not run. If
 //     Rejection.Recorded, tx holds the quarantine row, alarm row or pause
 //     that the decision recorded: commit tx to keep them (Run does).
-//   - fn failed: (zero, error matching ErrBusiness); nothing written.
+//   - fn failed: (zero, error matching ErrBusiness); a savepoint undid
+//     fn's writes; nothing of the gate's was written.
 //   - anything else: a database error; roll tx back.
 //
 // On SQLite tx must hold the write lock from BEGIN (OpenSQLite's
 // _txlock=immediate); on PostgreSQL use READ COMMITTED. Concurrent applies
 // on one resource serialize on its fence row.
 func (g *Gate) Apply(ctx context.Context, tx *sql.Tx, caller string, m *gate.Mutation, fn BusinessFunc) (gate.Receipt, error) {
-	d, err := g.apply(ctx, tx, caller, m, fn)
+	return g.applyIn(ctx, tx, caller, m, fn, false)
+}
+
+// Run is Apply in a transaction of its own: it begins one on db, applies,
+// and commits when the write stands or the decision recorded something
+// (quarantine, alarm, pause, shadow log); otherwise it rolls back. Owning
+// the transaction, it needs no savepoint: a failed fn rolls everything back.
+func (g *Gate) Run(ctx context.Context, db *sql.DB, caller string, m *gate.Mutation, fn BusinessFunc) (gate.Receipt, error) {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return gate.Receipt{}, fmt.Errorf("sqlgate: begin: %w", err)
+	}
+	r, err := g.applyIn(ctx, tx, caller, m, fn, true)
+	var rej *gate.Rejection
+	keep := err == nil || errors.As(err, &rej) && rej.Recorded && rej.Outcome != gate.Replayed
+	if !keep {
+		tx.Rollback()
+		return r, err
+	}
+	if cerr := tx.Commit(); cerr != nil {
+		return gate.Receipt{}, fmt.Errorf("sqlgate: commit (outcome unknown: query receipts by operation ID): %w", cerr)
+	}
+	return r, err
+}
+
+func (g *Gate) applyIn(ctx context.Context, tx *sql.Tx, caller string, m *gate.Mutation, fn BusinessFunc, ownTx bool) (gate.Receipt, error) {
+	d, err := g.apply(ctx, tx, caller, m, fn, ownTx)
 	if errors.Is(err, ErrBusiness) || gate.OutcomeOf(err) == "" {
 		return gate.Receipt{}, err
 	}
@@ -53,16 +80,12 @@ func (g *Gate) Apply(ctx context.Context, tx *sql.Tx, caller string, m *gate.Mut
 	return gate.Receipt{}, d.Err
 }
 
-func (g *Gate) apply(ctx context.Context, tx *sql.Tx, caller string, m *gate.Mutation, fn BusinessFunc) (gate.Decision, error) {
+func (g *Gate) apply(ctx context.Context, tx *sql.Tx, caller string, m *gate.Mutation, fn BusinessFunc, ownTx bool) (gate.Decision, error) {
 	v, err := g.pol.Authenticate(m, caller)
 	if err != nil {
 		return gate.Decision{Outcome: gate.OutcomeOf(err), Err: err}, err
 	}
-	st, err := g.lockState(ctx, tx, m.Resource)
-	if err != nil {
-		return gate.Decision{}, err
-	}
-	prior, err := g.receiptAt(ctx, tx, m.Resource, m.FenceToken, m.SegmentSeq)
+	st, prior, err := g.lockLookup(ctx, tx, m, ownTx)
 	if err != nil {
 		return gate.Decision{}, err
 	}
@@ -78,7 +101,8 @@ func (g *Gate) apply(ctx context.Context, tx *sql.Tx, caller string, m *gate.Mut
 		}
 		return d, d.Err
 	}
-	if err := g.runBusiness(ctx, tx, d, v, prior, fn); err != nil {
+	b := business{g: g, tx: tx, d: d, v: v, prior: prior, ownTx: ownTx, marked: ownTx && g.d.markLocked != ""}
+	if err := b.run(ctx, fn); err != nil {
 		return d, err
 	}
 	return d, d.Err
@@ -95,65 +119,4 @@ func (g *Gate) evidence(ctx context.Context, v *gate.Verified) gate.StatusEviden
 	}
 	state, epoch, err := g.querier.QueryStatus(ctx, v.GrantDigest)
 	return gate.EvidenceFromQuery(state, epoch, err, g.pol.Verifier.Bundle().File().RevokedBelowEpoch)
-}
-
-// runBusiness runs fn inside a savepoint, marked as an accepting Apply
-// only if the decision accepted, then records the decision. Any failure
-// rolls back to the savepoint, so nothing of fn or of the gate remains.
-func (g *Gate) runBusiness(ctx context.Context, tx *sql.Tx, d gate.Decision, v *gate.Verified, prior *gate.Receipt, fn BusinessFunc) (err error) {
-	enter, leave := g.stmt.enterApply, g.stmt.leaveApply
-	if d.Outcome != gate.Accepted {
-		enter, leave = "SAVEPOINT fencegate_apply", ""
-	}
-	if _, err := tx.ExecContext(ctx, enter); err != nil {
-		return fmt.Errorf("sqlgate: enter apply: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			if _, rerr := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT fencegate_apply"); rerr != nil {
-				err = errors.Join(err, fmt.Errorf("sqlgate: rollback to savepoint: %w (roll the transaction back)", rerr))
-			}
-		}
-		if _, rerr := tx.ExecContext(ctx, "RELEASE SAVEPOINT fencegate_apply"); rerr != nil && err == nil {
-			err = fmt.Errorf("sqlgate: release savepoint: %w", rerr)
-		}
-	}()
-	if err := fn(ctx, tx); err != nil {
-		return fmt.Errorf("%w: %w", ErrBusiness, err)
-	}
-	var writes int64
-	if leave != "" {
-		var ignored sql.NullString
-		row := tx.QueryRowContext(ctx, leave)
-		if g.d == Postgres {
-			err = row.Scan(&writes, &ignored)
-		} else {
-			err = row.Scan(&writes)
-		}
-		if err != nil {
-			return fmt.Errorf("sqlgate: leave apply: %w", err)
-		}
-	}
-	return g.record(ctx, tx, d, v, prior, writes)
-}
-
-// Run is Apply in a transaction of its own: it begins one on db, applies,
-// and commits when the write stands or the decision recorded something
-// (quarantine, alarm, pause, shadow log); otherwise it rolls back.
-func (g *Gate) Run(ctx context.Context, db *sql.DB, caller string, m *gate.Mutation, fn BusinessFunc) (gate.Receipt, error) {
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return gate.Receipt{}, fmt.Errorf("sqlgate: begin: %w", err)
-	}
-	r, err := g.Apply(ctx, tx, caller, m, fn)
-	var rej *gate.Rejection
-	keep := err == nil || errors.As(err, &rej) && rej.Recorded && rej.Outcome != gate.Replayed
-	if !keep {
-		tx.Rollback()
-		return r, err
-	}
-	if cerr := tx.Commit(); cerr != nil {
-		return gate.Receipt{}, fmt.Errorf("sqlgate: commit (outcome unknown: query receipts by operation ID): %w", cerr)
-	}
-	return r, err
 }

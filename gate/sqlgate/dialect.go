@@ -14,15 +14,26 @@ type Dialect struct {
 	// placeholders turns the $N placeholders the queries are written with
 	// into the dialect's own.
 	placeholders func(q string) string
-	// forUpdate is appended to the fence-row read to lock the row.
+	// forUpdate is appended to the fence-row read (alias r) to lock the row.
 	forUpdate string
+	// markLocked is appended to the fence-row read's columns when Run owns
+	// the transaction: it marks the transaction as inside an accepting
+	// Apply in the same round trip ("" where marking is separate).
+	markLocked string
+	// mark marks the transaction as inside an accepting Apply (no
+	// savepoint); unmark clears the mark.
+	mark, unmark string
+	// finishAccept, if set, is one statement that clears the mark, adds
+	// the counted guarded writes to the fence row, stores the new fence
+	// state and inserts the receipt (arguments: resource, highest, root,
+	// lastSeq, then the receipt's id and columns).
+	finishAccept string
 	// serial is the type of an auto-assigned integer primary key.
 	serial string
-	// enterApply opens the savepoint and marks the transaction as inside
-	// an accepting Apply; no arguments, may be several statements.
-	enterApply string
+	// clustered follows CREATE TABLE (…) for tables stored in key order.
+	clustered string
 	// leaveApply clears the mark and returns the number of protected-table
-	// writes the guard counted while it was set.
+	// writes the guard counted while it was set (used without finishAccept).
 	leaveApply string
 	// guard returns the DDL that (re)installs the coverage guard on table.
 	guard func(p, table string, mode string) []string
@@ -42,10 +53,16 @@ var SQLite = &Dialect{
 	name:         "sqlite",
 	placeholders: func(q string) string { return strings.ReplaceAll(q, "$", "?") },
 	serial:       "INTEGER PRIMARY KEY",
-	// The marker is a gate-owned row that exists only between enterApply
+	// WITHOUT ROWID: receipts live in their primary-key b-tree, one page
+	// write per receipt instead of two.
+	clustered: " WITHOUT ROWID",
+	// The marker is a gate-owned row that exists only between mark
 	// and leaveApply inside one transaction: SQLite has one writer at a
-	// time, so no other connection's write can see it.
-	enterApply: "SAVEPOINT fencegate_apply; INSERT INTO {p}apply_marker(id, writes) VALUES (1, 0)",
+	// time, so no other connection's write can see it. It is only written
+	// when some table is protected (read under the same write lock, so
+	// Protect cannot slip in between): the guard costs a page write per
+	// apply only where it is used.
+	mark:       "INSERT INTO {p}apply_marker(id, writes) SELECT 1, 0 WHERE EXISTS (SELECT 1 FROM {p}protected)",
 	leaveApply: "DELETE FROM {p}apply_marker RETURNING writes",
 	guardSetup: "CREATE TABLE {p}apply_marker (id INTEGER PRIMARY KEY CHECK (id = 1), writes INTEGER NOT NULL)",
 	guard:      sqliteGuard,
@@ -73,12 +90,17 @@ func sqliteGuard(p, table, mode string) []string {
 var Postgres = &Dialect{
 	name:         "postgres",
 	placeholders: func(q string) string { return q },
-	forUpdate:    " FOR UPDATE",
-	serial:       "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
-	// Transaction-local settings: rolled back with the savepoint, gone at
+	forUpdate:    " FOR UPDATE OF r",
+	markLocked:   ", set_config('fencegate.apply', '1', true), set_config('fencegate.writes', '0', true)",
+	mark:         "SELECT set_config('fencegate.apply', '1', true), set_config('fencegate.writes', '0', true)",
+	unmark:       "SELECT set_config('fencegate.apply', '', true)",
+	finishAccept: `WITH w AS (SELECT current_setting('fencegate.writes')::bigint AS n, set_config('fencegate.apply', '', true) AS cleared),
+u AS (UPDATE {p}resources SET highest_fence = $2, root = $3, last_seq = $4, gated_writes = gated_writes + (SELECT n FROM w WHERE cleared IS NOT NULL) WHERE resource = $1)
+INSERT INTO {p}receipts (id, resource, fence, operation_root, operation_id, seq, payload_digest, grant_digest, accepted_at_ms, mode, outcome)
+VALUES ($5, $1, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+	serial: "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
+	// Transaction-local settings: rolled back with a savepoint, gone at
 	// commit, invisible to every other transaction.
-	enterApply: "SAVEPOINT fencegate_apply; SELECT set_config('fencegate.apply', '1', true), set_config('fencegate.writes', '0', true)",
-	leaveApply: "SELECT current_setting('fencegate.writes')::bigint, set_config('fencegate.apply', '', true)",
 	guardSetup: `CREATE OR REPLACE FUNCTION {p}guard() RETURNS trigger LANGUAGE plpgsql AS $fg$
 BEGIN
   IF coalesce(current_setting('fencegate.apply', true), '') = '1' THEN

@@ -35,6 +35,7 @@ import (
 	"database/sql"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/fencegate/fencegate/gate"
@@ -82,6 +83,7 @@ type Gate struct {
 	mode     gate.Mode
 	counters gate.Counters
 	stmt     statements
+	prepared atomic.Pointer[map[string]*sql.Stmt]
 }
 
 // New checks cfg and returns a Gate. It does not touch the database; call

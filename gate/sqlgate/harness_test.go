@@ -64,7 +64,7 @@ func (c *fakeClock) Add(d time.Duration) {
 
 // env is one suite test's database, gate and issuer.
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	ctx   context.Context
 	db    *sql.DB
 	g     *sqlgate.Gate
@@ -74,7 +74,7 @@ type env struct {
 
 const ledgerDDL = `CREATE TABLE ledger (id %s, resource TEXT NOT NULL, fence BIGINT NOT NULL, seq BIGINT NOT NULL, payload TEXT NOT NULL)`
 
-func newEnv(t *testing.T, b backend, querier gate.StatusQuerier) *env {
+func newEnv(t testing.TB, b backend, querier gate.StatusQuerier) *env {
 	t.Helper()
 	iss := gatetest.NewIssuer("main")
 	iss.RevokeBelow(4)

@@ -9,7 +9,8 @@ import (
 
 // migrations are the schema versions, applied in order, each once, in one
 // transaction each. Append; never edit a released one. {p} is the table
-// prefix, {serial} the dialect's auto-assigned key, {guard} its guard setup.
+// prefix, {serial} the dialect's auto-assigned key, {guard} its guard setup,
+// {clustered} what makes a table stored in primary-key order.
 var migrations = []string{
 	1: `
 CREATE TABLE {p}resources (
@@ -24,7 +25,7 @@ CREATE TABLE {p}resources (
   gated_writes BIGINT NOT NULL DEFAULT 0
 );
 CREATE TABLE {p}receipts (
-  id TEXT PRIMARY KEY,
+  id TEXT NOT NULL,
   resource TEXT NOT NULL,
   fence BIGINT NOT NULL,
   seq BIGINT NOT NULL,
@@ -35,8 +36,8 @@ CREATE TABLE {p}receipts (
   accepted_at_ms BIGINT NOT NULL,
   mode TEXT NOT NULL,
   outcome TEXT NOT NULL,
-  UNIQUE (resource, fence, seq)
-);
+  PRIMARY KEY (resource, fence, seq)
+){clustered};
 CREATE INDEX {p}receipts_by_operation ON {p}receipts (resource, operation_id);
 CREATE TABLE {p}quarantine (
   id {serial},
@@ -89,10 +90,11 @@ CREATE TABLE {p}protected (
 // SchemaVersion is the schema version this package migrates to.
 func SchemaVersion() int { return len(migrations) - 1 }
 
-// Migrate creates or upgrades the gate's tables to SchemaVersion. It is
-// safe to call on every start and from several processes at once (on
-// PostgreSQL it takes a transaction-level advisory lock; on SQLite the
-// write lock serializes).
+// Migrate creates or upgrades the gate's tables to SchemaVersion and
+// prepares the gate's statements on db. Call it once at start, before the
+// first Apply; transactions given to Apply must come from db. It is safe
+// to call from several processes at once (on PostgreSQL it takes a
+// transaction-level advisory lock; on SQLite the write lock serializes).
 func (g *Gate) Migrate(ctx context.Context, db *sql.DB) error {
 	if _, err := db.ExecContext(ctx, g.q(`CREATE TABLE IF NOT EXISTS {p}schema_migrations (version INTEGER PRIMARY KEY, applied_at_ms BIGINT NOT NULL)`)); err != nil {
 		return fmt.Errorf("sqlgate: migrate: %w", err)
@@ -102,7 +104,7 @@ func (g *Gate) Migrate(ctx context.Context, db *sql.DB) error {
 			return fmt.Errorf("sqlgate: migrate to version %d: %w", v, err)
 		}
 	}
-	return nil
+	return g.prepare(ctx, db)
 }
 
 func (g *Gate) migrateTo(ctx context.Context, db *sql.DB, v int) error {
@@ -123,7 +125,7 @@ func (g *Gate) migrateTo(ctx context.Context, db *sql.DB, v int) error {
 	if n > 0 {
 		return nil
 	}
-	ddl := strings.NewReplacer("{serial}", g.d.serial, "{guard}", g.d.guardSetup).Replace(migrations[v])
+	ddl := strings.NewReplacer("{serial}", g.d.serial, "{guard}", g.d.guardSetup, "{clustered}", g.d.clustered).Replace(migrations[v])
 	for _, stmt := range splitStatements(g.q(ddl)) {
 		if _, err := tx.ExecContext(ctx, stmt); err != nil {
 			return fmt.Errorf("%w\n%s", err, stmt)

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/grant"
@@ -13,31 +12,42 @@ import (
 
 // statements are the gate's queries with prefix and placeholders resolved.
 type statements struct {
-	lockState, ensureState, receiptAt, receiptsByOp string
-	storeAccept, storePause                         string
-	insertReceipt, insertQuarantine, insertAlarm    string
-	insertShadow, insertAction                      string
-	enterApply, leaveApply                          string
+	lockLookup, lockLookupMarking, ensureState, lockState string
+	receiptAt, receiptsByOp                               string
+	storeAccept, storePause                               string
+	insertReceipt, insertQuarantine, insertAlarm          string
+	insertShadow, insertAction                            string
+	mark, unmark, leaveApply, finishAccept                string
 }
 
 const stateCols = `resource, mode, highest_fence, root, last_seq, min_policy_generation, paused, paused_reason`
 const receiptCols = `resource, fence, operation_root, operation_id, seq, payload_digest, grant_digest, accepted_at_ms, mode, outcome`
 
 func newStatements(g *Gate) statements {
+	// lockLookup reads and locks the fence row and, in the same round trip,
+	// the receipt for (resource, fence, seq) if one exists.
+	lockLookup := `SELECT r.resource, r.mode, r.highest_fence, r.root, r.last_seq, r.min_policy_generation, r.paused, r.paused_reason,
+  c.fence, c.operation_root, c.operation_id, c.seq, c.payload_digest, c.grant_digest, c.accepted_at_ms, c.mode, c.outcome%s
+FROM {p}resources r LEFT JOIN {p}receipts c ON c.resource = r.resource AND c.fence = $2 AND c.seq = $3
+WHERE r.resource = $1` + g.d.forUpdate
 	return statements{
-		lockState:        g.q(`SELECT ` + stateCols + ` FROM {p}resources WHERE resource = $1` + g.d.forUpdate),
-		ensureState:      g.q(`INSERT INTO {p}resources (resource, mode) VALUES ($1, $2) ON CONFLICT (resource) DO NOTHING`),
-		receiptAt:        g.q(`SELECT ` + receiptCols + ` FROM {p}receipts WHERE resource = $1 AND fence = $2 AND seq = $3`),
-		receiptsByOp:     g.q(`SELECT ` + receiptCols + ` FROM {p}receipts WHERE resource = $1 AND operation_id = $2 ORDER BY fence, seq`),
-		storeAccept:      g.q(`UPDATE {p}resources SET highest_fence = $2, root = $3, last_seq = $4, gated_writes = gated_writes + $5 WHERE resource = $1`),
-		storePause:       g.q(`UPDATE {p}resources SET paused = $2, paused_reason = $3 WHERE resource = $1`),
-		insertReceipt:    g.q(`INSERT INTO {p}receipts (id, ` + receiptCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`),
-		insertQuarantine: g.q(`INSERT INTO {p}quarantine (resource, fence, seq, operation_id, payload_digest, grant_digest, original_receipt, reason, recorded_at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`),
-		insertAlarm:      g.q(`INSERT INTO {p}alarms (resource, kind, fence, highest_fence, grant_digest, detail, raised_at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7)`),
-		insertShadow:     g.q(`INSERT INTO {p}shadow_log (resource, fence, seq, operation_id, outcome, reason, at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7)`),
-		insertAction:     g.q(`INSERT INTO {p}operator_actions (subject, action, operator, detail, at_ms) VALUES ($1, $2, $3, $4, $5)`),
-		enterApply:       g.q(g.d.enterApply),
-		leaveApply:       g.q(g.d.leaveApply),
+		lockLookup:        g.q(fmt.Sprintf(lockLookup, "")),
+		lockLookupMarking: g.q(fmt.Sprintf(lockLookup, g.d.markLocked)),
+		lockState:         g.q(`SELECT ` + stateCols + ` FROM {p}resources r WHERE resource = $1` + g.d.forUpdate),
+		ensureState:       g.q(`INSERT INTO {p}resources (resource, mode) VALUES ($1, $2) ON CONFLICT (resource) DO NOTHING`),
+		receiptAt:         g.q(`SELECT ` + receiptCols + ` FROM {p}receipts WHERE resource = $1 AND fence = $2 AND seq = $3`),
+		receiptsByOp:      g.q(`SELECT ` + receiptCols + ` FROM {p}receipts WHERE resource = $1 AND operation_id = $2 ORDER BY fence, seq`),
+		storeAccept:       g.q(`UPDATE {p}resources SET highest_fence = $2, root = $3, last_seq = $4, gated_writes = gated_writes + $5 WHERE resource = $1`),
+		storePause:        g.q(`UPDATE {p}resources SET paused = $2, paused_reason = $3 WHERE resource = $1`),
+		insertReceipt:     g.q(`INSERT INTO {p}receipts (id, ` + receiptCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`),
+		insertQuarantine:  g.q(`INSERT INTO {p}quarantine (resource, fence, seq, operation_id, payload_digest, grant_digest, original_receipt, reason, recorded_at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`),
+		insertAlarm:       g.q(`INSERT INTO {p}alarms (resource, kind, fence, highest_fence, grant_digest, detail, raised_at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7)`),
+		insertShadow:      g.q(`INSERT INTO {p}shadow_log (resource, fence, seq, operation_id, outcome, reason, at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7)`),
+		insertAction:      g.q(`INSERT INTO {p}operator_actions (subject, action, operator, detail, at_ms) VALUES ($1, $2, $3, $4, $5)`),
+		mark:              g.q(g.d.mark),
+		unmark:            g.q(g.d.unmark),
+		leaveApply:        g.q(g.d.leaveApply),
+		finishAccept:      g.q(g.d.finishAccept),
 	}
 }
 
@@ -96,21 +106,14 @@ func (g *Gate) scanReceipts(rows *sql.Rows, err error) ([]gate.Receipt, error) {
 	defer rows.Close()
 	var out []gate.Receipt
 	for rows.Next() {
-		var r gate.Receipt
+		var resource, root, opID, payload, gd, mode, outcome string
 		var fence, seq, at int64
-		var root, payload, gd, mode, outcome string
-		if err := rows.Scan(&r.Resource, &fence, &root, &r.OperationID, &seq, &payload, &gd, &at, &mode, &outcome); err != nil {
+		if err := rows.Scan(&resource, &fence, &root, &opID, &seq, &payload, &gd, &at, &mode, &outcome); err != nil {
 			return nil, fmt.Errorf("sqlgate: read receipts: %w", err)
 		}
-		r.FenceToken, r.SegmentSeq, r.AcceptedAt = uint64(fence), uint64(seq), time.UnixMilli(at).UTC()
-		r.Mode, r.Outcome = gate.Mode(mode), gate.Outcome(outcome)
-		for _, p := range []struct {
-			dst *grant.Digest
-			s   string
-		}{{&r.OperationRoot, root}, {&r.PayloadDigest, payload}, {&r.GrantDigest, gd}} {
-			if *p.dst, err = grant.ParseDigest(p.s); err != nil {
-				return nil, fmt.Errorf("sqlgate: stored digest %q: %v", p.s, err)
-			}
+		r, err := receiptFrom(resource, fence, root, opID, seq, payload, gd, at, mode, outcome)
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, r)
 	}
@@ -119,7 +122,7 @@ func (g *Gate) scanReceipts(rows *sql.Rows, err error) ([]gate.Receipt, error) {
 
 // record writes everything the decision asks for except the business
 // change: fence state, receipt, quarantine, alarm, shadow log.
-func (g *Gate) record(ctx context.Context, tx execer, d gate.Decision, v *gate.Verified, prior *gate.Receipt, gatedWrites int64) error {
+func (g *Gate) record(ctx context.Context, tx *sql.Tx, d gate.Decision, v *gate.Verified, prior *gate.Receipt, gatedWrites int64) error {
 	m, now := &v.Mutation, g.nowMs()
 	var reason string
 	if r, ok := d.Err.(*gate.Rejection); ok {
@@ -128,7 +131,7 @@ func (g *Gate) record(ctx context.Context, tx execer, d gate.Decision, v *gate.V
 	var err error
 	exec := func(q string, args ...any) {
 		if err == nil {
-			_, err = tx.ExecContext(ctx, q, args...)
+			_, err = g.exec(ctx, tx, q, args...)
 		}
 	}
 	if d.Store && d.Outcome == gate.Accepted {

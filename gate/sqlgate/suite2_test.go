@@ -79,9 +79,33 @@ func testCoverage(t *testing.T, b backend) {
 	if _, err := e.db.ExecContext(e.ctx, `DELETE FROM ledger`); err == nil {
 		t.Fatal("enforce: a direct delete succeeded")
 	}
+	// Inside the caller's own transaction: the mark ends with Apply, so a
+	// direct write later in the same transaction is still refused.
+	tx, err := e.db.BeginTx(e.ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m2 := e.iss.Mutation(wr(r, 5, "op-a"), 2, "p2")
+	if _, err := e.g.Apply(e.ctx, tx, owner, m2, write(m2, "p2")); err != nil {
+		t.Fatalf("gated write in caller tx: %v", err)
+	}
+	if _, err := tx.ExecContext(e.ctx, `INSERT INTO ledger (resource, fence, seq, payload) VALUES ('x', 1, 1, 'after')`); err == nil {
+		t.Fatal("direct write after Apply in the same transaction succeeded")
+	}
+	tx.Rollback()
+	tx, err = e.db.BeginTx(e.ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.g.Apply(e.ctx, tx, owner, m2, write(m2, "p2")); err != nil {
+		t.Fatalf("gated write in caller tx: %v", err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
 	e.exec(`INSERT INTO audit (note) VALUES ('direct')`) // shadow: lands, counted
 	c, err := e.g.Coverage(e.ctx, e.db)
-	if err != nil || c.Gated != 1 || c.Ungated != 1 || c.Ratio != 0.5 {
+	if err != nil || c.Gated != 2 || c.Ungated != 1 || c.Ratio != 2.0/3 {
 		t.Fatalf("coverage %+v %v", c, err)
 	}
 	if err := e.g.Protect(e.ctx, e.db, "ledger", gate.ModeShadow, "ops"); !errors.Is(err, gate.ErrModeDowngrade) {
@@ -104,6 +128,9 @@ func testModes(t *testing.T, b backend) {
 	if err := e.g.SetMode(e.ctx, e.db, r, gate.ModeShadow, "ops"); err != nil {
 		t.Fatal(err)
 	}
+	if err := e.g.Protect(e.ctx, e.db, "ledger", gate.ModeShadow, "ops"); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := e.apply(owner, e.iss.Mutation(wr(r, 5, "op-a"), 1, "p"), "p"); err != nil {
 		t.Fatal(err)
 	}
@@ -121,6 +148,9 @@ func testModes(t *testing.T, b backend) {
 	}
 	if st := e.state(r); st.HighestFence != 5 {
 		t.Fatalf("shadow rejection moved the fence: %+v", st)
+	}
+	if c, err := e.g.Coverage(e.ctx, e.db); err != nil || c.Gated != 1 || c.Ungated != 1 {
+		t.Fatalf("the shadow-rejected write must count as ungated: %+v %v", c, err)
 	}
 	if err := e.g.SetMode(e.ctx, e.db, r, gate.ModeEnforce, "ops"); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,109 @@
+package sqlgate
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/fencegate/fencegate/gate"
+)
+
+// business runs one business function for a decision that proceeds: an
+// accept (the transaction marked as inside an accepting Apply, so the
+// coverage guard lets protected writes through and counts them) or a
+// shadow-mode rejection (unmarked: protected writes count as ungated).
+type business struct {
+	g      *Gate
+	tx     *sql.Tx
+	d      gate.Decision
+	v      *gate.Verified
+	prior  *gate.Receipt
+	ownTx  bool // Run owns tx: no savepoint needed, a failure rolls back all
+	marked bool // lockLookup already marked tx
+}
+
+const savepoint = "fencegate_apply"
+
+func (b *business) run(ctx context.Context, fn BusinessFunc) (err error) {
+	if !b.ownTx {
+		if _, err := b.tx.ExecContext(ctx, "SAVEPOINT "+savepoint); err != nil {
+			return fmt.Errorf("sqlgate: savepoint: %w", err)
+		}
+		defer func() { err = b.endSavepoint(ctx, err) }()
+	}
+	hasMarker, err := b.setMark(ctx)
+	if err != nil {
+		return err
+	}
+	if err := fn(ctx, b.tx); err != nil {
+		return fmt.Errorf("%w: %w", ErrBusiness, err)
+	}
+	if b.d.Outcome != gate.Accepted {
+		return b.g.record(ctx, b.tx, b.d, b.v, b.prior, 0)
+	}
+	return b.finishAccept(ctx, hasMarker)
+}
+
+// setMark marks the transaction for an accept and unmarks it for a
+// shadow-mode rejection. It reports whether a marker row exists that
+// finishAccept must remove (SQLite, only when some table is protected).
+func (b *business) setMark(ctx context.Context) (bool, error) {
+	g := b.g
+	accept := b.d.Outcome == gate.Accepted
+	switch {
+	case accept && b.marked:
+		return true, nil
+	case accept:
+		res, err := g.exec(ctx, b.tx, g.stmt.mark)
+		if err != nil {
+			return false, fmt.Errorf("sqlgate: mark apply: %w", err)
+		}
+		if g.d.finishAccept != "" {
+			return true, nil
+		}
+		n, err := res.RowsAffected()
+		return n > 0, err
+	case b.marked:
+		if _, err := g.exec(ctx, b.tx, g.stmt.unmark); err != nil {
+			return false, fmt.Errorf("sqlgate: unmark apply: %w", err)
+		}
+	}
+	return false, nil
+}
+
+// finishAccept clears the mark, stores the fence state with the count of
+// guarded writes, and inserts the receipt.
+func (b *business) finishAccept(ctx context.Context, hasMarker bool) error {
+	g, d, r := b.g, &b.d, &b.d.Receipt
+	if g.d.finishAccept != "" {
+		_, err := g.exec(ctx, b.tx, g.stmt.finishAccept, r.Resource, int64(d.State.HighestFence), d.State.Root.String(),
+			int64(d.State.LastSegmentSeq), r.ID(), int64(r.FenceToken), r.OperationRoot.String(), r.OperationID,
+			int64(r.SegmentSeq), r.PayloadDigest.String(), r.GrantDigest.String(), r.AcceptedAt.UnixMilli(), string(r.Mode), string(r.Outcome))
+		if err != nil {
+			return fmt.Errorf("sqlgate: record ACCEPTED: %w", err)
+		}
+		return nil
+	}
+	var writes int64
+	if hasMarker {
+		if err := g.queryRow(ctx, b.tx, g.stmt.leaveApply).Scan(&writes); err != nil {
+			return fmt.Errorf("sqlgate: leave apply: %w", err)
+		}
+	}
+	return g.record(ctx, b.tx, b.d, b.v, b.prior, writes)
+}
+
+// endSavepoint undoes everything since the savepoint if err is set, and
+// releases it.
+func (b *business) endSavepoint(ctx context.Context, err error) error {
+	if err != nil {
+		if _, rerr := b.tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT "+savepoint); rerr != nil {
+			err = errors.Join(err, fmt.Errorf("sqlgate: rollback to savepoint: %w (roll the transaction back)", rerr))
+		}
+	}
+	if _, rerr := b.tx.ExecContext(ctx, "RELEASE SAVEPOINT "+savepoint); rerr != nil && err == nil {
+		err = fmt.Errorf("sqlgate: release savepoint: %w", rerr)
+	}
+	return err
+}
