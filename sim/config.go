@@ -1,0 +1,162 @@
+package sim
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Fault is one kind of injected fault. Each has a rate: the probability
+// that a round injects it (some faults then act on several messages).
+type Fault int
+
+// The fault matrix of the specification, plus the adversary.
+const (
+	FaultPause       Fault = iota // an owner freezes past its TTL, between deciding to write and sending
+	FaultLostRenew                // renewal responses are lost
+	FaultReleaseRace              // a release interleaves with the next acquire; the release is re-delivered late
+	FaultReorder                  // a later segment is sent before an earlier one
+	FaultDuplicate                // messages are delivered twice
+	FaultPayload                  // an accepted segment is re-sent with another payload
+	FaultLate                     // old messages arrive seconds late
+	FaultRestore                  // the registry store is restored from an old snapshot (fence regression)
+	FaultLostAck                  // the resource's answer to a committed write is lost
+	FaultSkew                     // clock skew and drift of gates and clients within the bound
+	FaultPartition                // a partition between two parties
+	FaultCrash                    // a client crashes and restarts
+	FaultAdversary                // forged, tampered, replayed and revoked envelopes
+	faultCount
+)
+
+var faultNames = [faultCount]string{
+	"pause", "lost-renew", "release-race", "reorder", "duplicate", "payload", "late",
+	"restore", "lost-ack", "skew", "partition", "crash", "adversary",
+}
+
+// DefaultRates are the per-round rates of --faults all.
+var DefaultRates = [faultCount]float64{
+	FaultPause: 0.25, FaultLostRenew: 0.2, FaultReleaseRace: 0.3, FaultReorder: 0.2,
+	FaultDuplicate: 0.2, FaultPayload: 0.1, FaultLate: 0.2, FaultRestore: 0.05,
+	FaultLostAck: 0.2, FaultSkew: 1, FaultPartition: 0.2, FaultCrash: 0.1, FaultAdversary: 0.3,
+}
+
+func (f Fault) String() string { return faultNames[f] }
+
+// FaultNames lists every fault name in a fixed order.
+func FaultNames() []string { return slices.Clone(faultNames[:]) }
+
+// Break disables one protection on purpose, to show that the checker
+// catches what it would let through. Production never has these.
+type Break int
+
+// Protections that can be broken.
+const (
+	BreakNone       Break = iota
+	BreakFence            // lease-only: the resource applies whatever a writer that believes it holds sends (--unsafe)
+	BreakAuth             // the gate trusts grants and proofs without verifying them
+	BreakAuthOrder        // the gate raises highestFence before authenticating
+	BreakSegments         // the gate ignores segment order
+	BreakRegression       // the gate lets a current holder below highestFence through
+)
+
+var breakNames = map[string]Break{
+	"": BreakNone, "none": BreakNone, "fence": BreakFence, "auth": BreakAuth,
+	"auth-order": BreakAuthOrder, "segments": BreakSegments, "regression": BreakRegression,
+}
+
+// ParseBreak accepts none, fence, auth, auth-order, segments or regression.
+func ParseBreak(s string) (Break, error) {
+	if b, ok := breakNames[s]; ok {
+		return b, nil
+	}
+	return 0, fmt.Errorf("sim: unknown protection %q (none, fence, auth, auth-order, segments, regression)", s)
+}
+
+// Config is one run. The zero value of every optional field takes the
+// default documented beside it.
+type Config struct {
+	Rounds int    // number of rounds; required, >= 1
+	Seed   uint64 // the run's seed: with the commit, it determines everything
+	// Round, when >= 1, runs only that round (1-based), exactly as it ran
+	// inside the full run. 0 runs rounds 1..Rounds.
+	Round int
+	// Rates holds each fault's per-round rate in [0, 1]. Use DefaultRates
+	// for every fault.
+	Rates [faultCount]float64
+	// Break disables one protection (BreakFence is --unsafe).
+	Break Break
+	// SkewBeyondBound gives the gate a clock that lags the registry by more
+	// than ClockSkewMaxMs in BeyondBoundRate of the rounds. Its effect is
+	// detected and reported, never silently accepted.
+	SkewBeyondBound bool
+	// BeyondBoundRate is the share of rounds with the lagging gate clock.
+	// Optional, defaults to 0.5.
+	BeyondBoundRate float64
+	// HandoffBudgetMs is the budget for the p99 of lease free → next
+	// holder HELD. Optional, defaults to 3000: lock-delay (1000) plus two
+	// acquire retries plus round trips.
+	HandoffBudgetMs int64
+	// Parallel is how many goroutines run rounds. Optional, defaults to 1.
+	// Results do not depend on it.
+	Parallel int
+	// Trace, if set, receives one line per event (use with Round).
+	Trace io.Writer
+	// Progress, if set, is called after each completed round with the
+	// number completed so far (from one goroutine at a time).
+	Progress func(done int)
+}
+
+func (c *Config) fill() error {
+	if c.Rounds < 1 {
+		return fmt.Errorf("sim: rounds %d, want at least 1", c.Rounds)
+	}
+	if c.Round < 0 || c.Round > c.Rounds {
+		return fmt.Errorf("sim: round %d outside 1..%d", c.Round, c.Rounds)
+	}
+	for f, r := range c.Rates {
+		if r < 0 || r > 1 {
+			return fmt.Errorf("sim: rate of %s is %v, want [0, 1]", Fault(f), r)
+		}
+	}
+	if c.BeyondBoundRate == 0 {
+		c.BeyondBoundRate = 0.5
+	}
+	if c.HandoffBudgetMs == 0 {
+		c.HandoffBudgetMs = 3000
+	}
+	if c.Parallel < 1 {
+		c.Parallel = 1
+	}
+	return nil
+}
+
+// ParseFaults turns "all", "none" or a comma-separated list of fault
+// names, each optionally "=rate", into rates. Named faults without a rate
+// get their default rate.
+func ParseFaults(s string) ([faultCount]float64, error) {
+	var rates [faultCount]float64
+	switch s {
+	case "all", "":
+		return DefaultRates, nil
+	case "none":
+		return rates, nil
+	}
+	for _, part := range strings.Split(s, ",") {
+		name, rate, hasRate := strings.Cut(strings.TrimSpace(part), "=")
+		i := slices.Index(faultNames[:], name)
+		if i < 0 {
+			return rates, fmt.Errorf("sim: unknown fault %q (one of %s)", name, strings.Join(faultNames[:], ", "))
+		}
+		rates[i] = DefaultRates[i]
+		if hasRate {
+			r, err := strconv.ParseFloat(rate, 64)
+			if err != nil || r < 0 || r > 1 {
+				return rates, fmt.Errorf("sim: fault %s: rate %q, want a number in [0, 1]", name, rate)
+			}
+			rates[i] = r
+		}
+	}
+	return rates, nil
+}

@@ -1,0 +1,108 @@
+// Package sim is fencegate's deterministic fault-injection simulator. It
+// runs the real registry (registry.Registry and its pure core, over a
+// simulated store and a simulated clock), the real gate decision
+// (gate.Policy.Authenticate and gate.Decide over a gate.State kept in
+// simulated storage) and real signed grants and status proofs; only time,
+// the network, process scheduling and storage are simulated.
+//
+// # One seed
+//
+// A run is (seed, rounds, fault rates, commit). Round k draws everything
+// — scheduling, delays, faults, clocks — from one PCG seeded with a value
+// derived from (seed, k), so round k replays alone (--round k), and rounds
+// run on any number of goroutines without changing a decision. Each round
+// is a discrete-event simulation: a priority queue ordered by (simulated
+// instant, sequence number), single threaded. Every executed event and
+// every registry and gate answer is folded into an event-log digest; two
+// runs of the same seed on the same commit have the same digest. Every
+// violation carries the seed and a one-line command that replays its
+// round with a trace.
+//
+// # A round
+//
+// Worker A acquires a resource and writes an operation of 2–6 segments
+// through the gate, renewing every TTL/3; worker B starts within four
+// seconds (or exactly when A releases, with FaultReleaseRace) and does the
+// same; worker C joins only a registry restored from an old snapshot. Each
+// fault of the matrix fires in a round with its configured rate: an owner
+// freezes past its TTL between deciding to write and sending (the classic
+// stale writer); renewal answers are lost; a later segment is sent before
+// an earlier one; messages are duplicated or delivered seconds late; an
+// accepted segment is re-sent with another payload; the resource's answer
+// to a committed write is lost (MUTATION_UNKNOWN, resolved by operation ID
+// against the receipts with gate.Judge); gate and client clocks are skewed
+// and drift within the bound; two parties are partitioned; a worker
+// crashes and restarts from its journal with the same request ID; the
+// registry's store is restored from a snapshot taken at the first grant
+// (fence regression: the gate must answer FENCE_REGRESSION and pause; an
+// operator then raises the registry's floor and resumes). The adversary
+// taps the network and injects envelopes sent under the owner's identity:
+// a forged huge fence, a tampered grant, a replay on another resource, a
+// grant under a revoked epoch signed with that epoch's real key, grants
+// signed by an unknown or a retired key, another grant's status proof, and
+// an expired status proof.
+//
+// # Ground truth and the checker
+//
+// The checker learns leases only from what the registry committed (the
+// store's commit hook) judged by the registry's clock, and the resource's
+// history only from the gate's decisions. It counts stale writes accepted
+// (the writer's grant was not a live holder at the acceptance instant, or
+// a higher fence had already been accepted), adversarial envelopes
+// accepted, rejections that changed highestFence, segments accepted out of
+// contract order, regressed grants accepted after an equal or higher fence,
+// protected-mutation coverage (applied writes that passed authentication
+// and the fence check, over all applied writes), handoff latency (lease
+// end → next holder HELD, and → its first accepted write), and the time to
+// resolve OWNERSHIP_UNKNOWN and MUTATION_UNKNOWN, all in simulated time.
+//
+// A store restored from an old snapshot forgets a grant without ending it.
+// The checker keeps such a grant live until its committed expiry, because
+// the registry never decided otherwise, and judges overlapping grants by
+// their fences.
+//
+// # The safety boundary, and clocks beyond it
+//
+// Two different properties are at stake, and only one depends on clocks.
+//
+// Fence order: no write under fence f is accepted after a write under a
+// fence above f was accepted, and no accepted segment skips one. The gate
+// guarantees this with no clock at all (highestFence only rises and is
+// compared inside the resource's transaction), so it holds whatever the
+// skew; any violation is a bug.
+//
+// Mutual exclusion at the acceptance instant: no write is accepted while
+// its grant is not the registry's holder. The gate only knows the grant's
+// state through a status proof whose validUntil the registry set at most
+// expiry − ClockSkewMaxMs, and accepts it while gateNow + StatusSkewMax <
+// validUntil. That implies "still the holder" only if the gate's clock
+// lags the registry's by less than the bound. With --skew-beyond-bound,
+// half the rounds give the gate a clock 1.5–5 s slow: a paused owner's
+// expired proof then looks fresh, and its write lands after its lease
+// expired but before the next holder's first write (never after it: the
+// fence stops that). The simulator reports these as "slipped beyond the
+// bound", and detects the lag itself: a status proof issued further in the
+// gate's future than the bound is proof the gate's clock is behind. A slip
+// in a round where nothing detected the lag is a violation; detected slips
+// are reported, never silently accepted. The gate should carry that check
+// (see the report accompanying this package).
+//
+// # Negative controls
+//
+// Break disables one protection on purpose: --unsafe (BreakFence) makes
+// the resource lease-only, applying whatever a writer that believes it
+// holds the lease sends; the others skip authentication, raise highestFence
+// before authenticating, ignore segment order, or let a regressed holder
+// through. Each must make its checker count non-zero, or the checker
+// proves nothing.
+//
+// # What is not the real code
+//
+// The client's lease state machine is unexported in package client, so the
+// simulator's workers drive the registry API directly with the same states
+// (REQUESTED, HELD, RENEWING, OWNERSHIP_UNKNOWN, EXPIRED, RELEASED). The
+// registry's waiting acquire sleeps on real timers, so workers acquire
+// with WaitMs 0 and retry in simulated time. The store is the simulator's
+// own (registry/memstore has no snapshot/restore and pays a JSON round trip
+// per call); it keeps etcd's revision rules.
+package sim

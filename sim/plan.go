@@ -1,0 +1,47 @@
+package sim
+
+// plan schedules the round's workers and arms its faults. Every draw comes
+// from the round's PRNG in a fixed order.
+func (w *world) plan() {
+	a, b, c := w.workers[0], w.workers[1], w.workers[2]
+	w.at(0, a.start)
+	bStart := w.rng.between(0, 4000)
+	if w.on[FaultReleaseRace] {
+		a.releaseRace = true // B starts when A releases
+		bStart = 30_000      // unless A never gets there
+	}
+	w.at(bStart, b.start)
+	if !w.on[FaultRestore] {
+		c.started = true // C only joins a restored registry
+		c.done = true
+	}
+	victim := func() *worker { return w.workers[w.rng.pick(2)] }
+	if w.on[FaultPause] {
+		k := victim()
+		k.pauseAtWrite = int(w.rng.between(1, 4))
+		k.pauseMs = w.rng.between(leaseTTLMs+500, leaseTTLMs+8000)
+	}
+	if w.on[FaultReorder] {
+		victim().reorderAt = uint64(w.rng.between(1, 3))
+	}
+	if w.on[FaultPayload] {
+		victim().payloadAt = uint64(w.rng.between(1, 3))
+	}
+	if w.on[FaultPartition] {
+		x := party(w.rng.pick(int(partyCount)))
+		y := party((int(x) + 1 + w.rng.pick(int(partyCount)-1)) % int(partyCount))
+		from := w.rng.between(0, 8000)
+		w.partitions = append(w.partitions, partition{a: x, b: y, fromMs: from, toMs: from + w.rng.between(500, 8000)})
+	}
+	if w.on[FaultCrash] {
+		k := victim()
+		at := w.rng.between(200, 8000)
+		w.at(at, k.crash)
+		w.at(at+w.rng.between(200, 10_000), k.restart)
+	}
+	if w.on[FaultAdversary] {
+		for n := w.rng.between(1, 3); n > 0; n-- {
+			w.at(w.rng.between(300, 15_000), w.adv.attack)
+		}
+	}
+}

@@ -1,0 +1,237 @@
+package sim
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fencegate/fencegate/gate"
+)
+
+// UnknownReconcileBudgetS is the specification's gate: every UNKNOWN is
+// reconciled within 15 minutes.
+const UnknownReconcileBudgetS = 15 * 60
+
+// Report is a run's result. Its JSON form is what `fencegate sim --json`
+// prints.
+type Report struct {
+	Rounds          int                `json:"rounds"`
+	Seed            uint64             `json:"seed"`
+	Round           int                `json:"round,omitempty"`
+	Unsafe          bool               `json:"unsafe"`
+	Broken          string             `json:"brokenProtection,omitempty"`
+	Faults          map[string]float64 `json:"faults"`
+	SkewBeyondBound bool               `json:"skewBeyondBound"`
+
+	StaleAccepted         int `json:"staleAccepted"`
+	StaleNotHolder        int `json:"staleNotHolder"`
+	StaleAfterHigherFence int `json:"staleAfterHigherFence"`
+	ForgedAccepted        int `json:"forgedAccepted"`
+	HighestFencePolluted  int `json:"highestFencePolluted"`
+	SegmentSkipAccepted   int `json:"segmentSkipAccepted"`
+	RegressionAccepted    int `json:"regressionAccepted"`
+
+	ProtectedCoveragePct float64 `json:"protectedCoveragePct"`
+	WritesApplied        int     `json:"writesApplied"`
+	WritesFenced         int     `json:"writesFenced"`
+
+	HandoffP50Ms      int64   `json:"handoffP50Ms"`
+	HandoffP99Ms      int64   `json:"handoffP99Ms"`
+	HandoffBudgetMs   int64   `json:"handoffBudgetMs"`
+	Handoffs          int     `json:"handoffs"`
+	FirstWriteP99Ms   int64   `json:"firstWriteP99Ms"`
+	UnknownEntered    int     `json:"unknownEntered"`
+	Reconciles        int     `json:"mutationUnknownReconciles"`
+	UnknownReconcileS float64 `json:"unknownReconcileMaxS"`
+	UnknownUnresolved int     `json:"unknownUnresolved"`
+
+	RegressionAlarms int `json:"regressionAlarms"`
+	OperatorResumes  int `json:"operatorResumes"`
+
+	BeyondBound BeyondBound `json:"beyondBound"`
+
+	Attacks  map[string][2]int `json:"attacks"` // kind → [sent, accepted]
+	Outcomes map[string]int    `json:"outcomes"`
+
+	Decisions       int     `json:"decisions"`
+	Events          int     `json:"events"`
+	EventLogDigest  string  `json:"eventLogDigest"`
+	ElapsedS        float64 `json:"elapsedS"`
+	RoundsPerSecond float64 `json:"roundsPerSecond"`
+
+	Violations      []Violation `json:"violations"`
+	ViolationsTotal int         `json:"violationsTotal"`
+}
+
+// BeyondBound reports what happened in rounds whose gate clock lagged the
+// registry by more than the skew bound.
+type BeyondBound struct {
+	Rounds     int `json:"rounds"`
+	Detected   int `json:"detected"`   // rounds where a gate saw a status issued beyond its bound in its future
+	Slipped    int `json:"slipped"`    // writes accepted that the bound would have stopped (never below a higher fence)
+	Undetected int `json:"undetected"` // of which in rounds nothing detected: violations
+}
+
+func newReport(cfg *Config, c *Counts, elapsed time.Duration) *Report {
+	r := &Report{
+		Rounds: c.Rounds, Seed: cfg.Seed, Round: cfg.Round, Unsafe: cfg.Break == BreakFence,
+		Faults: map[string]float64{}, SkewBeyondBound: cfg.SkewBeyondBound,
+		StaleAccepted: c.StaleAccepted, StaleNotHolder: c.StaleNotHolder, StaleAfterHigherFence: c.StaleAfterHigherFence,
+		ForgedAccepted: c.ForgedAccepted, HighestFencePolluted: c.HighestFencePolluted,
+		SegmentSkipAccepted: c.SegmentSkipAccepted, RegressionAccepted: c.RegressionAccepted,
+		WritesApplied: c.Applied, WritesFenced: c.Fenced, ProtectedCoveragePct: 100,
+		HandoffBudgetMs: cfg.HandoffBudgetMs, Handoffs: len(c.HandoffMs),
+		HandoffP50Ms: percentile(c.HandoffMs, 50), HandoffP99Ms: percentile(c.HandoffMs, 99),
+		FirstWriteP99Ms: percentile(c.FirstWriteMs, 99),
+		UnknownEntered:  c.UnknownEntered, Reconciles: c.Reconciles,
+		UnknownReconcileS: float64(c.UnknownMaxMs) / 1000, UnknownUnresolved: c.UnknownUnresolved,
+		RegressionAlarms: c.RegressionAlarms, OperatorResumes: c.OperatorResumes,
+		BeyondBound: BeyondBound{c.BeyondBoundRounds, c.BeyondBoundDetected, c.SlippedBeyondBound, c.SlippedUndetected},
+		Attacks:     map[string][2]int{}, Outcomes: map[string]int{},
+		Decisions: c.Decisions, Events: c.Events, EventLogDigest: hex16(c.Digest),
+		ElapsedS:   elapsed.Seconds(),
+		Violations: c.Violations, ViolationsTotal: c.ViolationsTotal,
+	}
+	if cfg.Break != BreakNone && cfg.Break != BreakFence {
+		r.Broken = breakName(cfg.Break)
+	}
+	if elapsed > 0 {
+		r.RoundsPerSecond = float64(c.Rounds) / elapsed.Seconds()
+	}
+	if c.Applied > 0 {
+		r.ProtectedCoveragePct = 100 * float64(c.Fenced) / float64(c.Applied)
+	}
+	for f, rate := range cfg.Rates {
+		if rate > 0 {
+			r.Faults[Fault(f).String()] = rate
+		}
+	}
+	for i, n := range c.AttacksSent {
+		if n > 0 {
+			r.Attacks[attackKind(i).String()] = [2]int{n, c.ForgedByKind[i]}
+		}
+	}
+	for i, n := range c.Outcomes {
+		if n > 0 {
+			r.Outcomes[string(gate.Outcomes[i])] = n
+		}
+	}
+	r.runGates(cfg)
+	if r.Violations == nil {
+		r.Violations = []Violation{}
+	}
+	return r
+}
+
+// runGates adds the run-level gates (coverage, handoff, reconcile) to the
+// violations.
+func (r *Report) runGates(cfg *Config) {
+	add := func(kind, format string, args ...any) {
+		r.ViolationsTotal++
+		r.Violations = append(r.Violations, Violation{Seed: r.Seed, Kind: kind, Detail: fmt.Sprintf(format, args...),
+			Repro: fmt.Sprintf("fencegate sim --seed %d --rounds %d --faults %s", r.Seed, r.Rounds, FaultsString(cfg.Rates))})
+	}
+	if r.ProtectedCoveragePct < 100 {
+		add("coverage", "%.2f%% of applied writes were authenticated and fence-checked (%d of %d)", r.ProtectedCoveragePct, r.WritesFenced, r.WritesApplied)
+	}
+	if r.HandoffP99Ms > r.HandoffBudgetMs {
+		add("handoff-budget", "handoff p99 %d ms over the %d ms budget", r.HandoffP99Ms, r.HandoffBudgetMs)
+	}
+	if r.UnknownReconcileS > UnknownReconcileBudgetS {
+		add("unknown-reconcile", "an UNKNOWN took %.0f s to reconcile, budget %d s", r.UnknownReconcileS, UnknownReconcileBudgetS)
+	}
+}
+
+// OK reports whether the run found no violation.
+func (r *Report) OK() bool { return r.ViolationsTotal == 0 }
+
+func percentile(xs []int64, p int) int64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	i := (len(s)*p + 99) / 100
+	return s[min(max(i-1, 0), len(s)-1)]
+}
+
+// FaultsString renders rates as a --faults value.
+func FaultsString(rates [faultCount]float64) string {
+	var parts []string
+	for f, r := range rates {
+		if r > 0 {
+			parts = append(parts, faultNames[f]+"="+strconv.FormatFloat(r, 'g', -1, 64))
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ",")
+}
+
+// WriteText prints the report for a person.
+func (r *Report) WriteText(w io.Writer) {
+	mode := "fenced (grant authentication + fence check at the resource)"
+	if r.Unsafe {
+		mode = "UNSAFE negative control: lease-only, no fence check at the resource"
+	} else if r.Broken != "" {
+		mode = "protection deliberately broken: " + r.Broken
+	}
+	fmt.Fprintf(w, "fencegate sim: %d rounds, seed %d, %s\n", r.Rounds, r.Seed, mode)
+	fmt.Fprintf(w, "  faults: %s\n\n", faultsLine(r.Faults))
+	row := func(name string, v any, note string) { fmt.Fprintf(w, "  %-34s %12v  %s\n", name, v, note) }
+	zero := func(n int) string {
+		if n == 0 {
+			return "ok"
+		}
+		return "VIOLATION"
+	}
+	row("stale writes accepted", r.StaleAccepted, zero(r.StaleAccepted))
+	row("  not the holder at acceptance", r.StaleNotHolder, "")
+	row("  below a fence already accepted", r.StaleAfterHigherFence, "")
+	row("forged/tampered/cross/revoked accepted", r.ForgedAccepted, zero(r.ForgedAccepted))
+	row("highestFence changed by a rejection", r.HighestFencePolluted, zero(r.HighestFencePolluted))
+	row("segment-skip accepts", r.SegmentSkipAccepted, zero(r.SegmentSkipAccepted))
+	row("accepts after fence regression", r.RegressionAccepted, zero(r.RegressionAccepted))
+	row("protected-mutation coverage", fmt.Sprintf("%.2f%%", r.ProtectedCoveragePct), fmt.Sprintf("%d of %d applied writes", r.WritesFenced, r.WritesApplied))
+	row("handoff p50 / p99", fmt.Sprintf("%d / %d ms", r.HandoffP50Ms, r.HandoffP99Ms), fmt.Sprintf("budget %d ms, %d handoffs; first write p99 %d ms", r.HandoffBudgetMs, r.Handoffs, r.FirstWriteP99Ms))
+	row("UNKNOWN reconcile max", fmt.Sprintf("%.1f s", r.UnknownReconcileS), fmt.Sprintf("budget %d s; %d entered, %d reconciles, %d unresolved", UnknownReconcileBudgetS, r.UnknownEntered, r.Reconciles, r.UnknownUnresolved))
+	row("fence regressions alarmed", r.RegressionAlarms, fmt.Sprintf("%d operator resumes", r.OperatorResumes))
+	if r.SkewBeyondBound {
+		b := r.BeyondBound
+		fmt.Fprintf(w, "\n  CLOCK BOUND EXCEEDED in %d rounds (gate clock lagging the registry by more than %d ms):\n", b.Rounds, statusSkewMax.Milliseconds())
+		fmt.Fprintf(w, "    detected by the gate-side skew monitor in %d rounds\n", b.Detected)
+		fmt.Fprintf(w, "    %d writes accepted from a grant no longer the holder (the fence still ordered them: none below a higher fence)\n", b.Slipped)
+		fmt.Fprintf(w, "    %d of them in rounds where nothing detected the lag\n", b.Undetected)
+	}
+	fmt.Fprintf(w, "\n  %d decisions, %d events, %.1f s, %.0f rounds/s, event-log digest %s\n", r.Decisions, r.Events, r.ElapsedS, r.RoundsPerSecond, r.EventLogDigest)
+	if r.OK() {
+		fmt.Fprintln(w, "\nresult: PASS (no violations)")
+		return
+	}
+	fmt.Fprintf(w, "\nresult: FAIL, %d violations; first ones (each replays alone):\n", r.ViolationsTotal)
+	for i, v := range r.Violations {
+		if i == 10 {
+			break
+		}
+		fmt.Fprintf(w, "  round %d [%s] %s\n    seed %d: %s\n", v.Round, v.Kind, v.Detail, v.Seed, v.Repro)
+	}
+}
+
+func faultsLine(m map[string]float64) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	var parts []string
+	for _, n := range faultNames {
+		if r, ok := m[n]; ok {
+			parts = append(parts, fmt.Sprintf("%s %.2g", n, r))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func hex16(d uint64) string { return fmt.Sprintf("%016x", d) }

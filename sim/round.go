@@ -1,0 +1,266 @@
+package sim
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash"
+	"hash/fnv"
+
+	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/registry"
+)
+
+// Round limits, in true simulated milliseconds.
+const (
+	roundMsMax       = 16 * 60 * 1000 // long enough to see a 15-minute UNKNOWN reconcile fail
+	roundEventsMax   = 50_000         // a round that needs more has a livelock: reported
+	skewOffsetMsMax  = 350            // within-bound offset; with drift stays under 500 over a round's active minute
+	skewDriftPpmMax  = 1000           // within-bound drift
+	beyondLagMsMin   = 1500           // beyond-bound gate lag
+	beyondLagMsMax   = 5000
+	operatorDelayMin = 5000 // FENCE_REGRESSION → operator raises the floor and resumes
+	operatorDelayMax = 30_000
+)
+
+// world is one round: every party, the event queue and the round's PRNG.
+// Nothing in it is shared with another round except the read-only keys.
+type world struct {
+	cfg    *Config
+	keys   *keySet
+	round  int
+	seed   uint64
+	rng    rng
+	on     [faultCount]bool
+	counts *Counts
+
+	now    int64 // true simulated ms since the round began
+	q      eventQueue
+	seq    uint64
+	digest hash.Hash64
+
+	regClock    partyClock
+	beyondBound bool
+	store       *store
+	reg         *registry.Registry
+	res, nbr    *resource
+	workers     []*worker
+	partitions  []partition
+	chk         *checker
+	adv         *adversary
+
+	image        *storeImage // FaultRestore: the snapshot to restore
+	restored     bool
+	operatorDue  bool
+	reconcilesUp int // MUTATION_UNKNOWN reconciles still open
+}
+
+func newWorld(cfg *Config, keys *keySet, round int, c *Counts) *world {
+	w := &world{cfg: cfg, keys: keys, round: round, seed: roundSeed(cfg.Seed, round), counts: c, digest: fnv.New64a()}
+	w.rng = newRNG(w.seed)
+	for f := range faultCount {
+		w.on[f] = w.rng.chance(cfg.Rates[f])
+	}
+	w.chk = newChecker(w, c)
+	w.store = newStore()
+	w.store.onCommit = func(resource string, rec *registry.Record, rev uint64) {
+		if resource == w.res.name {
+			w.chk.committed(rec)
+		}
+	}
+	w.startRegistry()
+	name := fmt.Sprintf("sim/round-%d", round)
+	w.res = newResource(w, name, w.partyClock(true))
+	w.nbr = newResource(w, name+"-neighbour", w.res.clock)
+	w.adv = newAdversary(w)
+	for _, id := range []party{pWorkerA, pWorkerB, pWorkerC} {
+		w.workers = append(w.workers, newWorker(w, id, w.partyClock(false)))
+	}
+	w.plan()
+	return w
+}
+
+// startRegistry (re)starts the registry process over the round's store.
+func (w *world) startRegistry() {
+	reg, err := registry.New(w.store, registry.DefaultConfig(epochLive), registryClock{w}, w.keys.registry)
+	if err != nil {
+		panic("sim: registry: " + err.Error())
+	}
+	w.reg = reg
+}
+
+// partyClock draws a gate's or client's clock: within the skew bound with
+// FaultSkew, lagging beyond it for a gate in a beyond-bound round.
+func (w *world) partyClock(isGate bool) partyClock {
+	var c partyClock
+	if w.on[FaultSkew] {
+		c.offsetMs = w.rng.float(-skewOffsetMsMax, skewOffsetMsMax)
+		c.driftPpm = w.rng.float(-skewDriftPpmMax, skewDriftPpmMax)
+	}
+	if isGate && w.cfg.SkewBeyondBound && w.rng.chance(w.cfg.BeyondBoundRate) {
+		w.beyondBound = true
+		c.offsetMs = -float64(w.rng.between(beyondLagMsMin, beyondLagMsMax))
+	}
+	return c
+}
+
+func (w *world) at(t int64, fn func()) {
+	w.seq++
+	w.q.push(event{atMs: t, seq: w.seq, fn: fn})
+}
+
+func (w *world) after(d int64, fn func()) { w.at(w.now+d, fn) }
+
+// run executes the round to its end and closes the checker's books.
+func (w *world) run() {
+	events := 0
+	for w.q.Len() > 0 {
+		e := w.q.pop()
+		if e.atMs > roundMsMax {
+			break
+		}
+		if events++; events > roundEventsMax {
+			w.chk.violate("round-livelock", "more than %d events", roundEventsMax)
+			break
+		}
+		w.now = e.atMs
+		w.mix(uint64(e.atMs), e.seq)
+		e.fn()
+	}
+	w.counts.Events += events
+	w.finish()
+}
+
+func (w *world) finish() {
+	for _, k := range w.workers {
+		if k.unknownMs >= 0 && !k.crashed {
+			w.counts.UnknownUnresolved++
+			w.chk.violate("unknown-unresolved", "%s still OWNERSHIP_UNKNOWN since %d ms", k.name, k.unknownMs)
+		}
+	}
+	if w.reconcilesUp > 0 {
+		w.counts.UnknownUnresolved += w.reconcilesUp
+		w.chk.violate("unknown-unresolved", "%d MUTATION_UNKNOWN reconciles open at the round's end", w.reconcilesUp)
+	}
+	w.chk.finish()
+	w.counts.Applied += w.res.applied + w.nbr.applied
+	w.counts.Fenced += w.res.fenced + w.nbr.fenced
+	w.counts.Rounds++
+	w.counts.Digest = mixDigest(w.counts.Digest, w.digest.Sum64())
+}
+
+// mix folds values into the round's event-log digest.
+func (w *world) mix(vs ...uint64) {
+	var b [8]byte
+	for _, v := range vs {
+		binary.LittleEndian.PutUint64(b[:], v)
+		w.digest.Write(b[:])
+	}
+}
+
+// logCall folds a registry answer into the digest.
+func (w *world) logCall(kind msgKind, is registry.Issued, err error) {
+	var fence uint64
+	if is.Grant != nil {
+		fence = is.Grant.FenceToken
+	}
+	w.mix(uint64(kind), fence, uint64(len(registry.CodeOf(err))))
+	if w.cfg.Trace != nil {
+		w.tracef("registry %d → fence %d err %v", kind, fence, err)
+	}
+}
+
+func (w *world) tracef(format string, args ...any) {
+	if w.cfg.Trace != nil {
+		fmt.Fprintf(w.cfg.Trace, "%8d ms  %s\n", w.now, fmt.Sprintf(format, args...))
+	}
+}
+
+// heldHook drives the restore fault: snapshot the store at the first
+// grant, restore it some time after a later grant, restart the registry,
+// and bring in worker C, whose acquire then re-issues a fence.
+func (w *world) heldHook(k *worker) {
+	if !w.on[FaultRestore] || w.restored {
+		return
+	}
+	if w.image == nil {
+		im := w.store.image()
+		w.image = &im
+		return
+	}
+	w.restored = true
+	w.after(w.rng.between(0, 2000), func() {
+		w.tracef("store restored from the snapshot; registry restarted")
+		w.store.restore(*w.image)
+		w.startRegistry()
+		w.workers[2].start()
+	})
+}
+
+// releaseRace starts the next worker exactly as k releases.
+func (w *world) releaseRace(k *worker) {
+	for _, o := range w.workers[:2] {
+		if o != k && !o.started {
+			o.start()
+		}
+	}
+}
+
+// alarm is a FENCE_REGRESSION: an operator raises the registry's floor
+// above the gate's highestFence and resumes the resource.
+func (w *world) alarm() {
+	if w.operatorDue {
+		return
+	}
+	w.operatorDue = true
+	w.after(w.rng.between(operatorDelayMin, operatorDelayMax), func() {
+		w.operatorDue = false
+		floor := w.res.state.HighestFence + 1
+		if _, err := w.reg.RaiseFloor(context.Background(), w.res.name, floor); err != nil {
+			w.tracef("operator: raise floor: %v", err)
+			return
+		}
+		st, err := gate.Resume(w.res.state, floor)
+		if err != nil {
+			w.tracef("operator: resume: %v", err)
+			return
+		}
+		w.res.state = st
+		w.counts.OperatorResumes++
+		w.tracef("operator raised the floor to %d and resumed", floor)
+	})
+}
+
+// reconcile resolves a MUTATION_UNKNOWN by asking the resource, by
+// operation ID, until the answer is ACCEPTED or PROVEN_ABSENT.
+func (w *world) reconcile(k *worker, op string, fence uint64) {
+	w.reconcilesUp++
+	since, tok, done := w.now, 0, false
+	var ask func()
+	ask = func() {
+		tok++
+		mine := tok
+		w.send(k.id, pGate, msgQuery, func() {
+			v := w.res.judge(op, fence)
+			w.send(pGate, k.id, msgQueryReply, func() {
+				if done || mine != tok {
+					return
+				}
+				if v == gate.VerdictUndetermined {
+					k.fenceForRecovery() // nobody else may ever raise the fence
+					w.after(reconcileMs, ask)
+					return
+				}
+				done = true
+				w.reconcilesUp--
+				w.counts.reconciled(w.now - since)
+			})
+		})
+		w.after(2*reconcileMs, func() { // the ask or its answer was lost
+			if !done && mine == tok {
+				ask()
+			}
+		})
+	}
+	ask()
+}

@@ -1,0 +1,254 @@
+package sim
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+
+	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/registry"
+)
+
+// proofUsable reports whether the status proof may still be sent, judged
+// on the worker's clock with the skew bound and a margin for the trip.
+func (k *worker) proofUsable() bool {
+	return k.localMs()+proofMarginMs < k.is.Status.ValidUntil.UnixMilli()
+}
+
+// writeNext sends the next segment if the lease is certain and the
+// operation unfinished.
+func (k *worker) writeNext() {
+	if !k.certain() || k.inflight != 0 || k.ackedSeq >= k.segs {
+		return
+	}
+	if k.localMs() >= k.confirmMs+leaseTTLMs-statusSkewMax.Milliseconds() {
+		k.unknown() // the local deadline passed unconfirmed
+		return
+	}
+	if !k.proofUsable() {
+		k.renew()
+		return
+	}
+	seq := k.ackedSeq + 1
+	if k.reorderAt == seq && seq < k.segs {
+		k.reorderAt = 0
+		k.sendSeg(seq+1, payloadDigest(k.opID, seq+1, 0), false) // computed concurrently, sent early
+	}
+	k.sendSeg(seq, payloadDigest(k.opID, seq, 0), true)
+}
+
+// payloadDigest names a segment's payload; variant > 0 is a different
+// payload for the same segment.
+func payloadDigest(op string, seq uint64, variant byte) grant.Digest {
+	var b [9]byte
+	binary.LittleEndian.PutUint64(b[:8], seq)
+	b[8] = variant
+	return sha256.Sum256(append([]byte(op), b[:]...))
+}
+
+// sendSeg sends one segment; tracked segments wait for their answer.
+func (k *worker) sendSeg(seq uint64, payload grant.Digest, tracked bool) {
+	g := k.is.Grant
+	m := &gate.Mutation{
+		Resource: g.Resource, Lease: g.Lease, OperationID: k.opID, FenceToken: g.FenceToken,
+		SegmentSeq: seq, PayloadDigest: payload, Grant: k.grantBytes, GrantProof: k.is.GrantProof,
+		Status: k.statusBytes, StatusProof: k.is.StatusProof,
+	}
+	o := origin{writer: k, buggy: !tracked && payload != payloadDigest(k.opID, seq, 0)}
+	tok, inc := 0, k.inc
+	if tracked {
+		k.ackTok++
+		tok, k.inflight = k.ackTok, seq
+		k.sentSeq = max(k.sentSeq, seq)
+		k.timer(ackTimeoutMs, func() {
+			if k.ackTok == tok && k.inflight == seq {
+				k.inflight = 0 // MUTATION_UNKNOWN: resend the same segment, same payload
+				k.writeNext()
+			}
+		})
+	}
+	send := func() {
+		k.w.adv.capture(m)
+		k.w.send(k.id, pGate, msgWrite, func() {
+			out := k.w.res.apply(m, k.name, o)
+			k.w.send(pGate, k.id, msgWriteReply, func() {
+				k.run(inc, func() { k.onAck(tok, seq, out) })
+			})
+		})
+	}
+	k.writes++
+	if k.pauseAtWrite == k.writes {
+		// Frozen between deciding to write and sending: the classic
+		// stale writer. Everything else of this worker waits too.
+		k.pausedUntil = k.w.now + k.pauseMs
+		k.w.tracef("%s paused %d ms before sending segment %d", k.name, k.pauseMs, seq)
+		k.w.at(k.pausedUntil, send)
+		return
+	}
+	send()
+}
+
+func (k *worker) onAck(tok int, seq uint64, out gate.Outcome) {
+	if tok == 0 || tok != k.ackTok || seq != k.inflight {
+		return
+	}
+	k.inflight = 0
+	switch out {
+	case gate.Accepted, gate.Replayed:
+		k.gapStreak = 0
+		k.ackedSeq = max(k.ackedSeq, seq)
+		if k.payloadAt == seq {
+			k.payloadAt = 0
+			k.sendSeg(seq, payloadDigest(k.opID, seq, 1), false)
+		}
+		if k.ackedSeq >= k.segs {
+			k.release()
+			return
+		}
+		k.timer(k.w.rng.between(computeMsMin, computeMsMax), k.writeNext)
+	case gate.SegmentGap:
+		if k.gapStreak++; k.gapStreak >= gapStreakMax {
+			k.gapStreak = 0
+			k.release()
+			return
+		}
+		k.timer(computeMsMin, k.writeNext)
+	case gate.ProofExpired, gate.NotHeld:
+		k.renew()
+	case gate.FenceRegression, gate.ResourcePaused:
+		// The resource waits for an operator: let the lease go and come
+		// back much later.
+		k.backoffMs = pausedBackoffMs
+		k.release()
+	default:
+		// STALE_OWNER and the rest: this grant will never write again.
+		// Let it go and start over.
+		k.release()
+	}
+}
+
+// release gives the lease back once the operation is finished or hopeless.
+func (k *worker) release() {
+	if k.state == stReleased || k.state == stExpired {
+		return
+	}
+	k.callTok++
+	tok, inc, g := k.callTok, k.inc, k.is.Grant
+	deliver := func() {
+		err := k.w.reg.Release(context.Background(), k.name, g.Resource, g.Lease)
+		k.w.logCall(msgRelease, registry.Issued{}, err)
+		k.w.send(pRegistry, k.id, msgReleaseReply, func() {
+			k.run(inc, func() { k.onRelease(tok, err) })
+		})
+	}
+	k.w.send(k.id, pRegistry, msgRelease, deliver)
+	if k.releaseRace {
+		k.releaseRace = false
+		k.w.releaseRace(k)
+		k.w.after(k.w.rng.between(2000, 10_000), deliver) // the same release, re-delivered late
+	}
+	k.timer(callTimeoutMs, func() {
+		if k.callTok == tok {
+			if k.releaseTry++; k.releaseTry < 5 {
+				k.release()
+				return
+			}
+			k.lost(g) // let it expire
+		}
+	})
+}
+
+func (k *worker) onRelease(tok int, err error) {
+	if tok != k.callTok {
+		return
+	}
+	k.callTok++
+	k.releaseTry = 0
+	switch {
+	case err == nil:
+		k.resolveUnknown() // the registry's word on the lease, like a query's
+		k.state = stReleased
+		if k.ackedSeq >= k.segs {
+			k.finishOps()
+			return
+		}
+		k.lost(k.is.Grant)
+	case errors.Is(err, registry.ErrLeaseExpired), errors.Is(err, registry.ErrNotHolder), errors.Is(err, registry.ErrEpochRevoked):
+		k.resolveUnknown()
+		k.lost(k.is.Grant)
+	default:
+		k.timer(callTimeoutMs, k.release)
+	}
+}
+
+// lost handles the end of grant g with the operation unfinished: anything
+// sent and not answered is MUTATION_UNKNOWN, resolved against the
+// resource's receipts; then a new request, if any are left.
+func (k *worker) lost(g *grant.Grant) {
+	if k.state != stReleased {
+		k.state = stExpired
+	}
+	if k.sentSeq > k.ackedSeq && g != nil {
+		k.w.reconcile(k, k.opID, g.FenceToken)
+	}
+	k.inflight = 0
+	k.opsLeft--
+	if k.opsLeft <= 0 || k.w.now > giveUpMs && !k.fencing || k.ackedSeq >= k.segs {
+		k.finishOps()
+		return
+	}
+	backoff := k.w.rng.between(busyRetryMsMin, 2*busyRetryMsMin) + k.backoffMs
+	k.backoffMs = 0
+	k.timer(backoff, func() {
+		k.newRequest()
+		k.acquire()
+	})
+}
+
+// fenceForRecovery is the recoverer's last resort for an UNDETERMINED
+// MUTATION_UNKNOWN: acquire a newer grant and write under it, so the
+// resource's highestFence passes the unknown write's fence and the answer
+// becomes PROVEN_ABSENT (or ACCEPTED). Once per worker per round.
+func (k *worker) fenceForRecovery() {
+	if !k.done || k.fencing || k.crashed {
+		return
+	}
+	k.w.tracef("%s fences the resource to resolve a MUTATION_UNKNOWN", k.name)
+	k.fencing, k.done, k.opsLeft = true, false, opsPerWorker
+	k.newRequest()
+	k.acquire()
+}
+
+func (k *worker) finishOps() {
+	k.done = true
+	k.state = stIdle
+}
+
+// crash loses every volatile field; restart resumes from the journal,
+// asking for the same request ID so the registry answers with the same
+// grant (never a second identity).
+func (k *worker) crash() {
+	if k.crashed || k.done {
+		return
+	}
+	k.w.tracef("%s crashed", k.name)
+	k.crashed = true
+	k.inc++
+	k.state, k.inflight, k.is, k.unknownMs = stIdle, 0, registry.Issued{}, -1
+}
+
+func (k *worker) restart() {
+	if !k.crashed {
+		return
+	}
+	k.crashed = false
+	k.w.tracef("%s restarted", k.name)
+	if !k.started {
+		k.start()
+		return
+	}
+	k.attemptMs = k.w.now
+	k.acquire()
+}
