@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -37,7 +38,11 @@ func (r *Registry) Acquire(ctx context.Context, owner string, req AcquireRequest
 	wctx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	for {
-		dec, s, rev, now, err := r.acquireStep(ctx, in, cached)
+		dec, s, rev, now, err := r.acquireStep(ctx, in, cached, queued)
+		if errors.Is(err, ErrConflict) && queued && ctx.Err() == nil {
+			cached = false // contention while queued: keep our place, look again
+			continue
+		}
 		if err != nil {
 			if queued {
 				r.cancelWait(ctx, in)
@@ -68,13 +73,13 @@ func (r *Registry) Acquire(ctx context.Context, owner string, req AcquireRequest
 }
 
 // acquireStep runs one acquire decision to its commit.
-func (r *Registry) acquireStep(ctx context.Context, in acquireInput, cached bool) (acquireDecision, Snapshot, uint64, int64, error) {
+func (r *Registry) acquireStep(ctx context.Context, in acquireInput, cached, queued bool) (acquireDecision, Snapshot, uint64, int64, error) {
 	var (
 		dec acquireDecision
 		at  int64
 	)
 	key := in.key()
-	s, rev, err := r.casLoop(ctx, in.req.Resource, []RequestKey{key}, cached, func(s *Snapshot, now int64) (*Write, error) {
+	s, rev, err := r.casLoopMode(ctx, in.req.Resource, []RequestKey{key}, cached, queued, func(s *Snapshot, now int64) (*Write, error) {
 		var err error
 		at = now
 		slot := s.Slot(key)

@@ -22,6 +22,8 @@ type Registry struct {
 	clock  Clock
 	signer *grant.SigningKey
 
+	locks keyLocks // one compare-and-swap per resource at a time, in this process
+
 	mu    sync.Mutex
 	cache map[string]cachedRecord // resource → last record seen
 	sets  cachedSettings

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"time"
 
 	"github.com/fencegate/fencegate/grant"
 )
@@ -19,6 +21,18 @@ type decideFunc func(s *Snapshot, now int64) (*Write, error)
 // never a wrong answer. It returns the snapshot decided on and, when a
 // write committed, its revision (0 otherwise).
 func (r *Registry) casLoop(ctx context.Context, resource string, keys []RequestKey, cached bool, decide decideFunc) (Snapshot, uint64, error) {
+	return r.casLoopMode(ctx, resource, keys, cached, false, decide)
+}
+
+// casLoopMode is casLoop; with staleOK a decision that writes nothing may
+// stand on the cache (a waiter that stays queued needs no fresh read: the
+// next event or poll brings one).
+func (r *Registry) casLoopMode(ctx context.Context, resource string, keys []RequestKey, cached, staleOK bool, decide decideFunc) (Snapshot, uint64, error) {
+	unlock, err := r.locks.lock(ctx, resource)
+	if err != nil {
+		return Snapshot{}, 0, err
+	}
+	defer unlock()
 	s, fresh := Snapshot{}, false
 	if cached {
 		s, cached = r.cachedSnapshot(resource, keys)
@@ -33,7 +47,7 @@ func (r *Registry) casLoop(ctx context.Context, resource string, keys []RequestK
 	for conflicts := 0; ; {
 		w, err := decide(&s, r.now())
 		if w == nil || err != nil {
-			if fresh {
+			if fresh || staleOK && err == nil {
 				return s, 0, err
 			}
 			if s, err = r.read(ctx, resource, keys); err != nil {
@@ -57,6 +71,9 @@ func (r *Registry) casLoop(ctx context.Context, resource string, keys []RequestK
 		conflicts++
 		s, fresh = res.Current, true
 		r.rememberSnapshot(&s)
+		if err := backoff(ctx, conflicts); err != nil {
+			return s, 0, err
+		}
 	}
 }
 
@@ -126,4 +143,26 @@ func (r *Registry) issue(body GrantBody, createRev uint64, state grant.State, ex
 		return Issued{}, fmt.Errorf("registry: sign status: %w", err)
 	}
 	return out, nil
+}
+
+// backoffAfter is how many conflicts in a row are retried at once; later
+// retries wait a random slice of backoffMsMax, so replicas racing on one
+// record stop colliding in lockstep.
+const (
+	backoffAfter = 2
+	backoffMsMax = 8
+)
+
+func backoff(ctx context.Context, conflicts int) error {
+	if conflicts <= backoffAfter {
+		return nil
+	}
+	t := time.NewTimer(time.Duration(rand.Int64N(backoffMsMax*int64(time.Millisecond))) + time.Microsecond)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }

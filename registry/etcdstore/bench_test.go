@@ -126,7 +126,7 @@ func (l *regLocker) unlock(ctx context.Context) error {
 type mutexLocker struct{ m *concurrency.Mutex }
 
 func (l *mutexLocker) lock(ctx context.Context, _ int) error { return l.m.Lock(ctx) }
-func (l *mutexLocker) unlock(ctx context.Context) error     { return l.m.Unlock(ctx) }
+func (l *mutexLocker) unlock(ctx context.Context) error      { return l.m.Unlock(ctx) }
 
 // handoffWaiters is how many contenders queue behind the holder.
 const handoffWaiters = 8
