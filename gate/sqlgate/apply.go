@@ -117,6 +117,8 @@ func (g *Gate) evidence(ctx context.Context, v *gate.Verified) gate.StatusEviden
 	if g.querier == nil {
 		return gate.StatusEvidence{Source: gate.StatusAbsent}
 	}
+	ctx, cancel := context.WithTimeout(ctx, g.queryMax)
+	defer cancel()
 	state, epoch, err := g.querier.QueryStatus(ctx, v.GrantDigest)
 	return gate.EvidenceFromQuery(state, epoch, err, g.pol.Verifier.Bundle().File().RevokedBelowEpoch)
 }

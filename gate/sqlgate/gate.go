@@ -44,6 +44,12 @@ import (
 // PrefixDefault is the table prefix when Config.Prefix is empty.
 const PrefixDefault = "fencegate_"
 
+// StatusQueryTimeoutDefault bounds a status query when
+// Config.StatusQueryTimeout is zero: long enough for a registry round trip
+// across a region, short enough that a hung registry does not hold a
+// resource's fence row for long.
+const StatusQueryTimeoutDefault = 2 * time.Second
+
 // Clock is the gate's time source. Production uses the system clock;
 // tests and the simulator inject one.
 type Clock interface{ Now() time.Time }
@@ -61,8 +67,12 @@ type Config struct {
 	Policy gate.Policy
 	// Querier, if set, is asked for the grant's state when a mutation
 	// carries no status proof. Optional: without it such mutations are
-	// NOT_HELD (or STALE_OWNER).
+	// NOT_HELD (or STALE_OWNER). It is called with the fence row locked.
 	Querier gate.StatusQuerier
+	// StatusQueryTimeout bounds one Querier call (the fence row stays
+	// locked meanwhile); a timeout is NOT_HELD. Optional, defaults to
+	// StatusQueryTimeoutDefault.
+	StatusQueryTimeout time.Duration
 	// Clock is the gate's clock. Optional, defaults to the system clock.
 	Clock Clock
 	// Prefix is the table prefix. Optional, defaults to PrefixDefault.
@@ -78,6 +88,7 @@ type Gate struct {
 	d        *Dialect
 	pol      gate.Policy
 	querier  gate.StatusQuerier
+	queryMax time.Duration
 	clock    Clock
 	prefix   string
 	mode     gate.Mode
@@ -95,7 +106,11 @@ func New(cfg Config) (*Gate, error) {
 	if err := cfg.Policy.Check(); err != nil {
 		return nil, err
 	}
-	g := &Gate{d: cfg.Dialect, pol: cfg.Policy, querier: cfg.Querier, clock: cfg.Clock, prefix: cfg.Prefix, mode: cfg.DefaultMode}
+	g := &Gate{d: cfg.Dialect, pol: cfg.Policy, querier: cfg.Querier, queryMax: cfg.StatusQueryTimeout,
+		clock: cfg.Clock, prefix: cfg.Prefix, mode: cfg.DefaultMode}
+	if g.queryMax <= 0 {
+		g.queryMax = StatusQueryTimeoutDefault
+	}
 	if g.clock == nil {
 		g.clock = systemClock{}
 	}
