@@ -182,7 +182,7 @@ func (r *Report) WriteText(w io.Writer) {
 	}
 	fmt.Fprintf(w, "fencegate sim: %d rounds, seed %d, %s\n", r.Rounds, r.Seed, mode)
 	fmt.Fprintf(w, "  faults: %s\n\n", faultsLine(r.Faults))
-	row := func(name string, v any, note string) { fmt.Fprintf(w, "  %-34s %12v  %s\n", name, v, note) }
+	row := func(name string, v any, note string) { fmt.Fprintf(w, "  %-40s %14v  %s\n", name, v, note) }
 	zero := func(n int) string {
 		if n == 0 {
 			return "ok"

@@ -128,9 +128,15 @@ func (r *resource) breakInput(in gate.Input) gate.Input {
 
 // applyLeaseOnly is the negative control: the resource trusts that a
 // writer which sends believes it holds the lease, and applies.
+// It still keeps a record per operation, so MUTATION_UNKNOWN can be
+// answered, but checks nothing.
 func (r *resource) applyLeaseOnly(m *gate.Mutation, o origin) gate.Outcome {
+	before := r.state.HighestFence
 	r.applied++
-	r.w.chk.decision(r, m, nil, o, gate.Accepted, r.state.HighestFence)
+	r.state.HighestFence = max(r.state.HighestFence, m.FenceToken)
+	r.byOp[m.OperationID] = append(r.byOp[m.OperationID], gate.Receipt{FenceToken: m.FenceToken, SegmentSeq: m.SegmentSeq})
+	r.w.chk.decision(r, m, nil, o, gate.Accepted, before)
+	r.w.mix(uint64(outcomeIndex(gate.Accepted)), m.FenceToken, m.SegmentSeq)
 	return gate.Accepted
 }
 
