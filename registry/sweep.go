@@ -1,0 +1,88 @@
+package registry
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// SweepScanMax is how many request entries one SweepRequests call reads;
+// a sweep of a large index proceeds in pages of this size.
+const SweepScanMax = 512
+
+// SweepRequests deletes up to one page of request entries whose lease
+// ended more than Config.RequestRetentionMs ago (by the registry clock),
+// starting after the key after. It returns the key to continue from (zero
+// when the index has been walked to its end) and how many it deleted.
+// Entries of live grants are never deleted; each delete compares the
+// entry's revision, so an entry that changed meanwhile is left alone.
+func (r *Registry) SweepRequests(ctx context.Context, after RequestKey) (RequestKey, int, error) {
+	page, err := r.store.ScanRequests(ctx, after, SweepScanMax)
+	if err != nil {
+		return after, 0, storeError("scan", err)
+	}
+	if len(page) == 0 {
+		return RequestKey{}, 0, nil
+	}
+	set, err := r.read(ctx, "", nil)
+	if err != nil {
+		return after, 0, err
+	}
+	deleted := 0
+	now := r.now()
+	for _, sl := range page {
+		if sl.Entry == nil || retained(sl.Entry, now, r.cfg) {
+			continue
+		}
+		res, err := r.store.Commit(ctx, Write{
+			SettingsRev: set.SettingsRev,
+			Requests:    []RequestWrite{{Key: sl.Key, Compare: true, ModRev: sl.ModRev}},
+		})
+		if err != nil {
+			return after, deleted, storeError("sweep", err)
+		}
+		if res.OK {
+			deleted++
+		}
+	}
+	next := page[len(page)-1].Key
+	if len(page) < SweepScanMax {
+		next = RequestKey{}
+	}
+	return next, deleted, nil
+}
+
+// SweepLoop sweeps the whole request index every interval until ctx ends,
+// which is its only way to return (with ctx's error). Errors of one sweep
+// are passed to report (which may be nil) and the next sweep starts over.
+func (r *Registry) SweepLoop(ctx context.Context, interval time.Duration, report func(deleted int, err error)) error {
+	if interval <= 0 {
+		return fmt.Errorf("%w: sweep interval %s", ErrInvalid, interval)
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+		total, err := r.sweepAll(ctx)
+		if report != nil {
+			report(total, err)
+		}
+	}
+}
+
+func (r *Registry) sweepAll(ctx context.Context) (int, error) {
+	total := 0
+	after := RequestKey{}
+	for {
+		next, n, err := r.SweepRequests(ctx, after)
+		total += n
+		if err != nil || next == (RequestKey{}) {
+			return total, err
+		}
+		after = next
+	}
+}

@@ -1,0 +1,44 @@
+// This file proves the retention sweep deletes only request entries whose
+// lease ended more than RequestRetentionMs ago, never a live grant's.
+package registry_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/fencegate/fencegate/registry"
+)
+
+func TestSweepDeletesOnlyPastRetention(t *testing.T) {
+	e := newEnv(t, nil)
+	for i := 0; i < 3; i++ {
+		a := e.mustAcquire("worker-a", req(fmt.Sprint("inv/", i), fmt.Sprint("old-", i)))
+		if err := e.reg.Release(e.ctx, "worker-a", a.Grant.Resource, a.Grant.Lease); err != nil {
+			t.Fatal(err)
+		}
+	}
+	retention := time.Duration(e.reg.Config().RequestRetentionMs) * time.Millisecond
+	e.clock.Advance(retention / 2)
+	// Never released: its entry stays HELD (expiry is judged lazily) and
+	// the sweep leaves it, whatever the clock says.
+	e.mustAcquire("worker-a", req("inv/live", "live"))
+	e.clock.Advance(retention/2 - 5*time.Second)
+	recent := e.mustAcquire("worker-b", req("inv/recent", "recent"))
+	e.clock.Advance(5 * time.Second)
+	if err := e.reg.Release(e.ctx, "worker-b", "inv/recent", recent.Grant.Lease); err != nil {
+		t.Fatal(err)
+	}
+	next, n, err := e.reg.SweepRequests(e.ctx, registry.RequestKey{})
+	if err != nil || n != 3 || next != (registry.RequestKey{}) {
+		t.Fatalf("sweep: deleted %d, next %v, %v", n, next, err)
+	}
+	for _, c := range []struct{ owner, id string }{{"worker-a", "live"}, {"worker-b", "recent"}} {
+		if _, err := e.reg.QueryRequest(e.ctx, c.owner, c.id); err != nil {
+			t.Fatalf("%s swept: %v", c.id, err)
+		}
+	}
+	if _, n, _ := e.reg.SweepRequests(e.ctx, registry.RequestKey{}); n != 0 {
+		t.Fatalf("second sweep deleted %d", n)
+	}
+}
