@@ -118,18 +118,22 @@ func (r *Registry) sleep(ctx context.Context, in acquireInput, events *<-chan Re
 	wake := r.nextWake(in, now)
 	t := time.NewTimer(time.Duration(wake-now) * time.Millisecond)
 	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false, ctx.Err()
-	case ev, ok := <-*events:
-		if !ok {
-			*events = nil
+	for {
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case ev, ok := <-*events:
+			if !ok {
+				// The watch ended (compaction, a lost leader): poll until
+				// the timer, then the caller watches again.
+				*events = nil
+				continue
+			}
+			r.rememberRecord(in.req.Resource, ev.Record, ev.ModRev)
+			return true, nil
+		case <-t.C:
 			return false, nil
 		}
-		r.rememberRecord(in.req.Resource, ev.Record, ev.ModRev)
-		return true, nil
-	case <-t.C:
-		return false, nil
 	}
 }
 
