@@ -17,6 +17,13 @@ const SQLiteBusyTimeoutMs = 10000
 // (_txlock=immediate), a busy timeout, and the given synchronous level
 // ("FULL" for durability of every commit, "NORMAL" to fsync only at WAL
 // checkpoints).
+//
+// The pool holds one connection. SQLite admits one writer at a time, and
+// every transaction here is a writer; with more connections, waiting
+// writers poll the lock with sleeps (SQLite's busy handler) and
+// throughput collapses under contention, whereas database/sql queues them
+// for the one connection in order. Consequently code running inside an
+// Apply must use the transaction it is given, never db.
 func OpenSQLite(path, synchronous string) (*sql.DB, error) {
 	v := url.Values{}
 	v.Set("_txlock", "immediate")
@@ -27,6 +34,7 @@ func OpenSQLite(path, synchronous string) (*sql.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlgate: open sqlite: %w", err)
 	}
+	db.SetMaxOpenConns(1)
 	if err := db.Ping(); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlgate: open sqlite %s: %w", path, err)

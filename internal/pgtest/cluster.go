@@ -3,27 +3,38 @@ package pgtest
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"syscall"
+	"time"
 )
 
 // cluster is one running throwaway PostgreSQL.
 type cluster struct {
-	bin  string // directory holding initdb, pg_ctl
-	dir  string // temp dir: data/, the socket, the log
-	cred *syscall.Credential
+	bin    string // directory holding initdb, postgres
+	dir    string // temp dir: data/, the socket, the log
+	cred   *syscall.Credential
+	server *exec.Cmd
+	exited chan struct{} // closed when the server process has exited
 }
 
-// findBinDir looks for initdb and pg_ctl in PATH, then in Debian's
-// /usr/lib/postgresql/<version>/bin, newest version first.
+// findBinDir looks for initdb and postgres in EnvBinDir, else in PATH, then
+// in Debian's /usr/lib/postgresql/<version>/bin, newest version first.
 func findBinDir() (string, error) {
-	if p, err := exec.LookPath("pg_ctl"); err == nil {
+	if dir := os.Getenv(EnvBinDir); dir != "" {
+		if _, err := os.Stat(filepath.Join(dir, "postgres")); err != nil {
+			return "", fmt.Errorf("%w (%s=%s: %v)", errNoPostgres, EnvBinDir, dir, err)
+		}
+		return dir, nil
+	}
+	if p, err := exec.LookPath("postgres"); err == nil {
 		if real, err := filepath.EvalSymlinks(p); err == nil {
 			p = real
 		}
@@ -35,7 +46,7 @@ func findBinDir() (string, error) {
 	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
 	sort.Slice(dirs, func(i, j int) bool { return version(dirs[i]) > version(dirs[j]) })
 	for _, d := range dirs {
-		if _, err := os.Stat(filepath.Join(d, "pg_ctl")); err == nil {
+		if _, err := os.Stat(filepath.Join(d, "postgres")); err == nil {
 			return d, nil
 		}
 	}
@@ -47,7 +58,7 @@ func version(binDir string) int {
 	return n
 }
 
-// startCluster runs initdb and pg_ctl start. PostgreSQL refuses to run as
+// startCluster runs initdb and starts the server. PostgreSQL refuses to run as
 // root, so as root both run as the "postgres" user, which owns the dir.
 func startCluster(ctx context.Context) (*cluster, error) {
 	bin, err := findBinDir()
@@ -70,16 +81,71 @@ func startCluster(ctx context.Context) (*cluster, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	// fsync stays on so benchmarks with synchronous_commit=on measure real
-	// commits; tests that do not care set synchronous_commit=off per
-	// connection.
-	opts := fmt.Sprintf("-k %s -c listen_addresses='' -c max_connections=200 -c shared_buffers=64MB -c fsync=on", dir)
-	if err := c.run(ctx, "pg_ctl", "-D", data, "-l", filepath.Join(dir, "log"), "-w", "-t", "60", "-o", opts, "start"); err != nil {
+	if err := c.startServer(ctx); err != nil {
 		log, _ := os.ReadFile(filepath.Join(dir, "log"))
-		os.RemoveAll(dir)
+		c.stop()
 		return nil, fmt.Errorf("%w\nserver log:\n%s", err, log)
 	}
 	return c, nil
+}
+
+// startServer runs postgres directly (not through pg_ctl, which would
+// daemonize it) so the kernel stops it if the test binary dies without
+// cleaning up: Pdeathsig sends SIGQUIT (immediate shutdown) when the
+// thread that started it exits, and that thread stays locked until the
+// server exits. fsync stays on so benchmarks with synchronous_commit=on
+// measure real commits; tests set synchronous_commit=off per connection.
+func (c *cluster) startServer(ctx context.Context) error {
+	logf, err := os.Create(filepath.Join(c.dir, "log"))
+	if err != nil {
+		return err
+	}
+	c.exited = make(chan struct{})
+	started := make(chan error, 1)
+	go func() {
+		defer close(c.exited)
+		defer logf.Close()
+		runtime.LockOSThread() // never unlocked: Pdeathsig is tied to this thread
+		cmd := exec.Command(filepath.Join(c.bin, "postgres"), "-D", filepath.Join(c.dir, "data"), "-k", c.dir,
+			"-c", "listen_addresses=", "-c", "max_connections=200", "-c", "shared_buffers=64MB", "-c", "fsync=on")
+		cmd.Stdout, cmd.Stderr, cmd.Dir = logf, logf, c.dir
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred, Pdeathsig: syscall.SIGQUIT}
+		if err := cmd.Start(); err != nil {
+			started <- fmt.Errorf("pgtest: postgres: %w", err)
+			return
+		}
+		c.server = cmd
+		started <- nil
+		cmd.Wait()
+	}()
+	if err := <-started; err != nil {
+		return err
+	}
+	return waitReady(ctx, c.dsn("postgres"), c.exited)
+}
+
+// waitReady polls until the server accepts connections.
+func waitReady(ctx context.Context, dsn string, exited <-chan struct{}) error {
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	for {
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		err := db.PingContext(pctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("pgtest: postgres exited during start: %w", err)
+		case <-ctx.Done():
+			return fmt.Errorf("pgtest: postgres not ready: %w", err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // unprivileged returns the postgres user's credential and gives it dir.
@@ -115,9 +181,21 @@ func (c *cluster) dsn(db string) string {
 	return fmt.Sprintf("host=%s user=postgres dbname=%s sslmode=disable", c.dir, db)
 }
 
-// stop shuts the server down immediately and deletes its files.
+// ShutdownTimeout bounds waiting for the server to exit at teardown.
+const ShutdownTimeout = 30 * time.Second
+
+// stop shuts the server down immediately (SIGQUIT) and deletes its files.
 func (c *cluster) stop() error {
-	err := c.run(context.Background(), "pg_ctl", "-D", filepath.Join(c.dir, "data"), "-m", "immediate", "-w", "stop")
+	var err error
+	if c.server != nil {
+		c.server.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-c.exited:
+		case <-time.After(ShutdownTimeout):
+			c.server.Process.Kill()
+			err = fmt.Errorf("pgtest: postgres did not stop within %s; killed", ShutdownTimeout)
+		}
+	}
 	if rerr := os.RemoveAll(c.dir); err == nil {
 		err = rerr
 	}

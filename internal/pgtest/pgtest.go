@@ -1,5 +1,5 @@
 // Package pgtest gives tests a real, throwaway PostgreSQL: one cluster per
-// test binary, started on first use with initdb and pg_ctl (as the
+// test binary, started on first use with initdb and postgres (as the
 // unprivileged "postgres" user when the tests run as root), listening only
 // on a unix socket in a temporary directory, and stopped and deleted when
 // the binary exits (call Main from TestMain). FENCEGATE_TEST_PG_DSN points
@@ -28,6 +28,7 @@ import (
 const (
 	EnvDSN     = "FENCEGATE_TEST_PG_DSN" // use this server instead of starting one
 	EnvRequire = "FENCEGATE_REQUIRE_PG"  // "1": a missing PostgreSQL fails the test
+	EnvBinDir  = "FENCEGATE_TEST_PG_BIN" // directory of initdb and postgres (default: search)
 )
 
 // StartTimeout bounds initdb plus server start.
@@ -72,7 +73,7 @@ func server() (string, error) {
 }
 
 // errNoPostgres is returned when neither binaries nor a DSN exist.
-var errNoPostgres = errors.New("no PostgreSQL: initdb/pg_ctl not found and " + EnvDSN + " unset")
+var errNoPostgres = errors.New("no PostgreSQL: initdb/postgres not found and " + EnvDSN + " unset")
 
 // NewDatabase creates a fresh, empty database for t and returns its DSN
 // (pgx key=value form). The database is dropped when t ends. It skips t
