@@ -1,0 +1,128 @@
+// This file proves, by random op sequences over the pure core (rapid), the
+// lease invariants: a grant only when no lease is live, never inside
+// lock-delay after an expiry, with a fence above every earlier fence and the
+// floor, to the queue's head; and a release frees at once.
+package registry
+
+import (
+	"fmt"
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"github.com/fencegate/fencegate/grant"
+)
+
+// coreModel drives one resource through the core and remembers what an
+// oracle needs: the last fence issued and how and when the last lease ended.
+type coreModel struct {
+	cfg       Config
+	rec       *Record
+	set       Settings
+	now       int64
+	seq       int
+	lastFence uint64
+	endKind   grant.State // how the last lease ended ("" if none yet)
+	endAt     int64
+}
+
+func (m *coreModel) observeEnds(puts []entryPut) {
+	for _, p := range puts {
+		if p.entry.State != grant.StateHeld {
+			m.endKind, m.endAt = p.entry.State, p.entry.EndedAtMs
+		}
+	}
+}
+
+func (m *coreModel) acquire(t *rapid.T) {
+	owner := rapid.SampledFrom([]string{"a", "b", "c"}).Draw(t, "owner")
+	wait := rapid.Bool().Draw(t, "wait")
+	m.seq++
+	in := input(owner, fmt.Sprint("r", m.seq), wait, m.now+rapid.Int64Range(1, 20_000).Draw(t, "waitMs"))
+	// Retry a queued waiter's own ticket sometimes, so heads get served.
+	if len(m.rec.Waiters) > 0 && rapid.Bool().Draw(t, "head") {
+		w := m.rec.Waiters[0]
+		in = input(w.Owner, w.RequestID, true, w.DeadlineMs)
+	}
+	before, _, _ := normalize(m.rec, m.set, m.now, m.cfg)
+	d, err := decideAcquire(m.rec, nil, m.set, in, m.now, m.cfg)
+	if err != nil {
+		return
+	}
+	m.observeEnds(d.entries) // a lease that ended inside this decision counts
+	if d.outcome == outGranted {
+		if before.Holder != nil {
+			t.Fatalf("granted over live holder %s", before.Holder.Grant.Lease)
+		}
+		if m.endKind == grant.StateExpired && m.now < m.endAt+int64(m.cfg.LockDelayMs) {
+			t.Fatalf("granted %d ms after an expiry, lock-delay %d", m.now-m.endAt, m.cfg.LockDelayMs)
+		}
+		if d.body.FenceToken <= m.lastFence || d.body.FenceToken <= m.rec.Floor {
+			t.Fatalf("fence %d not above last %d and floor %d", d.body.FenceToken, m.lastFence, m.rec.Floor)
+		}
+		if len(before.Waiters) > 0 && waiterIndex(before, in.key()) != 0 && m.now < before.FreeAtMs+int64(m.cfg.HandoffClaimMs) {
+			t.Fatalf("granted to %s ahead of head %s", in.owner, before.Waiters[0].Owner)
+		}
+		m.lastFence = d.body.FenceToken
+	}
+	if d.record != nil {
+		m.rec = d.record
+	}
+}
+
+func (m *coreModel) release(t *rapid.T) {
+	if m.rec.Holder == nil {
+		return
+	}
+	h := m.rec.Holder.Grant
+	d, err := decideRelease(m.rec, m.set, h.Owner, h.Lease, m.now, m.cfg)
+	if err != nil {
+		return
+	}
+	if d.record != nil {
+		if d.record.Holder != nil || d.record.FreeAtMs > m.now {
+			t.Fatalf("release did not free at once: freeAt %d now %d", d.record.FreeAtMs, m.now)
+		}
+		m.observeEnds(d.entries)
+		m.rec = d.record
+	}
+}
+
+func (m *coreModel) renew(t *rapid.T) {
+	if m.rec.Holder == nil {
+		return
+	}
+	h := m.rec.Holder.Grant
+	d, err := decideRenew(m.rec, m.set, h.Owner, h.Lease, m.now, m.cfg)
+	if err == nil {
+		if m.now >= m.rec.Holder.ExpiresAtMs {
+			t.Fatal("renewed an expired lease")
+		}
+		m.rec = d.record
+	}
+}
+
+func TestCoreInvariants(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		m := &coreModel{cfg: testCfg(), rec: &Record{}, now: t0}
+		t.Repeat(map[string]func(*rapid.T){
+			"acquire": m.acquire,
+			"release": m.release,
+			"renew":   m.renew,
+			"advance": func(t *rapid.T) { m.now += rapid.Int64Range(0, 12_000).Draw(t, "ms") },
+			"floor": func(t *rapid.T) {
+				if next := decideRaiseFloor(m.rec, m.lastFence+rapid.Uint64Range(0, 5).Draw(t, "up")); next != nil {
+					m.rec = next
+				}
+			},
+			"revoke": func(t *rapid.T) {
+				// Revoke the current epoch, then move the registry to the next.
+				m.set.RevokedBelowEpoch = m.cfg.IssuerEpoch
+				if rapid.Bool().Draw(t, "bump") {
+					m.set.RevokedBelowEpoch = m.cfg.IssuerEpoch + 1
+					m.cfg.IssuerEpoch++
+				}
+			},
+		})
+	})
+}
