@@ -85,3 +85,33 @@ func TestRenewExtendsFromRegistryClock(t *testing.T) {
 		t.Fatalf("validUntil %s passes expiry %s minus skew", st.Status.ValidUntil, exp)
 	}
 }
+
+func TestWaiterServedAfterExpiryPlusLockDelay(t *testing.T) {
+	e := newEnv(t, nil)
+	a := e.mustAcquire("worker-a", req("inv/1", "a1"))
+	type result struct {
+		is  registry.Issued
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		w := req("inv/1", "b1")
+		w.WaitMs = 30_000
+		is, err := e.reg.Acquire(e.ctx, "worker-b", w)
+		done <- result{is, err}
+	}()
+	waitWaiters(t, e, "inv/1", 1)
+	e.clock.Advance(10 * time.Second) // the lease expires; lock-delay starts
+	time.Sleep(20 * time.Millisecond) // several polls (a pass here proves nothing; a failure would)
+	select {
+	case r := <-done:
+		t.Fatalf("granted inside lock-delay: %+v %v", r.is.Grant, r.err)
+	default:
+	}
+	e.clock.Advance(time.Duration(e.reg.Config().LockDelayMs) * time.Millisecond)
+	r := <-done
+	if r.err != nil || r.is.Grant.FenceToken != a.Grant.FenceToken+1 {
+		t.Fatalf("waiter: %v %v", r.is.Grant, r.err)
+	}
+	e.checkProofs(r.is)
+}
