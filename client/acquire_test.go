@@ -1,0 +1,227 @@
+// This file proves acquire never runs two identities: a lost answer is
+// recovered under the same request ID; while the registry cannot answer,
+// the ID is kept until TTL + margin passed; concurrent acquires of one
+// resource never put two request IDs in flight or hold two grants.
+package client_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fencegate/fencegate/client"
+	"github.com/fencegate/fencegate/client/clienttest"
+	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/registry"
+)
+
+func requestIDs(n *clienttest.Lossy) []string {
+	var ids []string
+	for _, c := range n.Calls() {
+		if (c.Op == "Acquire" || c.Op == "QueryRequest") && (len(ids) == 0 || ids[len(ids)-1] != c.Key) {
+			ids = append(ids, c.Key)
+		}
+	}
+	return ids
+}
+
+func TestLostAcquireResponseRecoversSameRequestID(t *testing.T) {
+	f := newFixture(t)
+	w := f.worker(ownerA, 10, true)
+	first := true
+	w.net.Fault = func(op, _ string) clienttest.Fault {
+		if op == "Acquire" && first {
+			first = false
+			return clienttest.DropResponse // granted, answer lost
+		}
+		return clienttest.Pass
+	}
+	l, err := f.acquire(f.ctx, w, request("op-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := requestIDs(w.net)
+	if len(ids) != 1 || l.Grant().RequestID != ids[0] {
+		t.Fatalf("request IDs used %q, grant's %s: want one", ids, l.Grant().RequestID)
+	}
+	if q := calls(w.net, "QueryRequest"); len(q) != 1 {
+		t.Fatalf("%d QueryRequest calls, want 1 (recovery by the same request ID)", len(q))
+	}
+	if l.Grant().FenceToken != 1 {
+		t.Fatalf("fence %d: the lost grant was not the one recovered", l.Grant().FenceToken)
+	}
+}
+
+func TestUnreachableRegistryKeepsRequestIDUntilTTLPlusMargin(t *testing.T) {
+	f := newFixture(t)
+	w := f.worker(ownerA, 11, true)
+	w.net.Fault = func(op, _ string) clienttest.Fault {
+		if op == "Acquire" {
+			return clienttest.DropResponse // the first one is granted; no answer ever arrives
+		}
+		return clienttest.DropRequest
+	}
+	ctx, cancel := context.WithCancel(f.ctx)
+	go func() { // give up after 5s of fake time
+		for f.clock.Now().Before(clienttest.T0.Add(5 * time.Second)) {
+			time.Sleep(100 * time.Microsecond)
+		}
+		cancel()
+	}()
+	if _, err := f.acquire(ctx, w, request("op-1")); !errors.Is(err, context.Canceled) {
+		t.Fatalf("acquire against an unreachable registry: %v", err)
+	}
+	id, ok := w.s.Pending(resource)
+	if ids := requestIDs(w.net); !ok || len(ids) != 1 || ids[0] != id {
+		t.Fatalf("pending %q %v, IDs used %q: want one ID, still pending", id, ok, ids)
+	}
+	// Another operation may not start a second identity yet.
+	var pe *client.PendingError
+	if _, err := w.s.Acquire(f.ctx, request("op-2")); !errors.As(err, &pe) || pe.RequestID != id {
+		t.Fatalf("other acquire while pending: %v, want *PendingError for %s", err, id)
+	}
+	// The same operation retries under the same ID; the registry is back
+	// and still holds that grant: it is recovered, not duplicated.
+	w.net.Fault = nil
+	l, err := f.acquire(f.ctx, w, request("op-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Grant().RequestID != id || w.net.MaxDifferentInFlight() != 1 {
+		t.Fatalf("grant request %s, want %s; max IDs in flight %d", l.Grant().RequestID, id, w.net.MaxDifferentInFlight())
+	}
+}
+
+func TestNewRequestIDOnlyAfterOldAttemptPresumedOver(t *testing.T) {
+	f := newFixture(t)
+	w := f.worker(ownerA, 12, true)
+	ctx, cancel := context.WithCancel(f.ctx)
+	w.net.Fault = func(op, _ string) clienttest.Fault {
+		if op == "Acquire" {
+			return clienttest.DropResponse // granted, answer lost
+		}
+		cancel() // the recovery query is lost too, and the caller gives up
+		return clienttest.DropRequest
+	}
+	if _, err := f.acquire(ctx, w, request("op-1")); err == nil {
+		t.Fatal("acquire succeeded with every answer lost")
+	}
+	old, _ := w.s.Pending(resource)
+	// Still unreachable; another operation waits out TTL + AcquireMargin
+	// from the last send.
+	var pe *client.PendingError
+	if _, err := w.s.Acquire(f.ctx, request("op-2")); !errors.As(err, &pe) || pe.RequestID != old {
+		t.Fatalf("other operation while pending: %v, want *PendingError", err)
+	}
+	f.clock.Advance(pe.ReusableAt.Sub(f.clock.Now()) - time.Millisecond)
+	if _, err := w.s.Acquire(f.ctx, request("op-2")); !errors.Is(err, client.ErrAcquirePending) {
+		t.Fatalf("just before TTL + margin: %v, want ErrAcquirePending", err)
+	}
+	f.clock.Advance(time.Millisecond)
+	w.net.Fault = nil
+	l, err := f.acquire(f.ctx, w, request("op-2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Grant().RequestID == old {
+		t.Fatal("a new operation reused the old request ID")
+	}
+	// The old grant was over (expired at the registry) before the new ID
+	// was first sent: never two identities at once.
+	oldIs, err := f.reg.QueryRequest(f.ctx, ownerA, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if oldIs.Status.State == grant.StateHeld || !oldIs.Grant.ExpiresAt.Before(l.Grant().IssuedAt) {
+		t.Fatalf("old grant %s expiring %s overlaps new grant issued %s", oldIs.Status.State, oldIs.Grant.ExpiresAt, l.Grant().IssuedAt)
+	}
+	if l.Grant().FenceToken <= oldIs.Grant.FenceToken {
+		t.Fatalf("new fence %d not above old %d", l.Grant().FenceToken, oldIs.Grant.FenceToken)
+	}
+}
+
+func TestLostAnswerOfGrantThatEndedDrawsNewID(t *testing.T) {
+	f := newFixture(t)
+	w := f.worker(ownerA, 13, true)
+	var down atomic.Bool
+	down.Store(true)
+	acquires := 0
+	w.net.Fault = func(op, _ string) clienttest.Fault {
+		if op == "Acquire" {
+			acquires++
+		}
+		switch {
+		case op == "Acquire" && acquires == 1:
+			return clienttest.DropResponse // granted, answer lost
+		case down.Load():
+			return clienttest.DropRequest
+		}
+		return clienttest.Pass
+	}
+	go func() { // the outage outlasts the lost grant's TTL and lock-delay
+		for f.clock.Now().Before(clienttest.T0.Add(ttl + 3*time.Second)) {
+			time.Sleep(100 * time.Microsecond)
+		}
+		down.Store(false)
+	}()
+	l, err := f.acquire(f.ctx, w, request("op-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := requestIDs(w.net)
+	if len(ids) != 2 || l.Grant().RequestID != ids[1] || l.Grant().FenceToken != 2 {
+		t.Fatalf("IDs %q, grant %s fence %d: want the ended first grant, then a second ID", ids, l.Grant().RequestID, l.Grant().FenceToken)
+	}
+	if w.net.MaxDifferentInFlight() != 1 {
+		t.Fatalf("%d request IDs in flight at once", w.net.MaxDifferentInFlight())
+	}
+}
+
+func TestConcurrentAcquiresNeverTwoIdentities(t *testing.T) {
+	f := newFixture(t)
+	w := f.worker(ownerA, 14, true)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var leases []*client.Lease
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := request("op-1")
+			if i%2 == 1 {
+				r.OperationID = "op-2"
+			}
+			l, err := w.s.Acquire(f.ctx, r)
+			if err == nil {
+				mu.Lock()
+				leases = append(leases, l)
+				mu.Unlock()
+				return
+			}
+			if !errors.Is(err, client.ErrAlreadyHeld) && !errors.Is(err, client.ErrAcquirePending) {
+				t.Errorf("acquire %d: %v", i, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if len(leases) != 1 || w.net.MaxDifferentInFlight() != 1 {
+		t.Fatalf("%d leases, %d IDs in flight at once: want 1 and 1", len(leases), w.net.MaxDifferentInFlight())
+	}
+}
+
+func TestDefiniteRefusalIsFinal(t *testing.T) {
+	f := newFixture(t)
+	a, b := f.worker(ownerA, 15, true), f.worker(ownerB, 16, true)
+	if _, err := f.acquire(f.ctx, a, request("op-1")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.acquire(f.ctx, b, request("op-2")); !errors.Is(err, registry.ErrBusy) {
+		t.Fatalf("second owner: %v, want registry.ErrBusy", err)
+	}
+	if _, ok := b.s.Pending(resource); ok {
+		t.Fatal("a refused request ID is still pending")
+	}
+}
