@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/fencegate/fencegate/grant"
 )
 
 // Fault is one kind of injected fault. Each has a rate: the probability
@@ -98,6 +100,10 @@ type Config struct {
 	// holder HELD. Optional, defaults to 3000: lock-delay (1000) plus two
 	// acquire retries plus round trips.
 	HandoffBudgetMs int64
+	// Alg is the proof algorithm of every key. Optional, defaults to
+	// Ed25519 (the production default); HMAC-SHA256 is ten times cheaper
+	// to sign and verify and gives the same decisions.
+	Alg grant.Alg
 	// Parallel is how many goroutines run rounds. Optional, defaults to 1.
 	// Results do not depend on it.
 	Parallel int
@@ -125,6 +131,12 @@ func (c *Config) fill() error {
 	}
 	if c.HandoffBudgetMs == 0 {
 		c.HandoffBudgetMs = 3000
+	}
+	if c.Alg == "" {
+		c.Alg = grant.AlgEd25519
+	}
+	if c.Alg != grant.AlgEd25519 && c.Alg != grant.AlgHMACSHA256 {
+		return fmt.Errorf("sim: algorithm %q (ed25519 or hmac-sha256)", c.Alg)
 	}
 	if c.Parallel < 1 {
 		c.Parallel = 1

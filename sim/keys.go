@@ -3,6 +3,9 @@ package sim
 import (
 	"bytes"
 	"crypto/sha256"
+	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/fencegate/fencegate/gate"
@@ -34,40 +37,69 @@ type keySet struct {
 // ClockSkewMaxMs (both default 500 ms).
 const statusSkewMax = 500 * time.Millisecond
 
-func newKeySet() *keySet {
+// verifyCacheEntries bounds the gate's verify cache: a round re-verifies
+// its few grants and status proofs on every segment.
+const verifyCacheEntries = 1 << 16
+
+// newKeySet builds the keys for alg. An HMAC trust bundle names its
+// secrets by file, so for AlgHMACSHA256 the secrets are written to a
+// temporary folder that lives only while the bundle is loaded.
+func newKeySet(alg grant.Alg) (*keySet, error) {
 	k := &keySet{
-		registry: derivedKey("k-registry"),
-		old:      derivedKey("k-old"),
-		retired:  derivedKey("k-retired"),
-		evil:     derivedKey("k-evil"),
+		registry: derivedKey(alg, "k-registry"),
+		old:      derivedKey(alg, "k-old"),
+		retired:  derivedKey(alg, "k-retired"),
+		evil:     derivedKey(alg, "k-evil"),
 	}
-	entry := func(sk *grant.SigningKey, minE, maxE uint64, st grant.KeyState) grant.BundleKey {
-		return grant.BundleKey{KeyID: sk.KeyID, Alg: grant.AlgEd25519, PublicKey: grant.EncodeKey(sk.PublicKey()),
-			MinEpoch: minE, MaxEpoch: maxE, State: st}
+	dir := ""
+	if alg == grant.AlgHMACSHA256 {
+		var err error
+		if dir, err = os.MkdirTemp("", "fencegate-sim-keys-"); err != nil {
+			return nil, fmt.Errorf("sim: hmac keys: %w", err)
+		}
+		defer os.RemoveAll(dir)
 	}
-	b, err := grant.NewBundle(grant.BundleFile{
-		Version: 1, RevokedBelowEpoch: epochLive,
-		Keys: []grant.BundleKey{
-			entry(k.registry, epochLive, 0, grant.KeyActive),
-			entry(k.old, 1, epochRevoked, grant.KeyVerifyOnly),
-			entry(k.retired, 1, 0, grant.KeyRetired),
-		},
-	}, "")
+	entry := func(sk *grant.SigningKey, minE, maxE uint64, st grant.KeyState) (grant.BundleKey, error) {
+		e := grant.BundleKey{KeyID: sk.KeyID, Alg: alg, MinEpoch: minE, MaxEpoch: maxE, State: st}
+		if alg == grant.AlgEd25519 {
+			e.PublicKey = grant.EncodeKey(sk.PublicKey())
+			return e, nil
+		}
+		e.SecretFile = sk.KeyID + ".json"
+		return e, os.WriteFile(filepath.Join(dir, e.SecretFile), sk.MarshalKeyFile(), 0o600)
+	}
+	var keys []grant.BundleKey
+	for _, e := range []struct {
+		sk         *grant.SigningKey
+		minE, maxE uint64
+		st         grant.KeyState
+	}{
+		{k.registry, epochLive, 0, grant.KeyActive},
+		{k.old, 1, epochRevoked, grant.KeyVerifyOnly},
+		{k.retired, 1, 0, grant.KeyRetired},
+	} {
+		bk, err := entry(e.sk, e.minE, e.maxE, e.st)
+		if err != nil {
+			return nil, fmt.Errorf("sim: key %s: %w", e.sk.KeyID, err)
+		}
+		keys = append(keys, bk)
+	}
+	b, err := grant.NewBundle(grant.BundleFile{Version: 1, RevokedBelowEpoch: epochLive, Keys: keys}, dir)
 	if err != nil {
-		panic("sim: trust bundle: " + err.Error())
+		return nil, fmt.Errorf("sim: trust bundle: %w", err)
 	}
-	k.policy = &gate.Policy{Verifier: grant.NewVerifier(b, 1<<16), StatusSkewMax: statusSkewMax}
+	k.policy = &gate.Policy{Verifier: grant.NewVerifier(b, verifyCacheEntries), StatusSkewMax: statusSkewMax}
 	if err := k.policy.Check(); err != nil {
-		panic("sim: gate policy: " + err.Error())
+		return nil, fmt.Errorf("sim: gate policy: %w", err)
 	}
-	return k
+	return k, nil
 }
 
-// derivedKey is a fixed Ed25519 key named id: keys are part of the
-// simulated world, so they are the same in every run.
-func derivedKey(id string) *grant.SigningKey {
+// derivedKey is a fixed key named id: keys are part of the simulated
+// world, so they are the same in every run.
+func derivedKey(alg grant.Alg, id string) *grant.SigningKey {
 	s := sha256.Sum256([]byte("fencegate/sim/" + id))
-	k, err := grant.GenerateKey(grant.AlgEd25519, id, bytes.NewReader(s[:]))
+	k, err := grant.GenerateKey(alg, id, bytes.NewReader(s[:]))
 	if err != nil {
 		panic("sim: key: " + err.Error())
 	}

@@ -25,6 +25,7 @@ type Report struct {
 	Broken          string             `json:"brokenProtection,omitempty"`
 	Faults          map[string]float64 `json:"faults"`
 	SkewBeyondBound bool               `json:"skewBeyondBound"`
+	Alg             string             `json:"alg"`
 
 	StaleAccepted         int `json:"staleAccepted"`
 	StaleNotHolder        int `json:"staleNotHolder"`
@@ -78,7 +79,7 @@ type BeyondBound struct {
 func newReport(cfg *Config, c *Counts, elapsed time.Duration) *Report {
 	r := &Report{
 		Rounds: c.Rounds, Seed: cfg.Seed, Round: cfg.Round, Unsafe: cfg.Break == BreakFence,
-		Faults: map[string]float64{}, SkewBeyondBound: cfg.SkewBeyondBound,
+		Faults: map[string]float64{}, SkewBeyondBound: cfg.SkewBeyondBound, Alg: string(cfg.Alg),
 		StaleAccepted: c.StaleAccepted, StaleNotHolder: c.StaleNotHolder, StaleAfterHigherFence: c.StaleAfterHigherFence,
 		ForgedAccepted: c.ForgedAccepted, HighestFencePolluted: c.HighestFencePolluted,
 		SegmentSkipAccepted: c.SegmentSkipAccepted, RegressionAccepted: c.RegressionAccepted,
@@ -180,7 +181,7 @@ func (r *Report) WriteText(w io.Writer) {
 	} else if r.Broken != "" {
 		mode = "protection deliberately broken: " + r.Broken
 	}
-	fmt.Fprintf(w, "fencegate sim: %d rounds, seed %d, %s\n", r.Rounds, r.Seed, mode)
+	fmt.Fprintf(w, "fencegate sim: %d rounds, seed %d, %s proofs, %s\n", r.Rounds, r.Seed, r.Alg, mode)
 	fmt.Fprintf(w, "  faults: %s\n\n", faultsLine(r.Faults))
 	row := func(name string, v any, note string) { fmt.Fprintf(w, "  %-40s %14v  %s\n", name, v, note) }
 	zero := func(n int) string {

@@ -2,6 +2,8 @@ package sim
 
 import (
 	"fmt"
+
+	"github.com/fencegate/fencegate/grant"
 	"sync"
 	"time"
 )
@@ -16,7 +18,10 @@ func Run(cfg Config) (*Report, error) {
 	if err := cfg.fill(); err != nil {
 		return nil, err
 	}
-	keys := newKeySet()
+	keys, err := newKeySet(cfg.Alg)
+	if err != nil {
+		return nil, err
+	}
 	first, last := 1, cfg.Rounds
 	if cfg.Round > 0 {
 		first, last = cfg.Round, cfg.Round
@@ -83,6 +88,9 @@ func reproCommand(cfg *Config, r int) string {
 	}
 	if cfg.SkewBeyondBound {
 		cmd += " --skew-beyond-bound"
+	}
+	if cfg.Alg != grant.AlgEd25519 {
+		cmd += " --alg " + string(cfg.Alg)
 	}
 	return cmd + " --trace"
 }

@@ -5,6 +5,8 @@ package sim
 
 import (
 	"testing"
+
+	"github.com/fencegate/fencegate/grant"
 )
 
 // shortRounds is the CI run: every fault enabled.
@@ -53,7 +55,10 @@ func TestSameSeedSameRun(t *testing.T) {
 
 func TestRoundReplaysAlone(t *testing.T) {
 	cfg := Config{Rounds: 50, Seed: 11, Rates: DefaultRates}
-	keys := newKeySet()
+	keys, err := newKeySet(grant.AlgEd25519)
+	if err != nil {
+		t.Fatal(err)
+	}
 	inRun := make([]*Counts, 0, cfg.Rounds)
 	if err := cfg.fill(); err != nil {
 		t.Fatal(err)
@@ -81,4 +86,14 @@ func TestUnsafeNegativeControl(t *testing.T) {
 	}
 	t.Logf("unsafe: %d stale (%d not holder, %d below a higher fence), %d forged accepted",
 		r.StaleAccepted, r.StaleNotHolder, r.StaleAfterHigherFence, r.ForgedAccepted)
+}
+
+func TestAlgorithmDoesNotChangeDecisions(t *testing.T) {
+	cfg := Config{Rounds: 300, Seed: 5, Rates: DefaultRates}
+	ed := run(t, cfg)
+	cfg.Alg = grant.AlgHMACSHA256
+	mac := run(t, cfg)
+	if ed.EventLogDigest != mac.EventLogDigest {
+		t.Fatalf("Ed25519 digest %s, HMAC digest %s: the algorithm changed a decision", ed.EventLogDigest, mac.EventLogDigest)
+	}
 }

@@ -81,7 +81,8 @@ type worker struct {
 	confirmMs   int64 // local instant of the last confirmation's send
 	unknownMs   int64 // true instant OWNERSHIP_UNKNOWN began, -1 when not
 	writes      int
-	gapStreak   int // SEGMENT_GAP answers in a row
+	gapStreak   int  // SEGMENT_GAP answers in a row
+	releasing   bool // the current grant is being released: no renewals, no writes
 	releaseTry  int
 	started     bool
 	done        bool
@@ -189,6 +190,9 @@ func (k *worker) onAcquire(tok int, sentLocal int64, is registry.Issued, err err
 // held makes the worker the holder under is.
 func (k *worker) held(is registry.Issued, sentLocal int64) {
 	same := k.is.Grant != nil && k.is.Grant.Lease == is.Grant.Lease
+	if !same {
+		k.releasing = false
+	}
 	if is.Grant.Lease != k.journalLease {
 		// A new grant, even under a journalled request ID (a restored
 		// registry can issue one): its segments start at 1.
@@ -208,7 +212,7 @@ func (k *worker) held(is registry.Issued, sentLocal int64) {
 func (k *worker) scheduleRenew() {
 	lease := k.is.Grant.Lease
 	k.timer(renewEveryMs, func() {
-		if k.state == stHeld && k.is.Grant.Lease == lease {
+		if k.state == stHeld && k.is.Grant.Lease == lease && !k.releasing {
 			k.renew()
 		}
 	})
@@ -251,6 +255,10 @@ func (k *worker) onRenew(tok int, sentLocal int64, is registry.Issued, err error
 		k.resolveUnknown()
 		k.state, k.confirmMs = stHeld, sentLocal
 		k.is, k.statusBytes = is, is.Status.Encode()
+		if k.releasing {
+			k.release() // the release was interrupted: finish it
+			return
+		}
 		k.scheduleRenew()
 		k.writeNext()
 	case errors.Is(err, registry.ErrLeaseExpired), errors.Is(err, registry.ErrNotHolder), errors.Is(err, registry.ErrEpochRevoked):

@@ -20,7 +20,11 @@ func (k *worker) proofUsable() bool {
 // writeNext sends the next segment if the lease is certain and the
 // operation unfinished.
 func (k *worker) writeNext() {
-	if !k.certain() || k.inflight != 0 || k.ackedSeq >= k.segs {
+	if !k.certain() || k.inflight != 0 || k.releasing {
+		return
+	}
+	if k.ackedSeq >= k.segs {
+		k.release()
 		return
 	}
 	if k.localMs() >= k.confirmMs+leaseTTLMs-statusSkewMax.Milliseconds() {
@@ -134,6 +138,7 @@ func (k *worker) release() {
 	if k.state == stReleased || k.state == stExpired {
 		return
 	}
+	k.releasing = true
 	k.callTok++
 	tok, inc, g := k.callTok, k.inc, k.is.Grant
 	deliver := func() {

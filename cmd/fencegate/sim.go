@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/sim"
 )
 
@@ -19,7 +20,8 @@ func init() {
 }
 
 const simUsage = `usage: fencegate sim [--rounds N] [--seed S] [--faults all|none|NAME[=RATE],...]
-                    [--unsafe] [--skew-beyond-bound] [--round K [--trace]] [--json]
+                    [--unsafe] [--skew-beyond-bound] [--alg ed25519|hmac-sha256]
+                    [--round K [--trace]] [--json]
 
 The full gate of the specification (about a minute on two cores):
   fencegate sim --rounds 100000 --faults all
@@ -43,6 +45,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	trace := fs.Bool("trace", false, "with --round: print every event of the round")
 	asJSON := fs.Bool("json", false, "print the report as one JSON object")
 	parallel := fs.Int("parallel", runtime.GOMAXPROCS(0), "goroutines running rounds (results do not depend on it)")
+	alg := fs.String("alg", "ed25519", "proof algorithm of every key: ed25519 or hmac-sha256 (same decisions, about 3x faster rounds)")
 	budget := fs.Int64("handoff-budget-ms", 0, "handoff p99 budget in ms (default 3000)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -55,6 +58,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
 	cfg.SkewBeyondBound, cfg.Round, cfg.Parallel, cfg.HandoffBudgetMs = *beyond, *round, *parallel, *budget
+	cfg.Alg = grant.Alg(*alg)
 	if *trace {
 		if *round == 0 {
 			return fmt.Errorf("%w: --trace needs --round", errUsage)
