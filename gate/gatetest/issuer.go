@@ -7,6 +7,7 @@ package gatetest
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/base64"
 	"fmt"
 	"time"
 
@@ -44,10 +45,10 @@ func NewIssuer(seed string) *Issuer {
 }
 
 func bundleFor(k *grant.SigningKey, version, revokedBelow uint64) *grant.Bundle {
-	pub := grant.Proof{Alg: grant.AlgEd25519, KeyID: "x", Bytes: k.PublicKey()}.String()
+	pub := base64.RawURLEncoding.EncodeToString(k.PublicKey())
 	b, err := grant.NewBundle(grant.BundleFile{
 		Version: version, RevokedBelowEpoch: revokedBelow,
-		Keys: []grant.BundleKey{{KeyID: k.KeyID, Alg: grant.AlgEd25519, PublicKey: pub[len("sig:x:"):], MinEpoch: 1, State: grant.KeyActive}},
+		Keys: []grant.BundleKey{{KeyID: k.KeyID, Alg: grant.AlgEd25519, PublicKey: pub, MinEpoch: 1, State: grant.KeyActive}},
 	}, "")
 	if err != nil {
 		panic(err)

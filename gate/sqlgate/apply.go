@@ -26,8 +26,8 @@ var ErrBusiness = errors.New("sqlgate: business change failed")
 //     state and the receipt are in tx — commit it.
 //   - REPLAYED: (original receipt, error matching gate.ErrReplayed); fn did
 //     not run; gate.IsSuccess(err) is true.
-//   - shadow mode, not accepted: (receipt with empty ID and the would-be
-//     Outcome, nil); fn ran; the decision is in the shadow log.
+//   - shadow mode, not accepted: (an unstored receipt whose Outcome is the
+//     would-be rejection, nil); fn ran; the decision is in the shadow log.
 //   - a rejection: (zero, *gate.Rejection); fn did not run. If
 //     Rejection.Recorded, tx holds the quarantine row, alarm row or pause
 //     that the decision recorded: commit tx to keep them (Run does).

@@ -136,11 +136,14 @@ func testModes(t *testing.T, b backend) {
 	}
 	stale := e.iss.WithStatus(e.iss.Mutation(wr(r, 4, "op-old"), 1, "p"), grant.StateExpired)
 	rc, err := e.apply(owner, stale, "stale")
-	if err != nil || rc.Outcome != gate.StaleOwner || rc.ID() == "" && rc.Mode != gate.ModeShadow {
+	if err != nil || rc.Outcome != gate.StaleOwner || rc.Mode != gate.ModeShadow {
 		t.Fatalf("shadow must let it through and say STALE_OWNER: %+v %v", rc, err)
 	}
 	if n := e.count(`SELECT count(*) FROM ledger WHERE payload = 'stale'`); n != 1 {
 		t.Fatal("shadow: business change must proceed")
+	}
+	if n := e.count(`SELECT count(*) FROM fencegate_receipts WHERE resource = $1`, r); n != 1 {
+		t.Fatalf("shadow rejection stored a receipt: %d receipts", n)
 	}
 	logs, err := e.g.Records(e.ctx, e.db, "shadow_log", r)
 	if err != nil || len(logs) != 1 || logs[0].Kind != string(gate.StaleOwner) {
