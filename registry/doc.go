@@ -19,6 +19,36 @@
 // until retention deletes it. It is therefore truthful (that revision really
 // contains the grant) and linearizable, and needs no guess before commit.
 //
+// # Time
+//
+// Only the registry clock judges expiry: a lease whose expiresAt <= now is
+// over, and the next grant waits until expiresAt + LockDelayMs (after an
+// expiry only; a release frees at once). A status proof's validUntil is
+// min(now + StatusProofTTLMs, expiry - ClockSkewMaxMs), never before now.
+// Replicas sharing a store each use their own clock; their skew must stay
+// within ClockSkewMaxMs, which LockDelayMs must cover.
+//
+// # Waiting
+//
+// A waiting acquire puts a ticket (owner, request ID, deadline) at the tail
+// of the resource's queue in the record itself, so the order is one order
+// for every replica. A free resource goes to the head ticket; a non-waiting
+// acquire never jumps a live queue (ErrBusy). A ticket leaves when it is
+// granted, its caller cancels (best effort), its deadline passes, or it
+// lets HandoffClaimMs pass at the head of a free resource (its holder is
+// presumed gone; the next head gets a full window). Waiters wake on store
+// watches and poll at most every WaitPollMsMax for what no write announces.
+//
+// # Request IDs
+//
+// A request ID is scoped to its owner. Its entry (the grant, a digest of
+// the parameters, the state) is written in the granting transaction and
+// updated in the transaction that ends the lease; a retry with the same
+// parameters gets the same grant with a fresh status, other parameters get
+// ErrRequestMismatch. Entries are kept RequestRetentionMs after the lease
+// ended (SweepRequests deletes them later); a live grant's entry is never
+// removed.
+//
 // # What a lease does not do
 //
 // A lease can be lost at any moment: a paused owner keeps running after its
