@@ -118,7 +118,12 @@ func (r *resource) breakInput(in gate.Input) gate.Input {
 			in.Verified.Mutation.SegmentSeq = 1
 		}
 	case BreakRegression:
+		// The bug: trust the registry. A grant proven current whose fence
+		// does not advance resets the fence state to just below it.
 		in.State.Paused = false
+		if in.Prior != nil && in.Prior.GrantDigest != in.Verified.GrantDigest {
+			in.Prior = nil
+		}
 		if fence <= in.State.HighestFence && in.Prior == nil {
 			in.State.HighestFence, in.State.LastSegmentSeq, in.State.Root = fence-1, 0, grant.Digest{}
 		}

@@ -1,0 +1,57 @@
+// This file proves each checker count can fail: with one protection
+// disabled on purpose, the faults that protection answers make the
+// matching count non-zero (and the run report violations), and a gate
+// clock beyond the skew bound is detected and reported, never silent.
+package sim
+
+import "testing"
+
+func only(rates map[Fault]float64) [faultCount]float64 {
+	var r [faultCount]float64
+	for f, v := range rates {
+		r[f] = v
+	}
+	return r
+}
+
+func TestBrokenProtectionIsCaught(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		brk   Break
+		rates map[Fault]float64
+		count func(*Report) int
+	}{
+		{"lease-only stale", BreakFence, map[Fault]float64{FaultPause: 1, FaultSkew: 1}, func(r *Report) int { return r.StaleAccepted }},
+		{"no auth forged", BreakAuth, map[Fault]float64{FaultAdversary: 1}, func(r *Report) int { return r.ForgedAccepted }},
+		{"fence before auth", BreakAuthOrder, map[Fault]float64{FaultAdversary: 1}, func(r *Report) int { return r.HighestFencePolluted }},
+		{"no segment order", BreakSegments, map[Fault]float64{FaultReorder: 1}, func(r *Report) int { return r.SegmentSkipAccepted }},
+		{"regression let through", BreakRegression, map[Fault]float64{FaultRestore: 1}, func(r *Report) int { return r.RegressionAccepted + r.StaleAccepted }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rates := only(tc.rates)
+			fixed := run(t, Config{Rounds: 300, Seed: 3, Rates: rates})
+			if !fixed.OK() || tc.count(fixed) != 0 {
+				t.Fatalf("with the protection on: count %d, %d violations", tc.count(fixed), fixed.ViolationsTotal)
+			}
+			broken := run(t, Config{Rounds: 300, Seed: 3, Rates: rates, Break: tc.brk})
+			if tc.count(broken) == 0 || broken.OK() {
+				t.Fatalf("protection %s off: count %d, %d violations: the checker cannot fail", breakName(tc.brk), tc.count(broken), broken.ViolationsTotal)
+			}
+		})
+	}
+}
+
+func TestClockBeyondBoundIsDetected(t *testing.T) {
+	r := run(t, Config{Rounds: 500, Seed: 9, Rates: only(map[Fault]float64{FaultPause: 1, FaultAdversary: 1}), SkewBeyondBound: true})
+	b := r.BeyondBound
+	if b.Rounds == 0 || b.Slipped == 0 {
+		t.Fatalf("beyond-bound rounds %d, slipped %d: the lagging clock had no effect to report", b.Rounds, b.Slipped)
+	}
+	if b.Detected == 0 || b.Undetected != 0 {
+		t.Fatalf("lag detected in %d of %d rounds, %d slips undetected", b.Detected, b.Rounds, b.Undetected)
+	}
+	if r.StaleAfterHigherFence != 0 || r.HighestFencePolluted != 0 || r.SegmentSkipAccepted != 0 {
+		t.Fatalf("beyond the clock bound the fence must still order writes: %+v", r)
+	}
+	t.Logf("beyond bound: %d rounds, lag detected in %d, %d writes slipped (none undetected)", b.Rounds, b.Detected, b.Slipped)
+}
