@@ -1,0 +1,164 @@
+package client
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/fencegate/fencegate/client/reconcile"
+	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/grant"
+)
+
+// ReceiptQuerier answers "did this operation happen?" from the resource's
+// receipts: gate.Answer with the receipts for the operation ID and the
+// resource's highestFence, judged for an attempt under fence (gate.Judge).
+// sqlgate.Gate.QueryOperation has this shape once its *sql.DB is bound:
+//
+//	client.ReceiptQuerierFunc(func(ctx context.Context, r, op string, f uint64) (gate.Answer, error) {
+//		return g.QueryOperation(ctx, db, r, op, f)
+//	})
+type ReceiptQuerier interface {
+	QueryOperation(ctx context.Context, resource, operationID string, fence uint64) (gate.Answer, error)
+}
+
+// ReceiptQuerierFunc adapts a function to ReceiptQuerier.
+type ReceiptQuerierFunc func(ctx context.Context, resource, operationID string, fence uint64) (gate.Answer, error)
+
+// QueryOperation calls f.
+func (f ReceiptQuerierFunc) QueryOperation(ctx context.Context, resource, operationID string, fence uint64) (gate.Answer, error) {
+	return f(ctx, resource, operationID, fence)
+}
+
+// Unknown is a write whose outcome is unknown (MUTATION_UNKNOWN): a
+// timeout, a lost ACK, a commit error. SegmentSeq 0 asks about the whole
+// operation.
+type Unknown struct {
+	Resource      string
+	OperationID   string
+	FenceToken    uint64
+	SegmentSeq    uint64
+	PayloadDigest grant.Digest
+}
+
+// UnknownOf is the Unknown for an envelope whose answer was lost.
+func UnknownOf(m gate.Mutation) Unknown {
+	return Unknown{Resource: m.Resource, OperationID: m.OperationID, FenceToken: m.FenceToken,
+		SegmentSeq: m.SegmentSeq, PayloadDigest: m.PayloadDigest}
+}
+
+// Resolution is what became of an Unknown.
+type Resolution struct {
+	// Verdict: ACCEPTED (reuse Receipt, do not write again), PROVEN_ABSENT
+	// (it never happened and never will: acquire a new grant and submit a
+	// NEW operation under the new fence) or UNDETERMINED (queued).
+	Verdict gate.Verdict
+	// Receipt is the resource's receipt for the segment (ACCEPTED only;
+	// for a whole-operation query, the last one).
+	Receipt *gate.Receipt
+	// Answer is the resource's evidence.
+	Answer gate.Answer
+	// Queued is the reconciliation item (UNDETERMINED with a Queue only).
+	Queued *reconcile.Item
+}
+
+// Resolver settles MUTATION_UNKNOWN by operation ID against the resource's
+// receipts. Receipts is required; Queue is optional (without it an
+// UNDETERMINED resolution is returned but not recorded).
+//
+// While the lease is still HELD, a simpler recovery exists: send the same
+// envelope again (Refresh it if its proof aged). The gate returns the
+// original receipt for an accepted segment (REPLAYED) or accepts it now.
+// The Resolver is for when that is no longer possible.
+type Resolver struct {
+	Receipts ReceiptQuerier
+	Queue    *reconcile.Queue
+}
+
+// Resolve asks the resource about u and, when the answer is UNDETERMINED,
+// records u in the reconciliation queue (once; its deadline is not pushed
+// back by asking again).
+func (r *Resolver) Resolve(ctx context.Context, u Unknown) (Resolution, error) {
+	a, err := r.Receipts.QueryOperation(ctx, u.Resource, u.OperationID, u.FenceToken)
+	if err != nil {
+		return Resolution{}, fmt.Errorf("client: resolve %s/%s: %w", u.Resource, u.OperationID, err)
+	}
+	res, err := judgeSegment(a, u)
+	if err != nil || res.Verdict != gate.VerdictUndetermined || r.Queue == nil {
+		return res, err
+	}
+	it, err := r.Queue.Enqueue(ctx, reconcile.Item{Resource: u.Resource, OperationID: u.OperationID,
+		FenceToken: u.FenceToken, SegmentSeq: u.SegmentSeq, PayloadDigest: u.PayloadDigest})
+	if err != nil {
+		return res, fmt.Errorf("client: resolve %s/%s: %w", u.Resource, u.OperationID, err)
+	}
+	res.Queued = &it
+	return res, nil
+}
+
+// judgeSegment narrows the gate's per-operation verdict to one segment:
+// ACCEPTED only if a receipt for (fence, segment) exists and its payload
+// matches; otherwise PROVEN_ABSENT when highestFence is above the fence,
+// else UNDETERMINED.
+func judgeSegment(a gate.Answer, u Unknown) (Resolution, error) {
+	res := Resolution{Answer: a}
+	if u.SegmentSeq == 0 {
+		res.Verdict = a.Verdict
+		if n := len(a.Receipts); n > 0 {
+			res.Receipt = &a.Receipts[n-1]
+		}
+		return res, nil
+	}
+	for i := range a.Receipts {
+		rc := &a.Receipts[i]
+		if rc.FenceToken != u.FenceToken || rc.SegmentSeq != u.SegmentSeq {
+			continue
+		}
+		if !u.PayloadDigest.IsZero() && rc.PayloadDigest != u.PayloadDigest {
+			return res, fmt.Errorf("%w: %s/%s segment %d was accepted with payload %s, not %s",
+				ErrBadAnswer, u.Resource, u.OperationID, u.SegmentSeq, rc.PayloadDigest, u.PayloadDigest)
+		}
+		res.Verdict, res.Receipt = gate.VerdictAccepted, rc
+		return res, nil
+	}
+	res.Verdict = gate.Judge(nil, a.HighestFence, u.FenceToken).Verdict
+	return res, nil
+}
+
+// Reconcile re-asks the resource about every open queue item, closes the
+// settled ones, records attempts on the rest, and fires the alarm for
+// items past their deadline. It returns the resolutions it settled.
+func (r *Resolver) Reconcile(ctx context.Context) ([]Resolution, error) {
+	if r.Queue == nil {
+		return nil, fmt.Errorf("client: reconcile: no queue")
+	}
+	items, err := r.Queue.Open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var settled []Resolution
+	for _, it := range items {
+		u := Unknown{Resource: it.Resource, OperationID: it.OperationID, FenceToken: it.FenceToken,
+			SegmentSeq: it.SegmentSeq, PayloadDigest: it.PayloadDigest}
+		a, err := r.Receipts.QueryOperation(ctx, u.Resource, u.OperationID, u.FenceToken)
+		var res Resolution
+		if err == nil {
+			res, err = judgeSegment(a, u)
+		}
+		switch {
+		case err != nil:
+			err = r.Queue.Attempted(ctx, it.ID, err.Error())
+		case res.Verdict == gate.VerdictUndetermined:
+			err = r.Queue.Attempted(ctx, it.ID, "undetermined: highestFence not above the operation's fence")
+		default:
+			it := it
+			res.Queued = &it
+			settled = append(settled, res)
+			err = r.Queue.Resolve(ctx, it.ID, string(res.Verdict))
+		}
+		if err != nil {
+			return settled, err
+		}
+	}
+	_, err = r.Queue.CheckDeadlines(ctx)
+	return settled, err
+}
