@@ -25,6 +25,17 @@ func (r *Registry) cachedSnapshot(resource string, keys []RequestKey) (Snapshot,
 	return s, true
 }
 
+// newerCached returns the cached snapshot if its record is newer than rev.
+func (r *Registry) newerCached(resource string, keys []RequestKey, rev uint64) (Snapshot, bool) {
+	r.mu.Lock()
+	c, ok := r.cache[resource]
+	r.mu.Unlock()
+	if !ok || c.rev <= rev {
+		return Snapshot{}, false
+	}
+	return r.cachedSnapshot(resource, keys)
+}
+
 func (r *Registry) rememberSnapshot(s *Snapshot) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -28,11 +28,6 @@ func (r *Registry) casLoop(ctx context.Context, resource string, keys []RequestK
 // stand on the cache (a waiter that stays queued needs no fresh read: the
 // next event or poll brings one).
 func (r *Registry) casLoopMode(ctx context.Context, resource string, keys []RequestKey, cached, staleOK bool, decide decideFunc) (Snapshot, uint64, error) {
-	unlock, err := r.locks.lock(ctx, resource)
-	if err != nil {
-		return Snapshot{}, 0, err
-	}
-	defer unlock()
 	s, fresh := Snapshot{}, false
 	if cached {
 		s, cached = r.cachedSnapshot(resource, keys)
@@ -44,6 +39,12 @@ func (r *Registry) casLoopMode(ctx context.Context, resource string, keys []Requ
 		}
 		fresh = true
 	}
+	var unlock func()
+	defer func() {
+		if unlock != nil {
+			unlock()
+		}
+	}()
 	for conflicts := 0; ; {
 		w, err := decide(&s, r.now())
 		if w == nil || err != nil {
@@ -55,6 +56,18 @@ func (r *Registry) casLoopMode(ctx context.Context, resource string, keys []Requ
 			}
 			fresh = true
 			continue
+		}
+		if unlock == nil {
+			// Reads and answers that write nothing never wait for the lock;
+			// writers do, and then decide again if a writer of this process
+			// moved the record meanwhile.
+			if unlock, err = r.locks.lock(ctx, resource); err != nil {
+				return s, 0, err
+			}
+			if newer, ok := r.newerCached(resource, keys, s.RecordRev); ok {
+				s, fresh = newer, false
+				continue
+			}
 		}
 		if conflicts >= r.cfg.CASRetriesMax {
 			return s, 0, fmt.Errorf("%w: %s: %d compare-and-swap retries", ErrConflict, resource, conflicts)
