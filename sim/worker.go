@@ -83,11 +83,15 @@ type worker struct {
 	writes      int
 	gapStreak   int  // SEGMENT_GAP answers in a row
 	releasing   bool // the current grant is being released: no renewals, no writes
-	releaseTry  int
-	started     bool
-	done        bool
-	fencing     bool  // recovering a MUTATION_UNKNOWN by fencing the resource
-	backoffMs   int64 // extra wait before the next request
+	draining    bool // waiting for this grant's proofs to expire before releasing
+	// proofUntilMs is the latest validUntil (registry clock) of a status
+	// proof attached to a write under the current grant.
+	proofUntilMs int64
+	releaseTry   int
+	started      bool
+	done         bool
+	fencing      bool  // recovering a MUTATION_UNKNOWN by fencing the resource
+	backoffMs    int64 // extra wait before the next request
 
 	// Faults armed for this worker.
 	pauseAtWrite int
@@ -191,7 +195,7 @@ func (k *worker) onAcquire(tok int, sentLocal int64, is registry.Issued, err err
 func (k *worker) held(is registry.Issued, sentLocal int64) {
 	same := k.is.Grant != nil && k.is.Grant.Lease == is.Grant.Lease
 	if !same {
-		k.releasing = false
+		k.releasing, k.draining, k.proofUntilMs = false, false, 0
 	}
 	if is.Grant.Lease != k.journalLease {
 		// A new grant, even under a journalled request ID (a restored
@@ -212,7 +216,7 @@ func (k *worker) held(is registry.Issued, sentLocal int64) {
 func (k *worker) scheduleRenew() {
 	lease := k.is.Grant.Lease
 	k.timer(renewEveryMs, func() {
-		if k.state == stHeld && k.is.Grant.Lease == lease && !k.releasing {
+		if k.state == stHeld && k.is.Grant.Lease == lease && !k.releasing && !k.draining {
 			k.renew()
 		}
 	})

@@ -20,7 +20,7 @@ func (k *worker) proofUsable() bool {
 // writeNext sends the next segment if the lease is certain and the
 // operation unfinished.
 func (k *worker) writeNext() {
-	if !k.certain() || k.inflight != 0 || k.releasing {
+	if !k.certain() || k.inflight != 0 || k.releasing || k.draining {
 		return
 	}
 	if k.ackedSeq >= k.segs {
@@ -61,6 +61,7 @@ func (k *worker) sendSeg(seq uint64, payload grant.Digest, tracked bool) {
 		Status: k.statusBytes, StatusProof: k.is.StatusProof,
 	}
 	o := origin{writer: k, buggy: !tracked && payload != payloadDigest(k.opID, seq, 0)}
+	k.proofUntilMs = max(k.proofUntilMs, k.is.Status.ValidUntil.UnixMilli())
 	tok, inc := 0, k.inc
 	if tracked {
 		k.ackTok++
@@ -121,16 +122,39 @@ func (k *worker) onAck(tok int, seq uint64, out gate.Outcome) {
 		k.timer(computeMsMin, k.writeNext)
 	case gate.ProofExpired, gate.NotHeld:
 		k.renew()
+	case gate.StaleOwner:
+		// A higher fence was accepted: no copy of any write under this
+		// grant can ever be accepted. Let it go and start over.
+		k.release()
 	case gate.FenceRegression, gate.ResourcePaused:
-		// The resource waits for an operator: let the lease go and come
-		// back much later.
+		// The resource waits for an operator: come back much later.
 		k.backoffMs = pausedBackoffMs
-		k.release()
+		k.drainThenRelease()
 	default:
-		// STALE_OWNER and the rest: this grant will never write again.
-		// Let it go and start over.
-		k.release()
+		// This grant cannot continue, but the rejection is not final for
+		// copies still in the network (a resumed resource, a gap that
+		// closes would accept them).
+		k.drainThenRelease()
 	}
+}
+
+// drainThenRelease stops writing and releases only once every status
+// proof this grant attached to a write has expired (by the worker's clock,
+// with the skew bound): a copy of a rejected write still in the network
+// could otherwise be accepted after the release, when the grant is no
+// longer the holder. Releasing is not completing the business.
+func (k *worker) drainThenRelease() {
+	if k.releasing || k.draining {
+		return
+	}
+	k.draining = true
+	wait := k.proofUntilMs + statusSkewMax.Milliseconds() + proofMarginMs - k.localMs()
+	lease := k.is.Grant.Lease
+	k.timer(max(wait, 0), func() {
+		if k.draining && k.is.Grant != nil && k.is.Grant.Lease == lease {
+			k.release()
+		}
+	})
 }
 
 // release gives the lease back once the operation is finished or hopeless.
@@ -138,7 +162,7 @@ func (k *worker) release() {
 	if k.state == stReleased || k.state == stExpired {
 		return
 	}
-	k.releasing = true
+	k.releasing, k.draining = true, false
 	k.callTok++
 	tok, inc, g := k.callTok, k.inc, k.is.Grant
 	deliver := func() {
