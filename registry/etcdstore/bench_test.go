@@ -97,6 +97,46 @@ func BenchmarkAcquireRelease(b *testing.B) {
 	})
 }
 
+// BenchmarkAcquireReleaseInterleaved alternates one registry cycle and one
+// etcd-mutex cycle per iteration, so both see the same disk and the same
+// neighbours; it reports each side's mean and their ratio.
+func BenchmarkAcquireReleaseInterleaved(b *testing.B) {
+	c := benchEtcd(b)
+	ctx := context.Background()
+	reg := benchRegistry(b, c)
+	s, err := concurrency.NewSession(c)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	m := concurrency.NewMutex(s, fmt.Sprintf("/bench-mutex-%d/cycle", prefixSeq.Add(1)))
+	var regTime, mutexTime time.Duration
+	i := 0
+	for b.Loop() {
+		i++
+		t0 := time.Now()
+		is, err := reg.Acquire(ctx, "bench", benchReq("cycle/1", i, 0))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := reg.Release(ctx, "bench", "cycle/1", is.Grant.Lease); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		if err := m.Lock(ctx); err != nil {
+			b.Fatal(err)
+		}
+		if err := m.Unlock(ctx); err != nil {
+			b.Fatal(err)
+		}
+		regTime += t1.Sub(t0)
+		mutexTime += time.Since(t1)
+	}
+	b.ReportMetric(float64(regTime.Microseconds())/float64(i), "registry-us/cycle")
+	b.ReportMetric(float64(mutexTime.Microseconds())/float64(i), "mutex-us/cycle")
+	b.ReportMetric(float64(regTime)/float64(mutexTime), "ratio")
+}
+
 // locker is one contender's acquire/release, for both systems.
 type locker interface {
 	lock(ctx context.Context, seq int) error
