@@ -61,6 +61,9 @@ func (k *checker) committed(rec *registry.Record) {
 		if g == nil {
 			g = &grantTruth{fence: h.Grant.FenceToken, owner: h.Grant.Owner, regressed: h.Grant.FenceToken <= k.issuedMax, prev: k.current}
 			k.grants[h.Grant.Lease] = g
+			if g.regressed {
+				k.c.RegressedGrants++
+			}
 			k.issuedMax = max(k.issuedMax, g.fence)
 			k.current = h.Grant.Lease
 		}

@@ -29,6 +29,7 @@ type Counts struct {
 	Applied          int // business changes applied
 	Fenced           int // of which authenticated and fence-checked
 	RegressionAlarms int
+	RegressedGrants  int // grants the registry issued at or below a fence it had issued before
 	OperatorResumes  int
 
 	HandoffMs    []int64 // lease end → next holder HELD
@@ -99,6 +100,7 @@ func (c *Counts) merge(o *Counts) {
 	c.Applied += o.Applied
 	c.Fenced += o.Fenced
 	c.RegressionAlarms += o.RegressionAlarms
+	c.RegressedGrants += o.RegressedGrants
 	c.OperatorResumes += o.OperatorResumes
 	c.HandoffMs = append(c.HandoffMs, o.HandoffMs...)
 	c.FirstWriteMs = append(c.FirstWriteMs, o.FirstWriteMs...)

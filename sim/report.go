@@ -50,6 +50,7 @@ type Report struct {
 	UnknownUnresolved int     `json:"unknownUnresolved"`
 
 	RegressionAlarms int `json:"regressionAlarms"`
+	RegressedGrants  int `json:"regressedGrants"`
 	OperatorResumes  int `json:"operatorResumes"`
 
 	BeyondBound BeyondBound `json:"beyondBound"`
@@ -89,7 +90,7 @@ func newReport(cfg *Config, c *Counts, elapsed time.Duration) *Report {
 		FirstWriteP99Ms: percentile(c.FirstWriteMs, 99),
 		UnknownEntered:  c.UnknownEntered, Reconciles: c.Reconciles,
 		UnknownReconcileS: float64(c.UnknownMaxMs) / 1000, UnknownUnresolved: c.UnknownUnresolved,
-		RegressionAlarms: c.RegressionAlarms, OperatorResumes: c.OperatorResumes,
+		RegressionAlarms: c.RegressionAlarms, RegressedGrants: c.RegressedGrants, OperatorResumes: c.OperatorResumes,
 		BeyondBound: BeyondBound{c.BeyondBoundRounds, c.BeyondBoundDetected, c.SlippedBeyondBound, c.SlippedUndetected},
 		Attacks:     map[string][2]int{}, Outcomes: map[string]int{},
 		Decisions: c.Decisions, Events: c.Events, EventLogDigest: hex16(c.Digest),
@@ -200,7 +201,7 @@ func (r *Report) WriteText(w io.Writer) {
 	row("protected-mutation coverage", fmt.Sprintf("%.2f%%", r.ProtectedCoveragePct), fmt.Sprintf("%d of %d applied writes", r.WritesFenced, r.WritesApplied))
 	row("handoff p50 / p99", fmt.Sprintf("%d / %d ms", r.HandoffP50Ms, r.HandoffP99Ms), fmt.Sprintf("budget %d ms, %d handoffs; first write p99 %d ms", r.HandoffBudgetMs, r.Handoffs, r.FirstWriteP99Ms))
 	row("UNKNOWN reconcile max", fmt.Sprintf("%.1f s", r.UnknownReconcileS), fmt.Sprintf("budget %d s; %d entered, %d reconciles, %d unresolved", UnknownReconcileBudgetS, r.UnknownEntered, r.Reconciles, r.UnknownUnresolved))
-	row("fence regressions alarmed", r.RegressionAlarms, fmt.Sprintf("%d operator resumes", r.OperatorResumes))
+	row("fence regressions alarmed", r.RegressionAlarms, fmt.Sprintf("%d grants re-issued at an old fence; %d operator resumes", r.RegressedGrants, r.OperatorResumes))
 	if r.SkewBeyondBound {
 		b := r.BeyondBound
 		fmt.Fprintf(w, "\n  CLOCK BOUND EXCEEDED in %d rounds (gate clock lagging the registry by more than %d ms):\n", b.Rounds, statusSkewMax.Milliseconds())

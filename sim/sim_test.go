@@ -28,9 +28,9 @@ func TestShortRunAllFaults(t *testing.T) {
 			t.Errorf("round %d %s: %s\n  %s", v.Round, v.Kind, v.Detail, v.Repro)
 		}
 	}
-	if r.WritesApplied == 0 || r.Handoffs == 0 || r.RegressionAlarms == 0 || r.Reconciles == 0 {
-		t.Errorf("the run exercised too little: %d writes, %d handoffs, %d regressions, %d reconciles",
-			r.WritesApplied, r.Handoffs, r.RegressionAlarms, r.Reconciles)
+	if r.WritesApplied == 0 || r.Handoffs == 0 || r.RegressedGrants == 0 || r.Reconciles == 0 {
+		t.Errorf("the run exercised too little: %d writes, %d handoffs, %d regressed grants, %d reconciles",
+			r.WritesApplied, r.Handoffs, r.RegressedGrants, r.Reconciles)
 	}
 	for _, k := range attackNames {
 		if r.Attacks[k][0] == 0 {
