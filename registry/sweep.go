@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/fencegate/fencegate/grant"
 )
 
 // SweepScanMax is how many request entries one SweepRequests call reads;
@@ -15,7 +17,10 @@ const SweepScanMax = 512
 // starting after the key after. It returns the key to continue from (zero
 // when the index has been walked to its end) and how many it deleted.
 // Entries of live grants are never deleted; each delete compares the
-// entry's revision, so an entry that changed meanwhile is left alone.
+// entry's revision, so an entry that changed meanwhile is left alone. A
+// HELD entry past its first expiry makes the sweep settle its resource
+// (write down an expiry the clock already decided), so it can be forgotten
+// on a later pass.
 func (r *Registry) SweepRequests(ctx context.Context, after RequestKey) (RequestKey, int, error) {
 	page, err := r.store.ScanRequests(ctx, after, SweepScanMax)
 	if err != nil {
@@ -31,7 +36,18 @@ func (r *Registry) SweepRequests(ctx context.Context, after RequestKey) (Request
 	deleted := 0
 	now := r.now()
 	for _, sl := range page {
-		if sl.Entry == nil || retained(sl.Entry, now, r.cfg) {
+		if sl.Entry == nil {
+			continue
+		}
+		if sl.Entry.State == grant.StateHeld && sl.Entry.Grant.IssuedAtMs+int64(sl.Entry.Grant.TTLMs) <= now {
+			// Possibly expired without anyone writing it down: let the
+			// core end it, so a later sweep can forget it.
+			if err := r.settle(ctx, sl.Entry.Grant.Resource); err != nil {
+				return after, deleted, err
+			}
+			continue
+		}
+		if retained(sl.Entry, now, r.cfg) {
 			continue
 		}
 		res, err := r.store.Commit(ctx, Write{
@@ -85,4 +101,17 @@ func (r *Registry) sweepAll(ctx context.Context) (int, error) {
 		}
 		after = next
 	}
+}
+
+// settle writes down what the clock already decided on resource: a holder
+// that expired or was revoked ends, dead waiters leave. Nothing else moves.
+func (r *Registry) settle(ctx context.Context, resource string) error {
+	_, _, err := r.casLoop(ctx, resource, nil, false, func(s *Snapshot, now int64) (*Write, error) {
+		rec, puts, changed := normalize(recordOf(s), s.Settings, now, r.cfg)
+		if !changed {
+			return nil, nil
+		}
+		return writeFor(s, rec, puts), nil
+	})
+	return err
 }

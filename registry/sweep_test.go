@@ -42,3 +42,20 @@ func TestSweepDeletesOnlyPastRetention(t *testing.T) {
 		t.Fatalf("second sweep deleted %d", n)
 	}
 }
+
+func TestSweepSettlesLazilyExpiredLeases(t *testing.T) {
+	e := newEnv(t, nil)
+	a := e.mustAcquire("worker-a", req("inv/1", "a1")) // never released
+	e.clock.Advance(time.Duration(a.Grant.TTLMs) * time.Millisecond)
+	if _, n, err := e.reg.SweepRequests(e.ctx, registry.RequestKey{}); err != nil || n != 0 {
+		t.Fatalf("first sweep: %d %v", n, err)
+	}
+	retention := time.Duration(e.reg.Config().RequestRetentionMs) * time.Millisecond
+	e.clock.Advance(retention)
+	if _, n, err := e.reg.SweepRequests(e.ctx, registry.RequestKey{}); err != nil || n != 1 {
+		t.Fatalf("sweep after retention: deleted %d, %v", n, err)
+	}
+	if info, _ := e.reg.Resource(e.ctx, "inv/1"); info.HighestFence != a.Grant.FenceToken || info.HolderLease != "" {
+		t.Fatalf("resource after settle: %+v", info)
+	}
+}
