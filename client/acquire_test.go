@@ -1,7 +1,8 @@
-// This file proves acquire never runs two identities: a lost answer is
-// recovered under the same request ID; while the registry cannot answer,
-// the ID is kept until TTL + margin passed; concurrent acquires of one
-// resource never put two request IDs in flight or hold two grants.
+// This file proves acquire never runs two identities: while the registry
+// cannot answer, the request ID is kept until TTL + margin passed; a grant
+// that ended unseen draws a new ID only then; concurrent acquires of one
+// resource never put two request IDs in flight or hold two grants. (The
+// lost-response recovery is in clienttest.RunScenarios.)
 package client_test
 
 import (
@@ -18,111 +19,74 @@ import (
 	"github.com/fencegate/fencegate/registry"
 )
 
-func requestIDs(n *clienttest.Lossy) []string {
-	var ids []string
-	for _, c := range n.Calls() {
-		if (c.Op == "Acquire" || c.Op == "QueryRequest") && (len(ids) == 0 || ids[len(ids)-1] != c.Key) {
-			ids = append(ids, c.Key)
-		}
-	}
-	return ids
-}
-
-func TestLostAcquireResponseRecoversSameRequestID(t *testing.T) {
-	f := newFixture(t)
-	w := f.worker(ownerA, 10, true)
-	first := true
-	w.net.Fault = func(op, _ string) clienttest.Fault {
-		if op == "Acquire" && first {
-			first = false
-			return clienttest.DropResponse // granted, answer lost
-		}
-		return clienttest.Pass
-	}
-	l, err := f.acquire(f.ctx, w, request("op-1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids := requestIDs(w.net)
-	if len(ids) != 1 || l.Grant().RequestID != ids[0] {
-		t.Fatalf("request IDs used %q, grant's %s: want one", ids, l.Grant().RequestID)
-	}
-	if q := calls(w.net, "QueryRequest"); len(q) != 1 {
-		t.Fatalf("%d QueryRequest calls, want 1 (recovery by the same request ID)", len(q))
-	}
-	if l.Grant().FenceToken != 1 {
-		t.Fatalf("fence %d: the lost grant was not the one recovered", l.Grant().FenceToken)
-	}
-}
-
 func TestUnreachableRegistryKeepsRequestIDUntilTTLPlusMargin(t *testing.T) {
-	f := newFixture(t)
-	w := f.worker(ownerA, 11, true)
-	w.net.Fault = func(op, _ string) clienttest.Fault {
+	f := clienttest.NewEnv(t, nil)
+	w := f.Worker(clienttest.OwnerA, 11, true)
+	w.Net.Fault = func(op, _ string) clienttest.Fault {
 		if op == "Acquire" {
 			return clienttest.DropResponse // the first one is granted; no answer ever arrives
 		}
 		return clienttest.DropRequest
 	}
-	ctx, cancel := context.WithCancel(f.ctx)
+	ctx, cancel := context.WithCancel(f.Ctx)
 	go func() { // give up after 5s of fake time
-		for f.clock.Now().Before(clienttest.T0.Add(5 * time.Second)) {
+		for f.Clock.Now().Before(clienttest.T0.Add(5 * time.Second)) {
 			time.Sleep(100 * time.Microsecond)
 		}
 		cancel()
 	}()
-	if _, err := f.acquire(ctx, w, request("op-1")); !errors.Is(err, context.Canceled) {
+	if _, err := f.Acquire(ctx, w, clienttest.Request("op-1")); !errors.Is(err, context.Canceled) {
 		t.Fatalf("acquire against an unreachable registry: %v", err)
 	}
-	id, ok := w.s.Pending(resource)
-	if ids := requestIDs(w.net); !ok || len(ids) != 1 || ids[0] != id {
+	id, ok := w.S.Pending(clienttest.Resource)
+	if ids := w.Net.RequestIDs(); !ok || len(ids) != 1 || ids[0] != id {
 		t.Fatalf("pending %q %v, IDs used %q: want one ID, still pending", id, ok, ids)
 	}
 	// Another operation may not start a second identity yet.
 	var pe *client.PendingError
-	if _, err := w.s.Acquire(f.ctx, request("op-2")); !errors.As(err, &pe) || pe.RequestID != id {
+	if _, err := w.S.Acquire(f.Ctx, clienttest.Request("op-2")); !errors.As(err, &pe) || pe.RequestID != id {
 		t.Fatalf("other acquire while pending: %v, want *PendingError for %s", err, id)
 	}
 	// The same operation retries under the same ID; the registry is back
 	// and still holds that grant: it is recovered, not duplicated.
-	w.net.Fault = nil
-	l, err := f.acquire(f.ctx, w, request("op-1"))
+	w.Net.Fault = nil
+	l, err := f.Acquire(f.Ctx, w, clienttest.Request("op-1"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Grant().RequestID != id || w.net.MaxDifferentInFlight() != 1 {
-		t.Fatalf("grant request %s, want %s; max IDs in flight %d", l.Grant().RequestID, id, w.net.MaxDifferentInFlight())
+	if l.Grant().RequestID != id || w.Net.MaxDifferentInFlight() != 1 {
+		t.Fatalf("grant request %s, want %s; max IDs in flight %d", l.Grant().RequestID, id, w.Net.MaxDifferentInFlight())
 	}
 }
 
 func TestNewRequestIDOnlyAfterOldAttemptPresumedOver(t *testing.T) {
-	f := newFixture(t)
-	w := f.worker(ownerA, 12, true)
-	ctx, cancel := context.WithCancel(f.ctx)
-	w.net.Fault = func(op, _ string) clienttest.Fault {
+	f := clienttest.NewEnv(t, nil)
+	w := f.Worker(clienttest.OwnerA, 12, true)
+	ctx, cancel := context.WithCancel(f.Ctx)
+	w.Net.Fault = func(op, _ string) clienttest.Fault {
 		if op == "Acquire" {
 			return clienttest.DropResponse // granted, answer lost
 		}
 		cancel() // the recovery query is lost too, and the caller gives up
 		return clienttest.DropRequest
 	}
-	if _, err := f.acquire(ctx, w, request("op-1")); err == nil {
+	if _, err := f.Acquire(ctx, w, clienttest.Request("op-1")); err == nil {
 		t.Fatal("acquire succeeded with every answer lost")
 	}
-	old, _ := w.s.Pending(resource)
+	old, _ := w.S.Pending(clienttest.Resource)
 	// Still unreachable; another operation waits out TTL + AcquireMargin
 	// from the last send.
 	var pe *client.PendingError
-	if _, err := w.s.Acquire(f.ctx, request("op-2")); !errors.As(err, &pe) || pe.RequestID != old {
+	if _, err := w.S.Acquire(f.Ctx, clienttest.Request("op-2")); !errors.As(err, &pe) || pe.RequestID != old {
 		t.Fatalf("other operation while pending: %v, want *PendingError", err)
 	}
-	f.clock.Advance(pe.ReusableAt.Sub(f.clock.Now()) - time.Millisecond)
-	if _, err := w.s.Acquire(f.ctx, request("op-2")); !errors.Is(err, client.ErrAcquirePending) {
+	f.Clock.Advance(pe.ReusableAt.Sub(f.Clock.Now()) - time.Millisecond)
+	if _, err := w.S.Acquire(f.Ctx, clienttest.Request("op-2")); !errors.Is(err, client.ErrAcquirePending) {
 		t.Fatalf("just before TTL + margin: %v, want ErrAcquirePending", err)
 	}
-	f.clock.Advance(time.Millisecond)
-	w.net.Fault = nil
-	l, err := f.acquire(f.ctx, w, request("op-2"))
+	f.Clock.Advance(time.Millisecond)
+	w.Net.Fault = nil
+	l, err := f.Acquire(f.Ctx, w, clienttest.Request("op-2"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +95,7 @@ func TestNewRequestIDOnlyAfterOldAttemptPresumedOver(t *testing.T) {
 	}
 	// The old grant was over (expired at the registry) before the new ID
 	// was first sent: never two identities at once.
-	oldIs, err := f.reg.QueryRequest(f.ctx, ownerA, old)
+	oldIs, err := f.Reg.QueryRequest(f.Ctx, clienttest.OwnerA, old)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,12 +108,12 @@ func TestNewRequestIDOnlyAfterOldAttemptPresumedOver(t *testing.T) {
 }
 
 func TestLostAnswerOfGrantThatEndedDrawsNewID(t *testing.T) {
-	f := newFixture(t)
-	w := f.worker(ownerA, 13, true)
+	f := clienttest.NewEnv(t, nil)
+	w := f.Worker(clienttest.OwnerA, 13, true)
 	var down atomic.Bool
 	down.Store(true)
 	acquires := 0
-	w.net.Fault = func(op, _ string) clienttest.Fault {
+	w.Net.Fault = func(op, _ string) clienttest.Fault {
 		if op == "Acquire" {
 			acquires++
 		}
@@ -162,27 +126,27 @@ func TestLostAnswerOfGrantThatEndedDrawsNewID(t *testing.T) {
 		return clienttest.Pass
 	}
 	go func() { // the outage outlasts the lost grant's TTL and lock-delay
-		for f.clock.Now().Before(clienttest.T0.Add(ttl + 3*time.Second)) {
+		for f.Clock.Now().Before(clienttest.T0.Add(clienttest.TTL + 3*time.Second)) {
 			time.Sleep(100 * time.Microsecond)
 		}
 		down.Store(false)
 	}()
-	l, err := f.acquire(f.ctx, w, request("op-1"))
+	l, err := f.Acquire(f.Ctx, w, clienttest.Request("op-1"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ids := requestIDs(w.net)
+	ids := w.Net.RequestIDs()
 	if len(ids) != 2 || l.Grant().RequestID != ids[1] || l.Grant().FenceToken != 2 {
 		t.Fatalf("IDs %q, grant %s fence %d: want the ended first grant, then a second ID", ids, l.Grant().RequestID, l.Grant().FenceToken)
 	}
-	if w.net.MaxDifferentInFlight() != 1 {
-		t.Fatalf("%d request IDs in flight at once", w.net.MaxDifferentInFlight())
+	if w.Net.MaxDifferentInFlight() != 1 {
+		t.Fatalf("%d request IDs in flight at once", w.Net.MaxDifferentInFlight())
 	}
 }
 
 func TestConcurrentAcquiresNeverTwoIdentities(t *testing.T) {
-	f := newFixture(t)
-	w := f.worker(ownerA, 14, true)
+	f := clienttest.NewEnv(t, nil)
+	w := f.Worker(clienttest.OwnerA, 14, true)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var leases []*client.Lease
@@ -190,11 +154,11 @@ func TestConcurrentAcquiresNeverTwoIdentities(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r := request("op-1")
+			r := clienttest.Request("op-1")
 			if i%2 == 1 {
 				r.OperationID = "op-2"
 			}
-			l, err := w.s.Acquire(f.ctx, r)
+			l, err := w.S.Acquire(f.Ctx, r)
 			if err == nil {
 				mu.Lock()
 				leases = append(leases, l)
@@ -207,21 +171,21 @@ func TestConcurrentAcquiresNeverTwoIdentities(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if len(leases) != 1 || w.net.MaxDifferentInFlight() != 1 {
-		t.Fatalf("%d leases, %d IDs in flight at once: want 1 and 1", len(leases), w.net.MaxDifferentInFlight())
+	if len(leases) != 1 || w.Net.MaxDifferentInFlight() != 1 {
+		t.Fatalf("%d leases, %d IDs in flight at once: want 1 and 1", len(leases), w.Net.MaxDifferentInFlight())
 	}
 }
 
 func TestDefiniteRefusalIsFinal(t *testing.T) {
-	f := newFixture(t)
-	a, b := f.worker(ownerA, 15, true), f.worker(ownerB, 16, true)
-	if _, err := f.acquire(f.ctx, a, request("op-1")); err != nil {
+	f := clienttest.NewEnv(t, nil)
+	a, b := f.Worker(clienttest.OwnerA, 15, true), f.Worker(clienttest.OwnerB, 16, true)
+	if _, err := f.Acquire(f.Ctx, a, clienttest.Request("op-1")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.acquire(f.ctx, b, request("op-2")); !errors.Is(err, registry.ErrBusy) {
+	if _, err := f.Acquire(f.Ctx, b, clienttest.Request("op-2")); !errors.Is(err, registry.ErrBusy) {
 		t.Fatalf("second owner: %v, want registry.ErrBusy", err)
 	}
-	if _, ok := b.s.Pending(resource); ok {
+	if _, ok := b.S.Pending(clienttest.Resource); ok {
 		t.Fatal("a refused request ID is still pending")
 	}
 }

@@ -22,7 +22,7 @@ import (
 func Example() {
 	ctx := context.Background()
 	clock := clienttest.NewFakeClock()
-	reg, _ := clienttest.NewRegistry(clock, nil)
+	reg, _ := clienttest.NewRegistry(clock, nil, nil)
 	s := client.NewSession(client.Direct{Registry: reg.Registry, Owner: "worker-settlement-7"},
 		client.Options{Clock: clock, Rand: rand.New(rand.NewPCG(1, 1)), Manual: true})
 
@@ -50,7 +50,7 @@ func Example() {
 func ExampleLease_Tick() {
 	ctx := context.Background()
 	clock := clienttest.NewFakeClock()
-	reg, _ := clienttest.NewRegistry(clock, nil)
+	reg, _ := clienttest.NewRegistry(clock, nil, nil)
 	net := &clienttest.Lossy{Inner: client.Direct{Registry: reg.Registry, Owner: "worker-settlement-7"}}
 	s := client.NewSession(net, client.Options{Clock: clock, Rand: rand.New(rand.NewPCG(1, 1)), Manual: true,
 		OnTransition: func(_ string, from, to client.State, ev client.Event) {
@@ -89,7 +89,7 @@ func ExampleResolver_Resolve() {
 	dir, _ := os.MkdirTemp("", "fencegate-example")
 	defer os.RemoveAll(dir)
 	clock := clienttest.NewFakeClock()
-	reg, _ := clienttest.NewRegistry(clock, nil)
+	reg, _ := clienttest.NewRegistry(clock, nil, nil)
 	db, _ := sqlgate.OpenSQLite(filepath.Join(dir, "resource.db"), "NORMAL")
 	defer db.Close()
 	g, _ := sqlgate.New(sqlgate.Config{Dialect: sqlgate.SQLite, Policy: gate.Policy{Verifier: reg.Verifier}, Clock: clock})
@@ -101,7 +101,7 @@ func ExampleResolver_Resolve() {
 	m, _ := l.Envelope(1, gatetest.Payload("rows 1-1000"))
 	noop := func(context.Context, *sql.Tx) error { return nil }
 	_, _ = g.Run(ctx, db, "worker-settlement-7", &m, noop) // committed, but the ACK never arrives
-	clock.Advance(time.Minute)                            // and the lease is long gone
+	clock.Advance(time.Minute)                             // and the lease is long gone
 
 	r := &client.Resolver{Receipts: client.ReceiptQuerierFunc(func(ctx context.Context, res, op string, fence uint64) (gate.Answer, error) {
 		return g.QueryOperation(ctx, db, res, op, fence)

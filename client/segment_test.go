@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/client"
+	"github.com/fencegate/fencegate/client/clienttest"
 	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/gate/gatetest"
 	"github.com/fencegate/fencegate/grant"
@@ -61,10 +62,10 @@ func TestSegmentsSubmittedInOrderUnderConcurrentComputation(t *testing.T) {
 }
 
 func TestSegmentsAbandonedOnceAHigherFenceWrote(t *testing.T) {
-	f := newFixture(t)
-	res := f.gate()
-	a, b := f.worker(ownerA, 30, true), f.worker(ownerB, 31, true)
-	la, err := f.acquire(f.ctx, a, request("op-a"))
+	f := clienttest.NewEnv(t, nil)
+	res := f.Resource()
+	a, b := f.Worker(clienttest.OwnerA, 30, true), f.Worker(clienttest.OwnerB, 31, true)
+	la, err := f.Acquire(f.Ctx, a, clienttest.Request("op-a"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,19 +74,19 @@ func TestSegmentsAbandonedOnceAHigherFenceWrote(t *testing.T) {
 		// A stalls between building and sending segment 4; meanwhile its
 		// lease is gone and B writes under a higher fence. A's status proof
 		// has not run out yet, so only the fence stops it.
-		if err := la.Release(f.ctx); err != nil {
+		if err := la.Release(f.Ctx); err != nil {
 			t.Fatal(err)
 		}
-		lb, err := f.acquire(f.ctx, b, request("op-b"))
+		lb, err := f.Acquire(f.Ctx, b, clienttest.Request("op-b"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		eb, _ := lb.Envelope(1, gatetest.Payload("b1"))
-		if _, err := res.write(f.ctx, ownerB, eb, "b1"); err != nil {
+		if _, err := res.Write(f.Ctx, clienttest.OwnerB, eb, "b1"); err != nil {
 			t.Fatal(err)
 		}
 	}
-	last, err := client.RunSegments(f.ctx, 10, client.SegmentOptions{Parallel: 3},
+	last, err := client.RunSegments(f.Ctx, 10, client.SegmentOptions{Parallel: 3},
 		func(ctx context.Context, seq uint64) (gate.Mutation, error) {
 			return la.Envelope(seq, gatetest.Payload(fmt.Sprint("a", seq)))
 		},
@@ -94,7 +95,7 @@ func TestSegmentsAbandonedOnceAHigherFenceWrote(t *testing.T) {
 				takeover()
 			}
 			submitted = append(submitted, seq)
-			_, err := res.write(ctx, ownerA, m, fmt.Sprint("a", seq))
+			_, err := res.Write(ctx, clienttest.OwnerA, m, fmt.Sprint("a", seq))
 			return err
 		})
 	var ab *client.AbandonedError
@@ -107,7 +108,7 @@ func TestSegmentsAbandonedOnceAHigherFenceWrote(t *testing.T) {
 	if len(submitted) != 4 {
 		t.Fatalf("submitted %v: nothing after the superseded segment may be sent", submitted)
 	}
-	if n := res.rows(t); n != 4 {
+	if n := res.Rows(t); n != 4 {
 		t.Fatalf("%d ledger rows, want 4 (a1..a3, b1)", n)
 	}
 }

@@ -3,6 +3,7 @@ package clienttest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/fencegate/fencegate/client"
@@ -134,4 +135,16 @@ func (l *Lossy) Status(ctx context.Context, g *grant.Grant) (registry.Issued, er
 // QueryRequest forwards or loses the call.
 func (l *Lossy) QueryRequest(ctx context.Context, requestID string) (registry.Issued, error) {
 	return run(l, "QueryRequest", requestID, func() (registry.Issued, error) { return l.Inner.QueryRequest(ctx, requestID) })
+}
+
+// RequestIDs lists the acquire request IDs used, in order of first use
+// (Acquire and QueryRequest calls).
+func (l *Lossy) RequestIDs() []string {
+	var ids []string
+	for _, c := range l.Calls() {
+		if (c.Op == "Acquire" || c.Op == "QueryRequest") && !slices.Contains(ids, c.Key) {
+			ids = append(ids, c.Key)
+		}
+	}
+	return ids
 }

@@ -16,13 +16,13 @@ const Epoch = 7
 // signing key and a verifier (for gates) that trusts it.
 type Registry struct {
 	*registry.Registry
-	Store    *memstore.Store
+	Store    registry.Store
 	Verifier *grant.Verifier
 }
 
-// NewRegistry returns a fixture registry on clock. mutate, if not nil,
-// adjusts the default configuration.
-func NewRegistry(clock registry.Clock, mutate func(*registry.Config)) (*Registry, error) {
+// NewRegistry returns a fixture registry on clock over store (nil: a new
+// memory store). mutate, if not nil, adjusts the default configuration.
+func NewRegistry(clock registry.Clock, store registry.Store, mutate func(*registry.Config)) (*Registry, error) {
 	seed := sha256.Sum256([]byte("clienttest/registry"))
 	k, err := grant.GenerateKey(grant.AlgEd25519, "reg-1", bytes.NewReader(seed[:]))
 	if err != nil {
@@ -40,10 +40,12 @@ func NewRegistry(clock registry.Clock, mutate func(*registry.Config)) (*Registry
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	st := memstore.New()
-	r, err := registry.New(st, cfg, clock, k)
+	if store == nil {
+		store = memstore.New()
+	}
+	r, err := registry.New(store, cfg, clock, k)
 	if err != nil {
 		return nil, err
 	}
-	return &Registry{Registry: r, Store: st, Verifier: grant.NewVerifier(b, 64)}, nil
+	return &Registry{Registry: r, Store: store, Verifier: grant.NewVerifier(b, 64)}, nil
 }
