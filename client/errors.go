@@ -14,6 +14,10 @@ var (
 	// Transports may wrap it; any error without a definite registry code is
 	// treated the same way.
 	ErrOutcomeUnknown = errors.New("client: outcome unknown")
+	// ErrRefused: the transport itself refused the call definitely, before
+	// the registry acted on it (bad request, not authenticated, forbidden).
+	// Transports wrap it; the client treats it as a final "no".
+	ErrRefused = errors.New("client: refused")
 	// ErrNotHeld: the lease does not let the client produce effects now
 	// (state not HELD/RENEWING, local deadline passed, or releasing).
 	ErrNotHeld = errors.New("client: not held")

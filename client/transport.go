@@ -13,7 +13,8 @@ import (
 // transport's identity is its client certificate or token).
 //
 // Contract: a definite registry answer is returned as an error carrying a
-// registry code (registry.CodeOf); every other error — a timeout, a reset
+// registry code (registry.CodeOf), a definite refusal by the transport
+// itself wraps ErrRefused; every other error — a timeout, a reset
 // connection, ErrOutcomeUnknown, registry.ErrUnavailable — means the call
 // may or may not have been applied, and the client treats it as lost.
 // Every method honours ctx.
@@ -74,7 +75,12 @@ func classify(err error) answer {
 		return answerOK
 	}
 	switch registry.CodeOf(err) {
-	case "", "UNAVAILABLE":
+	case "":
+		if errors.Is(err, ErrRefused) {
+			return answerRefused
+		}
+		return answerLost
+	case "UNAVAILABLE":
 		return answerLost
 	case "CONFLICT":
 		return answerRetry

@@ -1,0 +1,122 @@
+// This file proves the HTTP transport keeps the client's contract over a
+// real registry behind the real HTTP API: the happy path; a lost acquire
+// answer recovered under the same request ID; registry refusals that stay
+// errors.Is-able; transport refusals final; and a dead server "lost".
+package httpclient_test
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/fencegate/fencegate/client"
+	"github.com/fencegate/fencegate/client/clienttest"
+	"github.com/fencegate/fencegate/client/httpclient"
+	"github.com/fencegate/fencegate/gate/gatetest"
+	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/httpapi"
+)
+
+const (
+	tokA = "token-a-0123456789abcdef"
+	tokB = "token-b-0123456789abcdef"
+)
+
+type world struct {
+	env *clienttest.Env
+	srv *httptest.Server
+}
+
+func newWorld(t *testing.T) *world {
+	env := clienttest.NewEnv(t, nil)
+	auth, err := httpapi.ParseTokenFile([]byte(tokA + " " + clienttest.OwnerA + "\n" + tokB + " " + clienttest.OwnerB + "\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := httpapi.NewServer(httpapi.Config{Registry: env.Reg.Registry, Auth: auth})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	return &world{env: env, srv: srv}
+}
+
+func (w *world) transport(t *testing.T, token string) httpclient.Transport {
+	c, err := httpapi.NewClient(w.srv.URL, httpapi.WithBearerToken(token), httpapi.WithVerifier(w.env.Reg.Verifier))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return httpclient.Transport{C: c}
+}
+
+func (w *world) session(t *testing.T, tr client.Transport, seed uint64) *client.Session {
+	return client.NewSession(tr, client.Options{Clock: w.env.Clock, Rand: rand.New(rand.NewPCG(seed, seed)), Manual: true})
+}
+
+func TestHTTPHappyPathAndLostAcquireAnswer(t *testing.T) {
+	w := newWorld(t)
+	net := &clienttest.Lossy{Inner: w.transport(t, tokA)}
+	first := true
+	net.Fault = func(op, _ string) clienttest.Fault {
+		if op == "Acquire" && first {
+			first = false
+			return clienttest.DropResponse
+		}
+		return clienttest.Pass
+	}
+	s := w.session(t, net, 1)
+	ww := &clienttest.Worker{Net: net, S: s}
+	l, err := w.env.Acquire(context.Background(), ww, clienttest.Request("op-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids := net.RequestIDs(); len(ids) != 1 || l.Grant().RequestID != ids[0] {
+		t.Fatalf("request IDs %q, grant %s", ids, l.Grant().RequestID)
+	}
+	w.env.TickUntil(l, 250*time.Millisecond, func() bool { return len(net.CallsOf("Renew")) >= 2 })
+	if l.State() != client.StateHeld {
+		t.Fatalf("after renewals over HTTP: %s", l.State())
+	}
+	if _, err := l.Envelope(1, gatetest.Payload("x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(context.Background()); err != nil || l.State() != client.StateReleased {
+		t.Fatalf("release: %v, %s", err, l.State())
+	}
+}
+
+func TestHTTPRefusalsAndLoss(t *testing.T) {
+	w := newWorld(t)
+	a := w.session(t, w.transport(t, tokA), 2)
+	b := w.session(t, w.transport(t, tokB), 3)
+	ctx := context.Background()
+	if _, err := a.Acquire(ctx, clienttest.Request("op-a")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Acquire(ctx, clienttest.Request("op-b")); !errors.Is(err, registry.ErrBusy) {
+		t.Fatalf("busy over HTTP: %v, want registry.ErrBusy", err)
+	}
+	bad := w.session(t, w.transport(t, "token-x-0123456789abcdef"), 4)
+	if _, err := bad.Acquire(ctx, clienttest.Request("op-x")); !errors.Is(err, client.ErrRefused) {
+		t.Fatalf("unknown token: %v, want ErrRefused", err)
+	}
+	if _, ok := bad.Pending(clienttest.Resource); ok {
+		t.Fatal("a refused acquire kept its request ID")
+	}
+	// A dead server: every answer is lost, the request ID is kept.
+	w.srv.Close()
+	dead := w.session(t, w.transport(t, tokB), 5)
+	cctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond) // real time: the dead server refuses connections at once
+	defer cancel()
+	_, err := dead.Acquire(cctx, clienttest.Request("op-d"))
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("acquire against a dead server: %v, want it to keep retrying until ctx ends", err)
+	}
+	if _, ok := dead.Pending(clienttest.Resource); !ok {
+		t.Fatalf("lost answers must keep the request ID (err %v)", err)
+	}
+}
