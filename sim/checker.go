@@ -24,6 +24,8 @@ type checker struct {
 	acceptedBy  map[*resource][]fenceLease // first lease accepted under each fence, in order
 	lastSeq     map[string]uint64          // lease → last accepted segment
 	skewSeen    bool                       // a gate saw a status issued beyond its skew bound in its future
+	regressedAt bool                       // a regressed grant reached the gate
+	alarms      int                        // FENCE_REGRESSION decisions this round
 	slipped     int                        // accepts that only the clock bound would have stopped
 }
 
@@ -131,12 +133,17 @@ func (k *checker) decision(r *resource, m *gate.Mutation, v *gate.Verified, o or
 	c := k.c
 	c.Decisions++
 	c.Outcomes[outcomeIndex(out)]++
+	if out == gate.FenceRegression {
+		k.alarms++
+	}
 	if out != gate.Accepted && r.state.HighestFence != highestBefore {
 		c.HighestFencePolluted++
 		k.violate("highestFence-polluted", "%s changed highestFence %d → %d on fence %d", out, highestBefore, r.state.HighestFence, m.FenceToken)
 	}
 	if o.writer == nil && !o.buggy {
 		c.AttacksSent[o.attack]++
+	} else if g := k.grants[m.Lease]; g != nil && g.regressed && r == k.w.res {
+		k.regressedAt = true
 	}
 	if out != gate.Accepted {
 		return
@@ -204,6 +211,9 @@ func (k *checker) accepted(r *resource, m *gate.Mutation) {
 // skew monitor saw the lagging clock.
 func (k *checker) finish() {
 	c := k.c
+	if k.regressedAt && k.alarms == 0 {
+		c.RegressionNotAlarmed++
+	}
 	if k.w.beyondBound {
 		c.BeyondBoundRounds++
 		if k.skewSeen {

@@ -100,6 +100,12 @@ type Config struct {
 	// holder HELD. Optional, defaults to 3000: lock-delay (1000) plus two
 	// acquire retries plus round trips.
 	HandoffBudgetMs int64
+	// NaiveRecovery makes a restarted worker resume its operation under
+	// whatever grant its journalled request ID returns, even a different
+	// one (which only a registry that lost state issues). It exposes a gap
+	// in the gate: a re-issued grant with the same fence and operation
+	// root is not told apart from the original (see doc.go).
+	NaiveRecovery bool
 	// Alg is the proof algorithm of every key. Optional, defaults to
 	// Ed25519 (the production default); HMAC-SHA256 is ten times cheaper
 	// to sign and verify and gives the same decisions.

@@ -30,7 +30,14 @@ type Counts struct {
 	Fenced           int // of which authenticated and fence-checked
 	RegressionAlarms int
 	RegressedGrants  int // grants the registry issued at or below a fence it had issued before
-	OperatorResumes  int
+	// RegressionNotAlarmed counts rounds where a regressed grant reached
+	// the gate and no FENCE_REGRESSION was raised (it was refused some
+	// other way, typically QUARANTINED): safe, but the operator is not told.
+	RegressionNotAlarmed int
+	// ClientSawForgottenRequest counts restarted workers whose journalled
+	// request ID came back with a different grant: the registry lost state.
+	ClientSawForgottenRequest int
+	OperatorResumes           int
 
 	HandoffMs    []int64 // lease end → next holder HELD
 	FirstWriteMs []int64 // lease end → next holder's first accepted write
@@ -101,6 +108,8 @@ func (c *Counts) merge(o *Counts) {
 	c.Fenced += o.Fenced
 	c.RegressionAlarms += o.RegressionAlarms
 	c.RegressedGrants += o.RegressedGrants
+	c.RegressionNotAlarmed += o.RegressionNotAlarmed
+	c.ClientSawForgottenRequest += o.ClientSawForgottenRequest
 	c.OperatorResumes += o.OperatorResumes
 	c.HandoffMs = append(c.HandoffMs, o.HandoffMs...)
 	c.FirstWriteMs = append(c.FirstWriteMs, o.FirstWriteMs...)

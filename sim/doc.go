@@ -87,6 +87,22 @@
 // are reported, never silently accepted. The gate should carry that check
 // (see the report accompanying this package).
 //
+// # What the simulator found in the gate
+//
+// A registry restored from an old snapshot re-issues fences the gate has
+// seen. The gate's precedence puts QUARANTINED (a receipt exists for
+// (fence, segment) with another payload or root) before the regression
+// check, so the re-issued grant's first segment collides with the original
+// grant's receipt and is quarantined: refused, but without a
+// FENCE_REGRESSION alarm or pause (RegressionNotAlarmed counts these
+// rounds). Worse, when the same client retries its journalled request ID
+// after a crash, the forgetful registry grants it again with the same
+// fence and the same operation root; the gate, which does not compare
+// grant digests, answers REPLAYED to the segments already there and
+// ACCEPTED to the next one. The simulator's workers refuse to resume an
+// operation under a different grant (ClientSawForgottenRequest counts
+// them); NaiveRecovery shows the gap (TestGateGapReissuedGrantSameFenceAndRoot).
+//
 // # Negative controls
 //
 // Break disables one protection on purpose: --unsafe (BreakFence) makes

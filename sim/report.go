@@ -51,7 +51,14 @@ type Report struct {
 
 	RegressionAlarms int `json:"regressionAlarms"`
 	RegressedGrants  int `json:"regressedGrants"`
-	OperatorResumes  int `json:"operatorResumes"`
+	// RegressionNotAlarmed: rounds where a re-issued fence reached the gate
+	// and was refused without a FENCE_REGRESSION alarm.
+	RegressionNotAlarmed int `json:"regressionNotAlarmedRounds"`
+	// ClientSawForgottenRequest: restarted workers whose journalled request
+	// ID was answered with a different grant.
+	ClientSawForgottenRequest int  `json:"clientSawForgottenRequest"`
+	NaiveRecovery             bool `json:"naiveRecovery,omitempty"`
+	OperatorResumes           int  `json:"operatorResumes"`
 
 	BeyondBound BeyondBound `json:"beyondBound"`
 
@@ -90,7 +97,7 @@ func newReport(cfg *Config, c *Counts, elapsed time.Duration) *Report {
 		FirstWriteP99Ms: percentile(c.FirstWriteMs, 99),
 		UnknownEntered:  c.UnknownEntered, Reconciles: c.Reconciles,
 		UnknownReconcileS: float64(c.UnknownMaxMs) / 1000, UnknownUnresolved: c.UnknownUnresolved,
-		RegressionAlarms: c.RegressionAlarms, RegressedGrants: c.RegressedGrants, OperatorResumes: c.OperatorResumes,
+		RegressionAlarms: c.RegressionAlarms, RegressedGrants: c.RegressedGrants, RegressionNotAlarmed: c.RegressionNotAlarmed, ClientSawForgottenRequest: c.ClientSawForgottenRequest, NaiveRecovery: cfg.NaiveRecovery, OperatorResumes: c.OperatorResumes,
 		BeyondBound: BeyondBound{c.BeyondBoundRounds, c.BeyondBoundDetected, c.SlippedBeyondBound, c.SlippedUndetected},
 		Attacks:     map[string][2]int{}, Outcomes: map[string]int{},
 		Decisions: c.Decisions, Events: c.Events, EventLogDigest: hex16(c.Digest),
@@ -202,6 +209,8 @@ func (r *Report) WriteText(w io.Writer) {
 	row("handoff p50 / p99", fmt.Sprintf("%d / %d ms", r.HandoffP50Ms, r.HandoffP99Ms), fmt.Sprintf("budget %d ms, %d handoffs; first write p99 %d ms", r.HandoffBudgetMs, r.Handoffs, r.FirstWriteP99Ms))
 	row("UNKNOWN reconcile max", fmt.Sprintf("%.1f s", r.UnknownReconcileS), fmt.Sprintf("budget %d s; %d entered, %d reconciles, %d unresolved", UnknownReconcileBudgetS, r.UnknownEntered, r.Reconciles, r.UnknownUnresolved))
 	row("fence regressions alarmed", r.RegressionAlarms, fmt.Sprintf("%d grants re-issued at an old fence; %d operator resumes", r.RegressedGrants, r.OperatorResumes))
+	row("  rounds refused without an alarm", r.RegressionNotAlarmed, "a re-issued fence reached the gate, was refused (e.g. QUARANTINED), no FENCE_REGRESSION")
+	row("  clients that saw a forgotten request", r.ClientSawForgottenRequest, "journalled request ID answered with another grant; operation abandoned")
 	if r.SkewBeyondBound {
 		b := r.BeyondBound
 		fmt.Fprintf(w, "\n  CLOCK BOUND EXCEEDED in %d rounds (gate clock lagging the registry by more than %d ms):\n", b.Rounds, statusSkewMax.Milliseconds())

@@ -176,14 +176,20 @@ func (w *world) tracef(format string, args ...any) {
 	}
 }
 
-// heldHook drives the restore fault: snapshot the store at the first
-// grant, restore it some time after a later grant, restart the registry,
-// and bring in worker C, whose acquire then re-issues a fence.
+// heldHook drives the restore fault: snapshot the store before any grant
+// or at the first one, restore it some time after a later grant, restart
+// the registry, and bring in worker C, whose acquire then re-issues a
+// fence (equal to one the gate has seen, or below it).
 func (w *world) heldHook(k *worker) {
 	if !w.on[FaultRestore] || w.restored {
 		return
 	}
 	if w.image == nil {
+		if w.rng.chance(0.5) {
+			im := storeImage{} // an empty store: the deepest regression
+			w.image = &im
+			return
+		}
 		im := w.store.image()
 		w.image = &im
 		return

@@ -89,6 +89,9 @@ func reproCommand(cfg *Config, r int) string {
 	if cfg.SkewBeyondBound {
 		cmd += " --skew-beyond-bound"
 	}
+	if cfg.NaiveRecovery {
+		cmd += " --naive-recovery"
+	}
 	if cfg.Alg != grant.AlgEd25519 {
 		cmd += " --alg " + string(cfg.Alg)
 	}

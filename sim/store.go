@@ -69,6 +69,12 @@ func (s *store) image() storeImage {
 // restore puts the data of im back; the revision counter keeps growing.
 func (s *store) restore(im storeImage) {
 	s.records, s.requests = maps.Clone(im.records), maps.Clone(im.requests)
+	if s.records == nil {
+		s.records = make(map[string]storedRecord, 2)
+	}
+	if s.requests == nil {
+		s.requests = make(map[registry.RequestKey]storedEntry, 8)
+	}
 	s.settings, s.setRev = im.settings, im.setRev
 	s.rev++
 }

@@ -65,8 +65,10 @@ type worker struct {
 	ackedSeq uint64
 	sentSeq  uint64
 	opsLeft  int
-	// journalLease is the grant ackedSeq and sentSeq count under.
+	// journalLease is the grant ackedSeq and sentSeq count under, granted
+	// under request journalReq.
 	journalLease string
+	journalReq   string
 
 	// Volatile state.
 	state       leaseState
@@ -197,12 +199,23 @@ func (k *worker) held(is registry.Issued, sentLocal int64) {
 	if !same {
 		k.releasing, k.draining, k.proofUntilMs = false, false, 0
 	}
+	forgot := k.journalLease != "" && k.journalReq == is.Grant.RequestID && is.Grant.Lease != k.journalLease
 	if is.Grant.Lease != k.journalLease {
-		// A new grant, even under a journalled request ID (a restored
-		// registry can issue one): its segments start at 1.
-		k.journalLease, k.ackedSeq, k.sentSeq = is.Grant.Lease, 0, 0
+		// A new grant: its segments start at 1.
+		k.journalLease, k.journalReq, k.ackedSeq, k.sentSeq = is.Grant.Lease, is.Grant.RequestID, 0, 0
 	}
 	k.state, k.is, k.confirmMs = stHeld, is, sentLocal
+	if forgot && !k.w.cfg.NaiveRecovery {
+		// The registry answered a journalled request ID with a different
+		// grant: it lost its state (a restore). Resuming the operation
+		// under the new grant would repeat (fence, root) pairs the gate
+		// has seen; abandon the operation and start a new one instead.
+		k.w.counts.ClientSawForgottenRequest++
+		k.w.tracef("%s: request %s answered with another grant %s: registry state lost", k.name, is.Grant.RequestID, is.Grant.Lease)
+		k.grantBytes, k.statusBytes = is.Grant.Encode(), is.Status.Encode()
+		k.release()
+		return
+	}
 	k.grantBytes, k.statusBytes = is.Grant.Encode(), is.Status.Encode()
 	if !same {
 		k.w.chk.held(is.Grant.Lease, k.attemptMs)

@@ -34,7 +34,10 @@ the command that replays its round.`
 
 func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("sim", stderr)
-	fs.Usage = func() { fmt.Fprintf(stderr, simUsage+"\n\nflags:\n", strings.Join(sim.FaultNames(), ", ")); fs.PrintDefaults() }
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, simUsage+"\n\nflags:\n", strings.Join(sim.FaultNames(), ", "))
+		fs.PrintDefaults()
+	}
 	rounds := fs.Int("rounds", 10000, "number of rounds")
 	seed := fs.Uint64("seed", 0, "run seed (default: random, printed)")
 	faults := fs.String("faults", "all", "faults to inject: all, none, or a comma-separated list of NAME or NAME=RATE")
@@ -45,6 +48,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	trace := fs.Bool("trace", false, "with --round: print every event of the round")
 	asJSON := fs.Bool("json", false, "print the report as one JSON object")
 	parallel := fs.Int("parallel", runtime.GOMAXPROCS(0), "goroutines running rounds (results do not depend on it)")
+	naive := fs.Bool("naive-recovery", false, "a restarted client resumes its operation under whatever grant its request ID returns (exposes the gate's equal-fence gap)")
 	alg := fs.String("alg", "ed25519", "proof algorithm of every key: ed25519 or hmac-sha256 (same decisions, about 3x faster rounds)")
 	budget := fs.Int64("handoff-budget-ms", 0, "handoff p99 budget in ms (default 3000)")
 	if err := fs.Parse(args); err != nil {
@@ -58,7 +62,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
 	cfg.SkewBeyondBound, cfg.Round, cfg.Parallel, cfg.HandoffBudgetMs = *beyond, *round, *parallel, *budget
-	cfg.Alg = grant.Alg(*alg)
+	cfg.Alg, cfg.NaiveRecovery = grant.Alg(*alg), *naive
 	if *trace {
 		if *round == 0 {
 			return fmt.Errorf("%w: --trace needs --round", errUsage)
