@@ -39,6 +39,9 @@ type Dialect struct {
 	guard func(p, table string, mode string) []string
 	// guardSetup is DDL run once by the migration (trigger function, marker).
 	guardSetup string
+	// invariants is migration 2: triggers refusing a lower highest_fence
+	// and any change to a receipt. One statement per line.
+	invariants string
 }
 
 // Name returns "sqlite" or "postgres".
@@ -66,6 +69,9 @@ var SQLite = &Dialect{
 	leaveApply: "DELETE FROM {p}apply_marker RETURNING writes",
 	guardSetup: "CREATE TABLE {p}apply_marker (id INTEGER PRIMARY KEY CHECK (id = 1), writes INTEGER NOT NULL)",
 	guard:      sqliteGuard,
+	invariants: `CREATE TRIGGER {p}fence_never_decreases BEFORE UPDATE OF highest_fence ON {p}resources WHEN NEW.highest_fence < OLD.highest_fence BEGIN SELECT RAISE(ABORT, 'fencegate: highest_fence never decreases'); END;
+CREATE TRIGGER {p}receipts_never_updated BEFORE UPDATE ON {p}receipts BEGIN SELECT RAISE(ABORT, 'fencegate: receipts are never updated or deleted'); END;
+CREATE TRIGGER {p}receipts_never_deleted BEFORE DELETE ON {p}receipts BEGIN SELECT RAISE(ABORT, 'fencegate: receipts are never updated or deleted'); END;`,
 }
 
 func sqliteGuard(p, table, mode string) []string {
@@ -114,6 +120,10 @@ BEGIN
   IF TG_OP = 'DELETE' THEN RETURN OLD; END IF;
   RETURN NEW;
 END $fg$`,
+	invariants: `CREATE OR REPLACE FUNCTION {p}refuse() RETURNS trigger LANGUAGE plpgsql AS $fg$ BEGIN RAISE EXCEPTION 'fencegate: %', TG_ARGV[0] USING ERRCODE = 'integrity_constraint_violation'; END $fg$;
+CREATE TRIGGER {p}fence_never_decreases BEFORE UPDATE OF highest_fence ON {p}resources FOR EACH ROW WHEN (NEW.highest_fence < OLD.highest_fence) EXECUTE FUNCTION {p}refuse('highest_fence never decreases');
+CREATE TRIGGER {p}receipts_never_changed BEFORE UPDATE OR DELETE ON {p}receipts FOR EACH ROW EXECUTE FUNCTION {p}refuse('receipts are never updated or deleted');
+CREATE TRIGGER {p}receipts_never_truncated BEFORE TRUNCATE ON {p}receipts FOR EACH STATEMENT EXECUTE FUNCTION {p}refuse('receipts are never deleted');`,
 	guard: func(p, table, mode string) []string {
 		name := p + "guard_" + table
 		return []string{

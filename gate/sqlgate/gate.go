@@ -2,32 +2,77 @@
 // SQLite (modernc.org/sqlite, the embedded default) or PostgreSQL (pgx via
 // database/sql): Apply verifies a mutation, locks the resource's fence
 // row, decides with gate.Decide, and writes the business change, the new
-// fence state and the receipt in the caller's transaction — or nothing.
+// fence state and the receipt in one transaction — or nothing.
+//
+// # Use
+//
+//	g, err := sqlgate.New(sqlgate.Config{Dialect: sqlgate.SQLite, Policy: gate.Policy{Verifier: v}})
+//	err = g.Migrate(ctx, db)                       // create/upgrade tables, prepare statements
+//	rcpt, err := g.Run(ctx, db, caller, m, func(ctx context.Context, tx *sql.Tx) error {
+//		_, err := tx.ExecContext(ctx, "UPDATE invoices SET … WHERE …")
+//		return err
+//	})
+//
+// Run owns the transaction; Apply composes into the caller's. The
+// business function must use the transaction it is given.
+//
+// # Transactions and locking
+//
+// PostgreSQL: READ COMMITTED; the fence row is read with SELECT … FOR
+// UPDATE, so applies on one resource serialize and applies on different
+// resources proceed in parallel. SQLite: one writer at a time for the
+// whole database; open it with OpenSQLite (WAL, BEGIN IMMEDIATE, busy
+// timeout, a pool of one connection).
 //
 // # Tables
 //
 // All tables carry a configurable prefix (default "fencegate_"):
 // resources (fence state and mode per resource), receipts (one per
-// accepted segment; never updated or deleted), quarantine, alarms,
-// shadow_log, operator_actions, protected (coverage guard registrations)
-// and schema_migrations. Migrate creates and upgrades them.
+// accepted segment, keyed by (resource, fence, seq), indexed by operation
+// ID; never updated or deleted), quarantine, alarms, shadow_log,
+// operator_actions, protected (coverage guard registrations),
+// apply_marker (SQLite guard marker, always empty between transactions)
+// and schema_migrations. Migrate applies the numbered migrations.
 //
 // # Receipts and MUTATION_UNKNOWN
 //
-// QueryOperation answers whether an operation happened: ACCEPTED with its
-// receipts; PROVEN_ABSENT when no receipt exists for the operation ID and
-// the resource's highestFence is above the fence the operation ran under
-// (so it never happened and the gate will never accept it); otherwise
-// UNDETERMINED. See gate.Verdict.
+// QueryOperation(resource, operationID, fence) answers whether an
+// operation attempted under fence happened, from one consistent snapshot:
+//
+//   - ACCEPTED: receipts exist for the operation ID (all are returned);
+//   - PROVEN_ABSENT: no receipt exists for the operation ID AND the
+//     resource's highestFence is above fence. Receipts are written in the
+//     same transaction as every acceptance and never deleted, so the
+//     operation has not happened; highestFence never decreases and every
+//     fence below it is rejected, so it never will under that grant;
+//   - UNDETERMINED: no receipt, but highestFence ≤ fence: a delayed copy
+//     could still be accepted. Write under a newer grant (raising
+//     highestFence) or reconcile, then ask again.
 //
 // # Coverage guard
 //
 // Protect installs a trigger on a business table. In enforce mode every
 // INSERT, UPDATE or DELETE not made inside an accepting Apply of the same
 // transaction fails in the database; in shadow mode it is counted.
-// Coverage reports gate-accepted protected writes / all protected writes.
-// The guard stops mistakes and unreviewed code paths, not a database user
-// who can drop triggers. TRUNCATE is not guarded.
+// Coverage reports gate-accepted protected writes / all protected writes
+// as a number. The guard stops mistakes and unreviewed code paths, not a
+// database user who can drop triggers; TRUNCATE is not guarded. On
+// PostgreSQL "inside an accepting Apply" is a transaction-local setting
+// (set_config(…, true)); on SQLite, a gate-owned marker row that exists
+// only between the accept and the receipt within one write transaction.
+//
+// # Modes and operator actions
+//
+// Resources and protected tables go shadow → enforce, never back
+// (SetMode, Protect). SetMinPolicyGeneration raises a resource's minimum
+// grant policy generation. Resume lifts a FENCE_REGRESSION pause once the
+// operator states a registry fence floor above highestFence. Every
+// operator action is recorded in operator_actions.
+//
+// # Metrics
+//
+// Counters returns per-outcome decision counts; gate/gatemetrics exports
+// them to Prometheus.
 package sqlgate
 
 import (
@@ -140,8 +185,9 @@ func (g *Gate) q(s string) string {
 
 func (g *Gate) nowMs() int64 { return g.clock.Now().UnixMilli() }
 
-// execer is what both *sql.DB and *sql.Tx offer.
-type execer interface {
+// DBTX is what both *sql.DB and *sql.Tx offer; read-only helpers accept
+// either.
+type DBTX interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row

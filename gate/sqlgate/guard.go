@@ -70,7 +70,7 @@ type Coverage struct {
 
 // Coverage reads the coverage counters. Counts are of committed writes:
 // a rolled-back transaction takes its counts with it.
-func (g *Gate) Coverage(ctx context.Context, q execer) (Coverage, error) {
+func (g *Gate) Coverage(ctx context.Context, q DBTX) (Coverage, error) {
 	var c Coverage
 	var gated, ungated int64
 	err := q.QueryRowContext(ctx, g.q(`SELECT (SELECT coalesce(sum(gated_writes), 0) FROM {p}resources), (SELECT coalesce(sum(ungated), 0) FROM {p}protected)`)).Scan(&gated, &ungated)
@@ -95,7 +95,7 @@ type Record struct {
 
 // Records lists a resource's rows of one kind: "quarantine", "alarms" or
 // "shadow_log", oldest first.
-func (g *Gate) Records(ctx context.Context, q execer, kind, resource string) ([]Record, error) {
+func (g *Gate) Records(ctx context.Context, q DBTX, kind, resource string) ([]Record, error) {
 	cols := map[string]string{
 		"quarantine": "fence, original_receipt, reason, recorded_at_ms",
 		"alarms":     "fence, kind, detail, raised_at_ms",

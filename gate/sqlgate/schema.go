@@ -10,7 +10,8 @@ import (
 // migrations are the schema versions, applied in order, each once, in one
 // transaction each. Append; never edit a released one. {p} is the table
 // prefix, {serial} the dialect's auto-assigned key, {guard} its guard setup,
-// {clustered} what makes a table stored in primary-key order.
+// {clustered} what makes a table stored in primary-key order, {invariants}
+// its triggers that hold the gate's storage invariants.
 var migrations = []string{
 	1: `
 CREATE TABLE {p}resources (
@@ -85,6 +86,10 @@ CREATE TABLE {p}protected (
   ungated BIGINT NOT NULL DEFAULT 0
 );
 {guard}`,
+	// 2: the database itself refuses what the gate never does: lowering
+	// highest_fence, and updating or deleting a receipt (PROVEN_ABSENT
+	// relies on receipts never disappearing).
+	2: `{invariants}`,
 }
 
 // SchemaVersion is the schema version this package migrates to.
@@ -96,15 +101,23 @@ func SchemaVersion() int { return len(migrations) - 1 }
 // to call from several processes at once (on PostgreSQL it takes a
 // transaction-level advisory lock; on SQLite the write lock serializes).
 func (g *Gate) Migrate(ctx context.Context, db *sql.DB) error {
+	if err := g.migrateUpTo(ctx, db, SchemaVersion()); err != nil {
+		return err
+	}
+	return g.prepare(ctx, db)
+}
+
+// migrateUpTo applies the migrations not yet applied, up to version max.
+func (g *Gate) migrateUpTo(ctx context.Context, db *sql.DB, max int) error {
 	if _, err := db.ExecContext(ctx, g.q(`CREATE TABLE IF NOT EXISTS {p}schema_migrations (version INTEGER PRIMARY KEY, applied_at_ms BIGINT NOT NULL)`)); err != nil {
 		return fmt.Errorf("sqlgate: migrate: %w", err)
 	}
-	for v := 1; v < len(migrations); v++ {
+	for v := 1; v <= max; v++ {
 		if err := g.migrateTo(ctx, db, v); err != nil {
 			return fmt.Errorf("sqlgate: migrate to version %d: %w", v, err)
 		}
 	}
-	return g.prepare(ctx, db)
+	return nil
 }
 
 func (g *Gate) migrateTo(ctx context.Context, db *sql.DB, v int) error {
@@ -125,7 +138,7 @@ func (g *Gate) migrateTo(ctx context.Context, db *sql.DB, v int) error {
 	if n > 0 {
 		return nil
 	}
-	ddl := strings.NewReplacer("{serial}", g.d.serial, "{guard}", g.d.guardSetup, "{clustered}", g.d.clustered).Replace(migrations[v])
+	ddl := strings.NewReplacer("{serial}", g.d.serial, "{guard}", g.d.guardSetup, "{clustered}", g.d.clustered, "{invariants}", g.d.invariants).Replace(migrations[v])
 	for _, stmt := range splitStatements(g.q(ddl)) {
 		if _, err := tx.ExecContext(ctx, stmt); err != nil {
 			return fmt.Errorf("%w\n%s", err, stmt)

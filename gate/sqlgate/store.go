@@ -53,12 +53,12 @@ WHERE r.resource = $1` + g.d.forUpdate
 
 // lockState reads the resource's fence state with its row locked,
 // creating the row (in the gate's default mode) on first sight.
-func (g *Gate) lockState(ctx context.Context, tx execer, resource string) (gate.State, error) {
+func (g *Gate) lockState(ctx context.Context, tx DBTX, resource string) (gate.State, error) {
 	return g.lockStateCreating(ctx, tx, resource, g.mode)
 }
 
 // lockStateCreating is lockState creating a missing row in mode.
-func (g *Gate) lockStateCreating(ctx context.Context, tx execer, resource string, mode gate.Mode) (gate.State, error) {
+func (g *Gate) lockStateCreating(ctx context.Context, tx DBTX, resource string, mode gate.Mode) (gate.State, error) {
 	st, err := g.readState(ctx, tx, g.stmt.lockState, resource)
 	if errors.Is(err, sql.ErrNoRows) {
 		if _, err := tx.ExecContext(ctx, g.stmt.ensureState, resource, string(mode)); err != nil {
@@ -72,7 +72,7 @@ func (g *Gate) lockStateCreating(ctx context.Context, tx execer, resource string
 	return st, nil
 }
 
-func (g *Gate) readState(ctx context.Context, tx execer, query, resource string) (gate.State, error) {
+func (g *Gate) readState(ctx context.Context, tx DBTX, query, resource string) (gate.State, error) {
 	var st gate.State
 	var mode, root string
 	var highest, last, minPol int64
@@ -91,7 +91,7 @@ func (g *Gate) readState(ctx context.Context, tx execer, query, resource string)
 }
 
 // receiptAt returns the receipt for (resource, fence, seq), or nil.
-func (g *Gate) receiptAt(ctx context.Context, tx execer, resource string, fence, seq uint64) (*gate.Receipt, error) {
+func (g *Gate) receiptAt(ctx context.Context, tx DBTX, resource string, fence, seq uint64) (*gate.Receipt, error) {
 	rs, err := g.scanReceipts(tx.QueryContext(ctx, g.stmt.receiptAt, resource, int64(fence), int64(seq)))
 	if err != nil || len(rs) == 0 {
 		return nil, err

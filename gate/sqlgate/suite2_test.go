@@ -253,3 +253,45 @@ func testQuerier(t *testing.T, b backend) {
 		t.Fatal(err)
 	}
 }
+
+// testUpgrade proves a database at schema version 1 upgrades in place,
+// and that the invariant triggers of version 2 then refuse a lower
+// highest_fence and any change to a receipt, even from outside the gate.
+func testUpgrade(t *testing.T, b backend) {
+	iss := gatetest.NewIssuer("main")
+	g, err := sqlgate.New(sqlgate.Config{Dialect: b.dialect, Policy: gate.Policy{Verifier: iss.Verifier}, Clock: &fakeClock{t: iss.Now}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, db := context.Background(), b.open(t)
+	if err := g.MigrateUpTo(ctx, db, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `INSERT INTO fencegate_resources (resource, mode, highest_fence) VALUES ('up/one', 'enforce', 9)`); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Migrate(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	var versions, highest int
+	db.QueryRowContext(ctx, `SELECT count(*) FROM fencegate_schema_migrations`).Scan(&versions)
+	db.QueryRowContext(ctx, `SELECT highest_fence FROM fencegate_resources WHERE resource = 'up/one'`).Scan(&highest)
+	if versions != sqlgate.SchemaVersion() || highest != 9 {
+		t.Fatalf("after upgrade: %d versions, highest %d", versions, highest)
+	}
+	if _, err := db.ExecContext(ctx, `UPDATE fencegate_resources SET highest_fence = 3 WHERE resource = 'up/one'`); err == nil {
+		t.Fatal("highest_fence lowered directly")
+	}
+	if _, err := db.ExecContext(ctx, `UPDATE fencegate_resources SET highest_fence = 10 WHERE resource = 'up/one'`); err != nil {
+		t.Fatalf("raising must work: %v", err)
+	}
+	m := iss.Mutation(wr("up/two", 5, "op-a"), 1, "p")
+	if _, err := g.Run(ctx, db, owner, m, func(context.Context, *sql.Tx) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`DELETE FROM fencegate_receipts`, `UPDATE fencegate_receipts SET payload_digest = 'x'`} {
+		if _, err := db.ExecContext(ctx, q); err == nil {
+			t.Fatalf("%s succeeded", q)
+		}
+	}
+}

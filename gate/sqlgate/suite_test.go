@@ -24,6 +24,7 @@ func runSuite(t *testing.T, b backend) {
 	t.Run("StatusQuerier", func(t *testing.T) { testQuerier(t, b) })
 	t.Run("StaleDirectWriteLands", func(t *testing.T) { testNegativeControl(t, b) })
 	t.Run("ConcurrentWriters", func(t *testing.T) { testConcurrent(t, b) })
+	t.Run("SchemaUpgradeAndInvariants", func(t *testing.T) { testUpgrade(t, b) })
 }
 
 const owner = "worker-a"
