@@ -92,7 +92,7 @@ func reproCommand(cfg *Config, r int) string {
 	if cfg.NaiveRecovery {
 		cmd += " --naive-recovery"
 	}
-	if cfg.Alg != grant.AlgEd25519 {
+	if cfg.Alg != grant.AlgHMACSHA256 {
 		cmd += " --alg " + string(cfg.Alg)
 	}
 	return cmd + " --trace"
