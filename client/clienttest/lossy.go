@@ -37,6 +37,9 @@ type Lossy struct {
 	Inner client.Transport
 	// Fault decides each call's fate; nil means Pass.
 	Fault func(op, key string) Fault
+	// After, if set, runs once each call is over, before its answer is
+	// returned (a test's hook to end a caller's context after one try).
+	After func(op string)
 
 	mu       sync.Mutex
 	calls    []Call
@@ -100,6 +103,9 @@ func lost(op string, f Fault) error {
 func run[T any](l *Lossy, op, key string, fn func() (T, error)) (T, error) {
 	f, end := l.begin(op, key)
 	defer end()
+	if l.After != nil {
+		defer l.After(op)
+	}
 	var zero T
 	if f == DropRequest {
 		return zero, lost(op, f)
