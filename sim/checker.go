@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/registry"
@@ -122,7 +123,7 @@ func (k *checker) held(lease string, attemptMs int64) {
 // observeStatus notices a status proof issued further in the gate's future
 // than its skew bound allows: the gate's clock lags the registry's beyond
 // the bound, and status freshness can no longer be trusted.
-func (k *checker) observeStatus(r *resource, v *gate.Verified, gateNow interface{ UnixMilli() int64 }) {
+func (k *checker) observeStatus(r *resource, v *gate.Verified, gateNow time.Time) {
 	if v.Status != nil && v.Status.IssuedAt.UnixMilli()-gateNow.UnixMilli() > statusSkewMax.Milliseconds() {
 		k.skewSeen = true
 	}

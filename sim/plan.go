@@ -45,3 +45,39 @@ func (w *world) plan() {
 		}
 	}
 }
+
+// heldHook drives the restore fault: snapshot the store before any grant
+// or at the first one, restore it some time after a later grant, restart
+// the registry, and bring in worker C, whose acquire then re-issues a
+// fence (equal to one the gate has seen, or below it).
+func (w *world) heldHook(k *worker) {
+	if !w.on[FaultRestore] || w.restored {
+		return
+	}
+	if w.image == nil {
+		if w.rng.chance(0.5) {
+			im := storeImage{} // an empty store: the deepest regression
+			w.image = &im
+			return
+		}
+		im := w.store.image()
+		w.image = &im
+		return
+	}
+	w.restored = true
+	w.after(w.rng.between(0, 2000), func() {
+		w.tracef("store restored from the snapshot; registry restarted")
+		w.store.restore(*w.image)
+		w.startRegistry()
+		w.workers[2].start()
+	})
+}
+
+// releaseRace starts the next worker exactly as k releases.
+func (w *world) releaseRace(k *worker) {
+	for _, o := range w.workers[:2] {
+		if o != k && !o.started {
+			o.start()
+		}
+	}
+}

@@ -1,13 +1,11 @@
 package sim
 
 import (
-	"context"
 	"encoding/binary"
 	"fmt"
 	"hash"
 	"hash/fnv"
 
-	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/registry"
 )
 
@@ -174,99 +172,4 @@ func (w *world) tracef(format string, args ...any) {
 	if w.cfg.Trace != nil {
 		fmt.Fprintf(w.cfg.Trace, "%8d ms  %s\n", w.now, fmt.Sprintf(format, args...))
 	}
-}
-
-// heldHook drives the restore fault: snapshot the store before any grant
-// or at the first one, restore it some time after a later grant, restart
-// the registry, and bring in worker C, whose acquire then re-issues a
-// fence (equal to one the gate has seen, or below it).
-func (w *world) heldHook(k *worker) {
-	if !w.on[FaultRestore] || w.restored {
-		return
-	}
-	if w.image == nil {
-		if w.rng.chance(0.5) {
-			im := storeImage{} // an empty store: the deepest regression
-			w.image = &im
-			return
-		}
-		im := w.store.image()
-		w.image = &im
-		return
-	}
-	w.restored = true
-	w.after(w.rng.between(0, 2000), func() {
-		w.tracef("store restored from the snapshot; registry restarted")
-		w.store.restore(*w.image)
-		w.startRegistry()
-		w.workers[2].start()
-	})
-}
-
-// releaseRace starts the next worker exactly as k releases.
-func (w *world) releaseRace(k *worker) {
-	for _, o := range w.workers[:2] {
-		if o != k && !o.started {
-			o.start()
-		}
-	}
-}
-
-// alarm is a FENCE_REGRESSION: an operator raises the registry's floor
-// above the gate's highestFence and resumes the resource.
-func (w *world) alarm() {
-	if w.operatorDue {
-		return
-	}
-	w.operatorDue = true
-	w.after(w.rng.between(operatorDelayMin, operatorDelayMax), func() {
-		w.operatorDue = false
-		floor := w.res.state.HighestFence + 1
-		if _, err := w.reg.RaiseFloor(context.Background(), w.res.name, floor); err != nil {
-			w.tracef("operator: raise floor: %v", err)
-			return
-		}
-		st, err := gate.Resume(w.res.state, floor)
-		if err != nil {
-			w.tracef("operator: resume: %v", err)
-			return
-		}
-		w.res.state = st
-		w.counts.OperatorResumes++
-		w.tracef("operator raised the floor to %d and resumed", floor)
-	})
-}
-
-// reconcile resolves a MUTATION_UNKNOWN by asking the resource, by
-// operation ID, until the answer is ACCEPTED or PROVEN_ABSENT.
-func (w *world) reconcile(k *worker, op string, fence uint64) {
-	w.reconcilesUp++
-	since, tok, done := w.now, 0, false
-	var ask func()
-	ask = func() {
-		tok++
-		mine := tok
-		w.send(k.id, pGate, msgQuery, func() {
-			v := w.res.judge(op, fence)
-			w.send(pGate, k.id, msgQueryReply, func() {
-				if done || mine != tok {
-					return
-				}
-				if v == gate.VerdictUndetermined {
-					k.fenceForRecovery() // nobody else may ever raise the fence
-					w.after(reconcileMs, ask)
-					return
-				}
-				done = true
-				w.reconcilesUp--
-				w.counts.reconciled(w.now - since)
-			})
-		})
-		w.after(2*reconcileMs, func() { // the ask or its answer was lost
-			if !done && mine == tok {
-				ask()
-			}
-		})
-	}
-	ask()
 }
