@@ -8,7 +8,7 @@
 // A Lease follows the specification's states exactly: REQUESTED → HELD →
 // RENEWING → HELD; an uncertain renewal or query → OWNERSHIP_UNKNOWN;
 // registry-confirmed expiry → EXPIRED; a successful release → RELEASED.
-// The transitions are one explicit table (see machine); an illegal one is
+// The transitions are one explicit table (state.go); an illegal one is
 // a programmer error and panics. State(), Done() and Ctx() expose them, as
 // etcd's concurrency.Session does: Ctx() is cancelled the moment ownership
 // stops being certain, and a NEW context is issued if the registry later
@@ -29,5 +29,19 @@
 // Time (Clock), randomness (Options.Rand) and the network (Transport) are
 // injected, so the simulator drives this exact code with simulated time and
 // a lossy network. With Options.Manual no goroutine runs: the caller calls
-// Lease.Tick.
+// Lease.Tick. The client's clock never judges expiry; it only decides when
+// the client stops on its own. Its safety margins assume a bounded clock
+// rate error: a client clock running far slow can build an envelope after
+// the registry ended the lease (property_test.go shows it), which the gate
+// then rejects by its own clock and fence.
+//
+// # Packages
+//
+//   - client: Session (acquire), Lease (renew, Envelope, Release, Tick),
+//     RunSegments, Resolver (MUTATION_UNKNOWN), Direct transport.
+//   - client/httpclient: the production Transport over registry/httpapi.
+//   - client/reconcile: the durable SQLite reconciliation queue.
+//   - client/clienttest: fake clock, lossy transport, fixtures and the
+//     end-to-end scenarios run on every registry store.
+//   - client/etcdtest: those scenarios on embedded etcd.
 package client

@@ -23,6 +23,9 @@ type Lease struct {
 	o     Options
 	owner *Session
 
+	// Lock order: opMu, then mu, then the session's lock (jitter draws
+	// from the session's rand under mu); the session never takes a lease
+	// lock while holding its own.
 	opMu sync.Mutex // serializes registry calls: at most one in flight per lease
 
 	mu        sync.Mutex
@@ -125,7 +128,7 @@ func (l *Lease) stepLocked(ev Event) func() {
 		}
 	}
 	hook, lease := l.o.OnTransition, l.issued.Grant.Lease
-	return func() { // runs without l.mu: the session lock is taken before lease locks, never after
+	return func() { // runs without l.mu held, so hooks may call back into the lease
 		if fx.Done && l.owner != nil {
 			l.owner.ended(l)
 		}
