@@ -81,3 +81,10 @@ func TestGateGapReissuedGrantSameFenceAndRoot(t *testing.T) {
 	}
 	t.Logf("gap still open: %d accepts under a re-issued fence (%s)", r.RegressionAccepted, r.Violations[0].Repro)
 }
+
+func TestStatusQueryClosesTheClockGap(t *testing.T) {
+	r := run(t, Config{Rounds: 500, Seed: 9, Rates: only(map[Fault]float64{FaultPause: 1, FaultAdversary: 1}), SkewBeyondBound: true, StatusQuery: true})
+	if b := r.BeyondBound; b.Rounds == 0 || b.Slipped != 0 || !r.OK() {
+		t.Fatalf("with linearizable status queries a lagging gate clock must not matter: %+v, %d violations", b, r.ViolationsTotal)
+	}
+}

@@ -100,6 +100,11 @@ type Config struct {
 	// holder HELD. Optional, defaults to 3000: lock-delay (1000) plus two
 	// acquire retries plus round trips.
 	HandoffBudgetMs int64
+	// StatusQuery makes the gate ask the registry, linearizably, for the
+	// grant's state at each decision (gate.StatusQuerier) instead of
+	// trusting the status proof in the envelope: no gate clock is then
+	// involved in "is this grant the holder".
+	StatusQuery bool
 	// NaiveRecovery makes a restarted worker resume its operation under
 	// whatever grant its journalled request ID returns, even a different
 	// one (which only a registry that lost state issues). It exposes a gap

@@ -85,7 +85,10 @@
 // gate's future than the bound is proof the gate's clock is behind. A slip
 // in a round where nothing detected the lag is a violation; detected slips
 // are reported, never silently accepted. The gate should carry that check
-// (see the report accompanying this package).
+// (see the report accompanying this package). With StatusQuery the gate
+// asks the registry for the grant's state at each decision instead of
+// trusting the proof, no gate clock is involved, and the slips go to zero
+// (TestStatusQueryClosesTheClockGap).
 //
 // # What the simulator found in the gate
 //

@@ -31,6 +31,8 @@ type keySet struct {
 	retired  *grant.SigningKey // retired
 	evil     *grant.SigningKey // not in the bundle
 	policy   *gate.Policy
+	// revokedBelow is the bundle's revokedBelowEpoch, for status queries.
+	revokedBelow uint64
 }
 
 // statusSkewMax is the gate's clock-skew bound; it equals the registry's
@@ -89,6 +91,7 @@ func newKeySet(alg grant.Alg) (*keySet, error) {
 		return nil, fmt.Errorf("sim: trust bundle: %w", err)
 	}
 	k.policy = &gate.Policy{Verifier: grant.NewVerifier(b, verifyCacheEntries), StatusSkewMax: statusSkewMax}
+	k.revokedBelow = b.File().RevokedBelowEpoch
 	if err := k.policy.Check(); err != nil {
 		return nil, fmt.Errorf("sim: gate policy: %w", err)
 	}

@@ -26,6 +26,7 @@ type Report struct {
 	Faults          map[string]float64 `json:"faults"`
 	SkewBeyondBound bool               `json:"skewBeyondBound"`
 	Alg             string             `json:"alg"`
+	StatusQuery     bool               `json:"statusQuery"`
 
 	StaleAccepted         int `json:"staleAccepted"`
 	StaleNotHolder        int `json:"staleNotHolder"`
@@ -87,7 +88,7 @@ type BeyondBound struct {
 func newReport(cfg *Config, c *Counts, elapsed time.Duration) *Report {
 	r := &Report{
 		Rounds: c.Rounds, Seed: cfg.Seed, Round: cfg.Round, Unsafe: cfg.Break == BreakFence,
-		Faults: map[string]float64{}, SkewBeyondBound: cfg.SkewBeyondBound, Alg: string(cfg.Alg),
+		Faults: map[string]float64{}, SkewBeyondBound: cfg.SkewBeyondBound, Alg: string(cfg.Alg), StatusQuery: cfg.StatusQuery,
 		StaleAccepted: c.StaleAccepted, StaleNotHolder: c.StaleNotHolder, StaleAfterHigherFence: c.StaleAfterHigherFence,
 		ForgedAccepted: c.ForgedAccepted, HighestFencePolluted: c.HighestFencePolluted,
 		SegmentSkipAccepted: c.SegmentSkipAccepted, RegressionAccepted: c.RegressionAccepted,

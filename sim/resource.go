@@ -1,6 +1,9 @@
 package sim
 
 import (
+	"context"
+	"errors"
+
 	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/grant"
 )
@@ -64,7 +67,10 @@ func (r *resource) apply(m *gate.Mutation, caller string, o origin) gate.Outcome
 	if p, ok := r.receipts[k]; ok {
 		in.Prior = &p
 	}
-	if v.Status != nil {
+	switch {
+	case r.w.cfg.StatusQuery && gate.NeedsStatus(in):
+		in.Status = r.queryStatus(v)
+	case !r.w.cfg.StatusQuery && v.Status != nil:
 		in.Status = gate.EvidenceFromProof(v.Status)
 	}
 	in = r.breakInput(in)
@@ -144,6 +150,24 @@ func (r *resource) applyLeaseOnly(m *gate.Mutation, o origin) gate.Outcome {
 	r.w.mix(uint64(outcomeIndex(gate.Accepted)), m.FenceToken, m.SegmentSeq)
 	return gate.Accepted
 }
+
+// queryStatus is the gate's linearizable status query to the registry,
+// made while the decision holds the fence row. It goes over the simulated
+// network only in that a partition between gate and registry fails it; a
+// failure never accepts.
+func (r *resource) queryStatus(v *gate.Verified) gate.StatusEvidence {
+	revokedBelow := r.w.keys.revokedBelow
+	if r.w.cut(pGate, pRegistry, r.w.now) {
+		return gate.EvidenceFromQuery("", 0, errPartitioned, revokedBelow)
+	}
+	is, err := r.w.reg.Status(context.Background(), v.Grant)
+	if err != nil {
+		return gate.EvidenceFromQuery("", 0, err, revokedBelow)
+	}
+	return gate.EvidenceFromQuery(is.Status.State, is.Status.IssuerEpoch, nil, revokedBelow)
+}
+
+var errPartitioned = errors.New("sim: gate and registry are partitioned")
 
 // judge answers "did this operation happen?" (MUTATION_UNKNOWN recovery).
 func (r *resource) judge(operationID string, fence uint64) gate.Verdict {

@@ -89,6 +89,9 @@ func reproCommand(cfg *Config, r int) string {
 	if cfg.SkewBeyondBound {
 		cmd += " --skew-beyond-bound"
 	}
+	if cfg.StatusQuery {
+		cmd += " --status-query"
+	}
 	if cfg.NaiveRecovery {
 		cmd += " --naive-recovery"
 	}
