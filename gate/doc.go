@@ -19,7 +19,7 @@
 //  4. the caller's authenticated identity equals the grant owner
 //     (IDENTITY_MISMATCH).
 //
-// Step 5–6 (Decide) run with the resource's fence row locked, in the
+// Steps 5–6 (Decide) run with the resource's fence row locked, in the
 // precedence documented on Decide: an exact replay returns the original
 // receipt whatever the current status (it changes nothing and is what a
 // lost-ACK retry needs); a paused resource answers RESOURCE_PAUSED to

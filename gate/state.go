@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/fencegate/fencegate/grant"
@@ -32,7 +33,7 @@ func ParseMode(s string) (Mode, error) {
 
 // ErrModeDowngrade is returned when a change would move a resource (or a
 // protected table) from enforce back to shadow or off.
-var ErrModeDowngrade = fmt.Errorf("gate: mode downgrade refused: enforce is final")
+var ErrModeDowngrade = errors.New("gate: mode downgrade refused: enforce is final")
 
 // ChangeMode returns the mode after an operator asks for to while in from.
 // Going from enforce to anything else is refused with ErrModeDowngrade.
@@ -66,7 +67,7 @@ type State struct {
 }
 
 // ErrResumeRefused is returned when Resume's preconditions do not hold.
-var ErrResumeRefused = fmt.Errorf("gate: resume refused")
+var ErrResumeRefused = errors.New("gate: resume refused")
 
 // Resume returns s unpaused. It is the pure half of the operator action
 // that lifts a FENCE_REGRESSION pause: the operator states the registry's
