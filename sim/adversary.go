@@ -123,7 +123,7 @@ func (a *adversary) resign(m *gate.Mutation, g *grant.Grant, key *grant.SigningK
 	}
 	now := a.w.regClock.at(a.w.now)
 	st := &grant.Status{Grant: g.Digest(), State: grant.StateHeld, BackendRevision: g.BackendRevision, IssuerEpoch: g.IssuerEpoch,
-		IssuedAt: now, ValidUntil: now.Add(2 * statusSkewMax)}
+		IssuedAt: now, ValidUntil: now.Add(2 * a.w.cfg.skewBound())}
 	sp, err := key.Sign(st)
 	if err != nil {
 		panic("sim: adversary: sign status: " + err.Error())

@@ -14,7 +14,7 @@ func benchRounds(b *testing.B, alg grant.Alg, rates [faultCount]float64) {
 	if err := cfg.fill(); err != nil {
 		b.Fatal(err)
 	}
-	keys, err := newKeySet(cfg.Alg)
+	keys, err := newKeySet(cfg.Alg, cfg.skewBound())
 	if err != nil {
 		b.Fatal(err)
 	}

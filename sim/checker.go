@@ -124,7 +124,7 @@ func (k *checker) held(lease string, attemptMs int64) {
 // than its skew bound allows: the gate's clock lags the registry's beyond
 // the bound, and status freshness can no longer be trusted.
 func (k *checker) observeStatus(r *resource, v *gate.Verified, gateNow time.Time) {
-	if v.Status != nil && v.Status.IssuedAt.UnixMilli()-gateNow.UnixMilli() > statusSkewMax.Milliseconds() {
+	if v.Status != nil && v.Status.IssuedAt.UnixMilli()-gateNow.UnixMilli() > k.w.cfg.SkewBoundMs {
 		k.skewSeen = true
 	}
 }

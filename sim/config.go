@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/fencegate/fencegate/grant"
 )
@@ -76,6 +77,17 @@ func ParseBreak(s string) (Break, error) {
 	return 0, fmt.Errorf("sim: unknown protection %q (none, fence, auth, auth-order, segments, regression)", s)
 }
 
+// Skew bound limits. The registry refuses a bound at or above its
+// shortest TTL (1 s by default); the simulated workers' 3 s leases need a
+// status proof to outlive the bound by their write round trip.
+const (
+	SkewBoundMsDefault = 500
+	SkewBoundMsMax     = 900
+)
+
+// skewBound is SkewBoundMs as a duration.
+func (c *Config) skewBound() time.Duration { return time.Duration(c.SkewBoundMs) * time.Millisecond }
+
 // Config is one run. The zero value of every optional field takes the
 // default documented beside it.
 type Config struct {
@@ -100,6 +112,12 @@ type Config struct {
 	// holder HELD. Optional, defaults to 3000: lock-delay (1000) plus two
 	// acquire retries plus round trips.
 	HandoffBudgetMs int64
+	// SkewBoundMs is the clock-skew bound the deployment is configured
+	// with: the registry's ClockSkewMaxMs (lock-delay is raised to it if
+	// below) and the gate's StatusSkewMax. Gate and client clocks stay
+	// within it unless SkewBeyondBound. Optional, defaults to
+	// SkewBoundMsDefault; at most SkewBoundMsMax.
+	SkewBoundMs int64
 	// StatusQuery makes the gate ask the registry, linearizably, for the
 	// grant's state at each decision (gate.StatusQuerier) instead of
 	// trusting the status proof in the envelope: no gate clock is then
@@ -152,6 +170,12 @@ func (c *Config) fill() error {
 	}
 	if c.Alg != grant.AlgEd25519 && c.Alg != grant.AlgHMACSHA256 {
 		return fmt.Errorf("sim: algorithm %q (ed25519 or hmac-sha256)", c.Alg)
+	}
+	if c.SkewBoundMs == 0 {
+		c.SkewBoundMs = SkewBoundMsDefault
+	}
+	if c.SkewBoundMs < 0 || c.SkewBoundMs > SkewBoundMsMax {
+		return fmt.Errorf("sim: skew bound %d ms outside 1..%d", c.SkewBoundMs, SkewBoundMsMax)
 	}
 	if c.Parallel < 1 {
 		c.Parallel = 1

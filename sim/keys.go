@@ -35,10 +35,6 @@ type keySet struct {
 	revokedBelow uint64
 }
 
-// statusSkewMax is the gate's clock-skew bound; it equals the registry's
-// ClockSkewMaxMs (both default 500 ms).
-const statusSkewMax = 500 * time.Millisecond
-
 // verifyCacheEntries bounds the gate's verify cache: a round re-verifies
 // its few grants and status proofs on every segment.
 const verifyCacheEntries = 1 << 16
@@ -46,7 +42,7 @@ const verifyCacheEntries = 1 << 16
 // newKeySet builds the keys for alg. An HMAC trust bundle names its
 // secrets by file, so for AlgHMACSHA256 the secrets are written to a
 // temporary folder that lives only while the bundle is loaded.
-func newKeySet(alg grant.Alg) (*keySet, error) {
+func newKeySet(alg grant.Alg, skewBound time.Duration) (*keySet, error) {
 	k := &keySet{
 		registry: derivedKey(alg, "k-registry"),
 		old:      derivedKey(alg, "k-old"),
@@ -90,7 +86,7 @@ func newKeySet(alg grant.Alg) (*keySet, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sim: trust bundle: %w", err)
 	}
-	k.policy = &gate.Policy{Verifier: grant.NewVerifier(b, verifyCacheEntries), StatusSkewMax: statusSkewMax}
+	k.policy = &gate.Policy{Verifier: grant.NewVerifier(b, verifyCacheEntries), StatusSkewMax: skewBound}
 	k.revokedBelow = b.File().RevokedBelowEpoch
 	if err := k.policy.Check(); err != nil {
 		return nil, fmt.Errorf("sim: gate policy: %w", err)

@@ -27,6 +27,7 @@ type Report struct {
 	SkewBeyondBound bool               `json:"skewBeyondBound"`
 	Alg             string             `json:"alg"`
 	StatusQuery     bool               `json:"statusQuery"`
+	SkewBoundMs     int64              `json:"skewBoundMs"`
 
 	StaleAccepted         int `json:"staleAccepted"`
 	StaleNotHolder        int `json:"staleNotHolder"`
@@ -88,7 +89,7 @@ type BeyondBound struct {
 func newReport(cfg *Config, c *Counts, elapsed time.Duration) *Report {
 	r := &Report{
 		Rounds: c.Rounds, Seed: cfg.Seed, Round: cfg.Round, Unsafe: cfg.Break == BreakFence,
-		Faults: map[string]float64{}, SkewBeyondBound: cfg.SkewBeyondBound, Alg: string(cfg.Alg), StatusQuery: cfg.StatusQuery,
+		Faults: map[string]float64{}, SkewBeyondBound: cfg.SkewBeyondBound, Alg: string(cfg.Alg), StatusQuery: cfg.StatusQuery, SkewBoundMs: cfg.SkewBoundMs,
 		StaleAccepted: c.StaleAccepted, StaleNotHolder: c.StaleNotHolder, StaleAfterHigherFence: c.StaleAfterHigherFence,
 		ForgedAccepted: c.ForgedAccepted, HighestFencePolluted: c.HighestFencePolluted,
 		SegmentSkipAccepted: c.SegmentSkipAccepted, RegressionAccepted: c.RegressionAccepted,
@@ -214,7 +215,7 @@ func (r *Report) WriteText(w io.Writer) {
 	row("  clients that saw a forgotten request", r.ClientSawForgottenRequest, "journalled request ID answered with another grant; operation abandoned")
 	if r.SkewBeyondBound {
 		b := r.BeyondBound
-		fmt.Fprintf(w, "\n  CLOCK BOUND EXCEEDED in %d rounds (gate clock lagging the registry by more than %d ms):\n", b.Rounds, statusSkewMax.Milliseconds())
+		fmt.Fprintf(w, "\n  CLOCK BOUND EXCEEDED in %d rounds (gate clock lagging the registry by more than %d ms):\n", b.Rounds, r.SkewBoundMs)
 		fmt.Fprintf(w, "    detected by the gate-side skew monitor in %d rounds\n", b.Detected)
 		fmt.Fprintf(w, "    %d writes accepted from a grant no longer the holder (the fence still ordered them: none below a higher fence)\n", b.Slipped)
 		fmt.Fprintf(w, "    %d of them in rounds where nothing detected the lag\n", b.Undetected)

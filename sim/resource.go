@@ -63,7 +63,7 @@ func (r *resource) apply(m *gate.Mutation, caller string, o origin) gate.Outcome
 	}
 	r.w.chk.observeStatus(r, v, now)
 	k := receiptKey{m.FenceToken, m.SegmentSeq}
-	in := gate.Input{Verified: v, State: r.state, Now: now, StatusSkewMax: statusSkewMax}
+	in := gate.Input{Verified: v, State: r.state, Now: now, StatusSkewMax: r.w.cfg.skewBound()}
 	if p, ok := r.receipts[k]; ok {
 		in.Prior = &p
 	}

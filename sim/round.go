@@ -11,14 +11,18 @@ import (
 
 // Round limits, in true simulated milliseconds.
 const (
-	roundMsMax       = 16 * 60 * 1000 // long enough to see a 15-minute UNKNOWN reconcile fail
-	roundEventsMax   = 50_000         // a round that needs more has a livelock: reported
-	skewOffsetMsMax  = 350            // within-bound offset; with drift stays under 500 over a round's active minute
-	skewDriftPpmMax  = 1000           // within-bound drift
-	beyondLagMsMin   = 1500           // beyond-bound gate lag
-	beyondLagMsMax   = 5000
-	operatorDelayMin = 5000 // FENCE_REGRESSION → operator raises the floor and resumes
-	operatorDelayMax = 30_000
+	roundMsMax     = 16 * 60 * 1000 // long enough to see a 15-minute UNKNOWN reconcile fail
+	roundEventsMax = 50_000         // a round that needs more has a livelock: reported
+	// Within the bound, a clock's offset is at most skewOffsetShare of it
+	// and its drift adds at most skewDriftShare over the longest round,
+	// so |skew| stays below the bound for the whole round.
+	skewOffsetShare = 0.6
+	skewDriftShare  = 0.3
+	// Beyond the bound, a gate's clock lags by 3 to 10 times it.
+	beyondLagTimesMin = 3
+	beyondLagTimesMax = 10
+	operatorDelayMin  = 5000 // FENCE_REGRESSION → operator raises the floor and resumes
+	operatorDelayMax  = 30_000
 )
 
 // world is one round: every party, the event queue and the round's PRNG.
@@ -80,7 +84,10 @@ func newWorld(cfg *Config, keys *keySet, round int, c *Counts) *world {
 
 // startRegistry (re)starts the registry process over the round's store.
 func (w *world) startRegistry() {
-	reg, err := registry.New(w.store, registry.DefaultConfig(epochLive), registryClock{w}, w.keys.registry)
+	cfg := registry.DefaultConfig(epochLive)
+	cfg.ClockSkewMaxMs = uint64(w.cfg.SkewBoundMs)
+	cfg.LockDelayMs = max(cfg.LockDelayMs, cfg.ClockSkewMaxMs)
+	reg, err := registry.New(w.store, cfg, registryClock{w}, w.keys.registry)
 	if err != nil {
 		panic("sim: registry: " + err.Error())
 	}
@@ -92,12 +99,14 @@ func (w *world) startRegistry() {
 func (w *world) partyClock(isGate bool) partyClock {
 	var c partyClock
 	if w.on[FaultSkew] {
-		c.offsetMs = w.rng.float(-skewOffsetMsMax, skewOffsetMsMax)
-		c.driftPpm = w.rng.float(-skewDriftPpmMax, skewDriftPpmMax)
+		bound := float64(w.cfg.SkewBoundMs)
+		driftPpmMax := skewDriftShare * bound / roundMsMax * 1e6
+		c.offsetMs = w.rng.float(-skewOffsetShare*bound, skewOffsetShare*bound)
+		c.driftPpm = w.rng.float(-driftPpmMax, driftPpmMax)
 	}
 	if isGate && w.cfg.SkewBeyondBound && w.rng.chance(w.cfg.BeyondBoundRate) {
 		w.beyondBound = true
-		c.offsetMs = -float64(w.rng.between(beyondLagMsMin, beyondLagMsMax))
+		c.offsetMs = -float64(w.rng.between(beyondLagTimesMin*w.cfg.SkewBoundMs, beyondLagTimesMax*w.cfg.SkewBoundMs))
 	}
 	return c
 }

@@ -18,7 +18,7 @@ func Run(cfg Config) (*Report, error) {
 	if err := cfg.fill(); err != nil {
 		return nil, err
 	}
-	keys, err := newKeySet(cfg.Alg)
+	keys, err := newKeySet(cfg.Alg, cfg.skewBound())
 	if err != nil {
 		return nil, err
 	}
@@ -88,6 +88,9 @@ func reproCommand(cfg *Config, r int) string {
 	}
 	if cfg.SkewBeyondBound {
 		cmd += " --skew-beyond-bound"
+	}
+	if cfg.SkewBoundMs != SkewBoundMsDefault {
+		cmd += fmt.Sprintf(" --skew-bound-ms %d", cfg.SkewBoundMs)
 	}
 	if cfg.StatusQuery {
 		cmd += " --status-query"

@@ -55,14 +55,14 @@ func TestSameSeedSameRun(t *testing.T) {
 
 func TestRoundReplaysAlone(t *testing.T) {
 	cfg := Config{Rounds: 50, Seed: 11, Rates: DefaultRates}
-	keys, err := newKeySet(grant.AlgHMACSHA256)
+	if err := cfg.fill(); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := newKeySet(cfg.Alg, cfg.skewBound())
 	if err != nil {
 		t.Fatal(err)
 	}
 	inRun := make([]*Counts, 0, cfg.Rounds)
-	if err := cfg.fill(); err != nil {
-		t.Fatal(err)
-	}
 	for r := 1; r <= cfg.Rounds; r++ {
 		inRun = append(inRun, RunRound(&cfg, keys, r))
 	}
@@ -89,12 +89,20 @@ func TestUnsafeNegativeControl(t *testing.T) {
 }
 
 func TestAlgorithmDoesNotChangeDecisions(t *testing.T) {
-	cfg := Config{Rounds: 300, Seed: 5, Rates: DefaultRates}
-	cfg.Alg = grant.AlgEd25519
+	cfg := Config{Rounds: 300, Seed: 5, Rates: DefaultRates, Alg: grant.AlgEd25519}
 	ed := run(t, cfg)
 	cfg.Alg = grant.AlgHMACSHA256
 	mac := run(t, cfg)
 	if ed.EventLogDigest != mac.EventLogDigest {
 		t.Fatalf("Ed25519 digest %s, HMAC digest %s: the algorithm changed a decision", ed.EventLogDigest, mac.EventLogDigest)
+	}
+}
+
+func TestSkewBoundIsConfigurable(t *testing.T) {
+	for _, bound := range []int64{100, 900} {
+		r := run(t, Config{Rounds: 500, Seed: 13, Rates: DefaultRates, SkewBoundMs: bound, SkewBeyondBound: true})
+		if r.SkewBoundMs != bound || r.StaleAccepted != 0 || r.BeyondBound.Undetected != 0 || r.BeyondBound.Rounds == 0 {
+			t.Errorf("bound %d ms: report bound %d, %d stale, beyond-bound %+v", bound, r.SkewBoundMs, r.StaleAccepted, r.BeyondBound)
+		}
 	}
 }

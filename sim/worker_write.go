@@ -24,7 +24,7 @@ func (k *worker) writeNext() {
 		k.release()
 		return
 	}
-	if k.localMs() >= k.confirmMs+leaseTTLMs-statusSkewMax.Milliseconds() {
+	if k.localMs() >= k.confirmMs+leaseTTLMs-k.w.cfg.SkewBoundMs {
 		k.unknown() // the local deadline passed unconfirmed
 		return
 	}
@@ -145,7 +145,7 @@ func (k *worker) drainThenRelease() {
 		return
 	}
 	k.draining = true
-	wait := k.proofUntilMs + statusSkewMax.Milliseconds() + proofMarginMs - k.localMs()
+	wait := k.proofUntilMs + k.w.cfg.SkewBoundMs + proofMarginMs - k.localMs()
 	lease := k.is.Grant.Lease
 	k.timer(max(wait, 0), func() {
 		if k.draining && k.is.Grant != nil && k.is.Grant.Lease == lease {

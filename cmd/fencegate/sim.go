@@ -51,6 +51,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	trace := fs.Bool("trace", false, "with --round: print every event of the round")
 	asJSON := fs.Bool("json", false, "print the report as one JSON object")
 	parallel := fs.Int("parallel", runtime.GOMAXPROCS(0), "goroutines running rounds (results do not depend on it)")
+	bound := fs.Int64("skew-bound-ms", 0, "configured clock-skew bound of registry and gate in ms (default 500)")
 	query := fs.Bool("status-query", false, "the gate asks the registry for each grant's state (linearizable query) instead of trusting status proofs")
 	naive := fs.Bool("naive-recovery", false, "a restarted client resumes its operation under whatever grant its request ID returns (exposes the gate's equal-fence gap)")
 	alg := fs.String("alg", "hmac-sha256", "proof algorithm of every key: hmac-sha256, or ed25519 (the production default; same decisions, rounds about 3x slower)")
@@ -66,7 +67,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
 	cfg.SkewBeyondBound, cfg.Round, cfg.Parallel, cfg.HandoffBudgetMs = *beyond, *round, *parallel, *budget
-	cfg.Alg, cfg.NaiveRecovery, cfg.StatusQuery = grant.Alg(*alg), *naive, *query
+	cfg.Alg, cfg.NaiveRecovery, cfg.StatusQuery, cfg.SkewBoundMs = grant.Alg(*alg), *naive, *query, *bound
 	if *trace {
 		if *round == 0 {
 			return fmt.Errorf("%w: --trace needs --round", errUsage)
