@@ -118,7 +118,7 @@ func (s *Session) begin(r AcquireRequest) (*attempt, error) {
 		}
 		delete(s.pending, r.Resource) // presumed over: whatever it did has expired
 	}
-	a := &attempt{req: r.wire(s.newRequestIDLocked()), ttl: ttlGuess(r), active: true, m: machine{state: StateRequested}}
+	a := &attempt{req: r.wire(s.newRequestIDLocked()), ttl: ttlGuess(r), active: true, m: NewMachine()}
 	s.pending[r.Resource] = a
 	return a, nil
 }
@@ -148,7 +148,7 @@ func (s *Session) finish(a *attempt, final bool) {
 func (s *Session) stepRequested(a *attempt, ev Event) {
 	s.mu.Lock()
 	from := a.m.state
-	to, _ := a.m.step(ev)
+	to, _ := a.m.Step(ev)
 	s.mu.Unlock()
 	if s.o.OnTransition != nil {
 		s.o.OnTransition(a.req.RequestID, from, to, ev)

@@ -37,13 +37,13 @@ func (l *Lease) Envelope(segmentSeq uint64, payload grant.Digest) (gate.Mutation
 		return refuse("ownership not certain")
 	case l.releasing:
 		return refuse("releasing")
-	case !now.Before(l.sched.deadline):
+	case !now.Before(l.sched.Deadline):
 		l.wake() // the loop will step Deadline and query
 		return refuse("local deadline passed")
-	case !l.sched.proofUsable(l.o, now):
+	case !l.sched.ProofUsable(l.o, now):
 		l.wake()
 		return gate.Mutation{}, fmt.Errorf("%w: lease %s: status proof valid until %s, margin %s",
-			ErrProofStale, g.Lease, l.sched.proofUntil.UTC().Format(grant.TimeLayout), l.o.ProofMargin)
+			ErrProofStale, g.Lease, l.sched.ProofUntil.UTC().Format(grant.TimeLayout), l.o.ProofMargin)
 	}
 	m := gate.Mutation{
 		Resource: g.Resource, Lease: g.Lease, OperationID: l.operation, FenceToken: g.FenceToken,

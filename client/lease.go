@@ -12,7 +12,7 @@ import (
 // Lease is one held grant and the shell that keeps it: it renews at a
 // fraction of the server TTL, refreshes the status proof before it
 // expires, and the moment ownership is no longer certain it cancels Ctx()
-// and refuses envelopes. It runs the pure state machine (machine) with the
+// and refuses envelopes. It runs the pure state machine (Machine) with the
 // injected Clock and Transport; the simulator drives the same code.
 //
 // A lease can be lost at any moment without the client knowing (a pause,
@@ -29,10 +29,10 @@ type Lease struct {
 	opMu sync.Mutex // serializes registry calls: at most one in flight per lease
 
 	mu        sync.Mutex
-	m         machine
+	m         Machine
 	issued    registry.Issued // grant, grant proof, latest HELD status and proof
 	operation string
-	sched     schedule
+	sched     Schedule
 	releasing bool
 	ctx       context.Context
 	cancel    context.CancelFunc
@@ -43,12 +43,12 @@ type Lease struct {
 
 // newLease builds a HELD lease from an acquire answer sent at sent.
 func newLease(s *Session, t Transport, o Options, is registry.Issued, operationID string, sent time.Time) *Lease {
-	l := &Lease{t: t, o: o, owner: s, m: machine{state: StateRequested}, issued: is, operation: operationID,
+	l := &Lease{t: t, o: o, owner: s, m: NewMachine(), issued: is, operation: operationID,
 		done: make(chan struct{}), kick: make(chan struct{}, 1)}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	l.cancel() // replaced below: a context exists only while ownership is certain
 	l.mu.Lock()
-	l.sched = confirmed(o, sent, l.ttl(), is.Status, l.jitter())
+	l.sched = Confirmed(o, sent, l.ttl(), is.Status, l.jitter())
 	notify := l.stepLocked(EvAcquireOK)
 	l.mu.Unlock()
 	notify()
@@ -93,7 +93,7 @@ func (l *Lease) Done() <-chan struct{} { return l.done }
 func (l *Lease) Deadline() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.sched.deadline
+	return l.sched.Deadline
 }
 
 func (l *Lease) ttl() time.Duration { return time.Duration(l.issued.Grant.TTLMs) * time.Millisecond }
@@ -110,7 +110,7 @@ func (l *Lease) jitter() float64 {
 // the OnTransition notification to run once l.mu is released.
 func (l *Lease) stepLocked(ev Event) func() {
 	from := l.m.state
-	to, fx := l.m.step(ev)
+	to, fx := l.m.Step(ev)
 	if fx.CancelCtx {
 		l.cancel()
 	}
@@ -118,7 +118,7 @@ func (l *Lease) stepLocked(ev Event) func() {
 		l.ctx, l.cancel = context.WithCancel(context.Background())
 	}
 	if fx.Query {
-		l.sched.queryAt = l.o.Clock.Now()
+		l.sched.QueryAt = l.o.Clock.Now()
 	}
 	if fx.Done {
 		l.cancel()
@@ -150,7 +150,7 @@ func (l *Lease) step(ev Event) {
 func (l *Lease) loop(ctx context.Context) {
 	for {
 		l.mu.Lock()
-		_, wake := l.sched.check(l.o, l.m.state, l.o.Clock.Now())
+		_, wake := l.sched.Check(l.o, l.m.state, l.o.Clock.Now())
 		l.mu.Unlock()
 		var timer <-chan time.Time
 		if !wake.IsZero() {

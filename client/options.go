@@ -78,7 +78,9 @@ type Options struct {
 	OnTransition func(lease string, from, to State, ev Event)
 }
 
-func (o Options) filled() Options {
+// WithDefaults returns o with every zero field set to its default (what
+// NewSession uses).
+func (o Options) WithDefaults() Options {
 	if o.Clock == nil {
 		o.Clock = SystemClock{}
 	}

@@ -58,7 +58,7 @@ func (l *Lease) releaseOnce(ctx context.Context) (done bool, err error) {
 		notify, done, err = l.stepLocked(EvReleaseRefused), true, nil
 	default:
 		notify = l.stepLocked(EvReleaseLost)
-		l.sched.queryAt = l.o.Clock.Now().Add(l.o.QueryInterval)
+		l.sched.QueryAt = l.o.Clock.Now().Add(l.o.QueryInterval)
 		err = fmt.Errorf("client: release %s: %w", g.Lease, err)
 	}
 	l.mu.Unlock()

@@ -6,72 +6,73 @@ import (
 	"github.com/fencegate/fencegate/grant"
 )
 
-// due is what a lease's timers ask for at a given instant.
-type due int
+// Due is what a lease's timers ask for at a given instant.
+type Due int
 
 const (
-	dueNothing  due = iota
-	dueDeadline     // the local deadline passed: stop, then query
-	dueRenew        // renew the lease (also refreshes the proof)
-	dueRefresh      // only the status proof needs refreshing
-	dueQuery        // OWNERSHIP_UNKNOWN: ask the registry again
+	DueNothing  Due = iota
+	DueDeadline     // the local deadline passed: stop, then query
+	DueRenew        // renew the lease (also refreshes the proof)
+	DueRefresh      // only the status proof needs refreshing
+	DueQuery        // OWNERSHIP_UNKNOWN: ask the registry again
 )
 
-// schedule is the pure timing of one lease, all instants by the client's
-// clock except proofUntil, which is the registry's validUntil: it is only
+// Schedule is the pure timing of one lease, all instants by the client's
+// clock except ProofUntil, which is the registry's validUntil: it is only
 // ever compared after subtracting a margin that covers the skew bound.
-type schedule struct {
-	deadline   time.Time // no new effects at or after (sent + TTL − ExpiryMargin)
-	renewAt    time.Time // next renewal
-	proofUntil time.Time // status proof validUntil (registry clock)
-	queryAt    time.Time // next query while unknown
+type Schedule struct {
+	Deadline   time.Time // no new effects at or after (sent + TTL − ExpiryMargin)
+	RenewAt    time.Time // next renewal
+	ProofUntil time.Time // status proof validUntil (registry clock)
+	QueryAt    time.Time // next query while unknown
 }
 
-// confirmed computes the schedule after the registry confirmed the grant
+// Confirmed computes the schedule after the registry confirmed the grant
 // HELD in answer to a renewal (or acquire) sent at sent. jitter is drawn
-// from the lease's seeded rand in [-1, 1).
-func confirmed(o Options, sent time.Time, ttl time.Duration, st *grant.Status, jitter float64) schedule {
+// from the lease's seeded rand in [-1, 1). o must have its defaults
+// filled (Options.WithDefaults).
+func Confirmed(o Options, sent time.Time, ttl time.Duration, st *grant.Status, jitter float64) Schedule {
 	interval := time.Duration(float64(ttl) * o.RenewFraction * (1 + o.RenewJitter*jitter))
-	return schedule{
-		deadline:   sent.Add(ttl - o.ExpiryMargin),
-		renewAt:    sent.Add(interval),
-		proofUntil: st.ValidUntil,
+	return Schedule{
+		Deadline:   sent.Add(ttl - o.ExpiryMargin),
+		RenewAt:    sent.Add(interval),
+		ProofUntil: st.ValidUntil,
 	}
 }
 
-// refreshed keeps the deadline and renewal time and takes a newer proof.
-func (s schedule) refreshed(st *grant.Status) schedule {
-	s.proofUntil = st.ValidUntil
+// Refreshed keeps the deadline and renewal time and takes a newer proof.
+func (s Schedule) Refreshed(st *grant.Status) Schedule {
+	s.ProofUntil = st.ValidUntil
 	return s
 }
 
-// proofUsable reports whether the status proof may still be sent at now.
-func (s schedule) proofUsable(o Options, now time.Time) bool {
-	return now.Before(s.proofUntil.Add(-o.ProofMargin))
+// ProofUsable reports whether the status proof may still be sent at now.
+func (s Schedule) ProofUsable(o Options, now time.Time) bool {
+	return now.Before(s.ProofUntil.Add(-o.ProofMargin))
 }
 
-// check returns what is due at now in state st, and when to look again
+// Check returns what is due at now in state st, and when to look again
 // (zero when nothing will ever be due).
-func (s schedule) check(o Options, st State, now time.Time) (due, time.Time) {
+func (s Schedule) Check(o Options, st State, now time.Time) (Due, time.Time) {
 	switch st {
 	case StateHeld:
-		refreshAt := s.proofUntil.Add(-o.ProofRefreshLead)
+		refreshAt := s.ProofUntil.Add(-o.ProofRefreshLead)
 		switch {
-		case !now.Before(s.deadline):
-			return dueDeadline, now
-		case !now.Before(s.renewAt):
-			return dueRenew, now
+		case !now.Before(s.Deadline):
+			return DueDeadline, now
+		case !now.Before(s.RenewAt):
+			return DueRenew, now
 		case !now.Before(refreshAt):
-			return dueRefresh, now
+			return DueRefresh, now
 		}
-		return dueNothing, earliest(s.deadline, s.renewAt, refreshAt)
+		return DueNothing, earliest(s.Deadline, s.RenewAt, refreshAt)
 	case StateUnknown:
-		if !now.Before(s.queryAt) {
-			return dueQuery, now
+		if !now.Before(s.QueryAt) {
+			return DueQuery, now
 		}
-		return dueNothing, s.queryAt
+		return DueNothing, s.QueryAt
 	}
-	return dueNothing, time.Time{}
+	return DueNothing, time.Time{}
 }
 
 func earliest(ts ...time.Time) time.Time {

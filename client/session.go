@@ -25,7 +25,7 @@ type Session struct {
 type attempt struct {
 	req       registry.AcquireRequest
 	active    bool      // an Acquire call is working on it
-	m         machine   // REQUESTED until the lease takes over
+	m         Machine   // REQUESTED until the lease takes over
 	firstSent time.Time // client clock, first send of this request ID
 	lastSent  time.Time // client clock; the old attempt is presumed over after lastSent + TTL + WaitMs + AcquireMargin
 	ttl       time.Duration
@@ -38,7 +38,7 @@ func (a *attempt) reusableAt(o Options) time.Time {
 // NewSession returns a session over t. opts' zero fields take their
 // defaults (see Options).
 func NewSession(t Transport, opts Options) *Session {
-	return &Session{t: t, o: opts.filled(), pending: make(map[string]*attempt), live: make(map[string]*Lease)}
+	return &Session{t: t, o: opts.WithDefaults(), pending: make(map[string]*attempt), live: make(map[string]*Lease)}
 }
 
 // Options returns the options in force, defaults filled.

@@ -137,15 +137,23 @@ func effects(from, to State) Effects {
 	}
 }
 
-// machine is the pure lease state machine: no clock, no I/O, no locks.
-// The shell (Lease) owns all three and feeds it events.
-type machine struct {
+// Machine is the pure lease state machine: no clock, no I/O, no locks.
+// Lease (the shell) owns all three and feeds it events; a simulator that
+// models the network as events may drive it directly, with Schedule for
+// the timing, and run exactly this transition table.
+type Machine struct {
 	state State
 }
 
-// step applies ev. An illegal transition is a programmer error and panics
-// through assert.
-func (m *machine) step(ev Event) (State, Effects) {
+// NewMachine returns a machine in REQUESTED.
+func NewMachine() Machine { return Machine{state: StateRequested} }
+
+// State returns the current state.
+func (m *Machine) State() State { return m.state }
+
+// Step applies ev and returns the new state and what the caller must do.
+// An illegal transition is a programmer error and panics through assert.
+func (m *Machine) Step(ev Event) (State, Effects) {
 	from := m.state
 	to, ok := next(from, ev)
 	assert.That(ok, "client: illegal transition %s --%s-->", from, ev)
@@ -154,4 +162,4 @@ func (m *machine) step(ev Event) (State, Effects) {
 }
 
 // String renders the machine for debugging.
-func (m *machine) String() string { return fmt.Sprintf("machine{%s}", m.state) }
+func (m *Machine) String() string { return fmt.Sprintf("Machine{%s}", m.state) }

@@ -49,8 +49,8 @@ var legal = []transition{
 func TestLegalTransitions(t *testing.T) {
 	for _, tc := range legal {
 		t.Run(string(tc.from)+"/"+string(tc.ev), func(t *testing.T) {
-			m := machine{state: tc.from}
-			to, fx := m.step(tc.ev)
+			m := Machine{state: tc.from}
+			to, fx := m.Step(tc.ev)
 			if to != tc.to || m.state != tc.to {
 				t.Fatalf("%s --%s--> %s, want %s", tc.from, tc.ev, to, tc.to)
 			}
@@ -80,8 +80,8 @@ func TestIllegalTransitionsPanic(t *testing.T) {
 						t.Errorf("%s --%s-->: want an assertion failure, got %v", s, ev, r)
 					}
 				}()
-				m := machine{state: s}
-				m.step(ev)
+				m := Machine{state: s}
+				m.Step(ev)
 			}()
 		}
 	}

@@ -17,13 +17,13 @@ func (l *Lease) Tick(ctx context.Context) State {
 	l.opMu.Lock()
 	defer l.opMu.Unlock()
 	l.mu.Lock()
-	what, _ := l.sched.check(l.o, l.m.state, l.o.Clock.Now())
+	what, _ := l.sched.Check(l.o, l.m.state, l.o.Clock.Now())
 	releasing := l.releasing
 	var notify func()
 	switch what {
-	case dueDeadline:
+	case DueDeadline:
 		notify = l.stepLocked(EvDeadline)
-	case dueRenew, dueRefresh:
+	case DueRenew, DueRefresh:
 		notify = l.stepLocked(EvRenewDue)
 	}
 	l.mu.Unlock()
@@ -31,13 +31,13 @@ func (l *Lease) Tick(ctx context.Context) State {
 		notify()
 	}
 	switch what {
-	case dueDeadline:
+	case DueDeadline:
 		l.query(ctx)
-	case dueRenew:
+	case DueRenew:
 		l.renew(ctx, false)
-	case dueRefresh:
+	case DueRefresh:
 		l.renew(ctx, true)
-	case dueQuery:
+	case DueQuery:
 		if releasing {
 			l.releaseOnce(ctx)
 		} else {
@@ -127,7 +127,7 @@ func (l *Lease) query(ctx context.Context) {
 		notify = l.stepLocked(EvQueryExpired)
 	default:
 		notify = l.stepLocked(EvQueryUnavailable)
-		l.sched.queryAt = l.o.Clock.Now().Add(l.o.QueryInterval)
+		l.sched.QueryAt = l.o.Clock.Now().Add(l.o.QueryInterval)
 	}
 	l.mu.Unlock()
 	notify()
@@ -157,8 +157,8 @@ func (l *Lease) judge(is registry.Issued, err error) (held, refused bool) {
 func (l *Lease) confirmLocked(is registry.Issued, sent time.Time, statusOnly bool) {
 	l.issued.Status, l.issued.StatusProof = is.Status, is.StatusProof
 	if statusOnly {
-		l.sched = l.sched.refreshed(is.Status)
+		l.sched = l.sched.Refreshed(is.Status)
 		return
 	}
-	l.sched = confirmed(l.o, sent, l.ttl(), is.Status, l.jitter())
+	l.sched = Confirmed(l.o, sent, l.ttl(), is.Status, l.jitter())
 }
