@@ -213,6 +213,15 @@ func (r *Report) WriteText(w io.Writer) {
 	row("fence regressions alarmed", r.RegressionAlarms, fmt.Sprintf("%d grants re-issued at an old fence; %d operator resumes", r.RegressedGrants, r.OperatorResumes))
 	row("  rounds refused without an alarm", r.RegressionNotAlarmed, "a re-issued fence reached the gate, was refused (e.g. QUARANTINED), no FENCE_REGRESSION")
 	row("  clients that saw a forgotten request", r.ClientSawForgottenRequest, "journalled request ID answered with another grant; operation abandoned")
+	if len(r.Attacks) > 0 {
+		var parts []string
+		for _, n := range attackNames {
+			if a, ok := r.Attacks[n]; ok {
+				parts = append(parts, fmt.Sprintf("%s %d/%d", n, a[1], a[0]))
+			}
+		}
+		fmt.Fprintf(w, "  adversary (accepted/sent): %s\n", strings.Join(parts, ", "))
+	}
 	if r.SkewBeyondBound {
 		b := r.BeyondBound
 		fmt.Fprintf(w, "\n  CLOCK BOUND EXCEEDED in %d rounds (gate clock lagging the registry by more than %d ms):\n", b.Rounds, r.SkewBoundMs)
