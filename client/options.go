@@ -45,13 +45,14 @@ type Options struct {
 	RenewJitter float64
 	// CallTimeout: a registry call without an answer after this long is
 	// lost; an answer that comes later is late, and treated as lost.
-	// Optional, defaults to 2s; an acquire adds its WaitMs. Keep it well
-	// under TTL × (1 − RenewFraction) − ExpiryMargin.
+	// Optional, defaults to 2s; an acquire adds its WaitMs; a lease's calls
+	// use at most TTL/4.
 	CallTimeout time.Duration
 	// ExpiryMargin: the local deadline is (send time of the last confirmed
 	// renewal) + TTL − ExpiryMargin by the client's clock. It absorbs clock
 	// rate error over one TTL. Optional, defaults to 1s (twice the
-	// registry's default ClockSkewMaxMs).
+	// registry's default ClockSkewMaxMs). Leases much shorter than
+	// 3 × ExpiryMargin spend most of their life past the local deadline.
 	ExpiryMargin time.Duration
 	// ProofMargin: an envelope is built only while the status proof's
 	// validUntil − ProofMargin is after the client's now, leaving the gate

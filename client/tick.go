@@ -47,11 +47,12 @@ func (l *Lease) Tick(ctx context.Context) State {
 	return l.State()
 }
 
-// call runs fn with a deadline of CallTimeout by the injected clock, so a
-// simulated network's delay is judged in simulated time. It reports
-// whether the answer came late.
+// call runs fn with a deadline by the injected clock, so a simulated
+// network's delay is judged in simulated time: CallTimeout, but at most a
+// quarter of the TTL so that a short lease still learns of a lost renewal
+// well before its deadline. It reports whether the answer came late.
 func (l *Lease) call(ctx context.Context, fn func(context.Context) (registry.Issued, error)) (registry.Issued, error, bool) {
-	return timedCall(ctx, l.o.Clock, l.o.CallTimeout, fn)
+	return timedCall(ctx, l.o.Clock, min(l.o.CallTimeout, l.ttl()/4), fn)
 }
 
 // timedCall is call for anything holding a clock.

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/fencegate/fencegate/client/reconcile"
 	"github.com/fencegate/fencegate/gate"
@@ -38,6 +39,10 @@ type Unknown struct {
 	FenceToken    uint64
 	SegmentSeq    uint64
 	PayloadDigest grant.Digest
+	// Since is when the outcome became unknown (the send or the timeout).
+	// Optional: the reconciliation deadline counts from it, else from the
+	// moment the item is queued.
+	Since time.Time
 }
 
 // UnknownOf is the Unknown for an envelope whose answer was lost.
@@ -87,7 +92,7 @@ func (r *Resolver) Resolve(ctx context.Context, u Unknown) (Resolution, error) {
 		return res, err
 	}
 	it, err := r.Queue.Enqueue(ctx, reconcile.Item{Resource: u.Resource, OperationID: u.OperationID,
-		FenceToken: u.FenceToken, SegmentSeq: u.SegmentSeq, PayloadDigest: u.PayloadDigest})
+		FenceToken: u.FenceToken, SegmentSeq: u.SegmentSeq, PayloadDigest: u.PayloadDigest, EnqueuedAt: u.Since})
 	if err != nil {
 		return res, fmt.Errorf("client: resolve %s/%s: %w", u.Resource, u.OperationID, err)
 	}

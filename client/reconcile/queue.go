@@ -71,11 +71,11 @@ type Item struct {
 	FenceToken    uint64
 	SegmentSeq    uint64 // 0: the whole operation
 	PayloadDigest grant.Digest
-	EnqueuedAt    time.Time
-	Deadline      time.Time
-	Attempts      int    // reconciliation attempts so far
-	LastError     string // why the last attempt did not settle it
-	Alarmed       bool   // the deadline passed and the alarm fired
+	EnqueuedAt    time.Time // when the outcome became unknown: Enqueue takes it if set, else now
+	Deadline      time.Time // EnqueuedAt + Options.Deadline
+	Attempts      int       // reconciliation attempts so far
+	LastError     string    // why the last attempt did not settle it
+	Alarmed       bool      // the deadline passed and the alarm fired
 }
 
 // Queue is the durable queue. Safe for concurrent use.
@@ -139,12 +139,17 @@ func (q *Queue) Close() error { return q.db.Close() }
 // Options returns the options in force.
 func (q *Queue) Options() Options { return q.o }
 
-// Enqueue adds it (fields other than the identity and payload are set by
-// the queue) and returns the stored item. Enqueuing the same (resource,
+// Enqueue adds it and returns the stored item. Only the identity, the
+// payload digest and EnqueuedAt (optional: when the outcome became unknown,
+// so the deadline counts from the loss, not from the enqueue) are taken
+// from it; the queue sets the rest. Enqueuing the same (resource,
 // operation, fence, segment) again returns the existing item unchanged,
 // so its deadline is never pushed back.
 func (q *Queue) Enqueue(ctx context.Context, it Item) (Item, error) {
 	now := q.o.Clock.Now()
+	if !it.EnqueuedAt.IsZero() && it.EnqueuedAt.Before(now) {
+		now = it.EnqueuedAt
+	}
 	tx, err := q.db.BeginTx(ctx, nil)
 	if err != nil {
 		return Item{}, fmt.Errorf("reconcile: enqueue: %w", err)

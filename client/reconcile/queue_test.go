@@ -104,3 +104,25 @@ func TestQueueDurableIdempotentBoundedAlarmed(t *testing.T) {
 		t.Fatalf("counts %d/%d, want 1/1", n, overdue)
 	}
 }
+
+func TestDeadlineCountsFromWhenTheOutcomeBecameUnknown(t *testing.T) {
+	ctx := context.Background()
+	c := &clock{now: time.Date(2026, 7, 19, 10, 0, 0, 0, time.UTC)}
+	q, err := reconcile.Open(ctx, filepath.Join(t.TempDir(), "q.db"), reconcile.Options{Clock: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	it := item("op-1", 1)
+	it.EnqueuedAt = c.Now().Add(-5 * time.Minute)
+	got, err := q.Enqueue(ctx, it)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Deadline.Equal(it.EnqueuedAt.Add(reconcile.DeadlineDefault)) {
+		t.Fatalf("deadline %s, want loss + 15 min", got.Deadline)
+	}
+	if age, _ := q.OldestAge(ctx); age != 5*time.Minute {
+		t.Fatalf("oldest age %s, want 5m", age)
+	}
+}
