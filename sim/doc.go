@@ -33,9 +33,11 @@
 // against the receipts with gate.Judge); gate and client clocks are skewed
 // and drift within the bound; two parties are partitioned; a worker
 // crashes and restarts from its journal with the same request ID; the
-// registry's store is restored from a snapshot taken at the first grant
-// (fence regression: the gate must answer FENCE_REGRESSION and pause; an
-// operator then raises the registry's floor and resumes). The adversary
+// registry's store is restored from a snapshot taken before any grant or
+// at the first one (fence regression: the re-issued fence must never be
+// accepted after an equal or higher one; when the gate answers
+// FENCE_REGRESSION and pauses, an operator raises the registry's floor and
+// resumes). The adversary
 // taps the network and injects envelopes sent under the owner's identity:
 // a forged huge fence, a tampered grant, a replay on another resource, a
 // grant under a revoked epoch signed with that epoch's real key, grants

@@ -9,7 +9,9 @@ import (
 )
 
 // proofUsable reports whether the status proof may still be sent, judged
-// on the worker's clock with the skew bound and a margin for the trip.
+// on the worker's clock with a margin for the trip. A worker clock that
+// lags the registry's only costs a PROOF_EXPIRED answer and a refresh:
+// the gate, not the worker, decides freshness.
 func (k *worker) proofUsable() bool {
 	return k.localMs()+proofMarginMs < k.is.Status.ValidUntil.UnixMilli()
 }
