@@ -50,7 +50,7 @@ func (r *Registry) Acquire(ctx context.Context, owner string, req AcquireRequest
 			return Issued{}, err
 		}
 		switch dec.outcome {
-		case outPurge:
+		case outPurge, outHanded:
 			cached = false
 			continue
 		case outGranted:
@@ -173,7 +173,7 @@ func (r *Registry) cancelWait(ctx context.Context, in acquireInput) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelWaitTimeoutMs*time.Millisecond)
 	defer cancel()
 	_, _, _ = r.casLoop(ctx, in.req.Resource, nil, true, func(s *Snapshot, now int64) (*Write, error) {
-		d := decideCancelWait(recordOf(s), s.Settings, in.key(), now, r.cfg)
+		d := decideCancelWait(recordOf(s), s.Settings, in.key(), now, r.cfg, s.taken)
 		return writeFor(s, d.record, d.entries), nil
 	})
 }

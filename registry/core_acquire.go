@@ -20,6 +20,15 @@ func (in acquireInput) key() RequestKey {
 	return RequestKey{Owner: in.owner, RequestID: in.req.RequestID}
 }
 
+// ticket is the acquire as a queue entry, parameters included.
+func (in acquireInput) ticket(digest string) Waiter {
+	return Waiter{
+		Owner: in.owner, RequestID: in.req.RequestID, DeadlineMs: in.deadlineMs,
+		OperationRoot:  grant.OperationRoot(in.req.Resource, in.req.OperationID).String(),
+		OperationClass: in.req.OperationClass, TTLMs: in.ttlMs, ParamsDigest: digest,
+	}
+}
+
 // acquireOutcome is what an acquire decision asks the shell to do.
 type acquireOutcome int
 
@@ -35,6 +44,9 @@ const (
 	// outPurge: the request's old entry is past retention; delete it (its
 	// revision must not become the new grant's), then decide again.
 	outPurge
+	// outHanded: the record shows the caller already holds the lease (a
+	// release handed it over) but the snapshot lacks its entry; read again.
+	outHanded
 )
 
 type acquireDecision struct {
@@ -90,6 +102,9 @@ func decideAcquire(rec *Record, own *RequestEntry, set Settings, in acquireInput
 		return acquireDecision{}, fmt.Errorf("%w: this registry's epoch %d is below %d", ErrEpochRevoked, cfg.IssuerEpoch, set.RevokedBelowEpoch)
 	}
 	next, puts, changed := normalize(rec, set, now, cfg)
+	if h := next.Holder; h != nil && h.Grant.Owner == in.owner && h.Grant.RequestID == in.req.RequestID {
+		return acquireDecision{outcome: outHanded}, nil
+	}
 	idx := waiterIndex(next, in.key())
 	if idx != 0 && skipVanishedHead(next, now, cfg) {
 		changed = true
@@ -97,7 +112,11 @@ func decideAcquire(rec *Record, own *RequestEntry, set Settings, in acquireInput
 	}
 	free := next.Holder == nil && now >= next.FreeAtMs
 	if free && (idx == 0 || idx < 0 && len(next.Waiters) == 0) {
-		return grantLease(next, puts, in, idx, digest, now, cfg.IssuerEpoch)
+		body, puts, err := grantLease(next, puts, in.req.Resource, in.ticket(digest), idx, now, cfg.IssuerEpoch)
+		if err != nil {
+			return acquireDecision{}, err
+		}
+		return acquireDecision{outcome: outGranted, record: next, entries: puts, body: body}, nil
 	}
 	if !in.wait || now >= in.deadlineMs {
 		return acquireDecision{}, busyError(next, in, now)
@@ -106,7 +125,7 @@ func decideAcquire(rec *Record, own *RequestEntry, set Settings, in acquireInput
 		if len(next.Waiters) >= cfg.WaitersPerResourceMax {
 			return acquireDecision{}, fmt.Errorf("%w: %s has %d waiters, limit %d", ErrWaitersFull, in.req.Resource, len(next.Waiters), cfg.WaitersPerResourceMax)
 		}
-		next.Waiters = append(next.Waiters, Waiter{Owner: in.owner, RequestID: in.req.RequestID, DeadlineMs: in.deadlineMs})
+		next.Waiters = append(next.Waiters, in.ticket(digest))
 		changed = true
 	} else if next.Waiters[idx].DeadlineMs != in.deadlineMs {
 		next.Waiters[idx].DeadlineMs = in.deadlineMs // a retry of the same request moves its deadline, not its place
@@ -118,37 +137,39 @@ func decideAcquire(rec *Record, own *RequestEntry, set Settings, in acquireInput
 	return acquireDecision{outcome: outQueued, record: next, entries: puts}, nil
 }
 
-// grantLease makes the caller the holder of next (a private copy).
-func grantLease(next *Record, puts []entryPut, in acquireInput, idx int, digest string, now int64, epoch uint64) (acquireDecision, error) {
+// grantLease makes the ticket t the holder of next (a private copy) with
+// the next fence, and returns the grant and the ticket's new entry (whose
+// absence the write compares). idx is t's queue position, or -1.
+func grantLease(next *Record, puts []entryPut, resource string, t Waiter, idx int, now int64, epoch uint64) (GrantBody, []entryPut, error) {
 	fence := max(next.HighestFence, next.Floor)
 	if fence == math.MaxUint64 {
-		return acquireDecision{}, fmt.Errorf("%w: %s: fence sequence exhausted", ErrCorrupt, in.req.Resource)
+		return GrantBody{}, puts, fmt.Errorf("%w: %s: fence sequence exhausted", ErrCorrupt, resource)
 	}
 	fence++
 	body := GrantBody{
-		Resource:         in.req.Resource,
-		Owner:            in.owner,
-		RequestID:        in.req.RequestID,
-		Lease:            leaseID(in.req.Resource, in.owner, in.req.RequestID, fence, now),
-		OperationRoot:    grant.OperationRoot(in.req.Resource, in.req.OperationID).String(),
-		OperationClass:   in.req.OperationClass,
+		Resource:         resource,
+		Owner:            t.Owner,
+		RequestID:        t.RequestID,
+		Lease:            leaseID(resource, t.Owner, t.RequestID, fence, now),
+		OperationRoot:    t.OperationRoot,
+		OperationClass:   t.OperationClass,
 		FenceToken:       fence,
 		PolicyGeneration: next.PolicyGeneration,
 		IssuerEpoch:      epoch,
-		TTLMs:            in.ttlMs,
+		TTLMs:            t.TTLMs,
 		IssuedAtMs:       now,
 	}
-	next.Holder = &Holder{Grant: body, ParamsDigest: digest, ExpiresAtMs: now + int64(in.ttlMs)}
+	next.Holder = &Holder{Grant: body, ParamsDigest: t.ParamsDigest, ExpiresAtMs: now + int64(t.TTLMs)}
 	next.HighestFence = fence
-	if idx == 0 {
-		next.Waiters = next.Waiters[1:]
+	if idx >= 0 {
+		next.Waiters = append(next.Waiters[:idx:idx], next.Waiters[idx+1:]...)
 	}
 	puts = append(puts, entryPut{
-		key:   in.key(),
-		entry: RequestEntry{Grant: body, ParamsDigest: digest, State: grant.StateHeld},
+		key:   RequestKey{Owner: t.Owner, RequestID: t.RequestID},
+		entry: RequestEntry{Grant: body, ParamsDigest: t.ParamsDigest, State: grant.StateHeld},
 		own:   true,
 	})
-	return acquireDecision{outcome: outGranted, record: next, entries: puts, body: body}, nil
+	return body, puts, nil
 }
 
 // busyError says why the lease cannot be granted now.

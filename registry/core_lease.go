@@ -35,14 +35,20 @@ func decideRenew(rec *Record, set Settings, owner, lease string, now int64, cfg 
 // at once: lock-delay follows only an expiry, because after a release the
 // owner itself said it stopped. Releasing an already released lease again
 // is a no-op (the retry of a release whose response was lost).
-func decideRelease(rec *Record, set Settings, owner, lease string, now int64, cfg Config) (leaseDecision, error) {
+//
+// If waiters are queued, the same transaction grants the lease to the head
+// waiter (handOff), unless taken reports that its request ID already has
+// an entry (then the head claims it itself, or is skipped).
+func decideRelease(rec *Record, set Settings, owner, lease string, now int64, cfg Config, taken func(RequestKey) bool) (leaseDecision, error) {
 	next, puts, _ := normalize(rec, set, now, cfg)
 	if h := next.Holder; h != nil && h.Grant.Lease == lease {
 		if h.Grant.Owner != owner {
 			return leaseDecision{}, fmt.Errorf("%w: lease %s belongs to another owner", ErrNotHolder, lease)
 		}
+		resource := h.Grant.Resource
 		puts = append(puts, endHolder(next, grant.StateReleased, now))
 		next.FreeAtMs = max(next.FreeAtMs, now)
+		puts = handOff(next, puts, resource, set, now, cfg, taken)
 		return leaseDecision{record: next, entries: puts}, nil
 	}
 	if e, ok := findEnded(next, lease); ok && e.Owner == owner && e.State == grant.StateReleased {
@@ -51,9 +57,37 @@ func decideRelease(rec *Record, set Settings, owner, lease string, now int64, cf
 	return leaseDecision{}, endedError(next, owner, lease)
 }
 
+// handOff grants a resource just freed by a release to the head of its
+// queue in the same write, so the next owner holds it without a second
+// round trip. The head's deadline is still ahead (normalize pruned the
+// rest); if its request ID is taken, or this registry may not issue, the
+// head claims the lease itself as after an expiry.
+func handOff(next *Record, puts []entryPut, resource string, set Settings, now int64, cfg Config, taken func(RequestKey) bool) []entryPut {
+	if next.Holder != nil || len(next.Waiters) == 0 || now < next.FreeAtMs || cfg.IssuerEpoch < set.RevokedBelowEpoch {
+		return puts
+	}
+	head := next.Waiters[0]
+	if head.TTLMs == 0 || taken(RequestKey{Owner: head.Owner, RequestID: head.RequestID}) {
+		return puts
+	}
+	trial := next.clone()
+	_, handed, err := grantLease(trial, puts, resource, head, 0, now, cfg.IssuerEpoch)
+	if err != nil {
+		return puts
+	}
+	*next = *trial
+	return handed
+}
+
 // decideCancelWait withdraws the waiter key from the queue. A head waiter
-// leaving a free resource restarts the next head's claim window.
-func decideCancelWait(rec *Record, set Settings, key RequestKey, now int64, cfg Config) leaseDecision {
+// leaving a free resource restarts the next head's claim window. If a
+// release already handed key the lease, it is released on (the caller left).
+func decideCancelWait(rec *Record, set Settings, key RequestKey, now int64, cfg Config, taken func(RequestKey) bool) leaseDecision {
+	if h := rec.Holder; h != nil && h.Grant.Owner == key.Owner && h.Grant.RequestID == key.RequestID {
+		if d, err := decideRelease(rec, set, key.Owner, h.Grant.Lease, now, cfg, taken); err == nil {
+			return d
+		}
+	}
 	next, puts, changed := normalize(rec, set, now, cfg)
 	if i := waiterIndex(next, key); i >= 0 {
 		next.Waiters = append(next.Waiters[:i:i], next.Waiters[i+1:]...)

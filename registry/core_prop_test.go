@@ -75,13 +75,23 @@ func (m *coreModel) release(t *rapid.T) {
 		return
 	}
 	h := m.rec.Holder.Grant
-	d, err := decideRelease(m.rec, m.set, h.Owner, h.Lease, m.now, m.cfg)
+	before, _, _ := normalize(m.rec, m.set, m.now, m.cfg)
+	d, err := decideRelease(m.rec, m.set, h.Owner, h.Lease, m.now, m.cfg, none)
 	if err != nil {
 		return
 	}
 	if d.record != nil {
-		if d.record.Holder != nil || d.record.FreeAtMs > m.now {
+		if d.record.FreeAtMs > m.now {
 			t.Fatalf("release did not free at once: freeAt %d now %d", d.record.FreeAtMs, m.now)
+		}
+		if nh := d.record.Holder; nh != nil { // handed to the head waiter
+			if len(before.Waiters) == 0 || nh.Grant.Owner != before.Waiters[0].Owner || nh.Grant.RequestID != before.Waiters[0].RequestID {
+				t.Fatalf("release handed the lease to %s, not the head", nh.Grant.Owner)
+			}
+			if nh.Grant.FenceToken <= m.lastFence || nh.Grant.FenceToken <= m.rec.Floor {
+				t.Fatalf("handoff fence %d not above %d", nh.Grant.FenceToken, m.lastFence)
+			}
+			m.lastFence = nh.Grant.FenceToken
 		}
 		m.observeEnds(d.entries)
 		m.rec = d.record

@@ -15,6 +15,14 @@ const t0 = int64(1_780_000_000_000) // a fixed registry instant, ms
 
 func testCfg() Config { return DefaultConfig(5) }
 
+// none reports every request ID free.
+func none(RequestKey) bool { return false }
+
+// tk is a queued ticket for owner's request id.
+func tk(owner, id string, deadline int64) Waiter {
+	return input(owner, id, true, deadline).ticket("sha256:params")
+}
+
 func input(owner, id string, wait bool, deadline int64) acquireInput {
 	return acquireInput{
 		owner: owner, ttlMs: 10_000, wait: wait, deadlineMs: deadline,
@@ -56,18 +64,18 @@ func TestDecideAcquire(t *testing.T) {
 		{"one ms before expiry", held("a", 7, t0), Settings{}, input("b", "r", false, 0), expiry - 1, 0, ErrBusy, 0, 0},
 		{"revoked holder frees at once", held("a", 7, t0), Settings{RevokedBelowEpoch: 6}, input("b", "r", false, 0), t0 + 1, 0, ErrEpochRevoked, 0, 0},
 		{"wait deadline passed", held("a", 7, t0), Settings{}, input("b", "r", true, t0+1), t0 + 1, 0, ErrWaitTimeout, 0, 0},
-		{"free but others queued: no jumping", &Record{HighestFence: 2, Waiters: []Waiter{{"x", "rx", t0 + 9000}}, FreeAtMs: t0}, Settings{}, input("b", "r", false, 0), t0 + 1, 0, ErrBusy, 0, 1},
-		{"head of queue on free resource", &Record{HighestFence: 2, Waiters: []Waiter{{"b", "r", t0 + 9000}, {"x", "rx", t0 + 9000}}, FreeAtMs: t0}, Settings{}, input("b", "r", true, t0+9000), t0 + 1, outGranted, nil, 3, 1},
-		{"dead head is pruned", &Record{HighestFence: 2, Waiters: []Waiter{{"x", "rx", t0}}, FreeAtMs: t0}, Settings{}, input("b", "r", false, 0), t0 + 1, outGranted, nil, 3, 0},
-		{"vanished head skipped after claim window", &Record{HighestFence: 2, Waiters: []Waiter{{"x", "rx", t0 + 99_000}, {"b", "r", t0 + 99_000}}, FreeAtMs: t0}, Settings{}, input("b", "r", true, t0+99_000), t0 + int64(cfg.HandoffClaimMs), outGranted, nil, 3, 0},
-		{"head keeps its window", &Record{HighestFence: 2, Waiters: []Waiter{{"x", "rx", t0 + 99_000}, {"b", "r", t0 + 99_000}}, FreeAtMs: t0}, Settings{}, input("b", "r", true, t0+99_000), t0 + int64(cfg.HandoffClaimMs) - 1, outQueued, nil, 0, 2},
+		{"free but others queued: no jumping", &Record{HighestFence: 2, Waiters: []Waiter{tk("x", "rx", t0 + 9000)}, FreeAtMs: t0}, Settings{}, input("b", "r", false, 0), t0 + 1, 0, ErrBusy, 0, 1},
+		{"head of queue on free resource", &Record{HighestFence: 2, Waiters: []Waiter{tk("b", "r", t0 + 9000), tk("x", "rx", t0 + 9000)}, FreeAtMs: t0}, Settings{}, input("b", "r", true, t0+9000), t0 + 1, outGranted, nil, 3, 1},
+		{"dead head is pruned", &Record{HighestFence: 2, Waiters: []Waiter{tk("x", "rx", t0)}, FreeAtMs: t0}, Settings{}, input("b", "r", false, 0), t0 + 1, outGranted, nil, 3, 0},
+		{"vanished head skipped after claim window", &Record{HighestFence: 2, Waiters: []Waiter{tk("x", "rx", t0 + 99_000), tk("b", "r", t0 + 99_000)}, FreeAtMs: t0}, Settings{}, input("b", "r", true, t0+99_000), t0 + int64(cfg.HandoffClaimMs), outGranted, nil, 3, 0},
+		{"head keeps its window", &Record{HighestFence: 2, Waiters: []Waiter{tk("x", "rx", t0 + 99_000), tk("b", "r", t0 + 99_000)}, FreeAtMs: t0}, Settings{}, input("b", "r", true, t0+99_000), t0 + int64(cfg.HandoffClaimMs) - 1, outQueued, nil, 0, 2},
 		{"queue full", &Record{Holder: held("a", 1, t0).Holder, HighestFence: 1, Waiters: make([]Waiter, cfg.WaitersPerResourceMax)}, Settings{}, input("b", "r", true, t0+5000), t0 + 1, 0, ErrWaitersFull, 0, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			for i := range c.rec.Waiters {
 				if c.rec.Waiters[i].Owner == "" {
-					c.rec.Waiters[i] = Waiter{Owner: "q", RequestID: "q" + string(rune('a'+i%26)), DeadlineMs: t0 + 99_000}
+					c.rec.Waiters[i] = tk("q", "q"+string(rune('a'+i%26)), t0+99_000)
 				}
 			}
 			before := string(EncodeRecord(c.rec))
@@ -149,7 +157,7 @@ func TestDecideRenewRelease(t *testing.T) {
 	if _, err := decideRenew(rec, Settings{}, "a", lease, t0+10_000, cfg); !errors.Is(err, ErrLeaseExpired) {
 		t.Fatalf("renew at expiresAt: %v", err)
 	}
-	rel, err := decideRelease(rec, Settings{}, "a", lease, t0+100, cfg)
+	rel, err := decideRelease(rec, Settings{}, "a", lease, t0+100, cfg, none)
 	if err != nil || rel.record.Holder != nil || rel.record.FreeAtMs != t0+100 || rel.entries[0].entry.State != grant.StateReleased {
 		t.Fatalf("release: %v %+v", err, rel.record)
 	}
@@ -157,10 +165,10 @@ func TestDecideRenewRelease(t *testing.T) {
 	if g, err := decideAcquire(rel.record, nil, Settings{}, input("b", "r", false, 0), t0+100, cfg); err != nil || g.body.FenceToken != 4 {
 		t.Fatalf("acquire after release: %v", err)
 	}
-	if again, err := decideRelease(rel.record, Settings{}, "a", lease, t0+200, cfg); err != nil || again.record != nil {
+	if again, err := decideRelease(rel.record, Settings{}, "a", lease, t0+200, cfg, none); err != nil || again.record != nil {
 		t.Fatalf("second release: %v", err)
 	}
-	if _, err := decideRelease(rec, Settings{}, "a", lease, t0+10_000, cfg); !errors.Is(err, ErrLeaseExpired) {
+	if _, err := decideRelease(rec, Settings{}, "a", lease, t0+10_000, cfg, none); !errors.Is(err, ErrLeaseExpired) {
 		t.Fatalf("release after expiry: %v", err)
 	}
 	if _, err := decideRenew(rec, Settings{RevokedBelowEpoch: 6}, "a", lease, t0+1, cfg); !errors.Is(err, ErrEpochRevoked) {
@@ -203,5 +211,37 @@ func TestAdminRaiseOnly(t *testing.T) {
 	}
 	if decideRevoke(Settings{RevokedBelowEpoch: 3}, 2) != nil {
 		t.Fatal("revocation lowered")
+	}
+}
+
+func TestReleaseHandsOffToHead(t *testing.T) {
+	cfg := testCfg()
+	rec := held("a", 3, t0)
+	d, _ := decideAcquire(rec, nil, Settings{}, input("b", "rb", true, t0+5000), t0+1, cfg)
+	d, _ = decideAcquire(d.record, nil, Settings{}, input("c", "rc", true, t0+5000), t0+2, cfg)
+	lease := rec.Holder.Grant.Lease
+	rel, err := decideRelease(d.record, Settings{}, "a", lease, t0+3, cfg, none)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := rel.record.Holder
+	if h == nil || h.Grant.Owner != "b" || h.Grant.FenceToken != 4 || len(rel.record.Waiters) != 1 || rel.record.Waiters[0].Owner != "c" {
+		t.Fatalf("handoff: holder %+v waiters %+v", h, rel.record.Waiters)
+	}
+	if last := rel.entries[len(rel.entries)-1]; !last.own || last.key.Owner != "b" || last.entry.State != grant.StateHeld {
+		t.Fatalf("head's entry: %+v", last)
+	}
+	// b, looking at the record before reading its entry, learns it holds.
+	if got, _ := decideAcquire(rel.record, nil, Settings{}, input("b", "rb", true, t0+5000), t0+4, cfg); got.outcome != outHanded {
+		t.Fatalf("head sees outcome %d", got.outcome)
+	}
+	// If b's request ID is taken, the release only frees; b claims later.
+	rel, _ = decideRelease(d.record, Settings{}, "a", lease, t0+3, cfg, func(RequestKey) bool { return true })
+	if rel.record.Holder != nil || len(rel.record.Waiters) != 2 {
+		t.Fatalf("handoff over a taken request ID: %+v", rel.record.Holder)
+	}
+	// After an expiry nobody hands off: lock-delay first, then the head claims.
+	if got, err := decideAcquire(d.record, nil, Settings{}, input("b", "rb", true, t0+20_000), t0+10_000, cfg); err != nil || got.outcome != outQueued {
+		t.Fatalf("head at expiry: outcome %d, %v", got.outcome, err)
 	}
 }

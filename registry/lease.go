@@ -44,7 +44,8 @@ func (r *Registry) Renew(ctx context.Context, owner, resource, lease string) (Is
 }
 
 // Release ends owner's lease at once; the resource is free immediately
-// (lock-delay follows only expiry). Releasing a lease the same owner already
+// (lock-delay follows only expiry), and in the same write goes to the head
+// waiter, if any. Releasing a lease the same owner already
 // released succeeds again, so a release whose response was lost can be
 // retried. ErrLeaseExpired when it had already expired.
 func (r *Registry) Release(ctx context.Context, owner, resource, lease string) error {
@@ -52,7 +53,7 @@ func (r *Registry) Release(ctx context.Context, owner, resource, lease string) e
 		return err
 	}
 	_, _, err := r.casLoop(ctx, resource, nil, true, func(s *Snapshot, now int64) (*Write, error) {
-		dec, err := decideRelease(recordOf(s), s.Settings, owner, lease, now, r.cfg)
+		dec, err := decideRelease(recordOf(s), s.Settings, owner, lease, now, r.cfg, s.taken)
 		if err != nil {
 			return nil, err
 		}

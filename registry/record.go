@@ -42,11 +42,17 @@ type Holder struct {
 }
 
 // Waiter is one queued acquire. It keeps its place until it is granted,
-// cancels, or its deadline passes.
+// cancels, or its deadline passes. It carries the acquire's parameters, so
+// the transaction that frees the resource can grant it to the head waiter
+// at once (a warm handoff in one write).
 type Waiter struct {
-	Owner      string `json:"owner"`
-	RequestID  string `json:"requestId"`
-	DeadlineMs int64  `json:"deadlineMs"`
+	Owner          string `json:"owner"`
+	RequestID      string `json:"requestId"`
+	DeadlineMs     int64  `json:"deadlineMs"`
+	OperationRoot  string `json:"operationRoot"`
+	OperationClass string `json:"operationClass"`
+	TTLMs          uint64 `json:"ttlMs"`
+	ParamsDigest   string `json:"paramsDigest"`
 }
 
 // EndedLease is a lease that ended, and how.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/fencegate/fencegate/grant"
@@ -72,7 +73,7 @@ func (r *Registry) casLoopMode(ctx context.Context, resource string, keys []Requ
 		if conflicts >= r.cfg.CASRetriesMax {
 			return s, 0, fmt.Errorf("%w: %s: %d compare-and-swap retries", ErrConflict, resource, conflicts)
 		}
-		w.ReadKeys = keys
+		w.ReadKeys = readKeys(keys, w)
 		res, err := r.store.Commit(ctx, *w)
 		if err != nil {
 			return s, 0, storeError("commit", err)
@@ -178,4 +179,16 @@ func backoff(ctx context.Context, conflicts int) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// readKeys is keys plus every request key the write compares, so a failed
+// compare returns what the next decision needs to see.
+func readKeys(keys []RequestKey, w *Write) []RequestKey {
+	out := append([]RequestKey(nil), keys...)
+	for _, rw := range w.Requests {
+		if rw.Compare && !slices.Contains(out, rw.Key) {
+			out = append(out, rw.Key)
+		}
+	}
+	return out
 }

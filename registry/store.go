@@ -129,3 +129,7 @@ func recordOf(s *Snapshot) *Record {
 	}
 	return s.Record
 }
+
+// taken reports whether key's request entry exists in the snapshot (a key
+// not read counts as absent; the write's compare catches a wrong guess).
+func (s *Snapshot) taken(key RequestKey) bool { return s.Slot(key).Entry != nil }
