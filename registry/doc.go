@@ -30,14 +30,19 @@
 //
 // # Waiting
 //
-// A waiting acquire puts a ticket (owner, request ID, deadline) at the tail
-// of the resource's queue in the record itself, so the order is one order
-// for every replica. A free resource goes to the head ticket; a non-waiting
-// acquire never jumps a live queue (ErrBusy). A ticket leaves when it is
-// granted, its caller cancels (best effort), its deadline passes, or it
-// lets HandoffClaimMs pass at the head of a free resource (its holder is
-// presumed gone; the next head gets a full window). Waiters wake on store
-// watches and poll at most every WaitPollMsMax for what no write announces.
+// A waiting acquire puts a ticket (owner, request ID, deadline and the
+// acquire's parameters) at the tail of the resource's queue in the record
+// itself, so the order is one order for every replica. A release grants
+// the lease to the head ticket in the same write (a warm handoff: the
+// waiter only has to notice); after an expiry the head claims it itself
+// once lock-delay has passed. A non-waiting acquire never jumps a live
+// queue (ErrBusy). A ticket leaves when it is granted, its caller cancels
+// (best effort; a lease handed to a caller that left is released on), its
+// deadline passes, or it lets HandoffClaimMs pass at the head of a free
+// resource (presumed gone; the next head gets a full window). A waiter
+// that vanishes just as a release hands it the lease holds it until its
+// TTL runs out, like any crashed holder. Waiters wake on store watches and
+// poll at most every WaitPollMsMax for what no write announces.
 //
 // # Request IDs
 //
