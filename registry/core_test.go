@@ -245,3 +245,16 @@ func TestReleaseHandsOffToHead(t *testing.T) {
 		t.Fatalf("head at expiry: outcome %d, %v", got.outcome, err)
 	}
 }
+
+func TestCancelAfterHandoffReleases(t *testing.T) {
+	cfg := testCfg()
+	rec := held("a", 3, t0)
+	d, _ := decideAcquire(rec, nil, Settings{}, input("b", "rb", true, t0+5000), t0+1, cfg)
+	d, _ = decideAcquire(d.record, nil, Settings{}, input("c", "rc", true, t0+5000), t0+2, cfg)
+	rel, _ := decideRelease(d.record, Settings{}, "a", rec.Holder.Grant.Lease, t0+3, cfg, none)
+	// b's caller gave up just as the lease reached it: it goes on to c.
+	c := decideCancelWait(rel.record, Settings{}, RequestKey{Owner: "b", RequestID: "rb"}, t0+4, cfg, none)
+	if h := c.record.Holder; h == nil || h.Grant.Owner != "c" || h.Grant.FenceToken != 5 {
+		t.Fatalf("after b cancelled: holder %+v", h)
+	}
+}
