@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"slices"
@@ -77,7 +78,9 @@ func (p *Policy) Authenticate(m *Mutation, caller string) (*Verified, error) {
 	if err != nil {
 		return rej(BadProof, err, "grant does not parse: %v", err)
 	}
-	gd := g.Digest()
+	// ParseGrant accepts only canonical bytes (Encode(Parse(b)) == b), so
+	// hashing what was received equals g.Digest() without re-encoding.
+	gd := grant.Digest(sha256.Sum256(m.Grant))
 	if err := p.Verifier.VerifyDigest(grant.SchemaGrant, gd, g.IssuerEpoch, m.GrantProof); err != nil {
 		return rej(proofOutcome(err), err, "grant proof: %v", err)
 	}
@@ -86,7 +89,8 @@ func (p *Policy) Authenticate(m *Mutation, caller string) (*Verified, error) {
 		if st, err = grant.ParseStatus(m.Status); err != nil {
 			return rej(BadProof, err, "status does not parse: %v", err)
 		}
-		if err := p.Verifier.Verify(st, m.StatusProof); err != nil {
+		sd := grant.Digest(sha256.Sum256(m.Status)) // canonical, as for the grant
+		if err := p.Verifier.VerifyDigest(grant.SchemaStatus, sd, st.IssuerEpoch, m.StatusProof); err != nil {
 			return rej(proofOutcome(err), err, "status proof: %v", err)
 		}
 		if st.Grant != gd {

@@ -2,7 +2,8 @@ package gate
 
 import (
 	"crypto/sha256"
-	"fmt"
+	"encoding/hex"
+	"strconv"
 	"time"
 
 	"github.com/fencegate/fencegate/grant"
@@ -29,17 +30,39 @@ type Receipt struct {
 const receiptDomain = "fencegate/receipt/v1\x00"
 
 // Encode returns the receipt's canonical bytes: one "name: value" line per
-// field in a fixed order.
+// field in a fixed order. It is on every accept's path, so it appends
+// rather than formats (receiptEncodingFmt in the tests pins the bytes).
 func (r *Receipt) Encode() []byte {
-	return fmt.Appendf(nil,
-		"resource: %s\nfenceToken: %d\noperationRoot: %s\noperationId: %s\nsegmentSeq: %d\npayloadDigest: %s\ngrant: %s\nacceptedAt: %s\nmode: %s\noutcome: %s\n",
-		r.Resource, r.FenceToken, r.OperationRoot, r.OperationID, r.SegmentSeq, r.PayloadDigest,
-		r.GrantDigest, r.AcceptedAt.UTC().Format(grant.TimeLayout), r.Mode, r.Outcome)
+	return r.appendEncoding(make([]byte, 0, 512))
+}
+
+func (r *Receipt) appendEncoding(b []byte) []byte {
+	digest := func(b []byte, name string, d grant.Digest) []byte {
+		return append(hex.AppendEncode(append(append(b, name...), ": sha256:"...), d[:]), '\n')
+	}
+	line := func(b []byte, name, v string) []byte {
+		return append(append(append(append(b, name...), ": "...), v...), '\n')
+	}
+	num := func(b []byte, name string, v uint64) []byte {
+		return append(strconv.AppendUint(append(append(b, name...), ": "...), v, 10), '\n')
+	}
+	b = line(b, "resource", r.Resource)
+	b = num(b, "fenceToken", r.FenceToken)
+	b = digest(b, "operationRoot", r.OperationRoot)
+	b = line(b, "operationId", r.OperationID)
+	b = num(b, "segmentSeq", r.SegmentSeq)
+	b = digest(b, "payloadDigest", r.PayloadDigest)
+	b = digest(b, "grant", r.GrantDigest)
+	b = append(b, "acceptedAt: "...)
+	b = append(r.AcceptedAt.UTC().AppendFormat(b, grant.TimeLayout), '\n')
+	b = line(b, "mode", string(r.Mode))
+	return line(b, "outcome", string(r.Outcome))
 }
 
 // Digest is sha256 over the domain tag and Encode: the receipt's stable ID.
 func (r *Receipt) Digest() grant.Digest {
-	return sha256.Sum256(append([]byte(receiptDomain), r.Encode()...))
+	var buf [640]byte
+	return sha256.Sum256(r.appendEncoding(append(buf[:0], receiptDomain...)))
 }
 
 // ID returns Digest in text form.
