@@ -158,6 +158,12 @@ func (k *checker) decision(r *resource, m *gate.Mutation, v *gate.Verified, o or
 }
 
 func (k *checker) forged(o origin, m *gate.Mutation) {
+	if o.attack == attackExpiredStatus && k.w.cfg.StatusQuery && k.live(m.Lease) {
+		// A gate that queries the registry ignores the stale proof and
+		// asks about the grant, which is still held: with the owner's
+		// stolen identity this is the owner writing, not a forgery.
+		return
+	}
 	if o.attack == attackExpiredStatus && k.w.beyondBound && k.acceptedMax[k.w.res] <= m.FenceToken {
 		k.slipped++ // an expired proof looked fresh to a gate clock beyond the bound
 		return

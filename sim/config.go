@@ -129,6 +129,10 @@ type Config struct {
 	// in the gate: a re-issued grant with the same fence and operation
 	// root is not told apart from the original (see doc.go).
 	NaiveRecovery bool
+	// NaiveRelease makes a worker release at once after a non-final
+	// rejection, with copies of its writes possibly still in the network.
+	// It exposes that status proofs outlive a release (see doc.go).
+	NaiveRelease bool
 	// Alg is the proof algorithm of every key. Optional, defaults to
 	// HMAC-SHA256: a round then costs about a third of an Ed25519 round,
 	// which is what fits 100,000 rounds in a minute on two shared cores.

@@ -108,6 +108,17 @@
 // operation under a different grant (ClientSawForgottenRequest counts
 // them); NaiveRecovery shows the gap (TestGateGapReissuedGrantSameFenceAndRoot).
 //
+// A status proof outlives a release: the registry frees the resource at
+// once (lock-delay follows only an expiry) while proofs it issued for the
+// released lease stay valid until their validUntil. A copy of a write that
+// was rejected non-finally (RESOURCE_PAUSED, SEGMENT_GAP, QUARANTINED) and
+// is still in the network can then be accepted after the release, when
+// its grant is not the holder, and before the next holder's first write,
+// which the fence cannot order. The simulator's workers drain — wait for
+// their last attached proof to expire — before releasing after such a
+// rejection; NaiveRelease turns that off and the checker counts the
+// resulting stale writes.
+//
 // # Negative controls
 //
 // Break disables one protection on purpose: --unsafe (BreakFence) makes

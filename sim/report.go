@@ -60,6 +60,7 @@ type Report struct {
 	// ID was answered with a different grant.
 	ClientSawForgottenRequest int  `json:"clientSawForgottenRequest"`
 	NaiveRecovery             bool `json:"naiveRecovery,omitempty"`
+	NaiveRelease              bool `json:"naiveRelease,omitempty"`
 	OperatorResumes           int  `json:"operatorResumes"`
 
 	BeyondBound BeyondBound `json:"beyondBound"`
@@ -99,7 +100,7 @@ func newReport(cfg *Config, c *Counts, elapsed time.Duration) *Report {
 		FirstWriteP99Ms: percentile(c.FirstWriteMs, 99),
 		UnknownEntered:  c.UnknownEntered, Reconciles: c.Reconciles,
 		UnknownReconcileS: float64(c.UnknownMaxMs) / 1000, UnknownUnresolved: c.UnknownUnresolved,
-		RegressionAlarms: c.RegressionAlarms, RegressedGrants: c.RegressedGrants, RegressionNotAlarmed: c.RegressionNotAlarmed, ClientSawForgottenRequest: c.ClientSawForgottenRequest, NaiveRecovery: cfg.NaiveRecovery, OperatorResumes: c.OperatorResumes,
+		RegressionAlarms: c.RegressionAlarms, RegressedGrants: c.RegressedGrants, RegressionNotAlarmed: c.RegressionNotAlarmed, ClientSawForgottenRequest: c.ClientSawForgottenRequest, NaiveRecovery: cfg.NaiveRecovery, NaiveRelease: cfg.NaiveRelease, OperatorResumes: c.OperatorResumes,
 		BeyondBound: BeyondBound{c.BeyondBoundRounds, c.BeyondBoundDetected, c.SlippedBeyondBound, c.SlippedUndetected},
 		Attacks:     map[string][2]int{}, Outcomes: map[string]int{},
 		Decisions: c.Decisions, Events: c.Events, EventLogDigest: hex16(c.Digest),

@@ -95,6 +95,9 @@ func reproCommand(cfg *Config, r int) string {
 	if cfg.StatusQuery {
 		cmd += " --status-query"
 	}
+	if cfg.NaiveRelease {
+		cmd += " --naive-release"
+	}
 	if cfg.NaiveRecovery {
 		cmd += " --naive-recovery"
 	}

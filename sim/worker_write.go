@@ -146,6 +146,10 @@ func (k *worker) drainThenRelease() {
 	if k.releasing || k.draining {
 		return
 	}
+	if k.w.cfg.NaiveRelease {
+		k.release()
+		return
+	}
 	k.draining = true
 	wait := k.proofUntilMs + k.w.cfg.SkewBoundMs + proofMarginMs - k.localMs()
 	lease := k.is.Grant.Lease

@@ -53,6 +53,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	parallel := fs.Int("parallel", runtime.GOMAXPROCS(0), "goroutines running rounds (results do not depend on it)")
 	bound := fs.Int64("skew-bound-ms", 0, "configured clock-skew bound of registry and gate in ms (default 500)")
 	query := fs.Bool("status-query", false, "the gate asks the registry for each grant's state (linearizable query) instead of trusting status proofs")
+	naiveRelease := fs.Bool("naive-release", false, "a client releases at once after a non-final rejection, copies of its writes still in flight (exposes proofs outliving a release)")
 	naive := fs.Bool("naive-recovery", false, "a restarted client resumes its operation under whatever grant its request ID returns (exposes the gate's equal-fence gap)")
 	alg := fs.String("alg", "hmac-sha256", "proof algorithm of every key: hmac-sha256, or ed25519 (the production default; same decisions, rounds about 3x slower)")
 	budget := fs.Int64("handoff-budget-ms", 0, "handoff p99 budget in ms (default 3000)")
@@ -68,6 +69,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	cfg.SkewBeyondBound, cfg.Round, cfg.Parallel, cfg.HandoffBudgetMs = *beyond, *round, *parallel, *budget
 	cfg.Alg, cfg.NaiveRecovery, cfg.StatusQuery, cfg.SkewBoundMs = grant.Alg(*alg), *naive, *query, *bound
+	cfg.NaiveRelease = *naiveRelease
 	if *trace {
 		if *round == 0 {
 			return fmt.Errorf("%w: --trace needs --round", errUsage)
