@@ -23,6 +23,9 @@ func init() {
 	register(command{name: "serve", summary: "run the registry over HTTP (embedded etcd by default)", run: runServe})
 }
 
+// requestSweepInterval is how often serve sweeps the request index, 1 min.
+const requestSweepInterval = time.Minute
+
 // etcdDialTimeoutMs bounds connecting to an external etcd cluster, 5s.
 const etcdDialTimeoutMs = 5000
 
@@ -144,6 +147,13 @@ func serveAPI(ctx context.Context, o *serveOptions, auth httpapi.Authenticator, 
 	}
 	fmt.Fprintf(stdout, "fencegate serve: listening on %s://%s\n", scheme, ln.Addr())
 	fmt.Fprintf(stdout, "fencegate serve: trust bundle %s (key %s, issuer epoch %d)\n", ks.BundlePath, ks.Key.KeyID, o.issuerEpoch)
+	// The sweep settles leases that expired unobserved and forgets request
+	// IDs past retention; every replica may run it (each step is a CAS).
+	go reg.SweepLoop(ctx, requestSweepInterval, func(deleted int, err error) {
+		if err != nil && ctx.Err() == nil {
+			fmt.Fprintf(stderr, "fencegate serve: request sweep: %v\n", err)
+		}
+	})
 	return httpapi.Serve(ctx, ln, srv, tlsCfg)
 }
 
