@@ -1,8 +1,8 @@
-// This file proves, with a scripted scenario rather than a seed, that the
-// gate accepts a write under a fence a restored registry re-issued: the
-// same client, retrying its journalled request ID after the registry lost
-// its state, gets a different grant with the same fence and operation
-// root, and the gate cannot tell the two grants apart.
+// This file proves, with scripted scenarios rather than seeds, two gaps
+// the simulator found: the gate accepts a write under a fence a restored
+// registry re-issued to the same client (same fence, same operation root,
+// another grant), and a copy of a rejected write is accepted after its
+// grant was released, because status proofs outlive a release.
 package sim
 
 import (
@@ -61,5 +61,56 @@ func TestScriptedReissuedFenceIsAcceptedByTheGate(t *testing.T) {
 	}
 	if w.counts.RegressionAccepted == 0 {
 		t.Fatal("the checker did not count the accept under a re-issued fence")
+	}
+}
+
+// TestScriptedCopyAfterReleaseIsStale scripts why a worker drains before
+// releasing after a non-final rejection: the registry frees the resource
+// at once on a release, the status proof attached to the rejected write
+// stays valid, and a copy of that write still in the network is accepted
+// once the resource can take it again — while its grant holds nothing.
+func TestScriptedCopyAfterReleaseIsStale(t *testing.T) {
+	cfg := Config{Rounds: 1, Seed: 1}
+	if err := cfg.fill(); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := newKeySet(cfg.Alg, cfg.skewBound())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newWorld(&cfg, keys, 1, &Counts{})
+	k := w.workers[0]
+	ctx := context.Background()
+	is, err := w.reg.Acquire(ctx, k.name, registry.AcquireRequest{Resource: w.res.name, OperationID: "op-a", OperationClass: "settle", RequestID: "req-a", TTLMs: leaseTTLMs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := func(seq uint64) *gate.Mutation {
+		return &gate.Mutation{
+			Resource: w.res.name, Lease: is.Grant.Lease, OperationID: "op-a", FenceToken: is.Grant.FenceToken,
+			SegmentSeq: seq, PayloadDigest: payloadDigest("op-a", seq, 0), Grant: is.Grant.Encode(),
+			GrantProof: is.GrantProof, Status: is.Status.Encode(), StatusProof: is.StatusProof,
+		}
+	}
+	if out := w.res.apply(env(1), k.name, origin{writer: k}); out != gate.Accepted {
+		t.Fatalf("segment 1: %s", out)
+	}
+	w.res.state.Paused = true // as after a FENCE_REGRESSION elsewhere
+	w.now += 10
+	if out := w.res.apply(env(2), k.name, origin{writer: k}); out != gate.ResourcePaused {
+		t.Fatalf("segment 2 on a paused resource: %s", out)
+	}
+	w.now += 10
+	if err := w.reg.Release(ctx, k.name, w.res.name, is.Grant.Lease); err != nil { // the naive client lets go at once
+		t.Fatal(err)
+	}
+	w.now += 10
+	w.res.state.Paused = false // the operator resumes
+	w.now += 10
+	if out := w.res.apply(env(2), k.name, origin{writer: k}); out != gate.Accepted { // a copy of segment 2 arrives
+		t.Fatalf("the copy after the release was refused (%s): proofs no longer outlive a release; make this test assert the refusal and update doc.go", out)
+	}
+	if w.counts.StaleNotHolder != 1 {
+		t.Fatalf("the checker counted %d stale writes from a released grant, want 1", w.counts.StaleNotHolder)
 	}
 }
