@@ -30,10 +30,12 @@ type ServeOptions struct {
 	LeaseOnly   bool   // the negative control
 }
 
-// OpenDB opens dsn: PostgreSQL for a postgres:// or postgresql:// URL,
-// otherwise a SQLite file. It reports which.
+// OpenDB opens dsn: PostgreSQL for a postgres:// or postgresql:// URL or
+// a libpq "host=… dbname=…" string, otherwise a SQLite file. It reports
+// which.
 func OpenDB(dsn string) (db *sql.DB, postgres bool, err error) {
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") ||
+		strings.Contains(dsn, "host=") || strings.Contains(dsn, "dbname=") {
 		db, err = sql.Open("pgx", dsn)
 		return db, true, err
 	}
