@@ -5,6 +5,16 @@
 // simulated storage) and real signed grants and status proofs; only time,
 // the network, process scheduling and storage are simulated.
 //
+// # Running it
+//
+//	fencegate sim --rounds 100000                   # the specification's gate, every fault
+//	fencegate sim --rounds 5000 --unsafe            # negative control: must report stale writes
+//	fencegate sim --rounds 20000 --skew-beyond-bound  # gate clock beyond the bound: detected, reported
+//	fencegate sim --seed S --rounds N --round K --trace  # replay one round, event by event
+//
+// go test ./sim runs a 2,000-round run of every fault, the determinism and
+// replay checks, the negative controls and the scripted gaps below.
+//
 // # One seed
 //
 // A run is (seed, rounds, fault rates, commit). Round k draws everything
