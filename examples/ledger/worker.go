@@ -67,8 +67,9 @@ type Result struct {
 }
 
 type worker struct {
-	cfg WorkerConfig
-	res Result
+	cfg           WorkerConfig
+	res           Result
+	inFlightUntil time.Time // a write with an unsettled outcome may land until then
 }
 
 // RunWorker acquires the lease, writes, and releases. A rejection by the
@@ -103,6 +104,7 @@ func RunWorker(ctx context.Context, cfg WorkerConfig) (Result, error) {
 	} else {
 		err = w.writeFenced(ctx, l)
 	}
+	w.drain(ctx)
 	if rerr := l.Release(ctx); rerr != nil {
 		w.emit(Event{Kind: "released", Msg: "release: " + rerr.Error()})
 	} else if st := l.State(); st == client.StateReleased {
