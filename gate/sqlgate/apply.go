@@ -85,7 +85,7 @@ func (g *Gate) apply(ctx context.Context, tx *sql.Tx, caller string, m *gate.Mut
 	if err != nil {
 		return gate.Decision{Outcome: gate.OutcomeOf(err), Err: err}, err
 	}
-	st, prior, err := g.lockLookup(ctx, tx, m, ownTx)
+	st, prior, guarded, err := g.lockLookup(ctx, tx, m, ownTx)
 	if err != nil {
 		return gate.Decision{}, err
 	}
@@ -96,12 +96,12 @@ func (g *Gate) apply(ctx context.Context, tx *sql.Tx, caller string, m *gate.Mut
 	in.Now = g.clock.Now()
 	d := gate.Decide(in)
 	if !d.Proceed {
-		if err := g.record(ctx, tx, d, v, prior, 0); err != nil {
+		if err := g.record(ctx, tx, d, v, prior); err != nil {
 			return d, err
 		}
 		return d, d.Err
 	}
-	b := business{g: g, tx: tx, d: d, v: v, prior: prior, ownTx: ownTx, marked: ownTx && g.d.markLocked != ""}
+	b := business{g: g, tx: tx, d: d, v: v, prior: prior, ownTx: ownTx, marked: ownTx && g.d.markLocked != "", guarded: guarded}
 	if err := b.run(ctx, fn); err != nil {
 		return d, err
 	}

@@ -21,6 +21,10 @@ type business struct {
 	prior  *gate.Receipt
 	ownTx  bool // Run owns tx: no savepoint needed, a failure rolls back all
 	marked bool // lockLookup already marked tx
+	// guarded: some table is protected, so an accept must mark tx. When
+	// none is, no guard trigger exists to read the mark, and the marker
+	// statement is skipped (the count of guarded writes is then 0).
+	guarded bool
 }
 
 const savepoint = "fencegate_apply"
@@ -32,66 +36,48 @@ func (b *business) run(ctx context.Context, fn BusinessFunc) (err error) {
 		}
 		defer func() { err = b.endSavepoint(ctx, err) }()
 	}
-	hasMarker, err := b.setMark(ctx)
-	if err != nil {
+	if err := b.setMark(ctx); err != nil {
 		return err
 	}
 	if err := fn(ctx, b.tx); err != nil {
 		return fmt.Errorf("%w: %w", ErrBusiness, err)
 	}
 	if b.d.Outcome != gate.Accepted {
-		return b.g.record(ctx, b.tx, b.d, b.v, b.prior, 0)
+		return b.g.record(ctx, b.tx, b.d, b.v, b.prior)
 	}
-	return b.finishAccept(ctx, hasMarker)
+	return b.finishAccept(ctx)
 }
 
 // setMark marks the transaction for an accept and unmarks it for a
-// shadow-mode rejection. It reports whether a marker row exists that
-// finishAccept must remove (SQLite, only when some table is protected).
-func (b *business) setMark(ctx context.Context) (bool, error) {
+// shadow-mode rejection.
+func (b *business) setMark(ctx context.Context) error {
 	g := b.g
 	accept := b.d.Outcome == gate.Accepted
 	switch {
-	case accept && b.marked:
-		return true, nil
+	case accept && (b.marked || !b.guarded):
 	case accept:
-		res, err := g.exec(ctx, b.tx, g.stmt.mark)
-		if err != nil {
-			return false, fmt.Errorf("sqlgate: mark apply: %w", err)
+		if _, err := g.exec(ctx, b.tx, g.stmt.mark); err != nil {
+			return fmt.Errorf("sqlgate: mark apply: %w", err)
 		}
-		if g.d.finishAccept != "" {
-			return true, nil
-		}
-		n, err := res.RowsAffected()
-		return n > 0, err
 	case b.marked:
 		if _, err := g.exec(ctx, b.tx, g.stmt.unmark); err != nil {
-			return false, fmt.Errorf("sqlgate: unmark apply: %w", err)
+			return fmt.Errorf("sqlgate: unmark apply: %w", err)
 		}
 	}
-	return false, nil
+	return nil
 }
 
 // finishAccept clears the mark, stores the fence state with the count of
-// guarded writes, and inserts the receipt.
-func (b *business) finishAccept(ctx context.Context, hasMarker bool) error {
+// guarded writes, and inserts the receipt: one statement on every dialect.
+func (b *business) finishAccept(ctx context.Context) error {
 	g, d, r := b.g, &b.d, &b.d.Receipt
-	if g.d.finishAccept != "" {
-		_, err := g.exec(ctx, b.tx, g.stmt.finishAccept, r.Resource, int64(d.State.HighestFence), d.State.Root.String(),
-			int64(d.State.LastSegmentSeq), r.ID(), int64(r.FenceToken), r.OperationRoot.String(), r.OperationID,
-			int64(r.SegmentSeq), r.PayloadDigest.String(), r.GrantDigest.String(), r.AcceptedAt.UnixMilli(), string(r.Mode), string(r.Outcome))
-		if err != nil {
-			return fmt.Errorf("sqlgate: record ACCEPTED: %w", err)
-		}
-		return nil
+	_, err := g.exec(ctx, b.tx, g.stmt.finishAccept, r.Resource, int64(d.State.HighestFence), d.State.Root.String(),
+		int64(d.State.LastSegmentSeq), r.ID(), int64(r.FenceToken), r.OperationRoot.String(), r.OperationID,
+		int64(r.SegmentSeq), r.PayloadDigest.String(), r.GrantDigest.String(), r.AcceptedAt.UnixMilli(), string(r.Mode), string(r.Outcome))
+	if err != nil {
+		return fmt.Errorf("sqlgate: record ACCEPTED: %w", err)
 	}
-	var writes int64
-	if hasMarker {
-		if err := g.queryRow(ctx, b.tx, g.stmt.leaveApply).Scan(&writes); err != nil {
-			return fmt.Errorf("sqlgate: leave apply: %w", err)
-		}
-	}
-	return g.record(ctx, b.tx, b.d, b.v, b.prior, writes)
+	return nil
 }
 
 // endSavepoint undoes everything since the savepoint if err is set, and

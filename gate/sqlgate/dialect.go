@@ -20,21 +20,22 @@ type Dialect struct {
 	// the transaction: it marks the transaction as inside an accepting
 	// Apply in the same round trip ("" where marking is separate).
 	markLocked string
+	// guardProbe, if set, is appended to the fence-row read's columns: a
+	// boolean "some table is protected", read under the same lock as the
+	// row, so an apply skips marking where no guard could look at the mark.
+	guardProbe string
 	// mark marks the transaction as inside an accepting Apply (no
 	// savepoint); unmark clears the mark.
 	mark, unmark string
-	// finishAccept, if set, is one statement that clears the mark, adds
-	// the counted guarded writes to the fence row, stores the new fence
-	// state and inserts the receipt (arguments: resource, highest, root,
-	// lastSeq, then the receipt's id and columns).
+	// finishAccept is one statement that clears the mark, adds the
+	// counted guarded writes to the fence row, stores the new fence state
+	// and inserts the receipt (arguments: resource, highest, root, lastSeq,
+	// then the receipt's id and columns).
 	finishAccept string
 	// serial is the type of an auto-assigned integer primary key.
 	serial string
 	// clustered follows CREATE TABLE (…) for tables stored in key order.
 	clustered string
-	// leaveApply clears the mark and returns the number of protected-table
-	// writes the guard counted while it was set (used without finishAccept).
-	leaveApply string
 	// guard returns the DDL that (re)installs the coverage guard on table.
 	guard func(p, table string, mode string) []string
 	// guardSetup is DDL run once by the migration (trigger function, marker).
@@ -42,6 +43,10 @@ type Dialect struct {
 	// invariants is migration 2: triggers refusing a lower highest_fence
 	// and any change to a receipt. One statement per line.
 	invariants string
+	// acceptEntry is migration 3: what finishAccept needs in the schema
+	// ("" where one plain statement does it). Inside a trigger body the
+	// ";" starts a line: splitStatements splits at lines ending in ";".
+	acceptEntry string
 }
 
 // Name returns "sqlite" or "postgres".
@@ -60,13 +65,30 @@ var SQLite = &Dialect{
 	// write per receipt instead of two.
 	clustered: " WITHOUT ROWID",
 	// The marker is a gate-owned row that exists only between mark
-	// and leaveApply inside one transaction: SQLite has one writer at a
+	// and finishAccept inside one transaction: SQLite has one writer at a
 	// time, so no other connection's write can see it. It is only written
-	// when some table is protected (read under the same write lock, so
-	// Protect cannot slip in between): the guard costs a page write per
-	// apply only where it is used.
+	// when some table is protected, which guardProbe reads with the fence
+	// row under the same write lock (Protect cannot slip in between), so
+	// an apply where no table is protected runs no marker statement at
+	// all; mark keeps its own EXISTS for Apply in a caller's transaction.
 	mark:       "INSERT INTO {p}apply_marker(id, writes) SELECT 1, 0 WHERE EXISTS (SELECT 1 FROM {p}protected)",
-	leaveApply: "DELETE FROM {p}apply_marker RETURNING writes",
+	guardProbe: ", EXISTS (SELECT 1 FROM {p}protected)",
+	// One statement through the write-only view of migration 3, whose
+	// INSTEAD OF trigger does in one VM program what took three
+	// statements (read-and-delete the marker, update the fence row, insert
+	// the receipt). The marker delete names its key so that an empty
+	// marker table is not rewritten.
+	finishAccept: `INSERT INTO {p}accept (resource, highest_fence, root, last_seq, id, fence, operation_root, operation_id, seq, payload_digest, grant_digest, accepted_at_ms, mode, outcome)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+	acceptEntry: `CREATE VIEW {p}accept AS SELECT NULL AS resource, NULL AS highest_fence, NULL AS root, NULL AS last_seq, NULL AS id, NULL AS fence,
+  NULL AS operation_root, NULL AS operation_id, NULL AS seq, NULL AS payload_digest, NULL AS grant_digest, NULL AS accepted_at_ms, NULL AS mode, NULL AS outcome WHERE 0;
+CREATE TRIGGER {p}accept_insert INSTEAD OF INSERT ON {p}accept BEGIN
+  UPDATE {p}resources SET highest_fence = NEW.highest_fence, root = NEW.root, last_seq = NEW.last_seq,
+    gated_writes = gated_writes + coalesce((SELECT writes FROM {p}apply_marker WHERE id = 1), 0) WHERE resource = NEW.resource
+  ; DELETE FROM {p}apply_marker WHERE id = 1
+  ; INSERT INTO {p}receipts (id, resource, fence, operation_root, operation_id, seq, payload_digest, grant_digest, accepted_at_ms, mode, outcome)
+    VALUES (NEW.id, NEW.resource, NEW.fence, NEW.operation_root, NEW.operation_id, NEW.seq, NEW.payload_digest, NEW.grant_digest, NEW.accepted_at_ms, NEW.mode, NEW.outcome)
+  ; END;`,
 	guardSetup: "CREATE TABLE {p}apply_marker (id INTEGER PRIMARY KEY CHECK (id = 1), writes INTEGER NOT NULL)",
 	guard:      sqliteGuard,
 	invariants: `CREATE TRIGGER {p}fence_never_decreases BEFORE UPDATE OF highest_fence ON {p}resources WHEN NEW.highest_fence < OLD.highest_fence BEGIN SELECT RAISE(ABORT, 'fencegate: highest_fence never decreases'); END;

@@ -12,8 +12,8 @@ import (
 func (g *Gate) prepare(ctx context.Context, db *sql.DB) error {
 	s := &g.stmt
 	prepared := map[string]*sql.Stmt{}
-	for _, q := range []string{s.lockLookup, s.lockLookupMarking, s.ensureState, s.receiptAt, s.storeAccept,
-		s.insertReceipt, s.mark, s.unmark, s.leaveApply, s.finishAccept} {
+	for _, q := range []string{s.lockLookup, s.lockLookupMarking, s.ensureState, s.receiptAt,
+		s.mark, s.unmark, s.finishAccept} {
 		if q == "" || prepared[q] != nil {
 			continue
 		}

@@ -11,7 +11,8 @@ import (
 // transaction each. Append; never edit a released one. {p} is the table
 // prefix, {serial} the dialect's auto-assigned key, {guard} its guard setup,
 // {clustered} what makes a table stored in primary-key order, {invariants}
-// its triggers that hold the gate's storage invariants.
+// its triggers that hold the gate's storage invariants, {accept} what its
+// one-statement finish of an accept needs.
 var migrations = []string{
 	1: `
 CREATE TABLE {p}resources (
@@ -90,6 +91,10 @@ CREATE TABLE {p}protected (
 	// highest_fence, and updating or deleting a receipt (PROVEN_ABSENT
 	// relies on receipts never disappearing).
 	2: `{invariants}`,
+	// 3: one statement finishes an accept (SQLite: a write-only view whose
+	// INSTEAD OF trigger clears the guard marker, stores the fence state
+	// and inserts the receipt; PostgreSQL already does it with a CTE).
+	3: `{accept}`,
 }
 
 // SchemaVersion is the schema version this package migrates to.
@@ -138,7 +143,7 @@ func (g *Gate) migrateTo(ctx context.Context, db *sql.DB, v int) error {
 	if n > 0 {
 		return nil
 	}
-	ddl := strings.NewReplacer("{serial}", g.d.serial, "{guard}", g.d.guardSetup, "{clustered}", g.d.clustered, "{invariants}", g.d.invariants).Replace(migrations[v])
+	ddl := strings.NewReplacer("{serial}", g.d.serial, "{guard}", g.d.guardSetup, "{clustered}", g.d.clustered, "{invariants}", g.d.invariants, "{accept}", g.d.acceptEntry).Replace(migrations[v])
 	for _, stmt := range splitStatements(g.q(ddl)) {
 		if _, err := tx.ExecContext(ctx, stmt); err != nil {
 			return fmt.Errorf("%w\n%s", err, stmt)

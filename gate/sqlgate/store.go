@@ -14,10 +14,10 @@ import (
 type statements struct {
 	lockLookup, lockLookupMarking, ensureState, lockState string
 	receiptAt, receiptsByOp                               string
-	storeAccept, storePause                               string
-	insertReceipt, insertQuarantine, insertAlarm          string
+	storePause                                            string
+	insertQuarantine, insertAlarm                         string
 	insertShadow, insertAction                            string
-	mark, unmark, leaveApply, finishAccept                string
+	mark, unmark, finishAccept                            string
 }
 
 const stateCols = `resource, mode, highest_fence, root, last_seq, min_policy_generation, paused, paused_reason`
@@ -27,7 +27,7 @@ func newStatements(g *Gate) statements {
 	// lockLookup reads and locks the fence row and, in the same round trip,
 	// the receipt for (resource, fence, seq) if one exists.
 	lockLookup := `SELECT r.resource, r.mode, r.highest_fence, r.root, r.last_seq, r.min_policy_generation, r.paused, r.paused_reason,
-  c.fence, c.operation_root, c.operation_id, c.seq, c.payload_digest, c.grant_digest, c.accepted_at_ms, c.mode, c.outcome%s
+  c.fence, c.operation_root, c.operation_id, c.seq, c.payload_digest, c.grant_digest, c.accepted_at_ms, c.mode, c.outcome%s` + g.d.guardProbe + `
 FROM {p}resources r LEFT JOIN {p}receipts c ON c.resource = r.resource AND c.fence = $2 AND c.seq = $3
 WHERE r.resource = $1` + g.d.forUpdate
 	return statements{
@@ -37,16 +37,13 @@ WHERE r.resource = $1` + g.d.forUpdate
 		ensureState:       g.q(`INSERT INTO {p}resources (resource, mode) VALUES ($1, $2) ON CONFLICT (resource) DO NOTHING`),
 		receiptAt:         g.q(`SELECT ` + receiptCols + ` FROM {p}receipts WHERE resource = $1 AND fence = $2 AND seq = $3`),
 		receiptsByOp:      g.q(`SELECT ` + receiptCols + ` FROM {p}receipts WHERE resource = $1 AND operation_id = $2 ORDER BY fence, seq`),
-		storeAccept:       g.q(`UPDATE {p}resources SET highest_fence = $2, root = $3, last_seq = $4, gated_writes = gated_writes + $5 WHERE resource = $1`),
 		storePause:        g.q(`UPDATE {p}resources SET paused = $2, paused_reason = $3 WHERE resource = $1`),
-		insertReceipt:     g.q(`INSERT INTO {p}receipts (id, ` + receiptCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`),
 		insertQuarantine:  g.q(`INSERT INTO {p}quarantine (resource, fence, seq, operation_id, payload_digest, grant_digest, original_receipt, reason, recorded_at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`),
 		insertAlarm:       g.q(`INSERT INTO {p}alarms (resource, kind, fence, highest_fence, grant_digest, detail, raised_at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7)`),
 		insertShadow:      g.q(`INSERT INTO {p}shadow_log (resource, fence, seq, operation_id, outcome, reason, at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7)`),
 		insertAction:      g.q(`INSERT INTO {p}operator_actions (subject, action, operator, detail, at_ms) VALUES ($1, $2, $3, $4, $5)`),
 		mark:              g.q(g.d.mark),
 		unmark:            g.q(g.d.unmark),
-		leaveApply:        g.q(g.d.leaveApply),
 		finishAccept:      g.q(g.d.finishAccept),
 	}
 }
@@ -120,9 +117,9 @@ func (g *Gate) scanReceipts(rows *sql.Rows, err error) ([]gate.Receipt, error) {
 	return out, rows.Err()
 }
 
-// record writes everything the decision asks for except the business
-// change: fence state, receipt, quarantine, alarm, shadow log.
-func (g *Gate) record(ctx context.Context, tx *sql.Tx, d gate.Decision, v *gate.Verified, prior *gate.Receipt, gatedWrites int64) error {
+// record writes what a decision other than an accept asks for: the pause,
+// quarantine, alarm, shadow log (an accept is business.finishAccept's).
+func (g *Gate) record(ctx context.Context, tx *sql.Tx, d gate.Decision, v *gate.Verified, prior *gate.Receipt) error {
 	m, now := &v.Mutation, g.nowMs()
 	var reason string
 	if r, ok := d.Err.(*gate.Rejection); ok {
@@ -133,12 +130,6 @@ func (g *Gate) record(ctx context.Context, tx *sql.Tx, d gate.Decision, v *gate.
 		if err == nil {
 			_, err = g.exec(ctx, tx, q, args...)
 		}
-	}
-	if d.Store && d.Outcome == gate.Accepted {
-		r := &d.Receipt
-		exec(g.stmt.storeAccept, r.Resource, int64(d.State.HighestFence), d.State.Root.String(), int64(d.State.LastSegmentSeq), gatedWrites)
-		exec(g.stmt.insertReceipt, r.ID(), r.Resource, int64(r.FenceToken), r.OperationRoot.String(), r.OperationID,
-			int64(r.SegmentSeq), r.PayloadDigest.String(), r.GrantDigest.String(), r.AcceptedAt.UnixMilli(), string(r.Mode), string(r.Outcome))
 	}
 	if d.Store && d.Outcome == gate.FenceRegression {
 		exec(g.stmt.storePause, m.Resource, 1, d.State.PausedReason)

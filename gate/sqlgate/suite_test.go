@@ -25,6 +25,8 @@ func runSuite(t *testing.T, b backend) {
 	t.Run("StaleDirectWriteLands", func(t *testing.T) { testNegativeControl(t, b) })
 	t.Run("ConcurrentWriters", func(t *testing.T) { testConcurrent(t, b) })
 	t.Run("SchemaUpgradeAndInvariants", func(t *testing.T) { testUpgrade(t, b) })
+	t.Run("UpgradeToOneStatementAccept", func(t *testing.T) { testUpgradeToOneStatementAccept(t, b) })
+	t.Run("GuardAfterUnguardedAccepts", func(t *testing.T) { testGuardAfterUnguardedAccepts(t, b) })
 }
 
 const owner = "worker-a"

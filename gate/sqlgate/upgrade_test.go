@@ -1,0 +1,128 @@
+// This file proves that receipts and fence state written before schema
+// version 3 (when an accept took three statements) stay valid after the
+// upgrade to the one-statement accept: the next segment is accepted, the
+// old receipt still answers a replay and an operation query; and that
+// skipping the guard marker where no table is protected never lets an
+// ungated write into a table protected later.
+package sqlgate_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/gate/gatetest"
+	"github.com/fencegate/fencegate/gate/sqlgate"
+)
+
+func testUpgradeToOneStatementAccept(t *testing.T, b backend) {
+	iss := gatetest.NewIssuer("main")
+	clock := &fakeClock{t: iss.Now.Add(time.Second)}
+	g, err := sqlgate.New(sqlgate.Config{Dialect: b.dialect, Policy: gate.Policy{Verifier: iss.Verifier}, Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, db := context.Background(), b.open(t)
+	if err := g.MigrateUpTo(ctx, db, 2); err != nil {
+		t.Fatal(err)
+	}
+	// Segment 1 of op-a under fence 5 as a version-2 gate stored it.
+	const r = "up/three"
+	m1 := iss.Mutation(wr(r, 5, "op-a"), 1, "p1")
+	old := gate.Receipt{Resource: r, FenceToken: 5, OperationRoot: m1.OperationRoot(), OperationID: "op-a", SegmentSeq: 1,
+		PayloadDigest: m1.PayloadDigest, GrantDigest: gatetest.Payload("g"), AcceptedAt: clock.Now().UTC().Truncate(time.Millisecond),
+		Mode: gate.ModeEnforce, Outcome: gate.Accepted}
+	for _, q := range []struct {
+		sql  string
+		args []any
+	}{
+		{`INSERT INTO fencegate_resources (resource, mode, highest_fence, root, last_seq) VALUES ($1, 'enforce', 5, $2, 1)`,
+			[]any{r, old.OperationRoot.String()}},
+		{`INSERT INTO fencegate_receipts (id, resource, fence, operation_root, operation_id, seq, payload_digest, grant_digest, accepted_at_ms, mode, outcome)
+VALUES ($1, $2, 5, $3, 'op-a', 1, $4, $5, $6, 'enforce', 'ACCEPTED')`,
+			[]any{old.ID(), r, old.OperationRoot.String(), old.PayloadDigest.String(), old.GrantDigest.String(), old.AcceptedAt.UnixMilli()}},
+	} {
+		if _, err := db.ExecContext(ctx, rebind(b, q.sql), q.args...); err != nil {
+			t.Fatalf("%s: %v", q.sql, err)
+		}
+	}
+	if err := g.Migrate(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	noop := func(context.Context, *sql.Tx) error { return nil }
+	if _, err := g.Run(ctx, db, owner, iss.Mutation(wr(r, 5, "op-a"), 2, "p2"), noop); err != nil {
+		t.Fatalf("next segment after upgrade: %v", err)
+	}
+	got, err := g.Run(ctx, db, owner, m1, noop)
+	if !errors.Is(err, gate.ErrReplayed) || got.ID() != old.ID() {
+		t.Fatalf("replay of the pre-upgrade segment: %v, receipt %s want %s", err, got.ID(), old.ID())
+	}
+	st, err := g.State(ctx, db, r)
+	if err != nil || st.HighestFence != 5 || st.LastSegmentSeq != 2 || st.Root != old.OperationRoot {
+		t.Fatalf("state after upgrade: %+v, %v", st, err)
+	}
+	a, err := g.QueryOperation(ctx, db, r, "op-a", 5)
+	if err != nil || a.Verdict != gate.VerdictAccepted || len(a.Receipts) != 2 || a.Receipts[0].ID() != old.ID() {
+		t.Fatalf("operation after upgrade: %+v, %v", a, err)
+	}
+}
+
+// rebind turns $N placeholders into SQLite's ?N.
+func rebind(b backend, q string) string {
+	if b.dialect != sqlgate.SQLite {
+		return q
+	}
+	out := []byte(q)
+	for i := range out {
+		if out[i] == '$' {
+			out[i] = '?'
+		}
+	}
+	return string(out)
+}
+
+// testGuardAfterUnguardedAccepts: accepts made while no table is protected
+// skip the marker and count nothing; once a table is protected, the next
+// accept marks again (its write is counted) and a direct write fails.
+func testGuardAfterUnguardedAccepts(t *testing.T, b backend) {
+	e := newEnv(t, b, nil)
+	const r = "probe/one"
+	for seq := uint64(1); seq <= 2; seq++ {
+		m := e.iss.Mutation(wr(r, 5, "op-a"), seq, "p")
+		if _, err := e.apply(owner, m, "p"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c, err := e.g.Coverage(e.ctx, e.db); err != nil || c.Gated != 0 || c.Ungated != 0 {
+		t.Fatalf("coverage with nothing protected: %+v, %v", c, err)
+	}
+	if err := e.g.Protect(e.ctx, e.db, "ledger", gate.ModeEnforce, "ops"); err != nil {
+		t.Fatal(err)
+	}
+	m := e.iss.Mutation(wr(r, 5, "op-a"), 3, "p")
+	if _, err := e.apply(owner, m, "p"); err != nil {
+		t.Fatalf("accept after Protect: %v", err)
+	}
+	// The same through Apply in the caller's transaction.
+	tx, err := e.db.BeginTx(e.ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m4 := e.iss.Mutation(wr(r, 5, "op-a"), 4, "p")
+	if _, err := e.g.Apply(e.ctx, tx, owner, m4, write(m4, "p")); err != nil {
+		tx.Rollback()
+		t.Fatalf("Apply after Protect: %v", err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := e.g.Coverage(e.ctx, e.db); err != nil || c.Gated != 2 || c.Ungated != 0 {
+		t.Fatalf("coverage after Protect: %+v, %v", c, err)
+	}
+	if _, err := e.db.ExecContext(e.ctx, `INSERT INTO ledger (resource, fence, seq, payload) VALUES ('x', 1, 1, 'direct')`); err == nil {
+		t.Fatal("direct write to a protected table succeeded")
+	}
+}
