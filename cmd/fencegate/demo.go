@@ -109,8 +109,15 @@ func (d *demo) run(ctx context.Context, db string) error {
 	if err != nil {
 		return err
 	}
+	resource := "invoice-batch/2026-07-19"
+	if db != "" {
+		// A database that outlives the demo remembers earlier runs' fences,
+		// while each run's registry starts from fence 1: a new resource
+		// per run keeps the story the same.
+		resource += fmt.Sprintf("/run-%d", d.start.Unix())
+	}
 	d.banner("1. FENCED: the ledger's writes go through the gate")
-	fenced, err := d.story(ctx, fencedURL, "invoice-batch/2026-07-19", false)
+	fenced, err := d.story(ctx, fencedURL, resource, false)
 	if err != nil {
 		return fmt.Errorf("fenced run: %w", err)
 	}
