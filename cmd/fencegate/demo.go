@@ -70,6 +70,12 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
 	}
+	if *ttlMs < demoTTLMsDefault {
+		// A status proof ends ClockSkewMaxMs (500ms) before the lease and the
+		// client keeps ProofMargin (500ms): a shorter lease leaves A no time
+		// to build its envelope.
+		return fmt.Errorf("%w: --ttl-ms must be at least %d", errUsage, demoTTLMsDefault)
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return err
