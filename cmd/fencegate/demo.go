@@ -223,7 +223,8 @@ func (d *demo) story(ctx context.Context, ledgerURL, resource string, leaseOnly 
 	if err != nil {
 		return storyResult{}, err
 	}
-	if _, err := b.waitEvent(ctx, "done"); err != nil {
+	bDone, err := b.waitEvent(ctx, "done")
+	if err != nil {
 		return storyResult{}, err
 	}
 	if err := a.thaw(); err != nil {
@@ -248,7 +249,25 @@ func (d *demo) story(ctx context.Context, ledgerURL, resource string, leaseOnly 
 	}
 	res.final = v
 	d.say("ledger", fmt.Sprintf("%s = %q (writer %s, fence %d)", demoKey, v.Value, v.Writer, v.Fence))
+	if !leaseOnly {
+		return res, d.showReceipts(ctx, lc, resource, "settle-b", bDone.Fence)
+	}
 	return res, nil
+}
+
+// showReceipts prints the ledger's receipts for one operation: the record,
+// written in the same transaction as the change, that it happened.
+func (d *demo) showReceipts(ctx context.Context, lc *ledger.Client, resource, op string, fence uint64) error {
+	ans, err := lc.QueryOperation(ctx, resource, op, fence)
+	if err != nil {
+		return err
+	}
+	d.say("ledger", fmt.Sprintf("receipts for operation %s: %s", op, ans.Verdict))
+	for _, r := range ans.Receipts {
+		d.say("ledger", fmt.Sprintf("  receipt %s: fence %d segment %d, payload %s, accepted %s (%s)",
+			r.ID(), r.FenceToken, r.SegmentSeq, r.PayloadDigest.String()[:19]+"…", r.AcceptedAt.UTC().Format("15:04:05.000Z"), r.Mode))
+	}
+	return nil
 }
 
 func (d *demo) startWorker(ctx context.Context, name, ledgerURL, resource, value string, ttlMs uint64, leaseOnly, hold bool) (*child, error) {
