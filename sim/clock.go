@@ -1,6 +1,9 @@
 package sim
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // epochBase is simulated time zero on every party's clock before its
 // offset: a fixed instant, so a run never reads the machine's clock.
@@ -27,9 +30,10 @@ func (c partyClock) at(tMs int64) time.Time { return time.UnixMilli(c.atMs(tMs))
 func (c partyClock) skewMsAt(tMs int64) int64 { return c.atMs(tMs) - epochBase.UnixMilli() - tMs }
 
 // durationMs converts a duration the party measures on its own clock into
-// true simulated ms (a slow clock makes its timers fire late).
+// true simulated ms (a slow clock makes its timers fire late), rounded up:
+// a timer never fires before its party's clock has moved.
 func (c partyClock) durationMs(localMs int64) int64 {
-	return int64(float64(localMs) / (1 + c.driftPpm/1e6))
+	return int64(math.Ceil(float64(localMs) / (1 + c.driftPpm/1e6)))
 }
 
 // registryClock adapts the round's notion of now to registry.Clock.

@@ -138,13 +138,17 @@
 // through. Each must make its checker count non-zero, or the checker
 // proves nothing.
 //
-// # What is not the real code
+// # What is real and what is simulated
 //
-// The client's lease state machine is unexported in package client, so the
-// simulator's workers drive the registry API directly with the same states
-// (REQUESTED, HELD, RENEWING, OWNERSHIP_UNKNOWN, EXPIRED, RELEASED). The
-// registry's waiting acquire sleeps on real timers, so workers acquire
-// with WaitMs 0 and retry in simulated time. The store is the simulator's
-// own (registry/memstore has no snapshot/restore and pays a JSON round trip
+// The workers' lease logic is the client package's own: its pure Machine
+// (the transition table, which panics on an illegal transition) and
+// Schedule (when to renew, refresh the proof, stop at the local deadline,
+// query while OWNERSHIP_UNKNOWN) with the client's defaults; the worker is
+// the event-driven shell around them that client.Lease is for a real
+// process, because Session.Acquire and Lease.Release sleep on the clock
+// and a single-threaded event loop cannot block. The registry's waiting
+// acquire sleeps on real timers too, so workers acquire with WaitMs 0 and
+// retry in simulated time. The store is the simulator's own
+// (registry/memstore has no snapshot/restore and pays a JSON round trip
 // per call); it keeps etcd's revision rules.
 package sim

@@ -2,74 +2,76 @@ package sim
 
 import (
 	"context"
-	"errors"
+	"time"
+
+	"github.com/fencegate/fencegate/client"
 
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry"
 )
 
-// release gives the lease back once the operation is finished or hopeless.
+// release gives the lease back once the operation is finished or
+// hopeless, retrying a lost answer (release is idempotent) as the client
+// does. A renewal in flight is abandoned: its answer no longer matters.
 func (k *worker) release() {
-	if k.state == stReleased || k.state == stExpired {
+	st := k.m.State()
+	if st.Terminal() || st == client.StateRequested || k.is.Grant == nil {
 		return
 	}
-	k.releasing, k.draining = true, false
-	k.callTok++
-	tok, inc, g := k.callTok, k.inc, k.is.Grant
-	deliver := func() {
-		err := k.w.reg.Release(context.Background(), k.name, g.Resource, g.Lease)
-		k.w.logCall(msgRelease, registry.Issued{}, err)
-		k.w.send(pRegistry, k.id, msgReleaseReply, func() {
-			k.run(inc, func() { k.onRelease(tok, err) })
-		})
+	if st == client.StateRenewing {
+		k.step(client.EvRenewLost)
 	}
-	k.w.send(k.id, pRegistry, msgRelease, deliver)
+	k.releasing, k.draining = true, false
+	k.tickTok++ // no more renewals
+	g := k.is.Grant
+	do := func(g *grant.Grant) (registry.Issued, error) {
+		return registry.Issued{}, k.w.reg.Release(context.Background(), k.name, g.Resource, g.Lease)
+	}
 	if k.releaseRace {
 		k.releaseRace = false
 		k.w.releaseRace(k)
-		k.w.after(k.w.rng.between(2000, 10_000), deliver) // the same release, re-delivered late
+		k.w.after(k.w.rng.between(2000, 10_000), func() { _, _ = do(g) }) // the same release, re-delivered late
 	}
-	k.timer(callTimeoutMs, func() {
-		if k.callTok == tok {
-			if k.releaseTry++; k.releaseTry < 5 {
-				k.release()
+	k.call(msgRelease, do, func(_ time.Time, _ registry.Issued, err error) {
+		switch held, refused := k.judgeRelease(err); {
+		case held:
+			k.step(client.EvReleaseOK)
+			if k.ackedSeq >= k.segs {
+				k.finishOps()
 				return
 			}
-			k.lost(g) // let it expire
+			k.lost(g)
+		case refused:
+			k.step(client.EvReleaseRefused)
+			k.lost(g)
+		default:
+			k.step(client.EvReleaseLost)
+			k.timer(clientOptions.QueryInterval.Milliseconds(), k.release)
 		}
+	}, func() {
+		k.step(client.EvReleaseLost)
+		k.timer(clientOptions.QueryInterval.Milliseconds(), k.release)
 	})
 }
 
-func (k *worker) onRelease(tok int, err error) {
-	if tok != k.callTok {
-		return
+// judgeRelease reads a release answer: ok, a definite refusal (the lease
+// had already ended), or lost.
+func (k *worker) judgeRelease(err error) (ok, refused bool) {
+	if err == nil {
+		return true, false
 	}
-	k.callTok++
-	k.releaseTry = 0
-	switch {
-	case err == nil:
-		k.resolveUnknown() // the registry's word on the lease, like a query's
-		k.state = stReleased
-		if k.ackedSeq >= k.segs {
-			k.finishOps()
-			return
-		}
-		k.lost(k.is.Grant)
-	case errors.Is(err, registry.ErrLeaseExpired), errors.Is(err, registry.ErrNotHolder), errors.Is(err, registry.ErrEpochRevoked):
-		k.resolveUnknown()
-		k.lost(k.is.Grant)
-	default:
-		k.timer(callTimeoutMs, k.release)
+	switch registry.CodeOf(err) {
+	case "", "UNAVAILABLE", "CONFLICT":
+		return false, false
 	}
+	return false, true
 }
 
 // lost handles the end of grant g with the operation unfinished: anything
 // sent and not answered is MUTATION_UNKNOWN, resolved against the
 // resource's receipts; then a new request, if any are left.
 func (k *worker) lost(g *grant.Grant) {
-	if k.state != stReleased {
-		k.state = stExpired
-	}
+	k.tickTok++
 	if k.sentSeq > k.ackedSeq && g != nil {
 		k.w.reconcile(k, k.opID, g.FenceToken)
 	}
@@ -103,7 +105,7 @@ func (k *worker) fenceForRecovery() {
 
 func (k *worker) finishOps() {
 	k.done = true
-	k.state = stIdle
+	k.tickTok++
 }
 
 // crash loses every volatile field; restart resumes from the journal,
@@ -116,7 +118,7 @@ func (k *worker) crash() {
 	k.w.tracef("%s crashed", k.name)
 	k.crashed = true
 	k.inc++
-	k.state, k.inflight, k.is, k.unknownMs = stIdle, 0, registry.Issued{}, -1
+	k.inflight, k.is, k.unknownMs = 0, registry.Issued{}, -1
 }
 
 func (k *worker) restart() {
@@ -130,5 +132,6 @@ func (k *worker) restart() {
 		return
 	}
 	k.attemptMs = k.w.now
+	k.m = client.NewMachine() // a new process: a new machine, the journalled request ID
 	k.acquire()
 }

@@ -4,17 +4,10 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 
+	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/grant"
 )
-
-// proofUsable reports whether the status proof may still be sent, judged
-// on the worker's clock with a margin for the trip. A worker clock that
-// lags the registry's only costs a PROOF_EXPIRED answer and a refresh:
-// the gate, not the worker, decides freshness.
-func (k *worker) proofUsable() bool {
-	return k.localMs()+proofMarginMs < k.is.Status.ValidUntil.UnixMilli()
-}
 
 // writeNext sends the next segment if the lease is certain and the
 // operation unfinished.
@@ -26,12 +19,15 @@ func (k *worker) writeNext() {
 		k.release()
 		return
 	}
-	if k.localMs() >= k.confirmMs+leaseTTLMs-k.w.cfg.SkewBoundMs {
-		k.unknown() // the local deadline passed unconfirmed
+	// The client's Envelope checks: the local deadline, then the proof.
+	now := k.localNow()
+	if !now.Before(k.sched.Deadline) {
+		k.step(client.EvDeadline)
+		k.query()
 		return
 	}
-	if !k.proofUsable() {
-		k.renew()
+	if !k.sched.ProofUsable(clientOptions, now) {
+		k.refresh()
 		return
 	}
 	seq := k.ackedSeq + 1
@@ -40,6 +36,15 @@ func (k *worker) writeNext() {
 		k.sendSeg(seq+1, payloadDigest(k.opID, seq+1, 0), false) // computed concurrently, sent early
 	}
 	k.sendSeg(seq, payloadDigest(k.opID, seq, 0), true)
+}
+
+// refresh asks for a fresh status proof now, unless a renewal is already
+// in flight (its answer resumes the writes).
+func (k *worker) refresh() {
+	if k.m.State() == client.StateHeld {
+		k.step(client.EvRenewDue)
+		k.renew(true)
+	}
 }
 
 // payloadDigest names a segment's payload; variant > 0 is a different
@@ -120,7 +125,7 @@ func (k *worker) onAck(tok int, seq uint64, out gate.Outcome) {
 		}
 		k.timer(computeMsMin, k.writeNext)
 	case gate.ProofExpired, gate.NotHeld:
-		k.renew()
+		k.refresh()
 	case gate.StaleOwner:
 		// A higher fence was accepted: no copy of any write under this
 		// grant can ever be accepted. Let it go and start over.
