@@ -47,6 +47,9 @@ type Dialect struct {
 	// ("" where one plain statement does it). Inside a trigger body the
 	// ";" starts a line: splitStatements splits at lines ending in ";".
 	acceptEntry string
+	// segmentChain is migration 4's trigger: a receipt with seq > 1 needs
+	// the receipt of seq-1 under the same resource, fence and operation.
+	segmentChain string
 }
 
 // Name returns "sqlite" or "postgres".
@@ -89,8 +92,9 @@ CREATE TRIGGER {p}accept_insert INSTEAD OF INSERT ON {p}accept BEGIN
   ; INSERT INTO {p}receipts (id, resource, fence, operation_root, operation_id, seq, payload_digest, grant_digest, accepted_at_ms, mode, outcome)
     VALUES (NEW.id, NEW.resource, NEW.fence, NEW.operation_root, NEW.operation_id, NEW.seq, NEW.payload_digest, NEW.grant_digest, NEW.accepted_at_ms, NEW.mode, NEW.outcome)
   ; END;`,
-	guardSetup: "CREATE TABLE {p}apply_marker (id INTEGER PRIMARY KEY CHECK (id = 1), writes INTEGER NOT NULL)",
-	guard:      sqliteGuard,
+	segmentChain: `CREATE TRIGGER {p}receipts_segment_chain BEFORE INSERT ON {p}receipts WHEN NEW.seq > 1 AND NOT EXISTS (SELECT 1 FROM {p}receipts WHERE resource = NEW.resource AND fence = NEW.fence AND seq = NEW.seq - 1 AND operation_id = NEW.operation_id) BEGIN SELECT RAISE(ABORT, 'fencegate: a receipt needs its previous segment under the same fence and operation'); END;`,
+	guardSetup:   "CREATE TABLE {p}apply_marker (id INTEGER PRIMARY KEY CHECK (id = 1), writes INTEGER NOT NULL)",
+	guard:        sqliteGuard,
 	invariants: `CREATE TRIGGER {p}fence_never_decreases BEFORE UPDATE OF highest_fence ON {p}resources WHEN NEW.highest_fence < OLD.highest_fence BEGIN SELECT RAISE(ABORT, 'fencegate: highest_fence never decreases'); END;
 CREATE TRIGGER {p}receipts_never_updated BEFORE UPDATE ON {p}receipts BEGIN SELECT RAISE(ABORT, 'fencegate: receipts are never updated or deleted'); END;
 CREATE TRIGGER {p}receipts_never_deleted BEFORE DELETE ON {p}receipts BEGIN SELECT RAISE(ABORT, 'fencegate: receipts are never updated or deleted'); END;`,
@@ -127,6 +131,14 @@ u AS (UPDATE {p}resources SET highest_fence = $2, root = $3, last_seq = $4, gate
 INSERT INTO {p}receipts (id, resource, fence, operation_root, operation_id, seq, payload_digest, grant_digest, accepted_at_ms, mode, outcome)
 VALUES ($5, $1, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
 	serial: "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
+	segmentChain: `CREATE OR REPLACE FUNCTION {p}segment_chain() RETURNS trigger LANGUAGE plpgsql AS $fg$
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM {p}receipts WHERE resource = NEW.resource AND fence = NEW.fence AND seq = NEW.seq - 1 AND operation_id = NEW.operation_id) THEN
+    RAISE EXCEPTION 'fencegate: a receipt needs its previous segment under the same fence and operation' USING ERRCODE = 'integrity_constraint_violation';
+  END IF;
+  RETURN NEW;
+END $fg$;
+CREATE TRIGGER {p}receipts_segment_chain BEFORE INSERT ON {p}receipts FOR EACH ROW WHEN (NEW.seq > 1) EXECUTE FUNCTION {p}segment_chain();`,
 	// Transaction-local settings: rolled back with a savepoint, gone at
 	// commit, invisible to every other transaction.
 	guardSetup: `CREATE OR REPLACE FUNCTION {p}guard() RETURNS trigger LANGUAGE plpgsql AS $fg$

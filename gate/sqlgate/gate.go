@@ -28,8 +28,9 @@
 //
 // All tables carry a configurable prefix (default "fencegate_"):
 // resources (fence state and mode per resource), receipts (one per
-// accepted segment, keyed by (resource, fence, seq), indexed by operation
-// ID; never updated or deleted), quarantine, alarms, shadow_log,
+// accepted segment, keyed by (resource, fence, seq); each fence's first
+// segment indexed by operation ID, and no segment without its previous
+// one; never updated or deleted), quarantine, alarms, shadow_log,
 // operator_actions, protected (coverage guard registrations),
 // apply_marker (SQLite guard marker, always empty between transactions)
 // and schema_migrations. Migrate applies the numbered migrations.

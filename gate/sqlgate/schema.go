@@ -12,7 +12,8 @@ import (
 // prefix, {serial} the dialect's auto-assigned key, {guard} its guard setup,
 // {clustered} what makes a table stored in primary-key order, {invariants}
 // its triggers that hold the gate's storage invariants, {accept} what its
-// one-statement finish of an accept needs.
+// one-statement finish of an accept needs, {segmentChain} its trigger
+// refusing a receipt whose previous segment is missing.
 var migrations = []string{
 	1: `
 CREATE TABLE {p}resources (
@@ -95,6 +96,21 @@ CREATE TABLE {p}protected (
 	// INSTEAD OF trigger clears the guard marker, stores the fence state
 	// and inserts the receipt; PostgreSQL already does it with a CTE).
 	3: `{accept}`,
+	// 4: only the first segment of each fence is indexed by operation ID
+	// (a partial index), so a later segment writes one B-tree fewer. Every
+	// receipt's fence holds that first segment under the same operation,
+	// because the gate accepts seq 1 to open a fence and then only
+	// lastSegmentSeq+1 under the same root; the chain trigger makes the
+	// database refuse a receipt whose previous segment is missing, so the
+	// operation query (first segments → their fences' receipts) stays
+	// complete, which PROVEN_ABSENT relies on. The predicate is "seq < 2"
+	// (seq is at least 1), not "seq = 1": SQLite recompiles a statement
+	// on every new binding of a parameter compared by equality with a
+	// partial index's column (seq = ? against seq = 1 could imply it),
+	// which made every fence-row read re-parse.
+	4: `CREATE INDEX {p}receipts_first_by_operation ON {p}receipts (resource, operation_id) WHERE seq < 2;
+DROP INDEX {p}receipts_by_operation;
+{segmentChain}`,
 }
 
 // SchemaVersion is the schema version this package migrates to.
@@ -143,7 +159,7 @@ func (g *Gate) migrateTo(ctx context.Context, db *sql.DB, v int) error {
 	if n > 0 {
 		return nil
 	}
-	ddl := strings.NewReplacer("{serial}", g.d.serial, "{guard}", g.d.guardSetup, "{clustered}", g.d.clustered, "{invariants}", g.d.invariants, "{accept}", g.d.acceptEntry).Replace(migrations[v])
+	ddl := strings.NewReplacer("{serial}", g.d.serial, "{guard}", g.d.guardSetup, "{clustered}", g.d.clustered, "{invariants}", g.d.invariants, "{accept}", g.d.acceptEntry, "{segmentChain}", g.d.segmentChain).Replace(migrations[v])
 	for _, stmt := range splitStatements(g.q(ddl)) {
 		if _, err := tx.ExecContext(ctx, stmt); err != nil {
 			return fmt.Errorf("%w\n%s", err, stmt)

@@ -36,15 +36,19 @@ WHERE r.resource = $1` + g.d.forUpdate
 		lockState:         g.q(`SELECT ` + stateCols + ` FROM {p}resources r WHERE resource = $1` + g.d.forUpdate),
 		ensureState:       g.q(`INSERT INTO {p}resources (resource, mode) VALUES ($1, $2) ON CONFLICT (resource) DO NOTHING`),
 		receiptAt:         g.q(`SELECT ` + receiptCols + ` FROM {p}receipts WHERE resource = $1 AND fence = $2 AND seq = $3`),
-		receiptsByOp:      g.q(`SELECT ` + receiptCols + ` FROM {p}receipts WHERE resource = $1 AND operation_id = $2 ORDER BY fence, seq`),
-		storePause:        g.q(`UPDATE {p}resources SET paused = $2, paused_reason = $3 WHERE resource = $1`),
-		insertQuarantine:  g.q(`INSERT INTO {p}quarantine (resource, fence, seq, operation_id, payload_digest, grant_digest, original_receipt, reason, recorded_at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`),
-		insertAlarm:       g.q(`INSERT INTO {p}alarms (resource, kind, fence, highest_fence, grant_digest, detail, raised_at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7)`),
-		insertShadow:      g.q(`INSERT INTO {p}shadow_log (resource, fence, seq, operation_id, outcome, reason, at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7)`),
-		insertAction:      g.q(`INSERT INTO {p}operator_actions (subject, action, operator, detail, at_ms) VALUES ($1, $2, $3, $4, $5)`),
-		mark:              g.q(g.d.mark),
-		unmark:            g.q(g.d.unmark),
-		finishAccept:      g.q(g.d.finishAccept),
+		// The fences come from the partial index of first segments
+		// (migration 4); the chain trigger guarantees each fence's later
+		// segments are there under the same operation.
+		receiptsByOp: g.q(`SELECT ` + receiptCols + ` FROM {p}receipts WHERE resource = $1 AND operation_id = $2 AND fence IN
+  (SELECT fence FROM {p}receipts WHERE resource = $1 AND operation_id = $2 AND seq < 2) ORDER BY fence, seq`),
+		storePause:       g.q(`UPDATE {p}resources SET paused = $2, paused_reason = $3 WHERE resource = $1`),
+		insertQuarantine: g.q(`INSERT INTO {p}quarantine (resource, fence, seq, operation_id, payload_digest, grant_digest, original_receipt, reason, recorded_at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`),
+		insertAlarm:      g.q(`INSERT INTO {p}alarms (resource, kind, fence, highest_fence, grant_digest, detail, raised_at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7)`),
+		insertShadow:     g.q(`INSERT INTO {p}shadow_log (resource, fence, seq, operation_id, outcome, reason, at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7)`),
+		insertAction:     g.q(`INSERT INTO {p}operator_actions (subject, action, operator, detail, at_ms) VALUES ($1, $2, $3, $4, $5)`),
+		mark:             g.q(g.d.mark),
+		unmark:           g.q(g.d.unmark),
+		finishAccept:     g.q(g.d.finishAccept),
 	}
 }
 

@@ -68,6 +68,21 @@ VALUES ($1, $2, 5, $3, 'op-a', 1, $4, $5, $6, 'enforce', 'ACCEPTED')`,
 	if err != nil || a.Verdict != gate.VerdictAccepted || len(a.Receipts) != 2 || a.Receipts[0].ID() != old.ID() {
 		t.Fatalf("operation after upgrade: %+v, %v", a, err)
 	}
+	// The database refuses a receipt whose previous segment is missing
+	// (the operation query relies on it), even from outside the gate.
+	gap := `INSERT INTO fencegate_receipts (id, resource, fence, operation_root, operation_id, seq, payload_digest, grant_digest, accepted_at_ms, mode, outcome)
+VALUES ('x', $1, $2, 'r', $3, $4, 'p', 'g', 0, 'enforce', 'ACCEPTED')`
+	for _, row := range []struct {
+		fence, seq int
+		op         string
+	}{{5, 4, "op-a"}, {6, 2, "op-a"}, {5, 3, "op-b"}} {
+		if _, err := db.ExecContext(ctx, rebind(b, gap), r, row.fence, row.op, row.seq); err == nil {
+			t.Fatalf("receipt fence %d seq %d %s without its previous segment was stored", row.fence, row.seq, row.op)
+		}
+	}
+	if _, err := db.ExecContext(ctx, rebind(b, gap), r, 5, "op-a", 3); err != nil {
+		t.Fatalf("the next segment must still be insertable: %v", err)
+	}
 }
 
 // rebind turns $N placeholders into SQLite's ?N.
