@@ -166,7 +166,7 @@ func (d *demo) startServices(ctx context.Context, db string) (fenced, unsafe str
 	if err != nil {
 		return "", "", err
 	}
-	ul, err := d.spawn(ctx, "ledger", false, "demo", "ledger", "--lease-only", "--db", filepath.Join(d.dir, "ledger-lease-only.db"), "--token-file", d.tokenFile())
+	ul, err := d.spawn(ctx, "lease-only ledger", false, "demo", "ledger", "--lease-only", "--db", filepath.Join(d.dir, "ledger-lease-only.db"), "--token-file", d.tokenFile())
 	if err != nil {
 		return "", "", err
 	}
@@ -177,7 +177,7 @@ func (d *demo) startServices(ctx context.Context, db string) (fenced, unsafe str
 	if db == "" {
 		db = filepath.Join(d.dir, "ledger.db")
 	}
-	fl, err := d.spawn(ctx, "ledger", false, "demo", "ledger", "--db", db, "--token-file", d.tokenFile(),
+	fl, err := d.spawn(ctx, "fenced ledger", false, "demo", "ledger", "--db", db, "--token-file", d.tokenFile(),
 		"--trust-bundle", filepath.Join(regDir, "trust-bundle.json"))
 	if err != nil {
 		return "", "", err
@@ -328,6 +328,14 @@ func (d *demo) spawn(ctx context.Context, name string, stdin bool, args ...strin
 	c := &child{name: name, d: d, lines: make(chan string, 256), stderr: &syncBuf{}, exited: make(chan struct{})}
 	c.cmd = exec.Command(d.self, args...)
 	c.cmd.Stderr = c.stderr
+	d.mu.Lock()
+	logName := fmt.Sprintf("%02d-%s.log", len(d.children)+1, strings.ReplaceAll(name, " ", "-"))
+	d.mu.Unlock()
+	logFile, err := os.Create(filepath.Join(d.dir, logName))
+	if err != nil {
+		return nil, err
+	}
+	c.cmd.Stderr = io.MultiWriter(c.stderr, logFile)
 	out, err := c.cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -338,6 +346,7 @@ func (d *demo) spawn(ctx context.Context, name string, stdin bool, args ...strin
 		}
 	}
 	if err := c.cmd.Start(); err != nil {
+		logFile.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
 	d.mu.Lock()
@@ -350,6 +359,7 @@ func (d *demo) spawn(ctx context.Context, name string, stdin bool, args ...strin
 		}
 		close(c.lines)
 		c.err = c.cmd.Wait()
+		logFile.Close()
 		close(c.exited)
 	}()
 	return c, nil
