@@ -2,16 +2,20 @@
 
 // Proves `fencegate demo` end to end with real processes: the built binary
 // exits 0, the fenced run rejects the paused worker A with STALE_OWNER and
-// keeps B's result, and the lease-only run lets A overwrite it.
+// keeps B's result, and the lease-only run lets A overwrite it; and that
+// the verdict fails when either run tells the other story.
 package main
 
 import (
+	"bytes"
 	"context"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fencegate/fencegate/examples/ledger"
 )
 
 func TestDemoEndToEnd(t *testing.T) {
@@ -40,6 +44,30 @@ func TestDemoEndToEnd(t *testing.T) {
 	} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("demo output lacks %q", want)
+		}
+	}
+}
+
+func TestDemoVerdictFailsUnlessBothRunsTellTheStory(t *testing.T) {
+	const a, b = "100 (A)", "200 (B)"
+	fenced := storyResult{aOutcome: "STALE_OWNER", final: ledger.Value{Value: b}, bValue: b}
+	unsafe := storyResult{aOutcome: "ACCEPTED", final: ledger.Value{Value: a}, bValue: b}
+	overwritten := fenced
+	overwritten.final.Value, overwritten.aOutcome = a, "ACCEPTED"
+	for _, c := range []struct {
+		name           string
+		fenced, unsafe storyResult
+		ok             bool
+	}{
+		{"both as expected", fenced, unsafe, true},
+		{"the gate let A overwrite B", overwritten, unsafe, false},
+		{"lease-only kept B (the control proves nothing)", fenced, fenced, false},
+	} {
+		var out bytes.Buffer
+		d := &demo{out: &out, start: time.Now()}
+		err := d.verdict(c.fenced, c.unsafe)
+		if (err == nil) != c.ok {
+			t.Errorf("%s: verdict error %v, want ok=%t\n%s", c.name, err, c.ok, out.String())
 		}
 	}
 }
