@@ -34,6 +34,11 @@ const (
 	msgQueryReply
 )
 
+var msgNames = [...]string{"acquire", "acquire answer", "renew", "renew answer", "release", "release answer",
+	"write", "write answer", "query", "query answer"}
+
+func (k msgKind) String() string { return msgNames[k] }
+
 // Network limits and shapes, in true simulated milliseconds.
 const (
 	delayMsMin     = 1      // one-way delay floor
@@ -70,18 +75,18 @@ func (w *world) cut(a, b party, t int64) bool {
 // drops messages sent while it is up and messages that arrive while it is.
 func (w *world) send(from, to party, kind msgKind, deliver func()) {
 	if w.cut(from, to, w.now) {
-		w.tracef("drop %s→%s kind %d (partition)", from, to, kind)
+		w.tracef("drop %s→%s %s (partition)", from, to, kind)
 		return
 	}
 	switch {
 	case kind == msgRenewReply && w.on[FaultLostRenew] && w.rng.chance(lostRenewShare),
 		kind == msgWriteReply && w.on[FaultLostAck] && w.rng.chance(lostAckShare):
-		w.tracef("drop %s→%s kind %d (lost answer)", from, to, kind)
+		w.tracef("drop %s→%s %s (lost answer)", from, to, kind)
 		return
 	}
 	arrive := func() {
 		if w.cut(from, to, w.now) {
-			w.tracef("drop %s→%s kind %d (partition on arrival)", from, to, kind)
+			w.tracef("drop %s→%s %s (partition on arrival)", from, to, kind)
 			return
 		}
 		deliver()

@@ -4,6 +4,15 @@ package sim
 // from the round's PRNG in a fixed order.
 func (w *world) plan() {
 	a, b, c := w.workers[0], w.workers[1], w.workers[2]
+	if w.cfg.Trace != nil {
+		var on []string
+		for f := range faultCount {
+			if w.on[f] {
+				on = append(on, f.String())
+			}
+		}
+		w.tracef("round %d (seed %d): faults %v; gate clock skew %+d ms, beyond bound %v", w.round, w.seed, on, w.res.clock.skewMsAt(0), w.beyondBound)
+	}
 	w.at(0, a.start)
 	bStart := w.rng.between(0, 4000)
 	if w.on[FaultReleaseRace] {

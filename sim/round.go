@@ -173,7 +173,7 @@ func (w *world) logCall(kind msgKind, is registry.Issued, err error) {
 	}
 	w.mix(uint64(kind), fence, uint64(len(registry.CodeOf(err))))
 	if w.cfg.Trace != nil {
-		w.tracef("registry %d → fence %d err %v", kind, fence, err)
+		w.tracef("registry %s → fence %d err %v", kind, fence, err)
 	}
 }
 
