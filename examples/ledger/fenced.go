@@ -36,6 +36,8 @@ func (w *worker) writeFenced(ctx context.Context, l *client.Lease) error {
 				if err := w.cfg.Hold(ctx); err != nil {
 					return err
 				}
+				w.emit(Event{Kind: "resumed", Fence: m.FenceToken,
+					Msg: fmt.Sprintf("resumed (its client now says %s); sending the envelope it built before the pause", l.State())})
 			}
 			return w.send(ctx, l, &m, entries)
 		})

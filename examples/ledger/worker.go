@@ -133,6 +133,7 @@ func (w *worker) writeLeaseOnly(ctx context.Context, l *client.Lease) error {
 		if err := w.cfg.Hold(ctx); err != nil {
 			return err
 		}
+		w.emit(Event{Kind: "resumed", Msg: "resumed; it checked the lease before the pause, so it writes"})
 	}
 	if _, err := w.cfg.Ledger.Write(ctx, nil, w.cfg.Entries); err != nil {
 		return fmt.Errorf("ledger: worker %s: %w", w.cfg.Name, err)
