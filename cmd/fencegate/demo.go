@@ -248,7 +248,11 @@ func (d *demo) story(ctx context.Context, ledgerURL, resource string, leaseOnly 
 		return storyResult{}, err
 	}
 	res.final = v
-	d.say("ledger", fmt.Sprintf("%s = %q (writer %s, fence %d)", demoKey, v.Value, v.Writer, v.Fence))
+	fence := fmt.Sprintf("fence %d", v.Fence)
+	if v.Fence == 0 {
+		fence = "no fence"
+	}
+	d.say("ledger", fmt.Sprintf("%s = %q (writer %s, %s)", demoKey, v.Value, v.Writer, fence))
 	if !leaseOnly {
 		return res, d.showReceipts(ctx, lc, resource, "settle-b", bDone.Fence)
 	}
@@ -290,7 +294,11 @@ func (d *demo) verdict(fenced, unsafe storyResult) error {
 	lostB := unsafe.final.Value != unsafe.bValue
 	fmt.Fprintf(d.out, "fenced:     worker A's late write: %s: %s\n", fenced.aOutcome, fenced.aReason)
 	fmt.Fprintf(d.out, "fenced:     ledger keeps %q by %s (fence %d): B's result intact=%t\n", fenced.final.Value, fenced.final.Writer, fenced.final.Fence, keptB)
-	fmt.Fprintf(d.out, "lease-only: worker A's late write: %s (nothing checked it)\n", unsafe.aOutcome)
+	landed := "did not land"
+	if unsafe.aOutcome == "ACCEPTED" {
+		landed = "landed"
+	}
+	fmt.Fprintf(d.out, "lease-only: worker A's late write %s (nothing checked it)\n", landed)
 	fmt.Fprintf(d.out, "lease-only: ledger holds %q by %s: B's result overwritten=%t\n", unsafe.final.Value, unsafe.final.Writer, lostB)
 	if keptB && lostB && fenced.aOutcome == "STALE_OWNER" {
 		fmt.Fprintf(d.out, "VERDICT: PASS in %.1fs: the gate rejected the stale owner and kept B's result; lease-only protection lost it\n", time.Since(d.start).Seconds())
