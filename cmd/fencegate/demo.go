@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fencegate/fencegate/examples/childproc"
 	"github.com/fencegate/fencegate/examples/ledger"
 )
 
@@ -335,6 +336,7 @@ type child struct {
 func (d *demo) spawn(ctx context.Context, name string, stdin bool, args ...string) (*child, error) {
 	c := &child{name: name, d: d, lines: make(chan string, 256), stderr: &syncBuf{}, exited: make(chan struct{})}
 	c.cmd = exec.Command(d.self, args...)
+	c.cmd.SysProcAttr = childproc.SysProcAttr()
 	c.cmd.Stderr = c.stderr
 	d.mu.Lock()
 	logName := fmt.Sprintf("%02d-%s.log", len(d.children)+1, strings.ReplaceAll(name, " ", "-"))
