@@ -53,6 +53,9 @@ const (
 // demoKey is the ledger row both workers compute.
 const demoKey = "invoice-batch/2026-07-19/total"
 
+// demoRowsKey is the row B writes in its first segment.
+const demoRowsKey = "invoice-batch/2026-07-19/rows"
+
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "ledger" {
 		return runDemoLedger(ctx, args[1:], stdout, stderr)
@@ -279,7 +282,11 @@ func (d *demo) startWorker(ctx context.Context, name, ledgerURL, resource, value
 	id := "worker-" + strings.ToLower(name)
 	args := []string{"demo", "worker", "--name", name, "--registry", d.registry, "--ledger", ledgerURL,
 		"--token", d.tokens[id], "--resource", resource, "--op", "settle-" + strings.ToLower(name),
-		"--set", demoKey + "=" + value, "--ttl-ms", fmt.Sprint(ttlMs), "--wait-ms", "15000"}
+		"--ttl-ms", fmt.Sprint(ttlMs), "--wait-ms", "15000"}
+	if !hold { // B settles in two ordered segments: the rows, then the total
+		args = append(args, "--set", demoRowsKey+"=1000 rows settled by "+name, "--segments", "2")
+	}
+	args = append(args, "--set", demoKey+"="+value)
 	if leaseOnly {
 		args = append(args, "--lease-only")
 	}

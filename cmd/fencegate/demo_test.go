@@ -38,6 +38,7 @@ func TestDemoEndToEnd(t *testing.T) {
 		"worker A  REJECTED STALE_OWNER: fence 1 < highest 2",
 		"receipt query for operation settle-a under fence 1: PROVEN_ABSENT",
 		"worker B  ACCEPTED fence 2 segment 1, receipt sha256:",
+		"worker B  ACCEPTED fence 2 segment 2, receipt sha256:",
 		`fenced:     ledger keeps "200 (computed by B)" by worker-b (fence 2): B's result intact=true`,
 		`lease-only: ledger holds "100 (computed by A before its pause)" by worker-a: B's result overwritten=true`,
 		"VERDICT: PASS",
