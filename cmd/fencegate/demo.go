@@ -220,9 +220,11 @@ func (d *demo) story(ctx context.Context, ledgerURL, resource string, leaseOnly 
 	}
 	frozen := time.Now()
 	d.say("demo", fmt.Sprintf("SIGSTOP worker A (pid %d): frozen with its write in hand; its %s lease runs out", a.cmd.Process.Pid, msDuration(d.ttlMs)))
-	// B queues for the lease. Its TTL is the default's order, not A's: the
-	// client counts a lease from when the acquire was sent, so a TTL
-	// shorter than the wait would leave B's new lease uncertain at once.
+	// B queues for the lease. Its TTL is the registry default's, not A's:
+	// the client counts a lease from when the acquire was sent, so with a
+	// TTL shorter than the wait B's new lease would start out uncertain
+	// (the worker copes, see ledger.CertainWaitMax, but the story is
+	// clearer without it).
 	b, err := d.startWorker(ctx, "B", ledgerURL, resource, bValue, demoTTLMsSuccessor, leaseOnly, false)
 	if err != nil {
 		return storyResult{}, err

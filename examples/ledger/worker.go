@@ -97,6 +97,7 @@ func RunWorker(ctx context.Context, cfg WorkerConfig) (Result, error) {
 	}
 	g := l.Grant()
 	w.res.Fence = g.FenceToken
+	awaitCertain(ctx, l)
 	w.emit(Event{Kind: "acquired", Fence: g.FenceToken,
 		Msg: fmt.Sprintf("acquired %s: %s, fence %d, TTL %s", g.Resource, g.Lease, g.FenceToken, time.Duration(g.TTLMs)*time.Millisecond)})
 	if cfg.LeaseOnly {
@@ -141,4 +142,30 @@ func (w *worker) writeLeaseOnly(ctx context.Context, l *client.Lease) error {
 	w.res.Written, w.res.Outcome = true, gate.Accepted
 	w.emit(Event{Kind: "accepted", Outcome: string(gate.Accepted), Msg: "write landed: the lease-only ledger checks nothing"})
 	return nil
+}
+
+// CertainWaitMax bounds how long a worker waits, right after an acquire,
+// for its lease to be certain. The client counts a lease from when the
+// acquire was first sent, so an acquire that queued for most of the TTL
+// returns a lease already past its local deadline; the client asks the
+// registry and, if the grant is HELD, the lease is certain again within a
+// query round trip.
+const CertainWaitMax = 2 * time.Second
+
+// awaitCertain waits until l is HELD or RENEWING (or terminal, or
+// CertainWaitMax passed). It polls: the client has no blocking call for
+// "certain again".
+func awaitCertain(ctx context.Context, l *client.Lease) {
+	deadline := time.Now().Add(CertainWaitMax)
+	certain := func() bool {
+		st := l.State()
+		return st.Terminal() || (st.Certain() && time.Now().Before(l.Deadline()))
+	}
+	for !certain() && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
