@@ -3,7 +3,8 @@
 // batch lands in order with one receipt per segment and the receipt query
 // finds them; a lost ACK is settled by operation ID (MUTATION_UNKNOWN);
 // another identity, a payload that is not the digest, and a direct write
-// to the protected table are all refused.
+// to the protected table are all refused; an acquire that queued longer
+// than its TTL still writes.
 package ledger_test
 
 import (
@@ -196,5 +197,22 @@ func TestRefusals(t *testing.T) {
 	}
 	if _, err := asA.Write(ctx, &m, es); !errors.Is(err, gate.ErrReplayed) || !gate.IsSuccess(err) {
 		t.Errorf("the same write again: %v, want REPLAYED", err)
+	}
+}
+
+// An acquire that queues longer than its own TTL returns a lease the
+// client already counts as past its deadline; the worker waits for the
+// registry to confirm it instead of failing its first envelope.
+func TestQueuedLongerThanTTL(t *testing.T) {
+	w := newWorld(t, false)
+	ctx := context.Background()
+	gone := client.NewSession(w.transport(t, tokA), client.Options{Manual: true}) // never renews: its lease just expires
+	if _, err := gone.Acquire(ctx, client.AcquireRequest{Resource: "invoice-batch/2026-07-22", OperationID: "settle-4", OperationClass: "settle", TTL: 2 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := ledger.RunWorker(ctx, ledger.WorkerConfig{Name: "B", Registry: w.transport(t, tokB), Ledger: &ledger.Client{Base: w.ledger, Token: tokB},
+		Resource: "invoice-batch/2026-07-22", OperationID: "settle-5", Entries: entries(1), TTL: 2 * time.Second, Wait: 10 * time.Second})
+	if err != nil || !res.Written || res.Fence != 2 {
+		t.Fatalf("B after queueing ~3s for a 2s lease: %+v, %v", res, err)
 	}
 }
