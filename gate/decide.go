@@ -55,16 +55,20 @@ func NeedsStatus(in Input) bool {
 
 // Decide applies step 6 of the gate decision, in this precedence:
 //
-//  1. a receipt exists for (resource, fence, segmentSeq) with the same
-//     payload and root → REPLAYED (whatever the status or pause);
+//  1. a receipt exists for (resource, fence, segmentSeq) from the same
+//     grant with the same payload → REPLAYED (whatever the status or
+//     pause);
 //  2. the resource is paused → RESOURCE_PAUSED;
-//  3. that receipt has another payload or root → QUARANTINED;
+//  3. that receipt is from the same grant with another payload →
+//     QUARANTINED;
 //  4. the grant's policy generation is below the minimum → POLICY_STALE;
 //  5. the status is not proven HELD → STALE_OWNER if fence < highestFence
 //     (the reason names the status problem), else NOT_HELD,
 //     EPOCH_REVOKED or PROOF_EXPIRED;
 //  6. proven HELD but fence < highestFence, or fence == highestFence
-//     under another root → FENCE_REGRESSION (alarm; enforce pauses);
+//     under another root or from another grant, or a receipt at this
+//     fence from another grant → FENCE_REGRESSION (alarm; enforce
+//     pauses): the registry never gives two grants one fence;
 //  7. fence > highestFence → ACCEPTED iff segmentSeq == 1, else SEGMENT_GAP;
 //  8. fence == highestFence → ACCEPTED iff segmentSeq == lastSegmentSeq+1,
 //     else SEGMENT_GAP.
@@ -81,7 +85,13 @@ func Decide(in Input) Decision {
 
 func decideBeforeStatus(in Input) (Decision, bool) {
 	v, st := in.Verified, in.State
-	if p := in.Prior; p != nil {
+	// A receipt from another grant at this fence is not this grant's to
+	// replay or quarantine: it is evidence for the fence step below.
+	prior := in.Prior
+	if prior != nil && prior.GrantDigest != v.GrantDigest {
+		prior = nil
+	}
+	if p := prior; p != nil {
 		if p.PayloadDigest == v.Mutation.PayloadDigest && p.OperationRoot == v.Root {
 			d := reject(in, Replayed, "segment %d under fence %d already accepted with this payload; original receipt %s",
 				v.Mutation.SegmentSeq, v.Mutation.FenceToken, p.ID())
@@ -92,7 +102,7 @@ func decideBeforeStatus(in Input) (Decision, bool) {
 	if st.Paused {
 		return reject(in, ResourcePaused, "resource %s is paused (%s); an operator must resume it", st.Resource, st.PausedReason), true
 	}
-	if p := in.Prior; p != nil {
+	if p := prior; p != nil {
 		d := reject(in, Quarantined, "segment %d under fence %d was accepted with payload %s (receipt %s); this one has %s",
 			v.Mutation.SegmentSeq, v.Mutation.FenceToken, p.PayloadDigest, p.ID(), v.Mutation.PayloadDigest)
 		d.Quarantine = true
@@ -119,6 +129,10 @@ func decideFence(in Input) Decision {
 		return regression(in, StaleOwner, fmt.Sprintf("current holder's fence %d < highest %d", fence, st.HighestFence))
 	case fence == st.HighestFence && v.Root != st.Root:
 		return regression(in, RootMismatch, fmt.Sprintf("current holder's fence %d == highest under root %s, not %s", fence, st.Root, v.Root))
+	case fence == st.HighestFence && !st.GrantDigest.IsZero() && st.GrantDigest != v.GrantDigest:
+		return regression(in, RootMismatch, fmt.Sprintf("current holder's fence %d == highest, accepted under grant %s, not %s", fence, st.GrantDigest, v.GrantDigest))
+	case in.Prior != nil && in.Prior.GrantDigest != v.GrantDigest:
+		return regression(in, RootMismatch, fmt.Sprintf("fence %d segment %d was accepted under grant %s, not %s", fence, seq, in.Prior.GrantDigest, v.GrantDigest))
 	case fence > st.HighestFence && seq != 1:
 		return reject(in, SegmentGap, "fence %d > highest %d must start at segment 1, got %d", fence, st.HighestFence, seq)
 	case fence == st.HighestFence && seq != st.LastSegmentSeq+1:
@@ -130,6 +144,7 @@ func decideFence(in Input) Decision {
 func accept(in Input) Decision {
 	v, st := in.Verified, in.State
 	st.HighestFence, st.Root, st.LastSegmentSeq = v.Mutation.FenceToken, v.Root, v.Mutation.SegmentSeq
+	st.GrantDigest = v.GrantDigest
 	r := Receipt{
 		Resource: st.Resource, FenceToken: v.Mutation.FenceToken, OperationRoot: v.Root,
 		OperationID: v.Mutation.OperationID, SegmentSeq: v.Mutation.SegmentSeq,

@@ -50,10 +50,26 @@ func TestDecideRules(t *testing.T) {
 	w := func(fence uint64, op string) gatetest.Writer {
 		return gatetest.Writer{Resource: res, Owner: owner, Lease: "lease-a", OperationID: op, Fence: fence}
 	}
+	grantOf := func(m *gate.Mutation) grant.Digest {
+		g, err := grant.ParseGrant(m.Grant)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g.Digest()
+	}
+	ownGrant := grantOf(f.iss.Mutation(w(5, "op-a"), 1, "p")) // the grant of every w(5, "op-a") mutation
+	otherGrant := grant.OperationRoot(res, "a grant the registry issued before a restore")
 	prior := func(fence, seq uint64, op, payload string) *gate.Receipt {
 		return &gate.Receipt{Resource: res, FenceToken: fence, SegmentSeq: seq, OperationID: op,
-			OperationRoot: grant.OperationRoot(res, op), PayloadDigest: gatetest.Payload(payload), Outcome: gate.Accepted}
+			OperationRoot: grant.OperationRoot(res, op), PayloadDigest: gatetest.Payload(payload),
+			GrantDigest: ownGrant, Outcome: gate.Accepted}
 	}
+	priorOther := prior(5, 2, "op-a", "p")
+	priorOther.GrantDigest = otherGrant
+	heldByOther := held(5, 2, "op-a")
+	heldByOther.GrantDigest = otherGrant
+	heldByOwn := held(5, 2, "op-a")
+	heldByOwn.GrantDigest = ownGrant
 	paused := held(5, 2, "op-a")
 	paused.Paused, paused.PausedReason = true, "test"
 	policy := held(5, 2, "op-a")
@@ -78,6 +94,10 @@ func TestDecideRules(t *testing.T) {
 		{"smaller fence proven held = regression", f.iss.Mutation(w(4, "op-a"), 1, "p"), held(5, 2, "op-a"), nil, gate.FenceRegression, gate.ErrStaleOwner},
 		{"replay same payload", f.iss.WithStatus(f.iss.Mutation(w(5, "op-a"), 2, "p"), grant.StateExpired), held(5, 2, "op-a"), prior(5, 2, "op-a", "p"), gate.Replayed, nil},
 		{"replay other payload", f.iss.Mutation(w(5, "op-a"), 2, "q"), held(5, 2, "op-a"), prior(5, 2, "op-a", "p"), gate.Quarantined, nil},
+		{"replay under a re-issued grant = regression", f.iss.Mutation(w(5, "op-a"), 2, "p"), held(5, 2, "op-a"), priorOther, gate.FenceRegression, gate.ErrRootMismatch},
+		{"re-issued grant, not held", f.iss.WithStatus(f.iss.Mutation(w(5, "op-a"), 2, "p"), grant.StateExpired), held(5, 2, "op-a"), priorOther, gate.NotHeld, nil},
+		{"equal fence, another grant's state = regression", f.iss.Mutation(w(5, "op-a"), 3, "p"), heldByOther, nil, gate.FenceRegression, gate.ErrRootMismatch},
+		{"equal fence, own grant's state", f.iss.Mutation(w(5, "op-a"), 3, "p"), heldByOwn, nil, gate.Accepted, nil},
 		{"paused", f.iss.Mutation(w(6, "op-b"), 1, "p"), paused, nil, gate.ResourcePaused, nil},
 		{"paused but exact replay", f.iss.Mutation(w(5, "op-a"), 2, "p"), paused, prior(5, 2, "op-a", "p"), gate.Replayed, nil},
 		{"policy stale", f.iss.Mutation(w(6, "op-b"), 1, "p"), policy, nil, gate.PolicyStale, nil},
@@ -96,7 +116,7 @@ func TestDecideRules(t *testing.T) {
 				t.Fatalf("%v does not also match %v", d.Err, c.also)
 			}
 			if c.want == gate.Accepted {
-				if d.Err != nil || !d.Store || !d.Proceed || d.State.HighestFence != c.mut.FenceToken || d.State.LastSegmentSeq != c.mut.SegmentSeq {
+				if d.Err != nil || !d.Store || !d.Proceed || d.State.HighestFence != c.mut.FenceToken || d.State.LastSegmentSeq != c.mut.SegmentSeq || d.State.GrantDigest != grantOf(c.mut) {
 					t.Fatalf("accept: %+v", d)
 				}
 				return

@@ -58,6 +58,12 @@ type State struct {
 	Root grant.Digest
 	// LastSegmentSeq is the last segment accepted under HighestFence.
 	LastSegmentSeq uint64
+	// GrantDigest is the digest of the grant whose segment was accepted
+	// last under HighestFence, or zero when unknown (no accept yet, or an
+	// adapter that does not load it; the check it enables is then
+	// skipped). The registry never gives two grants one fence, so another
+	// grant at HighestFence, proven HELD, means the registry went back.
+	GrantDigest grant.Digest
 	// MinPolicyGeneration is the lowest grant policy generation accepted.
 	MinPolicyGeneration uint64
 	// Paused is set by a FENCE_REGRESSION; only Resume clears it.

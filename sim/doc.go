@@ -105,18 +105,18 @@
 // # What the simulator found in the gate
 //
 // A registry restored from an old snapshot re-issues fences the gate has
-// seen. The gate's precedence puts QUARANTINED (a receipt exists for
-// (fence, segment) with another payload or root) before the regression
-// check, so the re-issued grant's first segment collides with the original
-// grant's receipt and is quarantined: refused, but without a
-// FENCE_REGRESSION alarm or pause (RegressionNotAlarmed counts these
-// rounds). Worse, when the same client retries its journalled request ID
-// after a crash, the forgetful registry grants it again with the same
-// fence and the same operation root; the gate, which does not compare
-// grant digests, answers REPLAYED to the segments already there and
-// ACCEPTED to the next one. The simulator's workers refuse to resume an
-// operation under a different grant (ClientSawForgottenRequest counts
-// them); NaiveRecovery shows the gap (TestGateGapReissuedGrantSameFenceAndRoot).
+// seen. The gate used to quarantine a re-issued grant's segment that
+// collided with the original grant's receipt (refused, but with no
+// FENCE_REGRESSION alarm or pause; RegressionNotAlarmed counts such
+// rounds), and, when the same client retried its journalled request ID and
+// got the same fence and operation root under a new grant, to answer
+// REPLAYED and then ACCEPTED. The gate now treats a receipt of another
+// grant at the same fence, or another grant at highestFence, as evidence:
+// proven HELD it is FENCE_REGRESSION, otherwise the status rejection.
+// The simulator's workers still refuse to resume an operation under a
+// different grant (ClientSawForgottenRequest counts them); NaiveRecovery
+// turns that off to show the gate alone holds
+// (TestGateRefusesReissuedGrantSameFenceAndRoot).
 //
 // A status proof outlives a release: the registry frees the resource at
 // once (lock-delay follows only an expiry) while proofs it issued for the

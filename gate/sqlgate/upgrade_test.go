@@ -16,6 +16,7 @@ import (
 	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/gate/gatetest"
 	"github.com/fencegate/fencegate/gate/sqlgate"
+	"github.com/fencegate/fencegate/grant"
 )
 
 func testUpgradeToOneStatementAccept(t *testing.T, b backend) {
@@ -32,8 +33,12 @@ func testUpgradeToOneStatementAccept(t *testing.T, b backend) {
 	// Segment 1 of op-a under fence 5 as a version-2 gate stored it.
 	const r = "up/three"
 	m1 := iss.Mutation(wr(r, 5, "op-a"), 1, "p1")
+	g1, err := grant.ParseGrant(m1.Grant)
+	if err != nil {
+		t.Fatal(err)
+	}
 	old := gate.Receipt{Resource: r, FenceToken: 5, OperationRoot: m1.OperationRoot(), OperationID: "op-a", SegmentSeq: 1,
-		PayloadDigest: m1.PayloadDigest, GrantDigest: gatetest.Payload("g"), AcceptedAt: clock.Now().UTC().Truncate(time.Millisecond),
+		PayloadDigest: m1.PayloadDigest, GrantDigest: g1.Digest(), AcceptedAt: clock.Now().UTC().Truncate(time.Millisecond),
 		Mode: gate.ModeEnforce, Outcome: gate.Accepted}
 	for _, q := range []struct {
 		sql  string
