@@ -20,16 +20,18 @@
 //     (IDENTITY_MISMATCH).
 //
 // Steps 5–6 (Decide) run with the resource's fence row locked, in the
-// precedence documented on Decide: an exact replay returns the original
-// receipt whatever the current status (it changes nothing and is what a
-// lost-ACK retry needs); a paused resource answers RESOURCE_PAUSED to
-// everything else; a replay with another payload is QUARANTINED; a grant
+// precedence documented on Decide: an exact replay (same grant, same
+// payload) returns the original receipt whatever the current status (it
+// changes nothing and is what a lost-ACK retry needs); a paused resource
+// answers RESOURCE_PAUSED to everything else; a replay by the same grant
+// with another payload is QUARANTINED; a grant
 // below the resource's minimum policy generation is POLICY_STALE. Then the
 // status: if it does not prove HELD, a fence below highestFence is
 // STALE_OWNER (the reason names the status problem) and any other fence
 // gets the status code (NOT_HELD, EPOCH_REVOKED, PROOF_EXPIRED). A grant
 // proven HELD whose fence is below highestFence, or equal to it under
-// another operation root, means the registry went backwards:
+// another operation root or another grant, or that meets a receipt of
+// another grant at its fence, means the registry went backwards:
 // FENCE_REGRESSION, an alarm row, and the resource is paused until an
 // operator resumes it after raising the registry's fence floor above
 // highestFence (Resume). That rejection also matches STALE_OWNER (or
