@@ -1,0 +1,61 @@
+// This file counts the SQLite pages a write appends to the WAL (each is a
+// frame: two write syscalls, and an fsync's worth of data under FULL), for
+// the plain write and the fenced write on the same schema. Unlike a
+// timing, the count does not depend on the machine's load: it is the
+// number the gate's storage layout decides.
+package sqlgate_test
+
+import (
+	"database/sql"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/fencegate/fencegate/gate/sqlgate"
+)
+
+// walFrameBytes is one WAL frame: a 24-byte header and a 4096-byte page
+// (SQLite's default page size, which OpenSQLite keeps).
+const walFrameBytes = 24 + 4096
+
+func BenchmarkWALFrames(b *testing.B) {
+	for _, fenced := range []bool{false, true} {
+		name := map[bool]string{false: "plain", true: "fenced"}[fenced]
+		b.Run(name, func(b *testing.B) {
+			path := filepath.Join(b.TempDir(), "frames.db")
+			be := backend{"sqlite", sqlgate.SQLite, func(t testing.TB) *sql.DB {
+				db, err := sqlgate.OpenSQLite(path, "NORMAL")
+				if err != nil {
+					t.Fatal(err)
+				}
+				// No checkpoint may reset the WAL while it is measured.
+				if _, err := db.Exec("PRAGMA wal_autocheckpoint=0"); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { db.Close() })
+				return db
+			}}
+			e := newEnv(b, be, nil)
+			ms := segments(e, b.N)
+			e.exec("PRAGMA wal_checkpoint(TRUNCATE)")
+			b.ResetTimer()
+			for _, m := range ms {
+				var err error
+				if fenced {
+					_, err = e.g.Run(e.ctx, e.db, owner, m, write(m, "x"))
+				} else {
+					err = plainWrite(e.ctx, e.db, m)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			fi, err := os.Stat(path + "-wal")
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(fi.Size()-32)/walFrameBytes/float64(b.N), "frames/op")
+		})
+	}
+}
