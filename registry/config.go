@@ -69,6 +69,11 @@ type Config struct {
 	// try a compare-and-swap without a read first; a stale entry costs one
 	// failed compare, never a wrong answer. Optional, defaults to 4096.
 	CacheResourcesMax int
+
+	// Observer hears of expiries and handoffs this registry commits (for
+	// metrics). Optional, defaults to none. It is called after the commit,
+	// outside any lock, and must not block.
+	Observer Observer
 }
 
 // EndedLeasesMax is how many ended leases a resource record remembers, so

@@ -47,7 +47,8 @@ func (r *Registry) casLoopMode(ctx context.Context, resource string, keys []Requ
 		}
 	}()
 	for conflicts := 0; ; {
-		w, err := decide(&s, r.now())
+		now := r.now()
+		w, err := decide(&s, now)
 		if w == nil || err != nil {
 			if fresh || staleOK && err == nil {
 				return s, 0, err
@@ -80,6 +81,7 @@ func (r *Registry) casLoopMode(ctx context.Context, resource string, keys []Requ
 		}
 		if res.OK {
 			r.rememberWrite(w, res.Revision)
+			r.observe(&s, w, now)
 			return s, res.Revision, nil
 		}
 		conflicts++

@@ -118,7 +118,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // until ctx ends.
 func serveAPI(ctx context.Context, o *serveOptions, auth httpapi.Authenticator, ks *httpapi.KeySetup, store registry.Store, stdout, stderr io.Writer) error {
 	metrics := httpapi.NewMetrics()
-	reg, err := registry.New(httpapi.InstrumentStore(store, metrics), registry.DefaultConfig(o.issuerEpoch), registry.SystemClock{}, ks.Key)
+	cfg := registry.DefaultConfig(o.issuerEpoch)
+	cfg.Observer = metrics
+	reg, err := registry.New(httpapi.InstrumentStore(store, metrics), cfg, registry.SystemClock{}, ks.Key)
 	if err != nil {
 		return err
 	}

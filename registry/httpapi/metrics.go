@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"github.com/fencegate/fencegate/registry"
 	"net/http"
 	"time"
 
@@ -150,14 +151,7 @@ func (m *Metrics) StoreCall(op string, d time.Duration, code string) {
 	}
 }
 
-// Observer receives the events only the registry core sees: a lease found
-// expired, and a handoff (from the instant a resource became free, by
-// release or expiry plus lock-delay, to its next grant). *Metrics
-// implements it. The registry does not call it yet: until it does,
-// fencegate_expiries_total and fencegate_handoff_seconds stay at zero.
-type Observer interface {
-	Expired()
-	Handoff(d time.Duration)
-}
-
-var _ Observer = (*Metrics)(nil)
+// *Metrics is the registry's Observer: serve sets it as
+// registry.Config.Observer, which feeds fencegate_expiries_total and
+// fencegate_handoff_seconds.
+var _ registry.Observer = (*Metrics)(nil)

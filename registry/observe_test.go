@@ -1,0 +1,47 @@
+// Tests that the registry reports each expiry and handoff it commits to its
+// Observer, once, with the handoff measured from the instant the resource
+// became free.
+package registry_test
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fencegate/fencegate/registry"
+)
+
+type recorder struct {
+	mu       sync.Mutex
+	expired  int
+	handoffs []time.Duration
+}
+
+func (r *recorder) Expired() { r.mu.Lock(); r.expired++; r.mu.Unlock() }
+func (r *recorder) Handoff(d time.Duration) {
+	r.mu.Lock()
+	r.handoffs = append(r.handoffs, d)
+	r.mu.Unlock()
+}
+
+func TestObserverExpiryAndHandoff(t *testing.T) {
+	rec := &recorder{}
+	e := newEnv(t, func(c *registry.Config) { c.Observer = rec })
+	a := e.mustAcquire("worker-a", req("inv/1", "a-1"))
+	if rec.expired != 0 || len(rec.handoffs) != 0 {
+		t.Fatalf("first grant reported expired %d handoffs %v", rec.expired, rec.handoffs)
+	}
+	// A's lease runs out; lock-delay follows; B acquires 250 ms after the
+	// resource became free.
+	lockDelay := time.Duration(e.reg.Config().LockDelayMs) * time.Millisecond
+	e.clock.Advance(time.Duration(a.Grant.TTLMs)*time.Millisecond + lockDelay + 250*time.Millisecond)
+	e.mustAcquire("worker-b", req("inv/1", "b-1"))
+	if rec.expired != 1 || len(rec.handoffs) != 1 || rec.handoffs[0] != 250*time.Millisecond {
+		t.Fatalf("after expiry and re-grant: expired %d, handoffs %v (want 1, [250ms])", rec.expired, rec.handoffs)
+	}
+	// A retried acquire answers from the request index: no new event.
+	e.mustAcquire("worker-b", req("inv/1", "b-1"))
+	if rec.expired != 1 || len(rec.handoffs) != 1 {
+		t.Fatalf("a retry reported events: expired %d, handoffs %v", rec.expired, rec.handoffs)
+	}
+}
