@@ -130,20 +130,23 @@ func parseUint(s string) (uint64, error) {
 	return n, nil
 }
 
+// errBadInstant is parseTime's one syntax error, made once: this runs on
+// every grant a gate checks.
+var errBadInstant = errors.New("want UTC instant like " + TimeLayout)
+
 // parseTime parses an instant in TimeLayout, rejecting any other spelling.
 // It reads the fixed positions itself: time.Parse is several times slower
 // and this runs on every segment a gate checks.
 func parseTime(s string) (time.Time, error) {
-	bad := fmt.Errorf("want UTC instant like %s", TimeLayout)
 	if len(s) != len(TimeLayout) || s[4] != '-' || s[7] != '-' || s[10] != 'T' ||
 		s[13] != ':' || s[16] != ':' || s[19] != '.' || s[23] != 'Z' {
-		return time.Time{}, bad
+		return time.Time{}, errBadInstant
 	}
 	var n [7]int
 	for i, span := range [7][2]int{{0, 4}, {5, 7}, {8, 10}, {11, 13}, {14, 16}, {17, 19}, {20, 23}} {
 		for _, c := range []byte(s[span[0]:span[1]]) {
 			if c < '0' || c > '9' {
-				return time.Time{}, bad
+				return time.Time{}, errBadInstant
 			}
 			n[i] = n[i]*10 + int(c-'0')
 		}
@@ -152,7 +155,7 @@ func parseTime(s string) (time.Time, error) {
 	// time.Date normalises 30 February to 2 March; a canonical instant
 	// must come back unchanged.
 	if y, mo, d := t.Date(); y != n[0] || int(mo) != n[1] || d != n[2] || t.Hour() != n[3] || t.Minute() != n[4] || t.Second() != n[5] {
-		return time.Time{}, bad
+		return time.Time{}, errBadInstant
 	}
 	return t, checkInstant(t)
 }
