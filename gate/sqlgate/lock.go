@@ -53,8 +53,9 @@ func (g *Gate) scanLockLookup(ctx context.Context, tx *sql.Tx, q string, m *gate
 	var highest, last, minPol int64
 	var paused int
 	var rc nullReceipt
+	var lastGrant sql.NullString
 	guarded := true
-	dest := []any{&st.Resource, &mode, &highest, &root, &last, &minPol, &paused, &st.PausedReason,
+	dest := []any{&st.Resource, &mode, &highest, &root, &last, &minPol, &paused, &st.PausedReason, &lastGrant,
 		&rc.fence, &rc.root, &rc.opID, &rc.seq, &rc.payload, &rc.grant, &rc.at, &rc.mode, &rc.outcome}
 	if marked {
 		var a, b sql.NullString
@@ -71,6 +72,11 @@ func (g *Gate) scanLockLookup(ctx context.Context, tx *sql.Tx, q string, m *gate
 	if root != "" {
 		if st.Root, err = grant.ParseDigest(root); err != nil {
 			return st, nil, guarded, fmt.Errorf("stored root %q: %v", root, err)
+		}
+	}
+	if lastGrant.String != "" {
+		if st.GrantDigest, err = grant.ParseDigest(lastGrant.String); err != nil {
+			return st, nil, guarded, fmt.Errorf("stored grant digest %q: %v", lastGrant.String, err)
 		}
 	}
 	if !rc.fence.Valid {

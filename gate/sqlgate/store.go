@@ -25,8 +25,11 @@ const receiptCols = `resource, fence, operation_root, operation_id, seq, payload
 
 func newStatements(g *Gate) statements {
 	// lockLookup reads and locks the fence row and, in the same round trip,
-	// the receipt for (resource, fence, seq) if one exists.
+	// the grant digest of the last accepted receipt (gate.State.GrantDigest,
+	// a key lookup) and the receipt for (resource, fence, seq) if one
+	// exists.
 	lockLookup := `SELECT r.resource, r.mode, r.highest_fence, r.root, r.last_seq, r.min_policy_generation, r.paused, r.paused_reason,
+  (SELECT l.grant_digest FROM {p}receipts l WHERE l.resource = r.resource AND l.fence = r.highest_fence AND l.seq = r.last_seq),
   c.fence, c.operation_root, c.operation_id, c.seq, c.payload_digest, c.grant_digest, c.accepted_at_ms, c.mode, c.outcome%s` + g.d.guardProbe + `
 FROM {p}resources r LEFT JOIN {p}receipts c ON c.resource = r.resource AND c.fence = $2 AND c.seq = $3
 WHERE r.resource = $1` + g.d.forUpdate

@@ -60,6 +60,16 @@ func testRules(t *testing.T, b backend) {
 		{"smaller fence", func(r string) *gate.Mutation {
 			return e.iss.WithStatus(e.iss.Mutation(wr(r, 4, "op-old"), 1, "p"), grant.StateExpired)
 		}, owner, nil, gate.StaleOwner},
+		{"equal fence, next segment, re-issued grant: regression", func(r string) *gate.Mutation {
+			w := wr(r, 5, "op-a")
+			w.Lease = "lease-reissued" // another grant with the same fence and root
+			return e.iss.Mutation(w, 3, "p3")
+		}, owner, nil, gate.FenceRegression},
+		{"replay under a re-issued grant: regression", func(r string) *gate.Mutation {
+			w := wr(r, 5, "op-a")
+			w.Lease = "lease-reissued"
+			return e.iss.Mutation(w, 2, "p2")
+		}, owner, nil, gate.FenceRegression},
 		{"smaller fence proven held: regression", func(r string) *gate.Mutation { return e.iss.Mutation(wr(r, 4, "op-old"), 1, "p") }, owner, nil, gate.FenceRegression},
 		{"malformed envelope", func(r string) *gate.Mutation {
 			m := e.iss.Mutation(wr(r, 6, "op-b"), 1, "p")
