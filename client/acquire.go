@@ -96,6 +96,9 @@ func (s *Session) answered(a *attempt, is registry.Issued) (l *Lease, again bool
 // request ID when the parameters match, and refuses while another attempt
 // or a live lease exists.
 func (s *Session) begin(r AcquireRequest) (*attempt, error) {
+	if r.TTL == 0 {
+		r.TTL = s.o.TTLDefault // always explicit: a lost answer is waited out for exactly this
+	}
 	if err := grant.ValidateResource(r.Resource); err != nil {
 		return nil, fmt.Errorf("client: acquire: %w: %w", registry.ErrInvalid, err)
 	}
@@ -118,7 +121,7 @@ func (s *Session) begin(r AcquireRequest) (*attempt, error) {
 		}
 		delete(s.pending, r.Resource) // presumed over: whatever it did has expired
 	}
-	a := &attempt{req: r.wire(s.newRequestIDLocked()), ttl: ttlGuess(r), active: true, m: NewMachine()}
+	a := &attempt{req: r.wire(s.newRequestIDLocked()), ttl: r.TTL, active: true, m: NewMachine()}
 	s.pending[r.Resource] = a
 	return a, nil
 }

@@ -189,3 +189,42 @@ func TestDefiniteRefusalIsFinal(t *testing.T) {
 		t.Fatal("a refused request ID is still pending")
 	}
 }
+
+// TestDefaultTTLIsSentAndWaitedOut: an acquire that names no TTL sends
+// Options.TTLDefault, so after a lost answer the old attempt is presumed
+// over after exactly that TTL + margin, not the registry's largest TTL.
+func TestDefaultTTLIsSentAndWaitedOut(t *testing.T) {
+	f := clienttest.NewEnv(t, nil)
+	w := f.Worker(clienttest.OwnerA, 13, true)
+	ctx, cancel := context.WithCancel(f.Ctx)
+	w.Net.Fault = func(op, _ string) clienttest.Fault {
+		if op == "Acquire" {
+			return clienttest.DropResponse
+		}
+		cancel()
+		return clienttest.DropRequest
+	}
+	r := clienttest.Request("op-1")
+	r.TTL = 0
+	sent := f.Clock.Now()
+	if _, err := f.Acquire(ctx, w, r); err == nil {
+		t.Fatal("acquire succeeded with every answer lost")
+	}
+	id, _ := w.S.Pending(clienttest.Resource)
+	is, err := f.Reg.QueryRequest(f.Ctx, clienttest.OwnerA, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := w.S.Options()
+	if got := time.Duration(is.Grant.TTLMs) * time.Millisecond; got != o.TTLDefault {
+		t.Fatalf("granted TTL %s, want the client's default %s sent explicitly", got, o.TTLDefault)
+	}
+	var pe *client.PendingError
+	r2 := clienttest.Request("op-2")
+	if _, err := w.S.Acquire(f.Ctx, r2); !errors.As(err, &pe) {
+		t.Fatalf("other operation while pending: %v, want *PendingError", err)
+	}
+	if limit := sent.Add(o.TTLDefault + o.AcquireMargin + time.Second); pe.ReusableAt.After(limit) {
+		t.Fatalf("old attempt presumed over only at %s, want by %s (TTLDefault + margin)", pe.ReusableAt, limit)
+	}
+}

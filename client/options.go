@@ -17,6 +17,7 @@ const (
 	ProofRefreshLeadDefault = 1 * time.Second
 	QueryIntervalDefault    = 500 * time.Millisecond
 	AcquireMarginDefault    = 2 * time.Second
+	TTLDefault              = 15 * time.Second
 	AcquireBackoffMin       = 100 * time.Millisecond
 	AcquireBackoffMax       = 2 * time.Second
 )
@@ -65,6 +66,12 @@ type Options struct {
 	// QueryInterval: while OWNERSHIP_UNKNOWN, ask the registry again after
 	// this long. Optional, defaults to 500ms.
 	QueryInterval time.Duration
+	// TTLDefault is the lease TTL asked for when an AcquireRequest names
+	// none. Optional, defaults to 15s (the registry's own default). The
+	// client sends it explicitly rather than leaving the choice to the
+	// registry: after a lost answer it must know how long the attempt it
+	// cannot see may hold the lease.
+	TTLDefault time.Duration
 	// AcquireMargin: an acquire whose answer never came is presumed over
 	// once TTL + WaitMs + AcquireMargin passed since it was last sent; only
 	// then may a new request ID be used for the resource. Optional,
@@ -110,5 +117,6 @@ func (o Options) WithDefaults() Options {
 	}
 	def(&o.QueryInterval, QueryIntervalDefault)
 	def(&o.AcquireMargin, AcquireMarginDefault)
+	def(&o.TTLDefault, TTLDefault)
 	return o
 }

@@ -47,13 +47,14 @@ func (s *Session) Options() Options { return s.o }
 // Transport returns the session's transport.
 func (s *Session) Transport() Transport { return s.t }
 
-// AcquireRequest asks for a lease. TTL 0 takes the registry's default,
-// which the client learns from the grant.
+// AcquireRequest asks for a lease. TTL 0 takes Options.TTLDefault; the
+// client always names the TTL, so an acquire whose answer was lost is
+// waited out for exactly that long.
 type AcquireRequest struct {
 	Resource       string
 	OperationID    string // the grant binds OperationRoot(Resource, OperationID)
 	OperationClass string
-	TTL            time.Duration // server-side TTL; 0 = registry default
+	TTL            time.Duration // server-side TTL; 0 = Options.TTLDefault
 	Wait           time.Duration // queue at most this long behind other holders; 0 = fail at once (BUSY)
 }
 
@@ -69,20 +70,6 @@ func sameParams(a, b registry.AcquireRequest) bool {
 	a.RequestID, b.RequestID = "", ""
 	return a == b
 }
-
-// ttlGuess is the TTL to wait out for an attempt whose answer never came:
-// the requested one, or the registry's largest when the default was asked.
-func ttlGuess(r AcquireRequest) time.Duration {
-	if r.TTL > 0 {
-		return r.TTL
-	}
-	return time.Duration(registryTTLMsMaxDefault) * time.Millisecond
-}
-
-// registryTTLMsMaxDefault is the registry's default TTLMsMax (10 min): an
-// acquire that asked for the default TTL and lost its answer is waited out
-// for this long, since the client cannot know the server's default.
-const registryTTLMsMaxDefault = 600000
 
 // float64 draws from the session's seeded rand.
 func (s *Session) float64() float64 {
