@@ -38,6 +38,9 @@ type serveOptions struct {
 	admins                                     listFlag
 	// unsafeNoFsync turns off the embedded etcd's fsync: tests only.
 	unsafeNoFsync bool
+	// limits are the registry's limits; zero fields take
+	// registry.DefaultConfig's values.
+	limits registry.Config
 }
 
 // listFlag is a repeatable string flag.
@@ -61,8 +64,22 @@ func parseServe(args []string, stderr io.Writer) (*serveOptions, error) {
 	fs.StringVar(&o.clientCA, "client-ca", "", "CA bundle (PEM) client certificates must chain to; identity = SPIFFE URI SAN, else CN")
 	fs.Var(&o.admins, "admin", "identity allowed to call /v1/admin/... (repeatable)")
 	fs.BoolVar(&o.unsafeNoFsync, "unsafe-no-fsync", false, "turn off the embedded etcd's fsync (tests only: a crash loses grants)")
+	l := &o.limits
+	fs.Uint64Var(&l.TTLMsMin, "ttl-min-ms", 0, "shortest lease a client may ask for (0: 1000)")
+	fs.Uint64Var(&l.TTLMsMax, "ttl-max-ms", 0, "longest lease (0: 600000)")
+	fs.Uint64Var(&l.TTLMsDefault, "ttl-default-ms", 0, "lease TTL when a request names none (0: 15000)")
+	fs.Uint64Var(&l.LockDelayMs, "lock-delay-ms", 0, "how long a resource stays ungrantable after an expiry, never after a release; >= --clock-skew-max-ms (0: 1000)")
+	fs.Uint64Var(&l.ClockSkewMaxMs, "clock-skew-max-ms", 0, "bound on clock disagreement between registry, clients and gates over one lease (0: 500)")
+	fs.Uint64Var(&l.StatusProofTTLMs, "status-proof-ttl-ms", 0, "longest life of a status proof (0: 2000)")
+	fs.IntVar(&l.WaitersPerResourceMax, "waiters-max", 0, "waiting acquires per resource (0: 64)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
+	}
+	o.limits.IssuerEpoch = o.issuerEpoch
+	if o.issuerEpoch != 0 {
+		if err := o.limits.Validate(); err != nil {
+			return nil, fmt.Errorf("%w: %v", errUsage, err)
+		}
 	}
 	switch {
 	case fs.NArg() > 0:
@@ -118,7 +135,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // until ctx ends.
 func serveAPI(ctx context.Context, o *serveOptions, auth httpapi.Authenticator, ks *httpapi.KeySetup, store registry.Store, stdout, stderr io.Writer) error {
 	metrics := httpapi.NewMetrics()
-	cfg := registry.DefaultConfig(o.issuerEpoch)
+	cfg := o.limits // validated, defaults filled, by parseServe
 	cfg.Observer = metrics
 	reg, err := registry.New(httpapi.InstrumentStore(store, metrics), cfg, registry.SystemClock{}, ks.Key)
 	if err != nil {

@@ -118,6 +118,8 @@ func TestServeFlags(t *testing.T) {
 		{[]string{"--data-dir", dir, "--token-file", tok, "--issuer-epoch", "0"}, "at least 1"},
 		{[]string{"--data-dir", dir, "--token-file", tok, "--admin", "Not/Valid"}, "admin identity"},
 		{[]string{"--data-dir", dir, "--token-file", tok, "extra"}, "unexpected argument"},
+		{[]string{"--data-dir", dir, "--token-file", tok, "--lock-delay-ms", "100", "--clock-skew-max-ms", "200"}, "lockDelayMs 100 below clockSkewMaxMs 200"},
+		{[]string{"--data-dir", dir, "--token-file", tok, "--ttl-min-ms", "5000", "--ttl-max-ms", "4000"}, "ttlMsMin 5000 above ttlMsMax 4000"},
 	} {
 		var out, errOut bytes.Buffer
 		code := run(context.Background(), append([]string{"serve"}, c.args...), &out, &errOut)
@@ -133,7 +135,8 @@ func TestServeFlags(t *testing.T) {
 func TestServeRestartKeepsEverything(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
-	args := []string{"--data-dir", data, "--listen", "127.0.0.1:0", "--token-file", writeTokenFile(t, dir), "--unsafe-no-fsync"}
+	args := []string{"--data-dir", data, "--listen", "127.0.0.1:0", "--token-file", writeTokenFile(t, dir), "--unsafe-no-fsync",
+		"--ttl-default-ms", "7000"}
 	bundle := filepath.Join(data, httpapi.BundleFileName)
 	ctx := context.Background()
 
@@ -158,6 +161,9 @@ func TestServeRestartKeepsEverything(t *testing.T) {
 	first, err := s1.client(t, bundle).Acquire(ctx, req)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if first.Grant.TTLMs != 7000 {
+		t.Errorf("grant TTL %d ms, want --ttl-default-ms 7000", first.Grant.TTLMs)
 	}
 	if code := s1.stop(); code != 0 {
 		t.Fatalf("stop: exit %d\n%s", code, s1.stderr)
