@@ -20,57 +20,44 @@ import (
 
 // Transport is a client.Transport over an httpapi.Client. The caller's
 // identity is the client's credentials (client certificate or bearer token).
+// It is httpapi.Transport (which already turns registry codes back into the
+// registry's sentinels) plus the client's classification of everything
+// else: refused or outcome unknown.
 type Transport struct {
 	C *httpapi.Client
 }
 
 var _ client.Transport = Transport{}
 
+func (t Transport) api() httpapi.Transport { return httpapi.Transport{Client: t.C} }
+
 // Acquire calls POST /v1/acquire.
 func (t Transport) Acquire(ctx context.Context, req registry.AcquireRequest) (registry.Issued, error) {
-	return issued(t.C.Acquire(ctx, httpapi.AcquireRequest{
-		Resource: req.Resource, OperationID: req.OperationID, OperationClass: req.OperationClass,
-		RequestID: req.RequestID, TTLMs: req.TTLMs, WaitMs: req.WaitMs,
-	}))
+	is, err := t.api().Acquire(ctx, req)
+	return is, mapErr(err)
 }
 
 // Renew calls POST /v1/renew.
 func (t Transport) Renew(ctx context.Context, resource, lease string) (registry.Issued, error) {
-	return issued(t.C.Renew(ctx, resource, lease))
+	is, err := t.api().Renew(ctx, resource, lease)
+	return is, mapErr(err)
 }
 
 // Release calls POST /v1/release.
 func (t Transport) Release(ctx context.Context, resource, lease string) error {
-	return mapErr(t.C.Release(ctx, resource, lease))
+	return mapErr(t.api().Release(ctx, resource, lease))
 }
 
 // Status calls POST /v1/status with the grant's canonical text.
 func (t Transport) Status(ctx context.Context, g *grant.Grant) (registry.Issued, error) {
-	return issued(t.C.Status(ctx, g.Encode()))
+	is, err := t.api().Status(ctx, g)
+	return is, mapErr(err)
 }
 
 // QueryRequest calls GET /v1/requests/{requestId}.
 func (t Transport) QueryRequest(ctx context.Context, requestID string) (registry.Issued, error) {
-	return issued(t.C.QueryRequest(ctx, requestID))
-}
-
-func issued(is *httpapi.Issued, err error) (registry.Issued, error) {
-	if err != nil {
-		return registry.Issued{}, mapErr(err)
-	}
-	return registry.Issued{Grant: is.Grant, GrantProof: is.GrantProof, Status: is.Status, StatusProof: is.StatusProof}, nil
-}
-
-// registryCodes are the registry's definite answers, by wire code.
-// UNAVAILABLE is among them: the client classifies it as lost itself.
-var registryCodes = map[string]error{
-	"INVALID": registry.ErrInvalid, "TTL_OUT_OF_RANGE": registry.ErrTTLOutOfRange,
-	"REQUEST_MISMATCH": registry.ErrRequestMismatch, "BUSY": registry.ErrBusy,
-	"WAIT_TIMEOUT": registry.ErrWaitTimeout, "WAITERS_FULL": registry.ErrWaitersFull,
-	"NOT_HOLDER": registry.ErrNotHolder, "LEASE_EXPIRED": registry.ErrLeaseExpired,
-	"EPOCH_REVOKED": registry.ErrEpochRevoked, "NOT_FOUND": registry.ErrNotFound,
-	"CONFLICT": registry.ErrConflict, "UNAVAILABLE": registry.ErrUnavailable,
-	"CORRUPT": registry.ErrCorrupt,
+	is, err := t.api().QueryRequest(ctx, requestID)
+	return is, mapErr(err)
 }
 
 // refusedCodes are the HTTP layer's definite refusals: the registry never
@@ -80,21 +67,21 @@ var refusedCodes = map[string]bool{
 	httpapi.CodeForbidden: true, httpapi.CodeMethodNotAllowed: true, "MALFORMED": true,
 }
 
-// mapErr turns an httpapi error into the client's contract. Anything not
-// definite (INTERNAL, NOT_READY, TIMEOUT, CANCELED, network errors, a bad
-// response) wraps client.ErrOutcomeUnknown.
+// mapErr turns an httpapi.Transport error into the client's contract: a
+// registry answer (it carries a registry code, UNAVAILABLE included, which
+// the client classifies as lost itself) stays as it is; a refusal by the
+// HTTP layer wraps client.ErrRefused; anything else (INTERNAL, NOT_READY,
+// TIMEOUT, CANCELED, network errors, a bad response) wraps
+// client.ErrOutcomeUnknown.
 func mapErr(err error) error {
-	if err == nil {
-		return nil
-	}
 	var api *httpapi.APIError
-	if errors.As(err, &api) {
-		if s, ok := registryCodes[api.Code]; ok {
-			return fmt.Errorf("httpclient: %w: %w", s, err)
-		}
-		if refusedCodes[api.Code] {
-			return fmt.Errorf("httpclient: %w: %w", client.ErrRefused, err)
-		}
+	switch {
+	case err == nil:
+		return nil
+	case registry.CodeOf(err) != "":
+		return fmt.Errorf("httpclient: %w", err)
+	case errors.As(err, &api) && refusedCodes[api.Code]:
+		return fmt.Errorf("httpclient: %w: %w", client.ErrRefused, err)
 	}
 	return fmt.Errorf("httpclient: %w: %w", client.ErrOutcomeUnknown, err)
 }
