@@ -16,15 +16,7 @@ import (
 )
 
 func TestScriptedReissuedFenceIsRefusedByTheGate(t *testing.T) {
-	cfg := Config{Rounds: 1, Seed: 1}
-	if err := cfg.fill(); err != nil {
-		t.Fatal(err)
-	}
-	keys, err := newKeySet(cfg.Alg, cfg.skewBound())
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := newWorld(&cfg, keys, 1, &Counts{})
+	w := scriptedWorld(t)
 	k := w.workers[1]
 	empty := w.store.image()
 	req := registry.AcquireRequest{Resource: w.res.name, OperationID: "op-b", OperationClass: "settle", RequestID: "req-b", TTLMs: leaseTTLMs}
@@ -72,15 +64,7 @@ func TestScriptedReissuedFenceIsRefusedByTheGate(t *testing.T) {
 // stays valid, and a copy of that write still in the network is accepted
 // once the resource can take it again — while its grant holds nothing.
 func TestScriptedCopyAfterReleaseIsStale(t *testing.T) {
-	cfg := Config{Rounds: 1, Seed: 1}
-	if err := cfg.fill(); err != nil {
-		t.Fatal(err)
-	}
-	keys, err := newKeySet(cfg.Alg, cfg.skewBound())
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := newWorld(&cfg, keys, 1, &Counts{})
+	w := scriptedWorld(t)
 	k := w.workers[0]
 	ctx := context.Background()
 	is, err := w.reg.Acquire(ctx, k.name, registry.AcquireRequest{Resource: w.res.name, OperationID: "op-a", OperationClass: "settle", RequestID: "req-a", TTLMs: leaseTTLMs})
@@ -115,4 +99,19 @@ func TestScriptedCopyAfterReleaseIsStale(t *testing.T) {
 	if w.counts.StaleNotHolder != 1 {
 		t.Fatalf("the checker counted %d stale writes from a released grant, want 1", w.counts.StaleNotHolder)
 	}
+}
+
+// scriptedWorld is one round's world with default configuration, for
+// tests that script the parties by hand instead of letting faults fire.
+func scriptedWorld(t *testing.T) *world {
+	t.Helper()
+	cfg := Config{Rounds: 1, Seed: 1}
+	if err := cfg.fill(); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := newKeySet(cfg.Alg, cfg.skewBound())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newWorld(&cfg, keys, 1, &Counts{})
 }
