@@ -33,8 +33,6 @@ var (
 	ErrAlgMismatch = &Error{"ALG_MISMATCH", "algorithm mismatch"}
 	// ErrKeyRetired: the key is retired in the trust bundle.
 	ErrKeyRetired = &Error{"KEY_RETIRED", "key retired"}
-	// ErrKeyNotActive: a verify-only or retired key was asked to sign.
-	ErrKeyNotActive = &Error{"KEY_NOT_ACTIVE", "key not active for signing"}
 	// ErrEpochNotAllowed: the key may not sign for the message's issuer epoch.
 	ErrEpochNotAllowed = &Error{"EPOCH_NOT_ALLOWED", "issuer epoch not allowed for key"}
 	// ErrEpochRevoked: the message's issuer epoch is below the bundle's

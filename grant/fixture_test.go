@@ -3,7 +3,6 @@
 package grant
 
 import (
-	"bytes"
 	"testing"
 	"time"
 )
@@ -117,4 +116,3 @@ func mustSign(t testing.TB, k *SigningKey, m Message) string {
 	return p
 }
 
-func equalBytes(a, b []byte) bool { return bytes.Equal(a, b) }

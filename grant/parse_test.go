@@ -3,6 +3,7 @@
 package grant
 
 import (
+	"bytes"
 	"errors"
 	"strings"
 	"testing"
@@ -15,7 +16,7 @@ func TestGrantRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ParseGrant(Encode(g)): %v", err)
 	}
-	if got := p.Encode(); !equalBytes(got, b) {
+	if got := p.Encode(); !bytes.Equal(got, b) {
 		t.Fatalf("Encode(Parse(b)) != b:\n%s\nvs\n%s", got, b)
 	}
 	if p.Digest() != g.Digest() {
@@ -30,7 +31,7 @@ func TestStatusRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ParseStatus(Encode(s)): %v", err)
 	}
-	if got := p.Encode(); !equalBytes(got, b) {
+	if got := p.Encode(); !bytes.Equal(got, b) {
 		t.Fatalf("Encode(Parse(b)) != b")
 	}
 }
