@@ -115,4 +115,3 @@ func mustSign(t testing.TB, k *SigningKey, m Message) string {
 	}
 	return p
 }
-
