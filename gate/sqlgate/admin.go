@@ -14,7 +14,7 @@ import (
 // State returns the resource's fence state (zero State with the gate's
 // default mode if the gate has never seen it). It takes no lock.
 func (g *Gate) State(ctx context.Context, q DBTX, resource string) (gate.State, error) {
-	st, err := g.readState(ctx, q, g.q(`SELECT `+stateCols+` FROM {p}resources WHERE resource = $1`), resource)
+	st, err := g.scanState(ctx, q, g.stmt.readState, resource)
 	if errors.Is(err, sql.ErrNoRows) {
 		return gate.State{Resource: resource, Mode: g.mode}, nil
 	}

@@ -67,13 +67,17 @@ func (b *business) setMark(ctx context.Context) error {
 	return nil
 }
 
-// finishAccept clears the mark, stores the fence state with the count of
-// guarded writes, and inserts the receipt: one statement on every dialect.
+// finishAccept stores the receipt and the new fence state, clearing the
+// mark and counting the guarded writes when the transaction may be
+// marked: one statement on every dialect.
 func (b *business) finishAccept(ctx context.Context) error {
-	g, d, r := b.g, &b.d, &b.d.Receipt
-	_, err := g.exec(ctx, b.tx, g.stmt.finishAccept, r.Resource, int64(d.State.HighestFence), d.State.Root.String(),
-		int64(d.State.LastSegmentSeq), r.ID(), int64(r.FenceToken), r.OperationRoot.String(), r.OperationID,
-		int64(r.SegmentSeq), r.PayloadDigest.String(), r.GrantDigest.String(), r.AcceptedAt.UnixMilli(), string(r.Mode), string(r.Outcome))
+	g, r := b.g, &b.d.Receipt
+	q := g.stmt.finishAccept
+	if !b.guarded {
+		q = g.stmt.finishAcceptUnguarded
+	}
+	_, err := g.exec(ctx, b.tx, q, r.Resource, int64(r.FenceToken), int64(r.SegmentSeq), r.OperationID,
+		r.OperationRoot[:], r.PayloadDigest[:], r.GrantDigest[:], r.AcceptedAt.UnixMilli(), string(r.Mode))
 	if err != nil {
 		return fmt.Errorf("sqlgate: record ACCEPTED: %w", err)
 	}

@@ -142,11 +142,11 @@ func testConcurrent(t *testing.T, b backend) {
 	i := 0
 	for ; receipts.Next(); i++ {
 		var f, s int64
-		var pd string
+		var pd []byte
 		if err := receipts.Scan(&f, &s, &pd); err != nil {
 			t.Fatal(err)
 		}
-		if i >= len(rows) || rows[i].fence != uint64(f) || rows[i].seq != uint64(s) || gatetest.Payload(rows[i].payload).String() != pd {
+		if i >= len(rows) || rows[i].fence != uint64(f) || rows[i].seq != uint64(s) || gatetest.Payload(rows[i].payload) != grant.Digest(pd) {
 			t.Fatalf("receipt %d (%d/%d) has no matching business row", i, f, s)
 		}
 	}

@@ -27,13 +27,20 @@
 // # Tables
 //
 // All tables carry a configurable prefix (default "fencegate_"):
-// resources (fence state and mode per resource), receipts (one per
-// accepted segment, keyed by (resource, fence, seq); each fence's first
-// segment indexed by operation ID, and no segment without its previous
-// one; never updated or deleted), quarantine, alarms, shadow_log,
-// operator_actions, protected (coverage guard registrations),
-// apply_marker (SQLite guard marker, always empty between transactions)
-// and schema_migrations. Migrate applies the numbered migrations.
+// resources (mode, pause and minimum policy generation per resource; on
+// PostgreSQL also its fence state), receipts (one per accepted segment,
+// keyed by (resource, fence, seq), digests as 32 bytes; each fence's
+// first segment indexed by operation ID, no segment without its previous
+// one, none that does not follow its resource's last; never updated or
+// deleted), quarantine, alarms, shadow_log, operator_actions, protected
+// (coverage guard registrations), apply_marker (SQLite guard marker,
+// always empty between transactions) and schema_migrations. Migrate
+// applies the numbered migrations.
+//
+// Where the fence state lives is the dialect's (see Dialect): on SQLite
+// it is the resource's last receipt, read under the database's one write
+// lock, so an accept writes the receipt and nothing else of the gate's;
+// on PostgreSQL it is the resource row, locked and updated by each accept.
 //
 // # Receipts and MUTATION_UNKNOWN
 //

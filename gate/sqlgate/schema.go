@@ -13,7 +13,8 @@ import (
 // {clustered} what makes a table stored in primary-key order, {invariants}
 // its triggers that hold the gate's storage invariants, {accept} what its
 // one-statement finish of an accept needs, {segmentChain} its trigger
-// refusing a receipt whose previous segment is missing.
+// refusing a receipt whose previous segment is missing, {compact} its
+// schema-5 layout.
 var migrations = []string{
 	1: `
 CREATE TABLE {p}resources (
@@ -111,6 +112,13 @@ CREATE TABLE {p}protected (
 	4: `CREATE INDEX {p}receipts_first_by_operation ON {p}receipts (resource, operation_id) WHERE seq < 2;
 DROP INDEX {p}receipts_by_operation;
 {segmentChain}`,
+	// 5: the compact layout (Dialect.compact): 32-byte digests, receipts
+	// without their ID and outcome (the ID is the digest of the rest, the
+	// outcome always ACCEPTED), and the fence state where the dialect's
+	// locking keeps it current — SQLite derives it from the last receipt,
+	// so an accept writes one page fewer; PostgreSQL keeps it, now with
+	// the last grant, in the locked resource row.
+	5: `{compact}`,
 }
 
 // SchemaVersion is the schema version this package migrates to.
@@ -159,7 +167,7 @@ func (g *Gate) migrateTo(ctx context.Context, db *sql.DB, v int) error {
 	if n > 0 {
 		return nil
 	}
-	ddl := strings.NewReplacer("{serial}", g.d.serial, "{guard}", g.d.guardSetup, "{clustered}", g.d.clustered, "{invariants}", g.d.invariants, "{accept}", g.d.acceptEntry, "{segmentChain}", g.d.segmentChain).Replace(migrations[v])
+	ddl := strings.NewReplacer("{serial}", g.d.serial, "{guard}", g.d.guardSetup, "{clustered}", g.d.clustered, "{invariants}", g.d.invariants, "{accept}", g.d.acceptEntry, "{segmentChain}", g.d.segmentChain, "{compact}", g.d.compact).Replace(migrations[v])
 	for _, stmt := range splitStatements(g.q(ddl)) {
 		if _, err := tx.ExecContext(ctx, stmt); err != nil {
 			return fmt.Errorf("%w\n%s", err, stmt)

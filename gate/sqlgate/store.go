@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/grant"
@@ -12,31 +13,32 @@ import (
 
 // statements are the gate's queries with prefix and placeholders resolved.
 type statements struct {
-	lockLookup, lockLookupMarking, ensureState, lockState string
-	receiptAt, receiptsByOp                               string
-	storePause                                            string
-	insertQuarantine, insertAlarm                         string
-	insertShadow, insertAction                            string
-	mark, unmark, finishAccept                            string
+	lockLookup, lockLookupMarking, ensureState, lockState, readState string
+	receiptAt, receiptsByOp                                          string
+	storePause                                                       string
+	insertQuarantine, insertAlarm                                    string
+	insertShadow, insertAction                                       string
+	mark, unmark, finishAccept, finishAcceptUnguarded                string
 }
 
-const stateCols = `resource, mode, highest_fence, root, last_seq, min_policy_generation, paused, paused_reason`
-const receiptCols = `resource, fence, operation_root, operation_id, seq, payload_digest, grant_digest, accepted_at_ms, mode, outcome`
+// receiptCols are a receipt's stored columns, in receiptScan's order.
+const receiptCols = `resource, fence, seq, operation_id, operation_root, payload_digest, grant_digest, accepted_at_ms, mode`
 
 func newStatements(g *Gate) statements {
-	// lockLookup reads and locks the fence row and, in the same round trip,
-	// the grant digest of the last accepted receipt (gate.State.GrantDigest,
-	// a key lookup) and the receipt for (resource, fence, seq) if one
-	// exists.
-	lockLookup := `SELECT r.resource, r.mode, r.highest_fence, r.root, r.last_seq, r.min_policy_generation, r.paused, r.paused_reason,
-  (SELECT l.grant_digest FROM {p}receipts l WHERE l.resource = r.resource AND l.fence = r.highest_fence AND l.seq = r.last_seq),
-  c.fence, c.operation_root, c.operation_id, c.seq, c.payload_digest, c.grant_digest, c.accepted_at_ms, c.mode, c.outcome%s` + g.d.guardProbe + `
-FROM {p}resources r LEFT JOIN {p}receipts c ON c.resource = r.resource AND c.fence = $2 AND c.seq = $3
-WHERE r.resource = $1` + g.d.forUpdate
-	return statements{
+	d := g.d
+	// lockLookup reads and locks the fence state (Dialect.stateCols) and,
+	// in the same round trip, the receipt for (resource, fence, seq) if
+	// one exists.
+	lockLookup := `SELECT ` + d.stateCols + `,
+  c.fence, c.seq, c.operation_id, c.operation_root, c.payload_digest, c.grant_digest, c.accepted_at_ms, c.mode%s` + d.guardProbe + `
+FROM ` + d.stateFrom + ` LEFT JOIN {p}receipts c ON c.resource = r.resource AND c.fence = $2 AND c.seq = $3
+WHERE r.resource = $1` + d.forUpdate
+	readState := `SELECT ` + d.stateCols + ` FROM ` + d.stateFrom + ` WHERE r.resource = $1`
+	s := statements{
 		lockLookup:        g.q(fmt.Sprintf(lockLookup, "")),
-		lockLookupMarking: g.q(fmt.Sprintf(lockLookup, g.d.markLocked)),
-		lockState:         g.q(`SELECT ` + stateCols + ` FROM {p}resources r WHERE resource = $1` + g.d.forUpdate),
+		lockLookupMarking: g.q(fmt.Sprintf(lockLookup, d.markLocked)),
+		readState:         g.q(readState),
+		lockState:         g.q(readState + d.forUpdate),
 		ensureState:       g.q(`INSERT INTO {p}resources (resource, mode) VALUES ($1, $2) ON CONFLICT (resource) DO NOTHING`),
 		receiptAt:         g.q(`SELECT ` + receiptCols + ` FROM {p}receipts WHERE resource = $1 AND fence = $2 AND seq = $3`),
 		// The fences come from the partial index of first segments
@@ -49,10 +51,15 @@ WHERE r.resource = $1` + g.d.forUpdate
 		insertAlarm:      g.q(`INSERT INTO {p}alarms (resource, kind, fence, highest_fence, grant_digest, detail, raised_at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7)`),
 		insertShadow:     g.q(`INSERT INTO {p}shadow_log (resource, fence, seq, operation_id, outcome, reason, at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7)`),
 		insertAction:     g.q(`INSERT INTO {p}operator_actions (subject, action, operator, detail, at_ms) VALUES ($1, $2, $3, $4, $5)`),
-		mark:             g.q(g.d.mark),
-		unmark:           g.q(g.d.unmark),
-		finishAccept:     g.q(g.d.finishAccept),
+		mark:             g.q(d.mark),
+		unmark:           g.q(d.unmark),
+		finishAccept:     g.q(d.finishAccept),
 	}
+	s.finishAcceptUnguarded = s.finishAccept
+	if d.finishAcceptUnguarded != "" {
+		s.finishAcceptUnguarded = g.q(d.finishAcceptUnguarded)
+	}
+	return s
 }
 
 // lockState reads the resource's fence state with its row locked,
@@ -63,12 +70,12 @@ func (g *Gate) lockState(ctx context.Context, tx DBTX, resource string) (gate.St
 
 // lockStateCreating is lockState creating a missing row in mode.
 func (g *Gate) lockStateCreating(ctx context.Context, tx DBTX, resource string, mode gate.Mode) (gate.State, error) {
-	st, err := g.readState(ctx, tx, g.stmt.lockState, resource)
+	st, err := g.scanState(ctx, tx, g.stmt.lockState, resource)
 	if errors.Is(err, sql.ErrNoRows) {
 		if _, err := tx.ExecContext(ctx, g.stmt.ensureState, resource, string(mode)); err != nil {
 			return st, fmt.Errorf("sqlgate: create fence row: %w", err)
 		}
-		st, err = g.readState(ctx, tx, g.stmt.lockState, resource)
+		st, err = g.scanState(ctx, tx, g.stmt.lockState, resource)
 	}
 	if err != nil {
 		return st, fmt.Errorf("sqlgate: lock fence row: %w", err)
@@ -76,22 +83,50 @@ func (g *Gate) lockStateCreating(ctx context.Context, tx DBTX, resource string, 
 	return st, nil
 }
 
-func (g *Gate) readState(ctx context.Context, tx DBTX, query, resource string) (gate.State, error) {
-	var st gate.State
-	var mode, root string
-	var highest, last, minPol int64
-	var paused int
-	err := tx.QueryRowContext(ctx, query, resource).Scan(&st.Resource, &mode, &highest, &root, &last, &minPol, &paused, &st.PausedReason)
-	if err != nil {
-		return st, err
+func (g *Gate) scanState(ctx context.Context, tx DBTX, query, resource string) (gate.State, error) {
+	var sc stateScan
+	if err := tx.QueryRowContext(ctx, query, resource).Scan(sc.dest()...); err != nil {
+		return gate.State{}, err
 	}
-	st.Mode, st.HighestFence, st.LastSegmentSeq, st.MinPolicyGeneration, st.Paused = gate.Mode(mode), uint64(highest), uint64(last), uint64(minPol), paused != 0
-	if root != "" {
-		if st.Root, err = grant.ParseDigest(root); err != nil {
-			return st, fmt.Errorf("stored root %q: %v", root, err)
-		}
+	return sc.state()
+}
+
+// stateScan holds the columns of Dialect.stateCols.
+type stateScan struct {
+	resource, mode, reason        string
+	highest, last, minPol, paused int64
+	root, lastGrant               []byte
+}
+
+func (s *stateScan) dest() []any {
+	return []any{&s.resource, &s.mode, &s.highest, &s.root, &s.last, &s.lastGrant, &s.minPol, &s.paused, &s.reason}
+}
+
+func (s *stateScan) state() (gate.State, error) {
+	st := gate.State{Resource: s.resource, Mode: gate.Mode(s.mode), HighestFence: uint64(s.highest), LastSegmentSeq: uint64(s.last),
+		MinPolicyGeneration: uint64(s.minPol), Paused: s.paused != 0, PausedReason: s.reason}
+	var err error
+	if st.Root, err = storedDigest(s.root, true); err != nil {
+		return st, fmt.Errorf("sqlgate: stored root: %w", err)
+	}
+	if st.GrantDigest, err = storedDigest(s.lastGrant, true); err != nil {
+		return st, fmt.Errorf("sqlgate: stored last grant: %w", err)
 	}
 	return st, nil
+}
+
+// storedDigest turns a stored 32-byte digest back into a grant.Digest;
+// with orNone, an empty or NULL value is the zero digest (none yet).
+func storedDigest(b []byte, orNone bool) (grant.Digest, error) {
+	var d grant.Digest
+	if len(b) == 0 && orNone {
+		return d, nil
+	}
+	if len(b) != len(d) {
+		return d, fmt.Errorf("%d bytes, want %d", len(b), len(d))
+	}
+	copy(d[:], b)
+	return d, nil
 }
 
 // receiptAt returns the receipt for (resource, fence, seq), or nil.
@@ -110,18 +145,45 @@ func (g *Gate) scanReceipts(rows *sql.Rows, err error) ([]gate.Receipt, error) {
 	defer rows.Close()
 	var out []gate.Receipt
 	for rows.Next() {
-		var resource, root, opID, payload, gd, mode, outcome string
-		var fence, seq, at int64
-		if err := rows.Scan(&resource, &fence, &root, &opID, &seq, &payload, &gd, &at, &mode, &outcome); err != nil {
+		var rc receiptScan
+		if err := rows.Scan(rc.dest()...); err != nil {
 			return nil, fmt.Errorf("sqlgate: read receipts: %w", err)
 		}
-		r, err := receiptFrom(resource, fence, root, opID, seq, payload, gd, at, mode, outcome)
+		r, err := rc.receipt()
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, r)
 	}
 	return out, rows.Err()
+}
+
+// receiptScan holds the columns of receiptCols.
+type receiptScan struct {
+	resource, opID, mode       string
+	fence, seq, atMs           int64
+	root, payload, grantDigest []byte
+}
+
+func (r *receiptScan) dest() []any {
+	return []any{&r.resource, &r.fence, &r.seq, &r.opID, &r.root, &r.payload, &r.grantDigest, &r.atMs, &r.mode}
+}
+
+// receipt builds the receipt; the outcome of a stored receipt is always
+// ACCEPTED, and its ID is the digest of the rest.
+func (r *receiptScan) receipt() (gate.Receipt, error) {
+	rc := gate.Receipt{Resource: r.resource, FenceToken: uint64(r.fence), OperationID: r.opID, SegmentSeq: uint64(r.seq),
+		AcceptedAt: time.UnixMilli(r.atMs).UTC(), Mode: gate.Mode(r.mode), Outcome: gate.Accepted}
+	for _, p := range []struct {
+		dst *grant.Digest
+		b   []byte
+	}{{&rc.OperationRoot, r.root}, {&rc.PayloadDigest, r.payload}, {&rc.GrantDigest, r.grantDigest}} {
+		var err error
+		if *p.dst, err = storedDigest(p.b, false); err != nil {
+			return rc, fmt.Errorf("sqlgate: stored receipt digest: %w", err)
+		}
+	}
+	return rc, nil
 }
 
 // record writes what a decision other than an accept asks for: the pause,

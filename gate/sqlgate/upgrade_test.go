@@ -10,6 +10,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -75,20 +76,24 @@ VALUES ($1, $2, 5, $3, 'op-a', 1, $4, $5, $6, 'enforce', 'ACCEPTED')`,
 	}
 	// The database refuses a receipt whose previous segment is missing
 	// (the operation query relies on it), even from outside the gate.
-	gap := `INSERT INTO fencegate_receipts (id, resource, fence, operation_root, operation_id, seq, payload_digest, grant_digest, accepted_at_ms, mode, outcome)
-VALUES ('x', $1, $2, 'r', $3, $4, 'p', 'g', 0, 'enforce', 'ACCEPTED')`
+	d := make([]byte, 32)
 	for _, row := range []struct {
 		fence, seq int
 		op         string
 	}{{5, 4, "op-a"}, {6, 2, "op-a"}, {5, 3, "op-b"}} {
-		if _, err := db.ExecContext(ctx, rebind(b, gap), r, row.fence, row.op, row.seq); err == nil {
+		if _, err := db.ExecContext(ctx, rebind(b, directReceipt), r, row.fence, row.seq, row.op, d); err == nil {
 			t.Fatalf("receipt fence %d seq %d %s without its previous segment was stored", row.fence, row.seq, row.op)
 		}
 	}
-	if _, err := db.ExecContext(ctx, rebind(b, gap), r, 5, "op-a", 3); err != nil {
+	if _, err := db.ExecContext(ctx, rebind(b, directReceipt), r, 5, 3, "op-a", d); err != nil {
 		t.Fatalf("the next segment must still be insertable: %v", err)
 	}
 }
+
+// directReceipt inserts a receipt from outside the gate (schema 5): the
+// database's own triggers are all that stand in its way.
+const directReceipt = `INSERT INTO fencegate_receipts (resource, fence, seq, operation_id, operation_root, payload_digest, grant_digest, accepted_at_ms, mode)
+VALUES ($1, $2, $3, $4, $5, $5, $5, 0, 'enforce')`
 
 // rebind turns $N placeholders into SQLite's ?N.
 func rebind(b backend, q string) string {
@@ -144,5 +149,35 @@ func testGuardAfterUnguardedAccepts(t *testing.T, b backend) {
 	}
 	if _, err := e.db.ExecContext(e.ctx, `INSERT INTO ledger (resource, fence, seq, payload) VALUES ('x', 1, 1, 'direct')`); err == nil {
 		t.Fatal("direct write to a protected table succeeded")
+	}
+}
+
+// TestSQLiteUpgradeRefusesUnderivableState: SQLite's schema 5 derives the
+// fence state from the last receipt, so a database whose stored state is
+// not its last receipt's (written outside the gate) must not migrate: the
+// migration fails naming why, and the database stays at version 4 with
+// its stored highest fence intact.
+func TestSQLiteUpgradeRefusesUnderivableState(t *testing.T) {
+	iss := gatetest.NewIssuer("main")
+	g, err := sqlgate.New(sqlgate.Config{Dialect: sqlgate.SQLite, Policy: gate.Policy{Verifier: iss.Verifier}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, db := context.Background(), sqliteBackend.open(t)
+	if err := g.MigrateUpTo(ctx, db, 4); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `INSERT INTO fencegate_resources (resource, mode, highest_fence) VALUES ('up/raised', 'enforce', 9)`); err != nil {
+		t.Fatal(err)
+	}
+	err = g.Migrate(ctx, db)
+	if err == nil || !strings.Contains(err.Error(), "resources_whose_fence_state_is_not_their_last_receipt") {
+		t.Fatalf("migrate: %v", err)
+	}
+	var version, highest int
+	db.QueryRowContext(ctx, `SELECT max(version) FROM fencegate_schema_migrations`).Scan(&version)
+	db.QueryRowContext(ctx, `SELECT highest_fence FROM fencegate_resources WHERE resource = 'up/raised'`).Scan(&highest)
+	if version != 4 || highest != 9 {
+		t.Fatalf("after the refused migration: version %d, highest_fence %d", version, highest)
 	}
 }

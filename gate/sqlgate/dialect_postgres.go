@@ -1,0 +1,77 @@
+package sqlgate
+
+// Postgres is the dialect for PostgreSQL through pgx/v5/stdlib. Applies
+// lock the resource's fence row (SELECT … FOR UPDATE), so applies on one
+// resource serialize and applies on different resources do not block each
+// other. Use READ COMMITTED (the default) transactions.
+//
+// The fence state, the last accepted grant included (schema 5), lives in
+// the locked row: after a wait for the lock, READ COMMITTED returns the
+// row's latest version, while a receipt committed meanwhile can be
+// missing from the statement's snapshot.
+var Postgres = &Dialect{
+	name:         "postgres",
+	placeholders: func(q string) string { return q },
+	forUpdate:    " FOR UPDATE OF r",
+	stateCols:    `r.resource, r.mode, r.highest_fence, r.root, r.last_seq, r.last_grant, r.min_policy_generation, r.paused, r.paused_reason`,
+	stateFrom:    `{p}resources r`,
+	markLocked:   ", set_config('fencegate.apply', '1', true), set_config('fencegate.writes', '0', true)",
+	mark:         "SELECT set_config('fencegate.apply', '1', true), set_config('fencegate.writes', '0', true)",
+	unmark:       "SELECT set_config('fencegate.apply', '', true)",
+	finishAccept: `WITH w AS (SELECT current_setting('fencegate.writes')::bigint AS n, set_config('fencegate.apply', '', true) AS cleared),
+u AS (UPDATE {p}resources SET highest_fence = $2, root = $5, last_seq = $3, last_grant = $7,
+  gated_writes = gated_writes + (SELECT n FROM w WHERE cleared IS NOT NULL) WHERE resource = $1)
+INSERT INTO {p}receipts (resource, fence, seq, operation_id, operation_root, payload_digest, grant_digest, accepted_at_ms, mode)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+	serial: "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
+	segmentChain: `CREATE OR REPLACE FUNCTION {p}segment_chain() RETURNS trigger LANGUAGE plpgsql AS $fg$
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM {p}receipts WHERE resource = NEW.resource AND fence = NEW.fence AND seq = NEW.seq - 1 AND operation_id = NEW.operation_id) THEN
+    RAISE EXCEPTION 'fencegate: a receipt needs its previous segment under the same fence and operation' USING ERRCODE = 'integrity_constraint_violation';
+  END IF;
+  RETURN NEW;
+END $fg$;
+CREATE TRIGGER {p}receipts_segment_chain BEFORE INSERT ON {p}receipts FOR EACH ROW WHEN (NEW.seq > 1) EXECUTE FUNCTION {p}segment_chain();`,
+	// Transaction-local settings: rolled back with a savepoint, gone at
+	// commit, invisible to every other transaction.
+	guardSetup: `CREATE OR REPLACE FUNCTION {p}guard() RETURNS trigger LANGUAGE plpgsql AS $fg$
+BEGIN
+  IF coalesce(current_setting('fencegate.apply', true), '') = '1' THEN
+    PERFORM set_config('fencegate.writes', (current_setting('fencegate.writes')::bigint + 1)::text, true);
+  ELSIF TG_ARGV[0] = 'enforce' THEN
+    RAISE EXCEPTION 'fencegate: % on protected table % outside an accepting gate Apply', TG_OP, TG_TABLE_NAME
+      USING ERRCODE = 'insufficient_privilege';
+  ELSE
+    UPDATE {p}protected SET ungated = ungated + 1 WHERE table_name = TG_TABLE_NAME;
+  END IF;
+  IF TG_OP = 'DELETE' THEN RETURN OLD; END IF;
+  RETURN NEW;
+END $fg$`,
+	invariants: `CREATE OR REPLACE FUNCTION {p}refuse() RETURNS trigger LANGUAGE plpgsql AS $fg$ BEGIN RAISE EXCEPTION 'fencegate: %', TG_ARGV[0] USING ERRCODE = 'integrity_constraint_violation'; END $fg$;
+CREATE TRIGGER {p}fence_never_decreases BEFORE UPDATE OF highest_fence ON {p}resources FOR EACH ROW WHEN (NEW.highest_fence < OLD.highest_fence) EXECUTE FUNCTION {p}refuse('highest_fence never decreases');
+CREATE TRIGGER {p}receipts_never_changed BEFORE UPDATE OR DELETE ON {p}receipts FOR EACH ROW EXECUTE FUNCTION {p}refuse('receipts are never updated or deleted');
+CREATE TRIGGER {p}receipts_never_truncated BEFORE TRUNCATE ON {p}receipts FOR EACH STATEMENT EXECUTE FUNCTION {p}refuse('receipts are never deleted');`,
+	compact: postgresCompact,
+	guard: func(p, table, mode string) []string {
+		name := p + "guard_" + table
+		return []string{
+			"DROP TRIGGER IF EXISTS " + name + " ON " + table,
+			"CREATE TRIGGER " + name + " BEFORE INSERT OR UPDATE OR DELETE ON " + table + " FOR EACH ROW EXECUTE FUNCTION " + p + "guard('" + mode + "')",
+		}
+	},
+}
+
+// postgresCompact is PostgreSQL's migration 5: the last accepted grant
+// moves into the resource row, digests become 32-byte bytea, and receipts
+// lose the columns they imply (ID, the digest of the rest; outcome,
+// always ACCEPTED). ALTER … TYPE fires no row trigger, so the receipts'
+// invariant triggers stay as they are.
+const postgresCompact = `ALTER TABLE {p}resources ADD COLUMN last_grant BYTEA NOT NULL DEFAULT ''::bytea;
+UPDATE {p}resources r SET last_grant = decode(substr(c.grant_digest, 8), 'hex') FROM {p}receipts c
+  WHERE c.resource = r.resource AND c.fence = r.highest_fence AND c.seq = r.last_seq;
+ALTER TABLE {p}resources ALTER COLUMN root DROP DEFAULT, ALTER COLUMN root TYPE BYTEA USING decode(substr(root, 8), 'hex'),
+  ALTER COLUMN root SET DEFAULT ''::bytea;
+ALTER TABLE {p}receipts DROP COLUMN id, DROP COLUMN outcome,
+  ALTER COLUMN operation_root TYPE BYTEA USING decode(substr(operation_root, 8), 'hex'),
+  ALTER COLUMN payload_digest TYPE BYTEA USING decode(substr(payload_digest, 8), 'hex'),
+  ALTER COLUMN grant_digest TYPE BYTEA USING decode(substr(grant_digest, 8), 'hex');`

@@ -1,0 +1,127 @@
+package sqlgate
+
+import (
+	"fmt"
+	"strings"
+)
+
+// SQLite is the dialect for modernc.org/sqlite (the embedded default).
+// SQLite serializes all writers: applies on different resources do not
+// deadlock but do queue behind one another. Open the database with
+// OpenSQLite (or _txlock=immediate, WAL and a busy timeout) so that
+// transactions take the write lock at BEGIN.
+//
+// The fence state is the resource's last receipt (schema 5): with the
+// write lock taken at BEGIN, that read is current, and an unguarded
+// accept writes two pages (the business row's and the receipt's) where a
+// plain write writes one. The database still refuses a receipt that does
+// not follow its resource's last one, so highestFence cannot go down.
+var SQLite = &Dialect{
+	name:         "sqlite",
+	placeholders: func(q string) string { return strings.ReplaceAll(q, "$", "?") },
+	stateCols: `r.resource, r.mode, coalesce(l.fence, 0), l.operation_root, coalesce(l.seq, 0), l.grant_digest,
+  r.min_policy_generation, r.paused, r.paused_reason`,
+	// The primary key (resource, fence, seq) read backwards: one seek.
+	stateFrom: `{p}resources r LEFT JOIN (SELECT fence, seq, operation_root, grant_digest FROM {p}receipts
+  WHERE resource = $1 ORDER BY fence DESC, seq DESC LIMIT 1) l ON 1`,
+	serial: "INTEGER PRIMARY KEY",
+	// WITHOUT ROWID: receipts live in their primary-key b-tree, one page
+	// write per receipt instead of two.
+	clustered: " WITHOUT ROWID",
+	// The marker is a gate-owned row that exists only between mark
+	// and finishAccept inside one transaction: SQLite has one writer at a
+	// time, so no other connection's write can see it. It is only written
+	// when some table is protected, which guardProbe reads with the fence
+	// row under the same write lock (Protect cannot slip in between), so
+	// an apply where no table is protected runs no marker statement at
+	// all; mark keeps its own EXISTS for Apply in a caller's transaction.
+	mark:       "INSERT INTO {p}apply_marker(id, writes) SELECT 1, 0 WHERE EXISTS (SELECT 1 FROM {p}protected)",
+	guardProbe: ", EXISTS (SELECT 1 FROM {p}protected)",
+	// Through the write-only view of migration 5, whose INSTEAD OF trigger
+	// reads and deletes the marker, adds its count to the resource (only
+	// when the business change wrote a protected row) and inserts the
+	// receipt, in one VM program.
+	finishAccept: `INSERT INTO {p}accept (resource, fence, seq, operation_id, operation_root, payload_digest, grant_digest, accepted_at_ms, mode)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+	finishAcceptUnguarded: `INSERT INTO {p}receipts (resource, fence, seq, operation_id, operation_root, payload_digest, grant_digest, accepted_at_ms, mode)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+	acceptEntry: `CREATE VIEW {p}accept AS SELECT NULL AS resource, NULL AS highest_fence, NULL AS root, NULL AS last_seq, NULL AS id, NULL AS fence,
+  NULL AS operation_root, NULL AS operation_id, NULL AS seq, NULL AS payload_digest, NULL AS grant_digest, NULL AS accepted_at_ms, NULL AS mode, NULL AS outcome WHERE 0;
+CREATE TRIGGER {p}accept_insert INSTEAD OF INSERT ON {p}accept BEGIN
+  UPDATE {p}resources SET highest_fence = NEW.highest_fence, root = NEW.root, last_seq = NEW.last_seq,
+    gated_writes = gated_writes + coalesce((SELECT writes FROM {p}apply_marker WHERE id = 1), 0) WHERE resource = NEW.resource
+  ; DELETE FROM {p}apply_marker WHERE id = 1
+  ; INSERT INTO {p}receipts (id, resource, fence, operation_root, operation_id, seq, payload_digest, grant_digest, accepted_at_ms, mode, outcome)
+    VALUES (NEW.id, NEW.resource, NEW.fence, NEW.operation_root, NEW.operation_id, NEW.seq, NEW.payload_digest, NEW.grant_digest, NEW.accepted_at_ms, NEW.mode, NEW.outcome)
+  ; END;`,
+	segmentChain: `CREATE TRIGGER {p}receipts_segment_chain BEFORE INSERT ON {p}receipts WHEN NEW.seq > 1 AND NOT EXISTS (SELECT 1 FROM {p}receipts WHERE resource = NEW.resource AND fence = NEW.fence AND seq = NEW.seq - 1 AND operation_id = NEW.operation_id) BEGIN SELECT RAISE(ABORT, 'fencegate: a receipt needs its previous segment under the same fence and operation'); END;`,
+	guardSetup:   "CREATE TABLE {p}apply_marker (id INTEGER PRIMARY KEY CHECK (id = 1), writes INTEGER NOT NULL)",
+	guard:        sqliteGuard,
+	invariants: `CREATE TRIGGER {p}fence_never_decreases BEFORE UPDATE OF highest_fence ON {p}resources WHEN NEW.highest_fence < OLD.highest_fence BEGIN SELECT RAISE(ABORT, 'fencegate: highest_fence never decreases'); END;
+CREATE TRIGGER {p}receipts_never_updated BEFORE UPDATE ON {p}receipts BEGIN SELECT RAISE(ABORT, 'fencegate: receipts are never updated or deleted'); END;
+CREATE TRIGGER {p}receipts_never_deleted BEFORE DELETE ON {p}receipts BEGIN SELECT RAISE(ABORT, 'fencegate: receipts are never updated or deleted'); END;`,
+	compact: sqliteCompact,
+}
+
+// sqliteCompact is SQLite's migration 5. It first proves that every
+// resource's stored fence state is its last receipt's (the CHECK of a
+// temporary table fails the migration otherwise: such a database was
+// written outside the gate and needs an operator), then rebuilds the
+// receipts with 32-byte digests, re-creates their invariant triggers plus
+// one refusing a receipt that does not follow its resource's last, and
+// drops the resource columns the receipts now hold.
+const sqliteCompact = `DROP VIEW {p}accept;
+CREATE TEMP TABLE {p}v5_check (resources_whose_fence_state_is_not_their_last_receipt INTEGER CHECK (resources_whose_fence_state_is_not_their_last_receipt = 0));
+INSERT INTO {p}v5_check SELECT count(*) FROM {p}resources r LEFT JOIN {p}receipts l ON l.resource = r.resource
+    AND (l.fence, l.seq) = (SELECT fence, seq FROM {p}receipts WHERE resource = r.resource ORDER BY fence DESC, seq DESC LIMIT 1)
+  WHERE r.highest_fence != coalesce(l.fence, 0) OR r.last_seq != coalesce(l.seq, 0) OR r.root != coalesce(l.operation_root, '');
+DROP TABLE {p}v5_check;
+CREATE TABLE {p}receipts_v5 (
+  resource TEXT NOT NULL,
+  fence BIGINT NOT NULL,
+  seq BIGINT NOT NULL,
+  operation_id TEXT NOT NULL,
+  operation_root BLOB NOT NULL CHECK (length(operation_root) = 32),
+  payload_digest BLOB NOT NULL CHECK (length(payload_digest) = 32),
+  grant_digest BLOB NOT NULL CHECK (length(grant_digest) = 32),
+  accepted_at_ms BIGINT NOT NULL,
+  mode TEXT NOT NULL,
+  PRIMARY KEY (resource, fence, seq)
+) WITHOUT ROWID;
+INSERT INTO {p}receipts_v5 SELECT resource, fence, seq, operation_id, unhex(substr(operation_root, 8)), unhex(substr(payload_digest, 8)),
+  unhex(substr(grant_digest, 8)), accepted_at_ms, mode FROM {p}receipts ORDER BY resource, fence, seq;
+DROP TABLE {p}receipts;
+ALTER TABLE {p}receipts_v5 RENAME TO {p}receipts;
+CREATE INDEX {p}receipts_first_by_operation ON {p}receipts (resource, operation_id) WHERE seq < 2;
+CREATE TRIGGER {p}receipts_never_updated BEFORE UPDATE ON {p}receipts BEGIN SELECT RAISE(ABORT, 'fencegate: receipts are never updated or deleted'); END;
+CREATE TRIGGER {p}receipts_never_deleted BEFORE DELETE ON {p}receipts BEGIN SELECT RAISE(ABORT, 'fencegate: receipts are never updated or deleted'); END;
+CREATE TRIGGER {p}receipts_follow_last BEFORE INSERT ON {p}receipts WHEN EXISTS (SELECT 1 FROM (SELECT fence, seq FROM {p}receipts WHERE resource = NEW.resource ORDER BY fence DESC, seq DESC LIMIT 1) WHERE fence > NEW.fence OR fence = NEW.fence AND seq >= NEW.seq) BEGIN SELECT RAISE(ABORT, 'fencegate: highest fence never decreases: a receipt must follow its resource''s last'); END;
+CREATE TRIGGER {p}receipts_segment_chain BEFORE INSERT ON {p}receipts WHEN NEW.seq > 1 AND NOT EXISTS (SELECT 1 FROM {p}receipts WHERE resource = NEW.resource AND fence = NEW.fence AND seq = NEW.seq - 1 AND operation_id = NEW.operation_id) BEGIN SELECT RAISE(ABORT, 'fencegate: a receipt needs its previous segment under the same fence and operation'); END;
+DROP TRIGGER {p}fence_never_decreases;
+ALTER TABLE {p}resources DROP COLUMN highest_fence;
+ALTER TABLE {p}resources DROP COLUMN root;
+ALTER TABLE {p}resources DROP COLUMN last_seq;
+CREATE VIEW {p}accept AS SELECT NULL AS resource, NULL AS fence, NULL AS seq, NULL AS operation_id, NULL AS operation_root,
+  NULL AS payload_digest, NULL AS grant_digest, NULL AS accepted_at_ms, NULL AS mode WHERE 0;
+CREATE TRIGGER {p}accept_insert INSTEAD OF INSERT ON {p}accept BEGIN
+  UPDATE {p}resources SET gated_writes = gated_writes + (SELECT writes FROM {p}apply_marker WHERE id = 1)
+    WHERE resource = NEW.resource AND (SELECT writes FROM {p}apply_marker WHERE id = 1) > 0
+  ; DELETE FROM {p}apply_marker WHERE id = 1
+  ; INSERT INTO {p}receipts (resource, fence, seq, operation_id, operation_root, payload_digest, grant_digest, accepted_at_ms, mode)
+    VALUES (NEW.resource, NEW.fence, NEW.seq, NEW.operation_id, NEW.operation_root, NEW.payload_digest, NEW.grant_digest, NEW.accepted_at_ms, NEW.mode)
+  ; END;`
+
+func sqliteGuard(p, table, mode string) []string {
+	var ddl []string
+	for _, op := range []string{"INSERT", "UPDATE", "DELETE"} {
+		name := fmt.Sprintf("%sguard_%s_%s", p, table, strings.ToLower(op))
+		check := fmt.Sprintf("SELECT RAISE(ABORT, 'fencegate: %s on protected table %s outside an accepting gate Apply') WHERE NOT EXISTS (SELECT 1 FROM %sapply_marker);", op, table, p)
+		if mode == "shadow" {
+			check = fmt.Sprintf("UPDATE %sprotected SET ungated = ungated + 1 WHERE table_name = '%s' AND NOT EXISTS (SELECT 1 FROM %sapply_marker);", p, table, p)
+		}
+		ddl = append(ddl,
+			"DROP TRIGGER IF EXISTS "+name,
+			fmt.Sprintf("CREATE TRIGGER %s BEFORE %s ON %s BEGIN %s UPDATE %sapply_marker SET writes = writes + 1; END", name, op, table, check, p))
+	}
+	return ddl
+}
