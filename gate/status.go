@@ -54,6 +54,14 @@ func EvidenceFromQuery(state grant.State, epoch uint64, err error, revokedBelow 
 	return StatusEvidence{Source: StatusFromQuery, State: state, IssuerEpoch: epoch, EpochRevoked: epoch < revokedBelow}
 }
 
+// ProvesHeld reports whether e proves the grant HELD at now under the
+// skew bound: whether Decide's status step passes. Adapters use it to
+// decide before any I/O whether an accept is possible at all.
+func (e StatusEvidence) ProvesHeld(now time.Time, skew time.Duration) bool {
+	code, _ := e.judge(now, skew)
+	return code == ""
+}
+
 // judge returns "" when the evidence proves the grant HELD at now, or the
 // outcome and reason why it does not.
 func (e StatusEvidence) judge(now time.Time, skew time.Duration) (Outcome, string) {

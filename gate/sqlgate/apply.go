@@ -85,7 +85,17 @@ func (g *Gate) apply(ctx context.Context, tx *sql.Tx, caller string, m *gate.Mut
 	if err != nil {
 		return gate.Decision{Outcome: gate.OutcomeOf(err), Err: err}, err
 	}
-	st, prior, guarded, err := g.lockLookup(ctx, tx, m, ownTx)
+	var st gate.State
+	var prior *gate.Receipt
+	guarded, marked, stored := true, ownTx && g.d.markLocked != "", false
+	now := g.clock.Now()
+	speculate := g.canSpeculate(v, now, ownTx)
+	if speculate {
+		st, prior, stored, err = g.speculateLookup(ctx, tx, v, now)
+		marked = true
+	} else {
+		st, prior, guarded, err = g.lockLookup(ctx, tx, m, ownTx)
+	}
 	if err != nil {
 		return gate.Decision{}, err
 	}
@@ -93,15 +103,23 @@ func (g *Gate) apply(ctx context.Context, tx *sql.Tx, caller string, m *gate.Mut
 	if gate.NeedsStatus(in) {
 		in.Status = g.evidence(ctx, v)
 	}
-	in.Now = g.clock.Now()
+	in.Now = now
+	if !stored {
+		in.Now = g.clock.Now()
+	}
 	d := gate.Decide(in)
+	if stored {
+		if d, err = g.keepSpeculation(in, d); err != nil {
+			return d, err
+		}
+	}
 	if !d.Proceed {
 		if err := g.record(ctx, tx, d, v, prior); err != nil {
 			return d, err
 		}
 		return d, d.Err
 	}
-	b := business{g: g, tx: tx, d: d, v: v, prior: prior, ownTx: ownTx, marked: ownTx && g.d.markLocked != "", guarded: guarded}
+	b := business{g: g, tx: tx, d: d, v: v, prior: prior, ownTx: ownTx, marked: marked, guarded: guarded, stored: stored}
 	if err := b.run(ctx, fn); err != nil {
 		return d, err
 	}

@@ -25,6 +25,9 @@ type business struct {
 	// none is, no guard trigger exists to read the mark, and the marker
 	// statement is skipped (the count of guarded writes is then 0).
 	guarded bool
+	// stored: the accept is already stored (a kept speculation), so no
+	// finishAccept follows the business change.
+	stored bool
 }
 
 const savepoint = "fencegate_apply"
@@ -42,8 +45,11 @@ func (b *business) run(ctx context.Context, fn BusinessFunc) (err error) {
 	if err := fn(ctx, b.tx); err != nil {
 		return fmt.Errorf("%w: %w", ErrBusiness, err)
 	}
-	if b.d.Outcome != gate.Accepted {
+	switch {
+	case b.d.Outcome != gate.Accepted:
 		return b.g.record(ctx, b.tx, b.d, b.v, b.prior)
+	case b.stored:
+		return nil
 	}
 	return b.finishAccept(ctx)
 }

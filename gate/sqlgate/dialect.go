@@ -50,6 +50,18 @@ type Dialect struct {
 	// root and grant). finishAcceptUnguarded, if set, is the same for a
 	// transaction never marked (no table is protected).
 	finishAccept, finishAcceptUnguarded string
+	// speculate, if set, is lockLookupMarking that also stores the accept
+	// the locked state admits, in the same round trip ("" where the dialect
+	// does not speculate). It reads what lockLookupMarking reads plus the
+	// number of receipts it inserted (0 or 1), and inserts only where
+	// gate.Decide is certain to accept once the status is proven: an
+	// enforced, unpaused resource, policy generation at or above its
+	// minimum, the fence above highestFence at segment 1 or the next
+	// segment under the same root and grant, and no table protected (the
+	// count of guarded writes needs a statement after the business
+	// change). Arguments: finishAccept's, then the grant's policy
+	// generation. See Gate.speculate.
+	speculate string
 	// serial is the type of an auto-assigned integer primary key.
 	serial string
 	// clustered follows CREATE TABLE (…) for tables stored in key order.

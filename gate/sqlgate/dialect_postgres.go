@@ -23,7 +23,8 @@ u AS (UPDATE {p}resources SET highest_fence = $2, root = $5, last_seq = $3, last
   gated_writes = gated_writes + (SELECT n FROM w WHERE cleared IS NOT NULL) WHERE resource = $1)
 INSERT INTO {p}receipts (resource, fence, seq, operation_id, operation_root, payload_digest, grant_digest, accepted_at_ms, mode)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-	serial: "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
+	speculate: postgresSpeculate,
+	serial:    "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
 	segmentChain: `CREATE OR REPLACE FUNCTION {p}segment_chain() RETURNS trigger LANGUAGE plpgsql AS $fg$
 BEGIN
   IF NOT EXISTS (SELECT 1 FROM {p}receipts WHERE resource = NEW.resource AND fence = NEW.fence AND seq = NEW.seq - 1 AND operation_id = NEW.operation_id) THEN
@@ -75,3 +76,30 @@ ALTER TABLE {p}receipts DROP COLUMN id, DROP COLUMN outcome,
   ALTER COLUMN operation_root TYPE BYTEA USING decode(substr(operation_root, 8), 'hex'),
   ALTER COLUMN payload_digest TYPE BYTEA USING decode(substr(payload_digest, 8), 'hex'),
   ALTER COLUMN grant_digest TYPE BYTEA USING decode(substr(grant_digest, 8), 'hex');`
+
+// postgresSpeculate locks and reads the fence row as lockLookupMarking
+// does (s) and, where the locked state admits the accept, stores it (u, i).
+// After a wait for the lock, FOR UPDATE returns the row's latest version,
+// and u's UPDATE re-checks its condition against that version too, so the
+// condition is judged on current state, never on the statement's older
+// snapshot. The receipt's mode is $9, 'enforce': u requires it.
+const postgresSpeculate = `WITH s AS (
+  SELECT r.resource, r.mode, r.highest_fence, r.root, r.last_seq, r.last_grant, r.min_policy_generation, r.paused, r.paused_reason,
+    c.fence AS c_fence, c.seq AS c_seq, c.operation_id AS c_operation_id, c.operation_root AS c_operation_root,
+    c.payload_digest AS c_payload_digest, c.grant_digest AS c_grant_digest, c.accepted_at_ms AS c_accepted_at_ms, c.mode AS c_mode,
+    set_config('fencegate.apply', '1', true) AS m1, set_config('fencegate.writes', '0', true) AS m2
+  FROM {p}resources r LEFT JOIN {p}receipts c ON c.resource = r.resource AND c.fence = $2 AND c.seq = $3
+  WHERE r.resource = $1 FOR UPDATE OF r),
+u AS (
+  UPDATE {p}resources p SET highest_fence = $2, root = $5, last_seq = $3, last_grant = $7 FROM s
+  WHERE p.resource = s.resource AND s.mode = 'enforce' AND s.paused = 0 AND s.min_policy_generation <= $10
+    AND NOT EXISTS (SELECT 1 FROM {p}protected)
+    AND (s.highest_fence < $2 AND $3 = 1
+      OR s.highest_fence = $2 AND s.root = $5 AND (s.last_grant = ''::bytea OR s.last_grant = $7) AND s.last_seq + 1 = $3)
+  RETURNING p.resource),
+i AS (
+  INSERT INTO {p}receipts (resource, fence, seq, operation_id, operation_root, payload_digest, grant_digest, accepted_at_ms, mode)
+  SELECT u.resource, $2, $3, $4, $5, $6, $7, $8, $9 FROM u RETURNING 1)
+SELECT s.resource, s.mode, s.highest_fence, s.root, s.last_seq, s.last_grant, s.min_policy_generation, s.paused, s.paused_reason,
+  s.c_fence, s.c_seq, s.c_operation_id, s.c_operation_root, s.c_payload_digest, s.c_grant_digest, s.c_accepted_at_ms, s.c_mode,
+  s.m1, s.m2, (SELECT count(*) FROM i) FROM s`

@@ -29,12 +29,21 @@ func (g *Gate) lockLookup(ctx context.Context, tx *sql.Tx, m *gate.Mutation, mar
 	if marking && g.d.markLocked != "" {
 		q = g.stmt.lockLookupMarking
 	}
-	st, prior, guarded, err = g.scanLockLookup(ctx, tx, q, m, marking && g.d.markLocked != "")
+	return g.lookupCreating(ctx, tx, m, func() (gate.State, *gate.Receipt, bool, error) {
+		return g.scanLockLookup(ctx, tx, q, m, marking && g.d.markLocked != "", nil)
+	})
+}
+
+// lookupCreating runs a lockLookup, creating the fence row and running it
+// again if the row is missing, and re-reads a receipt the statement's
+// snapshot may have missed (see lockLookup).
+func (g *Gate) lookupCreating(ctx context.Context, tx *sql.Tx, m *gate.Mutation, lookup func() (gate.State, *gate.Receipt, bool, error)) (gate.State, *gate.Receipt, bool, error) {
+	st, prior, guarded, err := lookup()
 	if errors.Is(err, sql.ErrNoRows) {
 		if _, err := g.exec(ctx, tx, g.stmt.ensureState, m.Resource, string(g.mode)); err != nil {
 			return st, nil, true, fmt.Errorf("sqlgate: create fence row: %w", err)
 		}
-		st, prior, guarded, err = g.scanLockLookup(ctx, tx, q, m, marking && g.d.markLocked != "")
+		st, prior, guarded, err = lookup()
 	}
 	if err != nil {
 		return st, nil, true, fmt.Errorf("sqlgate: lock fence row: %w", err)
@@ -46,7 +55,9 @@ func (g *Gate) lockLookup(ctx context.Context, tx *sql.Tx, m *gate.Mutation, mar
 	return st, prior, guarded, err
 }
 
-func (g *Gate) scanLockLookup(ctx context.Context, tx *sql.Tx, q string, m *gate.Mutation, marked bool) (gate.State, *gate.Receipt, bool, error) {
+// scanLockLookup runs a lockLookup statement q with args (nil: resource,
+// fence, seq) and scans it; extra receives columns after the guard probe.
+func (g *Gate) scanLockLookup(ctx context.Context, tx *sql.Tx, q string, m *gate.Mutation, marked bool, args []any, extra ...any) (gate.State, *gate.Receipt, bool, error) {
 	var sc stateScan
 	var rc nullReceipt
 	guarded := true
@@ -58,7 +69,10 @@ func (g *Gate) scanLockLookup(ctx context.Context, tx *sql.Tx, q string, m *gate
 	if g.d.guardProbe != "" {
 		dest = append(dest, &guarded)
 	}
-	if err := g.queryRow(ctx, tx, q, m.Resource, int64(m.FenceToken), int64(m.SegmentSeq)).Scan(dest...); err != nil {
+	if args == nil {
+		args = []any{m.Resource, int64(m.FenceToken), int64(m.SegmentSeq)}
+	}
+	if err := g.queryRow(ctx, tx, q, args...).Scan(append(dest, extra...)...); err != nil {
 		return gate.State{}, nil, true, err
 	}
 	st, err := sc.state()

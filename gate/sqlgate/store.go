@@ -19,6 +19,7 @@ type statements struct {
 	insertQuarantine, insertAlarm                                    string
 	insertShadow, insertAction                                       string
 	mark, unmark, finishAccept, finishAcceptUnguarded                string
+	speculate                                                        string
 }
 
 // receiptCols are a receipt's stored columns, in receiptScan's order.
@@ -54,6 +55,9 @@ WHERE r.resource = $1` + d.forUpdate
 		mark:             g.q(d.mark),
 		unmark:           g.q(d.unmark),
 		finishAccept:     g.q(d.finishAccept),
+	}
+	if d.speculate != "" {
+		s.speculate = g.q(d.speculate)
 	}
 	s.finishAcceptUnguarded = s.finishAccept
 	if d.finishAcceptUnguarded != "" {

@@ -1,0 +1,76 @@
+package sqlgate
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/fencegate/fencegate/gate"
+)
+
+// Speculation: on dialects with a speculate statement (PostgreSQL), Run
+// locks the fence row and stores the accept in one round trip, before the
+// business change, instead of one round trip to lock and read and another
+// to store. gate.Decide stays the only judge: the statement stores only
+// where the locked state admits an accept (Dialect.speculate), Decide then
+// runs on the state that statement locked, and the speculative receipt is
+// kept only if Decide accepts it, with the same receipt, and the status
+// proof is still fresh once the lock is held. Anything else rolls the
+// whole transaction back, which Run can do because it owns it; Apply in a
+// caller's transaction never speculates.
+//
+// A resource whose state does not admit the accept (a replay, a stale
+// fence, shadow mode, a pause, a protected table) costs nothing extra: the
+// statement has read and locked everything lockLookup reads, and the
+// decision goes on from there.
+
+// canSpeculate reports whether Run may speculate on v at now: the
+// dialect has the statement and the mutation's own status proof proves
+// the grant HELD, so that the locked state alone settles the decision.
+func (g *Gate) canSpeculate(v *gate.Verified, now time.Time, ownTx bool) bool {
+	return ownTx && g.stmt.speculate != "" && v.Status != nil &&
+		gate.EvidenceFromProof(v.Status).ProvesHeld(now, g.pol.StatusSkewMax)
+}
+
+// speculateLookup is lockLookup (marking) through the speculate
+// statement; stored reports whether it stored the accept, with receipt
+// time now.
+func (g *Gate) speculateLookup(ctx context.Context, tx *sql.Tx, v *gate.Verified, now time.Time) (st gate.State, prior *gate.Receipt, stored bool, err error) {
+	m := &v.Mutation
+	args := []any{m.Resource, int64(m.FenceToken), int64(m.SegmentSeq), m.OperationID, v.Root[:], m.PayloadDigest[:],
+		v.GrantDigest[:], acceptedAt(now).UnixMilli(), string(gate.ModeEnforce), int64(v.Grant.PolicyGeneration)}
+	var n int64
+	st, prior, _, err = g.lookupCreating(ctx, tx, m, func() (gate.State, *gate.Receipt, bool, error) {
+		return g.scanLockLookup(ctx, tx, g.stmt.speculate, m, true, args, &n)
+	})
+	return st, prior, n == 1, err
+}
+
+// keepSpeculation checks a stored speculative accept against the decision
+// d that Decide made on the locked state at the receipt's time. It returns
+// the decision to act on: d when the accept stands; else a decision to
+// roll back (a rejection, or an error if the statement and Decide
+// disagree, which is a bug in the statement).
+func (g *Gate) keepSpeculation(in gate.Input, d gate.Decision) (gate.Decision, error) {
+	r := d.Receipt
+	if d.Outcome != gate.Accepted || r.Mode != gate.ModeEnforce || !r.AcceptedAt.Equal(acceptedAt(in.Now)) {
+		return d, fmt.Errorf("sqlgate: internal error: the speculative accept of %s fence %d segment %d disagrees with the decision %s (rolled back)",
+			in.Verified.Mutation.Resource, in.Verified.Mutation.FenceToken, in.Verified.Mutation.SegmentSeq, d.Outcome)
+	}
+	// The statement may have waited for the row lock: the proof must
+	// still be fresh now that the lock is held, as the unspeculated path
+	// judges it. If it is not, decide again at this instant.
+	if now := g.clock.Now(); !in.Status.ProvesHeld(now, in.StatusSkewMax) {
+		in.Now = now
+		d = gate.Decide(in)
+		if d.Outcome == gate.Accepted {
+			return d, fmt.Errorf("sqlgate: internal error: %s accepted on a stale proof", in.Verified.Mutation.Resource)
+		}
+		return d, d.Err
+	}
+	return d, nil
+}
+
+// acceptedAt is the receipt time Decide gives an accept at now.
+func acceptedAt(now time.Time) time.Time { return now.UTC().Truncate(time.Millisecond) }
