@@ -3,9 +3,22 @@ package sqlgate
 import (
 	"context"
 	"database/sql"
+	"fmt"
+	"strings"
 )
 
 // MigrateUpTo exposes migrateUpTo to the upgrade test.
 func (g *Gate) MigrateUpTo(ctx context.Context, db *sql.DB, max int) error {
 	return g.migrateUpTo(ctx, db, max)
+}
+
+// BreakSpeculation returns a copy of d whose speculate statement has its
+// first old replaced by new: the speculation tests' way to loosen it.
+func BreakSpeculation(d *Dialect, old, new string) *Dialect {
+	if !strings.Contains(d.speculate, old) {
+		panic(fmt.Sprintf("speculate statement has no %q", old))
+	}
+	c := *d
+	c.speculate = strings.Replace(c.speculate, old, new, 1)
+	return &c
 }

@@ -1,0 +1,128 @@
+// This file proves that PostgreSQL's speculative accept (Run locking and
+// storing in one statement) never decides anything gate.Decide would not:
+// a status proof that goes stale while the statement waits for the row
+// lock is rejected with nothing written, and a statement loosened on
+// purpose stores an accept that Decide refuses, which is rolled back.
+package sqlgate_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/gate/gatetest"
+	"github.com/fencegate/fencegate/gate/sqlgate"
+)
+
+// stepClock returns its times in order, then the last one forever.
+type stepClock struct {
+	mu sync.Mutex
+	ts []time.Time
+}
+
+// set replaces the times to come.
+func (c *stepClock) set(ts ...time.Time) {
+	c.mu.Lock()
+	c.ts = ts
+	c.mu.Unlock()
+}
+
+func (c *stepClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := c.ts[0]
+	if len(c.ts) > 1 {
+		c.ts = c.ts[1:]
+	}
+	return t
+}
+
+// specEnv is a PostgreSQL gate on dialect d with clock c and a ledger.
+func specEnv(t *testing.T, d *sqlgate.Dialect, c sqlgate.Clock) (*env, *gatetest.Issuer) {
+	iss := gatetest.NewIssuer("main")
+	g, err := sqlgate.New(sqlgate.Config{Dialect: d, Policy: gate.Policy{Verifier: iss.Verifier}, Clock: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, ctx: context.Background(), db: postgresBackend.open(t), g: g, iss: iss}
+	if err := g.Migrate(e.ctx, e.db); err != nil {
+		t.Fatal(err)
+	}
+	e.exec(fmt.Sprintf(ledgerDDL, "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY"))
+	return e, iss
+}
+
+// nothingWritten fails unless resource r has no receipt, no ledger row
+// and highestFence want.
+func nothingWritten(e *env, r string, highest uint64) {
+	e.t.Helper()
+	if n := e.count(`SELECT count(*) FROM fencegate_receipts WHERE resource = $1 AND fence > $2`, r, int64(highest)); n != 0 {
+		e.t.Fatalf("%d receipts above fence %d", n, highest)
+	}
+	if n := e.count(`SELECT count(*) FROM ledger WHERE resource = $1 AND fence > $2`, r, int64(highest)); n != 0 {
+		e.t.Fatalf("%d ledger rows above fence %d", n, highest)
+	}
+	if st := e.state(r); st.HighestFence != highest {
+		e.t.Fatalf("highestFence %d, want %d", st.HighestFence, highest)
+	}
+}
+
+func TestPostgresSpeculationRechecksProofUnderLock(t *testing.T) {
+	iss0 := gatetest.NewIssuer("main")
+	fresh, stale := iss0.Now.Add(time.Second), iss0.Now.Add(iss0.StatusValidFor+time.Second)
+	clock := &stepClock{ts: []time.Time{fresh}}
+	e, iss := specEnv(t, sqlgate.Postgres, clock)
+	const r = "spec/stale"
+	m := iss.Mutation(wr(r, 5, "op-a"), 1, "p")
+	// The row exists, so the first statement can store; Migrate has
+	// already read the clock.
+	e.exec(`INSERT INTO fencegate_resources (resource, mode) VALUES ($1, 'enforce')`, r)
+	// The first reading (before the statement) finds the proof fresh,
+	// every later one (with the row locked) finds it expired.
+	clock.set(fresh, stale)
+	if _, err := e.apply(owner, m, "p"); !errors.Is(err, gate.ErrProofExpired) {
+		t.Fatalf("proof expired under the lock: %v", err)
+	}
+	nothingWritten(e, r, 0)
+}
+
+func TestPostgresSpeculationLoosenedIsCaughtByDecide(t *testing.T) {
+	const r = "spec/policy"
+	for _, loose := range []bool{false, true} {
+		t.Run(map[bool]string{false: "statement", true: "loosened-statement"}[loose], func(t *testing.T) {
+			d := sqlgate.Postgres
+			if loose { // forget the minimum policy generation
+				d = sqlgate.BreakSpeculation(d, "AND s.min_policy_generation <= $10", "AND $10 >= 0")
+			}
+			iss0 := gatetest.NewIssuer("main")
+			e, iss := specEnv(t, d, &stepClock{ts: []time.Time{iss0.Now.Add(time.Second)}})
+			if _, err := e.apply(owner, iss.Mutation(wr(r, 5, "op-a"), 1, "p"), "p"); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.g.SetMinPolicyGeneration(e.ctx, e.db, r, 1000, "ops"); err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range []*gate.Mutation{iss.Mutation(wr(r, 6, "op-b"), 1, "p"), iss.Mutation(wr(r, 5, "op-a"), 2, "p")} {
+				_, err := e.apply(owner, m, "p")
+				switch {
+				case !loose && !errors.Is(err, gate.ErrPolicyStale):
+					t.Fatalf("fence %d segment %d below the minimum policy: %v", m.FenceToken, m.SegmentSeq, err)
+				case loose && (gate.OutcomeOf(err) != "" || !strings.Contains(fmt.Sprint(err), "disagrees with the decision POLICY_STALE")):
+					t.Fatalf("loosened statement, fence %d segment %d: %v", m.FenceToken, m.SegmentSeq, err)
+				}
+			}
+			nothingWritten(e, r, 5)
+			if n := e.count(`SELECT count(*) FROM fencegate_receipts WHERE resource = $1`, r); n != 1 {
+				t.Fatalf("%d receipts, want the first accept's alone", n)
+			}
+			if n := e.count(`SELECT count(*) FROM ledger WHERE resource = $1`, r); n != 1 {
+				t.Fatalf("%d ledger rows, want the first accept's alone", n)
+			}
+		})
+	}
+}
