@@ -85,11 +85,8 @@ ALTER TABLE {p}receipts DROP COLUMN id, DROP COLUMN outcome,
 // snapshot. The receipt's mode is $9, 'enforce': u requires it.
 const postgresSpeculate = `WITH s AS (
   SELECT r.resource, r.mode, r.highest_fence, r.root, r.last_seq, r.last_grant, r.min_policy_generation, r.paused, r.paused_reason,
-    c.fence AS c_fence, c.seq AS c_seq, c.operation_id AS c_operation_id, c.operation_root AS c_operation_root,
-    c.payload_digest AS c_payload_digest, c.grant_digest AS c_grant_digest, c.accepted_at_ms AS c_accepted_at_ms, c.mode AS c_mode,
     set_config('fencegate.apply', '1', true) AS m1, set_config('fencegate.writes', '0', true) AS m2
-  FROM {p}resources r LEFT JOIN {p}receipts c ON c.resource = r.resource AND c.fence = $2 AND c.seq = $3
-  WHERE r.resource = $1 FOR UPDATE OF r),
+  FROM {p}resources r WHERE r.resource = $1 FOR UPDATE OF r),
 u AS (
   UPDATE {p}resources p SET highest_fence = $2, root = $5, last_seq = $3, last_grant = $7 FROM s
   WHERE p.resource = s.resource AND s.mode = 'enforce' AND s.paused = 0 AND s.min_policy_generation <= $10
@@ -101,5 +98,4 @@ i AS (
   INSERT INTO {p}receipts (resource, fence, seq, operation_id, operation_root, payload_digest, grant_digest, accepted_at_ms, mode)
   SELECT u.resource, $2, $3, $4, $5, $6, $7, $8, $9 FROM u RETURNING 1)
 SELECT s.resource, s.mode, s.highest_fence, s.root, s.last_seq, s.last_grant, s.min_policy_generation, s.paused, s.paused_reason,
-  s.c_fence, s.c_seq, s.c_operation_id, s.c_operation_root, s.c_payload_digest, s.c_grant_digest, s.c_accepted_at_ms, s.c_mode,
   s.m1, s.m2, (SELECT count(*) FROM i) FROM s`

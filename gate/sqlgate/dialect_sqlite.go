@@ -54,14 +54,22 @@ CREATE TRIGGER {p}accept_insert INSTEAD OF INSERT ON {p}accept BEGIN
   ; INSERT INTO {p}receipts (id, resource, fence, operation_root, operation_id, seq, payload_digest, grant_digest, accepted_at_ms, mode, outcome)
     VALUES (NEW.id, NEW.resource, NEW.fence, NEW.operation_root, NEW.operation_id, NEW.seq, NEW.payload_digest, NEW.grant_digest, NEW.accepted_at_ms, NEW.mode, NEW.outcome)
   ; END;`,
-	segmentChain: `CREATE TRIGGER {p}receipts_segment_chain BEFORE INSERT ON {p}receipts WHEN NEW.seq > 1 AND NOT EXISTS (SELECT 1 FROM {p}receipts WHERE resource = NEW.resource AND fence = NEW.fence AND seq = NEW.seq - 1 AND operation_id = NEW.operation_id) BEGIN SELECT RAISE(ABORT, 'fencegate: a receipt needs its previous segment under the same fence and operation'); END;`,
+	segmentChain: sqliteSegmentChain,
 	guardSetup:   "CREATE TABLE {p}apply_marker (id INTEGER PRIMARY KEY CHECK (id = 1), writes INTEGER NOT NULL)",
 	guard:        sqliteGuard,
 	invariants: `CREATE TRIGGER {p}fence_never_decreases BEFORE UPDATE OF highest_fence ON {p}resources WHEN NEW.highest_fence < OLD.highest_fence BEGIN SELECT RAISE(ABORT, 'fencegate: highest_fence never decreases'); END;
-CREATE TRIGGER {p}receipts_never_updated BEFORE UPDATE ON {p}receipts BEGIN SELECT RAISE(ABORT, 'fencegate: receipts are never updated or deleted'); END;
-CREATE TRIGGER {p}receipts_never_deleted BEFORE DELETE ON {p}receipts BEGIN SELECT RAISE(ABORT, 'fencegate: receipts are never updated or deleted'); END;`,
+` + sqliteReceiptsImmutable,
 	compact: sqliteCompact,
 }
+
+// sqliteReceiptsImmutable (migration 2, again in 5 on the rebuilt table)
+// refuses any change to a receipt.
+const sqliteReceiptsImmutable = `CREATE TRIGGER {p}receipts_never_updated BEFORE UPDATE ON {p}receipts BEGIN SELECT RAISE(ABORT, 'fencegate: receipts are never updated or deleted'); END;
+CREATE TRIGGER {p}receipts_never_deleted BEFORE DELETE ON {p}receipts BEGIN SELECT RAISE(ABORT, 'fencegate: receipts are never updated or deleted'); END;`
+
+// sqliteSegmentChain (migration 4, again in 5) refuses a receipt whose
+// previous segment is missing.
+const sqliteSegmentChain = `CREATE TRIGGER {p}receipts_segment_chain BEFORE INSERT ON {p}receipts WHEN NEW.seq > 1 AND NOT EXISTS (SELECT 1 FROM {p}receipts WHERE resource = NEW.resource AND fence = NEW.fence AND seq = NEW.seq - 1 AND operation_id = NEW.operation_id) BEGIN SELECT RAISE(ABORT, 'fencegate: a receipt needs its previous segment under the same fence and operation'); END;`
 
 // sqliteCompact is SQLite's migration 5. It first proves that every
 // resource's stored fence state is its last receipt's (the CHECK of a
@@ -93,10 +101,9 @@ INSERT INTO {p}receipts_v5 SELECT resource, fence, seq, operation_id, unhex(subs
 DROP TABLE {p}receipts;
 ALTER TABLE {p}receipts_v5 RENAME TO {p}receipts;
 CREATE INDEX {p}receipts_first_by_operation ON {p}receipts (resource, operation_id) WHERE seq < 2;
-CREATE TRIGGER {p}receipts_never_updated BEFORE UPDATE ON {p}receipts BEGIN SELECT RAISE(ABORT, 'fencegate: receipts are never updated or deleted'); END;
-CREATE TRIGGER {p}receipts_never_deleted BEFORE DELETE ON {p}receipts BEGIN SELECT RAISE(ABORT, 'fencegate: receipts are never updated or deleted'); END;
+` + sqliteReceiptsImmutable + `
 CREATE TRIGGER {p}receipts_follow_last BEFORE INSERT ON {p}receipts WHEN EXISTS (SELECT 1 FROM (SELECT fence, seq FROM {p}receipts WHERE resource = NEW.resource ORDER BY fence DESC, seq DESC LIMIT 1) WHERE fence > NEW.fence OR fence = NEW.fence AND seq >= NEW.seq) BEGIN SELECT RAISE(ABORT, 'fencegate: highest fence never decreases: a receipt must follow its resource''s last'); END;
-CREATE TRIGGER {p}receipts_segment_chain BEFORE INSERT ON {p}receipts WHEN NEW.seq > 1 AND NOT EXISTS (SELECT 1 FROM {p}receipts WHERE resource = NEW.resource AND fence = NEW.fence AND seq = NEW.seq - 1 AND operation_id = NEW.operation_id) BEGIN SELECT RAISE(ABORT, 'fencegate: a receipt needs its previous segment under the same fence and operation'); END;
+` + sqliteSegmentChain + `
 DROP TRIGGER {p}fence_never_decreases;
 ALTER TABLE {p}resources DROP COLUMN highest_fence;
 ALTER TABLE {p}resources DROP COLUMN root;

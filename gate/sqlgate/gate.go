@@ -20,7 +20,10 @@
 //
 // PostgreSQL: READ COMMITTED; the fence row is read with SELECT … FOR
 // UPDATE, so applies on one resource serialize and applies on different
-// resources proceed in parallel. SQLite: one writer at a time for the
+// resources proceed in parallel. Run, holding a status proof, locks the
+// row and stores the accept in one statement where the locked state
+// admits it, and keeps it only if gate.Decide agrees (speculate.go): one
+// round trip fewer per accepted write. SQLite: one writer at a time for the
 // whole database; open it with OpenSQLite (WAL, BEGIN IMMEDIATE, busy
 // timeout, a pool of one connection).
 //

@@ -41,8 +41,8 @@ func (g *Gate) speculateLookup(ctx context.Context, tx *sql.Tx, v *gate.Verified
 	args := []any{m.Resource, int64(m.FenceToken), int64(m.SegmentSeq), m.OperationID, v.Root[:], m.PayloadDigest[:],
 		v.GrantDigest[:], acceptedAt(now).UnixMilli(), string(gate.ModeEnforce), int64(v.Grant.PolicyGeneration)}
 	var n int64
-	st, prior, _, err = g.lookupCreating(ctx, tx, m, func() (gate.State, *gate.Receipt, bool, error) {
-		return g.scanLockLookup(ctx, tx, g.stmt.speculate, m, true, args, &n)
+	st, prior, _, err = g.lookupCreating(ctx, tx, m, func() (gate.State, bool, error) {
+		return g.scanLockLookup(ctx, tx, g.stmt.speculate, true, args, &n)
 	})
 	return st, prior, n == 1, err
 }

@@ -27,12 +27,11 @@ const receiptCols = `resource, fence, seq, operation_id, operation_root, payload
 
 func newStatements(g *Gate) statements {
 	d := g.d
-	// lockLookup reads and locks the fence state (Dialect.stateCols) and,
-	// in the same round trip, the receipt for (resource, fence, seq) if
-	// one exists.
-	lockLookup := `SELECT ` + d.stateCols + `,
-  c.fence, c.seq, c.operation_id, c.operation_root, c.payload_digest, c.grant_digest, c.accepted_at_ms, c.mode%s` + d.guardProbe + `
-FROM ` + d.stateFrom + ` LEFT JOIN {p}receipts c ON c.resource = r.resource AND c.fence = $2 AND c.seq = $3
+	// lockLookup reads and locks the fence state (Dialect.stateCols). The
+	// receipt at (resource, fence, seq) is read only when the state says
+	// one can exist (see Gate.lockLookup): most writes are new segments.
+	lockLookup := `SELECT ` + d.stateCols + `%s` + d.guardProbe + `
+FROM ` + d.stateFrom + `
 WHERE r.resource = $1` + d.forUpdate
 	readState := `SELECT ` + d.stateCols + ` FROM ` + d.stateFrom + ` WHERE r.resource = $1`
 	s := statements{
