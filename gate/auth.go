@@ -28,6 +28,14 @@ type Policy struct {
 	// proof's validUntil. Optional, defaults to StatusSkewMaxDefault;
 	// negative values are refused by Check.
 	StatusSkewMax time.Duration
+	// ParsedCacheEntriesMax bounds the cache of parsed grants and the
+	// cache of parsed status statements that Check sets up, each; a hit
+	// skips the parse (never the proof check). Optional, defaults to
+	// ParsedCacheEntriesDefault; negative disables both.
+	ParsedCacheEntriesMax int
+
+	grants   *parsedCache[grant.Grant]
+	statuses *parsedCache[grant.Status]
 }
 
 // Check validates p and fills in defaults.
@@ -40,6 +48,13 @@ func (p *Policy) Check() error {
 	}
 	if p.StatusSkewMax == 0 {
 		p.StatusSkewMax = StatusSkewMaxDefault
+	}
+	if p.ParsedCacheEntriesMax == 0 {
+		p.ParsedCacheEntriesMax = ParsedCacheEntriesDefault
+	}
+	if p.ParsedCacheEntriesMax > 0 && p.grants == nil {
+		p.grants = newParsedCache[grant.Grant](p.ParsedCacheEntriesMax)
+		p.statuses = newParsedCache[grant.Status](p.ParsedCacheEntriesMax)
 	}
 	for _, c := range p.OperationClasses {
 		if err := grant.ValidateOperationClass(c); err != nil {
@@ -74,22 +89,23 @@ func (p *Policy) Authenticate(m *Mutation, caller string) (*Verified, error) {
 		return nil, &Rejection{Outcome: o, Resource: m.Resource, FenceToken: m.FenceToken,
 			SegmentSeq: m.SegmentSeq, Reason: fmt.Sprintf(format, args...), Cause: cause}
 	}
-	g, err := grant.ParseGrant(m.Grant)
+	// ParseGrant accepts only canonical bytes (Encode(Parse(b)) == b), so
+	// hashing what was received equals g.Digest() without re-encoding, and
+	// keys the cache of earlier parses.
+	gd := grant.Digest(sha256.Sum256(m.Grant))
+	g, err := p.grants.parse(gd, m.Grant, grant.ParseGrant)
 	if err != nil {
 		return rej(BadProof, err, "grant does not parse: %v", err)
 	}
-	// ParseGrant accepts only canonical bytes (Encode(Parse(b)) == b), so
-	// hashing what was received equals g.Digest() without re-encoding.
-	gd := grant.Digest(sha256.Sum256(m.Grant))
 	if err := p.Verifier.VerifyDigest(grant.SchemaGrant, gd, g.IssuerEpoch, m.GrantProof); err != nil {
 		return rej(proofOutcome(err), err, "grant proof: %v", err)
 	}
 	var st *grant.Status
 	if len(m.Status) > 0 {
-		if st, err = grant.ParseStatus(m.Status); err != nil {
+		sd := grant.Digest(sha256.Sum256(m.Status)) // canonical, as for the grant
+		if st, err = p.statuses.parse(sd, m.Status, grant.ParseStatus); err != nil {
 			return rej(BadProof, err, "status does not parse: %v", err)
 		}
-		sd := grant.Digest(sha256.Sum256(m.Status)) // canonical, as for the grant
 		if err := p.Verifier.VerifyDigest(grant.SchemaStatus, sd, st.IssuerEpoch, m.StatusProof); err != nil {
 			return rej(proofOutcome(err), err, "status proof: %v", err)
 		}
