@@ -1,6 +1,7 @@
 // This file counts the SQLite pages a write appends to the WAL (each is a
 // frame: two write syscalls, and an fsync's worth of data under FULL), for
-// the plain write and the fenced write on the same schema. Unlike a
+// the plain write and the fenced write on the same schema, and for the
+// fenced write to a table the coverage guard protects. Unlike a
 // timing, the count does not depend on the machine's load: it is the
 // number the gate's storage layout decides.
 package sqlgate_test
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/gate/sqlgate"
 )
 
@@ -19,8 +21,8 @@ import (
 const walFrameBytes = 24 + 4096
 
 func BenchmarkWALFrames(b *testing.B) {
-	for _, fenced := range []bool{false, true} {
-		name := map[bool]string{false: "plain", true: "fenced"}[fenced]
+	for _, name := range []string{"plain", "fenced", "fenced-guarded"} {
+		fenced := name != "plain"
 		b.Run(name, func(b *testing.B) {
 			path := filepath.Join(b.TempDir(), "frames.db")
 			be := backend{"sqlite", sqlgate.SQLite, func(t testing.TB) *sql.DB {
@@ -36,6 +38,11 @@ func BenchmarkWALFrames(b *testing.B) {
 				return db
 			}}
 			e := newEnv(b, be, nil)
+			if name == "fenced-guarded" { // the coverage guard on the ledger
+				if err := e.g.Protect(e.ctx, e.db, "ledger", gate.ModeEnforce, "bench"); err != nil {
+					b.Fatal(err)
+				}
+			}
 			ms := segments(e, b.N)
 			e.exec("PRAGMA wal_checkpoint(TRUNCATE)")
 			b.ResetTimer()
