@@ -1,7 +1,9 @@
 // This file proves that receipts and fence state written before schema
 // version 3 (when an accept took three statements) stay valid after the
-// upgrade to the one-statement accept: the next segment is accepted, the
-// old receipt still answers a replay and an operation query; and that
+// upgrade to the one-statement accept and to schema 5's compact layout:
+// the state (last grant included) carries over, the next segment is
+// accepted, the old receipt still answers a replay and an operation
+// query; and that
 // skipping the guard marker where no table is protected never lets an
 // ungated write into a table protected later.
 package sqlgate_test
@@ -57,6 +59,12 @@ VALUES ($1, $2, 5, $3, 'op-a', 1, $4, $5, $6, 'enforce', 'ACCEPTED')`,
 	}
 	if err := g.Migrate(ctx, db); err != nil {
 		t.Fatal(err)
+	}
+	// Schema 5 carries the last accepted grant (SQLite: the last receipt's;
+	// PostgreSQL: copied into the resource row), which regression
+	// detection at an equal fence compares against.
+	if st, err := g.State(ctx, db, r); err != nil || st.GrantDigest != g1.Digest() || st.HighestFence != 5 || st.LastSegmentSeq != 1 {
+		t.Fatalf("state after migrating: %+v, %v", st, err)
 	}
 	noop := func(context.Context, *sql.Tx) error { return nil }
 	if _, err := g.Run(ctx, db, owner, iss.Mutation(wr(r, 5, "op-a"), 2, "p2"), noop); err != nil {
