@@ -3,9 +3,8 @@
 // upgrade to the one-statement accept and to schema 5's compact layout:
 // the state (last grant included) carries over, the next segment is
 // accepted, the old receipt still answers a replay and an operation
-// query; and that
-// skipping the guard marker where no table is protected never lets an
-// ungated write into a table protected later.
+// query; and that skipping the guard marker where no table is protected
+// never lets an ungated write into a table protected later.
 package sqlgate_test
 
 import (
