@@ -3,8 +3,6 @@ package sqlgate
 import (
 	"context"
 	"database/sql"
-	"errors"
-	"fmt"
 
 	"github.com/fencegate/fencegate/gate"
 )
@@ -39,15 +37,14 @@ func (g *Gate) lockLookup(ctx context.Context, tx *sql.Tx, m *gate.Mutation, mar
 // again if the row is missing, and reads the receipt at (resource, fence,
 // seq) when the locked state says one can exist.
 func (g *Gate) lookupCreating(ctx context.Context, tx *sql.Tx, m *gate.Mutation, lookup func() (gate.State, bool, error)) (gate.State, *gate.Receipt, bool, error) {
-	st, guarded, err := lookup()
-	if errors.Is(err, sql.ErrNoRows) {
-		if _, err := g.exec(ctx, tx, g.stmt.ensureState, m.Resource, string(g.mode)); err != nil {
-			return st, nil, true, fmt.Errorf("sqlgate: create fence row: %w", err)
-		}
+	var st gate.State
+	guarded := true
+	err := g.creatingRow(ctx, tx, m.Resource, g.mode, func() (err error) {
 		st, guarded, err = lookup()
-	}
+		return err
+	})
 	if err != nil {
-		return st, nil, true, fmt.Errorf("sqlgate: lock fence row: %w", err)
+		return st, nil, true, err
 	}
 	var prior *gate.Receipt
 	if m.FenceToken < st.HighestFence || m.FenceToken == st.HighestFence && m.SegmentSeq <= st.LastSegmentSeq {

@@ -65,25 +65,30 @@ WHERE r.resource = $1` + d.forUpdate
 	return s
 }
 
-// lockState reads the resource's fence state with its row locked,
-// creating the row (in the gate's default mode) on first sight.
-func (g *Gate) lockState(ctx context.Context, tx DBTX, resource string) (gate.State, error) {
-	return g.lockStateCreating(ctx, tx, resource, g.mode)
+// lockStateCreating reads the resource's fence state with its row
+// locked, creating the row in mode on first sight.
+func (g *Gate) lockStateCreating(ctx context.Context, tx *sql.Tx, resource string, mode gate.Mode) (st gate.State, err error) {
+	err = g.creatingRow(ctx, tx, resource, mode, func() (err error) {
+		st, err = g.scanState(ctx, tx, g.stmt.lockState, resource)
+		return err
+	})
+	return st, err
 }
 
-// lockStateCreating is lockState creating a missing row in mode.
-func (g *Gate) lockStateCreating(ctx context.Context, tx DBTX, resource string, mode gate.Mode) (gate.State, error) {
-	st, err := g.scanState(ctx, tx, g.stmt.lockState, resource)
+// creatingRow runs read and, if the resource has no fence row yet,
+// creates it in mode and runs read again.
+func (g *Gate) creatingRow(ctx context.Context, tx *sql.Tx, resource string, mode gate.Mode, read func() error) error {
+	err := read()
 	if errors.Is(err, sql.ErrNoRows) {
-		if _, err := tx.ExecContext(ctx, g.stmt.ensureState, resource, string(mode)); err != nil {
-			return st, fmt.Errorf("sqlgate: create fence row: %w", err)
+		if _, err := g.exec(ctx, tx, g.stmt.ensureState, resource, string(mode)); err != nil {
+			return fmt.Errorf("sqlgate: create fence row: %w", err)
 		}
-		st, err = g.scanState(ctx, tx, g.stmt.lockState, resource)
+		err = read()
 	}
 	if err != nil {
-		return st, fmt.Errorf("sqlgate: lock fence row: %w", err)
+		return fmt.Errorf("sqlgate: lock fence row: %w", err)
 	}
-	return st, nil
+	return nil
 }
 
 func (g *Gate) scanState(ctx context.Context, tx DBTX, query, resource string) (gate.State, error) {
