@@ -69,32 +69,9 @@ func (k *worker) call(kind msgKind, do func(g *grant.Grant) (registry.Issued, er
 // renew sends a renewal (or, with statusOnly, a status query) from
 // RENEWING, as the client's Lease does.
 func (k *worker) renew(statusOnly bool) {
-	k.call(msgRenew, func(g *grant.Grant) (registry.Issued, error) {
-		if statusOnly {
-			return k.w.reg.Status(context.Background(), g)
-		}
-		return k.w.reg.Renew(context.Background(), k.name, g.Resource, g.Lease)
-	}, func(sent time.Time, is registry.Issued, err error) {
-		if k.m.State() != client.StateRenewing {
-			return
-		}
-		switch held, refused := k.judge(is, err); {
-		case held:
-			k.step(client.EvRenewOK)
-			k.confirm(is, sent, statusOnly)
-			k.writeNext()
-		case refused:
-			k.step(client.EvRenewRefused)
-			k.lost(k.is.Grant)
-		default:
-			k.step(client.EvRenewLost)
-			k.query()
-		}
-	}, func() {
-		if k.m.State() == client.StateRenewing {
-			k.step(client.EvRenewLost)
-			k.query()
-		}
+	k.renewFrom(client.StateRenewing, statusOnly, client.EvRenewOK, client.EvRenewRefused, func() {
+		k.step(client.EvRenewLost)
+		k.query()
 	})
 }
 
@@ -104,31 +81,41 @@ func (k *worker) query() {
 	if k.m.State() != client.StateUnknown {
 		return
 	}
-	unavailable := func() {
+	k.renewFrom(client.StateUnknown, false, client.EvQueryHeld, client.EvQueryExpired, func() {
 		k.step(client.EvQueryUnavailable)
 		k.sched.QueryAt = k.localNow().Add(clientOptions.QueryInterval)
 		k.tick()
-	}
+	})
+}
+
+// renewFrom sends a renewal (a status query with statusOnly) from state
+// from and reads its answer only while the machine is still there: HELD
+// steps held and confirms, a refusal steps refused and ends the lease,
+// anything else (no answer, an error that settles nothing) runs neither.
+func (k *worker) renewFrom(from client.State, statusOnly bool, held, refused client.Event, neither func()) {
 	k.call(msgRenew, func(g *grant.Grant) (registry.Issued, error) {
+		if statusOnly {
+			return k.w.reg.Status(context.Background(), g)
+		}
 		return k.w.reg.Renew(context.Background(), k.name, g.Resource, g.Lease)
 	}, func(sent time.Time, is registry.Issued, err error) {
-		if k.m.State() != client.StateUnknown {
+		if k.m.State() != from {
 			return
 		}
-		switch held, refused := k.judge(is, err); {
-		case held:
-			k.step(client.EvQueryHeld)
-			k.confirm(is, sent, false)
+		switch isHeld, isRefused := k.judge(is, err); {
+		case isHeld:
+			k.step(held)
+			k.confirm(is, sent, statusOnly)
 			k.writeNext()
-		case refused:
-			k.step(client.EvQueryExpired)
+		case isRefused:
+			k.step(refused)
 			k.lost(k.is.Grant)
 		default:
-			unavailable()
+			neither()
 		}
 	}, func() {
-		if k.m.State() == client.StateUnknown {
-			unavailable()
+		if k.m.State() == from {
+			neither()
 		}
 	})
 }
