@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -385,7 +386,39 @@ func (d *demo) spawn(ctx context.Context, name string, stdin bool, args ...strin
 }
 
 // waitLine waits for a stdout line matching re and returns its first group.
-func (c *child) waitLine(ctx context.Context, re *regexp.Regexp, timeout time.Duration) (string, error) {
+func (c *child) waitLine(ctx context.Context, re *regexp.Regexp, timeout time.Duration) (group string, err error) {
+	err = c.waitFor(ctx, timeout, "its ready line", func(l string) (bool, error) {
+		m := re.FindStringSubmatch(l)
+		if m != nil {
+			group = m[1]
+		}
+		return m != nil, nil
+	})
+	return group, err
+}
+
+// waitEvent prints the worker's events on the timeline until one of the
+// given kinds arrives, and returns it.
+func (c *child) waitEvent(ctx context.Context, kinds ...string) (e ledger.Event, err error) {
+	err = c.waitFor(ctx, demoStepTimeout, fmt.Sprint("an event ", kinds), func(l string) (bool, error) {
+		e = ledger.Event{}
+		if err := json.Unmarshal([]byte(l), &e); err != nil {
+			c.d.say(c.name, l)
+			return false, nil
+		}
+		c.d.say(c.name, e.Msg)
+		if e.Kind == "failed" {
+			return true, fmt.Errorf("%s failed: %s", c.name, e.Msg)
+		}
+		return slices.Contains(kinds, e.Kind), nil
+	})
+	return e, err
+}
+
+// waitFor feeds the child's stdout lines to match until it reports done,
+// the child exits, timeout passes or ctx ends; what names the awaited
+// line in errors.
+func (c *child) waitFor(ctx context.Context, timeout time.Duration, what string, match func(line string) (done bool, err error)) error {
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	for {
@@ -393,49 +426,15 @@ func (c *child) waitLine(ctx context.Context, re *regexp.Regexp, timeout time.Du
 		case l, ok := <-c.lines:
 			if !ok {
 				<-c.exited
-				return "", fmt.Errorf("%s exited (%v) before it was ready:\n%s", c.name, c.err, c.stderr)
+				return fmt.Errorf("%s exited (%v) before %s:\n%s", c.name, c.err, what, c.stderr)
 			}
-			if m := re.FindStringSubmatch(l); m != nil {
-				return m[1], nil
-			}
-		case <-t.C:
-			return "", fmt.Errorf("%s not ready after %s:\n%s", c.name, timeout, c.stderr)
-		case <-ctx.Done():
-			return "", ctx.Err()
-		}
-	}
-}
-
-// waitEvent prints the worker's events on the timeline until one of the
-// given kinds arrives, and returns it.
-func (c *child) waitEvent(ctx context.Context, kinds ...string) (ledger.Event, error) {
-	t := time.NewTimer(demoStepTimeout)
-	defer t.Stop()
-	for {
-		select {
-		case l, ok := <-c.lines:
-			if !ok {
-				<-c.exited
-				return ledger.Event{}, fmt.Errorf("%s exited (%v) before %v:\n%s", c.name, c.err, kinds, c.stderr)
-			}
-			var e ledger.Event
-			if err := json.Unmarshal([]byte(l), &e); err != nil {
-				c.d.say(c.name, l)
-				continue
-			}
-			c.d.say(c.name, e.Msg)
-			if e.Kind == "failed" {
-				return e, fmt.Errorf("%s failed: %s", c.name, e.Msg)
-			}
-			for _, k := range kinds {
-				if e.Kind == k {
-					return e, nil
-				}
+			if done, err := match(l); done || err != nil {
+				return err
 			}
 		case <-t.C:
-			return ledger.Event{}, fmt.Errorf("%s: no %v after %s:\n%s", c.name, kinds, demoStepTimeout, c.stderr)
+			return fmt.Errorf("%s: no %s after %s:\n%s", c.name, what, timeout, c.stderr)
 		case <-ctx.Done():
-			return ledger.Event{}, ctx.Err()
+			return ctx.Err()
 		}
 	}
 }
