@@ -7,35 +7,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/internal/fakeclock"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/memstore"
 )
-
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2026, 7, 19, 10, 0, 0, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
 
 const epoch = 7
 
@@ -56,7 +35,7 @@ func testKey(t testing.TB) (*grant.SigningKey, *grant.Verifier) {
 
 type env struct {
 	t      testing.TB
-	clock  *fakeClock
+	clock  *fakeclock.Clock
 	store  *memstore.Store
 	reg    *registry.Registry
 	verify *grant.Verifier
@@ -71,7 +50,7 @@ func newEnv(t testing.TB, mutate func(*registry.Config)) *env {
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	e := &env{t: t, clock: newFakeClock(), store: memstore.New(), verify: v, ctx: context.Background()}
+	e := &env{t: t, clock: fakeclock.New(time.Date(2026, 7, 19, 10, 0, 0, 0, time.UTC)), store: memstore.New(), verify: v, ctx: context.Background()}
 	reg, err := registry.New(e.store, cfg, e.clock, k)
 	if err != nil {
 		t.Fatal(err)

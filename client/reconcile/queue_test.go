@@ -7,22 +7,14 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/fencegate/fencegate/client/reconcile"
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/internal/fakeclock"
 	"github.com/prometheus/client_golang/prometheus"
 )
-
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time          { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *clock) Advance(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.now = c.now.Add(d) }
 
 func item(op string, seq uint64) reconcile.Item {
 	return reconcile.Item{Resource: "invoice-batch/1", OperationID: op, FenceToken: 3, SegmentSeq: seq,
@@ -31,7 +23,7 @@ func item(op string, seq uint64) reconcile.Item {
 
 func TestQueueDurableIdempotentBoundedAlarmed(t *testing.T) {
 	ctx := context.Background()
-	c := &clock{now: time.Date(2026, 7, 19, 10, 0, 0, 0, time.UTC)}
+	c := fakeclock.New(time.Date(2026, 7, 19, 10, 0, 0, 0, time.UTC))
 	path := filepath.Join(t.TempDir(), "q.db")
 	var alarms []reconcile.Item
 	opts := reconcile.Options{Clock: c, ItemsMax: 2, OnAlarm: func(it reconcile.Item) { alarms = append(alarms, it) }}
@@ -107,7 +99,7 @@ func TestQueueDurableIdempotentBoundedAlarmed(t *testing.T) {
 
 func TestDeadlineCountsFromWhenTheOutcomeBecameUnknown(t *testing.T) {
 	ctx := context.Background()
-	c := &clock{now: time.Date(2026, 7, 19, 10, 0, 0, 0, time.UTC)}
+	c := fakeclock.New(time.Date(2026, 7, 19, 10, 0, 0, 0, time.UTC))
 	q, err := reconcile.Open(ctx, filepath.Join(t.TempDir(), "q.db"), reconcile.Options{Clock: c})
 	if err != nil {
 		t.Fatal(err)

@@ -8,13 +8,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/gate/gatetest"
 	"github.com/fencegate/fencegate/gate/sqlgate"
+	"github.com/fencegate/fencegate/internal/fakeclock"
 	"github.com/fencegate/fencegate/internal/pgtest"
 )
 
@@ -49,19 +49,6 @@ var postgresBackend = backend{"postgres", sqlgate.Postgres, func(t testing.TB) *
 func TestSQLite(t *testing.T)   { runSuite(t, sqliteBackend) }
 func TestPostgres(t *testing.T) { runSuite(t, postgresBackend) }
 
-// fakeClock is the gate's injected clock.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 // env is one suite test's database, gate and issuer.
 type env struct {
 	t     testing.TB
@@ -69,7 +56,7 @@ type env struct {
 	db    *sql.DB
 	g     *sqlgate.Gate
 	iss   *gatetest.Issuer
-	clock *fakeClock
+	clock *fakeclock.Clock
 }
 
 const ledgerDDL = `CREATE TABLE ledger (id %s, resource TEXT NOT NULL, fence BIGINT NOT NULL, seq BIGINT NOT NULL, payload TEXT NOT NULL)`
@@ -78,7 +65,7 @@ func newEnv(t testing.TB, b backend, querier gate.StatusQuerier) *env {
 	t.Helper()
 	iss := gatetest.NewIssuer("main")
 	iss.RevokeBelow(4)
-	clock := &fakeClock{t: iss.Now.Add(time.Second)}
+	clock := fakeclock.New(iss.Now.Add(time.Second))
 	g, err := sqlgate.New(sqlgate.Config{Dialect: b.dialect, Policy: gate.Policy{Verifier: iss.Verifier}, Querier: querier, Clock: clock})
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/fencegate/fencegate/gate/gatetest"
 	"github.com/fencegate/fencegate/gate/sqlgate"
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/internal/fakeclock"
 )
 
 func testBusinessFailure(t *testing.T, b backend) {
@@ -261,7 +262,7 @@ func testQuerier(t *testing.T, b backend) {
 // change to a receipt.
 func testUpgrade(t *testing.T, b backend) {
 	iss := gatetest.NewIssuer("main")
-	g, err := sqlgate.New(sqlgate.Config{Dialect: b.dialect, Policy: gate.Policy{Verifier: iss.Verifier}, Clock: &fakeClock{t: iss.Now}})
+	g, err := sqlgate.New(sqlgate.Config{Dialect: b.dialect, Policy: gate.Policy{Verifier: iss.Verifier}, Clock: fakeclock.New(iss.Now)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,11 +19,12 @@ import (
 	"github.com/fencegate/fencegate/gate/gatetest"
 	"github.com/fencegate/fencegate/gate/sqlgate"
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/internal/fakeclock"
 )
 
 func testUpgradeToOneStatementAccept(t *testing.T, b backend) {
 	iss := gatetest.NewIssuer("main")
-	clock := &fakeClock{t: iss.Now.Add(time.Second)}
+	clock := fakeclock.New(iss.Now.Add(time.Second))
 	g, err := sqlgate.New(sqlgate.Config{Dialect: b.dialect, Policy: gate.Policy{Verifier: iss.Verifier}, Clock: clock})
 	if err != nil {
 		t.Fatal(err)

@@ -7,32 +7,14 @@ import (
 	"context"
 	"crypto/rand"
 	"net/http/httptest"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/internal/fakeclock"
 	"github.com/fencegate/fencegate/registry"
 )
-
-// fakeClock is the registry's clock in these tests: it moves only when told.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
 
 // countingStore counts calls, to show a refused request never reached it.
 type countingStore struct {
@@ -64,7 +46,7 @@ type harness struct {
 	reg      *registry.Registry
 	server   *Server
 	metrics  *Metrics
-	clock    *fakeClock
+	clock    *fakeclock.Clock
 	key      *grant.SigningKey
 	verifier *grant.Verifier
 	alice    *Client
@@ -78,7 +60,7 @@ func newHarness(t *testing.T) *harness { return newHarnessWith(t, nil) }
 // newHarnessWith lets a test change the registry's config (epoch 1).
 func newHarnessWith(t *testing.T, tune func(*registry.Config)) *harness {
 	t.Helper()
-	h := &harness{t: t, clock: &fakeClock{now: time.Date(2026, 7, 19, 10, 0, 0, 0, time.UTC)}}
+	h := &harness{t: t, clock: fakeclock.New(time.Date(2026, 7, 19, 10, 0, 0, 0, time.UTC))}
 	key, err := grant.GenerateKey(grant.AlgEd25519, "test-key", rand.Reader)
 	if err != nil {
 		t.Fatal(err)
