@@ -107,9 +107,9 @@ func (g *Gate) apply(ctx context.Context, tx *sql.Tx, caller string, m *gate.Mut
 	if !stored {
 		in.Now = g.clock.Now()
 	}
-	d := gate.Decide(in)
+	d := g.decide(ctx, in)
 	if stored {
-		if d, err = g.keepSpeculation(in, d); err != nil {
+		if d, err = g.keepSpeculation(ctx, in, d); err != nil {
 			return d, err
 		}
 	}
@@ -135,8 +135,21 @@ func (g *Gate) evidence(ctx context.Context, v *gate.Verified) gate.StatusEviden
 	if g.querier == nil {
 		return gate.StatusEvidence{Source: gate.StatusAbsent}
 	}
-	ctx, cancel := context.WithTimeout(ctx, g.queryMax)
-	defer cancel()
-	state, epoch, err := g.querier.QueryStatus(ctx, v.GrantDigest)
-	return gate.EvidenceFromQuery(state, epoch, err, g.pol.Verifier.Bundle().File().RevokedBelowEpoch)
+	return g.query(ctx, v)
+}
+
+func (g *Gate) query(ctx context.Context, v *gate.Verified) gate.StatusEvidence {
+	return gate.QueryEvidence(ctx, g.querier, g.queryMax, v.Grant, g.pol.Verifier.Bundle().File().RevokedBelowEpoch)
+}
+
+// decide is gate.Decide, settled by the registry's word when the decision
+// asks for it and the gate has a querier (asked with the row locked).
+func (g *Gate) decide(ctx context.Context, in gate.Input) gate.Decision {
+	d := gate.Decide(in)
+	if d.Confirm && g.querier != nil {
+		ev := g.query(ctx, in.Verified)
+		in.Confirm = &ev
+		d = gate.Decide(in)
+	}
+	return d
 }
