@@ -39,6 +39,7 @@ func TestHappyPathRenewsAndReleases(t *testing.T) {
 	if _, err := l.Envelope(1, gatetest.Payload("x")); err != nil {
 		t.Fatalf("envelope while held: %v", err)
 	}
+	l.Settle(1) // never sent: nothing for Release to drain
 	if err := l.Release(f.Ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -84,6 +84,7 @@ func TestHTTPHappyPathAndLostAcquireAnswer(t *testing.T) {
 	if _, err := l.Envelope(1, gatetest.Payload("x")); err != nil {
 		t.Fatal(err)
 	}
+	l.Settle(1) // never sent
 	if err := l.Release(context.Background()); err != nil || l.State() != client.StateReleased {
 		t.Fatalf("release: %v, %s", err, l.State())
 	}
