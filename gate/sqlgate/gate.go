@@ -94,6 +94,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/gate"
 )
 
@@ -104,13 +105,9 @@ const PrefixDefault = "fencegate_"
 // Config.StatusQueryTimeout is zero (gate.QueryTimeoutDefault).
 const StatusQueryTimeoutDefault = gate.QueryTimeoutDefault
 
-// Clock is the gate's time source. Production uses the system clock;
-// tests and the simulator inject one.
-type Clock interface{ Now() time.Time }
-
-type systemClock struct{}
-
-func (systemClock) Now() time.Time { return time.Now() }
+// Clock is the gate's time source (the module's one clock interface).
+// Production uses the system clock; tests and the simulator inject one.
+type Clock = clock.Clock
 
 // Config configures a Gate.
 type Config struct {
@@ -165,7 +162,7 @@ func New(cfg Config) (*Gate, error) {
 	g := &Gate{d: cfg.Dialect, pol: cfg.Policy, querying: gate.Querying{Querier: cfg.Querier, Timeout: cfg.StatusQueryTimeout},
 		clock: cfg.Clock, prefix: cfg.Prefix, mode: cfg.DefaultMode}
 	if g.clock == nil {
-		g.clock = systemClock{}
+		g.clock = clock.System{}
 	}
 	if g.prefix == "" {
 		g.prefix = PrefixDefault
