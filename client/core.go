@@ -44,13 +44,13 @@ type CallKind int
 
 // The calls. CallNone means "nothing now".
 const (
-	CallNone    CallKind = iota
-	CallRenew            // Transport.Renew: renew the lease (also a fresh proof)
-	CallRefresh          // Transport.Status: only the status proof needs refreshing
-	CallQuery            // Transport.Renew while OWNERSHIP_UNKNOWN: its answer settles the state
-	CallRelease          // Transport.Release
-	CallAcquire          // Transport.Acquire (AcquireCore)
-	CallQueryRequest     // Transport.QueryRequest: the grant of a request whose answer was lost (AcquireCore)
+	CallNone         CallKind = iota
+	CallRenew                 // Transport.Renew: renew the lease (also a fresh proof)
+	CallRefresh               // Transport.Status: only the status proof needs refreshing
+	CallQuery                 // Transport.Renew while OWNERSHIP_UNKNOWN: its answer settles the state
+	CallRelease               // Transport.Release
+	CallAcquire               // Transport.Acquire (AcquireCore)
+	CallQueryRequest          // Transport.QueryRequest: the grant of a request whose answer was lost (AcquireCore)
 )
 
 var callNames = [...]string{"none", "renew", "refresh", "query", "release", "acquire", "query-request"}
@@ -120,7 +120,9 @@ func (c *LeaseCore) Transitions() []Transition {
 	return t
 }
 
-func (c *LeaseCore) ttl() time.Duration { return time.Duration(c.issued.Grant.TTLMs) * time.Millisecond }
+func (c *LeaseCore) ttl() time.Duration {
+	return time.Duration(c.issued.Grant.TTLMs) * time.Millisecond
+}
 
 // callTimeout is CallTimeout, but at most a quarter of the TTL, so that a
 // short lease learns of a lost renewal well before its deadline.

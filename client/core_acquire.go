@@ -58,7 +58,9 @@ func (a *AcquireCore) ReusableAt() time.Time {
 
 // Done reports whether the acquire has a final answer: the grant, HELD,
 // or the error that ends it (a definite refusal, or ErrBadAnswer).
-func (a *AcquireCore) Done() (done bool, is registry.Issued, err error) { return a.done, a.issued, a.err }
+func (a *AcquireCore) Done() (done bool, is registry.Issued, err error) {
+	return a.done, a.issued, a.err
+}
 
 // Transitions returns and forgets the REQUESTED transitions since the
 // last call.
