@@ -46,11 +46,17 @@ func (c *LeaseCore) Envelope(now time.Time, segmentSeq uint64, payload grant.Dig
 	return m, nil
 }
 
-// Settle records that the resource answered segment segmentSeq (any
-// definite answer: accepted, replayed or rejected), so Release need not
-// wait for its proof. A write whose answer was lost must not be settled:
-// a copy of it may still be accepted until its proof lapses.
-func (c *LeaseCore) Settle(segmentSeq uint64) { delete(c.unsettled, segmentSeq) }
+// Settle records the resource's answer to segment segmentSeq. A final
+// answer (gate.Outcome.Final: accepted, replayed, or a rejection no copy
+// can ever escape) settles it, so Release need not wait for its proof; a
+// non-final one (SEGMENT_GAP, RESOURCE_PAUSED, NOT_HELD) leaves it
+// unsettled, because a copy still in the network could be accepted later.
+// A write whose answer was lost must not be settled at all.
+func (c *LeaseCore) Settle(segmentSeq uint64, answer gate.Outcome) {
+	if answer.Final() {
+		delete(c.unsettled, segmentSeq)
+	}
+}
 
 // Unsettled returns how many envelopes await an answer.
 func (c *LeaseCore) Unsettled() int { return len(c.unsettled) }

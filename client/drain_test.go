@@ -16,6 +16,7 @@ import (
 
 	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/client/clienttest"
+	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/gate/gatetest"
 	"github.com/fencegate/fencegate/grant"
 )
@@ -105,11 +106,12 @@ func TestReleaseDrainsAnUnsettledEnvelope(t *testing.T) {
 func TestReleaseWithSettledEnvelopesIsImmediate(t *testing.T) {
 	for _, c := range []struct {
 		name    string
-		settle  bool
+		settle  gate.Outcome // "" leaves the envelope unsettled
 		release func(*client.Lease) func(context.Context) error
 	}{
-		{"settled", true, func(l *client.Lease) func(context.Context) error { return l.Release }},
-		{"no drain", false, func(l *client.Lease) func(context.Context) error { return l.ReleaseNoDrain }},
+		{"settled accepted", gate.Accepted, func(l *client.Lease) func(context.Context) error { return l.Release }},
+		{"settled stale", gate.StaleOwner, func(l *client.Lease) func(context.Context) error { return l.Release }},
+		{"no drain", "", func(l *client.Lease) func(context.Context) error { return l.ReleaseNoDrain }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -118,8 +120,8 @@ func TestReleaseWithSettledEnvelopesIsImmediate(t *testing.T) {
 				if _, err := l.Envelope(1, gatetest.Payload("a1")); err != nil {
 					t.Fatal(err)
 				}
-				if c.settle {
-					l.Settle(1)
+				if c.settle != "" {
+					l.Settle(1, c.settle)
 				}
 				start := time.Now()
 				if err := <-releaseIn(c.release(l)); err != nil {
@@ -134,6 +136,31 @@ func TestReleaseWithSettledEnvelopesIsImmediate(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestNonFinalAnswerStillDrains: a SEGMENT_GAP answer does not settle
+// the envelope (the missing segment may arrive and a copy of this one be
+// accepted after it), so Release still waits for its proof.
+func TestNonFinalAnswerStillDrains(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newDrainWorld(t)
+		l := w.acquire()
+		if _, err := l.Envelope(2, gatetest.Payload("a2")); err != nil {
+			t.Fatal(err)
+		}
+		l.Settle(2, gate.SegmentGap)
+		until := l.DrainUntil()
+		if until.IsZero() {
+			t.Fatal("a SEGMENT_GAP answer settled the envelope")
+		}
+		start := time.Now()
+		if err := <-releaseIn(l.Release); err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().Before(until) {
+			t.Fatalf("released after %s, before the drain ended at %s", time.Since(start), until)
+		}
+	})
 }
 
 // TestNoDrainFreesTheLeaseWhileTheProofIsFresh is the negative control:

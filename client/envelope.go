@@ -21,9 +21,9 @@ import (
 // client's now, not by the background loop: a process that resumes after
 // a pause past its TTL is refused before the loop has noticed.
 //
-// The envelope counts as unsettled until Settle(segmentSeq): Release
-// waits for an unsettled envelope's proof to lapse before it frees the
-// lease. Settle as soon as the resource answers.
+// The envelope counts as unsettled until Settle with a final answer:
+// Release waits for an unsettled envelope's proof to lapse before it
+// frees the lease. Settle as soon as the resource answers.
 //
 // The envelope is self-contained and may be handed to an asynchronous
 // worker of the same workload identity (a queue, another goroutine); the
@@ -40,13 +40,16 @@ func (l *Lease) Envelope(segmentSeq uint64, payload grant.Digest) (gate.Mutation
 	return m, err
 }
 
-// Settle records that the resource answered segment segmentSeq of this
-// lease's operation (ACCEPTED, REPLAYED or any rejection): Release need
-// not wait for its proof. Never settle a write whose answer was lost.
-func (l *Lease) Settle(segmentSeq uint64) {
+// Settle records the resource's answer to segment segmentSeq of this
+// lease's operation (gate.OutcomeOf of what the resource returned): a
+// final answer lets Release skip the wait for its proof; a non-final one
+// (SEGMENT_GAP, RESOURCE_PAUSED, NOT_HELD) does not, because a copy still
+// in the network could be accepted later. Never settle a write whose
+// answer was lost.
+func (l *Lease) Settle(segmentSeq uint64, answer gate.Outcome) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.core.Settle(segmentSeq)
+	l.core.Settle(segmentSeq, answer)
 }
 
 // Refresh replaces m's status proof with a fresh one from the registry,

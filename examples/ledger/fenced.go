@@ -56,11 +56,11 @@ func (w *worker) send(ctx context.Context, l *client.Lease, m *gate.Mutation, en
 	r, err := w.cfg.Ledger.Write(ctx, m, entries)
 	switch {
 	case gate.IsSuccess(err):
-		l.Settle(m.SegmentSeq) // answered: Release need not wait for its proof
+		l.Settle(m.SegmentSeq, gate.OutcomeOf(err)) // answered: Release need not wait for its proof
 		w.accepted(r, gate.OutcomeOf(err))
 		return nil
 	case !errors.Is(err, ErrMutationUnknown):
-		l.Settle(m.SegmentSeq)
+		l.Settle(m.SegmentSeq, gate.OutcomeOf(err)) // a non-final rejection stays unsettled
 		var rej *gate.Rejection
 		if errors.As(err, &rej) {
 			w.emit(Event{Kind: "rejected", Fence: m.FenceToken, Outcome: string(rej.Outcome), Reason: rej.Reason,
@@ -74,7 +74,7 @@ func (w *worker) send(ctx context.Context, l *client.Lease, m *gate.Mutation, en
 	if err := w.resolve(ctx, l, m, entries); err != nil {
 		return err
 	}
-	l.Settle(m.SegmentSeq) // resolved: a late copy is REPLAYED or STALE_OWNER
+	l.Settle(m.SegmentSeq, gate.Accepted) // resolved: a late copy is REPLAYED or STALE_OWNER
 	return nil
 }
 
