@@ -133,7 +133,7 @@ type Rejection struct {
 	// FENCE_REGRESSION (the resource is paused in enforce mode) or
 	// REGRESSION_SUSPECTED (a STALE_OWNER that may be a regression).
 	Alarm AlarmKind
-	Cause    error // underlying error (e.g. a grant sentinel), may be nil
+	Cause error // underlying error (e.g. a grant sentinel), may be nil
 }
 
 func (r *Rejection) Error() string {
