@@ -128,8 +128,10 @@ func decideAcquire(rec *Record, own *RequestEntry, set Settings, in acquireInput
 		}
 		next.Waiters = append(next.Waiters, in.ticket(digest, now))
 		changed = true
-	case next.Waiters[idx].DeadlineMs != in.deadlineMs:
-		next.Waiters[idx].DeadlineMs = in.deadlineMs // a retry of the same request moves its deadline, not its place
+	case next.Waiters[idx].DeadlineMs < in.deadlineMs:
+		// A retry of the same request moves its deadline (later only, so
+		// two calls of one request never undo each other), not its place.
+		next.Waiters[idx].DeadlineMs = in.deadlineMs
 		next.Waiters[idx].SeenMs = now
 		changed = true
 	case stampDue(next, idx, now, cfg):

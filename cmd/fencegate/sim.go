@@ -45,7 +45,8 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	seed := fs.Uint64("seed", 0, "run seed (default: random, printed)")
 	faults := fs.String("faults", "all", "faults to inject: all, none, or a comma-separated list of NAME or NAME=RATE")
 	unsafe := fs.Bool("unsafe", false, "negative control: lease-only protection, no fence check at the resource")
-	broken := fs.String("break", "none", "disable one protection on purpose: fence, auth, auth-order, segments, regression")
+	broken := fs.String("break", "none", "disable one protection on purpose: "+strings.Join(sim.BreakNames()[1:], ", "))
+	sqlMode := fs.Bool("sql", false, "run the resources on gate/sqlgate over in-memory SQLite instead of gate/memgate (same decisions, slower)")
 	beyond := fs.Bool("skew-beyond-bound", false, "give the gate a clock lagging beyond the skew bound in half the rounds; report the effect")
 	round := fs.Int("round", 0, "replay only this round (1-based) of the run")
 	trace := fs.Bool("trace", false, "with --round: print every event of the round")
@@ -69,7 +70,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	cfg.SkewBeyondBound, cfg.Round, cfg.Parallel, cfg.HandoffBudgetMs = *beyond, *round, *parallel, *budget
 	cfg.Alg, cfg.NaiveRecovery, cfg.StatusQuery, cfg.SkewBoundMs = grant.Alg(*alg), *naive, *query, *bound
-	cfg.NaiveRelease = *naiveRelease
+	cfg.NaiveRelease, cfg.SQL = *naiveRelease, *sqlMode
 	if *trace {
 		if *round == 0 {
 			return fmt.Errorf("%w: --trace needs --round", errUsage)
