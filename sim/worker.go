@@ -10,7 +10,7 @@ import (
 // Worker timing, in milliseconds of the worker's own clock.
 const (
 	leaseTTLMs      = 3000 // requested server-side TTL
-	acquireWaitMs   = 2000 // a worker queues this long behind the holder (the registry's FIFO waiters), then asks again
+	acquireWaitMs   = 1000 // a worker queues this long behind the holder (the registry's FIFO waiters), then asks again
 	callTimeoutMs   = 300  // client.Options.CallTimeout: a registry call with no answer by then is lost
 	ackTimeoutMs    = 300  // a write with no answer by then is MUTATION_UNKNOWN
 	busyRetryMsMin  = 150  // acquire retry after a refusal, jittered up to twice this
