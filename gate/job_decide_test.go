@@ -165,3 +165,24 @@ func TestNegativeControlJobWithoutFenceOverwrites(t *testing.T) {
 		t.Fatalf("DecideJob: %s, want STALE_OWNER", d.Outcome)
 	}
 }
+
+func TestJobJSONRoundTripAndStrictness(t *testing.T) {
+	f := newFixture(t)
+	j, _ := jobOf(t, f, 5, 1, 1, "op-a", "p")
+	b, err := j.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := gate.DecodeJob(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Target != j.Target || back.UpstreamReceipt != j.UpstreamReceipt || string(back.Grant) != string(j.Grant) || back.JobSeq != 1 {
+		t.Fatalf("round trip: %+v", back)
+	}
+	for _, bad := range []string{string(b[:len(b)-1]) + `,"extra":1}`, string(b) + "{}", `{"jobSeq":1}`} {
+		if _, err := gate.DecodeJob([]byte(bad)); !errors.Is(err, gate.ErrMalformed) {
+			t.Fatalf("%.60s…: %v, want MALFORMED", bad, err)
+		}
+	}
+}
