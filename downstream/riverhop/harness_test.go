@@ -31,33 +31,37 @@ import (
 	"github.com/fencegate/fencegate/internal/pgtest"
 )
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) != "" {
+		os.Exit(runChild())
+	}
+	os.Exit(pgtest.Main(m))
+}
 
-// backend opens fresh databases of one kind and River drivers over them.
+// backend makes fresh databases of one kind and River drivers over them.
 type backend struct {
 	name    string
 	dialect *sqlgate.Dialect
-	open    func(t testing.TB) *sql.DB
+	dsn     func(t testing.TB) string // a fresh, empty database
 	driver  func(db *sql.DB) riverdriver.Driver[*sql.Tx]
 }
 
 var backends = []backend{
-	{"sqlite", sqlgate.SQLite, func(t testing.TB) *sql.DB {
-		db, err := sqlgate.OpenSQLite(filepath.Join(t.TempDir(), "db.sqlite"), "NORMAL")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		return db
-	}, func(db *sql.DB) riverdriver.Driver[*sql.Tx] { return riversqlite.New(db) }},
-	{"postgres", sqlgate.Postgres, func(t testing.TB) *sql.DB {
-		db, err := sql.Open("pgx", pgtest.WithParam(pgtest.NewDatabase(t), "synchronous_commit", "off"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		return db
+	{"sqlite", sqlgate.SQLite, func(t testing.TB) string { return filepath.Join(t.TempDir(), "db.sqlite") },
+		func(db *sql.DB) riverdriver.Driver[*sql.Tx] { return riversqlite.New(db) }},
+	{"postgres", sqlgate.Postgres, func(t testing.TB) string {
+		return pgtest.WithParam(pgtest.NewDatabase(t), "synchronous_commit", "off")
 	}, func(db *sql.DB) riverdriver.Driver[*sql.Tx] { return riverdatabasesql.New(db) }},
+}
+
+// open opens dsn, closing it when t ends.
+func (b backend) open(t testing.TB, dsn string) *sql.DB {
+	db, err := openDSN(b, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
 }
 
 // forEachLayout runs fn on each backend, with the target in the upstream
@@ -87,6 +91,7 @@ type world struct {
 	b        backend
 	reg      *clienttest.Env
 	up, down *sql.DB
+	upDSN    string
 	upGate   *sqlgate.Gate
 	target   *sqlgate.Gate
 	upstream gate.UpstreamReceipts // nil when the target shares the upstream database
@@ -98,11 +103,12 @@ type world struct {
 
 func newWorld(t *testing.T, b backend, separate bool) *world {
 	w := &world{t: t, ctx: context.Background(), b: b, reg: clienttest.NewEnv(t, nil), outcomes: map[string][]gate.Outcome{}}
-	w.up = b.open(t)
+	w.upDSN = b.dsn(t)
+	w.up = b.open(t, w.upDSN)
 	w.upGate = w.newGate(w.up)
 	w.down, w.target = w.up, w.upGate
 	if separate {
-		w.down = b.open(t)
+		w.down = b.open(t, b.dsn(t))
 		w.target = w.newGate(w.down)
 		w.upstream = sqlgate.ReceiptsOf(w.upGate, w.up)
 	}
@@ -193,15 +199,16 @@ func mirrorWrite(ctx context.Context, tx *sql.Tx, b backend, j *gate.Job, payloa
 }
 
 // startRiver starts a River client working the fenced jobs with wk (a
-// River worker of Args) and returns a subscription to job events.
-func (w *world) startRiver(wk river.Worker[riverhop.Args]) (<-chan *river.Event, *river.Client[*sql.Tx]) {
+// River worker of Args) and returns a subscription to job events; tune,
+// if not nil, adjusts the client's configuration.
+func (w *world) startRiver(wk river.Worker[riverhop.Args], tune ...func(*river.Config)) (<-chan *river.Event, *river.Client[*sql.Tx]) {
 	ws := river.NewWorkers()
 	river.AddWorker(ws, wk)
-	c, err := river.NewClient(w.driver, &river.Config{
-		Queues: map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 6}}, Workers: ws,
-		FetchPollInterval: 20 * time.Millisecond, FetchCooldown: 5 * time.Millisecond, PollOnly: true,
-		RetryPolicy: fastRetry{}, Logger: quiet(),
-	})
+	cfg := riverConfig(ws)
+	for _, f := range tune {
+		f(cfg)
+	}
+	c, err := river.NewClient(w.driver, cfg)
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -216,6 +223,14 @@ func (w *world) startRiver(wk river.Worker[riverhop.Args]) (<-chan *river.Event,
 		c.StopAndCancel(ctx)
 	})
 	return events, c
+}
+
+func riverConfig(ws *river.Workers) *river.Config {
+	return &river.Config{
+		Queues: map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 6}}, Workers: ws,
+		FetchPollInterval: 20 * time.Millisecond, FetchCooldown: 5 * time.Millisecond, PollOnly: true,
+		RetryPolicy: fastRetry{}, Logger: quiet(),
+	}
 }
 
 // awaitEvents collects events until n of kind have arrived.
