@@ -28,9 +28,9 @@ type benchEnv struct {
 	ctx    context.Context
 	db     *sql.DB
 	insert string // the business insert in the dialect's placeholders
-	g   *sqlgate.Gate
-	iss *gatetest.Issuer
-	out *riverhop.Outbox
+	g      *sqlgate.Gate
+	iss    *gatetest.Issuer
+	out    *riverhop.Outbox
 }
 
 func newBenchEnv(b *testing.B, be backend) *benchEnv {
