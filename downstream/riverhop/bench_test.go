@@ -141,10 +141,10 @@ func BenchmarkJobApplyPaired(b *testing.B) {
 				wire, _ := j.MarshalJSON()
 				jobs[i] = riverhop.Args{Hop: hop, Job: wire, Payload: []byte("k v")}
 			}
-			wk := &riverhop.Worker{Gate: e.g, DB: e.db, Handlers: map[string]riverhop.Handler{hop: func(ctx context.Context, tx *sql.Tx, j *gate.Job, p []byte) error {
+			wk := &riverhop.Worker{Applier: downstream.Applier{Gate: e.g, DB: e.db, Handlers: map[string]downstream.Handler{hop: func(ctx context.Context, tx *sql.Tx, j *gate.Job, p []byte) error {
 				_, err := tx.ExecContext(ctx, e.insert, j.Target, "v")
 				return err
-			}}}
+			}}}}
 			writes := e.segments("bench/write", b.N)
 			tw, tj := make([]time.Duration, 0, b.N), make([]time.Duration, 0, b.N)
 			b.ResetTimer()

@@ -165,9 +165,9 @@ func (fastRetry) NextRetry(*rivertype.JobRow) time.Time { return time.Now().Add(
 // worker returns the fenced worker whose handler writes the payload
 // "key=value" into mirror, counting handler calls in calls.
 func (w *world) worker(calls map[string]int) *riverhop.Worker {
-	return &riverhop.Worker{
-		Gate: w.target, DB: w.down, Upstream: w.upstream, GapSnooze: 20 * time.Millisecond,
-		Handlers: map[string]riverhop.Handler{hop: func(ctx context.Context, tx *sql.Tx, j *gate.Job, payload []byte) error {
+	return &riverhop.Worker{GapSnooze: 20 * time.Millisecond, Applier: downstream.Applier{
+		Gate: w.target, DB: w.down, Upstream: w.upstream,
+		Handlers: map[string]downstream.Handler{hop: func(ctx context.Context, tx *sql.Tx, j *gate.Job, payload []byte) error {
 			w.mu.Lock()
 			calls[jobKey(j)]++
 			w.mu.Unlock()
@@ -178,7 +178,7 @@ func (w *world) worker(calls map[string]int) *riverhop.Worker {
 			defer w.mu.Unlock()
 			w.outcomes[jobKey(j)] = append(w.outcomes[jobKey(j)], o)
 		},
-	}
+	}}
 }
 
 func jobKey(j *gate.Job) string { return fmt.Sprintf("%d/%d", j.FenceToken, j.JobSeq) }

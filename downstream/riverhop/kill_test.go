@@ -20,6 +20,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/fencegate/fencegate/client/clienttest"
+	"github.com/fencegate/fencegate/downstream"
 	"github.com/fencegate/fencegate/downstream/riverhop"
 	"github.com/fencegate/fencegate/examples/childproc"
 	"github.com/fencegate/fencegate/gate"
@@ -84,12 +85,12 @@ func runChild() int {
 	if err := g.Migrate(ctx, db); err != nil {
 		return fail(err)
 	}
-	inner := &riverhop.Worker{Gate: g, DB: db, Handlers: map[string]riverhop.Handler{hop: func(ctx context.Context, tx *sql.Tx, j *gate.Job, p []byte) error {
+	inner := &riverhop.Worker{Applier: downstream.Applier{Gate: g, DB: db, Handlers: map[string]downstream.Handler{hop: func(ctx context.Context, tx *sql.Tx, j *gate.Job, p []byte) error {
 		if err := logEffect(ctx, tx, b, j); err != nil {
 			return err
 		}
 		return mirrorWrite(ctx, tx, b, j, p)
-	}}}
+	}}}}
 	ws := river.NewWorkers()
 	river.AddWorker(ws, &dies{inner: inner})
 	cfg := riverConfig(ws)
