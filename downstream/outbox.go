@@ -4,8 +4,10 @@
 // upstream fence, operation, segment and receipt, and a job sequence
 // numbered here, so the worker applies the job's effect through a gate of
 // its own (sqlgate.Gate.ApplyJob) where a superseded owner's job is
-// STALE_OWNER. Transports live in sub-packages (riverhop: River); calls to
-// third-party HTTP APIs under a grant are httpcall's.
+// STALE_OWNER. Applier applies a delivered job for any transport;
+// transports live in sub-packages (riverhop: River; jshop: NATS JetStream,
+// relayed from River); calls to third-party HTTP APIs under a grant are
+// httpcall's.
 //
 // # Job sequences
 //

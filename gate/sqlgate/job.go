@@ -19,7 +19,8 @@ import (
 // STALE_OWNER for a job of a superseded owner, SEGMENT_GAP for a job whose
 // predecessor under its fence has not been applied yet (run it later).
 //
-// An error from upstream is returned as it is: no decision was made.
+// An error from upstream is returned as it is: no decision was made. Job
+// decisions are counted with the gate's other decisions (Counters).
 func (g *Gate) ApplyJob(ctx context.Context, tx *sql.Tx, hop string, j *gate.Job, upstream gate.UpstreamReceipts, fn BusinessFunc) (gate.Receipt, error) {
 	return g.applyJobIn(ctx, tx, hop, j, upstream, fn, false)
 }
