@@ -15,7 +15,11 @@ type Input struct {
 	// Status is the evidence about the grant's current state. It is only
 	// consulted when NeedsStatus(in) is true, so an adapter may leave it
 	// empty (and skip a registry query) otherwise.
-	Status        StatusEvidence
+	Status StatusEvidence
+	// Confirm is the registry's linearizable answer about the grant, asked
+	// with the fence row locked because a Decide of this same input
+	// returned Decision.Confirm; nil until then.
+	Confirm       *StatusEvidence
 	Now           time.Time     // the gate's clock
 	StatusSkewMax time.Duration // Policy.StatusSkewMax
 }
@@ -39,11 +43,34 @@ type Decision struct {
 	Store bool
 	// Quarantine: record the differing payload (QUARANTINED).
 	Quarantine bool
-	// Alarm: record a FENCE_REGRESSION alarm.
-	Alarm bool
+	// Alarm: record an alarm row of kind AlarmKind.
+	Alarm     bool
+	AlarmKind AlarmKind
+	// Confirm: the evidence is ambiguous (a lower fence whose HELD proof
+	// was issued within the skew bound of the grant at highestFence). An
+	// adapter with a StatusQuerier asks it about the grant (QueryEvidence)
+	// with the row still locked, sets Input.Confirm and decides again;
+	// one without acts on this decision: STALE_OWNER with a
+	// REGRESSION_SUSPECTED alarm, no pause.
+	Confirm bool
 	// ShadowLog: record that shadow mode let a rejected mutation through.
 	ShadowLog bool
 }
+
+// AlarmKind is the kind of an alarm row.
+type AlarmKind string
+
+// Alarm kinds.
+const (
+	// AlarmRegression: proof that the registry went backwards; in enforce
+	// mode the resource is paused.
+	AlarmRegression AlarmKind = "FENCE_REGRESSION"
+	// AlarmSuspected: evidence that may mean a regression but may also be
+	// an ordinary late write (inside the skew bound); the write was
+	// rejected as STALE_OWNER and the resource was not paused. An
+	// operator should look; a real regression soon gives proof.
+	AlarmSuspected AlarmKind = "REGRESSION_SUSPECTED"
+)
 
 // NeedsStatus reports whether Decide will consult in.Status: false when
 // the outcome is settled before the status step (replay, pause,
@@ -62,19 +89,25 @@ func NeedsStatus(in Input) bool {
 //  3. that receipt is from the same grant with another payload →
 //     QUARANTINED;
 //  4. the grant's policy generation is below the minimum → POLICY_STALE;
-//  5. the status is not proven HELD → STALE_OWNER if fence < highestFence
-//     (the reason names the status problem), else NOT_HELD,
-//     EPOCH_REVOKED or PROOF_EXPIRED;
-//  6. proven HELD but fence < highestFence, or fence == highestFence
-//     under another root or from another grant, or a receipt at this
-//     fence from another grant → FENCE_REGRESSION (alarm; enforce
-//     pauses): the registry never gives two grants one fence;
-//  7. fence > highestFence → ACCEPTED iff segmentSeq == 1, else SEGMENT_GAP;
-//  8. fence == highestFence → ACCEPTED iff segmentSeq == lastSegmentSeq+1,
+//  5. the fence is at or below the floor of the last Resume → STALE_OWNER,
+//     or FENCE_REGRESSION if its grant was issued after that Resume
+//     (belowFloor);
+//  6. two grants share one fence: fence == highestFence under another
+//     grant or root, or a receipt at (fence, segmentSeq) from another
+//     grant → FENCE_REGRESSION, whatever the status (both grants are
+//     signed; the registry never gives two grants one fence);
+//  7. fence < highestFence → STALE_OWNER, or FENCE_REGRESSION when the
+//     registry said HELD about this grant after it issued the grant at
+//     highestFence (lowerFence states the rule);
+//  8. the status does not prove HELD → NOT_HELD, EPOCH_REVOKED or
+//     PROOF_EXPIRED;
+//  9. fence > highestFence → ACCEPTED iff segmentSeq == 1, else SEGMENT_GAP;
+//  10. fence == highestFence → ACCEPTED iff segmentSeq == lastSegmentSeq+1,
 //     else SEGMENT_GAP.
 //
 // highestFence never decreases. In shadow mode the same outcome is
-// computed and recorded but the business change proceeds.
+// computed and recorded but the business change proceeds and nothing is
+// paused.
 func Decide(in Input) Decision {
 	d, settled := decideBeforeStatus(in)
 	if !settled {
@@ -118,21 +151,22 @@ func decideBeforeStatus(in Input) (Decision, bool) {
 func decideFence(in Input) Decision {
 	v, st := in.Verified, in.State
 	fence, seq := v.Mutation.FenceToken, v.Mutation.SegmentSeq
-	if code, why := in.Status.judge(in.Now, in.StatusSkewMax); code != "" {
+	switch {
+	case st.Floor > 0 && fence <= st.Floor:
+		return belowFloor(in)
+	case twoGrantsOneFence(in) != "":
+		also := RootMismatch
 		if fence < st.HighestFence {
-			return reject(in, StaleOwner, "fence %d < highest %d (and %s)", fence, st.HighestFence, why)
+			also = StaleOwner
 		}
+		return regression(in, also, twoGrantsOneFence(in))
+	case fence < st.HighestFence:
+		return lowerFence(in)
+	}
+	if code, why := in.Status.judge(in.Now, in.StatusSkewMax); code != "" {
 		return reject(in, code, "%s", why)
 	}
 	switch {
-	case fence < st.HighestFence:
-		return regression(in, StaleOwner, fmt.Sprintf("current holder's fence %d < highest %d", fence, st.HighestFence))
-	case fence == st.HighestFence && v.Root != st.Root:
-		return regression(in, RootMismatch, fmt.Sprintf("current holder's fence %d == highest under root %s, not %s", fence, st.Root, v.Root))
-	case fence == st.HighestFence && !st.GrantDigest.IsZero() && st.GrantDigest != v.GrantDigest:
-		return regression(in, RootMismatch, fmt.Sprintf("current holder's fence %d == highest, accepted under grant %s, not %s", fence, st.GrantDigest, v.GrantDigest))
-	case in.Prior != nil && in.Prior.GrantDigest != v.GrantDigest:
-		return regression(in, RootMismatch, fmt.Sprintf("fence %d segment %d was accepted under grant %s, not %s", fence, seq, in.Prior.GrantDigest, v.GrantDigest))
 	case fence > st.HighestFence && seq != 1:
 		return reject(in, SegmentGap, "fence %d > highest %d must start at segment 1, got %d", fence, st.HighestFence, seq)
 	case fence == st.HighestFence && seq != st.LastSegmentSeq+1:
@@ -144,7 +178,7 @@ func decideFence(in Input) Decision {
 func accept(in Input) Decision {
 	v, st := in.Verified, in.State
 	st.HighestFence, st.Root, st.LastSegmentSeq = v.Mutation.FenceToken, v.Root, v.Mutation.SegmentSeq
-	st.GrantDigest = v.GrantDigest
+	st.GrantDigest, st.GrantIssuedAt = v.GrantDigest, v.Grant.IssuedAt
 	r := Receipt{
 		Resource: st.Resource, FenceToken: v.Mutation.FenceToken, OperationRoot: v.Root,
 		OperationID: v.Mutation.OperationID, SegmentSeq: v.Mutation.SegmentSeq,
@@ -152,18 +186,6 @@ func accept(in Input) Decision {
 		AcceptedAt: in.Now.UTC().Truncate(time.Millisecond), Mode: st.Mode, Outcome: Accepted,
 	}
 	return Decision{Outcome: Accepted, State: st, Receipt: r, Proceed: true, Store: true}
-}
-
-// regression rejects a grant proven current whose fence does not advance:
-// the registry handed out a fence at or below one the resource has seen.
-func regression(in Input, also Outcome, why string) Decision {
-	d := reject(in, FenceRegression, "%s: the registry went backwards; resource paused, highestFence kept", why)
-	d.Err.(*Rejection).Also = also
-	d.Alarm, d.Store = true, true
-	d.State.Paused = true
-	d.State.PausedReason = fmt.Sprintf("FENCE_REGRESSION: fence %d from grant %s vs highest %d",
-		in.Verified.Mutation.FenceToken, in.Verified.GrantDigest, in.State.HighestFence)
-	return d
 }
 
 func reject(in Input, o Outcome, format string, args ...any) Decision {
@@ -187,6 +209,9 @@ func applyMode(mode Mode, d Decision) Decision {
 	}
 	if r, ok := d.Err.(*Rejection); ok {
 		r.Recorded = recorded
+		if d.Alarm {
+			r.Alarm = d.AlarmKind
+		}
 	}
 	return d
 }

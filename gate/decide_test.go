@@ -40,9 +40,11 @@ func (f *fixture) input(t *testing.T, m *gate.Mutation, st gate.State, prior *ga
 	return in
 }
 
+// held is the state after an accept of fence under opID by a grant the
+// fixture's issuer made at its clock (gatetest.T0).
 func held(fence, last uint64, opID string) gate.State {
 	return gate.State{Resource: res, Mode: gate.ModeEnforce, HighestFence: fence, LastSegmentSeq: last,
-		Root: grant.OperationRoot(res, opID)}
+		Root: grant.OperationRoot(res, opID), GrantIssuedAt: gatetest.T0}
 }
 
 func TestDecideRules(t *testing.T) {
@@ -91,11 +93,12 @@ func TestDecideRules(t *testing.T) {
 		{"equal fence other root", f.iss.Mutation(w(5, "op-z"), 3, "p"), held(5, 2, "op-a"), nil, gate.FenceRegression, gate.ErrRootMismatch},
 		{"smaller fence, not held", f.iss.WithStatus(f.iss.Mutation(w(4, "op-a"), 1, "p"), grant.StateExpired), held(5, 2, "op-a"), nil, gate.StaleOwner, nil},
 		{"smaller fence, no status", gatetest.WithoutStatus(f.iss.Mutation(w(4, "op-a"), 1, "p")), held(5, 2, "op-a"), nil, gate.StaleOwner, nil},
-		{"smaller fence proven held = regression", f.iss.Mutation(w(4, "op-a"), 1, "p"), held(5, 2, "op-a"), nil, gate.FenceRegression, gate.ErrStaleOwner},
+		{"smaller fence proven held, proof after the grant at highest = regression", f.iss.Later(time.Second).WithStatus(f.iss.Mutation(w(4, "op-a"), 1, "p"), grant.StateHeld), held(5, 2, "op-a"), nil, gate.FenceRegression, gate.ErrStaleOwner},
+		{"smaller fence proven held, proof before the grant at highest = stale", f.iss.Later(-time.Second).Mutation(w(4, "op-a"), 1, "p"), held(5, 2, "op-a"), nil, gate.StaleOwner, nil},
 		{"replay same payload", f.iss.WithStatus(f.iss.Mutation(w(5, "op-a"), 2, "p"), grant.StateExpired), held(5, 2, "op-a"), prior(5, 2, "op-a", "p"), gate.Replayed, nil},
 		{"replay other payload", f.iss.Mutation(w(5, "op-a"), 2, "q"), held(5, 2, "op-a"), prior(5, 2, "op-a", "p"), gate.Quarantined, nil},
 		{"replay under a re-issued grant = regression", f.iss.Mutation(w(5, "op-a"), 2, "p"), held(5, 2, "op-a"), priorOther, gate.FenceRegression, gate.ErrRootMismatch},
-		{"re-issued grant, not held", f.iss.WithStatus(f.iss.Mutation(w(5, "op-a"), 2, "p"), grant.StateExpired), held(5, 2, "op-a"), priorOther, gate.NotHeld, nil},
+		{"re-issued grant, not held = still regression", f.iss.WithStatus(f.iss.Mutation(w(5, "op-a"), 2, "p"), grant.StateExpired), held(5, 2, "op-a"), priorOther, gate.FenceRegression, gate.ErrRootMismatch},
 		{"equal fence, another grant's state = regression", f.iss.Mutation(w(5, "op-a"), 3, "p"), heldByOther, nil, gate.FenceRegression, gate.ErrRootMismatch},
 		{"equal fence, own grant's state", f.iss.Mutation(w(5, "op-a"), 3, "p"), heldByOwn, nil, gate.Accepted, nil},
 		{"paused", f.iss.Mutation(w(6, "op-b"), 1, "p"), paused, nil, gate.ResourcePaused, nil},
@@ -133,19 +136,20 @@ func TestDecideRules(t *testing.T) {
 
 func TestDecideRegressionPausesAndAlarms(t *testing.T) {
 	f := newFixture(t)
-	d := gate.Decide(f.input(t, f.iss.Mutation(writerA(4), 1, "p"), held(5, 2, "op-a"), nil))
-	if d.Outcome != gate.FenceRegression || !d.Alarm || !d.Store || !d.State.Paused || d.State.HighestFence != 5 {
+	restated := f.iss.Later(time.Second).WithStatus(f.iss.Mutation(writerA(4), 1, "p"), grant.StateHeld)
+	d := gate.Decide(f.input(t, restated, held(5, 2, "op-a"), nil))
+	if d.Outcome != gate.FenceRegression || !d.Alarm || d.AlarmKind != gate.AlarmRegression || !d.Store || !d.State.Paused || d.State.HighestFence != 5 {
 		t.Fatalf("%+v", d)
 	}
 	if r := d.Err.(*gate.Rejection); !r.Recorded {
 		t.Fatal("regression must say it recorded an alarm")
 	}
-	resumed, err := gate.Resume(d.State, 5)
+	resumed, err := gate.Resume(d.State, 5, f.iss.Now)
 	if !errors.Is(err, gate.ErrResumeRefused) || !resumed.Paused {
 		t.Fatalf("resume with floor == highest: %v", err)
 	}
-	resumed, err = gate.Resume(d.State, 6)
-	if err != nil || resumed.Paused || resumed.HighestFence != 5 {
+	resumed, err = gate.Resume(d.State, 6, f.iss.Now)
+	if err != nil || resumed.Paused || resumed.HighestFence != 5 || resumed.Floor != 6 || !resumed.FloorAt.Equal(f.iss.Now) {
 		t.Fatalf("resume with floor 6: %+v %v", resumed, err)
 	}
 }
@@ -192,7 +196,8 @@ func TestDecideShadowNeverRejects(t *testing.T) {
 	f := newFixture(t)
 	st := held(5, 2, "op-a")
 	st.Mode = gate.ModeShadow
-	d := gate.Decide(f.input(t, f.iss.Mutation(writerA(4), 1, "p"), st, nil))
+	restated := f.iss.Later(time.Second).WithStatus(f.iss.Mutation(writerA(4), 1, "p"), grant.StateHeld)
+	d := gate.Decide(f.input(t, restated, st, nil))
 	if d.Outcome != gate.FenceRegression || !d.Proceed || !d.ShadowLog || !d.Alarm || d.Store || d.State.Paused {
 		t.Fatalf("shadow regression: %+v", d)
 	}

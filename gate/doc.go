@@ -24,34 +24,65 @@
 // payload) returns the original receipt whatever the current status (it
 // changes nothing and is what a lost-ACK retry needs); a paused resource
 // answers RESOURCE_PAUSED to everything else; a replay by the same grant
-// with another payload is QUARANTINED; a grant
-// below the resource's minimum policy generation is POLICY_STALE. Then the
-// status: if it does not prove HELD, a fence below highestFence is
-// STALE_OWNER (the reason names the status problem) and any other fence
-// gets the status code (NOT_HELD, EPOCH_REVOKED, PROOF_EXPIRED). A grant
-// proven HELD whose fence is below highestFence, or equal to it under
-// another operation root or another grant, or that meets a receipt of
-// another grant at its fence, means the registry went backwards:
-// FENCE_REGRESSION, an alarm row, and the resource is paused until an
-// operator resumes it after raising the registry's fence floor above
-// highestFence (Resume). That rejection also matches STALE_OWNER (or
-// ROOT_MISMATCH) with errors.Is, so "a smaller fence is always
-// STALE_OWNER" holds for callers that only branch on that. Last, the
-// segment rules: a larger fence only with segmentSeq 1, an equal fence
-// only with lastSegmentSeq+1 (SEGMENT_GAP otherwise).
+// with another payload is QUARANTINED; a grant below the resource's
+// minimum policy generation is POLICY_STALE. Then the fence: a fence at or
+// below the floor of the last Resume is from before the operator's repair
+// (STALE_OWNER); two grants with one fence is FENCE_REGRESSION; a fence
+// below highestFence is STALE_OWNER, and FENCE_REGRESSION only on proof
+// (the regression rule, below). A fence at or above highestFence needs a
+// status that proves HELD (NOT_HELD, EPOCH_REVOKED, PROOF_EXPIRED
+// otherwise) and then the segment rules: a larger fence only with
+// segmentSeq 1, an equal fence only with lastSegmentSeq+1 (SEGMENT_GAP
+// otherwise).
 //
 // On every rejection highestFence is unchanged; it never decreases.
+//
+// # The regression rule
+//
+// A status proof says "HELD at issuedAt", not "still the newest": it
+// outlives a release by up to the registry's status-proof TTL. So a lower
+// fence with a fresh HELD proof is an ordinary late write, STALE_OWNER,
+// with no alarm and no pause. FENCE_REGRESSION (an alarm row; in enforce
+// mode the resource is paused until an operator resumes it with a
+// registry fence floor above highestFence) needs evidence that the
+// registry really went backwards, in this precedence:
+//
+//  1. a grant at or below the floor of the last Resume, issued (grant
+//     IssuedAt) more than the skew bound after that Resume;
+//  2. two grants with one fence: an equal fence under another grant or
+//     operation root, or a receipt at (fence, segmentSeq) from another
+//     grant (whatever the status: both grants are signed);
+//  3. a lower fence with a HELD statement issued more than the skew bound
+//     after the IssuedAt of the grant at highestFence (both registry
+//     clocks), or a linearizable query answering HELD.
+//
+// It is safe because in a registry whose history is consistent a lower
+// fence was granted before the higher one and is said HELD only while it
+// is the holder, which ends before the higher grant is issued (a release;
+// an expiry plus a lock-delay of at least the skew bound). With replica
+// clocks within the bound, its statements are issued at most the bound
+// after the higher grant. A restored etcd's revisions go backwards; the
+// wall-clock issue times of its new statements do not. Where the two
+// instants are within the bound (or the grant at highestFence predates
+// schema 6 and its issue time is unknown), Decide sets Decision.Confirm:
+// an adapter with a StatusQuerier asks the registry about the grant with
+// the row locked (HELD → FENCE_REGRESSION, otherwise STALE_OWNER), one
+// without records a REGRESSION_SUSPECTED alarm and rejects as STALE_OWNER
+// without pausing. A FENCE_REGRESSION rejection also matches STALE_OWNER
+// (or ROOT_MISMATCH) with errors.Is, so "a smaller fence is always
+// STALE_OWNER" holds for callers that only branch on that. The rule never
+// decides an accept: every fence below highestFence is rejected, whatever
+// it says; it decides only between an alarm, a pause and neither.
 //
 // # Status freshness
 //
 // A status proof is fresh iff now + StatusSkewMax < validUntil, where now
 // is the gate's clock and StatusSkewMax (default 500 ms) bounds how far
 // that clock may lag the registry's. Beyond the bound a stale proof may
-// look fresh; the fence check still rejects the stale writer (as
-// FENCE_REGRESSION if its proof says HELD), which is why the fence, not the
-// lease, is the safety mechanism. A StatusQuerier replaces proofs with a
-// linearizable query made while the fence row is locked; a query error
-// never accepts.
+// look fresh; the fence check still rejects the stale writer once a newer
+// owner has written, which is why the fence, not the lease, is the safety
+// mechanism. A StatusQuerier replaces proofs with a linearizable query
+// made while the fence row is locked; a query error never accepts.
 //
 // # Jobs
 //

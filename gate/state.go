@@ -3,6 +3,7 @@ package gate
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/fencegate/fencegate/grant"
 )
@@ -64,12 +65,24 @@ type State struct {
 	// skipped). The registry never gives two grants one fence, so another
 	// grant at HighestFence, proven HELD, means the registry went back.
 	GrantDigest grant.Digest
+	// GrantIssuedAt is the registry's IssuedAt of that grant, or zero when
+	// unknown (an adapter or a database from before schema 6). The
+	// regression rule compares status proofs of lower fences with it.
+	GrantIssuedAt time.Time
 	// MinPolicyGeneration is the lowest grant policy generation accepted.
 	MinPolicyGeneration uint64
 	// Paused is set by a FENCE_REGRESSION; only Resume clears it.
 	Paused bool
 	// PausedReason says which decision paused the resource.
 	PausedReason string
+	// Floor is the registry fence floor an operator stated at the last
+	// Resume (0: never resumed). Every fence at or below it was issued
+	// before the operator's repair: such a write is stale, and is new
+	// evidence of a regression only if its grant was issued after
+	// FloorAt. Floor only rises.
+	Floor uint64
+	// FloorAt is the gate's clock at that Resume.
+	FloorAt time.Time
 }
 
 // ErrResumeRefused is returned when Resume's preconditions do not hold.
@@ -80,8 +93,11 @@ var ErrResumeRefused = errors.New("gate: resume refused")
 // fence floor for the resource (the value its next grant will be above),
 // and the gate refuses unless that floor is above HighestFence — otherwise
 // the regressed registry would hand out fences the gate must reject or,
-// worse, reuse ones it has seen. HighestFence is never lowered.
-func Resume(s State, registryFloor uint64) (State, error) {
+// worse, reuse ones it has seen. HighestFence is never lowered. The floor
+// and now (the gate's clock) are recorded as Floor and FloorAt: grants at
+// or below the floor are from before the repair and stay rejected without
+// pausing again, unless one was issued after it.
+func Resume(s State, registryFloor uint64, now time.Time) (State, error) {
 	if !s.Paused {
 		return s, fmt.Errorf("%w: resource %s is not paused", ErrResumeRefused, s.Resource)
 	}
@@ -90,5 +106,6 @@ func Resume(s State, registryFloor uint64) (State, error) {
 			ErrResumeRefused, s.Resource, registryFloor, s.HighestFence)
 	}
 	s.Paused, s.PausedReason = false, ""
+	s.Floor, s.FloorAt = max(s.Floor, registryFloor), now.UTC().Truncate(time.Millisecond)
 	return s, nil
 }

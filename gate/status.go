@@ -15,7 +15,15 @@ import (
 // it (outcome NOT_HELD, or STALE_OWNER for a fence below highestFence).
 // Implementations bound their own latency with ctx.
 type StatusQuerier interface {
-	QueryStatus(ctx context.Context, grantDigest grant.Digest) (state grant.State, issuerEpoch uint64, err error)
+	QueryStatus(ctx context.Context, g *grant.Grant) (state grant.State, issuerEpoch uint64, err error)
+}
+
+// QuerierFunc adapts a function to StatusQuerier.
+type QuerierFunc func(ctx context.Context, g *grant.Grant) (grant.State, uint64, error)
+
+// QueryStatus calls f.
+func (f QuerierFunc) QueryStatus(ctx context.Context, g *grant.Grant) (grant.State, uint64, error) {
+	return f(ctx, g)
 }
 
 // StatusSource says where status evidence came from.
@@ -32,9 +40,14 @@ const (
 // Decide judges it against the gate's clock; building it does no I/O
 // beyond the querier call.
 type StatusEvidence struct {
-	Source       StatusSource
-	State        grant.State
-	IssuerEpoch  uint64
+	Source      StatusSource
+	State       grant.State
+	IssuerEpoch uint64
+	// IssuedAt is when the registry made the statement (registry clock;
+	// proof only). A proof says HELD at IssuedAt, not "still the newest":
+	// the regression rule compares it with the issue time of the grant at
+	// highestFence.
+	IssuedAt     time.Time
 	ValidUntil   time.Time // proof only: the registry's validity bound
 	EpochRevoked bool      // query only: the answer's epoch is revoked by the bundle
 	Failure      string    // query only: why the query gave no answer
@@ -42,7 +55,7 @@ type StatusEvidence struct {
 
 // EvidenceFromProof turns a verified status statement into evidence.
 func EvidenceFromProof(s *grant.Status) StatusEvidence {
-	return StatusEvidence{Source: StatusFromProof, State: s.State, IssuerEpoch: s.IssuerEpoch, ValidUntil: s.ValidUntil}
+	return StatusEvidence{Source: StatusFromProof, State: s.State, IssuerEpoch: s.IssuerEpoch, IssuedAt: s.IssuedAt, ValidUntil: s.ValidUntil}
 }
 
 // EvidenceFromQuery turns a querier answer into evidence; revokedBelow is
@@ -79,4 +92,16 @@ func (e StatusEvidence) judge(now time.Time, skew time.Duration) (Outcome, strin
 			e.ValidUntil.UTC().Format(grant.TimeLayout), now.UTC().Format(grant.TimeLayout), skew)
 	}
 	return "", ""
+}
+
+// QueryEvidence asks q about grant g, bounded by timeout,
+// and turns the answer into evidence (revokedBelow is the trust bundle's
+// revokedBelowEpoch). Adapters call it with the fence row locked: for a
+// mutation without a status proof, and to settle a decision that asks for
+// confirmation (Decision.Confirm).
+func QueryEvidence(ctx context.Context, q StatusQuerier, timeout time.Duration, g *grant.Grant, revokedBelow uint64) StatusEvidence {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	state, epoch, err := q.QueryStatus(ctx, g)
+	return EvidenceFromQuery(state, epoch, err, revokedBelow)
 }

@@ -20,7 +20,7 @@ func none(RequestKey) bool { return false }
 
 // tk is a queued ticket for owner's request id.
 func tk(owner, id string, deadline int64) Waiter {
-	return input(owner, id, true, deadline).ticket("sha256:params")
+	return input(owner, id, true, deadline).ticket("sha256:params", 0)
 }
 
 func input(owner, id string, wait bool, deadline int64) acquireInput {

@@ -20,7 +20,7 @@ func (w *world) alarm() {
 			w.tracef("operator: raise floor: %v", err)
 			return
 		}
-		st, err := gate.Resume(w.res.state, floor)
+		st, err := gate.Resume(w.res.state, floor, w.res.clock.at(w.now))
 		if err != nil {
 			w.tracef("operator: resume: %v", err)
 			return

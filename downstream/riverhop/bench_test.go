@@ -22,6 +22,7 @@ import (
 	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/gate/gatetest"
 	"github.com/fencegate/fencegate/gate/sqlgate"
+	"github.com/fencegate/fencegate/internal/fakeclock"
 )
 
 type benchEnv struct {
@@ -40,7 +41,7 @@ func newBenchEnv(b *testing.B, be backend) *benchEnv {
 	}
 	e.db = be.open(b, be.dsn(b))
 	var err error
-	if e.g, err = sqlgate.New(sqlgate.Config{Dialect: be.dialect, Policy: gate.Policy{Verifier: e.iss.Verifier}, Clock: fixedClock(e.iss.Now)}); err != nil {
+	if e.g, err = sqlgate.New(sqlgate.Config{Dialect: be.dialect, Policy: gate.Policy{Verifier: e.iss.Verifier}, Clock: fakeclock.New(e.iss.Now)}); err != nil {
 		b.Fatal(err)
 	}
 	if err := e.g.Migrate(e.ctx, e.db); err != nil {
@@ -68,10 +69,6 @@ func newBenchEnv(b *testing.B, be backend) *benchEnv {
 	e.out = &riverhop.Outbox{Client: ins, Seq: seq}
 	return e
 }
-
-type fixedClock time.Time
-
-func (c fixedClock) Now() time.Time { return time.Time(c) }
 
 // segments are n consecutive segments of one operation on resource.
 func (e *benchEnv) segments(resource string, n int) []*gate.Mutation {

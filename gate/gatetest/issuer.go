@@ -56,6 +56,15 @@ func bundleFor(k *grant.SigningKey, version, revokedBelow uint64) *grant.Bundle 
 	return b
 }
 
+// Later returns a copy of the issuer whose clock is d later (d < 0:
+// earlier), sharing its key and verifier: grants and status proofs it
+// makes are issued at the shifted instant.
+func (i *Issuer) Later(d time.Duration) *Issuer {
+	c := *i
+	c.Now = i.Now.Add(d)
+	return &c
+}
+
 // RevokeBelow installs a newer bundle revoking epochs below epoch.
 func (i *Issuer) RevokeBelow(epoch uint64) {
 	if err := i.Verifier.Replace(bundleFor(i.Key, i.Verifier.Bundle().Version()+1, epoch)); err != nil {

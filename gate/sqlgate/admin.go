@@ -79,14 +79,16 @@ func (g *Gate) SetMinPolicyGeneration(ctx context.Context, db *sql.DB, resource 
 
 // Resume lifts a FENCE_REGRESSION pause. The operator states the
 // registry's fence floor for the resource; gate.Resume refuses unless it
-// is above highestFence. The action is recorded in operator_actions.
+// is above highestFence, and the floor is kept with the instant of the
+// resume (grants at or below it stay rejected without pausing again). The
+// action is recorded in operator_actions.
 func (g *Gate) Resume(ctx context.Context, db *sql.DB, resource string, registryFloor uint64, operator, note string) error {
 	return g.operatorTx(ctx, db, resource, operator, g.mode, func(tx *sql.Tx, st gate.State) (string, error) {
-		next, err := gate.Resume(st, registryFloor)
+		next, err := gate.Resume(st, registryFloor, g.clock.Now())
 		if err != nil {
 			return "", err
 		}
-		_, err = tx.ExecContext(ctx, g.stmt.storePause, resource, 0, next.PausedReason)
+		_, err = tx.ExecContext(ctx, g.stmt.storeResume, resource, int64(next.Floor), timeMs(next.FloorAt))
 		return fmt.Sprintf("resume registry floor %d > highestFence %d; was paused: %s; note: %s", registryFloor, st.HighestFence, st.PausedReason, note), err
 	})
 }

@@ -83,7 +83,7 @@ func (b *business) finishAccept(ctx context.Context) error {
 		q = g.stmt.finishAcceptUnguarded
 	}
 	_, err := g.exec(ctx, b.tx, q, r.Resource, int64(r.FenceToken), int64(r.SegmentSeq), r.OperationID,
-		r.OperationRoot[:], r.PayloadDigest[:], r.GrantDigest[:], r.AcceptedAt.UnixMilli(), string(r.Mode))
+		r.OperationRoot[:], r.PayloadDigest[:], r.GrantDigest[:], r.AcceptedAt.UnixMilli(), string(r.Mode), timeMs(b.d.State.GrantIssuedAt))
 	if err != nil {
 		return fmt.Errorf("sqlgate: record ACCEPTED: %w", err)
 	}

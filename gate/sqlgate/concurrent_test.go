@@ -171,8 +171,8 @@ type syncRegistry struct {
 	fences  *sync.Map
 }
 
-func (s *syncRegistry) QueryStatus(_ context.Context, d grant.Digest) (grant.State, uint64, error) {
-	f, ok := s.fences.Load(d)
+func (s *syncRegistry) QueryStatus(_ context.Context, g *grant.Grant) (grant.State, uint64, error) {
+	f, ok := s.fences.Load(g.Digest())
 	if ok && f.(uint64) == s.current.Load() {
 		return grant.StateHeld, gatetest.Epoch, nil
 	}

@@ -28,7 +28,8 @@ type Dialect struct {
 	forUpdate string
 	// stateCols and stateFrom read a resource's gate.State: stateCols
 	// selects resource, mode, highest fence, root, last segment, last
-	// grant, min policy generation, paused, paused reason; stateFrom
+	// grant, min policy generation, paused, paused reason, last grant's
+	// issued-at ms, fence floor, floor-at ms; stateFrom
 	// names {p}resources as r, and may use $1 (the resource).
 	stateCols, stateFrom string
 	// markLocked is appended to the fence-row read's columns when Run owns
@@ -46,7 +47,7 @@ type Dialect struct {
 	// the new fence state, clearing the mark and adding the counted
 	// guarded writes to the resource. Arguments: resource, fence, seq,
 	// operation ID, operation root, payload digest, grant digest,
-	// accepted-at ms, mode (the new state is the receipt's fence, seq,
+	// accepted-at ms, mode, grant issued-at ms (the new state is the receipt's fence, seq,
 	// root and grant). finishAcceptUnguarded, if set, is the same for a
 	// transaction never marked (no table is protected).
 	finishAccept, finishAcceptUnguarded string
@@ -59,8 +60,8 @@ type Dialect struct {
 	// minimum, the fence above highestFence at segment 1 or the next
 	// segment under the same root and grant, and no table protected (the
 	// count of guarded writes needs a statement after the business
-	// change). Arguments: finishAccept's, then the grant's policy
-	// generation. See Gate.speculate.
+	// change). Arguments: finishAccept's first nine, the grant's policy
+	// generation, then its issued-at ms. See Gate.speculate.
 	speculate string
 	// serial is the type of an auto-assigned integer primary key.
 	serial string
@@ -84,6 +85,10 @@ type Dialect struct {
 	// without the columns they imply (ID, outcome), and the fence state
 	// where this dialect keeps it (see Dialect).
 	compact string
+	// issueTimes is migration 6: the IssuedAt of the grant at highestFence
+	// kept with the fence state, and the floor and instant of the last
+	// Resume in the resource row (the regression rule needs both).
+	issueTimes string
 }
 
 // Name returns "sqlite" or "postgres".

@@ -13,13 +13,14 @@ var Postgres = &Dialect{
 	name:         "postgres",
 	placeholders: func(q string) string { return q },
 	forUpdate:    " FOR UPDATE OF r",
-	stateCols:    `r.resource, r.mode, r.highest_fence, r.root, r.last_seq, r.last_grant, r.min_policy_generation, r.paused, r.paused_reason`,
-	stateFrom:    `{p}resources r`,
-	markLocked:   ", set_config('fencegate.apply', '1', true), set_config('fencegate.writes', '0', true)",
-	mark:         "SELECT set_config('fencegate.apply', '1', true), set_config('fencegate.writes', '0', true)",
-	unmark:       "SELECT set_config('fencegate.apply', '', true)",
+	stateCols: `r.resource, r.mode, r.highest_fence, r.root, r.last_seq, r.last_grant, r.min_policy_generation, r.paused, r.paused_reason,
+  r.last_grant_issued_at_ms, r.fence_floor, r.floor_at_ms`,
+	stateFrom:  `{p}resources r`,
+	markLocked: ", set_config('fencegate.apply', '1', true), set_config('fencegate.writes', '0', true)",
+	mark:       "SELECT set_config('fencegate.apply', '1', true), set_config('fencegate.writes', '0', true)",
+	unmark:     "SELECT set_config('fencegate.apply', '', true)",
 	finishAccept: `WITH w AS (SELECT current_setting('fencegate.writes')::bigint AS n, set_config('fencegate.apply', '', true) AS cleared),
-u AS (UPDATE {p}resources SET highest_fence = $2, root = $5, last_seq = $3, last_grant = $7,
+u AS (UPDATE {p}resources SET highest_fence = $2, root = $5, last_seq = $3, last_grant = $7, last_grant_issued_at_ms = $10,
   gated_writes = gated_writes + (SELECT n FROM w WHERE cleared IS NOT NULL) WHERE resource = $1)
 INSERT INTO {p}receipts (resource, fence, seq, operation_id, operation_root, payload_digest, grant_digest, accepted_at_ms, mode)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
@@ -52,7 +53,8 @@ END $fg$`,
 CREATE TRIGGER {p}fence_never_decreases BEFORE UPDATE OF highest_fence ON {p}resources FOR EACH ROW WHEN (NEW.highest_fence < OLD.highest_fence) EXECUTE FUNCTION {p}refuse('highest_fence never decreases');
 CREATE TRIGGER {p}receipts_never_changed BEFORE UPDATE OR DELETE ON {p}receipts FOR EACH ROW EXECUTE FUNCTION {p}refuse('receipts are never updated or deleted');
 CREATE TRIGGER {p}receipts_never_truncated BEFORE TRUNCATE ON {p}receipts FOR EACH STATEMENT EXECUTE FUNCTION {p}refuse('receipts are never deleted');`,
-	compact: postgresCompact,
+	compact:    postgresCompact,
+	issueTimes: postgresIssueTimes,
 	guard: func(p, table, mode string) []string {
 		name := p + "guard_" + table
 		return []string{
@@ -85,12 +87,12 @@ ALTER TABLE {p}receipts DROP COLUMN id, DROP COLUMN outcome,
 // snapshot. The receipt's mode is $9, 'enforce': u requires it.
 const postgresSpeculate = `WITH s AS (
   SELECT r.resource, r.mode, r.highest_fence, r.root, r.last_seq, r.last_grant, r.min_policy_generation, r.paused, r.paused_reason,
-    set_config('fencegate.apply', '1', true) AS m1, set_config('fencegate.writes', '0', true) AS m2
+    r.last_grant_issued_at_ms, r.fence_floor, r.floor_at_ms, set_config('fencegate.apply', '1', true) AS m1, set_config('fencegate.writes', '0', true) AS m2
   FROM {p}resources r WHERE r.resource = $1 FOR UPDATE OF r),
 u AS (
-  UPDATE {p}resources p SET highest_fence = $2, root = $5, last_seq = $3, last_grant = $7 FROM s
+  UPDATE {p}resources p SET highest_fence = $2, root = $5, last_seq = $3, last_grant = $7, last_grant_issued_at_ms = $11 FROM s
   WHERE p.resource = s.resource AND s.mode = 'enforce' AND s.paused = 0 AND s.min_policy_generation <= $10
-    AND NOT EXISTS (SELECT 1 FROM {p}protected)
+    AND s.fence_floor < $2 AND NOT EXISTS (SELECT 1 FROM {p}protected)
     AND (s.highest_fence < $2 AND $3 = 1
       OR s.highest_fence = $2 AND s.root = $5 AND (s.last_grant = ''::bytea OR s.last_grant = $7) AND s.last_seq + 1 = $3)
   RETURNING p.resource),
@@ -98,4 +100,10 @@ i AS (
   INSERT INTO {p}receipts (resource, fence, seq, operation_id, operation_root, payload_digest, grant_digest, accepted_at_ms, mode)
   SELECT u.resource, $2, $3, $4, $5, $6, $7, $8, $9 FROM u RETURNING 1)
 SELECT s.resource, s.mode, s.highest_fence, s.root, s.last_seq, s.last_grant, s.min_policy_generation, s.paused, s.paused_reason,
-  s.m1, s.m2, (SELECT count(*) FROM i) FROM s`
+  s.last_grant_issued_at_ms, s.fence_floor, s.floor_at_ms, s.m1, s.m2, (SELECT count(*) FROM i) FROM s`
+
+// postgresIssueTimes is PostgreSQL's migration 6: the resource row keeps
+// the IssuedAt of the grant at highestFence (0 = unknown, from before) and
+// the floor and instant of the last Resume.
+const postgresIssueTimes = `ALTER TABLE {p}resources ADD COLUMN last_grant_issued_at_ms BIGINT NOT NULL DEFAULT 0,
+  ADD COLUMN fence_floor BIGINT NOT NULL DEFAULT 0, ADD COLUMN floor_at_ms BIGINT NOT NULL DEFAULT 0;`

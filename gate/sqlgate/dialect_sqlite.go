@@ -20,9 +20,9 @@ var SQLite = &Dialect{
 	name:         "sqlite",
 	placeholders: func(q string) string { return strings.ReplaceAll(q, "$", "?") },
 	stateCols: `r.resource, r.mode, coalesce(l.fence, 0), l.operation_root, coalesce(l.seq, 0), l.grant_digest,
-  r.min_policy_generation, r.paused, r.paused_reason`,
+  r.min_policy_generation, r.paused, r.paused_reason, coalesce(l.grant_issued_at_ms, 0), r.fence_floor, r.floor_at_ms`,
 	// The primary key (resource, fence, seq) read backwards: one seek.
-	stateFrom: `{p}resources r LEFT JOIN (SELECT fence, seq, operation_root, grant_digest FROM {p}receipts
+	stateFrom: `{p}resources r LEFT JOIN (SELECT fence, seq, operation_root, grant_digest, grant_issued_at_ms FROM {p}receipts
   WHERE resource = $1 ORDER BY fence DESC, seq DESC LIMIT 1) l ON 1`,
 	serial: "INTEGER PRIMARY KEY",
 	// WITHOUT ROWID: receipts live in their primary-key b-tree, one page
@@ -41,10 +41,10 @@ var SQLite = &Dialect{
 	// reads and deletes the marker, adds its count to the resource (only
 	// when the business change wrote a protected row) and inserts the
 	// receipt, in one VM program.
-	finishAccept: `INSERT INTO {p}accept (resource, fence, seq, operation_id, operation_root, payload_digest, grant_digest, accepted_at_ms, mode)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-	finishAcceptUnguarded: `INSERT INTO {p}receipts (resource, fence, seq, operation_id, operation_root, payload_digest, grant_digest, accepted_at_ms, mode)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+	finishAccept: `INSERT INTO {p}accept (resource, fence, seq, operation_id, operation_root, payload_digest, grant_digest, accepted_at_ms, mode, grant_issued_at_ms)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+	finishAcceptUnguarded: `INSERT INTO {p}receipts (resource, fence, seq, operation_id, operation_root, payload_digest, grant_digest, accepted_at_ms, mode, grant_issued_at_ms)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
 	acceptEntry: `CREATE VIEW {p}accept AS SELECT NULL AS resource, NULL AS highest_fence, NULL AS root, NULL AS last_seq, NULL AS id, NULL AS fence,
   NULL AS operation_root, NULL AS operation_id, NULL AS seq, NULL AS payload_digest, NULL AS grant_digest, NULL AS accepted_at_ms, NULL AS mode, NULL AS outcome WHERE 0;
 CREATE TRIGGER {p}accept_insert INSTEAD OF INSERT ON {p}accept BEGIN
@@ -59,7 +59,8 @@ CREATE TRIGGER {p}accept_insert INSTEAD OF INSERT ON {p}accept BEGIN
 	guard:        sqliteGuard,
 	invariants: `CREATE TRIGGER {p}fence_never_decreases BEFORE UPDATE OF highest_fence ON {p}resources WHEN NEW.highest_fence < OLD.highest_fence BEGIN SELECT RAISE(ABORT, 'fencegate: highest_fence never decreases'); END;
 ` + sqliteReceiptsImmutable,
-	compact: sqliteCompact,
+	compact:    sqliteCompact,
+	issueTimes: sqliteIssueTimes,
 }
 
 // sqliteReceiptsImmutable (migration 2, again in 5 on the rebuilt table)
@@ -116,6 +117,26 @@ CREATE TRIGGER {p}accept_insert INSTEAD OF INSERT ON {p}accept BEGIN
   ; DELETE FROM {p}apply_marker WHERE id = 1
   ; INSERT INTO {p}receipts (resource, fence, seq, operation_id, operation_root, payload_digest, grant_digest, accepted_at_ms, mode)
     VALUES (NEW.resource, NEW.fence, NEW.seq, NEW.operation_id, NEW.operation_root, NEW.payload_digest, NEW.grant_digest, NEW.accepted_at_ms, NEW.mode)
+  ; END;`
+
+// sqliteIssueTimes is SQLite's migration 6: each receipt keeps its
+// grant's IssuedAt (the fence state is the last receipt, so the issue time
+// of the grant at highestFence comes with it), the accept view takes it,
+// and the resource row keeps the floor and instant of the last Resume.
+// Receipts from before have 0: unknown, which the regression rule treats
+// as ambiguous until the next grant's first accept.
+const sqliteIssueTimes = `ALTER TABLE {p}receipts ADD COLUMN grant_issued_at_ms BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE {p}resources ADD COLUMN fence_floor BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE {p}resources ADD COLUMN floor_at_ms BIGINT NOT NULL DEFAULT 0;
+DROP VIEW {p}accept;
+CREATE VIEW {p}accept AS SELECT NULL AS resource, NULL AS fence, NULL AS seq, NULL AS operation_id, NULL AS operation_root,
+  NULL AS payload_digest, NULL AS grant_digest, NULL AS accepted_at_ms, NULL AS mode, NULL AS grant_issued_at_ms WHERE 0;
+CREATE TRIGGER {p}accept_insert INSTEAD OF INSERT ON {p}accept BEGIN
+  UPDATE {p}resources SET gated_writes = gated_writes + (SELECT writes FROM {p}apply_marker WHERE id = 1)
+    WHERE resource = NEW.resource AND (SELECT writes FROM {p}apply_marker WHERE id = 1) > 0
+  ; DELETE FROM {p}apply_marker WHERE id = 1
+  ; INSERT INTO {p}receipts (resource, fence, seq, operation_id, operation_root, payload_digest, grant_digest, accepted_at_ms, mode, grant_issued_at_ms)
+    VALUES (NEW.resource, NEW.fence, NEW.seq, NEW.operation_id, NEW.operation_root, NEW.payload_digest, NEW.grant_digest, NEW.accepted_at_ms, NEW.mode, NEW.grant_issued_at_ms)
   ; END;`
 
 func sqliteGuard(p, table, mode string) []string {

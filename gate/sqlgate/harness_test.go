@@ -66,11 +66,21 @@ func newEnv(t testing.TB, b backend, querier gate.StatusQuerier) *env {
 	iss := gatetest.NewIssuer("main")
 	iss.RevokeBelow(4)
 	clock := fakeclock.New(iss.Now.Add(time.Second))
-	g, err := sqlgate.New(sqlgate.Config{Dialect: b.dialect, Policy: gate.Policy{Verifier: iss.Verifier}, Querier: querier, Clock: clock})
+	e := newEnvWith(t, b, sqlgate.Config{Policy: gate.Policy{Verifier: iss.Verifier}, Querier: querier, Clock: clock})
+	e.iss, e.clock = iss, clock
+	return e
+}
+
+// newEnvWith is newEnv with the gate's configuration given (the dialect
+// is the backend's); iss and clock are left for the caller.
+func newEnvWith(t testing.TB, b backend, cfg sqlgate.Config) *env {
+	t.Helper()
+	cfg.Dialect = b.dialect
+	g, err := sqlgate.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, ctx: context.Background(), db: b.open(t), g: g, iss: iss, clock: clock}
+	e := &env{t: t, ctx: context.Background(), db: b.open(t), g: g}
 	if err := g.Migrate(e.ctx, e.db); err != nil {
 		t.Fatal(err)
 	}

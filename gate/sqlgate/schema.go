@@ -14,7 +14,7 @@ import (
 // its triggers that hold the gate's storage invariants, {accept} what its
 // one-statement finish of an accept needs, {segmentChain} its trigger
 // refusing a receipt whose previous segment is missing, {compact} its
-// schema-5 layout.
+// schema-5 layout, {issueTimes} its schema-6 columns.
 var migrations = []string{
 	1: `
 CREATE TABLE {p}resources (
@@ -119,6 +119,10 @@ DROP INDEX {p}receipts_by_operation;
 	// so an accept writes one page fewer; PostgreSQL keeps it, now with
 	// the last grant, in the locked resource row.
 	5: `{compact}`,
+	// 6: issue times for the regression rule (Dialect.issueTimes): the
+	// grant at highestFence keeps its IssuedAt, and Resume records the
+	// floor it was given and when.
+	6: `{issueTimes}`,
 }
 
 // SchemaVersion is the schema version this package migrates to.
@@ -167,7 +171,7 @@ func (g *Gate) migrateTo(ctx context.Context, db *sql.DB, v int) error {
 	if n > 0 {
 		return nil
 	}
-	ddl := strings.NewReplacer("{serial}", g.d.serial, "{guard}", g.d.guardSetup, "{clustered}", g.d.clustered, "{invariants}", g.d.invariants, "{accept}", g.d.acceptEntry, "{segmentChain}", g.d.segmentChain, "{compact}", g.d.compact).Replace(migrations[v])
+	ddl := strings.NewReplacer("{serial}", g.d.serial, "{guard}", g.d.guardSetup, "{clustered}", g.d.clustered, "{invariants}", g.d.invariants, "{accept}", g.d.acceptEntry, "{segmentChain}", g.d.segmentChain, "{compact}", g.d.compact, "{issueTimes}", g.d.issueTimes).Replace(migrations[v])
 	for _, stmt := range splitStatements(g.q(ddl)) {
 		if _, err := tx.ExecContext(ctx, stmt); err != nil {
 			return fmt.Errorf("%w\n%s", err, stmt)

@@ -15,7 +15,7 @@ import (
 type statements struct {
 	lockLookup, lockLookupMarking, ensureState, lockState, readState string
 	receiptAt, receiptsByOp                                          string
-	storePause                                                       string
+	storePause, storeResume                                          string
 	insertQuarantine, insertAlarm                                    string
 	insertShadow, insertAction                                       string
 	mark, unmark, finishAccept, finishAcceptUnguarded                string
@@ -47,6 +47,7 @@ WHERE r.resource = $1` + d.forUpdate
 		receiptsByOp: g.q(`SELECT ` + receiptCols + ` FROM {p}receipts WHERE resource = $1 AND operation_id = $2 AND fence IN
   (SELECT fence FROM {p}receipts WHERE resource = $1 AND operation_id = $2 AND seq < 2) ORDER BY fence, seq`),
 		storePause:       g.q(`UPDATE {p}resources SET paused = $2, paused_reason = $3 WHERE resource = $1`),
+		storeResume:      g.q(`UPDATE {p}resources SET paused = 0, paused_reason = '', fence_floor = $2, floor_at_ms = $3 WHERE resource = $1`),
 		insertQuarantine: g.q(`INSERT INTO {p}quarantine (resource, fence, seq, operation_id, payload_digest, grant_digest, original_receipt, reason, recorded_at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`),
 		insertAlarm:      g.q(`INSERT INTO {p}alarms (resource, kind, fence, highest_fence, grant_digest, detail, raised_at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7)`),
 		insertShadow:     g.q(`INSERT INTO {p}shadow_log (resource, fence, seq, operation_id, outcome, reason, at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7)`),
@@ -103,16 +104,19 @@ func (g *Gate) scanState(ctx context.Context, tx DBTX, query, resource string) (
 type stateScan struct {
 	resource, mode, reason        string
 	highest, last, minPol, paused int64
+	grantIssuedMs, floor, floorMs int64
 	root, lastGrant               []byte
 }
 
 func (s *stateScan) dest() []any {
-	return []any{&s.resource, &s.mode, &s.highest, &s.root, &s.last, &s.lastGrant, &s.minPol, &s.paused, &s.reason}
+	return []any{&s.resource, &s.mode, &s.highest, &s.root, &s.last, &s.lastGrant, &s.minPol, &s.paused, &s.reason,
+		&s.grantIssuedMs, &s.floor, &s.floorMs}
 }
 
 func (s *stateScan) state() (gate.State, error) {
 	st := gate.State{Resource: s.resource, Mode: gate.Mode(s.mode), HighestFence: uint64(s.highest), LastSegmentSeq: uint64(s.last),
-		MinPolicyGeneration: uint64(s.minPol), Paused: s.paused != 0, PausedReason: s.reason}
+		MinPolicyGeneration: uint64(s.minPol), Paused: s.paused != 0, PausedReason: s.reason,
+		GrantIssuedAt: msTime(s.grantIssuedMs), Floor: uint64(s.floor), FloorAt: msTime(s.floorMs)}
 	var err error
 	if st.Root, err = storedDigest(s.root, true); err != nil {
 		return st, fmt.Errorf("sqlgate: stored root: %w", err)
@@ -121,6 +125,23 @@ func (s *stateScan) state() (gate.State, error) {
 		return st, fmt.Errorf("sqlgate: stored last grant: %w", err)
 	}
 	return st, nil
+}
+
+// msTime turns stored Unix milliseconds back into an instant; 0 is
+// unknown (the zero time).
+func msTime(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
+}
+
+// timeMs is msTime's inverse.
+func timeMs(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
 }
 
 // storedDigest turns a stored 32-byte digest back into a grant.Digest;
@@ -216,7 +237,7 @@ func (g *Gate) record(ctx context.Context, tx *sql.Tx, d gate.Decision, v *gate.
 			m.PayloadDigest.String(), v.GrantDigest.String(), prior.ID(), reason, now)
 	}
 	if d.Alarm {
-		exec(g.stmt.insertAlarm, m.Resource, string(d.Outcome), int64(m.FenceToken), int64(d.State.HighestFence), v.GrantDigest.String(), reason, now)
+		exec(g.stmt.insertAlarm, m.Resource, string(d.AlarmKind), int64(m.FenceToken), int64(d.State.HighestFence), v.GrantDigest.String(), reason, now)
 	}
 	if d.ShadowLog {
 		exec(g.stmt.insertShadow, m.Resource, int64(m.FenceToken), int64(m.SegmentSeq), m.OperationID, string(d.Outcome), reason, now)

@@ -217,7 +217,8 @@ type fakeRegistry struct {
 	err     error
 }
 
-func (f *fakeRegistry) QueryStatus(ctx context.Context, d grant.Digest) (grant.State, uint64, error) {
+func (f *fakeRegistry) QueryStatus(ctx context.Context, g *grant.Grant) (grant.State, uint64, error) {
+	d := g.Digest()
 	if f.err != nil {
 		return "", 0, f.err
 	}

@@ -70,7 +70,15 @@ func testRules(t *testing.T, b backend) {
 			w.Lease = "lease-reissued"
 			return e.iss.Mutation(w, 2, "p2")
 		}, owner, nil, gate.FenceRegression},
-		{"smaller fence proven held: regression", func(r string) *gate.Mutation { return e.iss.Mutation(wr(r, 4, "op-old"), 1, "p") }, owner, nil, gate.FenceRegression},
+		{"smaller fence, HELD proof issued after the grant at highest: regression", func(r string) *gate.Mutation {
+			return e.iss.Later(time.Second).WithStatus(e.iss.Mutation(wr(r, 4, "op-old"), 1, "p"), grant.StateHeld)
+		}, owner, nil, gate.FenceRegression},
+		{"smaller fence, HELD proof issued before the grant at highest: stale", func(r string) *gate.Mutation {
+			return e.iss.Later(-time.Second).Mutation(wr(r, 4, "op-old"), 1, "p")
+		}, owner, nil, gate.StaleOwner},
+		{"smaller fence, HELD proof within the skew bound: stale, suspected", func(r string) *gate.Mutation {
+			return e.iss.Mutation(wr(r, 4, "op-old"), 1, "p")
+		}, owner, nil, gate.StaleOwner},
 		{"malformed envelope", func(r string) *gate.Mutation {
 			m := e.iss.Mutation(wr(r, 6, "op-b"), 1, "p")
 			m.OperationID = "bad id"
@@ -159,7 +167,8 @@ func testRegression(t *testing.T, b backend) {
 	if _, err := e.apply(owner, e.iss.Mutation(wr(r, 5, "op-a"), 1, "p"), "p"); err != nil {
 		t.Fatal(err)
 	}
-	_, err := e.apply(owner, e.iss.Mutation(wr(r, 3, "op-restored"), 1, "p"), "p")
+	restored := e.iss.Later(time.Second) // a restored registry re-issues fence 3 after fence 5's grant
+	_, err := e.apply(owner, restored.Mutation(wr(r, 3, "op-restored"), 1, "p"), "p")
 	var rej *gate.Rejection
 	if !errors.As(err, &rej) || rej.Outcome != gate.FenceRegression || !errors.Is(err, gate.ErrStaleOwner) || !rej.Recorded {
 		t.Fatalf("got %v", err)
@@ -186,6 +195,14 @@ func testRegression(t *testing.T, b backend) {
 	}
 	if n := e.count(`SELECT count(*) FROM fencegate_operator_actions WHERE subject = $1 AND action = 'resume' AND operator = 'ops'`, r); n != 1 {
 		t.Fatalf("resume not recorded: %d", n)
+	}
+	if st := e.state(r); st.Paused || st.Floor != 100 || !st.FloorAt.Equal(e.clock.Now().Truncate(time.Millisecond)) {
+		t.Fatalf("resume must keep its floor and instant: %+v", st)
+	}
+	// The regressed grant's later writes are from before the repair: stale,
+	// and no second pause.
+	if _, err := e.apply(owner, restored.Mutation(wr(r, 3, "op-restored"), 1, "p"), "p"); !errors.Is(err, gate.ErrStaleOwner) || errors.Is(err, gate.ErrFenceRegression) {
+		t.Fatalf("pre-repair grant after resume: %v", err)
 	}
 	if _, err := e.apply(owner, e.iss.Mutation(wr(r, 101, "op-c"), 1, "p"), "p"); err != nil {
 		t.Fatalf("after resume: %v", err)
