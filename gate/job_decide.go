@@ -42,7 +42,8 @@ type JobInput struct {
 //     whose ID, grant and root are the job's → STALE_OWNER if fence <
 //     highestFence, else NOT_HELD (cause ErrNoUpstreamReceipt);
 //  6. fence < highestFence → STALE_OWNER: a newer owner's job has been
-//     applied here, and an older owner's may never follow it;
+//     applied here, and an older owner's may never follow it; so is a
+//     fence at or below the floor of the target's last Resume;
 //  7. fence == highestFence under another root or grant, or a receipt at
 //     (fence, jobSeq) from another grant → ROOT_MISMATCH;
 //  8. fence > highestFence → ACCEPTED iff jobSeq == 1, else SEGMENT_GAP;
@@ -79,6 +80,8 @@ func decideJobFence(in JobInput, base Input) Decision {
 	switch {
 	case fence < st.HighestFence:
 		return reject(base, StaleOwner, "fence %d < highest %d: a newer owner's job has been applied to %s", fence, st.HighestFence, st.Resource)
+	case st.Floor > 0 && fence <= st.Floor:
+		return reject(base, StaleOwner, "fence %d at or below the floor %d of the target's last resume", fence, st.Floor)
 	case fence == st.HighestFence && v.Root != st.Root:
 		return reject(base, RootMismatch, "fence %d == highest under root %s, not %s", fence, st.Root, v.Root)
 	case fence == st.HighestFence && !st.GrantDigest.IsZero() && st.GrantDigest != v.GrantDigest:

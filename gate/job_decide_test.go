@@ -80,6 +80,11 @@ func TestDecideJobRules(t *testing.T) {
 			up.AcceptedAt = up.AcceptedAt.Add(time.Millisecond)
 			return j, up
 		}, nil, targetState(t, 5, 2, "op-a"), gate.NotHeld},
+		{"at the floor of the target's last resume", func() (*gate.Job, *gate.Receipt) { return jobOf(t, f, 6, 1, 1, "op-b", "b1") }, nil, func() gate.State {
+			s := targetState(t, 5, 2, "op-a")
+			s.Floor = 6
+			return s
+		}(), gate.StaleOwner},
 		{"paused target", func() (*gate.Job, *gate.Receipt) { return jobOf(t, f, 6, 1, 1, "op-b", "b1") }, nil, func() gate.State {
 			s := targetState(t, 5, 2, "op-a")
 			s.Paused = true
