@@ -17,10 +17,10 @@ import (
 	"context"
 	"errors"
 	"testing"
-	"time"
 
 	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/internal/fakeclock"
 )
 
 // Harness drives one adapter over a real store. Every method acts on the
@@ -73,15 +73,14 @@ const FailPayload = "conformance: business change fails"
 // (the adapter may wrap it).
 var ErrBusinessFailed = errors.New("conformance: business change failed")
 
-// Clock is the gate clock the suite moves.
-type Clock interface{ Now() time.Time }
-
 // Config is what the suite hands an adapter's factory.
 type Config struct {
 	// Verifier trusts the suite's issuer; the adapter's gate.Policy uses it.
 	Verifier *grant.Verifier
-	// Clock is the gate's clock (the adapter must read time only here).
-	Clock Clock
+	// Clock is the gate's clock, which the suite moves (the adapter must
+	// read time only here). A manual clock, it satisfies every adapter's
+	// Clock interface.
+	Clock *fakeclock.Clock
 	// Querier, when not nil, is the gate's StatusQuerier.
 	Querier gate.StatusQuerier
 }

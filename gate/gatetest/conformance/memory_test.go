@@ -15,6 +15,7 @@ import (
 
 	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/gate/gatetest/conformance"
+	"github.com/fencegate/fencegate/internal/fakeclock"
 )
 
 type mutant int
@@ -41,7 +42,7 @@ type memGate struct {
 	mu     sync.Mutex
 	pol    gate.Policy
 	q      gate.Querying
-	clock  conformance.Clock
+	clock  *fakeclock.Clock
 	res    map[string]*memResource
 	mutant mutant
 }
