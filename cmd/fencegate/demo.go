@@ -29,7 +29,7 @@ func init() {
 	register(command{name: "demo", summary: "start here: the spec's Worker A story with real processes, fenced and lease-only", run: runDemo})
 }
 
-const demoUsage = `usage: fencegate demo [--ttl-ms N] [--db postgres://…] [--keep]
+const demoUsage = `usage: fencegate demo [--ttl-ms N] [--db postgres://…] [--resource sql|redis|s3] [--keep]
 
 Starts a registry (fencegate serve, embedded etcd, temporary data dir), the
 example "ledger" service (examples/ledger: writes through the gate on SQLite)
@@ -64,12 +64,19 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if len(args) > 0 && args[0] == "worker" {
 		return runDemoWorker(ctx, args[1:], stdout, stderr)
 	}
+	if ok, err := runDemoResourceChild(ctx, args, stdout, stderr); ok { // hook: demo --resource (demo_resource.go)
+		return err
+	}
 	fs := newFlags("demo", stderr)
 	fs.Usage = func() { fmt.Fprintln(stderr, demoUsage+"\n\nflags:"); fs.PrintDefaults() }
 	ttlMs := fs.Uint64("ttl-ms", demoTTLMsDefault, "worker A's lease TTL in ms (A stays frozen TTL + lock-delay)")
 	db := fs.String("db", "", "the fenced ledger's database: a postgres://… URL (default: a temporary SQLite file)")
 	keep := fs.Bool("keep", false, "keep the temporary directory (registry data, ledger databases, logs)")
+	resource := demoResourceFlag(fs) // hook: demo --resource (demo_resource.go)
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := checkDemoResource(*resource, *db); err != nil { // hook: demo --resource
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -94,7 +101,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	} else {
 		defer os.RemoveAll(dir)
 	}
-	d := &demo{self: self, dir: dir, out: stdout, start: time.Now(), ttlMs: *ttlMs}
+	d := &demo{self: self, dir: dir, out: stdout, start: time.Now(), ttlMs: *ttlMs, resource: *resource}
 	defer d.stopAll()
 	return d.run(ctx, *db)
 }
@@ -106,6 +113,7 @@ type demo struct {
 	out       io.Writer
 	start     time.Time
 	ttlMs     uint64
+	resource  string            // hook: demo --resource (demo_resource.go)
 	tokens    map[string]string // identity → bearer token
 	registry  string            // serve's URL
 	mu        sync.Mutex
@@ -116,7 +124,7 @@ func (d *demo) run(ctx context.Context, db string) error {
 	if err := d.writeTokens(); err != nil {
 		return err
 	}
-	fencedURL, unsafeURL, err := d.startServices(ctx, db)
+	fencedURL, unsafeURL, err := d.startServicesFor(ctx, db) // hook: demo --resource (demo_resource.go)
 	if err != nil {
 		return err
 	}

@@ -97,12 +97,15 @@ func New(cfg Config) (*Gate, error) {
 func (g *Gate) Counters() *gate.Counters { return &g.counters }
 
 // resource returns name's resource, creating it in the default mode.
-func (g *Gate) resource(name string) *resource {
+func (g *Gate) resource(name string) *resource { return g.resourceIn(name, g.mode) }
+
+// resourceIn returns name's resource, creating it in mode on first sight.
+func (g *Gate) resourceIn(name string, mode gate.Mode) *resource {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	r := g.resources[name]
 	if r == nil {
-		r = newResource(name, g.mode)
+		r = newResource(name, mode)
 		g.resources[name] = r
 	}
 	return r
@@ -166,7 +169,7 @@ func (g *Gate) QueryOperation(resource, operationID string, fence uint64) gate.A
 // Resume lifts a FENCE_REGRESSION pause once the operator states a
 // registry fence floor above highestFence (gate.Resume), and records it.
 func (g *Gate) Resume(name string, registryFloor uint64, operator, note string) error {
-	return g.operator(name, operator, func(r *resource, now time.Time) (string, error) {
+	return g.operator(name, operator, g.mode, func(r *resource, now time.Time) (string, error) {
 		next, err := gate.Resume(r.state, registryFloor, now)
 		if err != nil {
 			return "", err
@@ -177,9 +180,10 @@ func (g *Gate) Resume(name string, registryFloor uint64, operator, note string) 
 	})
 }
 
-// SetMode moves a resource to mode (shadow → enforce only).
+// SetMode moves a resource to mode (shadow → enforce only); a resource
+// the gate has never seen starts in mode.
 func (g *Gate) SetMode(name string, mode gate.Mode, operator string) error {
-	return g.operator(name, operator, func(r *resource, _ time.Time) (string, error) {
+	return g.operator(name, operator, mode, func(r *resource, _ time.Time) (string, error) {
 		next, err := gate.ChangeMode(r.state.Mode, mode)
 		if err != nil {
 			return "", err
@@ -193,7 +197,7 @@ func (g *Gate) SetMode(name string, mode gate.Mode, operator string) error {
 // SetMinPolicyGeneration raises the lowest grant policy generation the
 // resource accepts. It only rises.
 func (g *Gate) SetMinPolicyGeneration(name string, gen uint64, operator string) error {
-	return g.operator(name, operator, func(r *resource, _ time.Time) (string, error) {
+	return g.operator(name, operator, g.mode, func(r *resource, _ time.Time) (string, error) {
 		if gen < r.state.MinPolicyGeneration {
 			return "", fmt.Errorf("memgate: min policy generation %d is below the current %d", gen, r.state.MinPolicyGeneration)
 		}
@@ -203,14 +207,17 @@ func (g *Gate) SetMinPolicyGeneration(name string, gen uint64, operator string) 
 	})
 }
 
-func (g *Gate) operator(resource, operator string, act func(*resource, time.Time) (string, error)) error {
+func (g *Gate) operator(resource, operator string, createMode gate.Mode, act func(*resource, time.Time) (string, error)) error {
 	if operator == "" {
 		return errors.New("memgate: operator actions need the operator's name")
 	}
 	if err := grant.ValidateResource(resource); err != nil {
 		return fmt.Errorf("memgate: resource %q: %v", resource, err)
 	}
-	r := g.resource(resource)
+	if _, err := gate.ParseMode(string(createMode)); err != nil {
+		return err
+	}
+	r := g.resourceIn(resource, createMode)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := g.clock.Now()
