@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/fencegate/fencegate/client/reconcile"
 	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/grant"
 )
@@ -63,7 +62,43 @@ type Resolution struct {
 	// Answer is the resource's evidence.
 	Answer gate.Answer
 	// Queued is the reconciliation item (UNDETERMINED with a Queue only).
-	Queued *reconcile.Item
+	Queued *ReconcileItem
+}
+
+// ReconcileItem is one write whose outcome is unknown, as a
+// ReconcileQueue keeps it.
+type ReconcileItem struct {
+	ID            int64
+	Resource      string
+	OperationID   string
+	FenceToken    uint64
+	SegmentSeq    uint64 // 0: the whole operation
+	PayloadDigest grant.Digest
+	EnqueuedAt    time.Time // when the outcome became unknown: Enqueue takes it if set, else now
+	Deadline      time.Time // EnqueuedAt + the queue's deadline (15 min by default)
+	Attempts      int       // reconciliation attempts so far
+	LastError     string    // why the last attempt did not settle it
+	Alarmed       bool      // the deadline passed and the alarm fired
+}
+
+// ReconcileQueue is the durable queue of writes a Resolver could not
+// settle: UNDETERMINED, to be asked about again until settled, with a
+// deadline that is measured and alarmed. client/reconcile is the SQLite
+// implementation; the interface keeps package client free of it.
+type ReconcileQueue interface {
+	// Enqueue records it once (by resource, operation and segment) and
+	// returns it as stored; a second Enqueue of the same write returns the
+	// first without moving its deadline.
+	Enqueue(ctx context.Context, it ReconcileItem) (ReconcileItem, error)
+	// Open returns the open items, oldest first.
+	Open(ctx context.Context) ([]ReconcileItem, error)
+	// Resolve closes item id with the verdict that settled it.
+	Resolve(ctx context.Context, id int64, verdict string) error
+	// Attempted records an attempt on item id that did not settle it.
+	Attempted(ctx context.Context, id int64, why string) error
+	// CheckDeadlines fires the alarm for open items past their deadline
+	// (once each) and returns them.
+	CheckDeadlines(ctx context.Context) ([]ReconcileItem, error)
 }
 
 // Resolver settles MUTATION_UNKNOWN by operation ID against the resource's
@@ -76,7 +111,7 @@ type Resolution struct {
 // The Resolver is for when that is no longer possible.
 type Resolver struct {
 	Receipts ReceiptQuerier
-	Queue    *reconcile.Queue
+	Queue    ReconcileQueue
 }
 
 // Resolve asks the resource about u and, when the answer is UNDETERMINED,
@@ -91,7 +126,7 @@ func (r *Resolver) Resolve(ctx context.Context, u Unknown) (Resolution, error) {
 	if err != nil || res.Verdict != gate.VerdictUndetermined || r.Queue == nil {
 		return res, err
 	}
-	it, err := r.Queue.Enqueue(ctx, reconcile.Item{Resource: u.Resource, OperationID: u.OperationID,
+	it, err := r.Queue.Enqueue(ctx, ReconcileItem{Resource: u.Resource, OperationID: u.OperationID,
 		FenceToken: u.FenceToken, SegmentSeq: u.SegmentSeq, PayloadDigest: u.PayloadDigest, EnqueuedAt: u.Since})
 	if err != nil {
 		return res, fmt.Errorf("client: resolve %s/%s: %w", u.Resource, u.OperationID, err)

@@ -1,9 +1,8 @@
 package gate
 
 import (
-	"sync"
-
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/internal/gencache"
 )
 
 // ParsedCacheEntriesDefault bounds each of Policy's caches of parsed
@@ -14,21 +13,14 @@ import (
 const ParsedCacheEntriesDefault = 4096
 
 // parsedCache remembers successfully parsed messages by the SHA-256 of
-// their bytes. The parsers accept only canonical bytes, so equal digests
-// mean equal bytes and an equal parse: a hit is exactly what parsing again
-// would return. Entries are immutable and shared. It keeps two
-// generations, as grant's verify cache does: when the young one fills to
-// half the bound it becomes the old one and the old one is dropped; hits in
-// the old generation are promoted. No map is iterated, so nothing depends
-// on map order.
-type parsedCache[T any] struct {
-	mu         sync.Mutex
-	young, old map[grant.Digest]*T
-	genMax     int
-}
+// their bytes (the project's one bounded cache, internal/gencache). The
+// parsers accept only canonical bytes, so equal digests mean equal bytes
+// and an equal parse: a hit is exactly what parsing again would return.
+// Entries are immutable and shared.
+type parsedCache[T any] struct{ c *gencache.Cache[grant.Digest, *T] }
 
 func newParsedCache[T any](entriesMax int) *parsedCache[T] {
-	return &parsedCache[T]{young: map[grant.Digest]*T{}, genMax: max(entriesMax/2, 1)}
+	return &parsedCache[T]{gencache.New[grant.Digest, *T](entriesMax)}
 }
 
 // parse returns the parse of b, whose SHA-256 is d, from the cache or
@@ -37,30 +29,13 @@ func (c *parsedCache[T]) parse(d grant.Digest, b []byte, parseFn func([]byte) (*
 	if c == nil {
 		return parseFn(b)
 	}
-	c.mu.Lock()
-	v, ok := c.young[d]
-	if !ok {
-		if v, ok = c.old[d]; ok {
-			c.insertLocked(d, v)
-		}
-	}
-	c.mu.Unlock()
-	if ok {
+	if v, ok := c.c.Get(d); ok {
 		return v, nil
 	}
 	v, err := parseFn(b)
 	if err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	c.insertLocked(d, v)
-	c.mu.Unlock()
+	c.c.Add(d, v)
 	return v, nil
-}
-
-func (c *parsedCache[T]) insertLocked(d grant.Digest, v *T) {
-	if len(c.young) >= c.genMax {
-		c.old, c.young = c.young, make(map[grant.Digest]*T, c.genMax)
-	}
-	c.young[d] = v
 }

@@ -30,7 +30,7 @@ func TestParsedCacheBoundedAndKeepsOnlyParses(t *testing.T) {
 		if v, err := get(fmt.Sprint(i)); err != nil || *v != fmt.Sprint(i) {
 			t.Fatalf("%d: %v %v", i, v, err)
 		}
-		if n := len(c.young) + len(c.old); n > entriesMax {
+		if n := c.c.Len(); n > entriesMax {
 			t.Fatalf("%d entries, bound %d", n, entriesMax)
 		}
 	}

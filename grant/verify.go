@@ -69,7 +69,7 @@ func (v *Verifier) Verify(m Message, proof string) error {
 func (v *Verifier) VerifyDigest(schema string, d Digest, epoch uint64, proof string) error {
 	b := v.bundle.Load()
 	ck := cacheKey{schema: schema, digest: d, proof: proof}
-	if hit, ok := v.cache.get(ck); ok {
+	if hit, ok := v.cache.Get(ck); ok {
 		// The signature was checked under this key material before; the
 		// policy is re-applied to the bundle in force now.
 		k, err := b.keyFor(hit.alg, hit.keyID, epoch)
@@ -91,7 +91,7 @@ func (v *Verifier) VerifyDigest(schema string, d Digest, epoch uint64, proof str
 	if err := k.check(schema, d, p); err != nil {
 		return err
 	}
-	v.cache.add(ck, cachedKey{alg: k.Alg, keyID: k.KeyID, fingerprint: k.fingerprint})
+	v.cache.Add(ck, cachedKey{alg: k.Alg, keyID: k.KeyID, fingerprint: k.fingerprint})
 	return nil
 }
 

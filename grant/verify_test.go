@@ -306,7 +306,7 @@ func TestCacheBounded(t *testing.T) {
 		if err := v.Verify(g, mustSign(t, ed, g)); err != nil {
 			t.Fatal(err)
 		}
-		if n := v.cache.len(); n > 64 {
+		if n := v.cache.Len(); n > 64 {
 			t.Fatalf("cache holds %d entries, bound 64", n)
 		}
 	}

@@ -79,9 +79,6 @@ func (s *store) restore(im storeImage) {
 	s.rev++
 }
 
-// current returns the committed record of resource (nil if none).
-func (s *store) current(resource string) *registry.Record { return s.records[resource].rec }
-
 func (s *store) Read(ctx context.Context, resource string, keys []registry.RequestKey) (registry.Snapshot, error) {
 	return s.snapshot(resource, keys), nil
 }

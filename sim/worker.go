@@ -115,8 +115,6 @@ func (k *worker) run(inc int, fn func()) {
 	fn()
 }
 
-func (k *worker) localMs() int64 { return k.clock.atMs(k.w.now) }
-
 func (k *worker) localNow() time.Time { return k.clock.at(k.w.now) }
 
 func (k *worker) certain() bool { return k.lease != nil && k.lease.Certain() }

@@ -122,7 +122,7 @@ func scenarioUnknownUndeterminedQueuedAlarmedAndReconciled(t *testing.T, f *Env)
 	if _, err := r.Reconcile(f.Ctx); err != nil || len(alarms) != 1 {
 		t.Fatalf("at the deadline: err %v, %d alarms, want 1", err, len(alarms))
 	}
-	if age, _ := r.Queue.OldestAge(f.Ctx); age != reconcile.DeadlineDefault {
+	if age, _ := r.Queue.(*reconcile.Queue).OldestAge(f.Ctx); age != reconcile.DeadlineDefault {
 		t.Fatalf("oldest age %s, want %s", age, reconcile.DeadlineDefault)
 	}
 	if _, err := r.Reconcile(f.Ctx); err != nil || len(alarms) != 1 {
@@ -142,7 +142,7 @@ func scenarioUnknownUndeterminedQueuedAlarmedAndReconciled(t *testing.T, f *Env)
 	if err != nil || len(settled) != 1 || settled[0].Verdict != gate.VerdictProvenAbsent {
 		t.Fatalf("reconcile after fencing: %+v, %v", settled, err)
 	}
-	if age, _ := r.Queue.OldestAge(f.Ctx); age != 0 {
+	if age, _ := r.Queue.(*reconcile.Queue).OldestAge(f.Ctx); age != 0 {
 		t.Fatalf("oldest age %s after settling, want 0", age)
 	}
 }

@@ -14,12 +14,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/clock"
 	"net/url"
 	"sync"
 	"time"
 
-	"github.com/fencegate/fencegate/grant"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
@@ -60,20 +60,11 @@ type Options struct {
 	OnAlarm func(Item)
 }
 
-// Item is one write whose outcome is unknown.
-type Item struct {
-	ID            int64
-	Resource      string
-	OperationID   string
-	FenceToken    uint64
-	SegmentSeq    uint64 // 0: the whole operation
-	PayloadDigest grant.Digest
-	EnqueuedAt    time.Time // when the outcome became unknown: Enqueue takes it if set, else now
-	Deadline      time.Time // EnqueuedAt + Options.Deadline
-	Attempts      int       // reconciliation attempts so far
-	LastError     string    // why the last attempt did not settle it
-	Alarmed       bool      // the deadline passed and the alarm fired
-}
+// Item is one write whose outcome is unknown (client.ReconcileItem).
+type Item = client.ReconcileItem
+
+// Queue satisfies client.ReconcileQueue.
+var _ client.ReconcileQueue = (*Queue)(nil)
 
 // Queue is the durable queue. Safe for concurrent use.
 type Queue struct {

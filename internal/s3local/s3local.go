@@ -62,13 +62,12 @@ func StripConditions(ctx context.Context, target string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := httputil.NewSingleHostReverseProxy(u)
-	direct := p.Director
-	p.Director = func(r *http.Request) {
-		direct(r)
-		r.Header.Del("If-Match")
-		r.Header.Del("If-None-Match")
-	}
+	p := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(u)
+		r.Out.Host = r.In.Host
+		r.Out.Header.Del("If-Match")
+		r.Out.Header.Del("If-None-Match")
+	}}
 	return serve(ctx, p)
 }
 

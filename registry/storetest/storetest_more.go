@@ -2,7 +2,6 @@ package storetest
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -144,7 +143,7 @@ func waitFence(t *testing.T, ch <-chan registry.RecordEvent, want uint64) {
 				return
 			}
 		case <-timeout:
-			t.Fatal(fmt.Sprintf("no watch event with fence %d (last %d)", want, last))
+			t.Fatalf("no watch event with fence %d (last %d)", want, last)
 		}
 	}
 }
