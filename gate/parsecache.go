@@ -17,7 +17,9 @@ const ParsedCacheEntriesDefault = 4096
 // parsers accept only canonical bytes, so equal digests mean equal bytes
 // and an equal parse: a hit is exactly what parsing again would return.
 // Entries are immutable and shared.
-type parsedCache[T any] struct{ c *gencache.Cache[grant.Digest, *T] }
+type parsedCache[T any] struct {
+	c *gencache.Cache[grant.Digest, *T]
+}
 
 func newParsedCache[T any](entriesMax int) *parsedCache[T] {
 	return &parsedCache[T]{gencache.New[grant.Digest, *T](entriesMax)}

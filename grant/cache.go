@@ -19,4 +19,6 @@ type cachedKey struct {
 // bounded cache, internal/gencache).
 type verifyCache = gencache.Cache[cacheKey, cachedKey]
 
-func newVerifyCache(entriesMax int) *verifyCache { return gencache.New[cacheKey, cachedKey](entriesMax) }
+func newVerifyCache(entriesMax int) *verifyCache {
+	return gencache.New[cacheKey, cachedKey](entriesMax)
+}
