@@ -9,6 +9,7 @@ package registry_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -27,6 +28,8 @@ type watchingStore struct {
 	mu         sync.Mutex
 	calls      int
 	waitersMax int
+	commitsMax int // when > 0, commits fail after this many (a runaway loop ends instead of hanging the test)
+	commits    int
 }
 
 func (s *watchingStore) Read(ctx context.Context, res string, keys []registry.RequestKey) (registry.Snapshot, error) {
@@ -37,6 +40,13 @@ func (s *watchingStore) Read(ctx context.Context, res string, keys []registry.Re
 }
 
 func (s *watchingStore) Commit(ctx context.Context, w registry.Write) (registry.CommitResult, error) {
+	s.mu.Lock()
+	s.commits++
+	runaway := s.commitsMax > 0 && s.commits > s.commitsMax
+	s.mu.Unlock()
+	if runaway {
+		return registry.CommitResult{}, errors.New("watchingStore: commit limit reached: a runaway loop")
+	}
 	res, err := s.Store.Commit(ctx, w)
 	s.mu.Lock()
 	s.calls++
