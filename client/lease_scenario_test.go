@@ -1,0 +1,186 @@
+// This file runs the lease scenarios in testdata/lease: each file is a
+// story of one lease's core (client.LeaseCore) a reviewer can read
+// without Go — what the core asks for and when, what answer it gets, which
+// state follows, whether an envelope may be built, what a release waits
+// for. The format:
+//
+//	# comment
+//	lease ttl=SECONDS [at=SECONDS] [proof=SECONDS]   granted for an acquire sent at; proof: the HELD status's validUntil
+//	next at=T            -> none [wake=T] | renew | refresh | query | release
+//	answer KIND at=T [proof=T]   KIND: held, expired, refused, ok, lost
+//	                     -> STATE (REQUESTED, HELD, RENEWING, OWNERSHIP_UNKNOWN, EXPIRED, RELEASED)
+//	envelope seq=S at=T  -> ok | not-held | proof-stale
+//	settle seq=S OUTCOME
+//	release at=T [drain|nodrain] -> releasing until=T
+//
+// Times are seconds after the fixture's start (the client's clock and the
+// registry's agree here; skew is the simulator's business). The options
+// are the client's defaults, without jitter.
+package client_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fencegate/fencegate/client"
+	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/gate/gatetest"
+	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/internal/scenariotext"
+	"github.com/fencegate/fencegate/registry"
+)
+
+func TestLeaseScenarios(t *testing.T) {
+	files, err := filepath.Glob("testdata/lease/*.txt")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no lease scenarios: %v", err)
+	}
+	for _, f := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) { runLeaseScenario(t, f) })
+	}
+}
+
+type leaseScenario struct {
+	t     *testing.T
+	iss   *gatetest.Issuer
+	g     *grant.Grant
+	gp    string
+	core  *client.LeaseCore
+	call  client.Call // the call in flight
+	got   string      // what the last step produced, for its expectation
+	step  string
+	o     client.Options
+	trans []client.Transition
+}
+
+func secs(v string) time.Time {
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		panic("lease scenario: " + v + " is not seconds")
+	}
+	return gatetest.T0.Add(time.Duration(f * float64(time.Second)))
+}
+
+func stamp(t time.Time) string {
+	return strconv.FormatFloat(t.Sub(gatetest.T0).Seconds(), 'f', -1, 64)
+}
+
+func runLeaseScenario(t *testing.T, path string) {
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	s := &leaseScenario{t: t, iss: gatetest.NewIssuer("lease"), o: client.Options{}.WithDefaults()}
+	lines, err := scenariotext.Lines(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < len(lines); i++ {
+		l := lines[i]
+		step, want, _ := strings.Cut(l.Text, "->")
+		s.step = fmt.Sprintf("%s:%d: %s", path, l.N, strings.TrimSpace(step))
+		s.do(scenariotext.Parse(step))
+		if want = strings.TrimSpace(want); want != "" && s.got != want {
+			t.Fatalf("%s\n  got  %s\n  want %s", s.step, s.got, want)
+		}
+	}
+}
+
+// issued is a HELD status for the scenario's grant, valid until until.
+func (s *leaseScenario) issued(state grant.State, at, until time.Time) registry.Issued {
+	iss := *s.iss
+	iss.Now, iss.StatusValidFor = at, until.Sub(at)
+	st, sp := iss.Status(s.g, state)
+	return registry.Issued{Grant: s.g, GrantProof: s.gp, Status: st, StatusProof: sp}
+}
+
+func (s *leaseScenario) do(a scenariotext.Args) {
+	at := func() time.Time { return secs(a.Opts["at"]) }
+	switch cmd := a.Words[0]; cmd {
+	case "lease":
+		sent := gatetest.T0
+		if v, ok := a.Opts["at"]; ok {
+			sent = secs(v)
+		}
+		ttl := secs(a.Opts["ttl"]).Sub(gatetest.T0)
+		iss := *s.iss
+		iss.Now = sent
+		g, gp := iss.Grant(gatetest.Writer{Resource: "scn/lease", Owner: "worker-a", Lease: "lease-a", OperationID: "op-a", Fence: 1})
+		g.TTLMs = uint64(ttl / time.Millisecond)
+		g.ExpiresAt = sent.Add(ttl)
+		if gp, _ = iss.Key.Sign(g); gp == "" {
+			s.t.Fatal("sign")
+		}
+		s.g, s.gp = g, gp
+		proof := sent.Add(ttl)
+		if v, ok := a.Opts["proof"]; ok {
+			proof = secs(v)
+		}
+		s.core = client.NewLeaseCore(s.o, s.issued(grant.StateHeld, sent, proof), "op-a", sent, nil)
+		s.got = s.states()
+	case "next":
+		call, wake := s.core.Next(at())
+		s.got = call.Kind.String()
+		if call.Kind == client.CallNone && !wake.IsZero() {
+			s.got += " wake=" + stamp(wake)
+		}
+		if call.Kind != client.CallNone {
+			s.call = call
+		}
+		s.states() // transitions a Next made are shown by the answer's step
+	case "answer":
+		s.answer(a.Words[1], at(), a.Opts)
+	case "envelope":
+		_, err := s.core.Envelope(at(), uint64(a.Uint("seq", 1)), gatetest.Payload("p"))
+		var nh *client.NotHeldError
+		switch {
+		case err == nil:
+			s.got = "ok"
+		case errors.As(err, &nh):
+			s.got = "not-held"
+		case errors.Is(err, client.ErrProofStale):
+			s.got = "proof-stale"
+		default:
+			s.got = err.Error()
+		}
+	case "settle":
+		s.core.Settle(uint64(a.Uint("seq", 1)), gate.Outcome(a.Words[1]))
+		s.got = ""
+	case "release":
+		s.core.BeginRelease(at(), len(a.Words) < 2 || a.Words[1] != "nodrain")
+		s.got = "releasing until=" + stamp(s.core.ReleaseAt())
+	default:
+		s.t.Fatalf("%s: unknown command %q", s.step, cmd)
+	}
+}
+
+func (s *leaseScenario) answer(kind string, at time.Time, opts map[string]string) {
+	switch kind {
+	case "lost":
+		s.core.Lost(at, s.call)
+	case "held":
+		s.core.Answer(at, s.call, s.issued(grant.StateHeld, at, secs(opts["proof"])), nil)
+	case "expired":
+		s.core.Answer(at, s.call, s.issued(grant.StateExpired, at, at), nil)
+	case "refused":
+		s.core.Answer(at, s.call, registry.Issued{}, fmt.Errorf("%w: lease expired", registry.ErrLeaseExpired))
+	case "ok":
+		s.core.Answer(at, s.call, registry.Issued{}, nil)
+	default:
+		s.t.Fatalf("%s: unknown answer %q", s.step, kind)
+	}
+	s.got = s.states()
+}
+
+// states returns the state after the transitions since the last step.
+func (s *leaseScenario) states() string {
+	s.trans = s.core.Transitions()
+	return string(s.core.State())
+}
