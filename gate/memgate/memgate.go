@@ -133,14 +133,7 @@ func (g *Gate) Apply(ctx context.Context, caller string, m *gate.Mutation, fn Bu
 	}
 	r.commit(d, v, prior, now)
 	g.counters.Add(d.Outcome)
-	switch {
-	case d.Outcome == gate.Accepted || d.Outcome == gate.Replayed:
-		return d.Receipt, d.Err
-	case d.Proceed: // shadow mode let it through
-		return gate.Receipt{Resource: m.Resource, FenceToken: m.FenceToken, OperationID: m.OperationID,
-			SegmentSeq: m.SegmentSeq, PayloadDigest: m.PayloadDigest, Mode: gate.ModeShadow, Outcome: d.Outcome}, nil
-	}
-	return gate.Receipt{}, d.Err
+	return d.Result(m)
 }
 
 // State returns the resource's fence state (a zero State in the default
@@ -169,45 +162,28 @@ func (g *Gate) QueryOperation(resource, operationID string, fence uint64) gate.A
 // Resume lifts a FENCE_REGRESSION pause once the operator states a
 // registry fence floor above highestFence (gate.Resume), and records it.
 func (g *Gate) Resume(name string, registryFloor uint64, operator, note string) error {
-	return g.operator(name, operator, g.mode, func(r *resource, now time.Time) (string, error) {
-		next, err := gate.Resume(r.state, registryFloor, now)
-		if err != nil {
-			return "", err
-		}
-		was := r.state.PausedReason
-		r.state = next
-		return fmt.Sprintf("resume registry floor %d > highestFence %d; was paused: %s; note: %s", registryFloor, next.HighestFence, was, note), nil
+	return g.operator(name, operator, g.mode, func(st gate.State, now time.Time) (gate.State, string, error) {
+		return gate.ResumeAction(st, registryFloor, now, note)
 	})
 }
 
 // SetMode moves a resource to mode (shadow → enforce only); a resource
 // the gate has never seen starts in mode.
 func (g *Gate) SetMode(name string, mode gate.Mode, operator string) error {
-	return g.operator(name, operator, mode, func(r *resource, _ time.Time) (string, error) {
-		next, err := gate.ChangeMode(r.state.Mode, mode)
-		if err != nil {
-			return "", err
-		}
-		was := r.state.Mode
-		r.state.Mode = next
-		return fmt.Sprintf("set-mode %s → %s", was, next), nil
+	return g.operator(name, operator, mode, func(st gate.State, _ time.Time) (gate.State, string, error) {
+		return gate.SetModeAction(st, mode)
 	})
 }
 
 // SetMinPolicyGeneration raises the lowest grant policy generation the
 // resource accepts. It only rises.
 func (g *Gate) SetMinPolicyGeneration(name string, gen uint64, operator string) error {
-	return g.operator(name, operator, g.mode, func(r *resource, _ time.Time) (string, error) {
-		if gen < r.state.MinPolicyGeneration {
-			return "", fmt.Errorf("memgate: min policy generation %d is below the current %d", gen, r.state.MinPolicyGeneration)
-		}
-		was := r.state.MinPolicyGeneration
-		r.state.MinPolicyGeneration = gen
-		return fmt.Sprintf("set-min-policy-generation %d → %d", was, gen), nil
+	return g.operator(name, operator, g.mode, func(st gate.State, _ time.Time) (gate.State, string, error) {
+		return gate.RaiseMinPolicyAction(st, gen)
 	})
 }
 
-func (g *Gate) operator(resource, operator string, createMode gate.Mode, act func(*resource, time.Time) (string, error)) error {
+func (g *Gate) operator(resource, operator string, createMode gate.Mode, act func(gate.State, time.Time) (gate.State, string, error)) error {
 	if operator == "" {
 		return errors.New("memgate: operator actions need the operator's name")
 	}
@@ -221,10 +197,11 @@ func (g *Gate) operator(resource, operator string, createMode gate.Mode, act fun
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := g.clock.Now()
-	detail, err := act(r, now)
+	next, detail, err := act(r.state, now)
 	if err != nil {
 		return err
 	}
+	r.state = next
 	r.record(Record{Kind: KindOperator, Detail: operator + ": " + detail, At: now})
 	return nil
 }

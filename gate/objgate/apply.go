@@ -177,16 +177,7 @@ func (c current) Bytes(ctx context.Context) ([]byte, error) {
 }
 
 // answer turns a committed decision into Apply's result.
-func answer(m *gate.Mutation, d gate.Decision) (gate.Receipt, error) {
-	switch {
-	case d.Outcome == gate.Accepted || d.Outcome == gate.Replayed:
-		return d.Receipt, d.Err
-	case d.Proceed:
-		return gate.Receipt{Resource: m.Resource, FenceToken: m.FenceToken, OperationID: m.OperationID,
-			SegmentSeq: m.SegmentSeq, PayloadDigest: m.PayloadDigest, Mode: gate.ModeShadow, Outcome: d.Outcome}, nil
-	}
-	return gate.Receipt{}, d.Err
-}
+func answer(m *gate.Mutation, d gate.Decision) (gate.Receipt, error) { return d.Result(m) }
 
 // take returns the manifest this Gate holds for resource, or reads it.
 func (g *Gate) take(ctx context.Context, resource string) (held, bool, error) {

@@ -86,13 +86,7 @@ func (g *Gate) receipts(ctx context.Context, k Keys, fields []string) ([]gate.Re
 // it); enforce → anything else is refused with gate.ErrModeDowngrade.
 func (g *Gate) SetMode(ctx context.Context, resource string, mode gate.Mode, operator string) error {
 	return g.operator(ctx, resource, operator, mode, func(st gate.State) (gate.State, string, error) {
-		next, err := gate.ChangeMode(st.Mode, mode)
-		if err != nil {
-			return st, "", err
-		}
-		detail := fmt.Sprintf("set-mode %s → %s", st.Mode, next)
-		st.Mode = next
-		return st, detail, nil
+		return gate.SetModeAction(st, mode)
 	})
 }
 
@@ -100,12 +94,7 @@ func (g *Gate) SetMode(ctx context.Context, resource string, mode gate.Mode, ope
 // resource accepts. It only rises.
 func (g *Gate) SetMinPolicyGeneration(ctx context.Context, resource string, gen uint64, operator string) error {
 	return g.operator(ctx, resource, operator, g.mode, func(st gate.State) (gate.State, string, error) {
-		if gen < st.MinPolicyGeneration || gen > gate.CounterMax {
-			return st, "", fmt.Errorf("redisgate: min policy generation %d: must be between current %d and %d", gen, st.MinPolicyGeneration, uint64(gate.CounterMax))
-		}
-		detail := fmt.Sprintf("set-min-policy-generation %d → %d", st.MinPolicyGeneration, gen)
-		st.MinPolicyGeneration = gen
-		return st, detail, nil
+		return gate.RaiseMinPolicyAction(st, gen)
 	})
 }
 
@@ -114,12 +103,7 @@ func (g *Gate) SetMinPolicyGeneration(ctx context.Context, resource string, gen 
 // the instant are stored, and the action recorded.
 func (g *Gate) Resume(ctx context.Context, resource string, registryFloor uint64, operator, note string) error {
 	return g.operator(ctx, resource, operator, g.mode, func(st gate.State) (gate.State, string, error) {
-		next, err := gate.Resume(st, registryFloor, g.clock.Now())
-		if err != nil {
-			return st, "", err
-		}
-		return next, fmt.Sprintf("resume registry floor %d > highestFence %d; was paused: %s; note: %s",
-			registryFloor, st.HighestFence, st.PausedReason, note), nil
+		return gate.ResumeAction(st, registryFloor, g.clock.Now(), note)
 	})
 }
 

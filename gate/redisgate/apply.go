@@ -207,15 +207,7 @@ func partial(cmds []redis.Cmder, nBusiness int, err error) error {
 // partial EXEC or an unconfirmed replication, reported instead of the
 // outcome.
 func (g *Gate) answer(m *gate.Mutation, d gate.Decision, execErr error) (gate.Receipt, error) {
-	r, err := d.Receipt, d.Err
-	switch {
-	case d.Outcome == gate.Accepted || d.Outcome == gate.Replayed:
-	case d.Proceed:
-		r, err = gate.Receipt{Resource: m.Resource, FenceToken: m.FenceToken, OperationID: m.OperationID,
-			SegmentSeq: m.SegmentSeq, PayloadDigest: m.PayloadDigest, Mode: gate.ModeShadow, Outcome: d.Outcome}, nil
-	default:
-		r = gate.Receipt{}
-	}
+	r, err := d.Result(m)
 	if execErr != nil {
 		return r, execErr
 	}

@@ -56,12 +56,11 @@ func (g *Gate) isolationForRead() sql.IsolationLevel {
 // enforce to anything else is refused with gate.ErrModeDowngrade.
 func (g *Gate) SetMode(ctx context.Context, db *sql.DB, resource string, mode gate.Mode, operator string) error {
 	return g.operatorTx(ctx, db, resource, operator, mode, func(tx *sql.Tx, st gate.State) (string, error) {
-		next, err := gate.ChangeMode(st.Mode, mode)
-		if err != nil {
-			return "", err
+		next, detail, err := gate.SetModeAction(st, mode)
+		if err == nil {
+			_, err = tx.ExecContext(ctx, g.q(`UPDATE {p}resources SET mode = $2 WHERE resource = $1`), resource, string(next.Mode))
 		}
-		_, err = tx.ExecContext(ctx, g.q(`UPDATE {p}resources SET mode = $2 WHERE resource = $1`), resource, string(next))
-		return fmt.Sprintf("set-mode %s → %s", st.Mode, next), err
+		return detail, err
 	})
 }
 
@@ -69,11 +68,11 @@ func (g *Gate) SetMode(ctx context.Context, db *sql.DB, resource string, mode ga
 // resource accepts. It only rises.
 func (g *Gate) SetMinPolicyGeneration(ctx context.Context, db *sql.DB, resource string, gen uint64, operator string) error {
 	return g.operatorTx(ctx, db, resource, operator, g.mode, func(tx *sql.Tx, st gate.State) (string, error) {
-		if gen < st.MinPolicyGeneration || gen > gate.CounterMax {
-			return "", fmt.Errorf("sqlgate: min policy generation %d: must be between current %d and %d", gen, st.MinPolicyGeneration, uint64(gate.CounterMax))
+		next, detail, err := gate.RaiseMinPolicyAction(st, gen)
+		if err == nil {
+			_, err = tx.ExecContext(ctx, g.q(`UPDATE {p}resources SET min_policy_generation = $2 WHERE resource = $1`), resource, int64(next.MinPolicyGeneration))
 		}
-		_, err := tx.ExecContext(ctx, g.q(`UPDATE {p}resources SET min_policy_generation = $2 WHERE resource = $1`), resource, int64(gen))
-		return fmt.Sprintf("set-min-policy-generation %d → %d", st.MinPolicyGeneration, gen), err
+		return detail, err
 	})
 }
 
@@ -84,12 +83,11 @@ func (g *Gate) SetMinPolicyGeneration(ctx context.Context, db *sql.DB, resource 
 // action is recorded in operator_actions.
 func (g *Gate) Resume(ctx context.Context, db *sql.DB, resource string, registryFloor uint64, operator, note string) error {
 	return g.operatorTx(ctx, db, resource, operator, g.mode, func(tx *sql.Tx, st gate.State) (string, error) {
-		next, err := gate.Resume(st, registryFloor, g.clock.Now())
-		if err != nil {
-			return "", err
+		next, detail, err := gate.ResumeAction(st, registryFloor, g.clock.Now(), note)
+		if err == nil {
+			_, err = tx.ExecContext(ctx, g.stmt.storeResume, resource, int64(next.Floor), timeMs(next.FloorAt))
 		}
-		_, err = tx.ExecContext(ctx, g.stmt.storeResume, resource, int64(next.Floor), timeMs(next.FloorAt))
-		return fmt.Sprintf("resume registry floor %d > highestFence %d; was paused: %s; note: %s", registryFloor, st.HighestFence, st.PausedReason, note), err
+		return detail, err
 	})
 }
 

@@ -70,14 +70,7 @@ func (g *Gate) applyIn(ctx context.Context, tx *sql.Tx, caller string, m *gate.M
 		return gate.Receipt{}, err
 	}
 	g.counters.Add(d.Outcome)
-	switch {
-	case d.Outcome == gate.Accepted || d.Outcome == gate.Replayed:
-		return d.Receipt, d.Err
-	case d.Proceed: // shadow mode let it through
-		return gate.Receipt{Resource: m.Resource, FenceToken: m.FenceToken, OperationID: m.OperationID,
-			SegmentSeq: m.SegmentSeq, PayloadDigest: m.PayloadDigest, Mode: gate.ModeShadow, Outcome: d.Outcome}, nil
-	}
-	return gate.Receipt{}, d.Err
+	return d.Result(m)
 }
 
 func (g *Gate) apply(ctx context.Context, tx *sql.Tx, caller string, m *gate.Mutation, fn BusinessFunc, ownTx bool) (gate.Decision, error) {

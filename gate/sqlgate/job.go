@@ -50,14 +50,8 @@ func (g *Gate) applyJobIn(ctx context.Context, tx *sql.Tx, hop string, j *gate.J
 		return gate.Receipt{}, err
 	}
 	g.counters.Add(d.Outcome)
-	switch {
-	case d.Outcome == gate.Accepted || d.Outcome == gate.Replayed:
-		return d.Receipt, d.Err
-	case d.Proceed: // shadow mode let it through
-		return gate.Receipt{Resource: j.Target, FenceToken: j.FenceToken, OperationID: j.OperationID,
-			SegmentSeq: j.JobSeq, PayloadDigest: j.PayloadDigest, Mode: gate.ModeShadow, Outcome: d.Outcome}, nil
-	}
-	return gate.Receipt{}, d.Err
+	return d.Result(&gate.Mutation{Resource: j.Target, FenceToken: j.FenceToken, OperationID: j.OperationID,
+		SegmentSeq: j.JobSeq, PayloadDigest: j.PayloadDigest})
 }
 
 func (g *Gate) applyJob(ctx context.Context, tx *sql.Tx, hop string, j *gate.Job, upstream gate.UpstreamReceipts, fn BusinessFunc, ownTx bool) (gate.Decision, error) {

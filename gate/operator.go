@@ -1,0 +1,43 @@
+package gate
+
+import (
+	"fmt"
+	"time"
+)
+
+// The operator actions' pure halves, shared by every adapter: each takes
+// the resource's locked state and returns the next state and the line the
+// adapter records with the operator's name, or an error and no change.
+
+// SetModeAction moves st to mode (shadow → enforce only; ChangeMode).
+func SetModeAction(st State, mode Mode) (State, string, error) {
+	next, err := ChangeMode(st.Mode, mode)
+	if err != nil {
+		return st, "", err
+	}
+	detail := fmt.Sprintf("set-mode %s → %s", st.Mode, next)
+	st.Mode = next
+	return st, detail, nil
+}
+
+// RaiseMinPolicyAction raises st's minimum grant policy generation to gen
+// (it only rises, and stays within CounterMax).
+func RaiseMinPolicyAction(st State, gen uint64) (State, string, error) {
+	if gen < st.MinPolicyGeneration || gen > CounterMax {
+		return st, "", fmt.Errorf("gate: min policy generation %d: must be between the current %d and %d", gen, st.MinPolicyGeneration, uint64(CounterMax))
+	}
+	detail := fmt.Sprintf("set-min-policy-generation %d → %d", st.MinPolicyGeneration, gen)
+	st.MinPolicyGeneration = gen
+	return st, detail, nil
+}
+
+// ResumeAction lifts st's pause with the registry floor an operator
+// states (Resume), at now by the gate's clock.
+func ResumeAction(st State, registryFloor uint64, now time.Time, note string) (State, string, error) {
+	next, err := Resume(st, registryFloor, now)
+	if err != nil {
+		return st, "", err
+	}
+	return next, fmt.Sprintf("resume registry floor %d > highestFence %d; was paused: %s; note: %s",
+		registryFloor, st.HighestFence, st.PausedReason, note), nil
+}
