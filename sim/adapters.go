@@ -19,6 +19,10 @@ func (a memAdapter) apply(m *gate.Mutation, caller string, business func()) (gat
 	return a.g.Apply(context.Background(), caller, m, func() error { business(); return nil })
 }
 
+func (a memAdapter) applyJob(hop string, j *gate.Job, business func()) (gate.Receipt, error) {
+	return a.g.ApplyJob(context.Background(), hop, j, nil, func() error { business(); return nil })
+}
+
 func (a memAdapter) state(resource string) gate.State { return a.g.State(resource) }
 
 func (a memAdapter) query(resource, op string, fence uint64) gate.Answer {
@@ -92,6 +96,10 @@ func (e *sqlEnv) queryStatus(ctx context.Context, g *grant.Grant) (grant.State, 
 
 func (a sqlAdapter) apply(m *gate.Mutation, caller string, business func()) (gate.Receipt, error) {
 	return a.env.g.Run(context.Background(), a.env.db, caller, m, func(context.Context, *sql.Tx) error { business(); return nil })
+}
+
+func (a sqlAdapter) applyJob(hop string, j *gate.Job, business func()) (gate.Receipt, error) {
+	return a.env.g.RunJob(context.Background(), a.env.db, hop, j, nil, func(context.Context, *sql.Tx) error { business(); return nil })
 }
 
 func (a sqlAdapter) state(resource string) gate.State {

@@ -31,6 +31,8 @@ type checker struct {
 	alarms      int                        // FENCE_REGRESSION and REGRESSION_SUSPECTED decisions this round
 	slipped     int                        // accepts that only the clock bound would have stopped
 	ghosts      map[registry.RequestKey]bool
+	jobsDone    map[[2]uint64]bool // (fence, job) applied at the job target
+	jobFenceMax uint64             // highest fence of a job applied there
 }
 
 type fenceLease struct {
@@ -59,6 +61,7 @@ func newChecker(w *world, c *Counts) *checker {
 		acceptedBy:  make(map[*resource][]fenceLease, 2),
 		lastSeq:     make(map[string]uint64, 4),
 		ghosts:      make(map[registry.RequestKey]bool, 2),
+		jobsDone:    make(map[[2]uint64]bool, 4),
 	}
 }
 

@@ -68,17 +68,18 @@ const (
 	BreakRegression       // the gate lets a current holder below highestFence through
 	BreakOldRule          // any lower fence proven HELD pauses the resource (the rule before the regression rule)
 	BreakNoAlarm          // evidence of a regression is refused without an alarm
+	BreakHop              // the downstream worker applies every job it is handed, with no gate at the target
 )
 
 var breakNames = map[string]Break{
 	"": BreakNone, "none": BreakNone, "fence": BreakFence, "auth": BreakAuth,
 	"pollute": BreakPollution, "segments": BreakSegments, "regression": BreakRegression,
-	"old-rule": BreakOldRule, "no-alarm": BreakNoAlarm,
+	"old-rule": BreakOldRule, "no-alarm": BreakNoAlarm, "hop": BreakHop,
 }
 
 // BreakNames lists the protections that can be broken, in a fixed order.
 func BreakNames() []string {
-	return []string{"none", "fence", "auth", "pollute", "segments", "regression", "old-rule", "no-alarm"}
+	return []string{"none", "fence", "auth", "pollute", "segments", "regression", "old-rule", "no-alarm", "hop"}
 }
 
 // ParseBreak accepts one of BreakNames.
@@ -203,7 +204,7 @@ func (c *Config) fill() error {
 	if c.Parallel < 1 {
 		c.Parallel = 1
 	}
-	if c.SQL && c.Break != BreakNone && c.Break != BreakFence && c.Break != BreakAuth {
+	if c.SQL && c.Break != BreakNone && c.Break != BreakFence && c.Break != BreakAuth && c.Break != BreakHop {
 		return fmt.Errorf("sim: --break %s runs only without --sql (the database itself refuses what it would let through)", breakName(c.Break))
 	}
 	return nil

@@ -31,6 +31,12 @@ type Counts struct {
 	BlockedHandoffs int // the newest holder's first write refused for a reason not its own
 	GhostWaiters    int // a queued ticket of a request that already had an answer
 
+	// The downstream hop: stale and duplicate effects must be 0.
+	JobsHandedOff    int
+	JobsApplied      int
+	StaleDownstream  int // a job applied after a job of a higher fence at its target
+	DuplicateEffects int // one job applied twice
+
 	Applied             int // business changes applied
 	Fenced              int // of which authenticated and fence-checked
 	RegressionAlarms    int // FENCE_REGRESSION alarms (pauses in enforce mode)
@@ -113,6 +119,10 @@ func (c *Counts) merge(o *Counts) {
 	c.SpuriousPauses += o.SpuriousPauses
 	c.BlockedHandoffs += o.BlockedHandoffs
 	c.GhostWaiters += o.GhostWaiters
+	c.JobsHandedOff += o.JobsHandedOff
+	c.JobsApplied += o.JobsApplied
+	c.StaleDownstream += o.StaleDownstream
+	c.DuplicateEffects += o.DuplicateEffects
 	c.RegressionSuspected += o.RegressionSuspected
 	c.Applied += o.Applied
 	c.Fenced += o.Fenced

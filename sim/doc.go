@@ -59,7 +59,11 @@
 // write's answer, and that write reaches the gate only after the next
 // owner wrote, its proof still fresh (the late copy that must never pause
 // the resource); the gate's clock lags the registry's near the edge of the
-// bound. The adversary
+// bound. A share of the accepted writes hand a job to a downstream worker
+// in the same step (the transactional outbox); the job travels the
+// network like any message — late, duplicated, lost — and is applied at
+// its target through the adapter's ApplyJob (gate.DecideJob). The
+// adversary
 // taps the network and injects envelopes sent under the owner's identity:
 // a forged huge fence, a tampered grant, a replay on another resource, a
 // grant under a revoked epoch signed with that epoch's real key, grants
@@ -87,7 +91,9 @@
 // waiters (a queued ticket of a request that already had an answer), and
 // regressions not alarmed (a re-issued grant that gave the gate proof of
 // the regression — by the gate's own definitions, through its exported
-// gate.StatusEvidence — and no alarm of either kind).
+// gate.StatusEvidence — and no alarm of either kind). Downstream, stale
+// effects (a job applied after a job of a higher fence at its target) and
+// duplicate effects (one job applied twice) must be 0 too.
 //
 // A store restored from an old snapshot forgets a grant without ending it.
 // The checker keeps such a grant live until its committed expiry, because
@@ -168,7 +174,8 @@
 // gate.Decide through gate.Policy.UnsafeDecider by a wrapper that doctors
 // its input or output: a rejection that raises highestFence, segment
 // order ignored, a regressed holder let through, the old regression rule,
-// regressions refused without an alarm. Each must make its checker count
+// regressions refused without an alarm; hop makes the downstream worker
+// apply every job it is handed, with no gate at the target. Each must make its checker count
 // non-zero, or the checker proves nothing (TestBrokenProtectionIsCaught).
 //
 // # What is real and what is simulated

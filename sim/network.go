@@ -32,10 +32,11 @@ const (
 	msgWriteReply
 	msgQuery
 	msgQueryReply
+	msgJob // a handed-off job, from the resource's outbox to its worker
 )
 
 var msgNames = [...]string{"acquire", "acquire answer", "renew", "renew answer", "release", "release answer",
-	"write", "write answer", "query", "query answer"}
+	"write", "write answer", "query", "query answer", "job"}
 
 func (k msgKind) String() string { return msgNames[k] }
 

@@ -44,6 +44,13 @@ type Report struct {
 	BlockedHandoffs int `json:"blockedHandoffs"`
 	GhostWaiters    int `json:"ghostWaiters"`
 
+	// The downstream hop: jobs handed off by accepted writes and applied at
+	// their target; stale and duplicate downstream effects must be 0.
+	JobsHandedOff    int `json:"jobsHandedOff"`
+	JobsApplied      int `json:"jobsApplied"`
+	StaleDownstream  int `json:"staleDownstreamEffects"`
+	DuplicateEffects int `json:"duplicateDownstreamEffects"`
+
 	ProtectedCoveragePct float64 `json:"protectedCoveragePct"`
 	WritesApplied        int     `json:"writesApplied"`
 	WritesFenced         int     `json:"writesFenced"`
@@ -105,6 +112,7 @@ func newReport(cfg *Config, c *Counts, elapsed time.Duration) *Report {
 		ForgedAccepted: c.ForgedAccepted, HighestFencePolluted: c.HighestFencePolluted,
 		SegmentSkipAccepted: c.SegmentSkipAccepted, RegressionAccepted: c.RegressionAccepted,
 		SpuriousPauses: c.SpuriousPauses, BlockedHandoffs: c.BlockedHandoffs, GhostWaiters: c.GhostWaiters,
+		JobsHandedOff: c.JobsHandedOff, JobsApplied: c.JobsApplied, StaleDownstream: c.StaleDownstream, DuplicateEffects: c.DuplicateEffects,
 		RegressionSuspected: c.RegressionSuspected, SQL: cfg.SQL,
 		WritesApplied: c.Applied, WritesFenced: c.Fenced, ProtectedCoveragePct: 100,
 		HandoffBudgetMs: cfg.HandoffBudgetMs, Handoffs: len(c.HandoffMs),
@@ -228,6 +236,8 @@ func (r *Report) WriteText(w io.Writer) {
 	row("blocked handoffs", r.BlockedHandoffs, zero(r.BlockedHandoffs))
 	row("ghost waiters", r.GhostWaiters, zero(r.GhostWaiters))
 	row("regressions not alarmed", r.RegressionNotAlarmed, zero(r.RegressionNotAlarmed))
+	row("stale downstream effects", r.StaleDownstream, zero(r.StaleDownstream))
+	row("duplicate downstream effects", r.DuplicateEffects, fmt.Sprintf("%s; %d jobs handed off, %d applied at their target", zero(r.DuplicateEffects), r.JobsHandedOff, r.JobsApplied))
 	row("protected-mutation coverage", fmt.Sprintf("%.2f%%", r.ProtectedCoveragePct), fmt.Sprintf("%d of %d applied writes", r.WritesFenced, r.WritesApplied))
 	row("handoff p50 / p99", fmt.Sprintf("%d / %d ms", r.HandoffP50Ms, r.HandoffP99Ms), fmt.Sprintf("budget %d ms, %d handoffs; first write p99 %d ms", r.HandoffBudgetMs, r.Handoffs, r.FirstWriteP99Ms))
 	row("UNKNOWN reconcile max", fmt.Sprintf("%.1f s", r.UnknownReconcileS), fmt.Sprintf("budget %d s; %d entered, %d reconciles, %d unresolved", UnknownReconcileBudgetS, r.UnknownEntered, r.Reconciles, r.UnknownUnresolved))

@@ -26,6 +26,7 @@ type resource struct {
 // operator resume.
 type gateAdapter interface {
 	apply(m *gate.Mutation, caller string, business func()) (gate.Receipt, error)
+	applyJob(hop string, j *gate.Job, business func()) (gate.Receipt, error)
 	state(resource string) gate.State
 	query(resource, operationID string, fence uint64) gate.Answer
 	resume(resource string, floor uint64) error
@@ -76,6 +77,7 @@ func (r *resource) apply(m *gate.Mutation, caller string, o origin) gate.Outcome
 	}
 	if out == gate.Accepted && r == r.w.res {
 		r.w.acceptedUnder(m.Lease)
+		r.w.handOff(m, rc)
 	}
 	return out
 }

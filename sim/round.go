@@ -53,7 +53,8 @@ type world struct {
 	res, nbr    *resource
 	workers     []*worker
 	partitions  []partition
-	held        []heldCopy // FaultLateCopy: originals held until the next owner writes
+	held        []heldCopy        // FaultLateCopy: originals held until the next owner writes
+	jobSeq      map[uint64]uint64 // the main resource's outbox: last job number per fence
 	chk         *checker
 	adv         *adversary
 
@@ -64,7 +65,8 @@ type world struct {
 }
 
 func newWorld(cfg *Config, keys *keySet, round int, c *Counts, env *sqlEnv) *world {
-	w := &world{cfg: cfg, keys: keys, round: round, seed: roundSeed(cfg.Seed, round), counts: c, digest: fnv.New64a()}
+	w := &world{cfg: cfg, keys: keys, round: round, seed: roundSeed(cfg.Seed, round), counts: c, digest: fnv.New64a(),
+		jobSeq: map[uint64]uint64{}}
 	w.rng = newRNG(w.seed)
 	for f := range faultCount {
 		w.on[f] = w.rng.chance(cfg.Rates[f])

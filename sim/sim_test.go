@@ -28,6 +28,9 @@ func TestShortRunAllFaults(t *testing.T) {
 			t.Errorf("round %d %s: %s\n  %s", v.Round, v.Kind, v.Detail, v.Repro)
 		}
 	}
+	if r.StaleDownstream != 0 || r.DuplicateEffects != 0 || r.JobsApplied == 0 {
+		t.Errorf("downstream: %d stale and %d duplicate effects, %d jobs applied", r.StaleDownstream, r.DuplicateEffects, r.JobsApplied)
+	}
 	if r.SpuriousPauses != 0 || r.BlockedHandoffs != 0 || r.GhostWaiters != 0 || r.RegressionNotAlarmed != 0 {
 		t.Errorf("availability: %d spurious pauses, %d blocked handoffs, %d ghost waiters, %d regressions not alarmed",
 			r.SpuriousPauses, r.BlockedHandoffs, r.GhostWaiters, r.RegressionNotAlarmed)

@@ -220,3 +220,54 @@ func (g *Gate) Records(resource, kind string) []Record {
 	}
 	return out
 }
+
+// ApplyJob is Apply for a job an accepted upstream write handed off
+// (gate.Job): it authenticates the job for hop, reads the upstream
+// receipt the job names from upstream (nil: this gate's own resources),
+// decides with gate.DecideJob under the target's lock and, if accepted,
+// runs fn and stores the target's receipt. The returns are Apply's:
+// REPLAYED for a job already applied (fn does not run again), STALE_OWNER
+// for a job of a superseded owner, SEGMENT_GAP for a job whose
+// predecessor under its fence has not been applied yet.
+func (g *Gate) ApplyJob(ctx context.Context, hop string, j *gate.Job, upstream gate.UpstreamReceipts, fn BusinessFunc) (gate.Receipt, error) {
+	v, err := g.pol.AuthenticateJob(j, hop)
+	if err != nil {
+		g.counters.Add(gate.OutcomeOf(err))
+		return gate.Receipt{}, err
+	}
+	if upstream == nil {
+		upstream = g
+	}
+	up, err := upstream.ReceiptAt(ctx, j.Resource, j.FenceToken, j.SegmentSeq)
+	if err != nil {
+		return gate.Receipt{}, fmt.Errorf("memgate: upstream receipt of job %s/%d/%d: %w", j.Resource, j.FenceToken, j.SegmentSeq, err)
+	}
+	r := g.resource(j.Target)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	prior := r.receipt(v.Mutation.FenceToken, v.Mutation.SegmentSeq)
+	now := g.clock.Now()
+	d := gate.DecideJob(gate.JobInput{Job: j, Verified: v, State: r.state, Prior: prior, Upstream: up, Now: now})
+	if d.Proceed {
+		if err := fn(); err != nil {
+			return gate.Receipt{}, fmt.Errorf("%w: %w", ErrBusiness, err)
+		}
+	}
+	r.commit(d, v, prior, now)
+	g.counters.Add(d.Outcome)
+	return d.Result(&v.Mutation)
+}
+
+// ReceiptAt returns the receipt for (resource, fence, seq), or nil: the
+// gate as a job's upstream (gate.UpstreamReceipts).
+func (g *Gate) ReceiptAt(_ context.Context, resource string, fence, seq uint64) (*gate.Receipt, error) {
+	g.mu.Lock()
+	r := g.resources[resource]
+	g.mu.Unlock()
+	if r == nil {
+		return nil, nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.receipt(fence, seq), nil
+}
