@@ -276,7 +276,7 @@ func (r *Registry) cancelWait(ctx context.Context, in acquireInput) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelWaitTimeoutMs*time.Millisecond)
 	defer cancel()
 	_, _, _ = r.casLoop(ctx, in.req.Resource, nil, true, func(s *Snapshot, now int64) (*Write, error) {
-		d := decideCancelWait(recordOf(s), s.Settings, in.key(), in.deadlineMs, now, r.cfg, s.taken)
+		d := decideCancelWait(recordOf(s), s.Settings, in.key(), in.deadlineMs, now, r.cfg)
 		return writeFor(s, d.record, d.entries), nil
 	})
 }

@@ -83,14 +83,14 @@ func handOff(next *Record, puts []entryPut, resource string, set Settings, now i
 // deadlineMs, from the queue. A head waiter leaving a free resource
 // restarts the next head's claim window. A ticket whose deadline a later
 // call of the same request moved past deadlineMs is that call's and stays.
-// If a release already handed key the lease, it is released on (the
-// caller left).
-func decideCancelWait(rec *Record, set Settings, key RequestKey, deadlineMs, now int64, cfg Config, taken func(RequestKey) bool) leaseDecision {
-	if h := rec.Holder; h != nil && h.Grant.Owner == key.Owner && h.Grant.RequestID == key.RequestID {
-		if d, err := decideRelease(rec, set, key.Owner, h.Grant.Lease, now, cfg, taken); err == nil {
-			return d
-		}
-	}
+//
+// If a release already handed key the lease, the lease stays key's: a
+// retry of the request ID gets it, and otherwise it expires at its TTL
+// like any crashed holder's. Releasing it on would release a grant that
+// another call of the same request (the client's retry after a timeout)
+// may already have returned — two holders at once, which the chaos
+// suite's history checker caught.
+func decideCancelWait(rec *Record, set Settings, key RequestKey, deadlineMs, now int64, cfg Config) leaseDecision {
 	next, puts, changed := normalize(rec, set, now, cfg)
 	if i := waiterIndex(next, key); i >= 0 && next.Waiters[i].DeadlineMs <= deadlineMs {
 		next.Waiters = append(next.Waiters[:i:i], next.Waiters[i+1:]...)

@@ -246,15 +246,21 @@ func TestReleaseHandsOffToHead(t *testing.T) {
 	}
 }
 
-func TestCancelAfterHandoffReleases(t *testing.T) {
+// TestCancelAfterHandoffKeepsTheGrant: b's call gave up just as the lease
+// reached it. The lease stays b's: another call of b's request (its retry
+// after the timeout) may already hold the grant, and releasing it on
+// would make c a second holder. A retry gets it; otherwise it expires.
+func TestCancelAfterHandoffKeepsTheGrant(t *testing.T) {
 	cfg := testCfg()
 	rec := held("a", 3, t0)
 	d, _ := decideAcquire(rec, nil, Settings{}, input("b", "rb", true, t0+5000), t0+1, cfg)
 	d, _ = decideAcquire(d.record, nil, Settings{}, input("c", "rc", true, t0+5000), t0+2, cfg)
 	rel, _ := decideRelease(d.record, Settings{}, "a", rec.Holder.Grant.Lease, t0+3, cfg, none)
-	// b's caller gave up just as the lease reached it: it goes on to c.
-	c := decideCancelWait(rel.record, Settings{}, RequestKey{Owner: "b", RequestID: "rb"}, 1<<62, t0+4, cfg, none)
-	if h := c.record.Holder; h == nil || h.Grant.Owner != "c" || h.Grant.FenceToken != 5 {
-		t.Fatalf("after b cancelled: holder %+v", h)
+	c := decideCancelWait(rel.record, Settings{}, RequestKey{Owner: "b", RequestID: "rb"}, 1<<62, t0+4, cfg)
+	if c.record != nil {
+		t.Fatalf("b's withdrawal after the handoff changed the record: holder %+v", c.record.Holder)
+	}
+	if h := rel.record.Holder; h == nil || h.Grant.Owner != "b" || h.Grant.FenceToken != 4 {
+		t.Fatalf("after the release: holder %+v, want b at fence 4", h)
 	}
 }

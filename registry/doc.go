@@ -45,7 +45,8 @@
 // entry as absent, so a cached snapshot that cannot show the entry fails
 // the compare instead of queueing a ghost. A ticket leaves when it is
 // granted, its caller cancels (best effort; a lease handed to a caller
-// that left is released on), its deadline passes, or it was not seen
+// that left stays its grant, for a retry of the request ID to collect, or
+// to expire), its deadline passes, or it was not seen
 // during a free resource's claim window: the head has HandoffClaimMs/2
 // alone, then every live waiter stamps itself (SeenMs), and once the
 // window has passed the head and every unstamped waiter leave in one
