@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -34,6 +35,10 @@ func (s *Session) Acquire(ctx context.Context, r AcquireRequest) (*Lease, error)
 		if call.Kind == CallNone {
 			if done, is, err := a.core.Done(); done {
 				return s.answered(a, is, err)
+			}
+			if err := a.core.Unreachable(); err != nil {
+				s.finish(a, false) // the request ID stays pending: it may still be granted
+				return nil, err
 			}
 			if err := s.sleepUntil(ctx, wake); err != nil {
 				s.finish(a, false)
@@ -136,5 +141,30 @@ func (s *Session) sleepUntil(ctx context.Context, t time.Time) error {
 		return ctx.Err()
 	case <-s.o.Clock.After(t.Sub(s.o.Clock.Now())):
 		return nil
+	}
+}
+
+// Lock acquires r.Resource, waiting for it as long as ctx allows — there
+// is no cap of its own. Each acquire queues at the registry for at most
+// Options.LockWaitChunk (r.Wait is ignored); after a WAIT_TIMEOUT it asks
+// again with a fresh request ID, at the tail of the queue. It returns the
+// lease HELD, ctx's error (wrapped) once ctx ends, or the first error that
+// is not a wait running out.
+func (s *Session) Lock(ctx context.Context, r AcquireRequest) (*Lease, error) {
+	for {
+		r.Wait = s.o.LockWaitChunk
+		if dl, ok := ctx.Deadline(); ok {
+			r.Wait = min(r.Wait, max(dl.Sub(s.o.Clock.Now()), time.Millisecond))
+		}
+		l, err := s.Acquire(ctx, r)
+		switch {
+		case err == nil:
+			return l, nil
+		case ctx.Err() != nil:
+			return nil, fmt.Errorf("client: lock %s: %w", r.Resource, ctx.Err())
+		case errors.Is(err, registry.ErrWaitTimeout), errors.Is(err, registry.ErrBusy):
+			continue
+		}
+		return nil, err
 	}
 }

@@ -27,11 +27,21 @@ type AcquireCore struct {
 	retryAt   time.Time
 	inflight  Call
 	callN     uint64
+	lostRun   int // calls in a row without an answer
 	done      bool
 	issued    registry.Issued
 	err       error
 	trans     []Transition
+	// unreachable is set once AcquireLostMax calls in a row went
+	// unanswered: the driver stops (keeping the request ID pending). The
+	// core itself would go on asking.
+	unreachable error
 }
+
+// Unreachable returns the error to stop with when AcquireLostMax calls
+// in a row went unanswered (nil otherwise). The acquire is not done: its
+// request ID may still be granted, so a later call must reuse it.
+func (a *AcquireCore) Unreachable() error { return a.unreachable }
 
 // NewAcquireCore returns the core of an acquire of req (its RequestID
 // set). newRequestID draws a fresh ID for when the registry answers that
@@ -74,7 +84,7 @@ func (a *AcquireCore) Transitions() []Transition {
 // backoff of the call that gave up is forgotten, the request ID and
 // whether its last answer was lost are kept.
 func (a *AcquireCore) Restart() {
-	a.backoff, a.retryAt = AcquireBackoffMin, time.Time{}
+	a.backoff, a.retryAt, a.lostRun, a.unreachable = AcquireBackoffMin, time.Time{}, 0, nil
 }
 
 // Next returns the call to make at now, or CallNone and the instant to
@@ -117,12 +127,19 @@ func (a *AcquireCore) Answer(now time.Time, call Call, is registry.Issued, err e
 		a.lost, a.backoff, a.retryAt = false, AcquireBackoffMin, now // not granted (yet): send the same acquire again
 		return
 	}
+	if classify(err) != answerLost {
+		a.lostRun = 0
+	}
 	switch classify(err) {
 	case answerOK:
 		a.answered(now, is)
 	case answerRefused:
 		a.finish(registry.Issued{}, fmt.Errorf("client: acquire %s: %w", a.req.Resource, err))
 	case answerLost:
+		if a.lostRun++; a.lostRun >= a.o.AcquireLostMax {
+			a.unreachable = fmt.Errorf("client: acquire %s: request %s: %w after %d calls without an answer (last: %w)",
+				a.req.Resource, a.req.RequestID, ErrUnreachable, a.lostRun, err)
+		}
 		a.lost = true
 		from := a.m.state
 		to, _ := a.m.Step(EvAcquireLost)

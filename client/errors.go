@@ -36,6 +36,10 @@ var (
 	ErrSuperseded = errors.New("client: superseded")
 	// ErrBadAnswer: the registry answered about another grant or request.
 	ErrBadAnswer = errors.New("client: bad answer")
+	// ErrUnreachable: Options.AcquireLostMax calls in a row got no answer.
+	// The error also wraps the last call's error (the cause: a refused
+	// connection, a DNS failure, a timeout). The request ID stays pending.
+	ErrUnreachable = errors.New("client: registry unreachable")
 )
 
 // NotHeldError says why an envelope or call was refused.

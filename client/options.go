@@ -21,6 +21,8 @@ const (
 	AcquireBackoffMin       = 100 * time.Millisecond
 	AcquireBackoffMax       = 2 * time.Second
 	DrainMarginDefault      = 1 * time.Second
+	AcquireLostMaxDefault   = 8
+	LockWaitChunkDefault    = 25 * time.Second
 )
 
 // Options are the client's named time limits and injected dependencies.
@@ -78,6 +80,17 @@ type Options struct {
 	// then may a new request ID be used for the resource. Optional,
 	// defaults to 2s (must cover network delay of the lost request).
 	AcquireMargin time.Duration
+	// AcquireLostMax: an Acquire whose calls went unanswered this many
+	// times in a row (the registry unreachable, or its answers lost) stops
+	// with an error wrapping ErrUnreachable and the last call's error; its
+	// request ID stays pending, so a later Acquire with the same
+	// parameters continues it. Optional, defaults to 8 (with the backoff,
+	// about ten seconds of an unreachable registry).
+	AcquireLostMax int
+	// LockWaitChunk bounds how long one call of Session.Lock queues at the
+	// registry before it asks again (the registry caps a wait at its
+	// WaitMsMax, 30 s by default). Optional, defaults to 25 s.
+	LockWaitChunk time.Duration
 	// DrainMargin is added to the latest status-proof validUntil of the
 	// envelopes still unsettled when Release begins; the release is sent
 	// only after that (LeaseCore.DrainUntil). It covers the registry↔
@@ -126,5 +139,9 @@ func (o Options) WithDefaults() Options {
 	def(&o.AcquireMargin, AcquireMarginDefault)
 	def(&o.TTLDefault, TTLDefault)
 	def(&o.DrainMargin, DrainMarginDefault)
+	def(&o.LockWaitChunk, LockWaitChunkDefault)
+	if o.AcquireLostMax <= 0 {
+		o.AcquireLostMax = AcquireLostMaxDefault
+	}
 	return o
 }

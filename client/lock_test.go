@@ -1,0 +1,114 @@
+// This file proves, in virtual time, the SDK's blocking Lock (it waits as
+// long as its context allows, past the registry's 30 s cap on one wait,
+// and is served when the holder lets go) and that an Acquire against an
+// unreachable registry stops with the cause instead of hanging, keeping
+// its request ID pending.
+package client_test
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"syscall"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/fencegate/fencegate/client"
+	"github.com/fencegate/fencegate/client/clienttest"
+	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/registry"
+)
+
+func TestLockWaitsPastTheRegistryCap(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		reg, err := clienttest.NewRegistry(client.SystemClock{}, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		session := func(owner string, seed uint64) *client.Session {
+			return client.NewSession(client.Direct{Registry: reg.Registry, Owner: owner}, client.Options{Rand: rand.New(rand.NewPCG(seed, seed))})
+		}
+		holder, err := session(clienttest.OwnerA, 1).Acquire(ctx, clienttest.Request("op-a"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			time.Sleep(70 * time.Second) // two and a half registry wait caps
+			_ = holder.ReleaseNoDrain(ctx)
+		}()
+		start := time.Now()
+		l, err := session(clienttest.OwnerB, 2).Lock(ctx, clienttest.Request("op-b"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if waited := time.Since(start); waited < 70*time.Second || waited > 71*time.Second {
+			t.Fatalf("Lock returned after %s, want just after the holder's release at 70 s", waited)
+		}
+		if l.State() != client.StateHeld || l.Grant().FenceToken != 2 {
+			t.Fatalf("lock: %s fence %d", l.State(), l.Grant().FenceToken)
+		}
+		_ = l.ReleaseNoDrain(ctx)
+	})
+}
+
+func TestLockEndsWithItsContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reg, _ := clienttest.NewRegistry(client.SystemClock{}, nil, nil)
+		a := client.NewSession(client.Direct{Registry: reg.Registry, Owner: clienttest.OwnerA}, client.Options{Rand: rand.New(rand.NewPCG(1, 1))})
+		holder, err := a.Acquire(context.Background(), clienttest.Request("op-a"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+		defer cancel()
+		b := client.NewSession(client.Direct{Registry: reg.Registry, Owner: clienttest.OwnerB}, client.Options{Rand: rand.New(rand.NewPCG(2, 2))})
+		if _, err := b.Lock(ctx, clienttest.Request("op-b")); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("lock past its context: %v", err)
+		}
+		_ = holder.ReleaseNoDrain(context.Background())
+	})
+}
+
+// deadRegistry refuses every connection, as a stopped server does.
+type deadRegistry struct{}
+
+var errRefused = &dialError{syscall.ECONNREFUSED}
+
+type dialError struct{ err error }
+
+func (e *dialError) Error() string { return "dial tcp 127.0.0.1:7420: " + e.err.Error() }
+func (e *dialError) Unwrap() error { return e.err }
+
+func (deadRegistry) Acquire(context.Context, registry.AcquireRequest) (registry.Issued, error) {
+	return registry.Issued{}, errRefused
+}
+func (deadRegistry) Renew(context.Context, string, string) (registry.Issued, error) {
+	return registry.Issued{}, errRefused
+}
+func (deadRegistry) Release(context.Context, string, string) error { return errRefused }
+func (deadRegistry) Status(context.Context, *grant.Grant) (registry.Issued, error) {
+	return registry.Issued{}, errRefused
+}
+func (deadRegistry) QueryRequest(context.Context, string) (registry.Issued, error) {
+	return registry.Issued{}, errRefused
+}
+
+func TestAcquireAgainstADeadRegistrySaysWhy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := client.NewSession(deadRegistry{}, client.Options{Rand: rand.New(rand.NewPCG(3, 3))})
+		start := time.Now()
+		_, err := s.Acquire(context.Background(), clienttest.Request("op-a"))
+		if !errors.Is(err, client.ErrUnreachable) || !errors.Is(err, syscall.ECONNREFUSED) {
+			t.Fatalf("acquire against a dead registry: %v, want ErrUnreachable wrapping the refused connection", err)
+		}
+		if took := time.Since(start); took > 30*time.Second {
+			t.Fatalf("it took %s to give up", took)
+		}
+		if id, ok := s.Pending(clienttest.Resource); !ok || id == "" {
+			t.Fatal("the request ID must stay pending: the registry may still have granted it")
+		}
+		t.Logf("gave up after %s: %v", time.Since(start), err)
+	})
+}
