@@ -112,10 +112,11 @@ func (s *leaseScenario) do(a scenariotext.Args) {
 		ttl := secs(a.Opts["ttl"]).Sub(gatetest.T0)
 		iss := *s.iss
 		iss.Now = sent
-		g, gp := iss.Grant(gatetest.Writer{Resource: "scn/lease", Owner: "worker-a", Lease: "lease-a", OperationID: "op-a", Fence: 1})
+		g, _ := iss.Grant(gatetest.Writer{Resource: "scn/lease", Owner: "worker-a", Lease: "lease-a", OperationID: "op-a", Fence: 1})
 		g.TTLMs = uint64(ttl / time.Millisecond)
 		g.ExpiresAt = sent.Add(ttl)
-		if gp, _ = iss.Key.Sign(g); gp == "" {
+		gp, _ := iss.Key.Sign(g)
+		if gp == "" {
 			s.t.Fatal("sign")
 		}
 		s.g, s.gp = g, gp
