@@ -109,6 +109,9 @@ func TestNewRequestIDOnlyAfterOldAttemptPresumedOver(t *testing.T) {
 
 func TestLostAnswerOfGrantThatEndedDrawsNewID(t *testing.T) {
 	f := clienttest.NewEnv(t, nil)
+	// The outage is longer than the default AcquireLostMax allows; this
+	// test is about the ID drawn after it, so the acquire keeps trying.
+	f.Tune = func(o *client.Options) { o.AcquireLostMax = 1000 }
 	w := f.Worker(clienttest.OwnerA, 13, true)
 	var down atomic.Bool
 	down.Store(true)

@@ -32,6 +32,8 @@ type Env struct {
 	Ctx   context.Context
 	Clock *FakeClock
 	Reg   *Registry
+	// Tune, if set, adjusts the options of each Worker made after it is set.
+	Tune func(*client.Options)
 }
 
 // NewEnv returns an Env over store (nil: a memory store).
@@ -56,9 +58,13 @@ type Worker struct {
 func (e *Env) Worker(owner string, seed uint64, manual bool) *Worker {
 	w := &Worker{Rec: &Recorder{}}
 	w.Net = &Lossy{Inner: client.Direct{Registry: e.Reg.Registry, Owner: owner}}
-	w.S = client.NewSession(w.Net, client.Options{
+	o := client.Options{
 		Clock: e.Clock, Rand: rand.New(rand.NewPCG(seed, seed)), Manual: manual, OnTransition: w.Rec.Add,
-	})
+	}
+	if e.Tune != nil {
+		e.Tune(&o)
+	}
+	w.S = client.NewSession(w.Net, o)
 	return w
 }
 
