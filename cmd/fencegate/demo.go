@@ -23,13 +23,12 @@ import (
 
 	"github.com/fencegate/fencegate/examples/childproc"
 	"github.com/fencegate/fencegate/examples/ledger"
+	"github.com/spf13/cobra"
 )
 
-func init() {
-	register(command{name: "demo", summary: "start here: the spec's Worker A story with real processes, fenced and lease-only", run: runDemo})
-}
+func init() { register(newDemoCmd) }
 
-const demoUsage = `usage: fencegate demo [--ttl-ms N] [--db postgres://…] [--keep]
+const demoLong = `Start here: the specification's Worker A story with real processes.
 
 Starts a registry (fencegate serve, embedded etcd, temporary data dir), the
 example "ledger" service (examples/ledger: writes through the gate on SQLite)
@@ -39,9 +38,8 @@ A is resumed and sends its stale write. Then the same story against a
 lease-only ledger (the negative control). Exit status 0 only if the fenced
 run kept B's result and the lease-only run lost it.
 
-Internal (the demo's child processes; also a way to run the example):
-  fencegate demo ledger [flags]   the ledger service
-  fencegate demo worker [flags]   one worker`
+The subcommands are the demo's child processes, and a way to run the
+example on its own.`
 
 // Demo limits.
 const (
@@ -57,30 +55,33 @@ const demoKey = "invoice-batch/2026-07-19/total"
 // demoRowsKey is the row B writes in its first segment.
 const demoRowsKey = "invoice-batch/2026-07-19/rows"
 
-func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) > 0 && args[0] == "ledger" {
-		return runDemoLedger(ctx, args[1:], stdout, stderr)
+func newDemoCmd() *cobra.Command {
+	var ttlMs uint64
+	var db string
+	var keep bool
+	c := &cobra.Command{
+		Use:     "demo",
+		Short:   "start here: the spec's Worker A story with real processes, fenced and lease-only",
+		Long:    demoLong,
+		Example: "  fencegate demo\n  fencegate demo --db postgres://user@localhost/ledger --keep",
+		RunE: func(c *cobra.Command, _ []string) error {
+			if ttlMs < demoTTLMsDefault {
+				// A status proof ends ClockSkewMaxMs (500ms) before the lease and the
+				// client keeps ProofMargin (500ms): a shorter lease leaves A no time
+				// to build its envelope.
+				return usagef("--ttl-ms must be at least %d", demoTTLMsDefault)
+			}
+			return runDemo(c.Context(), ttlMs, db, keep, c.OutOrStdout())
+		},
 	}
-	if len(args) > 0 && args[0] == "worker" {
-		return runDemoWorker(ctx, args[1:], stdout, stderr)
-	}
-	fs := newFlags("demo", stderr)
-	fs.Usage = func() { fmt.Fprintln(stderr, demoUsage+"\n\nflags:"); fs.PrintDefaults() }
-	ttlMs := fs.Uint64("ttl-ms", demoTTLMsDefault, "worker A's lease TTL in ms (A stays frozen TTL + lock-delay)")
-	db := fs.String("db", "", "the fenced ledger's database: a postgres://… URL (default: a temporary SQLite file)")
-	keep := fs.Bool("keep", false, "keep the temporary directory (registry data, ledger databases, logs)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
-	}
-	if *ttlMs < demoTTLMsDefault {
-		// A status proof ends ClockSkewMaxMs (500ms) before the lease and the
-		// client keeps ProofMargin (500ms): a shorter lease leaves A no time
-		// to build its envelope.
-		return fmt.Errorf("%w: --ttl-ms must be at least %d", errUsage, demoTTLMsDefault)
-	}
+	c.Flags().Uint64Var(&ttlMs, "ttl-ms", demoTTLMsDefault, "worker A's lease TTL in ms (A stays frozen TTL + lock-delay)")
+	c.Flags().StringVar(&db, "db", "", "the fenced ledger's database: a postgres://… URL (default: a temporary SQLite file)")
+	c.Flags().BoolVar(&keep, "keep", false, "keep the temporary directory (registry data, ledger databases, logs)")
+	c.AddCommand(newDemoLedgerCmd(), newDemoWorkerCmd())
+	return c
+}
+
+func runDemo(ctx context.Context, ttlMs uint64, db string, keep bool, stdout io.Writer) error {
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -89,14 +90,14 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	if *keep {
+	if keep {
 		fmt.Fprintf(stdout, "keeping %s\n", dir)
 	} else {
 		defer os.RemoveAll(dir)
 	}
-	d := &demo{self: self, dir: dir, out: stdout, start: time.Now(), ttlMs: *ttlMs}
+	d := &demo{self: self, dir: dir, out: stdout, start: time.Now(), ttlMs: ttlMs}
 	defer d.stopAll()
-	return d.run(ctx, *db)
+	return d.run(ctx, db)
 }
 
 // demo is one run of the story: the processes it started and the clock
@@ -514,53 +515,59 @@ func (s *syncBuf) String() string {
 	return s.b.String()
 }
 
-// runDemoLedger is `fencegate demo ledger`: the example ledger service.
-func runDemoLedger(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("demo ledger", stderr)
+func newDemoLedgerCmd() *cobra.Command {
 	var o ledger.ServeOptions
+	c := &cobra.Command{
+		Use:   "ledger --db DB --token-file FILE (--trust-bundle FILE | --lease-only)",
+		Short: "the example ledger service (a protected service writing through the gate)",
+		RunE: func(c *cobra.Command, _ []string) error {
+			if o.DB == "" || o.TokenFile == "" || (o.TrustBundle == "" && !o.LeaseOnly) {
+				return usagef("--db, --token-file and --trust-bundle (or --lease-only) are required")
+			}
+			return ledger.Serve(c.Context(), o, c.OutOrStdout())
+		},
+	}
+	fs := c.Flags()
 	fs.StringVar(&o.Listen, "listen", "127.0.0.1:0", "address to serve on")
 	fs.StringVar(&o.DB, "db", "", "SQLite file, or a postgres://… URL (required)")
 	fs.StringVar(&o.TrustBundle, "trust-bundle", "", "the registry's trust bundle (required unless --lease-only)")
 	fs.StringVar(&o.TokenFile, "token-file", "", "bearer tokens → identities, as for serve (required)")
 	fs.BoolVar(&o.LeaseOnly, "lease-only", false, "negative control: no gate, every authenticated write lands")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if o.DB == "" || o.TokenFile == "" || (o.TrustBundle == "" && !o.LeaseOnly) {
-		return fmt.Errorf("%w: --db, --token-file and --trust-bundle (or --lease-only) are required", errUsage)
-	}
-	return ledger.Serve(ctx, o, stdout)
+	return c
 }
 
-// runDemoWorker is `fencegate demo worker`: one example worker.
-func runDemoWorker(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("demo worker", stderr)
+func newDemoWorkerCmd() *cobra.Command {
 	var o ledger.WorkerOptions
-	var sets listFlag
+	var sets []string
+	c := &cobra.Command{
+		Use:   "worker --registry URL --ledger URL --token TOKEN --resource R --set KEY=VALUE...",
+		Short: "one example worker: acquire, write through the ledger's gate, release",
+		RunE: func(c *cobra.Command, _ []string) error {
+			for _, s := range sets {
+				k, v, ok := strings.Cut(s, "=")
+				if !ok {
+					return usagef("--set %q: want KEY=VALUE", s)
+				}
+				o.Entries = append(o.Entries, ledger.Entry{Key: k, Value: v})
+			}
+			if o.Registry == "" || o.Ledger == "" || o.Token == "" || o.Resource == "" || len(o.Entries) == 0 {
+				return usagef("--registry, --ledger, --token, --resource and --set are required")
+			}
+			return ledger.WorkerProcess(c.Context(), o, os.Stdin, c.OutOrStdout())
+		},
+	}
+	fs := c.Flags()
 	fs.StringVar(&o.Name, "name", "A", "name shown in events")
 	fs.StringVar(&o.Registry, "registry", "", "registry URL (required)")
 	fs.StringVar(&o.Ledger, "ledger", "", "ledger URL (required)")
 	fs.StringVar(&o.Token, "token", "", "bearer token of this worker's identity, for both (required)")
 	fs.StringVar(&o.Resource, "resource", "", "resource to lease (required)")
 	fs.StringVar(&o.OperationID, "op", "settle", "operation ID")
-	fs.Var(&sets, "set", "KEY=VALUE to write (repeatable)")
+	fs.StringArrayVar(&sets, "set", nil, "KEY=VALUE to write (repeatable)")
 	fs.IntVar(&o.Segments, "segments", 1, "cut the entries into this many ordered segments")
 	fs.Uint64Var(&o.TTLMs, "ttl-ms", demoTTLMsSuccessor, "lease TTL in ms")
 	fs.Uint64Var(&o.WaitMs, "wait-ms", 0, "queue behind the current holder at most this long")
 	fs.BoolVar(&o.LeaseOnly, "lease-only", false, "negative control: write without an envelope")
 	fs.BoolVar(&o.HoldOnStdin, "hold", false, "wait for a line on stdin before sending the first write")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	for _, s := range sets {
-		k, v, ok := strings.Cut(s, "=")
-		if !ok {
-			return fmt.Errorf("%w: --set %q: want KEY=VALUE", errUsage, s)
-		}
-		o.Entries = append(o.Entries, ledger.Entry{Key: k, Value: v})
-	}
-	if o.Registry == "" || o.Ledger == "" || o.Token == "" || o.Resource == "" || len(o.Entries) == 0 {
-		return fmt.Errorf("%w: --registry, --ledger, --token, --resource and --set are required", errUsage)
-	}
-	return ledger.WorkerProcess(ctx, o, os.Stdin, stdout)
+	return c
 }

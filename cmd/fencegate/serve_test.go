@@ -10,6 +10,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -74,6 +75,7 @@ func startServe(t *testing.T, args ...string) *served {
 		}
 		select {
 		case c := <-done:
+			done <- c // for stop, in the cleanup
 			t.Fatalf("serve exited %d before listening:\n%s%s", c, s.stdout, s.stderr)
 		case <-time.After(50 * time.Millisecond):
 		}
@@ -125,6 +127,42 @@ func TestServeFlags(t *testing.T) {
 		code := run(context.Background(), append([]string{"serve"}, c.args...), &out, &errOut)
 		if code != 2 || !strings.Contains(errOut.String(), c.want) {
 			t.Errorf("serve %v: exit %d, stderr %q; want 2 and %q", c.args, code, errOut.String(), c.want)
+		}
+	}
+}
+
+// TestServeValidatesBeforeTouchingDataDir: a bad TLS file, an unreadable
+// key, a busy listen address or a bad etcd option fails before the data
+// directory exists.
+func TestServeValidatesBeforeTouchingDataDir(t *testing.T) {
+	dir := t.TempDir()
+	tok := writeTokenFile(t, dir)
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--tls-cert", filepath.Join(dir, "none.pem"), "--tls-key", filepath.Join(dir, "none-key.pem")}, 1, "no such file"},
+		{[]string{"--key", filepath.Join(dir, "none.key")}, 1, "--key"},
+		{[]string{"--listen", busy.Addr().String()}, 1, "address already in use"},
+		{[]string{"--listen", "127.0.0.1:http"}, 2, "port must be a number"},
+		{[]string{"--etcd-endpoints", "ftp://etcd:2379"}, 2, "want http(s)://host:port"},
+		{[]string{"--etcd-cert", "c.pem"}, 2, "give --etcd-endpoints too"},
+		{[]string{"--etcd-endpoints", "http://etcd:2379", "--etcd-cacert", "ca.pem"}, 2, "no https:// endpoint"},
+	} {
+		data := filepath.Join(dir, "data")
+		args := append([]string{"serve", "--data-dir", data, "--token-file", tok}, c.args...)
+		_, errOut, code := runCLI(args...)
+		if code != c.code || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", c.args, code, errOut, c.code, c.want)
+		}
+		if _, err := os.Stat(data); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%v: the data directory was created before the flags were validated", c.args)
 		}
 	}
 }
