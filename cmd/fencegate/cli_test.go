@@ -85,7 +85,7 @@ func TestHelpGolden(t *testing.T) {
 }
 
 func TestBareParentPrintsHelp(t *testing.T) {
-	for _, p := range []string{"keys", "grant", "keys bundle"} {
+	for _, p := range []string{"keys", "grant", "keys bundle", "floor", "epoch", "gate"} {
 		out, _, code := runCLI(strings.Fields(p)...)
 		if code != 0 || !strings.Contains(out, "Available Commands:") {
 			t.Errorf("fencegate %s: exit %d, want its help and 0:\n%s", p, code, out)

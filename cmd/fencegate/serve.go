@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -236,7 +237,8 @@ func serveAPI(ctx context.Context, o *serveOptions, ld *loaded, ks *httpapi.KeyS
 	if err != nil {
 		return err
 	}
-	srv, err := httpapi.NewServer(httpapi.Config{Registry: reg, Store: store, Auth: ld.auth, Admins: httpapi.Admins(o.admins), Metrics: metrics})
+	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	srv, err := httpapi.NewServer(httpapi.Config{Registry: reg, Store: store, Auth: ld.auth, Admins: httpapi.Admins(o.admins), Metrics: metrics, Logger: logger})
 	if err != nil {
 		return err
 	}

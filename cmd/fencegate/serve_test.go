@@ -57,10 +57,17 @@ var listenLine = regexp.MustCompile(`listening on (https?://\S+)`)
 // startServe runs serve with args and waits for its listen line.
 func startServe(t *testing.T, args ...string) *served {
 	t.Helper()
+	return startInProcess(t, listenLine, append([]string{"serve"}, args...)...)
+}
+
+// startInProcess runs a long-running command in-process and waits until
+// a stdout line matches ready; its first group becomes url.
+func startInProcess(t *testing.T, ready *regexp.Regexp, args ...string) *served {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &served{stdout: &syncBuffer{}, stderr: &syncBuffer{}}
 	done := make(chan int, 1)
-	go func() { done <- run(ctx, append([]string{"serve"}, args...), s.stdout, s.stderr) }()
+	go func() { done <- run(ctx, args, s.stdout, s.stderr) }()
 	var once sync.Once
 	code := -1
 	s.stop = func() int {
@@ -69,18 +76,18 @@ func startServe(t *testing.T, args ...string) *served {
 	}
 	t.Cleanup(func() { s.stop() })
 	for i := 0; i < 1200; i++ { // bounded: embedded etcd starts in a few seconds
-		if m := listenLine.FindStringSubmatch(s.stdout.String()); m != nil {
+		if m := ready.FindStringSubmatch(s.stdout.String()); m != nil {
 			s.url = m[1]
 			return s
 		}
 		select {
 		case c := <-done:
 			done <- c // for stop, in the cleanup
-			t.Fatalf("serve exited %d before listening:\n%s%s", c, s.stdout, s.stderr)
+			t.Fatalf("%s exited %d before it was ready:\n%s%s", args[0], c, s.stdout, s.stderr)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	t.Fatalf("serve never printed its listen address:\n%s%s", s.stdout, s.stderr)
+	t.Fatalf("%s never printed its ready line:\n%s%s", args[0], s.stdout, s.stderr)
 	return nil
 }
 

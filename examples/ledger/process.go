@@ -23,11 +23,12 @@ import (
 
 // ServeOptions run a ledger as a process.
 type ServeOptions struct {
-	Listen      string // "127.0.0.1:0" for any free port
-	DB          string // a SQLite file path, or a postgres://… URL
-	TrustBundle string // the registry's trust bundle file (serve writes one into its --data-dir)
-	TokenFile   string // bearer tokens → identities, the registry's format
-	LeaseOnly   bool   // the negative control
+	Listen      string   // "127.0.0.1:0" for any free port
+	DB          string   // a SQLite file path, or a postgres://… URL
+	TrustBundle string   // the registry's trust bundle file (serve writes one into its --data-dir)
+	TokenFile   string   // bearer tokens → identities, the registry's format
+	LeaseOnly   bool     // the negative control
+	Admins      []string // identities allowed at the gate's admin endpoint (/v1/gate/)
 }
 
 // OpenDB opens dsn: PostgreSQL for a postgres:// or postgresql:// URL or
@@ -55,7 +56,7 @@ func Serve(ctx context.Context, o ServeOptions, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cfg := Config{DB: db, Postgres: pg, Auth: auth, LeaseOnly: o.LeaseOnly}
+	cfg := Config{DB: db, Postgres: pg, Auth: auth, LeaseOnly: o.LeaseOnly, Admins: o.Admins}
 	if !o.LeaseOnly {
 		b, err := grant.LoadBundle(o.TrustBundle)
 		if err != nil {

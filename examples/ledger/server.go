@@ -11,6 +11,7 @@ import (
 	"strconv"
 
 	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/gate/gateadmin"
 	"github.com/fencegate/fencegate/gate/sqlgate"
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry/httpapi"
@@ -42,6 +43,10 @@ type Config struct {
 	// LeaseOnly is the negative control: no gate, every authenticated write
 	// lands. Never use it for anything but showing what the gate prevents.
 	LeaseOnly bool
+	// Admins may use the gate's admin endpoint (gateadmin.Handler at
+	// /v1/gate/: status, resume after FENCE_REGRESSION), authenticated like
+	// every other caller. Optional: without admins it is not mounted.
+	Admins []string
 }
 
 // Server is the ledger's HTTP service.
@@ -81,6 +86,10 @@ func NewServer(ctx context.Context, cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("ledger: protect %s: %w", Table, err)
 		}
 		s.g = g
+		if len(cfg.Admins) > 0 {
+			// One call: the operator's way back from a FENCE_REGRESSION pause.
+			s.mux.Handle(gateadmin.PathPrefix, gateadmin.Handler(gateadmin.HandlerConfig{Gate: g, DB: cfg.DB, Auth: cfg.Auth, Admins: cfg.Admins}))
+		}
 	}
 	s.mux.HandleFunc("POST /v1/entries", s.handleWrite)
 	s.mux.HandleFunc("GET /v1/receipts", s.handleReceipts)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -36,6 +37,9 @@ type Config struct {
 	// CallTimeoutMs bounds one call; see CallTimeoutMsDefault (the default
 	// when 0).
 	CallTimeoutMs uint64
+	// Logger receives the audit records of admin calls. Optional,
+	// defaults to slog.Default().
+	Logger *slog.Logger
 }
 
 // Server is the HTTP API. It holds no state of its own.
@@ -57,6 +61,9 @@ func NewServer(cfg Config) (*Server, error) {
 	}
 	if cfg.CallTimeoutMs == 0 {
 		cfg.CallTimeoutMs = CallTimeoutMsDefault
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
 	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux()}
 	s.routes()
