@@ -129,13 +129,52 @@ func Dial(ctx context.Context, c ClientConfig, prefix string) (*clientv3.Client,
 		Username: c.Username, Password: c.Password, Logger: zap.NewNop(),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("etcdstore: connect %s: %w", strings.Join(c.Endpoints, ","), err)
+		return nil, fmt.Errorf("etcdstore: connect %s: %w%s", strings.Join(c.Endpoints, ","), err, diagnose(c.Endpoints[0], tlsCfg, timeout))
 	}
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if _, err := cli.Get(rctx, prefix, clientv3.WithPrefix(), clientv3.WithCountOnly()); err != nil {
 		cli.Close()
-		return nil, fmt.Errorf("etcdstore: etcd at %s does not answer within %s: %w", strings.Join(c.Endpoints, ","), timeout, err)
+		return nil, fmt.Errorf("etcdstore: etcd at %s does not answer within %s: %w%s", strings.Join(c.Endpoints, ","), timeout, err, diagnose(c.Endpoints[0], tlsCfg, timeout))
 	}
 	return cli, nil
+}
+
+// diagnose says why a connection to endpoint failed when the etcd client
+// only reports a timeout: it dials TCP, and for https does the TLS
+// handshake and waits briefly for the server's verdict on the client
+// certificate. It returns "" when it finds nothing wrong.
+func diagnose(endpoint string, tlsCfg *tls.Config, timeout time.Duration) string {
+	host := endpoint
+	if u, err := url.Parse(endpoint); err == nil && u.Host != "" {
+		host = u.Host
+	}
+	d := &net.Dialer{Timeout: timeout}
+	if tlsCfg == nil {
+		conn, err := d.Dial("tcp", host)
+		if err != nil {
+			return fmt.Sprintf(" (TCP %s: %v)", host, err)
+		}
+		conn.Close()
+		return ""
+	}
+	cfg := tlsCfg.Clone()
+	cfg.NextProtos = []string{"h2"}
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		cfg.ServerName = h
+	}
+	conn, err := tls.DialWithDialer(d, "tcp", host, cfg)
+	if err != nil {
+		return fmt.Sprintf(" (TLS with %s: %v; check --etcd-cacert)", host, err)
+	}
+	defer conn.Close()
+	_ = conn.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+	var b [1]byte
+	if _, err := conn.Read(b[:]); err != nil {
+		var ne net.Error
+		if !errors.As(err, &ne) || !ne.Timeout() {
+			return fmt.Sprintf(" (TLS with %s: %v; check --etcd-cert/--etcd-key)", host, err)
+		}
+	}
+	return ""
 }
