@@ -46,15 +46,15 @@ func versionString(bi *debug.BuildInfo) string {
 			switch s.Key {
 			case "vcs.revision":
 				rev = s.Value
-				if len(rev) > 12 {
-					rev = rev[:12]
-				}
 			case "vcs.time":
 				at = s.Value
 			case "vcs.modified":
 				modified = s.Value == "true"
 			}
 		}
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
 	}
 	out := v + " (commit " + rev
 	if modified {
