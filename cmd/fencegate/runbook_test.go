@@ -12,6 +12,8 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -130,6 +132,9 @@ func TestRunbookFenceRegressionCLIOnly(t *testing.T) {
 			t.Errorf("gate status lacks %q:\n%s", want, st)
 		}
 	}
+	if got := rb.ledgerMetric("fencegate_gate_paused_resources"); got != "1" {
+		t.Errorf("ledger /metrics: fencegate_gate_paused_resources %q while paused, want 1", got)
+	}
 	if o, _ := rb.write("op-while-paused"); o != "RESOURCE_PAUSED" {
 		t.Fatalf("a write while paused: %q, want RESOURCE_PAUSED", o)
 	}
@@ -154,6 +159,9 @@ func TestRunbookFenceRegressionCLIOnly(t *testing.T) {
 	// 5. The next write is accepted above every fence the resource has seen.
 	if o, f := rb.write("op-after"); o != "" || f != 5 {
 		t.Fatalf("write after resume: %q fence %d, want ACCEPTED at fence 5", o, f)
+	}
+	if got := rb.ledgerMetric("fencegate_gate_paused_resources"); got != "0" {
+		t.Errorf("ledger /metrics: fencegate_gate_paused_resources %q after resume, want 0", got)
 	}
 	st = rb.admin(0, append([]string{"gate", "status", runbookResource}, gateHTTP...)...)
 	for _, want := range []string{"highestFence:        5", "paused:              no", "resumed with floor:  4",
@@ -180,6 +188,23 @@ func TestRunbookWithoutFloorRaiseStaysPaused(t *testing.T) {
 	if !strings.Contains(info, "floor:            0") {
 		t.Errorf("floor show:\n%s", info)
 	}
+}
+
+// ledgerMetric returns a metric's value as the ledger's /metrics prints it.
+func (rb *runbook) ledgerMetric(name string) string {
+	rb.t.Helper()
+	resp, err := http.Get(rb.ledger.url + "/metrics")
+	if err != nil {
+		rb.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) == 2 && f[0] == name {
+			return f[1]
+		}
+	}
+	return ""
 }
 
 func copyDir(t *testing.T, from, to string) {

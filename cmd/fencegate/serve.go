@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/internal/telemetry"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/etcdstore"
 	"github.com/fencegate/fencegate/registry/httpapi"
@@ -35,6 +35,8 @@ type serveOptions struct {
 	issuerEpoch                          uint64
 	tokenFile, tlsCert, tlsKey, clientCA string
 	admins                               []string
+	logFormat, logLevel, otlpEndpoint    string
+	requestLog                           bool
 	// unsafeNoFsync turns off the embedded etcd's fsync: tests only.
 	unsafeNoFsync bool
 	// limits are the registry's limits; zero fields take
@@ -83,6 +85,10 @@ directory is touched.`,
 	fs.StringVar(&o.tlsKey, "tls-key", "", "server private key (PEM)")
 	fs.StringVar(&o.clientCA, "client-ca", "", "CA bundle (PEM) client certificates must chain to; identity = SPIFFE URI SAN, else CN")
 	fs.StringSliceVar(&o.admins, "admin", nil, "identity allowed to call /v1/admin/... (repeatable, or comma-separated)")
+	fs.StringVar(&o.logFormat, "log-format", "text", "log format on stderr: text or json")
+	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.BoolVar(&o.requestLog, "request-log", true, "log every API call: method, path, identity, resource, outcome, latency_ms, fence, trace_id")
+	fs.StringVar(&o.otlpEndpoint, "otlp-endpoint", "", "export traces over OTLP/HTTP to this collector, e.g. http://otel-collector:4318 (default: no traces exported)")
 	fs.BoolVar(&o.unsafeNoFsync, "unsafe-no-fsync", false, "turn off the embedded etcd's fsync (tests only: a crash loses grants)")
 	l := &o.limits
 	fs.Uint64Var(&l.TTLMsMin, "ttl-min-ms", 0, "shortest lease a client may ask for (0: 1000)")
@@ -120,6 +126,12 @@ func (o *serveOptions) check() error {
 	}
 	if err := checkListen(o.listen); err != nil {
 		return err
+	}
+	if _, err := telemetry.NewLogger(io.Discard, o.logFormat, o.logLevel); err != nil {
+		return usagef("--log-format/--log-level: %v", err)
+	}
+	if err := telemetry.CheckEndpoint(o.otlpEndpoint); err != nil {
+		return usagef("--otlp-endpoint: %v", err)
 	}
 	if err := o.limits.Validate(); err != nil {
 		return usagef("%v", err)
@@ -237,8 +249,21 @@ func serveAPI(ctx context.Context, o *serveOptions, ld *loaded, ks *httpapi.KeyS
 	if err != nil {
 		return err
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, nil))
-	srv, err := httpapi.NewServer(httpapi.Config{Registry: reg, Store: store, Auth: ld.auth, Admins: httpapi.Admins(o.admins), Metrics: metrics, Logger: logger})
+	logger, err := telemetry.NewLogger(stderr, o.logFormat, o.logLevel)
+	if err != nil {
+		return err
+	}
+	tp, shutdownTracing, err := telemetry.SetupTracing(ctx, telemetry.TraceConfig{OTLPEndpoint: o.otlpEndpoint, ServiceName: "fencegate-registry", Version: versionString(buildInfo())})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), telemetry.ShutdownTimeout)
+		defer cancel()
+		_ = shutdownTracing(sctx)
+	}()
+	srv, err := httpapi.NewServer(httpapi.Config{Registry: reg, Store: store, Auth: ld.auth, Admins: httpapi.Admins(o.admins), Metrics: metrics,
+		Logger: logger, RequestLog: o.requestLog, TracerProvider: tp})
 	if err != nil {
 		return err
 	}

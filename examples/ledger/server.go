@@ -1,6 +1,12 @@
 package ledger
 
 import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -12,6 +18,8 @@ import (
 
 	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/gate/gateadmin"
+	"github.com/fencegate/fencegate/gate/gatemetrics"
+	"github.com/fencegate/fencegate/gate/gatetrace"
 	"github.com/fencegate/fencegate/gate/sqlgate"
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry/httpapi"
@@ -47,13 +55,17 @@ type Config struct {
 	// /v1/gate/: status, resume after FENCE_REGRESSION), authenticated like
 	// every other caller. Optional: without admins it is not mounted.
 	Admins []string
+	// TracerProvider receives the gate's decision spans. Optional,
+	// defaults to otel's global provider.
+	TracerProvider trace.TracerProvider
 }
 
 // Server is the ledger's HTTP service.
 type Server struct {
-	cfg Config
-	g   *sqlgate.Gate // nil when LeaseOnly
-	mux *http.ServeMux
+	cfg     Config
+	g       *sqlgate.Gate // nil when LeaseOnly
+	mux     *http.ServeMux
+	unknown *gatemetrics.UnknownTracker
 }
 
 // NewServer creates the business table, migrates the gate's tables and
@@ -86,6 +98,8 @@ func NewServer(ctx context.Context, cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("ledger: protect %s: %w", Table, err)
 		}
 		s.g = g
+		s.unknown = gatemetrics.NewUnknownTracker(nil)
+		s.mux.Handle("GET /metrics", s.metricsHandler())
 		if len(cfg.Admins) > 0 {
 			// One call: the operator's way back from a FENCE_REGRESSION pause.
 			s.mux.Handle(gateadmin.PathPrefix, gateadmin.Handler(gateadmin.HandlerConfig{Gate: g, DB: cfg.DB, Auth: cfg.Auth, Admins: cfg.Admins}))
@@ -152,7 +166,9 @@ func (s *Server) handleWrite(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, WriteResponse{Outcome: string(gate.Malformed), Reason: "payloadDigest is not the digest of the entries"})
 		return
 	}
-	rcpt, err := s.g.Run(r.Context(), s.cfg.DB, caller, m, func(ctx context.Context, tx *sql.Tx) error {
+	// The worker's trace (W3C traceparent) continues into the decision span.
+	ctx := otel.GetTextMapPropagator().Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+	rcpt, err := gatetrace.Tracer{Provider: s.cfg.TracerProvider}.Run(ctx, s.g, s.cfg.DB, caller, m, func(ctx context.Context, tx *sql.Tx) error {
 		return s.upsert(ctx, tx, caller, m.FenceToken, req.Entries)
 	})
 	s.answerGate(w, rcpt, err)
@@ -208,7 +224,17 @@ func (s *Server) handleReceipts(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusInternalServerError, WriteResponse{Outcome: "ERROR", Reason: err.Error()})
 		return
 	}
+	s.unknown.Observe(q.Get("resource"), q.Get("operation"), ans.Verdict)
 	writeJSON(w, http.StatusOK, answerToJSON(ans))
+}
+
+// metricsHandler serves the gate's decision counters, its paused
+// resources and its open UNKNOWN operations (gate/gatemetrics).
+func (s *Server) metricsHandler() http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(gatemetrics.NewCollector(s.g.Counters(), nil), gatemetrics.NewStateCollector(s.g, s.cfg.DB, nil, nil))
+	reg.MustRegister(s.unknown.Collectors(nil)...)
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 }
 
 // Value is one row of the business table.

@@ -53,3 +53,16 @@ func (g *Gate) AppliedVersion(ctx context.Context, q DBTX) (int, error) {
 	}
 	return v, nil
 }
+
+// Paused returns how many resources are paused (FENCE_REGRESSION, not yet
+// resumed) and, when any is, the time of the oldest one's last
+// FENCE_REGRESSION alarm (Unix ms, gate clock; 0 if none is recorded).
+func (g *Gate) Paused(ctx context.Context, q DBTX) (n int, oldestAlarmMs int64, err error) {
+	err = q.QueryRowContext(ctx, g.q(`SELECT count(*), coalesce(min(a.at), 0) FROM {p}resources r LEFT JOIN
+		(SELECT resource, max(raised_at_ms) AS at FROM {p}alarms WHERE kind = 'FENCE_REGRESSION' GROUP BY resource) a
+		ON a.resource = r.resource WHERE r.paused <> 0`)).Scan(&n, &oldestAlarmMs)
+	if err != nil {
+		return 0, 0, fmt.Errorf("sqlgate: paused resources: %w", err)
+	}
+	return n, oldestAlarmMs, nil
+}

@@ -52,6 +52,7 @@ func (s *Server) acquire(ctx context.Context, caller string, _ *http.Request, bo
 	if err != nil {
 		return nil, err
 	}
+	noteFence(ctx, is.Grant.FenceToken)
 	return issuedResponse(is)
 }
 
