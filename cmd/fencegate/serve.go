@@ -263,7 +263,7 @@ func serveAPI(ctx context.Context, o *serveOptions, ld *loaded, ks *httpapi.KeyS
 		_ = shutdownTracing(sctx)
 	}()
 	srv, err := httpapi.NewServer(httpapi.Config{Registry: reg, Store: store, Auth: ld.auth, Admins: httpapi.Admins(o.admins), Metrics: metrics,
-		Logger: logger, RequestLog: o.requestLog, TracerProvider: tp})
+		Logger: logger, RequestLog: o.requestLog, TracerProvider: tp, TrustBundle: publisher(ks)})
 	if err != nil {
 		return err
 	}
@@ -284,6 +284,16 @@ func serveAPI(ctx context.Context, o *serveOptions, ld *loaded, ks *httpapi.KeyS
 		}
 	})
 	return httpapi.Serve(ctx, ld.ln, srv, ld.tlsCfg)
+}
+
+// publisher signs the data directory's bundle file on each GET
+// /v1/trust-bundle, with the registry's key when it is Ed25519 (an HMAC
+// registry publishes none: gates then get the bundle by hand).
+func publisher(ks *httpapi.KeySetup) httpapi.BundlePublisher {
+	if ks.Key.Alg != grant.AlgEd25519 {
+		return nil
+	}
+	return httpapi.FileBundlePublisher(ks.BundlePath, ks.Key)
 }
 
 // openStore opens the external cluster named by --etcd-endpoints, or

@@ -16,6 +16,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver for --db postgres://…
 
 	"github.com/fencegate/fencegate/client/httpclient"
+	"github.com/fencegate/fencegate/gate/bundlefetch"
 	"github.com/fencegate/fencegate/gate/sqlgate"
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry/httpapi"
@@ -29,6 +30,12 @@ type ServeOptions struct {
 	TokenFile   string   // bearer tokens → identities, the registry's format
 	LeaseOnly   bool     // the negative control
 	Admins      []string // identities allowed at the gate's admin endpoint (/v1/gate/)
+	// TrustBundleURL, if set, is a registry whose GET /v1/trust-bundle is
+	// polled every TrustBundleInterval (0: bundlefetch.IntervalDefault);
+	// accepted bundles replace the verifier's and are written to
+	// TrustBundle.
+	TrustBundleURL      string
+	TrustBundleInterval time.Duration
 }
 
 // OpenDB opens dsn: PostgreSQL for a postgres:// or postgresql:// URL or
@@ -63,6 +70,14 @@ func Serve(ctx context.Context, o ServeOptions, stdout io.Writer) error {
 			return fmt.Errorf("ledger: trust bundle: %w", err)
 		}
 		cfg.Verifier = grant.NewVerifier(b, 0)
+		if o.TrustBundleURL != "" {
+			rc, err := httpapi.NewClient(o.TrustBundleURL)
+			if err != nil {
+				return err
+			}
+			f := &bundlefetch.Fetcher{Source: rc.TrustBundle, Verifier: cfg.Verifier, Path: o.TrustBundle, Interval: o.TrustBundleInterval}
+			go f.Run(ctx)
+		}
 	}
 	srv, err := NewServer(ctx, cfg)
 	if err != nil {

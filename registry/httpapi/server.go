@@ -51,6 +51,9 @@ type Config struct {
 	// W3C trace context. Optional, defaults to otel's global provider (a
 	// no-op unless the program installs one).
 	TracerProvider trace.TracerProvider
+	// TrustBundle publishes the signed trust bundle at TrustBundlePath.
+	// Optional: without it the path answers 404.
+	TrustBundle BundlePublisher
 }
 
 // Server is the HTTP API. It holds no state of its own.
@@ -99,6 +102,7 @@ func (s *Server) routes() {
 		writeJSON(w, http.StatusOK, Health{Status: "ok"})
 	})
 	s.mux.HandleFunc("/readyz", s.ready)
+	s.mux.HandleFunc("GET "+TrustBundlePath, s.trustBundle)
 	s.mux.Handle("/metrics", s.cfg.Metrics.Handler())
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, ErrorBody{Code: CodeNotFound, Message: "httpapi: no endpoint " + r.URL.Path})
