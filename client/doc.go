@@ -24,11 +24,32 @@
 // envelope carries the grant's fence, and the resource rejects a fence
 // below its highest.
 //
+// # Core and shell
+//
+// Every decision is in two pure cores, as etcd-io/raft's RawNode: a
+// LeaseCore per lease (the state machine, the renewal and proof timing,
+// which call to make next and how to read its answer, whether an envelope
+// may be built, what Release must wait for) and an AcquireCore per acquire
+// (the request ID kept until a final answer, the query by request ID
+// after a lost answer, the backoff). They do no I/O and read no clock.
+// Session and Lease are their shells: a goroutine, timers, locks and a
+// Transport. The simulator drives the same cores with simulated time and
+// a simulated network, so what it checks is this code.
+//
+// # Release drains
+//
+// A status proof outlives a release. An envelope built by Lease.Envelope
+// is unsettled until Lease.Settle (the resource answered it); Release
+// sends the release only once the latest proof attached to an unsettled
+// envelope can no longer be accepted (its validUntil plus DrainMargin),
+// so a copy of a write whose answer was lost cannot land after the
+// registry freed the resource. ReleaseNoDrain skips the wait for callers
+// that know better.
+//
 // # Time and transport
 //
 // Time (Clock), randomness (Options.Rand) and the network (Transport) are
-// injected, so the simulator drives this exact code with simulated time and
-// a lossy network. With Options.Manual no goroutine runs: the caller calls
+// injected. With Options.Manual no goroutine runs: the caller calls
 // Lease.Tick. The client's clock never judges expiry; it only decides when
 // the client stops on its own. Its safety margins assume a bounded clock
 // rate error: a client clock running far slow can build an envelope after

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/fencegate/fencegate/gate"
@@ -20,6 +21,10 @@ import (
 // client's now, not by the background loop: a process that resumes after
 // a pause past its TTL is refused before the loop has noticed.
 //
+// The envelope counts as unsettled until Settle with a final answer:
+// Release waits for an unsettled envelope's proof to lapse before it
+// frees the lease. Settle as soon as the resource answers.
+//
 // The envelope is self-contained and may be handed to an asynchronous
 // worker of the same workload identity (a queue, another goroutine); the
 // gate applies exactly the same checks to it whenever it arrives. If it
@@ -27,34 +32,24 @@ import (
 func (l *Lease) Envelope(segmentSeq uint64, payload grant.Digest) (gate.Mutation, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	now := l.o.Clock.Now()
-	g := l.issued.Grant
-	refuse := func(why string) (gate.Mutation, error) {
-		return gate.Mutation{}, &NotHeldError{Lease: g.Lease, State: l.m.state, Reason: why}
+	m, err := l.core.Envelope(l.o.Clock.Now(), segmentSeq, payload)
+	var nh *NotHeldError
+	if errors.As(err, &nh) && nh.Reason == "local deadline passed" || errors.Is(err, ErrProofStale) {
+		l.wake() // the loop will step Deadline and query, or refresh the proof
 	}
-	switch {
-	case !l.m.state.Certain():
-		return refuse("ownership not certain")
-	case l.releasing:
-		return refuse("releasing")
-	case !now.Before(l.sched.Deadline):
-		l.wake() // the loop will step Deadline and query
-		return refuse("local deadline passed")
-	case !l.sched.ProofUsable(l.o, now):
-		l.wake()
-		return gate.Mutation{}, fmt.Errorf("%w: lease %s: status proof valid until %s, margin %s",
-			ErrProofStale, g.Lease, l.sched.ProofUntil.UTC().Format(grant.TimeLayout), l.o.ProofMargin)
-	}
-	m := gate.Mutation{
-		Resource: g.Resource, Lease: g.Lease, OperationID: l.operation, FenceToken: g.FenceToken,
-		SegmentSeq: segmentSeq, PayloadDigest: payload,
-		Grant: g.Encode(), GrantProof: l.issued.GrantProof,
-		Status: l.issued.Status.Encode(), StatusProof: l.issued.StatusProof,
-	}
-	if err := m.Validate(); err != nil {
-		return gate.Mutation{}, fmt.Errorf("client: envelope: %w", err)
-	}
-	return m, nil
+	return m, err
+}
+
+// Settle records the resource's answer to segment segmentSeq of this
+// lease's operation (gate.OutcomeOf of what the resource returned): a
+// final answer lets Release skip the wait for its proof; a non-final one
+// (SEGMENT_GAP, RESOURCE_PAUSED, NOT_HELD) does not, because a copy still
+// in the network could be accepted later. Never settle a write whose
+// answer was lost.
+func (l *Lease) Settle(segmentSeq uint64, answer gate.Outcome) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.core.Settle(segmentSeq, answer)
 }
 
 // Refresh replaces m's status proof with a fresh one from the registry,

@@ -36,6 +36,9 @@ func Example() {
 	fmt.Println(l.State(), "fence", l.Grant().FenceToken)
 	m, _ := l.Envelope(1, gatetest.Payload("rows 1-1000"))
 	fmt.Println("envelope:", m.OperationID, "fence", m.FenceToken, "segment", m.SegmentSeq)
+	// Send m with the payload to the resource; once it answers, settle the
+	// segment so that Release need not wait for the envelope's proof.
+	l.Settle(1, gate.Accepted)
 	_ = l.Release(ctx)
 	fmt.Println(l.State(), l.Ctx().Err())
 	// Output:

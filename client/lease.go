@@ -12,8 +12,9 @@ import (
 // Lease is one held grant and the shell that keeps it: it renews at a
 // fraction of the server TTL, refreshes the status proof before it
 // expires, and the moment ownership is no longer certain it cancels Ctx()
-// and refuses envelopes. It runs the pure state machine (Machine) with the
-// injected Clock and Transport; the simulator drives the same code.
+// and refuses envelopes. Every decision is its LeaseCore's; the shell owns
+// the clock, the Transport, the goroutine and the locks. The simulator
+// drives the same core.
 //
 // A lease can be lost at any moment without the client knowing (a pause,
 // a partition). Ctx() and State() say what the client knows; the gate's
@@ -28,28 +29,24 @@ type Lease struct {
 	// lock while holding its own.
 	opMu sync.Mutex // serializes registry calls: at most one in flight per lease
 
-	mu        sync.Mutex
-	m         Machine
-	issued    registry.Issued // grant, grant proof, latest HELD status and proof
-	operation string
-	sched     Schedule
-	releasing bool
-	ctx       context.Context
-	cancel    context.CancelFunc
-	done      chan struct{}
-	kick      chan struct{}
-	stopLoop  context.CancelFunc
+	mu       sync.Mutex
+	core     *LeaseCore
+	ctx      context.Context
+	cancel   context.CancelFunc
+	done     chan struct{}
+	ended    bool
+	kick     chan struct{}
+	stopLoop context.CancelFunc
 }
 
 // newLease builds a HELD lease from an acquire answer sent at sent.
 func newLease(s *Session, t Transport, o Options, is registry.Issued, operationID string, sent time.Time) *Lease {
-	l := &Lease{t: t, o: o, owner: s, m: NewMachine(), issued: is, operation: operationID,
-		done: make(chan struct{}), kick: make(chan struct{}, 1)}
+	l := &Lease{t: t, o: o, owner: s, done: make(chan struct{}), kick: make(chan struct{}, 1)}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	l.cancel() // replaced below: a context exists only while ownership is certain
 	l.mu.Lock()
-	l.sched = Confirmed(o, sent, l.ttl(), is.Status, l.jitter())
-	notify := l.stepLocked(EvAcquireOK)
+	l.core = NewLeaseCore(o, is, operationID, sent, l.jitter)
+	notify := l.syncLocked()
 	l.mu.Unlock()
 	notify()
 	if !o.Manual {
@@ -61,16 +58,16 @@ func newLease(s *Session, t Transport, o Options, is registry.Issued, operationI
 }
 
 // Grant returns the grant this lease holds (immutable).
-func (l *Lease) Grant() *grant.Grant { return l.issued.Grant }
+func (l *Lease) Grant() *grant.Grant { return l.core.Grant() }
 
 // OperationID returns the operation the grant's operation root binds.
-func (l *Lease) OperationID() string { return l.operation }
+func (l *Lease) OperationID() string { return l.core.OperationID() }
 
 // State returns the current local state.
 func (l *Lease) State() State {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.m.state
+	return l.core.State()
 }
 
 // Ctx returns the ownership context: it is cancelled the instant ownership
@@ -85,6 +82,23 @@ func (l *Lease) Ctx() context.Context {
 	return l.ctx
 }
 
+// Releasing reports whether Release (or ReleaseNoDrain) began: ownership
+// is then not certain, whatever State says, until the lease ends.
+func (l *Lease) Releasing() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.core.Releasing()
+}
+
+// DrainUntil is when Release would send the release if it began now: the
+// latest status-proof validUntil of the envelopes not yet settled, plus
+// DrainMargin (zero when every envelope is settled).
+func (l *Lease) DrainUntil() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.core.DrainUntil()
+}
+
 // Done is closed when the lease ends: EXPIRED or RELEASED.
 func (l *Lease) Done() <-chan struct{} { return l.done }
 
@@ -93,10 +107,8 @@ func (l *Lease) Done() <-chan struct{} { return l.done }
 func (l *Lease) Deadline() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.sched.Deadline
+	return l.core.Schedule().Deadline
 }
-
-func (l *Lease) ttl() time.Duration { return time.Duration(l.issued.Grant.TTLMs) * time.Millisecond }
 
 // jitter draws from the session's seeded rand in [-1, 1).
 func (l *Lease) jitter() float64 {
@@ -106,52 +118,45 @@ func (l *Lease) jitter() float64 {
 	return l.owner.float64()*2 - 1
 }
 
-// stepLocked feeds ev to the machine and applies the effects. It returns
-// the OnTransition notification to run once l.mu is released.
-func (l *Lease) stepLocked(ev Event) func() {
-	from := l.m.state
-	to, fx := l.m.Step(ev)
-	if fx.CancelCtx {
+// syncLocked applies what the core did since the last sync: the ownership
+// context follows core.Certain (cancelled when it turns false; a fresh one
+// when it turns true again), Done closes when the lease ends. It returns
+// the notifications (OnTransition, the session's bookkeeping) to run once
+// l.mu is released, so hooks may call back into the lease.
+func (l *Lease) syncLocked() func() {
+	trans := l.core.Transitions()
+	certain, live := l.core.Certain(), l.ctx.Err() == nil
+	switch {
+	case live && !certain:
 		l.cancel()
-	}
-	if fx.NewCtx {
+	case !live && certain:
 		l.ctx, l.cancel = context.WithCancel(context.Background())
 	}
-	if fx.Query {
-		l.sched.QueryAt = l.o.Clock.Now()
-	}
-	if fx.Done {
-		l.cancel()
+	ending := !l.ended && l.core.State().Terminal()
+	if ending {
+		l.ended = true
 		close(l.done)
 		if l.stopLoop != nil {
 			l.stopLoop()
 		}
 	}
-	hook, lease := l.o.OnTransition, l.issued.Grant.Lease
-	return func() { // runs without l.mu held, so hooks may call back into the lease
-		if fx.Done && l.owner != nil {
+	hook, lease := l.o.OnTransition, l.core.Grant().Lease
+	return func() {
+		if ending && l.owner != nil {
 			l.owner.ended(l)
 		}
 		if hook != nil {
-			hook(lease, from, to, ev)
+			for _, t := range trans {
+				hook(lease, t.From, t.To, t.Event)
+			}
 		}
 	}
 }
 
-// step is stepLocked with the lock taken and released.
-func (l *Lease) step(ev Event) {
-	l.mu.Lock()
-	notify := l.stepLocked(ev)
-	l.mu.Unlock()
-	notify()
-}
-
-// loop runs Tick whenever the schedule asks, until the lease ends.
+// loop runs Tick whenever the core asks, until the lease ends.
 func (l *Lease) loop(ctx context.Context) {
 	for {
-		l.mu.Lock()
-		_, wake := l.sched.Check(l.o, l.m.state, l.o.Clock.Now())
-		l.mu.Unlock()
+		wake := l.tick(ctx)
 		var timer <-chan time.Time
 		if !wake.IsZero() {
 			timer = l.o.Clock.After(wake.Sub(l.o.Clock.Now()))
@@ -162,11 +167,10 @@ func (l *Lease) loop(ctx context.Context) {
 		case <-timer:
 		case <-l.kick:
 		}
-		l.Tick(ctx)
 	}
 }
 
-// wake asks the loop to look at the schedule now.
+// wake asks the loop to look at the core now.
 func (l *Lease) wake() {
 	select {
 	case l.kick <- struct{}{}:

@@ -13,6 +13,7 @@ import (
 
 	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/client/clienttest"
+	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/gate/gatetest"
 )
 
@@ -39,6 +40,7 @@ func TestHappyPathRenewsAndReleases(t *testing.T) {
 	if _, err := l.Envelope(1, gatetest.Payload("x")); err != nil {
 		t.Fatalf("envelope while held: %v", err)
 	}
+	l.Settle(1, gate.Accepted) // never sent: nothing for Release to drain
 	if err := l.Release(f.Ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ const (
 	TTLDefault              = 15 * time.Second
 	AcquireBackoffMin       = 100 * time.Millisecond
 	AcquireBackoffMax       = 2 * time.Second
+	DrainMarginDefault      = 1 * time.Second
 )
 
 // Options are the client's named time limits and injected dependencies.
@@ -77,6 +78,12 @@ type Options struct {
 	// then may a new request ID be used for the resource. Optional,
 	// defaults to 2s (must cover network delay of the lost request).
 	AcquireMargin time.Duration
+	// DrainMargin is added to the latest status-proof validUntil of the
+	// envelopes still unsettled when Release begins; the release is sent
+	// only after that (LeaseCore.DrainUntil). It covers the registry↔
+	// client and registry↔gate skew. Optional, defaults to 1s (twice the
+	// registry's default ClockSkewMaxMs, as ExpiryMargin).
+	DrainMargin time.Duration
 	// Manual: no background goroutine; the caller drives the lease with
 	// Tick. The simulator and deterministic tests use it. Optional,
 	// defaults to false.
@@ -118,5 +125,6 @@ func (o Options) WithDefaults() Options {
 	def(&o.QueryInterval, QueryIntervalDefault)
 	def(&o.AcquireMargin, AcquireMarginDefault)
 	def(&o.TTLDefault, TTLDefault)
+	def(&o.DrainMargin, DrainMarginDefault)
 	return o
 }

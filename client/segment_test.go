@@ -73,8 +73,9 @@ func TestSegmentsAbandonedOnceAHigherFenceWrote(t *testing.T) {
 	takeover := func() {
 		// A stalls between building and sending segment 4; meanwhile its
 		// lease is gone and B writes under a higher fence. A's status proof
-		// has not run out yet, so only the fence stops it.
-		if err := la.Release(f.Ctx); err != nil {
+		// has not run out yet, so only the fence stops it. (No drain: the
+		// lease is lost, not given back by a careful owner.)
+		if err := la.ReleaseNoDrain(f.Ctx); err != nil {
 			t.Fatal(err)
 		}
 		lb, err := f.Acquire(f.Ctx, b, clienttest.Request("op-b"))

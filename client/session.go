@@ -21,18 +21,13 @@ type Session struct {
 	live    map[string]*Lease   // resource → lease not yet EXPIRED or RELEASED
 }
 
-// attempt is an acquire whose request ID is kept until a final answer.
+// attempt is an acquire whose request ID is kept until a final answer:
+// its parameters and its core (AcquireCore), used under the session's
+// lock.
 type attempt struct {
-	req       registry.AcquireRequest
-	active    bool      // an Acquire call is working on it
-	m         Machine   // REQUESTED until the lease takes over
-	firstSent time.Time // client clock, first send of this request ID
-	lastSent  time.Time // client clock; the old attempt is presumed over after lastSent + TTL + WaitMs + AcquireMargin
-	ttl       time.Duration
-}
-
-func (a *attempt) reusableAt(o Options) time.Time {
-	return a.lastSent.Add(a.ttl + time.Duration(a.req.WaitMs)*time.Millisecond + o.AcquireMargin)
+	req    registry.AcquireRequest // as first asked (the core may change the request ID)
+	active bool                    // an Acquire call is working on it
+	core   *AcquireCore
 }
 
 // NewSession returns a session over t. opts' zero fields take their
@@ -87,8 +82,8 @@ func (s *Session) newRequestIDLocked() string {
 func (s *Session) ended(l *Lease) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.live[l.issued.Grant.Resource] == l {
-		delete(s.live, l.issued.Grant.Resource)
+	if r := l.Grant().Resource; s.live[r] == l {
+		delete(s.live, r)
 	}
 }
 
@@ -98,7 +93,7 @@ func (s *Session) Pending(resource string) (requestID string, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if a := s.pending[resource]; a != nil {
-		return a.req.RequestID, true
+		return a.core.Request().RequestID, true
 	}
 	return "", false
 }

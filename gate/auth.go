@@ -33,6 +33,12 @@ type Policy struct {
 	// skips the parse (never the proof check). Optional, defaults to
 	// ParsedCacheEntriesDefault; negative disables both.
 	ParsedCacheEntriesMax int
+	// UnsafeDecider replaces Decide in DecideLocked. Never set it in
+	// production: it exists so that a negative control (the simulator's
+	// --break modes) can show what a broken decision would let through,
+	// while every other step runs the product's code. Optional: nil is
+	// Decide.
+	UnsafeDecider func(Input) Decision
 
 	grants   *parsedCache[grant.Grant]
 	statuses *parsedCache[grant.Status]

@@ -209,6 +209,9 @@ func applyMode(mode Mode, d Decision) Decision {
 	}
 	if r, ok := d.Err.(*Rejection); ok {
 		r.Recorded = recorded
+		if d.Alarm {
+			r.Alarm = d.AlarmKind
+		}
 	}
 	return d
 }

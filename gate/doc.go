@@ -84,6 +84,17 @@
 // mechanism. A StatusQuerier replaces proofs with a linearizable query
 // made while the fence row is locked; a query error never accepts.
 //
+// # Jobs
+//
+// A follow-up job handed off by an accepted write (Job) is decided at its
+// target by DecideJob, not Decide: it runs after its owner's status proof
+// has expired, so its authority is the upstream receipt of the accept
+// that enqueued it (AuthenticateJob checks the grant, with no identity
+// step), and the target's own fence state orders the jobs: a superseded
+// owner's job is STALE_OWNER, a re-run REPLAYED, an early one SEGMENT_GAP.
+// Capability and CheckTarget declare what a target can do; shadow and
+// enforce need fenced-write.
+//
 // # Modes
 //
 // Per resource: shadow computes and records every decision but lets the

@@ -43,6 +43,22 @@ var Outcomes = []Outcome{
 	RootMismatch, Quarantined, FenceRegression, ResourcePaused,
 }
 
+// Final reports whether an answer o to an envelope holds for every copy
+// of it, forever: no copy of the same envelope (same grant, proof,
+// segment and payload) can be accepted after the gate answered o. Only
+// SEGMENT_GAP (the missing segment may arrive), RESOURCE_PAUSED (an
+// operator may resume) and NOT_HELD (a status query that failed may
+// succeed) are not final. A writer may forget an envelope once its answer
+// is final; until then a copy still in the network can land (see
+// client.Lease.Settle).
+func (o Outcome) Final() bool {
+	switch o {
+	case SegmentGap, ResourcePaused, NotHeld, "":
+		return false
+	}
+	return true
+}
+
 // Error is the sentinel of one Outcome. Compare with errors.Is.
 type Error struct{ outcome Outcome }
 
@@ -113,7 +129,11 @@ type Rejection struct {
 	// (quarantine row, alarm row and pause, or shadow log) that is lost if
 	// the caller rolls the transaction back. No business data is written.
 	Recorded bool
-	Cause    error // underlying error (e.g. a grant sentinel), may be nil
+	// Alarm is the kind of alarm the decision raised ("" for none):
+	// FENCE_REGRESSION (the resource is paused in enforce mode) or
+	// REGRESSION_SUSPECTED (a STALE_OWNER that may be a regression).
+	Alarm AlarmKind
+	Cause error // underlying error (e.g. a grant sentinel), may be nil
 }
 
 func (r *Rejection) Error() string {

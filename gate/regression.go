@@ -42,9 +42,9 @@ import (
 type issueOrder int
 
 const (
-	issuedBefore issueOrder = iota + 1 // at least the bound before: certainly earlier
-	issuedAfter                        // more than the bound after: certainly later
-	issuedAmbiguous                    // within the bound, or the reference is unknown
+	issuedBefore    issueOrder = iota + 1 // at least the bound before: certainly earlier
+	issuedAfter                           // more than the bound after: certainly later
+	issuedAmbiguous                       // within the bound, or the reference is unknown
 )
 
 func orderOf(t, ref time.Time, skew time.Duration) issueOrder {

@@ -16,59 +16,145 @@ const cancelWaitTimeoutMs = 2000
 
 // Acquire grants owner the lease on req.Resource with the next fence token,
 // or returns the grant already issued under (owner, req.RequestID) with its
-// current state (HELD, or its final state): never a second grant. With
-// WaitMs > 0 it queues FIFO behind earlier waiters until the lease is free
-// and it is at the head, the wait ends (ErrWaitTimeout) or ctx ends (the
-// ticket is withdrawn). Wakeups come from store watches, with bounded
-// polling for what no write announces (an expiry, a vanished head waiter).
+// current state (HELD, or its final state): never a second grant, and a
+// request that has an answer is answered from its entry before any queue
+// action, whatever WaitMs says. With WaitMs > 0 it queues FIFO behind
+// earlier waiters until the lease is free and it is at the head, the wait
+// ends (ErrWaitTimeout) or ctx ends (the ticket is withdrawn). Wakeups come
+// from store watches, with bounded polling on the registry's clock for
+// what no write announces (an expiry, a vanished head waiter). It is the
+// shell of Acquisition, which the simulator drives step by step.
 func (r *Registry) Acquire(ctx context.Context, owner string, req AcquireRequest) (Issued, error) {
-	ttl, err := validateAcquire(owner, req, r.cfg)
+	a, err := r.StartAcquire(owner, req)
 	if err != nil {
 		return Issued{}, err
+	}
+	var events <-chan RecordEvent
+	wctx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	cached := true
+	for !a.Step(ctx, cached) {
+		if events == nil {
+			if events, err = r.store.Watch(wctx, req.Resource, a.WatchFrom()); err != nil {
+				events = nil // poll instead
+			}
+		}
+		if cached, err = r.sleep(ctx, a, &events); err != nil {
+			a.Abandon(ctx)
+			return Issued{}, fmt.Errorf("registry: acquire %s: waiting: %w", req.Resource, err)
+		}
+	}
+	return a.Result()
+}
+
+// Acquisition is one acquire in progress: a waiting acquire's core, which
+// Acquire drives with a store watch and timers and the simulator drives
+// with its event queue. Each Step decides once (and commits: joining the
+// queue, keeping its place, taking the lease) without sleeping; between
+// steps the caller waits for the resource's record to change (a store
+// event from WatchFrom) or the registry clock to reach WakeAt. Not safe for
+// concurrent use.
+type Acquisition struct {
+	r      *Registry
+	in     acquireInput
+	queued bool
+	done   bool
+	issued Issued
+	err    error
+	wakeMs int64
+	from   uint64
+}
+
+// acquireStepsMax bounds the decisions one Step makes back to back (a
+// purged old entry, a handed-over lease, contention while queued): each
+// is followed by a fresh read, so more means a livelocked store.
+const acquireStepsMax = 16
+
+// StartAcquire validates an acquire and fixes its wait's deadline by the
+// registry clock. It touches no store.
+func (r *Registry) StartAcquire(owner string, req AcquireRequest) (*Acquisition, error) {
+	ttl, err := validateAcquire(owner, req, r.cfg)
+	if err != nil {
+		return nil, err
 	}
 	in := acquireInput{owner: owner, req: req, ttlMs: ttl, wait: req.WaitMs > 0}
 	if in.wait {
 		in.deadlineMs = r.now() + int64(min(req.WaitMs, r.cfg.WaitMsMax))
 	}
-	var (
-		events <-chan RecordEvent
-		queued bool
-		cached = true
-	)
-	wctx, stopWatch := context.WithCancel(ctx)
-	defer stopWatch()
-	for {
-		dec, s, rev, now, err := r.acquireStep(ctx, in, cached, queued)
-		if errors.Is(err, ErrConflict) && queued && ctx.Err() == nil {
+	return &Acquisition{r: r, in: in}, nil
+}
+
+// Step makes the acquire's next decision; cached lets it decide on the
+// record this Registry last saw (a watch just delivered one) instead of
+// reading. It reports whether the acquire has its answer (Result); if not,
+// the caller is queued: call Step again when the record changes or at
+// WakeAt. An error while queued withdraws the ticket.
+func (a *Acquisition) Step(ctx context.Context, cached bool) bool {
+	if a.done {
+		return true
+	}
+	r, in := a.r, a.in
+	for range acquireStepsMax {
+		dec, s, rev, now, err := r.acquireStep(ctx, in, cached, a.queued)
+		if errors.Is(err, ErrConflict) && a.queued && ctx.Err() == nil {
 			cached = false // contention while queued: keep our place, look again
 			continue
 		}
 		if err != nil {
-			if queued {
+			if a.queued {
 				r.cancelWait(ctx, in)
 			}
-			return Issued{}, err
+			return a.finish(Issued{}, err)
 		}
 		switch dec.outcome {
 		case outPurge, outHanded:
 			cached = false
 			continue
 		case outGranted:
-			return r.issue(dec.body, rev, grant.StateHeld, now+int64(in.ttlMs), rev, now, s.Settings)
+			return a.finish(r.issue(dec.body, rev, grant.StateHeld, now+int64(in.ttlMs), rev, now, s.Settings))
 		case outExisting:
-			return r.existing(&s, in.key(), now)
+			return a.finish(r.existing(&s, in.key(), now))
 		}
-		queued = true
-		if events == nil {
-			from := max(rev, s.Revision) + 1
-			if events, err = r.store.Watch(wctx, req.Resource, from); err != nil {
-				events = nil // poll instead
-			}
-		}
-		if cached, err = r.sleep(ctx, in, &events); err != nil {
-			r.cancelWait(ctx, in)
-			return Issued{}, fmt.Errorf("registry: acquire %s: waiting: %w", req.Resource, err)
-		}
+		a.queued = true
+		a.from = max(rev, s.Revision) + 1
+		a.wakeMs = r.nextWake(in, now)
+		return false
+	}
+	if a.queued {
+		r.cancelWait(ctx, in)
+	}
+	return a.finish(Issued{}, fmt.Errorf("%w: %s: %d decisions in a row without an answer", ErrConflict, in.req.Resource, acquireStepsMax))
+}
+
+func (a *Acquisition) finish(is Issued, err error) bool {
+	a.done, a.issued, a.err = true, is, err
+	return true
+}
+
+// Result is the acquire's answer once Step reported it.
+func (a *Acquisition) Result() (Issued, error) { return a.issued, a.err }
+
+// Queued reports whether the acquire holds a ticket in the resource's
+// queue.
+func (a *Acquisition) Queued() bool { return a.queued && !a.done }
+
+// WakeAt is the registry-clock instant at which a queued acquire should
+// step again even if nothing was written: its holder expiring, lock-delay
+// ending, the head's claim window closing, its deadline; at most
+// WaitPollMsMax after the last step.
+func (a *Acquisition) WakeAt() time.Time { return fromMs(a.wakeMs) }
+
+// WatchFrom is the store revision from which a write to the resource's
+// record is news to a queued acquire.
+func (a *Acquisition) WatchFrom() uint64 { return a.from }
+
+// Abandon withdraws a queued acquire's ticket because its caller gave up
+// (best effort: a ticket that cannot be withdrawn lapses at its deadline,
+// or is skipped once it lets a free resource's claim window pass).
+func (a *Acquisition) Abandon(ctx context.Context) {
+	if a.queued && !a.done {
+		a.r.cancelWait(ctx, a.in)
+		a.done, a.err = true, fmt.Errorf("registry: acquire %s: abandoned", a.in.req.Resource)
 	}
 }
 
@@ -90,9 +176,29 @@ func (r *Registry) acquireStep(ctx context.Context, in acquireInput, cached, que
 		if dec.outcome == outPurge {
 			return &Write{SettingsRev: s.SettingsRev, Requests: []RequestWrite{{Key: key, Compare: true, ModRev: slot.ModRev}}}, nil
 		}
-		return writeFor(s, dec.record, dec.entries), nil
+		w := writeFor(s, dec.record, dec.entries)
+		if dec.outcome == outQueued && w != nil && !writes(w, key) {
+			// Joining (or staying in) the queue compares the request's own
+			// entry as absent (deleting an absent entry writes nothing): a
+			// request that already has an answer, whose entry a cached
+			// snapshot cannot show, must never queue a ticket. The failed
+			// compare brings the entry, and the next decision answers
+			// from it.
+			w.Requests = append(w.Requests, RequestWrite{Key: key, Compare: true, ModRev: slot.ModRev})
+		}
+		return w, nil
 	})
 	return dec, s, rev, at, err
+}
+
+// writes reports whether w already writes key's entry.
+func writes(w *Write, key RequestKey) bool {
+	for _, rw := range w.Requests {
+		if rw.Key == key {
+			return true
+		}
+	}
+	return false
 }
 
 // existing answers a retried acquire from the request's entry.
@@ -110,14 +216,11 @@ func (r *Registry) existing(s *Snapshot, key RequestKey, now int64) (Issued, err
 	return r.issue(slot.Entry.Grant, slot.CreateRev, state, expires, s.Revision, now, s.Settings)
 }
 
-// sleep waits for the next store event or the next instant worth a fresh
-// look. It reports whether the next decision may use the cache (a watch
-// delivered the record) or must read.
-func (r *Registry) sleep(ctx context.Context, in acquireInput, events *<-chan RecordEvent) (bool, error) {
-	now := r.now()
-	wake := r.nextWake(in, now)
-	t := time.NewTimer(time.Duration(wake-now) * time.Millisecond)
-	defer t.Stop()
+// sleep waits for the next store event or the instant a's next step is
+// due, on the registry's clock. It reports whether the next decision may
+// use the cache (a watch delivered the record) or must read.
+func (r *Registry) sleep(ctx context.Context, a *Acquisition, events *<-chan RecordEvent) (bool, error) {
+	timer := r.clock.After(a.WakeAt().Sub(r.clock.Now()))
 	for {
 		select {
 		case <-ctx.Done():
@@ -129,9 +232,9 @@ func (r *Registry) sleep(ctx context.Context, in acquireInput, events *<-chan Re
 				*events = nil
 				continue
 			}
-			r.rememberRecord(in.req.Resource, ev.Record, ev.ModRev)
+			r.rememberRecord(a.in.req.Resource, ev.Record, ev.ModRev)
 			return true, nil
-		case <-t.C:
+		case <-timer:
 			return false, nil
 		}
 	}
@@ -150,7 +253,7 @@ func (r *Registry) nextWake(in acquireInput, now int64) int64 {
 		rec := c.record
 		for _, t := range []int64{
 			holderExpiry(rec), holderExpiry(rec) + int64(r.cfg.LockDelayMs),
-			rec.FreeAtMs, rec.FreeAtMs + int64(r.cfg.HandoffClaimMs),
+			rec.FreeAtMs, rec.FreeAtMs + int64(r.cfg.HandoffClaimMs)/2, rec.FreeAtMs + int64(r.cfg.HandoffClaimMs),
 		} {
 			if t > now {
 				wake = min(wake, t)
@@ -173,7 +276,7 @@ func (r *Registry) cancelWait(ctx context.Context, in acquireInput) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelWaitTimeoutMs*time.Millisecond)
 	defer cancel()
 	_, _, _ = r.casLoop(ctx, in.req.Resource, nil, true, func(s *Snapshot, now int64) (*Write, error) {
-		d := decideCancelWait(recordOf(s), s.Settings, in.key(), now, r.cfg, s.taken)
+		d := decideCancelWait(recordOf(s), s.Settings, in.key(), in.deadlineMs, now, r.cfg, s.taken)
 		return writeFor(s, d.record, d.entries), nil
 	})
 }

@@ -1,19 +1,20 @@
 package registry
 
-import "time"
+import (
+	"time"
 
-// Clock is the registry's only source of time. It alone judges lease
-// expiry: a client's clock is never consulted. Production uses SystemClock;
-// tests and the simulator inject a fake.
-type Clock interface {
-	Now() time.Time
-}
+	"github.com/fencegate/fencegate/clock"
+)
+
+// Clock is the registry's only source of time (the module's one clock
+// interface): it alone judges lease expiry, and the waiting acquire's
+// timers and the request sweep run on it. A client's clock is never
+// consulted. Production uses SystemClock; tests and the simulator inject
+// a fake.
+type Clock = clock.Clock
 
 // SystemClock reads the machine's wall clock.
-type SystemClock struct{}
-
-// Now returns time.Now.
-func (SystemClock) Now() time.Time { return time.Now() }
+type SystemClock = clock.System
 
 // toMs is the registry's instant in Unix milliseconds; grant instants carry
 // millisecond precision, so every decision works in whole milliseconds.

@@ -61,16 +61,42 @@ func normalize(rec *Record, set Settings, now int64, cfg Config) (*Record, []ent
 	return out, puts, changed
 }
 
-// skipVanishedHead drops the head waiter of a free resource once its claim
-// window (HandoffClaimMs from FreeAtMs) has passed: a waiter that vanished
-// without cancelling must not block the queue until its deadline. The next
-// head gets a full window. rec must be a private, normalized copy; only a
-// caller that is not the head calls this, so nobody skips itself.
-func skipVanishedHead(rec *Record, now int64, cfg Config) bool {
+// Vanished waiters. A waiter whose caller is gone (a replica killed
+// mid-wait, a client that dropped its connection) keeps its ticket until
+// its deadline, or until it lets a free resource's claim window pass. The
+// window works in two halves: the head has HandoffClaimMs/2 from FreeAtMs
+// to claim alone; from then on every live waiter behind it stamps itself
+// (SeenMs, one write each, only when a head is slow), and once the whole
+// window has passed the next waiter to look drops the head and every
+// waiter not seen since the resource became free, in one write. Every
+// live waiter wakes at both instants (nextWake), so a live one always
+// stamps in time; ghosts leave together instead of one window each.
+
+// stampDue reports whether the waiter at idx should stamp itself alive:
+// the resource is free, its head has had half the claim window, and the
+// waiter has not been seen since it became free.
+func stampDue(rec *Record, idx int, now int64, cfg Config) bool {
+	return idx > 0 && rec.Holder == nil && now >= rec.FreeAtMs+int64(cfg.HandoffClaimMs)/2 &&
+		rec.Waiters[idx].SeenMs < rec.FreeAtMs
+}
+
+// skipVanishedWaiters drops the head waiter of a free resource once its
+// claim window (HandoffClaimMs from FreeAtMs) has passed, and with it
+// every other waiter but keep (the caller's own ticket, -1 for none) not
+// seen since the resource became free. The next head gets a full window.
+// rec must be a private, normalized copy; only a caller that is not the
+// head calls this, so nobody skips itself.
+func skipVanishedWaiters(rec *Record, keep RequestKey, now int64, cfg Config) bool {
 	if rec.Holder != nil || len(rec.Waiters) == 0 || now < rec.FreeAtMs+int64(cfg.HandoffClaimMs) {
 		return false
 	}
-	rec.Waiters = rec.Waiters[1:]
+	live := rec.Waiters[:0:0]
+	for i, w := range rec.Waiters[1:] {
+		if w.SeenMs >= rec.FreeAtMs || (RequestKey{Owner: w.Owner, RequestID: w.RequestID}) == keep {
+			live = append(live, rec.Waiters[i+1])
+		}
+	}
+	rec.Waiters = live
 	rec.FreeAtMs = now
 	return true
 }

@@ -20,12 +20,12 @@ func (in acquireInput) key() RequestKey {
 	return RequestKey{Owner: in.owner, RequestID: in.req.RequestID}
 }
 
-// ticket is the acquire as a queue entry, parameters included.
-func (in acquireInput) ticket(digest string) Waiter {
+// ticket is the acquire as a queue entry, parameters included, seen now.
+func (in acquireInput) ticket(digest string, now int64) Waiter {
 	return Waiter{
 		Owner: in.owner, RequestID: in.req.RequestID, DeadlineMs: in.deadlineMs,
 		OperationRoot:  grant.OperationRoot(in.req.Resource, in.req.OperationID).String(),
-		OperationClass: in.req.OperationClass, TTLMs: in.ttlMs, ParamsDigest: digest,
+		OperationClass: in.req.OperationClass, TTLMs: in.ttlMs, ParamsDigest: digest, SeenMs: now,
 	}
 }
 
@@ -106,13 +106,13 @@ func decideAcquire(rec *Record, own *RequestEntry, set Settings, in acquireInput
 		return acquireDecision{outcome: outHanded}, nil
 	}
 	idx := waiterIndex(next, in.key())
-	if idx != 0 && skipVanishedHead(next, now, cfg) {
+	if idx != 0 && skipVanishedWaiters(next, in.key(), now, cfg) {
 		changed = true
 		idx = waiterIndex(next, in.key())
 	}
 	free := next.Holder == nil && now >= next.FreeAtMs
 	if free && (idx == 0 || idx < 0 && len(next.Waiters) == 0) {
-		body, puts, err := grantLease(next, puts, in.req.Resource, in.ticket(digest), idx, now, cfg.IssuerEpoch)
+		body, puts, err := grantLease(next, puts, in.req.Resource, in.ticket(digest, now), idx, now, cfg.IssuerEpoch)
 		if err != nil {
 			return acquireDecision{}, err
 		}
@@ -121,14 +121,21 @@ func decideAcquire(rec *Record, own *RequestEntry, set Settings, in acquireInput
 	if !in.wait || now >= in.deadlineMs {
 		return acquireDecision{}, busyError(next, in, now)
 	}
-	if idx < 0 {
+	switch {
+	case idx < 0:
 		if len(next.Waiters) >= cfg.WaitersPerResourceMax {
 			return acquireDecision{}, fmt.Errorf("%w: %s has %d waiters, limit %d", ErrWaitersFull, in.req.Resource, len(next.Waiters), cfg.WaitersPerResourceMax)
 		}
-		next.Waiters = append(next.Waiters, in.ticket(digest))
+		next.Waiters = append(next.Waiters, in.ticket(digest, now))
 		changed = true
-	} else if next.Waiters[idx].DeadlineMs != in.deadlineMs {
-		next.Waiters[idx].DeadlineMs = in.deadlineMs // a retry of the same request moves its deadline, not its place
+	case next.Waiters[idx].DeadlineMs < in.deadlineMs:
+		// A retry of the same request moves its deadline (later only, so
+		// two calls of one request never undo each other), not its place.
+		next.Waiters[idx].DeadlineMs = in.deadlineMs
+		next.Waiters[idx].SeenMs = now
+		changed = true
+	case stampDue(next, idx, now, cfg):
+		next.Waiters[idx].SeenMs = now // alive, while the head is slow to claim
 		changed = true
 	}
 	if !changed {

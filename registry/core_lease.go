@@ -79,17 +79,20 @@ func handOff(next *Record, puts []entryPut, resource string, set Settings, now i
 	return handed
 }
 
-// decideCancelWait withdraws the waiter key from the queue. A head waiter
-// leaving a free resource restarts the next head's claim window. If a
-// release already handed key the lease, it is released on (the caller left).
-func decideCancelWait(rec *Record, set Settings, key RequestKey, now int64, cfg Config, taken func(RequestKey) bool) leaseDecision {
+// decideCancelWait withdraws the waiter key, whose wait ends at
+// deadlineMs, from the queue. A head waiter leaving a free resource
+// restarts the next head's claim window. A ticket whose deadline a later
+// call of the same request moved past deadlineMs is that call's and stays.
+// If a release already handed key the lease, it is released on (the
+// caller left).
+func decideCancelWait(rec *Record, set Settings, key RequestKey, deadlineMs, now int64, cfg Config, taken func(RequestKey) bool) leaseDecision {
 	if h := rec.Holder; h != nil && h.Grant.Owner == key.Owner && h.Grant.RequestID == key.RequestID {
 		if d, err := decideRelease(rec, set, key.Owner, h.Grant.Lease, now, cfg, taken); err == nil {
 			return d
 		}
 	}
 	next, puts, changed := normalize(rec, set, now, cfg)
-	if i := waiterIndex(next, key); i >= 0 {
+	if i := waiterIndex(next, key); i >= 0 && next.Waiters[i].DeadlineMs <= deadlineMs {
 		next.Waiters = append(next.Waiters[:i:i], next.Waiters[i+1:]...)
 		if i == 0 && next.Holder == nil {
 			next.FreeAtMs = max(next.FreeAtMs, now)

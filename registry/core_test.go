@@ -20,7 +20,7 @@ func none(RequestKey) bool { return false }
 
 // tk is a queued ticket for owner's request id.
 func tk(owner, id string, deadline int64) Waiter {
-	return input(owner, id, true, deadline).ticket("sha256:params")
+	return input(owner, id, true, deadline).ticket("sha256:params", 0)
 }
 
 func input(owner, id string, wait bool, deadline int64) acquireInput {
@@ -253,7 +253,7 @@ func TestCancelAfterHandoffReleases(t *testing.T) {
 	d, _ = decideAcquire(d.record, nil, Settings{}, input("c", "rc", true, t0+5000), t0+2, cfg)
 	rel, _ := decideRelease(d.record, Settings{}, "a", rec.Holder.Grant.Lease, t0+3, cfg, none)
 	// b's caller gave up just as the lease reached it: it goes on to c.
-	c := decideCancelWait(rel.record, Settings{}, RequestKey{Owner: "b", RequestID: "rb"}, t0+4, cfg, none)
+	c := decideCancelWait(rel.record, Settings{}, RequestKey{Owner: "b", RequestID: "rb"}, 1<<62, t0+4, cfg, none)
 	if h := c.record.Holder; h == nil || h.Grant.Owner != "c" || h.Grant.FenceToken != 5 {
 		t.Fatalf("after b cancelled: holder %+v", h)
 	}

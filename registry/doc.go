@@ -8,8 +8,12 @@
 //
 // The decisions are pure functions of (record, input, now, config) in the
 // core_*.go files: no I/O, no clock, no randomness. The Registry methods are
-// the shell: read from a Store, decide, compare-and-swap, sign. The
-// simulator runs the same core over the memory store with a fake clock.
+// the shell: read from a Store, decide, compare-and-swap, sign. Time comes
+// only from the injected Clock (expiry, the waits' timers, the sweep) and
+// randomness only from WithRand (the backoff between retries). A waiting
+// acquire is an Acquisition, stepped by Acquire with store watches and
+// timers, and by the simulator with its event queue: the simulator runs
+// the same core, waiters and handoffs included.
 //
 // # Backend revision
 //
@@ -36,13 +40,19 @@
 // the lease to the head ticket in the same write (a warm handoff: the
 // waiter only has to notice); after an expiry the head claims it itself
 // once lock-delay has passed. A non-waiting acquire never jumps a live
-// queue (ErrBusy). A ticket leaves when it is granted, its caller cancels
-// (best effort; a lease handed to a caller that left is released on), its
-// deadline passes, or it lets HandoffClaimMs pass at the head of a free
-// resource (presumed gone; the next head gets a full window). A waiter
-// that vanishes just as a release hands it the lease holds it until its
-// TTL runs out, like any crashed holder. Waiters wake on store watches and
-// poll at most every WaitPollMsMax for what no write announces.
+// queue (ErrBusy). A request that already has an answer is answered from
+// its entry and never queues: joining the queue compares the request's
+// entry as absent, so a cached snapshot that cannot show the entry fails
+// the compare instead of queueing a ghost. A ticket leaves when it is
+// granted, its caller cancels (best effort; a lease handed to a caller
+// that left is released on), its deadline passes, or it was not seen
+// during a free resource's claim window: the head has HandoffClaimMs/2
+// alone, then every live waiter stamps itself (SeenMs), and once the
+// window has passed the head and every unstamped waiter leave in one
+// write (the next head gets a full window). A waiter that vanishes just
+// as a release hands it the lease holds it until its TTL runs out, like
+// any crashed holder. Waiters wake on store watches and poll at most every
+// WaitPollMsMax for what no write announces.
 //
 // # Request IDs
 //

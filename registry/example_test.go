@@ -18,6 +18,8 @@ type fixedClock struct{ t time.Time }
 
 func (c fixedClock) Now() time.Time { return c.t }
 
+func (c fixedClock) After(time.Duration) <-chan time.Time { return make(chan time.Time) } // never: the example never waits
+
 func Example() {
 	ctx := context.Background()
 	key, _ := grant.GenerateKey(grant.AlgEd25519, "reg-1", bytes.NewReader(make([]byte, 32)))

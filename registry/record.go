@@ -53,6 +53,11 @@ type Waiter struct {
 	OperationClass string `json:"operationClass"`
 	TTLMs          uint64 `json:"ttlMs"`
 	ParamsDigest   string `json:"paramsDigest"`
+	// SeenMs is the last instant the waiter showed it is alive: when it
+	// joined, when its retry moved its deadline, or when it stamped itself
+	// while a free resource's head was slow to claim (see
+	// skipVanishedWaiters). 0 in records from before it existed.
+	SeenMs int64 `json:"seenMs,omitempty"`
 }
 
 // EndedLease is a lease that ended, and how.

@@ -1,7 +1,10 @@
 package registry
 
 import (
+	crand "crypto/rand"
+	"encoding/binary"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 
 	"github.com/fencegate/fencegate/grant"
@@ -23,6 +26,9 @@ type Registry struct {
 	signer *grant.SigningKey
 
 	locks keyLocks // one compare-and-swap per resource at a time, in this process
+
+	randMu sync.Mutex
+	rand   *rand.Rand // backoff jitter (Option WithRand); under randMu
 
 	mu    sync.Mutex
 	cache map[string]cachedRecord // resource → last record seen
@@ -80,19 +86,46 @@ type cachedSettings struct {
 	known    bool
 }
 
+// Option adjusts a Registry at New.
+type Option func(*Registry)
+
+// WithRand sets the random source of the backoff between compare-and-swap
+// retries (the only randomness in the registry). Optional: by default a
+// generator seeded from crypto/rand. The simulator passes a seeded one.
+func WithRand(src rand.Source) Option {
+	return func(r *Registry) { r.rand = rand.New(src) }
+}
+
 // New returns a Registry over store. cfg is validated and its defaults
-// filled; signer signs every grant and status proof under cfg.IssuerEpoch.
-func New(store Store, cfg Config, clock Clock, signer *grant.SigningKey) (*Registry, error) {
+// filled; signer signs every grant and status proof under cfg.IssuerEpoch;
+// clock is the registry's only time source (expiry, waits, sweeps).
+func New(store Store, cfg Config, clock Clock, signer *grant.SigningKey, opts ...Option) (*Registry, error) {
 	if store == nil || clock == nil || signer == nil {
 		return nil, fmt.Errorf("%w: new: store, clock and signer are required", ErrInvalid)
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Registry{
+	r := &Registry{
 		store: store, cfg: cfg, clock: clock, signer: signer,
 		cache: make(map[string]cachedRecord),
-	}, nil
+	}
+	for _, o := range opts {
+		o(r)
+	}
+	if r.rand == nil {
+		var seed [16]byte
+		_, _ = crand.Read(seed[:])
+		r.rand = rand.New(rand.NewPCG(binary.LittleEndian.Uint64(seed[:8]), binary.LittleEndian.Uint64(seed[8:])))
+	}
+	return r, nil
+}
+
+// jitterMs draws in [0, maxMs) from the registry's random source.
+func (r *Registry) jitterMs(maxMs int64) int64 {
+	r.randMu.Lock()
+	defer r.randMu.Unlock()
+	return r.rand.Int64N(maxMs)
 }
 
 // Config returns the validated configuration with defaults filled.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -87,7 +86,7 @@ func (r *Registry) casLoopMode(ctx context.Context, resource string, keys []Requ
 		conflicts++
 		s, fresh = res.Current, true
 		r.rememberSnapshot(&s)
-		if err := backoff(ctx, conflicts); err != nil {
+		if err := r.backoff(ctx, conflicts); err != nil {
 			return s, 0, err
 		}
 	}
@@ -169,16 +168,15 @@ const (
 	backoffMsMax = 8
 )
 
-func backoff(ctx context.Context, conflicts int) error {
+func (r *Registry) backoff(ctx context.Context, conflicts int) error {
 	if conflicts <= backoffAfter {
 		return nil
 	}
-	t := time.NewTimer(time.Duration(rand.Int64N(backoffMsMax*int64(time.Millisecond))) + time.Microsecond)
-	defer t.Stop()
+	d := time.Duration(r.jitterMs(backoffMsMax*int64(time.Millisecond))) + time.Microsecond
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-t.C:
+	case <-r.clock.After(d):
 		return nil
 	}
 }

@@ -75,13 +75,11 @@ func (r *Registry) SweepLoop(ctx context.Context, interval time.Duration, report
 	if interval <= 0 {
 		return fmt.Errorf("%w: sweep interval %s", ErrInvalid, interval)
 	}
-	t := time.NewTicker(interval)
-	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-t.C:
+		case <-r.clock.After(interval):
 		}
 		total, err := r.sweepAll(ctx)
 		if report != nil {

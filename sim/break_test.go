@@ -23,9 +23,11 @@ func TestBrokenProtectionIsCaught(t *testing.T) {
 	}{
 		{"lease-only stale", BreakFence, map[Fault]float64{FaultPause: 1, FaultSkew: 1}, func(r *Report) int { return r.StaleAccepted }},
 		{"no auth forged", BreakAuth, map[Fault]float64{FaultAdversary: 1}, func(r *Report) int { return r.ForgedAccepted }},
-		{"fence before auth", BreakAuthOrder, map[Fault]float64{FaultAdversary: 1}, func(r *Report) int { return r.HighestFencePolluted }},
+		{"rejection raises the fence", BreakPollution, map[Fault]float64{FaultReorder: 1, FaultLostAck: 1}, func(r *Report) int { return r.HighestFencePolluted }},
 		{"no segment order", BreakSegments, map[Fault]float64{FaultReorder: 1}, func(r *Report) int { return r.SegmentSkipAccepted }},
 		{"regression let through", BreakRegression, map[Fault]float64{FaultRestore: 1}, func(r *Report) int { return r.RegressionAccepted + r.StaleAccepted }},
+		{"old rule pauses on late copies", BreakOldRule, map[Fault]float64{FaultLateCopy: 1, FaultGateLag: 1}, func(r *Report) int { return min(r.SpuriousPauses, r.BlockedHandoffs) }},
+		{"regression refused silently", BreakNoAlarm, map[Fault]float64{FaultRestore: 1}, func(r *Report) int { return r.RegressionNotAlarmed }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rates := only(tc.rates)
@@ -69,7 +71,7 @@ func TestClockBeyondBoundIsDetected(t *testing.T) {
 // workers' own defence (abandoning an operation whose request ID comes
 // back with another grant), so only the gate stands in the way.
 func TestGateRefusesReissuedGrantSameFenceAndRoot(t *testing.T) {
-	cfg := Config{Rounds: 2000, Seed: 20260719, Round: 198, Rates: DefaultRates}
+	cfg := Config{Rounds: 3000, Seed: 20260719, Rates: only(map[Fault]float64{FaultRestore: 1, FaultCrash: 1, FaultSkew: 1}), Parallel: 2}
 	if r := run(t, cfg); !r.OK() || r.ClientSawForgottenRequest == 0 {
 		t.Fatalf("careful recovery: %d violations, %d forgotten requests seen", r.ViolationsTotal, r.ClientSawForgottenRequest)
 	}

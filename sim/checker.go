@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry"
 )
 
@@ -26,8 +27,10 @@ type checker struct {
 	lastSeq     map[string]uint64          // lease → last accepted segment
 	skewSeen    bool                       // a gate saw a status issued beyond its skew bound in its future
 	regressedAt bool                       // a regressed grant reached the gate
-	alarms      int                        // FENCE_REGRESSION decisions this round
+	regressions int                        // grants the registry issued at or below a fence it had issued before
+	alarms      int                        // FENCE_REGRESSION and REGRESSION_SUSPECTED decisions this round
 	slipped     int                        // accepts that only the clock bound would have stopped
+	ghosts      map[registry.RequestKey]bool
 }
 
 type fenceLease struct {
@@ -45,6 +48,7 @@ type grantTruth struct {
 	prev        string
 	handoffFrom int64 // true ms from which handoff is measured (0: none)
 	firstWrite  bool
+	firstAnswer bool // its first segment-1 write was decided
 }
 
 func newChecker(w *world, c *Counts) *checker {
@@ -54,11 +58,14 @@ func newChecker(w *world, c *Counts) *checker {
 		acceptedMax: make(map[*resource]uint64, 2),
 		acceptedBy:  make(map[*resource][]fenceLease, 2),
 		lastSeq:     make(map[string]uint64, 4),
+		ghosts:      make(map[registry.RequestKey]bool, 2),
 	}
 }
 
-// committed is the store's commit hook for the main resource.
-func (k *checker) committed(rec *registry.Record) {
+// committed is the store's commit hook for the main resource. It also
+// counts ghost waiters: tickets in the queue of requests that already
+// have an answer (an entry in the request index), which must never exist.
+func (k *checker) committed(rec *registry.Record, s *store) {
 	if h := rec.Holder; h != nil {
 		g := k.grants[h.Grant.Lease]
 		if g == nil {
@@ -66,6 +73,7 @@ func (k *checker) committed(rec *registry.Record) {
 			k.grants[h.Grant.Lease] = g
 			if g.regressed {
 				k.c.RegressedGrants++
+				k.regressions++
 			}
 			k.issuedMax = max(k.issuedMax, g.fence)
 			k.current = h.Grant.Lease
@@ -75,6 +83,14 @@ func (k *checker) committed(rec *registry.Record) {
 	for _, e := range rec.Ended {
 		if g := k.grants[e.Lease]; g != nil && g.endedMs == 0 {
 			g.endedMs = e.AtMs
+		}
+	}
+	for _, wt := range rec.Waiters {
+		key := registry.RequestKey{Owner: wt.Owner, RequestID: wt.RequestID}
+		if s.requests[key].entry != nil && !k.ghosts[key] {
+			k.ghosts[key] = true
+			k.c.GhostWaiters++
+			k.violate("ghost-waiter", "request %s of %s is queued although it already has an answer", wt.RequestID, wt.Owner)
 		}
 	}
 }
@@ -123,30 +139,38 @@ func (k *checker) held(lease string, attemptMs int64) {
 // observeStatus notices a status proof issued further in the gate's future
 // than its skew bound allows: the gate's clock lags the registry's beyond
 // the bound, and status freshness can no longer be trusted.
-func (k *checker) observeStatus(r *resource, v *gate.Verified, gateNow time.Time) {
-	if v.Status != nil && v.Status.IssuedAt.UnixMilli()-gateNow.UnixMilli() > k.w.cfg.SkewBoundMs {
+func (k *checker) observeStatus(m *gate.Mutation, gateNow time.Time) {
+	if st := statusOf(m); st != nil && st.IssuedAt.UnixMilli()-gateNow.UnixMilli() > k.w.cfg.SkewBoundMs {
 		k.skewSeen = true
 	}
 }
 
 // decision classifies one gate decision on r.
-func (k *checker) decision(r *resource, m *gate.Mutation, v *gate.Verified, o origin, out gate.Outcome, highestBefore uint64) {
+func (k *checker) decision(r *resource, m *gate.Mutation, o origin, d decided) {
 	c := k.c
 	c.Decisions++
-	c.Outcomes[outcomeIndex(out)]++
-	if out == gate.FenceRegression {
+	c.Outcomes[outcomeIndex(d.out)]++
+	switch d.alarm {
+	case gate.AlarmRegression:
 		k.alarms++
+		c.RegressionAlarms++
+	case gate.AlarmSuspected:
+		k.alarms++
+		c.RegressionSuspected++
 	}
-	if out != gate.Accepted && r.state.HighestFence != highestBefore {
+	if d.out != gate.Accepted && d.after.HighestFence != d.before.HighestFence {
 		c.HighestFencePolluted++
-		k.violate("highestFence-polluted", "%s changed highestFence %d → %d on fence %d", out, highestBefore, r.state.HighestFence, m.FenceToken)
+		k.violate("highestFence-polluted", "%s changed highestFence %d → %d on fence %d", d.out, d.before.HighestFence, d.after.HighestFence, m.FenceToken)
 	}
 	if o.writer == nil && !o.buggy {
 		c.AttacksSent[o.attack]++
-	} else if g := k.grants[m.Lease]; g != nil && g.regressed && r == k.w.res {
+	} else if g := k.grants[m.Lease]; g != nil && g.regressed && r == k.w.res && k.evident(m, d.before, r.clock.at(k.w.now)) {
 		k.regressedAt = true
 	}
-	if out != gate.Accepted {
+	if r == k.w.res {
+		k.availability(m, o, d)
+	}
+	if !d.applied {
 		return
 	}
 	c.Accepted++
@@ -155,6 +179,61 @@ func (k *checker) decision(r *resource, m *gate.Mutation, v *gate.Verified, o or
 		return
 	}
 	k.accepted(r, m)
+}
+
+// evident reports whether a regressed grant's write gave the gate proof
+// that the registry went backwards, by the gate's own definitions: its
+// fence equals the highest accepted under another grant, or it is below
+// it with a HELD proof (fresh by gate.StatusEvidence.ProvesHeld) issued
+// more than the skew bound after the grant at highest. A regressed grant
+// whose fence the gate has not seen, or whose proof proves nothing, gives
+// none, and no alarm is owed.
+func (k *checker) evident(m *gate.Mutation, st gate.State, gateNow time.Time) bool {
+	if m.FenceToken > st.HighestFence || m.FenceToken <= st.Floor {
+		return false
+	}
+	if g, err := grant.ParseGrant(m.Grant); err == nil && m.FenceToken == st.HighestFence && !st.GrantDigest.IsZero() && g.Digest() != st.GrantDigest {
+		return true
+	}
+	s := statusOf(m)
+	skew := k.w.cfg.skewBound()
+	return m.FenceToken < st.HighestFence && s != nil && gate.EvidenceFromProof(s).ProvesHeld(gateNow, skew) &&
+		!st.GrantIssuedAt.IsZero() && s.IssuedAt.After(st.GrantIssuedAt.Add(skew))
+}
+
+// availability counts the two ways a gate can stop a resource without a
+// real regression: a pause while the registry never went backwards
+// (spurious), and the newest holder whose first write is refused by the
+// fence checks or a pause while the registry never went backwards
+// (blocked handoff).
+func (k *checker) availability(m *gate.Mutation, o origin, d decided) {
+	c := k.c
+	if d.after.Paused && !d.before.Paused && k.regressions == 0 {
+		c.SpuriousPauses++
+		k.violate("spurious-pause", "%s paused the resource on fence %d segment %d, and the registry never went backwards",
+			d.out, m.FenceToken, m.SegmentSeq)
+	}
+	g := k.grants[m.Lease]
+	if o.writer == nil || o.buggy || g == nil || g.regressed || g.firstAnswer || m.SegmentSeq != 1 {
+		return
+	}
+	g.firstAnswer = true
+	if g.fence < k.issuedMax || !k.live(m.Lease) {
+		return // not the newest holder any more: its refusal is its own lateness
+	}
+	if m.FenceToken <= d.before.Floor {
+		return // granted before the operator's repair raised the floor over it: the repair's doing
+	}
+	switch d.out {
+	case gate.FenceRegression, gate.StaleOwner, gate.RootMismatch, gate.ResourcePaused:
+	default:
+		return
+	}
+	if k.regressions > 0 {
+		return // the registry really went backwards: refusing is the gate's duty, and the operator resumes
+	}
+	c.BlockedHandoffs++
+	k.violate("blocked-handoff", "the newest holder %s (fence %d) was refused %s on its first write", m.Lease, m.FenceToken, d.out)
 }
 
 func (k *checker) forged(o origin, m *gate.Mutation) {
@@ -220,6 +299,7 @@ func (k *checker) finish() {
 	c := k.c
 	if k.regressedAt && k.alarms == 0 {
 		c.RegressionNotAlarmed++
+		k.violate("regression-not-alarmed", "a grant re-issued at an old fence reached the gate and no alarm was raised")
 	}
 	if k.w.beyondBound {
 		c.BeyondBoundRounds++

@@ -40,3 +40,14 @@ func (c partyClock) durationMs(localMs int64) int64 {
 type registryClock struct{ w *world }
 
 func (c registryClock) Now() time.Time { return c.w.regClock.at(c.w.now) }
+
+// After fires at once. The simulator runs every registry call to its end
+// within one event, so a timer the registry sets inside a call (the
+// backoff between compare-and-swap retries) takes no simulated time;
+// waits that span events (a waiting acquire) are driven by the round's
+// event queue through registry.Acquisition, never by this timer.
+func (c registryClock) After(time.Duration) <-chan time.Time {
+	ch := make(chan time.Time, 1)
+	ch <- c.Now()
+	return ch
+}

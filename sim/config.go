@@ -30,12 +30,14 @@ const (
 	FaultPartition                // a partition between two parties
 	FaultCrash                    // a client crashes and restarts
 	FaultAdversary                // forged, tampered, replayed and revoked envelopes
+	FaultLateCopy                 // an owner releases without waiting; its last write arrives after the next owner wrote
+	FaultGateLag                  // the gate's clock lags the registry's near the skew bound (inside it)
 	faultCount
 )
 
 var faultNames = [faultCount]string{
 	"pause", "lost-renew", "release-race", "reorder", "duplicate", "payload", "late",
-	"restore", "lost-ack", "skew", "partition", "crash", "adversary",
+	"restore", "lost-ack", "skew", "partition", "crash", "adversary", "late-copy", "gate-lag",
 }
 
 // DefaultRates are the per-round rates of --faults all.
@@ -43,6 +45,7 @@ var DefaultRates = [faultCount]float64{
 	FaultPause: 0.25, FaultLostRenew: 0.2, FaultReleaseRace: 0.3, FaultReorder: 0.2,
 	FaultDuplicate: 0.2, FaultPayload: 0.1, FaultLate: 0.2, FaultRestore: 0.05,
 	FaultLostAck: 0.2, FaultSkew: 1, FaultPartition: 0.2, FaultCrash: 0.1, FaultAdversary: 0.3,
+	FaultLateCopy: 0.3, FaultGateLag: 0.3,
 }
 
 func (f Fault) String() string { return faultNames[f] }
@@ -51,30 +54,39 @@ func (f Fault) String() string { return faultNames[f] }
 func FaultNames() []string { return slices.Clone(faultNames[:]) }
 
 // Break disables one protection on purpose, to show that the checker
-// catches what it would let through. Production never has these.
+// catches what it would let through. Production never has these; each is
+// built from product parts (see breaks.go), never by editing them.
 type Break int
 
 // Protections that can be broken.
 const (
 	BreakNone       Break = iota
-	BreakFence            // lease-only: the resource applies whatever a writer that believes it holds sends (--unsafe)
-	BreakAuth             // the gate trusts grants and proofs without verifying them
-	BreakAuthOrder        // the gate raises highestFence before authenticating
+	BreakFence            // lease-only: the resource runs in shadow mode and applies every write (--unsafe)
+	BreakAuth             // the gate's trust bundle trusts every key and epoch
+	BreakPollution        // a rejection still raises highestFence
 	BreakSegments         // the gate ignores segment order
 	BreakRegression       // the gate lets a current holder below highestFence through
+	BreakOldRule          // any lower fence proven HELD pauses the resource (the rule before the regression rule)
+	BreakNoAlarm          // evidence of a regression is refused without an alarm
 )
 
 var breakNames = map[string]Break{
 	"": BreakNone, "none": BreakNone, "fence": BreakFence, "auth": BreakAuth,
-	"auth-order": BreakAuthOrder, "segments": BreakSegments, "regression": BreakRegression,
+	"pollute": BreakPollution, "segments": BreakSegments, "regression": BreakRegression,
+	"old-rule": BreakOldRule, "no-alarm": BreakNoAlarm,
 }
 
-// ParseBreak accepts none, fence, auth, auth-order, segments or regression.
+// BreakNames lists the protections that can be broken, in a fixed order.
+func BreakNames() []string {
+	return []string{"none", "fence", "auth", "pollute", "segments", "regression", "old-rule", "no-alarm"}
+}
+
+// ParseBreak accepts one of BreakNames.
 func ParseBreak(s string) (Break, error) {
 	if b, ok := breakNames[s]; ok {
 		return b, nil
 	}
-	return 0, fmt.Errorf("sim: unknown protection %q (none, fence, auth, auth-order, segments, regression)", s)
+	return 0, fmt.Errorf("sim: unknown protection %q (%s)", s, strings.Join(BreakNames(), ", "))
 }
 
 // Skew bound limits. The registry refuses a bound at or above its
@@ -129,10 +141,17 @@ type Config struct {
 	// in the gate: a re-issued grant with the same fence and operation
 	// root is not told apart from the original (see doc.go).
 	NaiveRecovery bool
-	// NaiveRelease makes a worker release at once after a non-final
-	// rejection, with copies of its writes possibly still in the network.
-	// It exposes that status proofs outlive a release (see doc.go).
+	// NaiveRelease makes a worker release without the client's drain,
+	// with copies of its writes possibly still in the network. It exposes
+	// that status proofs outlive a release (see doc.go).
 	NaiveRelease bool
+	// SQL runs every resource on gate/sqlgate over an in-memory SQLite
+	// database (one per goroutine) instead of gate/memgate. Both are the
+	// product's adapters over the same decision; the counts of a seed range
+	// agree. Negative controls that replace the decision run only in the
+	// fast mode: SQLite's own invariants refuse what they would let
+	// through.
+	SQL bool
 	// Alg is the proof algorithm of every key. Optional, defaults to
 	// HMAC-SHA256: a round then costs about a third of an Ed25519 round,
 	// which is what fits 100,000 rounds in a minute on two shared cores.
@@ -183,6 +202,9 @@ func (c *Config) fill() error {
 	}
 	if c.Parallel < 1 {
 		c.Parallel = 1
+	}
+	if c.SQL && c.Break != BreakNone && c.Break != BreakFence && c.Break != BreakAuth {
+		return fmt.Errorf("sim: --break %s runs only without --sql (the database itself refuses what it would let through)", breakName(c.Break))
 	}
 	return nil
 }

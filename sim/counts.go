@@ -26,13 +26,19 @@ type Counts struct {
 	SegmentSkipAccepted   int // a segment accepted out of contract order
 	RegressionAccepted    int // a regressed grant accepted after an equal or higher fence
 
-	Applied          int // business changes applied
-	Fenced           int // of which authenticated and fence-checked
-	RegressionAlarms int
-	RegressedGrants  int // grants the registry issued at or below a fence it had issued before
+	// Availability: each must be 0 too.
+	SpuriousPauses  int // a pause while the registry never went backwards
+	BlockedHandoffs int // the newest holder's first write refused for a reason not its own
+	GhostWaiters    int // a queued ticket of a request that already had an answer
+
+	Applied             int // business changes applied
+	Fenced              int // of which authenticated and fence-checked
+	RegressionAlarms    int // FENCE_REGRESSION alarms (pauses in enforce mode)
+	RegressionSuspected int // REGRESSION_SUSPECTED alarms (no pause)
+	RegressedGrants     int // grants the registry issued at or below a fence it had issued before
 	// RegressionNotAlarmed counts rounds where a regressed grant reached
-	// the gate and no FENCE_REGRESSION was raised (it was refused some
-	// other way, typically QUARANTINED): safe, but the operator is not told.
+	// the gate and no alarm of either kind was raised: safe, but the
+	// operator is not told. Must be 0.
 	RegressionNotAlarmed int
 	// ClientSawForgottenRequest counts restarted workers whose journalled
 	// request ID came back with a different grant: the registry lost state.
@@ -104,6 +110,10 @@ func (c *Counts) merge(o *Counts) {
 	c.HighestFencePolluted += o.HighestFencePolluted
 	c.SegmentSkipAccepted += o.SegmentSkipAccepted
 	c.RegressionAccepted += o.RegressionAccepted
+	c.SpuriousPauses += o.SpuriousPauses
+	c.BlockedHandoffs += o.BlockedHandoffs
+	c.GhostWaiters += o.GhostWaiters
+	c.RegressionSuspected += o.RegressionSuspected
 	c.Applied += o.Applied
 	c.Fenced += o.Fenced
 	c.RegressionAlarms += o.RegressionAlarms

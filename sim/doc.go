@@ -1,19 +1,26 @@
 // Package sim is fencegate's deterministic fault-injection simulator. It
-// runs the real registry (registry.Registry and its pure core, over a
-// simulated store and a simulated clock), the real gate decision
-// (gate.Policy.Authenticate and gate.Decide over a gate.State kept in
-// simulated storage) and real signed grants and status proofs; only time,
-// the network, process scheduling and storage are simulated.
+// runs the product's own code: the registry (registry.Registry over a
+// simulated store, its waiting acquires stepped as registry.Acquisition,
+// so FIFO waiters and the warm handoff are real), the client's cores
+// (client.AcquireCore and client.LeaseCore: every lease decision,
+// envelope check and release drain), and a real gate adapter
+// (gate/memgate, or gate/sqlgate on in-memory SQLite with --sql) over the
+// real decision, with real signed grants and status proofs. Only time,
+// the network, process scheduling and storage are simulated; sim/ holds
+// no copy of lease, envelope or adapter logic.
 //
 // # Running it
 //
-//	fencegate sim --rounds 100000                   # the specification's gate, every fault
+//	fencegate sim --rounds 100000                   # the specification's gate, every fault (gate/memgate)
+//	fencegate sim --rounds 10000 --sql              # the same on gate/sqlgate over SQLite (same counts)
 //	fencegate sim --rounds 5000 --unsafe            # negative control: must report stale writes
+//	fencegate sim --rounds 5000 --break old-rule    # negative control: the old regression rule pauses on late copies
 //	fencegate sim --rounds 20000 --skew-beyond-bound  # gate clock beyond the bound: detected, reported
 //	fencegate sim --seed S --rounds N --round K --trace  # replay one round, event by event
 //
 // go test ./sim runs a 2,000-round run of every fault, the determinism and
-// replay checks, the negative controls and the scripted gaps below.
+// replay checks, the fast and SQL modes against each other, the negative
+// controls and the scripted gaps below.
 //
 // # One seed
 //
@@ -32,8 +39,9 @@
 //
 // Worker A acquires a resource and writes an operation of 2–6 segments
 // through the gate, renewing every TTL/3; worker B starts within four
-// seconds (or exactly when A releases, with FaultReleaseRace) and does the
-// same; worker C joins only a registry restored from an old snapshot. Each
+// seconds (or exactly when A releases, with FaultReleaseRace), queues in
+// the registry's FIFO behind A for up to two seconds at a time and does
+// the same; worker C joins only a registry restored from an old snapshot. Each
 // fault of the matrix fires in a round with its configured rate: an owner
 // freezes past its TTL between deciding to write and sending (the classic
 // stale writer); renewal answers are lost; a later segment is sent before
@@ -47,7 +55,11 @@
 // at the first one (fence regression: the re-issued fence must never be
 // accepted after an equal or higher one; when the gate answers
 // FENCE_REGRESSION and pauses, an operator raises the registry's floor and
-// resumes). The adversary
+// resumes); an owner lets its lease go without waiting for its last
+// write's answer, and that write reaches the gate only after the next
+// owner wrote, its proof still fresh (the late copy that must never pause
+// the resource); the gate's clock lags the registry's near the edge of the
+// bound. The adversary
 // taps the network and injects envelopes sent under the owner's identity:
 // a forged huge fence, a tampered grant, a replay on another resource, a
 // grant under a revoked epoch signed with that epoch's real key, grants
@@ -67,6 +79,15 @@
 // and the fence check, over all applied writes), handoff latency (lease
 // end → next holder HELD, and → its first accepted write), and the time to
 // resolve OWNERSHIP_UNKNOWN and MUTATION_UNKNOWN, all in simulated time.
+//
+// Availability is counted as strictly, each required to be 0: spurious
+// pauses (the resource paused while the registry never went backwards),
+// blocked handoffs (the newest holder's first write refused by the fence
+// checks or a pause while the registry never went backwards), ghost
+// waiters (a queued ticket of a request that already had an answer), and
+// regressions not alarmed (a re-issued grant that gave the gate proof of
+// the regression — by the gate's own definitions, through its exported
+// gate.StatusEvidence — and no alarm of either kind).
 //
 // A store restored from an old snapshot forgets a grant without ending it.
 // The checker keeps such a grant live until its committed expiry, because
@@ -120,35 +141,50 @@
 //
 // A status proof outlives a release: the registry frees the resource at
 // once (lock-delay follows only an expiry) while proofs it issued for the
-// released lease stay valid until their validUntil. A copy of a write that
-// was rejected non-finally (RESOURCE_PAUSED, SEGMENT_GAP, QUARANTINED) and
-// is still in the network can then be accepted after the release, when
-// its grant is not the holder, and before the next holder's first write,
-// which the fence cannot order. The simulator's workers drain — wait for
-// their last attached proof to expire — before releasing after such a
-// rejection; NaiveRelease turns that off and the checker counts the
-// resulting stale writes.
+// released lease stay valid until their validUntil. A copy of a write
+// whose answer was lost or not final (SEGMENT_GAP, RESOURCE_PAUSED) and is
+// still in the network can then be accepted after the release, when its
+// grant is not the holder, and before the next holder's first write,
+// which the fence cannot order. The client's Release drains: it sends the
+// release only once no unsettled envelope's proof can be accepted (the
+// formula is client.LeaseCore.DrainUntil, the only one); NaiveRelease
+// turns that off and the checker counts the resulting stale writes.
+//
+// A late copy whose proof is still fresh once the next owner has written
+// used to be FENCE_REGRESSION and paused the resource: a proof says HELD
+// at its issue time, not "still the newest". The gate's regression rule
+// now compares issue times (gate/regression.go); --break old-rule brings
+// the old rule back and the checker counts its spurious pauses and
+// blocked handoffs. Two calls of one request ID (a duplicated acquire)
+// used to move their ticket's deadline back and forth forever; a retry
+// now only moves it later.
 //
 // # Negative controls
 //
-// Break disables one protection on purpose: --unsafe (BreakFence) makes
-// the resource lease-only, applying whatever a writer that believes it
-// holds the lease sends; the others skip authentication, raise highestFence
-// before authenticating, ignore segment order, or let a regressed holder
-// through. Each must make its checker count non-zero, or the checker
-// proves nothing.
+// Break disables one protection on purpose, built from product parts
+// (breaks.go), never by editing them: --unsafe (BreakFence) runs the
+// resources in shadow mode, applying whatever a writer that believes it
+// holds the lease sends; auth trusts every key; the others replace
+// gate.Decide through gate.Policy.UnsafeDecider by a wrapper that doctors
+// its input or output: a rejection that raises highestFence, segment
+// order ignored, a regressed holder let through, the old regression rule,
+// regressions refused without an alarm. Each must make its checker count
+// non-zero, or the checker proves nothing (TestBrokenProtectionIsCaught).
 //
 // # What is real and what is simulated
 //
-// The workers' lease logic is the client package's own: its pure Machine
-// (the transition table, which panics on an illegal transition) and
-// Schedule (when to renew, refresh the proof, stop at the local deadline,
-// query while OWNERSHIP_UNKNOWN) with the client's defaults; the worker is
-// the event-driven shell around them that client.Lease is for a real
-// process, because Session.Acquire and Lease.Release sleep on the clock
-// and a single-threaded event loop cannot block. The registry's waiting
-// acquire sleeps on real timers too, so workers acquire with WaitMs 0 and
-// retry in simulated time. The store is the simulator's own
-// (registry/memstore has no snapshot/restore and pays a JSON round trip
-// per call); it keeps etcd's revision rules.
+// Real: the registry and its waiters (stepped by the event queue through
+// registry.Acquisition instead of Acquire's goroutine), the client's
+// AcquireCore and LeaseCore (driven by the workers, which carry their
+// calls over the simulated network and their timers on each worker's own
+// clock, as client.Session and client.Lease do with a Transport and real
+// timers), the gate adapter and its decision, the signatures. Simulated:
+// time (per-party clocks with offset and drift), the network (delay,
+// loss, duplication, partitions), scheduling (one event at a time), and
+// the registry's store (the simulator's own, which keeps etcd's revision
+// rules and can restore an image; registry/memstore has no
+// snapshot/restore and pays a JSON round trip per call). The application
+// around the cores — which segment to send, what to do after each
+// answer, a journal that survives a crash — is the workers' own, as it
+// would be any service's.
 package sim

@@ -3,7 +3,7 @@
 // (same fence, same operation root, another grant), which the gate now
 // answers with FENCE_REGRESSION; and a copy of a rejected write accepted
 // after its grant was released, because status proofs outlive a release
-// (still open: see docs/guarantees.md, "After a release").
+// (closed by the client's drain: see docs/guarantees.md, "After a release").
 package sim
 
 import (
@@ -11,6 +11,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/registry"
 )
@@ -58,46 +59,53 @@ func TestScriptedReissuedFenceIsRefusedByTheGate(t *testing.T) {
 	}
 }
 
-// TestScriptedCopyAfterReleaseIsStale scripts why a worker drains before
-// releasing after a non-final rejection: the registry frees the resource
-// at once on a release, the status proof attached to the rejected write
-// stays valid, and a copy of that write still in the network is accepted
-// once the resource can take it again — while its grant holds nothing.
+// TestScriptedCopyAfterReleaseIsStale scripts why the client's Release
+// drains: the registry frees the resource at once on a release, the status
+// proof attached to an unsettled write stays valid, and a copy of that
+// write still in the network is accepted once the resource can take it —
+// while its grant holds nothing. The worker here releases without the
+// drain (what Lease.ReleaseNoDrain does), and the checker counts the stale
+// write; with the drain the release waits for the proof.
 func TestScriptedCopyAfterReleaseIsStale(t *testing.T) {
-	w := scriptedWorld(t)
-	k := w.workers[0]
-	ctx := context.Background()
-	is, err := w.reg.Acquire(ctx, k.name, registry.AcquireRequest{Resource: w.res.name, OperationID: "op-a", OperationClass: "settle", RequestID: "req-a", TTLMs: leaseTTLMs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := func(seq uint64) *gate.Mutation {
-		return &gate.Mutation{
-			Resource: w.res.name, Lease: is.Grant.Lease, OperationID: "op-a", FenceToken: is.Grant.FenceToken,
-			SegmentSeq: seq, PayloadDigest: payloadDigest("op-a", seq, 0), Grant: is.Grant.Encode(),
-			GrantProof: is.GrantProof, Status: is.Status.Encode(), StatusProof: is.StatusProof,
+	for _, drain := range []bool{false, true} {
+		w := scriptedWorld(t)
+		k := w.workers[0]
+		ctx := context.Background()
+		is, err := w.reg.Acquire(ctx, k.name, registry.AcquireRequest{Resource: w.res.name, OperationID: "op-a", OperationClass: "settle", RequestID: "req-a", TTLMs: leaseTTLMs})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if out := w.res.apply(env(1), k.name, origin{writer: k}); out != gate.Accepted {
-		t.Fatalf("segment 1: %s", out)
-	}
-	w.res.state.Paused = true // as after a FENCE_REGRESSION elsewhere
-	w.now += 10
-	if out := w.res.apply(env(2), k.name, origin{writer: k}); out != gate.ResourcePaused {
-		t.Fatalf("segment 2 on a paused resource: %s", out)
-	}
-	w.now += 10
-	if err := w.reg.Release(ctx, k.name, w.res.name, is.Grant.Lease); err != nil { // the naive client lets go at once
-		t.Fatal(err)
-	}
-	w.now += 10
-	w.res.state.Paused = false // the operator resumes
-	w.now += 10
-	if out := w.res.apply(env(2), k.name, origin{writer: k}); out != gate.Accepted { // a copy of segment 2 arrives
-		t.Fatalf("the copy after the release was refused (%s): proofs no longer outlive a release; make this test assert the refusal and update doc.go", out)
-	}
-	if w.counts.StaleNotHolder != 1 {
-		t.Fatalf("the checker counted %d stale writes from a released grant, want 1", w.counts.StaleNotHolder)
+		l := client.NewLeaseCore(clientOptions, is, "op-a", k.localNow(), nil)
+		env := func(seq uint64) *gate.Mutation {
+			m, err := l.Envelope(k.localNow(), seq, payloadDigest("op-a", seq, 0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return &m
+		}
+		if out := w.res.apply(env(1), k.name, origin{writer: k}); out != gate.Accepted {
+			t.Fatalf("segment 1: %s", out)
+		}
+		l.Settle(1, gate.Accepted)
+		copy2 := env(2) // sent; its answer is lost, so it stays unsettled
+		w.now += 10
+		l.BeginRelease(k.localNow(), drain)
+		if call, _ := l.Next(k.localNow()); drain == (call.Kind == client.CallRelease) {
+			t.Fatalf("drain %v: the core asked for %s at once", drain, call.Kind)
+		}
+		if drain {
+			continue // the release waits for the proof; nothing is freed
+		}
+		if err := w.reg.Release(ctx, k.name, w.res.name, is.Grant.Lease); err != nil {
+			t.Fatal(err)
+		}
+		w.now += 10
+		if out := w.res.apply(copy2, k.name, origin{writer: k}); out != gate.Accepted { // the copy arrives
+			t.Fatalf("the copy after the release was refused (%s): proofs no longer outlive a release; make this test assert the refusal and update doc.go", out)
+		}
+		if w.counts.StaleNotHolder != 1 {
+			t.Fatalf("the checker counted %d stale writes from a released grant, want 1", w.counts.StaleNotHolder)
+		}
 	}
 }
 
@@ -113,5 +121,5 @@ func scriptedWorld(t *testing.T) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newWorld(&cfg, keys, 1, &Counts{})
+	return newWorld(&cfg, keys, 1, &Counts{}, nil)
 }

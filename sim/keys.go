@@ -31,6 +31,9 @@ type keySet struct {
 	retired  *grant.SigningKey // retired
 	evil     *grant.SigningKey // not in the bundle
 	policy   *gate.Policy
+	// trustAll is the policy of the no-authentication negative control:
+	// its bundle trusts every key above, for every epoch.
+	trustAll *gate.Policy
 	// revokedBelow is the bundle's revokedBelowEpoch, for status queries.
 	revokedBelow uint64
 }
@@ -90,6 +93,22 @@ func newKeySet(alg grant.Alg, skewBound time.Duration) (*keySet, error) {
 	k.revokedBelow = b.File().RevokedBelowEpoch
 	if err := k.policy.Check(); err != nil {
 		return nil, fmt.Errorf("sim: gate policy: %w", err)
+	}
+	var all []grant.BundleKey
+	for _, sk := range []*grant.SigningKey{k.registry, k.old, k.retired, k.evil} {
+		bk, err := entry(sk, 1, 0, grant.KeyActive)
+		if err != nil {
+			return nil, fmt.Errorf("sim: key %s: %w", sk.KeyID, err)
+		}
+		all = append(all, bk)
+	}
+	tb, err := grant.NewBundle(grant.BundleFile{Version: 1, Keys: all}, dir)
+	if err != nil {
+		return nil, fmt.Errorf("sim: trust-all bundle: %w", err)
+	}
+	k.trustAll = &gate.Policy{Verifier: grant.NewVerifier(tb, verifyCacheEntries), StatusSkewMax: skewBound}
+	if err := k.trustAll.Check(); err != nil {
+		return nil, fmt.Errorf("sim: trust-all policy: %w", err)
 	}
 	return k, nil
 }

@@ -36,6 +36,14 @@ func (w *world) plan() {
 	if w.on[FaultPayload] {
 		victim().payloadAt = uint64(w.rng.between(1, 3))
 	}
+	if w.on[FaultLateCopy] {
+		// Not on a worker that also sends extra copies (reordered or
+		// wrong-payload segments): its release without waiting must leave
+		// only the held-back write unanswered.
+		if k := victim(); k.reorderAt == 0 && k.payloadAt == 0 {
+			k.lateCopy = true
+		}
+	}
 	if w.on[FaultPartition] {
 		x := party(w.rng.pick(int(partyCount)))
 		y := party((int(x) + 1 + w.rng.pick(int(partyCount)-1)) % int(partyCount))

@@ -15,17 +15,15 @@ func (w *world) alarm() {
 	w.operatorDue = true
 	w.after(w.rng.between(operatorDelayMin, operatorDelayMax), func() {
 		w.operatorDue = false
-		floor := w.res.state.HighestFence + 1
+		floor := w.res.g.state(w.res.name).HighestFence + 1
 		if _, err := w.reg.RaiseFloor(context.Background(), w.res.name, floor); err != nil {
 			w.tracef("operator: raise floor: %v", err)
 			return
 		}
-		st, err := gate.Resume(w.res.state, floor, w.res.clock.at(w.now))
-		if err != nil {
+		if err := w.res.g.resume(w.res.name, floor); err != nil {
 			w.tracef("operator: resume: %v", err)
 			return
 		}
-		w.res.state = st
 		w.counts.OperatorResumes++
 		w.tracef("operator raised the floor to %d and resumed", floor)
 	})

@@ -37,6 +37,13 @@ type Report struct {
 	SegmentSkipAccepted   int `json:"segmentSkipAccepted"`
 	RegressionAccepted    int `json:"regressionAccepted"`
 
+	// Availability, each required to be 0: a pause while the registry never
+	// went backwards, the newest holder's first write refused without a
+	// regression, a queued ticket of a request that already had an answer.
+	SpuriousPauses  int `json:"spuriousPauses"`
+	BlockedHandoffs int `json:"blockedHandoffs"`
+	GhostWaiters    int `json:"ghostWaiters"`
+
 	ProtectedCoveragePct float64 `json:"protectedCoveragePct"`
 	WritesApplied        int     `json:"writesApplied"`
 	WritesFenced         int     `json:"writesFenced"`
@@ -51,11 +58,14 @@ type Report struct {
 	UnknownReconcileS float64 `json:"unknownReconcileMaxS"`
 	UnknownUnresolved int     `json:"unknownUnresolved"`
 
-	RegressionAlarms int `json:"regressionAlarms"`
-	RegressedGrants  int `json:"regressedGrants"`
-	// RegressionNotAlarmed: rounds where a re-issued fence reached the gate
-	// and was refused without a FENCE_REGRESSION alarm.
-	RegressionNotAlarmed int `json:"regressionNotAlarmedRounds"`
+	RegressionAlarms    int `json:"regressionAlarms"`
+	RegressionSuspected int `json:"regressionSuspectedAlarms"`
+	RegressedGrants     int `json:"regressedGrants"`
+	// RegressionNotAlarmed: rounds where a re-issued fence gave the gate
+	// proof of a regression and no alarm was raised. Required to be 0.
+	RegressionNotAlarmed int `json:"regressionsNotAlarmed"`
+	// SQL: the resources ran on gate/sqlgate over SQLite, not gate/memgate.
+	SQL bool `json:"sql"`
 	// ClientSawForgottenRequest: restarted workers whose journalled request
 	// ID was answered with a different grant.
 	ClientSawForgottenRequest int  `json:"clientSawForgottenRequest"`
@@ -94,6 +104,8 @@ func newReport(cfg *Config, c *Counts, elapsed time.Duration) *Report {
 		StaleAccepted: c.StaleAccepted, StaleNotHolder: c.StaleNotHolder, StaleAfterHigherFence: c.StaleAfterHigherFence,
 		ForgedAccepted: c.ForgedAccepted, HighestFencePolluted: c.HighestFencePolluted,
 		SegmentSkipAccepted: c.SegmentSkipAccepted, RegressionAccepted: c.RegressionAccepted,
+		SpuriousPauses: c.SpuriousPauses, BlockedHandoffs: c.BlockedHandoffs, GhostWaiters: c.GhostWaiters,
+		RegressionSuspected: c.RegressionSuspected, SQL: cfg.SQL,
 		WritesApplied: c.Applied, WritesFenced: c.Fenced, ProtectedCoveragePct: 100,
 		HandoffBudgetMs: cfg.HandoffBudgetMs, Handoffs: len(c.HandoffMs),
 		HandoffP50Ms: percentile(c.HandoffMs, 50), HandoffP99Ms: percentile(c.HandoffMs, 99),
@@ -192,7 +204,11 @@ func (r *Report) WriteText(w io.Writer) {
 	} else if r.Broken != "" {
 		mode = "protection deliberately broken: " + r.Broken
 	}
-	fmt.Fprintf(w, "fencegate sim: %d rounds, seed %d, %s proofs, %s\n", r.Rounds, r.Seed, r.Alg, mode)
+	resource := "gate/memgate"
+	if r.SQL {
+		resource = "gate/sqlgate on SQLite"
+	}
+	fmt.Fprintf(w, "fencegate sim: %d rounds, seed %d, %s proofs, resources on %s, %s\n", r.Rounds, r.Seed, r.Alg, resource, mode)
 	fmt.Fprintf(w, "  faults: %s\n\n", faultsLine(r.Faults))
 	row := func(name string, v any, note string) { fmt.Fprintf(w, "  %-40s %14v  %s\n", name, v, note) }
 	zero := func(n int) string {
@@ -208,11 +224,15 @@ func (r *Report) WriteText(w io.Writer) {
 	row("highestFence changed by a rejection", r.HighestFencePolluted, zero(r.HighestFencePolluted))
 	row("segment-skip accepts", r.SegmentSkipAccepted, zero(r.SegmentSkipAccepted))
 	row("accepts after fence regression", r.RegressionAccepted, zero(r.RegressionAccepted))
+	row("spurious pauses", r.SpuriousPauses, zero(r.SpuriousPauses))
+	row("blocked handoffs", r.BlockedHandoffs, zero(r.BlockedHandoffs))
+	row("ghost waiters", r.GhostWaiters, zero(r.GhostWaiters))
+	row("regressions not alarmed", r.RegressionNotAlarmed, zero(r.RegressionNotAlarmed))
 	row("protected-mutation coverage", fmt.Sprintf("%.2f%%", r.ProtectedCoveragePct), fmt.Sprintf("%d of %d applied writes", r.WritesFenced, r.WritesApplied))
 	row("handoff p50 / p99", fmt.Sprintf("%d / %d ms", r.HandoffP50Ms, r.HandoffP99Ms), fmt.Sprintf("budget %d ms, %d handoffs; first write p99 %d ms", r.HandoffBudgetMs, r.Handoffs, r.FirstWriteP99Ms))
 	row("UNKNOWN reconcile max", fmt.Sprintf("%.1f s", r.UnknownReconcileS), fmt.Sprintf("budget %d s; %d entered, %d reconciles, %d unresolved", UnknownReconcileBudgetS, r.UnknownEntered, r.Reconciles, r.UnknownUnresolved))
 	row("fence regressions alarmed", r.RegressionAlarms, fmt.Sprintf("%d grants re-issued at an old fence; %d operator resumes", r.RegressedGrants, r.OperatorResumes))
-	row("  rounds refused without an alarm", r.RegressionNotAlarmed, "a re-issued fence reached the gate, was refused (e.g. QUARANTINED), no FENCE_REGRESSION")
+	row("  suspected (alarm, no pause)", r.RegressionSuspected, "a lower fence whose HELD proof was within the skew bound of the highest grant")
 	row("  clients that saw a forgotten request", r.ClientSawForgottenRequest, "journalled request ID answered with another grant; operation abandoned")
 	if len(r.Attacks) > 0 {
 		var parts []string

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash"
 	"hash/fnv"
+	"math/rand/v2"
 
 	"github.com/fencegate/fencegate/registry"
 )
@@ -23,6 +24,9 @@ const (
 	beyondLagTimesMax = 10
 	operatorDelayMin  = 5000 // FENCE_REGRESSION → operator raises the floor and resumes
 	operatorDelayMax  = 30_000
+	// With FaultGateLag the gate's clock lags by at least this share of
+	// the bound (and stays inside it).
+	gateLagShareMin = 0.5
 )
 
 // world is one round: every party, the event queue and the round's PRNG.
@@ -45,9 +49,11 @@ type world struct {
 	beyondBound bool
 	store       *store
 	reg         *registry.Registry
+	pending     []*pendingAcquire // acquires the registry is serving, queued
 	res, nbr    *resource
 	workers     []*worker
 	partitions  []partition
+	held        []heldCopy // FaultLateCopy: originals held until the next owner writes
 	chk         *checker
 	adv         *adversary
 
@@ -57,7 +63,7 @@ type world struct {
 	reconcilesUp int // MUTATION_UNKNOWN reconciles still open
 }
 
-func newWorld(cfg *Config, keys *keySet, round int, c *Counts) *world {
+func newWorld(cfg *Config, keys *keySet, round int, c *Counts, env *sqlEnv) *world {
 	w := &world{cfg: cfg, keys: keys, round: round, seed: roundSeed(cfg.Seed, round), counts: c, digest: fnv.New64a()}
 	w.rng = newRNG(w.seed)
 	for f := range faultCount {
@@ -67,13 +73,23 @@ func newWorld(cfg *Config, keys *keySet, round int, c *Counts) *world {
 	w.store = newStore()
 	w.store.onCommit = func(resource string, rec *registry.Record, rev uint64) {
 		if resource == w.res.name {
-			w.chk.committed(rec)
+			if w.cfg.Trace != nil {
+				var ws []string
+				for _, x := range rec.Waiters {
+					ws = append(ws, fmt.Sprintf("%s/%s seen %d dl %d", x.Owner, x.RequestID, x.SeenMs-epochBase.UnixMilli(), x.DeadlineMs-epochBase.UnixMilli()))
+				}
+				w.tracef("store commit rev %d: holder %v waiters %v freeAt %d", rev, rec.Holder != nil, ws, rec.FreeAtMs-epochBase.UnixMilli())
+			}
+			w.chk.committed(rec, w.store)
+			w.recordChanged()
 		}
 	}
 	w.startRegistry()
 	name := fmt.Sprintf("sim/round-%d", round)
-	w.res = newResource(w, name, w.partyClock(true))
-	w.nbr = newResource(w, name+"-neighbour", w.res.clock)
+	gateClock := w.partyClock(true)
+	g := w.gateAdapter(env, gateClock)
+	w.res = newResource(w, name, gateClock, g)
+	w.nbr = newResource(w, name+"-neighbour", gateClock, g)
 	w.adv = newAdversary(w)
 	for _, id := range []party{pWorkerA, pWorkerB, pWorkerC} {
 		w.workers = append(w.workers, newWorker(w, id, w.partyClock(false)))
@@ -87,11 +103,12 @@ func (w *world) startRegistry() {
 	cfg := registry.DefaultConfig(epochLive)
 	cfg.ClockSkewMaxMs = uint64(w.cfg.SkewBoundMs)
 	cfg.LockDelayMs = max(cfg.LockDelayMs, cfg.ClockSkewMaxMs)
-	reg, err := registry.New(w.store, cfg, registryClock{w}, w.keys.registry)
+	rnd := rand.NewPCG(w.rng.r.Uint64(), w.rng.r.Uint64())
+	reg, err := registry.New(w.store, cfg, registryClock{w}, w.keys.registry, registry.WithRand(rnd))
 	if err != nil {
 		panic("sim: registry: " + err.Error())
 	}
-	w.reg = reg
+	w.reg, w.pending = reg, nil
 }
 
 // partyClock draws a gate's or client's clock: within the skew bound with
@@ -103,6 +120,11 @@ func (w *world) partyClock(isGate bool) partyClock {
 		driftPpmMax := skewDriftShare * bound / roundMsMax * 1e6
 		c.offsetMs = w.rng.float(-skewOffsetShare*bound, skewOffsetShare*bound)
 		c.driftPpm = w.rng.float(-driftPpmMax, driftPpmMax)
+	}
+	if isGate && w.on[FaultGateLag] {
+		// Lagging inside the bound, near its edge: a proof looks fresh to
+		// this gate for almost the whole bound after it lapsed.
+		c.offsetMs = -w.rng.float(gateLagShareMin, skewOffsetShare) * float64(w.cfg.SkewBoundMs)
 	}
 	if isGate && w.cfg.SkewBeyondBound && w.rng.chance(w.cfg.BeyondBoundRate) {
 		w.beyondBound = true

@@ -26,12 +26,23 @@ func Run(cfg Config) (*Report, error) {
 	if cfg.Round > 0 {
 		first, last = cfg.Round, cfg.Round
 	}
+	var envs []*sqlEnv
+	if cfg.SQL {
+		for range cfg.Parallel {
+			env, err := newSQLEnv(keys.gatePolicy(cfg.Break), &cfg)
+			if err != nil {
+				return nil, err
+			}
+			defer env.close()
+			envs = append(envs, env)
+		}
+	}
 	start := time.Now() // wall time for the report only; no decision reads it
 	total := &Counts{}
 	done := 0
 	for lo := first; lo <= last; lo += chunkRounds {
 		hi := min(lo+chunkRounds-1, last)
-		results := runChunk(&cfg, keys, lo, hi)
+		results := runChunk(&cfg, keys, envs, lo, hi)
 		for _, c := range results {
 			total.merge(c)
 			done++
@@ -44,17 +55,21 @@ func Run(cfg Config) (*Report, error) {
 }
 
 // runChunk runs rounds lo..hi on cfg.Parallel goroutines; results come
-// back indexed by round.
-func runChunk(cfg *Config, keys *keySet, lo, hi int) []*Counts {
+// back indexed by round. In the SQL mode each goroutine takes one of envs.
+func runChunk(cfg *Config, keys *keySet, envs []*sqlEnv, lo, hi int) []*Counts {
 	results := make([]*Counts, hi-lo+1)
 	next := make(chan int)
 	var wg sync.WaitGroup
-	for range min(cfg.Parallel, len(results)) {
+	for i := range min(cfg.Parallel, len(results)) {
+		var env *sqlEnv
+		if cfg.SQL {
+			env = envs[i]
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for r := range next {
-				results[r-lo] = RunRound(cfg, keys, r)
+				results[r-lo] = runRound(cfg, keys, env, r)
 			}
 		}()
 	}
@@ -66,10 +81,23 @@ func runChunk(cfg *Config, keys *keySet, lo, hi int) []*Counts {
 	return results
 }
 
-// RunRound runs round r of cfg alone and returns what its checker counted.
+// RunRound runs round r of cfg alone and returns what its checker counted
+// (in the SQL mode, on a database of its own).
 func RunRound(cfg *Config, keys *keySet, r int) *Counts {
+	var env *sqlEnv
+	if cfg.SQL {
+		var err error
+		if env, err = newSQLEnv(keys.gatePolicy(cfg.Break), cfg); err != nil {
+			panic(err)
+		}
+		defer env.close()
+	}
+	return runRound(cfg, keys, env, r)
+}
+
+func runRound(cfg *Config, keys *keySet, env *sqlEnv, r int) *Counts {
 	c := &Counts{}
-	w := newWorld(cfg, keys, r, c)
+	w := newWorld(cfg, keys, r, c, env)
 	w.run()
 	for i := range c.Violations {
 		c.Violations[i].Seed = cfg.Seed
@@ -103,6 +131,9 @@ func reproCommand(cfg *Config, r int) string {
 	}
 	if cfg.Alg != grant.AlgHMACSHA256 {
 		cmd += " --alg " + string(cfg.Alg)
+	}
+	if cfg.SQL {
+		cmd += " --sql"
 	}
 	return cmd + " --trace"
 }

@@ -149,9 +149,9 @@ func (s *store) comparesHold(w registry.Write) bool {
 	return true
 }
 
-// Watch is not used by the simulator: it acquires with WaitMs 0 and polls
-// in simulated time, because the registry's waiting acquire sleeps on real
-// timers. A closed channel tells a caller to fall back to Read.
+// Watch is not used by the simulator: it steps the registry's waiting
+// acquires (registry.Acquisition) on every commit itself (see
+// registry.go). A closed channel tells a caller to fall back to Read.
 func (s *store) Watch(ctx context.Context, resource string, fromRev uint64) (<-chan registry.RecordEvent, error) {
 	ch := make(chan registry.RecordEvent)
 	close(ch)

@@ -10,14 +10,14 @@ import (
 // Worker timing, in milliseconds of the worker's own clock.
 const (
 	leaseTTLMs      = 3000 // requested server-side TTL
-	callTimeoutMs   = 300  // a registry call with no answer by then is lost (client.Options.CallTimeout)
+	acquireWaitMs   = 1000 // a worker queues this long behind the holder (the registry's FIFO waiters), then asks again
+	callTimeoutMs   = 300  // client.Options.CallTimeout: a registry call with no answer by then is lost
 	ackTimeoutMs    = 300  // a write with no answer by then is MUTATION_UNKNOWN
-	busyRetryMsMin  = 150  // acquire retry after BUSY, jittered up to twice this
+	busyRetryMsMin  = 150  // acquire retry after a refusal, jittered up to twice this
 	reconcileMs     = 1000 // MUTATION_UNKNOWN: ask the resource this often
 	computeMsMin    = 50   // time to compute one segment
 	computeMsMax    = 250
-	proofMarginMs   = 600 // a status proof is used only while local now + this < validUntil
-	opsPerWorker    = 3   // operations a worker attempts before giving up
+	opsPerWorker    = 3 // operations a worker attempts before giving up
 	giveUpMs        = 60_000
 	pausedBackoffMs = 20_000 // after RESOURCE_PAUSED: wait for the operator
 	segmentsMin     = 2
@@ -25,12 +25,20 @@ const (
 	gapStreakMax    = 5 // SEGMENT_GAP this often in a row: the grant cannot continue
 )
 
-// worker is a client process: it acquires the lease, writes its operation
-// in segments through the gate, renews, and releases. Its lease runs the
-// client package's own pure Machine (the transition table) and Schedule
-// (when to renew, refresh, stop, query) with the client's defaults; the
-// worker is the event-driven shell the client's Lease is for a real
-// process (see lease.go).
+// clientOptions are the client's own defaults, with the call timeout the
+// simulated network's round trips call for (the lease core caps it at
+// TTL/4 anyway). The cores draw their jitter from the round's PRNG.
+var clientOptions = client.Options{CallTimeout: callTimeoutMs * time.Millisecond}.WithDefaults()
+
+// worker is a client process: it acquires the lease (queueing behind the
+// holder), writes its operation in segments through the gate, renews, and
+// releases. Every lease decision is the client package's own: an
+// AcquireCore while it acquires, a LeaseCore while it holds (state
+// machine, renewal timing, envelope checks, the release's drain). The
+// worker is their driver — it carries their calls over the simulated
+// network and their timers on its own clock — plus the application around
+// them: which segments to write, what to do after each answer, a journal
+// that survives a crash.
 type worker struct {
 	w     *world
 	id    party
@@ -54,29 +62,21 @@ type worker struct {
 	journalReq   string
 
 	// Volatile state.
-	m           client.Machine  // the client's transition table
-	sched       client.Schedule // the client's timing, on the worker's clock
-	tickTok     int             // the live timer chain of sched
-	is          registry.Issued
-	grantBytes  []byte
-	statusBytes []byte
-	segs        uint64
-	callTok     int // outstanding registry call
-	ackTok      int // outstanding write
-	inflight    uint64
-	attemptMs   int64 // first attempt of the current request
-	unknownMs   int64 // true instant OWNERSHIP_UNKNOWN began, -1 when not
-	writes      int
-	gapStreak   int  // SEGMENT_GAP answers in a row
-	releasing   bool // the current grant is being released: no renewals, no writes
-	draining    bool // waiting for this grant's proofs to expire before releasing
-	// proofUntilMs is the latest validUntil (registry clock) of a status
-	// proof attached to a write under the current grant.
-	proofUntilMs int64
-	started      bool
-	done         bool
-	fencing      bool  // recovering a MUTATION_UNKNOWN by fencing the resource
-	backoffMs    int64 // extra wait before the next request
+	acq       *client.AcquireCore // while acquiring
+	lease     *client.LeaseCore   // while a grant is held (until it ends)
+	is        registry.Issued     // the grant held (for the checker and the books)
+	wakeTok   int                 // the live wake timer of the current core
+	segs      uint64
+	ackTok    int // outstanding write
+	inflight  uint64
+	attemptMs int64 // first attempt of the current request
+	unknownMs int64 // true instant OWNERSHIP_UNKNOWN began, -1 when not
+	writes    int
+	gapStreak int // SEGMENT_GAP answers in a row
+	started   bool
+	done      bool
+	fencing   bool  // recovering a MUTATION_UNKNOWN by fencing the resource
+	backoffMs int64 // extra wait before the next request
 
 	// Faults armed for this worker.
 	pauseAtWrite int
@@ -84,6 +84,7 @@ type worker struct {
 	reorderAt    uint64
 	payloadAt    uint64
 	releaseRace  bool
+	lateCopy     bool // FaultLateCopy: the last segment's original is held back and the lease let go without waiting
 }
 
 func newWorker(w *world, id party, clock partyClock) *worker {
@@ -95,6 +96,11 @@ func newWorker(w *world, id party, clock partyClock) *worker {
 func (k *worker) timer(localMs int64, fn func()) {
 	inc := k.inc
 	k.w.after(k.clock.durationMs(localMs), func() { k.run(inc, fn) })
+}
+
+// timerAt runs fn once the worker's clock reads at (or now, if past).
+func (k *worker) timerAt(at time.Time, fn func()) {
+	k.timer(max(at.Sub(k.localNow()).Milliseconds()+1, 0), fn)
 }
 
 // run is how every event reaches the worker.
@@ -112,3 +118,5 @@ func (k *worker) run(inc int, fn func()) {
 func (k *worker) localMs() int64 { return k.clock.atMs(k.w.now) }
 
 func (k *worker) localNow() time.Time { return k.clock.at(k.w.now) }
+
+func (k *worker) certain() bool { return k.lease != nil && k.lease.Certain() }

@@ -1,77 +1,46 @@
 package sim
 
 import (
-	"context"
-	"time"
-
 	"github.com/fencegate/fencegate/client"
-
 	"github.com/fencegate/fencegate/grant"
-	"github.com/fencegate/fencegate/registry"
 )
 
 // release gives the lease back once the operation is finished or
-// hopeless, retrying a lost answer (release is idempotent) as the client
-// does. A renewal in flight is abandoned: its answer no longer matters.
-func (k *worker) release() {
-	st := k.m.State()
-	if st.Terminal() || st == client.StateRequested || k.is.Grant == nil {
+// hopeless: the core's BeginRelease, with its drain (the release is sent
+// only once no unsettled write's proof can still be accepted), unless the
+// run is NaiveRelease.
+func (k *worker) release() { k.releaseWith(!k.w.cfg.NaiveRelease) }
+
+func (k *worker) releaseWith(drain bool) {
+	l := k.lease
+	if l == nil || !l.BeginRelease(k.localNow(), drain) {
 		return
 	}
-	if st == client.StateRenewing {
-		k.step(client.EvRenewLost)
+	if until := l.ReleaseAt(); until.After(k.localNow()) {
+		k.w.tracef("%s drains until %s before releasing", k.name, until.Format(grant.TimeLayout))
 	}
-	k.releasing, k.draining = true, false
-	k.tickTok++ // no more renewals
-	g := k.is.Grant
-	do := func(g *grant.Grant) (registry.Issued, error) {
-		return registry.Issued{}, k.w.reg.Release(context.Background(), k.name, g.Resource, g.Lease)
-	}
-	if k.releaseRace {
-		k.releaseRace = false
-		k.w.releaseRace(k)
-		k.w.after(k.w.rng.between(2000, 10_000), func() { _, _ = do(g) }) // the same release, re-delivered late
-	}
-	k.call(msgRelease, do, func(_ time.Time, _ registry.Issued, err error) {
-		switch held, refused := k.judgeRelease(err); {
-		case held:
-			k.step(client.EvReleaseOK)
-			if k.ackedSeq >= k.segs {
-				k.finishOps()
-				return
-			}
-			k.lost(g)
-		case refused:
-			k.step(client.EvReleaseRefused)
-			k.lost(g)
-		default:
-			k.step(client.EvReleaseLost)
-			k.timer(clientOptions.QueryInterval.Milliseconds(), k.release)
-		}
-	}, func() {
-		k.step(client.EvReleaseLost)
-		k.timer(clientOptions.QueryInterval.Milliseconds(), k.release)
-	})
+	k.driveLease()
 }
 
-// judgeRelease reads a release answer: ok, a definite refusal (the lease
-// had already ended), or lost.
-func (k *worker) judgeRelease(err error) (ok, refused bool) {
-	if err == nil {
-		return true, false
+// leaseEnded is the end of the lease (its core reached EXPIRED or
+// RELEASED): the operation is done, or what was in flight is unknown and
+// a new request follows.
+func (k *worker) leaseEnded(how client.Event) {
+	g := k.lease.Grant()
+	k.lease = nil
+	k.wakeTok++
+	if how == client.EvReleaseOK && k.ackedSeq >= k.segs {
+		k.finishOps()
+		return
 	}
-	switch registry.CodeOf(err) {
-	case "", "UNAVAILABLE", "CONFLICT":
-		return false, false
-	}
-	return false, true
+	k.lost(g)
 }
 
 // lost handles the end of grant g with the operation unfinished: anything
 // sent and not answered is MUTATION_UNKNOWN, resolved against the
 // resource's receipts; then a new request, if any are left.
 func (k *worker) lost(g *grant.Grant) {
-	k.tickTok++
+	k.wakeTok++
 	if k.sentSeq > k.ackedSeq && g != nil {
 		k.w.reconcile(k, k.opID, g.FenceToken)
 	}
@@ -105,7 +74,7 @@ func (k *worker) fenceForRecovery() {
 
 func (k *worker) finishOps() {
 	k.done = true
-	k.tickTok++
+	k.wakeTok++
 }
 
 // crash loses every volatile field; restart resumes from the journal,
@@ -118,7 +87,8 @@ func (k *worker) crash() {
 	k.w.tracef("%s crashed", k.name)
 	k.crashed = true
 	k.inc++
-	k.inflight, k.is, k.unknownMs = 0, registry.Issued{}, -1
+	k.inflight, k.unknownMs = 0, -1
+	k.acq, k.lease = nil, nil
 }
 
 func (k *worker) restart() {
@@ -132,6 +102,5 @@ func (k *worker) restart() {
 		return
 	}
 	k.attemptMs = k.w.now
-	k.m = client.NewMachine() // a new process: a new machine, the journalled request ID
-	k.acquire()
+	k.acquire() // a new process: new cores, the journalled request ID
 }

@@ -3,6 +3,7 @@ package sim
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 
 	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/gate"
@@ -12,22 +13,11 @@ import (
 // writeNext sends the next segment if the lease is certain and the
 // operation unfinished.
 func (k *worker) writeNext() {
-	if !k.certain() || k.inflight != 0 || k.releasing || k.draining {
+	if !k.certain() || k.inflight != 0 {
 		return
 	}
 	if k.ackedSeq >= k.segs {
 		k.release()
-		return
-	}
-	// The client's Envelope checks: the local deadline, then the proof.
-	now := k.localNow()
-	if !now.Before(k.sched.Deadline) {
-		k.step(client.EvDeadline)
-		k.query()
-		return
-	}
-	if !k.sched.ProofUsable(clientOptions, now) {
-		k.refresh()
 		return
 	}
 	seq := k.ackedSeq + 1
@@ -36,15 +26,6 @@ func (k *worker) writeNext() {
 		k.sendSeg(seq+1, payloadDigest(k.opID, seq+1, 0), false) // computed concurrently, sent early
 	}
 	k.sendSeg(seq, payloadDigest(k.opID, seq, 0), true)
-}
-
-// refresh asks for a fresh status proof now, unless a renewal is already
-// in flight (its answer resumes the writes).
-func (k *worker) refresh() {
-	if k.m.State() == client.StateHeld {
-		k.step(client.EvRenewDue)
-		k.renew(true)
-	}
 }
 
 // payloadDigest names a segment's payload; variant > 0 is a different
@@ -56,38 +37,64 @@ func payloadDigest(op string, seq uint64, variant byte) grant.Digest {
 	return sha256.Sum256(append([]byte(op), b[:]...))
 }
 
-// sendSeg sends one segment; tracked segments wait for their answer.
+// sendSeg builds the envelope through the lease's core and sends it;
+// tracked segments wait for their answer. A refused envelope (the local
+// deadline passed, or the proof needs a refresh) is the core's to handle:
+// driveLease steps the deadline or refreshes, and a confirmation resumes
+// the writes.
 func (k *worker) sendSeg(seq uint64, payload grant.Digest, tracked bool) {
-	g := k.is.Grant
-	m := &gate.Mutation{
-		Resource: g.Resource, Lease: g.Lease, OperationID: k.opID, FenceToken: g.FenceToken,
-		SegmentSeq: seq, PayloadDigest: payload, Grant: k.grantBytes, GrantProof: k.is.GrantProof,
-		Status: k.statusBytes, StatusProof: k.is.StatusProof,
+	env, err := k.lease.Envelope(k.localNow(), seq, payload)
+	if err != nil {
+		var nh *client.NotHeldError
+		if tracked && (errors.As(err, &nh) || errors.Is(err, client.ErrProofStale)) {
+			k.driveLease()
+		}
+		return
+	}
+	m := &env
+	if k.w.cfg.StatusQuery {
+		// The gate asks the registry itself: the envelope carries no
+		// proof for it to trust instead (gatetest.WithoutStatus).
+		m.Status, m.StatusProof = nil, ""
 	}
 	o := origin{writer: k, buggy: !tracked && payload != payloadDigest(k.opID, seq, 0)}
-	k.proofUntilMs = max(k.proofUntilMs, k.is.Status.ValidUntil.UnixMilli())
-	tok, inc := 0, k.inc
+	tok, inc, l := 0, k.inc, k.lease
+	k.writes++
+	late := tracked && k.lateCopy && seq == k.segs
 	if tracked {
 		k.ackTok++
 		tok, k.inflight = k.ackTok, seq
 		k.sentSeq = max(k.sentSeq, seq)
-		k.timer(ackTimeoutMs, func() {
-			if k.ackTok == tok && k.inflight == seq {
-				k.inflight = 0 // MUTATION_UNKNOWN: resend the same segment, same payload
-				k.writeNext()
-			}
-		})
+		if !late {
+			k.timer(ackTimeoutMs, func() {
+				if k.ackTok == tok && k.inflight == seq {
+					k.inflight = 0 // MUTATION_UNKNOWN: resend the same segment, same payload
+					k.writeNext()
+				}
+			})
+		}
 	}
 	send := func() {
 		k.w.adv.capture(m)
 		k.w.send(k.id, pGate, msgWrite, func() {
 			out := k.w.res.apply(m, k.name, o)
 			k.w.send(pGate, k.id, msgWriteReply, func() {
-				k.run(inc, func() { k.onAck(tok, seq, out) })
+				k.run(inc, func() { k.onAck(l, tok, seq, out) })
 			})
 		})
 	}
-	k.writes++
+	if late {
+		// The last segment's original is held back in the network until
+		// the next owner has written, and the worker lets the lease go
+		// without waiting for its answer: the late copy after a release.
+		k.lateCopy = false
+		k.w.holdCopy(k, func() { k.w.adv.capture(m); k.w.res.apply(m, k.name, o) })
+		// Without the drain only if this is the one unanswered write, so
+		// that nothing else of this grant can land after the release.
+		k.w.tracef("%s sends segment %d (held back in the network) and releases without waiting", k.name, seq)
+		k.releaseWith(k.lease.Unsettled() > 1)
+		return
+	}
 	if k.pauseAtWrite == k.writes {
 		// Frozen between deciding to write and sending: the classic
 		// stale writer. Everything else of this worker waits too.
@@ -99,7 +106,11 @@ func (k *worker) sendSeg(seq uint64, payload grant.Digest, tracked bool) {
 	send()
 }
 
-func (k *worker) onAck(tok int, seq uint64, out gate.Outcome) {
+// onAck reads the resource's answer to a tracked segment.
+func (k *worker) onAck(l *client.LeaseCore, tok int, seq uint64, out gate.Outcome) {
+	if l != nil && k.lease == l {
+		l.Settle(seq, out) // the core decides whether this answer lets Release skip its proof
+	}
 	if tok == 0 || tok != k.ackTok || seq != k.inflight {
 		return
 	}
@@ -125,42 +136,16 @@ func (k *worker) onAck(tok int, seq uint64, out gate.Outcome) {
 		}
 		k.timer(computeMsMin, k.writeNext)
 	case gate.ProofExpired, gate.NotHeld:
-		k.refresh()
-	case gate.StaleOwner:
-		// A higher fence was accepted: no copy of any write under this
-		// grant can ever be accepted. Let it go and start over.
-		k.release()
+		k.driveLease() // a refresh or a renewal is due; its confirmation resumes the writes
+		k.timer(computeMsMin, k.writeNext)
 	case gate.FenceRegression, gate.ResourcePaused:
 		// The resource waits for an operator: come back much later.
 		k.backoffMs = pausedBackoffMs
-		k.drainThenRelease()
-	default:
-		// This grant cannot continue, but the rejection is not final for
-		// copies still in the network (a resumed resource, a gap that
-		// closes would accept them).
-		k.drainThenRelease()
-	}
-}
-
-// drainThenRelease stops writing and releases only once every status
-// proof this grant attached to a write has expired (by the worker's clock,
-// with the skew bound): a copy of a rejected write still in the network
-// could otherwise be accepted after the release, when the grant is no
-// longer the holder. Releasing is not completing the business.
-func (k *worker) drainThenRelease() {
-	if k.releasing || k.draining {
-		return
-	}
-	if k.w.cfg.NaiveRelease {
 		k.release()
-		return
+	default:
+		// A higher fence was accepted, or this grant cannot continue.
+		// Release drains: copies of writes whose answers were not final
+		// may still be in the network.
+		k.release()
 	}
-	k.draining = true
-	wait := k.proofUntilMs + k.w.cfg.SkewBoundMs + proofMarginMs - k.localMs()
-	lease := k.is.Grant.Lease
-	k.timer(max(wait, 0), func() {
-		if k.draining && k.is.Grant != nil && k.is.Grant.Lease == lease {
-			k.release()
-		}
-	})
 }

@@ -61,6 +61,7 @@ func scenarioUnknownProvenAbsentThenNewOperationUnderNewFence(t *testing.T, f *E
 	if _, err := res.Write(f.Ctx, OwnerB, eb, "b1"); err != nil {
 		t.Fatal(err)
 	}
+	lb.Settle(1, gate.Accepted)
 	if err := lb.Release(f.Ctx); err != nil {
 		t.Fatal(err)
 	}

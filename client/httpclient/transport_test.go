@@ -15,6 +15,7 @@ import (
 	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/client/clienttest"
 	"github.com/fencegate/fencegate/client/httpclient"
+	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/gate/gatetest"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/httpapi"
@@ -84,6 +85,7 @@ func TestHTTPHappyPathAndLostAcquireAnswer(t *testing.T) {
 	if _, err := l.Envelope(1, gatetest.Payload("x")); err != nil {
 		t.Fatal(err)
 	}
+	l.Settle(1, gate.Accepted) // never sent
 	if err := l.Release(context.Background()); err != nil || l.State() != client.StateReleased {
 		t.Fatalf("release: %v, %s", err, l.State())
 	}

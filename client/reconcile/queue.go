@@ -14,6 +14,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/fencegate/fencegate/clock"
 	"net/url"
 	"sync"
 	"time"
@@ -41,12 +42,8 @@ var (
 	ErrNotFound = errors.New("reconcile: item not found")
 )
 
-// Clock is the queue's time source.
-type Clock interface{ Now() time.Time }
-
-type systemClock struct{}
-
-func (systemClock) Now() time.Time { return time.Now() }
+// Clock is the queue's time source (the module's one clock interface).
+type Clock = clock.Clock
 
 // Options configure a Queue. Zero fields take their defaults.
 type Options struct {
@@ -89,7 +86,7 @@ type Queue struct {
 // Open opens (creating if needed) the queue in the SQLite file at path.
 func Open(ctx context.Context, path string, o Options) (*Queue, error) {
 	if o.Clock == nil {
-		o.Clock = systemClock{}
+		o.Clock = clock.System{}
 	}
 	if o.Deadline <= 0 {
 		o.Deadline = DeadlineDefault

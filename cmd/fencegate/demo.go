@@ -31,7 +31,8 @@ func init() { register(newDemoCmd) }
 const demoLong = `Start here: the specification's Worker A story with real processes.
 
 Starts a registry (fencegate serve, embedded etcd, temporary data dir), the
-example "ledger" service (examples/ledger: writes through the gate on SQLite)
+example "ledger" service (examples/ledger: writes through the gate on SQLite,
+or with --resource on Redis or an S3-compatible store)
 and two worker processes. Worker A takes a short lease, builds its write,
 and is frozen with SIGSTOP past its TTL; worker B takes over and writes;
 A is resumed and sends its stale write. Then the same story against a
@@ -57,7 +58,7 @@ const demoRowsKey = "invoice-batch/2026-07-19/rows"
 
 func newDemoCmd() *cobra.Command {
 	var ttlMs uint64
-	var db string
+	var db, resource string
 	var keep bool
 	c := &cobra.Command{
 		Use:     "demo",
@@ -71,17 +72,21 @@ func newDemoCmd() *cobra.Command {
 				// to build its envelope.
 				return usagef("--ttl-ms must be at least %d", demoTTLMsDefault)
 			}
-			return runDemo(c.Context(), ttlMs, db, keep, c.OutOrStdout())
+			if err := checkDemoResource(resource, db); err != nil { // hook: demo --resource
+				return err
+			}
+			return runDemo(c.Context(), ttlMs, db, resource, keep, c.OutOrStdout())
 		},
 	}
 	c.Flags().Uint64Var(&ttlMs, "ttl-ms", demoTTLMsDefault, "worker A's lease TTL in ms (A stays frozen TTL + lock-delay)")
 	c.Flags().StringVar(&db, "db", "", "the fenced ledger's database: a postgres://… URL (default: a temporary SQLite file)")
 	c.Flags().BoolVar(&keep, "keep", false, "keep the temporary directory (registry data, ledger databases, logs)")
-	c.AddCommand(newDemoLedgerCmd(), newDemoWorkerCmd())
+	demoResourceFlag(c.Flags(), &resource) // hook: demo --resource (demo_resource.go)
+	c.AddCommand(newDemoLedgerCmd(), newDemoWorkerCmd(), newDemoResledgerCmd(), newDemoS3ServerCmd())
 	return c
 }
 
-func runDemo(ctx context.Context, ttlMs uint64, db string, keep bool, stdout io.Writer) error {
+func runDemo(ctx context.Context, ttlMs uint64, db, resource string, keep bool, stdout io.Writer) error {
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -95,7 +100,7 @@ func runDemo(ctx context.Context, ttlMs uint64, db string, keep bool, stdout io.
 	} else {
 		defer os.RemoveAll(dir)
 	}
-	d := &demo{self: self, dir: dir, out: stdout, start: time.Now(), ttlMs: ttlMs}
+	d := &demo{self: self, dir: dir, out: stdout, start: time.Now(), ttlMs: ttlMs, resource: resource}
 	defer d.stopAll()
 	return d.run(ctx, db)
 }
@@ -107,6 +112,7 @@ type demo struct {
 	out       io.Writer
 	start     time.Time
 	ttlMs     uint64
+	resource  string            // hook: demo --resource (demo_resource.go)
 	tokens    map[string]string // identity → bearer token
 	registry  string            // serve's URL
 	mu        sync.Mutex
@@ -117,7 +123,7 @@ func (d *demo) run(ctx context.Context, db string) error {
 	if err := d.writeTokens(); err != nil {
 		return err
 	}
-	fencedURL, unsafeURL, err := d.startServices(ctx, db)
+	fencedURL, unsafeURL, err := d.startServicesFor(ctx, db) // hook: demo --resource (demo_resource.go)
 	if err != nil {
 		return err
 	}

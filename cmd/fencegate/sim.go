@@ -40,7 +40,7 @@ type simOptions struct {
 	seed                                 uint64
 	faults, broken, alg                  string
 	unsafe, beyond, trace, asJSON, query bool
-	naiveRelease, naive                  bool
+	naiveRelease, naive, sqlMode         bool
 	bound, budget                        int64
 }
 
@@ -57,7 +57,8 @@ func newSimCmd() *cobra.Command {
 	fs.Uint64Var(&o.seed, "seed", 0, "run seed (default: random, printed)")
 	fs.StringVar(&o.faults, "faults", "all", "faults to inject: all, none, or a comma-separated list of NAME or NAME=RATE")
 	fs.BoolVar(&o.unsafe, "unsafe", false, "negative control: lease-only protection, no fence check at the resource")
-	fs.StringVar(&o.broken, "break", "none", "disable one protection on purpose: fence, auth, auth-order, segments, regression")
+	fs.StringVar(&o.broken, "break", "none", "disable one protection on purpose: "+strings.Join(sim.BreakNames()[1:], ", "))
+	fs.BoolVar(&o.sqlMode, "sql", false, "run the resources on gate/sqlgate over in-memory SQLite instead of gate/memgate (same decisions, slower)")
 	fs.BoolVar(&o.beyond, "skew-beyond-bound", false, "give the gate a clock lagging beyond the skew bound in half the rounds; report the effect")
 	fs.IntVar(&o.round, "round", 0, "replay only this round (1-based) of the run")
 	fs.BoolVar(&o.trace, "trace", false, "with --round: print every event of the round")
@@ -82,7 +83,7 @@ func runSim(o *simOptions, stdout io.Writer) error {
 	}
 	cfg.SkewBeyondBound, cfg.Round, cfg.Parallel, cfg.HandoffBudgetMs = o.beyond, o.round, o.parallel, o.budget
 	cfg.Alg, cfg.NaiveRecovery, cfg.StatusQuery, cfg.SkewBoundMs = grant.Alg(o.alg), o.naive, o.query, o.bound
-	cfg.NaiveRelease = o.naiveRelease
+	cfg.NaiveRelease, cfg.SQL = o.naiveRelease, o.sqlMode
 	if o.trace {
 		if o.round == 0 {
 			return usagef("--trace needs --round")

@@ -4,17 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/gate"
-	"github.com/fencegate/fencegate/grant"
 )
-
-// DrainSkew is added to an unsettled write's status proof validUntil
-// before releasing: the registry's default ClockSkewMaxMs (500 ms) twice,
-// as the client's ExpiryMargin does.
-const DrainSkew = time.Second
 
 // writeFenced submits the entries as a segmented batch under the lease:
 // each segment's envelope carries the grant, its fence and a status proof,
@@ -63,9 +56,11 @@ func (w *worker) send(ctx context.Context, l *client.Lease, m *gate.Mutation, en
 	r, err := w.cfg.Ledger.Write(ctx, m, entries)
 	switch {
 	case gate.IsSuccess(err):
+		l.Settle(m.SegmentSeq, gate.OutcomeOf(err)) // answered: Release need not wait for its proof
 		w.accepted(r, gate.OutcomeOf(err))
 		return nil
 	case !errors.Is(err, ErrMutationUnknown):
+		l.Settle(m.SegmentSeq, gate.OutcomeOf(err)) // a non-final rejection stays unsettled
 		var rej *gate.Rejection
 		if errors.As(err, &rej) {
 			w.emit(Event{Kind: "rejected", Fence: m.FenceToken, Outcome: string(rej.Outcome), Reason: rej.Reason,
@@ -73,39 +68,14 @@ func (w *worker) send(ctx context.Context, l *client.Lease, m *gate.Mutation, en
 		}
 		return err
 	}
+	// Unsettled: until it is resolved, Lease.Release waits for its status
+	// proof to lapse (a copy of it could otherwise land after the release).
 	w.emit(Event{Kind: "unknown", Fence: m.FenceToken, Msg: fmt.Sprintf("MUTATION_UNKNOWN for segment %d: %v", m.SegmentSeq, err)})
-	w.inFlight(m)
 	if err := w.resolve(ctx, l, m, entries); err != nil {
 		return err
 	}
-	w.inFlightUntil = time.Time{} // settled: a late copy is REPLAYED or STALE_OWNER
+	l.Settle(m.SegmentSeq, gate.Accepted) // resolved: a late copy is REPLAYED or STALE_OWNER
 	return nil
-}
-
-// inFlight notes that a copy of m may still reach the ledger: until its
-// status proof lapses, the gate could accept it even after a release,
-// because a release frees the resource at once and proofs outlive it.
-func (w *worker) inFlight(m *gate.Mutation) {
-	if st, err := grant.ParseStatus(m.Status); err == nil && st.ValidUntil.After(w.inFlightUntil) {
-		w.inFlightUntil = st.ValidUntil
-	}
-}
-
-// drain waits, before a release, until no unsettled write can still be
-// accepted: its status proof's validUntil plus the clock-skew bound.
-func (w *worker) drain(ctx context.Context) {
-	if w.inFlightUntil.IsZero() {
-		return
-	}
-	wait := time.Until(w.inFlightUntil.Add(DrainSkew))
-	if wait <= 0 {
-		return
-	}
-	w.emit(Event{Kind: "draining", Msg: fmt.Sprintf("a write's outcome is still unknown: waiting %s for its status proof to lapse before releasing", wait.Round(time.Millisecond))})
-	select {
-	case <-time.After(wait):
-	case <-ctx.Done():
-	}
 }
 
 // resolve is MUTATION_UNKNOWN recovery: ask the ledger's receipts whether

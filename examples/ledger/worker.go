@@ -67,9 +67,8 @@ type Result struct {
 }
 
 type worker struct {
-	cfg           WorkerConfig
-	res           Result
-	inFlightUntil time.Time // a write with an unsettled outcome may land until then
+	cfg WorkerConfig
+	res Result
 }
 
 // RunWorker acquires the lease, writes, and releases. A rejection by the
@@ -105,8 +104,11 @@ func RunWorker(ctx context.Context, cfg WorkerConfig) (Result, error) {
 	} else {
 		err = w.writeFenced(ctx, l)
 	}
-	w.drain(ctx)
-	if rerr := l.Release(ctx); rerr != nil {
+	if until := l.DrainUntil(); !until.IsZero() {
+		w.emit(Event{Kind: "draining", Msg: fmt.Sprintf("a write's outcome is still unknown: Release waits until %s for its status proof to lapse",
+			until.UTC().Format(time.RFC3339Nano))})
+	}
+	if rerr := l.Release(ctx); rerr != nil { // drains: see Lease.Release
 		w.emit(Event{Kind: "released", Msg: "release: " + rerr.Error()})
 	} else if st := l.State(); st == client.StateReleased {
 		w.emit(Event{Kind: "released", Msg: "released " + g.Lease})

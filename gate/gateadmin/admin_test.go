@@ -23,15 +23,12 @@ import (
 	"github.com/fencegate/fencegate/gate/gateadmin"
 	"github.com/fencegate/fencegate/gate/gatetest"
 	"github.com/fencegate/fencegate/gate/sqlgate"
+	"github.com/fencegate/fencegate/internal/fakeclock"
 	"github.com/fencegate/fencegate/internal/pgtest"
 	"github.com/fencegate/fencegate/registry/httpapi"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
-
-type fixedClock struct{ t time.Time }
-
-func (c fixedClock) Now() time.Time { return c.t }
 
 const resource = "ledger/paused"
 
@@ -57,7 +54,7 @@ func pausedGate(t *testing.T, postgres bool) string {
 	}
 	defer db.Close()
 	iss := gatetest.NewIssuer("gateadmin")
-	g, err := sqlgate.New(sqlgate.Config{Dialect: d, Policy: gate.Policy{Verifier: iss.Verifier}, Clock: fixedClock{gatetest.T0.Add(2 * time.Second)}})
+	g, err := sqlgate.New(sqlgate.Config{Dialect: d, Policy: gate.Policy{Verifier: iss.Verifier}, Clock: fakeclock.New(gatetest.T0.Add(2 * time.Second))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,11 +20,8 @@ import (
 	"github.com/fencegate/fencegate/gate/gatemetrics"
 	"github.com/fencegate/fencegate/gate/gatetest"
 	"github.com/fencegate/fencegate/gate/sqlgate"
+	"github.com/fencegate/fencegate/internal/fakeclock"
 )
-
-type clock struct{ t time.Time }
-
-func (c *clock) Now() time.Time { return c.t }
 
 func TestPausedResourcesGauge(t *testing.T) {
 	ctx := context.Background()
@@ -34,7 +31,7 @@ func TestPausedResourcesGauge(t *testing.T) {
 	}
 	defer db.Close()
 	iss := gatetest.NewIssuer("metrics")
-	clk := &clock{gatetest.T0.Add(2 * time.Second)}
+	clk := fakeclock.New(gatetest.T0.Add(2 * time.Second))
 	g, err := sqlgate.New(sqlgate.Config{Dialect: sqlgate.SQLite, Policy: gate.Policy{Verifier: iss.Verifier}, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +68,7 @@ func TestPausedResourcesGauge(t *testing.T) {
 	if _, err := g.Run(ctx, db, "w", iss.Later(time.Second).Mutation(w(3, "b"), 1, "p"), noop); !errors.Is(err, gate.ErrFenceRegression) {
 		t.Fatalf("want FENCE_REGRESSION: %v", err)
 	}
-	clk.t = clk.t.Add(90 * time.Second)
+	clk.Advance(90 * time.Second)
 	if n, age := gauge("fencegate_gate_paused_resources"), gauge("fencegate_gate_paused_oldest_age_seconds"); n != 1 || age != 90 {
 		t.Fatalf("after the regression: paused %v, age %v s; want 1 and 90", n, age)
 	}
@@ -84,14 +81,14 @@ func TestPausedResourcesGauge(t *testing.T) {
 }
 
 func TestUnknownTracker(t *testing.T) {
-	clk := &clock{gatetest.T0}
+	clk := fakeclock.New(gatetest.T0)
 	u := gatemetrics.NewUnknownTracker(clk.Now)
 	u.Observe("r", "op-1", gate.VerdictUndetermined)
-	clk.t = clk.t.Add(time.Minute)
+	clk.Advance(time.Minute)
 	u.Observe("r", "op-1", gate.VerdictUndetermined) // a second query keeps the first instant
 	u.Observe("r", "op-2", gate.VerdictUndetermined)
 	u.Observe("r", "op-3", gate.VerdictAccepted) // never open
-	clk.t = clk.t.Add(14 * time.Minute)
+	clk.Advance(14 * time.Minute)
 	if n, age := u.Open(); n != 2 || age != 15*time.Minute {
 		t.Fatalf("open %d, oldest %s; want 2 and 15m", n, age)
 	}

@@ -99,17 +99,12 @@ func (g *Gate) apply(ctx context.Context, tx *sql.Tx, caller string, m *gate.Mut
 	if err != nil {
 		return gate.Decision{}, err
 	}
-	in := gate.Input{Verified: v, State: st, Prior: prior, StatusSkewMax: g.pol.StatusSkewMax}
-	if gate.NeedsStatus(in) {
-		in.Status = g.evidence(ctx, v)
-	}
-	in.Now = now
 	if !stored {
-		in.Now = g.clock.Now()
+		now = g.clock.Now() // the lock may have been waited for
 	}
-	d := g.decide(ctx, in)
+	d := g.pol.DecideLocked(ctx, g.querying, v, st, prior, now)
 	if stored {
-		if d, err = g.keepSpeculation(ctx, in, d); err != nil {
+		if d, err = g.keepSpeculation(ctx, v, st, prior, now, d); err != nil {
 			return d, err
 		}
 	}
@@ -124,32 +119,4 @@ func (g *Gate) apply(ctx context.Context, tx *sql.Tx, caller string, m *gate.Mut
 		return d, err
 	}
 	return d, d.Err
-}
-
-// evidence builds the status evidence: the mutation's verified proof if
-// it has one, else the querier's answer (asked now, with the row locked).
-func (g *Gate) evidence(ctx context.Context, v *gate.Verified) gate.StatusEvidence {
-	if v.Status != nil {
-		return gate.EvidenceFromProof(v.Status)
-	}
-	if g.querier == nil {
-		return gate.StatusEvidence{Source: gate.StatusAbsent}
-	}
-	return g.query(ctx, v)
-}
-
-func (g *Gate) query(ctx context.Context, v *gate.Verified) gate.StatusEvidence {
-	return gate.QueryEvidence(ctx, g.querier, g.queryMax, v.Grant, g.pol.Verifier.Bundle().File().RevokedBelowEpoch)
-}
-
-// decide is gate.Decide, settled by the registry's word when the decision
-// asks for it and the gate has a querier (asked with the row locked).
-func (g *Gate) decide(ctx context.Context, in gate.Input) gate.Decision {
-	d := gate.Decide(in)
-	if d.Confirm && g.querier != nil {
-		ev := g.query(ctx, in.Verified)
-		in.Confirm = &ev
-		d = gate.Decide(in)
-	}
-	return d
 }

@@ -42,7 +42,7 @@ func (b *business) run(ctx context.Context, fn BusinessFunc) (err error) {
 	if err := b.setMark(ctx); err != nil {
 		return err
 	}
-	if err := fn(ctx, b.tx); err != nil {
+	if err := fn(withAccepting(ctx, b.v, b.d), b.tx); err != nil {
 		return fmt.Errorf("%w: %w", ErrBusiness, err)
 	}
 	switch {

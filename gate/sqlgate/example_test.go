@@ -68,3 +68,5 @@ func ExampleGate_Run() {
 type fixedClock struct{ t time.Time }
 
 func (c fixedClock) Now() time.Time { return c.t }
+
+func (c fixedClock) After(time.Duration) <-chan time.Time { return make(chan time.Time) } // the gate sets no timers

@@ -94,6 +94,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/gate"
 )
 
@@ -101,18 +102,12 @@ import (
 const PrefixDefault = "fencegate_"
 
 // StatusQueryTimeoutDefault bounds a status query when
-// Config.StatusQueryTimeout is zero: long enough for a registry round trip
-// across a region, short enough that a hung registry does not hold a
-// resource's fence row for long.
-const StatusQueryTimeoutDefault = 2 * time.Second
+// Config.StatusQueryTimeout is zero (gate.QueryTimeoutDefault).
+const StatusQueryTimeoutDefault = gate.QueryTimeoutDefault
 
-// Clock is the gate's time source. Production uses the system clock;
-// tests and the simulator inject one.
-type Clock interface{ Now() time.Time }
-
-type systemClock struct{}
-
-func (systemClock) Now() time.Time { return time.Now() }
+// Clock is the gate's time source (the module's one clock interface).
+// Production uses the system clock; tests and the simulator inject one.
+type Clock = clock.Clock
 
 // Config configures a Gate.
 type Config struct {
@@ -122,8 +117,11 @@ type Config struct {
 	// and status skew bound. Required (Policy.Verifier at least).
 	Policy gate.Policy
 	// Querier, if set, is asked for the grant's state when a mutation
-	// carries no status proof. Optional: without it such mutations are
-	// NOT_HELD (or STALE_OWNER). It is called with the fence row locked.
+	// carries no status proof, and to settle a lower fence whose proof is
+	// too close to the grant at highestFence to order (see gate's
+	// regression rule). Optional: without it such mutations are NOT_HELD
+	// (or STALE_OWNER), and the close call is a REGRESSION_SUSPECTED
+	// alarm. It is called with the fence row locked.
 	Querier gate.StatusQuerier
 	// StatusQueryTimeout bounds one Querier call (the fence row stays
 	// locked meanwhile); a timeout is NOT_HELD. Optional, defaults to
@@ -143,8 +141,7 @@ type Config struct {
 type Gate struct {
 	d        *Dialect
 	pol      gate.Policy
-	querier  gate.StatusQuerier
-	queryMax time.Duration
+	querying gate.Querying
 	clock    Clock
 	prefix   string
 	mode     gate.Mode
@@ -162,13 +159,10 @@ func New(cfg Config) (*Gate, error) {
 	if err := cfg.Policy.Check(); err != nil {
 		return nil, err
 	}
-	g := &Gate{d: cfg.Dialect, pol: cfg.Policy, querier: cfg.Querier, queryMax: cfg.StatusQueryTimeout,
+	g := &Gate{d: cfg.Dialect, pol: cfg.Policy, querying: gate.Querying{Querier: cfg.Querier, Timeout: cfg.StatusQueryTimeout},
 		clock: cfg.Clock, prefix: cfg.Prefix, mode: cfg.DefaultMode}
-	if g.queryMax <= 0 {
-		g.queryMax = StatusQueryTimeoutDefault
-	}
 	if g.clock == nil {
-		g.clock = systemClock{}
+		g.clock = clock.System{}
 	}
 	if g.prefix == "" {
 		g.prefix = PrefixDefault

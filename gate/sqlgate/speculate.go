@@ -48,24 +48,23 @@ func (g *Gate) speculateLookup(ctx context.Context, tx *sql.Tx, v *gate.Verified
 }
 
 // keepSpeculation checks a stored speculative accept against the decision
-// d that Decide made on the locked state at the receipt's time. It returns
-// the decision to act on: d when the accept stands; else a decision to
-// roll back (a rejection, or an error if the statement and Decide
-// disagree, which is a bug in the statement).
-func (g *Gate) keepSpeculation(ctx context.Context, in gate.Input, d gate.Decision) (gate.Decision, error) {
-	r := d.Receipt
-	if d.Outcome != gate.Accepted || r.Mode != gate.ModeEnforce || !r.AcceptedAt.Equal(acceptedAt(in.Now)) {
+// d that Decide made on the locked state at the receipt's time now. It
+// returns the decision to act on: d when the accept stands; else a
+// decision to roll back (a rejection, or an error if the statement and
+// Decide disagree, which is a bug in the statement).
+func (g *Gate) keepSpeculation(ctx context.Context, v *gate.Verified, st gate.State, prior *gate.Receipt, now time.Time, d gate.Decision) (gate.Decision, error) {
+	r, m := d.Receipt, &v.Mutation
+	if d.Outcome != gate.Accepted || r.Mode != gate.ModeEnforce || !r.AcceptedAt.Equal(acceptedAt(now)) {
 		return d, fmt.Errorf("sqlgate: internal error: the speculative accept of %s fence %d segment %d disagrees with the decision %s (rolled back)",
-			in.Verified.Mutation.Resource, in.Verified.Mutation.FenceToken, in.Verified.Mutation.SegmentSeq, d.Outcome)
+			m.Resource, m.FenceToken, m.SegmentSeq, d.Outcome)
 	}
 	// The statement may have waited for the row lock: the proof must
 	// still be fresh now that the lock is held, as the unspeculated path
 	// judges it. If it is not, decide again at this instant.
-	if now := g.clock.Now(); !in.Status.ProvesHeld(now, in.StatusSkewMax) {
-		in.Now = now
-		d = g.decide(ctx, in)
+	if later := g.clock.Now(); !gate.EvidenceFromProof(v.Status).ProvesHeld(later, g.pol.StatusSkewMax) {
+		d = g.pol.DecideLocked(ctx, g.querying, v, st, prior, later)
 		if d.Outcome == gate.Accepted {
-			return d, fmt.Errorf("sqlgate: internal error: %s accepted on a stale proof", in.Verified.Mutation.Resource)
+			return d, fmt.Errorf("sqlgate: internal error: %s accepted on a stale proof", m.Resource)
 		}
 		return d, d.Err
 	}

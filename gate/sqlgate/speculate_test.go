@@ -32,6 +32,8 @@ func (c *stepClock) set(ts ...time.Time) {
 	c.mu.Unlock()
 }
 
+func (c *stepClock) After(time.Duration) <-chan time.Time { return make(chan time.Time) } // the gate sets no timers
+
 func (c *stepClock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -1,0 +1,277 @@
+package client
+
+import (
+	"time"
+
+	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/registry"
+)
+
+// LeaseCore is one lease's pure core, as etcd-io/raft's RawNode is a
+// node's: the state machine (Machine), the timing (Schedule), which
+// registry call to make next and how to read its answer, whether an
+// envelope may be built, and what a release must wait for. It does no
+// I/O, reads no clock, starts no goroutine and takes no lock: every
+// method takes the client's now, and the driver makes the calls it asks
+// for. Lease drives it with real time and a Transport; the simulator
+// drives it with simulated time and a simulated network. Not safe for
+// concurrent use: the driver serializes.
+//
+// The driving loop: call Next(now); when it returns a call, make it (at
+// most one is ever in flight), then give its answer to Answer, or Lost
+// once Call.Timeout has passed without one; when it returns none, look
+// again at the instant it names (or when something changes: an envelope
+// was refused at the deadline, Release began).
+type LeaseCore struct {
+	o         Options
+	m         Machine
+	issued    registry.Issued // grant, grant proof, latest HELD status and proof
+	operation string
+	sched     Schedule
+	jitter    func() float64 // in [-1, 1), from a seeded rand
+	inflight  Call
+	callN     uint64
+	releasing bool
+	releaseAt time.Time // releasing: send the release at or after this instant
+	// unsettled maps each segment whose envelope was built and not yet
+	// settled to the latest status-proof validUntil attached to it.
+	unsettled map[uint64]time.Time
+	trans     []Transition
+}
+
+// CallKind is a registry call the core asks for.
+type CallKind int
+
+// The calls. CallNone means "nothing now".
+const (
+	CallNone         CallKind = iota
+	CallRenew                 // Transport.Renew: renew the lease (also a fresh proof)
+	CallRefresh               // Transport.Status: only the status proof needs refreshing
+	CallQuery                 // Transport.Renew while OWNERSHIP_UNKNOWN: its answer settles the state
+	CallRelease               // Transport.Release
+	CallAcquire               // Transport.Acquire (AcquireCore)
+	CallQueryRequest          // Transport.QueryRequest: the grant of a request whose answer was lost (AcquireCore)
+)
+
+var callNames = [...]string{"none", "renew", "refresh", "query", "release", "acquire", "query-request"}
+
+func (k CallKind) String() string { return callNames[k] }
+
+// Call is one registry call the core asked for: what, when (client
+// clock) and how long its answer may take before it counts as lost (an
+// answer after Timeout is late and treated as lost).
+type Call struct {
+	Kind    CallKind
+	Sent    time.Time
+	Timeout time.Duration
+	n       uint64 // matches the answer to the call
+}
+
+// Transition is one step of the lease's machine, for the driver's hooks.
+type Transition struct {
+	From, To State
+	Event    Event
+}
+
+// NewLeaseCore returns the core of a lease the registry granted in is, in
+// answer to an acquire sent at sent (client clock), for operationID. o
+// must have its defaults filled (Options.WithDefaults); jitter draws from
+// the caller's seeded rand in [-1, 1) (nil: none). The core starts HELD.
+func NewLeaseCore(o Options, is registry.Issued, operationID string, sent time.Time, jitter func() float64) *LeaseCore {
+	if jitter == nil {
+		jitter = func() float64 { return 0 }
+	}
+	c := &LeaseCore{o: o, m: NewMachine(), issued: is, operation: operationID, jitter: jitter, unsettled: map[uint64]time.Time{}}
+	c.sched = Confirmed(o, sent, c.ttl(), is.Status, c.jitter())
+	c.step(EvAcquireOK, sent)
+	return c
+}
+
+// State returns the machine's state.
+func (c *LeaseCore) State() State { return c.m.state }
+
+// Certain reports whether the client may produce new effects: HELD or
+// RENEWING, and no release begun. The driver's ownership context lives
+// exactly while this is true.
+func (c *LeaseCore) Certain() bool { return c.m.state.Certain() && !c.releasing }
+
+// Releasing reports whether Release began.
+func (c *LeaseCore) Releasing() bool { return c.releasing }
+
+// Issued returns the grant, its proof and the latest HELD status.
+func (c *LeaseCore) Issued() registry.Issued { return c.issued }
+
+// Grant returns the grant (immutable).
+func (c *LeaseCore) Grant() *grant.Grant { return c.issued.Grant }
+
+// OperationID returns the operation the grant's root binds.
+func (c *LeaseCore) OperationID() string { return c.operation }
+
+// Schedule returns the lease's timing.
+func (c *LeaseCore) Schedule() Schedule { return c.sched }
+
+// Inflight returns the call in flight (Kind CallNone if none).
+func (c *LeaseCore) Inflight() Call { return c.inflight }
+
+// Transitions returns and forgets the transitions since the last call.
+func (c *LeaseCore) Transitions() []Transition {
+	t := c.trans
+	c.trans = nil
+	return t
+}
+
+func (c *LeaseCore) ttl() time.Duration {
+	return time.Duration(c.issued.Grant.TTLMs) * time.Millisecond
+}
+
+// callTimeout is CallTimeout, but at most a quarter of the TTL, so that a
+// short lease learns of a lost renewal well before its deadline.
+func (c *LeaseCore) callTimeout() time.Duration { return min(c.o.CallTimeout, c.ttl()/4) }
+
+func (c *LeaseCore) step(ev Event, now time.Time) {
+	from := c.m.state
+	to, fx := c.m.Step(ev)
+	if fx.Query {
+		c.sched.QueryAt = now
+	}
+	c.trans = append(c.trans, Transition{From: from, To: to, Event: ev})
+}
+
+func (c *LeaseCore) send(k CallKind, now time.Time) Call {
+	c.callN++
+	c.inflight = Call{Kind: k, Sent: now, Timeout: c.callTimeout(), n: c.callN}
+	return c.inflight
+}
+
+// Next returns the call to make at now, recording it as in flight, or
+// CallNone and the instant to look again (zero: only when something
+// changes). While a call is in flight it returns none: answer it first.
+func (c *LeaseCore) Next(now time.Time) (Call, time.Time) {
+	st := c.m.state
+	switch {
+	case c.inflight.Kind != CallNone || st.Terminal():
+		return Call{}, time.Time{}
+	case c.releasing && now.Before(c.releaseAt):
+		return Call{}, c.releaseAt
+	case c.releasing:
+		return c.send(CallRelease, now), time.Time{}
+	}
+	due, wake := c.sched.Check(c.o, st, now)
+	switch due {
+	case DueDeadline:
+		c.step(EvDeadline, now)
+		return c.send(CallQuery, now), time.Time{}
+	case DueRenew:
+		c.step(EvRenewDue, now)
+		return c.send(CallRenew, now), time.Time{}
+	case DueRefresh:
+		c.step(EvRenewDue, now)
+		return c.send(CallRefresh, now), time.Time{}
+	case DueQuery:
+		return c.send(CallQuery, now), time.Time{}
+	}
+	return Call{}, wake
+}
+
+// Lost records that call got no answer within its timeout: it may or may
+// not have been applied.
+func (c *LeaseCore) Lost(now time.Time, call Call) {
+	c.Answer(now, call, registry.Issued{}, ErrOutcomeUnknown)
+}
+
+// Answer reads the answer to call, received at now. An answer to a call
+// that is no longer in flight (already answered, or lost) is ignored.
+func (c *LeaseCore) Answer(now time.Time, call Call, is registry.Issued, err error) {
+	if call.n == 0 || call.n != c.inflight.n {
+		return
+	}
+	c.inflight = Call{}
+	late := now.Sub(call.Sent) > call.Timeout
+	switch call.Kind {
+	case CallRenew, CallRefresh:
+		c.renewAnswer(now, call, is, err, late)
+	case CallQuery:
+		c.queryAnswer(now, call, is, err, late)
+	case CallRelease:
+		c.releaseAnswer(now, err)
+	}
+}
+
+func (c *LeaseCore) renewAnswer(now time.Time, call Call, is registry.Issued, err error, late bool) {
+	if c.m.state != StateRenewing {
+		return
+	}
+	switch held, refused := c.judge(is, err); {
+	case held && !late:
+		c.confirm(is, call.Sent, call.Kind == CallRefresh)
+		c.step(EvRenewOK, now)
+	case refused:
+		c.step(EvRenewRefused, now)
+	case held && late:
+		c.step(EvRenewLate, now)
+	default:
+		c.step(EvRenewLost, now)
+	}
+}
+
+// queryAnswer reads a query while OWNERSHIP_UNKNOWN. It is a renewal: a
+// HELD answer about the same grant both confirms ownership and gives a
+// new deadline; a definite refusal confirms the grant is over.
+func (c *LeaseCore) queryAnswer(now time.Time, call Call, is registry.Issued, err error, late bool) {
+	if c.m.state != StateUnknown {
+		return
+	}
+	switch held, refused := c.judge(is, err); {
+	case held && !late:
+		c.confirm(is, call.Sent, false)
+		c.step(EvQueryHeld, now)
+	case refused:
+		c.step(EvQueryExpired, now)
+	default:
+		c.step(EvQueryUnavailable, now)
+		c.sched.QueryAt = now.Add(c.o.QueryInterval)
+	}
+}
+
+func (c *LeaseCore) releaseAnswer(now time.Time, err error) {
+	switch classify(err) {
+	case answerOK: // even late: a release cannot be undone
+		c.step(EvReleaseOK, now)
+	case answerRefused:
+		c.step(EvReleaseRefused, now)
+	default:
+		c.step(EvReleaseLost, now)
+		c.releaseAt = now.Add(c.o.QueryInterval)
+	}
+}
+
+// judge reads a renewal or status answer: held means the registry said
+// this very grant is HELD; refused means it said definitely that it is
+// not. An answer about another grant says nothing about this one.
+func (c *LeaseCore) judge(is registry.Issued, err error) (held, refused bool) {
+	switch classify(err) {
+	case answerRefused:
+		return false, true
+	case answerOK:
+	default:
+		return false, false
+	}
+	if is.Status == nil || is.Status.Grant != c.issued.Grant.Digest() {
+		return false, false
+	}
+	if is.Status.State != grant.StateHeld {
+		return false, true
+	}
+	return true, false
+}
+
+// confirm records a HELD answer: a fresh status proof and, for a renewal,
+// a new deadline measured from when the renewal was sent.
+func (c *LeaseCore) confirm(is registry.Issued, sent time.Time, statusOnly bool) {
+	c.issued.Status, c.issued.StatusProof = is.Status, is.StatusProof
+	if statusOnly {
+		c.sched = c.sched.Refreshed(is.Status)
+		return
+	}
+	c.sched = Confirmed(c.o, sent, c.ttl(), is.Status, c.jitter())
+}

@@ -1,0 +1,187 @@
+// This file proves, in virtual time (testing/synctest: the real shell, its
+// goroutine and its timers, the real registry), that Release drains: with
+// an envelope whose answer never came, the registry keeps the lease until
+// the envelope's status proof can no longer be accepted, and frees it
+// then; a settled envelope, or ReleaseNoDrain, releases at once. Without
+// the drain (the negative control) the registry frees the lease while the
+// envelope's proof is still fresh.
+package client_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/fencegate/fencegate/client"
+	"github.com/fencegate/fencegate/client/clienttest"
+	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/gate/gatetest"
+	"github.com/fencegate/fencegate/grant"
+)
+
+// drainWorld is a registry and one worker's session on the bubble's clock.
+type drainWorld struct {
+	t   *testing.T
+	ctx context.Context
+	reg *clienttest.Registry
+	s   *client.Session
+}
+
+func newDrainWorld(t *testing.T) *drainWorld {
+	reg, err := clienttest.NewRegistry(client.SystemClock{}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := client.NewSession(client.Direct{Registry: reg.Registry, Owner: clienttest.OwnerA},
+		client.Options{Rand: rand.New(rand.NewPCG(5, 5))})
+	return &drainWorld{t: t, ctx: context.Background(), reg: reg, s: s}
+}
+
+func (w *drainWorld) acquire() *client.Lease {
+	l, err := w.s.Acquire(w.ctx, clienttest.Request("op-drain"))
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return l
+}
+
+// registryState is what the registry says about l's grant now.
+func (w *drainWorld) registryState(l *client.Lease) grant.State {
+	is, err := w.reg.Status(w.ctx, l.Grant())
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return is.Status.State
+}
+
+// releaseIn starts release in the background and returns a channel that
+// delivers its error.
+func releaseIn(release func(context.Context) error) <-chan error {
+	done := make(chan error, 1)
+	go func() { done <- release(context.Background()) }()
+	return done
+}
+
+func TestReleaseDrainsAnUnsettledEnvelope(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newDrainWorld(t)
+		l := w.acquire()
+		m, err := l.Envelope(1, gatetest.Payload("a1")) // sent; its answer never comes
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := grant.ParseStatus(m.Status)
+		if err != nil {
+			t.Fatal(err)
+		}
+		until := l.DrainUntil()
+		if want := st.ValidUntil.Add(client.DrainMarginDefault); !until.Equal(want) {
+			t.Fatalf("DrainUntil %s, want the proof's validUntil + DrainMargin = %s", until, want)
+		}
+		done := releaseIn(l.Release)
+		synctest.Wait()
+		if l.Ctx().Err() == nil || !l.Releasing() {
+			t.Fatal("ownership must stop being certain as soon as Release begins")
+		}
+		if _, err := l.Envelope(2, gatetest.Payload("a2")); err == nil {
+			t.Fatal("an envelope was built while releasing")
+		}
+		time.Sleep(time.Until(until) - time.Millisecond)
+		synctest.Wait()
+		if s := w.registryState(l); s != grant.StateHeld {
+			t.Fatalf("the registry says %s before the drain ended: a copy of the envelope could land after the release", s)
+		}
+		time.Sleep(2 * time.Millisecond)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if s := w.registryState(l); s != grant.StateReleased || l.State() != client.StateReleased {
+			t.Fatalf("after the drain: registry %s, lease %s", s, l.State())
+		}
+	})
+}
+
+func TestReleaseWithSettledEnvelopesIsImmediate(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		settle  gate.Outcome // "" leaves the envelope unsettled
+		release func(*client.Lease) func(context.Context) error
+	}{
+		{"settled accepted", gate.Accepted, func(l *client.Lease) func(context.Context) error { return l.Release }},
+		{"settled stale", gate.StaleOwner, func(l *client.Lease) func(context.Context) error { return l.Release }},
+		{"no drain", "", func(l *client.Lease) func(context.Context) error { return l.ReleaseNoDrain }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				w := newDrainWorld(t)
+				l := w.acquire()
+				if _, err := l.Envelope(1, gatetest.Payload("a1")); err != nil {
+					t.Fatal(err)
+				}
+				if c.settle != "" {
+					l.Settle(1, c.settle)
+				}
+				start := time.Now()
+				if err := <-releaseIn(c.release(l)); err != nil {
+					t.Fatal(err)
+				}
+				if elapsed := time.Since(start); elapsed != 0 {
+					t.Fatalf("release took %s of virtual time, want none", elapsed)
+				}
+				if s := w.registryState(l); s != grant.StateReleased {
+					t.Fatalf("registry says %s", s)
+				}
+			})
+		})
+	}
+}
+
+// TestNonFinalAnswerStillDrains: a SEGMENT_GAP answer does not settle
+// the envelope (the missing segment may arrive and a copy of this one be
+// accepted after it), so Release still waits for its proof.
+func TestNonFinalAnswerStillDrains(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newDrainWorld(t)
+		l := w.acquire()
+		if _, err := l.Envelope(2, gatetest.Payload("a2")); err != nil {
+			t.Fatal(err)
+		}
+		l.Settle(2, gate.SegmentGap)
+		until := l.DrainUntil()
+		if until.IsZero() {
+			t.Fatal("a SEGMENT_GAP answer settled the envelope")
+		}
+		start := time.Now()
+		if err := <-releaseIn(l.Release); err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().Before(until) {
+			t.Fatalf("released after %s, before the drain ended at %s", time.Since(start), until)
+		}
+	})
+}
+
+// TestNoDrainFreesTheLeaseWhileTheProofIsFresh is the negative control:
+// released without the drain, the registry frees the lease while the
+// unsettled envelope's proof still looks fresh to a gate, which is the
+// window in which a copy of it could be accepted after the release.
+func TestNoDrainFreesTheLeaseWhileTheProofIsFresh(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newDrainWorld(t)
+		l := w.acquire()
+		m, err := l.Envelope(1, gatetest.Payload("a1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, _ := grant.ParseStatus(m.Status)
+		if err := l.ReleaseNoDrain(w.ctx); err != nil {
+			t.Fatal(err)
+		}
+		fresh := time.Now().Add(500 * time.Millisecond).Before(st.ValidUntil) // the gate's freshness test, default skew bound
+		if s := w.registryState(l); s != grant.StateReleased || !fresh {
+			t.Fatalf("registry %s, proof fresh %v: the control shows nothing", s, fresh)
+		}
+	})
+}

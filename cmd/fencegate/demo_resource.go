@@ -1,0 +1,192 @@
+//go:build unix
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+
+	"github.com/fencegate/fencegate/examples/resledger"
+	"github.com/fencegate/fencegate/internal/s3local"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// This file is `fencegate demo --resource redis|s3`: the same Worker A
+// story with the ledger kept in Redis (gate/redisgate) or an
+// S3-compatible object store (gate/objgate) instead of SQLite. demo.go
+// calls it through three marked hooks; everything else is here.
+
+// Resources the demo can protect besides SQL.
+const (
+	demoResourceSQL   = "sql"
+	demoResourceRedis = "redis"
+	demoResourceS3    = "s3"
+)
+
+// demoResourceFlag declares --resource on the demo's flags.
+func demoResourceFlag(fs *pflag.FlagSet, p *string) {
+	fs.StringVar(p, "resource", demoResourceSQL, "what the ledger keeps its values in: sql (SQLite or --db), redis (a redis-server the demo starts) or s3 (an S3-compatible store the demo starts)")
+}
+
+func checkDemoResource(resource, db string) error {
+	switch resource {
+	case demoResourceSQL:
+		return nil
+	case demoResourceRedis, demoResourceS3:
+		if db != "" {
+			return usagef("--db goes with --resource sql")
+		}
+		return nil
+	}
+	return usagef("--resource %q (want sql, redis or s3)", resource)
+}
+
+// newDemoResledgerCmd is `demo resledger`, the demo's ledger child on
+// Redis or S3.
+func newDemoResledgerCmd() *cobra.Command {
+	var o resledger.ServeOptions
+	c := &cobra.Command{
+		Use:   "resledger --resource redis|s3 --token-file FILE (--trust-bundle FILE | --lease-only)",
+		Short: "the example ledger on Redis (gate/redisgate) or an S3-compatible store (gate/objgate)",
+		RunE: func(c *cobra.Command, _ []string) error {
+			if o.TokenFile == "" || (o.TrustBundle == "" && !o.LeaseOnly) {
+				return usagef("--token-file and --trust-bundle (or --lease-only) are required")
+			}
+			return resledger.Serve(c.Context(), o, c.OutOrStdout())
+		},
+	}
+	fs := c.Flags()
+	fs.StringVar(&o.Listen, "listen", "127.0.0.1:0", "address to serve on")
+	fs.StringVar(&o.Resource, "resource", "", "redis or s3 (required)")
+	fs.StringVar(&o.RedisAddr, "redis", "", "redis-server host:port")
+	fs.StringVar(&o.S3Endpoint, "s3-endpoint", "", "S3-compatible store URL")
+	fs.StringVar(&o.Bucket, "bucket", "ledger", "bucket (created if missing)")
+	fs.StringVar(&o.Prefix, "prefix", "ledger/", "key prefix")
+	fs.StringVar(&o.TrustBundle, "trust-bundle", "", "the registry's trust bundle (required unless --lease-only)")
+	fs.StringVar(&o.TokenFile, "token-file", "", "bearer tokens → identities, as for serve (required)")
+	fs.BoolVar(&o.LeaseOnly, "lease-only", false, "negative control: no gate")
+	return c
+}
+
+// newDemoS3ServerCmd is `demo s3server`: the local S3-compatible store
+// (s3local: gofakes3, memory backend, conditional writes honoured) until
+// ctx ends.
+func newDemoS3ServerCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "s3server",
+		Short: "a local S3-compatible store in memory (for demo --resource s3)",
+		RunE: func(c *cobra.Command, _ []string) error {
+			s, err := s3local.Start(c.Context())
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(c.OutOrStdout(), "s3server: listening on %s\n", s.URL)
+			<-c.Context().Done()
+			return nil
+		},
+	}
+}
+
+var (
+	redisReadyLine    = regexp.MustCompile(`(Ready to accept connections)`)
+	s3serverReadyLine = regexp.MustCompile(`s3server: listening on (http://\S+)`)
+)
+
+// startServicesFor starts what the story needs for d.resource: serve,
+// the store, and a fenced and a lease-only ledger on it.
+func (d *demo) startServicesFor(ctx context.Context, db string) (fenced, unsafe string, err error) {
+	if d.resource == "" || d.resource == demoResourceSQL {
+		return d.startServices(ctx, db)
+	}
+	regDir := filepath.Join(d.dir, "registry")
+	serve, err := d.spawn(ctx, "registry", false, "serve", "--data-dir", regDir, "--listen", "127.0.0.1:0", "--token-file", d.tokenFile())
+	if err != nil {
+		return "", "", err
+	}
+	store, err := d.startStore(ctx)
+	if err != nil {
+		return "", "", err
+	}
+	if d.registry, err = serve.waitLine(ctx, serveListenLine, demoStartTimeout); err != nil {
+		return "", "", err
+	}
+	d.say("registry", "fencegate serve listening on "+d.registry+" (embedded etcd, data in "+regDir+")")
+	common := append([]string{"demo", "resledger", "--resource", d.resource, "--token-file", d.tokenFile()}, store...)
+	fl, err := d.spawn(ctx, "fenced ledger", false, append(common, "--prefix", "fenced/", "--trust-bundle", filepath.Join(regDir, "trust-bundle.json"))...)
+	if err != nil {
+		return "", "", err
+	}
+	ul, err := d.spawn(ctx, "lease-only ledger", false, append(common, "--prefix", "lease-only/", "--lease-only")...)
+	if err != nil {
+		return "", "", err
+	}
+	if fenced, err = fl.waitLine(ctx, ledgerListenLine, demoStartTimeout); err != nil {
+		return "", "", err
+	}
+	d.say("ledger", "fenced ledger listening on "+fenced+" ("+d.resource+", trust bundle from the registry)")
+	if unsafe, err = ul.waitLine(ctx, ledgerListenLine, demoStartTimeout); err != nil {
+		return "", "", err
+	}
+	d.say("ledger", "lease-only ledger listening on "+unsafe+" (negative control: same store, no gate)")
+	return fenced, unsafe, nil
+}
+
+// startStore starts redis-server or the local S3 store and returns the
+// resledger flags that reach it.
+func (d *demo) startStore(ctx context.Context) ([]string, error) {
+	if d.resource == demoResourceS3 {
+		c, err := d.spawn(ctx, "s3 store", false, "demo", "s3server")
+		if err != nil {
+			return nil, err
+		}
+		url, err := c.waitLine(ctx, s3serverReadyLine, demoStartTimeout)
+		if err != nil {
+			return nil, err
+		}
+		d.say("store", "S3-compatible store (gofakes3, in memory, conditional writes honoured) on "+url)
+		return []string{"--s3-endpoint", url, "--bucket", "ledger"}, nil
+	}
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return nil, fmt.Errorf("--resource redis needs redis-server (Debian: apt-get install redis-server): %w", err)
+	}
+	port, err := demoFreePort()
+	if err != nil {
+		return nil, err
+	}
+	c, err := d.spawnBinary(ctx, "redis", bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "",
+		"--appendonly", "no", "--dir", d.dir, "--loglevel", "notice")
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.waitLine(ctx, redisReadyLine, demoStartTimeout); err != nil {
+		return nil, err
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	d.say("store", "redis-server "+addr+" (no persistence)")
+	return []string{"--redis", addr}, nil
+}
+
+// spawnBinary is spawn for another program: it runs bin instead of the
+// demo's own binary.
+func (d *demo) spawnBinary(ctx context.Context, name, bin string, args ...string) (*child, error) {
+	self := d.self
+	d.self = bin
+	defer func() { d.self = self }()
+	return d.spawn(ctx, name, false, args...)
+}
+
+func demoFreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

@@ -1,0 +1,55 @@
+package conformance
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+)
+
+// Fails runs the named case against the adapter newHarness builds and
+// returns its first failure, or "" if it passed: an adapter's negative
+// control (a mutant with one protection removed must fail the case that
+// guards it) calls it and fails when it returns "".
+func Fails(t *testing.T, newHarness Factory, name string) string {
+	t.Helper()
+	for _, c := range Cases() {
+		if c.Name != name {
+			continue
+		}
+		rec := &recorder{}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			c.Run(rec, NewEnv(t, newHarness))
+		}()
+		<-done
+		if len(rec.failed) == 0 {
+			return ""
+		}
+		return rec.failed[0]
+	}
+	t.Fatalf("conformance: no case %q", name)
+	return ""
+}
+
+// recorder is a T that remembers failures; Fatalf ends the case's
+// goroutine as testing.T's does.
+type recorder struct {
+	mu     sync.Mutex
+	failed []string
+}
+
+func (r *recorder) Helper()             {}
+func (r *recorder) Logf(string, ...any) {}
+
+func (r *recorder) Errorf(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.failed = append(r.failed, fmt.Sprintf(format, args...))
+}
+
+func (r *recorder) Fatalf(format string, args ...any) {
+	r.Errorf(format, args...)
+	runtime.Goexit()
+}

@@ -1,0 +1,77 @@
+package gate
+
+import (
+	"context"
+	"time"
+)
+
+// Querying is how an adapter reaches the canonical registry for status:
+// optional (a nil Querier means proofs only).
+type Querying struct {
+	// Querier answers linearizable status queries; nil: none configured.
+	Querier StatusQuerier
+	// Timeout bounds one query (the resource stays locked meanwhile).
+	// Optional: zero takes QueryTimeoutDefault.
+	Timeout time.Duration
+}
+
+// QueryTimeoutDefault bounds a status query when Querying.Timeout is
+// zero: long enough for a registry round trip across a region, short
+// enough that a hung registry does not hold a resource locked for long.
+const QueryTimeoutDefault = 2 * time.Second
+
+// DecideLocked is steps 5–6 as every adapter runs them once it holds the
+// resource's state locked (a row lock, a watched key, a conditional
+// write's precondition): it builds the status evidence only when Decide
+// needs it (the mutation's own proof, else the querier's answer), decides
+// at now, and settles a Decision.Confirm by asking the querier. A query
+// error never accepts. It does no other I/O.
+func (p *Policy) DecideLocked(ctx context.Context, q Querying, v *Verified, st State, prior *Receipt, now time.Time) Decision {
+	in := Input{Verified: v, State: st, Prior: prior, Now: now, StatusSkewMax: p.StatusSkewMax}
+	if NeedsStatus(in) {
+		in.Status = p.evidence(ctx, q, v)
+	}
+	return p.decideConfirming(ctx, q, in)
+}
+
+// decideConfirming is Decide, asking q when the decision asks for the
+// registry's word and q has a querier.
+func (p *Policy) decideConfirming(ctx context.Context, q Querying, in Input) Decision {
+	decide := Decide
+	if p.UnsafeDecider != nil {
+		decide = p.UnsafeDecider
+	}
+	d := decide(in)
+	if d.Confirm && q.Querier != nil {
+		ev := p.query(ctx, q, in.Verified)
+		in.Confirm = &ev
+		d = decide(in)
+	}
+	return d
+}
+
+// Redecide is Decide (with confirmation) for an input an adapter already
+// built, at another instant: for an adapter that decided speculatively
+// and must decide again once it holds the lock.
+func (p *Policy) Redecide(ctx context.Context, q Querying, in Input, now time.Time) Decision {
+	in.Now = now
+	return p.decideConfirming(ctx, q, in)
+}
+
+func (p *Policy) evidence(ctx context.Context, q Querying, v *Verified) StatusEvidence {
+	switch {
+	case v.Status != nil:
+		return EvidenceFromProof(v.Status)
+	case q.Querier == nil:
+		return StatusEvidence{Source: StatusAbsent}
+	}
+	return p.query(ctx, q, v)
+}
+
+func (p *Policy) query(ctx context.Context, q Querying, v *Verified) StatusEvidence {
+	timeout := q.Timeout
+	if timeout <= 0 {
+		timeout = QueryTimeoutDefault
+	}
+	return QueryEvidence(ctx, q.Querier, timeout, v.Grant, p.Verifier.Bundle().File().RevokedBelowEpoch)
+}

@@ -1,0 +1,245 @@
+// Package memgate is applyFencedMutation over process memory: the same
+// authentication and decision as every adapter (gate.Policy.Authenticate
+// and gate.Policy.DecideLocked), with each resource's fence state,
+// receipts, alarms, quarantine and shadow log kept in memory and changed
+// atomically with the business change under the resource's lock.
+//
+// It is for state that lives in one process and dies with it — an
+// in-process state machine, a cache a worker owns, tests, and the
+// simulator's fast mode. It offers fenced writes for as long as the
+// process lives: nothing survives a restart, so a restarted process must
+// start from a fence floor above anything it could have seen (Resume
+// after a restart, or rebuild its state from a durable source). Use
+// gate/sqlgate (or another durable adapter) for anything that must
+// outlive the process.
+//
+// Apply behaves as sqlgate.Gate.Run: ACCEPTED runs the business function
+// and stores the receipt and the new state; REPLAYED returns the original
+// receipt; shadow mode runs the function for every outcome but REPLAYED
+// and records the would-be rejection; a rejection runs nothing and
+// records what the decision asks for (alarm, quarantine, pause). A
+// business function that fails leaves everything as it was.
+package memgate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/fencegate/fencegate/clock"
+	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/grant"
+)
+
+// Config configures a Gate.
+type Config struct {
+	// Policy holds the trust bundle verifier, allowed operation classes
+	// and status skew bound. Required (Policy.Verifier at least).
+	Policy gate.Policy
+	// Querier, if set, answers status queries for mutations without a
+	// status proof and settles close calls of the regression rule. It is
+	// called with the resource locked. Optional.
+	Querier gate.StatusQuerier
+	// StatusQueryTimeout bounds one Querier call. Optional, defaults to
+	// gate.QueryTimeoutDefault.
+	StatusQueryTimeout time.Duration
+	// Clock is the gate's clock. Optional, defaults to the system clock.
+	Clock clock.Clock
+	// DefaultMode is the mode of a resource seen for the first time.
+	// Optional, defaults to gate.ModeEnforce.
+	DefaultMode gate.Mode
+}
+
+// BusinessFunc makes the protected change. It runs with the resource
+// locked, only when the gate lets the mutation through; if it returns an
+// error the gate stores nothing (it must leave its own state unchanged
+// too).
+type BusinessFunc func() error
+
+// ErrBusiness wraps the error of a business function that failed.
+var ErrBusiness = errors.New("memgate: business change failed")
+
+// Gate applies fenced mutations to in-memory resources. Safe for
+// concurrent use: applies on one resource serialize, others proceed.
+type Gate struct {
+	pol      gate.Policy
+	querying gate.Querying
+	clock    clock.Clock
+	mode     gate.Mode
+	counters gate.Counters
+
+	mu        sync.Mutex
+	resources map[string]*resource
+}
+
+// New checks cfg and returns an empty Gate.
+func New(cfg Config) (*Gate, error) {
+	if err := cfg.Policy.Check(); err != nil {
+		return nil, err
+	}
+	g := &Gate{pol: cfg.Policy, querying: gate.Querying{Querier: cfg.Querier, Timeout: cfg.StatusQueryTimeout},
+		clock: cfg.Clock, mode: cfg.DefaultMode, resources: map[string]*resource{}}
+	if g.clock == nil {
+		g.clock = clock.System{}
+	}
+	if g.mode == "" {
+		g.mode = gate.ModeEnforce
+	}
+	if _, err := gate.ParseMode(string(g.mode)); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// Counters returns the per-outcome decision counters.
+func (g *Gate) Counters() *gate.Counters { return &g.counters }
+
+// resource returns name's resource, creating it in the default mode.
+func (g *Gate) resource(name string) *resource { return g.resourceIn(name, g.mode) }
+
+// resourceIn returns name's resource, creating it in mode on first sight.
+func (g *Gate) resourceIn(name string, mode gate.Mode) *resource {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	r := g.resources[name]
+	if r == nil {
+		r = newResource(name, mode)
+		g.resources[name] = r
+	}
+	return r
+}
+
+// Apply is applyFencedMutation for a mutation sent by the authenticated
+// caller; fn is the business change (see the package doc for what each
+// outcome returns).
+func (g *Gate) Apply(ctx context.Context, caller string, m *gate.Mutation, fn BusinessFunc) (gate.Receipt, error) {
+	v, err := g.pol.Authenticate(m, caller)
+	if err != nil {
+		g.counters.Add(gate.OutcomeOf(err))
+		return gate.Receipt{}, err
+	}
+	r := g.resource(m.Resource)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	prior := r.receipt(m.FenceToken, m.SegmentSeq)
+	now := g.clock.Now()
+	d := g.pol.DecideLocked(ctx, g.querying, v, r.state, prior, now)
+	if d.Proceed {
+		if err := fn(); err != nil {
+			return gate.Receipt{}, fmt.Errorf("%w: %w", ErrBusiness, err)
+		}
+	}
+	r.commit(d, v, prior, now)
+	g.counters.Add(d.Outcome)
+	switch {
+	case d.Outcome == gate.Accepted || d.Outcome == gate.Replayed:
+		return d.Receipt, d.Err
+	case d.Proceed: // shadow mode let it through
+		return gate.Receipt{Resource: m.Resource, FenceToken: m.FenceToken, OperationID: m.OperationID,
+			SegmentSeq: m.SegmentSeq, PayloadDigest: m.PayloadDigest, Mode: gate.ModeShadow, Outcome: d.Outcome}, nil
+	}
+	return gate.Receipt{}, d.Err
+}
+
+// State returns the resource's fence state (a zero State in the default
+// mode if the gate has never seen it).
+func (g *Gate) State(resource string) gate.State {
+	g.mu.Lock()
+	r := g.resources[resource]
+	g.mu.Unlock()
+	if r == nil {
+		return gate.State{Resource: resource, Mode: g.mode}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.state
+}
+
+// QueryOperation answers MUTATION_UNKNOWN recovery for an operation
+// attempted under fence (gate.Judge states the rule).
+func (g *Gate) QueryOperation(resource, operationID string, fence uint64) gate.Answer {
+	r := g.resource(resource)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return gate.Judge(append([]gate.Receipt(nil), r.byOp[operationID]...), r.state.HighestFence, fence)
+}
+
+// Resume lifts a FENCE_REGRESSION pause once the operator states a
+// registry fence floor above highestFence (gate.Resume), and records it.
+func (g *Gate) Resume(name string, registryFloor uint64, operator, note string) error {
+	return g.operator(name, operator, g.mode, func(r *resource, now time.Time) (string, error) {
+		next, err := gate.Resume(r.state, registryFloor, now)
+		if err != nil {
+			return "", err
+		}
+		was := r.state.PausedReason
+		r.state = next
+		return fmt.Sprintf("resume registry floor %d > highestFence %d; was paused: %s; note: %s", registryFloor, next.HighestFence, was, note), nil
+	})
+}
+
+// SetMode moves a resource to mode (shadow → enforce only); a resource
+// the gate has never seen starts in mode.
+func (g *Gate) SetMode(name string, mode gate.Mode, operator string) error {
+	return g.operator(name, operator, mode, func(r *resource, _ time.Time) (string, error) {
+		next, err := gate.ChangeMode(r.state.Mode, mode)
+		if err != nil {
+			return "", err
+		}
+		was := r.state.Mode
+		r.state.Mode = next
+		return fmt.Sprintf("set-mode %s → %s", was, next), nil
+	})
+}
+
+// SetMinPolicyGeneration raises the lowest grant policy generation the
+// resource accepts. It only rises.
+func (g *Gate) SetMinPolicyGeneration(name string, gen uint64, operator string) error {
+	return g.operator(name, operator, g.mode, func(r *resource, _ time.Time) (string, error) {
+		if gen < r.state.MinPolicyGeneration {
+			return "", fmt.Errorf("memgate: min policy generation %d is below the current %d", gen, r.state.MinPolicyGeneration)
+		}
+		was := r.state.MinPolicyGeneration
+		r.state.MinPolicyGeneration = gen
+		return fmt.Sprintf("set-min-policy-generation %d → %d", was, gen), nil
+	})
+}
+
+func (g *Gate) operator(resource, operator string, createMode gate.Mode, act func(*resource, time.Time) (string, error)) error {
+	if operator == "" {
+		return errors.New("memgate: operator actions need the operator's name")
+	}
+	if err := grant.ValidateResource(resource); err != nil {
+		return fmt.Errorf("memgate: resource %q: %v", resource, err)
+	}
+	if _, err := gate.ParseMode(string(createMode)); err != nil {
+		return err
+	}
+	r := g.resourceIn(resource, createMode)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := g.clock.Now()
+	detail, err := act(r, now)
+	if err != nil {
+		return err
+	}
+	r.record(Record{Kind: KindOperator, Detail: operator + ": " + detail, At: now})
+	return nil
+}
+
+// Records returns the resource's records of kind ("" for all), oldest
+// first.
+func (g *Gate) Records(resource, kind string) []Record {
+	r := g.resource(resource)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []Record
+	for _, rec := range r.records {
+		if kind == "" || rec.Kind == kind {
+			out = append(out, rec)
+		}
+	}
+	return out
+}

@@ -1,0 +1,144 @@
+package objgate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/gate/internal/stored"
+	"github.com/fencegate/fencegate/grant"
+)
+
+// State returns the resource's stored gate state, read from the store
+// (zero State with the default mode for a resource it never saw).
+func (g *Gate) State(ctx context.Context, resource string) (gate.State, error) {
+	h, err := g.fetch(ctx, resource)
+	return h.st, err
+}
+
+// Read returns the resource's current content, following the manifest
+// (nil for a resource never written).
+func (g *Gate) Read(ctx context.Context, resource string) ([]byte, error) {
+	h, err := g.fetch(ctx, resource)
+	if err != nil {
+		return nil, err
+	}
+	return current{g, h.m.Data}.Bytes(ctx)
+}
+
+// QueryOperation answers MUTATION_UNKNOWN recovery for an operation
+// attempted under fence (gate.Judge states the rule). It reads the
+// manifest first, then the operation's receipts: every receipt committed
+// before that manifest is its last receipt or an object, so the verdict
+// holds as of the manifest.
+func (g *Gate) QueryOperation(ctx context.Context, resource, operationID string, fence uint64) (gate.Answer, error) {
+	if err := checkResource(resource); err != nil {
+		return gate.Answer{}, err
+	}
+	h, err := g.fetch(ctx, resource)
+	if err != nil {
+		return gate.Answer{}, err
+	}
+	rs, err := g.operationReceipts(ctx, resource, operationID, h)
+	if err != nil {
+		return gate.Answer{}, err
+	}
+	return gate.Judge(rs, h.st.HighestFence, fence), nil
+}
+
+// SetMode moves a resource to mode (a resource never seen is created in
+// it); enforce → anything else is refused with gate.ErrModeDowngrade,
+// and enforce on a store that failed Probe with ErrNoConditionalWrites.
+func (g *Gate) SetMode(ctx context.Context, resource string, mode gate.Mode, operator string) error {
+	if mode == gate.ModeEnforce {
+		if err := g.refuseEnforce(resource); err != nil {
+			return err
+		}
+	}
+	return g.operator(ctx, resource, operator, mode, func(st gate.State) (gate.State, string, error) {
+		next, err := gate.ChangeMode(st.Mode, mode)
+		if err != nil {
+			return st, "", err
+		}
+		detail := fmt.Sprintf("set-mode %s → %s", st.Mode, next)
+		st.Mode = next
+		return st, detail, nil
+	})
+}
+
+// SetMinPolicyGeneration raises the lowest grant policy generation the
+// resource accepts. It only rises.
+func (g *Gate) SetMinPolicyGeneration(ctx context.Context, resource string, gen uint64, operator string) error {
+	return g.operator(ctx, resource, operator, g.mode, func(st gate.State) (gate.State, string, error) {
+		if gen < st.MinPolicyGeneration || gen > gate.CounterMax {
+			return st, "", fmt.Errorf("objgate: min policy generation %d: must be between current %d and %d", gen, st.MinPolicyGeneration, uint64(gate.CounterMax))
+		}
+		detail := fmt.Sprintf("set-min-policy-generation %d → %d", st.MinPolicyGeneration, gen)
+		st.MinPolicyGeneration = gen
+		return st, detail, nil
+	})
+}
+
+// Resume lifts a FENCE_REGRESSION pause once the operator states a
+// registry fence floor above highestFence (gate.Resume); the floor and
+// the instant are stored in the manifest and the action recorded.
+func (g *Gate) Resume(ctx context.Context, resource string, registryFloor uint64, operator, note string) error {
+	return g.operator(ctx, resource, operator, g.mode, func(st gate.State) (gate.State, string, error) {
+		next, err := gate.Resume(st, registryFloor, g.clock.Now())
+		if err != nil {
+			return st, "", err
+		}
+		return next, fmt.Sprintf("resume registry floor %d > highestFence %d; was paused: %s; note: %s",
+			registryFloor, st.HighestFence, st.PausedReason, note), nil
+	})
+}
+
+// operator runs one recorded operator action: a fresh read, act, a
+// conditional replace (keeping the last receipt and the data pointer),
+// retried if a write came in between.
+func (g *Gate) operator(ctx context.Context, resource, operator string, createMode gate.Mode, act func(gate.State) (gate.State, string, error)) error {
+	if operator == "" {
+		return errors.New("objgate: operator actions need the operator's name")
+	}
+	if err := checkResource(resource); err != nil {
+		return err
+	}
+	for attempt := range g.retries {
+		g.forget(resource)
+		h, err := g.fetch(ctx, resource)
+		if err != nil {
+			return err
+		}
+		if h.etag == "" {
+			h.st.Mode = createMode
+		}
+		next, detail, err := act(h.st)
+		if err != nil {
+			return err
+		}
+		m := manifest{State: stored.FromState(next), Last: h.m.Last, Data: h.m.Data}
+		_, err = g.replace(ctx, resource, h, m)
+		if errors.Is(err, errConflict) {
+			if err := backoff(ctx, attempt); err != nil {
+				return err
+			}
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		rec := stored.Record{Kind: stored.RecordAction, Resource: resource, Operator: operator,
+			Outcome: strings.Fields(detail)[0], Detail: detail, AtMs: g.clock.Now().UnixMilli()}
+		return g.writeRecords(ctx, h, []stored.Record{rec})
+	}
+	return fmt.Errorf("%w: operator action on %s", ErrContended, resource)
+}
+
+func checkResource(resource string) error {
+	if err := grant.ValidateResource(resource); err != nil {
+		return fmt.Errorf("objgate: resource %q: %v", resource, err)
+	}
+	return nil
+}

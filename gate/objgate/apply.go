@@ -1,0 +1,232 @@
+package objgate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/gate/internal/stored"
+)
+
+// DataBytesMax bounds the business bytes Current.Bytes reads back.
+const DataBytesMax = 64 << 20
+
+// Current is the resource's content before the write being decided.
+type Current interface {
+	// Bytes reads it (nil if the resource has none yet).
+	Bytes(ctx context.Context) ([]byte, error)
+}
+
+// BusinessFunc makes the protected change: it returns the resource's next
+// content, which the gate writes to a new immutable object and commits
+// with the manifest. It may run more than once (once per attempt) and
+// must not have other effects. An error commits nothing.
+type BusinessFunc func(ctx context.Context, cur Current) ([]byte, error)
+
+// Apply is applyFencedMutation for a resource kept in the bucket; caller
+// is the identity the transport authenticated. Results are as
+// redisgate's and sqlgate's: (receipt, nil) for ACCEPTED and for a
+// shadow-mode pass-through (whose receipt carries the would-be outcome);
+// the original receipt with an error matching gate.ErrReplayed; a
+// *gate.Rejection (its pause, quarantine or alarm recorded); ErrBusiness;
+// ErrContended; ErrNoConditionalWrites for an enforced resource on a
+// store that failed Probe; or a store error, after which the outcome is
+// unknown if the manifest replace was sent (query receipts by operation
+// ID).
+func (g *Gate) Apply(ctx context.Context, caller string, m *gate.Mutation, fn BusinessFunc) (gate.Receipt, error) {
+	v, err := g.pol.Authenticate(m, caller)
+	if err != nil {
+		g.counters.Add(gate.OutcomeOf(err))
+		return gate.Receipt{}, err
+	}
+	for attempt := range g.retries {
+		h, d, prior, err := g.decide(ctx, v)
+		if err != nil {
+			return gate.Receipt{}, err
+		}
+		if h.st.Mode == gate.ModeEnforce {
+			if err := g.refuseEnforce(m.Resource); err != nil {
+				return gate.Receipt{}, err
+			}
+		}
+		if d.Store || d.Proceed {
+			err = g.commit(ctx, v, h, d, fn)
+		}
+		switch {
+		case errors.Is(err, errConflict):
+			g.forget(m.Resource)
+			if err := backoff(ctx, attempt); err != nil {
+				return gate.Receipt{}, err
+			}
+			continue
+		case err != nil:
+			g.forget(m.Resource)
+			return gate.Receipt{}, err
+		}
+		now := g.clock.Now()
+		if err := g.writeRecords(ctx, h, stored.Records(d, v, prior, now.UnixMilli())); err != nil {
+			return gate.Receipt{}, err
+		}
+		g.counters.Add(d.Outcome)
+		return answer(m, d)
+	}
+	return gate.Receipt{}, fmt.Errorf("%w: %s after %d attempts", ErrContended, m.Resource, g.retries)
+}
+
+// decide takes the manifest (the one this Gate committed last, or a
+// fresh read) and decides on it. A decision on a held manifest that
+// writes nothing and is not a replay is taken again on a fresh read: only
+// a conditional write proves a held manifest current.
+func (g *Gate) decide(ctx context.Context, v *gate.Verified) (held, gate.Decision, *gate.Receipt, error) {
+	h, cached, err := g.take(ctx, v.Mutation.Resource)
+	if err != nil {
+		return h, gate.Decision{}, nil, err
+	}
+	for {
+		prior, err := g.priorReceipt(ctx, h, &v.Mutation)
+		if err != nil {
+			return h, gate.Decision{}, nil, err
+		}
+		d := g.pol.DecideLocked(ctx, g.querying, v, h.st, prior, g.clock.Now())
+		if !cached || d.Store || d.Proceed || d.Outcome == gate.Replayed {
+			return h, d, prior, nil
+		}
+		g.forget(v.Mutation.Resource)
+		if h, err = g.fetch(ctx, v.Mutation.Resource); err != nil {
+			return h, gate.Decision{}, nil, err
+		}
+		cached = false
+	}
+}
+
+// priorReceipt finds the receipt at the mutation's (fence, segment) as of
+// h: the manifest's last receipt, or an object, which exists only when
+// h's state says it can (and every receipt but the last was written
+// before h was committed).
+func (g *Gate) priorReceipt(ctx context.Context, h held, m *gate.Mutation) (*gate.Receipt, error) {
+	if l := h.last; l != nil && l.FenceToken == m.FenceToken && l.SegmentSeq == m.SegmentSeq {
+		return l, nil
+	}
+	st := h.st
+	if !(m.FenceToken < st.HighestFence || m.FenceToken == st.HighestFence && m.SegmentSeq <= st.LastSegmentSeq) {
+		return nil, nil
+	}
+	return g.readReceipt(ctx, g.receiptKey(m.Resource, m.FenceToken, m.SegmentSeq))
+}
+
+// commit writes the business bytes (if the decision proceeds) and, for
+// an accept, which replaces the manifest's last receipt, that receipt's
+// objects; then it replaces the manifest.
+func (g *Gate) commit(ctx context.Context, v *gate.Verified, h held, d gate.Decision, fn BusinessFunc) error {
+	resource := v.Mutation.Resource
+	next := manifest{State: stored.FromState(d.State), Last: h.m.Last, Data: h.m.Data}
+	var wg sync.WaitGroup
+	var matErr error
+	if h.last != nil && d.Outcome == gate.Accepted {
+		wg.Add(1)
+		go func() { defer wg.Done(); matErr = g.materialize(ctx, *h.last) }()
+	}
+	var dataErr error
+	if d.Proceed {
+		next.Data, dataErr = g.writeData(ctx, v, h, fn)
+	}
+	wg.Wait()
+	if err := errors.Join(dataErr, matErr); err != nil {
+		return err
+	}
+	if d.Outcome == gate.Accepted {
+		r := stored.FromReceipt(d.Receipt)
+		next.Last = &r
+	}
+	etag, err := g.replace(ctx, resource, h, next)
+	if err != nil {
+		return err
+	}
+	next.Version = h.m.Version + 1
+	nh := held{etag: etag, m: next, st: d.State, last: h.last}
+	if d.Outcome == gate.Accepted {
+		nh.last = &d.Receipt
+	}
+	g.keep(resource, nh)
+	return nil
+}
+
+func (g *Gate) writeData(ctx context.Context, v *gate.Verified, h held, fn BusinessFunc) (string, error) {
+	body, err := fn(ctx, current{g, h.m.Data})
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrBusiness, err)
+	}
+	key := g.dataKey(v.Mutation.Resource, &v.Mutation, body)
+	return key, g.put(ctx, key, body)
+}
+
+type current struct {
+	g   *Gate
+	key string
+}
+
+func (c current) Bytes(ctx context.Context) ([]byte, error) {
+	if c.key == "" {
+		return nil, nil
+	}
+	b, _, err := c.g.get(ctx, c.key, DataBytesMax)
+	return b, err
+}
+
+// answer turns a committed decision into Apply's result.
+func answer(m *gate.Mutation, d gate.Decision) (gate.Receipt, error) {
+	switch {
+	case d.Outcome == gate.Accepted || d.Outcome == gate.Replayed:
+		return d.Receipt, d.Err
+	case d.Proceed:
+		return gate.Receipt{Resource: m.Resource, FenceToken: m.FenceToken, OperationID: m.OperationID,
+			SegmentSeq: m.SegmentSeq, PayloadDigest: m.PayloadDigest, Mode: gate.ModeShadow, Outcome: d.Outcome}, nil
+	}
+	return gate.Receipt{}, d.Err
+}
+
+// take returns the manifest this Gate holds for resource, or reads it.
+func (g *Gate) take(ctx context.Context, resource string) (held, bool, error) {
+	g.mu.Lock()
+	h, ok := g.cache[resource]
+	g.mu.Unlock()
+	if ok {
+		return h, true, nil
+	}
+	h, err := g.fetch(ctx, resource)
+	return h, false, err
+}
+
+func (g *Gate) keep(resource string, h held) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.cache) >= CachedManifestsMax {
+		clear(g.cache)
+	}
+	g.cache[resource] = h
+}
+
+func (g *Gate) forget(resource string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.cache, resource)
+}
+
+// backoff sleeps a little longer after each lost race, bounded.
+func backoff(ctx context.Context, attempt int) error {
+	d := time.Duration(min(attempt, 10)) * time.Millisecond
+	if d == 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

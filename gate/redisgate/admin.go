@@ -1,0 +1,192 @@
+package redisgate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/gate/internal/stored"
+)
+
+// State returns the resource's stored gate state (zero State with the
+// gate's default mode for a resource it never saw). It takes no lock.
+func (g *Gate) State(ctx context.Context, resource string) (gate.State, error) {
+	return g.decodeState(resource, g.c.Get(ctx, g.KeysOf(resource).State))
+}
+
+// QueryOperation answers MUTATION_UNKNOWN recovery for an operation
+// attempted under fence (gate.Judge states the rule). The state and the
+// operation's receipt index are read in one MULTI, so the verdict is
+// consistent: receipts are written in the EXEC that raises highestFence
+// and never deleted.
+func (g *Gate) QueryOperation(ctx context.Context, resource, operationID string, fence uint64) (gate.Answer, error) {
+	if err := checkResource(resource); err != nil {
+		return gate.Answer{}, err
+	}
+	k := g.KeysOf(resource)
+	var get *redis.StringCmd
+	var fields *redis.StringSliceCmd
+	_, err := g.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		get = p.Get(ctx, k.State)
+		fields = p.LRange(ctx, k.op(operationID), 0, -1)
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return gate.Answer{}, fmt.Errorf("redisgate: query operation: %w", err)
+	}
+	st, err := g.decodeState(resource, get)
+	if err != nil {
+		return gate.Answer{}, err
+	}
+	rs, err := g.receipts(ctx, k, fields.Val())
+	if err != nil {
+		return gate.Answer{}, err
+	}
+	return gate.Judge(rs, st.HighestFence, fence), nil
+}
+
+// receipts reads the receipts at fields, ordered by fence then segment.
+func (g *Gate) receipts(ctx context.Context, k Keys, fields []string) ([]gate.Receipt, error) {
+	if len(fields) == 0 {
+		return nil, nil
+	}
+	vals, err := g.c.HMGet(ctx, k.Receipts, fields...).Result()
+	if err != nil {
+		return nil, fmt.Errorf("redisgate: read receipts: %w", err)
+	}
+	out := make([]gate.Receipt, 0, len(vals))
+	for i, v := range vals {
+		s, ok := v.(string)
+		if !ok {
+			return nil, fmt.Errorf("redisgate: receipt %s indexed but missing", fields[i])
+		}
+		var j stored.Receipt
+		if err := stored.Decode([]byte(s), &j); err != nil {
+			return nil, err
+		}
+		r, err := j.GateReceipt()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		return a.FenceToken < b.FenceToken || a.FenceToken == b.FenceToken && a.SegmentSeq < b.SegmentSeq
+	})
+	return out, nil
+}
+
+// SetMode moves a resource to mode (a resource never seen is created in
+// it); enforce → anything else is refused with gate.ErrModeDowngrade.
+func (g *Gate) SetMode(ctx context.Context, resource string, mode gate.Mode, operator string) error {
+	return g.operator(ctx, resource, operator, mode, func(st gate.State) (gate.State, string, error) {
+		next, err := gate.ChangeMode(st.Mode, mode)
+		if err != nil {
+			return st, "", err
+		}
+		detail := fmt.Sprintf("set-mode %s → %s", st.Mode, next)
+		st.Mode = next
+		return st, detail, nil
+	})
+}
+
+// SetMinPolicyGeneration raises the lowest grant policy generation the
+// resource accepts. It only rises.
+func (g *Gate) SetMinPolicyGeneration(ctx context.Context, resource string, gen uint64, operator string) error {
+	return g.operator(ctx, resource, operator, g.mode, func(st gate.State) (gate.State, string, error) {
+		if gen < st.MinPolicyGeneration || gen > gate.CounterMax {
+			return st, "", fmt.Errorf("redisgate: min policy generation %d: must be between current %d and %d", gen, st.MinPolicyGeneration, uint64(gate.CounterMax))
+		}
+		detail := fmt.Sprintf("set-min-policy-generation %d → %d", st.MinPolicyGeneration, gen)
+		st.MinPolicyGeneration = gen
+		return st, detail, nil
+	})
+}
+
+// Resume lifts a FENCE_REGRESSION pause once the operator states a
+// registry fence floor above highestFence (gate.Resume); the floor and
+// the instant are stored, and the action recorded.
+func (g *Gate) Resume(ctx context.Context, resource string, registryFloor uint64, operator, note string) error {
+	return g.operator(ctx, resource, operator, g.mode, func(st gate.State) (gate.State, string, error) {
+		next, err := gate.Resume(st, registryFloor, g.clock.Now())
+		if err != nil {
+			return st, "", err
+		}
+		return next, fmt.Sprintf("resume registry floor %d > highestFence %d; was paused: %s; note: %s",
+			registryFloor, st.HighestFence, st.PausedReason, note), nil
+	})
+}
+
+// operator runs one recorded operator action: read the state under
+// WATCH, change it with act, and store it with the action record in one
+// EXEC, retrying if a write came in between.
+func (g *Gate) operator(ctx context.Context, resource, operator string, createMode gate.Mode, act func(gate.State) (gate.State, string, error)) error {
+	if operator == "" {
+		return errors.New("redisgate: operator actions need the operator's name")
+	}
+	if err := checkResource(resource); err != nil {
+		return err
+	}
+	k := g.KeysOf(resource)
+	for attempt := range g.retries {
+		err := g.c.Watch(ctx, func(tx *redis.Tx) error {
+			get := tx.Get(ctx, k.State)
+			st, err := g.decodeState(resource, get)
+			if err != nil {
+				return err
+			}
+			if errors.Is(get.Err(), redis.Nil) {
+				st.Mode = createMode
+			}
+			next, detail, err := act(st)
+			if err != nil {
+				return err
+			}
+			rec := stored.Record{Kind: stored.RecordAction, Resource: resource, Operator: operator,
+				Outcome: strings.Fields(detail)[0], Detail: detail, AtMs: g.clock.Now().UnixMilli()}
+			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				p.Set(ctx, k.State, stored.Encode(stored.FromState(next)), 0)
+				p.RPush(ctx, k.Actions, stored.Encode(rec))
+				return nil
+			})
+			return err
+		}, k.State)
+		if !errors.Is(err, redis.TxFailedErr) {
+			return err
+		}
+		if err := backoff(ctx, attempt); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("%w: operator action on %s", ErrContended, resource)
+}
+
+// Records lists a resource's entries of one kind ("alarm", "quarantine",
+// "shadow" or "action"), oldest first.
+func (g *Gate) Records(ctx context.Context, kind, resource string) ([]Record, error) {
+	k := g.KeysOf(resource)
+	key := map[string]string{stored.RecordAlarm: k.Alarms, stored.RecordQuarantine: k.Quarantine,
+		stored.RecordShadow: k.Shadow, stored.RecordAction: k.Actions}[kind]
+	if key == "" {
+		return nil, fmt.Errorf("redisgate: unknown record kind %q", kind)
+	}
+	vals, err := g.c.LRange(ctx, key, 0, -1).Result()
+	if err != nil {
+		return nil, fmt.Errorf("redisgate: records: %w", err)
+	}
+	out := make([]Record, 0, len(vals))
+	for _, v := range vals {
+		var r Record
+		if err := stored.Decode([]byte(v), &r); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}

@@ -1,0 +1,221 @@
+// Package redisgate runs the gate decision for a resource kept in Redis:
+// Apply verifies a mutation (gate.Policy.Authenticate), reads the
+// resource's stored gate state under WATCH, decides in Go
+// (gate.Policy.DecideLocked, the one decision implementation), and
+// commits the business commands, the new state and the receipt in one
+// MULTI/EXEC, which Redis runs only if nothing wrote the state since it
+// was read. A conflict is retried with a fresh read and a fresh decision
+// (RetriesMax). No Lua: Redis only applies what Go decided.
+//
+// # Use
+//
+//	g, err := redisgate.New(redisgate.Config{Client: rdb, Policy: gate.Policy{Verifier: v}})
+//	rcpt, err := g.Apply(ctx, caller, m, func(ctx context.Context, tx *redis.Tx, pipe redis.Pipeliner) error {
+//		pipe.HSet(ctx, "{"+m.Resource+"}:invoice", "total", total) // queued; runs in the EXEC
+//		return nil
+//	})
+//
+// The business function queues its writes on pipe; they run in the same
+// EXEC as the gate's. It may read through tx, and must WATCH (tx.Watch)
+// any key whose value its writes depend on. Returning an error discards
+// everything: nothing is written.
+//
+// # Keys
+//
+// Per resource, under Config.Prefix and the hash tag {resource} (so that
+// a Redis Cluster keeps them, and business keys tagged the same way, in
+// one slot): state (gate.State as JSON; the key WATCH guards), receipts (a
+// hash "fence:seq" → receipt JSON, never updated or deleted), op:<id> (a
+// list of the receipt fields of one operation), and the lists alarms,
+// quarantine, shadow and actions.
+//
+// # What Redis can and cannot promise
+//
+// EXEC is atomic on one server: no other client sees the business change
+// without the receipt or the new highestFence. Redis does not roll back a
+// command that fails while EXEC runs (a WRONGTYPE, an out-of-memory): the
+// gate's writes go through with it, and Apply returns ErrBusinessPartial.
+// Queue only commands that cannot fail at run time, or check in the
+// business function (through tx) before queuing.
+//
+// Replication is asynchronous. A write acknowledged by a primary that
+// then fails over before a replica received it is lost, and with it the
+// receipt and the highestFence it raised: after such a failover a stale
+// writer the lost state would have rejected can be accepted. The adapter
+// cannot detect that its own state went back. Config.ReplicasMin makes
+// Apply wait (WAIT) until that many replicas acknowledged the EXEC and
+// report ErrReplicationUnconfirmed otherwise (treat it as
+// MUTATION_UNKNOWN); it narrows the window, it does not make Redis
+// strongly consistent (a failover may still promote a replica that did
+// not acknowledge). For fencing that survives any failover, keep the
+// resource on one primary with appendfsync always and no automatic
+// failover, or use a SQL resource; after a failover, pause writers and
+// Resume each resource with the registry's current fence floor.
+package redisgate
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/gate/internal/stored"
+	"github.com/fencegate/fencegate/grant"
+)
+
+// Defaults.
+const (
+	// PrefixDefault is the key prefix when Config.Prefix is empty.
+	PrefixDefault = "fencegate:"
+	// RetriesMaxDefault bounds optimistic retries of one Apply when
+	// Config.RetriesMax is zero: enough for a few dozen writers racing on
+	// one resource, few enough that a livelock ends in an error.
+	RetriesMaxDefault = 64
+	// ReplicasTimeoutDefault bounds WAIT when Config.ReplicasTimeout is
+	// zero.
+	ReplicasTimeoutDefault = time.Second
+)
+
+// Clock is the gate's time source.
+type Clock interface{ Now() time.Time }
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
+
+// Config configures a Gate.
+type Config struct {
+	// Client reaches the Redis server (a *redis.Client, or a cluster or
+	// failover client). Required.
+	Client redis.UniversalClient
+	// Policy holds the trust bundle verifier, allowed operation classes
+	// and status skew bound. Required (Policy.Verifier at least).
+	Policy gate.Policy
+	// Querier, if set, is the registry's linearizable status query, asked
+	// while the state is watched (see gate.Querying). Optional.
+	Querier gate.StatusQuerier
+	// StatusQueryTimeout bounds one Querier call. Optional, defaults to
+	// gate.QueryTimeoutDefault.
+	StatusQueryTimeout time.Duration
+	// Clock is the gate's clock. Optional, defaults to the system clock.
+	Clock Clock
+	// Prefix starts every key. Optional, defaults to PrefixDefault.
+	Prefix string
+	// DefaultMode is the mode of a resource seen for the first time.
+	// Optional, defaults to gate.ModeEnforce.
+	DefaultMode gate.Mode
+	// RetriesMax bounds the read–decide–EXEC attempts of one Apply when
+	// other writers keep changing the state. Optional, defaults to
+	// RetriesMaxDefault.
+	RetriesMax int
+	// ReplicasMin: after each EXEC, WAIT for this many replicas. Optional,
+	// defaults to 0 (no WAIT).
+	ReplicasMin int
+	// ReplicasTimeout bounds that WAIT. Optional, defaults to
+	// ReplicasTimeoutDefault.
+	ReplicasTimeout time.Duration
+}
+
+// Gate applies fenced mutations to Redis. It is safe for concurrent use
+// and keeps no per-resource state in memory.
+type Gate struct {
+	c        redis.UniversalClient
+	pol      gate.Policy
+	querying gate.Querying
+	clock    Clock
+	prefix   string
+	mode     gate.Mode
+	retries  int
+	replicas int
+	waitFor  time.Duration
+	counters gate.Counters
+	noWatch  bool // tests only: the negative control's mutant
+}
+
+// Errors.
+var (
+	// ErrBusiness wraps the business function's error: nothing was written.
+	ErrBusiness = errors.New("redisgate: business change failed")
+	// ErrBusinessPartial: a queued business command failed while EXEC
+	// ran; Redis does not roll back, so the other commands, the receipt
+	// and the new state were written.
+	ErrBusinessPartial = errors.New("redisgate: a business command failed inside EXEC (Redis does not roll back)")
+	// ErrContended: RetriesMax attempts all lost the race for the state.
+	// Nothing was written; the caller may retry.
+	ErrContended = errors.New("redisgate: state kept changing; gave up")
+	// ErrReplicationUnconfirmed: the EXEC committed on the primary but
+	// fewer than ReplicasMin replicas acknowledged it in time; a failover
+	// may lose it. Treat as MUTATION_UNKNOWN.
+	ErrReplicationUnconfirmed = errors.New("redisgate: write not acknowledged by enough replicas")
+)
+
+// New checks cfg and returns a Gate. It does not contact Redis.
+func New(cfg Config) (*Gate, error) {
+	if cfg.Client == nil {
+		return nil, errors.New("redisgate: Config.Client is required")
+	}
+	if err := cfg.Policy.Check(); err != nil {
+		return nil, err
+	}
+	g := &Gate{c: cfg.Client, pol: cfg.Policy, querying: gate.Querying{Querier: cfg.Querier, Timeout: cfg.StatusQueryTimeout},
+		clock: cfg.Clock, prefix: cfg.Prefix, mode: cfg.DefaultMode, retries: cfg.RetriesMax,
+		replicas: cfg.ReplicasMin, waitFor: cfg.ReplicasTimeout}
+	if g.clock == nil {
+		g.clock = systemClock{}
+	}
+	if g.prefix == "" {
+		g.prefix = PrefixDefault
+	}
+	if g.mode == "" {
+		g.mode = gate.ModeEnforce
+	}
+	if _, err := gate.ParseMode(string(g.mode)); err != nil {
+		return nil, err
+	}
+	if g.retries <= 0 {
+		g.retries = RetriesMaxDefault
+	}
+	if g.replicas < 0 {
+		return nil, fmt.Errorf("redisgate: ReplicasMin %d is negative", g.replicas)
+	}
+	if g.waitFor <= 0 {
+		g.waitFor = ReplicasTimeoutDefault
+	}
+	return g, nil
+}
+
+// Counters returns the per-outcome decision counters.
+func (g *Gate) Counters() *gate.Counters { return &g.counters }
+
+// Record is one alarm, quarantine, shadow-log or operator-action entry.
+type Record = stored.Record
+
+// Keys names one resource's keys.
+type Keys struct {
+	// Tag is "{resource}" with the prefix before it: business keys that
+	// start with Tag hash to the resource's Redis Cluster slot.
+	Tag                                 string
+	State, Receipts                     string
+	Alarms, Quarantine, Shadow, Actions string
+}
+
+// KeysOf returns the keys of resource.
+func (g *Gate) KeysOf(resource string) Keys {
+	t := g.prefix + "{" + resource + "}"
+	return Keys{Tag: t, State: t + ":state", Receipts: t + ":receipts", Alarms: t + ":alarms",
+		Quarantine: t + ":quarantine", Shadow: t + ":shadow", Actions: t + ":actions"}
+}
+
+func (k Keys) op(operationID string) string { return k.Tag + ":op:" + operationID }
+
+func receiptField(fence, seq uint64) string { return fmt.Sprintf("%d:%d", fence, seq) }
+
+// checkResource validates a resource name given to an operator call.
+func checkResource(resource string) error {
+	if err := grant.ValidateResource(resource); err != nil {
+		return fmt.Errorf("redisgate: resource %q: %v", resource, err)
+	}
+	return nil
+}

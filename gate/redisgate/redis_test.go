@@ -1,0 +1,116 @@
+// This file proves what is particular to Redis: without WATCH the
+// concurrent-writers case fails (the negative control of the optimistic
+// transaction), a business command failing inside EXEC is reported as
+// partial, and ReplicasMin waits for a real replica or says it could not.
+package redisgate_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/gate/gatetest"
+	"github.com/fencegate/fencegate/gate/gatetest/conformance"
+	"github.com/fencegate/fencegate/gate/redisgate"
+	"github.com/fencegate/fencegate/internal/redistest"
+)
+
+func TestWithoutWatchConcurrentWritersFail(t *testing.T) {
+	mutant := func(t testing.TB, cfg conformance.Config) conformance.Harness {
+		h := newHarness(t, cfg).(*harness)
+		redisgate.WithoutWatch(h.g)
+		return h
+	}
+	why := conformance.Fails(t, mutant, "ConcurrentWriters")
+	if why == "" {
+		t.Fatal("without WATCH the concurrent writers still passed: the case cannot see a lost race")
+	}
+	t.Logf("without WATCH: %s", why)
+}
+
+func newGate(t *testing.T, c redis.UniversalClient, cfg redisgate.Config) (*redisgate.Gate, *gatetest.Issuer) {
+	t.Helper()
+	iss := gatetest.NewIssuer("redis")
+	cfg.Client, cfg.Policy, cfg.Prefix = c, gate.Policy{Verifier: iss.Verifier}, redistest.Prefix()
+	cfg.Clock = fixedClock{iss.Now.Add(time.Second)}
+	g, err := redisgate.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, iss
+}
+
+type fixedClock struct{ t time.Time }
+
+func (c fixedClock) Now() time.Time { return c.t }
+
+func writer(r string, fence uint64) gatetest.Writer {
+	return gatetest.Writer{Resource: r, Owner: "worker-a", Lease: "l", OperationID: "op", Fence: fence}
+}
+
+func TestBusinessCommandFailingInsideExec(t *testing.T) {
+	ctx := context.Background()
+	c := redistest.Client(t)
+	g, iss := newGate(t, c, redisgate.Config{})
+	const r = "redis/partial"
+	bad := g.KeysOf(r).Tag + ":a-string"
+	if err := c.Set(ctx, bad, "x", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	_, err := g.Apply(ctx, "worker-a", iss.Mutation(writer(r, 1), 1, "p"), func(ctx context.Context, _ *redis.Tx, p redis.Pipeliner) error {
+		p.RPush(ctx, bad, "y") // WRONGTYPE at EXEC time
+		return nil
+	})
+	if !errors.Is(err, redisgate.ErrBusinessPartial) {
+		t.Fatalf("got %v", err)
+	}
+	// Redis ran the rest of the EXEC: the receipt is there, and says so.
+	if st, _ := g.State(ctx, r); st.HighestFence != 1 {
+		t.Fatalf("state %+v", st)
+	}
+}
+
+func TestReplicasMin(t *testing.T) {
+	ctx := context.Background()
+	primary := redistest.NewServer(t, "--repl-diskless-sync-delay", "0") // sync the replica at once
+	pc := redis.NewClient(&redis.Options{Addr: primary})
+	defer pc.Close()
+	g, iss := newGate(t, pc, redisgate.Config{ReplicasMin: 1, ReplicasTimeout: 200 * time.Millisecond})
+	fn := func(ctx context.Context, _ *redis.Tx, p redis.Pipeliner) error { return nil }
+	if _, err := g.Apply(ctx, "worker-a", iss.Mutation(writer("redis/wait", 1), 1, "p"), fn); !errors.Is(err, redisgate.ErrReplicationUnconfirmed) {
+		t.Fatalf("no replica: got %v", err)
+	}
+	host, port, _ := net.SplitHostPort(primary)
+	replica := redistest.NewServer(t, "--replicaof", host, port)
+	rc := redis.NewClient(&redis.Options{Addr: replica})
+	defer rc.Close()
+	waitSynced(t, rc)
+	g2, _ := newGate(t, pc, redisgate.Config{ReplicasMin: 1, ReplicasTimeout: 5 * time.Second})
+	if _, err := g2.Apply(ctx, "worker-a", iss.Mutation(writer("redis/wait", 1), 1, "p"), fn); err != nil {
+		t.Fatalf("with a replica: %v", err)
+	}
+	// The replica holds the state the primary acknowledged.
+	if n, err := rc.Exists(ctx, g2.KeysOf("redis/wait").State).Result(); err != nil || n != 1 {
+		t.Fatalf("replica: %d %v", n, err)
+	}
+}
+
+// waitSynced waits until the replica reports its link to the primary up.
+func waitSynced(t *testing.T, rc *redis.Client) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		info, err := rc.Info(context.Background(), "replication").Result()
+		if err == nil && strings.Contains(info, "master_link_status:up") {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatal("replica never synced")
+}

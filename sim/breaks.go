@@ -1,0 +1,168 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/gate/memgate"
+	"github.com/fencegate/fencegate/grant"
+)
+
+// This file builds the round's gate: the product's adapter (memgate, or
+// sqlgate in the SQL mode) with the product's policy — or, for a negative
+// control, the same adapter with one protection removed. A broken
+// protection is never a change to product code: lease-only is the
+// adapter's own shadow mode, no-auth is a trust bundle that trusts every
+// key, and the decision bugs replace gate.Decide through
+// gate.Policy.UnsafeDecider by wrappers that call gate.Decide on a
+// doctored input or doctor its output.
+
+// gateAdapter returns the round's adapter: the goroutine's SQL
+// environment when there is one, else a fresh memgate.
+func (w *world) gateAdapter(env *sqlEnv, clock partyClock) gateAdapter {
+	if env != nil {
+		env.world, env.clock = w, clock
+		return sqlAdapter{env}
+	}
+	cfg := memgate.Config{Policy: w.keys.gatePolicy(w.cfg.Break), Clock: gateClock{w, clock}, DefaultMode: w.cfg.mode()}
+	if w.cfg.StatusQuery {
+		cfg.Querier = gate.QuerierFunc(w.queryStatus)
+	}
+	g, err := memgate.New(cfg)
+	if err != nil {
+		panic("sim: memgate: " + err.Error())
+	}
+	return memAdapter{g}
+}
+
+// mode is the resources' mode: shadow is the lease-only negative control
+// (the gate decides and records, but every write goes through).
+func (c *Config) mode() gate.Mode {
+	if c.Break == BreakFence {
+		return gate.ModeShadow
+	}
+	return gate.ModeEnforce
+}
+
+// gatePolicy is the gate's policy for a run with protection b broken (or
+// none). The caches are shared; the policy value is the run's own.
+func (k *keySet) gatePolicy(b Break) gate.Policy {
+	p := *k.policy
+	switch b {
+	case BreakAuth:
+		p = *k.trustAll
+	case BreakPollution:
+		p.UnsafeDecider = decidePolluting
+	case BreakSegments:
+		p.UnsafeDecider = decideIgnoringSegments
+	case BreakRegression:
+		p.UnsafeDecider = decideTrustingRegistry
+	case BreakOldRule:
+		p.UnsafeDecider = decideOldRule
+	case BreakNoAlarm:
+		p.UnsafeDecider = decideSilently
+	}
+	return p
+}
+
+// gateClock is a gate's clock in the round.
+type gateClock struct {
+	w *world
+	c partyClock
+}
+
+func (c gateClock) Now() time.Time { return c.c.at(c.w.now) }
+
+func (c gateClock) After(time.Duration) <-chan time.Time {
+	panic("sim: the gate set a timer") // no adapter waits on its clock
+}
+
+// queryStatus is the gate's linearizable status query to the registry,
+// made while the decision holds the resource. It goes over the simulated
+// network only in that a partition between gate and registry fails it; a
+// failure never accepts.
+func (w *world) queryStatus(ctx context.Context, g *grant.Grant) (grant.State, uint64, error) {
+	if w.cut(pGate, pRegistry, w.now) {
+		return "", 0, errPartitioned
+	}
+	is, err := w.reg.Status(ctx, g)
+	if err != nil {
+		return "", 0, err
+	}
+	return is.Status.State, is.Status.IssuerEpoch, nil
+}
+
+var errPartitioned = errors.New("sim: gate and registry are partitioned")
+
+// decidePolluting raises highestFence on a rejection: the bug of a gate
+// that touches resource state before it has decided.
+func decidePolluting(in gate.Input) gate.Decision {
+	d := gate.Decide(in)
+	if d.Outcome != gate.Accepted && d.Outcome != gate.Replayed && d.Outcome != gate.FenceRegression {
+		d.Store = true
+		d.State.HighestFence = max(in.State.HighestFence, in.Verified.Mutation.FenceToken)
+	}
+	return d
+}
+
+// decideIgnoringSegments accepts whatever segment comes: the state is
+// doctored so that the segment looks like the next one.
+func decideIgnoringSegments(in gate.Input) gate.Decision {
+	if d := gate.Decide(in); d.Outcome != gate.SegmentGap {
+		return d
+	}
+	v := in.Verified
+	in.State.HighestFence, in.State.Root, in.State.GrantDigest = v.Mutation.FenceToken, v.Root, v.GrantDigest
+	in.State.LastSegmentSeq = v.Mutation.SegmentSeq - 1
+	return gate.Decide(in)
+}
+
+// decideTrustingRegistry lets a grant proven current through whatever its
+// fence: the state is doctored to just below it (the spec's "clear the
+// highest value to restore traffic").
+func decideTrustingRegistry(in gate.Input) gate.Decision {
+	in.State.Paused = false
+	fence := in.Verified.Mutation.FenceToken
+	if in.Prior != nil && in.Prior.GrantDigest != in.Verified.GrantDigest {
+		in.Prior = nil
+	}
+	if fence <= in.State.HighestFence && in.Prior == nil && in.Status.ProvesHeld(in.Now, in.StatusSkewMax) {
+		in.State.HighestFence, in.State.LastSegmentSeq, in.State.Root, in.State.GrantDigest = fence-1, 0, grant.Digest{}, grant.Digest{}
+		in.State.Floor = 0
+	}
+	return gate.Decide(in)
+}
+
+// decideOldRule is the rule before issue 12: any fence below highestFence
+// whose status proves HELD is a FENCE_REGRESSION, which pauses the
+// resource — on an ordinary late write too.
+func decideOldRule(in gate.Input) gate.Decision {
+	d := gate.Decide(in)
+	if d.Outcome != gate.StaleOwner || !in.Status.ProvesHeld(in.Now, in.StatusSkewMax) {
+		return d
+	}
+	m := &in.Verified.Mutation
+	d.Outcome, d.Alarm, d.AlarmKind, d.Store, d.Confirm = gate.FenceRegression, true, gate.AlarmRegression, true, false
+	d.State = in.State
+	d.State.Paused, d.State.PausedReason = true, "FENCE_REGRESSION (the old rule)"
+	d.Err = &gate.Rejection{Outcome: gate.FenceRegression, Also: gate.StaleOwner, Resource: m.Resource, FenceToken: m.FenceToken,
+		SegmentSeq: m.SegmentSeq, HighestFence: in.State.HighestFence, Reason: "the old rule: a lower fence proven HELD", Recorded: true,
+		Alarm: gate.AlarmRegression}
+	return d
+}
+
+// decideSilently refuses on evidence of a regression without telling
+// anyone: no alarm, no pause.
+func decideSilently(in gate.Input) gate.Decision {
+	d := gate.Decide(in)
+	if !d.Alarm {
+		return d
+	}
+	m := &in.Verified.Mutation
+	d.Outcome, d.Alarm, d.AlarmKind, d.Store, d.Confirm, d.State = gate.StaleOwner, false, "", false, false, in.State
+	d.Err = &gate.Rejection{Outcome: gate.StaleOwner, Resource: m.Resource, FenceToken: m.FenceToken, SegmentSeq: m.SegmentSeq,
+		HighestFence: in.State.HighestFence, Reason: "refused without an alarm"}
+	return d
+}

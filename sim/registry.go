@@ -1,0 +1,123 @@
+package sim
+
+import (
+	"context"
+
+	"github.com/fencegate/fencegate/registry"
+)
+
+// This file is the registry's side of a waiting acquire: the real
+// registry's Acquisition, stepped by the round's event queue — now, on
+// every commit to the resource's record (what a store watch would bring),
+// and at the instant it asked to be woken — instead of by Acquire's
+// goroutine and timers. The FIFO waiters, the warm handoff on release and
+// the claim after an expiry are the registry's own.
+
+// pendingAcquire is one acquire the registry is serving.
+type pendingAcquire struct {
+	a       *registry.Acquisition
+	reg     *registry.Registry // the registry process serving it
+	reply   func(registry.Issued, error)
+	done    bool
+	wakeTok int
+}
+
+// serveAcquire starts serving an acquire by owner and returns the function
+// that ends it early (its caller hung up: the ticket is withdrawn).
+func (w *world) serveAcquire(owner string, req registry.AcquireRequest, reply func(registry.Issued, error)) (cancel func()) {
+	a, err := w.reg.StartAcquire(owner, req)
+	if err != nil {
+		reply(registry.Issued{}, err)
+		return func() {}
+	}
+	p := &pendingAcquire{a: a, reg: w.reg, reply: reply}
+	w.stepAcquire(p)
+	return func() { w.abandonAcquire(p) }
+}
+
+// stepAcquire makes p's next decision; a queued p waits for the next
+// commit to the resource or its wake instant.
+func (w *world) stepAcquire(p *pendingAcquire) {
+	if p.done {
+		return
+	}
+	if p.reg != w.reg { // the registry restarted: the call died with its process
+		p.done = true
+		return
+	}
+	if p.a.Step(context.Background(), false) {
+		p.done = true
+		w.dropPending(p)
+		is, err := p.a.Result()
+		p.reply(is, err)
+		return
+	}
+	w.addPending(p)
+	w.tracef("registry: acquire queued, wake at %d ms", p.a.WakeAt().UnixMilli()-epochBase.UnixMilli())
+	p.wakeTok++
+	tok := p.wakeTok
+	w.at(max(p.a.WakeAt().UnixMilli()-epochBase.UnixMilli(), w.now), func() {
+		if tok == p.wakeTok {
+			w.stepAcquire(p)
+		}
+	})
+}
+
+func (w *world) abandonAcquire(p *pendingAcquire) {
+	if p.done || p.reg != w.reg {
+		return
+	}
+	p.done = true
+	w.dropPending(p)
+	p.a.Abandon(context.Background())
+}
+
+func (w *world) addPending(p *pendingAcquire) {
+	for _, q := range w.pending {
+		if q == p {
+			return
+		}
+	}
+	w.pending = append(w.pending, p)
+}
+
+func (w *world) dropPending(p *pendingAcquire) {
+	for i, q := range w.pending {
+		if q == p {
+			w.pending = append(w.pending[:i], w.pending[i+1:]...)
+			return
+		}
+	}
+}
+
+// recordChanged is the store's commit hook for the main resource: every
+// acquire waiting on it looks again, after the commit (never inside it).
+func (w *world) recordChanged() {
+	for _, p := range w.pending {
+		w.after(0, func() { w.stepAcquire(p) })
+	}
+}
+
+// holdCopy keeps a write's original in the network until a write under
+// another grant is accepted (the next owner wrote), then delivers it.
+func (w *world) holdCopy(k *worker, deliver func()) {
+	w.held = append(w.held, heldCopy{lease: k.lease.Grant().Lease, deliver: deliver})
+}
+
+type heldCopy struct {
+	lease   string
+	deliver func()
+}
+
+// accepted tells the held copies that lease had a write accepted.
+func (w *world) acceptedUnder(lease string) {
+	keep := w.held[:0]
+	for _, h := range w.held {
+		if h.lease != lease {
+			w.after(w.rng.between(1, 50), h.deliver)
+			continue
+		}
+		keep = append(keep, h)
+	}
+	w.held = keep
+}
