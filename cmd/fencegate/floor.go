@@ -29,7 +29,11 @@ your identity and --note.`)
 	c.PersistentFlags().SortFlags = false
 	reg.add(c.PersistentFlags(), registryDefault, "the registry's URL")
 	tokenFlag(c.PersistentFlags(), reg)
+	c.AddCommand(newFloorRaiseCmd(reg), newFloorShowCmd(reg))
+	return c
+}
 
+func newFloorRaiseCmd(reg *endpointFlags) *cobra.Command {
 	var above uint64
 	var note string
 	raise := &cobra.Command{
@@ -71,7 +75,11 @@ your identity and --note.`)
 	}
 	raise.Flags().Uint64Var(&above, "above", 0, "every later fence of the resource exceeds this (the gate's highestFence + 1 after a regression)")
 	raise.Flags().StringVar(&note, "note", "", "why (an incident, a ticket); recorded with your identity")
-	show := &cobra.Command{
+	return raise
+}
+
+func newFloorShowCmd(reg *endpointFlags) *cobra.Command {
+	return &cobra.Command{
 		Use:   "show RESOURCE",
 		Short: "the registry's linearizable view of RESOURCE: highestFence, floor, holder, waiters",
 		Args:  exactArgs("RESOURCE"),
@@ -93,8 +101,6 @@ your identity and --note.`)
 			return nil
 		},
 	}
-	c.AddCommand(raise, show)
-	return c
 }
 
 func printResourceInfo(w io.Writer, ri httpapi.ResourceInfo) {

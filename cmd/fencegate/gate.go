@@ -28,7 +28,7 @@ func newGateCmd() *cobra.Command {
 
   --db DSN     the gate's database itself: a SQLite file or a postgres://
                URL. Access to the database is the authentication; name
-               yourself with --operator.
+               yourself with --operator (--token is not used).
   --gate URL   the admin endpoint of the service embedding the gate
                (gateadmin.Handler, mounted at /v1/gate/). Authenticate as
                an admin identity of that service (--token or a client
@@ -44,7 +44,11 @@ and --note, in the transaction that resumes.`)
 	bindEnv(fs, "db", "table-prefix", "operator")
 	g.ep.add(fs, "", "the URL of the service embedding the gate, e.g. https://ledger:8443")
 	tokenFlag(fs, &g.ep)
+	c.AddCommand(newGateStatusCmd(g), newGateResumeCmd(g))
+	return c
+}
 
+func newGateStatusCmd(g *gateFlags) *cobra.Command {
 	var asJSON bool
 	status := &cobra.Command{
 		Use:     "status RESOURCE (--db DSN | --gate URL)",
@@ -65,6 +69,10 @@ and --note, in the transaction that resumes.`)
 		},
 	}
 	status.Flags().BoolVar(&asJSON, "json", false, "print the status as JSON")
+	return status
+}
+
+func newGateResumeCmd(g *gateFlags) *cobra.Command {
 	var floor uint64
 	var note string
 	resume := &cobra.Command{
@@ -97,8 +105,7 @@ new evidence of a regression and pauses the resource again.`,
 	}
 	resume.Flags().Uint64Var(&floor, "floor", 0, "the registry's fence floor for the resource; must be above highestFence")
 	resume.Flags().StringVar(&note, "note", "", "why the resource may resume; recorded with the operator")
-	c.AddCommand(status, resume)
-	return c
+	return resume
 }
 
 // with runs fn on the Admin the flags name, checking them first.
@@ -108,8 +115,6 @@ func (g *gateFlags) with(ctx context.Context, writes bool, fn func(context.Conte
 		return usagef("give exactly one of --db DSN (the gate's database) or --gate URL (the service's admin endpoint)")
 	case g.db != "" && writes && g.operator == "":
 		return usagef("--operator is required with --db: who you are, recorded with the action (or FENCEGATE_OPERATOR)")
-	case g.db != "" && g.ep.bearer() != "":
-		return usagef("--token is for --gate; with --db the database's own access control applies")
 	}
 	ctx, cancel := callContext(ctx)
 	defer cancel()
