@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -124,6 +126,9 @@ func checkResourceArg(r string) error {
 func adminErr(err error) error {
 	var api *httpapi.APIError
 	if !errors.As(err, &api) {
+		if errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "connection refused") {
+			return fmt.Errorf("%w (is fencegate serve running there? check --registry or FENCEGATE_REGISTRY)", err)
+		}
 		return err
 	}
 	switch api.Code {

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -16,6 +17,9 @@ import (
 )
 
 func init() { register(newLockCmd) }
+
+// lockReadyTimeout bounds the registry check before queueing, 5s.
+const lockReadyTimeout = 5 * time.Second
 
 const lockLong = `Run COMMAND while holding the lease on RESOURCE, as etcdctl lock and consul
 lock do: acquire (queueing up to --wait), renew in the background, run the
@@ -73,6 +77,14 @@ func newLockCmd() *cobra.Command {
 			rc, err := reg.registryClient()
 			if err != nil {
 				return err
+			}
+			// A dead registry fails here with its cause; past this point the
+			// client retries lost answers for as long as --wait allows.
+			pctx, cancel := context.WithTimeout(c.Context(), lockReadyTimeout)
+			err = rc.Ready(pctx)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("%w (check --registry or FENCEGATE_REGISTRY)", err)
 			}
 			s := client.NewSession(httpclient.Transport{C: rc}, client.Options{})
 			res, err := lockexec.Run(c.Context(), lockexec.Config{

@@ -150,3 +150,10 @@ func TestLockUsage(t *testing.T) {
 		}
 	}
 }
+
+func TestLockDeadRegistryFailsFast(t *testing.T) {
+	out, errOut, code := runCLI("lock", "inv/dead", "--registry", "http://"+freeAddr(t), "--token", lockToken, "--", "sh", "-c", "echo ran")
+	if code != 1 || strings.Contains(out, "ran") || !strings.Contains(errOut, "not ready") || !strings.Contains(errOut, "check --registry") {
+		t.Fatalf("a dead registry: exit %d\n%s%s", code, out, errOut)
+	}
+}
