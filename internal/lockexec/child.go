@@ -24,6 +24,9 @@ import (
 // returns once the child has exited.
 func supervise(ctx context.Context, cfg Config, l *client.Lease) (Result, error) {
 	own := l.Ctx() // taken before the child starts: a later renewal never revives it
+	if cfg.ignoreOwnership {
+		own = context.Background()
+	}
 	dir, err := os.MkdirTemp("", "fencegate-lock-")
 	if err != nil {
 		return Result{}, err

@@ -68,6 +68,10 @@ type Config struct {
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	Log            io.Writer
+
+	// ignoreOwnership turns the protection off: the child is not stopped
+	// when ownership is lost. Tests only, the negative control.
+	ignoreOwnership bool
 }
 
 // Result is how a run ended.
