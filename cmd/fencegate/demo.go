@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -12,13 +11,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/fencegate/fencegate/examples/childproc"
@@ -227,7 +224,7 @@ func (d *demo) story(ctx context.Context, ledgerURL, resource string, leaseOnly 
 		return storyResult{}, err
 	}
 	frozen := time.Now()
-	d.say("demo", fmt.Sprintf("SIGSTOP worker A (pid %d): frozen with its write in hand; its %s lease runs out", a.cmd.Process.Pid, msDuration(d.ttlMs)))
+	d.say("demo", fmt.Sprintf("SIGSTOP worker A (pid %d): frozen with its write in hand; its %s lease runs out", a.Pid(), msDuration(d.ttlMs)))
 	// B queues for the lease. Its TTL is the registry default's, not A's:
 	// the client counts a lease from when the acquire was sent, so with a
 	// TTL shorter than the wait B's new lease would start out uncertain
@@ -337,64 +334,32 @@ func (d *demo) say(who, msg string) {
 
 func msDuration(ms uint64) time.Duration { return time.Duration(ms) * time.Millisecond }
 
-// child is one process the demo started.
+// child is one process the demo started (examples/childproc runs it);
+// its events go on the demo's timeline.
 type child struct {
-	name   string
-	d      *demo
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	lines  chan string // stdout, line by line; closed at EOF
-	stderr *syncBuf
-	exited chan struct{}
-	err    error // Wait's result, once exited is closed
+	*childproc.Proc
+	d *demo
 }
 
 // spawn starts `self args...`. With stdin, the child's stdin is a pipe.
 func (d *demo) spawn(ctx context.Context, name string, stdin bool, args ...string) (*child, error) {
-	c := &child{name: name, d: d, lines: make(chan string, 256), stderr: &syncBuf{}, exited: make(chan struct{})}
-	c.cmd = exec.Command(d.self, args...)
-	c.cmd.SysProcAttr = childproc.SysProcAttr()
-	c.cmd.Stderr = c.stderr
 	d.mu.Lock()
 	logName := fmt.Sprintf("%02d-%s.log", len(d.children)+1, strings.ReplaceAll(name, " ", "-"))
 	d.mu.Unlock()
-	logFile, err := os.Create(filepath.Join(d.dir, logName))
+	p, err := childproc.Start(name, d.self, args, stdin, filepath.Join(d.dir, logName))
 	if err != nil {
 		return nil, err
 	}
-	c.cmd.Stderr = io.MultiWriter(c.stderr, logFile)
-	out, err := c.cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if stdin {
-		if c.stdin, err = c.cmd.StdinPipe(); err != nil {
-			return nil, err
-		}
-	}
-	if err := c.cmd.Start(); err != nil {
-		logFile.Close()
-		return nil, fmt.Errorf("start %s: %w", name, err)
-	}
+	c := &child{Proc: p, d: d}
 	d.mu.Lock()
 	d.children = append(d.children, c)
 	d.mu.Unlock()
-	go func() {
-		s := bufio.NewScanner(out)
-		for s.Scan() {
-			c.lines <- s.Text()
-		}
-		close(c.lines)
-		c.err = c.cmd.Wait()
-		logFile.Close()
-		close(c.exited)
-	}()
 	return c, nil
 }
 
 // waitLine waits for a stdout line matching re and returns its first group.
 func (c *child) waitLine(ctx context.Context, re *regexp.Regexp, timeout time.Duration) (group string, err error) {
-	err = c.waitFor(ctx, timeout, "its ready line", func(l string) (bool, error) {
+	err = c.WaitFor(ctx, timeout, "its ready line", func(l string) (bool, error) {
 		m := re.FindStringSubmatch(l)
 		if m != nil {
 			group = m[1]
@@ -407,118 +372,43 @@ func (c *child) waitLine(ctx context.Context, re *regexp.Regexp, timeout time.Du
 // waitEvent prints the worker's events on the timeline until one of the
 // given kinds arrives, and returns it.
 func (c *child) waitEvent(ctx context.Context, kinds ...string) (e ledger.Event, err error) {
-	err = c.waitFor(ctx, demoStepTimeout, fmt.Sprint("an event ", kinds), func(l string) (bool, error) {
+	err = c.WaitFor(ctx, demoStepTimeout, fmt.Sprint("an event ", kinds), func(l string) (bool, error) {
 		e = ledger.Event{}
 		if err := json.Unmarshal([]byte(l), &e); err != nil {
-			c.d.say(c.name, l)
+			c.d.say(c.Name, l)
 			return false, nil
 		}
-		c.d.say(c.name, e.Msg)
+		c.d.say(c.Name, e.Msg)
 		if e.Kind == "failed" {
-			return true, fmt.Errorf("%s failed: %s", c.name, e.Msg)
+			return true, fmt.Errorf("%s failed: %s", c.Name, e.Msg)
 		}
 		return slices.Contains(kinds, e.Kind), nil
 	})
 	return e, err
 }
 
-// waitFor feeds the child's stdout lines to match until it reports done,
-// the child exits, timeout passes or ctx ends; what names the awaited
-// line in errors.
-func (c *child) waitFor(ctx context.Context, timeout time.Duration, what string, match func(line string) (done bool, err error)) error {
-	t := time.NewTimer(timeout)
-	defer t.Stop()
-	for {
-		select {
-		case l, ok := <-c.lines:
-			if !ok {
-				<-c.exited
-				return fmt.Errorf("%s exited (%v) before %s:\n%s", c.name, c.err, what, c.stderr)
-			}
-			if done, err := match(l); done || err != nil {
-				return err
-			}
-		case <-t.C:
-			return fmt.Errorf("%s: no %s after %s:\n%s", c.name, what, timeout, c.stderr)
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-// freeze stops the process for real (SIGSTOP), waits until the kernel
-// reports it stopped, then queues the line that releases its hold, which
-// it can only read once it is resumed.
+// freeze stops the process for real (SIGSTOP), then queues the line that
+// releases its hold, which it can only read once it is resumed.
 func (c *child) freeze() error {
-	pid := c.cmd.Process.Pid
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		return fmt.Errorf("SIGSTOP %s: %w", c.name, err)
+	if err := c.Freeze(); err != nil {
+		return err
 	}
-	for i := 0; i < 200 && !stopped(pid); i++ {
-		time.Sleep(5 * time.Millisecond)
-	}
-	_, err := io.WriteString(c.stdin, "go\n")
+	_, err := io.WriteString(c.Stdin, "go\n")
 	return err
 }
 
-func (c *child) thaw() error { return syscall.Kill(c.cmd.Process.Pid, syscall.SIGCONT) }
-
-// stopped reports whether pid is in the stopped state (Linux /proc; on
-// other systems SIGSTOP is taken as immediate and this says true).
-func stopped(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	i := strings.LastIndexByte(string(b), ')')
-	return i < 0 || i+2 >= len(b) || b[i+2] == 'T' || b[i+2] == 't'
-}
+func (c *child) thaw() error { return c.Thaw() }
 
 // stopAll resumes and terminates every child still running, gracefully
 // first (serve shuts its embedded etcd down cleanly).
 func (d *demo) stopAll() {
 	d.mu.Lock()
-	cs := d.children
+	ps := make([]*childproc.Proc, len(d.children))
+	for i, c := range d.children {
+		ps[i] = c.Proc
+	}
 	d.mu.Unlock()
-	for _, c := range cs {
-		select {
-		case <-c.exited:
-			continue
-		default:
-		}
-		_ = c.cmd.Process.Signal(syscall.SIGCONT)
-		_ = c.cmd.Process.Signal(syscall.SIGTERM)
-	}
-	for _, c := range cs {
-		go func() {
-			for range c.lines { // drain so the child never blocks on stdout
-			}
-		}()
-		select {
-		case <-c.exited:
-		case <-time.After(5 * time.Second):
-			_ = c.cmd.Process.Kill()
-			<-c.exited
-		}
-	}
-}
-
-// syncBuf is a bytes buffer safe for a child's stderr.
-type syncBuf struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	childproc.StopAll(ps, 5*time.Second)
 }
 
 func newDemoLedgerCmd() *cobra.Command {
