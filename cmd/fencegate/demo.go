@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -12,36 +11,33 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/fencegate/fencegate/examples/childproc"
 	"github.com/fencegate/fencegate/examples/ledger"
+	"github.com/spf13/cobra"
 )
 
-func init() {
-	register(command{name: "demo", summary: "start here: the spec's Worker A story with real processes, fenced and lease-only", run: runDemo})
-}
+func init() { register(newDemoCmd) }
 
-const demoUsage = `usage: fencegate demo [--ttl-ms N] [--db postgres://…] [--resource sql|redis|s3] [--keep]
+const demoLong = `Start here: the specification's Worker A story with real processes.
 
 Starts a registry (fencegate serve, embedded etcd, temporary data dir), the
-example "ledger" service (examples/ledger: writes through the gate on SQLite)
+example "ledger" service (examples/ledger: writes through the gate on SQLite,
+or with --resource on Redis or an S3-compatible store)
 and two worker processes. Worker A takes a short lease, builds its write,
 and is frozen with SIGSTOP past its TTL; worker B takes over and writes;
 A is resumed and sends its stale write. Then the same story against a
 lease-only ledger (the negative control). Exit status 0 only if the fenced
 run kept B's result and the lease-only run lost it.
 
-Internal (the demo's child processes; also a way to run the example):
-  fencegate demo ledger [flags]   the ledger service
-  fencegate demo worker [flags]   one worker`
+The subcommands are the demo's child processes, and a way to run the
+example on its own.`
 
 // Demo limits.
 const (
@@ -57,37 +53,37 @@ const demoKey = "invoice-batch/2026-07-19/total"
 // demoRowsKey is the row B writes in its first segment.
 const demoRowsKey = "invoice-batch/2026-07-19/rows"
 
-func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) > 0 && args[0] == "ledger" {
-		return runDemoLedger(ctx, args[1:], stdout, stderr)
+func newDemoCmd() *cobra.Command {
+	var ttlMs uint64
+	var db, resource string
+	var keep bool
+	c := &cobra.Command{
+		Use:     "demo",
+		Short:   "start here: the spec's Worker A story with real processes, fenced and lease-only",
+		Long:    demoLong,
+		Example: "  fencegate demo\n  fencegate demo --db postgres://user@localhost/ledger --keep",
+		RunE: func(c *cobra.Command, _ []string) error {
+			if ttlMs < demoTTLMsDefault {
+				// A status proof ends ClockSkewMaxMs (500ms) before the lease and the
+				// client keeps ProofMargin (500ms): a shorter lease leaves A no time
+				// to build its envelope.
+				return usagef("--ttl-ms must be at least %d", demoTTLMsDefault)
+			}
+			if err := checkDemoResource(resource, db); err != nil { // hook: demo --resource
+				return err
+			}
+			return runDemo(c.Context(), ttlMs, db, resource, keep, c.OutOrStdout())
+		},
 	}
-	if len(args) > 0 && args[0] == "worker" {
-		return runDemoWorker(ctx, args[1:], stdout, stderr)
-	}
-	if ok, err := runDemoResourceChild(ctx, args, stdout, stderr); ok { // hook: demo --resource (demo_resource.go)
-		return err
-	}
-	fs := newFlags("demo", stderr)
-	fs.Usage = func() { fmt.Fprintln(stderr, demoUsage+"\n\nflags:"); fs.PrintDefaults() }
-	ttlMs := fs.Uint64("ttl-ms", demoTTLMsDefault, "worker A's lease TTL in ms (A stays frozen TTL + lock-delay)")
-	db := fs.String("db", "", "the fenced ledger's database: a postgres://… URL (default: a temporary SQLite file)")
-	keep := fs.Bool("keep", false, "keep the temporary directory (registry data, ledger databases, logs)")
-	resource := demoResourceFlag(fs) // hook: demo --resource (demo_resource.go)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if err := checkDemoResource(*resource, *db); err != nil { // hook: demo --resource
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
-	}
-	if *ttlMs < demoTTLMsDefault {
-		// A status proof ends ClockSkewMaxMs (500ms) before the lease and the
-		// client keeps ProofMargin (500ms): a shorter lease leaves A no time
-		// to build its envelope.
-		return fmt.Errorf("%w: --ttl-ms must be at least %d", errUsage, demoTTLMsDefault)
-	}
+	c.Flags().Uint64Var(&ttlMs, "ttl-ms", demoTTLMsDefault, "worker A's lease TTL in ms (A stays frozen TTL + lock-delay)")
+	c.Flags().StringVar(&db, "db", "", "the fenced ledger's database: a postgres://… URL (default: a temporary SQLite file)")
+	c.Flags().BoolVar(&keep, "keep", false, "keep the temporary directory (registry data, ledger databases, logs)")
+	demoResourceFlag(c.Flags(), &resource) // hook: demo --resource (demo_resource.go)
+	c.AddCommand(newDemoLedgerCmd(), newDemoWorkerCmd(), newDemoResledgerCmd(), newDemoS3ServerCmd())
+	return c
+}
+
+func runDemo(ctx context.Context, ttlMs uint64, db, resource string, keep bool, stdout io.Writer) error {
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -96,14 +92,14 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	if *keep {
+	if keep {
 		fmt.Fprintf(stdout, "keeping %s\n", dir)
 	} else {
 		defer os.RemoveAll(dir)
 	}
-	d := &demo{self: self, dir: dir, out: stdout, start: time.Now(), ttlMs: *ttlMs, resource: *resource}
+	d := &demo{self: self, dir: dir, out: stdout, start: time.Now(), ttlMs: ttlMs, resource: resource}
 	defer d.stopAll()
-	return d.run(ctx, *db)
+	return d.run(ctx, db)
 }
 
 // demo is one run of the story: the processes it started and the clock
@@ -228,7 +224,7 @@ func (d *demo) story(ctx context.Context, ledgerURL, resource string, leaseOnly 
 		return storyResult{}, err
 	}
 	frozen := time.Now()
-	d.say("demo", fmt.Sprintf("SIGSTOP worker A (pid %d): frozen with its write in hand; its %s lease runs out", a.cmd.Process.Pid, msDuration(d.ttlMs)))
+	d.say("demo", fmt.Sprintf("SIGSTOP worker A (pid %d): frozen with its write in hand; its %s lease runs out", a.Pid(), msDuration(d.ttlMs)))
 	// B queues for the lease. Its TTL is the registry default's, not A's:
 	// the client counts a lease from when the acquire was sent, so with a
 	// TTL shorter than the wait B's new lease would start out uncertain
@@ -338,64 +334,32 @@ func (d *demo) say(who, msg string) {
 
 func msDuration(ms uint64) time.Duration { return time.Duration(ms) * time.Millisecond }
 
-// child is one process the demo started.
+// child is one process the demo started (examples/childproc runs it);
+// its events go on the demo's timeline.
 type child struct {
-	name   string
-	d      *demo
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	lines  chan string // stdout, line by line; closed at EOF
-	stderr *syncBuf
-	exited chan struct{}
-	err    error // Wait's result, once exited is closed
+	*childproc.Proc
+	d *demo
 }
 
 // spawn starts `self args...`. With stdin, the child's stdin is a pipe.
 func (d *demo) spawn(ctx context.Context, name string, stdin bool, args ...string) (*child, error) {
-	c := &child{name: name, d: d, lines: make(chan string, 256), stderr: &syncBuf{}, exited: make(chan struct{})}
-	c.cmd = exec.Command(d.self, args...)
-	c.cmd.SysProcAttr = childproc.SysProcAttr()
-	c.cmd.Stderr = c.stderr
 	d.mu.Lock()
 	logName := fmt.Sprintf("%02d-%s.log", len(d.children)+1, strings.ReplaceAll(name, " ", "-"))
 	d.mu.Unlock()
-	logFile, err := os.Create(filepath.Join(d.dir, logName))
+	p, err := childproc.Start(name, d.self, args, stdin, filepath.Join(d.dir, logName))
 	if err != nil {
 		return nil, err
 	}
-	c.cmd.Stderr = io.MultiWriter(c.stderr, logFile)
-	out, err := c.cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if stdin {
-		if c.stdin, err = c.cmd.StdinPipe(); err != nil {
-			return nil, err
-		}
-	}
-	if err := c.cmd.Start(); err != nil {
-		logFile.Close()
-		return nil, fmt.Errorf("start %s: %w", name, err)
-	}
+	c := &child{Proc: p, d: d}
 	d.mu.Lock()
 	d.children = append(d.children, c)
 	d.mu.Unlock()
-	go func() {
-		s := bufio.NewScanner(out)
-		for s.Scan() {
-			c.lines <- s.Text()
-		}
-		close(c.lines)
-		c.err = c.cmd.Wait()
-		logFile.Close()
-		close(c.exited)
-	}()
 	return c, nil
 }
 
 // waitLine waits for a stdout line matching re and returns its first group.
 func (c *child) waitLine(ctx context.Context, re *regexp.Regexp, timeout time.Duration) (group string, err error) {
-	err = c.waitFor(ctx, timeout, "its ready line", func(l string) (bool, error) {
+	err = c.WaitFor(ctx, timeout, "its ready line", func(l string) (bool, error) {
 		m := re.FindStringSubmatch(l)
 		if m != nil {
 			group = m[1]
@@ -408,167 +372,101 @@ func (c *child) waitLine(ctx context.Context, re *regexp.Regexp, timeout time.Du
 // waitEvent prints the worker's events on the timeline until one of the
 // given kinds arrives, and returns it.
 func (c *child) waitEvent(ctx context.Context, kinds ...string) (e ledger.Event, err error) {
-	err = c.waitFor(ctx, demoStepTimeout, fmt.Sprint("an event ", kinds), func(l string) (bool, error) {
+	err = c.WaitFor(ctx, demoStepTimeout, fmt.Sprint("an event ", kinds), func(l string) (bool, error) {
 		e = ledger.Event{}
 		if err := json.Unmarshal([]byte(l), &e); err != nil {
-			c.d.say(c.name, l)
+			c.d.say(c.Name, l)
 			return false, nil
 		}
-		c.d.say(c.name, e.Msg)
+		c.d.say(c.Name, e.Msg)
 		if e.Kind == "failed" {
-			return true, fmt.Errorf("%s failed: %s", c.name, e.Msg)
+			return true, fmt.Errorf("%s failed: %s", c.Name, e.Msg)
 		}
 		return slices.Contains(kinds, e.Kind), nil
 	})
 	return e, err
 }
 
-// waitFor feeds the child's stdout lines to match until it reports done,
-// the child exits, timeout passes or ctx ends; what names the awaited
-// line in errors.
-func (c *child) waitFor(ctx context.Context, timeout time.Duration, what string, match func(line string) (done bool, err error)) error {
-	t := time.NewTimer(timeout)
-	defer t.Stop()
-	for {
-		select {
-		case l, ok := <-c.lines:
-			if !ok {
-				<-c.exited
-				return fmt.Errorf("%s exited (%v) before %s:\n%s", c.name, c.err, what, c.stderr)
-			}
-			if done, err := match(l); done || err != nil {
-				return err
-			}
-		case <-t.C:
-			return fmt.Errorf("%s: no %s after %s:\n%s", c.name, what, timeout, c.stderr)
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-// freeze stops the process for real (SIGSTOP), waits until the kernel
-// reports it stopped, then queues the line that releases its hold, which
-// it can only read once it is resumed.
+// freeze stops the process for real (SIGSTOP), then queues the line that
+// releases its hold, which it can only read once it is resumed.
 func (c *child) freeze() error {
-	pid := c.cmd.Process.Pid
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		return fmt.Errorf("SIGSTOP %s: %w", c.name, err)
+	if err := c.Freeze(); err != nil {
+		return err
 	}
-	for i := 0; i < 200 && !stopped(pid); i++ {
-		time.Sleep(5 * time.Millisecond)
-	}
-	_, err := io.WriteString(c.stdin, "go\n")
+	_, err := io.WriteString(c.Stdin, "go\n")
 	return err
 }
 
-func (c *child) thaw() error { return syscall.Kill(c.cmd.Process.Pid, syscall.SIGCONT) }
-
-// stopped reports whether pid is in the stopped state (Linux /proc; on
-// other systems SIGSTOP is taken as immediate and this says true).
-func stopped(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	i := strings.LastIndexByte(string(b), ')')
-	return i < 0 || i+2 >= len(b) || b[i+2] == 'T' || b[i+2] == 't'
-}
+func (c *child) thaw() error { return c.Thaw() }
 
 // stopAll resumes and terminates every child still running, gracefully
 // first (serve shuts its embedded etcd down cleanly).
 func (d *demo) stopAll() {
 	d.mu.Lock()
-	cs := d.children
+	ps := make([]*childproc.Proc, len(d.children))
+	for i, c := range d.children {
+		ps[i] = c.Proc
+	}
 	d.mu.Unlock()
-	for _, c := range cs {
-		select {
-		case <-c.exited:
-			continue
-		default:
-		}
-		_ = c.cmd.Process.Signal(syscall.SIGCONT)
-		_ = c.cmd.Process.Signal(syscall.SIGTERM)
-	}
-	for _, c := range cs {
-		go func() {
-			for range c.lines { // drain so the child never blocks on stdout
-			}
-		}()
-		select {
-		case <-c.exited:
-		case <-time.After(5 * time.Second):
-			_ = c.cmd.Process.Kill()
-			<-c.exited
-		}
-	}
+	childproc.StopAll(ps, 5*time.Second)
 }
 
-// syncBuf is a bytes buffer safe for a child's stderr.
-type syncBuf struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// runDemoLedger is `fencegate demo ledger`: the example ledger service.
-func runDemoLedger(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("demo ledger", stderr)
+func newDemoLedgerCmd() *cobra.Command {
 	var o ledger.ServeOptions
+	c := &cobra.Command{
+		Use:   "ledger --db DB --token-file FILE (--trust-bundle FILE | --lease-only)",
+		Short: "the example ledger service (a protected service writing through the gate)",
+		RunE: func(c *cobra.Command, _ []string) error {
+			if o.DB == "" || o.TokenFile == "" || (o.TrustBundle == "" && !o.LeaseOnly) {
+				return usagef("--db, --token-file and --trust-bundle (or --lease-only) are required")
+			}
+			return ledger.Serve(c.Context(), o, c.OutOrStdout())
+		},
+	}
+	fs := c.Flags()
 	fs.StringVar(&o.Listen, "listen", "127.0.0.1:0", "address to serve on")
 	fs.StringVar(&o.DB, "db", "", "SQLite file, or a postgres://… URL (required)")
 	fs.StringVar(&o.TrustBundle, "trust-bundle", "", "the registry's trust bundle (required unless --lease-only)")
 	fs.StringVar(&o.TokenFile, "token-file", "", "bearer tokens → identities, as for serve (required)")
 	fs.BoolVar(&o.LeaseOnly, "lease-only", false, "negative control: no gate, every authenticated write lands")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if o.DB == "" || o.TokenFile == "" || (o.TrustBundle == "" && !o.LeaseOnly) {
-		return fmt.Errorf("%w: --db, --token-file and --trust-bundle (or --lease-only) are required", errUsage)
-	}
-	return ledger.Serve(ctx, o, stdout)
+	fs.StringVar(&o.TrustBundleURL, "trust-bundle-url", "", "a registry to poll for newer signed trust bundles (written back to --trust-bundle)")
+	fs.DurationVar(&o.TrustBundleInterval, "trust-bundle-interval", 0, "how often to poll --trust-bundle-url (0: 30s)")
+	fs.StringSliceVar(&o.Admins, "admin", nil, "identity allowed at the gate's admin endpoint /v1/gate/ (fencegate gate --gate URL); repeatable")
+	return c
 }
 
-// runDemoWorker is `fencegate demo worker`: one example worker.
-func runDemoWorker(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("demo worker", stderr)
+func newDemoWorkerCmd() *cobra.Command {
 	var o ledger.WorkerOptions
-	var sets listFlag
+	var sets []string
+	c := &cobra.Command{
+		Use:   "worker --registry URL --ledger URL --token TOKEN --resource R --set KEY=VALUE...",
+		Short: "one example worker: acquire, write through the ledger's gate, release",
+		RunE: func(c *cobra.Command, _ []string) error {
+			for _, s := range sets {
+				k, v, ok := strings.Cut(s, "=")
+				if !ok {
+					return usagef("--set %q: want KEY=VALUE", s)
+				}
+				o.Entries = append(o.Entries, ledger.Entry{Key: k, Value: v})
+			}
+			if o.Registry == "" || o.Ledger == "" || o.Token == "" || o.Resource == "" || len(o.Entries) == 0 {
+				return usagef("--registry, --ledger, --token, --resource and --set are required")
+			}
+			return ledger.WorkerProcess(c.Context(), o, os.Stdin, c.OutOrStdout())
+		},
+	}
+	fs := c.Flags()
 	fs.StringVar(&o.Name, "name", "A", "name shown in events")
 	fs.StringVar(&o.Registry, "registry", "", "registry URL (required)")
 	fs.StringVar(&o.Ledger, "ledger", "", "ledger URL (required)")
 	fs.StringVar(&o.Token, "token", "", "bearer token of this worker's identity, for both (required)")
 	fs.StringVar(&o.Resource, "resource", "", "resource to lease (required)")
 	fs.StringVar(&o.OperationID, "op", "settle", "operation ID")
-	fs.Var(&sets, "set", "KEY=VALUE to write (repeatable)")
+	fs.StringArrayVar(&sets, "set", nil, "KEY=VALUE to write (repeatable)")
 	fs.IntVar(&o.Segments, "segments", 1, "cut the entries into this many ordered segments")
 	fs.Uint64Var(&o.TTLMs, "ttl-ms", demoTTLMsSuccessor, "lease TTL in ms")
 	fs.Uint64Var(&o.WaitMs, "wait-ms", 0, "queue behind the current holder at most this long")
 	fs.BoolVar(&o.LeaseOnly, "lease-only", false, "negative control: write without an envelope")
 	fs.BoolVar(&o.HoldOnStdin, "hold", false, "wait for a line on stdin before sending the first write")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	for _, s := range sets {
-		k, v, ok := strings.Cut(s, "=")
-		if !ok {
-			return fmt.Errorf("%w: --set %q: want KEY=VALUE", errUsage, s)
-		}
-		o.Entries = append(o.Entries, ledger.Entry{Key: k, Value: v})
-	}
-	if o.Registry == "" || o.Ledger == "" || o.Token == "" || o.Resource == "" || len(o.Entries) == 0 {
-		return fmt.Errorf("%w: --registry, --ledger, --token, --resource and --set are required", errUsage)
-	}
-	return ledger.WorkerProcess(ctx, o, os.Stdin, stdout)
+	return c
 }

@@ -4,9 +4,7 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
-	"io"
 	"net"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +13,8 @@ import (
 
 	"github.com/fencegate/fencegate/examples/resledger"
 	"github.com/fencegate/fencegate/internal/s3local"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // This file is `fencegate demo --resource redis|s3`: the same Worker A
@@ -30,8 +30,8 @@ const (
 )
 
 // demoResourceFlag declares --resource on the demo's flags.
-func demoResourceFlag(fs *flag.FlagSet) *string {
-	return fs.String("resource", demoResourceSQL, "what the ledger keeps its values in: sql (SQLite or --db), redis (a redis-server the demo starts) or s3 (an S3-compatible store the demo starts)")
+func demoResourceFlag(fs *pflag.FlagSet, p *string) {
+	fs.StringVar(p, "resource", demoResourceSQL, "what the ledger keeps its values in: sql (SQLite or --db), redis (a redis-server the demo starts) or s3 (an S3-compatible store the demo starts)")
 }
 
 func checkDemoResource(resource, db string) error {
@@ -40,32 +40,28 @@ func checkDemoResource(resource, db string) error {
 		return nil
 	case demoResourceRedis, demoResourceS3:
 		if db != "" {
-			return fmt.Errorf("%w: --db goes with --resource sql", errUsage)
+			return usagef("--db goes with --resource sql")
 		}
 		return nil
 	}
-	return fmt.Errorf("%w: --resource %q (want sql, redis or s3)", errUsage, resource)
+	return usagef("--resource %q (want sql, redis or s3)", resource)
 }
 
-// runDemoResourceChild runs the demo's own child processes for these
-// resources: `demo resledger` and `demo s3server`. It reports whether
-// args named one.
-func runDemoResourceChild(ctx context.Context, args []string, stdout, stderr io.Writer) (bool, error) {
-	if len(args) == 0 {
-		return false, nil
-	}
-	switch args[0] {
-	case "resledger":
-		return true, runDemoResledger(ctx, args[1:], stdout, stderr)
-	case "s3server":
-		return true, runDemoS3Server(ctx, args[1:], stdout, stderr)
-	}
-	return false, nil
-}
-
-func runDemoResledger(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("demo resledger", stderr)
+// newDemoResledgerCmd is `demo resledger`, the demo's ledger child on
+// Redis or S3.
+func newDemoResledgerCmd() *cobra.Command {
 	var o resledger.ServeOptions
+	c := &cobra.Command{
+		Use:   "resledger --resource redis|s3 --token-file FILE (--trust-bundle FILE | --lease-only)",
+		Short: "the example ledger on Redis (gate/redisgate) or an S3-compatible store (gate/objgate)",
+		RunE: func(c *cobra.Command, _ []string) error {
+			if o.TokenFile == "" || (o.TrustBundle == "" && !o.LeaseOnly) {
+				return usagef("--token-file and --trust-bundle (or --lease-only) are required")
+			}
+			return resledger.Serve(c.Context(), o, c.OutOrStdout())
+		},
+	}
+	fs := c.Flags()
 	fs.StringVar(&o.Listen, "listen", "127.0.0.1:0", "address to serve on")
 	fs.StringVar(&o.Resource, "resource", "", "redis or s3 (required)")
 	fs.StringVar(&o.RedisAddr, "redis", "", "redis-server host:port")
@@ -75,29 +71,26 @@ func runDemoResledger(ctx context.Context, args []string, stdout, stderr io.Writ
 	fs.StringVar(&o.TrustBundle, "trust-bundle", "", "the registry's trust bundle (required unless --lease-only)")
 	fs.StringVar(&o.TokenFile, "token-file", "", "bearer tokens → identities, as for serve (required)")
 	fs.BoolVar(&o.LeaseOnly, "lease-only", false, "negative control: no gate")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if o.TokenFile == "" || (o.TrustBundle == "" && !o.LeaseOnly) {
-		return fmt.Errorf("%w: --token-file and --trust-bundle (or --lease-only) are required", errUsage)
-	}
-	return resledger.Serve(ctx, o, stdout)
+	return c
 }
 
-// runDemoS3Server serves the local S3-compatible store (s3local: gofakes3,
-// memory backend, conditional writes honoured) until ctx ends.
-func runDemoS3Server(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("demo s3server", stderr)
-	if err := fs.Parse(args); err != nil {
-		return err
+// newDemoS3ServerCmd is `demo s3server`: the local S3-compatible store
+// (s3local: gofakes3, memory backend, conditional writes honoured) until
+// ctx ends.
+func newDemoS3ServerCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "s3server",
+		Short: "a local S3-compatible store in memory (for demo --resource s3)",
+		RunE: func(c *cobra.Command, _ []string) error {
+			s, err := s3local.Start(c.Context())
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(c.OutOrStdout(), "s3server: listening on %s\n", s.URL)
+			<-c.Context().Done()
+			return nil
+		},
 	}
-	s, err := s3local.Start(ctx)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "s3server: listening on %s\n", s.URL)
-	<-ctx.Done()
-	return nil
 }
 
 var (

@@ -2,71 +2,91 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"os"
 
+	"github.com/spf13/cobra"
+
 	"github.com/fencegate/fencegate/grant"
 )
 
-func init() {
-	register(command{name: "grant", summary: "inspect, sign and verify lockGrant.v1 / grantStatus.v1 messages", run: runGrant})
-}
+func init() { register(newGrantCmd) }
 
-const grantUsage = `usage:
-  fencegate grant inspect FILE|-
-  fencegate grant verify --bundle BUNDLE --proof PROOF FILE|-
-  fencegate grant sign   --key KEYFILE FILE|-
-  fencegate grant example`
-
-func runGrant(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: missing subcommand\n%s", errUsage, grantUsage)
+func newGrantCmd() *cobra.Command {
+	c := parentCommand("grant", "inspect, sign and verify lockGrant.v1 / grantStatus.v1 messages",
+		`Work with the registry's messages by hand. A message is read from FILE, or
+from standard input when FILE is -; the strict parser names the field and
+the reason of anything non-canonical.`)
+	inspect := &cobra.Command{
+		Use:   "inspect FILE|-",
+		Short: "print a message's fields and digest, or the field that is wrong",
+		Args:  exactArgs("FILE"),
+		RunE: func(c *cobra.Command, args []string) error {
+			m, err := readMessage(args[0])
+			if err != nil {
+				return err
+			}
+			printMessage(c.OutOrStdout(), m)
+			return nil
+		},
 	}
-	fs := newFlags("grant "+args[0], stderr)
-	bundle := fs.String("bundle", "", "verify: trust bundle file")
-	proof := fs.String("proof", "", "verify: proof text (sig:<keyId>:<b64> or mac:<keyId>:<b64>)")
-	key := fs.String("key", "", "sign: key file")
-	if err := fs.Parse(args[1:]); err != nil {
-		return err
+	var bundle, proof string
+	verify := &cobra.Command{
+		Use:   "verify --bundle BUNDLE --proof PROOF FILE|-",
+		Short: "verify a proof over a message; exit 1 on rejection, with its stable code",
+		Args:  exactArgs("FILE"),
+		RunE: func(c *cobra.Command, args []string) error {
+			if bundle == "" || proof == "" {
+				return usagef("--bundle and --proof are required")
+			}
+			m, err := readMessage(args[0])
+			if err != nil {
+				return err
+			}
+			b, err := grant.LoadBundle(bundle)
+			if err != nil {
+				return err
+			}
+			printMessage(c.OutOrStdout(), m)
+			return printVerdict(c.OutOrStdout(), grant.NewVerifier(b, -1).Verify(m, proof))
+		},
 	}
-	switch args[0] {
-	case "example":
-		return runGrantExample(stdout)
-	case "inspect", "verify", "sign":
-	default:
-		return fmt.Errorf("%w: unknown subcommand %q\n%s", errUsage, args[0], grantUsage)
+	verify.Flags().StringVar(&bundle, "bundle", "", "trust bundle file")
+	verify.Flags().StringVar(&proof, "proof", "", "proof text (sig:<keyId>:<b64> or mac:<keyId>:<b64>)")
+	var key string
+	sign := &cobra.Command{
+		Use:   "sign --key KEYFILE FILE|-",
+		Short: "print the proof a key makes over a message",
+		Args:  exactArgs("FILE"),
+		RunE: func(c *cobra.Command, args []string) error {
+			if key == "" {
+				return usagef("--key is required: the signing key file")
+			}
+			k, err := grant.LoadKeyFile(key)
+			if err != nil {
+				return err
+			}
+			m, err := readMessage(args[0])
+			if err != nil {
+				return err
+			}
+			p, err := k.Sign(m)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(c.OutOrStdout(), p)
+			return nil
+		},
 	}
-	if fs.NArg() != 1 {
-		return fmt.Errorf("%w: want one message file (or - for stdin)", errUsage)
+	sign.Flags().StringVar(&key, "key", "", "key file")
+	example := &cobra.Command{
+		Use:   "example",
+		Short: "sign a grant with a throwaway key and show a forged, cross-type and retired proof rejected",
+		RunE:  func(c *cobra.Command, _ []string) error { return runGrantExample(c.OutOrStdout()) },
 	}
-	m, err := readMessage(fs.Arg(0))
-	if err != nil {
-		return err
-	}
-	switch args[0] {
-	case "sign":
-		k, err := grant.LoadKeyFile(*key)
-		if err != nil {
-			return err
-		}
-		p, err := k.Sign(m)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintln(stdout, p)
-		return nil
-	case "verify":
-		printMessage(stdout, m)
-		b, err := grant.LoadBundle(*bundle)
-		if err != nil {
-			return err
-		}
-		return printVerdict(stdout, grant.NewVerifier(b, -1).Verify(m, *proof))
-	}
-	printMessage(stdout, m)
-	return nil
+	c.AddCommand(inspect, verify, sign, example)
+	return c
 }
 
 // readMessage parses a grant or a status, telling them apart by the schema

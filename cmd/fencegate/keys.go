@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -9,123 +8,176 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/spf13/cobra"
+
 	"github.com/fencegate/fencegate/grant"
 )
 
-func init() {
-	register(command{name: "keys", summary: "generate signing keys and edit trust bundles", run: runKeys})
+func init() { register(newKeysCmd) }
+
+func newKeysCmd() *cobra.Command {
+	c := parentCommand("keys", "generate signing keys and edit trust bundles",
+		`Signing keys (what the registry signs with) and trust bundles (what every
+gate verifies against). Every bundle edit raises the bundle's version; a
+gate replaces its bundle only with a higher version. See docs/operations.md
+for rotation (add → verify-only → retire) and epoch revocation.`)
+	c.AddCommand(newKeysGenCmd(), newKeysBundleCmd())
+	return c
 }
 
-const keysUsage = `usage:
-  fencegate keys gen --id ID --out FILE [--alg ed25519|hmac-sha256]
-  fencegate keys bundle add         --bundle FILE (--key KEYFILE | --id ID --public-key B64) [--min-epoch N] [--max-epoch N]
-  fencegate keys bundle verify-only --bundle FILE --id ID   (overlap: verifies, no longer signs)
-  fencegate keys bundle retire      --bundle FILE --id ID   (its proofs are rejected from now on)
-  fencegate keys bundle revoke-epoch --bundle FILE --below N
-  fencegate keys bundle show        --bundle FILE`
-
-func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: missing subcommand\n%s", errUsage, keysUsage)
+func newKeysGenCmd() *cobra.Command {
+	var id, out, alg string
+	c := &cobra.Command{
+		Use:     "gen --id ID --out FILE",
+		Short:   "generate a signing key file (mode 0600)",
+		Example: "  fencegate keys gen --id k1 --out k1.key\n  fencegate keys gen --id m1 --alg hmac-sha256 --out m1.key",
+		RunE: func(c *cobra.Command, _ []string) error {
+			if id == "" || out == "" {
+				return usagef("--id and --out are required: the key's ID and the file to write")
+			}
+			if err := grant.ValidateKeyID(id); err != nil {
+				return usagef("--id %q: %v", id, err)
+			}
+			if a := grant.Alg(alg); a != grant.AlgEd25519 && a != grant.AlgHMACSHA256 {
+				return usagef("--alg %q: want ed25519 or hmac-sha256", alg)
+			}
+			k, err := grant.GenerateKey(grant.Alg(alg), id, rand.Reader)
+			if err != nil {
+				return err
+			}
+			if _, err := os.Stat(out); err == nil {
+				return fmt.Errorf("%s exists; refusing to overwrite a key (choose another --out, or remove it first)", out)
+			}
+			if err := grant.WriteFileAtomic(out, k.MarshalKeyFile(), 0o600); err != nil {
+				return err
+			}
+			w := c.OutOrStdout()
+			fmt.Fprintf(w, "wrote %s key %s to %s\n", k.Alg, k.KeyID, out)
+			if pub := k.PublicKey(); pub != nil {
+				fmt.Fprintf(w, "public key: %s\n", grant.EncodeKey(pub))
+			}
+			return nil
+		},
 	}
-	switch args[0] {
-	case "gen":
-		return runKeysGen(args[1:], stdout, stderr)
-	case "bundle":
-		return runKeysBundle(args[1:], stdout, stderr)
-	}
-	return fmt.Errorf("%w: unknown subcommand %q\n%s", errUsage, args[0], keysUsage)
+	c.Flags().StringVar(&id, "id", "", "key ID (letters, digits, '.', '-', '_')")
+	c.Flags().StringVar(&out, "out", "", "key file to write (mode 0600); refuses to overwrite")
+	c.Flags().StringVar(&alg, "alg", string(grant.AlgEd25519), "ed25519 (default) or hmac-sha256")
+	return c
 }
 
-func runKeysGen(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("keys gen", stderr)
-	id := fs.String("id", "", "key ID (letters, digits, '.', '-', '_')")
-	out := fs.String("out", "", "key file to write (mode 0600); refuses to overwrite")
-	alg := fs.String("alg", string(grant.AlgEd25519), "ed25519 (default) or hmac-sha256")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if *id == "" || *out == "" {
-		return fmt.Errorf("%w: --id and --out are required", errUsage)
-	}
-	k, err := grant.GenerateKey(grant.Alg(*alg), *id, rand.Reader)
-	if err != nil {
-		return err
-	}
-	if _, err := os.Stat(*out); err == nil {
-		return fmt.Errorf("%s exists; refusing to overwrite a key", *out)
-	}
-	if err := grant.WriteFileAtomic(*out, k.MarshalKeyFile(), 0o600); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "wrote %s key %s to %s\n", k.Alg, k.KeyID, *out)
-	if pub := k.PublicKey(); pub != nil {
-		fmt.Fprintf(stdout, "public key: %s\n", grant.EncodeKey(pub))
-	}
-	return nil
+// bundleEdit is one `keys bundle` edit: check validates its flags before
+// the bundle is read; edit changes f. Errors say what is wrong.
+type bundleEdit struct {
+	check func() error
+	edit  func(path string, f *grant.BundleFile) error
 }
 
-func runKeysBundle(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: missing bundle subcommand\n%s", errUsage, keysUsage)
+func newKeysBundleCmd() *cobra.Command {
+	c := parentCommand("bundle", "edit and show trust bundles", "")
+	var keyFile, pub, id string
+	var minEpoch, maxEpoch, below uint64
+	add := bundleCmd("add --bundle FILE (--key KEYFILE | --id ID --public-key B64)", "add a key (creates the bundle if missing)", true,
+		bundleEdit{edit: func(path string, f *grant.BundleFile) error {
+			k, err := bundleKeyFromFlags(path, keyFile, id, pub)
+			if err != nil {
+				return err
+			}
+			k.MinEpoch, k.MaxEpoch = minEpoch, maxEpoch
+			return f.AddKey(k)
+		}})
+	add.Flags().StringVar(&keyFile, "key", "", "key file to take the key from")
+	add.Flags().StringVar(&id, "id", "", "key ID (with --public-key)")
+	add.Flags().StringVar(&pub, "public-key", "", "Ed25519 public key, unpadded base64url (with --id)")
+	add.Flags().Uint64Var(&minEpoch, "min-epoch", 1, "lowest issuer epoch the key may sign")
+	add.Flags().Uint64Var(&maxEpoch, "max-epoch", 0, "highest issuer epoch (0: no bound)")
+	stateCmd := func(use, short string, st grant.KeyState) *cobra.Command {
+		var kid string
+		sc := bundleCmd(use+" --bundle FILE --id ID", short, false, bundleEdit{
+			check: func() error {
+				if kid == "" {
+					return usagef("--id is required: the key to mark %s (see fencegate keys bundle show)", st)
+				}
+				return nil
+			},
+			edit: func(_ string, f *grant.BundleFile) error { return f.SetKeyState(kid, st) },
+		})
+		sc.Flags().StringVar(&kid, "id", "", "key ID")
+		return sc
 	}
-	sub := args[0]
-	fs := newFlags("keys bundle "+sub, stderr)
-	path := fs.String("bundle", "", "trust bundle file")
-	keyFile := fs.String("key", "", "add: key file to take the key from")
-	id := fs.String("id", "", "key ID")
-	pub := fs.String("public-key", "", "add: Ed25519 public key, unpadded base64url")
-	minEpoch := fs.Uint64("min-epoch", 1, "add: lowest issuer epoch the key may sign")
-	maxEpoch := fs.Uint64("max-epoch", 0, "add: highest issuer epoch (0: no bound)")
-	below := fs.Uint64("below", 0, "revoke-epoch: revoke every issuer epoch below this")
-	if err := fs.Parse(args[1:]); err != nil {
-		return err
+	revoke := bundleCmd("revoke-epoch --bundle FILE --below N", "revoke every issuer epoch below N (the line only rises)", false,
+		bundleEdit{
+			check: func() error {
+				if below == 0 {
+					return usagef("--below is required: every issuer epoch below it is revoked")
+				}
+				return nil
+			},
+			edit: func(_ string, f *grant.BundleFile) error { return f.RevokeBelow(below) },
+		})
+	revoke.Flags().Uint64Var(&below, "below", 0, "revoke every issuer epoch below this")
+	var showPath string
+	show := &cobra.Command{
+		Use:   "show --bundle FILE",
+		Short: "print a bundle's version, revoked line and keys",
+		RunE: func(c *cobra.Command, _ []string) error {
+			if showPath == "" {
+				return usagef("--bundle is required")
+			}
+			return showBundle(c.OutOrStdout(), showPath)
+		},
 	}
-	if *path == "" {
-		return fmt.Errorf("%w: --bundle is required", errUsage)
-	}
-	f, err := readBundleFile(*path, sub == "add")
-	if err != nil {
-		return err
-	}
-	switch sub {
-	case "show":
-		return showBundle(stdout, *path)
-	case "add":
-		var k grant.BundleKey
-		k, err = bundleKeyFromFlags(*path, *keyFile, *id, *pub)
-		k.MinEpoch, k.MaxEpoch = *minEpoch, *maxEpoch
-		if err == nil {
-			err = f.AddKey(k)
+	show.Flags().StringVar(&showPath, "bundle", "", "trust bundle file")
+	c.AddCommand(add,
+		stateCmd("verify-only", "mark a key verify-only (overlap: verifies, no longer signs)", grant.KeyVerifyOnly),
+		stateCmd("retire", "retire a key (its proofs are rejected from now on)", grant.KeyRetired),
+		revoke, show)
+	return c
+}
+
+// bundleCmd is a bundle edit with its --bundle flag: read (or, with
+// create, start) the bundle, edit it, check that the result loads, write
+// it atomically with its version raised.
+func bundleCmd(use, short string, create bool, e bundleEdit) *cobra.Command {
+	var path string
+	c := &cobra.Command{Use: use, Short: short}
+	c.RunE = func(c *cobra.Command, _ []string) error {
+		if path == "" {
+			return usagef("--bundle is required: the trust bundle file to edit")
 		}
-	case "verify-only":
-		err = f.SetKeyState(*id, grant.KeyVerifyOnly)
-	case "retire":
-		err = f.SetKeyState(*id, grant.KeyRetired)
-	case "revoke-epoch":
-		err = f.RevokeBelow(*below)
-	default:
-		return fmt.Errorf("%w: unknown bundle subcommand %q\n%s", errUsage, sub, keysUsage)
+		if e.check != nil {
+			if err := e.check(); err != nil {
+				return err
+			}
+		}
+		f, err := readBundleFile(path, create)
+		if err != nil {
+			return err
+		}
+		if err := e.edit(path, &f); err != nil {
+			return err
+		}
+		// Load what we are about to write, secrets and all, before writing it.
+		if _, err := grant.NewBundle(f, filepath.Dir(path)); err != nil {
+			return err
+		}
+		if err := grant.WriteFileAtomic(path, f.Marshal(), 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintf(c.OutOrStdout(), "%s: version %d\n", path, f.Version)
+		return nil
 	}
-	if err != nil {
-		return err
-	}
-	// Load what we are about to write, secrets and all, before writing it.
-	if _, err := grant.NewBundle(f, filepath.Dir(*path)); err != nil {
-		return err
-	}
-	if err := grant.WriteFileAtomic(*path, f.Marshal(), 0o644); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "%s: version %d\n", *path, f.Version)
-	return nil
+	c.Flags().StringVar(&path, "bundle", "", "trust bundle file")
+	return c
 }
 
 // readBundleFile reads a bundle's file form; a missing file is an empty
 // version-0 bundle when create is set (the first add makes it version 1).
 func readBundleFile(path string, create bool) (grant.BundleFile, error) {
-	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) && create {
-		return grant.BundleFile{}, nil
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		if create {
+			return grant.BundleFile{}, nil
+		}
+		return grant.BundleFile{}, fmt.Errorf("no bundle at %s: create one with fencegate keys bundle add --bundle %s --key KEYFILE", path, path)
 	}
 	b, err := grant.LoadBundle(path)
 	if err != nil {
@@ -137,7 +189,7 @@ func readBundleFile(path string, create bool) (grant.BundleFile, error) {
 func bundleKeyFromFlags(bundlePath, keyFile, id, pub string) (grant.BundleKey, error) {
 	k := grant.BundleKey{State: grant.KeyActive}
 	switch {
-	case keyFile != "" && pub == "":
+	case keyFile != "" && pub == "" && id == "":
 		sk, err := grant.LoadKeyFile(keyFile)
 		if err != nil {
 			return k, err
@@ -156,11 +208,16 @@ func bundleKeyFromFlags(bundlePath, keyFile, id, pub string) (grant.BundleKey, e
 	case keyFile == "" && pub != "" && id != "":
 		k.KeyID, k.Alg, k.PublicKey = id, grant.AlgEd25519, pub
 		return k, nil
+	case keyFile != "":
+		return k, usagef("--key takes the ID and public key from the key file: drop --id and --public-key")
 	}
-	return k, fmt.Errorf("%w: add needs --key FILE, or --id and --public-key", errUsage)
+	return k, usagef("add needs --key KEYFILE, or --id and --public-key together")
 }
 
 func showBundle(w io.Writer, path string) error {
+	if _, err := readBundleFile(path, false); err != nil {
+		return err
+	}
 	b, err := grant.LoadBundle(path)
 	if err != nil {
 		return err

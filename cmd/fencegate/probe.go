@@ -10,15 +10,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/fencegate/fencegate/gate/objgate"
+	"github.com/spf13/cobra"
 )
 
-func init() {
-	register(command{name: "probe", summary: "check that a store can fence writes (probe s3: conditional writes)", run: runProbe})
-}
+func init() { register(newProbeCmd) }
 
-const probeUsage = `usage: fencegate probe s3 --endpoint URL --bucket NAME [--prefix P] [--region R] [--virtual-host]
-
-Proves that an S3-compatible store honours conditional writes, which
+const probeLong = `Prove that an S3-compatible store honours conditional writes, which
 gate/objgate's fencing rests on: on a fresh key under the prefix it
 creates an object with If-None-Match: * (must succeed), creates it again
 (must be refused, 412), replaces it with If-Match: <its ETag> (must
@@ -28,29 +25,38 @@ store that fails it. Credentials come from AWS_ACCESS_KEY_ID,
 AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN (anonymous if unset).
 Exit status 0 if the store passed, 1 if it did not.`
 
-func runProbe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "s3" {
-		fmt.Fprintln(stderr, probeUsage)
-		return fmt.Errorf("%w: want `probe s3`", errUsage)
+func newProbeCmd() *cobra.Command {
+	c := parentCommand("probe", "check that a store can fence writes (probe s3: conditional writes)", "")
+	var endpoint, bucket, prefix, region string
+	var virtual bool
+	s3cmd := &cobra.Command{
+		Use:     "s3 --endpoint URL --bucket NAME",
+		Short:   "check that an S3-compatible store honours conditional writes",
+		Long:    probeLong,
+		Example: "  fencegate probe s3 --endpoint https://s3.eu-west-1.amazonaws.com --bucket ledger --region eu-west-1",
+		RunE: func(c *cobra.Command, _ []string) error {
+			if endpoint == "" || bucket == "" {
+				return usagef("--endpoint and --bucket are required")
+			}
+			return runProbeS3(c.Context(), c.OutOrStdout(), endpoint, bucket, prefix, region, virtual)
+		},
 	}
-	fs := newFlags("probe s3", stderr)
-	fs.Usage = func() { fmt.Fprintln(stderr, probeUsage+"\n\nflags:"); fs.PrintDefaults() }
-	endpoint := fs.String("endpoint", "", "the store's URL, e.g. https://s3.eu-west-1.amazonaws.com (required)")
-	bucket := fs.String("bucket", "", "an existing bucket (required)")
-	prefix := fs.String("prefix", objgate.PrefixDefault, "key prefix of the probe object")
-	region := fs.String("region", "us-east-1", "region to sign requests for")
-	virtual := fs.Bool("virtual-host", false, "virtual-hosted bucket addressing (default: path style)")
-	if err := fs.Parse(args[1:]); err != nil {
-		return err
-	}
-	if *endpoint == "" || *bucket == "" || fs.NArg() > 0 {
-		return fmt.Errorf("%w: --endpoint and --bucket are required", errUsage)
-	}
-	c := s3.New(s3.Options{BaseEndpoint: endpoint, Region: *region, UsePathStyle: !*virtual, Credentials: envCredentials(),
+	fs := s3cmd.Flags()
+	fs.StringVar(&endpoint, "endpoint", "", "the store's URL, e.g. https://s3.eu-west-1.amazonaws.com (required)")
+	fs.StringVar(&bucket, "bucket", "", "an existing bucket (required)")
+	fs.StringVar(&prefix, "prefix", objgate.PrefixDefault, "key prefix of the probe object")
+	fs.StringVar(&region, "region", "us-east-1", "region to sign requests for")
+	fs.BoolVar(&virtual, "virtual-host", false, "virtual-hosted bucket addressing (default: path style)")
+	c.AddCommand(s3cmd)
+	return c
+}
+
+func runProbeS3(ctx context.Context, stdout io.Writer, endpoint, bucket, prefix, region string, virtual bool) error {
+	c := s3.New(s3.Options{BaseEndpoint: &endpoint, Region: region, UsePathStyle: !virtual, Credentials: envCredentials(),
 		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
 		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired})
-	rep := objgate.ProbeDetail(ctx, c, *bucket, *prefix)
-	fmt.Fprintf(stdout, "probe %s bucket %s key %s\n", *endpoint, *bucket, rep.Key)
+	rep := objgate.ProbeDetail(ctx, c, bucket, prefix)
+	fmt.Fprintf(stdout, "probe %s bucket %s key %s\n", endpoint, bucket, rep.Key)
 	for _, s := range rep.Steps {
 		verdict := "ok"
 		if s.Got != s.Want {

@@ -8,34 +8,35 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strings"
+	"strconv"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
+	"github.com/spf13/cobra"
 
+	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/internal/telemetry"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/etcdstore"
 	"github.com/fencegate/fencegate/registry/httpapi"
 )
 
-func init() {
-	register(command{name: "serve", summary: "run the registry over HTTP (embedded etcd by default)", run: runServe})
-}
+func init() { register(newServeCmd) }
 
 // requestSweepInterval is how often serve sweeps the request index, 1 min.
 const requestSweepInterval = time.Minute
 
-// etcdDialTimeoutMs bounds connecting to an external etcd cluster, 5s.
-const etcdDialTimeoutMs = 5000
-
 // serveOptions are serve's flags.
 type serveOptions struct {
-	dataDir, listen, etcdEndpoints, etcdPrefix string
-	keyFile                                    string
-	issuerEpoch                                uint64
-	tokenFile, tlsCert, tlsKey, clientCA       string
-	admins                                     listFlag
+	dataDir, listen, etcdPrefix          string
+	etcdEndpoints                        []string
+	etcd                                 etcdstore.ClientConfig // endpoints filled from etcdEndpoints
+	etcdPasswordFile                     string
+	keyFile                              string
+	issuerEpoch                          uint64
+	tokenFile, tlsCert, tlsKey, clientCA string
+	admins                               []string
+	logFormat, logLevel, otlpEndpoint    string
+	requestLog                           bool
 	// unsafeNoFsync turns off the embedded etcd's fsync: tests only.
 	unsafeNoFsync bool
 	// limits are the registry's limits; zero fields take
@@ -43,26 +44,51 @@ type serveOptions struct {
 	limits registry.Config
 }
 
-// listFlag is a repeatable string flag.
-type listFlag []string
-
-func (l *listFlag) String() string     { return strings.Join(*l, ",") }
-func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
-
-func parseServe(args []string, stderr io.Writer) (*serveOptions, error) {
+func newServeCmd() *cobra.Command {
 	o := &serveOptions{}
-	fs := newFlags("serve", stderr)
+	c := &cobra.Command{
+		Use:   "serve",
+		Short: "run the registry over HTTP (embedded etcd by default)",
+		Long: `Run the registry: leases, fence tokens and signed grants over HTTP.
+
+By default it starts a single-member etcd inside the process, in
+--data-dir/etcd; with --etcd-endpoints it uses an external etcd cluster
+instead, and several serve replicas may share it (same --etcd-prefix, --key
+and --issuer-epoch on each). On first start without --key it generates a
+signing key and writes the trust bundle gates need, both in --data-dir.
+
+Every flag is checked, and the listen address bound, before the data
+directory is touched.`,
+		Example: `  fencegate serve --data-dir /var/lib/fencegate --token-file /etc/fencegate/tokens
+  FENCEGATE_DATA_DIR=/var/lib/fencegate FENCEGATE_TOKEN_FILE=tokens fencegate serve
+  fencegate serve --data-dir /var/lib/fencegate --key /etc/fencegate/k1.key \
+    --etcd-endpoints https://etcd-1:2379,https://etcd-2:2379 --etcd-cacert etcd-ca.pem \
+    --tls-cert server.pem --tls-key server-key.pem --client-ca clients-ca.pem`,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return runServe(c.Context(), o, c.OutOrStdout(), c.ErrOrStderr())
+		},
+	}
+	fs := c.Flags()
 	fs.StringVar(&o.dataDir, "data-dir", "", "directory for the embedded etcd, the generated signing key and the trust bundle (required)")
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:7420", "address to serve the HTTP API on (port 0: any free port)")
-	fs.StringVar(&o.etcdEndpoints, "etcd-endpoints", "", "comma-separated external etcd endpoints; default: an embedded single-member etcd in --data-dir")
+	fs.StringSliceVar(&o.etcdEndpoints, "etcd-endpoints", nil, "external etcd client URLs, comma-separated; default: an embedded single-member etcd in --data-dir")
 	fs.StringVar(&o.etcdPrefix, "etcd-prefix", etcdstore.DefaultPrefix, "etcd key prefix; every replica of one registry uses the same")
+	fs.StringVar(&o.etcd.CACertFile, "etcd-cacert", "", "CA bundle (PEM) verifying the etcd cluster's server certificates")
+	fs.StringVar(&o.etcd.CertFile, "etcd-cert", "", "client certificate (PEM) for etcd, with --etcd-key")
+	fs.StringVar(&o.etcd.KeyFile, "etcd-key", "", "client private key (PEM) for etcd")
+	fs.StringVar(&o.etcd.Username, "etcd-user", "", "etcd auth user name (etcd auth enable); the password comes from --etcd-password-file or FENCEGATE_ETCD_PASSWORD")
+	fs.StringVar(&o.etcdPasswordFile, "etcd-password-file", "", "file holding the etcd user's password (one line)")
 	fs.StringVar(&o.keyFile, "key", "", "signing key file; default: generated into --data-dir on first start")
 	fs.Uint64Var(&o.issuerEpoch, "issuer-epoch", 1, "issuer epoch grants are signed under (>= 1)")
 	fs.StringVar(&o.tokenFile, "token-file", "", `bearer tokens for development: lines "<token> <identity>" or JSON {"<token>": "<identity>"}`)
 	fs.StringVar(&o.tlsCert, "tls-cert", "", "server certificate (PEM); with --tls-key, serve HTTPS")
 	fs.StringVar(&o.tlsKey, "tls-key", "", "server private key (PEM)")
 	fs.StringVar(&o.clientCA, "client-ca", "", "CA bundle (PEM) client certificates must chain to; identity = SPIFFE URI SAN, else CN")
-	fs.Var(&o.admins, "admin", "identity allowed to call /v1/admin/... (repeatable)")
+	fs.StringSliceVar(&o.admins, "admin", nil, "identity allowed to call /v1/admin/... (repeatable, or comma-separated)")
+	fs.StringVar(&o.logFormat, "log-format", "text", "log format on stderr: text or json")
+	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.BoolVar(&o.requestLog, "request-log", true, "log every API call: method, path, identity, resource, outcome, latency_ms, fence, trace_id")
+	fs.StringVar(&o.otlpEndpoint, "otlp-endpoint", "", "export traces over OTLP/HTTP to this collector, e.g. http://otel-collector:4318 (default: no traces exported)")
 	fs.BoolVar(&o.unsafeNoFsync, "unsafe-no-fsync", false, "turn off the embedded etcd's fsync (tests only: a crash loses grants)")
 	l := &o.limits
 	fs.Uint64Var(&l.TTLMsMin, "ttl-min-ms", 0, "shortest lease a client may ask for (0: 1000)")
@@ -72,46 +98,128 @@ func parseServe(args []string, stderr io.Writer) (*serveOptions, error) {
 	fs.Uint64Var(&l.ClockSkewMaxMs, "clock-skew-max-ms", 0, "bound on clock disagreement between registry, clients and gates over one lease (0: 500)")
 	fs.Uint64Var(&l.StatusProofTTLMs, "status-proof-ttl-ms", 0, "longest life of a status proof (0: 2000)")
 	fs.IntVar(&l.WaitersPerResourceMax, "waiters-max", 0, "waiting acquires per resource (0: 64)")
-	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
-	o.limits.IssuerEpoch = o.issuerEpoch
-	if o.issuerEpoch != 0 {
-		if err := o.limits.Validate(); err != nil {
-			return nil, fmt.Errorf("%w: %v", errUsage, err)
-		}
-	}
-	switch {
-	case fs.NArg() > 0:
-		return nil, fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
-	case o.dataDir == "":
-		return nil, fmt.Errorf("%w: --data-dir is required", errUsage)
-	case o.issuerEpoch == 0:
-		return nil, fmt.Errorf("%w: --issuer-epoch must be at least 1", errUsage)
-	case (o.tlsCert == "") != (o.tlsKey == ""):
-		return nil, fmt.Errorf("%w: --tls-cert and --tls-key go together", errUsage)
-	case o.clientCA != "" && o.tlsCert == "":
-		return nil, fmt.Errorf("%w: --client-ca needs --tls-cert and --tls-key", errUsage)
-	case o.tokenFile == "" && o.clientCA == "":
-		return nil, fmt.Errorf("%w: no identity, no service: give --token-file (development) or --tls-cert, --tls-key and --client-ca (mTLS)", errUsage)
-	}
-	if err := httpapi.ValidateAdmins(o.admins); err != nil {
-		return nil, fmt.Errorf("%w: %v", errUsage, err)
-	}
-	return o, nil
+	fs.StringVar(&o.etcd.Password, "etcd-password", "", "etcd user's password; prefer FENCEGATE_ETCD_PASSWORD or --etcd-password-file (a flag shows in ps)")
+	_ = fs.MarkHidden("etcd-password") // settable, but through the environment
+	bindEnv(fs)
+	return c
 }
 
-func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	o, err := parseServe(args, stderr)
+// check validates every flag without touching the file system or the
+// network. Its errors are usage errors that say what to change.
+func (o *serveOptions) check() error {
+	o.limits.IssuerEpoch = o.issuerEpoch
+	switch {
+	case o.dataDir == "":
+		return usagef("--data-dir is required: a directory for the embedded etcd, the signing key and the trust bundle (or set FENCEGATE_DATA_DIR)")
+	case o.issuerEpoch == 0:
+		return usagef("--issuer-epoch must be at least 1")
+	case (o.tlsCert == "") != (o.tlsKey == ""):
+		return usagef("--tls-cert and --tls-key go together: give both to serve HTTPS, or neither")
+	case o.clientCA != "" && o.tlsCert == "":
+		return usagef("--client-ca needs --tls-cert and --tls-key (client certificates need HTTPS)")
+	case o.tokenFile == "" && o.clientCA == "":
+		return usagef("no identity, no service: give --token-file (development) or --tls-cert, --tls-key and --client-ca (mTLS)")
+	case len(o.etcdEndpoints) == 0 && (o.etcd.CACertFile != "" || o.etcd.CertFile != "" || o.etcd.Username != ""):
+		return usagef("--etcd-cacert, --etcd-cert, --etcd-key and --etcd-user are for an external cluster: give --etcd-endpoints too")
+	case o.etcdPasswordFile != "" && o.etcd.Password != "":
+		return usagef("give the etcd password once: --etcd-password-file or FENCEGATE_ETCD_PASSWORD, not both")
+	}
+	if err := checkListen(o.listen); err != nil {
+		return err
+	}
+	if _, err := telemetry.NewLogger(io.Discard, o.logFormat, o.logLevel); err != nil {
+		return usagef("--log-format/--log-level: %v", err)
+	}
+	if err := telemetry.CheckEndpoint(o.otlpEndpoint); err != nil {
+		return usagef("--otlp-endpoint: %v", err)
+	}
+	if err := o.limits.Validate(); err != nil {
+		return usagef("%v", err)
+	}
+	if err := httpapi.ValidateAdmins(o.admins); err != nil {
+		return usagef("--admin: %v", err)
+	}
+	if len(o.etcdEndpoints) > 0 {
+		o.etcd.Endpoints = o.etcdEndpoints
+		if o.etcdPasswordFile != "" && o.etcd.Username == "" {
+			return usagef("--etcd-password-file needs --etcd-user")
+		}
+		if err := o.etcd.Check(); err != nil {
+			return usagef("%v", err)
+		}
+	}
+	return nil
+}
+
+// checkListen wants host:port with a numeric port.
+func checkListen(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return err
+		return usagef("--listen %q: want host:port, e.g. 127.0.0.1:7420 or 0.0.0.0:7420", addr)
 	}
-	if err := os.MkdirAll(o.dataDir, 0o700); err != nil {
-		return err
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil || (n == 0 && port != "0") {
+		return usagef("--listen %q: the port must be a number from 0 to 65535", addr)
 	}
+	return nil
+}
+
+// loaded is what serve reads before its first side effect.
+type loaded struct {
+	auth   httpapi.Authenticator
+	tlsCfg *tls.Config
+	ln     net.Listener
+}
+
+// load reads the credentials and binds the listener; nothing is written.
+func (o *serveOptions) load() (*loaded, error) {
 	auth, err := httpapi.NewAuthenticator(o.tokenFile, o.clientCA != "")
 	if err != nil {
+		return nil, fmt.Errorf("--token-file: %w", err)
+	}
+	ld := &loaded{auth: auth}
+	if o.tlsCert != "" {
+		if ld.tlsCfg, err = httpapi.ServerTLSConfig(httpapi.TLSFiles{
+			CertFile: o.tlsCert, KeyFile: o.tlsKey, ClientCAFile: o.clientCA, ClientCertOptional: o.tokenFile != "",
+		}); err != nil {
+			return nil, err
+		}
+	}
+	if o.keyFile != "" {
+		if _, err := grant.LoadKeyFile(o.keyFile); err != nil {
+			return nil, fmt.Errorf("--key: %w", err)
+		}
+	}
+	if o.etcdPasswordFile != "" {
+		pw, err := os.ReadFile(o.etcdPasswordFile)
+		if err != nil {
+			return nil, fmt.Errorf("--etcd-password-file: %w", err)
+		}
+		o.etcd.Password = string(trimNewline(pw))
+	}
+	if ld.ln, err = net.Listen("tcp", o.listen); err != nil {
+		return nil, fmt.Errorf("--listen: %w (is another serve running? pick another address, or port 0)", err)
+	}
+	return ld, nil
+}
+
+func trimNewline(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+func runServe(ctx context.Context, o *serveOptions, stdout, stderr io.Writer) error {
+	if err := o.check(); err != nil {
 		return err
+	}
+	ld, err := o.load()
+	if err != nil {
+		return err
+	}
+	defer ld.ln.Close()
+	if err := os.MkdirAll(o.dataDir, 0o700); err != nil {
+		return fmt.Errorf("--data-dir: %w", err)
 	}
 	ks, err := httpapi.SetupKey(o.dataDir, o.keyFile, o.issuerEpoch, nil)
 	if err != nil {
@@ -128,43 +236,45 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer closeStore()
-	return serveAPI(ctx, o, auth, ks, store, stdout, stderr)
+	return serveAPI(ctx, o, ld, ks, store, stdout, stderr)
 }
 
 // serveAPI builds the registry and HTTP server over store and serves
 // until ctx ends.
-func serveAPI(ctx context.Context, o *serveOptions, auth httpapi.Authenticator, ks *httpapi.KeySetup, store registry.Store, stdout, stderr io.Writer) error {
+func serveAPI(ctx context.Context, o *serveOptions, ld *loaded, ks *httpapi.KeySetup, store registry.Store, stdout, stderr io.Writer) error {
 	metrics := httpapi.NewMetrics()
-	cfg := o.limits // validated, defaults filled, by parseServe
+	cfg := o.limits // validated, defaults filled, by check
 	cfg.Observer = metrics
 	reg, err := registry.New(httpapi.InstrumentStore(store, metrics), cfg, registry.SystemClock{}, ks.Key)
 	if err != nil {
 		return err
 	}
-	srv, err := httpapi.NewServer(httpapi.Config{Registry: reg, Store: store, Auth: auth, Admins: httpapi.Admins(o.admins), Metrics: metrics})
+	logger, err := telemetry.NewLogger(stderr, o.logFormat, o.logLevel)
 	if err != nil {
 		return err
 	}
-	var tlsCfg *tls.Config
-	if o.tlsCert != "" {
-		if tlsCfg, err = httpapi.ServerTLSConfig(httpapi.TLSFiles{
-			CertFile: o.tlsCert, KeyFile: o.tlsKey, ClientCAFile: o.clientCA, ClientCertOptional: o.tokenFile != "",
-		}); err != nil {
-			return err
-		}
-	}
-	ln, err := net.Listen("tcp", o.listen)
+	tp, shutdownTracing, err := telemetry.SetupTracing(ctx, telemetry.TraceConfig{OTLPEndpoint: o.otlpEndpoint, ServiceName: "fencegate-registry", Version: versionString(buildInfo())})
 	if err != nil {
 		return err
 	}
-	if tlsCfg == nil && !isLoopback(ln.Addr()) {
-		fmt.Fprintf(stderr, "fencegate serve: warning: bearer tokens travel in clear text on %s; use --tls-cert and --tls-key beyond development\n", ln.Addr())
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), telemetry.ShutdownTimeout)
+		defer cancel()
+		_ = shutdownTracing(sctx)
+	}()
+	srv, err := httpapi.NewServer(httpapi.Config{Registry: reg, Store: store, Auth: ld.auth, Admins: httpapi.Admins(o.admins), Metrics: metrics,
+		Logger: logger, RequestLog: o.requestLog, TracerProvider: tp, TrustBundle: publisher(ks)})
+	if err != nil {
+		return err
+	}
+	if ld.tlsCfg == nil && !isLoopback(ld.ln.Addr()) {
+		fmt.Fprintf(stderr, "fencegate serve: warning: bearer tokens travel in clear text on %s; use --tls-cert and --tls-key beyond development\n", ld.ln.Addr())
 	}
 	scheme := "http"
-	if tlsCfg != nil {
+	if ld.tlsCfg != nil {
 		scheme = "https"
 	}
-	fmt.Fprintf(stdout, "fencegate serve: listening on %s://%s\n", scheme, ln.Addr())
+	fmt.Fprintf(stdout, "fencegate serve: listening on %s://%s\n", scheme, ld.ln.Addr())
 	fmt.Fprintf(stdout, "fencegate serve: trust bundle %s (key %s, issuer epoch %d)\n", ks.BundlePath, ks.Key.KeyID, o.issuerEpoch)
 	// The sweep settles leases that expired unobserved and forgets request
 	// IDs past retention; every replica may run it (each step is a CAS).
@@ -173,24 +283,30 @@ func serveAPI(ctx context.Context, o *serveOptions, auth httpapi.Authenticator, 
 			fmt.Fprintf(stderr, "fencegate serve: request sweep: %v\n", err)
 		}
 	})
-	return httpapi.Serve(ctx, ln, srv, tlsCfg)
+	return httpapi.Serve(ctx, ld.ln, srv, ld.tlsCfg)
+}
+
+// publisher signs the data directory's bundle file on each GET
+// /v1/trust-bundle, with the registry's key when it is Ed25519 (an HMAC
+// registry publishes none: gates then get the bundle by hand).
+func publisher(ks *httpapi.KeySetup) httpapi.BundlePublisher {
+	if ks.Key.Alg != grant.AlgEd25519 {
+		return nil
+	}
+	return httpapi.FileBundlePublisher(ks.BundlePath, ks.Key)
 }
 
 // openStore opens the external cluster named by --etcd-endpoints, or
 // starts the embedded member in --data-dir/etcd.
 func openStore(ctx context.Context, o *serveOptions, stderr io.Writer) (registry.Store, func(), error) {
-	if o.etcdEndpoints != "" {
-		c, err := clientv3.New(clientv3.Config{
-			Endpoints:   strings.Split(o.etcdEndpoints, ","),
-			DialTimeout: etcdDialTimeoutMs * time.Millisecond,
-			Logger:      zap.NewNop(),
-			// Not tied to ctx: calls in flight at shutdown get their grace;
-			// closeStore closes the client after Serve returns.
-		})
+	if len(o.etcd.Endpoints) > 0 {
+		// Not tied to ctx: calls in flight at shutdown get their grace;
+		// closeStore closes the client after Serve returns.
+		c, err := etcdstore.Dial(ctx, o.etcd, o.etcdPrefix)
 		if err != nil {
-			return nil, nil, fmt.Errorf("etcd %s: %w", o.etcdEndpoints, err)
+			return nil, nil, fmt.Errorf("%w (check --etcd-endpoints, --etcd-cacert/--etcd-cert/--etcd-key and --etcd-user)", err)
 		}
-		fmt.Fprintf(stderr, "fencegate serve: using etcd cluster %s\n", o.etcdEndpoints)
+		fmt.Fprintf(stderr, "fencegate serve: using etcd cluster %v\n", o.etcd.Endpoints)
 		return etcdstore.New(c, o.etcdPrefix), func() { c.Close() }, nil
 	}
 	em, err := etcdstore.StartEmbedded(ctx, filepath.Join(o.dataDir, "etcd"), etcdstore.EmbeddedOptions{UnsafeNoFsync: o.unsafeNoFsync})

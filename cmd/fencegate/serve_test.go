@@ -10,6 +10,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -56,10 +57,17 @@ var listenLine = regexp.MustCompile(`listening on (https?://\S+)`)
 // startServe runs serve with args and waits for its listen line.
 func startServe(t *testing.T, args ...string) *served {
 	t.Helper()
+	return startInProcess(t, listenLine, append([]string{"serve"}, args...)...)
+}
+
+// startInProcess runs a long-running command in-process and waits until
+// a stdout line matches ready; its first group becomes url.
+func startInProcess(t *testing.T, ready *regexp.Regexp, args ...string) *served {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &served{stdout: &syncBuffer{}, stderr: &syncBuffer{}}
 	done := make(chan int, 1)
-	go func() { done <- run(ctx, append([]string{"serve"}, args...), s.stdout, s.stderr) }()
+	go func() { done <- run(ctx, args, s.stdout, s.stderr) }()
 	var once sync.Once
 	code := -1
 	s.stop = func() int {
@@ -68,17 +76,18 @@ func startServe(t *testing.T, args ...string) *served {
 	}
 	t.Cleanup(func() { s.stop() })
 	for i := 0; i < 1200; i++ { // bounded: embedded etcd starts in a few seconds
-		if m := listenLine.FindStringSubmatch(s.stdout.String()); m != nil {
+		if m := ready.FindStringSubmatch(s.stdout.String()); m != nil {
 			s.url = m[1]
 			return s
 		}
 		select {
 		case c := <-done:
-			t.Fatalf("serve exited %d before listening:\n%s%s", c, s.stdout, s.stderr)
+			done <- c // for stop, in the cleanup
+			t.Fatalf("%s exited %d before it was ready:\n%s%s", args[0], c, s.stdout, s.stderr)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	t.Fatalf("serve never printed its listen address:\n%s%s", s.stdout, s.stderr)
+	t.Fatalf("%s never printed its ready line:\n%s%s", args[0], s.stdout, s.stderr)
 	return nil
 }
 
@@ -125,6 +134,42 @@ func TestServeFlags(t *testing.T) {
 		code := run(context.Background(), append([]string{"serve"}, c.args...), &out, &errOut)
 		if code != 2 || !strings.Contains(errOut.String(), c.want) {
 			t.Errorf("serve %v: exit %d, stderr %q; want 2 and %q", c.args, code, errOut.String(), c.want)
+		}
+	}
+}
+
+// TestServeValidatesBeforeTouchingDataDir: a bad TLS file, an unreadable
+// key, a busy listen address or a bad etcd option fails before the data
+// directory exists.
+func TestServeValidatesBeforeTouchingDataDir(t *testing.T) {
+	dir := t.TempDir()
+	tok := writeTokenFile(t, dir)
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--tls-cert", filepath.Join(dir, "none.pem"), "--tls-key", filepath.Join(dir, "none-key.pem")}, 1, "no such file"},
+		{[]string{"--key", filepath.Join(dir, "none.key")}, 1, "--key"},
+		{[]string{"--listen", busy.Addr().String()}, 1, "address already in use"},
+		{[]string{"--listen", "127.0.0.1:http"}, 2, "port must be a number"},
+		{[]string{"--etcd-endpoints", "ftp://etcd:2379"}, 2, "want http(s)://host:port"},
+		{[]string{"--etcd-cert", "c.pem"}, 2, "give --etcd-endpoints too"},
+		{[]string{"--etcd-endpoints", "http://etcd:2379", "--etcd-cacert", "ca.pem"}, 2, "no https:// endpoint"},
+	} {
+		data := filepath.Join(dir, "data")
+		args := append([]string{"serve", "--data-dir", data, "--token-file", tok}, c.args...)
+		_, errOut, code := runCLI(args...)
+		if code != c.code || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", c.args, code, errOut, c.code, c.want)
+		}
+		if _, err := os.Stat(data); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%v: the data directory was created before the flags were validated", c.args)
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/json"
@@ -13,15 +12,14 @@ import (
 
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/sim"
+	"github.com/spf13/cobra"
 )
 
-func init() {
-	register(command{name: "sim", summary: "deterministic fault-injection simulation of registry, clients and gate, with a checker", run: runSim})
-}
+func init() { register(newSimCmd) }
 
-const simUsage = `usage: fencegate sim [--rounds N] [--seed S] [--faults all|none|NAME[=RATE],...]
-                    [--unsafe] [--skew-beyond-bound] [--alg hmac-sha256|ed25519]
-                    [--round K [--trace]] [--json]
+const simLong = `Run the deterministic simulator: the real registry, client state machine
+and gate decision under a fault matrix, with a checker that counts every
+violation. One seed reproduces the whole run.
 
 The full gate of the specification (15-30 s on two cores; about three
 times longer with --alg ed25519, which gives the same decisions):
@@ -31,63 +29,78 @@ The negative control (lease-only protection; must report stale writes):
 A gate clock lagging beyond the skew bound, detected and reported:
   fencegate sim --rounds 20000 --skew-beyond-bound
 
-faults: ` + "%s" + `
+faults: %s
+
 Exit status 1 when any violation is found; each one prints the seed and
 the command that replays its round.`
 
-func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("sim", stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, simUsage+"\n\nflags:\n", strings.Join(sim.FaultNames(), ", "))
-		fs.PrintDefaults()
+// simOptions are sim's flags.
+type simOptions struct {
+	rounds, round, parallel              int
+	seed                                 uint64
+	faults, broken, alg                  string
+	unsafe, beyond, trace, asJSON, query bool
+	naiveRelease, naive, sqlMode         bool
+	bound, budget                        int64
+}
+
+func newSimCmd() *cobra.Command {
+	o := &simOptions{}
+	c := &cobra.Command{
+		Use:   "sim",
+		Short: "deterministic fault-injection simulation of registry, clients and gate, with a checker",
+		Long:  fmt.Sprintf(simLong, strings.Join(sim.FaultNames(), ", ")),
+		RunE:  func(c *cobra.Command, _ []string) error { return runSim(o, c.OutOrStdout()) },
 	}
-	rounds := fs.Int("rounds", 10000, "number of rounds")
-	seed := fs.Uint64("seed", 0, "run seed (default: random, printed)")
-	faults := fs.String("faults", "all", "faults to inject: all, none, or a comma-separated list of NAME or NAME=RATE")
-	unsafe := fs.Bool("unsafe", false, "negative control: lease-only protection, no fence check at the resource")
-	broken := fs.String("break", "none", "disable one protection on purpose: "+strings.Join(sim.BreakNames()[1:], ", "))
-	sqlMode := fs.Bool("sql", false, "run the resources on gate/sqlgate over in-memory SQLite instead of gate/memgate (same decisions, slower)")
-	beyond := fs.Bool("skew-beyond-bound", false, "give the gate a clock lagging beyond the skew bound in half the rounds; report the effect")
-	round := fs.Int("round", 0, "replay only this round (1-based) of the run")
-	trace := fs.Bool("trace", false, "with --round: print every event of the round")
-	asJSON := fs.Bool("json", false, "print the report as one JSON object")
-	parallel := fs.Int("parallel", runtime.GOMAXPROCS(0), "goroutines running rounds (results do not depend on it)")
-	bound := fs.Int64("skew-bound-ms", 0, "configured clock-skew bound of registry and gate in ms (default 500)")
-	query := fs.Bool("status-query", false, "the gate asks the registry for each grant's state (linearizable query) instead of trusting status proofs")
-	naiveRelease := fs.Bool("naive-release", false, "a client releases at once after a non-final rejection, copies of its writes still in flight (exposes proofs outliving a release)")
-	naive := fs.Bool("naive-recovery", false, "a restarted client resumes its operation under whatever grant its request ID returns (exposes the gate's equal-fence gap)")
-	alg := fs.String("alg", "hmac-sha256", "proof algorithm of every key: hmac-sha256, or ed25519 (the production default; same decisions, rounds about 3x slower)")
-	budget := fs.Int64("handoff-budget-ms", 0, "handoff p99 budget in ms (default 3000)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
-	}
-	cfg, err := simConfig(*rounds, *seed, *faults, *broken, *unsafe)
+	fs := c.Flags()
+	fs.IntVar(&o.rounds, "rounds", 10000, "number of rounds")
+	fs.Uint64Var(&o.seed, "seed", 0, "run seed (default: random, printed)")
+	fs.StringVar(&o.faults, "faults", "all", "faults to inject: all, none, or a comma-separated list of NAME or NAME=RATE")
+	fs.BoolVar(&o.unsafe, "unsafe", false, "negative control: lease-only protection, no fence check at the resource")
+	fs.StringVar(&o.broken, "break", "none", "disable one protection on purpose: "+strings.Join(sim.BreakNames()[1:], ", "))
+	fs.BoolVar(&o.sqlMode, "sql", false, "run the resources on gate/sqlgate over in-memory SQLite instead of gate/memgate (same decisions, slower)")
+	fs.BoolVar(&o.beyond, "skew-beyond-bound", false, "give the gate a clock lagging beyond the skew bound in half the rounds; report the effect")
+	fs.IntVar(&o.round, "round", 0, "replay only this round (1-based) of the run")
+	fs.BoolVar(&o.trace, "trace", false, "with --round: print every event of the round")
+	fs.BoolVar(&o.asJSON, "json", false, "print the report as one JSON object")
+	fs.IntVar(&o.parallel, "parallel", 0, "goroutines running rounds; 0: one per core (results do not depend on it)")
+	fs.Int64Var(&o.bound, "skew-bound-ms", 0, "configured clock-skew bound of registry and gate in ms (default 500)")
+	fs.BoolVar(&o.query, "status-query", false, "the gate asks the registry for each grant's state (linearizable query) instead of trusting status proofs")
+	fs.BoolVar(&o.naiveRelease, "naive-release", false, "a client releases at once after a non-final rejection, copies of its writes still in flight (exposes proofs outliving a release)")
+	fs.BoolVar(&o.naive, "naive-recovery", false, "a restarted client resumes its operation under whatever grant its request ID returns (exposes the gate's equal-fence gap)")
+	fs.StringVar(&o.alg, "alg", "hmac-sha256", "proof algorithm of every key: hmac-sha256, or ed25519 (the production default; same decisions, rounds about 3x slower)")
+	fs.Int64Var(&o.budget, "handoff-budget-ms", 0, "handoff p99 budget in ms (default 3000)")
+	return c
+}
+
+func runSim(o *simOptions, stdout io.Writer) error {
+	cfg, err := simConfig(o.rounds, o.seed, o.faults, o.broken, o.unsafe)
 	if err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
+		return usagef("%v", err)
 	}
-	cfg.SkewBeyondBound, cfg.Round, cfg.Parallel, cfg.HandoffBudgetMs = *beyond, *round, *parallel, *budget
-	cfg.Alg, cfg.NaiveRecovery, cfg.StatusQuery, cfg.SkewBoundMs = grant.Alg(*alg), *naive, *query, *bound
-	cfg.NaiveRelease, cfg.SQL = *naiveRelease, *sqlMode
-	if *trace {
-		if *round == 0 {
-			return fmt.Errorf("%w: --trace needs --round", errUsage)
+	if o.parallel <= 0 {
+		o.parallel = runtime.GOMAXPROCS(0)
+	}
+	cfg.SkewBeyondBound, cfg.Round, cfg.Parallel, cfg.HandoffBudgetMs = o.beyond, o.round, o.parallel, o.budget
+	cfg.Alg, cfg.NaiveRecovery, cfg.StatusQuery, cfg.SkewBoundMs = grant.Alg(o.alg), o.naive, o.query, o.bound
+	cfg.NaiveRelease, cfg.SQL = o.naiveRelease, o.sqlMode
+	if o.trace {
+		if o.round == 0 {
+			return usagef("--trace needs --round")
 		}
 		cfg.Trace = stdout
 	}
-	if !*asJSON {
+	if !o.asJSON {
 		fmt.Fprintf(stdout, "seed %d (replay with --seed %d)\n", cfg.Seed, cfg.Seed)
 	}
-	bar := newProgress(stdout, cfg.Rounds, *asJSON || *trace || *round > 0)
+	bar := newProgress(stdout, cfg.Rounds, o.asJSON || o.trace || o.round > 0)
 	cfg.Progress = bar.update
 	rep, err := sim.Run(cfg)
 	bar.clear()
 	if err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
+		return usagef("%v", err)
 	}
-	if *asJSON {
+	if o.asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(rep); err != nil {

@@ -1,6 +1,9 @@
 package ledger
 
 import (
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -121,6 +124,7 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, out a
 		return 0, fmt.Errorf("ledger: %w", err)
 	}
 	req.Header.Set("Authorization", "Bearer "+c.Token)
+	otel.GetTextMapPropagator().Inject(ctx, propagation.HeaderCarrier(req.Header)) // the worker's trace reaches the gate
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}

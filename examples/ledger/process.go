@@ -16,6 +16,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver for --db postgres://…
 
 	"github.com/fencegate/fencegate/client/httpclient"
+	"github.com/fencegate/fencegate/gate/bundlefetch"
 	"github.com/fencegate/fencegate/gate/sqlgate"
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry/httpapi"
@@ -23,11 +24,18 @@ import (
 
 // ServeOptions run a ledger as a process.
 type ServeOptions struct {
-	Listen      string // "127.0.0.1:0" for any free port
-	DB          string // a SQLite file path, or a postgres://… URL
-	TrustBundle string // the registry's trust bundle file (serve writes one into its --data-dir)
-	TokenFile   string // bearer tokens → identities, the registry's format
-	LeaseOnly   bool   // the negative control
+	Listen      string   // "127.0.0.1:0" for any free port
+	DB          string   // a SQLite file path, or a postgres://… URL
+	TrustBundle string   // the registry's trust bundle file (serve writes one into its --data-dir)
+	TokenFile   string   // bearer tokens → identities, the registry's format
+	LeaseOnly   bool     // the negative control
+	Admins      []string // identities allowed at the gate's admin endpoint (/v1/gate/)
+	// TrustBundleURL, if set, is a registry whose GET /v1/trust-bundle is
+	// polled every TrustBundleInterval (0: bundlefetch.IntervalDefault);
+	// accepted bundles replace the verifier's and are written to
+	// TrustBundle.
+	TrustBundleURL      string
+	TrustBundleInterval time.Duration
 }
 
 // OpenDB opens dsn: PostgreSQL for a postgres:// or postgresql:// URL or
@@ -55,13 +63,21 @@ func Serve(ctx context.Context, o ServeOptions, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cfg := Config{DB: db, Postgres: pg, Auth: auth, LeaseOnly: o.LeaseOnly}
+	cfg := Config{DB: db, Postgres: pg, Auth: auth, LeaseOnly: o.LeaseOnly, Admins: o.Admins}
 	if !o.LeaseOnly {
 		b, err := grant.LoadBundle(o.TrustBundle)
 		if err != nil {
 			return fmt.Errorf("ledger: trust bundle: %w", err)
 		}
 		cfg.Verifier = grant.NewVerifier(b, 0)
+		if o.TrustBundleURL != "" {
+			rc, err := httpapi.NewClient(o.TrustBundleURL)
+			if err != nil {
+				return err
+			}
+			f := &bundlefetch.Fetcher{Source: rc.TrustBundle, Verifier: cfg.Verifier, Path: o.TrustBundle, Interval: o.TrustBundleInterval}
+			go f.Run(ctx)
+		}
 	}
 	srv, err := NewServer(ctx, cfg)
 	if err != nil {

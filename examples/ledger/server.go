@@ -1,6 +1,12 @@
 package ledger
 
 import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -11,6 +17,9 @@ import (
 	"strconv"
 
 	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/gate/gateadmin"
+	"github.com/fencegate/fencegate/gate/gatemetrics"
+	"github.com/fencegate/fencegate/gate/gatetrace"
 	"github.com/fencegate/fencegate/gate/sqlgate"
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry/httpapi"
@@ -42,13 +51,21 @@ type Config struct {
 	// LeaseOnly is the negative control: no gate, every authenticated write
 	// lands. Never use it for anything but showing what the gate prevents.
 	LeaseOnly bool
+	// Admins may use the gate's admin endpoint (gateadmin.Handler at
+	// /v1/gate/: status, resume after FENCE_REGRESSION), authenticated like
+	// every other caller. Optional: without admins it is not mounted.
+	Admins []string
+	// TracerProvider receives the gate's decision spans. Optional,
+	// defaults to otel's global provider.
+	TracerProvider trace.TracerProvider
 }
 
 // Server is the ledger's HTTP service.
 type Server struct {
-	cfg Config
-	g   *sqlgate.Gate // nil when LeaseOnly
-	mux *http.ServeMux
+	cfg     Config
+	g       *sqlgate.Gate // nil when LeaseOnly
+	mux     *http.ServeMux
+	unknown *gatemetrics.UnknownTracker
 }
 
 // NewServer creates the business table, migrates the gate's tables and
@@ -81,6 +98,12 @@ func NewServer(ctx context.Context, cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("ledger: protect %s: %w", Table, err)
 		}
 		s.g = g
+		s.unknown = gatemetrics.NewUnknownTracker(nil)
+		s.mux.Handle("GET /metrics", s.metricsHandler())
+		if len(cfg.Admins) > 0 {
+			// One call: the operator's way back from a FENCE_REGRESSION pause.
+			s.mux.Handle(gateadmin.PathPrefix, gateadmin.Handler(gateadmin.HandlerConfig{Gate: g, DB: cfg.DB, Auth: cfg.Auth, Admins: cfg.Admins}))
+		}
 	}
 	s.mux.HandleFunc("POST /v1/entries", s.handleWrite)
 	s.mux.HandleFunc("GET /v1/receipts", s.handleReceipts)
@@ -143,7 +166,9 @@ func (s *Server) handleWrite(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, WriteResponse{Outcome: string(gate.Malformed), Reason: "payloadDigest is not the digest of the entries"})
 		return
 	}
-	rcpt, err := s.g.Run(r.Context(), s.cfg.DB, caller, m, func(ctx context.Context, tx *sql.Tx) error {
+	// The worker's trace (W3C traceparent) continues into the decision span.
+	ctx := otel.GetTextMapPropagator().Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+	rcpt, err := gatetrace.Tracer{Provider: s.cfg.TracerProvider}.Run(ctx, s.g, s.cfg.DB, caller, m, func(ctx context.Context, tx *sql.Tx) error {
 		return s.upsert(ctx, tx, caller, m.FenceToken, req.Entries)
 	})
 	s.answerGate(w, rcpt, err)
@@ -199,7 +224,17 @@ func (s *Server) handleReceipts(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusInternalServerError, WriteResponse{Outcome: "ERROR", Reason: err.Error()})
 		return
 	}
+	s.unknown.Observe(q.Get("resource"), q.Get("operation"), ans.Verdict)
 	writeJSON(w, http.StatusOK, answerToJSON(ans))
+}
+
+// metricsHandler serves the gate's decision counters, its paused
+// resources and its open UNKNOWN operations (gate/gatemetrics).
+func (s *Server) metricsHandler() http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(gatemetrics.NewCollector(s.g.Counters(), nil), gatemetrics.NewStateCollector(s.g, s.cfg.DB, nil, nil))
+	reg.MustRegister(s.unknown.Collectors(nil)...)
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 }
 
 // Value is one row of the business table.

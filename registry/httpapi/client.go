@@ -103,22 +103,38 @@ func (c *Client) QueryRequest(ctx context.Context, requestID string) (*Issued, e
 
 // RevokeEpochsBelow calls POST /v1/admin/revoke-epochs.
 func (c *Client) RevokeEpochsBelow(ctx context.Context, below uint64) (uint64, error) {
+	return c.RevokeEpochs(ctx, RevokeEpochsRequest{Below: below})
+}
+
+// RevokeEpochs calls POST /v1/admin/revoke-epochs with a note for the
+// audit log.
+func (c *Client) RevokeEpochs(ctx context.Context, req RevokeEpochsRequest) (uint64, error) {
 	var out RevokeEpochsResponse
-	err := c.do(ctx, http.MethodPost, "/v1/admin/revoke-epochs", RevokeEpochsRequest{Below: below}, &out)
+	err := c.do(ctx, http.MethodPost, "/v1/admin/revoke-epochs", req, &out)
 	return out.RevokedBelowEpoch, err
 }
 
 // SetPolicyGeneration calls POST /v1/admin/policy.
 func (c *Client) SetPolicyGeneration(ctx context.Context, resource string, gen uint64) (ResourceInfo, error) {
+	return c.SetPolicy(ctx, PolicyRequest{Resource: resource, Generation: gen})
+}
+
+// SetPolicy calls POST /v1/admin/policy with a note for the audit log.
+func (c *Client) SetPolicy(ctx context.Context, req PolicyRequest) (ResourceInfo, error) {
 	var out ResourceInfo
-	err := c.do(ctx, http.MethodPost, "/v1/admin/policy", PolicyRequest{Resource: resource, Generation: gen}, &out)
+	err := c.do(ctx, http.MethodPost, "/v1/admin/policy", req, &out)
 	return out, err
 }
 
 // RaiseFloor calls POST /v1/admin/floor.
 func (c *Client) RaiseFloor(ctx context.Context, resource string, fence uint64) (ResourceInfo, error) {
+	return c.Floor(ctx, FloorRequest{Resource: resource, Fence: fence})
+}
+
+// Floor calls POST /v1/admin/floor with a note for the audit log.
+func (c *Client) Floor(ctx context.Context, req FloorRequest) (ResourceInfo, error) {
 	var out ResourceInfo
-	err := c.do(ctx, http.MethodPost, "/v1/admin/floor", FloorRequest{Resource: resource, Fence: fence}, &out)
+	err := c.do(ctx, http.MethodPost, "/v1/admin/floor", req, &out)
 	return out, err
 }
 
@@ -191,6 +207,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
+	injectTrace(ctx, req.Header)
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return fmt.Errorf("httpapi: client: %s %s: %w", method, path, err)

@@ -52,6 +52,7 @@ func (s *Server) acquire(ctx context.Context, caller string, _ *http.Request, bo
 	if err != nil {
 		return nil, err
 	}
+	noteFence(ctx, is.Grant.FenceToken)
 	return issuedResponse(is)
 }
 
@@ -117,42 +118,54 @@ func (s *Server) queryRequest(ctx context.Context, caller string, r *http.Reques
 	return issuedResponse(is)
 }
 
-func (s *Server) revokeEpochs(ctx context.Context, _ string, _ *http.Request, body []byte) (any, error) {
+func (s *Server) revokeEpochs(ctx context.Context, caller string, _ *http.Request, body []byte) (any, error) {
 	req, err := decode[RevokeEpochsRequest](body)
+	if err == nil {
+		err = checkNote(req.Note)
+	}
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := s.callContext(ctx, 0)
 	defer cancel()
 	line, err := s.cfg.Registry.RevokeEpochsBelow(ctx, req.Below)
+	s.audit(ctx, caller, "revoke-epochs", "", req.Below, req.Note, err)
 	if err != nil {
 		return nil, err
 	}
 	return RevokeEpochsResponse{RevokedBelowEpoch: line}, nil
 }
 
-func (s *Server) setPolicy(ctx context.Context, _ string, _ *http.Request, body []byte) (any, error) {
+func (s *Server) setPolicy(ctx context.Context, caller string, _ *http.Request, body []byte) (any, error) {
 	req, err := decode[PolicyRequest](body)
+	if err == nil {
+		err = checkNote(req.Note)
+	}
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := s.callContext(ctx, 0)
 	defer cancel()
 	ri, err := s.cfg.Registry.SetPolicyGeneration(ctx, req.Resource, req.Generation)
+	s.audit(ctx, caller, "set-policy-generation", req.Resource, req.Generation, req.Note, err)
 	if err != nil {
 		return nil, err
 	}
 	return resourceInfo(ri), nil
 }
 
-func (s *Server) raiseFloor(ctx context.Context, _ string, _ *http.Request, body []byte) (any, error) {
+func (s *Server) raiseFloor(ctx context.Context, caller string, _ *http.Request, body []byte) (any, error) {
 	req, err := decode[FloorRequest](body)
+	if err == nil {
+		err = checkNote(req.Note)
+	}
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := s.callContext(ctx, 0)
 	defer cancel()
 	ri, err := s.cfg.Registry.RaiseFloor(ctx, req.Resource, req.Fence)
+	s.audit(ctx, caller, "raise-floor", req.Resource, req.Fence, req.Note, err)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ package httpapi
 import (
 	"context"
 	"crypto/rand"
+	"log/slog"
 	"net/http/httptest"
 	"sync/atomic"
 	"testing"
@@ -53,6 +54,7 @@ type harness struct {
 	bob      *Client
 	admin    *Client
 	anon     *Client
+	logs     *lockedBuffer // the server's slog output (JSON lines)
 }
 
 func newHarness(t *testing.T) *harness { return newHarnessWith(t, nil) }
@@ -86,7 +88,9 @@ func newHarnessWith(t *testing.T, tune func(*registry.Config)) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.server, err = NewServer(Config{Registry: h.reg, Store: h.store, Auth: Chain{CertAuth{}, tokens}, Admins: Admins{adminID}, Metrics: h.metrics})
+	h.logs = &lockedBuffer{}
+	h.server, err = NewServer(Config{Registry: h.reg, Store: h.store, Auth: Chain{CertAuth{}, tokens}, Admins: Admins{adminID}, Metrics: h.metrics,
+		Logger: slog.New(slog.NewJSONHandler(h.logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,6 +27,7 @@ type Metrics struct {
 	waiters      prometheus.Gauge         // acquires now waiting
 	handoff      prometheus.Histogram     // seconds
 	storeLatency *prometheus.HistogramVec // op, outcome; seconds
+	httpLatency  *prometheus.HistogramVec // endpoint, code; seconds
 }
 
 // handoffBuckets span 1ms to about 33s: a release-to-grant handoff is
@@ -36,6 +37,11 @@ var handoffBuckets = prometheus.ExponentialBuckets(0.001, 2, 16)
 // storeBuckets span 0.1ms to about 3.3s: etcd transactions on one machine
 // take a millisecond or two; seconds mean trouble.
 var storeBuckets = prometheus.ExponentialBuckets(0.0001, 2, 16)
+
+// httpBuckets span 0.5ms to about 16s: a call is a store round trip or
+// two; an acquire that waits takes up to its WaitMs (30s at most, in the
+// +Inf bucket beyond 16s).
+var httpBuckets = prometheus.ExponentialBuckets(0.0005, 2, 16)
 
 // NewMetrics returns metrics registered on a new private registry, with the
 // Go runtime and process collectors beside them.
@@ -69,9 +75,13 @@ func NewMetrics() *Metrics {
 			Name: "fencegate_store_seconds", Help: "Store call latency by operation and outcome.",
 			Buckets: storeBuckets,
 		}, []string{"op", "outcome"}),
+		httpLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "fencegate_http_request_duration_seconds", Help: "HTTP API call latency by endpoint (route) and response code (ok or the error code), waits included.",
+			Buckets: httpBuckets,
+		}, []string{"endpoint", "code"}),
 	}
 	m.reg.MustRegister(m.calls, m.acquires, m.renewals, m.releases, m.expiries,
-		m.waiters, m.handoff, m.storeLatency,
+		m.waiters, m.handoff, m.storeLatency, m.httpLatency,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -95,6 +105,12 @@ func outcomeOf(code string) string {
 func (m *Metrics) call(endpoint, code string) {
 	if m != nil {
 		m.calls.WithLabelValues(endpoint, outcomeOf(code)).Inc()
+	}
+}
+
+func (m *Metrics) latencyOf(endpoint, outcome string, d time.Duration) {
+	if m != nil {
+		m.httpLatency.WithLabelValues(endpoint, outcome).Observe(d.Seconds())
 	}
 }
 

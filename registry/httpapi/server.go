@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/fencegate/fencegate/registry"
 )
@@ -36,12 +40,27 @@ type Config struct {
 	// CallTimeoutMs bounds one call; see CallTimeoutMsDefault (the default
 	// when 0).
 	CallTimeoutMs uint64
+	// Logger receives the audit records of admin calls and, with
+	// RequestLog, one line per call. Optional, defaults to slog.Default().
+	Logger *slog.Logger
+	// RequestLog logs every /v1 call at INFO: method, path, identity,
+	// resource, outcome, latency_ms, fence (when granted), trace_id.
+	// Optional, defaults to off.
+	RequestLog bool
+	// TracerProvider makes a server span per call, continuing the caller's
+	// W3C trace context. Optional, defaults to otel's global provider (a
+	// no-op unless the program installs one).
+	TracerProvider trace.TracerProvider
+	// TrustBundle publishes the signed trust bundle at TrustBundlePath.
+	// Optional: without it the path answers 404.
+	TrustBundle BundlePublisher
 }
 
 // Server is the HTTP API. It holds no state of its own.
 type Server struct {
-	cfg Config
-	mux *http.ServeMux
+	cfg    Config
+	mux    *http.ServeMux
+	tracer trace.Tracer
 }
 
 // NewServer checks cfg and builds the routes.
@@ -58,7 +77,13 @@ func NewServer(cfg Config) (*Server, error) {
 	if cfg.CallTimeoutMs == 0 {
 		cfg.CallTimeoutMs = CallTimeoutMsDefault
 	}
-	s := &Server{cfg: cfg, mux: http.NewServeMux()}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.TracerProvider == nil {
+		cfg.TracerProvider = otel.GetTracerProvider()
+	}
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), tracer: cfg.TracerProvider.Tracer(TracerName)}
 	s.routes()
 	return s, nil
 }
@@ -77,6 +102,7 @@ func (s *Server) routes() {
 		writeJSON(w, http.StatusOK, Health{Status: "ok"})
 	})
 	s.mux.HandleFunc("/readyz", s.ready)
+	s.mux.HandleFunc("GET "+TrustBundlePath, s.trustBundle)
 	s.mux.Handle("/metrics", s.cfg.Metrics.Handler())
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, ErrorBody{Code: CodeNotFound, Message: "httpapi: no endpoint " + r.URL.Path})
@@ -112,7 +138,11 @@ type endpoint struct {
 // (401 before anything else is read), admin (403), body size, then call.
 func (s *Server) wrap(e endpoint) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		code := s.serve(w, r, e)
+		start := time.Now()
+		ctx, span := s.startSpan(r, e)
+		rec := &callRecord{}
+		code := s.serve(w, r.WithContext(withRecord(ctx, rec)), e)
+		s.observe(ctx, r, e, rec, code, time.Since(start), span)
 		s.cfg.Metrics.call(e.path, code)
 		if e.count != nil && code != CodeMethodNotAllowed && code != CodeUnauthenticated && code != CodeForbidden {
 			e.count(code)
@@ -136,6 +166,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, e endpoint) strin
 	if err != nil {
 		return writeError(w, err)
 	}
+	noteRequest(r.Context(), caller, body)
 	ctx := withIdentity(r.Context(), caller)
 	resp, err := e.call(ctx, caller, r, body)
 	if err != nil {

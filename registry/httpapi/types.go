@@ -57,6 +57,7 @@ type ReleaseResponse struct {
 // RevokeEpochsRequest is POST /v1/admin/revoke-epochs.
 type RevokeEpochsRequest struct {
 	Below uint64 `json:"below"` // revoke every issuer epoch below this; raise only
+	Note  string `json:"note,omitempty"`
 }
 
 // RevokeEpochsResponse reports the revoked line now in force.
@@ -68,12 +69,15 @@ type RevokeEpochsResponse struct {
 type PolicyRequest struct {
 	Resource   string `json:"resource"`
 	Generation uint64 `json:"generation"` // raise only
+	Note       string `json:"note,omitempty"`
 }
 
 // FloorRequest is POST /v1/admin/floor.
 type FloorRequest struct {
 	Resource string `json:"resource"`
 	Fence    uint64 `json:"fence"` // every later fence exceeds it; raise only
+	// Note says why, for the audit log; optional, at most NoteBytesMax.
+	Note string `json:"note,omitempty"`
 }
 
 // ResourceRequest is POST /v1/admin/resource.

@@ -1,0 +1,81 @@
+//go:build unix
+
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/internal/lockexec"
+)
+
+func init() { register(newEnvelopeCmd) }
+
+func newEnvelopeCmd() *cobra.Command {
+	var seq uint64
+	var digest, payloadFile string
+	c := &cobra.Command{
+		Use:   "envelope --seq N (--payload-digest sha256:HEX | --payload-file FILE)",
+		Short: "inside fencegate lock: print the envelope (JSON gate.Mutation) for the next write",
+		Long: `Print the envelope for one write of the child that fencegate lock runs: the
+grant, its proof, a fresh status proof, the operation ID, the fence and the
+segment, as the JSON gate.Mutation a gate-protected service takes. It asks
+the lock's helper (FENCEGATE_ENVELOPE_SOCKET) and exits 1, printing
+nothing on stdout, once ownership is not certain: then do not write.
+
+--payload-digest is the digest of the payload as the service computes it;
+--payload-file takes SHA-256 over the file's bytes, for services that
+digest the raw request body.`,
+		Example: `  envelope=$(fencegate envelope --seq 1 --payload-file batch.json) || exit 1
+  curl -d "{\"mutation\": $envelope, …}" https://ledger:8443/v1/entries`,
+		RunE: func(c *cobra.Command, _ []string) error {
+			socket := os.Getenv(lockexec.EnvEnvelopeSocket)
+			switch {
+			case socket == "":
+				return usagef("%s is not set: run this inside fencegate lock", lockexec.EnvEnvelopeSocket)
+			case seq == 0:
+				return usagef("--seq is required: the segment number, 1 for the first write of the operation")
+			case (digest == "") == (payloadFile == ""):
+				return usagef("give --payload-digest or --payload-file")
+			}
+			if payloadFile != "" {
+				b, err := os.ReadFile(payloadFile)
+				if err != nil {
+					return err
+				}
+				digest = grant.Digest(sha256.Sum256(b)).String()
+			} else if _, err := grant.ParseDigest(digest); err != nil {
+				return usagef("--payload-digest: %v", err)
+			}
+			q := url.Values{"seq": {fmt.Sprint(seq)}, "payloadDigest": {digest}}
+			resp, err := lockexec.HelperClient(socket).Get("http://lock" + lockexec.EnvelopePath + "?" + q.Encode())
+			if err != nil {
+				return fmt.Errorf("the lock's helper does not answer (has fencegate lock ended?): %w", err)
+			}
+			defer resp.Body.Close()
+			b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+			if err != nil {
+				return err
+			}
+			if resp.StatusCode != 200 {
+				var he lockexec.HelperError
+				_ = json.Unmarshal(b, &he)
+				return fmt.Errorf("no envelope: %s: %s", he.Code, strings.TrimSpace(he.Message))
+			}
+			_, err = c.OutOrStdout().Write(b)
+			return err
+		},
+	}
+	c.Flags().Uint64Var(&seq, "seq", 0, "segment number of this write (1, 2, 3, … in order)")
+	c.Flags().StringVar(&digest, "payload-digest", "", "the payload's digest, sha256:HEX")
+	c.Flags().StringVar(&payloadFile, "payload-file", "", "file whose SHA-256 is the payload digest")
+	return c
+}

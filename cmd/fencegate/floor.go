@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/registry/httpapi"
+)
+
+func init() { register(newFloorCmd) }
+
+// registryDefault is where the client commands look for the registry
+// unless told otherwise: serve's default --listen.
+const registryDefault = "http://127.0.0.1:7420"
+
+func newFloorCmd() *cobra.Command {
+	c := parentCommand("floor", "raise or show a resource's fence floor at the registry (admin)",
+		`The registry issues max(highestFence, floor) + 1 as a resource's next fence.
+Raise the floor above the highest fence a gate has seen whenever the
+registry's etcd may have lost history (a restore from a snapshot, a new
+cluster, a copied prefix). The floor only rises. Admin identities only
+(serve --admin); every call is recorded in the registry's audit log with
+your identity and --note.`)
+	reg := &endpointFlags{name: "registry"}
+	c.PersistentFlags().SortFlags = false
+	reg.add(c.PersistentFlags(), registryDefault, "the registry's URL")
+	tokenFlag(c.PersistentFlags(), reg)
+	c.AddCommand(newFloorRaiseCmd(reg), newFloorShowCmd(reg))
+	return c
+}
+
+func newFloorRaiseCmd(reg *endpointFlags) *cobra.Command {
+	var above uint64
+	var note string
+	raise := &cobra.Command{
+		Use:   "raise RESOURCE --above N --note TEXT",
+		Short: "make every later fence of RESOURCE exceed N",
+		Example: `  fencegate gate status invoice-batch/2026-07-19 --db ledger.db     # highestFence 42
+  fencegate floor raise invoice-batch/2026-07-19 --above 43 --note "etcd restored from 02:00 snapshot, INC-7"`,
+		Args: exactArgs("RESOURCE"),
+		RunE: func(c *cobra.Command, args []string) error {
+			if err := checkResourceArg(args[0]); err != nil {
+				return err
+			}
+			if above == 0 || note == "" {
+				return usagef("--above N and --note TEXT are required: the fence every later grant must exceed, and why")
+			}
+			rc, err := reg.registryClient()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := callContext(c.Context())
+			defer cancel()
+			before, err := rc.Resource(ctx, args[0])
+			if err != nil {
+				return adminErr(err)
+			}
+			after, err := rc.Floor(ctx, httpapi.FloorRequest{Resource: args[0], Fence: above, Note: note})
+			if err != nil {
+				return adminErr(err)
+			}
+			w := c.OutOrStdout()
+			if after.Floor == before.Floor {
+				fmt.Fprintf(w, "floor of %s unchanged at %d (already at or above %d)\n", args[0], after.Floor, above)
+			} else {
+				fmt.Fprintf(w, "floor of %s raised %d → %d\n", args[0], before.Floor, after.Floor)
+			}
+			printResourceInfo(w, after)
+			return nil
+		},
+	}
+	raise.Flags().Uint64Var(&above, "above", 0, "every later fence of the resource exceeds this (the gate's highestFence + 1 after a regression)")
+	raise.Flags().StringVar(&note, "note", "", "why (an incident, a ticket); recorded with your identity")
+	return raise
+}
+
+func newFloorShowCmd(reg *endpointFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "show RESOURCE",
+		Short: "the registry's linearizable view of RESOURCE: highestFence, floor, holder, waiters",
+		Args:  exactArgs("RESOURCE"),
+		RunE: func(c *cobra.Command, args []string) error {
+			if err := checkResourceArg(args[0]); err != nil {
+				return err
+			}
+			rc, err := reg.registryClient()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := callContext(c.Context())
+			defer cancel()
+			info, err := rc.Resource(ctx, args[0])
+			if err != nil {
+				return adminErr(err)
+			}
+			printResourceInfo(c.OutOrStdout(), info)
+			return nil
+		},
+	}
+}
+
+func printResourceInfo(w io.Writer, ri httpapi.ResourceInfo) {
+	holder := "none"
+	if ri.HolderLease != "" {
+		holder = fmt.Sprintf("%s (lease %s)", ri.HolderOwner, ri.HolderLease)
+	}
+	fmt.Fprintf(w, "resource:         %s\nhighestFence:     %d\nfloor:            %d\nnext fence:       > %d\npolicyGeneration: %d\nholder:           %s\nwaiters:          %d\n",
+		ri.Resource, ri.HighestFence, ri.Floor, max(ri.HighestFence, ri.Floor), ri.PolicyGeneration, holder, ri.Waiters)
+}
+
+// checkResourceArg validates a RESOURCE argument before anything is sent.
+func checkResourceArg(r string) error {
+	if err := grant.ValidateResource(r); err != nil {
+		return usagef("resource %q: %v", r, err)
+	}
+	return nil
+}
+
+// adminErr says what to do about the registry's refusals an operator meets.
+func adminErr(err error) error {
+	var api *httpapi.APIError
+	if !errors.As(err, &api) {
+		if errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "connection refused") {
+			return fmt.Errorf("%w (is fencegate serve running there? check --registry or FENCEGATE_REGISTRY)", err)
+		}
+		return err
+	}
+	switch api.Code {
+	case httpapi.CodeUnauthenticated:
+		return fmt.Errorf("%w: give the token of an admin identity (--token or FENCEGATE_TOKEN) or a client certificate", err)
+	case httpapi.CodeForbidden:
+		return fmt.Errorf("%w: the registry names its admins with serve --admin IDENTITY", err)
+	}
+	return err
+}

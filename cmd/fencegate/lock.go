@@ -1,0 +1,127 @@
+//go:build unix
+
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fencegate/fencegate/client"
+	"github.com/fencegate/fencegate/client/httpclient"
+	"github.com/fencegate/fencegate/internal/lockexec"
+)
+
+func init() { register(newLockCmd) }
+
+// lockReadyTimeout bounds the registry check before queueing, 5s.
+const lockReadyTimeout = 5 * time.Second
+
+const lockLong = `Run COMMAND while holding the lease on RESOURCE, as etcdctl lock and consul
+lock do: acquire (queueing up to --wait), renew in the background, run the
+child, release when it exits (draining a write whose outcome is unknown),
+and exit with the child's status (128+N if signal N ended it).
+
+The moment ownership stops being certain (a renewal without an answer:
+OWNERSHIP_UNKNOWN; the lease expired; the registry unreachable), the child's
+process group gets SIGTERM, and SIGKILL after --grace. A lease can be lost
+without anyone knowing (a pause, a partition), so stopping the child is
+best effort: what keeps a late write out is the gate at the resource. A
+child that writes to a protected service should take each write's envelope
+from the helper and send it with the write:
+
+  fencegate envelope --seq 1 --payload-digest sha256:…   (JSON gate.Mutation)
+
+The child's environment:
+  FENCEGATE_RESOURCE         the resource held
+  FENCEGATE_OWNER            the grant's owner (your identity)
+  FENCEGATE_LEASE            the registry's lease ID
+  FENCEGATE_FENCE            the fence token, decimal
+  FENCEGATE_OPERATION_ID     the operation the grant binds (--op)
+  FENCEGATE_GRANT            the lockGrant.v1 text, as signed
+  FENCEGATE_GRANT_PROOF      the registry's proof over it
+  FENCEGATE_ENVELOPE_SOCKET  the envelope helper (HTTP on a unix socket:
+                             GET /v1/envelope?seq=N&payloadDigest=D, GET /v1/lease)
+
+Exit status: the child's; 1 if the lease was lost and the child then exited
+0; 1 if the lease could not be acquired (nothing ran); 2 for a usage error.`
+
+func newLockCmd() *cobra.Command {
+	reg := &endpointFlags{name: "registry"}
+	var op, class string
+	var ttl, wait, grace time.Duration
+	var noWait bool
+	c := &cobra.Command{
+		Use:   "lock RESOURCE [flags] -- COMMAND [ARG...]",
+		Short: "run a command while holding a lease; stop it when ownership is lost",
+		Long:  lockLong,
+		Example: `  fencegate lock invoice-batch/2026-07-19 -- ./settle.sh 2026-07-19
+  FENCEGATE_TOKEN=… fencegate lock --registry https://registry:7420 --ttl 30s reports/daily -- make report`,
+		Args: func(c *cobra.Command, args []string) error {
+			if c.ArgsLenAtDash() != 1 || len(args) < 2 {
+				return usagef("want RESOURCE -- COMMAND [ARG...] (the command after --)")
+			}
+			return checkResourceArg(args[0])
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			if op == "" {
+				op = "lock-" + randomHex(8)
+			}
+			if noWait {
+				wait = -1
+			}
+			rc, err := reg.registryClient()
+			if err != nil {
+				return err
+			}
+			// A dead registry fails here with its cause; past this point the
+			// client retries lost answers for as long as --wait allows.
+			pctx, cancel := context.WithTimeout(c.Context(), lockReadyTimeout)
+			err = rc.Ready(pctx)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("%w (check --registry or FENCEGATE_REGISTRY)", err)
+			}
+			s := client.NewSession(httpclient.Transport{C: rc}, client.Options{})
+			res, err := lockexec.Run(c.Context(), lockexec.Config{
+				Session: s, Request: client.AcquireRequest{Resource: args[0], OperationID: op, OperationClass: class, TTL: ttl},
+				Wait: wait, Command: args[1], Args: args[2:], Grace: grace,
+				Stdin: c.InOrStdin(), Stdout: c.OutOrStdout(), Stderr: c.ErrOrStderr(), Log: c.ErrOrStderr(),
+			})
+			if err != nil && res.ExitCode == 0 {
+				return err
+			}
+			if err != nil {
+				fmt.Fprintf(c.ErrOrStderr(), "fencegate lock: %v\n", err)
+			}
+			code := res.ExitCode
+			if res.Lost && code == 0 {
+				code = 1
+			}
+			if code != 0 {
+				return &exitError{code: code}
+			}
+			return nil
+		},
+	}
+	fs := c.Flags()
+	reg.add(fs, registryDefault, "the registry's URL")
+	tokenFlag(fs, reg)
+	fs.StringVar(&op, "op", "", "operation ID the grant binds (default: lock-<random>)")
+	fs.StringVar(&class, "class", "lock", "operation class (a gate may allow only some)")
+	fs.DurationVar(&ttl, "ttl", 15*time.Second, "lease TTL (the registry's limits apply)")
+	fs.DurationVar(&wait, "wait", 0, "queue at most this long for the resource (0: as long as it takes)")
+	fs.BoolVar(&noWait, "no-wait", false, "fail at once if the resource is held")
+	fs.DurationVar(&grace, "grace", lockexec.GraceDefault, "time between SIGTERM and SIGKILL when ownership is lost")
+	return c
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

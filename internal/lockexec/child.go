@@ -1,0 +1,124 @@
+//go:build unix
+
+package lockexec
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/fencegate/fencegate/client"
+	"github.com/fencegate/fencegate/examples/childproc"
+	"github.com/fencegate/fencegate/grant"
+)
+
+// supervise runs the child while the lease is certain. It stops the
+// child when the lease's ownership context ends (OWNERSHIP_UNKNOWN,
+// EXPIRED, a release) or ctx ends (the wrapper was told to stop), and
+// returns once the child has exited.
+func supervise(ctx context.Context, cfg Config, l *client.Lease) (Result, error) {
+	own := l.Ctx() // taken before the child starts: a later renewal never revives it
+	if cfg.ignoreOwnership {
+		own = context.Background()
+	}
+	dir, err := os.MkdirTemp("", "fencegate-lock-")
+	if err != nil {
+		return Result{}, err
+	}
+	defer os.RemoveAll(dir)
+	helper, err := serveEnvelopes(filepath.Join(dir, "envelope.sock"), l)
+	if err != nil {
+		return Result{}, err
+	}
+	defer helper.Close()
+
+	cmd := exec.Command(cfg.Command, cfg.Args...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = cfg.Stdin, cfg.Stdout, cfg.Stderr
+	env, err := childEnv(l, helper.path)
+	if err != nil { // ownership already uncertain: start nothing
+		return Result{ExitCode: 1, Lost: true, LostState: l.State()}, fmt.Errorf("lockexec: %w", err)
+	}
+	cmd.Env = append(os.Environ(), env...)
+	cmd.SysProcAttr = childproc.SysProcAttr() // dies with the wrapper: no renewals, no child
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid = true // its own group: a shell's children are stopped too
+	if err := cmd.Start(); err != nil {
+		return Result{}, fmt.Errorf("lockexec: start %s: %w", cfg.Command, err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+
+	var res Result
+	select {
+	case <-exited:
+	case <-own.Done():
+		res.Lost, res.LostState = true, l.State()
+		fmt.Fprintf(cfg.Log, "fencegate lock: ownership of %s is no longer certain (%s): stopping the child\n", cfg.Request.Resource, res.LostState)
+		stop(cmd.Process.Pid, exited, cfg.Grace, cfg.Log)
+	case <-ctx.Done():
+		fmt.Fprintf(cfg.Log, "fencegate lock: told to stop: stopping the child, then releasing %s\n", cfg.Request.Resource)
+		stop(cmd.Process.Pid, exited, cfg.Grace, cfg.Log)
+	}
+	<-exited
+	res.ExitCode = exitCode(cmd.ProcessState)
+	return res, nil
+}
+
+// stop sends SIGTERM to the child's process group, and SIGKILL if it has
+// not exited after grace.
+func stop(pid int, exited <-chan struct{}, grace time.Duration, log interface{ Write([]byte) (int, error) }) {
+	_ = syscall.Kill(-pid, syscall.SIGTERM)
+	_ = syscall.Kill(-pid, syscall.SIGCONT) // a stopped child must run to handle it
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-exited:
+	case <-t.C:
+		fmt.Fprintf(log, "fencegate lock: the child did not exit %s after SIGTERM: SIGKILL\n", grace)
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+	}
+}
+
+// exitCode is the child's status the way a shell reports it: its exit
+// code, or 128+N for a signal N.
+func exitCode(ps *os.ProcessState) int {
+	if ps == nil {
+		return 1
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return max(ps.ExitCode(), 0)
+}
+
+// probeDigest is any valid payload digest: childEnv builds one envelope
+// only to check that ownership is certain and to read the grant proof.
+var probeDigest = grant.Digest(sha256.Sum256([]byte("fencegate/lockexec/probe")))
+
+// childEnv is what the child learns about its grant. It fails if the
+// lease can no longer build an envelope (ownership already uncertain).
+func childEnv(l *client.Lease, socket string) ([]string, error) {
+	g := l.Grant()
+	m, err := l.Envelope(1, probeDigest) // the grant proof travels in envelopes
+	if err != nil {
+		return nil, err
+	}
+	return []string{
+		EnvResource + "=" + g.Resource,
+		EnvOwner + "=" + g.Owner,
+		EnvLease + "=" + g.Lease,
+		EnvFence + "=" + strconv.FormatUint(g.FenceToken, 10),
+		EnvOperationID + "=" + l.OperationID(),
+		EnvGrant + "=" + string(g.Encode()),
+		EnvGrantProof + "=" + m.GrantProof,
+		EnvEnvelopeSocket + "=" + socket,
+	}, nil
+}
