@@ -21,7 +21,7 @@ const callTimeoutDefault = 10 * time.Second
 type endpointFlags struct {
 	name                   string // "registry" or "gate": the flags' names
 	url, cacert, cert, key string
-	token, tokenFile       *string // shared by every endpoint of a command
+	token                  *string // shared by every endpoint of a command
 }
 
 // add registers --NAME, --NAME-cacert, --NAME-cert, --NAME-key.

@@ -18,8 +18,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fencegate/fencegate/examples/childproc"
-	"github.com/fencegate/fencegate/examples/ledger"
+	"github.com/fencegate/fencegate/internal/childproc"
+	"github.com/fencegate/fencegate/internal/demo/ledger"
 	"github.com/spf13/cobra"
 )
 
@@ -28,7 +28,7 @@ func init() { register(newDemoCmd) }
 const demoLong = `Start here: the specification's Worker A story with real processes.
 
 Starts a registry (fencegate serve, embedded etcd, temporary data dir), the
-example "ledger" service (examples/ledger: writes through the gate on SQLite,
+example "ledger" service (internal/demo/ledger: writes through the gate on SQLite,
 or with --resource on Redis or an S3-compatible store)
 and two worker processes. Worker A takes a short lease, builds its write,
 and is frozen with SIGSTOP past its TTL; worker B takes over and writes;
@@ -334,7 +334,7 @@ func (d *demo) say(who, msg string) {
 
 func msDuration(ms uint64) time.Duration { return time.Duration(ms) * time.Millisecond }
 
-// child is one process the demo started (examples/childproc runs it);
+// child is one process the demo started (internal/childproc runs it);
 // its events go on the demo's timeline.
 type child struct {
 	*childproc.Proc

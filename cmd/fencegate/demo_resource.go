@@ -11,7 +11,7 @@ import (
 	"regexp"
 	"strconv"
 
-	"github.com/fencegate/fencegate/examples/resledger"
+	"github.com/fencegate/fencegate/internal/demo/resledger"
 	"github.com/fencegate/fencegate/internal/s3local"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"

@@ -22,9 +22,9 @@ import (
 	"github.com/fencegate/fencegate/client/clienttest"
 	"github.com/fencegate/fencegate/downstream"
 	"github.com/fencegate/fencegate/downstream/riverhop"
-	"github.com/fencegate/fencegate/examples/childproc"
 	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/gate/sqlgate"
+	"github.com/fencegate/fencegate/internal/childproc"
 	"github.com/fencegate/fencegate/internal/fakeclock"
 )
 

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/client"
-	"github.com/fencegate/fencegate/examples/childproc"
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/internal/childproc"
 )
 
 // supervise runs the child while the lease is certain. It stops the

@@ -8,8 +8,8 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/fencegate/fencegate/examples/ledger"
 	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/internal/demo/ledger"
 	"github.com/fencegate/fencegate/registry/httpapi"
 )
 

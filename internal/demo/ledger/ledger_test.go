@@ -20,9 +20,9 @@ import (
 
 	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/client/httpclient"
-	"github.com/fencegate/fencegate/examples/ledger"
 	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/internal/demo/ledger"
 	"github.com/fencegate/fencegate/internal/pgtest"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/httpapi"

@@ -19,9 +19,9 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/fencegate/fencegate/client/httpclient"
-	"github.com/fencegate/fencegate/examples/ledger"
 	"github.com/fencegate/fencegate/gate/gatetrace"
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/internal/demo/ledger"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/httpapi"
 	"github.com/fencegate/fencegate/registry/memstore"

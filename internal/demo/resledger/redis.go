@@ -8,9 +8,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/fencegate/fencegate/examples/ledger"
 	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/gate/redisgate"
+	"github.com/fencegate/fencegate/internal/demo/ledger"
 )
 
 // RedisStore keeps the ledger in Redis behind redisgate (Gate nil:

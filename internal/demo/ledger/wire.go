@@ -3,7 +3,7 @@ package ledger
 import "github.com/fencegate/fencegate/gate"
 
 // ReceiptToJSON is r on the wire, for other services that speak the
-// ledger's API (examples/resledger).
+// ledger's API (internal/demo/resledger).
 func ReceiptToJSON(r gate.Receipt) ReceiptJSON { return receiptToJSON(r) }
 
 // AnswerToJSON is a on the wire, for other services that speak the

@@ -12,10 +12,10 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/fencegate/fencegate/examples/ledger"
 	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/gate/objgate"
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/internal/demo/ledger"
 )
 
 // S3Store keeps the ledger in a bucket behind objgate (Gate nil:

@@ -3,8 +3,8 @@ package resledger
 import (
 	"context"
 
-	"github.com/fencegate/fencegate/examples/ledger"
 	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/internal/demo/ledger"
 )
 
 // Store is where one kind of resource keeps the ledger.

@@ -1,4 +1,4 @@
-// Package resledger is the example ledger (examples/ledger) on a resource
+// Package resledger is the example ledger (internal/demo/ledger) on a resource
 // that is not a SQL database: Redis (gate/redisgate) or an S3-compatible
 // object store (gate/objgate). It speaks the same HTTP API, so the same
 // worker (ledger.RunWorker, ledger.Client) writes to it and

@@ -1,0 +1,26 @@
+// This file pins that the binary links no example: examples are code to
+// read and copy, free to change, and the product must not depend on them.
+// What the demo runs lives in internal/demo.
+package main
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+func TestBinaryLinksNoExample(t *testing.T) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go tool on PATH to list dependencies")
+	}
+	out, err := exec.Command(goTool, "list", "-deps", "github.com/fencegate/fencegate/cmd/fencegate").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if strings.HasPrefix(dep, "github.com/fencegate/fencegate/examples/") {
+			t.Errorf("cmd/fencegate links %s", dep)
+		}
+	}
+}
