@@ -48,7 +48,7 @@ func appendField(dst []byte, sep byte, name, value string) []byte {
 	dst = append(dst, sep, '"')
 	dst = append(dst, name...)
 	dst = append(dst, '"', ':')
-	return appendString(dst, value)
+	return AppendString(dst, value)
 }
 
 func appendUint(dst []byte, name string, v uint64) []byte {
@@ -58,10 +58,10 @@ func appendUint(dst []byte, name string, v uint64) []byte {
 	return strconv.AppendUint(dst, v, 10)
 }
 
-// appendString appends s as json.Marshal quotes it: directly when every
+// AppendString appends s as json.Marshal quotes it: directly when every
 // byte is printable ASCII that JSON leaves alone (digests, instants,
 // modes, resource names), else through json.Marshal.
-func appendString(dst []byte, s string) []byte {
+func AppendString(dst []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
 			b, _ := json.Marshal(s) // a string always marshals

@@ -92,6 +92,16 @@ func FromReceipt(r gate.Receipt) Receipt {
 // GateReceipt converts back and checks that the ID is the digest of the
 // fields (a stored receipt altered by hand no longer matches).
 func (j Receipt) GateReceipt() (gate.Receipt, error) {
+	r, err := j.Fields()
+	if err == nil && r.ID() != j.ID {
+		err = fmt.Errorf("stored: receipt %s: ID is not the digest of its fields", j.ID)
+	}
+	return r, err
+}
+
+// Fields converts back every field but the ID, checking each: for a form
+// that leaves the ID out (it is the digest of the others).
+func (j Receipt) Fields() (gate.Receipt, error) {
 	r := gate.Receipt{Resource: j.Resource, FenceToken: j.FenceToken, OperationID: j.OperationID, SegmentSeq: j.SegmentSeq,
 		Mode: gate.Mode(j.Mode), Outcome: gate.Outcome(j.Outcome)}
 	var err error
@@ -106,8 +116,8 @@ func (j Receipt) GateReceipt() (gate.Receipt, error) {
 	if r.AcceptedAt, err = parseInstant(j.AcceptedAt); err != nil {
 		return r, fmt.Errorf("stored: receipt %s: %w", j.ID, err)
 	}
-	if r.ID() != j.ID {
-		return r, fmt.Errorf("stored: receipt %s: ID is not the digest of its fields", j.ID)
+	if _, err := gate.ParseMode(j.Mode); err != nil {
+		return r, fmt.Errorf("stored: receipt %s: %w", j.ID, err)
 	}
 	return r, nil
 }
