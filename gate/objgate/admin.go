@@ -25,7 +25,7 @@ func (g *Gate) Read(ctx context.Context, resource string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return current{g, h.m.Data}.Bytes(ctx)
+	return current{g, h}.Bytes(ctx)
 }
 
 // QueryOperation answers MUTATION_UNKNOWN recovery for an operation
@@ -80,8 +80,8 @@ func (g *Gate) Resume(ctx context.Context, resource string, registryFloor uint64
 }
 
 // operator runs one recorded operator action: a fresh read, act, a
-// conditional replace (keeping the last receipt and the data pointer),
-// retried if a write came in between.
+// conditional replace (keeping the receipts and the content), retried if
+// a write came in between.
 func (g *Gate) operator(ctx context.Context, resource, operator string, createMode gate.Mode, act func(gate.State) (gate.State, string, error)) error {
 	if operator == "" {
 		return errors.New("objgate: operator actions need the operator's name")
@@ -102,8 +102,9 @@ func (g *Gate) operator(ctx context.Context, resource, operator string, createMo
 		if err != nil {
 			return err
 		}
-		m := manifest{State: stored.FromState(next), Last: h.m.Last, Data: h.m.Data}
-		_, err = g.replace(ctx, resource, h, m)
+		nh := h
+		nh.st = next
+		nh, err = g.replace(ctx, resource, h, nh)
 		if errors.Is(err, errConflict) {
 			if err := backoff(ctx, attempt); err != nil {
 				return err
@@ -113,6 +114,7 @@ func (g *Gate) operator(ctx context.Context, resource, operator string, createMo
 		if err != nil {
 			return err
 		}
+		g.keep(resource, nh)
 		rec := stored.Record{Kind: stored.RecordAction, Resource: resource, Operator: operator,
 			Outcome: strings.Fields(detail)[0], Detail: detail, AtMs: g.clock.Now().UnixMilli()}
 		return g.writeRecords(ctx, h, []stored.Record{rec})

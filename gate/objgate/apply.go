@@ -1,9 +1,11 @@
 package objgate
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -21,9 +23,10 @@ type Current interface {
 }
 
 // BusinessFunc makes the protected change: it returns the resource's next
-// content, which the gate writes to a new immutable object and commits
-// with the manifest. It may run more than once (once per attempt) and
-// must not have other effects. An error commits nothing.
+// content, which the gate commits with the manifest: inside it up to
+// InlineBytesMax, else in a new immutable object the manifest points to.
+// It may run more than once (once per attempt) and must not have other
+// effects. An error commits nothing.
 type BusinessFunc func(ctx context.Context, cur Current) ([]byte, error)
 
 // Apply is applyFencedMutation for a resource kept in the bucket; caller
@@ -103,76 +106,77 @@ func (g *Gate) decide(ctx context.Context, v *gate.Verified) (held, gate.Decisio
 }
 
 // priorReceipt finds the receipt at the mutation's (fence, segment) as of
-// h: the manifest's last receipt, or an object, which exists only when
-// h's state says it can (and every receipt but the last was written
-// before h was committed).
+// h: one h holds, or one written out, which exists only when h's state
+// says it can (receipts are written with the state that reaches them,
+// and written out before the manifest that lets them go).
 func (g *Gate) priorReceipt(ctx context.Context, h held, m *gate.Mutation) (*gate.Receipt, error) {
-	if l := h.last; l != nil && l.FenceToken == m.FenceToken && l.SegmentSeq == m.SegmentSeq {
-		return l, nil
+	if r := h.receiptAt(m.FenceToken, m.SegmentSeq); r != nil {
+		return r, nil
 	}
-	st := h.st
-	if !(m.FenceToken < st.HighestFence || m.FenceToken == st.HighestFence && m.SegmentSeq <= st.LastSegmentSeq) {
+	if above(m.FenceToken, m.SegmentSeq, h.st.HighestFence, h.st.LastSegmentSeq) {
 		return nil, nil
 	}
-	return g.readReceipt(ctx, g.receiptKey(m.Resource, m.FenceToken, m.SegmentSeq))
+	return g.writtenReceipt(ctx, m.Resource, m.FenceToken, m.SegmentSeq)
 }
 
-// commit writes the business bytes (if the decision proceeds) and, for
-// an accept, which replaces the manifest's last receipt, that receipt's
-// objects; then it replaces the manifest.
+// commit makes the decision's change and replaces the manifest with it:
+// the new content (inline, or written to its object first), the new
+// state, and for an accept its receipt, after writing the held ones out
+// if the manifest is full. The writes before the replace run in
+// parallel; only the replace commits.
 func (g *Gate) commit(ctx context.Context, v *gate.Verified, h held, d gate.Decision, fn BusinessFunc) error {
 	resource := v.Mutation.Resource
-	next := manifest{State: stored.FromState(d.State), Last: h.m.Last, Data: h.m.Data}
+	next := held{st: d.State, receipts: h.receipts, data: h.data, inline: h.inline}
 	var wg sync.WaitGroup
-	var matErr error
-	if h.last != nil && d.Outcome == gate.Accepted {
-		wg.Add(1)
-		go func() { defer wg.Done(); matErr = g.materialize(ctx, *h.last) }()
+	var flushErr error
+	if d.Outcome == gate.Accepted {
+		if len(h.receipts) >= ManifestReceiptsMax {
+			next.receipts = nil
+			wg.Add(1)
+			go func() { defer wg.Done(); flushErr = g.flush(ctx, resource, h) }()
+		}
+		next.receipts = appendReceipt(slices.Clip(next.receipts), d.Receipt)
 	}
 	var dataErr error
 	if d.Proceed {
-		next.Data, dataErr = g.writeData(ctx, v, h, fn)
+		next.data, next.inline, dataErr = g.writeContent(ctx, v, h, fn)
 	}
 	wg.Wait()
-	if err := errors.Join(dataErr, matErr); err != nil {
+	if err := errors.Join(dataErr, flushErr); err != nil {
 		return err
 	}
-	if d.Outcome == gate.Accepted {
-		r := stored.FromReceipt(d.Receipt)
-		next.Last = &r
-	}
-	etag, err := g.replace(ctx, resource, h, next)
+	nh, err := g.replace(ctx, resource, h, next)
 	if err != nil {
 		return err
-	}
-	next.Version = h.m.Version + 1
-	nh := held{etag: etag, m: next, st: d.State, last: h.last}
-	if d.Outcome == gate.Accepted {
-		nh.last = &d.Receipt
 	}
 	g.keep(resource, nh)
 	return nil
 }
 
-func (g *Gate) writeData(ctx context.Context, v *gate.Verified, h held, fn BusinessFunc) (string, error) {
-	body, err := fn(ctx, current{g, h.m.Data})
+// writeContent runs fn and places its bytes: inline up to
+// InlineBytesMax, else in a new immutable object.
+func (g *Gate) writeContent(ctx context.Context, v *gate.Verified, h held, fn BusinessFunc) (string, []byte, error) {
+	body, err := fn(ctx, current{g, h})
 	if err != nil {
-		return "", fmt.Errorf("%w: %w", ErrBusiness, err)
+		return "", nil, fmt.Errorf("%w: %w", ErrBusiness, err)
 	}
-	key := g.dataKey(v.Mutation.Resource, &v.Mutation, body)
-	return key, g.put(ctx, key, body)
+	if len(body) <= InlineBytesMax {
+		return "", bytes.Clone(body), nil
+	}
+	key := g.dataKey(v.Mutation.Resource, &v.Mutation, h.version)
+	return key, nil, g.put(ctx, key, body)
 }
 
 type current struct {
-	g   *Gate
-	key string
+	g *Gate
+	h held
 }
 
 func (c current) Bytes(ctx context.Context) ([]byte, error) {
-	if c.key == "" {
-		return nil, nil
+	if c.h.data == "" {
+		return bytes.Clone(c.h.inline), nil
 	}
-	b, _, err := c.g.get(ctx, c.key, DataBytesMax)
+	b, _, err := c.g.get(ctx, c.h.data, DataBytesMax)
 	return b, err
 }
 

@@ -1,13 +1,13 @@
 // Package objgate runs the gate decision for a resource kept in an
 // object store over the S3 API (any S3-compatible store that honours
-// conditional writes). State and receipts live in the bucket, and
-// atomicity comes from one conditional write, as Delta Lake and SlateDB
-// commit: the business bytes go to a new immutable key, then the
-// resource's manifest — the whole gate.State, the last receipt and the
-// pointer to the current bytes — is replaced with If-Match: <its ETag>
-// (created with If-None-Match: *). A 412 means another writer committed
-// first: read the manifest again and decide again. Readers follow the
-// manifest (Read).
+// conditional writes). State, receipts and small contents live in the
+// resource's manifest, and atomicity comes from one conditional write of
+// it, as Delta Lake and SlateDB commit: the manifest — the whole
+// gate.State, the last receipts, and the business bytes themselves up to
+// InlineBytesMax (else the key of a new immutable object holding them,
+// written first) — is replaced with If-Match: <its ETag> (created with
+// If-None-Match: *). A 412 means another writer committed first: read the
+// manifest again and decide again. Readers follow the manifest (Read).
 //
 // # Use
 //
@@ -30,25 +30,27 @@
 // # Decisions and the manifest cache
 //
 // Apply authenticates (gate.Policy.Authenticate), takes the manifest —
-// the one it committed last, if it holds it, else a fresh GET — and
-// decides with gate.Policy.DecideLocked on its state. What the decision
-// writes is committed by the conditional replace, which fails unless the
-// manifest is still the one decided on. A rejection that writes nothing
-// decided on a held manifest is decided again on a fresh one before it
-// is answered, so a stale copy never rejects.
+// the one it committed last, if it holds it (up to CachedManifestsMax
+// resources), else a fresh GET — and decides with
+// gate.Policy.DecideLocked on its state. What the decision writes is
+// committed by the conditional replace, which fails unless the manifest
+// is still the one decided on. A rejection that writes nothing decided on
+// a held manifest is decided again on a fresh one before it is answered,
+// so a stale copy never rejects. A warm small write is one PUT.
 //
 // # Objects
 //
-// Under Config.Prefix and the path-escaped resource: manifest; data/…
-// (immutable business bytes, one object per write attempt; objects no
-// manifest points to are garbage a lifecycle rule may remove); receipts/
-// and ops/<sha256(operation ID)>/ (each receipt, written by the next
-// writer before it replaces the manifest whose last receipt it is, so a
-// receipt is either the manifest's last or an object; never updated or
-// deleted); records/<kind>/ (alarms, quarantine, shadow log, operator
-// actions). A record is written after the decision that asks for it is
-// committed; a crash in between loses the record, never the pause (which
-// is in the manifest's state).
+// Under Config.Prefix and the path-escaped resource: manifest (its format
+// is in manifest.go; format 1 manifests are read and migrated); data/…
+// (immutable business bytes too large to inline, one object per write
+// attempt; objects no manifest points to are garbage a lifecycle rule
+// may remove); receipts/ and ops/<sha256(operation ID)>/ (the receipts a
+// full manifest let go, in batches, written before the manifest that
+// drops them, so a receipt is in the manifest or an object; never
+// updated or deleted); records/<kind>/ (alarms, quarantine, shadow log,
+// operator actions). A record is written after the decision that asks
+// for it is committed; a crash in between loses the record, never the
+// pause (which is in the manifest's state).
 package objgate
 
 import (
@@ -73,7 +75,8 @@ const (
 	// when Config.RetriesMax is zero.
 	RetriesMaxDefault = 32
 	// CachedManifestsMax bounds the manifests a Gate holds (its own last
-	// commits); past it the cache is cleared.
+	// commits, each up to InlineBytesMax of content); past it the cache is
+	// cleared.
 	CachedManifestsMax = 4096
 )
 
@@ -134,11 +137,12 @@ type Gate struct {
 	retries  int
 	// probeErr is why the store failed Probe (nil: it honours
 	// conditional writes); enforce mode is refused while it is set.
-	probeErr error
-	counters gate.Counters
-	mu       sync.Mutex
-	cache    map[string]held
-	records  uint64 // sequence of record keys written by this Gate (under mu)
+	probeErr  error
+	counters  gate.Counters
+	noCompare bool // tests only: the negative control's mutant, replacing without If-Match
+	mu        sync.Mutex
+	cache     map[string]held
+	records   uint64 // sequence of record keys written by this Gate (under mu)
 }
 
 // Errors.

@@ -1,124 +1,183 @@
 package objgate
 
 import (
+	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/gate/internal/stored"
 )
 
-// ReceiptBytesMax bounds a receipt or record object read back.
-const ReceiptBytesMax = 16 << 10
+// Receipts live in the manifest until it holds ManifestReceiptsMax; the
+// accept that finds it full writes them out before it replaces the
+// manifest: one object receipts/<last> holding them all, named by the
+// (fence, segment) of the last, and for each operation among them an
+// empty object ops/<hash(operation)>/<last> pointing to it. A batch's
+// content is fixed by the manifest it empties, so a writer that loses the
+// race after writing it wrote what the winner writes. Every receipt is
+// thus in the manifest or in an object written before the manifest that
+// let it go, never updated or deleted. Format 1 wrote one object per
+// receipt under the same names (ops/… holding the receipt itself); they
+// read as batches of one.
 
-// materialize writes a committed receipt's two objects: by (fence,
-// segment) and under its operation. The content is fixed by the receipt,
-// so writing it again (a retry, a second writer) changes nothing.
-func (g *Gate) materialize(ctx context.Context, r gate.Receipt) error {
-	b := stored.Encode(stored.FromReceipt(r))
-	errs := make(chan error, 2)
-	for _, key := range []string{g.receiptKey(r.Resource, r.FenceToken, r.SegmentSeq),
-		g.opPrefix(r.Resource, r.OperationID) + seqName(r.FenceToken, r.SegmentSeq)} {
-		go func() { errs <- g.put(ctx, key, b) }()
+const batchMagic = "fencegate-receipts 2\n"
+
+// BatchBytesMax bounds a receipt batch read back (a receipt is under
+// 1 KiB in its stored form).
+const BatchBytesMax = (ManifestReceiptsMax + 1) << 10
+
+// encodeBatch writes receipts as a batch object: the magic line, then
+// one receipt per line, in its stored form.
+func encodeBatch(rs []heldReceipt) []byte {
+	b := []byte(batchMagic)
+	for _, r := range rs {
+		b = append(stored.AppendReceipt(b, stored.FromReceipt(r.r)), '\n')
 	}
-	if err := errors.Join(<-errs, <-errs); err != nil {
-		return fmt.Errorf("objgate: write receipt %s: %w", r.ID(), err)
+	return b
+}
+
+// parseBatch reads a batch (or a format 1 receipt object).
+func parseBatch(b []byte) ([]gate.Receipt, error) {
+	var lines [][]byte
+	if rest, ok := bytes.CutPrefix(b, []byte(batchMagic)); ok {
+		lines = bytes.SplitAfter(rest, []byte{'\n'})
+		if len(lines) < 2 || len(lines[len(lines)-1]) != 0 {
+			return nil, errors.New("objgate: receipt batch: empty or not ending in a newline")
+		}
+		lines = lines[:len(lines)-1]
+	} else if len(b) > 0 && b[0] == '{' {
+		lines = [][]byte{b} // format 1: one receipt
+	} else {
+		return nil, errors.New("objgate: not a receipt batch")
+	}
+	out := make([]gate.Receipt, 0, len(lines))
+	for _, l := range lines {
+		var j stored.Receipt
+		if err := stored.Decode(bytes.TrimSuffix(l, []byte{'\n'}), &j); err != nil {
+			return nil, err
+		}
+		r, err := j.GateReceipt()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// flush writes h's receipts out: the batch and, per operation, its
+// pointer.
+func (g *Gate) flush(ctx context.Context, resource string, h held) error {
+	if len(h.receipts) == 0 {
+		return nil
+	}
+	last := h.receipts[len(h.receipts)-1].r
+	name := seqName(last.FenceToken, last.SegmentSeq)
+	objs := map[string][]byte{g.base(resource) + "receipts/" + name: encodeBatch(h.receipts)}
+	for _, r := range h.receipts {
+		objs[g.opPrefix(resource, r.r.OperationID)+name] = nil
+	}
+	errs := make(chan error, len(objs))
+	for k, body := range objs {
+		go func() { errs <- g.put(ctx, k, body) }()
+	}
+	var err error
+	for range objs {
+		err = errors.Join(err, <-errs)
+	}
+	if err != nil {
+		return fmt.Errorf("objgate: write receipts up to %s: %w", name, err)
 	}
 	return nil
 }
 
-// readReceipt reads the receipt object at key, nil if there is none.
-func (g *Gate) readReceipt(ctx context.Context, key string) (*gate.Receipt, error) {
-	b, _, err := g.get(ctx, key, ReceiptBytesMax)
-	if errors.Is(err, errNotFound) {
+// writtenReceipt finds the receipt at (fence, seq) among the objects:
+// the first whose name, the last (fence, segment) it holds, is not
+// below it. Batches cover consecutive runs of accepts, so if that one
+// does not hold it, none does.
+func (g *Gate) writtenReceipt(ctx context.Context, resource string, fence, seq uint64) (*gate.Receipt, error) {
+	prefix := g.base(resource) + "receipts/"
+	in := &s3.ListObjectsV2Input{Bucket: &g.bucket, Prefix: &prefix, MaxKeys: aws.Int32(1)}
+	switch {
+	case seq > 0:
+		in.StartAfter = aws.String(prefix + seqName(fence, seq-1))
+	case fence > 0:
+		in.StartAfter = aws.String(prefix + seqName(fence-1, math.MaxUint64))
+	}
+	out, err := g.api.ListObjectsV2(ctx, in)
+	if err != nil {
+		return nil, classify(err)
+	}
+	if len(out.Contents) == 0 {
 		return nil, nil
 	}
+	rs, err := g.readBatch(ctx, aws.ToString(out.Contents[0].Key))
 	if err != nil {
 		return nil, err
 	}
-	var j stored.Receipt
-	if err := stored.Decode(b, &j); err != nil {
-		return nil, err
+	for i := range rs {
+		if rs[i].FenceToken == fence && rs[i].SegmentSeq == seq {
+			return &rs[i], nil
+		}
 	}
-	r, err := j.GateReceipt()
-	return &r, err
+	return nil, nil
 }
 
-// operationReceipts returns the receipts of operationID as of h: the
-// objects under its operation prefix plus h's last receipt, by fence and
-// segment.
+func (g *Gate) readBatch(ctx context.Context, key string) ([]gate.Receipt, error) {
+	b, _, err := g.get(ctx, key, BatchBytesMax)
+	if err != nil {
+		return nil, err
+	}
+	rs, err := parseBatch(b)
+	if err != nil {
+		return nil, fmt.Errorf("objgate: %s: %w", key, err)
+	}
+	return rs, nil
+}
+
+// operationReceipts returns the receipts of operationID as of h: those in
+// the batches its pointers name (and format 1's objects of one receipt)
+// plus h's, by fence and segment.
 func (g *Gate) operationReceipts(ctx context.Context, resource, operationID string, h held) ([]gate.Receipt, error) {
-	keys, err := g.list(ctx, g.opPrefix(resource, operationID))
+	prefix := g.opPrefix(resource, operationID)
+	objs, err := g.list(ctx, prefix)
 	if err != nil {
 		return nil, err
 	}
 	seen := map[string]bool{}
 	var out []gate.Receipt
-	for _, k := range keys {
-		r, err := g.readReceipt(ctx, k)
-		if err != nil || r == nil {
-			return nil, errors.Join(err, fmt.Errorf("objgate: receipt %s vanished", k))
-		}
-		if r.OperationID == operationID { // the prefix is a truncated hash
-			out, seen[r.ID()] = append(out, *r), true
+	add := func(r gate.Receipt) {
+		if r.OperationID == operationID && !seen[r.ID()] { // the prefix is a truncated hash
+			out, seen[r.ID()] = append(out, r), true
 		}
 	}
-	if l := h.last; l != nil && l.OperationID == operationID && !seen[l.ID()] {
-		out = append(out, *l)
+	for _, o := range objs {
+		key := o.key
+		if o.size == 0 { // a pointer to a batch
+			key = g.base(resource) + "receipts/" + strings.TrimPrefix(o.key, prefix)
+		}
+		rs, err := g.readBatch(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rs {
+			add(r)
+		}
+	}
+	for _, r := range h.receipts {
+		add(r.r)
 	}
 	sort.Slice(out, func(i, j int) bool {
 		a, b := out[i], out[j]
 		return a.FenceToken < b.FenceToken || a.FenceToken == b.FenceToken && a.SegmentSeq < b.SegmentSeq
 	})
-	return out, nil
-}
-
-// writeRecords writes one object per record, under records/<kind>/ with
-// a key that sorts by the gate clock.
-func (g *Gate) writeRecords(ctx context.Context, h held, recs []stored.Record) error {
-	for _, r := range recs {
-		g.mu.Lock()
-		g.records++
-		n := g.records
-		g.mu.Unlock()
-		var tag [4]byte
-		_, _ = rand.Read(tag[:])
-		key := fmt.Sprintf("%srecords/%s/%020d-%020d-%08d-%s", g.base(r.Resource), r.Kind, r.AtMs, h.m.Version, n, hex.EncodeToString(tag[:]))
-		if err := g.put(ctx, key, stored.Encode(r)); err != nil {
-			return fmt.Errorf("objgate: record %s: %w", r.Kind, err)
-		}
-	}
-	return nil
-}
-
-// Records lists a resource's entries of one kind ("alarm", "quarantine",
-// "shadow" or "action"), oldest first by the gate clock.
-func (g *Gate) Records(ctx context.Context, kind, resource string) ([]Record, error) {
-	switch kind {
-	case stored.RecordAlarm, stored.RecordQuarantine, stored.RecordShadow, stored.RecordAction:
-	default:
-		return nil, fmt.Errorf("objgate: unknown record kind %q", kind)
-	}
-	keys, err := g.list(ctx, g.base(resource)+"records/"+kind+"/")
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Record, 0, len(keys))
-	for _, k := range keys {
-		b, _, err := g.get(ctx, k, ReceiptBytesMax)
-		if err != nil {
-			return nil, err
-		}
-		var r Record
-		if err := stored.Decode(b, &r); err != nil {
-			return nil, fmt.Errorf("objgate: %s: %w", strings.TrimPrefix(k, g.prefix), err)
-		}
-		out = append(out, r)
-	}
 	return out, nil
 }
