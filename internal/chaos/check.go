@@ -29,6 +29,7 @@ type Report struct {
 	// Visualization is the HTML porcupine wrote for an Illegal history.
 	Visualization string
 	Operations    int            // operations porcupine checked
+	CheckTime     time.Duration  // porcupine's time
 	Calls         map[string]int // registry calls by kind/result, writes and decisions by outcome
 	Faults        map[string]int // injected, by kind
 	Counts        Counts
@@ -69,8 +70,9 @@ func Check(ctx context.Context, cfg Config, db *sql.DB, eventsDir string) (*Repo
 	ops := h.Operations(cfg.resources())
 	rep.Operations = len(ops)
 	model := newModel(modelParams{lockDelayMs: lockDelayMs})
+	t0 := time.Now()
 	res, info := porcupine.CheckOperationsVerbose(model, ops, checkTimeout)
-	rep.Verdict = res
+	rep.Verdict, rep.CheckTime = res, time.Since(t0)
 	if res == porcupine.Illegal {
 		rep.Visualization = filepath.Join(cfg.Dir, fmt.Sprintf("porcupine-seed%d.html", cfg.Seed))
 		if err := porcupine.VisualizePath(model, info, rep.Visualization); err != nil {
@@ -122,7 +124,7 @@ func (r *Report) String() string {
 	if r.Mutant {
 		kind = "MUTANT run (fence check off)"
 	}
-	fmt.Fprintf(&b, "%s seed %d: %s under load, porcupine %s over %d operations\n", kind, r.Seed, r.Duration.Round(time.Second), r.Verdict, r.Operations)
+	fmt.Fprintf(&b, "%s seed %d: %s under load, porcupine %s over %d operations (%s)\n", kind, r.Seed, r.Duration.Round(time.Second), r.Verdict, r.Operations, r.CheckTime.Round(time.Millisecond))
 	fmt.Fprintf(&b, "  faults:")
 	for _, k := range sortedKeys(r.Faults) {
 		fmt.Fprintf(&b, " %s=%d", k, r.Faults[k])

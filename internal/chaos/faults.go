@@ -28,6 +28,14 @@ const (
 // faultGapMs bounds the pause between two injections.
 const faultGapMsMin, faultGapMsMax = 800, 2500
 
+// longest bounds how long one random fault lasts (a frozen worker: TTL +
+// 1 s + 3 s; an etcd fault: 5 s + 1 s; a clock step: 8 s): none starts
+// later than this before the end of the fault window, so every one has
+// healed by then.
+func (f *faulter) longest() time.Duration {
+	return max(time.Duration(f.e.cfg.TTLMs)*time.Millisecond+4*time.Second, 8*time.Second)
+}
+
 type weighted struct {
 	kind   string
 	weight int
@@ -100,8 +108,9 @@ func (f *faulter) run(ctx context.Context, start, until time.Time) {
 		restoreAt := start.Add(d*45/100 + f.ms(0, int(d.Milliseconds()/10)))
 		f.spawn(func() { f.snapshotAndRestore(ctx, snapAt, restoreAt) })
 	}
+	lastStart := until.Add(-f.longest())
 	for {
-		if !sleepUntil(ctx, time.Now().Add(f.ms(faultGapMsMin, faultGapMsMax))) || time.Now().After(until) {
+		if !sleepUntil(ctx, time.Now().Add(f.ms(faultGapMsMin, faultGapMsMax))) || time.Now().After(lastStart) {
 			break
 		}
 		kind := FaultWorkerStop

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver
@@ -60,15 +61,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	fl.run(runCtx, start, start.Add(cfg.Duration-settleTime))
 	e.settle()
 	sleepUntil(ctx, start.Add(cfg.Duration))
-	for _, w := range e.workers {
-		w.Stop(workerStopGrace)
-	}
+	elapsed := time.Since(start)
+	stopAll(e.workers, workerStopGrace)
 	cancel()
 	<-repDone
-	elapsed := time.Since(start)
+	var svcs []*Proc
 	for _, s := range e.services {
-		s.proc.Stop(serviceStopGrace)
+		svcs = append(svcs, s.proc)
 	}
+	stopAll(svcs, serviceStopGrace)
 	report, err := Check(ctx, cfg, e.db, filepath.Join(cfg.Dir, "events"))
 	if err != nil {
 		return nil, err
@@ -132,6 +133,16 @@ func (e *Env) teardown() {
 	if e.db != nil {
 		e.db.Close()
 	}
+}
+
+// stopAll stops every process at once, each with its grace.
+func stopAll(ps []*Proc, grace time.Duration) {
+	var wg sync.WaitGroup
+	for _, p := range ps {
+		wg.Add(1)
+		go func() { defer wg.Done(); p.Stop(grace) }()
+	}
+	wg.Wait()
 }
 
 // String names a run for logs.

@@ -9,20 +9,18 @@ import (
 
 	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/gate"
-	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/internal/chaos/record"
 )
 
 // Worker limits, sized for the suite's 3 s leases (as the ledger example's
 // worker for its short demo leases): a registry call gives up after
-// 500 ms, the local deadline keeps 500 ms for clock rate error, a release
-// is given 3 s, and an unsettled write is waited out for its status
-// proof's validUntil plus the drain skew before releasing.
+// 500 ms, the local deadline keeps 500 ms for clock rate error, and a
+// release (which first waits out the proofs of unsettled writes) is
+// given 5 s.
 const (
 	workerCallTimeout  = 500 * time.Millisecond
 	workerExpiryMargin = 500 * time.Millisecond
-	releaseTimeout     = 3 * time.Second
-	drainSkew          = time.Second
+	releaseTimeout     = 5 * time.Second
 	idleMax            = 300 * time.Millisecond
 )
 
@@ -41,10 +39,9 @@ type WorkerConfig struct {
 }
 
 type worker struct {
-	cfg           WorkerConfig
-	rng           *rand.Rand
-	s             *client.Session
-	inFlightUntil time.Time // by the worker's clock: an unsettled write may land until then
+	cfg WorkerConfig
+	rng *rand.Rand
+	s   *client.Session
 }
 
 // RunWorker acquires, writes a few segments, drains and releases, over and
@@ -87,28 +84,26 @@ func (w *worker) operation(ctx context.Context, opID string) {
 		// Compute the segment. A SIGSTOP here is the spec's Worker A: it
 		// wakes with a built envelope and sends it.
 		w.sleep(ctx, time.Duration(w.rng.Int64N(int64(w.cfg.ThinkMax)+1)))
-		if !w.send(ctx, &m, payload) {
+		if !w.send(ctx, l, &m, payload) {
 			break
 		}
 	}
-	w.drain(ctx)
+	// Release drains: it waits until no unsettled write can be accepted
+	// any more (a release frees the resource at once, a proof outlives it).
 	rctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
 	l.Release(rctx)
 }
 
-// send writes one segment; true when it stands (accepted or replayed).
-func (w *worker) send(ctx context.Context, m *gate.Mutation, payload string) bool {
+// send writes one segment and settles it with the lease; true when it
+// stands (accepted or replayed).
+func (w *worker) send(ctx context.Context, l *client.Lease, m *gate.Mutation, payload string) bool {
 	svc := w.cfg.Services[w.rng.IntN(len(w.cfg.Services))]
 	outcome := w.write(ctx, svc, m, payload)
-	switch outcome {
-	case string(gate.Accepted), string(gate.Replayed):
-		return true
-	case record.ResultUnknown:
-	default:
-		return false
+	if outcome != record.ResultUnknown {
+		l.Settle(m.SegmentSeq, gate.Outcome(outcome))
+		return outcome == string(gate.Accepted) || outcome == string(gate.Replayed)
 	}
-	w.inFlight(m)
 	resolver := &client.Resolver{Receipts: client.ReceiptQuerierFunc(svc.QueryOperation)}
 	res, err := resolver.Resolve(ctx, client.UnknownOf(*m))
 	if err != nil {
@@ -116,19 +111,25 @@ func (w *worker) send(ctx context.Context, m *gate.Mutation, payload string) boo
 	}
 	switch res.Verdict {
 	case gate.VerdictAccepted:
+		l.Settle(m.SegmentSeq, gate.Accepted)
 		return true
-	case gate.VerdictProvenAbsent:
+	case gate.VerdictProvenAbsent: // never accepted, and never will be under this fence
+		l.Settle(m.SegmentSeq, gate.StaleOwner)
 		return false
 	}
 	// UNDETERMINED while the lease may still be held: send the same write
-	// again with a fresh proof; the gate answers REPLAYED if the first copy
-	// landed.
-	again, err := client.Refresh(ctx, w.cfg.Registry, *m)
+	// (fence, segment, payload) again with the lease's current proof; the
+	// gate answers REPLAYED if the first copy landed. The lease builds it,
+	// so its proof counts in Release's drain (client.Refresh's would not).
+	again, err := l.Envelope(m.SegmentSeq, m.PayloadDigest)
 	if err != nil {
 		return false
 	}
-	w.inFlight(&again)
 	o := w.write(ctx, svc, &again, payload)
+	if o == record.ResultUnknown {
+		return false // unsettled: Release waits its proof out
+	}
+	l.Settle(m.SegmentSeq, gate.Outcome(o))
 	return o == string(gate.Accepted) || o == string(gate.Replayed)
 }
 
@@ -143,24 +144,6 @@ func (w *worker) write(ctx context.Context, svc *ServiceClient, m *gate.Mutation
 	}
 	w.cfg.Rec.Emit(e)
 	return e.Result
-}
-
-// inFlight notes that a copy of m may still land until its proof lapses.
-func (w *worker) inFlight(m *gate.Mutation) {
-	if st, err := grant.ParseStatus(m.Status); err == nil && st.ValidUntil.After(w.inFlightUntil) {
-		w.inFlightUntil = st.ValidUntil
-	}
-}
-
-// drain waits, by the worker's own clock, until no unsettled write can be
-// accepted any more: a release frees the resource at once, and a proof
-// outlives it.
-func (w *worker) drain(ctx context.Context) {
-	if w.inFlightUntil.IsZero() {
-		return
-	}
-	w.sleep(ctx, w.inFlightUntil.Add(drainSkew).Sub(w.cfg.Clock.Now()))
-	w.inFlightUntil = time.Time{}
 }
 
 func (w *worker) sleep(ctx context.Context, d time.Duration) {

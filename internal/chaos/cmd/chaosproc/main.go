@@ -62,7 +62,7 @@ func worker(ctx context.Context, args []string) error {
 	ttlMs := fs.Int("ttl-ms", 3000, "lease TTL")
 	waitMs := fs.Int("wait-ms", 1500, "how long an acquire queues")
 	segs := fs.Int("segments-max", 3, "segments per operation, at most")
-	thinkMs := fs.Int("think-ms", 250, "longest computation of one segment")
+	thinkMs := fs.Int("think-ms", 500, "longest computation of one segment")
 	seed := fs.Uint64("seed", 1, "seed of the worker's choices")
 	events := fs.String("events", "", "history file")
 	if err := fs.Parse(args); err != nil {
