@@ -99,10 +99,27 @@ func run(t *testing.T, bins Binaries, seed uint64, d time.Duration, mutant bool)
 	return r
 }
 
-// setup skips unless the suite is enabled, makes sure etcd is installed
-// (Debian's etcd-server and etcd-client, installed as root when missing)
-// and builds the two binaries.
+// setup skips unless the suite is enabled, finds etcd (etcdBinaries) and
+// builds the two binaries.
 func setup(t *testing.T) Binaries {
+	t.Helper()
+	b := etcdBinaries(t)
+	dir := t.TempDir()
+	b.Fencegate, b.Chaosproc = filepath.Join(dir, "fencegate"), filepath.Join(dir, "chaosproc")
+	for bin, pkg := range map[string]string{b.Fencegate: "./cmd/fencegate", b.Chaosproc: "./internal/chaos/cmd/chaosproc"} {
+		cmd := exec.Command("go", "build", "-o", bin, pkg)
+		cmd.Dir = filepath.Join("..", "..")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v: %s", pkg, err, out)
+		}
+	}
+	return b
+}
+
+// etcdBinaries skips unless the suite is enabled and finds etcd and
+// etcdctl, installing Debian's etcd-server and etcd-client as root when
+// they are missing.
+func etcdBinaries(t *testing.T) Binaries {
 	t.Helper()
 	if os.Getenv(EnvEnable) != "1" {
 		t.Skipf("chaos suite off: set %s=1 (see docs/guarantees.md, \"Chaos on a real cluster\")", EnvEnable)
@@ -121,15 +138,6 @@ func setup(t *testing.T) Binaries {
 	}
 	if b.Etcdctl, err = exec.LookPath("etcdctl"); err != nil {
 		t.Fatalf("chaos suite needs etcdctl: %v", err)
-	}
-	dir := t.TempDir()
-	b.Fencegate, b.Chaosproc = filepath.Join(dir, "fencegate"), filepath.Join(dir, "chaosproc")
-	for bin, pkg := range map[string]string{b.Fencegate: "./cmd/fencegate", b.Chaosproc: "./internal/chaos/cmd/chaosproc"} {
-		cmd := exec.Command("go", "build", "-o", bin, pkg)
-		cmd.Dir = filepath.Join("..", "..")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v: %s", pkg, err, out)
-		}
 	}
 	return b
 }

@@ -48,7 +48,7 @@ type EtcdCluster struct {
 	gen      int    // 0 at start, +1 per restore
 
 	mu  sync.Mutex
-	ids map[string]string // member ID (hex) → name, for the peer proxies
+	ids map[string]string // member ID (hex) → name; peer proxy faults are keyed by ID
 	cli *clientv3.Client  // the orchestrator's own client, straight to the members
 }
 
@@ -61,7 +61,7 @@ func startEtcd(ctx context.Context, procs *Procs, bins Binaries, dir string, see
 	}
 	for i := range 3 {
 		m := &etcdMember{name: fmt.Sprintf("etcd%d", i+1), clientPort: ports[2*i], peerPort: ports[2*i+1]}
-		if m.peerProxy, err = NewProxy("peer>"+m.name, fmt.Sprintf("127.0.0.1:%d", m.peerPort), seed+uint64(i), c.sniffPeer); err != nil {
+		if m.peerProxy, err = NewProxy("peer>"+m.name, fmt.Sprintf("127.0.0.1:%d", m.peerPort), seed+uint64(i), sniffPeer); err != nil {
 			return nil, err
 		}
 		m.dataDir = filepath.Join(dir, m.name+"-0")
@@ -113,18 +113,18 @@ func (c *EtcdCluster) ClientURLs() []string {
 }
 
 // sniffPeer reads the first request's headers of a peer connection and
-// names the member that sent it (rafthttp sets X-Server-From on streams,
-// pipelines and snapshots). The bytes stay in r for the upstream.
-func (c *EtcdCluster) sniffPeer(r *bufio.Reader) string {
+// returns the ID of the member that sent it (rafthttp sets X-Server-From
+// on streams, pipelines and snapshots); faults on peer proxies are keyed
+// by member ID, which a connection made before the orchestrator learned
+// the IDs carries too. The bytes stay in r for the upstream.
+func sniffPeer(r *bufio.Reader) string {
 	for n := 512; n <= proxyChunkBytesMax; n *= 2 {
 		b, err := r.Peek(n)
 		if i := strings.Index(string(b), "\r\n\r\n"); i >= 0 {
 			tr := textproto.NewReader(bufio.NewReader(strings.NewReader(string(b[:i+4]))))
 			tr.ReadLine() // request line
 			h, _ := tr.ReadMIMEHeader()
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			return c.ids[strings.ToLower(h.Get("X-Server-From"))]
+			return strings.ToLower(h.Get("X-Server-From"))
 		}
 		if err != nil {
 			return ""
@@ -214,8 +214,20 @@ func (c *EtcdCluster) member(name string) *etcdMember {
 // or heals it.
 func (c *EtcdCluster) Cut(a, b string, on bool) {
 	f := LinkFault{Blackhole: on}
-	c.member(a).peerProxy.Set(b, f)
-	c.member(b).peerProxy.Set(a, f)
+	c.member(a).peerProxy.Set(c.id(b), f)
+	c.member(b).peerProxy.Set(c.id(a), f)
+}
+
+// id returns member name's current ID in hex (as X-Server-From carries it).
+func (c *EtcdCluster) id(name string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id, n := range c.ids {
+		if n == name {
+			return id
+		}
+	}
+	return "unknown-" + name
 }
 
 // Isolate cuts member name from both others, or heals it.

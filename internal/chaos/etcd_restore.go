@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"time"
 )
 
 // Restore replaces the whole cluster's state with the snapshot at path, as
@@ -72,4 +73,19 @@ func (c *EtcdCluster) Close() {
 	if c.cli != nil {
 		c.cli.Close()
 	}
+}
+
+// LeaderSeenBy returns the leader member name says there is ("" if none
+// it knows).
+func (c *EtcdCluster) LeaderSeenBy(ctx context.Context, name string) (string, error) {
+	m := c.member(name)
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	st, err := c.cli.Status(ctx, fmt.Sprintf("127.0.0.1:%d", m.clientPort))
+	if err != nil {
+		return "", err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ids[fmt.Sprintf("%x", st.Leader)], nil
 }

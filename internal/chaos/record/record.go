@@ -26,6 +26,9 @@ const (
 	// KindDecide is one gate decision, recorded by a resource service
 	// around its transaction.
 	KindDecide = "decide"
+	// KindClock is a worker's clock stepped by the orchestrator (Detail:
+	// the new offset).
+	KindClock = "clock"
 	// Orchestrator events.
 	KindFault   = "fault"   // a fault injected (Detail names it)
 	KindRestore = "restore" // etcd restored from a snapshot: the registry went back

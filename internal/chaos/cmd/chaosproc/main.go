@@ -86,7 +86,9 @@ func worker(ctx context.Context, args []string) error {
 		svcs = append(svcs, &chaosproc.ServiceClient{Base: u, Token: *token, HTTP: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}})
 	}
 	clock := &chaosproc.OffsetClock{}
-	go control(clock)
+	go control(clock, func(off time.Duration) {
+		rec.Emit(record.Event{Kind: record.KindClock, Proc: *name, CallNs: record.Now(), RetNs: record.Now(), Result: record.ResultOK, Detail: off.String()})
+	})
 	var reg client.Transport = t
 	return chaosproc.RunWorker(ctx, chaosproc.WorkerConfig{
 		Name: *name, Registry: reg, Services: svcs, Resources: strings.Split(*resources, ","),
@@ -97,13 +99,14 @@ func worker(ctx context.Context, args []string) error {
 }
 
 // control reads the orchestrator's commands on stdin: "clock <offset ms>".
-func control(clock *chaosproc.OffsetClock) {
+func control(clock *chaosproc.OffsetClock, stepped func(time.Duration)) {
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
 		if len(f) == 2 && f[0] == "clock" {
 			if ms, err := strconv.ParseInt(f[1], 10, 64); err == nil {
 				clock.Set(time.Duration(ms) * time.Millisecond)
+				stepped(clock.Offset())
 			}
 		}
 	}
