@@ -28,13 +28,16 @@ type Report struct {
 	Verdict porcupine.CheckResult
 	// Visualization is the HTML porcupine wrote for an Illegal history.
 	Visualization string
-	Operations    int            // operations porcupine checked
-	CheckTime     time.Duration  // porcupine's time
-	Calls         map[string]int // registry calls by kind/result, writes and decisions by outcome
-	Faults        map[string]int // injected, by kind
-	Counts        Counts
-	Repairs       int
-	Resumes       int
+	// Evidence lists, for an Illegal verdict, the operations around the
+	// first one porcupine could not place.
+	Evidence   []string
+	Operations int            // operations porcupine checked
+	CheckTime  time.Duration  // porcupine's time
+	Calls      map[string]int // registry calls by kind/result, writes and decisions by outcome
+	Faults     map[string]int // injected, by kind
+	Counts     Counts
+	Repairs    int
+	Resumes    int
 }
 
 // Failures lists what makes a normal run fail: a verdict other than Ok,
@@ -78,6 +81,7 @@ func Check(ctx context.Context, cfg Config, db *sql.DB, eventsDir string) (*Repo
 		if err := porcupine.VisualizePath(model, info, rep.Visualization); err != nil {
 			return nil, err
 		}
+		rep.Evidence = evidence(model, ops)
 	}
 	effects, err := loadEffects(ctx, db)
 	if err != nil {
@@ -136,6 +140,9 @@ func (r *Report) String() string {
 	}
 	if r.Visualization != "" {
 		fmt.Fprintf(&b, "  porcupine visualization: %s\n", r.Visualization)
+	}
+	for _, l := range r.Evidence {
+		fmt.Fprintf(&b, "  %s\n", l)
 	}
 	return b.String()
 }
