@@ -145,7 +145,7 @@ func (f *faulter) draw() string {
 func (f *faulter) inject(ctx context.Context, kind string) {
 	switch kind {
 	case FaultWorkerStop:
-		f.workerStop()
+		f.workerStop(ctx)
 	case FaultServeKill:
 		f.serveKill()
 	case FaultEtcdKill, FaultLeaderLoss:
@@ -158,9 +158,17 @@ func (f *faulter) inject(ctx context.Context, kind string) {
 }
 
 // workerStop freezes a worker for longer than its TTL plus lock-delay, so
-// another owner can be granted and write meanwhile.
-func (f *faulter) workerStop() {
+// another owner can be granted and write meanwhile. Two times in three it
+// picks the holder of a resource (asked of the registry): a holder spends
+// most of its lease computing segments, so it is usually frozen with a
+// built envelope in hand, the spec's Worker A.
+func (f *faulter) workerStop(ctx context.Context) {
 	w := f.e.workers[f.intn(len(f.e.workers))]
+	if f.intn(3) > 0 {
+		if h := f.holder(ctx); h != nil {
+			w = h
+		}
+	}
 	if w.Frozen() || w.Freeze() != nil {
 		return
 	}
@@ -169,6 +177,25 @@ func (f *faulter) workerStop() {
 	time.Sleep(d)
 	w.Thaw()
 	f.note(FaultWorkerStop, call, "%s for %s", w.Name, d)
+}
+
+// holder returns the worker holding a random resource, or nil.
+func (f *faulter) holder(ctx context.Context) *Proc {
+	rs := f.e.cfg.resources()
+	res := rs[f.intn(len(rs))]
+	c := f.e.admin[f.intn(len(f.e.admin))]
+	actx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	info, err := c.Resource(actx, res)
+	if err != nil {
+		return nil
+	}
+	for _, w := range f.e.workers {
+		if w.Name == info.HolderOwner {
+			return w
+		}
+	}
+	return nil
 }
 
 // serveKill kills one replica with SIGKILL while the other serves.
