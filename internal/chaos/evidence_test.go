@@ -43,3 +43,28 @@ func TestRecordedCancelWaitHistory(t *testing.T) {
 		t.Errorf("evidence does not point at l9's grant:\n%s", ev)
 	}
 }
+
+// TestRecordedStaleCacheHistory: resource chaos/res-1 from 20 s to 53 s of
+// seed 8 of the second full run, as recorded. The registry was restored
+// at 25.7 s, repaired (floor 42, policy generation 1) at 29.7 s and
+// granted fences up to 62; after a leader loss, at 50.9 s, it granted
+// fence 42 again, with policy generation 0: the state of the record
+// before the restore, which a serve replica still had cached at a higher
+// revision than the restored store's (the gate refused every such grant:
+// POLICY_STALE). The checker must call the fence that went back Illegal.
+func TestRecordedStaleCacheHistory(t *testing.T) {
+	h, err := LoadHistory("testdata/stalecache")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newModel(modelParams{lockDelayMs: lockDelayMs})
+	ops := h.Operations([]string{"chaos/res-1"})
+	if porcupine.CheckOperations(m, ops) {
+		t.Fatal("the recorded history with a fence granted twice after the repair is called linearizable")
+	}
+	var c Counts
+	countRegistry(h, &c)
+	if c.FenceReusedByRegistry == 0 {
+		t.Errorf("no fence reused within one store history counted: %+v", c)
+	}
+}
