@@ -31,6 +31,11 @@ type Config struct {
 	// (no fence check) and the only faults are frozen workers, the story
 	// the fence check exists for. The checker must flag the run.
 	Mutant bool
+	// KeepReplicasOnRestore leaves the serve replicas running across the
+	// etcd restore instead of restarting them as the operator should: their
+	// record caches then outlive the restore (a known registry defect,
+	// docs/guarantees.md). Optional, defaults to false.
+	KeepReplicasOnRestore bool
 	// Dir is the run's directory (logs, histories, data). Required.
 	Dir string
 	// EtcdDir holds the etcd data directories. Optional, defaults to Dir.

@@ -139,5 +139,20 @@ func (f *faulter) snapshotAndRestore(ctx context.Context, snapAt, restoreAt time
 	}
 	f.rec.Emit(ev)
 	f.note(FaultRestore, call, "from %s: %v", snap, err)
+	if !f.e.cfg.KeepReplicasOnRestore {
+		f.restartReplicas()
+	}
 	f.rep.restored(ctx)
+}
+
+// restartReplicas restarts every serve replica, one after the other, as
+// docs/guarantees.md tells an operator to after restoring etcd: a
+// replica's record cache would otherwise outlive the restore.
+func (f *faulter) restartReplicas() {
+	for _, p := range f.e.serves {
+		p.proc.Stop(serviceStopGrace)
+		if err := p.proc.Start(); err != nil {
+			f.e.cfg.Logf("restart %s after the restore: %v", p.name, err)
+		}
+	}
 }
