@@ -139,10 +139,10 @@ func (f *faulter) snapshotAndRestore(ctx context.Context, snapAt, restoreAt time
 	}
 	f.rec.Emit(ev)
 	f.note(FaultRestore, call, "from %s: %v", snap, err)
+	f.rep.restored(ctx)
 	if !f.e.cfg.KeepReplicasOnRestore {
 		f.restartReplicas()
 	}
-	f.rep.restored(ctx)
 }
 
 // restartReplicas restarts every serve replica, one after the other, as
