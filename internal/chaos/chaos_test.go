@@ -22,13 +22,13 @@ import (
 
 // Environment of the suite.
 const (
-	EnvEnable   = "FENCEGATE_CHAOS"                          // "1": run the suite (otherwise it skips)
-	EnvSeeds    = "FENCEGATE_CHAOS_SEEDS"                    // "1-20" or "3,7"; default "1"
-	EnvDuration = "FENCEGATE_CHAOS_DURATION"                 // per run, default 60s
-	EnvWorkers  = "FENCEGATE_CHAOS_WORKERS"                  // default 8
-	EnvMutant   = "FENCEGATE_CHAOS_MUTANT"                   // duration of the mutant run, default 30s; "0" skips it
-	EnvKeep     = "FENCEGATE_CHAOS_KEEP"                     // keep every run's directory under this one
-	EnvReplicas = "FENCEGATE_CHAOS_KEEP_REPLICAS_ON_RESTORE" // "1": do not restart serve replicas after the restore
+	EnvEnable   = "FENCEGATE_CHAOS"                  // "1": run the suite (otherwise it skips)
+	EnvSeeds    = "FENCEGATE_CHAOS_SEEDS"            // "1-20" or "3,7"; default "1"
+	EnvDuration = "FENCEGATE_CHAOS_DURATION"         // per run, default 60s
+	EnvWorkers  = "FENCEGATE_CHAOS_WORKERS"          // default 8
+	EnvMutant   = "FENCEGATE_CHAOS_MUTANT"           // duration of the mutant run, default 30s; "0" skips it
+	EnvKeep     = "FENCEGATE_CHAOS_KEEP"             // keep every run's directory under this one
+	EnvReplicas = "FENCEGATE_CHAOS_RESTART_REPLICAS" // "1": restart the serve replicas after the restore
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
@@ -89,8 +89,8 @@ func run(t *testing.T, bins Binaries, seed uint64, d time.Duration, mutant bool)
 	}
 	workers, _ := strconv.Atoi(envOr(EnvWorkers, "0"))
 	cfg := Config{Seed: seed, Duration: d, Workers: workers, Mutant: mutant, Dir: dir, EtcdDir: etcdDir,
-		KeepReplicasOnRestore: os.Getenv(EnvReplicas) == "1",
-		DSN:                   pgtest.NewDatabase(t), Bins: bins, Logf: t.Logf}
+		RestartReplicasOnRestore: os.Getenv(EnvReplicas) == "1",
+		DSN:                      pgtest.NewDatabase(t), Bins: bins, Logf: t.Logf}
 	ctx, cancel := context.WithTimeout(context.Background(), d+5*time.Minute)
 	defer cancel()
 	r, err := Run(ctx, cfg)

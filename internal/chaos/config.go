@@ -31,11 +31,12 @@ type Config struct {
 	// (no fence check) and the only faults are frozen workers, the story
 	// the fence check exists for. The checker must flag the run.
 	Mutant bool
-	// KeepReplicasOnRestore leaves the serve replicas running across the
-	// etcd restore instead of restarting them as the operator should: their
-	// record caches then outlive the restore (a known registry defect,
-	// docs/guarantees.md). Optional, defaults to false.
-	KeepReplicasOnRestore bool
+	// RestartReplicasOnRestore restarts every serve replica after the etcd
+	// restore, the operator's workaround while a replica's record cache
+	// could outlive a restore (fixed in the registry; docs/guarantees.md).
+	// Optional, defaults to false: the replicas keep running, the harder
+	// case.
+	RestartReplicasOnRestore bool
 	// Dir is the run's directory (logs, histories, data). Required.
 	Dir string
 	// EtcdDir holds the etcd data directories. Optional, defaults to Dir.

@@ -140,14 +140,14 @@ func (f *faulter) snapshotAndRestore(ctx context.Context, snapAt, restoreAt time
 	f.rec.Emit(ev)
 	f.note(FaultRestore, call, "from %s: %v", snap, err)
 	f.rep.restored(ctx)
-	if !f.e.cfg.KeepReplicasOnRestore {
+	if f.e.cfg.RestartReplicasOnRestore {
 		f.restartReplicas()
 	}
 }
 
-// restartReplicas restarts every serve replica, one after the other, as
-// docs/guarantees.md tells an operator to after restoring etcd: a
-// replica's record cache would otherwise outlive the restore.
+// restartReplicas restarts every serve replica, one after the other: the
+// operator's workaround while a replica's record cache could outlive a
+// restore.
 func (f *faulter) restartReplicas() {
 	for _, p := range f.e.serves {
 		p.proc.Stop(serviceStopGrace)

@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/fencegate/fencegate/examples/childproc"
+	"github.com/fencegate/fencegate/internal/childproc"
 )
 
 // procExitWait bounds waiting for a signalled process to be reaped.

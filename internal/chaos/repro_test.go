@@ -1,16 +1,14 @@
-// Reproduces, in process and step by step, the lease-exclusivity
-// violation the chaos suite's porcupine check found (seed 4 of the first
-// full run): a queued acquire whose caller gave up withdraws its ticket
-// with the request's key, and if a retry of the same request ID has been
-// answered the handed-over grant meanwhile, the withdrawal releases that
-// grant behind its holder's back. Run with FENCEGATE_CHAOS_REPRO=1; it
-// fails until the registry is fixed.
+// Proves the lease-exclusivity defect the chaos suite's porcupine check
+// found stays fixed, in process and step by step: a queued acquire whose
+// caller gave up withdraws its ticket with the request's key, and a retry
+// of the same request ID has been answered the handed-over grant
+// meanwhile; the withdrawal must not release that grant behind its
+// holder's back (it did before the registry's fix).
 package chaos
 
 import (
 	"context"
 	"crypto/rand"
-	"os"
 	"testing"
 
 	"github.com/fencegate/fencegate/grant"
@@ -19,9 +17,6 @@ import (
 )
 
 func TestReproCancelWaitReleasesRetriedGrant(t *testing.T) {
-	if os.Getenv("FENCEGATE_CHAOS_REPRO") != "1" {
-		t.Skip("set FENCEGATE_CHAOS_REPRO=1: reproduces a registry defect the chaos suite found (see docs/guarantees.md)")
-	}
 	ctx := context.Background()
 	key, err := grant.GenerateKey(grant.AlgEd25519, "k1", rand.Reader)
 	if err != nil {
