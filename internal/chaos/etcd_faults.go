@@ -89,3 +89,32 @@ func (c *EtcdCluster) LeaderSeenBy(ctx context.Context, name string) (string, er
 	defer c.mu.Unlock()
 	return c.ids[fmt.Sprintf("%x", st.Leader)], nil
 }
+
+// Cut black-holes the peer traffic between members a and b (both ways),
+// or heals it.
+func (c *EtcdCluster) Cut(a, b string, on bool) {
+	f := LinkFault{Blackhole: on}
+	c.member(a).peerProxy.Set(c.id(b), f)
+	c.member(b).peerProxy.Set(c.id(a), f)
+}
+
+// id returns member name's current ID in hex (as X-Server-From carries it).
+func (c *EtcdCluster) id(name string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id, n := range c.ids {
+		if n == name {
+			return id
+		}
+	}
+	return "unknown-" + name
+}
+
+// Isolate cuts member name from both others, or heals it.
+func (c *EtcdCluster) Isolate(name string, on bool) {
+	for _, m := range c.members {
+		if m.name != name {
+			c.Cut(name, m.name, on)
+		}
+	}
+}
