@@ -432,6 +432,10 @@ func newDemoLedgerCmd() *cobra.Command {
 	fs.StringVar(&o.TrustBundleURL, "trust-bundle-url", "", "a registry to poll for newer signed trust bundles (written back to --trust-bundle)")
 	fs.DurationVar(&o.TrustBundleInterval, "trust-bundle-interval", 0, "how often to poll --trust-bundle-url (0: 30s)")
 	fs.StringSliceVar(&o.Admins, "admin", nil, "identity allowed at the gate's admin endpoint /v1/gate/ (fencegate gate --gate URL); repeatable")
+	fs.StringVar(&o.Report.URL, "report-to", "", "a registry whose dashboard gets this gate's state (gate/report)")
+	fs.StringVar(&o.Report.Token, "report-token", "", "the ledger's bearer token at --report-to (a serve --gate-reporter identity)")
+	fs.StringVar(&o.Report.Identity, "report-identity", "", "the ledger's identity at --report-to; with it, resumes confirmed on the dashboard are applied")
+	fs.Uint64Var(&o.Report.IntervalMs, "report-interval-ms", 0, "time between reports (0: 2000; at least 500)")
 	return c
 }
 
