@@ -47,7 +47,11 @@ func (d *Dashboard) resourceFacts(ctx context.Context, q *request, a *actionData
 		return
 	}
 	next := max(ri.HighestFence, ri.Floor)
-	a.Facts = append(a.Facts, fmt.Sprintf("registry: highestFence %d, floor %d, next fence %d, holder %q, %d waiting", ri.HighestFence, ri.Floor, next+1, ri.HolderOwner, ri.Waiters))
+	holder := "free"
+	if ri.HolderOwner != "" {
+		holder = "held by " + ri.HolderOwner
+	}
+	a.Facts = append(a.Facts, fmt.Sprintf("registry: highestFence %d, floor %d, next fence %d, %s, %d waiting", ri.HighestFence, ri.Floor, next+1, holder, ri.Waiters))
 	gateHighest := uint64(0)
 	for _, g := range d.gates.snapshot(d.cfg.Clock.Now()) {
 		for _, v := range g.Report.Resources {
