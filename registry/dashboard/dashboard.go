@@ -138,8 +138,11 @@ func (d *Dashboard) watched() bool {
 }
 
 // Handler serves the page under PathPrefix and gate reports at
-// report.ReportPath; everything else goes to next (the API).
+// report.ReportPath; everything else goes to next (the API; nil: 404).
 func (d *Dashboard) Handler(next http.Handler) http.Handler {
+	if next == nil {
+		next = http.NotFoundHandler()
+	}
 	mux := http.NewServeMux()
 	mux.Handle(PathPrefix, d.ui())
 	mux.Handle("GET /ui", http.RedirectHandler(PathPrefix, http.StatusMovedPermanently))
