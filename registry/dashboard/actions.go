@@ -176,7 +176,7 @@ func (d *Dashboard) do(ctx context.Context, operator string, q request) *Action 
 		err = d.queueResume(a, now)
 	}
 	if err != nil {
-		a.State, a.Message = StateError, err.Error()
+		a.State, a.Message, a.command = StateError, err.Error(), nil
 	}
 	if q.Kind != KindResume || err != nil {
 		_ = d.actions.add(a, now)

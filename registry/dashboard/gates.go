@@ -24,6 +24,9 @@ const (
 	// GateStaleIntervals: a gate that missed this many of its own
 	// intervals (plus a second) is shown as stale.
 	GateStaleIntervals = 3
+	// staleIntervalMsMax caps the interval a gate claims, 60 s (a
+	// reporter never waits longer).
+	staleIntervalMsMax = 60_000
 )
 
 // errRateLimited: a gate reported again within report.ReportSpacingMsMin.
@@ -128,7 +131,7 @@ func (s *gateStore) snapshot(now time.Time) []GateView {
 	out := make([]GateView, 0, len(s.gates))
 	for _, g := range s.gates {
 		age := now.Sub(g.receivedAt)
-		interval := time.Duration(max(g.rep.IntervalMs, report.IntervalMsMin)) * time.Millisecond
+		interval := time.Duration(min(max(g.rep.IntervalMs, report.IntervalMsMin), staleIntervalMsMax)) * time.Millisecond
 		out = append(out, GateView{ID: g.id, Report: g.rep, AgeMs: age.Milliseconds(),
 			Stale: age > GateStaleIntervals*interval+time.Second, Decisions: slices.Clone(g.decisions)})
 	}

@@ -107,3 +107,16 @@ func TestSilentGateGoesStaleThenAway(t *testing.T) {
 		t.Error("a gate silent for GateForgetMs is still shown")
 	}
 }
+
+func TestTooManyPendingCommandsIsShown(t *testing.T) {
+	h := newHarness(t, nil)
+	h.post(tokGate, minimal())
+	h.act(url.Values{"kind": {"raise-floor"}, "resource": {resource}, "value": {"9"}, "note": {"INC"}}, resource)
+	var last string
+	for range dashboard.CommandsPendingMax + 1 {
+		last = h.act(resumeForm("8"), resource)
+	}
+	if p := h.page(); !strings.Contains(p, `data-id="`+last+`" data-kind="gate-resume" data-state="error"`) || !strings.Contains(p, "too many commands pending") {
+		t.Errorf("the refused resume is not shown as an error:\n%s", p)
+	}
+}

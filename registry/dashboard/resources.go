@@ -38,6 +38,9 @@ type knownSet struct {
 
 func newKnownSet() *knownSet { return &knownSet{seen: map[string]int64{}} }
 
+// note records that resource was seen at atMs. It runs after every API
+// call: O(1), except that past KnownResourcesMax one pass keeps the
+// newest half (amortized O(log n) per name).
 func (k *knownSet) note(resource string, atMs int64) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -46,35 +49,47 @@ func (k *knownSet) note(resource string, atMs int64) {
 	}
 	k.seen[resource] = atMs
 	if len(k.seen) > KnownResourcesMax {
-		oldest, at := "", int64(0)
-		for r, t := range k.seen {
-			if oldest == "" || t < at || t == at && r < oldest {
-				oldest, at = r, t
-			}
+		keep := k.newestLocked(KnownResourcesMax / 2)
+		k.seen = make(map[string]int64, KnownResourcesMax)
+		for _, r := range keep {
+			k.seen[r.name] = r.at
 		}
-		delete(k.seen, oldest)
 	}
+}
+
+type seenAt struct {
+	name string
+	at   int64
+}
+
+// newestLocked returns the n most recently seen, newest first (ties by
+// name).
+func (k *knownSet) newestLocked(n int) []seenAt {
+	all := make([]seenAt, 0, len(k.seen))
+	for r, t := range k.seen {
+		all = append(all, seenAt{r, t})
+	}
+	slices.SortFunc(all, func(a, b seenAt) int {
+		if a.at != b.at {
+			if a.at > b.at {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	return all[:min(n, len(all))]
 }
 
 // recent returns up to n names, most recently seen first.
 func (k *knownSet) recent(n int) []string {
 	k.mu.Lock()
-	out := make([]string, 0, len(k.seen))
-	for r := range k.seen {
-		out = append(out, r)
+	defer k.mu.Unlock()
+	var out []string
+	for _, r := range k.newestLocked(n) {
+		out = append(out, r.name)
 	}
-	seen := k.seen
-	slices.SortFunc(out, func(a, b string) int {
-		if seen[a] != seen[b] {
-			if seen[a] > seen[b] {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(a, b)
-	})
-	k.mu.Unlock()
-	return out[:min(n, len(out))]
+	return out
 }
 
 // discover scans up to DiscoveryEntriesMax request entries from where the
