@@ -39,6 +39,7 @@ func (r *Registry) newerCached(resource string, keys []RequestKey, rev uint64) (
 func (r *Registry) rememberSnapshot(s *Snapshot) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.dropAheadOfStoreLocked(s)
 	if s.Resource != "" {
 		r.putRecordLocked(s.Resource, s.Record, s.RecordRev)
 	}
@@ -81,4 +82,21 @@ func (r *Registry) putSettingsLocked(s Settings, rev uint64) {
 		return
 	}
 	r.sets = cachedSettings{settings: s, rev: rev, known: true}
+}
+
+// dropAheadOfStoreLocked forgets cached items whose revision the store,
+// as read in s, has not reached. The cache keeps the higher revision of
+// what it sees, but a store restored to an older state (an etcd snapshot
+// restore without --bump-revision) starts below it: left alone, the
+// pre-restore record would be offered to every decision, each failing its
+// compare, until the store's revisions passed it. (A read answered just
+// before a concurrent commit of this process also looks like this; it
+// costs that item one cache miss.)
+func (r *Registry) dropAheadOfStoreLocked(s *Snapshot) {
+	if c, ok := r.cache[s.Resource]; ok && s.Resource != "" && c.rev > s.Revision {
+		delete(r.cache, s.Resource)
+	}
+	if r.sets.known && r.sets.rev > s.Revision {
+		r.sets = cachedSettings{}
+	}
 }

@@ -74,6 +74,7 @@ func (r *Registry) casLoopMode(ctx context.Context, resource string, keys []Requ
 			return s, 0, fmt.Errorf("%w: %s: %d compare-and-swap retries", ErrConflict, resource, conflicts)
 		}
 		w.ReadKeys = readKeys(keys, w)
+		bindDecidedOn(w, &s)
 		res, err := r.store.Commit(ctx, *w)
 		if err != nil {
 			return s, 0, storeError("commit", err)
@@ -191,4 +192,17 @@ func readKeys(keys []RequestKey, w *Write) []RequestKey {
 		}
 	}
 	return out
+}
+
+// bindDecidedOn names in w the record and settings of s, the snapshot it
+// was decided on, so the store compares contents as well as revisions
+// (see Write.RecordWas). The core never changes a snapshot's record in
+// place (it clones), so s still holds what the decision read.
+func bindDecidedOn(w *Write, s *Snapshot) {
+	if w.Resource != "" && w.RecordRev != 0 && w.RecordRev == s.RecordRev {
+		w.RecordWas = s.Record
+	}
+	if w.SettingsRev != 0 && w.SettingsRev == s.SettingsRev {
+		w.SettingsWas = &s.Settings
+	}
 }

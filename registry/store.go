@@ -18,7 +18,9 @@ import (
 //     Read was called (a linearizable read).
 //   - Commit applies all of a Write or none of it: it succeeds only if the
 //     record's, the settings' and each compared request entry's mod
-//     revisions equal the Write's. On a failed compare it returns, read in
+//     revisions equal the Write's, and, where the Write names the record
+//     or the settings it was decided on (RecordWas, SettingsWas), their
+//     stored contents equal those too. On a failed compare it returns, read in
 //     the same linearizable step, the current snapshot of the Write's
 //     resource, settings and ReadKeys, so the caller retries without
 //     another round trip.
@@ -84,6 +86,14 @@ type Write struct {
 	Record      *Record // the new record; nil leaves it as it is
 	SettingsRev uint64  // compare: the settings' mod revision, always checked
 	Settings    *Settings
+	// RecordWas and SettingsWas, when set, are the record and settings the
+	// write was decided on; the store compares their contents as well as
+	// the revisions. A restored etcd (a snapshot restore without
+	// --bump-revision) hands out revisions again, so a revision alone can
+	// match a different record: a replica deciding on a record it cached
+	// before the restore would otherwise commit over the restored one.
+	RecordWas   *Record
+	SettingsWas *Settings
 	Requests    []RequestWrite
 	// ReadKeys are the request entries to return in CommitResult.Current
 	// when a compare fails, in order; written keys are not added.

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/internal/demo/ledger"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/dashboard"
 	"github.com/fencegate/fencegate/registry/httpapi"
@@ -35,6 +36,15 @@ func (d *dashboardOptions) check() error {
 		}
 	}
 	return nil
+}
+
+// reportFlags are the example ledger's flags for reporting its gate to a
+// registry's dashboard (fencegate demo ledger).
+func reportFlags(fs *pflag.FlagSet, o *ledger.ReportOptions) {
+	fs.StringVar(&o.URL, "report-to", "", "a registry whose dashboard gets this gate's state (gate/report)")
+	fs.StringVar(&o.Token, "report-token", "", "the ledger's bearer token at --report-to (a serve --gate-reporter identity)")
+	fs.StringVar(&o.Identity, "report-identity", "", "the ledger's identity at --report-to; with it, resumes confirmed on the dashboard are applied")
+	fs.Uint64Var(&o.IntervalMs, "report-interval-ms", 0, "time between reports (0: 2000; at least 500)")
 }
 
 // newDashboard builds the dashboard when it is on and someone may see it;

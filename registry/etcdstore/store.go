@@ -77,7 +77,7 @@ func (s *Store) Read(ctx context.Context, resource string, keys []registry.Reque
 
 // Commit implements registry.Store.
 func (s *Store) Commit(ctx context.Context, w registry.Write) (registry.CommitResult, error) {
-	if w.Record != nil && w.Resource == "" {
+	if (w.Record != nil || w.RecordWas != nil) && w.Resource == "" {
 		return registry.CommitResult{}, fmt.Errorf("etcdstore: record write without a resource")
 	}
 	var cmps []clientv3.Cmp
@@ -85,7 +85,13 @@ func (s *Store) Commit(ctx context.Context, w registry.Write) (registry.CommitRe
 	if w.Resource != "" {
 		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(s.recordKey(w.Resource)), "=", int64(w.RecordRev)))
 	}
+	if w.RecordWas != nil {
+		cmps = append(cmps, clientv3.Compare(clientv3.Value(s.recordKey(w.Resource)), "=", string(registry.EncodeRecord(w.RecordWas))))
+	}
 	cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(s.settingsKey()), "=", int64(w.SettingsRev)))
+	if w.SettingsWas != nil {
+		cmps = append(cmps, clientv3.Compare(clientv3.Value(s.settingsKey()), "=", string(registry.EncodeSettings(w.SettingsWas))))
+	}
 	if w.Record != nil {
 		ops = append(ops, clientv3.OpPut(s.recordKey(w.Resource), string(registry.EncodeRecord(w.Record))))
 	}

@@ -5,6 +5,7 @@
 package memstore
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"sort"
@@ -144,7 +145,13 @@ func (s *Store) comparesHoldLocked(w registry.Write) bool {
 	if w.Resource != "" && s.records[w.Resource].modRev != w.RecordRev {
 		return false
 	}
+	if w.RecordWas != nil && !bytes.Equal(s.records[w.Resource].value, registry.EncodeRecord(w.RecordWas)) {
+		return false
+	}
 	if s.settings.modRev != w.SettingsRev {
+		return false
+	}
+	if w.SettingsWas != nil && !bytes.Equal(s.settings.value, registry.EncodeSettings(w.SettingsWas)) {
 		return false
 	}
 	for _, rw := range w.Requests {

@@ -116,6 +116,12 @@ func testFailedCompare(t *testing.T, s registry.Store) {
 		"entry exists": {Resource: "a/b", RecordRev: res.Revision, Record: &registry.Record{HighestFence: 9},
 			Requests: []registry.RequestWrite{{Key: key("w", "r1"), Compare: true, ModRev: 0, Entry: entry("a/b", "w", "r1", 9)}}},
 		"settings moved": {Resource: "a/b", RecordRev: res.Revision, SettingsRev: 42, Record: &registry.Record{HighestFence: 9}},
+		// The revision matches, the contents the write was decided on do
+		// not: what a record cached before an etcd restore looks like.
+		"record contents differ": {Resource: "a/b", RecordRev: res.Revision, RecordWas: &registry.Record{HighestFence: 7},
+			Record: &registry.Record{HighestFence: 9}},
+		"settings contents differ": {Resource: "a/b", RecordRev: res.Revision, Record: &registry.Record{HighestFence: 9},
+			SettingsWas: &registry.Settings{RevokedBelowEpoch: 5}},
 	} {
 		w.ReadKeys = []registry.RequestKey{key("w", "r1"), key("w", "r9")}
 		got := mustCommit(t, s, w)
@@ -128,9 +134,14 @@ func testFailedCompare(t *testing.T, s registry.Store) {
 			t.Fatalf("%s: current %+v", name, cur)
 		}
 	}
+	// The same write naming the contents it really read goes through.
+	if got := mustCommit(t, s, registry.Write{Resource: "a/b", RecordRev: res.Revision, RecordWas: &registry.Record{HighestFence: 1},
+		Record: &registry.Record{HighestFence: 2}}); !got.OK {
+		t.Fatalf("a write naming the stored contents failed: %+v", got.Current)
+	}
 	// Nothing of the failed writes landed.
 	snap := mustRead(t, s, "a/b", key("w", "r9"))
-	if snap.Record.HighestFence != 1 || snap.Requests[0].Entry != nil {
+	if snap.Record.HighestFence != 2 || snap.Requests[0].Entry != nil {
 		t.Fatalf("a failed commit wrote: %+v", snap)
 	}
 }

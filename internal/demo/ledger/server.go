@@ -236,7 +236,7 @@ func (s *Server) handleReceipts(w http.ResponseWriter, r *http.Request) {
 // resources and its open UNKNOWN operations (gate/gatemetrics).
 func (s *Server) metricsHandler() http.Handler {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(gatemetrics.NewCollector(s.g.Counters(), nil), gatemetrics.NewStateCollector(s.g, s.cfg.DB, nil, nil))
+	reg.MustRegister(gatemetrics.NewCollector(s.g.Counters(), nil), gatemetrics.NewStateCollector(func(ctx context.Context) (int, int64, error) { return s.g.Paused(ctx, s.cfg.DB) }, nil, nil))
 	reg.MustRegister(s.unknown.Collectors(nil)...)
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 }
