@@ -16,6 +16,7 @@ import (
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/internal/telemetry"
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/dashboard"
 	"github.com/fencegate/fencegate/registry/etcdstore"
 	"github.com/fencegate/fencegate/registry/httpapi"
 )
@@ -37,6 +38,7 @@ type serveOptions struct {
 	admins                               []string
 	logFormat, logLevel, otlpEndpoint    string
 	requestLog                           bool
+	dash                                 dashboardOptions
 	// unsafeNoFsync turns off the embedded etcd's fsync: tests only.
 	unsafeNoFsync bool
 	// limits are the registry's limits; zero fields take
@@ -100,6 +102,7 @@ directory is touched.`,
 	fs.IntVar(&l.WaitersPerResourceMax, "waiters-max", 0, "waiting acquires per resource (0: 64)")
 	fs.StringVar(&o.etcd.Password, "etcd-password", "", "etcd user's password; prefer FENCEGATE_ETCD_PASSWORD or --etcd-password-file (a flag shows in ps)")
 	_ = fs.MarkHidden("etcd-password") // settable, but through the environment
+	o.dash.flags(fs)
 	bindEnv(fs)
 	return c
 }
@@ -138,6 +141,9 @@ func (o *serveOptions) check() error {
 	}
 	if err := httpapi.ValidateAdmins(o.admins); err != nil {
 		return usagef("--admin: %v", err)
+	}
+	if err := o.dash.check(); err != nil {
+		return err
 	}
 	if len(o.etcdEndpoints) > 0 {
 		o.etcd.Endpoints = o.etcdEndpoints
@@ -262,8 +268,16 @@ func serveAPI(ctx context.Context, o *serveOptions, ld *loaded, ks *httpapi.KeyS
 		defer cancel()
 		_ = shutdownTracing(sctx)
 	}()
+	dash, err := o.newDashboard(reg, store, ld.auth, ks, metrics, logger, stderr)
+	if err != nil {
+		return err
+	}
+	var seen func(string)
+	if dash != nil {
+		seen = dash.NoteResource
+	}
 	srv, err := httpapi.NewServer(httpapi.Config{Registry: reg, Store: store, Auth: ld.auth, Admins: httpapi.Admins(o.admins), Metrics: metrics,
-		Logger: logger, RequestLog: o.requestLog, TracerProvider: tp, TrustBundle: publisher(ks)})
+		Logger: logger, RequestLog: o.requestLog, TracerProvider: tp, TrustBundle: publisher(ks), Seen: seen})
 	if err != nil {
 		return err
 	}
@@ -276,6 +290,9 @@ func serveAPI(ctx context.Context, o *serveOptions, ld *loaded, ks *httpapi.KeyS
 	}
 	fmt.Fprintf(stdout, "fencegate serve: listening on %s://%s\n", scheme, ld.ln.Addr())
 	fmt.Fprintf(stdout, "fencegate serve: trust bundle %s (key %s, issuer epoch %d)\n", ks.BundlePath, ks.Key.KeyID, o.issuerEpoch)
+	if dash != nil {
+		fmt.Fprintf(stdout, "fencegate serve: dashboard at %s://%s%s\n", scheme, ld.ln.Addr(), dashboard.PathPrefix)
+	}
 	// The sweep settles leases that expired unobserved and forgets request
 	// IDs past retention; every replica may run it (each step is a CAS).
 	go reg.SweepLoop(ctx, requestSweepInterval, func(deleted int, err error) {
@@ -283,7 +300,7 @@ func serveAPI(ctx context.Context, o *serveOptions, ld *loaded, ks *httpapi.KeyS
 			fmt.Fprintf(stderr, "fencegate serve: request sweep: %v\n", err)
 		}
 	})
-	return httpapi.Serve(ctx, ld.ln, srv, ld.tlsCfg)
+	return httpapi.Serve(ctx, ld.ln, withDashboard(ctx, dash, srv), ld.tlsCfg)
 }
 
 // publisher signs the data directory's bundle file on each GET
