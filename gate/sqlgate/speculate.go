@@ -40,10 +40,24 @@ func (g *Gate) speculateLookup(ctx context.Context, t txn, v *gate.Verified, now
 	args := []any{m.Resource, int64(m.FenceToken), int64(m.SegmentSeq), m.OperationID, v.Root[:], m.PayloadDigest[:],
 		v.GrantDigest[:], acceptedAt(now).UnixMilli(), string(gate.ModeEnforce), int64(v.Grant.PolicyGeneration), timeMs(v.Grant.IssuedAt)}
 	var n int64
-	st, prior, _, err = g.lookupCreating(ctx, t, m, func() (gate.State, bool, error) {
-		return g.scanLockLookup(ctx, t, g.stmt.speculate, true, args, &n)
-	})
+	lookup := func() (gate.State, bool, error) { return g.scanLockLookup(ctx, t, g.stmt.speculate, true, args, &n) }
+	if p, ok := t.(pipeliner); ok && g.stmt.speculateStore != "" {
+		// One round trip, two statements: lock and read, then store.
+		lookup = func() (gate.State, bool, error) {
+			return g.scanLockLookup(ctx, p.then(g.stmt.speculateStore, args, &n), g.stmt.lockLookupMarking, true, []any{m.Resource})
+		}
+	}
+	st, prior, _, err = g.lookupCreating(ctx, t, m, lookup)
 	return st, prior, n == 1, err
+}
+
+// pipeliner is a transaction that can send a statement behind a query in
+// the same round trip.
+type pipeliner interface {
+	// then returns a view of the transaction whose queryRow also runs q
+	// with args right after the row's statement, and sets affected to its
+	// row count once the row is scanned.
+	then(q string, args []any, affected *int64) txn
 }
 
 // keepSpeculation checks a stored speculative accept against the decision

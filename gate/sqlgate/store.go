@@ -19,7 +19,7 @@ type statements struct {
 	insertQuarantine, insertAlarm                                    string
 	insertShadow, insertAction                                       string
 	mark, unmark, finishAccept, finishAcceptUnguarded                string
-	speculate                                                        string
+	speculate, speculateStore                                        string
 }
 
 // receiptCols are a receipt's stored columns, in receiptScan's order.
@@ -58,6 +58,9 @@ WHERE r.resource = $1` + d.forUpdate
 	}
 	if d.speculate != "" {
 		s.speculate = g.q(d.speculate)
+	}
+	if d.speculateStore != "" {
+		s.speculateStore = g.q(d.speculateStore)
 	}
 	s.finishAcceptUnguarded = s.finishAccept
 	if d.finishAcceptUnguarded != "" {
