@@ -209,3 +209,12 @@ func heldEntry(resource, owner, id string, fence uint64) *registry.RequestEntry 
 		ParamsDigest: "p", State: grant.StateHeld,
 	}
 }
+
+// batchStats returns how many transactions st's grouping sent and how
+// many writes they carried (the benchmarks report their ratio).
+func batchStats(st *Store) (txns, writes uint64) {
+	if st.batch == nil {
+		return 0, 0
+	}
+	return st.batch.txns.Load(), st.batch.writes.Load()
+}

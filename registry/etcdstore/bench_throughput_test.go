@@ -169,7 +169,7 @@ func cpuTime() time.Duration {
 
 // reportBatching reports how many commits one etcd transaction carried.
 func reportBatching(b *testing.B, st *Store) {
-	if st.batch != nil && st.batch.txns.Load() > 0 {
-		b.ReportMetric(float64(st.batch.writes.Load())/float64(st.batch.txns.Load()), "writes/txn")
+	if txns, writes := batchStats(st); txns > 0 {
+		b.ReportMetric(float64(writes)/float64(txns), "writes/txn")
 	}
 }
