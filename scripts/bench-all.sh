@@ -36,7 +36,7 @@ specs=(
   "./cmd/fencegate fencegate ^BenchmarkServeCycle$ 300x"
   "./cmd/fencegate fencegate ^BenchmarkServeThroughput64$ 5x"
   "./gate/sqlgate sqlgate ^BenchmarkWritePaired(Pgx)?$ 1500x"
-  "./gate/sqlgate sqlgate ^BenchmarkWALFrames$ 1500x"
+  "./gate/sqlgate sqlgate ^BenchmarkWALFrames(Floor)?$ 1500x"
 )
 pkgs=(./registry/etcdstore ./cmd/fencegate ./gate/sqlgate)
 

@@ -1,9 +1,10 @@
 // Package etcdstore is the registry.Store over etcd (go.etcd.io/etcd/client/v3):
 // one key per resource record, one per request ID and one for the
 // registry-wide settings, under a prefix. Every Commit is one etcd
-// transaction comparing mod revisions; its else branch reads the compared
-// keys back, so a lost race costs no extra round trip. It also starts an
-// embedded single-member etcd (embedded.go) for `fencegate serve`.
+// transaction comparing mod revisions (commits in flight together share
+// one, as nested transactions: batch.go); its else branch reads the
+// compared keys back, so a lost race costs no extra round trip. It also
+// starts an embedded single-member etcd (embedded.go) for `fencegate serve`.
 package etcdstore
 
 import (
