@@ -113,10 +113,15 @@ SELECT s.resource, s.mode, s.highest_fence, s.root, s.last_seq, s.last_grant, s.
 // has locked the row, so this one (a later statement of the same READ
 // COMMITTED transaction, on a newer snapshot) judges the same condition
 // on the same, current row version, and stores where it admits the
+// accept. It stores nothing unless that statement returned the row: its
+// mark (fencegate.apply, set in its select list, so only for a row it
+// returned) must be there. Without the check, a row another transaction
+// created after the lock statement found none would be updated here
+// unlocked-and-unread, and the retried lookup would find this very
 // accept. Its row count is the receipts it inserted, 0 or 1.
 const postgresSpeculateStore = `WITH u AS (
   UPDATE {p}resources s SET highest_fence = $2, root = $5, last_seq = $3, last_grant = $7, last_grant_issued_at_ms = $11
-  WHERE s.resource = $1 AND ` + postgresAdmits + `
+  WHERE s.resource = $1 AND coalesce(current_setting('fencegate.apply', true), '') = '1' AND ` + postgresAdmits + `
   RETURNING s.resource)
 INSERT INTO {p}receipts (resource, fence, seq, operation_id, operation_root, payload_digest, grant_digest, accepted_at_ms, mode)
 SELECT u.resource, $2, $3, $4, $5, $6, $7, $8, $9 FROM u`

@@ -24,3 +24,7 @@ func BreakSpeculation(d *Dialect, old, new string) *Dialect {
 	c.speculateStore = strings.Replace(c.speculateStore, old, new, 1)
 	return &c
 }
+
+// SpeculateStoreSQL is the gate's pipelined store statement, prefix and
+// placeholders resolved.
+func SpeculateStoreSQL(g *Gate) string { return g.stmt.speculateStore }

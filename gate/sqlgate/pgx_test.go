@@ -207,3 +207,46 @@ func mustGate(t *testing.T, e *env, querier gate.StatusQuerier) *sqlgate.Gate {
 	}
 	return g
 }
+
+// TestPipelinedStoreNeedsTheLockedRow: the pipelined store stores only
+// when this transaction's lock statement returned the row. Sent alone
+// on a row that admits the accept (as after a lock statement that found
+// no row, while another transaction created it), it stores nothing; the
+// control, the same statement behind the lock statement, stores.
+func TestPipelinedStoreNeedsTheLockedRow(t *testing.T) {
+	e := newPgxEnv(t)
+	m := e.iss.Mutation(wr("pgx/store", 5, "op-store"), 1, "p")
+	e.exec(`INSERT INTO fencegate_resources (resource, mode) VALUES ($1, 'enforce')`, m.Resource)
+	g, err := grant.ParseGrant(m.Grant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, gd := g.OperationRoot, g.Digest()
+	args := []any{m.Resource, int64(m.FenceToken), int64(m.SegmentSeq), m.OperationID, root[:], m.PayloadDigest[:], gd[:],
+		int64(1), "enforce", int64(g.PolicyGeneration), int64(0)}
+	store := func(lockFirst bool) int64 {
+		tx, err := e.conn.Begin(e.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(e.ctx)
+		if lockFirst {
+			rows, err := tx.Query(e.ctx, `SELECT set_config('fencegate.apply', '1', true) FROM fencegate_resources WHERE resource = $1 FOR UPDATE`, m.Resource)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows.Close()
+		}
+		tag, err := tx.Exec(e.ctx, sqlgate.SpeculateStoreSQL(e.g), args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tag.RowsAffected()
+	}
+	if n := store(false); n != 0 {
+		t.Fatalf("the store stored %d receipts without the lock statement's row", n)
+	}
+	if n := store(true); n != 1 {
+		t.Fatalf("behind the lock statement the store stored %d receipts, want 1", n)
+	}
+}
