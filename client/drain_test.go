@@ -9,6 +9,7 @@ package client_test
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"testing"
 	"testing/synctest"
@@ -182,6 +183,55 @@ func TestNoDrainFreesTheLeaseWhileTheProofIsFresh(t *testing.T) {
 		fresh := time.Now().Add(500 * time.Millisecond).Before(st.ValidUntil) // the gate's freshness test, default skew bound
 		if s := w.registryState(l); s != grant.StateReleased || !fresh {
 			t.Fatalf("registry %s, proof fresh %v: the control shows nothing", s, fresh)
+		}
+	})
+}
+
+// TestRefreshedEnvelopeExtendsTheDrain: an envelope rebuilt with the
+// lease's newer status proof (Lease.Refresh, for a write that waited in a
+// queue) can be accepted until that proof lapses, so the release's drain
+// waits for it, not for the proof the envelope was first built with.
+func TestRefreshedEnvelopeExtendsTheDrain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newDrainWorld(t)
+		l := w.acquire()
+		m, err := l.Envelope(1, gatetest.Payload("a1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, _ := grant.ParseStatus(m.Status)
+		var refreshed *grant.Status
+		for range 100 { // the lease's own loop renews its proof
+			time.Sleep(100 * time.Millisecond)
+			synctest.Wait()
+			again, err := l.Refresh(m)
+			if err != nil {
+				continue // ErrProofStale until the loop refreshes
+			}
+			if again.FenceToken != m.FenceToken || again.SegmentSeq != m.SegmentSeq || again.PayloadDigest != m.PayloadDigest {
+				t.Fatalf("refresh changed the write: %+v", again)
+			}
+			if st, _ := grant.ParseStatus(again.Status); st.ValidUntil.After(first.ValidUntil) {
+				refreshed = st
+				break
+			}
+		}
+		if refreshed == nil {
+			t.Fatal("the lease never renewed its status proof")
+		}
+		if want := refreshed.ValidUntil.Add(client.DrainMarginDefault); !l.DrainUntil().Equal(want) {
+			t.Fatalf("DrainUntil %s, want the refreshed proof's validUntil + DrainMargin = %s", l.DrainUntil(), want)
+		}
+		other := m
+		other.OperationID = "op-other"
+		if _, err := l.Refresh(other); !errors.Is(err, client.ErrForeignEnvelope) {
+			t.Fatalf("refresh of another operation's envelope: %v, want ErrForeignEnvelope", err)
+		}
+		if err := <-releaseIn(l.Release); err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().Before(refreshed.ValidUntil) {
+			t.Fatalf("released at %s, while the refreshed proof (valid until %s) could still be accepted", time.Now(), refreshed.ValidUntil)
 		}
 	})
 }
