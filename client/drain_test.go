@@ -57,6 +57,19 @@ func (w *drainWorld) registryState(l *client.Lease) grant.State {
 	return is.Status.State
 }
 
+// envelope builds segment seq of l and returns it with its status proof.
+func (w *drainWorld) envelope(l *client.Lease, seq uint64, payload string) (gate.Mutation, *grant.Status) {
+	m, err := l.Envelope(seq, gatetest.Payload(payload))
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	st, err := grant.ParseStatus(m.Status)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return m, st
+}
+
 // releaseIn starts release in the background and returns a channel that
 // delivers its error.
 func releaseIn(release func(context.Context) error) <-chan error {
@@ -69,14 +82,7 @@ func TestReleaseDrainsAnUnsettledEnvelope(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newDrainWorld(t)
 		l := w.acquire()
-		m, err := l.Envelope(1, gatetest.Payload("a1")) // sent; its answer never comes
-		if err != nil {
-			t.Fatal(err)
-		}
-		st, err := grant.ParseStatus(m.Status)
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, st := w.envelope(l, 1, "a1") // sent; its answer never comes
 		until := l.DrainUntil()
 		if want := st.ValidUntil.Add(client.DrainMarginDefault); !until.Equal(want) {
 			t.Fatalf("DrainUntil %s, want the proof's validUntil + DrainMargin = %s", until, want)
@@ -172,11 +178,7 @@ func TestNoDrainFreesTheLeaseWhileTheProofIsFresh(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newDrainWorld(t)
 		l := w.acquire()
-		m, err := l.Envelope(1, gatetest.Payload("a1"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		st, _ := grant.ParseStatus(m.Status)
+		_, st := w.envelope(l, 1, "a1")
 		if err := l.ReleaseNoDrain(w.ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -195,11 +197,7 @@ func TestRefreshedEnvelopeExtendsTheDrain(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newDrainWorld(t)
 		l := w.acquire()
-		m, err := l.Envelope(1, gatetest.Payload("a1"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		first, _ := grant.ParseStatus(m.Status)
+		m, first := w.envelope(l, 1, "a1")
 		var refreshed *grant.Status
 		for range 100 { // the lease's own loop renews its proof
 			time.Sleep(100 * time.Millisecond)

@@ -53,15 +53,25 @@ func (d *Dashboard) admin(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-// actionForm is GET /ui/action?kind=…: the form, prefilled from the query,
-// with the facts an operator needs to fill it in.
-func (d *Dashboard) actionForm(w http.ResponseWriter, r *http.Request) {
+// adminRequest is the action an admin asks for; false (the answer
+// written) for a viewer or a malformed request.
+func (d *Dashboard) adminRequest(w http.ResponseWriter, r *http.Request) (request, bool) {
 	if !d.admin(w, r) {
-		return
+		return request{}, false
 	}
 	q, err := parseRequest(r)
 	if err != nil {
 		d.fail(w, r, http.StatusBadRequest, err.Error())
+		return request{}, false
+	}
+	return q, true
+}
+
+// actionForm is GET /ui/action?kind=…: the form, prefilled from the query,
+// with the facts an operator needs to fill it in.
+func (d *Dashboard) actionForm(w http.ResponseWriter, r *http.Request) {
+	q, ok := d.adminRequest(w, r)
+	if !ok {
 		return
 	}
 	a := d.facts(r.Context(), &q, false)
@@ -72,12 +82,8 @@ func (d *Dashboard) actionForm(w http.ResponseWriter, r *http.Request) {
 // confirm is POST /ui/confirm: the action checked and spelled out, with a
 // token for /ui/act.
 func (d *Dashboard) confirm(w http.ResponseWriter, r *http.Request) {
-	if !d.admin(w, r) {
-		return
-	}
-	q, err := parseRequest(r)
-	if err != nil {
-		d.fail(w, r, http.StatusBadRequest, err.Error())
+	q, ok := d.adminRequest(w, r)
+	if !ok {
 		return
 	}
 	a := d.facts(r.Context(), &q, true)
@@ -93,12 +99,8 @@ func (d *Dashboard) confirm(w http.ResponseWriter, r *http.Request) {
 
 // act is POST /ui/act: a confirmed action, done.
 func (d *Dashboard) act(w http.ResponseWriter, r *http.Request) {
-	if !d.admin(w, r) {
-		return
-	}
-	q, err := parseRequest(r)
-	if err != nil {
-		d.fail(w, r, http.StatusBadRequest, err.Error())
+	q, ok := d.adminRequest(w, r)
+	if !ok {
 		return
 	}
 	v := viewerFrom(r.Context())
