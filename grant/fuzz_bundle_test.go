@@ -1,0 +1,192 @@
+// Fuzz targets for the trust bundle: ParseBundle never panics, rejects
+// only with BAD_BUNDLE, accepts no field given twice or in another letter
+// case, and what it accepts survives Marshal and a re-parse unchanged;
+// VerifyUpdate accepts no successor but the one the key in force signed,
+// and every refusal carries a stable code.
+// Seed corpus: testdata/fuzz/<Target>/. Run:
+// go test ./grant -run '^$' -fuzz '^FuzzParseBundle$' -parallel 2
+package grant
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// bundleJSONNames are the field names of BundleFile and BundleKey, exactly
+// as the format spells them.
+var bundleJSONNames = map[string]bool{
+	"version": true, "revokedBelowEpoch": true, "keys": true, "keyId": true, "alg": true,
+	"publicKey": true, "secretFile": true, "minEpoch": true, "maxEpoch": true, "state": true,
+}
+
+// jsonKeyProblem walks b independently of the parser under test and names
+// the first object key, at any depth, that repeats within its object or is
+// not exactly one of names; "" when there is none or b is not JSON.
+func jsonKeyProblem(b []byte, names map[string]bool) string {
+	type frame struct {
+		object, wantKey bool
+		seen            map[string]bool
+	}
+	var stack []*frame
+	valueDone := func() {
+		if n := len(stack); n > 0 && stack[n-1].object {
+			stack[n-1].wantKey = true
+		}
+	}
+	d := json.NewDecoder(bytes.NewReader(b))
+	for {
+		tok, err := d.Token()
+		if err != nil {
+			return ""
+		}
+		if n := len(stack); n > 0 && stack[n-1].wantKey {
+			if k, ok := tok.(string); ok {
+				f := stack[n-1]
+				switch {
+				case f.seen[k]:
+					return "duplicate key " + k
+				case !names[k]:
+					return "unknown key " + k
+				}
+				f.seen[k], f.wantKey = true, false
+				continue
+			}
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &frame{object: true, wantKey: true, seen: map[string]bool{}})
+		case json.Delim('['):
+			stack = append(stack, &frame{})
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+			valueDone()
+		default:
+			valueDone()
+		}
+	}
+}
+
+// fuzzBundleFile is a bundle of one Ed25519 and one HMAC key (its secret
+// file written to dir).
+func fuzzBundleFile(t testing.TB, dir string) BundleFile {
+	ed, mac := testEdKey(t, "k1", 0), testMacKey(t, "m1", 100)
+	return BundleFile{Version: 3, RevokedBelowEpoch: 2, Keys: []BundleKey{
+		bundleEntry(t, dir, ed, KeyActive), bundleEntry(t, dir, mac, KeyVerifyOnly),
+	}}
+}
+
+func FuzzParseBundle(f *testing.F) {
+	dir := f.TempDir()
+	good := fuzzBundleFile(f, dir).Marshal()
+	f.Add(good)
+	f.Add(bytes.Replace(good, []byte(`"version"`), []byte(`"Version"`), 1))
+	f.Add(bytes.Replace(good, []byte(`"state": "active"`), []byte(`"state": "active", "state": "retired"`), 1))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		bn, err := ParseBundle(b, dir)
+		if err != nil {
+			if CodeOf(err) != "BAD_BUNDLE" {
+				t.Fatalf("rejected with code %q, want BAD_BUNDLE: %v", CodeOf(err), err)
+			}
+			return
+		}
+		if p := jsonKeyProblem(b, bundleJSONNames); p != "" {
+			t.Fatalf("accepted a bundle with a %s:\n%s", p, b)
+		}
+		again, err := ParseBundle(bn.File().Marshal(), dir)
+		if err != nil {
+			t.Fatalf("the canonical form of an accepted bundle is rejected: %v", err)
+		}
+		if !reflect.DeepEqual(bn.File(), again.File()) {
+			t.Fatalf("round trip changed\n%+v\ninto\n%+v", bn.File(), again.File())
+		}
+	})
+}
+
+// FuzzVerifyUpdate offers arbitrary successors to a bundle in force. The
+// one genuine successor (version 4, a key added, signed by k1) is the
+// only text any key in force ever signed as a newer bundle; near-misses
+// signed by k1 are a version that is not newer and one that drops a key.
+func FuzzVerifyUpdate(f *testing.F) {
+	dir := f.TempDir()
+	cur := fuzzBundleFile(f, dir)
+	b, err := NewBundle(cur, dir)
+	if err != nil {
+		f.Fatal(err)
+	}
+	k1, k2 := testEdKey(f, "k1", 0), testEdKey(f, "k2", 50)
+	next := cur
+	next.Version, next.Keys = 4, append(append([]BundleKey{}, cur.Keys...), bundleEntry(f, dir, k2, KeyActive))
+	notNewer, drops := cur, next
+	drops.Keys = drops.Keys[1:]
+	sign := func(bf BundleFile, k *SigningKey) SignedBundle {
+		sb, err := SignBundle(bf, k)
+		if err != nil {
+			f.Fatal(err)
+		}
+		return sb
+	}
+	genuine := sign(next, k1)
+	for _, sb := range []SignedBundle{genuine, sign(next, k2), sign(notNewer, k1), sign(drops, k1)} {
+		f.Add(sb.Bundle, sb.Proof)
+	}
+	f.Fuzz(func(t *testing.T, text, proof string) {
+		nb, err := b.VerifyUpdate(SignedBundle{Bundle: text, Proof: proof}, dir)
+		if err != nil {
+			if nb != nil || CodeOf(err) == "" {
+				t.Fatalf("refusal without a stable code (or with a bundle): %v", err)
+			}
+			return
+		}
+		if text != genuine.Bundle || proof != genuine.Proof {
+			t.Fatalf("accepted a successor nobody signed:\n%s\nproof %s", text, proof)
+		}
+	})
+}
+
+// TestBundleKeyCheckCanFail shows jsonKeyProblem flags what the bundle
+// parser must refuse, so FuzzParseBundle's strictness check can fail.
+func TestBundleKeyCheckCanFail(t *testing.T) {
+	good := string(fuzzBundleFile(t, t.TempDir()).Marshal())
+	for in, want := range map[string]string{
+		good: "",
+		strings.Replace(good, `"version"`, `"Version"`, 1):                           "unknown key Version",
+		strings.Replace(good, `"alg": "ed25519"`, `"alg": "ed25519", "alg": "x"`, 1): "duplicate key alg",
+	} {
+		if got := jsonKeyProblem([]byte(in), bundleJSONNames); got != want {
+			t.Errorf("got %q, want %q for\n%s", got, want, in)
+		}
+	}
+}
+
+// TestParseBundleRejectsAmbiguousJSON pins what FuzzParseBundle found:
+// encoding/json alone keeps the last of two equal fields and matches names
+// in any letter case, so one bundle file could read two ways.
+func TestParseBundleRejectsAmbiguousJSON(t *testing.T) {
+	dir := t.TempDir()
+	good := string(fuzzBundleFile(t, dir).Marshal())
+	for name, in := range map[string]string{
+		"key state twice": strings.Replace(good, `"state": "active"`, `"state": "active", "state": "retired"`, 1),
+		"version twice":   strings.Replace(good, `"version": 3`, `"version": 3, "version": 9`, 1),
+		"re-cased field":  strings.Replace(good, `"revokedBelowEpoch"`, `"RevokedBelowEpoch"`, 1),
+		"re-cased in key": strings.Replace(good, `"minEpoch"`, `"MinEpoch"`, 1),
+		"unknown field":   strings.Replace(good, `"keys"`, `"extra": 1, "keys"`, 1),
+		"object for list": strings.Replace(good, `"keys": [`, `"keys": {"a": [`, 1),
+		"trailing data":   good + "{}",
+	} {
+		if _, err := ParseBundle([]byte(in), dir); !errors.Is(err, ErrBadBundle) {
+			t.Errorf("%s: %v, want BAD_BUNDLE", name, err)
+		}
+	}
+	if _, err := ParseBundle([]byte(good), dir); err != nil {
+		t.Fatal(err)
+	}
+	k := testMacKey(t, "m2", 7).MarshalKeyFile()
+	twice := bytes.Replace(k, []byte(`"alg"`), []byte(`"keyId": "m3", "alg"`), 1)
+	if _, err := ParseKeyFile(twice); !errors.Is(err, ErrBadBundle) {
+		t.Errorf("key file with keyId twice: %v", err)
+	}
+}
