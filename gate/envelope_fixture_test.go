@@ -37,10 +37,19 @@ type envelopeFixture struct {
 	// genuine are the envelopes the gate accepts, each with the one
 	// segment number its resource's state lets through.
 	genuine []*gate.Mutation
-	// nearMisses are signed envelopes the gate must reject.
-	nearMisses []*gate.Mutation
-	states     map[string]gate.State
-	now        time.Time
+	// seeds are the genuine envelopes and signed near-misses, each with
+	// the answer the gate must give: the fuzzers' seed corpus.
+	seeds  []seedEnvelope
+	states map[string]gate.State
+	now    time.Time
+}
+
+// seedEnvelope is one seed: its corpus file name, the envelope and the
+// outcome the fixture's gate answers.
+type seedEnvelope struct {
+	name string
+	m    *gate.Mutation
+	want gate.Outcome
 }
 
 func newEnvelopeFixture() *envelopeFixture {
@@ -60,20 +69,23 @@ func newEnvelopeFixture() *envelopeFixture {
 	equal := gatetest.Writer{Resource: resEqual, Owner: owner, Lease: "lease-c", OperationID: "op-c", Fence: 7, PolicyGeneration: 3}
 	gEqual, _ := iss.Grant(equal)
 	fx.genuine = []*gate.Mutation{iss.Mutation(a, 1, "p"), iss.Mutation(other, 1, "q"), iss.Mutation(equal, 3, "r")}
+	for i, name := range []string{"genuine-first-segment", "genuine-other-resource", "genuine-next-segment"} {
+		fx.seeds = append(fx.seeds, seedEnvelope{name, fx.genuine[i], gate.Accepted})
+	}
 	for _, r := range []string{res, resOther} {
 		fx.states[r] = gate.State{Resource: r, Mode: gate.ModeEnforce, HighestFence: 4, LastSegmentSeq: 2,
 			Root: grant.OperationRoot(r, "op-old"), GrantIssuedAt: gatetest.T0.Add(-time.Minute), MinPolicyGeneration: 1}
 	}
 	fx.states[resEqual] = gate.State{Resource: resEqual, Mode: gate.ModeEnforce, HighestFence: 7, LastSegmentSeq: 2,
 		Root: gEqual.OperationRoot, GrantDigest: gEqual.Digest(), GrantIssuedAt: gEqual.IssuedAt, MinPolicyGeneration: 3}
-	fx.nearMisses = fx.signedNearMisses(iss, a, equal)
+	fx.seeds = append(fx.seeds, fx.signedNearMisses(iss, a, equal)...)
 	return fx
 }
 
 // signedNearMisses are genuinely signed envelopes that must each be
-// rejected with the code in its comment: they seed the fuzzer with every
-// signed artefact a splice could combine.
-func (fx *envelopeFixture) signedNearMisses(iss *gatetest.Issuer, a, equal gatetest.Writer) []*gate.Mutation {
+// rejected: they give the fuzzer every signed artefact a splice could
+// combine, and reach every rejection class.
+func (fx *envelopeFixture) signedNearMisses(iss *gatetest.Issuer, a, equal gatetest.Writer) []seedEnvelope {
 	revoked := *iss
 	revoked.Epoch = 2
 	stalePolicy, purge, z, stale := equal, a, a, a
@@ -83,19 +95,19 @@ func (fx *envelopeFixture) signedNearMisses(iss *gatetest.Issuer, a, equal gatet
 	stale.Fence = 3
 	cross := *fx.genuine[0]
 	cross.Status, cross.StatusProof = fx.genuine[1].Status, fx.genuine[1].StatusProof
-	return []*gate.Mutation{
-		iss.WithStatus(fx.genuine[0], grant.StateExpired), // NOT_HELD
-		gatetest.NewIssuer("forger").Mutation(a, 1, "p"),  // BAD_PROOF
-		revoked.Mutation(a, 1, "p"),                       // EPOCH_REVOKED
-		iss.Mutation(z, 1, "p"),                           // IDENTITY_MISMATCH
-		iss.Mutation(purge, 1, "p"),                       // BINDING_MISMATCH (class)
-		&cross,                                            // BINDING_MISMATCH (status of another grant)
-		iss.Later(-2*time.Minute).Mutation(stale, 1, "p"), // STALE_OWNER
-		iss.Mutation(stale, 1, "p"),                       // FENCE_REGRESSION (HELD after the highest grant)
-		iss.Later(-30*time.Second).Mutation(a, 1, "p"),    // PROOF_EXPIRED
-		iss.Mutation(stalePolicy, 1, "p"),                 // POLICY_STALE
-		iss.Mutation(a, 2, "p"),                           // SEGMENT_GAP
-		iss.Mutation(equal, 4, "r"),                       // SEGMENT_GAP
+	return []seedEnvelope{
+		{"status-expired", iss.WithStatus(fx.genuine[0], grant.StateExpired), gate.NotHeld},
+		{"forged-key", gatetest.NewIssuer("forger").Mutation(a, 1, "p"), gate.BadProof},
+		{"revoked-epoch", revoked.Mutation(a, 1, "p"), gate.EpochRevoked},
+		{"other-owner", iss.Mutation(z, 1, "p"), gate.IdentityMismatch},
+		{"class-not-allowed", iss.Mutation(purge, 1, "p"), gate.BindingMismatch},
+		{"status-of-other-grant", &cross, gate.BindingMismatch},
+		{"stale-owner", iss.Later(-2*time.Minute).Mutation(stale, 1, "p"), gate.StaleOwner},
+		{"held-after-highest", iss.Mutation(stale, 1, "p"), gate.FenceRegression},
+		{"proof-expired", iss.Later(-30*time.Second).Mutation(a, 1, "p"), gate.ProofExpired},
+		{"policy-stale", iss.Mutation(stalePolicy, 1, "p"), gate.PolicyStale},
+		{"gap-first-segment", iss.Mutation(a, 2, "p"), gate.SegmentGap},
+		{"gap-next-segment", iss.Mutation(equal, 4, "r"), gate.SegmentGap},
 	}
 }
 

@@ -10,7 +10,6 @@
 package gate_test
 
 import (
-	"encoding/json"
 	"testing"
 
 	"github.com/fencegate/fencegate/gate"
@@ -35,11 +34,7 @@ func (fx *envelopeFixture) check(t *testing.T, m *gate.Mutation) {
 }
 
 func FuzzEnvelope(f *testing.F) {
-	fx := newEnvelopeFixture()
-	for _, m := range append(fx.genuine, fx.nearMisses...) {
-		f.Add(m.Resource, m.Lease, m.OperationID, m.FenceToken, m.SegmentSeq,
-			m.Grant, m.GrantProof, m.Status, m.StatusProof)
-	}
+	fx := newEnvelopeFixture() // seeds: testdata/fuzz/FuzzEnvelope, from fx.seeds
 	f.Fuzz(func(t *testing.T, resource, lease, operationID string, fence, seq uint64,
 		grantText []byte, grantProof string, status []byte, statusProof string) {
 		m := &gate.Mutation{
@@ -54,14 +49,7 @@ func FuzzEnvelope(f *testing.F) {
 // FuzzAuthenticate runs the same property on the JSON wire form, so the
 // strict decoder is in the loop: whatever it lets through is judged.
 func FuzzAuthenticate(f *testing.F) {
-	fx := newEnvelopeFixture()
-	for _, m := range append(fx.genuine, fx.nearMisses...) {
-		b, err := json.Marshal(m)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
-	}
+	fx := newEnvelopeFixture() // seeds: testdata/fuzz/FuzzAuthenticate, from fx.seeds
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := gate.DecodeMutation(b)
 		if err != nil {
