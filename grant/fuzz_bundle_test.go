@@ -79,12 +79,20 @@ func fuzzBundleFile(t testing.TB, dir string) BundleFile {
 	}}
 }
 
+// parseBundleSeeds are a genuine bundle file and two near-misses.
+func parseBundleSeeds(t testing.TB, dir string) map[string][]byte {
+	good := fuzzBundleFile(t, dir).Marshal()
+	return map[string][]byte{
+		"genuine":   good,
+		"recased":   bytes.Replace(good, []byte(`"version"`), []byte(`"Version"`), 1),
+		"duplicate": bytes.Replace(good, []byte(`"state": "active"`), []byte(`"state": "active", "state": "retired"`), 1),
+	}
+}
+
 func FuzzParseBundle(f *testing.F) {
 	dir := f.TempDir()
-	good := fuzzBundleFile(f, dir).Marshal()
-	f.Add(good)
-	f.Add(bytes.Replace(good, []byte(`"version"`), []byte(`"Version"`), 1))
-	f.Add(bytes.Replace(good, []byte(`"state": "active"`), []byte(`"state": "active", "state": "retired"`), 1))
+	fuzzBundleFile(f, dir) // the HMAC key's secret file
+	// seeds: testdata/fuzz/FuzzParseBundle, from parseBundleSeeds
 	f.Fuzz(func(t *testing.T, b []byte) {
 		bn, err := ParseBundle(b, dir)
 		if err != nil {
@@ -106,33 +114,40 @@ func FuzzParseBundle(f *testing.F) {
 	})
 }
 
-// FuzzVerifyUpdate offers arbitrary successors to a bundle in force. The
-// one genuine successor (version 4, a key added, signed by k1) is the
-// only text any key in force ever signed as a newer bundle; near-misses
-// signed by k1 are a version that is not newer and one that drops a key.
-func FuzzVerifyUpdate(f *testing.F) {
-	dir := f.TempDir()
-	cur := fuzzBundleFile(f, dir)
+// verifyUpdateSeeds returns the bundle in force and signed successors:
+// the genuine one (version 4, key k2 added, signed by k1, the only newer
+// text a key in force ever signed) and near-misses: signed only by the
+// key it adds, not newer, dropping a key.
+func verifyUpdateSeeds(t testing.TB, dir string) (*Bundle, map[string]SignedBundle) {
+	cur := fuzzBundleFile(t, dir)
 	b, err := NewBundle(cur, dir)
 	if err != nil {
-		f.Fatal(err)
+		t.Fatal(err)
 	}
-	k1, k2 := testEdKey(f, "k1", 0), testEdKey(f, "k2", 50)
+	k1, k2 := testEdKey(t, "k1", 0), testEdKey(t, "k2", 50)
 	next := cur
-	next.Version, next.Keys = 4, append(append([]BundleKey{}, cur.Keys...), bundleEntry(f, dir, k2, KeyActive))
-	notNewer, drops := cur, next
+	next.Version, next.Keys = 4, append(append([]BundleKey{}, cur.Keys...), bundleEntry(t, dir, k2, KeyActive))
+	drops := next
 	drops.Keys = drops.Keys[1:]
 	sign := func(bf BundleFile, k *SigningKey) SignedBundle {
 		sb, err := SignBundle(bf, k)
 		if err != nil {
-			f.Fatal(err)
+			t.Fatal(err)
 		}
 		return sb
 	}
-	genuine := sign(next, k1)
-	for _, sb := range []SignedBundle{genuine, sign(next, k2), sign(notNewer, k1), sign(drops, k1)} {
-		f.Add(sb.Bundle, sb.Proof)
+	return b, map[string]SignedBundle{
+		"genuine": sign(next, k1), "signed-by-added-key": sign(next, k2),
+		"not-newer": sign(cur, k1), "drops-key": sign(drops, k1),
 	}
+}
+
+// FuzzVerifyUpdate offers arbitrary successors to a bundle in force:
+// only the genuine one may be accepted.
+func FuzzVerifyUpdate(f *testing.F) {
+	dir := f.TempDir()
+	b, seeds := verifyUpdateSeeds(f, dir) // seeds: testdata/fuzz/FuzzVerifyUpdate
+	genuine := seeds["genuine"]
 	f.Fuzz(func(t *testing.T, text, proof string) {
 		nb, err := b.VerifyUpdate(SignedBundle{Bundle: text, Proof: proof}, dir)
 		if err != nil {
