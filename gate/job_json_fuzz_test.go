@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"reflect"
 	"testing"
 
@@ -25,8 +26,9 @@ var jobJSONNames = map[string]bool{
 }
 
 // flatKeyProblem names the first top-level key of the JSON object b that
-// repeats or is not exactly one of names, independently of the decoder
-// under test; "" when there is none or b is no JSON object.
+// repeats or is not exactly one of names, or data after the object,
+// independently of the decoder under test; "" when there is none or b is
+// no JSON object.
 func flatKeyProblem(b []byte, names map[string]bool) string {
 	d := json.NewDecoder(bytes.NewReader(b))
 	if tok, err := d.Token(); err != nil || tok != json.Delim('{') {
@@ -50,6 +52,12 @@ func flatKeyProblem(b []byte, names map[string]bool) string {
 		if d.Decode(&skip) != nil {
 			return ""
 		}
+	}
+	if _, err := d.Token(); err != nil { // the '}'
+		return ""
+	}
+	if _, err := d.Token(); err != io.EOF {
+		return "trailing data"
 	}
 	return ""
 }
@@ -98,4 +106,21 @@ func jobAuthProblem(pol *gate.Policy, j, genuine *gate.Job) error {
 		return fmt.Errorf("a grant other than the genuine one authenticated a job:\n%s", j.Grant)
 	}
 	return nil
+}
+
+// TestFlatKeyWalkerCanFail shows flatKeyProblem flags what the decoders
+// must refuse, so the fuzz targets' strictness checks can fail.
+func TestFlatKeyWalkerCanFail(t *testing.T) {
+	names := map[string]bool{"a": true, "b": true}
+	for in, bad := range map[string]bool{
+		`{"a":1,"b":{"a":1,"a":2}}`: false, // nested values are the decoder's concern
+		`{"a":1,"a":2}`:             true,
+		`{"A":1}`:                   true,
+		`{"a":1} 7`:                 true,
+		`{"a":1}` + " \n":           false,
+	} {
+		if got := flatKeyProblem([]byte(in), names) != ""; got != bad {
+			t.Errorf("%s: flagged %v, want %v", in, got, bad)
+		}
+	}
 }

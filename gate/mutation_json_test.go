@@ -1,7 +1,8 @@
 // This file proves the JSON envelope round-trips and that its decoder is
 // strict: unknown, duplicate or re-cased fields, trailing data and invalid
-// envelopes are all MALFORMED; FuzzDecodeMutation checks it never panics
-// and that whatever it accepts re-encodes to an equal mutation
+// envelopes are all MALFORMED; FuzzDecodeMutation checks it never panics,
+// accepts no duplicate, re-cased or trailing data (by an independent key
+// walker) and that whatever it accepts re-encodes to an equal mutation
 // (FuzzAuthenticate, in envelope_fuzz_test.go, judges what it accepts).
 package gate_test
 
@@ -59,6 +60,12 @@ func TestDecodeMutationStrict(t *testing.T) {
 	}
 }
 
+// mutationJSONNames are the envelope wire form's field names, exactly.
+var mutationJSONNames = map[string]bool{
+	"resource": true, "lease": true, "operationId": true, "fenceToken": true, "segmentSeq": true,
+	"payloadDigest": true, "grant": true, "grantProof": true, "status": true, "statusProof": true,
+}
+
 func FuzzDecodeMutation(f *testing.F) {
 	f.Add(genuineJSON(f))
 	f.Add([]byte(`{}`))
@@ -69,6 +76,9 @@ func FuzzDecodeMutation(f *testing.F) {
 				t.Fatalf("error not MALFORMED: %v", err)
 			}
 			return
+		}
+		if p := flatKeyProblem(b, mutationJSONNames); p != "" {
+			t.Fatalf("accepted a mutation with a %s:\n%s", p, b)
 		}
 		again, err := json.Marshal(m)
 		if err != nil {

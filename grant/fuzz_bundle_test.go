@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 )
@@ -24,7 +25,8 @@ var bundleJSONNames = map[string]bool{
 
 // jsonKeyProblem walks b independently of the parser under test and names
 // the first object key, at any depth, that repeats within its object or is
-// not exactly one of names; "" when there is none or b is not JSON.
+// not exactly one of names, or data after the value; "" when there is
+// none or b is not JSON.
 func jsonKeyProblem(b []byte, names map[string]bool) string {
 	type frame struct {
 		object, wantKey bool
@@ -65,6 +67,12 @@ func jsonKeyProblem(b []byte, names map[string]bool) string {
 			valueDone()
 		default:
 			valueDone()
+		}
+		if len(stack) == 0 {
+			if _, err := d.Token(); err != io.EOF {
+				return "trailing data"
+			}
+			return ""
 		}
 	}
 }
@@ -172,6 +180,7 @@ func TestBundleKeyCheckCanFail(t *testing.T) {
 		good: "",
 		strings.Replace(good, `"version"`, `"Version"`, 1):                           "unknown key Version",
 		strings.Replace(good, `"alg": "ed25519"`, `"alg": "ed25519", "alg": "x"`, 1): "duplicate key alg",
+		good + "[]": "trailing data",
 	} {
 		if got := jsonKeyProblem([]byte(in), bundleJSONNames); got != want {
 			t.Errorf("got %q, want %q for\n%s", got, want, in)

@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"reflect"
 	"strings"
@@ -17,8 +18,8 @@ import (
 )
 
 // topLevelKeyProblem names the first top-level key of the JSON object b
-// that repeats or is not exactly one of names, without the decoder's
-// code; "" when there is none or b is no JSON object.
+// that repeats or is not exactly one of names, or data after the object,
+// without the decoder's code; "" when there is none or b is no JSON object.
 func topLevelKeyProblem(b []byte, names map[string]bool) string {
 	d := json.NewDecoder(bytes.NewReader(b))
 	if tok, err := d.Token(); err != nil || tok != json.Delim('{') {
@@ -39,6 +40,12 @@ func topLevelKeyProblem(b []byte, names map[string]bool) string {
 		if d.Decode(&skip) != nil {
 			return ""
 		}
+	}
+	if _, err := d.Token(); err != nil { // the '}'
+		return ""
+	}
+	if _, err := d.Token(); err != io.EOF {
+		return "trailing data"
 	}
 	return ""
 }
@@ -101,6 +108,7 @@ func TestKeyWalkerCanFail(t *testing.T) {
 		`{"resource":"a","lease":"b","lease":"c"}`:  true,
 		`{"resource":"a","Lease":"b"}`:              true,
 		`{"resource":"a","lease":"b","extra":true}`: true,
+		`{"resource":"a","lease":"b"} {}`:           true,
 	} {
 		if got := topLevelKeyProblem([]byte(in), names) != ""; got != bad {
 			t.Errorf("%s: flagged %v, want %v", in, got, bad)
