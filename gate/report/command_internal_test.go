@@ -38,7 +38,7 @@ type cmdEnv struct {
 	idSeq int
 }
 
-func newCmdEnv(t *testing.T, trust *gatetest.Issuer) *cmdEnv {
+func newCmdEnv(t testing.TB, trust *gatetest.Issuer) *cmdEnv {
 	e := &cmdEnv{reg: gatetest.NewIssuer("registry"), clk: fakeclock.New(gatetest.T0), res: &recorder{}}
 	if trust == nil {
 		trust = e.reg
@@ -59,7 +59,7 @@ func (noSource) Resources(context.Context, []string, int) ([]ResourceView, int, 
 }
 
 // command returns a valid resume for gate-1, edited by edit, signed by k.
-func (e *cmdEnv) command(t *testing.T, signer *gatetest.Issuer, edit func(*Command)) SignedCommand {
+func (e *cmdEnv) command(t testing.TB, signer *gatetest.Issuer, edit func(*Command)) SignedCommand {
 	e.idSeq++
 	now := e.clk.Now().UnixMilli()
 	c := Command{ID: fmt.Sprintf("c%d", e.idSeq), Gate: "gate-1", Action: ActionResume, Resource: "invoice-batch/2026-07-19",
