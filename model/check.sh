@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# Exhaustive check of the fencegate Promela model (model/README.md): the
+# safe model must verify with no error and a complete search, each mutant
+# must yield a counterexample of the property it breaks, and each
+# non-vacuity target must be reached. Exit 0 only if all of that holds.
+#
+# Usage: model/check.sh            default bounds (about 2 minutes here)
+#        model/check.sh --quick    the handoff configuration and the
+#                                  mutants only (CI, about 40 s)
+#        model/check.sh --full     larger bounds (see README; hours, GBs)
+# MODEL_MEMLIM_MB (default 6000) caps the memory of one search.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+mode=${1:-default}
+case $mode in default | --quick | --full) ;; *)
+  echo "usage: $0 [--quick | --full]" >&2
+  exit 2
+  ;;
+esac
+command -v spin >/dev/null || { echo "check.sh: spin not found (Debian package spin)" >&2; exit 2; }
+command -v cc >/dev/null || { echo "check.sh: no C compiler" >&2; exit 2; }
+
+memlim=${MODEL_MEMLIM_MB:-6000}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cp "$here"/*.pml "$work"/
+cd "$work"
+failures=0
+
+# Bounds of each configuration, beyond the defaults of params.pml
+# (G=2 FAULTS=2 TMAX=3 TTL=3 NET=2 SEQMAX=1 RNMAX=1 RQMAX=1 M=1).
+HANDOFF=""                              # two grants, two faults, four ticks
+QUERIER="-DQUERIER"                     # the same, the gate with a StatusQuerier
+THREE="-DG=3 -DFAULTS=1 -DTMAX=1"       # three grants: an accept after a resume
+store=""                                # full state storage: fastest
+hashbits=24
+safes="handoff querier three"
+if [ "$mode" = --quick ]; then
+  safes="handoff"
+elif [ "$mode" = --full ]; then
+  HANDOFF="-DG=3 -DFAULTS=2 -DTMAX=3"
+  QUERIER="-DG=3 -DFAULTS=2 -DTMAX=3 -DQUERIER"
+  THREE="-DG=3 -DFAULTS=2 -DTMAX=3"
+  SEGMENTS="-DSEQMAX=2"                 # two segments per grant
+  SHORTTTL="-DTTLS=1"                   # clients may also ask for TTL 1
+  store="-DMA=160"                      # minimized automaton: a twentieth of the memory, 4x the time
+  safes="handoff querier segments shortttl"
+fi
+
+# build NAME FLAGS...: a pan for the model with these -D flags, in dir NAME
+build() {
+  local name=$1 how=$store
+  shift
+  [ -n "${BFS:-}" ] && how=-DBFS
+  mkdir -p "$name"
+  (cd "$name" && cp ../*.pml . && spin -a "$@" fencegate.pml >/dev/null &&
+    cc ${OPT:--O2} -w -DMEMLIM="$memlim" -DVECTORSZ=1024 $how -o pan pan.c)
+}
+
+# stats NAME: one line of figures from NAME/out.txt
+stats() {
+  local o=$1/out.txt
+  printf '%s states, %s transitions, depth %s, %s s, %s MB' \
+    "$(awk '/states, stored/ {print $1; exit}' "$o")" \
+    "$(awk '/transitions \(= stored\+matched\)/ {print $1; exit}' "$o")" \
+    "$(sed -n 's/.*depth reached \([0-9]*\).*/\1/p' "$o" | head -1)" \
+    "$(sed -n 's/^pan: elapsed time \([0-9.e+]*\).*/\1/p' "$o" | head -1)" \
+    "$(awk '/total actual memory usage/ {print $1; exit}' "$o")"
+}
+
+# safe NAME FLAGS...: must finish with 0 errors and a complete search
+safe() {
+  local name=$1
+  shift
+  build "$name" "$@"
+  (cd "$name" && ./pan -m100000 -w"$hashbits" >out.txt 2>&1) || true
+  if grep -q 'errors: 0' "$name/out.txt" && ! grep -q 'Search not completed' "$name/out.txt"; then
+    echo "PASS  safe $name [$*]: $(stats "$name")"
+  else
+    echo "FAIL  safe $name [$*]: $(grep -m1 -E 'assertion violated|Search not completed|MEMLIM|error' "$name/out.txt" || echo 'no result')"
+    [ -f "$name/fencegate.pml.trail" ] && trail "$name" "$@"
+    failures=$((failures + 1))
+  fi
+}
+
+# trail NAME FLAGS...: the event log of NAME's counterexample
+trail() {
+  local name=$1
+  shift
+  (cd "$name" && spin -t "$@" fencegate.pml 2>&1) |
+    tr -s ' ' | sed -n 's/^[[:space:]]*\(T[0-9].*\|--- T = .*\)$/      \1/p; s/^spin: text of failed assertion: \(.*\)/      violated: \1/p'
+}
+
+# violated NAME PATTERN WHAT FLAGS...: the search must stop on an
+# assertion matching PATTERN (a mutant's property, or a cover target
+# reached); WHAT says which in the PASS line
+violated() {
+  local name=$1 pattern=$2 what=$3
+  shift 3
+  build "$name" "$@"
+  (cd "$name" && ./pan -m100000 -w"$hashbits" >out.txt 2>&1) || true
+  if grep -q "assertion violated.*$pattern" "$name/out.txt"; then
+    echo "PASS  $name [$*]: $what ($(stats "$name"))"
+    return 0
+  fi
+  echo "FAIL  $name [$*]: expected a violation of $pattern, got: $(grep -m1 -E 'assertion violated|errors:' "$name/out.txt" || echo 'no result')"
+  failures=$((failures + 1))
+  return 1
+}
+
+echo "--- safe model"
+for c in $safes; do
+  case $c in
+  handoff) safe handoff $HANDOFF ;;
+  querier) safe querier $QUERIER ;;
+  three) safe three $THREE ;;
+  segments) safe segments $SEGMENTS ;;
+  shortttl) safe shortttl $SHORTTTL ;;
+  esac
+done
+
+echo "--- mutants (no symmetry reduction, so that client numbers in a trail stay put)"
+BFS=1 OPT=-O0
+mut="-DNOSYMMETRY -DNOHIDDEN"
+if violated mutant-nofence 'staleAccept' 'counterexample: stale accept' $HANDOFF -DMUTANT_NOFENCE $mut; then
+  trail mutant-nofence $HANDOFF -DMUTANT_NOFENCE $mut
+fi
+if violated mutant-oldrule 'spuriousPause' 'counterexample: spurious pause' $HANDOFF -DMUTANT_OLDRULE $mut; then
+  trail mutant-oldrule $HANDOFF -DMUTANT_OLDRULE $mut
+fi
+unset BFS
+# its counterexample is deeper (a restore, a lost release, a tick):
+# depth-first, which stops at the first one
+if violated mutant-noalarm 'missedRegression' 'counterexample: regression not alarmed' $HANDOFF -DMUTANT_NOALARM -DNOSYMMETRY; then
+  trail mutant-noalarm $HANDOFF -DMUTANT_NOALARM -DNOSYMMETRY
+fi
+
+echo "--- non-vacuity: every target reached"
+# 1 pause: lower fence, HELD issued > m after tH   2 pause: two grants, one fence
+# 3 REGRESSION_SUSPECTED   4 STALE_OWNER of a fresh lower HELD, no alarm
+# 5 a write decided below a resumed floor   6 REPLAYED (a duplicate)
+# 7 an accept after a restore and a resume   8 a grant after a release
+# 9 a grant after an expiry   10 pause: the querier says HELD
+covers() {
+  local flags=$1 OPT=-O0
+  shift
+  for k in "$@"; do violated "cover-$k" "($k!=$k)" reached $flags -DCOVER=$k || true; done
+}
+covers "$HANDOFF" 1 2 3 4 5 6 8 9
+covers "$THREE" 7
+covers "$QUERIER" 10
+
+if [ "$failures" -ne 0 ]; then
+  echo "model check: $failures failure(s)"
+  exit 1
+fi
+echo "model check: OK"
