@@ -108,6 +108,26 @@ inline release(c, r, lost) {
   fi
 }
 
+/* decideRelease with a waiter queued: handOff grants the freed resource
+ * to the head waiter k in the same store write (grantLease, the next
+ * fence, k's request entry). k is any client whose current request has
+ * no grant yet: a REQUESTED client may have queued (Acquire with a wait),
+ * and which of them heads the queue is left open. k learns of its grant
+ * by its next acquire of the same request ID (outHanded / outExisting). */
+#define HANDABLE(c, k, r) (RELEASABLE(c) && LIVE(cl[c].g, RNOW(r)) && gN < G && \
+  cl[k].state == REQUESTED && !(rec.e[k].rq == cl[k].rq && rec.e[k].rg != NONE))
+inline releaseHandOff(c, k, r, lost) {
+  tnow = RNOW(r);
+  printf("T%d client %d release g%d at replica %d: released lost=%d, handed off to client %d\n", T, c, cl[c].g, r, lost, k);
+  rec.holder = NONE;
+  rec.expires = 0;
+  rec.freeAt = max(rec.freeAt, tnow);
+  REACH(11);
+  grantLease(k, tnow);
+  printf("T%d   handOff: GRANTED g%d fence %d to client %d, expires %d\n", T, g, grants[g].fence, k, rec.expires);
+  if :: !lost -> endLease(c, RELEASED) :: else -> faults++; leaveHeld(c, UNKNOWN) fi
+}
+
 /* OWNERSHIP_UNKNOWN asks about the same grant (Registry.Status);
  * a lost answer changes nothing. */
 inline query(c, r) {
@@ -157,6 +177,16 @@ end:
   :: d_step { RELEASABLE(c) -> release(c, 1, 0); canonClients() }
   :: d_step { RELEASABLE(c) && faults < FAULTS -> release(c, 0, 1); canonClients() }
   :: d_step { RELEASABLE(c) && faults < FAULTS -> release(c, 1, 1); canonClients() }
+#ifndef NOHANDOFF
+  :: d_step { HANDABLE(c, (c + 1) % NC, 0) -> releaseHandOff(c, (c + 1) % NC, 0, 0); canonClients() }
+  :: d_step { HANDABLE(c, (c + 1) % NC, 1) -> releaseHandOff(c, (c + 1) % NC, 1, 0); canonClients() }
+  :: d_step { HANDABLE(c, (c + 2) % NC, 0) -> releaseHandOff(c, (c + 2) % NC, 0, 0); canonClients() }
+  :: d_step { HANDABLE(c, (c + 2) % NC, 1) -> releaseHandOff(c, (c + 2) % NC, 1, 0); canonClients() }
+  :: d_step { HANDABLE(c, (c + 1) % NC, 0) && faults < FAULTS -> releaseHandOff(c, (c + 1) % NC, 0, 1); canonClients() }
+  :: d_step { HANDABLE(c, (c + 1) % NC, 1) && faults < FAULTS -> releaseHandOff(c, (c + 1) % NC, 1, 1); canonClients() }
+  :: d_step { HANDABLE(c, (c + 2) % NC, 0) && faults < FAULTS -> releaseHandOff(c, (c + 2) % NC, 0, 1); canonClients() }
+  :: d_step { HANDABLE(c, (c + 2) % NC, 1) && faults < FAULTS -> releaseHandOff(c, (c + 2) % NC, 1, 1); canonClients() }
+#endif
   :: d_step { cl[c].state == UNKNOWN -> query(c, 0); canonClients() }
   :: d_step { cl[c].state == UNKNOWN -> query(c, 1); canonClients() }
   :: d_step { CAN_SEND(c, 1) -> send(c, 1); canonClients() }
