@@ -2,7 +2,8 @@
  * an earlier snapshot (etcd snapshot restore: fences, holder and request
  * index go back; replica clocks do not; restoreTo), and the FENCE_REGRESSION runbook
  * of docs/operations.md: raise the registry floor to highestFence + 1,
- * then gate.Resume with that floor (F, tF = gate clock). */
+ * then gate.Resume with that floor (Floor = max(Floor, floor), FloorAt =
+ * gate clock: gate.Resume). */
 proctype Operator() {
 end:
   do
@@ -45,7 +46,7 @@ end:
 #ifndef EXP_NORESUME
   :: d_step { paused ->
        rec.floor = max(rec.floor, H + 1);
-       F = H + 1; tF = GNOW; paused = 0; resumed = 1;
+       F = max(F, H + 1); tF = GNOW; paused = 0; resumed = 1;
        printf("T%d operator: registry floor %d, gate.Resume(floor %d) at gate clock %d\n", T, rec.floor, F, tF) }
 #endif
   od
