@@ -42,8 +42,8 @@ inline receiptAt(f, seq) {
 inline belowFloor() {
   if
   :: tg > tF + M -> out = O_REGRESS; why = W_FLOOR
-  :: tg + M <= tF -> out = O_STALE
-  :: else -> out = O_STALE; alm = A_SUSPECTED
+  :: tg + M <= tF -> out = O_STALE; REACH(12)
+  :: else -> out = O_STALE; alm = A_SUSPECTED; REACH(13)
   fi
 }
 
