@@ -16,7 +16,11 @@ import (
 // State returns the resource's stored gate state (zero State with the
 // gate's default mode for a resource it never saw). It takes no lock.
 func (g *Gate) State(ctx context.Context, resource string) (gate.State, error) {
-	return g.decodeState(resource, g.c.Get(ctx, g.KeysOf(resource).State))
+	blob, err := g.c.Get(ctx, g.KeysOf(resource).State).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return gate.State{}, fmt.Errorf("redisgate: read state: %w", err)
+	}
+	return g.decodeState(resource, blob)
 }
 
 // QueryOperation answers MUTATION_UNKNOWN recovery for an operation
@@ -39,7 +43,7 @@ func (g *Gate) QueryOperation(ctx context.Context, resource, operationID string,
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return gate.Answer{}, fmt.Errorf("redisgate: query operation: %w", err)
 	}
-	st, err := g.decodeState(resource, get)
+	st, err := g.decodeState(resource, get.Val())
 	if err != nil {
 		return gate.Answer{}, err
 	}
@@ -109,7 +113,8 @@ func (g *Gate) Resume(ctx context.Context, resource string, registryFloor uint64
 
 // operator runs one recorded operator action: read the state under
 // WATCH, change it with act, and store it with the action record in one
-// EXEC, retrying if a write came in between.
+// EXEC, retrying if a write came in between. The cache keeps the new
+// state; other Gates' caches learn of it at their next compare.
 func (g *Gate) operator(ctx context.Context, resource, operator string, createMode gate.Mode, act func(gate.State) (gate.State, string, error)) error {
 	if operator == "" {
 		return errors.New("redisgate: operator actions need the operator's name")
@@ -120,12 +125,15 @@ func (g *Gate) operator(ctx context.Context, resource, operator string, createMo
 	k := g.KeysOf(resource)
 	for attempt := range g.retries {
 		err := g.c.Watch(ctx, func(tx *redis.Tx) error {
-			get := tx.Get(ctx, k.State)
-			st, err := g.decodeState(resource, get)
+			blob, err := tx.Get(ctx, k.State).Result()
+			if err != nil && !errors.Is(err, redis.Nil) {
+				return fmt.Errorf("redisgate: read state: %w", err)
+			}
+			st, err := g.decodeState(resource, blob)
 			if err != nil {
 				return err
 			}
-			if errors.Is(get.Err(), redis.Nil) {
+			if blob == "" {
 				st.Mode = createMode
 			}
 			next, detail, err := act(st)
@@ -134,11 +142,15 @@ func (g *Gate) operator(ctx context.Context, resource, operator string, createMo
 			}
 			rec := stored.Record{Kind: stored.RecordAction, Resource: resource, Operator: operator,
 				Outcome: strings.Fields(detail)[0], Detail: detail, AtMs: g.clock.Now().UnixMilli()}
+			nextBlob := stateBlob(next)
 			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
-				p.Set(ctx, k.State, stored.Encode(stored.FromState(next)), 0)
+				p.Set(ctx, k.State, nextBlob, 0)
 				p.RPush(ctx, k.Actions, stored.Encode(rec))
 				return nil
 			})
+			if err == nil {
+				g.cache.put(resource, nextBlob, next)
+			}
 			return err
 		}, k.State)
 		if !errors.Is(err, redis.TxFailedErr) {

@@ -45,9 +45,8 @@ func BenchmarkWritePaired(b *testing.B) {
 			b.Fatal(err)
 		}
 		t1 := time.Now()
-		if _, err := g.Apply(ctx, "worker-a", &m, func(ctx context.Context, _ *redis.Tx, p redis.Pipeliner) error {
-			p.HSet(ctx, fencedKey, "total", i)
-			return nil
+		if _, err := g.Apply(ctx, "worker-a", &m, func(context.Context) ([]redisgate.Command, error) {
+			return []redisgate.Command{{"HSET", fencedKey, "total", i}}, nil
 		}); err != nil {
 			b.Fatal(err)
 		}

@@ -39,12 +39,11 @@ func newHarness(t testing.TB, cfg conformance.Config) conformance.Harness {
 func (h *harness) effectsKey(resource string) string { return h.g.KeysOf(resource).Tag + ":effects" }
 
 func (h *harness) Apply(ctx context.Context, caller string, m *gate.Mutation, payload string) (gate.Receipt, error) {
-	return h.g.Apply(ctx, caller, m, func(ctx context.Context, _ *redis.Tx, pipe redis.Pipeliner) error {
-		pipe.RPush(ctx, h.effectsKey(m.Resource), payload)
+	return h.g.Apply(ctx, caller, m, func(context.Context) ([]redisgate.Command, error) {
 		if payload == conformance.FailPayload {
-			return conformance.ErrBusinessFailed
+			return nil, conformance.ErrBusinessFailed
 		}
-		return nil
+		return []redisgate.Command{{"RPUSH", h.effectsKey(m.Resource), payload}}, nil
 	})
 }
 

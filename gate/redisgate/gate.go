@@ -1,42 +1,50 @@
 // Package redisgate runs the gate decision for a resource kept in Redis:
-// Apply verifies a mutation (gate.Policy.Authenticate), reads the
-// resource's stored gate state under WATCH, decides in Go
-// (gate.Policy.DecideLocked, the one decision implementation), and
-// commits the business commands, the new state and the receipt in one
-// MULTI/EXEC, which Redis runs only if nothing wrote the state since it
-// was read. A conflict is retried with a fresh read and a fresh decision
-// (RetriesMax). No Lua: Redis only applies what Go decided.
+// Apply verifies a mutation (gate.Policy.Authenticate), decides in Go
+// (gate.Policy.DecideLocked, the one decision implementation) on the
+// resource's stored gate state, and commits the business commands, the
+// new state and the receipt in one atomic step that happens only if the
+// state is still the one decided on. No gate rule runs in Redis.
+//
+// The Gate keeps the last state it saw per resource (a bounded LRU,
+// Config.CachedStatesMax). A warm write is one round trip: Go decides on
+// the cached state, and a compare-and-set script (loaded once, run by
+// EVALSHA) compares the stored state — and the receipt at the mutation's
+// fence and segment — with the bytes decided on, byte for byte, and only
+// then runs the commands; otherwise it answers the stored values and Go
+// decides again on them. A cold resource is read under WATCH and
+// committed with MULTI/EXEC, which Redis runs only if nothing wrote the
+// state since the read; a conflict is retried (RetriesMax). A decision on
+// the cache that writes nothing (a replay, most rejections) is taken
+// again on a fresh read before it is answered: a stale cache may cost a
+// round trip, never a wrong answer.
 //
 // # Use
 //
 //	g, err := redisgate.New(redisgate.Config{Client: rdb, Policy: gate.Policy{Verifier: v}})
-//	rcpt, err := g.Apply(ctx, caller, m, func(ctx context.Context, tx *redis.Tx, pipe redis.Pipeliner) error {
-//		pipe.HSet(ctx, "{"+m.Resource+"}:invoice", "total", total) // queued; runs in the EXEC
-//		return nil
+//	rcpt, err := g.Apply(ctx, caller, m, func(ctx context.Context) ([]redisgate.Command, error) {
+//		return []redisgate.Command{{"HSET", g.KeysOf(m.Resource).Tag + ":invoice", "total", total}}, nil
 //	})
 //
-// The business function queues its writes on pipe; they run in the same
-// EXEC as the gate's. It may read through tx, and must WATCH (tx.Watch)
-// any key whose value its writes depend on. Returning an error discards
-// everything: nothing is written.
+// The business change is data: the commands fn returns run in the same
+// atomic step as the gate's writes. Returning an error writes nothing.
 //
 // # Keys
 //
 // Per resource, under Config.Prefix and the hash tag {resource} (so that
 // a Redis Cluster keeps them, and business keys tagged the same way, in
-// one slot): state (gate.State as JSON; the key WATCH guards), receipts (a
-// hash "fence:seq" → receipt JSON, never updated or deleted), op:<id> (a
-// list of the receipt fields of one operation), and the lists alarms,
-// quarantine, shadow and actions.
+// one slot): state (gate.State as JSON; the key WATCH guards and the
+// script compares), receipts (a hash "fence:seq" → receipt JSON, never
+// updated or deleted), op:<id> (a list of the receipt fields of one
+// operation), and the lists alarms, quarantine, shadow and actions.
 //
 // # What Redis can and cannot promise
 //
-// EXEC is atomic on one server: no other client sees the business change
-// without the receipt or the new highestFence. Redis does not roll back a
-// command that fails while EXEC runs (a WRONGTYPE, an out-of-memory): the
-// gate's writes go through with it, and Apply returns ErrBusinessPartial.
-// Queue only commands that cannot fail at run time, or check in the
-// business function (through tx) before queuing.
+// EXEC and a script are each atomic on one server: no other client sees
+// the business change without the receipt or the new highestFence.
+// Neither rolls back a command that fails while it runs (a WRONGTYPE, an
+// out-of-memory): the gate's writes go through with the others, and
+// Apply returns ErrBusinessPartial. Send only commands that cannot fail
+// at run time.
 //
 // Replication is asynchronous. A write acknowledged by a primary that
 // then fails over before a replica received it is lost, and with it the
@@ -76,6 +84,11 @@ const (
 	// ReplicasTimeoutDefault bounds WAIT when Config.ReplicasTimeout is
 	// zero.
 	ReplicasTimeoutDefault = time.Second
+	// CachedStatesMaxDefault bounds the resources whose state a Gate
+	// keeps when Config.CachedStatesMax is zero: about 1 KiB each, so a
+	// few MiB; a resource evicted costs one more round trip on its next
+	// write.
+	CachedStatesMaxDefault = 4096
 )
 
 // Clock is the gate's time source.
@@ -116,10 +129,15 @@ type Config struct {
 	// ReplicasTimeout bounds that WAIT. Optional, defaults to
 	// ReplicasTimeoutDefault.
 	ReplicasTimeout time.Duration
+	// CachedStatesMax bounds the resources whose last state the Gate
+	// keeps (least recently used evicted). Optional: zero takes
+	// CachedStatesMaxDefault; negative keeps none, so every write is read
+	// under WATCH and committed with MULTI/EXEC (two round trips).
+	CachedStatesMax int
 }
 
-// Gate applies fenced mutations to Redis. It is safe for concurrent use
-// and keeps no per-resource state in memory.
+// Gate applies fenced mutations to Redis. It is safe for concurrent use;
+// the states it caches are only a shortcut, checked by every commit.
 type Gate struct {
 	c        redis.UniversalClient
 	pol      gate.Policy
@@ -131,7 +149,9 @@ type Gate struct {
 	replicas int
 	waitFor  time.Duration
 	counters gate.Counters
-	noWatch  bool // tests only: the negative control's mutant
+	cache    *stateCache
+	script   *redis.Script // casScript; a test's mutant may replace it
+	noWatch  bool          // tests only: the negative control's mutant
 }
 
 // Errors.
@@ -161,7 +181,7 @@ func New(cfg Config) (*Gate, error) {
 	}
 	g := &Gate{c: cfg.Client, pol: cfg.Policy, querying: gate.Querying{Querier: cfg.Querier, Timeout: cfg.StatusQueryTimeout},
 		clock: cfg.Clock, prefix: cfg.Prefix, mode: cfg.DefaultMode, retries: cfg.RetriesMax,
-		replicas: cfg.ReplicasMin, waitFor: cfg.ReplicasTimeout}
+		replicas: cfg.ReplicasMin, waitFor: cfg.ReplicasTimeout, script: casScript}
 	if g.clock == nil {
 		g.clock = systemClock{}
 	}
@@ -183,6 +203,11 @@ func New(cfg Config) (*Gate, error) {
 	if g.waitFor <= 0 {
 		g.waitFor = ReplicasTimeoutDefault
 	}
+	n := cfg.CachedStatesMax
+	if n == 0 {
+		n = CachedStatesMaxDefault
+	}
+	g.cache = newStateCache(n)
 	return g, nil
 }
 

@@ -1,7 +1,9 @@
-// This file proves what is particular to Redis: without WATCH the
-// concurrent-writers case fails (the negative control of the optimistic
-// transaction), a business command failing inside EXEC is reported as
-// partial, and ReplicasMin waits for a real replica or says it could not.
+// This file proves what is particular to Redis: without WATCH (and with
+// no cache, so that every write takes that path) the concurrent-writers
+// case fails (the negative control of the optimistic transaction), a
+// business command failing inside EXEC or the script is reported as
+// partial, and ReplicasMin waits for a real replica or says it could not,
+// on the cold path and on the warm one.
 package redisgate_test
 
 import (
@@ -63,16 +65,20 @@ func TestBusinessCommandFailingInsideExec(t *testing.T) {
 	if err := c.Set(ctx, bad, "x", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	_, err := g.Apply(ctx, "worker-a", iss.Mutation(writer(r, 1), 1, "p"), func(ctx context.Context, _ *redis.Tx, p redis.Pipeliner) error {
-		p.RPush(ctx, bad, "y") // WRONGTYPE at EXEC time
-		return nil
-	})
-	if !errors.Is(err, redisgate.ErrBusinessPartial) {
-		t.Fatalf("got %v", err)
+	fn := func(context.Context) ([]redisgate.Command, error) {
+		return []redisgate.Command{{"RPUSH", bad, "y"}}, nil // WRONGTYPE at run time
 	}
-	// Redis ran the rest of the EXEC: the receipt is there, and says so.
-	if st, _ := g.State(ctx, r); st.HighestFence != 1 {
-		t.Fatalf("state %+v", st)
+	// Segment 1 is a cold write (MULTI/EXEC), segment 2 a warm one (the
+	// compare-and-set script): neither rolls back.
+	for seq := uint64(1); seq <= 2; seq++ {
+		_, err := g.Apply(ctx, "worker-a", iss.Mutation(writer(r, 1), seq, "p"), fn)
+		if !errors.Is(err, redisgate.ErrBusinessPartial) {
+			t.Fatalf("segment %d: got %v", seq, err)
+		}
+		// Redis ran the rest: the receipt and the state are there, and say so.
+		if st, _ := g.State(ctx, r); st.HighestFence != 1 || st.LastSegmentSeq != seq {
+			t.Fatalf("segment %d: state %+v", seq, st)
+		}
 	}
 }
 
@@ -82,9 +88,11 @@ func TestReplicasMin(t *testing.T) {
 	pc := redis.NewClient(&redis.Options{Addr: primary})
 	defer pc.Close()
 	g, iss := newGate(t, pc, redisgate.Config{ReplicasMin: 1, ReplicasTimeout: 200 * time.Millisecond})
-	fn := func(ctx context.Context, _ *redis.Tx, p redis.Pipeliner) error { return nil }
-	if _, err := g.Apply(ctx, "worker-a", iss.Mutation(writer("redis/wait", 1), 1, "p"), fn); !errors.Is(err, redisgate.ErrReplicationUnconfirmed) {
-		t.Fatalf("no replica: got %v", err)
+	fn := func(context.Context) ([]redisgate.Command, error) { return nil, nil }
+	for seq := uint64(1); seq <= 2; seq++ { // cold, then warm
+		if _, err := g.Apply(ctx, "worker-a", iss.Mutation(writer("redis/wait", 1), seq, "p"), fn); !errors.Is(err, redisgate.ErrReplicationUnconfirmed) {
+			t.Fatalf("no replica, segment %d: got %v", seq, err)
+		}
 	}
 	host, port, _ := net.SplitHostPort(primary)
 	replica := redistest.NewServer(t, "--replicaof", host, port)
@@ -92,12 +100,17 @@ func TestReplicasMin(t *testing.T) {
 	defer rc.Close()
 	waitSynced(t, rc)
 	g2, _ := newGate(t, pc, redisgate.Config{ReplicasMin: 1, ReplicasTimeout: 5 * time.Second})
-	if _, err := g2.Apply(ctx, "worker-a", iss.Mutation(writer("redis/wait", 1), 1, "p"), fn); err != nil {
-		t.Fatalf("with a replica: %v", err)
+	for seq := uint64(1); seq <= 2; seq++ {
+		if _, err := g2.Apply(ctx, "worker-a", iss.Mutation(writer("redis/wait", 1), seq, "p"), fn); err != nil {
+			t.Fatalf("with a replica, segment %d: %v", seq, err)
+		}
 	}
 	// The replica holds the state the primary acknowledged.
 	if n, err := rc.Exists(ctx, g2.KeysOf("redis/wait").State).Result(); err != nil || n != 1 {
 		t.Fatalf("replica: %d %v", n, err)
+	}
+	if b, err := rc.Get(ctx, g2.KeysOf("redis/wait").State).Result(); err != nil || !strings.Contains(b, `"lastSegmentSeq":2`) {
+		t.Fatalf("replica state %s %v", b, err)
 	}
 }
 

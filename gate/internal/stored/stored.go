@@ -143,6 +143,9 @@ const (
 // shadow-log entry, in that order. prior is the receipt Decide compared
 // with (for a quarantine entry).
 func Records(d gate.Decision, v *gate.Verified, prior *gate.Receipt, atMs int64) []Record {
+	if !d.Alarm && !(d.Quarantine && prior != nil) && !d.ShadowLog {
+		return nil // the common case: an accept records nothing here
+	}
 	m := &v.Mutation
 	base := Record{Resource: m.Resource, Outcome: string(d.Outcome), FenceToken: m.FenceToken, SegmentSeq: m.SegmentSeq,
 		HighestFence: d.State.HighestFence, OperationID: m.OperationID, GrantDigest: v.GrantDigest.String(),
@@ -171,6 +174,12 @@ func Records(d gate.Decision, v *gate.Verified, prior *gate.Receipt, atMs int64)
 
 // Encode marshals v (one of this package's types).
 func Encode(v any) []byte {
+	switch v := v.(type) {
+	case State:
+		return AppendState(make([]byte, 0, 384), v)
+	case Receipt:
+		return AppendReceipt(make([]byte, 0, 512), v)
+	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		panic(fmt.Sprintf("stored: encode %T: %v", v, err)) // plain structs of strings and numbers

@@ -28,29 +28,30 @@ func (s *RedisStore) Describe() string {
 	if s.Gate == nil {
 		return "Redis " + s.Client.Options().Addr + ", LEASE-ONLY (negative control: no gate)"
 	}
-	return "Redis " + s.Client.Options().Addr + ", fenced (gate/redisgate, WATCH/MULTI/EXEC)"
+	return "Redis " + s.Client.Options().Addr + ", fenced (gate/redisgate, cached compare-and-set)"
 }
 
-// Write queues one HSET per entry in the gate's EXEC.
+// Write sends one HSET per entry, committed with the gate's writes.
 func (s *RedisStore) Write(ctx context.Context, caller string, m *gate.Mutation, entries []ledger.Entry) (gate.Receipt, error) {
 	var fence uint64
 	if m != nil {
 		fence = m.FenceToken
 	}
-	hset := func(ctx context.Context, p redis.Pipeliner) {
-		for _, e := range entries {
-			b, _ := json.Marshal(ledger.Value{Key: e.Key, Value: e.Value, Writer: caller, Fence: fence})
-			p.HSet(ctx, s.valuesKey(), e.Key, b)
-		}
+	var cmds []redisgate.Command
+	for _, e := range entries {
+		b, _ := json.Marshal(ledger.Value{Key: e.Key, Value: e.Value, Writer: caller, Fence: fence})
+		cmds = append(cmds, redisgate.Command{"HSET", s.valuesKey(), e.Key, b})
 	}
 	if s.Gate == nil {
-		_, err := s.Client.TxPipelined(ctx, func(p redis.Pipeliner) error { hset(ctx, p); return nil })
+		_, err := s.Client.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			for _, c := range cmds {
+				p.Do(ctx, c...)
+			}
+			return nil
+		})
 		return gate.Receipt{}, err
 	}
-	return s.Gate.Apply(ctx, caller, m, func(ctx context.Context, _ *redis.Tx, p redis.Pipeliner) error {
-		hset(ctx, p)
-		return nil
-	})
+	return s.Gate.Apply(ctx, caller, m, func(context.Context) ([]redisgate.Command, error) { return cmds, nil })
 }
 
 // QueryOperation is the gate's receipt query.
