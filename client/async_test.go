@@ -1,7 +1,8 @@
 // This file proves envelopes handed to an asynchronous worker of the same
 // identity carry fence, root and segment together and get exactly the
-// gate's checks: refreshed while the grant is held they are accepted; once
-// a higher fence wrote, or under another identity, they are rejected.
+// gate's checks: refreshed by the holder while the grant is held they are
+// accepted, and the release's drain waits for the refreshed proof; once a
+// higher fence wrote, or under another identity, they are rejected.
 package client_test
 
 import (
@@ -36,7 +37,7 @@ func TestAsyncWorkerEnvelopesGetTheSameChecks(t *testing.T) {
 	}
 	close(queue)
 	worker := func(m gate.Mutation) error {
-		m, err := client.Refresh(f.Ctx, a.Net, m) // the proof aged in the queue
+		m, err := la.Refresh(m) // the proof aged in the queue
 		if err != nil {
 			return err
 		}
@@ -64,11 +65,11 @@ func TestAsyncWorkerEnvelopesGetTheSameChecks(t *testing.T) {
 	if _, err := res.Write(f.Ctx, clienttest.OwnerB, eb, "b1"); err != nil {
 		t.Fatal(err)
 	}
-	// Segment 2 cannot be refreshed (the registry says RELEASED); sent as
-	// it is, the gate rejects it (stale proof, and a fence below the highest).
+	// Segment 2 cannot be refreshed (the lease is released); sent as it
+	// is, the gate rejects it (stale proof, and a fence below the highest).
 	m2 := <-queue
 	if err := worker(m2); !errors.Is(err, client.ErrNotHeld) {
-		t.Fatalf("refresh of a released grant: %v, want ErrNotHeld", err)
+		t.Fatalf("refresh of a released lease: %v, want ErrNotHeld", err)
 	}
 	if _, err := res.Write(f.Ctx, clienttest.OwnerA, m2, "queued"); gate.IsSuccess(err) || gate.OutcomeOf(err) == "" {
 		t.Fatalf("stale queued segment: %v, want a gate rejection", err)

@@ -9,6 +9,7 @@ package client_test
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"testing"
 	"testing/synctest"
@@ -56,6 +57,19 @@ func (w *drainWorld) registryState(l *client.Lease) grant.State {
 	return is.Status.State
 }
 
+// envelope builds segment seq of l and returns it with its status proof.
+func (w *drainWorld) envelope(l *client.Lease, seq uint64, payload string) (gate.Mutation, *grant.Status) {
+	m, err := l.Envelope(seq, gatetest.Payload(payload))
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	st, err := grant.ParseStatus(m.Status)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return m, st
+}
+
 // releaseIn starts release in the background and returns a channel that
 // delivers its error.
 func releaseIn(release func(context.Context) error) <-chan error {
@@ -68,14 +82,7 @@ func TestReleaseDrainsAnUnsettledEnvelope(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newDrainWorld(t)
 		l := w.acquire()
-		m, err := l.Envelope(1, gatetest.Payload("a1")) // sent; its answer never comes
-		if err != nil {
-			t.Fatal(err)
-		}
-		st, err := grant.ParseStatus(m.Status)
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, st := w.envelope(l, 1, "a1") // sent; its answer never comes
 		until := l.DrainUntil()
 		if want := st.ValidUntil.Add(client.DrainMarginDefault); !until.Equal(want) {
 			t.Fatalf("DrainUntil %s, want the proof's validUntil + DrainMargin = %s", until, want)
@@ -171,17 +178,58 @@ func TestNoDrainFreesTheLeaseWhileTheProofIsFresh(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newDrainWorld(t)
 		l := w.acquire()
-		m, err := l.Envelope(1, gatetest.Payload("a1"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		st, _ := grant.ParseStatus(m.Status)
+		_, st := w.envelope(l, 1, "a1")
 		if err := l.ReleaseNoDrain(w.ctx); err != nil {
 			t.Fatal(err)
 		}
 		fresh := time.Now().Add(500 * time.Millisecond).Before(st.ValidUntil) // the gate's freshness test, default skew bound
 		if s := w.registryState(l); s != grant.StateReleased || !fresh {
 			t.Fatalf("registry %s, proof fresh %v: the control shows nothing", s, fresh)
+		}
+	})
+}
+
+// TestRefreshedEnvelopeExtendsTheDrain: an envelope rebuilt with the
+// lease's newer status proof (Lease.Refresh, for a write that waited in a
+// queue) can be accepted until that proof lapses, so the release's drain
+// waits for it, not for the proof the envelope was first built with.
+func TestRefreshedEnvelopeExtendsTheDrain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newDrainWorld(t)
+		l := w.acquire()
+		m, first := w.envelope(l, 1, "a1")
+		var refreshed *grant.Status
+		for range 100 { // the lease's own loop renews its proof
+			time.Sleep(100 * time.Millisecond)
+			synctest.Wait()
+			again, err := l.Refresh(m)
+			if err != nil {
+				continue // ErrProofStale until the loop refreshes
+			}
+			if again.FenceToken != m.FenceToken || again.SegmentSeq != m.SegmentSeq || again.PayloadDigest != m.PayloadDigest {
+				t.Fatalf("refresh changed the write: %+v", again)
+			}
+			if st, _ := grant.ParseStatus(again.Status); st.ValidUntil.After(first.ValidUntil) {
+				refreshed = st
+				break
+			}
+		}
+		if refreshed == nil {
+			t.Fatal("the lease never renewed its status proof")
+		}
+		if want := refreshed.ValidUntil.Add(client.DrainMarginDefault); !l.DrainUntil().Equal(want) {
+			t.Fatalf("DrainUntil %s, want the refreshed proof's validUntil + DrainMargin = %s", l.DrainUntil(), want)
+		}
+		other := m
+		other.OperationID = "op-other"
+		if _, err := l.Refresh(other); !errors.Is(err, client.ErrForeignEnvelope) {
+			t.Fatalf("refresh of another operation's envelope: %v, want ErrForeignEnvelope", err)
+		}
+		if err := <-releaseIn(l.Release); err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().Before(refreshed.ValidUntil) {
+			t.Fatalf("released at %s, while the refreshed proof (valid until %s) could still be accepted", time.Now(), refreshed.ValidUntil)
 		}
 	})
 }

@@ -1,7 +1,6 @@
 package client
 
 import (
-	"context"
 	"errors"
 	"fmt"
 
@@ -28,7 +27,7 @@ import (
 // The envelope is self-contained and may be handed to an asynchronous
 // worker of the same workload identity (a queue, another goroutine); the
 // gate applies exactly the same checks to it whenever it arrives. If it
-// waits past its status proof, the worker refreshes it with Refresh.
+// waits past its status proof, the holder refreshes it with Refresh.
 func (l *Lease) Envelope(segmentSeq uint64, payload grant.Digest) (gate.Mutation, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -52,25 +51,23 @@ func (l *Lease) Settle(segmentSeq uint64, answer gate.Outcome) {
 	l.core.Settle(segmentSeq, answer)
 }
 
-// Refresh replaces m's status proof with a fresh one from the registry,
-// for an envelope that waited in a queue. Fence, root, segment and payload
-// are unchanged: a refreshed envelope is the same write. It fails (and m
-// is unusable) unless the registry says the same grant is still HELD.
-func Refresh(ctx context.Context, t Transport, m gate.Mutation) (gate.Mutation, error) {
-	g, err := grant.ParseGrant(m.Grant)
-	if err != nil {
-		return gate.Mutation{}, fmt.Errorf("client: refresh: %w", err)
+// Refresh rebuilds m, an envelope of this lease that waited (in a queue,
+// for a retry) past its status proof, with the lease's current proof:
+// the same resource, lease, operation, fence, segment and payload, so the
+// same write. Like Envelope it refuses unless ownership is certain, and it
+// counts the new proof in the release's drain: Release waits until no
+// copy of m, old or refreshed, can still be accepted. It fails with
+// ErrForeignEnvelope when m is not an envelope of this lease's operation.
+//
+// Only the lease's holder can refresh: a status proof fetched by anyone
+// else would outlive the drain, and a copy carrying it could be accepted
+// after the release. A worker that cannot reach the lease hands its work
+// on as a job instead (gate.DecideJob, downstream/riverhop).
+func (l *Lease) Refresh(m gate.Mutation) (gate.Mutation, error) {
+	g := l.Grant()
+	if m.Lease != g.Lease || m.Resource != g.Resource || m.FenceToken != g.FenceToken || m.OperationID != l.OperationID() {
+		return gate.Mutation{}, fmt.Errorf("%w: lease %s fence %d operation %q, this lease %s fence %d operation %q",
+			ErrForeignEnvelope, m.Lease, m.FenceToken, m.OperationID, g.Lease, g.FenceToken, l.OperationID())
 	}
-	is, err := t.Status(ctx, g)
-	if err != nil {
-		return gate.Mutation{}, fmt.Errorf("client: refresh lease %s: %w", g.Lease, err)
-	}
-	if is.Status == nil || is.Status.Grant != g.Digest() {
-		return gate.Mutation{}, fmt.Errorf("%w: refresh lease %s: status about another grant", ErrBadAnswer, g.Lease)
-	}
-	if is.Status.State != grant.StateHeld {
-		return gate.Mutation{}, &NotHeldError{Lease: g.Lease, State: StateExpired, Reason: "registry says " + string(is.Status.State)}
-	}
-	m.Status, m.StatusProof = is.Status.Encode(), is.StatusProof
-	return m, nil
+	return l.Envelope(m.SegmentSeq, m.PayloadDigest)
 }

@@ -24,6 +24,9 @@ var (
 	// ErrProofStale: the status proof is too close to its validUntil to
 	// send; the lease refreshes it on its own schedule.
 	ErrProofStale = errors.New("client: status proof stale")
+	// ErrForeignEnvelope: Lease.Refresh was given an envelope of another
+	// lease, fence or operation.
+	ErrForeignEnvelope = errors.New("client: envelope of another lease")
 	// ErrAlreadyHeld: the session already has a live lease on the resource;
 	// it never runs two identities for one resource at once.
 	ErrAlreadyHeld = errors.New("client: already held")

@@ -17,7 +17,7 @@ type fixture struct {
 	pol *gate.Policy
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	iss := gatetest.NewIssuer("main")
 	pol := &gate.Policy{Verifier: iss.Verifier}
 	if err := pol.Check(); err != nil {

@@ -6,6 +6,7 @@ package gate_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,7 +19,7 @@ const hop = "mirror"
 
 // jobOf builds the job that fence's accept of segment seg enqueued as its
 // jobSeq-th job, and the upstream receipt it names.
-func jobOf(t *testing.T, f *fixture, fence, seg, jobSeq uint64, op, payload string) (*gate.Job, *gate.Receipt) {
+func jobOf(t testing.TB, f *fixture, fence, seg, jobSeq uint64, op, payload string) (*gate.Job, *gate.Receipt) {
 	t.Helper()
 	m := f.iss.Mutation(gatetest.Writer{Resource: res, Owner: owner, Lease: "lease-a", OperationID: op, Fence: fence}, seg, "upstream")
 	g, err := grant.ParseGrant(m.Grant)
@@ -185,7 +186,10 @@ func TestJobJSONRoundTripAndStrictness(t *testing.T) {
 	if back.Target != j.Target || back.UpstreamReceipt != j.UpstreamReceipt || string(back.Grant) != string(j.Grant) || back.JobSeq != 1 {
 		t.Fatalf("round trip: %+v", back)
 	}
-	for _, bad := range []string{string(b[:len(b)-1]) + `,"extra":1}`, string(b) + "{}", `{"jobSeq":1}`} {
+	for _, bad := range []string{string(b[:len(b)-1]) + `,"extra":1}`, string(b) + "{}", `{"jobSeq":1}`,
+		strings.Replace(string(b), `"jobSeq":1`, `"jobSeq":1,"jobSeq":2`, 1), // duplicate: json keeps the last
+		strings.Replace(string(b), `"target"`, `"Target"`, 1),                // re-cased: json ignores case
+	} {
 		if _, err := gate.DecodeJob([]byte(bad)); !errors.Is(err, gate.ErrMalformed) {
 			t.Fatalf("%.60s…: %v, want MALFORMED", bad, err)
 		}

@@ -39,15 +39,24 @@ func (j Job) MarshalJSON() ([]byte, error) {
 	})
 }
 
+// jobJSONFields are the exact field names of jobJSON.
+var jobJSONFields = map[string]bool{
+	"target": true, "resource": true, "operationId": true, "fenceToken": true, "segmentSeq": true,
+	"jobSeq": true, "payloadDigest": true, "upstreamReceipt": true, "grant": true, "grantProof": true,
+}
+
 // DecodeJob strictly decodes the wire form: one object of at most
-// JobJSONBytesMax bytes, no unknown fields, no trailing data, and a valid
-// job (Job.Validate). Errors wrap ErrMalformed.
+// JobJSONBytesMax bytes, no unknown, duplicate or re-cased fields, no
+// trailing data, and a valid job (Job.Validate). Errors wrap ErrMalformed.
 func DecodeJob(b []byte) (*Job, error) {
 	fail := func(format string, args ...any) (*Job, error) {
 		return nil, &Rejection{Outcome: Malformed, Reason: "job json: " + fmt.Sprintf(format, args...)}
 	}
 	if len(b) > JobJSONBytesMax {
 		return fail("%d bytes, limit %d", len(b), JobJSONBytesMax)
+	}
+	if err := checkObjectKeys(b, jobJSONFields); err != nil {
+		return fail("%v", err)
 	}
 	var w jobJSON
 	dec := json.NewDecoder(bytes.NewReader(b))

@@ -62,7 +62,7 @@ func DecodeMutation(b []byte) (*Mutation, error) {
 	if len(b) > MutationJSONBytesMax {
 		return fail("%d bytes, limit %d", len(b), MutationJSONBytesMax)
 	}
-	if err := checkDuplicateKeys(b); err != nil {
+	if err := checkObjectKeys(b, mutationJSONFields); err != nil {
 		return fail("%v", err)
 	}
 	var w mutationJSON
@@ -100,9 +100,11 @@ var mutationJSONFields = map[string]bool{
 	"status": true, "statusProof": true,
 }
 
-// checkDuplicateKeys rejects a top-level object with a repeated key
-// (encoding/json would silently keep the last) and anything but an object.
-func checkDuplicateKeys(b []byte) error {
+// checkObjectKeys rejects anything but a JSON object, a repeated key
+// (encoding/json would silently keep the last) and a key that is not
+// exactly one of names (encoding/json would match it ignoring case). The
+// wire forms are flat: values are skipped whole.
+func checkObjectKeys(b []byte, names map[string]bool) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	tok, err := dec.Token()
 	if err != nil {
@@ -118,7 +120,7 @@ func checkDuplicateKeys(b []byte) error {
 			return err
 		}
 		key, _ := tok.(string)
-		if !mutationJSONFields[key] {
+		if !names[key] {
 			return fmt.Errorf("unknown field %q (names are case-sensitive)", key)
 		}
 		if seen[key] {

@@ -1,13 +1,25 @@
 // Fuzz targets for the strict parsers and the verifier: no input panics,
-// every accepted message re-encodes to exactly its input, and nothing
-// verifies except the messages the test keys actually signed.
+// every rejection carries its stable code (MALFORMED with a *FieldError,
+// MALFORMED_PROOF), every accepted message re-encodes to exactly its input
+// and validates, and nothing verifies except the messages the test keys
+// actually signed.
 // Seed corpus: testdata/fuzz/<Target>/. Run: go test ./grant -fuzz FuzzParseGrant
 package grant
 
 import (
 	"bytes"
+	"errors"
 	"testing"
 )
+
+// checkMalformed fails t unless err is a *FieldError with code MALFORMED.
+func checkMalformed(t *testing.T, err error) {
+	t.Helper()
+	var fe *FieldError
+	if !errors.As(err, &fe) || !errors.Is(err, ErrMalformed) || CodeOf(err) != "MALFORMED" {
+		t.Fatalf("rejection is not a MALFORMED *FieldError: %v", err)
+	}
+}
 
 func FuzzParseGrant(f *testing.F) {
 	f.Add(testGrant().Encode())
@@ -17,6 +29,7 @@ func FuzzParseGrant(f *testing.F) {
 			if g != nil {
 				t.Fatal("non-nil grant with error")
 			}
+			checkMalformed(t, err)
 			return
 		}
 		if !bytes.Equal(g.Encode(), b) {
@@ -33,10 +46,17 @@ func FuzzParseStatus(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s, err := ParseStatus(b)
 		if err != nil {
+			if s != nil {
+				t.Fatal("non-nil status with error")
+			}
+			checkMalformed(t, err)
 			return
 		}
 		if !bytes.Equal(s.Encode(), b) {
 			t.Fatalf("accepted non-canonical input %q", b)
+		}
+		if err := s.Validate(); err != nil {
+			t.Fatalf("accepted status fails Validate: %v", err)
 		}
 	})
 }
@@ -60,8 +80,12 @@ func FuzzVerify(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if v.Verify(m, proof) == nil && !signed[m.Digest()] {
+		verr := v.Verify(m, proof)
+		if verr == nil && !signed[m.Digest()] {
 			t.Fatalf("unsigned %s verified with proof %q", m.Schema(), proof)
+		}
+		if verr != nil && CodeOf(verr) == "" {
+			t.Fatalf("refusal without a stable code: %v", verr)
 		}
 		if _, err := ParseProof(proof); err == nil && CodeOf(v.Verify(m, proof)) == "MALFORMED_PROOF" {
 			t.Fatal("parsed proof reported malformed")
@@ -74,6 +98,9 @@ func FuzzParseProof(f *testing.F) {
 	f.Add("mac:m1:" + b64.EncodeToString(make([]byte, 32)))
 	f.Fuzz(func(t *testing.T, s string) {
 		p, err := ParseProof(s)
+		if err != nil && CodeOf(err) != "MALFORMED_PROOF" {
+			t.Fatalf("rejection without code MALFORMED_PROOF: %v", err)
+		}
 		if err == nil && p.String() != s {
 			t.Fatalf("accepted non-canonical proof %q (canonical %q)", s, p.String())
 		}

@@ -122,21 +122,3 @@ func LoadKeyFile(path string) (*SigningKey, error) {
 	}
 	return ParseKeyFile(b)
 }
-
-// strictJSON decodes exactly one JSON value, rejecting unknown fields and
-// trailing data.
-func strictJSON(b []byte, v any) error {
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.DisallowUnknownFields()
-	if err := d.Decode(v); err != nil {
-		return err
-	}
-	if d.More() {
-		return fmt.Errorf("trailing data after JSON value")
-	}
-	var extra json.RawMessage
-	if err := d.Decode(&extra); err != io.EOF {
-		return fmt.Errorf("trailing data after JSON value")
-	}
-	return nil
-}

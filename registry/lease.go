@@ -30,17 +30,30 @@ func (r *Registry) Renew(ctx context.Context, owner, resource, lease string) (Is
 	if err != nil {
 		return Issued{}, err
 	}
-	// The grant's backend revision is its entry's create revision.
-	key := RequestKey{Owner: owner, RequestID: dec.holder.Grant.RequestID}
-	es, err := r.read(ctx, "", []RequestKey{key})
+	backendRev, err := r.backendRevision(ctx, owner, dec.holder.Grant)
 	if err != nil {
 		return Issued{}, err
 	}
-	slot := es.Slot(key)
-	if slot.Entry == nil || slot.Entry.Grant.Lease != lease {
-		return Issued{}, fmt.Errorf("%w: lease %s has no request entry", ErrCorrupt, lease)
+	return r.issue(dec.holder.Grant, backendRev, grant.StateHeld, dec.holder.ExpiresAtMs, max(rev, s.Revision), at, s.Settings)
+}
+
+// backendRevision is the create revision of the held grant's request
+// entry: remembered when this Registry issued or answered for the grant,
+// read otherwise.
+func (r *Registry) backendRevision(ctx context.Context, owner string, body GrantBody) (uint64, error) {
+	if rev, ok := r.memo.backendRev(body); ok {
+		return rev, nil
 	}
-	return r.issue(dec.holder.Grant, slot.CreateRev, grant.StateHeld, dec.holder.ExpiresAtMs, max(rev, s.Revision), at, s.Settings)
+	key := RequestKey{Owner: owner, RequestID: body.RequestID}
+	es, err := r.read(ctx, "", []RequestKey{key})
+	if err != nil {
+		return 0, err
+	}
+	slot := es.Slot(key)
+	if slot.Entry == nil || slot.Entry.Grant.Lease != body.Lease {
+		return 0, fmt.Errorf("%w: lease %s has no request entry", ErrCorrupt, body.Lease)
+	}
+	return slot.CreateRev, nil
 }
 
 // Release ends owner's lease at once; the resource is free immediately

@@ -33,6 +33,8 @@ type Registry struct {
 	mu    sync.Mutex
 	cache map[string]cachedRecord // resource → last record seen
 	sets  cachedSettings
+
+	memo grantMemos // backend revisions and proofs of issued grants
 }
 
 // AcquireRequest asks for the lease on a resource.

@@ -152,11 +152,8 @@ func (r *Registry) issue(body GrantBody, createRev uint64, state grant.State, ex
 	if r.cfg.IssuerEpoch < set.RevokedBelowEpoch {
 		return Issued{}, fmt.Errorf("%w: this registry's epoch %d is below %d", ErrEpochRevoked, r.cfg.IssuerEpoch, set.RevokedBelowEpoch)
 	}
-	if out.GrantProof, err = r.signer.Sign(g); err != nil {
-		return Issued{}, fmt.Errorf("registry: sign grant: %w", err)
-	}
-	if out.StatusProof, err = r.signer.Sign(st); err != nil {
-		return Issued{}, fmt.Errorf("registry: sign status: %w", err)
+	if out.GrantProof, out.StatusProof, err = r.signPair(body, g, st); err != nil {
+		return Issued{}, err
 	}
 	return out, nil
 }

@@ -10,39 +10,47 @@ import (
 // MetricsTimeout bounds each metrics read of the queue file.
 const MetricsTimeout = 2 * time.Second
 
-// Collectors returns gauges for a Prometheus registry:
+var (
+	oldestAgeDesc = prometheus.NewDesc("fencegate_client_reconcile_oldest_age_seconds",
+		"Age of the oldest MUTATION_UNKNOWN item not yet reconciled (0 when none).", nil, nil)
+	openItemsDesc = prometheus.NewDesc("fencegate_client_reconcile_open_items",
+		"MUTATION_UNKNOWN items not yet reconciled.", nil, nil)
+	overdueItemsDesc = prometheus.NewDesc("fencegate_client_reconcile_overdue_items",
+		"MUTATION_UNKNOWN items past their reconciliation deadline (alarm when above 0).", nil, nil)
+)
+
+// Collectors returns the queue's collector for a Prometheus registry:
 // fencegate_client_reconcile_oldest_age_seconds (alert when it nears the
 // deadline), fencegate_client_reconcile_open_items and
-// fencegate_client_reconcile_overdue_items (alert when above 0).
+// fencegate_client_reconcile_overdue_items (alert when above 0). A scrape
+// reads the queue once per gauge family; a read that fails makes the
+// scrape fail with the cause (an invalid metric), never a healthy 0.
 func (q *Queue) Collectors() []prometheus.Collector {
-	read := func(f func(ctx context.Context) float64) func() float64 {
-		return func() float64 {
-			ctx, cancel := context.WithTimeout(context.Background(), MetricsTimeout)
-			defer cancel()
-			return f(ctx)
-		}
+	return []prometheus.Collector{queueCollector{q}}
+}
+
+type queueCollector struct{ q *Queue }
+
+func (c queueCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- oldestAgeDesc
+	ch <- openItemsDesc
+	ch <- overdueItemsDesc
+}
+
+func (c queueCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), MetricsTimeout)
+	defer cancel()
+	if age, err := c.q.OldestAge(ctx); err != nil {
+		ch <- prometheus.NewInvalidMetric(oldestAgeDesc, err)
+	} else {
+		ch <- prometheus.MustNewConstMetric(oldestAgeDesc, prometheus.GaugeValue, age.Seconds())
 	}
-	return []prometheus.Collector{
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "fencegate_client_reconcile_oldest_age_seconds",
-			Help: "Age of the oldest MUTATION_UNKNOWN item not yet reconciled (0 when none).",
-		}, read(func(ctx context.Context) float64 {
-			d, _ := q.OldestAge(ctx)
-			return d.Seconds()
-		})),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "fencegate_client_reconcile_open_items",
-			Help: "MUTATION_UNKNOWN items not yet reconciled.",
-		}, read(func(ctx context.Context) float64 {
-			n, _, _ := q.Counts(ctx)
-			return float64(n)
-		})),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "fencegate_client_reconcile_overdue_items",
-			Help: "MUTATION_UNKNOWN items past their reconciliation deadline (alarm when above 0).",
-		}, read(func(ctx context.Context) float64 {
-			_, n, _ := q.Counts(ctx)
-			return float64(n)
-		})),
+	open, overdue, err := c.q.Counts(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(openItemsDesc, err)
+		ch <- prometheus.NewInvalidMetric(overdueItemsDesc, err)
+		return
 	}
+	ch <- prometheus.MustNewConstMetric(openItemsDesc, prometheus.GaugeValue, float64(open))
+	ch <- prometheus.MustNewConstMetric(overdueItemsDesc, prometheus.GaugeValue, float64(overdue))
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -94,6 +95,14 @@ func TestQueueDurableIdempotentBoundedAlarmed(t *testing.T) {
 	}
 	if n, overdue, _ := q.Counts(ctx); n != 1 || overdue != 1 {
 		t.Fatalf("counts %d/%d, want 1/1", n, overdue)
+	}
+	// A queue that cannot be read fails the scrape with the cause; it
+	// never reports a healthy 0.
+	if err := q.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reg.Gather(); err == nil || !strings.Contains(err.Error(), "reconcile: oldest age") || !strings.Contains(err.Error(), "reconcile: counts") {
+		t.Fatalf("scrape of a closed queue: %v, want the read errors", err)
 	}
 }
 

@@ -69,7 +69,7 @@ func exported(t *testing.T) map[string]bool {
 	t.Helper()
 	var cs []prometheus.Collector
 	cs = append(cs, httpapi.NewMetrics().Registry())
-	cs = append(cs, gatemetrics.NewCollector(&gate.Counters{}, nil), gatemetrics.NewStateCollector(nil, nil, nil, nil))
+	cs = append(cs, gatemetrics.NewCollector(&gate.Counters{}, nil), gatemetrics.NewStateCollector(nil, nil, nil))
 	cs = append(cs, gatemetrics.NewUnknownTracker(nil).Collectors(nil)...)
 	cs = append(cs, (&reconcile.Queue{}).Collectors()...)
 	names := map[string]bool{}

@@ -34,6 +34,7 @@ func newDemoLedgerCmd() *cobra.Command {
 	fs.StringVar(&o.TrustBundleURL, "trust-bundle-url", "", "a registry to poll for newer signed trust bundles (written back to --trust-bundle)")
 	fs.DurationVar(&o.TrustBundleInterval, "trust-bundle-interval", 0, "how often to poll --trust-bundle-url (0: 30s)")
 	fs.StringSliceVar(&o.Admins, "admin", nil, "identity allowed at the gate's admin endpoint /v1/gate/ (fencegate gate --gate URL); repeatable")
+	reportFlags(fs, &o.Report) // the dashboard (serve_dashboard.go)
 	return c
 }
 

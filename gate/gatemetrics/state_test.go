@@ -40,7 +40,7 @@ func TestPausedResourcesGauge(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(gatemetrics.NewStateCollector(g, db, clk.Now, nil))
+	reg.MustRegister(gatemetrics.NewStateCollector(func(ctx context.Context) (int, int64, error) { return g.Paused(ctx, db) }, clk.Now, nil))
 	gauge := func(name string) float64 {
 		t.Helper()
 		mfs, err := reg.Gather()

@@ -1,6 +1,8 @@
 package gatemetrics
 
 import (
+	"cmp"
+	"slices"
 	"sync"
 	"time"
 
@@ -80,4 +82,28 @@ func (u *UnknownTracker) Collectors(constLabels prometheus.Labels) []prometheus.
 			Help: "UNDETERMINED operations not tracked because UnknownOpenMax were open.", ConstLabels: constLabels},
 			func() float64 { u.mu.Lock(); defer u.mu.Unlock(); return float64(u.dropped) }),
 	}
+}
+
+// OpenOp is one open MUTATION_UNKNOWN operation.
+type OpenOp struct {
+	Resource, OperationID string
+	Since                 time.Time // its first UNDETERMINED answer
+}
+
+// Oldest returns up to n open operations, oldest first (ties by resource
+// and operation ID).
+func (u *UnknownTracker) Oldest(n int) []OpenOp {
+	u.mu.Lock()
+	out := make([]OpenOp, 0, len(u.open))
+	for k, t := range u.open {
+		out = append(out, OpenOp{Resource: k[0], OperationID: k[1], Since: t})
+	}
+	u.mu.Unlock()
+	slices.SortFunc(out, func(a, b OpenOp) int {
+		if c := a.Since.Compare(b.Since); c != 0 {
+			return c
+		}
+		return cmp.Or(cmp.Compare(a.Resource, b.Resource), cmp.Compare(a.OperationID, b.OperationID))
+	})
+	return out[:min(max(n, 0), len(out))]
 }

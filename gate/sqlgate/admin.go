@@ -38,7 +38,7 @@ func (g *Gate) QueryOperation(ctx context.Context, db *sql.DB, resource, operati
 	if err != nil {
 		return gate.Answer{}, err
 	}
-	rs, err := g.scanReceipts(tx.QueryContext(ctx, g.stmt.receiptsByOp, resource, operationID))
+	rs, err := g.scanReceipts(sqlRows(tx.QueryContext(ctx, g.stmt.receiptsByOp, resource, operationID)))
 	if err != nil {
 		return gate.Answer{}, err
 	}

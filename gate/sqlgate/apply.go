@@ -39,7 +39,7 @@ var ErrBusiness = errors.New("sqlgate: business change failed")
 // _txlock=immediate); on PostgreSQL use READ COMMITTED. Concurrent applies
 // on one resource serialize on its fence row.
 func (g *Gate) Apply(ctx context.Context, tx *sql.Tx, caller string, m *gate.Mutation, fn BusinessFunc) (gate.Receipt, error) {
-	return g.applyIn(ctx, tx, caller, m, fn, false)
+	return g.applyIn(ctx, sqlTxn{g, tx}, caller, m, onTx(fn, tx), false)
 }
 
 // Run is Apply in a transaction of its own: it begins one on db, applies,
@@ -51,10 +51,8 @@ func (g *Gate) Run(ctx context.Context, db *sql.DB, caller string, m *gate.Mutat
 	if err != nil {
 		return gate.Receipt{}, fmt.Errorf("sqlgate: begin: %w", err)
 	}
-	r, err := g.applyIn(ctx, tx, caller, m, fn, true)
-	var rej *gate.Rejection
-	keep := err == nil || errors.As(err, &rej) && rej.Recorded && rej.Outcome != gate.Replayed
-	if !keep {
+	r, err := g.applyIn(ctx, sqlTxn{g, tx}, caller, m, onTx(fn, tx), true)
+	if !keepTx(err) {
 		tx.Rollback()
 		return r, err
 	}
@@ -64,7 +62,20 @@ func (g *Gate) Run(ctx context.Context, db *sql.DB, caller string, m *gate.Mutat
 	return r, err
 }
 
-func (g *Gate) applyIn(ctx context.Context, tx *sql.Tx, caller string, m *gate.Mutation, fn BusinessFunc, ownTx bool) (gate.Receipt, error) {
+// keepTx reports whether a transaction the gate owns is committed after
+// an apply that returned err: when the write stands, or the decision
+// recorded something (quarantine, alarm, pause, shadow log).
+func keepTx(err error) bool {
+	var rej *gate.Rejection
+	return err == nil || errors.As(err, &rej) && rej.Recorded && rej.Outcome != gate.Replayed
+}
+
+// onTx binds a database/sql business function to its transaction.
+func onTx(fn BusinessFunc, tx *sql.Tx) func(context.Context) error {
+	return func(ctx context.Context) error { return fn(ctx, tx) }
+}
+
+func (g *Gate) applyIn(ctx context.Context, tx txn, caller string, m *gate.Mutation, fn func(context.Context) error, ownTx bool) (gate.Receipt, error) {
 	d, err := g.apply(ctx, tx, caller, m, fn, ownTx)
 	if errors.Is(err, ErrBusiness) || gate.OutcomeOf(err) == "" {
 		return gate.Receipt{}, err
@@ -73,7 +84,7 @@ func (g *Gate) applyIn(ctx context.Context, tx *sql.Tx, caller string, m *gate.M
 	return d.Result(m)
 }
 
-func (g *Gate) apply(ctx context.Context, tx *sql.Tx, caller string, m *gate.Mutation, fn BusinessFunc, ownTx bool) (gate.Decision, error) {
+func (g *Gate) apply(ctx context.Context, tx txn, caller string, m *gate.Mutation, fn func(context.Context) error, ownTx bool) (gate.Decision, error) {
 	v, err := g.pol.Authenticate(m, caller)
 	if err != nil {
 		return gate.Decision{Outcome: gate.OutcomeOf(err), Err: err}, err

@@ -8,6 +8,7 @@ package sqlgate_test
 
 import (
 	"database/sql"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -54,6 +55,58 @@ func BenchmarkWALFrames(b *testing.B) {
 					err = plainWrite(e.ctx, e.db, m)
 				}
 				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			fi, err := os.Stat(path + "-wal")
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(fi.Size()-32)/walFrameBytes/float64(b.N), "frames/op")
+		})
+	}
+}
+
+// BenchmarkWALFramesFloor counts the pages a plain ledger write appends
+// alone and with one 150-byte row into a second table: a rowid table, and
+// a WITHOUT ROWID table keyed like the receipts. Any fenced write touches
+// two b-trees, so these are the floors a receipt layout can reach.
+func BenchmarkWALFramesFloor(b *testing.B) {
+	for _, c := range []struct{ name, ddl, ins string }{
+		{"ledger-only", "", ""},
+		{"ledger+rowid-table", `CREATE TABLE x (id INTEGER PRIMARY KEY, resource TEXT, fence INT, seq INT, pad BLOB)`,
+			`INSERT INTO x (resource, fence, seq, pad) VALUES ('bench/r1', 5, $1, randomblob(110))`},
+		{"ledger+keyed-table", `CREATE TABLE x (resource TEXT, fence INT, seq INT, pad BLOB, PRIMARY KEY (resource, fence, seq)) WITHOUT ROWID`,
+			`INSERT INTO x (resource, fence, seq, pad) VALUES ('bench/r1', 5, $1, randomblob(110))`},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			path := filepath.Join(b.TempDir(), "floor.db")
+			db, err := sqlgate.OpenSQLite(path, "NORMAL")
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			for _, q := range []string{"PRAGMA wal_autocheckpoint=0", fmt.Sprintf(ledgerDDL, "INTEGER PRIMARY KEY"), c.ddl, "PRAGMA wal_checkpoint(TRUNCATE)"} {
+				if _, err := db.Exec(q); q != "" && err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ResetTimer()
+			for i := range b.N {
+				tx, err := db.Begin()
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := tx.Exec(`INSERT INTO ledger (resource, fence, seq, payload) VALUES ('bench/r1', 5, $1, 'x')`, i); err != nil {
+					b.Fatal(err)
+				}
+				if c.ins != "" {
+					if _, err := tx.Exec(c.ins, i); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := tx.Commit(); err != nil {
 					b.Fatal(err)
 				}
 			}

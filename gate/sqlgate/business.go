@@ -2,7 +2,6 @@ package sqlgate
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 
@@ -15,7 +14,7 @@ import (
 // shadow-mode rejection (unmarked: protected writes count as ungated).
 type business struct {
 	g      *Gate
-	tx     *sql.Tx
+	tx     txn
 	d      gate.Decision
 	v      *gate.Verified
 	prior  *gate.Receipt
@@ -32,9 +31,9 @@ type business struct {
 
 const savepoint = "fencegate_apply"
 
-func (b *business) run(ctx context.Context, fn BusinessFunc) (err error) {
+func (b *business) run(ctx context.Context, fn func(context.Context) error) (err error) {
 	if !b.ownTx {
-		if _, err := b.tx.ExecContext(ctx, "SAVEPOINT "+savepoint); err != nil {
+		if err := b.tx.exec(ctx, "SAVEPOINT "+savepoint); err != nil {
 			return fmt.Errorf("sqlgate: savepoint: %w", err)
 		}
 		defer func() { err = b.endSavepoint(ctx, err) }()
@@ -42,7 +41,7 @@ func (b *business) run(ctx context.Context, fn BusinessFunc) (err error) {
 	if err := b.setMark(ctx); err != nil {
 		return err
 	}
-	if err := fn(withAccepting(ctx, b.v, b.d), b.tx); err != nil {
+	if err := fn(withAccepting(ctx, b.v, b.d)); err != nil {
 		return fmt.Errorf("%w: %w", ErrBusiness, err)
 	}
 	switch {
@@ -62,11 +61,11 @@ func (b *business) setMark(ctx context.Context) error {
 	switch {
 	case accept && (b.marked || !b.guarded):
 	case accept:
-		if _, err := g.exec(ctx, b.tx, g.stmt.mark); err != nil {
+		if err := b.tx.exec(ctx, g.stmt.mark); err != nil {
 			return fmt.Errorf("sqlgate: mark apply: %w", err)
 		}
 	case b.marked:
-		if _, err := g.exec(ctx, b.tx, g.stmt.unmark); err != nil {
+		if err := b.tx.exec(ctx, g.stmt.unmark); err != nil {
 			return fmt.Errorf("sqlgate: unmark apply: %w", err)
 		}
 	}
@@ -75,14 +74,19 @@ func (b *business) setMark(ctx context.Context) error {
 
 // finishAccept stores the receipt and the new fence state, clearing the
 // mark and counting the guarded writes when the transaction may be
-// marked: one statement on every dialect.
+// marked: one statement on every dialect, the last before the commit when
+// the gate owns the transaction.
 func (b *business) finishAccept(ctx context.Context) error {
 	g, r := b.g, &b.d.Receipt
 	q := g.stmt.finishAccept
 	if !b.guarded {
 		q = g.stmt.finishAcceptUnguarded
 	}
-	_, err := g.exec(ctx, b.tx, q, r.Resource, int64(r.FenceToken), int64(r.SegmentSeq), r.OperationID,
+	exec := b.tx.exec
+	if b.ownTx {
+		exec = b.tx.execLast
+	}
+	err := exec(ctx, q, r.Resource, int64(r.FenceToken), int64(r.SegmentSeq), r.OperationID,
 		r.OperationRoot[:], r.PayloadDigest[:], r.GrantDigest[:], r.AcceptedAt.UnixMilli(), string(r.Mode), timeMs(b.d.State.GrantIssuedAt))
 	if err != nil {
 		return fmt.Errorf("sqlgate: record ACCEPTED: %w", err)
@@ -94,11 +98,11 @@ func (b *business) finishAccept(ctx context.Context) error {
 // releases it.
 func (b *business) endSavepoint(ctx context.Context, err error) error {
 	if err != nil {
-		if _, rerr := b.tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT "+savepoint); rerr != nil {
+		if rerr := b.tx.exec(ctx, "ROLLBACK TO SAVEPOINT "+savepoint); rerr != nil {
 			err = errors.Join(err, fmt.Errorf("sqlgate: rollback to savepoint: %w (roll the transaction back)", rerr))
 		}
 	}
-	if _, rerr := b.tx.ExecContext(ctx, "RELEASE SAVEPOINT "+savepoint); rerr != nil && err == nil {
+	if rerr := b.tx.exec(ctx, "RELEASE SAVEPOINT "+savepoint); rerr != nil && err == nil {
 		err = fmt.Errorf("sqlgate: release savepoint: %w", rerr)
 	}
 	return err

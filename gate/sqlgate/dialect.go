@@ -63,6 +63,11 @@ type Dialect struct {
 	// change). Arguments: finishAccept's first nine, the grant's policy
 	// generation, then its issued-at ms. See Gate.speculate.
 	speculate string
+	// speculateStore, if set, is speculate's storing half alone (same
+	// arguments), for transactions that send it in one round trip behind
+	// lockLookupMarking: by then the row is locked, and it stores exactly
+	// where speculate would. Its row count is the receipts it inserted.
+	speculateStore string
 	// serial is the type of an auto-assigned integer primary key.
 	serial string
 	// clustered follows CREATE TABLE (…) for tables stored in key order.

@@ -24,8 +24,9 @@ u AS (UPDATE {p}resources SET highest_fence = $2, root = $5, last_seq = $3, last
   gated_writes = gated_writes + (SELECT n FROM w WHERE cleared IS NOT NULL) WHERE resource = $1)
 INSERT INTO {p}receipts (resource, fence, seq, operation_id, operation_root, payload_digest, grant_digest, accepted_at_ms, mode)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-	speculate: postgresSpeculate,
-	serial:    "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
+	speculate:      postgresSpeculate,
+	speculateStore: postgresSpeculateStore,
+	serial:         "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
 	segmentChain: `CREATE OR REPLACE FUNCTION {p}segment_chain() RETURNS trigger LANGUAGE plpgsql AS $fg$
 BEGIN
   IF NOT EXISTS (SELECT 1 FROM {p}receipts WHERE resource = NEW.resource AND fence = NEW.fence AND seq = NEW.seq - 1 AND operation_id = NEW.operation_id) THEN
@@ -79,6 +80,14 @@ ALTER TABLE {p}receipts DROP COLUMN id, DROP COLUMN outcome,
   ALTER COLUMN payload_digest TYPE BYTEA USING decode(substr(payload_digest, 8), 'hex'),
   ALTER COLUMN grant_digest TYPE BYTEA USING decode(substr(grant_digest, 8), 'hex');`
 
+// postgresAdmits is where the speculative statements store an accept,
+// judged on the locked resource row s: gate.Decide is certain to accept
+// once the status is proven (see Dialect.speculate).
+const postgresAdmits = `s.mode = 'enforce' AND s.paused = 0 AND s.min_policy_generation <= $10
+    AND s.fence_floor < $2 AND NOT EXISTS (SELECT 1 FROM {p}protected)
+    AND (s.highest_fence < $2 AND $3 = 1
+      OR s.highest_fence = $2 AND s.root = $5 AND (s.last_grant = ''::bytea OR s.last_grant = $7) AND s.last_seq + 1 = $3)`
+
 // postgresSpeculate locks and reads the fence row as lockLookupMarking
 // does (s) and, where the locked state admits the accept, stores it (u, i).
 // After a wait for the lock, FOR UPDATE returns the row's latest version,
@@ -91,16 +100,31 @@ const postgresSpeculate = `WITH s AS (
   FROM {p}resources r WHERE r.resource = $1 FOR UPDATE OF r),
 u AS (
   UPDATE {p}resources p SET highest_fence = $2, root = $5, last_seq = $3, last_grant = $7, last_grant_issued_at_ms = $11 FROM s
-  WHERE p.resource = s.resource AND s.mode = 'enforce' AND s.paused = 0 AND s.min_policy_generation <= $10
-    AND s.fence_floor < $2 AND NOT EXISTS (SELECT 1 FROM {p}protected)
-    AND (s.highest_fence < $2 AND $3 = 1
-      OR s.highest_fence = $2 AND s.root = $5 AND (s.last_grant = ''::bytea OR s.last_grant = $7) AND s.last_seq + 1 = $3)
+  WHERE p.resource = s.resource AND ` + postgresAdmits + `
   RETURNING p.resource),
 i AS (
   INSERT INTO {p}receipts (resource, fence, seq, operation_id, operation_root, payload_digest, grant_digest, accepted_at_ms, mode)
   SELECT u.resource, $2, $3, $4, $5, $6, $7, $8, $9 FROM u RETURNING 1)
 SELECT s.resource, s.mode, s.highest_fence, s.root, s.last_seq, s.last_grant, s.min_policy_generation, s.paused, s.paused_reason,
   s.last_grant_issued_at_ms, s.fence_floor, s.floor_at_ms, s.m1, s.m2, (SELECT count(*) FROM i) FROM s`
+
+// postgresSpeculateStore is postgresSpeculate's storing half, for a
+// transaction that pipelines it behind lockLookupMarking: that statement
+// has locked the row, so this one (a later statement of the same READ
+// COMMITTED transaction, on a newer snapshot) judges the same condition
+// on the same, current row version, and stores where it admits the
+// accept. It stores nothing unless that statement returned the row: its
+// mark (fencegate.apply, set in its select list, so only for a row it
+// returned) must be there. Without the check, a row another transaction
+// created after the lock statement found none would be updated here
+// unlocked-and-unread, and the retried lookup would find this very
+// accept. Its row count is the receipts it inserted, 0 or 1.
+const postgresSpeculateStore = `WITH u AS (
+  UPDATE {p}resources s SET highest_fence = $2, root = $5, last_seq = $3, last_grant = $7, last_grant_issued_at_ms = $11
+  WHERE s.resource = $1 AND coalesce(current_setting('fencegate.apply', true), '') = '1' AND ` + postgresAdmits + `
+  RETURNING s.resource)
+INSERT INTO {p}receipts (resource, fence, seq, operation_id, operation_root, payload_digest, grant_digest, accepted_at_ms, mode)
+SELECT u.resource, $2, $3, $4, $5, $6, $7, $8, $9 FROM u`
 
 // postgresIssueTimes is PostgreSQL's migration 6: the resource row keeps
 // the IssuedAt of the grant at highestFence (0 = unknown, from before) and

@@ -14,7 +14,10 @@
 //	})
 //
 // Run owns the transaction; Apply composes into the caller's. The
-// business function must use the transaction it is given.
+// business function must use the transaction it is given. On PostgreSQL,
+// RunPgx is Run for pgx's own interface (pgx.go): the same decision with
+// BEGIN sent along with the gate's first statement, so an accepted write
+// takes as many round trips as a plain one-statement transaction.
 //
 // # Transactions and locking
 //

@@ -22,7 +22,7 @@ import (
 // An error from upstream is returned as it is: no decision was made. Job
 // decisions are counted with the gate's other decisions (Counters).
 func (g *Gate) ApplyJob(ctx context.Context, tx *sql.Tx, hop string, j *gate.Job, upstream gate.UpstreamReceipts, fn BusinessFunc) (gate.Receipt, error) {
-	return g.applyJobIn(ctx, tx, hop, j, upstream, fn, false)
+	return g.applyJobIn(ctx, sqlTxn{g, tx}, hop, j, upstream, onTx(fn, tx), false)
 }
 
 // RunJob is ApplyJob in a transaction of its own, committed as Run commits.
@@ -31,10 +31,8 @@ func (g *Gate) RunJob(ctx context.Context, db *sql.DB, hop string, j *gate.Job, 
 	if err != nil {
 		return gate.Receipt{}, fmt.Errorf("sqlgate: begin: %w", err)
 	}
-	r, err := g.applyJobIn(ctx, tx, hop, j, upstream, fn, true)
-	var rej *gate.Rejection
-	keep := err == nil || errors.As(err, &rej) && rej.Recorded && rej.Outcome != gate.Replayed
-	if !keep {
+	r, err := g.applyJobIn(ctx, sqlTxn{g, tx}, hop, j, upstream, onTx(fn, tx), true)
+	if !keepTx(err) {
 		tx.Rollback()
 		return r, err
 	}
@@ -44,7 +42,7 @@ func (g *Gate) RunJob(ctx context.Context, db *sql.DB, hop string, j *gate.Job, 
 	return r, err
 }
 
-func (g *Gate) applyJobIn(ctx context.Context, tx *sql.Tx, hop string, j *gate.Job, upstream gate.UpstreamReceipts, fn BusinessFunc, ownTx bool) (gate.Receipt, error) {
+func (g *Gate) applyJobIn(ctx context.Context, tx txn, hop string, j *gate.Job, upstream gate.UpstreamReceipts, fn func(context.Context) error, ownTx bool) (gate.Receipt, error) {
 	d, err := g.applyJob(ctx, tx, hop, j, upstream, fn, ownTx)
 	if errors.Is(err, ErrBusiness) || gate.OutcomeOf(err) == "" {
 		return gate.Receipt{}, err
@@ -54,7 +52,7 @@ func (g *Gate) applyJobIn(ctx context.Context, tx *sql.Tx, hop string, j *gate.J
 		SegmentSeq: j.JobSeq, PayloadDigest: j.PayloadDigest})
 }
 
-func (g *Gate) applyJob(ctx context.Context, tx *sql.Tx, hop string, j *gate.Job, upstream gate.UpstreamReceipts, fn BusinessFunc, ownTx bool) (gate.Decision, error) {
+func (g *Gate) applyJob(ctx context.Context, tx txn, hop string, j *gate.Job, upstream gate.UpstreamReceipts, fn func(context.Context) error, ownTx bool) (gate.Decision, error) {
 	v, err := g.pol.AuthenticateJob(j, hop)
 	if err != nil {
 		return gate.Decision{Outcome: gate.OutcomeOf(err), Err: err}, err
@@ -78,7 +76,7 @@ func (g *Gate) applyJob(ctx context.Context, tx *sql.Tx, hop string, j *gate.Job
 		}
 		return d, d.Err
 	}
-	jobFn := func(ctx context.Context, tx *sql.Tx) error { return fn(context.WithValue(ctx, jobKey{}, j), tx) }
+	jobFn := func(ctx context.Context) error { return fn(context.WithValue(ctx, jobKey{}, j)) }
 	b := business{g: g, tx: tx, d: d, v: v, prior: prior, ownTx: ownTx, marked: marked, guarded: guarded}
 	if err := b.run(ctx, jobFn); err != nil {
 		return d, err
@@ -89,7 +87,7 @@ func (g *Gate) applyJob(ctx context.Context, tx *sql.Tx, hop string, j *gate.Job
 // txReceipts reads upstream receipts from this gate's tables in tx.
 type txReceipts struct {
 	g  *Gate
-	tx *sql.Tx
+	tx txn
 }
 
 func (r txReceipts) ReceiptAt(ctx context.Context, resource string, fence, seq uint64) (*gate.Receipt, error) {
@@ -107,5 +105,5 @@ type dbReceipts struct {
 }
 
 func (r dbReceipts) ReceiptAt(ctx context.Context, resource string, fence, seq uint64) (*gate.Receipt, error) {
-	return r.g.receiptAt(ctx, r.db, resource, fence, seq)
+	return r.g.receiptAt(ctx, dbtxTxn{r.db}, resource, fence, seq)
 }

@@ -23,23 +23,23 @@ import (
 // On PostgreSQL the receipt read is a statement of its own, after the row
 // lock is held, so its snapshot includes what the transaction we waited
 // for committed.
-func (g *Gate) lockLookup(ctx context.Context, tx *sql.Tx, m *gate.Mutation, marking bool) (st gate.State, prior *gate.Receipt, guarded bool, err error) {
+func (g *Gate) lockLookup(ctx context.Context, t txn, m *gate.Mutation, marking bool) (st gate.State, prior *gate.Receipt, guarded bool, err error) {
 	q := g.stmt.lockLookup
 	if marking && g.d.markLocked != "" {
 		q = g.stmt.lockLookupMarking
 	}
-	return g.lookupCreating(ctx, tx, m, func() (gate.State, bool, error) {
-		return g.scanLockLookup(ctx, tx, q, marking && g.d.markLocked != "", []any{m.Resource})
+	return g.lookupCreating(ctx, t, m, func() (gate.State, bool, error) {
+		return g.scanLockLookup(ctx, t, q, marking && g.d.markLocked != "", []any{m.Resource})
 	})
 }
 
 // lookupCreating runs a lockLookup, creating the fence row and running it
 // again if the row is missing, and reads the receipt at (resource, fence,
 // seq) when the locked state says one can exist.
-func (g *Gate) lookupCreating(ctx context.Context, tx *sql.Tx, m *gate.Mutation, lookup func() (gate.State, bool, error)) (gate.State, *gate.Receipt, bool, error) {
+func (g *Gate) lookupCreating(ctx context.Context, t txn, m *gate.Mutation, lookup func() (gate.State, bool, error)) (gate.State, *gate.Receipt, bool, error) {
 	var st gate.State
 	guarded := true
-	err := g.creatingRow(ctx, tx, m.Resource, g.mode, func() (err error) {
+	err := g.creatingRow(ctx, t, m.Resource, g.mode, func() (err error) {
 		st, guarded, err = lookup()
 		return err
 	})
@@ -48,14 +48,14 @@ func (g *Gate) lookupCreating(ctx context.Context, tx *sql.Tx, m *gate.Mutation,
 	}
 	var prior *gate.Receipt
 	if m.FenceToken < st.HighestFence || m.FenceToken == st.HighestFence && m.SegmentSeq <= st.LastSegmentSeq {
-		prior, err = g.receiptAt(ctx, tx, m.Resource, m.FenceToken, m.SegmentSeq)
+		prior, err = g.receiptAt(ctx, t, m.Resource, m.FenceToken, m.SegmentSeq)
 	}
 	return st, prior, guarded, err
 }
 
 // scanLockLookup runs a lockLookup statement q with args and scans it;
 // extra receives the columns after the guard probe.
-func (g *Gate) scanLockLookup(ctx context.Context, tx *sql.Tx, q string, marked bool, args []any, extra ...any) (gate.State, bool, error) {
+func (g *Gate) scanLockLookup(ctx context.Context, t txn, q string, marked bool, args []any, extra ...any) (gate.State, bool, error) {
 	var sc stateScan
 	guarded := true
 	dest := sc.dest()
@@ -66,7 +66,7 @@ func (g *Gate) scanLockLookup(ctx context.Context, tx *sql.Tx, q string, marked 
 	if g.d.guardProbe != "" {
 		dest = append(dest, &guarded)
 	}
-	if err := g.queryRow(ctx, tx, q, args...).Scan(append(dest, extra...)...); err != nil {
+	if err := t.queryRow(ctx, q, args...).Scan(append(dest, extra...)...); err != nil {
 		return gate.State{}, true, err
 	}
 	st, err := sc.state()

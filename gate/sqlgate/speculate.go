@@ -2,7 +2,6 @@ package sqlgate
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"time"
 
@@ -36,15 +35,29 @@ func (g *Gate) canSpeculate(v *gate.Verified, now time.Time, ownTx bool) bool {
 // speculateLookup is lockLookup (marking) through the speculate
 // statement; stored reports whether it stored the accept, with receipt
 // time now.
-func (g *Gate) speculateLookup(ctx context.Context, tx *sql.Tx, v *gate.Verified, now time.Time) (st gate.State, prior *gate.Receipt, stored bool, err error) {
+func (g *Gate) speculateLookup(ctx context.Context, t txn, v *gate.Verified, now time.Time) (st gate.State, prior *gate.Receipt, stored bool, err error) {
 	m := &v.Mutation
 	args := []any{m.Resource, int64(m.FenceToken), int64(m.SegmentSeq), m.OperationID, v.Root[:], m.PayloadDigest[:],
 		v.GrantDigest[:], acceptedAt(now).UnixMilli(), string(gate.ModeEnforce), int64(v.Grant.PolicyGeneration), timeMs(v.Grant.IssuedAt)}
 	var n int64
-	st, prior, _, err = g.lookupCreating(ctx, tx, m, func() (gate.State, bool, error) {
-		return g.scanLockLookup(ctx, tx, g.stmt.speculate, true, args, &n)
-	})
+	lookup := func() (gate.State, bool, error) { return g.scanLockLookup(ctx, t, g.stmt.speculate, true, args, &n) }
+	if p, ok := t.(pipeliner); ok && g.stmt.speculateStore != "" {
+		// One round trip, two statements: lock and read, then store.
+		lookup = func() (gate.State, bool, error) {
+			return g.scanLockLookup(ctx, p.then(g.stmt.speculateStore, args, &n), g.stmt.lockLookupMarking, true, []any{m.Resource})
+		}
+	}
+	st, prior, _, err = g.lookupCreating(ctx, t, m, lookup)
 	return st, prior, n == 1, err
+}
+
+// pipeliner is a transaction that can send a statement behind a query in
+// the same round trip.
+type pipeliner interface {
+	// then returns a view of the transaction whose queryRow also runs q
+	// with args right after the row's statement, and sets affected to its
+	// row count once the row is scanned.
+	then(q string, args []any, affected *int64) txn
 }
 
 // keepSpeculation checks a stored speculative accept against the decision

@@ -1,12 +1,14 @@
-// This file proves that PostgreSQL's speculative accept (Run locking and
-// storing in one statement) never decides anything gate.Decide would not:
-// a status proof that goes stale while the statement waits for the row
-// lock is rejected with nothing written, and a statement loosened on
-// purpose stores an accept that Decide refuses, which is rolled back.
+// This file proves that PostgreSQL's speculative accept (Run and RunPgx
+// locking and storing in one statement) never decides anything
+// gate.Decide would not: a status proof that goes stale while the
+// statement waits for the row lock is rejected with nothing written, and
+// a statement loosened on purpose stores an accept that Decide refuses,
+// which is rolled back. Each test runs through database/sql and pgx.
 package sqlgate_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -14,9 +16,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/gate/gatetest"
 	"github.com/fencegate/fencegate/gate/sqlgate"
+	"github.com/fencegate/fencegate/internal/pgtest"
 )
 
 // stepClock returns its times in order, then the last one forever.
@@ -44,20 +49,52 @@ func (c *stepClock) Now() time.Time {
 	return t
 }
 
-// specEnv is a PostgreSQL gate on dialect d with clock c and a ledger.
-func specEnv(t *testing.T, d *sqlgate.Dialect, c sqlgate.Clock) (*env, *gatetest.Issuer) {
+// specEnv is a PostgreSQL gate on dialect d with clock c and a ledger,
+// applying through database/sql's Run or, with via "pgx", RunPgx.
+func specEnv(t *testing.T, d *sqlgate.Dialect, c sqlgate.Clock, via string) (*specE, *gatetest.Issuer) {
 	iss := gatetest.NewIssuer("main")
 	g, err := sqlgate.New(sqlgate.Config{Dialect: d, Policy: gate.Policy{Verifier: iss.Verifier}, Clock: c})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, ctx: context.Background(), db: postgresBackend.open(t), g: g, iss: iss}
+	dsn := pgtest.WithParam(pgtest.NewDatabase(t), "synchronous_commit", "off")
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	e := &specE{env: &env{t: t, ctx: context.Background(), db: db, g: g, iss: iss}}
 	if err := g.Migrate(e.ctx, e.db); err != nil {
 		t.Fatal(err)
 	}
 	e.exec(fmt.Sprintf(ledgerDDL, "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY"))
+	if via == "pgx" {
+		if e.conn, err = pgx.Connect(e.ctx, dsn); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.conn.Close(context.Background()) })
+	}
 	return e, iss
 }
+
+// specE applies through RunPgx when it has a pgx connection.
+type specE struct {
+	*env
+	conn *pgx.Conn
+}
+
+func (e *specE) apply(caller string, m *gate.Mutation, payload string) (gate.Receipt, error) {
+	if e.conn == nil {
+		return e.env.apply(caller, m, payload)
+	}
+	return e.g.RunPgx(e.ctx, e.conn, caller, m, func(ctx context.Context, q sqlgate.PgxQuerier) error {
+		_, err := q.Exec(ctx, `INSERT INTO ledger (resource, fence, seq, payload) VALUES ($1, $2, $3, $4)`,
+			m.Resource, int64(m.FenceToken), int64(m.SegmentSeq), payload)
+		return err
+	})
+}
+
+var vias = []string{"database-sql", "pgx"}
 
 // nothingWritten fails unless resource r has no receipt, no ledger row
 // and highestFence want.
@@ -75,10 +112,16 @@ func nothingWritten(e *env, r string, highest uint64) {
 }
 
 func TestPostgresSpeculationRechecksProofUnderLock(t *testing.T) {
+	for _, via := range vias {
+		t.Run(via, func(t *testing.T) { testRechecksProofUnderLock(t, via) })
+	}
+}
+
+func testRechecksProofUnderLock(t *testing.T, via string) {
 	iss0 := gatetest.NewIssuer("main")
 	fresh, stale := iss0.Now.Add(time.Second), iss0.Now.Add(iss0.StatusValidFor+time.Second)
 	clock := &stepClock{ts: []time.Time{fresh}}
-	e, iss := specEnv(t, sqlgate.Postgres, clock)
+	e, iss := specEnv(t, sqlgate.Postgres, clock, via)
 	const r = "spec/stale"
 	m := iss.Mutation(wr(r, 5, "op-a"), 1, "p")
 	// The row exists, so the first statement can store; Migrate has
@@ -90,10 +133,16 @@ func TestPostgresSpeculationRechecksProofUnderLock(t *testing.T) {
 	if _, err := e.apply(owner, m, "p"); !errors.Is(err, gate.ErrProofExpired) {
 		t.Fatalf("proof expired under the lock: %v", err)
 	}
-	nothingWritten(e, r, 0)
+	nothingWritten(e.env, r, 0)
 }
 
 func TestPostgresSpeculationLoosenedIsCaughtByDecide(t *testing.T) {
+	for _, via := range vias {
+		t.Run(via, func(t *testing.T) { testLoosenedIsCaughtByDecide(t, via) })
+	}
+}
+
+func testLoosenedIsCaughtByDecide(t *testing.T, via string) {
 	const r = "spec/policy"
 	for _, loose := range []bool{false, true} {
 		t.Run(map[bool]string{false: "statement", true: "loosened-statement"}[loose], func(t *testing.T) {
@@ -102,7 +151,7 @@ func TestPostgresSpeculationLoosenedIsCaughtByDecide(t *testing.T) {
 				d = sqlgate.BreakSpeculation(d, "AND s.min_policy_generation <= $10", "AND $10 >= 0")
 			}
 			iss0 := gatetest.NewIssuer("main")
-			e, iss := specEnv(t, d, &stepClock{ts: []time.Time{iss0.Now.Add(time.Second)}})
+			e, iss := specEnv(t, d, &stepClock{ts: []time.Time{iss0.Now.Add(time.Second)}}, via)
 			if _, err := e.apply(owner, iss.Mutation(wr(r, 5, "op-a"), 1, "p"), "p"); err != nil {
 				t.Fatal(err)
 			}
@@ -118,7 +167,7 @@ func TestPostgresSpeculationLoosenedIsCaughtByDecide(t *testing.T) {
 					t.Fatalf("loosened statement, fence %d segment %d: %v", m.FenceToken, m.SegmentSeq, err)
 				}
 			}
-			nothingWritten(e, r, 5)
+			nothingWritten(e.env, r, 5)
 			if n := e.count(`SELECT count(*) FROM fencegate_receipts WHERE resource = $1`, r); n != 1 {
 				t.Fatalf("%d receipts, want the first accept's alone", n)
 			}

@@ -19,7 +19,7 @@ type statements struct {
 	insertQuarantine, insertAlarm                                    string
 	insertShadow, insertAction                                       string
 	mark, unmark, finishAccept, finishAcceptUnguarded                string
-	speculate                                                        string
+	speculate, speculateStore                                        string
 }
 
 // receiptCols are a receipt's stored columns, in receiptScan's order.
@@ -59,6 +59,9 @@ WHERE r.resource = $1` + d.forUpdate
 	if d.speculate != "" {
 		s.speculate = g.q(d.speculate)
 	}
+	if d.speculateStore != "" {
+		s.speculateStore = g.q(d.speculateStore)
+	}
 	s.finishAcceptUnguarded = s.finishAccept
 	if d.finishAcceptUnguarded != "" {
 		s.finishAcceptUnguarded = g.q(d.finishAcceptUnguarded)
@@ -69,7 +72,7 @@ WHERE r.resource = $1` + d.forUpdate
 // lockStateCreating reads the resource's fence state with its row
 // locked, creating the row in mode on first sight.
 func (g *Gate) lockStateCreating(ctx context.Context, tx *sql.Tx, resource string, mode gate.Mode) (st gate.State, err error) {
-	err = g.creatingRow(ctx, tx, resource, mode, func() (err error) {
+	err = g.creatingRow(ctx, sqlTxn{g, tx}, resource, mode, func() (err error) {
 		st, err = g.scanState(ctx, tx, g.stmt.lockState, resource)
 		return err
 	})
@@ -78,10 +81,10 @@ func (g *Gate) lockStateCreating(ctx context.Context, tx *sql.Tx, resource strin
 
 // creatingRow runs read and, if the resource has no fence row yet,
 // creates it in mode and runs read again.
-func (g *Gate) creatingRow(ctx context.Context, tx *sql.Tx, resource string, mode gate.Mode, read func() error) error {
+func (g *Gate) creatingRow(ctx context.Context, t txn, resource string, mode gate.Mode, read func() error) error {
 	err := read()
 	if errors.Is(err, sql.ErrNoRows) {
-		if _, err := g.exec(ctx, tx, g.stmt.ensureState, resource, string(mode)); err != nil {
+		if err := t.exec(ctx, g.stmt.ensureState, resource, string(mode)); err != nil {
 			return fmt.Errorf("sqlgate: create fence row: %w", err)
 		}
 		err = read()
@@ -159,15 +162,15 @@ func storedDigest(b []byte, orNone bool) (grant.Digest, error) {
 }
 
 // receiptAt returns the receipt for (resource, fence, seq), or nil.
-func (g *Gate) receiptAt(ctx context.Context, tx DBTX, resource string, fence, seq uint64) (*gate.Receipt, error) {
-	rs, err := g.scanReceipts(tx.QueryContext(ctx, g.stmt.receiptAt, resource, int64(fence), int64(seq)))
+func (g *Gate) receiptAt(ctx context.Context, t txn, resource string, fence, seq uint64) (*gate.Receipt, error) {
+	rs, err := g.scanReceipts(t.query(ctx, g.stmt.receiptAt, resource, int64(fence), int64(seq)))
 	if err != nil || len(rs) == 0 {
 		return nil, err
 	}
 	return &rs[0], nil
 }
 
-func (g *Gate) scanReceipts(rows *sql.Rows, err error) ([]gate.Receipt, error) {
+func (g *Gate) scanReceipts(rows rowsScanner, err error) ([]gate.Receipt, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlgate: read receipts: %w", err)
 	}
@@ -217,7 +220,7 @@ func (r *receiptScan) receipt() (gate.Receipt, error) {
 
 // record writes what a decision other than an accept asks for: the pause,
 // quarantine, alarm, shadow log (an accept is business.finishAccept's).
-func (g *Gate) record(ctx context.Context, tx *sql.Tx, d gate.Decision, v *gate.Verified, prior *gate.Receipt) error {
+func (g *Gate) record(ctx context.Context, t txn, d gate.Decision, v *gate.Verified, prior *gate.Receipt) error {
 	m, now := &v.Mutation, g.nowMs()
 	var reason string
 	if r, ok := d.Err.(*gate.Rejection); ok {
@@ -226,7 +229,7 @@ func (g *Gate) record(ctx context.Context, tx *sql.Tx, d gate.Decision, v *gate.
 	var err error
 	exec := func(q string, args ...any) {
 		if err == nil {
-			_, err = g.exec(ctx, tx, q, args...)
+			err = t.exec(ctx, q, args...)
 		}
 	}
 	if d.Store && d.Outcome == gate.FenceRegression {

@@ -99,7 +99,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 
 // BenchmarkAcquireReleaseInterleaved alternates one registry cycle and one
 // etcd-mutex cycle per iteration, so both see the same disk and the same
-// neighbours; it reports each side's mean and their ratio.
+// neighbours; it reports each side's median cycle and their ratio.
 func BenchmarkAcquireReleaseInterleaved(b *testing.B) {
 	c := benchEtcd(b)
 	ctx := context.Background()
@@ -110,7 +110,7 @@ func BenchmarkAcquireReleaseInterleaved(b *testing.B) {
 	}
 	defer s.Close()
 	m := concurrency.NewMutex(s, fmt.Sprintf("/bench-mutex-%d/cycle", prefixSeq.Add(1)))
-	var regTime, mutexTime time.Duration
+	var regTimes, mutexTimes []float64
 	i := 0
 	for b.Loop() {
 		i++
@@ -129,12 +129,12 @@ func BenchmarkAcquireReleaseInterleaved(b *testing.B) {
 		if err := m.Unlock(ctx); err != nil {
 			b.Fatal(err)
 		}
-		regTime += t1.Sub(t0)
-		mutexTime += time.Since(t1)
+		regTimes = append(regTimes, float64(t1.Sub(t0).Microseconds()))
+		mutexTimes = append(mutexTimes, float64(time.Since(t1).Microseconds()))
 	}
-	b.ReportMetric(float64(regTime.Microseconds())/float64(i), "registry-us/cycle")
-	b.ReportMetric(float64(mutexTime.Microseconds())/float64(i), "mutex-us/cycle")
-	b.ReportMetric(float64(regTime)/float64(mutexTime), "ratio")
+	b.ReportMetric(median(regTimes), "registry-us/cycle")
+	b.ReportMetric(median(mutexTimes), "mutex-us/cycle")
+	b.ReportMetric(median(regTimes)/median(mutexTimes), "ratio")
 }
 
 // locker is one contender's acquire/release, for both systems.
@@ -254,74 +254,4 @@ func runHandoff(b *testing.B, ls []locker) {
 	slices.Sort(lat)
 	b.ReportMetric(lat[len(lat)/2], "p50-ms")
 	b.ReportMetric(lat[(len(lat)*99)/100], "p99-ms")
-}
-
-// throughputResources is how many resources are cycled concurrently.
-const throughputResources = 64
-
-// BenchmarkThroughput64: 64 resources, one contender each, acquire+release
-// as fast as possible. One op is one cycle on any resource.
-func BenchmarkThroughput64(b *testing.B) {
-	c := benchEtcd(b)
-	b.Run("registry", func(b *testing.B) {
-		reg := benchRegistry(b, c)
-		var ls []locker
-		for i := 0; i < throughputResources; i++ {
-			ls = append(ls, &regLocker{reg: reg, owner: "tp", resource: fmt.Sprint("tp/", i)})
-		}
-		runThroughput(b, ls)
-	})
-	b.Run("etcd-mutex", func(b *testing.B) {
-		s, err := concurrency.NewSession(c)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer s.Close()
-		pfx := fmt.Sprintf("/bench-mutex-%d/tp/", prefixSeq.Add(1))
-		var ls []locker
-		for i := 0; i < throughputResources; i++ {
-			ls = append(ls, &mutexLocker{m: concurrency.NewMutex(s, fmt.Sprint(pfx, i))})
-		}
-		runThroughput(b, ls)
-	})
-}
-
-func runThroughput(b *testing.B, ls []locker) {
-	ctx := context.Background()
-	var (
-		mu   sync.Mutex
-		left = b.N
-		wg   sync.WaitGroup
-		errs = make(chan error, len(ls))
-	)
-	take := func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		left--
-		return left >= 0
-	}
-	b.ResetTimer()
-	for g, l := range ls {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; take(); i++ {
-				if err := l.lock(ctx, g*1_000_000+i); err != nil {
-					errs <- err
-					return
-				}
-				if err := l.unlock(ctx); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	b.StopTimer()
-	close(errs)
-	for err := range errs {
-		b.Fatal(err)
-	}
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "cycles/s")
 }

@@ -1,9 +1,10 @@
 // Package etcdstore is the registry.Store over etcd (go.etcd.io/etcd/client/v3):
 // one key per resource record, one per request ID and one for the
 // registry-wide settings, under a prefix. Every Commit is one etcd
-// transaction comparing mod revisions; its else branch reads the compared
-// keys back, so a lost race costs no extra round trip. It also starts an
-// embedded single-member etcd (embedded.go) for `fencegate serve`.
+// transaction comparing mod revisions (commits in flight together share
+// one, as nested transactions: batch.go); its else branch reads the
+// compared keys back, so a lost race costs no extra round trip. It also
+// starts an embedded single-member etcd (embedded.go) for `fencegate serve`.
 package etcdstore
 
 import (
@@ -11,6 +12,7 @@ import (
 	"fmt"
 	"strings"
 
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/fencegate/fencegate/registry"
@@ -32,18 +34,29 @@ const (
 // several fencegate serve replicas) may share one etcd and one prefix.
 type Store struct {
 	c      *clientv3.Client
+	kv     etcdserverpb.KVClient // c's connection, without clientv3's request copies
 	prefix string
+	batch  *batcher // nil: every commit is its own transaction
 }
 
 var _ registry.Store = (*Store)(nil)
 
 // New returns a store using c under prefix ("" means DefaultPrefix). The
-// caller keeps ownership of c.
-func New(c *clientv3.Client, prefix string) *Store {
+// caller keeps ownership of c. Commits are grouped (Options) unless an
+// option turns it off.
+func New(c *clientv3.Client, prefix string, opts ...Option) *Store {
 	if prefix == "" {
 		prefix = DefaultPrefix
 	}
-	return &Store{c: c, prefix: prefix}
+	s := &Store{c: c, kv: etcdserverpb.NewKVClient(c.ActiveConnection()), prefix: prefix}
+	o := Options{}
+	for _, f := range opts {
+		f(&o)
+	}
+	if o = o.withDefaults(); o.BatchWritesMax > 1 {
+		s.batch = newBatcher(s, o)
+	}
+	return s
 }
 
 func (s *Store) recordKey(resource string) string { return s.prefix + recordDir + resource }
@@ -52,78 +65,33 @@ func (s *Store) requestKey(k registry.RequestKey) string {
 	return s.prefix + requestDir + k.Owner + "#" + k.RequestID
 }
 
-// readOps are the gets of a snapshot, in the order parseSnapshot expects.
-func (s *Store) readOps(resource string, keys []registry.RequestKey) []clientv3.Op {
-	var ops []clientv3.Op
-	if resource != "" {
-		ops = append(ops, clientv3.OpGet(s.recordKey(resource)))
-	}
-	ops = append(ops, clientv3.OpGet(s.settingsKey()))
-	for _, k := range keys {
-		ops = append(ops, clientv3.OpGet(s.requestKey(k)))
-	}
-	return ops
-}
-
 // Read implements registry.Store: one read-only transaction, so every get
 // sees the same revision; etcd serves it linearizably by default.
 func (s *Store) Read(ctx context.Context, resource string, keys []registry.RequestKey) (registry.Snapshot, error) {
-	resp, err := s.c.Txn(ctx).Then(s.readOps(resource, keys)...).Commit()
+	resp, err := s.txn(ctx, &etcdserverpb.TxnRequest{Success: s.readOps(resource, keys)})
 	if err != nil {
 		return registry.Snapshot{}, fmt.Errorf("etcdstore: read: %w", err)
 	}
-	return parseSnapshot(resp, resource, keys)
+	return parseSnapshot(uint64(resp.Header.Revision), resp.Responses, resource, keys)
 }
 
-// Commit implements registry.Store.
+// Commit implements registry.Store. Commits made while others are in
+// flight share etcd transactions (batch.go); a lone commit goes at once.
 func (s *Store) Commit(ctx context.Context, w registry.Write) (registry.CommitResult, error) {
 	if (w.Record != nil || w.RecordWas != nil) && w.Resource == "" {
 		return registry.CommitResult{}, fmt.Errorf("etcdstore: record write without a resource")
 	}
-	var cmps []clientv3.Cmp
-	var ops []clientv3.Op
-	if w.Resource != "" {
-		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(s.recordKey(w.Resource)), "=", int64(w.RecordRev)))
+	if s.batch == nil || w.Settings != nil {
+		t := s.txnOf(w)
+		return s.commitOne(ctx, w, &t)
 	}
-	if w.RecordWas != nil {
-		cmps = append(cmps, clientv3.Compare(clientv3.Value(s.recordKey(w.Resource)), "=", string(registry.EncodeRecord(w.RecordWas))))
-	}
-	cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(s.settingsKey()), "=", int64(w.SettingsRev)))
-	if w.SettingsWas != nil {
-		cmps = append(cmps, clientv3.Compare(clientv3.Value(s.settingsKey()), "=", string(registry.EncodeSettings(w.SettingsWas))))
-	}
-	if w.Record != nil {
-		ops = append(ops, clientv3.OpPut(s.recordKey(w.Resource), string(registry.EncodeRecord(w.Record))))
-	}
-	if w.Settings != nil {
-		ops = append(ops, clientv3.OpPut(s.settingsKey(), string(registry.EncodeSettings(w.Settings))))
-	}
-	for _, rw := range w.Requests {
-		k := s.requestKey(rw.Key)
-		if rw.Compare {
-			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(k), "=", int64(rw.ModRev)))
-		}
-		if rw.Entry == nil {
-			ops = append(ops, clientv3.OpDelete(k))
-		} else {
-			ops = append(ops, clientv3.OpPut(k, string(registry.EncodeRequestEntry(rw.Entry))))
-		}
-	}
-	resp, err := s.c.Txn(ctx).If(cmps...).Then(ops...).Else(s.readOps(w.Resource, w.ReadKeys)...).Commit()
-	if err != nil {
-		return registry.CommitResult{}, fmt.Errorf("etcdstore: commit: %w", err)
-	}
-	if resp.Succeeded {
-		return registry.CommitResult{OK: true, Revision: uint64(resp.Header.Revision)}, nil
-	}
-	cur, err := parseSnapshot(resp, w.Resource, w.ReadKeys)
-	return registry.CommitResult{Current: cur}, err
+	return s.batch.commit(ctx, w)
 }
 
 // parseSnapshot decodes the responses of readOps.
-func parseSnapshot(resp *clientv3.TxnResponse, resource string, keys []registry.RequestKey) (registry.Snapshot, error) {
-	snap := registry.Snapshot{Revision: uint64(resp.Header.Revision), Resource: resource}
-	rs := resp.Responses
+// rev is the revision of the transaction that read them.
+func parseSnapshot(rev uint64, rs []*etcdserverpb.ResponseOp, resource string, keys []registry.RequestKey) (registry.Snapshot, error) {
+	snap := registry.Snapshot{Revision: rev, Resource: resource}
 	if want := 1 + len(keys) + b2i(resource != ""); len(rs) != want {
 		return snap, fmt.Errorf("etcdstore: %d responses, want %d", len(rs), want)
 	}

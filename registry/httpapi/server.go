@@ -54,6 +54,10 @@ type Config struct {
 	// TrustBundle publishes the signed trust bundle at TrustBundlePath.
 	// Optional: without it the path answers 404.
 	TrustBundle BundlePublisher
+	// Seen is told the resource named by every successful /v1 call (the
+	// dashboard's list of resources, registry/dashboard). Optional; it
+	// must not block.
+	Seen func(resource string)
 }
 
 // Server is the HTTP API. It holds no state of its own.
@@ -144,6 +148,9 @@ func (s *Server) wrap(e endpoint) http.Handler {
 		code := s.serve(w, r.WithContext(withRecord(ctx, rec)), e)
 		s.observe(ctx, r, e, rec, code, time.Since(start), span)
 		s.cfg.Metrics.call(e.path, code)
+		if s.cfg.Seen != nil && code == "" && rec.resource != "" {
+			s.cfg.Seen(rec.resource)
+		}
 		if e.count != nil && code != CodeMethodNotAllowed && code != CodeUnauthenticated && code != CodeForbidden {
 			e.count(code)
 		}

@@ -25,6 +25,7 @@ func Run(t *testing.T, newStore NewStore) {
 	t.Run("CreateRevisionSurvivesPut", func(t *testing.T) { testCreateRevision(t, newStore(t)) })
 	t.Run("SettingsCompare", func(t *testing.T) { testSettings(t, newStore(t)) })
 	t.Run("ConcurrentCASLosesNoUpdate", func(t *testing.T) { testConcurrentCAS(t, newStore(t)) })
+	t.Run("ConcurrentCommitsAreIndependent", func(t *testing.T) { testConcurrentIndependent(t, newStore(t)) })
 	t.Run("ScanOrderAndLimit", func(t *testing.T) { testScan(t, newStore(t)) })
 	t.Run("WatchDeliversLatest", func(t *testing.T) { testWatch(t, newStore(t)) })
 	RunRegistry(t, newStore)

@@ -103,7 +103,7 @@ func (w *worker) resolve(ctx context.Context, l *client.Lease, m *gate.Mutation,
 	// answers REPLAYED if the first copy landed, or accepts this one.
 	w.emit(Event{Kind: "resolved", Fence: m.FenceToken, Outcome: string(res.Verdict),
 		Msg: fmt.Sprintf("receipt query: segment %d UNDETERMINED; sending the same envelope again", m.SegmentSeq)})
-	again, err := client.Refresh(ctx, w.cfg.Registry, *m)
+	again, err := l.Refresh(*m)
 	if err != nil {
 		return err
 	}

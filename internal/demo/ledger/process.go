@@ -36,6 +36,9 @@ type ServeOptions struct {
 	// TrustBundle.
 	TrustBundleURL      string
 	TrustBundleInterval time.Duration
+	// Report, with a URL, pushes the gate's state to that registry's
+	// dashboard (ReportOptions).
+	Report ReportOptions
 }
 
 // OpenDB opens dsn: PostgreSQL for a postgres:// or postgresql:// URL or
@@ -82,6 +85,13 @@ func Serve(ctx context.Context, o ServeOptions, stdout io.Writer) error {
 	srv, err := NewServer(ctx, cfg)
 	if err != nil {
 		return err
+	}
+	if o.Report.URL != "" {
+		closeRead, err := srv.startReporter(ctx, o.Report, o.DB, pg)
+		if err != nil {
+			return err
+		}
+		defer closeRead()
 	}
 	ln, err := net.Listen("tcp", o.Listen)
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/fencegate/fencegate/gate/gateadmin"
 	"github.com/fencegate/fencegate/gate/gatemetrics"
 	"github.com/fencegate/fencegate/gate/gatetrace"
+	"github.com/fencegate/fencegate/gate/report"
 	"github.com/fencegate/fencegate/gate/sqlgate"
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry/httpapi"
@@ -66,6 +67,7 @@ type Server struct {
 	g       *sqlgate.Gate // nil when LeaseOnly
 	mux     *http.ServeMux
 	unknown *gatemetrics.UnknownTracker
+	log     *report.Log // the gate's last decisions, for the dashboard
 }
 
 // NewServer creates the business table, migrates the gate's tables and
@@ -99,6 +101,7 @@ func NewServer(ctx context.Context, cfg Config) (*Server, error) {
 		}
 		s.g = g
 		s.unknown = gatemetrics.NewUnknownTracker(nil)
+		s.log = report.NewLog(nil)
 		s.mux.Handle("GET /metrics", s.metricsHandler())
 		if len(cfg.Admins) > 0 {
 			// One call: the operator's way back from a FENCE_REGRESSION pause.
@@ -171,6 +174,7 @@ func (s *Server) handleWrite(w http.ResponseWriter, r *http.Request) {
 	rcpt, err := gatetrace.Tracer{Provider: s.cfg.TracerProvider}.Run(ctx, s.g, s.cfg.DB, caller, m, func(ctx context.Context, tx *sql.Tx) error {
 		return s.upsert(ctx, tx, caller, m.FenceToken, req.Entries)
 	})
+	s.log.Note(caller, m, err) // after the decision: a copy into a ring, for the dashboard
 	s.answerGate(w, rcpt, err)
 }
 
@@ -232,7 +236,7 @@ func (s *Server) handleReceipts(w http.ResponseWriter, r *http.Request) {
 // resources and its open UNKNOWN operations (gate/gatemetrics).
 func (s *Server) metricsHandler() http.Handler {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(gatemetrics.NewCollector(s.g.Counters(), nil), gatemetrics.NewStateCollector(s.g, s.cfg.DB, nil, nil))
+	reg.MustRegister(gatemetrics.NewCollector(s.g.Counters(), nil), gatemetrics.NewStateCollector(func(ctx context.Context) (int, int64, error) { return s.g.Paused(ctx, s.cfg.DB) }, nil, nil))
 	reg.MustRegister(s.unknown.Collectors(nil)...)
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 }

@@ -1,0 +1,204 @@
+// This file measures the whole path a user of `fencegate serve` pays —
+// an acquire and a release over HTTP, through serve's registry, onto a
+// real etcd server with fsync on — against what a user of etcd's own lock
+// pays: concurrency.Mutex over a real etcd client to the same server.
+// Both sides alternate in one run; timings are reported, never asserted.
+//
+//	go test ./cmd/fencegate -run '^$' -bench Serve -benchtime 10x -count 5
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/client/v3/concurrency"
+
+	"github.com/fencegate/fencegate/registry/etcdstore"
+	"github.com/fencegate/fencegate/registry/httpapi"
+)
+
+// serveBenchResources is how many resources the throughput side cycles.
+const serveBenchResources = 64
+
+// servePair is one serve on an etcd with fsync on, an HTTP client of it
+// and an etcd session on the same etcd.
+type servePair struct {
+	http    *httpapi.Client
+	session *concurrency.Session
+	seq     atomic.Int64
+}
+
+func newServePair(b *testing.B) *servePair {
+	dir := b.TempDir()
+	em, err := etcdstore.StartEmbedded(context.Background(), filepath.Join(dir, "etcd"), etcdstore.EmbeddedOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { em.Close() })
+	url := startServeBench(b, "--data-dir", filepath.Join(dir, "serve"), "--listen", "127.0.0.1:0", "--token-file", benchTokenFile(b, dir),
+		"--etcd-endpoints", strings.Join(em.Endpoints(), ","))
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * serveBenchResources}}
+	c, err := httpapi.NewClient(url, httpapi.WithBearerToken(serveToken), httpapi.WithHTTPClient(hc))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ec, err := em.Client()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { ec.Close() })
+	sess, err := concurrency.NewSession(ec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { sess.Close() })
+	return &servePair{http: c, session: sess}
+}
+
+// startServeBench runs serve in-process with args until the benchmark
+// ends and returns its URL.
+func startServeBench(b *testing.B, args ...string) string {
+	ctx, cancel := context.WithCancel(context.Background())
+	stdout, stderr := &syncBuffer{}, &syncBuffer{}
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, append([]string{"serve"}, args...), stdout, stderr) }()
+	b.Cleanup(func() { cancel(); <-done })
+	for range 1200 { // bounded: serve starts in well under a minute
+		if m := listenLine.FindStringSubmatch(stdout.String()); m != nil {
+			return m[1]
+		}
+		select {
+		case c := <-done:
+			done <- c
+			b.Fatalf("serve exited %d before listening:\n%s%s", c, stdout, stderr)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	b.Fatalf("serve never printed its listen address:\n%s%s", stdout, stderr)
+	return ""
+}
+
+func benchTokenFile(b *testing.B, dir string) string {
+	p := filepath.Join(dir, "tokens")
+	if err := os.WriteFile(p, []byte(serveToken+" worker-1\n"), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	return p
+}
+
+// registryCycle is one acquire and release over HTTP.
+func (p *servePair) registryCycle(ctx context.Context, resource string) error {
+	is, err := p.http.Acquire(ctx, httpapi.AcquireRequest{Resource: resource, OperationID: "op", OperationClass: "bench",
+		RequestID: fmt.Sprint("r", p.seq.Add(1)), TTLMs: 30_000})
+	if err != nil {
+		return err
+	}
+	return p.http.Release(ctx, resource, is.Grant.Lease)
+}
+
+func mutexCycle(ctx context.Context, m *concurrency.Mutex) error {
+	if err := m.Lock(ctx); err != nil {
+		return err
+	}
+	return m.Unlock(ctx)
+}
+
+// BenchmarkServeCycle alternates one acquire+release through serve over
+// HTTP and one Mutex Lock+Unlock, and reports both medians and their
+// ratio.
+func BenchmarkServeCycle(b *testing.B) {
+	p := newServePair(b)
+	ctx := context.Background()
+	m := concurrency.NewMutex(p.session, "/bench-mutex/cycle")
+	var reg, mut []float64
+	for b.Loop() {
+		t0 := time.Now()
+		if err := p.registryCycle(ctx, "cycle/1"); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		if err := mutexCycle(ctx, m); err != nil {
+			b.Fatal(err)
+		}
+		reg, mut = append(reg, float64(t1.Sub(t0).Microseconds())), append(mut, float64(time.Since(t1).Microseconds()))
+	}
+	b.ReportMetric(medianOf(reg), "serve-us/cycle")
+	b.ReportMetric(medianOf(mut), "mutex-us/cycle")
+	b.ReportMetric(medianOf(reg)/medianOf(mut), "ratio")
+}
+
+// BenchmarkServeThroughput64 alternates a phase of 640 cycles through
+// serve (64 resources, one HTTP client goroutine each) and one of the
+// Mutex on 64 keys; one op is one pair of phases. It reports each side's
+// median rate and the median of the pairs' ratios.
+func BenchmarkServeThroughput64(b *testing.B) {
+	p := newServePair(b)
+	ctx := context.Background()
+	var mutexes []*concurrency.Mutex
+	for i := range serveBenchResources {
+		mutexes = append(mutexes, concurrency.NewMutex(p.session, fmt.Sprint("/bench-mutex/tp/", i)))
+	}
+	regPhase := func() time.Duration {
+		return servePhase(b, func(g int) error { return p.registryCycle(ctx, fmt.Sprint("tp/", g)) })
+	}
+	mutPhase := func() time.Duration { return servePhase(b, func(g int) error { return mutexCycle(ctx, mutexes[g]) }) }
+	regPhase()
+	mutPhase()
+	var reg, mut, ratio []float64
+	for b.Loop() {
+		r, m := servePhaseCycles/regPhase().Seconds(), servePhaseCycles/mutPhase().Seconds()
+		reg, mut, ratio = append(reg, r), append(mut, m), append(ratio, r/m)
+	}
+	b.ReportMetric(medianOf(reg), "serve-cycles/s")
+	b.ReportMetric(medianOf(mut), "mutex-cycles/s")
+	b.ReportMetric(medianOf(ratio), "ratio")
+}
+
+// servePhaseCycles is one side's share of a throughput pair.
+const servePhaseCycles = 10 * serveBenchResources
+
+// servePhase runs servePhaseCycles cycles, cycle(g) on goroutine g of 64,
+// and returns the time they took.
+func servePhase(b *testing.B, cycle func(g int) error) time.Duration {
+	var (
+		left atomic.Int64
+		wg   sync.WaitGroup
+		errs = make(chan error, serveBenchResources)
+	)
+	left.Store(servePhaseCycles)
+	t0 := time.Now()
+	for g := range serveBenchResources {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for left.Add(-1) >= 0 {
+				if err := cycle(g); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	d := time.Since(t0)
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	return d
+}
+
+func medianOf(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}

@@ -1,0 +1,217 @@
+//go:build unix
+
+// Proves the dashboard in a real headless Chromium: serve, the ledger
+// gate reporting to it, and two worker processes play the Worker-A story
+// (A frozen with SIGSTOP past its lease, B takes over); the rendered page
+// shows B holding fence 2, then A's STALE_OWNER rejection; a second
+// registry on the same key re-issues fence 2 (an injected regression) and
+// the page shows the resource PAUSED; an admin then raises the floor and
+// resumes the resource from the page, each step confirmed, and the resume
+// is recorded by the registry (audit line) and by the gate itself
+// (operator_actions, through `fencegate gate status`). Screenshots go to
+// the test's temp dir (and to FENCEGATE_SCREENSHOT_DIR when set).
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fencegate/fencegate/internal/demo/ledger"
+	"github.com/fencegate/fencegate/registry/httpapi"
+)
+
+const (
+	dashAdminToken  = "dash-admin-token-0123456"
+	dashLedgerToken = "dash-ledger-token-012345"
+	dashResource    = "invoice-batch/2026-07-19"
+)
+
+// dashStory is the processes of one run.
+type dashStory struct {
+	t                       *testing.T
+	dir, data, tokens, lgDB string
+	registry, ledger        *served
+	d                       *demo // spawns the worker processes
+}
+
+func newDashStory(t *testing.T) *dashStory {
+	dir := t.TempDir()
+	s := &dashStory{t: t, dir: dir, data: filepath.Join(dir, "registry"), tokens: filepath.Join(dir, "tokens"), lgDB: filepath.Join(dir, "ledger.db")}
+	tokens := map[string]string{"worker-a": "dash-worker-a-token-0123", "worker-b": "dash-worker-b-token-0123"}
+	lines := dashAdminToken + " ops-admin\n" + dashLedgerToken + " ledger-gate\n"
+	for id, tok := range tokens {
+		lines += tok + " " + id + "\n"
+	}
+	if err := os.WriteFile(s.tokens, []byte(lines), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s.registry = startServe(t, "--data-dir", s.data, "--listen", "127.0.0.1:0", "--token-file", s.tokens,
+		"--admin", "ops-admin", "--gate-reporter", "ledger-gate", "--unsafe-no-fsync",
+		"--status-proof-ttl-ms", "10000") // B's envelope, built before the page is looked at, stays fresh
+
+	s.ledger = startInProcess(t, ledgerReady, "demo", "ledger", "--db", s.lgDB, "--token-file", s.tokens,
+		"--trust-bundle", filepath.Join(s.data, "trust-bundle.json"), "--report-to", s.registry.url,
+		"--report-token", dashLedgerToken, "--report-identity", "ledger-gate", "--report-interval-ms", "500")
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(envTestAsCLI, "1") // the worker processes are this test binary acting as fencegate
+	s.d = &demo{self: self, dir: dir, out: &syncBuffer{}, start: time.Now(), tokens: tokens, registry: s.registry.url}
+	t.Cleanup(s.d.stopAll)
+	return s
+}
+
+// worker starts `fencegate demo worker` against registry as id; with hold
+// it waits on stdin (after its envelope is built) before sending.
+func (s *dashStory) worker(ctx context.Context, name, registry string, hold bool, extra ...string) *child {
+	s.t.Helper()
+	id := "worker-" + strings.ToLower(name)
+	args := append([]string{"demo", "worker", "--name", name, "--registry", registry, "--ledger", s.ledger.url,
+		"--token", s.d.tokens[id], "--resource", dashResource, "--op", "settle-" + strings.ToLower(name),
+		"--set", demoKey + "=" + name, "--wait-ms", "15000"}, extra...)
+	if hold {
+		args = append(args, "--hold")
+	}
+	c, err := s.d.spawn(ctx, "worker "+name, hold, args...)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return c
+}
+
+// event waits for one of kinds from c, failing the test otherwise.
+func (s *dashStory) event(ctx context.Context, c *child, kinds ...string) ledger.Event {
+	s.t.Helper()
+	e, err := c.waitEvent(ctx, kinds...)
+	if err != nil {
+		s.t.Fatalf("%s: %v\n%s", c.Name, err, c.Stderr())
+	}
+	return e
+}
+
+// handoff plays the Worker-A story up to B holding the lease with its
+// write ready, and returns A (frozen) and B (holding).
+func (s *dashStory) handoff(ctx context.Context) (a, b *child) {
+	a = s.worker(ctx, "A", s.registry.url, true, "--ttl-ms", "2000")
+	s.event(ctx, a, "ready")
+	if err := a.freeze(); err != nil {
+		s.t.Fatal(err)
+	}
+	b = s.worker(ctx, "B", s.registry.url, true, "--ttl-ms", "15000")
+	if e := s.event(ctx, b, "ready"); e.Fence != 2 {
+		s.t.Fatalf("B's envelope under fence %d, want 2", e.Fence)
+	}
+	return a, b
+}
+
+// regress starts a second registry on the same signing key with its own
+// (empty) etcd and a floor of 1, so it grants fence 2 a second time, and
+// sends that grant's write: the gate sees two grants with one fence.
+func (s *dashStory) regress(ctx context.Context) {
+	rogue := startServe(s.t, "--data-dir", filepath.Join(s.dir, "rogue"), "--key", filepath.Join(s.data, httpapi.KeyFileName),
+		"--listen", "127.0.0.1:0", "--token-file", s.tokens, "--admin", "ops-admin", "--unsafe-no-fsync", "--dashboard=false")
+	if out, errOut, code := runCLI("floor", "raise", dashResource, "--above", "1", "--note", "injected regression",
+		"--registry", rogue.url, "--token", dashAdminToken); code != 0 {
+		s.t.Fatalf("floor raise on the second registry: %d\n%s%s", code, out, errOut)
+	}
+	w := s.worker(ctx, "A", rogue.url, false)
+	if e := s.event(ctx, w, "rejected"); e.Outcome != "FENCE_REGRESSION" || e.Fence != 2 {
+		s.t.Fatalf("the re-issued fence 2: %s fence %d, want FENCE_REGRESSION", e.Outcome, e.Fence)
+	}
+	s.event(ctx, w, "done")
+}
+
+func TestDashboardInChromium(t *testing.T) {
+	br := newBrowser(t) // skips here, before anything starts, without chromium and outside CI
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	s := newDashStory(t)
+	if _, err := os.Stat(filepath.Join(s.data, httpapi.KeyFileName)); err != nil {
+		t.Fatalf("serve's generated key: %v", err)
+	}
+	row := `tr.res[data-resource="` + dashResource + `"]`
+	br.login(s.registry.url, dashAdminToken)
+
+	// 1. The handoff: B holds fence 2 while A is frozen with fence 1 in hand.
+	a, b := s.handoff(ctx)
+	br.waitText("the new holder", row+" td.holder", "worker-b")
+	br.waitText("fence 2 at the registry", row+" td.fence", "2")
+	br.shot("1-holder")
+	if _, err := b.Stdin.Write([]byte("go\n")); err != nil {
+		t.Fatal(err)
+	}
+	s.event(ctx, b, "done")
+	if err := a.thaw(); err != nil {
+		t.Fatal(err)
+	}
+	if e := s.event(ctx, a, "rejected"); e.Outcome != "STALE_OWNER" {
+		t.Fatalf("A's late write: %s, want STALE_OWNER", e.Outcome)
+	}
+	s.event(ctx, a, "done")
+	br.waitText("the gate's highestFence", row+` span.cell[data-gate="ledger-gate"]`, "ledger-gate: 2")
+	br.waitText("A's rejection", `tr.decision[data-outcome="STALE_OWNER"]`, "worker-a")
+	br.shot("2-stale-owner")
+
+	// 2. An injected regression pauses the resource, and the page says so.
+	s.regress(ctx)
+	br.waitText("the paused resource", row+".paused td.gates", "PAUSED")
+	br.waitText("the alarm", "#attention li.bad", dashResource+" is PAUSED at gate ledger-gate")
+	br.waitText("the regression decision", `tr.decision[data-outcome="FENCE_REGRESSION"]`, "FENCE_REGRESSION")
+	br.shot("3-paused")
+
+	// 3. Resume from the page: the floor first, then the gate, each confirmed.
+	br.click(row + " a.resume")
+	br.waitText("the registry's next fence", "#facts", "next fence 3")
+	br.click("#first-step") // raise the registry's floor to 3 first
+	br.confirm("#note", "INC-42: second registry on the same key", dashResource, "")
+	br.waitText("the floor raise", `tr.action[data-kind="raise-floor"]`, "done")
+	br.waitText("the new floor", row+" td.floor", "3")
+	br.click(row + " a.resume")
+	br.waitValue("#value", "3")
+	br.confirm("#note", "INC-42: floor raised to 3", dashResource, "4-confirm-resume")
+	br.waitText("the gate's answer", `#flash[data-state="applied"]`, "applied")
+	br.waitText("the gate's answer in the list", `tr.action[data-kind="gate-resume"]`, "applied")
+	br.waitText("the resumed resource", `tr.gate-res[data-resource="`+dashResource+`"] td.state`, "ok")
+	br.waitText("the gate's record", `tr.gate-res[data-resource="`+dashResource+`"] td.last-action`, "resume by ops-admin")
+	br.shot("5-resumed")
+
+	s.checkRecorded()
+	// And the resource takes writes again, above every fence it has seen.
+	w := s.worker(ctx, "B", s.registry.url, false)
+	if e := s.event(ctx, w, "done"); e.Fence != 4 || e.Outcome != "" {
+		t.Errorf("write after the resume: fence %d outcome %q, want fence 4 ACCEPTED", e.Fence, e.Outcome)
+	}
+}
+
+// checkRecorded wants the floor raise and the resume in serve's audit
+// log, and the resume in the gate's own operator actions.
+func (s *dashStory) checkRecorded() {
+	t := s.t
+	t.Helper()
+	logs := s.registry.stderr.String()
+	for _, want := range []string{
+		`msg="admin action" audit=true operator=ops-admin action=raise-floor resource=` + dashResource + ` value=3 note="INC-42: second registry on the same key" outcome=done via=dashboard`,
+		`msg="admin action" audit=true operator=ops-admin action=gate-resume resource=` + dashResource + ` value=3 note="INC-42: floor raised to 3" outcome=queued gate=ledger-gate`,
+	} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("serve's log lacks %q", want)
+		}
+	}
+	applied := regexp.MustCompile(`msg="admin action" audit=true operator=ops-admin action=gate-resume resource=` + regexp.QuoteMeta(dashResource) +
+		` value=3 note="INC-42: floor raised to 3" gate=ledger-gate command=[0-9a-f]+ outcome=applied message="resumed ` + regexp.QuoteMeta(dashResource) + ` with floor 3" via=dashboard`)
+	if !applied.MatchString(logs) {
+		t.Errorf("serve's log lacks the gate's answer (%s):\n%s", applied, logs)
+	}
+	out, errOut, code := runCLI("gate", "status", dashResource, "--db", s.lgDB)
+	for _, want := range []string{"paused:              no", "resumed with floor:  3", "resume by ops-admin", "INC-42: floor raised to 3 (dashboard command "} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("gate status (exit %d) lacks %q:\n%s%s", code, want, out, errOut)
+		}
+	}
+}

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+
+	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/internal/telemetry"
+	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/dashboard"
+	"github.com/fencegate/fencegate/registry/etcdstore"
+	"github.com/fencegate/fencegate/registry/httpapi"
+)
+
+// The running server: the store, the HTTP API and its listener, the
+// dashboard, until the context ends. Flags and their checks are in
+// serve.go.
+
+func runServe(ctx context.Context, o *serveOptions, stdout, stderr io.Writer) error {
+	if err := o.check(); err != nil {
+		return err
+	}
+	ld, err := o.load()
+	if err != nil {
+		return err
+	}
+	defer ld.ln.Close()
+	if err := os.MkdirAll(o.dataDir, 0o700); err != nil {
+		return fmt.Errorf("--data-dir: %w", err)
+	}
+	ks, err := httpapi.SetupKey(o.dataDir, o.keyFile, o.issuerEpoch, nil)
+	if err != nil {
+		return err
+	}
+	if ks.Generated {
+		fmt.Fprintf(stderr, "fencegate serve: generated signing key %s in %s\n", ks.Key.KeyID, ks.KeyPath)
+	}
+	if ks.WroteBundle {
+		fmt.Fprintf(stderr, "fencegate serve: wrote trust bundle %s\n", ks.BundlePath)
+	}
+	store, closeStore, err := openStore(ctx, o, stderr)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	return serveAPI(ctx, o, ld, ks, store, stdout, stderr)
+}
+
+// serveAPI builds the registry and HTTP server over store and serves
+// until ctx ends.
+func serveAPI(ctx context.Context, o *serveOptions, ld *loaded, ks *httpapi.KeySetup, store registry.Store, stdout, stderr io.Writer) error {
+	metrics := httpapi.NewMetrics()
+	cfg := o.limits // validated, defaults filled, by check
+	cfg.Observer = metrics
+	reg, err := registry.New(httpapi.InstrumentStore(store, metrics), cfg, registry.SystemClock{}, ks.Key)
+	if err != nil {
+		return err
+	}
+	logger, err := telemetry.NewLogger(stderr, o.logFormat, o.logLevel)
+	if err != nil {
+		return err
+	}
+	tp, shutdownTracing, err := telemetry.SetupTracing(ctx, telemetry.TraceConfig{OTLPEndpoint: o.otlpEndpoint, ServiceName: "fencegate-registry", Version: versionString(buildInfo())})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), telemetry.ShutdownTimeout)
+		defer cancel()
+		_ = shutdownTracing(sctx)
+	}()
+	dash, err := o.newDashboard(reg, store, ld.auth, ks, metrics, logger, stderr)
+	if err != nil {
+		return err
+	}
+	var seen func(string)
+	if dash != nil {
+		seen = dash.NoteResource
+	}
+	srv, err := httpapi.NewServer(httpapi.Config{Registry: reg, Store: store, Auth: ld.auth, Admins: httpapi.Admins(o.admins), Metrics: metrics,
+		Logger: logger, RequestLog: o.requestLog, TracerProvider: tp, TrustBundle: publisher(ks), Seen: seen})
+	if err != nil {
+		return err
+	}
+	if ld.tlsCfg == nil && !isLoopback(ld.ln.Addr()) {
+		fmt.Fprintf(stderr, "fencegate serve: warning: bearer tokens travel in clear text on %s; use --tls-cert and --tls-key beyond development\n", ld.ln.Addr())
+	}
+	scheme := "http"
+	if ld.tlsCfg != nil {
+		scheme = "https"
+	}
+	fmt.Fprintf(stdout, "fencegate serve: listening on %s://%s\n", scheme, ld.ln.Addr())
+	fmt.Fprintf(stdout, "fencegate serve: trust bundle %s (key %s, issuer epoch %d)\n", ks.BundlePath, ks.Key.KeyID, o.issuerEpoch)
+	if dash != nil {
+		fmt.Fprintf(stdout, "fencegate serve: dashboard at %s://%s%s\n", scheme, ld.ln.Addr(), dashboard.PathPrefix)
+	}
+	// The sweep settles leases that expired unobserved and forgets request
+	// IDs past retention; every replica may run it (each step is a CAS).
+	go reg.SweepLoop(ctx, requestSweepInterval, func(deleted int, err error) {
+		if err != nil && ctx.Err() == nil {
+			fmt.Fprintf(stderr, "fencegate serve: request sweep: %v\n", err)
+		}
+	})
+	return httpapi.Serve(ctx, ld.ln, withDashboard(ctx, dash, srv), ld.tlsCfg)
+}
+
+// publisher signs the data directory's bundle file on each GET
+// /v1/trust-bundle, with the registry's key when it is Ed25519 (an HMAC
+// registry publishes none: gates then get the bundle by hand).
+func publisher(ks *httpapi.KeySetup) httpapi.BundlePublisher {
+	if ks.Key.Alg != grant.AlgEd25519 {
+		return nil
+	}
+	return httpapi.FileBundlePublisher(ks.BundlePath, ks.Key)
+}
+
+// openStore opens the external cluster named by --etcd-endpoints, or
+// starts the embedded member in --data-dir/etcd.
+func openStore(ctx context.Context, o *serveOptions, stderr io.Writer) (registry.Store, func(), error) {
+	if len(o.etcd.Endpoints) > 0 {
+		// Not tied to ctx: calls in flight at shutdown get their grace;
+		// closeStore closes the client after Serve returns.
+		c, err := etcdstore.Dial(ctx, o.etcd, o.etcdPrefix)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w (check --etcd-endpoints, --etcd-cacert/--etcd-cert/--etcd-key and --etcd-user)", err)
+		}
+		fmt.Fprintf(stderr, "fencegate serve: using etcd cluster %v\n", o.etcd.Endpoints)
+		return etcdstore.New(c, o.etcdPrefix), func() { c.Close() }, nil
+	}
+	em, err := etcdstore.StartEmbedded(ctx, filepath.Join(o.dataDir, "etcd"), etcdstore.EmbeddedOptions{UnsafeNoFsync: o.unsafeNoFsync})
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := em.Client()
+	if err != nil {
+		em.Close()
+		return nil, nil, err
+	}
+	fmt.Fprintf(stderr, "fencegate serve: embedded etcd in %s\n", filepath.Join(o.dataDir, "etcd"))
+	return etcdstore.New(c, o.etcdPrefix), func() { c.Close(); em.Close() }, nil
+}
+
+func isLoopback(a net.Addr) bool {
+	tcp, ok := a.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
+}

@@ -1,0 +1,88 @@
+// This file proves the committed seed corpus of the envelope and job fuzz
+// targets is exactly what the fixtures sign today, so every plain
+// `go test` replays the genuine envelopes and each signed near-miss; a
+// fixture change that would silently turn a genuine seed into a
+// near-miss fails here. Rewrite with: go test ./gate -run
+// TestFuzzSeedCorpus -args -update-seeds
+package gate_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+var updateSeeds = flag.Bool("update-seeds", false, "rewrite the fixture-made fuzz seeds in testdata/fuzz")
+
+// corpusEntry encodes args in the Go fuzzing corpus file format.
+func corpusEntry(args ...any) []byte {
+	b := []byte("go test fuzz v1\n")
+	for _, a := range args {
+		switch v := a.(type) {
+		case string:
+			b = fmt.Appendf(b, "string(%q)\n", v)
+		case []byte:
+			b = fmt.Appendf(b, "[]byte(%q)\n", v)
+		case uint64:
+			b = fmt.Appendf(b, "uint64(%d)\n", v)
+		default:
+			panic(fmt.Sprintf("corpusEntry: %T", a))
+		}
+	}
+	return b
+}
+
+// checkSeed compares (or, with -update-seeds, writes) one corpus file.
+func checkSeed(t *testing.T, target, name string, entry []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", "fuzz", target, name)
+	if *updateSeeds {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, entry, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	got, err := os.ReadFile(path)
+	if err != nil || !bytes.Equal(got, entry) {
+		t.Errorf("%s is not the fixture's seed (%v); rerun with -args -update-seeds", path, err)
+	}
+}
+
+func TestFuzzSeedCorpus(t *testing.T) {
+	fx := newEnvelopeFixture()
+	for _, sd := range fx.seeds {
+		m := sd.m
+		checkSeed(t, "FuzzEnvelope", sd.name, corpusEntry(m.Resource, m.Lease, m.OperationID, m.FenceToken,
+			m.SegmentSeq, m.Grant, m.GrantProof, m.Status, m.StatusProof))
+		b, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkSeed(t, "FuzzAuthenticate", sd.name, corpusEntry(b))
+	}
+	for name, b := range jobSeeds(t) {
+		checkSeed(t, "FuzzDecodeJob", name, corpusEntry(b))
+	}
+}
+
+// jobSeeds are a genuine job's wire form and two near-misses the decoder
+// must refuse.
+func jobSeeds(t testing.TB) map[string][]byte {
+	j, _ := jobOf(t, newFixture(t), 5, 1, 1, "op-a", "p")
+	good, err := json.Marshal(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return map[string][]byte{
+		"genuine":   good,
+		"duplicate": bytes.Replace(good, []byte(`"jobSeq":1`), []byte(`"jobSeq":1,"jobSeq":2`), 1),
+		"recased":   bytes.Replace(good, []byte(`"target"`), []byte(`"Target"`), 1),
+	}
+}

@@ -1,0 +1,108 @@
+package chaos
+
+import (
+	"fmt"
+	"time"
+)
+
+// Config is one run. Zero fields take the defaults below.
+type Config struct {
+	// Seed decides every fault (kind, target, time, duration) and every
+	// worker's choices. Required.
+	Seed uint64
+	// Duration is the run's time budget under load, faults included; the
+	// last settleTime of it has no new faults. Optional, defaults to 60s.
+	Duration time.Duration
+	// Workers is the number of worker processes, 8..16. Optional,
+	// defaults to 8.
+	Workers int
+	// Resources is how many resources the workers share. Optional,
+	// defaults to 3.
+	Resources int
+	// Replicas is the number of `fencegate serve` replicas. Optional,
+	// defaults to 2.
+	Replicas int
+	// Services is the number of resource service replicas (one gate each,
+	// one PostgreSQL database). Optional, defaults to 2.
+	Services int
+	// TTLMs is the workers' lease TTL. Optional, defaults to 3000.
+	TTLMs int
+	// Mutant runs the negative control: the services apply lease-only
+	// (no fence check) and the only faults are frozen workers, the story
+	// the fence check exists for. The checker must flag the run.
+	Mutant bool
+	// RestartReplicasOnRestore restarts every serve replica after the etcd
+	// restore, the operator's workaround while a replica's record cache
+	// could outlive a restore (fixed in the registry; docs/guarantees.md).
+	// Optional, defaults to false: the replicas keep running, the harder
+	// case.
+	RestartReplicasOnRestore bool
+	// Dir is the run's directory (logs, histories, data). Required.
+	Dir string
+	// EtcdDir holds the etcd data directories. Optional, defaults to Dir.
+	EtcdDir string
+	// DSN is the PostgreSQL database of the services (a fresh one per
+	// run). Required.
+	DSN string
+	// Bins are the executables. Required.
+	Bins Binaries
+	// Logf receives progress lines. Optional.
+	Logf func(format string, args ...any)
+}
+
+// Named defaults of Config.
+const (
+	DurationDefault  = 60 * time.Second
+	WorkersDefault   = 8
+	WorkersMax       = 16
+	ResourcesDefault = 3
+	ReplicasDefault  = 2
+	ServicesDefault  = 2
+	TTLMsDefault     = 3000
+)
+
+// settleTime ends a run without faults: every fault is healed, every
+// frozen worker thawed and every killed process restarted, so that the
+// last writes and releases see a whole system.
+const settleTime = 6 * time.Second
+
+func (c Config) withDefaults() (Config, error) {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	if c.Duration <= 0 {
+		c.Duration = DurationDefault
+	}
+	def(&c.Workers, WorkersDefault)
+	def(&c.Resources, ResourcesDefault)
+	def(&c.Replicas, ReplicasDefault)
+	def(&c.Services, ServicesDefault)
+	def(&c.TTLMs, TTLMsDefault)
+	if c.EtcdDir == "" {
+		c.EtcdDir = c.Dir
+	}
+	if c.Logf == nil {
+		c.Logf = func(string, ...any) {}
+	}
+	switch {
+	case c.Seed == 0:
+		return c, fmt.Errorf("chaos: Config.Seed is required")
+	case c.Dir == "" || c.DSN == "":
+		return c, fmt.Errorf("chaos: Config.Dir and Config.DSN are required")
+	case c.Workers > WorkersMax:
+		return c, fmt.Errorf("chaos: %d workers, at most %d", c.Workers, WorkersMax)
+	case c.Duration < 2*settleTime:
+		return c, fmt.Errorf("chaos: duration %s is shorter than %s", c.Duration, 2*settleTime)
+	}
+	return c, nil
+}
+
+func (c Config) resources() []string {
+	var out []string
+	for i := range c.Resources {
+		out = append(out, fmt.Sprintf("chaos/res-%d", i+1))
+	}
+	return out
+}

@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# Exhaustive check of the fencegate Promela model (model/README.md): the
+# safe model must verify with no error and a complete search, each mutant
+# must yield a counterexample of the property it breaks, and each
+# non-vacuity target must be reached. Exit 0 only if all of that holds.
+#
+# Usage: model/check.sh            base, querier and three configurations
+#                                  and the mutants (about 2.5 minutes here)
+#        model/check.sh --quick    the base configuration and the mutants
+#                                  (CI, under a minute)
+#        model/check.sh --full     the default, then three larger
+#                                  configurations (about 12 more minutes
+#                                  and 7.5 GB of memory for one of them)
+# MODEL_MEMLIM_MB (default 6000) caps the memory of one search.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+mode=${1:-default}
+case $mode in default | --quick | --full) ;; *)
+  echo "usage: $0 [--quick | --full]" >&2
+  exit 2
+  ;;
+esac
+command -v spin >/dev/null || { echo "check.sh: spin not found (Debian package spin)" >&2; exit 2; }
+command -v cc >/dev/null || { echo "check.sh: no C compiler" >&2; exit 2; }
+
+memlim=${MODEL_MEMLIM_MB:-6000}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cp "$here"/*.pml "$work"/
+cd "$work"
+failures=0
+
+# Bounds of each configuration, beyond the defaults of params.pml
+# (G=2 FAULTS=2 TMAX=3 TTL=3 PTTL=2 LD=1 M=1 NET=2 SEQMAX=1 RNMAX=1 RQMAX=1),
+# and the non-vacuity targets (REACH in the model) its search must reach.
+BASE=""                                 # two grants, two faults, four ticks
+BASE_COVERS="1 2 3 4 5 6 8 9 11 12 13"
+QUERIER="-DQUERIER"                     # the same, the gate with a StatusQuerier
+QUERIER_COVERS="10"
+THREE="-DG=3 -DFAULTS=1 -DTMAX=1"       # three grants: an accept after a restore and a resume
+THREE_COVERS="7"
+REACQUIRE="-DRQMAX=2"                   # --full: two request IDs per client (re-acquire)
+SEGMENTS="-DSEQMAX=2"                   # --full: two segments per grant
+SHORTTTL="-DTTLS=1"                     # --full: clients may also ask for TTL 1
+hashbits=24
+safes="base querier three"
+if [ "$mode" = --quick ]; then
+  safes="base"
+elif [ "$mode" = --full ]; then
+  hashbits=26
+  memlim=${MODEL_MEMLIM_MB:-9000}       # segments needs 7.5 GB
+  safes="base querier three reacquire segments shortttl"
+fi
+
+# build NAME FLAGS...: a pan for the model with these -D flags, in dir NAME
+build() {
+  local name=$1 how=""
+  shift
+  [ -n "${BFS:-}" ] && how=-DBFS
+  mkdir -p "$name"
+  (cd "$name" && cp ../*.pml . && spin -a "$@" fencegate.pml >/dev/null &&
+    cc ${OPT:--O2} -w -DMEMLIM="$memlim" -DVECTORSZ=1024 $how -o pan pan.c)
+}
+
+# stats NAME: one line of figures from NAME/out.txt
+stats() {
+  local o=$1/out.txt
+  printf '%s states, %s transitions, depth %s, %s s, %s MB' \
+    "$(awk '/states, stored/ {print $1; exit}' "$o")" \
+    "$(awk '/transitions \(= stored\+matched\)/ {print $1; exit}' "$o")" \
+    "$(sed -n 's/.*depth reached \([0-9]*\).*/\1/p' "$o" | head -1)" \
+    "$(sed -n 's/^pan: elapsed time \([0-9.e+]*\).*/\1/p' "$o" | head -1)" \
+    "$(awk '/total actual memory usage/ {print $1; exit}' "$o")"
+}
+
+# safe NAME COVERS FLAGS...: must finish with 0 errors and a complete
+# search, and reach every non-vacuity target in COVERS
+safe() {
+  local name=$1 covers=$2 k missed=""
+  shift 2
+  build "$name" "$@"
+  (cd "$name" && ./pan -m100000 -w"$hashbits" >out.txt 2>&1) || true
+  for k in $covers; do grep -qx "cover $k reached" "$name/out.txt" || missed="$missed $k"; done
+  if grep -q 'errors: 0' "$name/out.txt" && ! grep -qE 'Search not completed|max search depth too small|MEMLIM' "$name/out.txt" &&
+    [ -z "$missed" ]; then
+    echo "PASS  safe $name [$*]: $(stats "$name"); reached targets $(grep -c '^cover [0-9]* reached$' "$name/out.txt"): $(sed -n 's/^cover \([0-9]*\) reached$/\1/p' "$name/out.txt" | sort -n | tr '\n' ' ')"
+  elif [ -n "$missed" ] && grep -q 'errors: 0' "$name/out.txt"; then
+    echo "FAIL  safe $name [$*]: non-vacuity targets not reached:$missed"
+    failures=$((failures + 1))
+  else
+    echo "FAIL  safe $name [$*]: $(grep -m1 -E 'assertion violated|Search not completed|MEMLIM|error' "$name/out.txt" || echo 'no result')"
+    [ -f "$name/fencegate.pml.trail" ] && trail "$name" "$@"
+    failures=$((failures + 1))
+  fi
+}
+
+# trail NAME FLAGS...: the event log of NAME's counterexample
+trail() {
+  local name=$1
+  shift
+  (cd "$name" && spin -t "$@" fencegate.pml 2>&1) |
+    tr -s ' ' | sed -n 's/^[[:space:]]*\(T[0-9].*\|--- T = .*\)$/      \1/p; s/^spin: text of failed assertion: \(.*\)/      violated: \1/p'
+}
+
+# violated NAME PATTERN WHAT FLAGS...: the search must stop on an
+# assertion matching PATTERN (a mutant's property, or a cover target
+# reached); WHAT says which in the PASS line
+violated() {
+  local name=$1 pattern=$2 what=$3
+  shift 3
+  build "$name" "$@"
+  (cd "$name" && ./pan -m100000 -w"$hashbits" >out.txt 2>&1) || true
+  if grep -q "assertion violated.*$pattern" "$name/out.txt"; then
+    echo "PASS  $name [$*]: $what ($(stats "$name"))"
+    return 0
+  fi
+  echo "FAIL  $name [$*]: expected a violation of $pattern, got: $(grep -m1 -E 'assertion violated|errors:' "$name/out.txt" || echo 'no result')"
+  failures=$((failures + 1))
+  return 1
+}
+
+echo "--- safe model (complete search, every property, every listed target reached)"
+for c in $safes; do
+  case $c in
+  base) safe base "$BASE_COVERS" $BASE ;;
+  querier) safe querier "$QUERIER_COVERS" $QUERIER ;;
+  three) safe three "$THREE_COVERS" $THREE ;;
+  reacquire) safe reacquire "$BASE_COVERS" $REACQUIRE ;;
+  segments) safe segments "$BASE_COVERS" $SEGMENTS ;;
+  shortttl) safe shortttl "$BASE_COVERS" $SHORTTTL ;;
+  esac
+done
+
+echo "--- mutants: each must yield a counterexample (no symmetry reduction, so client numbers in a trail stay put)"
+BFS=1 OPT=-O0
+mut="-DNOSYMMETRY -DNOHIDDEN -DNOCOVER"
+if violated mutant-nofence 'staleAccept' 'counterexample: stale accept' $BASE -DMUTANT_NOFENCE $mut; then
+  trail mutant-nofence $BASE -DMUTANT_NOFENCE $mut
+fi
+if violated mutant-oldrule 'spuriousPause' 'counterexample: spurious pause' $BASE -DMUTANT_OLDRULE $mut; then
+  trail mutant-oldrule $BASE -DMUTANT_OLDRULE $mut
+fi
+unset BFS
+# its counterexample is deeper (a restore, a lost release, a tick):
+# depth-first, which stops at the first one
+if violated mutant-noalarm 'missedRegression' 'counterexample: regression not alarmed' $BASE -DMUTANT_NOALARM -DNOSYMMETRY -DNOCOVER; then
+  trail mutant-noalarm $BASE -DMUTANT_NOALARM -DNOSYMMETRY -DNOCOVER
+fi
+
+if [ "$failures" -ne 0 ]; then
+  echo "model check: $failures failure(s)"
+  exit 1
+fi
+echo "model check: OK"

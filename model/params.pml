@@ -1,0 +1,88 @@
+/* Parameters and bounds of the fencegate model. Every one can be set with
+ * -D on the spin command line (model/check.sh passes the full bounds with
+ * --full). Time is in ticks of the registry's logical clock; one tick is
+ * the unit of the skew bound. */
+
+#ifndef M
+#define M 1          /* skew bound m: Policy.StatusSkewMax = ClockSkewMaxMs */
+#endif
+#ifndef TTL
+#define TTL 3        /* lease TTL (registry clock) */
+#endif
+#ifndef TTLS
+#define TTLS 0       /* a second, short TTL a client may ask for (0: only TTL) */
+#endif
+#ifndef PTTL
+#define PTTL 2       /* StatusProofTTLMs: life of a status proof */
+#endif
+#ifndef LD
+#define LD 1         /* LockDelayMs after an expiry (the registry requires LD >= M) */
+#endif
+#ifndef TMAX
+#define TMAX 3       /* time horizon: the true clock runs 0..TMAX */
+#endif
+#ifndef G
+#define G 2          /* grants the registry may issue in one run */
+#endif
+#ifndef FAULTS
+#define FAULTS 2     /* lost registry answers + lost writes per run */
+#endif
+#ifndef NET
+#define NET 2        /* writes in flight to the gate at once (held, reordered) */
+#endif
+#ifndef SEQMAX
+#define SEQMAX 1     /* segments per grant */
+#endif
+#ifndef RNMAX
+#define RNMAX 1      /* renewals per lease */
+#endif
+#ifndef RQMAX
+#define RQMAX 1      /* request IDs (acquire attempts) per client */
+#endif
+
+#define NC 3         /* clients */
+#define NONE 7       /* no grant (grant indices fit in 3 bits) */
+
+#if TMAX + M + TTL * (RNMAX + 1) > 31
+#error "times must stay below 32 (they are kept in 5 bits)"
+#endif
+#if G + 2 > 15
+#error "fences must stay below 16 (they are kept in 4 bits)"
+#endif
+#if TMAX + M + PTTL > 31
+#error "TMAX + M + PTTL must stay below 32 (net.pml packs times in 5 bits)"
+#endif
+#if G > 6
+#error "G must be at most 6 (operator.pml, net.pml)"
+#endif
+#if LD < M && !defined(ALLOW_LD_BELOW_M)
+#error "the registry refuses LockDelayMs below ClockSkewMaxMs (LD >= M)"
+#endif
+#if SEQMAX > 3
+#error "SEQMAX must be at most 3 (see client.pml)"
+#endif
+
+#define max(a, b) ((a) > (b) -> (a) : (b))
+#define min(a, b) ((a) < (b) -> (a) : (b))
+
+/* Clocks. The true time is T. Registry replica r reads T + r*M (replica 0
+ * is the slowest clock, replica 1 the fastest: they differ by exactly m);
+ * the gate reads T + goff, goff in {0, M}, chosen at start. */
+#define RNOW(r) (T + (r) * M)
+#define GNOW (T + goff)
+
+/* Non-vacuity. REACH(k) marks event k (check.sh lists them). In a
+ * verification run it prints "cover k reached" the first time the search
+ * executes it, from a C array outside the state vector, so the safe run
+ * itself shows that its properties were checked on states where each
+ * event happens. With -DCOVER=k it is instead an assertion that event k
+ * never happens (a trail to it); -DNOCOVER makes it a no-op (spin -t
+ * replays cannot run C code). */
+#if defined(COVER)
+#define REACH(k) assert(COVER != k)
+#elif defined(NOCOVER)
+#define REACH(k) skip
+#else
+c_decl { int coverHit[16]; }
+#define REACH(k) c_code { if (!coverHit[k]) { coverHit[k] = 1; printf("cover %d reached\n", k); } }
+#endif

@@ -1,0 +1,134 @@
+/* The registry core (registry/core*.go) as inlines over the store record.
+ * Each runs inside one client step (client.pml) as one linearizable store
+ * transaction at replica r, whose clock is RNOW(r); the client may lose
+ * the answer. */
+
+/* registry/core.go statusValidUntil for a HELD statement. */
+#define VALID_UNTIL(tn, exp) max(min((tn) + PTTL, (exp) - M), (tn))
+
+/* entryState == HELD: the record's live holder is grant gg at tn. */
+#define LIVE(gg, tn) ((gg) != NONE && rec.holder == (gg) && (tn) < rec.expires)
+
+/* decideAcquire's "free" after normalize: no live holder and lock-delay
+ * over (an expiry frees at expires + LD, a release at freeAt). */
+#define FREE(tn) (!LIVE(rec.holder, tn) && \
+  (tn) >= (rec.holder != NONE -> max(rec.freeAt, rec.expires + LD) : rec.freeAt))
+
+/* issueStatus: Registry.issue signs "gg is HELD" at tn, valid until
+ * statusValidUntil, into (vs, vv, vr). vr is the ghost "issued when a
+ * fence above gg's had already been issued": a statement only a registry
+ * that went backwards can sign. */
+inline issueStatus(gg, tn) {
+  vs = tn;
+  vv = VALID_UNTIL(tn, rec.expires);
+  vr = (grants[gg].fence < maxIssued);
+  /* already stale at the gate: the one stale statement (forgetPast) */
+  if :: vv <= T + goff + M -> vs = 0; vv = 1; vr = 0 :: else -> skip fi
+}
+
+/* grantLease (registry/core_acquire.go): the next fence is
+ * max(HighestFence, Floor) + 1, recorded with the holder and the request
+ * entry in the same write; then its HELD statement. */
+inline grantLease(c, tn) {
+  /* non-vacuity: a grant after a release (8), after an expiry (9) */
+  if
+  :: rec.holder == NONE && rec.highest > 0 -> REACH(8)
+  :: rec.holder != NONE -> REACH(9)
+  :: else -> skip
+  fi;
+  grants[gN].fence = max(rec.highest, rec.floor) + 1;
+  grants[gN].owner = c;
+  grants[gN].rq = cl[c].rq;
+  grants[gN].stamp = tn;
+  grants[gN].ttl = cl[c].ttl;
+  grants[gN].postResume = resumed;
+  /* guarantee 1: without a restore the registry's fences only rise */
+  assert(grants[gN].fence > maxIssued || restored);
+  if
+  :: grants[gN].fence <= maxIssued -> reissued = 1
+  :: else -> maxIssued = grants[gN].fence
+  fi;
+  rec.highest = grants[gN].fence;
+  rec.holder = gN;
+  rec.freeAt = 0;   /* only read while there is no holder */
+  rec.expires = tn + cl[c].ttl;
+  grants[gN].maxExp = (restored -> 0 : rec.expires);
+  rec.e[c].rq = cl[c].rq;
+  rec.e[c].rg = gN;
+  g = gN;
+  gN++;
+  issueStatus(g, tn)
+}
+
+/* restoreTo(jj, hold, late): the store goes back to a snapshot taken
+ * while grant jj-1 was the last one issued (jj = 0: before any grant).
+ * Fences above its fence and the request entries of later grants are
+ * forgotten; the holder is grant jj-1 with the expiry it was issued with
+ * (hold, late = 0) or its last renewed one (late = 1), or nobody (a
+ * snapshot taken after its release). Clocks are not restored. Before any
+ * resume the floor is 0 and fences are 1, 2, 3, ... in grant order, so
+ * these are the records the store can have held, chosen at restore time
+ * instead of carried along as a snapshot copy. */
+inline restoreTo(jj, hold, late) {
+  rec.highest = (jj > 0 -> grants[jj - 1].fence : 0);
+  rec.floor = 0;
+  rec.freeAt = 0;
+  if
+  :: hold -> rec.holder = jj - 1;
+     rec.expires = (late -> grants[jj - 1].maxExp : grants[jj - 1].stamp + grants[jj - 1].ttl)
+  :: else -> rec.holder = NONE; rec.expires = 0
+  fi;
+  rec.e[0].rq = 0; rec.e[1].rq = 0; rec.e[2].rq = 0;
+  rec.e[0].rg = NONE; rec.e[1].rg = NONE; rec.e[2].rg = NONE;
+  i = 0;
+  do
+  :: i < jj -> rec.e[grants[i].owner].rq = grants[i].rq; rec.e[grants[i].owner].rg = i; i++
+  :: else -> break
+  od;
+  /* maxExp was only needed to choose the snapshot: forget it */
+  i = 0;
+  do
+  :: i < gN -> grants[i].maxExp = 0; i++
+  :: else -> break
+  od;
+  restored = 1;
+  printf("T%d RESTORE: the store goes back to after grant %d (highest fence %d, holder g%d expires %d)\n", T, jj, rec.highest, rec.holder, rec.expires)
+}
+
+/* forgetPast: what the passing of time makes irrelevant, cleared so that
+ * runs differing only in it are one state. A freeAt every clock has
+ * passed frees nothing more; a holder expired past its lock-delay at every
+ * replica is the same as none; a statement whose validUntil the gate's
+ * clock has reached can never prove HELD again, and then its issuedAt and
+ * ghost are never read (rules 5 and 6 do not look at the status): it
+ * becomes the one stale statement (s 0, v 1). */
+#define STALE_V(vx) ((vx) != 0 && (vx) <= T + goff + M)
+#define STALE_MSG(x) (STALE_V(M_V(x)) && !(M_V(x) == 1 && M_S(x) == 0 && M_REGR(x) == 0))
+inline forgetPast() {
+  if :: rec.freeAt <= T -> rec.freeAt = 0 :: else -> skip fi;
+  if
+  :: rec.holder != NONE && rec.expires + LD <= T -> rec.holder = NONE; rec.expires = 0
+  :: else -> skip
+  fi;
+  i = 0;
+  do
+  :: i < NC ->
+     if :: STALE_V(cl[i].v) && cl[i].v != 1 -> cl[i].s = 0; cl[i].v = 1; cl[i].regr = 0 :: else -> skip fi;
+     i++
+  :: else -> break
+  od;
+  i = 0;
+  do
+  :: i < NET ->
+     if
+     :: net[i].w != 0 && STALE_MSG(net[i].w) ->
+        m = MSG(M_G(net[i].w), 0, 1, 0, M_SEQ(net[i].w));
+        netRemove(i);
+        if :: !IN_NET(m) -> netInsert(m) :: else -> skip fi;
+        i = 0   /* the set re-sorted: look again from the start */
+     :: else -> i++
+     fi
+  :: else -> break
+  od;
+  skip
+}

@@ -1,0 +1,201 @@
+package dashboard
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/fencegate/fencegate/registry"
+)
+
+// Bounds of the resource list.
+const (
+	// KnownResourcesMax is how many resource names are remembered; past
+	// it the least recently seen is forgotten.
+	KnownResourcesMax = 1024
+	// ResourcesShownMax is how many resources the page reads and shows.
+	ResourcesShownMax = 100
+	// DiscoveryIntervalMs is how often, while the page is watched, the
+	// request index is scanned for resources other replicas granted, 10 s.
+	DiscoveryIntervalMs = 10_000
+	// DiscoveryEntriesMax bounds one scan, in request entries (it
+	// continues where the last one stopped).
+	DiscoveryEntriesMax = 2048
+	// readsParallelMax bounds the concurrent record reads of one refresh.
+	readsParallelMax = 8
+)
+
+// knownSet is the resources the dashboard has heard of: named in an API
+// call to this replica, in a gate's report, or found in the request
+// index. The registry keeps no list of resources; this is the page's.
+type knownSet struct {
+	mu     sync.Mutex
+	seen   map[string]int64 // resource → last seen, Unix ms
+	cursor registry.RequestKey
+}
+
+func newKnownSet() *knownSet { return &knownSet{seen: map[string]int64{}} }
+
+// note records that resource was seen at atMs. It runs after every API
+// call: O(1), except that past KnownResourcesMax one pass keeps the
+// newest half (amortized O(log n) per name).
+func (k *knownSet) note(resource string, atMs int64) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if atMs <= k.seen[resource] {
+		return
+	}
+	k.seen[resource] = atMs
+	if len(k.seen) > KnownResourcesMax {
+		keep := k.newestLocked(KnownResourcesMax / 2)
+		k.seen = make(map[string]int64, KnownResourcesMax)
+		for _, r := range keep {
+			k.seen[r.name] = r.at
+		}
+	}
+}
+
+type seenAt struct {
+	name string
+	at   int64
+}
+
+// newestLocked returns the n most recently seen, newest first (ties by
+// name).
+func (k *knownSet) newestLocked(n int) []seenAt {
+	all := make([]seenAt, 0, len(k.seen))
+	for r, t := range k.seen {
+		all = append(all, seenAt{r, t})
+	}
+	slices.SortFunc(all, func(a, b seenAt) int {
+		if a.at != b.at {
+			if a.at > b.at {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	return all[:min(n, len(all))]
+}
+
+// recent returns up to n names, most recently seen first.
+func (k *knownSet) recent(n int) []string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var out []string
+	for _, r := range k.newestLocked(n) {
+		out = append(out, r.name)
+	}
+	return out
+}
+
+// discover scans up to DiscoveryEntriesMax request entries from where the
+// last scan stopped; each names a resource some replica granted within
+// the request retention (24 h by default), and every live grant has one.
+func (d *Dashboard) discover(ctx context.Context) {
+	k := d.known
+	k.mu.Lock()
+	after := k.cursor
+	k.mu.Unlock()
+	for read := 0; read < DiscoveryEntriesMax; {
+		page, err := d.cfg.Store.ScanRequests(ctx, after, min(registry.SweepScanMax, DiscoveryEntriesMax-read))
+		if err != nil {
+			if ctx.Err() == nil {
+				d.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "dashboard: scan request index", slog.String("error", err.Error()))
+			}
+			return
+		}
+		for _, sl := range page {
+			if sl.Entry != nil {
+				k.note(sl.Entry.Grant.Resource, sl.Entry.Grant.IssuedAtMs)
+			}
+		}
+		read += len(page)
+		if len(page) == 0 {
+			after = registry.RequestKey{} // walked to the end: start over next time
+			break
+		}
+		after = page[len(page)-1].Key
+	}
+	k.mu.Lock()
+	k.cursor = after
+	k.mu.Unlock()
+}
+
+// ResourceRow is one resource as the registry holds it.
+type ResourceRow struct {
+	Resource         string
+	HighestFence     uint64
+	Floor            uint64
+	NextFence        uint64 // the next grant's fence
+	PolicyGeneration uint64
+	Holder, Lease    string // "" when free
+	LeaseLeftMs      int64  // until the holder's lease expires (0 when free)
+	ExpiredOwner     string // a holder whose lease ran out, not yet written down
+	FreeInMs         int64  // lock-delay left before the next grant
+	Waiters          int
+	WaiterOwners     []string // the first ones, head first
+	Err              string   // the read failed
+	Gates            []GateCell
+}
+
+// GateCell is one gate's view of a resource.
+type GateCell struct {
+	Gate         string
+	HighestFence uint64
+	Mode         string
+	Paused       bool
+	Reason       string
+}
+
+// waitersShownMax is how many waiter identities a row names.
+const waitersShownMax = 3
+
+// readRows reads each resource's record (linearizable store reads, at
+// most readsParallelMax at a time), judged at nowMs by the registry's
+// rules: a lease past its expiry is over even before a write records it.
+func (d *Dashboard) readRows(ctx context.Context, names []string, nowMs int64) []ResourceRow {
+	rows := make([]ResourceRow, len(names))
+	sem := make(chan struct{}, readsParallelMax)
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			rows[i] = ResourceRow{Resource: name, NextFence: 1}
+			snap, err := d.cfg.Store.Read(ctx, name, nil)
+			if err != nil {
+				rows[i].Err = err.Error()
+				return
+			}
+			if snap.Record != nil {
+				fillRow(&rows[i], snap.Record, nowMs)
+			}
+		}()
+	}
+	wg.Wait()
+	return rows
+}
+
+func fillRow(row *ResourceRow, rec *registry.Record, nowMs int64) {
+	row.HighestFence, row.Floor, row.PolicyGeneration = rec.HighestFence, rec.Floor, rec.PolicyGeneration
+	row.NextFence = max(rec.HighestFence, rec.Floor) + 1
+	if h := rec.Holder; h != nil {
+		if h.ExpiresAtMs > nowMs {
+			row.Holder, row.Lease, row.LeaseLeftMs = h.Grant.Owner, h.Grant.Lease, h.ExpiresAtMs-nowMs
+		} else {
+			row.ExpiredOwner = h.Grant.Owner
+		}
+	}
+	if rec.FreeAtMs > nowMs && row.Holder == "" {
+		row.FreeInMs = rec.FreeAtMs - nowMs
+	}
+	row.Waiters = len(rec.Waiters)
+	for _, w := range rec.Waiters[:min(len(rec.Waiters), waitersShownMax)] {
+		row.WaiterOwners = append(row.WaiterOwners, w.Owner)
+	}
+}

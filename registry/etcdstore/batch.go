@@ -1,0 +1,267 @@
+package etcdstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+
+	"github.com/fencegate/fencegate/registry"
+)
+
+// Group commit. Commits that arrive while BatchInflightMax transactions
+// are already in flight wait in a queue; the next free slot sends the
+// queue's head and every queued write whose keys it does not share, up to
+// BatchWritesMax, as one etcd transaction with one nested transaction per
+// write. etcd evaluates every nested transaction's compares against the
+// state before the whole transaction and applies each one's then or else
+// branch alone, so each write still succeeds or fails by its own compares
+// (a failed one reads its fresh snapshot in its else branch, as a lone
+// commit does) and no write waits for a retry of another. Writes in one
+// transaction touch disjoint keys (settings are only compared), so the
+// outcome is that of running them one after another in any order; they
+// share one revision, which is each one's commit revision. A commit that
+// finds a free slot goes at once: grouping costs nothing when idle.
+
+// Options tunes a Store.
+type Options struct {
+	// BatchWritesMax is how many commits one etcd transaction carries.
+	// Optional, defaults to 32; 1 sends every commit alone. etcd's default
+	// --max-txn-ops of 128 must cover it plus one write's operations.
+	BatchWritesMax int
+	// BatchInflightMax is how many transactions are in flight before
+	// commits queue for the next. Optional, defaults to 1: on a CPU-bound
+	// server fewer, larger transactions cost less per write than
+	// overlapping ones, and a queued commit waits at most one round trip.
+	BatchInflightMax int
+}
+
+// Option sets Options at New.
+type Option func(*Options)
+
+// WithBatching sets how many commits one transaction carries (1: none) and
+// how many transactions are in flight before commits queue; 0 keeps a
+// default.
+func WithBatching(writesMax, inflightMax int) Option {
+	return func(o *Options) { o.BatchWritesMax, o.BatchInflightMax = writesMax, inflightMax }
+}
+
+// batchBytesMax bounds a grouped transaction's values, well under etcd's
+// default 1.5 MiB request limit.
+const batchBytesMax = 512 << 10
+
+func (o Options) withDefaults() Options {
+	if o.BatchWritesMax <= 0 {
+		o.BatchWritesMax = 32
+	}
+	if o.BatchInflightMax <= 0 {
+		o.BatchInflightMax = 1
+	}
+	return o
+}
+
+// batcher queues commits and sends them in groups.
+type batcher struct {
+	s   *Store
+	opt Options
+
+	mu       sync.Mutex
+	queue    []*pending
+	inflight int // slots taken, <= opt.BatchInflightMax
+
+	txns, writes atomic.Uint64 // transactions sent and writes they carried
+}
+
+// pending is one queued commit.
+type pending struct {
+	w    registry.Write
+	t    writeTxn
+	keys []string // every key it compares, writes or reads, but settings
+	size int
+	ctx  context.Context
+	done chan struct{} // closed once res and err are set
+	res  registry.CommitResult
+	err  error
+}
+
+func newBatcher(s *Store, o Options) *batcher { return &batcher{s: s, opt: o} }
+
+// commit queues w and waits for its outcome; when a slot is free the
+// caller sends at once, its own write first.
+func (b *batcher) commit(ctx context.Context, w registry.Write) (registry.CommitResult, error) {
+	p := b.s.newPending(ctx, w)
+	b.mu.Lock()
+	if b.inflight < b.opt.BatchInflightMax {
+		b.inflight++
+		group := b.takeLocked(p)
+		b.mu.Unlock()
+		b.send(group)
+		b.handOff()
+		return p.res, p.err
+	}
+	b.queue = append(b.queue, p)
+	b.mu.Unlock()
+	select {
+	case <-p.done:
+		return p.res, p.err
+	case <-ctx.Done():
+		if b.withdraw(p) {
+			return registry.CommitResult{}, fmt.Errorf("etcdstore: commit: not sent: %w", ctx.Err())
+		}
+		return registry.CommitResult{}, fmt.Errorf("etcdstore: commit: outcome unknown: %w", ctx.Err())
+	}
+}
+
+func (s *Store) newPending(ctx context.Context, w registry.Write) *pending {
+	p := &pending{w: w, t: s.txnOf(w), ctx: ctx, done: make(chan struct{})}
+	if w.Resource != "" {
+		p.keys = append(p.keys, s.recordKey(w.Resource))
+	}
+	for _, rw := range w.Requests {
+		p.keys = append(p.keys, s.requestKey(rw.Key))
+	}
+	for _, k := range w.ReadKeys {
+		p.keys = append(p.keys, s.requestKey(k))
+	}
+	p.size = p.t.size
+	return p
+}
+
+// takeLocked returns first (nil for none) and then queued writes in order
+// whose keys no taken write shares, within the group's bounds; the rest
+// stay queued.
+func (b *batcher) takeLocked(first *pending) []*pending {
+	var group []*pending
+	taken := map[string]bool{}
+	size := 0
+	add := func(p *pending) bool {
+		if len(group) >= b.opt.BatchWritesMax || len(group) > 0 && size+p.size > batchBytesMax {
+			return false
+		}
+		for _, k := range p.keys {
+			if taken[k] {
+				return false
+			}
+		}
+		for _, k := range p.keys {
+			taken[k] = true
+		}
+		group, size = append(group, p), size+p.size
+		return true
+	}
+	if first != nil {
+		add(first)
+	}
+	rest := b.queue[:0]
+	for _, p := range b.queue {
+		if !add(p) {
+			rest = append(rest, p)
+		}
+	}
+	clear(b.queue[len(rest):])
+	b.queue = rest
+	return group
+}
+
+// handOff gives the caller's slot to the queue: a goroutine keeps sending
+// while commits wait, and frees the slot when none do.
+func (b *batcher) handOff() {
+	b.mu.Lock()
+	group := b.takeLocked(nil)
+	if len(group) == 0 {
+		b.inflight--
+		b.mu.Unlock()
+		return
+	}
+	b.mu.Unlock()
+	go func() {
+		b.send(group)
+		b.handOff()
+	}()
+}
+
+// withdraw removes p from the queue; false when it was already sent.
+func (b *batcher) withdraw(p *pending) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i, q := range b.queue {
+		if q == p {
+			b.queue = append(b.queue[:i], b.queue[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// send commits the group and delivers each write's outcome.
+func (b *batcher) send(group []*pending) {
+	ctx, cancel := groupContext(group)
+	defer cancel()
+	b.txns.Add(1)
+	b.writes.Add(uint64(len(group)))
+	if len(group) == 1 {
+		p := group[0]
+		p.res, p.err = b.s.commitOne(ctx, p.w, &p.t)
+		close(p.done)
+		return
+	}
+	ops := make([]*pb.RequestOp, len(group))
+	for i, p := range group {
+		ops[i] = &pb.RequestOp{Request: &pb.RequestOp_RequestTxn{RequestTxn: p.t.request()}}
+	}
+	resp, err := b.s.txn(ctx, &pb.TxnRequest{Success: ops})
+	if err != nil && refused(err) {
+		// etcd checked the request and applied none of it (a server with
+		// lower limits than ours): send each write alone.
+		for _, p := range group {
+			b.send([]*pending{p})
+		}
+		return
+	}
+	for i, p := range group {
+		switch {
+		case err != nil:
+			p.err = fmt.Errorf("etcdstore: commit: %w", err)
+		case i >= len(resp.Responses) || resp.Responses[i].GetResponseTxn() == nil:
+			p.err = fmt.Errorf("etcdstore: commit: grouped response %d of %d missing", i, len(group))
+		default:
+			sub := resp.Responses[i].GetResponseTxn()
+			p.res, p.err = b.s.commitResult(p.w, uint64(resp.Header.Revision), sub.Succeeded, sub.Responses)
+		}
+		close(p.done)
+	}
+}
+
+// refused reports an error etcd returns before applying anything because
+// of the request's shape: too many operations, a duplicate key, too large.
+func refused(err error) bool {
+	return errors.Is(err, rpctypes.ErrTooManyOps) || errors.Is(err, rpctypes.ErrDuplicateKey) || errors.Is(err, rpctypes.ErrRequestTooLarge)
+}
+
+// groupContext ends when every member's context has ended, so one caller
+// giving up never cancels the others' writes.
+func groupContext(group []*pending) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var mu sync.Mutex
+	left := len(group)
+	stops := make([]func() bool, len(group))
+	for i, p := range group {
+		stops[i] = context.AfterFunc(p.ctx, func() {
+			mu.Lock()
+			defer mu.Unlock()
+			if left--; left == 0 {
+				cancel()
+			}
+		})
+	}
+	return ctx, func() {
+		for _, stop := range stops {
+			stop()
+		}
+		cancel()
+	}
+}

@@ -1,0 +1,109 @@
+package registry
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/fencegate/fencegate/grant"
+)
+
+// The grant memo keeps, per lease this Registry issued or answered for,
+// the grant's backend revision and its proof, so a renewal neither reads
+// the request entry again nor signs the same grant twice. Both are facts
+// that never change while the lease lives: the backend revision is the
+// create revision of the lease's request entry, which is written in the
+// granting transaction and never deleted while HELD; a proof is a
+// deterministic function of the grant's digest and this Registry's key
+// (Ed25519 and HMAC-SHA256 alike), so a remembered proof is byte for byte
+// the one signing would make. A memo entry is used only when the stored
+// grant body is exactly the one remembered; a miss costs the read or the
+// signature, never a different answer.
+
+// grantMemosMax bounds the memo; when full it is cleared (a miss only
+// costs a read and a signature).
+const grantMemosMax = 16_384
+
+type grantMemo struct {
+	body       GrantBody
+	backendRev uint64
+	digest     grant.Digest
+	proof      string
+}
+
+type grantMemos struct {
+	mu sync.Mutex
+	m  map[string]grantMemo // resource + "\x00" + lease
+}
+
+func memoKey(resource, lease string) string { return resource + "\x00" + lease }
+
+// backendRev returns the remembered backend revision of body's grant.
+func (g *grantMemos) backendRev(body GrantBody) (uint64, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	e, ok := g.m[memoKey(body.Resource, body.Lease)]
+	if !ok || e.body != body {
+		return 0, false
+	}
+	return e.backendRev, true
+}
+
+// proof returns the remembered proof of the grant with digest d.
+func (g *grantMemos) proof(body GrantBody, d grant.Digest) (string, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	e, ok := g.m[memoKey(body.Resource, body.Lease)]
+	if !ok || e.body != body || e.digest != d || e.proof == "" {
+		return "", false
+	}
+	return e.proof, true
+}
+
+// remember records a grant as issued: its body, backend revision, digest
+// and proof.
+func (g *grantMemos) remember(body GrantBody, backendRev uint64, d grant.Digest, proof string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	k := memoKey(body.Resource, body.Lease)
+	if _, ok := g.m[k]; !ok && len(g.m) >= grantMemosMax {
+		clear(g.m)
+	}
+	if g.m == nil {
+		g.m = make(map[string]grantMemo)
+	}
+	g.m[k] = grantMemo{body: body, backendRev: backendRev, digest: d, proof: proof}
+}
+
+// signPair signs the grant (unless its proof is remembered) and the status,
+// the two on separate goroutines when both are needed: they are the bulk
+// of an acquire's CPU outside the store.
+func (r *Registry) signPair(body GrantBody, g *grant.Grant, st *grant.Status) (string, string, error) {
+	d := g.Digest()
+	if gp, ok := r.memo.proof(body, d); ok {
+		sp, err := r.signer.Sign(st)
+		if err != nil {
+			return "", "", fmt.Errorf("registry: sign status: %w", err)
+		}
+		return gp, sp, nil
+	}
+	var (
+		sp   string
+		serr error
+		wg   sync.WaitGroup
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		sp, serr = r.signer.Sign(st)
+	}()
+	gp, gerr := r.signer.Sign(g)
+	wg.Wait()
+	if gerr != nil {
+		return "", "", fmt.Errorf("registry: sign grant: %w", gerr)
+	}
+	if serr != nil {
+		return "", "", fmt.Errorf("registry: sign status: %w", serr)
+	}
+	r.memo.remember(body, g.BackendRevision, d, gp)
+	return gp, sp, nil
+}

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Runs every benchmark that compares fencegate with its natural baseline
+# in the same run — the registry against etcd's concurrency.Mutex on one
+# embedded etcd (fsync on), `fencegate serve` over HTTP against a Mutex
+# over a real etcd client, each fenced write against the plain write on
+# the same database (SQLite FULL/NORMAL, PostgreSQL synchronous_commit
+# on/off through database/sql and pgx), SQLite WAL pages per write — and
+# prints one Markdown table of medians, ratios and the goals of issue 19.
+#
+#   scripts/bench-all.sh [ROUNDS] [BASE_REV]
+#
+# ROUNDS (default 5): every benchmark runs ROUNDS times, round by round,
+# so load on a shared machine falls on all of them alike. BASE_REV: the
+# same benchmarks also run on that revision (this tree's benchmark files
+# copied in; a benchmark the revision cannot build is left out), each
+# round alternating base and work tree, and the table gains the ratio
+# before. PostgreSQL runs when initdb is found (FENCEGATE_REQUIRE_PG=1 to
+# insist). Output: bench-all/{new,base}.txt and bench-all/table.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds=${1:-5} base=${2:-}
+out=bench-all
+mkdir -p "$out"
+tmp=$(mktemp -d)
+cleanup() {
+  [ -n "$base" ] && git worktree remove --force "$tmp/base" >/dev/null 2>&1
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# package | test binary | -test.bench | -test.benchtime
+specs=(
+  "./registry/etcdstore etcdstore ^BenchmarkAcquireReleaseInterleaved$ 300x"
+  "./registry/etcdstore etcdstore ^BenchmarkThroughput64Paired$ 5x"
+  "./registry/etcdstore etcdstore ^BenchmarkHandoff$ 300x"
+  "./cmd/fencegate fencegate ^BenchmarkServeCycle$ 300x"
+  "./cmd/fencegate fencegate ^BenchmarkServeThroughput64$ 5x"
+  "./gate/sqlgate sqlgate ^BenchmarkWritePaired(Pgx)?$ 1500x"
+  "./gate/sqlgate sqlgate ^BenchmarkWALFrames(Floor)?$ 1500x"
+)
+pkgs=(./registry/etcdstore ./cmd/fencegate ./gate/sqlgate)
+
+build() { # side dir
+  local side=$1 dir=$2 pkg
+  mkdir -p "$tmp/$side"
+  for pkg in "${pkgs[@]}"; do
+    if ! (cd "$dir" && go test -c -o "$tmp/$side/$(basename "$pkg").test" "$pkg") >"$tmp/$side-build.log" 2>&1; then
+      echo "bench-all: $side: $pkg does not build; its benchmarks are left out" >&2
+      sed 's/^/  /' "$tmp/$side-build.log" | head -20 >&2
+    fi
+  done
+}
+
+# overlay copies this tree's benchmark files into the base worktree, with
+# a stub where the base lacks what a benchmark only reports on.
+overlay() {
+  local b=$tmp/base pkg f
+  for pkg in "${pkgs[@]}"; do
+    for f in "$pkg"/bench*_test.go; do cp "$f" "$b/$f"; done
+  done
+  [ -f "$b/gate/sqlgate/pgx.go" ] || rm -f "$b/gate/sqlgate/bench_pgx_test.go"
+  if [ ! -f "$b/registry/etcdstore/batch.go" ]; then
+    printf 'package etcdstore\n\nfunc batchStats(*Store) (uint64, uint64) { return 0, 0 }\n' >"$b/registry/etcdstore/zz_batchstats_test.go"
+  fi
+}
+
+build new .
+if [ -n "$base" ]; then
+  git worktree add --detach "$tmp/base" "$base" >/dev/null
+  overlay
+  build base "$tmp/base"
+fi
+
+: >"$out/new.txt"
+[ -n "$base" ] && : >"$out/base.txt"
+for i in $(seq 1 "$rounds"); do
+  for spec in "${specs[@]}"; do
+    read -r _ bin bench benchtime <<<"$spec"
+    for side in ${base:+base} new; do
+      [ -x "$tmp/$side/$bin.test" ] || continue
+      echo "round $i/$rounds: $side $bench" >&2
+      (cd "$tmp" && "./$side/$bin.test" -test.run '^$' -test.bench "$bench" -test.benchtime "$benchtime" -test.count 1) >>"$out/$side.txt"
+    done
+  done
+done
+
+go run ./scripts/benchtable "$out/new.txt" ${base:+"$out/base.txt"} | tee "$out/table.md"
