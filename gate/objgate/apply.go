@@ -94,7 +94,7 @@ func (g *Gate) decide(ctx context.Context, v *gate.Verified) (held, gate.Decisio
 			return h, gate.Decision{}, nil, err
 		}
 		d := g.pol.DecideLocked(ctx, g.querying, v, h.st, prior, g.clock.Now())
-		if !cached || d.Store || d.Proceed || d.Outcome == gate.Replayed {
+		if !cached || g.trustHeld || d.Store || d.Proceed || d.Outcome == gate.Replayed {
 			return h, d, prior, nil
 		}
 		g.forget(v.Mutation.Resource)

@@ -1,8 +1,9 @@
 // This file proves the held manifest is only a shortcut: a gate whose
 // manifest another gate replaced behind it never accepts on its stale
 // copy (and, with the conditional replace's compare removed, does — the
-// negative control, also failing the shared ConcurrentWriters case), and
-// a warm small write is one request.
+// negative control, also failing the shared ConcurrentWriters case) nor
+// refuses a write the stored one allows (and, answering from its copy,
+// does), and a warm small write is one request.
 package objgate_test
 
 import (
@@ -112,6 +113,52 @@ func staleManifest(t *testing.T, mutate func(*objgate.Gate)) string {
 	}
 	if st, err := b.State(ctx, r); err != nil || st.HighestFence != 6 || st.LastSegmentSeq != 1 {
 		return fmt.Sprintf("state %+v %v", st, err)
+	}
+	return ""
+}
+
+func TestStaleManifestNeverRejects(t *testing.T) {
+	if why := staleRejection(t, nil); why != "" {
+		t.Fatal(why)
+	}
+}
+
+func TestStaleManifestRejectsWhenTrusted(t *testing.T) {
+	why := staleRejection(t, objgate.TrustingHeld)
+	if why == "" {
+		t.Fatal("answering from the held manifest still accepted: the test cannot see a stale rejection")
+	}
+	t.Logf("trusting the held manifest: %s", why)
+}
+
+// staleRejection lets gate b accept the next segment of a's lease behind
+// a's held copy (two gates in front of one bucket), then sends a the
+// segment after it: a's copy says SEGMENT_GAP, the stored manifest says
+// accept. It returns what went wrong, "" if nothing did: refusing a
+// current writer is an availability defect.
+func staleRejection(t *testing.T, mutate func(*objgate.Gate)) string {
+	ctx := context.Background()
+	hs, _, iss := bucketGates(t, 2)
+	a, b := hs[0], hs[1]
+	if mutate != nil {
+		mutate(a.g)
+	}
+	const r = "obj/stale-reject"
+	write := func(h *harness, seq uint64) error {
+		p := fmt.Sprintf("op-a-%d", seq)
+		_, err := h.Apply(ctx, "worker-a", iss.Mutation(gatetest.Writer{Resource: r, Owner: "worker-a", Lease: "op-a", OperationID: "op-a", Fence: 5}, seq, p), p)
+		return err
+	}
+	for i, h := range []*harness{a, b} { // segment 1 through a, segment 2 through b
+		if err := write(h, uint64(i+1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := write(a, 3); err != nil {
+		return fmt.Sprintf("segment 3 after b's segment 2: %s (%v), want ACCEPTED", gate.OutcomeOf(err), err)
+	}
+	if fx, err := b.Effects(ctx, r); err != nil || !slices.Equal(fx, []string{"op-a-1", "op-a-2", "op-a-3"}) {
+		return fmt.Sprintf("content %q %v", fx, err)
 	}
 	return ""
 }

@@ -19,6 +19,11 @@ func OpenUnprobed(ctx context.Context, cfg Config) (*Gate, error) { return open(
 // on a held manifest whatever the stored one has become.
 func WithoutCompare(g *Gate) { g.noCompare = true }
 
+// TrustingHeld makes g answer a rejection decided on its held manifest
+// without reading the stored one: the negative control's mutant,
+// refusing writes the current manifest allows.
+func TrustingHeld(g *Gate) { g.trustHeld = true }
+
 // ParseManifest parses b as resource's manifest and returns it encoded
 // again (in format 2).
 func ParseManifest(g *Gate, resource string, b []byte) ([]byte, error) {

@@ -140,6 +140,7 @@ type Gate struct {
 	probeErr  error
 	counters  gate.Counters
 	noCompare bool // tests only: the negative control's mutant, replacing without If-Match
+	trustHeld bool // tests only: the negative control's mutant, answering rejections from the held manifest
 	mu        sync.Mutex
 	cache     map[string]held
 	records   uint64 // sequence of record keys written by this Gate (under mu)

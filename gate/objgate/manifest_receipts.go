@@ -40,7 +40,7 @@ func appendReceipt(rs []heldReceipt, r gate.Receipt) []heldReceipt {
 	if len(rs) > 0 {
 		prev = &rs[len(rs)-1].r
 	}
-	j := stored.FromReceipt(r)
+	j := stored.FieldsOf(r)
 	var buf [512]byte
 	b := buf[:0]
 	if sameRun(prev, r) {

@@ -84,7 +84,16 @@ type Receipt struct {
 
 // FromReceipt converts r.
 func FromReceipt(r gate.Receipt) Receipt {
-	return Receipt{ID: r.ID(), Resource: r.Resource, FenceToken: r.FenceToken, OperationRoot: digest(r.OperationRoot),
+	j := FieldsOf(r)
+	j.ID = r.ID()
+	return j
+}
+
+// FieldsOf converts every field of r but the ID (a digest of the others,
+// costing a hash): for a form that leaves the ID out, the inverse of
+// Fields.
+func FieldsOf(r gate.Receipt) Receipt {
+	return Receipt{Resource: r.Resource, FenceToken: r.FenceToken, OperationRoot: digest(r.OperationRoot),
 		OperationID: r.OperationID, SegmentSeq: r.SegmentSeq, PayloadDigest: digest(r.PayloadDigest),
 		GrantDigest: digest(r.GrantDigest), AcceptedAt: instant(r.AcceptedAt), Mode: string(r.Mode), Outcome: string(r.Outcome)}
 }
