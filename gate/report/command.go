@@ -83,7 +83,7 @@ func (r *Reporter) apply(ctx context.Context, sc SignedCommand) (Result, bool) {
 	if err := c.Verifier.VerifyDigest(grant.SchemaGateCommand, grant.CommandDigest([]byte(sc.Command)), cmd.IssuerEpoch, sc.Proof); err != nil {
 		return Result{ID: cmd.ID, Outcome: ResultRejected, Message: "proof: " + err.Error()}, true
 	}
-	if err := c.admit(cmd, r.cfg.Clock.Now()); err != nil {
+	if err := c.admit(cmd, r.startedMs, r.cfg.Clock.Now()); err != nil {
 		return Result{ID: cmd.ID, Outcome: ResultRejected, Message: err.Error()}, true
 	}
 	note := fmt.Sprintf("%s (dashboard command %s)", cmd.Note, cmd.ID)
@@ -97,10 +97,18 @@ func (r *Reporter) apply(ctx context.Context, sc SignedCommand) (Result, bool) {
 	return Result{ID: cmd.ID, Outcome: ResultFailed, Message: err.Error()}, false
 }
 
-// admit checks what the proof does not: this gate, this action, in time.
-func (c *CommandConfig) admit(cmd Command, now time.Time) error {
+// admit checks what the proof does not: this gate, this action, in time,
+// and issued after this Reporter started. The commands a Reporter has
+// answered are remembered in memory only, so one issued before it
+// started (allowing for the clocks' skew) may have been applied by the
+// gate process before a restart: redelivered now, it would apply again.
+// It is refused instead; the operator confirms it again.
+func (c *CommandConfig) admit(cmd Command, startedMs int64, now time.Time) error {
 	skew := int64(c.SkewMs)
 	switch nowMs := now.UnixMilli(); {
+	case cmd.IssuedAtMs < startedMs+skew:
+		return fmt.Errorf("report: command issued at %d ms, before this gate process started (%d ms, skew bound %d ms): it may have been applied before a restart; confirm it again",
+			cmd.IssuedAtMs, startedMs, skew)
 	case cmd.Gate != c.Identity:
 		return fmt.Errorf("report: command for gate %q, this is %q", cmd.Gate, c.Identity)
 	case cmd.Action != ActionResume:

@@ -3,13 +3,16 @@
 // gate, within its lifetime and not seen before, and that it answers a
 // redelivery with the first answer without applying it twice. The negative
 // control trusts the forger's key and shows the same forged command
-// applied. Also: an oversized report is trimmed to fit.
+// applied. A command issued before a restart is refused (the new process
+// cannot know whether the old one applied it), with its control. Also: an
+// oversized report is trimmed to fit.
 package report
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -49,6 +52,7 @@ func newCmdEnv(t testing.TB, trust *gatetest.Issuer) *cmdEnv {
 		t.Fatal(err)
 	}
 	e.r = r
+	e.clk.Advance(time.Second) // commands are issued after the Reporter started, past the skew bound
 	return e
 }
 
@@ -142,6 +146,49 @@ func TestCommandOutcomes(t *testing.T) {
 	e.clk.Advance(time.Duration(CommandTTLMs+600) * time.Millisecond) // past expiry and the 500 ms skew bound
 	if res, _ := e.r.apply(ctx, old); res.Outcome != ResultRejected || !strings.Contains(res.Message, "expired") {
 		t.Errorf("a command delivered after its expiry: %+v", res)
+	}
+}
+
+// A gate process that restarts forgets the commands it answered. The
+// registry redelivers a command until it hears the answer, so one the old
+// process applied and could not report comes again to the new one; the
+// resource may by then be paused again for another cause, which the
+// redelivered resume would lift. The new Reporter refuses every command
+// issued before it started; the control, a Reporter that does not know
+// when it started, applies the same command a second time.
+func TestCommandFromBeforeARestartRefused(t *testing.T) {
+	ctx := context.Background()
+	e := newCmdEnv(t, nil)
+	sc := e.command(t, e.reg, nil)
+	if res, _ := e.r.apply(ctx, sc); res.Outcome != ResultApplied {
+		t.Fatalf("before the restart: %+v", res)
+	}
+	e.clk.Advance(2 * time.Second) // the process dies before its next report; a new one starts
+	restarted := func(startedMs int64) *Reporter {
+		r, err := New(Config{URL: "http://registry.invalid", Source: noSource{}, Clock: e.clk,
+			Commands: &CommandConfig{Identity: "gate-1", Verifier: e.reg.Verifier, Resumer: e.res}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if startedMs != 0 {
+			r.startedMs = startedMs
+		}
+		return r
+	}
+	r := restarted(0)
+	res, final := r.apply(ctx, sc)
+	if res.Outcome != ResultRejected || !final || !strings.Contains(res.Message, "before this gate process started") || len(e.res.calls) != 1 {
+		t.Errorf("redelivered after a restart: %+v final=%t, %d resumes; want rejected, final, one resume", res, final, len(e.res.calls))
+	}
+	e.clk.Advance(time.Second)
+	if res, _ := r.apply(ctx, e.command(t, e.reg, nil)); res.Outcome != ResultApplied {
+		t.Errorf("a command issued after the restart: %+v", res)
+	}
+
+	// Negative control: without the start time the redelivery applies again.
+	calls := len(e.res.calls)
+	if res, _ := restarted(math.MinInt32).apply(ctx, sc); res.Outcome != ResultApplied || len(e.res.calls) != calls+1 {
+		t.Errorf("negative control: %+v; the start time must be what stops the second resume", res)
 	}
 }
 

@@ -23,8 +23,11 @@
 // report as a Command signed by the registry's key (grant.SignCommand,
 // domain gateCommand.v1). With CommandConfig set, the Reporter verifies it
 // against the gate's own trust bundle, checks that it is addressed to this
-// gate and not expired or seen before, applies it through the gate's
-// recorded resume (gate.ResumeAction: refused unless the floor is above
-// highestFence), and reports the outcome in its next report. Without
+// gate, not expired, not seen before and issued after the Reporter
+// started (what it has seen is kept in memory, so a command from before
+// a restart is refused rather than risk applying it twice), applies it
+// through the gate's recorded resume (gate.ResumeAction: refused unless
+// the floor is above highestFence), and reports the outcome in its next
+// report. Without
 // CommandConfig every command is answered "disabled" and nothing changes.
 package report

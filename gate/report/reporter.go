@@ -66,6 +66,9 @@ const ReportTimeoutMs = 5000
 type Reporter struct {
 	cfg  Config
 	base *url.URL
+	// startedMs is the gate clock at New: commands issued before it are
+	// refused (see admit).
+	startedMs int64
 
 	mu       sync.Mutex
 	pending  []Result          // results not yet delivered
@@ -98,7 +101,7 @@ func New(cfg Config) (*Reporter, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Reporter{cfg: cfg, base: base.JoinPath(ReportPath), seen: map[string]Result{}}, nil
+	return &Reporter{cfg: cfg, base: base.JoinPath(ReportPath), startedMs: cfg.Clock.Now().UnixMilli(), seen: map[string]Result{}}, nil
 }
 
 func clampInterval(ms uint64) uint64 {
