@@ -3,10 +3,12 @@ package sim
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"time"
 
 	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/gate/memgate"
+	"github.com/fencegate/fencegate/gate/objgate"
 	"github.com/fencegate/fencegate/grant"
 )
 
@@ -20,7 +22,8 @@ import (
 // doctored input or doctor its output.
 
 // gateAdapter returns the round's adapter: the goroutine's SQL
-// environment when there is one, else a fresh memgate.
+// environment when there is one, two objgates on a fresh bucket in the
+// object mode, else a fresh memgate.
 func (w *world) gateAdapter(env *sqlEnv, clock partyClock) gateAdapter {
 	if env != nil {
 		env.world, env.clock = w, clock
@@ -34,8 +37,16 @@ func (w *world) gateAdapter(env *sqlEnv, clock partyClock) gateAdapter {
 	if err != nil {
 		panic("sim: memgate: " + err.Error())
 	}
+	if w.cfg.Objects {
+		gs := objGates(w.round, objgate.Config{Policy: cfg.Policy, Clock: cfg.Clock, Querier: cfg.Querier, DefaultMode: cfg.DefaultMode})
+		return &objAdapter{gates: gs, pick: rand.New(rand.NewPCG(w.seed, objPickStream)), jobs: memAdapter{g}}
+	}
 	return memAdapter{g}
 }
+
+// objPickStream is the second word of the object mode's generator, which
+// spreads writes between its gates (the first is the round's seed).
+const objPickStream = 0x6f626a67617465 // "objgate"
 
 // mode is the resources' mode: shadow is the lease-only negative control
 // (the gate decides and records, but every write goes through).

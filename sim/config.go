@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -153,6 +154,11 @@ type Config struct {
 	// fast mode: SQLite's own invariants refuse what they would let
 	// through.
 	SQL bool
+	// Objects runs every resource on gate/objgate: two gates, each with
+	// its manifest cache, in front of one in-memory bucket per round,
+	// writes spread between them (the downstream hop's target stays on
+	// gate/memgate). Same decisions as the fast mode. Not with SQL.
+	Objects bool
 	// Alg is the proof algorithm of every key. Optional, defaults to
 	// HMAC-SHA256: a round then costs about a third of an Ed25519 round,
 	// which is what fits 100,000 rounds in a minute on two shared cores.
@@ -204,8 +210,11 @@ func (c *Config) fill() error {
 	if c.Parallel < 1 {
 		c.Parallel = 1
 	}
-	if c.SQL && c.Break != BreakNone && c.Break != BreakFence && c.Break != BreakAuth && c.Break != BreakHop {
-		return fmt.Errorf("sim: --break %s runs only without --sql (the database itself refuses what it would let through)", breakName(c.Break))
+	if c.SQL && c.Objects {
+		return errors.New("sim: --sql and --obj are two modes; pick one")
+	}
+	if (c.SQL || c.Objects) && c.Break != BreakNone && c.Break != BreakFence && c.Break != BreakAuth && c.Break != BreakHop {
+		return fmt.Errorf("sim: --break %s runs only on gate/memgate, without --sql or --obj (an adapter's own checks may refuse what it would let through)", breakName(c.Break))
 	}
 	return nil
 }

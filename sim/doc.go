@@ -4,8 +4,9 @@
 // so FIFO waiters and the warm handoff are real), the client's cores
 // (client.AcquireCore and client.LeaseCore: every lease decision,
 // envelope check and release drain), and a real gate adapter
-// (gate/memgate, or gate/sqlgate on in-memory SQLite with --sql) over the
-// real decision, with real signed grants and status proofs. Only time,
+// (gate/memgate; gate/sqlgate on in-memory SQLite with --sql; or, with
+// --obj, two gate/objgate gates, each with its manifest cache, in front of
+// one in-memory bucket) over the real decision, with real signed grants and status proofs. Only time,
 // the network, process scheduling and storage are simulated; sim/ holds
 // no copy of lease, envelope or adapter logic.
 //
@@ -13,13 +14,14 @@
 //
 //	fencegate sim --rounds 100000                   # the specification's gate, every fault (gate/memgate)
 //	fencegate sim --rounds 10000 --sql              # the same on gate/sqlgate over SQLite (same counts)
+//	fencegate sim --rounds 10000 --obj              # the same on two objgates sharing a bucket (same counts)
 //	fencegate sim --rounds 5000 --unsafe            # negative control: must report stale writes
 //	fencegate sim --rounds 5000 --break old-rule    # negative control: the old regression rule pauses on late copies
 //	fencegate sim --rounds 20000 --skew-beyond-bound  # gate clock beyond the bound: detected, reported
 //	fencegate sim --seed S --rounds N --round K --trace  # replay one round, event by event
 //
 // go test ./sim runs a 2,000-round run of every fault, the determinism and
-// replay checks, the fast and SQL modes against each other, the negative
+// replay checks, the fast, SQL and object modes against each other, the negative
 // controls and the scripted gaps below.
 //
 // # One seed

@@ -73,6 +73,9 @@ type Report struct {
 	RegressionNotAlarmed int `json:"regressionsNotAlarmed"`
 	// SQL: the resources ran on gate/sqlgate over SQLite, not gate/memgate.
 	SQL bool `json:"sql"`
+	// Objects: the resources ran on gate/objgate (two gates, one
+	// in-memory bucket), not gate/memgate.
+	Objects bool `json:"objects,omitempty"`
 	// ClientSawForgottenRequest: restarted workers whose journalled request
 	// ID was answered with a different grant.
 	ClientSawForgottenRequest int  `json:"clientSawForgottenRequest"`
@@ -113,7 +116,7 @@ func newReport(cfg *Config, c *Counts, elapsed time.Duration) *Report {
 		SegmentSkipAccepted: c.SegmentSkipAccepted, RegressionAccepted: c.RegressionAccepted,
 		SpuriousPauses: c.SpuriousPauses, BlockedHandoffs: c.BlockedHandoffs, GhostWaiters: c.GhostWaiters,
 		JobsHandedOff: c.JobsHandedOff, JobsApplied: c.JobsApplied, StaleDownstream: c.StaleDownstream, DuplicateEffects: c.DuplicateEffects,
-		RegressionSuspected: c.RegressionSuspected, SQL: cfg.SQL,
+		RegressionSuspected: c.RegressionSuspected, SQL: cfg.SQL, Objects: cfg.Objects,
 		WritesApplied: c.Applied, WritesFenced: c.Fenced, ProtectedCoveragePct: 100,
 		HandoffBudgetMs: cfg.HandoffBudgetMs, Handoffs: len(c.HandoffMs),
 		HandoffP50Ms: percentile(c.HandoffMs, 50), HandoffP99Ms: percentile(c.HandoffMs, 99),
@@ -213,8 +216,11 @@ func (r *Report) WriteText(w io.Writer) {
 		mode = "protection deliberately broken: " + r.Broken
 	}
 	resource := "gate/memgate"
-	if r.SQL {
+	switch {
+	case r.SQL:
 		resource = "gate/sqlgate on SQLite"
+	case r.Objects:
+		resource = "gate/objgate (two gates, one bucket)"
 	}
 	fmt.Fprintf(w, "fencegate sim: %d rounds, seed %d, %s proofs, resources on %s, %s\n", r.Rounds, r.Seed, r.Alg, resource, mode)
 	fmt.Fprintf(w, "  faults: %s\n\n", faultsLine(r.Faults))

@@ -135,6 +135,9 @@ func reproCommand(cfg *Config, r int) string {
 	if cfg.SQL {
 		cmd += " --sql"
 	}
+	if cfg.Objects {
+		cmd += " --obj"
+	}
 	return cmd + " --trace"
 }
 

@@ -127,3 +127,18 @@ func TestSkewBoundIsConfigurable(t *testing.T) {
 		}
 	}
 }
+
+// TestObjectModeAgreesWithFastMode runs the same seeds on gate/objgate —
+// two gates with their own manifest caches in front of one bucket — and
+// on gate/memgate: the same decision must give the same run, event for
+// event, however often a gate decides on a copy the other replaced.
+func TestObjectModeAgreesWithFastMode(t *testing.T) {
+	cfg := Config{Rounds: 300, Seed: 17, Rates: DefaultRates, Parallel: 2}
+	mem := run(t, cfg)
+	cfg.Objects = true
+	obj := run(t, cfg)
+	if obj.EventLogDigest != mem.EventLogDigest || obj.Decisions != mem.Decisions || !obj.OK() {
+		t.Fatalf("object mode: digest %s, %d decisions, %d violations; fast mode: digest %s, %d decisions",
+			obj.EventLogDigest, obj.Decisions, obj.ViolationsTotal, mem.EventLogDigest, mem.Decisions)
+	}
+}

@@ -48,6 +48,21 @@ func (g *Gate) QueryOperation(ctx context.Context, resource, operationID string,
 	return gate.Judge(rs, h.st.HighestFence, fence), nil
 }
 
+// ReceiptAt returns the receipt of the accept at (fence, seq) of
+// resource, or nil if there is none, as of a fresh read of the manifest:
+// what a downstream target checks a handed-off job against
+// (gate.UpstreamReceipts) when the upstream resource is in the bucket.
+func (g *Gate) ReceiptAt(ctx context.Context, resource string, fence, seq uint64) (*gate.Receipt, error) {
+	if err := checkResource(resource); err != nil {
+		return nil, err
+	}
+	h, err := g.fetch(ctx, resource)
+	if err != nil {
+		return nil, err
+	}
+	return g.priorReceipt(ctx, h, &gate.Mutation{Resource: resource, FenceToken: fence, SegmentSeq: seq})
+}
+
 // SetMode moves a resource to mode (a resource never seen is created in
 // it); enforce → anything else is refused with gate.ErrModeDowngrade,
 // and enforce on a store that failed Probe with ErrNoConditionalWrites.

@@ -1,6 +1,7 @@
 // This file proves receipts kept in the manifest and written out in
 // batches answer as receipt objects did: past several write-outs the
-// receipt query finds every receipt, an old segment replays with its
+// receipt query (and ReceiptAt, a downstream target's lookup) finds every
+// receipt, an old segment replays with its
 // original receipt or is quarantined, another grant at an old position
 // is a regression — for the gate that wrote them and for a fresh one —
 // while a run of writes costs one PUT each plus two per batch.
@@ -49,6 +50,18 @@ func TestReceiptsWrittenOutInBatches(t *testing.T) {
 			if ans.Receipts[i].ID() != rcpts[i].ID() {
 				t.Fatalf("receipt %d: %s, want %s", i+1, ans.Receipts[i].ID(), rcpts[i].ID())
 			}
+		}
+		for i := range rcpts { // as a downstream target asks (gate.UpstreamReceipts)
+			got, err := h.g.ReceiptAt(ctx, r, 5, uint64(i+1))
+			if err != nil || got == nil || got.ID() != rcpts[i].ID() {
+				t.Fatalf("ReceiptAt segment %d: %v %v", i+1, got, err)
+			}
+		}
+		if got, err := h.g.ReceiptAt(ctx, r, 5, uint64(n+1)); err != nil || got != nil {
+			t.Fatalf("ReceiptAt past the last segment: %v %v", got, err)
+		}
+		if got, err := h.g.ReceiptAt(ctx, r, 4, 1); err != nil || got != nil {
+			t.Fatalf("ReceiptAt of a fence never accepted: %v %v", got, err)
 		}
 		// Segment 2 is in the first batch.
 		rc, err := h.Apply(ctx, "worker-a", iss.Mutation(w(5, "op-a"), 2, "a2"), "a2")

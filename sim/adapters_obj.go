@@ -1,0 +1,97 @@
+package sim
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/gate/objgate"
+)
+
+// objAdapter is the object mode: gate/objgate, two gates in front of one
+// in-memory bucket (objStore), each holding the manifests it committed
+// last, with the round's writes spread between them. So a gate often
+// decides on a copy the other gate has replaced behind it: the
+// conditional replace must refuse each stale accept, and a rejection on
+// a stale copy must be taken again on a fresh read, or the checker sees a
+// stale accept or a refused current owner. The spreading draws from a
+// generator of the adapter's own, not the world's, so a seed runs event
+// for event as in the fast mode (TestObjectModeAgreesWithFastMode).
+//
+// The business change is the content the gate commits: apply calls the
+// round's business function only when the bucket holds the content of
+// this write, and panics when objgate's answer and the bucket disagree.
+// Jobs of the downstream hop go to a memgate, the hop's target being
+// another service (objgate takes no jobs).
+type objAdapter struct {
+	gates  [2]*objgate.Gate
+	pick   *rand.Rand
+	jobs   memAdapter
+	writes int // contents offered, to tell each write's apart
+}
+
+// objGates opens the object mode's two gates on a fresh bucket with cfg's
+// policy, clock, querier and mode (cfg as memgate's).
+func objGates(round int, cfg objgate.Config) [2]*objgate.Gate {
+	cfg.Client, cfg.Bucket = newObjStore(), "sim"
+	var gs [2]*objgate.Gate
+	for i := range gs {
+		g, err := objgate.Open(context.Background(), cfg)
+		if err != nil {
+			panic(fmt.Sprintf("sim: objgate, round %d: %v", round, err))
+		}
+		gs[i] = g
+	}
+	return gs
+}
+
+func (a *objAdapter) apply(m *gate.Mutation, caller string, business func()) (gate.Receipt, error) {
+	ctx := context.Background()
+	a.writes++
+	content := fmt.Appendf(nil, "%s fence %d segment %d, write %d", m.OperationID, m.FenceToken, m.SegmentSeq, a.writes)
+	rc, err := a.gates[a.pick.IntN(len(a.gates))].Apply(ctx, caller, m, func(context.Context, objgate.Current) ([]byte, error) {
+		return content, nil
+	})
+	held, rerr := a.gates[0].Read(ctx, m.Resource)
+	if rerr != nil {
+		panic("sim: objgate read: " + rerr.Error())
+	}
+	switch stood := bytes.Equal(held, content); {
+	case err == nil && !stood:
+		panic(fmt.Sprintf("sim: objgate answered %s but the bucket holds %q", rc.Outcome, held))
+	case err != nil && stood:
+		panic("sim: objgate refused a write whose content the bucket holds: " + err.Error())
+	case stood:
+		business()
+	}
+	return rc, err
+}
+
+// applyJob runs a job at the hop's target, a memgate, against the
+// upstream receipts in the bucket.
+func (a *objAdapter) applyJob(hop string, j *gate.Job, business func()) (gate.Receipt, error) {
+	return a.jobs.g.ApplyJob(context.Background(), hop, j, a.gates[a.pick.IntN(len(a.gates))], func() error { business(); return nil })
+}
+
+// state reads the stored manifest (gate 0 and 1 read the same bucket).
+func (a *objAdapter) state(resource string) gate.State {
+	st, err := a.gates[0].State(context.Background(), resource)
+	if err != nil {
+		panic("sim: objgate state: " + err.Error())
+	}
+	return st
+}
+
+func (a *objAdapter) query(resource, op string, fence uint64) gate.Answer {
+	ans, err := a.gates[a.pick.IntN(len(a.gates))].QueryOperation(context.Background(), resource, op, fence)
+	if err != nil {
+		panic("sim: objgate query: " + err.Error())
+	}
+	return ans
+}
+
+func (a *objAdapter) resume(resource string, floor uint64) error {
+	return a.gates[a.pick.IntN(len(a.gates))].Resume(context.Background(), resource, floor, "operator", "simulated: registry floor raised")
+}

@@ -1,0 +1,132 @@
+package sim
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+)
+
+// objStore is the object mode's storage: one bucket in memory behind the
+// part of the S3 API gate/objgate calls (objgate.API), with the
+// semantics objgate relies on and Probe checks — strong read-after-write
+// consistency, a new ETag for every PUT, If-None-Match: * refused when
+// the key exists and If-Match refused unless it names the current ETag
+// (412, as AWS S3 answers), keys listed in byte order. It is a storage
+// replacement, as the SQL mode's in-memory SQLite is: it holds no gate
+// rule. objgate writes a receipt batch's objects in parallel, hence the
+// mutex.
+type objStore struct {
+	mu   sync.Mutex
+	objs map[string]storedObject
+	puts uint64 // ETags are "<n>", n the PUT's number
+}
+
+type storedObject struct {
+	body []byte
+	etag string
+}
+
+func newObjStore() *objStore { return &objStore{objs: map[string]storedObject{}} }
+
+// s3Error is a store refusal as the SDK reports one: classify in objgate
+// reads its HTTP status and error code.
+type s3Error struct {
+	status int
+	code   string
+}
+
+func (e *s3Error) Error() string        { return fmt.Sprintf("sim store: %d %s", e.status, e.code) }
+func (e *s3Error) HTTPStatusCode() int  { return e.status }
+func (e *s3Error) ErrorCode() string    { return e.code }
+func (e *s3Error) ErrorMessage() string { return e.code }
+func (e *s3Error) ErrorFault() int      { return 1 } // smithy.FaultClient
+
+var (
+	errPrecondition = &s3Error{412, "PreconditionFailed"}
+	errNoSuchKey    = &s3Error{404, "NoSuchKey"}
+)
+
+func (s *objStore) PutObject(_ context.Context, in *s3.PutObjectInput, _ ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key := aws.ToString(in.Key)
+	cur, exists := s.objs[key]
+	switch {
+	case aws.ToString(in.IfNoneMatch) == "*" && exists:
+		return nil, errPrecondition
+	case in.IfMatch != nil && (!exists || aws.ToString(in.IfMatch) != cur.etag):
+		return nil, errPrecondition
+	}
+	var body []byte
+	if in.Body != nil {
+		var err error
+		if body, err = io.ReadAll(in.Body); err != nil {
+			return nil, err
+		}
+	}
+	s.puts++
+	o := storedObject{body: body, etag: fmt.Sprintf("%q", fmt.Sprint(s.puts))}
+	s.objs[key] = o
+	return &s3.PutObjectOutput{ETag: aws.String(o.etag)}, nil
+}
+
+func (s *objStore) GetObject(_ context.Context, in *s3.GetObjectInput, _ ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o, ok := s.objs[aws.ToString(in.Key)]
+	if !ok {
+		return nil, errNoSuchKey
+	}
+	return &s3.GetObjectOutput{Body: io.NopCloser(bytes.NewReader(o.body)), ETag: aws.String(o.etag),
+		ContentLength: aws.Int64(int64(len(o.body)))}, nil
+}
+
+// listPageMax is a page of ListObjectsV2 when MaxKeys is not given, as
+// S3's 1,000.
+const listPageMax = 1000
+
+func (s *objStore) ListObjectsV2(_ context.Context, in *s3.ListObjectsV2Input, _ ...func(*s3.Options)) (*s3.ListObjectsV2Output, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	prefix, after := aws.ToString(in.Prefix), aws.ToString(in.StartAfter)
+	if t := aws.ToString(in.ContinuationToken); t > after {
+		after = t
+	}
+	page := int(aws.ToInt32(in.MaxKeys))
+	if page <= 0 || page > listPageMax {
+		page = listPageMax
+	}
+	var keys []string
+	for k := range s.objs {
+		if strings.HasPrefix(k, prefix) && k > after {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	out := &s3.ListObjectsV2Output{IsTruncated: aws.Bool(len(keys) > page)}
+	if len(keys) > page {
+		keys = keys[:page]
+		out.NextContinuationToken = aws.String(keys[page-1])
+	}
+	for _, k := range keys {
+		out.Contents = append(out.Contents, types.Object{Key: aws.String(k), Size: aws.Int64(int64(len(s.objs[k].body))),
+			ETag: aws.String(s.objs[k].etag)})
+	}
+	out.KeyCount = aws.Int32(int32(len(out.Contents)))
+	return out, nil
+}
+
+func (s *objStore) DeleteObject(_ context.Context, in *s3.DeleteObjectInput, _ ...func(*s3.Options)) (*s3.DeleteObjectOutput, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.objs, aws.ToString(in.Key))
+	return &s3.DeleteObjectOutput{}, nil
+}
