@@ -99,13 +99,27 @@ func TestUnsafeNegativeControl(t *testing.T) {
 // SQLite and on gate/memgate: the product's two adapters over one
 // decision must give the same run, event for event.
 func TestSQLModeAgreesWithFastMode(t *testing.T) {
+	agreesWithFastMode(t, "SQL mode", func(c *Config) { c.SQL = true })
+}
+
+// TestObjectModeAgreesWithFastMode runs the same seeds on gate/objgate —
+// two gates with their own manifest caches in front of one bucket — and
+// on gate/memgate: the same decision must give the same run, event for
+// event, however often a gate decides on a copy the other replaced.
+func TestObjectModeAgreesWithFastMode(t *testing.T) {
+	agreesWithFastMode(t, "object mode", func(c *Config) { c.Objects = true })
+}
+
+// agreesWithFastMode runs 300 rounds on gate/memgate and again in the
+// mode set selects, and compares the two runs.
+func agreesWithFastMode(t *testing.T, mode string, set func(*Config)) {
 	cfg := Config{Rounds: 300, Seed: 17, Rates: DefaultRates, Parallel: 2}
 	mem := run(t, cfg)
-	cfg.SQL = true
-	sql := run(t, cfg)
-	if sql.EventLogDigest != mem.EventLogDigest || sql.Decisions != mem.Decisions || !sql.OK() {
-		t.Fatalf("SQL mode: digest %s, %d decisions, %d violations; fast mode: digest %s, %d decisions",
-			sql.EventLogDigest, sql.Decisions, sql.ViolationsTotal, mem.EventLogDigest, mem.Decisions)
+	set(&cfg)
+	other := run(t, cfg)
+	if other.EventLogDigest != mem.EventLogDigest || other.Decisions != mem.Decisions || !other.OK() {
+		t.Fatalf("%s: digest %s, %d decisions, %d violations; fast mode: digest %s, %d decisions",
+			mode, other.EventLogDigest, other.Decisions, other.ViolationsTotal, mem.EventLogDigest, mem.Decisions)
 	}
 }
 
@@ -125,20 +139,5 @@ func TestSkewBoundIsConfigurable(t *testing.T) {
 		if r.SkewBoundMs != bound || r.StaleAccepted != 0 || r.BeyondBound.Undetected != 0 || r.BeyondBound.Rounds == 0 {
 			t.Errorf("bound %d ms: report bound %d, %d stale, beyond-bound %+v", bound, r.SkewBoundMs, r.StaleAccepted, r.BeyondBound)
 		}
-	}
-}
-
-// TestObjectModeAgreesWithFastMode runs the same seeds on gate/objgate —
-// two gates with their own manifest caches in front of one bucket — and
-// on gate/memgate: the same decision must give the same run, event for
-// event, however often a gate decides on a copy the other replaced.
-func TestObjectModeAgreesWithFastMode(t *testing.T) {
-	cfg := Config{Rounds: 300, Seed: 17, Rates: DefaultRates, Parallel: 2}
-	mem := run(t, cfg)
-	cfg.Objects = true
-	obj := run(t, cfg)
-	if obj.EventLogDigest != mem.EventLogDigest || obj.Decisions != mem.Decisions || !obj.OK() {
-		t.Fatalf("object mode: digest %s, %d decisions, %d violations; fast mode: digest %s, %d decisions",
-			obj.EventLogDigest, obj.Decisions, obj.ViolationsTotal, mem.EventLogDigest, mem.Decisions)
 	}
 }
