@@ -139,7 +139,7 @@ func (g *Gate) operator(ctx context.Context, resource, operator string, createMo
 
 func checkResource(resource string) error {
 	if err := grant.ValidateResource(resource); err != nil {
-		return fmt.Errorf("objgate: resource %q: %v", resource, err)
+		return fmt.Errorf("objgate: resource %q: %w", resource, err)
 	}
 	return nil
 }

@@ -129,8 +129,8 @@ func (g *Gate) fetch(ctx context.Context, resource string) (held, error) {
 // committed first.
 func (g *Gate) replace(ctx context.Context, resource string, h, next held) (held, error) {
 	next.version = h.version + 1
-	in := &s3.PutObjectInput{Bucket: &g.bucket, Key: aws.String(g.manifestKey(resource)),
-		Body: bytes.NewReader(next.encode())}
+	body := next.encode()
+	in := &s3.PutObjectInput{Bucket: &g.bucket, Key: aws.String(g.manifestKey(resource)), Body: bytes.NewReader(body)}
 	switch {
 	case g.noCompare:
 	case h.etag == "":
@@ -139,9 +139,27 @@ func (g *Gate) replace(ctx context.Context, resource string, h, next held) (held
 		in.IfMatch = aws.String(h.etag)
 	}
 	out, err := g.api.PutObject(ctx, in)
-	if err != nil {
-		return held{}, classify(err)
+	if err == nil {
+		next.etag = aws.ToString(out.ETag)
+		return next, nil
 	}
-	next.etag = aws.ToString(out.ETag)
-	return next, nil
+	err = classify(err)
+	if errors.Is(err, errConflict) {
+		if etag, ok := g.landed(ctx, resource, body); ok {
+			next.etag = etag
+			return next, nil
+		}
+	}
+	return held{}, err
+}
+
+// landed reports whether the manifest of resource now holds exactly body,
+// with its ETag. A refused replace may be the SDK's retry of one that
+// committed but whose answer was lost (the retry then finds its own
+// manifest in place): a manifest of version h+1 with these very bytes is
+// h replaced by this decision — the state, receipts and content it
+// commits — whoever sent it, so the decision stands.
+func (g *Gate) landed(ctx context.Context, resource string, body []byte) (string, bool) {
+	b, etag, err := g.get(ctx, g.manifestKey(resource), ManifestBytesMax)
+	return etag, err == nil && bytes.Equal(b, body)
 }

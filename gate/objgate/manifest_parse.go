@@ -89,6 +89,9 @@ func (g *Gate) parseV1(resource string, b []byte) (held, error) {
 	if err := stored.Decode(b, &m); err != nil {
 		return held{}, fmt.Errorf("%w: format 1: %w", ErrManifest, err)
 	}
+	if !bytes.Equal(stored.Encode(m), b) { // as format 1 wrote it: no re-cased, repeated or spaced field
+		return held{}, fmt.Errorf("%w: format 1: not in canonical form", ErrManifest)
+	}
 	h := held{version: m.Version, data: m.Data}
 	var err error
 	if h.st, err = g.manifestState(resource, m.State); err != nil {

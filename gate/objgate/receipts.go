@@ -44,31 +44,49 @@ func encodeBatch(rs []heldReceipt) []byte {
 	return b
 }
 
-// parseBatch reads a batch (or a format 1 receipt object).
-func parseBatch(b []byte) ([]gate.Receipt, error) {
+// ErrReceiptBatch: a receipt batch (or format 1 receipt object) the gate
+// cannot read: malformed, or holding what no batch of its name can (a
+// receipt of another resource, not an accept, out of order, not ending
+// at the receipt it is named by). Nothing is decided on it.
+var ErrReceiptBatch = errors.New("objgate: unreadable receipt batch")
+
+// parseBatch reads a batch (or a format 1 receipt object) of resource
+// named by (fence, seq) of its last receipt.
+func parseBatch(b []byte, resource, name string) ([]gate.Receipt, error) {
 	var lines [][]byte
 	if rest, ok := bytes.CutPrefix(b, []byte(batchMagic)); ok {
 		lines = bytes.SplitAfter(rest, []byte{'\n'})
 		if len(lines) < 2 || len(lines[len(lines)-1]) != 0 {
-			return nil, errors.New("objgate: receipt batch: empty or not ending in a newline")
+			return nil, fmt.Errorf("%w: empty or not ending in a newline", ErrReceiptBatch)
 		}
 		lines = lines[:len(lines)-1]
 	} else if len(b) > 0 && b[0] == '{' {
 		lines = [][]byte{b} // format 1: one receipt
 	} else {
-		return nil, errors.New("objgate: not a receipt batch")
+		return nil, fmt.Errorf("%w: not a receipt batch", ErrReceiptBatch)
 	}
 	out := make([]gate.Receipt, 0, len(lines))
 	for _, l := range lines {
 		var j stored.Receipt
 		if err := stored.Decode(bytes.TrimSuffix(l, []byte{'\n'}), &j); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%w: %w", ErrReceiptBatch, err)
 		}
 		r, err := j.GateReceipt()
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%w: %w", ErrReceiptBatch, err)
+		}
+		switch {
+		case r.Resource != resource:
+			return nil, fmt.Errorf("%w: receipt %s is of %s", ErrReceiptBatch, r.ID(), r.Resource)
+		case r.Outcome != gate.Accepted:
+			return nil, fmt.Errorf("%w: receipt %s is %s, not an accept", ErrReceiptBatch, r.ID(), r.Outcome)
+		case len(out) > 0 && !above(r.FenceToken, r.SegmentSeq, out[len(out)-1].FenceToken, out[len(out)-1].SegmentSeq):
+			return nil, fmt.Errorf("%w: receipts out of order at %s", ErrReceiptBatch, r.ID())
 		}
 		out = append(out, r)
+	}
+	if last := out[len(out)-1]; seqName(last.FenceToken, last.SegmentSeq) != name {
+		return nil, fmt.Errorf("%w: named %s, its last receipt is at %s", ErrReceiptBatch, name, seqName(last.FenceToken, last.SegmentSeq))
 	}
 	return out, nil
 }
@@ -119,7 +137,7 @@ func (g *Gate) writtenReceipt(ctx context.Context, resource string, fence, seq u
 	if len(out.Contents) == 0 {
 		return nil, nil
 	}
-	rs, err := g.readBatch(ctx, aws.ToString(out.Contents[0].Key))
+	rs, err := g.readBatch(ctx, resource, aws.ToString(out.Contents[0].Key))
 	if err != nil {
 		return nil, err
 	}
@@ -131,12 +149,14 @@ func (g *Gate) writtenReceipt(ctx context.Context, resource string, fence, seq u
 	return nil, nil
 }
 
-func (g *Gate) readBatch(ctx context.Context, key string) ([]gate.Receipt, error) {
+// readBatch reads the batch at key (…/receipts/<fence>-<segment>) of
+// resource.
+func (g *Gate) readBatch(ctx context.Context, resource, key string) ([]gate.Receipt, error) {
 	b, _, err := g.get(ctx, key, BatchBytesMax)
 	if err != nil {
 		return nil, err
 	}
-	rs, err := parseBatch(b)
+	rs, err := parseBatch(b, resource, key[strings.LastIndexByte(key, '/')+1:])
 	if err != nil {
 		return nil, fmt.Errorf("objgate: %s: %w", key, err)
 	}
@@ -164,7 +184,14 @@ func (g *Gate) operationReceipts(ctx context.Context, resource, operationID stri
 		if o.size == 0 { // a pointer to a batch
 			key = g.base(resource) + "receipts/" + strings.TrimPrefix(o.key, prefix)
 		}
-		rs, err := g.readBatch(ctx, key)
+		rs, err := g.readBatch(ctx, resource, key)
+		if o.size == 0 && errors.Is(err, errNotFound) {
+			// A pointer whose batch is not there: the flush that wrote
+			// it failed before the batch landed (or is still writing
+			// it), so no manifest has let the batch's receipts go, and h,
+			// read before this listing, still holds them.
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -20,6 +20,11 @@ import (
 // This file holds the gate's calls to the store and the names of its
 // objects.
 
+// ErrTooLarge: an object the gate reads back is over its limit
+// (ManifestBytesMax, BatchBytesMax, RecordBytesMax, DataBytesMax); nothing
+// is decided on it.
+var ErrTooLarge = errors.New("objgate: object over its size limit")
+
 // Errors of one store call.
 var (
 	errNotFound = errors.New("objgate: no such object")
@@ -63,7 +68,7 @@ func (g *Gate) get(ctx context.Context, key string, limit int64) ([]byte, string
 		return nil, "", fmt.Errorf("objgate: read %s: %w", key, err)
 	}
 	if int64(len(b)) > limit {
-		return nil, "", fmt.Errorf("objgate: %s is larger than %d bytes", key, limit)
+		return nil, "", fmt.Errorf("%w: %s is larger than %d bytes", ErrTooLarge, key, limit)
 	}
 	return b, aws.ToString(out.ETag), nil
 }
