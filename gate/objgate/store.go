@@ -110,10 +110,6 @@ func (g *Gate) list(ctx context.Context, prefix string) ([]object, error) {
 
 func seqName(fence, seq uint64) string { return fmt.Sprintf("%020d-%020d", fence, seq) }
 
-func (g *Gate) receiptKey(resource string, fence, seq uint64) string {
-	return g.base(resource) + "receipts/" + seqName(fence, seq)
-}
-
 func (g *Gate) opPrefix(resource, operationID string) string {
 	h := sha256.Sum256([]byte(operationID))
 	return g.base(resource) + "ops/" + hex.EncodeToString(h[:16]) + "/"
