@@ -25,11 +25,15 @@ func WithoutCompare(g *Gate) { g.noCompare = true }
 func TrustingHeld(g *Gate) { g.trustHeld = true }
 
 // ParseManifest parses b as resource's manifest and returns it encoded
-// again (in format 2).
+// again (in format 2; a format 1 manifest, which has no tag, with the
+// zero tag, as a replace would give it one).
 func ParseManifest(g *Gate, resource string, b []byte) ([]byte, error) {
 	h, err := g.parseManifest(resource, b)
 	if err != nil {
 		return nil, err
+	}
+	if h.tag == "" {
+		h.tag = "0000000000000000"
 	}
 	return h.encode(), nil
 }
@@ -45,9 +49,11 @@ func SampleManifests(g *Gate, resource string) [][]byte {
 			GrantDigest: sha256.Sum256([]byte(fmt.Sprint("grant-", fence))), AcceptedAt: at, Mode: gate.ModeEnforce, Outcome: gate.Accepted}
 	}
 	h := g.newHeld(resource, gate.ModeEnforce)
+	h.tag = "00000000000000ff"
 	out := [][]byte{h.encode()}
 	for i, r := range []gate.Receipt{mk(1, 1, "a"), mk(1, 2, "b"), mk(1, 3, "c"), mk(2, 1, "d")} {
 		h.version++
+		h.tag = fmt.Sprintf("%016x", h.version)
 		h.receipts = appendReceipt(h.receipts, r)
 		h.st.HighestFence, h.st.LastSegmentSeq, h.st.Root, h.st.GrantDigest = r.FenceToken, r.SegmentSeq, r.OperationRoot, r.GrantDigest
 		h.inline, h.data = []byte(fmt.Sprint("content ", i)), ""

@@ -4,7 +4,8 @@
 // there), and a manifest replace that committed but was answered 412 (the
 // SDK's retry of a PUT whose answer was lost) stands as committed — the
 // accept answers ACCEPTED, the regression FENCE_REGRESSION with its
-// alarm recorded — instead of being decided again on its own result.
+// alarm recorded — instead of being decided again on its own result,
+// while another gate's identical decision is not taken for one's own.
 package objgate_test
 
 import (
@@ -114,5 +115,30 @@ func TestCommittedReplaceAnsweredConflictStands(t *testing.T) {
 	}
 	if fx, err := h.Effects(ctx, r); err != nil || strings.Join(fx, ",") != "a1,a2" {
 		t.Fatalf("content %q %v", fx, err)
+	}
+}
+
+// Two gates that take the same decision on the same manifest write the
+// same state, receipts and content. The one that loses the replace must
+// not take the winner's manifest for its own (that would answer
+// FENCE_REGRESSION twice and record the alarm twice, where gate/memgate
+// answers the second RESOURCE_PAUSED): each replace carries a tag of its
+// own, so only a replace's own bytes count as its commit.
+func TestSameDecisionOnTwoGatesAnswersOnce(t *testing.T) {
+	ctx := context.Background()
+	hs, _, iss := bucketGates(t, 2)
+	a, b := hs[0], hs[1]
+	const r = "obj/same-decision"
+	w := gatetest.Writer{Resource: r, Owner: "worker-a", Lease: "op-a", OperationID: "op-a", Fence: 5}
+	if _, err := a.Apply(ctx, "worker-a", iss.Mutation(w, 1, "a1"), "a1"); err != nil { // a holds the manifest
+		t.Fatal(err)
+	}
+	regression := iss.Later(2e9).Mutation(w, 2, "a2") // another grant at fence 5
+	_, errB := b.Apply(ctx, "worker-a", regression, "a2")
+	_, errA := a.Apply(ctx, "worker-a", regression, "a2") // decided on a's copy: the same pause, the same bytes but the tag
+	alarms, err := a.g.Records(ctx, "alarm", r)
+	if gate.OutcomeOf(errB) != gate.FenceRegression || gate.OutcomeOf(errA) != gate.ResourcePaused || err != nil || len(alarms) != 1 {
+		t.Fatalf("b %s, a %s, %d alarm records (%v); want FENCE_REGRESSION, RESOURCE_PAUSED and one alarm",
+			gate.OutcomeOf(errB), gate.OutcomeOf(errA), len(alarms), err)
 	}
 }

@@ -43,7 +43,7 @@ func TestWorstCaseObjectsFitTheLimits(t *testing.T) {
 	}
 	h.st.GrantIssuedAt, h.st.FloorAt, h.st.Floor, h.st.MinPolicyGeneration = at, at, 1<<62, 1<<62
 	h.st.Paused, h.st.PausedReason = true, strings.Repeat("x", 200)
-	h.version = 1 << 62
+	h.version, h.tag = 1<<62, newTag()
 	h.inline = make([]byte, InlineBytesMax)
 	m, b := h.encode(), encodeBatch(h.receipts)
 	t.Logf("manifest %d bytes (limit %d); batch %d bytes (limit %d)", len(m), ManifestBytesMax, len(b), BatchBytesMax)

@@ -3,6 +3,8 @@ package objgate
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -19,10 +21,14 @@ import (
 // JSON, then the inline business bytes:
 //
 //	fencegate-manifest 2
-//	{"version":N,"state":{…},"receipts":[{…},…],"data":"KEY","inlineBytes":N}
+//	{"version":N,"tag":"…","state":{…},"receipts":[{…},…],"data":"KEY","inlineBytes":N}
 //	<inlineBytes bytes>
 //
-// version rises by one with every replace, so no two manifests of a
+// tag is 16 random hex digits drawn for each replace: a writer whose
+// replace was answered 412 knows the manifest in place is its own (an SDK
+// retry of a PUT that had committed) only by finding its tag, since two
+// writers deciding alike on one manifest would write the same bytes
+// otherwise. version rises by one with every replace, so no two manifests of a
 // resource have the same bytes: an ETag (an MD5 of the bytes on most
 // stores) is never reused, and a writer holding an old one cannot succeed
 // against a manifest that went A → B → A. receipts are the last accepts
@@ -59,6 +65,7 @@ const manifestMagic = "fencegate-manifest 2\n"
 type held struct {
 	etag     string
 	version  uint64
+	tag      string // the replace's random tag ("" before the first)
 	st       gate.State
 	receipts []heldReceipt // oldest first
 	data     string        // key of the content when not inline
@@ -89,6 +96,8 @@ func (h held) encode() []byte {
 	b = append(b, manifestMagic...)
 	b = append(b, `{"version":`...)
 	b = strconv.AppendUint(b, h.version, 10)
+	b = append(b, `,"tag":`...)
+	b = stored.AppendString(b, h.tag)
 	b = append(b, `,"state":`...)
 	b = stored.AppendState(b, stored.FromState(h.st))
 	b = append(b, `,"receipts":[`...)
@@ -128,7 +137,7 @@ func (g *Gate) fetch(ctx context.Context, resource string) (held, error) {
 // as held, with its version and ETag. errConflict means another writer
 // committed first.
 func (g *Gate) replace(ctx context.Context, resource string, h, next held) (held, error) {
-	next.version = h.version + 1
+	next.version, next.tag = h.version+1, newTag()
 	body := next.encode()
 	in := &s3.PutObjectInput{Bucket: &g.bucket, Key: aws.String(g.manifestKey(resource)), Body: bytes.NewReader(body)}
 	switch {
@@ -156,10 +165,18 @@ func (g *Gate) replace(ctx context.Context, resource string, h, next held) (held
 // landed reports whether the manifest of resource now holds exactly body,
 // with its ETag. A refused replace may be the SDK's retry of one that
 // committed but whose answer was lost (the retry then finds its own
-// manifest in place): a manifest of version h+1 with these very bytes is
-// h replaced by this decision — the state, receipts and content it
-// commits — whoever sent it, so the decision stands.
+// manifest in place); body carries this replace's random tag, so equal
+// bytes are this replace and no other writer's.
 func (g *Gate) landed(ctx context.Context, resource string, body []byte) (string, bool) {
 	b, etag, err := g.get(ctx, g.manifestKey(resource), ManifestBytesMax)
 	return etag, err == nil && bytes.Equal(b, body)
+}
+
+// tagDigits is the length of a manifest's tag: 8 random bytes in hex.
+const tagDigits = 16
+
+func newTag() string {
+	var b [tagDigits / 2]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }

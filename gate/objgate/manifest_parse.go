@@ -18,6 +18,7 @@ var ErrManifest = errors.New("objgate: unreadable manifest")
 // manifestHeader is format 2's JSON line.
 type manifestHeader struct {
 	Version     uint64          `json:"version"`
+	Tag         string          `json:"tag"`
 	State       stored.State    `json:"state"`
 	Receipts    []manifestEntry `json:"receipts"`
 	Data        string          `json:"data"`
@@ -50,7 +51,10 @@ func (g *Gate) parseManifest(resource string, b []byte) (held, error) {
 	if err := stored.Decode(line, &mh); err != nil {
 		return held{}, fmt.Errorf("%w: %w", ErrManifest, err)
 	}
-	h := held{version: mh.Version, data: mh.Data}
+	if len(mh.Tag) != tagDigits || strings.Trim(mh.Tag, "0123456789abcdef") != "" {
+		return held{}, fmt.Errorf("%w: tag %q, want %d lowercase hex digits", ErrManifest, mh.Tag, tagDigits)
+	}
+	h := held{version: mh.Version, tag: mh.Tag, data: mh.Data}
 	var err error
 	if h.st, err = g.manifestState(resource, mh.State); err != nil {
 		return held{}, err
