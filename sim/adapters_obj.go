@@ -25,17 +25,30 @@ import (
 // this write, and panics when objgate's answer and the bucket disagree.
 // Jobs of the downstream hop go to a memgate, the hop's target being
 // another service (objgate takes no jobs).
+//
+// With Config.StoreFaults the bucket fails as a real one does (see
+// storeFaults). A write whose store call failed gets no answer from the
+// service, as when its answer is lost on the network (errAnswerLost):
+// the worker resolves it as MUTATION_UNKNOWN, by resending and by the
+// receipt query. If the content stood, the write is checked as the
+// accept it is, with the receipt the bucket holds.
 type objAdapter struct {
 	gates  [2]*objgate.Gate
+	store  *objStore
 	pick   *rand.Rand
 	jobs   memAdapter
 	writes int // contents offered, to tell each write's apart
 }
 
-// objGates opens the object mode's two gates on a fresh bucket with cfg's
-// policy, clock, querier and mode (cfg as memgate's).
-func objGates(round int, cfg objgate.Config) [2]*objgate.Gate {
-	cfg.Client, cfg.Bucket = newObjStore(), "sim"
+// objReceiptsHeld is the object mode's manifests' receipts: few, so that
+// a round's handful of accepts writes batches out often and the receipt
+// lookups read them (16, the default, would rarely fill in a round).
+const objReceiptsHeld = 2
+
+// objGates opens the object mode's two gates on store with cfg's policy,
+// clock, querier and mode (cfg as memgate's).
+func objGates(round int, store *objStore, cfg objgate.Config) [2]*objgate.Gate {
+	cfg.Client, cfg.Bucket, cfg.ReceiptsHeld = store, "sim", objReceiptsHeld
 	var gs [2]*objgate.Gate
 	for i := range gs {
 		g, err := objgate.Open(context.Background(), cfg)
@@ -58,7 +71,22 @@ func (a *objAdapter) apply(m *gate.Mutation, caller string, business func()) (ga
 	if rerr != nil {
 		panic("sim: objgate read: " + rerr.Error())
 	}
-	switch stood := bytes.Equal(held, content); {
+	stood := bytes.Equal(held, content)
+	if err != nil && gate.OutcomeOf(err) == "" { // the store failed, not the write
+		if a.store.faults == nil {
+			panic("sim: objgate store error without store faults: " + err.Error())
+		}
+		if !stood {
+			return gate.Receipt{}, fmt.Errorf("%w: %v (nothing committed)", errAnswerLost, err)
+		}
+		got, qerr := a.gates[0].ReceiptAt(ctx, m.Resource, m.FenceToken, m.SegmentSeq)
+		if qerr != nil || got == nil {
+			panic(fmt.Sprintf("sim: the content of fence %d segment %d stood without its receipt: %v", m.FenceToken, m.SegmentSeq, qerr))
+		}
+		business()
+		return *got, fmt.Errorf("%w: %v (committed)", errAnswerLost, err)
+	}
+	switch {
 	case err == nil && !stood:
 		panic(fmt.Sprintf("sim: objgate answered %s but the bucket holds %q", rc.Outcome, held))
 	case err != nil && stood:

@@ -38,8 +38,9 @@ func (w *world) gateAdapter(env *sqlEnv, clock partyClock) gateAdapter {
 		panic("sim: memgate: " + err.Error())
 	}
 	if w.cfg.Objects {
-		gs := objGates(w.round, objgate.Config{Policy: cfg.Policy, Clock: cfg.Clock, Querier: cfg.Querier, DefaultMode: cfg.DefaultMode})
-		return &objAdapter{gates: gs, pick: rand.New(rand.NewPCG(w.seed, objPickStream)), jobs: memAdapter{g}}
+		store := newObjStore(w.cfg.StoreFaults, w.seed)
+		gs := objGates(w.round, store, objgate.Config{Policy: cfg.Policy, Clock: cfg.Clock, Querier: cfg.Querier, DefaultMode: cfg.DefaultMode})
+		return &objAdapter{gates: gs, store: store, pick: rand.New(rand.NewPCG(w.seed, objPickStream)), jobs: memAdapter{g}}
 	}
 	return memAdapter{g}
 }

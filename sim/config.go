@@ -159,6 +159,13 @@ type Config struct {
 	// writes spread between them (the downstream hop's target stays on
 	// gate/memgate). Same decisions as the fast mode. Not with SQL.
 	Objects bool
+	// StoreFaults, with Objects, makes the bucket fail as a real one does:
+	// 30% of receipt-batch PUTs fail before landing, and 15% of the
+	// manifest PUTs that change the content land with their answer lost
+	// (half seen as the 412 of the SDK's retry, half as an error, which
+	// leaves the write's outcome unknown to its sender). The run's
+	// decisions then differ from the fast mode's; its counts must not.
+	StoreFaults bool
 	// Alg is the proof algorithm of every key. Optional, defaults to
 	// HMAC-SHA256: a round then costs about a third of an Ed25519 round,
 	// which is what fits 100,000 rounds in a minute on two shared cores.
@@ -209,6 +216,9 @@ func (c *Config) fill() error {
 	}
 	if c.Parallel < 1 {
 		c.Parallel = 1
+	}
+	if c.StoreFaults && (!c.Objects || c.Break != BreakNone) {
+		return errors.New("sim: --store-faults needs --obj, and no --unsafe or --break")
 	}
 	if c.SQL && c.Objects {
 		return errors.New("sim: --sql and --obj are two modes; pick one")

@@ -37,6 +37,9 @@ type Counts struct {
 	StaleDownstream  int // a job applied after a job of a higher fence at its target
 	DuplicateEffects int // one job applied twice
 
+	// Store faults injected in the object mode (Config.StoreFaults).
+	StoreBatchFailed, StoreLost412, StoreLostError int
+
 	Applied             int // business changes applied
 	Fenced              int // of which authenticated and fence-checked
 	RegressionAlarms    int // FENCE_REGRESSION alarms (pauses in enforce mode)
@@ -123,6 +126,9 @@ func (c *Counts) merge(o *Counts) {
 	c.JobsApplied += o.JobsApplied
 	c.StaleDownstream += o.StaleDownstream
 	c.DuplicateEffects += o.DuplicateEffects
+	c.StoreBatchFailed += o.StoreBatchFailed
+	c.StoreLost412 += o.StoreLost412
+	c.StoreLostError += o.StoreLostError
 	c.RegressionSuspected += o.RegressionSuspected
 	c.Applied += o.Applied
 	c.Fenced += o.Fenced

@@ -27,7 +27,8 @@ func TestScriptedReissuedFenceIsRefusedByTheGate(t *testing.T) {
 			SegmentSeq: seq, PayloadDigest: payloadDigest("op-b", seq, 0), Grant: is.Grant.Encode(),
 			GrantProof: is.GrantProof, Status: is.Status.Encode(), StatusProof: is.StatusProof,
 		}
-		return w.res.apply(m, k.name, origin{writer: k})
+		out, _ := w.res.apply(m, k.name, origin{writer: k})
+		return out
 	}
 	first, err := w.reg.Acquire(context.Background(), k.name, req)
 	if err != nil {
@@ -83,7 +84,7 @@ func TestScriptedCopyAfterReleaseIsStale(t *testing.T) {
 			}
 			return &m
 		}
-		if out := w.res.apply(env(1), k.name, origin{writer: k}); out != gate.Accepted {
+		if out, _ := w.res.apply(env(1), k.name, origin{writer: k}); out != gate.Accepted {
 			t.Fatalf("segment 1: %s", out)
 		}
 		l.Settle(1, gate.Accepted)
@@ -100,7 +101,7 @@ func TestScriptedCopyAfterReleaseIsStale(t *testing.T) {
 			t.Fatal(err)
 		}
 		w.now += 10
-		if out := w.res.apply(copy2, k.name, origin{writer: k}); out != gate.Accepted { // the copy arrives
+		if out, _ := w.res.apply(copy2, k.name, origin{writer: k}); out != gate.Accepted { // the copy arrives
 			t.Fatalf("the copy after the release was refused (%s): proofs no longer outlive a release; make this test assert the refusal and update doc.go", out)
 		}
 		if w.counts.StaleNotHolder != 1 {

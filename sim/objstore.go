@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"sort"
 	"strings"
@@ -24,9 +25,61 @@ import (
 // rule. objgate writes a receipt batch's objects in parallel, hence the
 // mutex.
 type objStore struct {
-	mu   sync.Mutex
-	objs map[string]storedObject
-	puts uint64 // ETags are "<n>", n the PUT's number
+	mu     sync.Mutex
+	objs   map[string]storedObject
+	puts   uint64 // ETags are "<n>", n the PUT's number
+	faults *storeFaults
+}
+
+// storeFaults makes the bucket fail as a real one does (Config.StoreFaults):
+// a receipt batch's PUT fails before it lands; a manifest PUT that
+// changes the content (an accept) lands and its answer is lost, which the
+// SDK's retry of it sees as 412 or the caller as an error. Each draw is a
+// function of the round's seed, the key and how often that key was put,
+// so the parallel PUTs of a batch draw alike in any order.
+type storeFaults struct {
+	seed  uint64
+	tries map[string]uint64
+	// Faults, counted for the report.
+	batchFailed, lost412, lostError int
+}
+
+// Store fault rates.
+const (
+	batchFailShare = 0.3  // of receipt batch PUTs
+	lostPutShare   = 0.15 // of content-changing manifest PUTs; half answered 412, half an error
+)
+
+// errStoreUnavailable is the store failing a request (a 503).
+var errStoreUnavailable = &s3Error{503, "ServiceUnavailable"}
+
+// draw returns a uniform value in [0, 1) for this PUT of key.
+func (f *storeFaults) draw(key string) float64 {
+	f.tries[key]++
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%d\x00%s\x00%d", f.seed, key, f.tries[key])
+	return float64(mix64(h.Sum64())>>11) / (1 << 53)
+}
+
+// mix64 is SplitMix64's finalizer: FNV-1a alone leaves the high bits of
+// two keys differing in their last byte nearly equal.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
+// content is a manifest's business bytes: what follows its two header
+// lines (the simulator's contents are always inline).
+func content(manifest []byte) []byte {
+	if i := bytes.IndexByte(manifest, '\n'); i >= 0 {
+		if j := bytes.IndexByte(manifest[i+1:], '\n'); j >= 0 {
+			return manifest[i+1+j+1:]
+		}
+	}
+	return nil
 }
 
 type storedObject struct {
@@ -34,7 +87,15 @@ type storedObject struct {
 	etag string
 }
 
-func newObjStore() *objStore { return &objStore{objs: map[string]storedObject{}} }
+// newObjStore returns an empty bucket; with faults, one that fails (a
+// storeFaults drawing from seed).
+func newObjStore(faults bool, seed uint64) *objStore {
+	s := &objStore{objs: map[string]storedObject{}}
+	if faults {
+		s.faults = &storeFaults{seed: seed, tries: map[string]uint64{}}
+	}
+	return s
+}
 
 // s3Error is a store refusal as the SDK reports one: classify in objgate
 // reads its HTTP status and error code.
@@ -72,9 +133,23 @@ func (s *objStore) PutObject(_ context.Context, in *s3.PutObjectInput, _ ...func
 			return nil, err
 		}
 	}
+	f := s.faults
+	if f != nil && strings.Contains(key, "/receipts/") && f.draw(key) < batchFailShare {
+		f.batchFailed++
+		return nil, errStoreUnavailable
+	}
 	s.puts++
 	o := storedObject{body: body, etag: fmt.Sprintf("%q", fmt.Sprint(s.puts))}
 	s.objs[key] = o
+	if f != nil && strings.HasSuffix(key, "/manifest") && exists && !bytes.Equal(content(cur.body), content(body)) {
+		if d := f.draw(key); d < lostPutShare/2 {
+			f.lost412++
+			return nil, errPrecondition // the SDK's retry of the PUT that landed
+		} else if d < lostPutShare {
+			f.lostError++
+			return nil, errStoreUnavailable
+		}
+	}
 	return &s3.PutObjectOutput{ETag: aws.String(o.etag)}, nil
 }
 

@@ -51,6 +51,13 @@ type Report struct {
 	StaleDownstream  int `json:"staleDownstreamEffects"`
 	DuplicateEffects int `json:"duplicateDownstreamEffects"`
 
+	// Store faults injected (object mode with StoreFaults): receipt-batch
+	// PUTs failed, manifest PUTs that landed answered 412 and answered
+	// with an error.
+	StoreBatchFailed int `json:"storeBatchFailed,omitempty"`
+	StoreLost412     int `json:"storeLost412,omitempty"`
+	StoreLostError   int `json:"storeLostError,omitempty"`
+
 	ProtectedCoveragePct float64 `json:"protectedCoveragePct"`
 	WritesApplied        int     `json:"writesApplied"`
 	WritesFenced         int     `json:"writesFenced"`
@@ -75,7 +82,8 @@ type Report struct {
 	SQL bool `json:"sql"`
 	// Objects: the resources ran on gate/objgate (two gates, one
 	// in-memory bucket), not gate/memgate.
-	Objects bool `json:"objects,omitempty"`
+	Objects     bool `json:"objects,omitempty"`
+	StoreFaults bool `json:"storeFaults,omitempty"` // the bucket failed PUTs (Config.StoreFaults)
 	// ClientSawForgottenRequest: restarted workers whose journalled request
 	// ID was answered with a different grant.
 	ClientSawForgottenRequest int  `json:"clientSawForgottenRequest"`
@@ -116,7 +124,8 @@ func newReport(cfg *Config, c *Counts, elapsed time.Duration) *Report {
 		SegmentSkipAccepted: c.SegmentSkipAccepted, RegressionAccepted: c.RegressionAccepted,
 		SpuriousPauses: c.SpuriousPauses, BlockedHandoffs: c.BlockedHandoffs, GhostWaiters: c.GhostWaiters,
 		JobsHandedOff: c.JobsHandedOff, JobsApplied: c.JobsApplied, StaleDownstream: c.StaleDownstream, DuplicateEffects: c.DuplicateEffects,
-		RegressionSuspected: c.RegressionSuspected, SQL: cfg.SQL, Objects: cfg.Objects,
+		StoreBatchFailed: c.StoreBatchFailed, StoreLost412: c.StoreLost412, StoreLostError: c.StoreLostError,
+		RegressionSuspected: c.RegressionSuspected, SQL: cfg.SQL, Objects: cfg.Objects, StoreFaults: cfg.StoreFaults,
 		WritesApplied: c.Applied, WritesFenced: c.Fenced, ProtectedCoveragePct: 100,
 		HandoffBudgetMs: cfg.HandoffBudgetMs, Handoffs: len(c.HandoffMs),
 		HandoffP50Ms: percentile(c.HandoffMs, 50), HandoffP99Ms: percentile(c.HandoffMs, 99),
@@ -219,6 +228,8 @@ func (r *Report) WriteText(w io.Writer) {
 	switch {
 	case r.SQL:
 		resource = "gate/sqlgate on SQLite"
+	case r.Objects && r.StoreFaults:
+		resource = "gate/objgate (two gates, one bucket failing PUTs)"
 	case r.Objects:
 		resource = "gate/objgate (two gates, one bucket)"
 	}
@@ -244,6 +255,10 @@ func (r *Report) WriteText(w io.Writer) {
 	row("regressions not alarmed", r.RegressionNotAlarmed, zero(r.RegressionNotAlarmed))
 	row("stale downstream effects", r.StaleDownstream, zero(r.StaleDownstream))
 	row("duplicate downstream effects", r.DuplicateEffects, fmt.Sprintf("%s; %d jobs handed off, %d applied at their target", zero(r.DuplicateEffects), r.JobsHandedOff, r.JobsApplied))
+	if r.StoreFaults {
+		row("store faults injected", r.StoreBatchFailed+r.StoreLost412+r.StoreLostError,
+			fmt.Sprintf("%d batch PUTs failed; %d landed manifest PUTs answered 412, %d an error", r.StoreBatchFailed, r.StoreLost412, r.StoreLostError))
+	}
 	row("protected-mutation coverage", fmt.Sprintf("%.2f%%", r.ProtectedCoveragePct), fmt.Sprintf("%d of %d applied writes", r.WritesFenced, r.WritesApplied))
 	row("handoff p50 / p99", fmt.Sprintf("%d / %d ms", r.HandoffP50Ms, r.HandoffP99Ms), fmt.Sprintf("budget %d ms, %d handoffs; first write p99 %d ms", r.HandoffBudgetMs, r.Handoffs, r.FirstWriteP99Ms))
 	row("UNKNOWN reconcile max", fmt.Sprintf("%.1f s", r.UnknownReconcileS), fmt.Sprintf("budget %d s; %d entered, %d reconciles, %d unresolved", UnknownReconcileBudgetS, r.UnknownEntered, r.Reconciles, r.UnknownUnresolved))

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/grant"
@@ -43,13 +44,31 @@ func newResource(w *world, name string, clock partyClock, g gateAdapter) *resour
 	return &resource{w: w, name: name, clock: clock, g: g}
 }
 
+// errAnswerLost: the adapter's store failed during the write, so the
+// service answers nothing (the write's outcome is unknown to its sender).
+// The receipt returned with it is the committed one when the business
+// change stood; otherwise nothing was committed.
+var errAnswerLost = errors.New("sim: the store failed; no answer")
+
 // apply is applyFencedMutation as the resource's service runs it, at the
-// current simulated instant, for an envelope sent by caller.
-func (r *resource) apply(m *gate.Mutation, caller string, o origin) gate.Outcome {
+// current simulated instant, for an envelope sent by caller. answered is
+// false when the service could not answer (errAnswerLost).
+func (r *resource) apply(m *gate.Mutation, caller string, o origin) (gate.Outcome, bool) {
 	before := r.g.state(r.name)
 	r.w.chk.observeStatus(m, r.clock.at(r.w.now))
 	ran := false
 	rc, err := r.g.apply(m, caller, func() { ran = true })
+	lost := errors.Is(err, errAnswerLost)
+	if lost {
+		r.w.tracef("gate %s: %v; no answer for fence %d segment %d by %s", r.name, err, m.FenceToken, m.SegmentSeq, caller)
+		if !ran {
+			if after := r.g.state(r.name); after != before {
+				panic(fmt.Sprintf("sim: a failed store call changed %s without committing a write: %+v → %+v", r.name, before, after))
+			}
+			return "", false
+		}
+		err = nil // committed: checked below as the accept it is
+	}
 	out, applied := gate.OutcomeOf(err), err == nil
 	if applied {
 		out = rc.Outcome // ACCEPTED, or what shadow mode let through
@@ -79,7 +98,7 @@ func (r *resource) apply(m *gate.Mutation, caller string, o origin) gate.Outcome
 		r.w.acceptedUnder(m.Lease)
 		r.w.handOff(m, rc)
 	}
-	return out
+	return out, !lost
 }
 
 // judge answers "did this operation happen?" (MUTATION_UNKNOWN recovery).

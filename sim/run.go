@@ -99,6 +99,10 @@ func runRound(cfg *Config, keys *keySet, env *sqlEnv, r int) *Counts {
 	c := &Counts{}
 	w := newWorld(cfg, keys, r, c, env)
 	w.run()
+	if a, ok := w.res.g.(*objAdapter); ok && a.store.faults != nil {
+		f := a.store.faults
+		c.StoreBatchFailed, c.StoreLost412, c.StoreLostError = f.batchFailed, f.lost412, f.lostError
+	}
 	for i := range c.Violations {
 		c.Violations[i].Seed = cfg.Seed
 		c.Violations[i].Repro = reproCommand(cfg, r)
@@ -137,6 +141,9 @@ func reproCommand(cfg *Config, r int) string {
 	}
 	if cfg.Objects {
 		cmd += " --obj"
+	}
+	if cfg.StoreFaults {
+		cmd += " --store-faults"
 	}
 	return cmd + " --trace"
 }

@@ -77,7 +77,10 @@ func (k *worker) sendSeg(seq uint64, payload grant.Digest, tracked bool) {
 	send := func() {
 		k.w.adv.capture(m)
 		k.w.send(k.id, pGate, msgWrite, func() {
-			out := k.w.res.apply(m, k.name, o)
+			out, answered := k.w.res.apply(m, k.name, o)
+			if !answered {
+				return // the store failed: the service answers nothing, as on a lost answer
+			}
 			k.w.send(pGate, k.id, msgWriteReply, func() {
 				k.run(inc, func() { k.onAck(l, tok, seq, out) })
 			})

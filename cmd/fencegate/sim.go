@@ -41,6 +41,7 @@ type simOptions struct {
 	faults, broken, alg                   string
 	unsafe, beyond, trace, asJSON, query  bool
 	naiveRelease, naive, sqlMode, objMode bool
+	storeFaults                           bool
 	bound, budget                         int64
 }
 
@@ -60,6 +61,7 @@ func newSimCmd() *cobra.Command {
 	fs.StringVar(&o.broken, "break", "none", "disable one protection on purpose: "+strings.Join(sim.BreakNames()[1:], ", "))
 	fs.BoolVar(&o.sqlMode, "sql", false, "run the resources on gate/sqlgate over in-memory SQLite instead of gate/memgate (same decisions, slower)")
 	fs.BoolVar(&o.objMode, "obj", false, "run the resources on gate/objgate: two gates with their own manifest caches in front of one in-memory bucket (same decisions, slower)")
+	fs.BoolVar(&o.storeFaults, "store-faults", false, "with --obj: the bucket fails receipt-batch PUTs and loses the answers of manifest PUTs that landed")
 	fs.BoolVar(&o.beyond, "skew-beyond-bound", false, "give the gate a clock lagging beyond the skew bound in half the rounds; report the effect")
 	fs.IntVar(&o.round, "round", 0, "replay only this round (1-based) of the run")
 	fs.BoolVar(&o.trace, "trace", false, "with --round: print every event of the round")
@@ -84,7 +86,7 @@ func runSim(o *simOptions, stdout io.Writer) error {
 	}
 	cfg.SkewBeyondBound, cfg.Round, cfg.Parallel, cfg.HandoffBudgetMs = o.beyond, o.round, o.parallel, o.budget
 	cfg.Alg, cfg.NaiveRecovery, cfg.StatusQuery, cfg.SkewBoundMs = grant.Alg(o.alg), o.naive, o.query, o.bound
-	cfg.NaiveRelease, cfg.SQL, cfg.Objects = o.naiveRelease, o.sqlMode, o.objMode
+	cfg.NaiveRelease, cfg.SQL, cfg.Objects, cfg.StoreFaults = o.naiveRelease, o.sqlMode, o.objMode, o.storeFaults
 	if o.trace {
 		if o.round == 0 {
 			return usagef("--trace needs --round")

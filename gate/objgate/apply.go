@@ -130,7 +130,7 @@ func (g *Gate) commit(ctx context.Context, v *gate.Verified, h held, d gate.Deci
 	var wg sync.WaitGroup
 	var flushErr error
 	if d.Outcome == gate.Accepted {
-		if len(h.receipts) >= ManifestReceiptsMax {
+		if len(h.receipts) >= g.held {
 			next.receipts = nil
 			wg.Add(1)
 			go func() { defer wg.Done(); flushErr = g.flush(ctx, resource, h) }()

@@ -121,6 +121,12 @@ type Config struct {
 	// RetriesMax bounds one Apply's attempts. Optional, defaults to
 	// RetriesMaxDefault.
 	RetriesMax int
+	// ReceiptsHeld is how many receipts a manifest this gate writes holds
+	// before the accept that finds it full writes them out as a batch:
+	// fewer make the manifest smaller and batches more frequent. Optional,
+	// 1..ManifestReceiptsMax, defaults to ManifestReceiptsMax. Gates on
+	// one bucket may differ.
+	ReceiptsHeld int
 }
 
 // Gate applies fenced mutations to objects. It is safe for concurrent
@@ -135,6 +141,7 @@ type Gate struct {
 	clock    Clock
 	mode     gate.Mode
 	retries  int
+	held     int // Config.ReceiptsHeld
 	// probeErr is why the store failed Probe (nil: it honours
 	// conditional writes); enforce mode is refused while it is set.
 	probeErr  error
@@ -190,6 +197,12 @@ func open(ctx context.Context, cfg Config, probe bool) (*Gate, error) {
 	}
 	if g.retries <= 0 {
 		g.retries = RetriesMaxDefault
+	}
+	switch g.held = cfg.ReceiptsHeld; {
+	case g.held == 0:
+		g.held = ManifestReceiptsMax
+	case g.held < 0 || g.held > ManifestReceiptsMax:
+		return nil, fmt.Errorf("objgate: Config.ReceiptsHeld %d, want 1..%d", cfg.ReceiptsHeld, ManifestReceiptsMax)
 	}
 	if !probe {
 		return g, nil

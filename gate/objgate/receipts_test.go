@@ -11,11 +11,13 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/gate/gatetest"
 	"github.com/fencegate/fencegate/gate/objgate"
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/internal/fakeclock"
 )
 
 func TestReceiptsWrittenOutInBatches(t *testing.T) {
@@ -117,5 +119,40 @@ func TestInlineUpToTheThreshold(t *testing.T) {
 		if err != nil || string(got) != string(body) {
 			t.Fatalf("%d bytes: read %d bytes %v", size, len(got), err)
 		}
+	}
+}
+
+func TestReceiptsHeldIsConfigurable(t *testing.T) {
+	ctx := context.Background()
+	_, cc, iss := bucketGates(t, 0)
+	open := func(n int) (*objgate.Gate, error) {
+		return objgate.Open(ctx, objgate.Config{Client: cc, Bucket: cc.bucket, Policy: gate.Policy{Verifier: iss.Verifier},
+			Clock: fakeclock.New(iss.Now.Add(time.Second)), ReceiptsHeld: n})
+	}
+	for _, n := range []int{-1, objgate.ManifestReceiptsMax + 1} {
+		if _, err := open(n); err == nil {
+			t.Errorf("ReceiptsHeld %d accepted", n)
+		}
+	}
+	g, err := open(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{g: g}
+	w := gatetest.Writer{Resource: "obj/held-2", Owner: "worker-a", Lease: "op", OperationID: "op", Fence: 3}
+	before := cc.puts.Load()
+	const n = 7
+	for seq := 1; seq <= n; seq++ {
+		p := fmt.Sprint("p", seq)
+		if _, err := h.Apply(ctx, "worker-a", iss.Mutation(w, uint64(seq), p), p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Writes 3, 5 and 7 find two receipts held and write them out first.
+	if puts := cc.puts.Load() - before; puts != n+2*3 {
+		t.Fatalf("%d writes holding 2 receipts took %d PUTs, want %d", n, puts, n+2*3)
+	}
+	if ans, err := g.QueryOperation(ctx, "obj/held-2", "op", 3); err != nil || len(ans.Receipts) != n {
+		t.Fatalf("query: %d receipts, %v", len(ans.Receipts), err)
 	}
 }
