@@ -37,6 +37,11 @@ type Counts struct {
 	StaleDownstream  int // a job applied after a job of a higher fence at its target
 	DuplicateEffects int // one job applied twice
 
+	// AdapterInconsistent: rounds ended by an adapter check failing (an
+	// answer its store contradicts, a receipt query that errs). Required
+	// to be 0.
+	AdapterInconsistent int
+
 	// Store faults injected in the object mode (Config.StoreFaults).
 	StoreBatchFailed, StoreLost412, StoreLostError int
 
@@ -126,6 +131,7 @@ func (c *Counts) merge(o *Counts) {
 	c.JobsApplied += o.JobsApplied
 	c.StaleDownstream += o.StaleDownstream
 	c.DuplicateEffects += o.DuplicateEffects
+	c.AdapterInconsistent += o.AdapterInconsistent
 	c.StoreBatchFailed += o.StoreBatchFailed
 	c.StoreLost412 += o.StoreLost412
 	c.StoreLostError += o.StoreLostError

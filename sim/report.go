@@ -51,6 +51,10 @@ type Report struct {
 	StaleDownstream  int `json:"staleDownstreamEffects"`
 	DuplicateEffects int `json:"duplicateDownstreamEffects"`
 
+	// AdapterInconsistent: rounds an adapter check ended (an answer its
+	// store contradicts, a receipt query that errs). Required to be 0.
+	AdapterInconsistent int `json:"adapterInconsistent"`
+
 	// Store faults injected (object mode with StoreFaults): receipt-batch
 	// PUTs failed, manifest PUTs that landed answered 412 and answered
 	// with an error.
@@ -124,7 +128,7 @@ func newReport(cfg *Config, c *Counts, elapsed time.Duration) *Report {
 		SegmentSkipAccepted: c.SegmentSkipAccepted, RegressionAccepted: c.RegressionAccepted,
 		SpuriousPauses: c.SpuriousPauses, BlockedHandoffs: c.BlockedHandoffs, GhostWaiters: c.GhostWaiters,
 		JobsHandedOff: c.JobsHandedOff, JobsApplied: c.JobsApplied, StaleDownstream: c.StaleDownstream, DuplicateEffects: c.DuplicateEffects,
-		StoreBatchFailed: c.StoreBatchFailed, StoreLost412: c.StoreLost412, StoreLostError: c.StoreLostError,
+		AdapterInconsistent: c.AdapterInconsistent, StoreBatchFailed: c.StoreBatchFailed, StoreLost412: c.StoreLost412, StoreLostError: c.StoreLostError,
 		RegressionSuspected: c.RegressionSuspected, SQL: cfg.SQL, Objects: cfg.Objects, StoreFaults: cfg.StoreFaults,
 		WritesApplied: c.Applied, WritesFenced: c.Fenced, ProtectedCoveragePct: 100,
 		HandoffBudgetMs: cfg.HandoffBudgetMs, Handoffs: len(c.HandoffMs),
@@ -255,6 +259,7 @@ func (r *Report) WriteText(w io.Writer) {
 	row("regressions not alarmed", r.RegressionNotAlarmed, zero(r.RegressionNotAlarmed))
 	row("stale downstream effects", r.StaleDownstream, zero(r.StaleDownstream))
 	row("duplicate downstream effects", r.DuplicateEffects, fmt.Sprintf("%s; %d jobs handed off, %d applied at their target", zero(r.DuplicateEffects), r.JobsHandedOff, r.JobsApplied))
+	row("adapter inconsistencies", r.AdapterInconsistent, zero(r.AdapterInconsistent))
 	if r.StoreFaults {
 		row("store faults injected", r.StoreBatchFailed+r.StoreLost412+r.StoreLostError,
 			fmt.Sprintf("%d batch PUTs failed; %d landed manifest PUTs answered 412, %d an error", r.StoreBatchFailed, r.StoreLost412, r.StoreLostError))

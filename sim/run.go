@@ -1,11 +1,13 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
-
-	"github.com/fencegate/fencegate/grant"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/fencegate/fencegate/grant"
 )
 
 // chunkRounds is how many rounds run between in-order merges: it bounds
@@ -97,17 +99,39 @@ func RunRound(cfg *Config, keys *keySet, r int) *Counts {
 
 func runRound(cfg *Config, keys *keySet, env *sqlEnv, r int) *Counts {
 	c := &Counts{}
-	w := newWorld(cfg, keys, r, c, env)
-	w.run()
-	if a, ok := w.res.g.(*objAdapter); ok && a.store.faults != nil {
-		f := a.store.faults
-		c.StoreBatchFailed, c.StoreLost412, c.StoreLostError = f.batchFailed, f.lost412, f.lostError
+	if err := playRound(cfg, keys, env, r, c); err != nil {
+		c.AdapterInconsistent++
+		c.violation(r, roundSeed(cfg.Seed, r), "adapter-inconsistent", err.Error())
 	}
 	for i := range c.Violations {
 		c.Violations[i].Seed = cfg.Seed
 		c.Violations[i].Repro = reproCommand(cfg, r)
 	}
 	return c
+}
+
+// playRound runs round r into c. An adapter check of the simulator's
+// failing (a panic whose value begins "sim: ": an answer the store
+// contradicts, a receipt query that errs) ends the round and is
+// returned, so the run reports it with the command that replays it; any
+// other panic is a bug of the simulator and goes on up.
+func playRound(cfg *Config, keys *keySet, env *sqlEnv, r int, c *Counts) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			msg, ok := p.(string)
+			if !ok || !strings.HasPrefix(msg, "sim: ") {
+				panic(p)
+			}
+			err = errors.New(msg)
+		}
+	}()
+	w := newWorld(cfg, keys, r, c, env)
+	w.run()
+	if a, ok := w.res.g.(*objAdapter); ok && a.store.faults != nil {
+		f := a.store.faults
+		c.StoreBatchFailed, c.StoreLost412, c.StoreLostError = f.batchFailed, f.lost412, f.lostError
+	}
+	return nil
 }
 
 // reproCommand is the one line that replays round r exactly.
