@@ -145,7 +145,8 @@ func TestSkewBoundIsConfigurable(t *testing.T) {
 // TestObjectModeUnderStoreFaults runs the object mode on a bucket that
 // fails batch PUTs and loses the answers of manifest PUTs that landed:
 // the faults must fire, and every count stay 0 (a receipt lost, or a
-// committed write answered as anything but itself, panics the run).
+// committed write answered as anything but itself, is an adapter
+// inconsistency).
 func TestObjectModeUnderStoreFaults(t *testing.T) {
 	r := run(t, Config{Rounds: 300, Seed: 23, Rates: DefaultRates, Parallel: 2, Objects: true, StoreFaults: true})
 	if !r.OK() || r.StoreBatchFailed == 0 || r.StoreLost412 == 0 || r.StoreLostError == 0 {
