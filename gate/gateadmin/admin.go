@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/gate/sqlgate"
 	"github.com/fencegate/fencegate/grant"
 )
@@ -102,18 +103,7 @@ func statusOf(ctx context.Context, g *sqlgate.Gate, q sqlgate.DBTX, resource str
 	if err != nil {
 		return Status{}, err
 	}
-	out := Status{
-		Resource: resource, Mode: string(st.Mode), HighestFence: st.HighestFence, LastSegmentSeq: st.LastSegmentSeq,
-		MinPolicyGeneration: st.MinPolicyGeneration, Paused: st.Paused, PausedReason: st.PausedReason,
-		Floor: st.Floor, FloorAt: instant(st.FloorAt), GrantIssuedAt: instant(st.GrantIssuedAt),
-		Alarms: []Alarm{}, Actions: []Action{},
-	}
-	if !st.Root.IsZero() {
-		out.Root = st.Root.String()
-	}
-	if !st.GrantDigest.IsZero() {
-		out.GrantDigest = st.GrantDigest.String()
-	}
+	out := statusFrom(resource, st)
 	alarms, err := g.Records(ctx, q, "alarms", resource)
 	if err != nil {
 		return Status{}, err
@@ -129,6 +119,23 @@ func statusOf(ctx context.Context, g *sqlgate.Gate, q sqlgate.DBTX, resource str
 		out.Actions = append(out.Actions, Action{Action: a.Action, Operator: a.Operator, Detail: a.Detail, AtMs: a.AtMs})
 	}
 	return out, nil
+}
+
+// statusFrom is the Status of a resource in state st, without records.
+func statusFrom(resource string, st gate.State) Status {
+	out := Status{
+		Resource: resource, Mode: string(st.Mode), HighestFence: st.HighestFence, LastSegmentSeq: st.LastSegmentSeq,
+		MinPolicyGeneration: st.MinPolicyGeneration, Paused: st.Paused, PausedReason: st.PausedReason,
+		Floor: st.Floor, FloorAt: instant(st.FloorAt), GrantIssuedAt: instant(st.GrantIssuedAt),
+		Alarms: []Alarm{}, Actions: []Action{},
+	}
+	if !st.Root.IsZero() {
+		out.Root = st.Root.String()
+	}
+	if !st.GrantDigest.IsZero() {
+		out.GrantDigest = st.GrantDigest.String()
+	}
+	return out
 }
 
 func instant(t time.Time) string {

@@ -25,10 +25,15 @@ import (
 	"github.com/fencegate/fencegate/gate/sqlgate"
 	"github.com/fencegate/fencegate/internal/fakeclock"
 	"github.com/fencegate/fencegate/internal/pgtest"
+	"github.com/fencegate/fencegate/internal/redistest"
 	"github.com/fencegate/fencegate/registry/httpapi"
 )
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+func TestMain(m *testing.M) {
+	code := pgtest.Main(m)
+	redistest.Stop()
+	os.Exit(code)
+}
 
 const resource = "ledger/paused"
 

@@ -33,9 +33,13 @@ type Authenticator interface {
 
 // HandlerConfig wires Handler.
 type HandlerConfig struct {
-	Gate *sqlgate.Gate // required
-	DB   *sql.DB       // required: the database the gate applies in
-	Auth Authenticator // required: no identity, no admin
+	// Gate and DB are a sqlgate gate and the database it applies in; or
+	// Store is a gate that keeps its own records (objgate, redisgate).
+	// One of the two is required.
+	Gate  *sqlgate.Gate
+	DB    *sql.DB
+	Store RecordingGate
+	Auth  Authenticator // required: no identity, no admin
 	// Admins are the identities allowed in. Required: an endpoint nobody
 	// may use is a mistake.
 	Admins []string
@@ -61,11 +65,13 @@ type ErrorBody struct {
 }
 
 // Handler returns the admin endpoint; mount it at PathPrefix. It refuses
-// a missing Gate, DB, Auth or Admins by panicking at construction (a
-// programming error, found at start).
+// a config without exactly one of Gate and DB or Store, or without Auth
+// or Admins, by panicking at construction (a programming error, found at
+// start).
 func Handler(cfg HandlerConfig) http.Handler {
-	if cfg.Gate == nil || cfg.DB == nil || cfg.Auth == nil || len(cfg.Admins) == 0 {
-		panic("gateadmin: Handler needs Gate, DB, Auth and at least one admin")
+	onSQL, onStore := cfg.Gate != nil && cfg.DB != nil, cfg.Store != nil
+	if onSQL == onStore || cfg.Auth == nil || len(cfg.Admins) == 0 {
+		panic("gateadmin: Handler needs Gate and DB or Store, Auth and at least one admin")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -98,12 +104,16 @@ func (h *handler) authenticated(next http.Handler) http.Handler {
 	})
 }
 
-func (h *handler) local(r *http.Request) *Local {
+// admin is the request's Admin, acting as the authenticated identity.
+func (h *handler) admin(r *http.Request) Admin {
+	if h.cfg.Store != nil {
+		return &Store{Gate: h.cfg.Store, Operator: operatorFrom(r.Context())}
+	}
 	return &Local{Gate: h.cfg.Gate, DB: h.cfg.DB, Operator: operatorFrom(r.Context())}
 }
 
 func (h *handler) status(w http.ResponseWriter, r *http.Request) {
-	st, err := h.local(r).Status(r.Context(), r.URL.Query().Get("resource"))
+	st, err := h.admin(r).Status(r.Context(), r.URL.Query().Get("resource"))
 	answer(w, st, err)
 }
 
@@ -115,14 +125,13 @@ func (h *handler) resume(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, CodeBadRequest, "gateadmin: resume body: "+err.Error())
 		return
 	}
-	l := h.local(r)
-	st, err := l.Resume(r.Context(), req)
+	st, err := h.admin(r).Resume(r.Context(), req)
 	outcome := "ok"
 	if err != nil {
 		outcome = codeOf(err)
 	}
 	h.cfg.Logger.LogAttrs(r.Context(), slog.LevelInfo, "admin action", slog.Bool("audit", true),
-		slog.String("operator", l.Operator), slog.String("action", "gate-resume"), slog.String("resource", req.Resource),
+		slog.String("operator", operatorFrom(r.Context())), slog.String("action", "gate-resume"), slog.String("resource", req.Resource),
 		slog.Uint64("value", req.Floor), slog.String("note", req.Note), slog.String("outcome", outcome))
 	answer(w, st, err)
 }

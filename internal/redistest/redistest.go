@@ -56,12 +56,20 @@ var errNoRedis = errors.New("no redis-server: not in PATH and " + EnvAddr + " un
 // Main runs m and then stops the server if one was started.
 func Main(m *testing.M) int {
 	code := m.Run()
+	Stop()
+	return code
+}
+
+// Stop stops the shared server if one was started: for a TestMain that
+// runs m through another package's Main (pgtest.Main) and calls Stop
+// after it.
+func Stop() {
 	if shared != nil {
 		if err := shared.stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "redistest:", err)
 		}
+		shared = nil
 	}
-	return code
 }
 
 // Addr returns the server's host:port, starting it on first use. It skips
