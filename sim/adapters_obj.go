@@ -22,7 +22,9 @@ import (
 //
 // The business change is the content the gate commits: apply calls the
 // round's business function only when the bucket holds the content of
-// this write, and panics when objgate's answer and the bucket disagree.
+// this write; when objgate's answer and the bucket disagree it panics
+// with a "sim: " message, which ends the round as an adapter
+// inconsistency (playRound).
 // Jobs of the downstream hop go to a memgate, the hop's target being
 // another service (objgate takes no jobs).
 //
