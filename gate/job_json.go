@@ -1,12 +1,11 @@
 package gate
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/internal/strictjson"
 )
 
 // JobJSONBytesMax bounds an encoded job: one canonical grant, its proof
@@ -39,12 +38,6 @@ func (j Job) MarshalJSON() ([]byte, error) {
 	})
 }
 
-// jobJSONFields are the exact field names of jobJSON.
-var jobJSONFields = map[string]bool{
-	"target": true, "resource": true, "operationId": true, "fenceToken": true, "segmentSeq": true,
-	"jobSeq": true, "payloadDigest": true, "upstreamReceipt": true, "grant": true, "grantProof": true,
-}
-
 // DecodeJob strictly decodes the wire form: one object of at most
 // JobJSONBytesMax bytes, no unknown, duplicate or re-cased fields, no
 // trailing data, and a valid job (Job.Validate). Errors wrap ErrMalformed.
@@ -55,17 +48,9 @@ func DecodeJob(b []byte) (*Job, error) {
 	if len(b) > JobJSONBytesMax {
 		return fail("%d bytes, limit %d", len(b), JobJSONBytesMax)
 	}
-	if err := checkObjectKeys(b, jobJSONFields); err != nil {
-		return fail("%v", err)
-	}
 	var w jobJSON
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&w); err != nil {
+	if err := strictjson.Decode(b, &w); err != nil {
 		return fail("%v", err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return fail("trailing data after the object")
 	}
 	pd, err := grant.ParseDigest(w.PayloadDigest)
 	if err != nil {

@@ -1,13 +1,11 @@
 package gate
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/internal/strictjson"
 )
 
 // MutationJSONBytesMax bounds an encoded mutation: two canonical messages,
@@ -62,17 +60,9 @@ func DecodeMutation(b []byte) (*Mutation, error) {
 	if len(b) > MutationJSONBytesMax {
 		return fail("%d bytes, limit %d", len(b), MutationJSONBytesMax)
 	}
-	if err := checkObjectKeys(b, mutationJSONFields); err != nil {
-		return fail("%v", err)
-	}
 	var w mutationJSON
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&w); err != nil {
+	if err := strictjson.Decode(b, &w); err != nil {
 		return fail("%v", err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return fail("trailing data after the object")
 	}
 	pd, err := grant.ParseDigest(w.PayloadDigest)
 	if err != nil {
@@ -90,47 +80,4 @@ func DecodeMutation(b []byte) (*Mutation, error) {
 		return nil, err
 	}
 	return m, nil
-}
-
-// mutationJSONFields are the exact field names; encoding/json alone would
-// also accept them in any letter case.
-var mutationJSONFields = map[string]bool{
-	"resource": true, "lease": true, "operationId": true, "fenceToken": true,
-	"segmentSeq": true, "payloadDigest": true, "grant": true, "grantProof": true,
-	"status": true, "statusProof": true,
-}
-
-// checkObjectKeys rejects anything but a JSON object, a repeated key
-// (encoding/json would silently keep the last) and a key that is not
-// exactly one of names (encoding/json would match it ignoring case). The
-// wire forms are flat: values are skipped whole.
-func checkObjectKeys(b []byte, names map[string]bool) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	tok, err := dec.Token()
-	if err != nil {
-		return err
-	}
-	if tok != json.Delim('{') {
-		return errors.New("want a JSON object")
-	}
-	seen := map[string]bool{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		key, _ := tok.(string)
-		if !names[key] {
-			return fmt.Errorf("unknown field %q (names are case-sensitive)", key)
-		}
-		if seen[key] {
-			return fmt.Errorf("duplicate field %q", key)
-		}
-		seen[key] = true
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
-			return err
-		}
-	}
-	return nil
 }

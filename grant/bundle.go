@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/fencegate/fencegate/internal/strictjson"
 )
 
 // KeyState is a trust-bundle key's place in its rotation:
@@ -81,7 +83,7 @@ func LoadBundle(path string) (*Bundle, error) {
 // resolves each hmac-sha256 key's secret file relative to dir.
 func ParseBundle(data []byte, dir string) (*Bundle, error) {
 	var f BundleFile
-	if err := strictJSON(data, &f); err != nil {
+	if err := strictjson.Decode(data, &f); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadBundle, err)
 	}
 	return NewBundle(f, dir)

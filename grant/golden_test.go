@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/fencegate/fencegate/internal/strictjson"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files in testdata")
@@ -95,7 +97,7 @@ func TestGoldenVectorsVerify(t *testing.T) {
 		t.Fatal(err)
 	}
 	var v vectors
-	if err := strictJSON(raw, &v); err != nil {
+	if err := strictjson.Decode(raw, &v); err != nil {
 		t.Fatal(err)
 	}
 	ver, _, _ := testVerifier(t)

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/fencegate/fencegate/internal/strictjson"
 )
 
 // SigningKey signs grants and status proofs. It is held by the registry
@@ -104,7 +106,7 @@ func (k *SigningKey) MarshalKeyFile() []byte {
 // ParseKeyFile strictly parses key file bytes.
 func ParseKeyFile(b []byte) (*SigningKey, error) {
 	var f keyFile
-	if err := strictJSON(b, &f); err != nil {
+	if err := strictjson.Decode(b, &f); err != nil {
 		return nil, fmt.Errorf("%w: key file: %v", ErrBadBundle, err)
 	}
 	secret, err := b64.DecodeString(f.Secret)

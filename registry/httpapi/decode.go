@@ -1,14 +1,12 @@
 package httpapi
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"reflect"
-	"strings"
+
+	"github.com/fencegate/fencegate/internal/strictjson"
 )
 
 // RequestBytesMax bounds a request body, 64 KiB: far above any valid
@@ -37,83 +35,17 @@ func readBody(r *http.Request) ([]byte, error) {
 	return b, nil
 }
 
-// DecodeRequest strictly decodes b into v: exactly one JSON object, no
-// unknown fields, no field given twice, no trailing data. Errors wrap
+// DecodeRequest strictly decodes b into v (strictjson.Decode): exactly one
+// JSON object, no unknown fields, no field given twice or in another
+// letter case, no trailing data. Errors wrap
 // ErrBadRequest (or ErrTooLarge). It is the one decoder every endpoint
 // uses, and the fuzz target.
 func DecodeRequest(b []byte, v any) error {
 	if len(b) > RequestBytesMax {
 		return fmt.Errorf("%w: limit %d bytes", ErrTooLarge, RequestBytesMax)
 	}
-	if err := checkKeys(b, fieldNames(v)); err != nil {
+	if err := strictjson.Decode(b, v); err != nil {
 		return fmt.Errorf("%w: %v", ErrBadRequest, err)
-	}
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.DisallowUnknownFields()
-	if err := d.Decode(v); err != nil {
-		return fmt.Errorf("%w: %v", ErrBadRequest, err)
-	}
-	if _, err := d.Token(); err != io.EOF {
-		return fmt.Errorf("%w: trailing data after JSON object", ErrBadRequest)
-	}
-	return nil
-}
-
-// fieldNames returns the JSON names of the struct v points to.
-func fieldNames(v any) map[string]bool {
-	t := reflect.TypeOf(v)
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	names := map[string]bool{}
-	if t.Kind() != reflect.Struct {
-		return nil
-	}
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "" {
-			name = f.Name
-		}
-		if f.IsExported() && name != "-" {
-			names[name] = true
-		}
-	}
-	return names
-}
-
-// checkKeys rejects anything but a top-level object, a field named twice
-// (encoding/json would silently keep the last) and a field name that is not
-// exactly one of names (encoding/json would match it ignoring case). A nil
-// names skips the name check. Requests are flat, so nested values are
-// skipped whole.
-func checkKeys(b []byte, names map[string]bool) error {
-	d := json.NewDecoder(bytes.NewReader(b))
-	t, err := d.Token()
-	if err != nil {
-		return err
-	}
-	if t != json.Delim('{') {
-		return errors.New("want a JSON object")
-	}
-	seen := map[string]bool{}
-	for d.More() {
-		k, err := d.Token()
-		if err != nil {
-			return err
-		}
-		key, _ := k.(string)
-		if names != nil && !names[key] {
-			return fmt.Errorf("unknown field %q", key)
-		}
-		if seen[key] {
-			return fmt.Errorf("field %q given twice", key)
-		}
-		seen[key] = true
-		var skip json.RawMessage
-		if err := d.Decode(&skip); err != nil {
-			return err
-		}
 	}
 	return nil
 }

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/fencegate/fencegate/internal/strictjson"
 )
 
 type openAPIDoc struct {
@@ -80,10 +82,7 @@ func TestOpenAPISchemasMatchTypes(t *testing.T) {
 			t.Errorf("openapi.yaml lacks schema %s", name)
 			continue
 		}
-		var want, got []string
-		for f := range fieldNames(reflect.New(reflect.TypeOf(v)).Interface()) {
-			want = append(want, f)
-		}
+		want, got := strictjson.Names(v), []string(nil)
 		for f := range sc.Properties {
 			got = append(got, f)
 		}
