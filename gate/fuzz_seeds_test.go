@@ -10,65 +10,33 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
-	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
+
+	"github.com/fencegate/fencegate/internal/fuzzseed"
 )
 
 var updateSeeds = flag.Bool("update-seeds", false, "rewrite the fixture-made fuzz seeds in testdata/fuzz")
 
-// corpusEntry encodes args in the Go fuzzing corpus file format.
-func corpusEntry(args ...any) []byte {
-	b := []byte("go test fuzz v1\n")
-	for _, a := range args {
-		switch v := a.(type) {
-		case string:
-			b = fmt.Appendf(b, "string(%q)\n", v)
-		case []byte:
-			b = fmt.Appendf(b, "[]byte(%q)\n", v)
-		case uint64:
-			b = fmt.Appendf(b, "uint64(%d)\n", v)
-		default:
-			panic(fmt.Sprintf("corpusEntry: %T", a))
-		}
-	}
-	return b
-}
-
 // checkSeed compares (or, with -update-seeds, writes) one corpus file.
 func checkSeed(t *testing.T, target, name string, entry []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", "fuzz", target, name)
-	if *updateSeeds {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, entry, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	got, err := os.ReadFile(path)
-	if err != nil || !bytes.Equal(got, entry) {
-		t.Errorf("%s is not the fixture's seed (%v); rerun with -args -update-seeds", path, err)
-	}
+	fuzzseed.Check(t, *updateSeeds, "go test ./gate -run TestFuzzSeedCorpus -args -update-seeds", target, name, entry)
 }
 
 func TestFuzzSeedCorpus(t *testing.T) {
 	fx := newEnvelopeFixture()
 	for _, sd := range fx.seeds {
 		m := sd.m
-		checkSeed(t, "FuzzEnvelope", sd.name, corpusEntry(m.Resource, m.Lease, m.OperationID, m.FenceToken,
+		checkSeed(t, "FuzzEnvelope", sd.name, fuzzseed.Entry(m.Resource, m.Lease, m.OperationID, m.FenceToken,
 			m.SegmentSeq, m.Grant, m.GrantProof, m.Status, m.StatusProof))
 		b, err := json.Marshal(m)
 		if err != nil {
 			t.Fatal(err)
 		}
-		checkSeed(t, "FuzzAuthenticate", sd.name, corpusEntry(b))
+		checkSeed(t, "FuzzAuthenticate", sd.name, fuzzseed.Entry(b))
 	}
 	for name, b := range jobSeeds(t) {
-		checkSeed(t, "FuzzDecodeJob", name, corpusEntry(b))
+		checkSeed(t, "FuzzDecodeJob", name, fuzzseed.Entry(b))
 	}
 }
 
