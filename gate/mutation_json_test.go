@@ -15,6 +15,7 @@ import (
 
 	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/gate/gatetest"
+	"github.com/fencegate/fencegate/internal/jsonkeys"
 )
 
 func genuineJSON(t testing.TB) []byte {
@@ -77,7 +78,7 @@ func FuzzDecodeMutation(f *testing.F) {
 			}
 			return
 		}
-		if p := flatKeyProblem(b, mutationJSONNames); p != "" {
+		if p := jsonkeys.Problem(b, mutationJSONNames); p != "" {
 			t.Fatalf("accepted a mutation with a %s:\n%s", p, b)
 		}
 		again, err := json.Marshal(m)
