@@ -45,8 +45,9 @@ func (g *Gate) Apply(ctx context.Context, caller string, m *gate.Mutation, fn Bu
 		g.counters.Add(gate.OutcomeOf(err))
 		return gate.Receipt{}, err
 	}
+	var fresh *held // the manifest a lost race read back, decided on next
 	for attempt := range g.retries {
-		h, d, prior, err := g.decide(ctx, v)
+		h, d, prior, err := g.decide(ctx, v, fresh)
 		if err != nil {
 			return gate.Receipt{}, err
 		}
@@ -61,6 +62,7 @@ func (g *Gate) Apply(ctx context.Context, caller string, m *gate.Mutation, fn Bu
 		switch {
 		case errors.Is(err, errConflict):
 			g.forget(m.Resource)
+			fresh = freshAfter(err)
 			if err := backoff(ctx, attempt); err != nil {
 				return gate.Receipt{}, err
 			}
@@ -79,13 +81,18 @@ func (g *Gate) Apply(ctx context.Context, caller string, m *gate.Mutation, fn Bu
 	return gate.Receipt{}, fmt.Errorf("%w: %s after %d attempts", ErrContended, m.Resource, g.retries)
 }
 
-// decide takes the manifest (the one this Gate committed last, or a
-// fresh read) and decides on it. A decision on a held manifest that
-// writes nothing and is not a replay is taken again on a fresh read: only
-// a conditional write proves a held manifest current.
-func (g *Gate) decide(ctx context.Context, v *gate.Verified) (held, gate.Decision, *gate.Receipt, error) {
-	h, cached, err := g.take(ctx, v.Mutation.Resource)
-	if err != nil {
+// decide takes the manifest (fresh, read back after a lost race; else
+// the one this Gate committed last, or a fresh read) and decides on it. A
+// decision on a held manifest that writes nothing and is not a replay is
+// taken again on a fresh read: only a conditional write proves a held
+// manifest current.
+func (g *Gate) decide(ctx context.Context, v *gate.Verified, fresh *held) (held, gate.Decision, *gate.Receipt, error) {
+	var h held
+	var cached bool
+	var err error
+	if fresh != nil {
+		h = *fresh
+	} else if h, cached, err = g.take(ctx, v.Mutation.Resource); err != nil {
 		return h, gate.Decision{}, nil, err
 	}
 	for {

@@ -3,7 +3,8 @@
 // copy (and, with the conditional replace's compare removed, does — the
 // negative control, also failing the shared ConcurrentWriters case) nor
 // refuses a write the stored one allows (and, answering from its copy,
-// does), and a warm small write is one request.
+// does), a warm small write is one request, and a lost race reads the
+// winner's manifest once.
 package objgate_test
 
 import (
@@ -192,5 +193,34 @@ func TestWarmSmallWriteIsOnePut(t *testing.T) {
 		if seq > 1 && n != 1 {
 			t.Fatalf("a warm small write took %d requests, want 1 (the manifest's conditional PUT)", n)
 		}
+	}
+}
+
+// A lost race reads the winner's manifest once: the read that checks
+// whether the refused replace had landed is the one the next attempt
+// decides on.
+func TestLostRaceReadsTheManifestOnce(t *testing.T) {
+	ctx := context.Background()
+	hs, cc, iss := bucketGates(t, 2)
+	a, b := hs[0], hs[1]
+	const r = "obj/lost-race"
+	write := func(h *harness, fence, seq uint64, op string) error {
+		p := fmt.Sprintf("%s-%d", op, seq)
+		_, err := h.Apply(ctx, "worker-a", iss.Mutation(gatetest.Writer{Resource: r, Owner: "worker-a", Lease: op, OperationID: op, Fence: fence}, seq, p), p)
+		return err
+	}
+	if err := write(a, 5, 1, "op-a"); err != nil { // a holds fence 5
+		t.Fatal(err)
+	}
+	if err := write(b, 6, 1, "op-b"); err != nil { // behind a's back
+		t.Fatal(err)
+	}
+	gets := cc.gets.Load()
+	// a's copy says accept; the replace is refused; the read-back says STALE_OWNER.
+	if err := write(a, 5, 2, "op-a"); gate.OutcomeOf(err) != gate.StaleOwner {
+		t.Fatalf("fence 5 after fence 6: %v", err)
+	}
+	if g := cc.gets.Load() - gets; g != 1 {
+		t.Fatalf("the lost race read %d objects, want 1 (the manifest, read back once)", g)
 	}
 }

@@ -124,6 +124,11 @@ func (g *Gate) fetch(ctx context.Context, resource string) (held, error) {
 	if err != nil {
 		return held{}, err
 	}
+	return g.readHeld(resource, b, etag)
+}
+
+// readHeld parses the manifest bytes b of resource, read with etag.
+func (g *Gate) readHeld(resource string, b []byte, etag string) (held, error) {
 	h, err := g.parseManifest(resource, b)
 	if err != nil {
 		return held{}, fmt.Errorf("objgate: manifest of %s: %w", resource, err)
@@ -134,8 +139,9 @@ func (g *Gate) fetch(ctx context.Context, resource string) (held, error) {
 
 // replace writes next over h's manifest if it is still h's (If-Match),
 // or creates it if there was none (If-None-Match: *), and returns next
-// as held, with its version and ETag. errConflict means another writer
-// committed first.
+// as held, with its version and ETag. An error matching errConflict means
+// another writer committed first; it is a *lostRace carrying the
+// manifest read back when that read succeeded.
 func (g *Gate) replace(ctx context.Context, resource string, h, next held) (held, error) {
 	next.version, next.tag = h.version+1, newTag()
 	body := next.encode()
@@ -152,24 +158,44 @@ func (g *Gate) replace(ctx context.Context, resource string, h, next held) (held
 		next.etag = aws.ToString(out.ETag)
 		return next, nil
 	}
-	err = classify(err)
-	if errors.Is(err, errConflict) {
-		if etag, ok := g.landed(ctx, resource, body); ok {
-			next.etag = etag
-			return next, nil
-		}
+	if err = classify(err); !errors.Is(err, errConflict) {
+		return held{}, err
 	}
-	return held{}, err
+	// A refused replace may be the SDK's retry of one that committed but
+	// whose answer was lost: the retry then finds its own manifest in
+	// place. body carries this replace's random tag, so equal bytes are
+	// this replace and no other writer's. Otherwise what was read is the
+	// manifest the next attempt decides on.
+	b, etag, gerr := g.get(ctx, g.manifestKey(resource), ManifestBytesMax)
+	if gerr != nil {
+		return held{}, &lostRace{err: err}
+	}
+	if bytes.Equal(b, body) {
+		next.etag = etag
+		return next, nil
+	}
+	fresh, perr := g.readHeld(resource, b, etag)
+	return held{}, &lostRace{err: err, fresh: fresh, read: perr == nil}
 }
 
-// landed reports whether the manifest of resource now holds exactly body,
-// with its ETag. A refused replace may be the SDK's retry of one that
-// committed but whose answer was lost (the retry then finds its own
-// manifest in place); body carries this replace's random tag, so equal
-// bytes are this replace and no other writer's.
-func (g *Gate) landed(ctx context.Context, resource string, body []byte) (string, bool) {
-	b, etag, err := g.get(ctx, g.manifestKey(resource), ManifestBytesMax)
-	return etag, err == nil && bytes.Equal(b, body)
+// lostRace is a replace refused because another writer committed first,
+// with the manifest read right after when read is set.
+type lostRace struct {
+	err   error // matches errConflict
+	fresh held
+	read  bool
+}
+
+func (e *lostRace) Error() string { return e.err.Error() }
+func (e *lostRace) Unwrap() error { return e.err }
+
+// freshAfter returns the manifest a lost race read back, if any.
+func freshAfter(err error) *held {
+	var lr *lostRace
+	if errors.As(err, &lr) && lr.read {
+		return &lr.fresh
+	}
+	return nil
 }
 
 // tagDigits is the length of a manifest's tag: 8 random bytes in hex.
