@@ -145,6 +145,22 @@ func instant(t time.Time) string {
 	return t.UTC().Format(time.RFC3339Nano)
 }
 
+// resume is every Admin's Resume: the request and the operator checked
+// before anything is touched, the gate's recorded resume (apply), then
+// the status after it.
+func resume(ctx context.Context, a Admin, req ResumeRequest, operator string, apply func() error) (Status, error) {
+	if err := checkResume(req); err != nil {
+		return Status{}, err
+	}
+	if operator == "" {
+		return Status{}, errorf("operator is required: name who resumes (recorded with the action)")
+	}
+	if err := apply(); err != nil {
+		return Status{}, err
+	}
+	return a.Status(ctx, req.Resource)
+}
+
 // checkResume validates a resume request before anything is locked.
 func checkResume(req ResumeRequest) error {
 	if err := grant.ValidateResource(req.Resource); err != nil {

@@ -40,16 +40,9 @@ func (l *Local) Status(ctx context.Context, resource string) (Status, error) {
 
 // Resume implements Admin.
 func (l *Local) Resume(ctx context.Context, req ResumeRequest) (Status, error) {
-	if err := checkResume(req); err != nil {
-		return Status{}, err
-	}
-	if l.Operator == "" {
-		return Status{}, errorf("operator is required: name who resumes (recorded with the action)")
-	}
-	if err := l.Gate.Resume(ctx, l.DB, req.Resource, req.Floor, l.Operator, req.Note); err != nil {
-		return Status{}, err
-	}
-	return l.Status(ctx, req.Resource)
+	return resume(ctx, l, req, l.Operator, func() error {
+		return l.Gate.Resume(ctx, l.DB, req.Resource, req.Floor, l.Operator, req.Note)
+	})
 }
 
 // IsPostgres reports whether dsn names PostgreSQL (a postgres:// or

@@ -63,14 +63,7 @@ func (s *Store) Status(ctx context.Context, resource string) (Status, error) {
 
 // Resume implements Admin.
 func (s *Store) Resume(ctx context.Context, req ResumeRequest) (Status, error) {
-	if err := checkResume(req); err != nil {
-		return Status{}, err
-	}
-	if s.Operator == "" {
-		return Status{}, errorf("operator is required: name who resumes (recorded with the action)")
-	}
-	if err := s.Gate.Resume(ctx, req.Resource, req.Floor, s.Operator, req.Note); err != nil {
-		return Status{}, err
-	}
-	return s.Status(ctx, req.Resource)
+	return resume(ctx, s, req, s.Operator, func() error {
+		return s.Gate.Resume(ctx, req.Resource, req.Floor, s.Operator, req.Note)
+	})
 }
