@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/gate/internal/retry"
 	"github.com/fencegate/fencegate/gate/internal/stored"
 )
 
@@ -217,18 +218,7 @@ func (g *Gate) forget(resource string) {
 	delete(g.cache, resource)
 }
 
-// backoff sleeps a little longer after each lost race, bounded.
-func backoff(ctx context.Context, attempt int) error {
-	d := time.Duration(min(attempt, 10)) * time.Millisecond
-	if d == 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+// backoffStep is the wait added per a lost conditional replace (retry.Backoff).
+const backoffStep = time.Millisecond
+
+func backoff(ctx context.Context, attempt int) error { return retry.Backoff(ctx, attempt, backoffStep) }

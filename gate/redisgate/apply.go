@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/gate/internal/retry"
 	"github.com/fencegate/fencegate/gate/internal/stored"
 )
 
@@ -162,18 +163,7 @@ func (g *Gate) waitReplicas(ctx context.Context, tx *redis.Tx) error {
 	return nil
 }
 
-// backoff sleeps a little longer after each lost race, bounded.
-func backoff(ctx context.Context, attempt int) error {
-	d := time.Duration(min(attempt, 10)) * 200 * time.Microsecond
-	if d == 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+// backoffStep is the wait added per a lost WATCH or compare-and-set (retry.Backoff).
+const backoffStep = 200 * time.Microsecond
+
+func backoff(ctx context.Context, attempt int) error { return retry.Backoff(ctx, attempt, backoffStep) }
