@@ -68,10 +68,10 @@ func (s *Session) answered(a *attempt, is registry.Issued, err error) (*Lease, e
 		s.finish(a, true)
 		return nil, err
 	}
-	// The registry may have granted at any instant since the ID was first
-	// sent; count the TTL from then (a too-early deadline is corrected by
-	// the first renewal).
-	l := newLease(s, s.t, s.o, is, a.req.OperationID, a.core.FirstSent())
+	// The lease's TTL counts from an instant the registry's own start of
+	// the lease cannot precede (AcquireCore.LeaseFrom): after a wait of any
+	// length the lease is usable for its whole TTL.
+	l := newLease(s, s.t, s.o, is, a.req.OperationID, a.core.LeaseFrom(s.o.Clock.Now()))
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.pending, a.req.Resource)

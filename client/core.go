@@ -73,17 +73,19 @@ type Transition struct {
 	Event    Event
 }
 
-// NewLeaseCore returns the core of a lease the registry granted in is, in
-// answer to an acquire sent at sent (client clock), for operationID. o
-// must have its defaults filled (Options.WithDefaults); jitter draws from
-// the caller's seeded rand in [-1, 1) (nil: none). The core starts HELD.
-func NewLeaseCore(o Options, is registry.Issued, operationID string, sent time.Time, jitter func() float64) *LeaseCore {
+// NewLeaseCore returns the core of a lease the registry granted in is, for
+// operationID, whose TTL counts from from (client clock): an instant the
+// registry's start of the lease cannot precede, AcquireCore.LeaseFrom
+// (the send of the acquire, when nothing better is known). o must have
+// its defaults filled (Options.WithDefaults); jitter draws from the
+// caller's seeded rand in [-1, 1) (nil: none). The core starts HELD.
+func NewLeaseCore(o Options, is registry.Issued, operationID string, from time.Time, jitter func() float64) *LeaseCore {
 	if jitter == nil {
 		jitter = func() float64 { return 0 }
 	}
 	c := &LeaseCore{o: o, m: NewMachine(), issued: is, operation: operationID, jitter: jitter, unsettled: map[uint64]time.Time{}}
-	c.sched = Confirmed(o, sent, c.ttl(), is.Status, c.jitter())
-	c.step(EvAcquireOK, sent)
+	c.sched = Confirmed(o, from, c.ttl(), is.Status, c.jitter())
+	c.step(EvAcquireOK, from)
 	return c
 }
 

@@ -22,6 +22,7 @@ type AcquireCore struct {
 	jitter    func() float64 // in [0, 1)
 	firstSent time.Time      // client clock, first send of this request ID
 	lastSent  time.Time      // client clock, last send of it
+	doneSent  time.Time      // client clock, send of the call whose answer ended the acquire
 	lost      bool           // the last acquire's answer was lost: ask by request ID next
 	backoff   time.Duration
 	retryAt   time.Time
@@ -58,6 +59,40 @@ func (a *AcquireCore) Request() registry.AcquireRequest { return a.req }
 // the registry may have granted at any instant since, so a lease's first
 // deadline counts from it.
 func (a *AcquireCore) FirstSent() time.Time { return a.firstSent }
+
+// LeaseFrom is the client-clock instant from which the granted lease's
+// TTL counts: its local deadline is LeaseFrom + TTL − ExpiryMargin (zero
+// until the acquire is done with a grant). The rule: count from the send
+// of the call whose answer carried the grant, plus how long after that
+// call reached the registry the lease expires (Issued.ExpiresAfterMs),
+// less the TTL. The call reached the registry after it was sent, so this
+// is never after the registry's own start of the lease; and the time the
+// call waited in the queue is inside ExpiresAfterMs, so a grant after a
+// wait of any length is usable for its whole TTL. It is never earlier
+// than the first send of the request ID (no grant under it can predate
+// that), nor later than now. An answer without ExpiresAfterMs (an older
+// registry) keeps the conservative rule: the first send.
+func (a *AcquireCore) LeaseFrom(now time.Time) time.Time {
+	if !a.done || a.issued.Grant == nil {
+		return time.Time{}
+	}
+	from := a.firstSent
+	if ms := a.issued.ExpiresAfterMs; ms > 0 {
+		ttl := time.Duration(a.issued.Grant.TTLMs) * time.Millisecond
+		from = later(from, a.doneSent.Add(time.Duration(ms)*time.Millisecond-ttl))
+	}
+	if from.After(now) {
+		return now
+	}
+	return from
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
 
 // ReusableAt is when an attempt whose answer never came is presumed over
 // (client clock): TTL + WaitMs + AcquireMargin after its last send. Until
@@ -132,6 +167,7 @@ func (a *AcquireCore) Answer(now time.Time, call Call, is registry.Issued, err e
 	}
 	switch classify(err) {
 	case answerOK:
+		a.doneSent = call.Sent
 		a.answered(now, is)
 	case answerRefused:
 		a.finish(registry.Issued{}, fmt.Errorf("client: acquire %s: %w", a.req.Resource, err))

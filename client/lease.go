@@ -39,13 +39,14 @@ type Lease struct {
 	stopLoop context.CancelFunc
 }
 
-// newLease builds a HELD lease from an acquire answer sent at sent.
-func newLease(s *Session, t Transport, o Options, is registry.Issued, operationID string, sent time.Time) *Lease {
+// newLease builds a HELD lease from an acquire answer whose TTL counts
+// from from (AcquireCore.LeaseFrom).
+func newLease(s *Session, t Transport, o Options, is registry.Issued, operationID string, from time.Time) *Lease {
 	l := &Lease{t: t, o: o, owner: s, done: make(chan struct{}), kick: make(chan struct{}, 1)}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	l.cancel() // replaced below: a context exists only while ownership is certain
 	l.mu.Lock()
-	l.core = NewLeaseCore(o, is, operationID, sent, l.jitter)
+	l.core = NewLeaseCore(o, is, operationID, from, l.jitter)
 	notify := l.syncLocked()
 	l.mu.Unlock()
 	notify()

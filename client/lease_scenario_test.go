@@ -6,6 +6,10 @@
 //
 //	# comment
 //	lease ttl=SECONDS [at=SECONDS] [proof=SECONDS]   granted for an acquire sent at; proof: the HELD status's validUntil
+//	lease ttl=SECONDS sent=SECONDS at=SECONDS expires-after=SECONDS [proof=SECONDS]
+//	                     granted at at in answer to an acquire sent at sent, whose answer says the
+//	                     lease expires expires-after seconds after the acquire reached the registry;
+//	                     an AcquireCore reads the answer and the lease counts from its LeaseFrom
 //	next at=T            -> none [wake=T] | renew | refresh | query | release
 //	answer KIND at=T [proof=T]   KIND: held, expired, refused, ok, lost
 //	                     -> STATE (REQUESTED, HELD, RENEWING, OWNERSHIP_UNKNOWN, EXPIRED, RELEASED)
@@ -111,7 +115,7 @@ func (s *leaseScenario) do(a scenariotext.Args) {
 		}
 		ttl := secs(a.Opts["ttl"]).Sub(gatetest.T0)
 		iss := *s.iss
-		iss.Now = sent
+		iss.Now = sent // the grant's instant: at
 		g, _ := iss.Grant(gatetest.Writer{Resource: "scn/lease", Owner: "worker-a", Lease: "lease-a", OperationID: "op-a", Fence: 1})
 		g.TTLMs = uint64(ttl / time.Millisecond)
 		g.ExpiresAt = sent.Add(ttl)
@@ -124,7 +128,12 @@ func (s *leaseScenario) do(a scenariotext.Args) {
 		if v, ok := a.Opts["proof"]; ok {
 			proof = secs(v)
 		}
-		s.core = client.NewLeaseCore(s.o, s.issued(grant.StateHeld, sent, proof), "op-a", sent, nil)
+		is, from := s.issued(grant.StateHeld, sent, proof), sent
+		if v, ok := a.Opts["sent"]; ok {
+			is.ExpiresAfterMs = secs(a.Opts["expires-after"]).Sub(gatetest.T0).Milliseconds()
+			from = s.acquired(secs(v), sent, is)
+		}
+		s.core = client.NewLeaseCore(s.o, is, "op-a", from, nil)
 		s.got = s.states()
 	case "next":
 		call, wake := s.core.Next(at())
@@ -178,6 +187,20 @@ func (s *leaseScenario) answer(kind string, at time.Time, opts map[string]string
 		s.t.Fatalf("%s: unknown answer %q", s.step, kind)
 	}
 	s.got = s.states()
+}
+
+// acquired runs the acquire's core for an acquire sent at sent and
+// answered with is at at, and returns the instant the lease counts from.
+func (s *leaseScenario) acquired(sent, at time.Time, is registry.Issued) time.Time {
+	req := registry.AcquireRequest{Resource: s.g.Resource, OperationID: "op-a", OperationClass: s.g.OperationClass,
+		RequestID: s.g.RequestID, TTLMs: s.g.TTLMs, WaitMs: 30_000}
+	a := client.NewAcquireCore(s.o, req, func() string { return "req-next" }, func() float64 { return 0.5 })
+	call, _ := a.Next(sent)
+	a.Answer(at, call, is, nil)
+	if done, _, err := a.Done(); !done || err != nil {
+		s.t.Fatalf("%s: the acquire's core did not take the grant: %v", s.step, err)
+	}
+	return a.LeaseFrom(at)
 }
 
 // states returns the state after the transitions since the last step.

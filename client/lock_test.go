@@ -112,3 +112,51 @@ func TestAcquireAgainstADeadRegistrySaysWhy(t *testing.T) {
 		t.Logf("gave up after %s: %v", time.Since(start), err)
 	})
 }
+
+// TestLockAfterAWaitLongerThanTheTTL is the first-hour defect: a waiter
+// queued longer than its own TTL used to get a lease whose local deadline
+// (counted from the acquire's send) had already passed, so it could build
+// no envelope and `fencegate lock` gave it up unused. The deadline now
+// counts from the send plus the registry's ExpiresAfterMs, which has the
+// wait inside it.
+func TestLockAfterAWaitLongerThanTheTTL(t *testing.T) {
+	for _, wait := range []time.Duration{11 * time.Second, 29 * time.Second, 70 * time.Second} {
+		t.Run(wait.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { lockAfterWait(t, wait) })
+		})
+	}
+}
+
+func lockAfterWait(t *testing.T, wait time.Duration) {
+	ctx := context.Background()
+	reg, err := clienttest.NewRegistry(client.SystemClock{}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	session := func(owner string, seed uint64) *client.Session {
+		return client.NewSession(client.Direct{Registry: reg.Registry, Owner: owner}, client.Options{Rand: rand.New(rand.NewPCG(seed, seed))})
+	}
+	holder, err := session(clienttest.OwnerA, 1).Acquire(ctx, clienttest.Request("op-a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(wait) // the holder renews all along
+		_ = holder.ReleaseNoDrain(ctx)
+	}()
+	req := clienttest.Request("op-b")
+	req.TTL = 5 * time.Second
+	l, err := session(clienttest.OwnerB, 2).Lock(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.ReleaseNoDrain(ctx)
+	if _, err := l.Envelope(1, grant.Digest{1}); err != nil {
+		t.Fatalf("after a %s wait, a 5 s lease refuses its first envelope: %v (state %s, deadline in %s)",
+			wait, err, l.State(), time.Until(l.Deadline()))
+	}
+	if left := time.Until(l.Deadline()); left < 5*time.Second-client.ExpiryMarginDefault-50*time.Millisecond {
+		t.Fatalf("after a %s wait the lease has %s before its local deadline, want about TTL − margin (%s)",
+			wait, left, 5*time.Second-client.ExpiryMarginDefault)
+	}
+}

@@ -77,9 +77,9 @@ func (r *Registry) StartAcquire(owner string, req AcquireRequest) (*Acquisition,
 	if err != nil {
 		return nil, err
 	}
-	in := acquireInput{owner: owner, req: req, ttlMs: ttl, wait: req.WaitMs > 0}
+	in := acquireInput{owner: owner, req: req, ttlMs: ttl, wait: req.WaitMs > 0, arrivedMs: r.now()}
 	if in.wait {
-		in.deadlineMs = r.now() + int64(min(req.WaitMs, r.cfg.WaitMsMax))
+		in.deadlineMs = in.arrivedMs + int64(min(req.WaitMs, r.cfg.WaitMsMax))
 	}
 	return &Acquisition{r: r, in: in}, nil
 }
@@ -111,9 +111,9 @@ func (a *Acquisition) Step(ctx context.Context, cached bool) bool {
 			cached = false
 			continue
 		case outGranted:
-			return a.finish(r.issue(dec.body, rev, grant.StateHeld, now+int64(in.ttlMs), rev, now, s.Settings))
+			return a.finish(a.sinceArrival(r.issue(dec.body, rev, grant.StateHeld, now+int64(in.ttlMs), rev, now, s.Settings)))
 		case outExisting:
-			return a.finish(r.existing(&s, in.key(), now))
+			return a.finish(a.sinceArrival(r.existing(&s, in.key(), now)))
 		}
 		a.queued = true
 		a.from = max(rev, s.Revision) + 1
@@ -124,6 +124,16 @@ func (a *Acquisition) Step(ctx context.Context, cached bool) bool {
 		r.cancelWait(ctx, in)
 	}
 	return a.finish(Issued{}, fmt.Errorf("%w: %s: %d decisions in a row without an answer", ErrConflict, in.req.Resource, acquireStepsMax))
+}
+
+// sinceArrival counts a HELD answer's ExpiresAfterMs from the acquire's
+// arrival rather than from the answer: the time the acquire waited in the
+// queue is time the lease has left that the client cannot see.
+func (a *Acquisition) sinceArrival(is Issued, err error) (Issued, error) {
+	if err == nil && is.ExpiresAfterMs > 0 {
+		is.ExpiresAfterMs += max(is.Status.IssuedAt.UnixMilli()-a.in.arrivedMs, 0) // the answer's now, less the arrival
+	}
+	return is, err
 }
 
 func (a *Acquisition) finish(is Issued, err error) bool {

@@ -14,6 +14,7 @@ type acquireInput struct {
 	ttlMs      uint64 // effective TTL, inside [TTLMsMin, TTLMsMax]
 	wait       bool
 	deadlineMs int64 // when wait: the registry instant the wait ends
+	arrivedMs  int64 // the registry instant the acquire arrived (StartAcquire)
 }
 
 func (in acquireInput) key() RequestKey {

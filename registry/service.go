@@ -63,6 +63,17 @@ type Issued struct {
 	GrantProof  string
 	Status      *grant.Status
 	StatusProof string
+	// ExpiresAfterMs, in a HELD answer, is how long after the request
+	// reached the registry the lease expires, by the registry's clock; 0
+	// when not known (an answer from before the field, or not HELD). The
+	// request reached the registry after the client sent it, so a client
+	// that counts its deadline from its own send plus ExpiresAfterMs can
+	// only be early, never late, by the network delay (and by the skew
+	// bound when another replica set the expiry; the client's
+	// ExpiryMargin covers both, as it does for a renewal). It is what
+	// makes a grant after a long wait usable for its whole TTL: the wait
+	// is inside it.
+	ExpiresAfterMs int64
 }
 
 // ResourceInfo is an operator's view of one resource.

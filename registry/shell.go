@@ -146,6 +146,9 @@ func (r *Registry) issue(body GrantBody, createRev uint64, state grant.State, ex
 		IssuedAt: fromMs(now), ValidUntil: fromMs(statusValidUntil(state, expiresAtMs, now, r.cfg)),
 	}
 	out := Issued{Grant: g, Status: st}
+	if state == grant.StateHeld {
+		out.ExpiresAfterMs = max(expiresAtMs-now, 0)
+	}
 	if state == grant.StateRevoked {
 		return out, nil
 	}

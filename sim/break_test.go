@@ -28,6 +28,7 @@ func TestBrokenProtectionIsCaught(t *testing.T) {
 		{"regression let through", BreakRegression, map[Fault]float64{FaultRestore: 1}, func(r *Report) int { return r.RegressionAccepted + r.StaleAccepted }},
 		{"old rule pauses on late copies", BreakOldRule, map[Fault]float64{FaultLateCopy: 1, FaultGateLag: 1}, func(r *Report) int { return min(r.SpuriousPauses, r.BlockedHandoffs) }},
 		{"regression refused silently", BreakNoAlarm, map[Fault]float64{FaultRestore: 1}, func(r *Report) int { return r.RegressionNotAlarmed }},
+		{"lease counted from the first send", BreakFirstSend, map[Fault]float64{FaultLongHold: 1}, func(r *Report) int { return r.UnusableGrants }},
 		{"downstream without a gate", BreakHop, map[Fault]float64{FaultPause: 1, FaultDuplicate: 1, FaultLate: 1}, func(r *Report) int { return min(r.StaleDownstream, r.DuplicateEffects) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

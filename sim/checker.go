@@ -50,6 +50,7 @@ type grantTruth struct {
 	prev        string
 	handoffFrom int64 // true ms from which handoff is measured (0: none)
 	firstWrite  bool
+	heldLong    bool // its holder waited on purpose before writing (FaultLongHold): no first-write figure
 	firstAnswer bool // its first segment-1 write was decided
 }
 
@@ -115,6 +116,23 @@ func (k *checker) live(lease string) bool {
 }
 
 // endMs is the true instant a grant stopped being the holder, or -1.
+// heldLong marks lease as held on purpose before its first write, so its
+// first write is not a handoff figure.
+func (k *checker) heldLong(lease string) {
+	if g := k.grants[lease]; g != nil {
+		g.heldLong = true
+	}
+}
+
+// expiresMs is the latest committed expiry of lease (registry clock, Unix
+// ms), 0 if unknown.
+func (k *checker) expiresMs(lease string) int64 {
+	if g := k.grants[lease]; g != nil {
+		return g.lastExpMs
+	}
+	return 0
+}
+
 func (k *checker) endMs(lease string) int64 {
 	g := k.grants[lease]
 	if g == nil {
@@ -290,7 +308,7 @@ func (k *checker) accepted(r *resource, m *gate.Mutation) {
 	}
 	if g != nil && !g.firstWrite {
 		g.firstWrite = true
-		if g.handoffFrom != 0 {
+		if g.handoffFrom != 0 && !g.heldLong {
 			c.FirstWriteMs = append(c.FirstWriteMs, k.w.now-g.handoffFrom)
 		}
 	}
@@ -315,6 +333,15 @@ func (k *checker) finish() {
 			k.violate("beyond-bound-undetected", "%d writes slipped through with the gate clock beyond the skew bound, and nothing detected it", k.slipped)
 		}
 	}
+}
+
+// unusable counts a grant that arrived with its local deadline already
+// passed: the worker cannot use it until a renewal answers, and a waiter
+// that gives up such a grant never runs.
+func (k *checker) unusable(worker string, g *grant.Grant, attemptMs int64) {
+	k.c.UnusableGrants++
+	k.violate("unusable-grant", "%s got lease %s (fence %d, TTL %d ms) %d ms after it asked, its local deadline already passed",
+		worker, g.Lease, g.FenceToken, g.TTLMs, attemptMs)
 }
 
 func (k *checker) violate(kind, format string, args ...any) {

@@ -33,12 +33,13 @@ const (
 	FaultAdversary                // forged, tampered, replayed and revoked envelopes
 	FaultLateCopy                 // an owner releases without waiting; its last write arrives after the next owner wrote
 	FaultGateLag                  // the gate's clock lags the registry's near the skew bound (inside it)
+	FaultLongHold                 // a holder keeps its lease, renewing, for several TTLs before it writes: waiters queue past their own TTL
 	faultCount
 )
 
 var faultNames = [faultCount]string{
 	"pause", "lost-renew", "release-race", "reorder", "duplicate", "payload", "late",
-	"restore", "lost-ack", "skew", "partition", "crash", "adversary", "late-copy", "gate-lag",
+	"restore", "lost-ack", "skew", "partition", "crash", "adversary", "late-copy", "gate-lag", "long-hold",
 }
 
 // DefaultRates are the per-round rates of --faults all.
@@ -46,7 +47,7 @@ var DefaultRates = [faultCount]float64{
 	FaultPause: 0.25, FaultLostRenew: 0.2, FaultReleaseRace: 0.3, FaultReorder: 0.2,
 	FaultDuplicate: 0.2, FaultPayload: 0.1, FaultLate: 0.2, FaultRestore: 0.05,
 	FaultLostAck: 0.2, FaultSkew: 1, FaultPartition: 0.2, FaultCrash: 0.1, FaultAdversary: 0.3,
-	FaultLateCopy: 0.3, FaultGateLag: 0.3,
+	FaultLateCopy: 0.3, FaultGateLag: 0.3, FaultLongHold: 0.2,
 }
 
 func (f Fault) String() string { return faultNames[f] }
@@ -70,17 +71,18 @@ const (
 	BreakOldRule          // any lower fence proven HELD pauses the resource (the rule before the regression rule)
 	BreakNoAlarm          // evidence of a regression is refused without an alarm
 	BreakHop              // the downstream worker applies every job it is handed, with no gate at the target
+	BreakFirstSend        // a lease counts its TTL from its acquire's first send, the rule before Issued.ExpiresAfterMs
 )
 
 var breakNames = map[string]Break{
 	"": BreakNone, "none": BreakNone, "fence": BreakFence, "auth": BreakAuth,
 	"pollute": BreakPollution, "segments": BreakSegments, "regression": BreakRegression,
-	"old-rule": BreakOldRule, "no-alarm": BreakNoAlarm, "hop": BreakHop,
+	"old-rule": BreakOldRule, "no-alarm": BreakNoAlarm, "hop": BreakHop, "first-send": BreakFirstSend,
 }
 
 // BreakNames lists the protections that can be broken, in a fixed order.
 func BreakNames() []string {
-	return []string{"none", "fence", "auth", "pollute", "segments", "regression", "old-rule", "no-alarm", "hop"}
+	return []string{"none", "fence", "auth", "pollute", "segments", "regression", "old-rule", "no-alarm", "hop", "first-send"}
 }
 
 // ParseBreak accepts one of BreakNames.

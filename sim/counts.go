@@ -30,6 +30,7 @@ type Counts struct {
 	SpuriousPauses  int // a pause while the registry never went backwards
 	BlockedHandoffs int // the newest holder's first write refused for a reason not its own
 	GhostWaiters    int // a queued ticket of a request that already had an answer
+	UnusableGrants  int // a grant whose local deadline had passed when it arrived: given up unused
 
 	// The downstream hop: stale and duplicate effects must be 0.
 	JobsHandedOff    int
@@ -127,6 +128,7 @@ func (c *Counts) merge(o *Counts) {
 	c.SpuriousPauses += o.SpuriousPauses
 	c.BlockedHandoffs += o.BlockedHandoffs
 	c.GhostWaiters += o.GhostWaiters
+	c.UnusableGrants += o.UnusableGrants
 	c.JobsHandedOff += o.JobsHandedOff
 	c.JobsApplied += o.JobsApplied
 	c.StaleDownstream += o.StaleDownstream

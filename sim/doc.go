@@ -90,8 +90,12 @@
 // pauses (the resource paused while the registry never went backwards),
 // blocked handoffs (the newest holder's first write refused by the fence
 // checks or a pause while the registry never went backwards), ghost
-// waiters (a queued ticket of a request that already had an answer), and
-// regressions not alarmed (a re-issued grant that gave the gate proof of
+// waiters (a queued ticket of a request that already had an answer),
+// unusable grants (a grant that arrived with the worker's local deadline
+// already passed although the lease, counted from when the answered
+// request reached the registry, had more than the expiry margin left:
+// time the client's own rule threw away, not the network; the long-hold
+// fault makes waiters queue past their TTL), and regressions not alarmed (a re-issued grant that gave the gate proof of
 // the regression — by the gate's own definitions, through its exported
 // gate.StatusEvidence — and no alarm of either kind). Downstream, stale
 // effects (a job applied after a job of a higher fence at its target) and

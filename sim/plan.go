@@ -30,6 +30,9 @@ func (w *world) plan() {
 		k.pauseAtWrite = int(w.rng.between(1, 4))
 		k.pauseMs = w.rng.between(leaseTTLMs+500, leaseTTLMs+8000)
 	}
+	if w.on[FaultLongHold] {
+		victim().holdMs = w.rng.between(2*leaseTTLMs, 5*leaseTTLMs)
+	}
 	if w.on[FaultReorder] {
 		victim().reorderAt = uint64(w.rng.between(1, 3))
 	}

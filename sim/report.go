@@ -39,10 +39,12 @@ type Report struct {
 
 	// Availability, each required to be 0: a pause while the registry never
 	// went backwards, the newest holder's first write refused without a
-	// regression, a queued ticket of a request that already had an answer.
+	// regression, a queued ticket of a request that already had an answer,
+	// a grant that arrived with its local deadline already passed.
 	SpuriousPauses  int `json:"spuriousPauses"`
 	BlockedHandoffs int `json:"blockedHandoffs"`
 	GhostWaiters    int `json:"ghostWaiters"`
+	UnusableGrants  int `json:"unusableGrants"`
 
 	// The downstream hop: jobs handed off by accepted writes and applied at
 	// their target; stale and duplicate downstream effects must be 0.
@@ -126,7 +128,7 @@ func newReport(cfg *Config, c *Counts, elapsed time.Duration) *Report {
 		StaleAccepted: c.StaleAccepted, StaleNotHolder: c.StaleNotHolder, StaleAfterHigherFence: c.StaleAfterHigherFence,
 		ForgedAccepted: c.ForgedAccepted, HighestFencePolluted: c.HighestFencePolluted,
 		SegmentSkipAccepted: c.SegmentSkipAccepted, RegressionAccepted: c.RegressionAccepted,
-		SpuriousPauses: c.SpuriousPauses, BlockedHandoffs: c.BlockedHandoffs, GhostWaiters: c.GhostWaiters,
+		SpuriousPauses: c.SpuriousPauses, BlockedHandoffs: c.BlockedHandoffs, GhostWaiters: c.GhostWaiters, UnusableGrants: c.UnusableGrants,
 		JobsHandedOff: c.JobsHandedOff, JobsApplied: c.JobsApplied, StaleDownstream: c.StaleDownstream, DuplicateEffects: c.DuplicateEffects,
 		AdapterInconsistent: c.AdapterInconsistent, StoreBatchFailed: c.StoreBatchFailed, StoreLost412: c.StoreLost412, StoreLostError: c.StoreLostError,
 		RegressionSuspected: c.RegressionSuspected, SQL: cfg.SQL, Objects: cfg.Objects, StoreFaults: cfg.StoreFaults,
@@ -256,6 +258,7 @@ func (r *Report) WriteText(w io.Writer) {
 	row("spurious pauses", r.SpuriousPauses, zero(r.SpuriousPauses))
 	row("blocked handoffs", r.BlockedHandoffs, zero(r.BlockedHandoffs))
 	row("ghost waiters", r.GhostWaiters, zero(r.GhostWaiters))
+	row("unusable grants", r.UnusableGrants, zero(r.UnusableGrants))
 	row("regressions not alarmed", r.RegressionNotAlarmed, zero(r.RegressionNotAlarmed))
 	row("stale downstream effects", r.StaleDownstream, zero(r.StaleDownstream))
 	row("duplicate downstream effects", r.DuplicateEffects, fmt.Sprintf("%s; %d jobs handed off, %d applied at their target", zero(r.DuplicateEffects), r.JobsHandedOff, r.JobsApplied))

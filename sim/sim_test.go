@@ -31,9 +31,9 @@ func TestShortRunAllFaults(t *testing.T) {
 	if r.StaleDownstream != 0 || r.DuplicateEffects != 0 || r.JobsApplied == 0 {
 		t.Errorf("downstream: %d stale and %d duplicate effects, %d jobs applied", r.StaleDownstream, r.DuplicateEffects, r.JobsApplied)
 	}
-	if r.SpuriousPauses != 0 || r.BlockedHandoffs != 0 || r.GhostWaiters != 0 || r.RegressionNotAlarmed != 0 {
-		t.Errorf("availability: %d spurious pauses, %d blocked handoffs, %d ghost waiters, %d regressions not alarmed",
-			r.SpuriousPauses, r.BlockedHandoffs, r.GhostWaiters, r.RegressionNotAlarmed)
+	if r.SpuriousPauses != 0 || r.BlockedHandoffs != 0 || r.GhostWaiters != 0 || r.RegressionNotAlarmed != 0 || r.UnusableGrants != 0 {
+		t.Errorf("availability: %d spurious pauses, %d blocked handoffs, %d ghost waiters, %d regressions not alarmed, %d unusable grants",
+			r.SpuriousPauses, r.BlockedHandoffs, r.GhostWaiters, r.RegressionNotAlarmed, r.UnusableGrants)
 	}
 	if r.WritesApplied == 0 || r.Handoffs == 0 || r.RegressedGrants == 0 || r.Reconciles == 0 {
 		t.Errorf("the run exercised too little: %d writes, %d handoffs, %d regressed grants, %d reconciles",

@@ -9,8 +9,13 @@ import (
 
 // Worker timing, in milliseconds of the worker's own clock.
 const (
-	leaseTTLMs      = 3000 // requested server-side TTL
-	acquireWaitMs   = 1000 // a worker queues this long behind the holder (the registry's FIFO waiters), then asks again
+	leaseTTLMs    = 3000 // requested server-side TTL
+	acquireWaitMs = 1000 // a worker queues this long behind the holder (the registry's FIFO waiters), then asks again
+	// longWaitMs is the queueing of a long-hold round (FaultLongHold):
+	// longer than the TTL, so a grant may come after more than a TTL of
+	// waiting; not Session.Lock's 25 s chunk, because a lost answer to a
+	// long poll costs the whole chunk before the worker asks again.
+	longWaitMs      = 2 * leaseTTLMs
 	callTimeoutMs   = 300  // client.Options.CallTimeout: a registry call with no answer by then is lost
 	ackTimeoutMs    = 300  // a write with no answer by then is MUTATION_UNKNOWN
 	busyRetryMsMin  = 150  // acquire retry after a refusal, jittered up to twice this
@@ -70,17 +75,24 @@ type worker struct {
 	ackTok    int // outstanding write
 	inflight  uint64
 	attemptMs int64 // first attempt of the current request
-	unknownMs int64 // true instant OWNERSHIP_UNKNOWN began, -1 when not
-	writes    int
-	gapStreak int // SEGMENT_GAP answers in a row
-	started   bool
-	done      bool
-	fencing   bool  // recovering a MUTATION_UNKNOWN by fencing the resource
-	backoffMs int64 // extra wait before the next request
+	// answered is the acquire call whose answer ended the acquire: when
+	// it was sent (worker clock) and when it reached the registry
+	// (registry clock, Unix ms), for the unusable-grant check.
+	answeredSent    time.Time
+	answeredArrived int64
+	unknownMs       int64 // true instant OWNERSHIP_UNKNOWN began, -1 when not
+	writes          int
+	gapStreak       int // SEGMENT_GAP answers in a row
+	started         bool
+	done            bool
+	fencing         bool  // recovering a MUTATION_UNKNOWN by fencing the resource
+	backoffMs       int64 // extra wait before the next request
 
 	// Faults armed for this worker.
 	pauseAtWrite int
 	pauseMs      int64
+	holdMs       int64 // FaultLongHold: before its first write, keep the lease (renewing) this long
+	holdUntil    int64 // true ms: the long hold ends
 	reorderAt    uint64
 	payloadAt    uint64
 	releaseRace  bool

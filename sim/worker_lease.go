@@ -42,6 +42,11 @@ func (k *worker) newRequest() {
 func (k *worker) acquire() {
 	req := registry.AcquireRequest{Resource: k.w.res.name, OperationID: k.opID, OperationClass: "settle",
 		RequestID: k.reqID, TTLMs: leaseTTLMs, WaitMs: acquireWaitMs}
+	if k.w.on[FaultLongHold] {
+		// Queue for longer than the lease's own TTL, as Session.Lock does
+		// behind a long hold.
+		req.WaitMs = longWaitMs
+	}
 	k.acq = client.NewAcquireCore(clientOptions, req, k.nextRequestID, func() float64 { return k.w.rng.float(0, 1) })
 	k.driveAcquire()
 }
@@ -81,7 +86,7 @@ func (k *worker) driveAcquire() {
 	}
 	if done, is, err := a.Done(); done {
 		k.acq = nil
-		k.acquired(is, err, a.FirstSent())
+		k.acquired(is, err, k.leaseFrom(a))
 		return
 	}
 	k.armWake(wake, k.driveAcquire)
@@ -89,6 +94,7 @@ func (k *worker) driveAcquire() {
 
 func (k *worker) sendAcquireCall(a *client.AcquireCore, call client.Call) {
 	inc, req := k.inc, a.Request()
+	var arrived int64 // registry clock: when the call reached the registry
 	answer := func(is registry.Issued, err error) {
 		k.run(inc, func() {
 			if k.acq != a {
@@ -96,6 +102,9 @@ func (k *worker) sendAcquireCall(a *client.AcquireCore, call client.Call) {
 			}
 			ended := endedGrant(is, err, req.RequestID)
 			a.Answer(k.localNow(), call, is, err)
+			if done, _, _ := a.Done(); done {
+				k.answeredSent, k.answeredArrived = call.Sent, arrived
+			}
 			if a.Request().RequestID != req.RequestID {
 				k.acq = nil
 				k.lost(ended) // the request's grant already ended: whatever was in flight under it is unknown
@@ -106,6 +115,7 @@ func (k *worker) sendAcquireCall(a *client.AcquireCore, call client.Call) {
 	}
 	var cancel func()
 	k.w.send(k.id, pRegistry, msgAcquire, func() {
+		arrived = k.w.regClock.atMs(k.w.now)
 		reply := func(is registry.Issued, err error) {
 			k.w.logCall(msgAcquire, is, err)
 			k.w.send(pRegistry, k.id, msgAcquireReply, func() { answer(is, err) })
@@ -138,6 +148,16 @@ func endedGrant(is registry.Issued, err error, request string) *grant.Grant {
 	return is.Grant
 }
 
+// leaseFrom is the instant the new lease's TTL counts from: the product's
+// rule (AcquireCore.LeaseFrom), or, with the first-send break, the rule
+// before it, which left grants after long waits unusable.
+func (k *worker) leaseFrom(a *client.AcquireCore) time.Time {
+	if k.w.cfg.Break == BreakFirstSend {
+		return a.FirstSent()
+	}
+	return a.LeaseFrom(k.localNow())
+}
+
 // acquired ends an acquire: the lease, or a definite refusal, after which
 // the same journalled request is tried again (nothing was granted under
 // it) until the worker gives up.
@@ -153,16 +173,17 @@ func (k *worker) acquired(is registry.Issued, err error, sent time.Time) {
 	k.held(is, sent)
 }
 
-// held makes the worker the holder under is, acquired by a request first
-// sent at sent (worker clock): the lease's core starts.
-func (k *worker) held(is registry.Issued, sent time.Time) {
+// held makes the worker the holder under is, whose TTL counts from from
+// (worker clock): the lease's core starts.
+func (k *worker) held(is registry.Issued, from time.Time) {
 	forgot := k.journalLease != "" && k.journalReq == is.Grant.RequestID && is.Grant.Lease != k.journalLease
 	if is.Grant.Lease != k.journalLease {
 		// A new grant: its segments start at 1.
 		k.journalLease, k.journalReq, k.ackedSeq, k.sentSeq = is.Grant.Lease, is.Grant.RequestID, 0, 0
 	}
 	k.is = is
-	k.lease = client.NewLeaseCore(clientOptions, is, k.opID, sent, func() float64 { return k.w.rng.float(-1, 1) })
+	k.lease = client.NewLeaseCore(clientOptions, is, k.opID, from, func() float64 { return k.w.rng.float(-1, 1) })
+	k.checkUsable(is)
 	k.book()
 	if forgot && !k.w.cfg.NaiveRecovery {
 		// The registry answered a journalled request ID with a different
@@ -180,6 +201,28 @@ func (k *worker) held(is registry.Issued, sent time.Time) {
 	k.driveLease()
 	k.writeNext()
 }
+
+// checkUsable counts a grant that arrived with its local deadline passed
+// although the lease, counted from when the answered request reached the
+// registry, still had more than the expiry margin left: time the client's
+// own rule threw away. A grant the network made unusable (its request or
+// answer delayed for seconds, a crashed worker recovering a lease that is
+// all but over) is not counted: no rule could have used it.
+func (k *worker) checkUsable(is registry.Issued) {
+	now := k.localNow()
+	if now.Before(k.lease.Schedule().Deadline) {
+		return
+	}
+	left := time.Duration(k.w.chk.expiresMs(is.Grant.Lease)-k.answeredArrived) * time.Millisecond
+	best := k.answeredSent.Add(left - clientOptions.ExpiryMargin)
+	if now.Before(best.Add(-usableToleranceMs * time.Millisecond)) {
+		k.w.chk.unusable(k.name, is.Grant, k.w.now-k.attemptMs)
+	}
+}
+
+// usableToleranceMs absorbs a worker clock's drift over one wait and TTL
+// in checkUsable.
+const usableToleranceMs = 20
 
 // driveLease asks the lease's core what to do now.
 func (k *worker) driveLease() {

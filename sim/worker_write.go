@@ -13,7 +13,7 @@ import (
 // writeNext sends the next segment if the lease is certain and the
 // operation unfinished.
 func (k *worker) writeNext() {
-	if !k.certain() || k.inflight != 0 {
+	if !k.certain() || k.inflight != 0 || k.holding() {
 		return
 	}
 	if k.ackedSeq >= k.segs {
@@ -26,6 +26,19 @@ func (k *worker) writeNext() {
 		k.sendSeg(seq+1, payloadDigest(k.opID, seq+1, 0), false) // computed concurrently, sent early
 	}
 	k.sendSeg(seq, payloadDigest(k.opID, seq, 0), true)
+}
+
+// holding reports whether the worker is in its long hold (FaultLongHold),
+// starting it before the first write: its lease's core keeps renewing
+// meanwhile, and the writes begin when the hold ends.
+func (k *worker) holding() bool {
+	if k.holdMs > 0 {
+		k.holdUntil, k.holdMs = k.w.now+k.holdMs, 0
+		k.w.chk.heldLong(k.is.Grant.Lease)
+		k.w.tracef("%s holds its lease %d ms before writing", k.name, k.holdUntil-k.w.now)
+		k.w.after(k.holdUntil-k.w.now, func() { k.run(k.inc, k.writeNext) })
+	}
+	return k.w.now < k.holdUntil
 }
 
 // payloadDigest names a segment's payload; variant > 0 is a different

@@ -71,6 +71,9 @@ type Issued struct {
 	Status      *grant.Status
 	StatusText  []byte
 	StatusProof string
+	// ExpiresAfterMs is the answer's IssuedResponse.ExpiresAfterMs (0: not
+	// sent).
+	ExpiresAfterMs int64
 }
 
 // Acquire calls POST /v1/acquire.
@@ -183,6 +186,7 @@ func (c *Client) parseIssued(r IssuedResponse) (*Issued, error) {
 	return &Issued{
 		Grant: g, GrantText: []byte(r.Grant), GrantProof: r.GrantProof,
 		Status: st, StatusText: []byte(r.Status), StatusProof: r.StatusProof,
+		ExpiresAfterMs: max(r.ExpiresAfterMs, 0),
 	}, nil
 }
 

@@ -53,7 +53,7 @@ func toRegistry(is *Issued, err error) (registry.Issued, error) {
 	if err != nil {
 		return registry.Issued{}, registryError(err)
 	}
-	return registry.Issued{Grant: is.Grant, GrantProof: is.GrantProof, Status: is.Status, StatusProof: is.StatusProof}, nil
+	return registry.Issued{Grant: is.Grant, GrantProof: is.GrantProof, Status: is.Status, StatusProof: is.StatusProof, ExpiresAfterMs: is.ExpiresAfterMs}, nil
 }
 
 // registrySentinels maps each registry code to its sentinel.

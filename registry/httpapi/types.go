@@ -45,6 +45,10 @@ type IssuedResponse struct {
 	GrantProof  string `json:"grantProof"`  // sig:<keyId>:<b64> or mac:…, or ""
 	Status      string `json:"status"`      // grantStatus.v1 text
 	StatusProof string `json:"statusProof"` // or ""
+	// ExpiresAfterMs, in a HELD answer, is how long after the request
+	// reached the registry the lease expires (registry.Issued.ExpiresAfterMs);
+	// omitted when not known.
+	ExpiresAfterMs int64 `json:"expiresAfterMs,omitempty"`
 }
 
 // ReleaseResponse is the answer to a successful POST /v1/release.
@@ -111,7 +115,7 @@ func issuedResponse(is registry.Issued) (IssuedResponse, error) {
 		Grant:       string(is.Grant.Encode()),
 		GrantProof:  is.GrantProof,
 		Status:      string(is.Status.Encode()),
-		StatusProof: is.StatusProof,
+		StatusProof: is.StatusProof, ExpiresAfterMs: is.ExpiresAfterMs,
 	}, nil
 }
 
