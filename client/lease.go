@@ -61,6 +61,22 @@ func newLease(s *Session, t Transport, o Options, is registry.Issued, operationI
 // Grant returns the grant this lease holds (immutable).
 func (l *Lease) Grant() *grant.Grant { return l.core.Grant() }
 
+// GrantProof returns the registry's proof over the grant (the one every
+// envelope carries).
+func (l *Lease) GrantProof() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.core.Issued().GrantProof
+}
+
+// Unsettled returns how many envelopes await a final answer (Settle):
+// what a Release would drain for.
+func (l *Lease) Unsettled() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.core.Unsettled()
+}
+
 // OperationID returns the operation the grant's operation root binds.
 func (l *Lease) OperationID() string { return l.core.OperationID() }
 

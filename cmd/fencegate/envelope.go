@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
@@ -77,5 +78,62 @@ digest the raw request body.`,
 	c.Flags().Uint64Var(&seq, "seq", 0, "segment number of this write (1, 2, 3, … in order)")
 	c.Flags().StringVar(&digest, "payload-digest", "", "the payload's digest, sha256:HEX")
 	c.Flags().StringVar(&payloadFile, "payload-file", "", "file whose SHA-256 is the payload digest")
+	c.AddCommand(newEnvelopeSettleCmd())
+	return c
+}
+
+func newEnvelopeSettleCmd() *cobra.Command {
+	var seq uint64
+	var outcome string
+	c := &cobra.Command{
+		Use:   "settle --seq N --outcome CODE",
+		Short: "inside fencegate lock: report the resource's answer to an envelope, so the lock need not wait for it",
+		Long: `Report the resource's answer to the envelope of segment N: the gate's
+outcome code (ACCEPTED, REPLAYED, STALE_OWNER, …). When the child exits,
+fencegate lock releases the lease at once if every envelope it handed out
+is settled; an unsettled envelope makes the release wait until its status
+proof can no longer be accepted (a copy still in the network could land
+until then), about three seconds.
+
+Settle only with an answer the resource gave. A write whose answer was
+lost must stay unsettled. SEGMENT_GAP, RESOURCE_PAUSED and NOT_HELD are
+not final (a copy may still be accepted later): they are recorded and the
+release still waits.`,
+		Example: `  envelope=$(fencegate envelope --seq 1 --payload-file batch.json) || exit 1
+  outcome=$(curl -s -d "{\"mutation\": $envelope, …}" https://ledger:8443/v1/entries | jq -r .outcome)
+  fencegate envelope settle --seq 1 --outcome "$outcome"`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			socket := os.Getenv(lockexec.EnvEnvelopeSocket)
+			switch {
+			case socket == "":
+				return usagef("%s is not set: run this inside fencegate lock", lockexec.EnvEnvelopeSocket)
+			case seq == 0 || outcome == "":
+				return usagef("--seq and --outcome are required")
+			}
+			body, _ := json.Marshal(lockexec.SettleRequest{Seq: seq, Outcome: outcome})
+			resp, err := lockexec.HelperClient(socket).Post("http://lock"+lockexec.SettlePath, "application/json", bytes.NewReader(body))
+			if err != nil {
+				return fmt.Errorf("the lock's helper does not answer (has fencegate lock ended?): %w", err)
+			}
+			defer resp.Body.Close()
+			b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+			if err != nil {
+				return err
+			}
+			if resp.StatusCode != 200 {
+				var he lockexec.HelperError
+				_ = json.Unmarshal(b, &he)
+				return usagef("%s: %s", he.Code, strings.TrimSpace(he.Message))
+			}
+			var a lockexec.SettleAnswer
+			if err := json.Unmarshal(b, &a); err == nil && !a.Settled {
+				fmt.Fprintf(c.ErrOrStderr(), "fencegate envelope settle: %s is not final: the release still waits for segment %d's proof\n", a.Outcome, a.Seq)
+			}
+			return nil
+		},
+	}
+	c.Flags().Uint64Var(&seq, "seq", 0, "segment number of the envelope the resource answered")
+	c.Flags().StringVar(&outcome, "outcome", "", "the resource's outcome code (ACCEPTED, REPLAYED, STALE_OWNER, …)")
 	return c
 }

@@ -22,9 +22,12 @@ func init() { register(newLockCmd) }
 const lockReadyTimeout = 5 * time.Second
 
 const lockLong = `Run COMMAND while holding the lease on RESOURCE, as etcdctl lock and consul
-lock do: acquire (queueing up to --wait), renew in the background, run the
-child, release when it exits (draining a write whose outcome is unknown),
-and exit with the child's status (128+N if signal N ended it).
+lock do: acquire (queueing up to --wait; a lease granted after any wait is
+good for its whole TTL), renew in the background, run the child, release
+when it exits, and exit with the child's status (128+N if signal N ended
+it). The release is at once unless the child took an envelope it did not
+settle: then it waits until that envelope's proof can no longer be
+accepted (about three seconds), because the write may still land.
 
 The moment ownership stops being certain (a renewal without an answer:
 OWNERSHIP_UNKNOWN; the lease expired; the registry unreachable), the child's
@@ -32,9 +35,10 @@ process group gets SIGTERM, and SIGKILL after --grace. A lease can be lost
 without anyone knowing (a pause, a partition), so stopping the child is
 best effort: what keeps a late write out is the gate at the resource. A
 child that writes to a protected service should take each write's envelope
-from the helper and send it with the write:
+from the helper, send it with the write, and report the answer:
 
   fencegate envelope --seq 1 --payload-digest sha256:…   (JSON gate.Mutation)
+  fencegate envelope settle --seq 1 --outcome ACCEPTED   (the gate's outcome code)
 
 The child's environment:
   FENCEGATE_RESOURCE         the resource held
@@ -44,8 +48,11 @@ The child's environment:
   FENCEGATE_OPERATION_ID     the operation the grant binds (--op)
   FENCEGATE_GRANT            the lockGrant.v1 text, as signed
   FENCEGATE_GRANT_PROOF      the registry's proof over it
-  FENCEGATE_ENVELOPE_SOCKET  the envelope helper (HTTP on a unix socket:
-                             GET /v1/envelope?seq=N&payloadDigest=D, GET /v1/lease)
+  FENCEGATE_ENVELOPE_SOCKET  the envelope helper: HTTP on a unix socket, for
+                             a child in any language (docs/api.md):
+                             GET /v1/envelope?seq=N&payloadDigest=D,
+                             POST /v1/settle {"seq":N,"outcome":"ACCEPTED"},
+                             GET /v1/lease
 
 Exit status: the child's; 1 if the lease was lost and the child then exited
 0; 1 if the lease could not be acquired (nothing ran); 2 for a usage error.`

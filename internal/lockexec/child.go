@@ -4,7 +4,6 @@ package lockexec
 
 import (
 	"context"
-	"crypto/sha256"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,7 +13,6 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/client"
-	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/internal/childproc"
 )
 
@@ -99,17 +97,14 @@ func exitCode(ps *os.ProcessState) int {
 	return max(ps.ExitCode(), 0)
 }
 
-// probeDigest is any valid payload digest: childEnv builds one envelope
-// only to check that ownership is certain and to read the grant proof.
-var probeDigest = grant.Digest(sha256.Sum256([]byte("fencegate/lockexec/probe")))
-
-// childEnv is what the child learns about its grant. It fails if the
-// lease can no longer build an envelope (ownership already uncertain).
+// childEnv is what the child learns about its grant. It fails if
+// ownership is already uncertain. It builds no envelope: an envelope
+// nobody settles would hold the lease for its proof's life after the
+// child exits.
 func childEnv(l *client.Lease, socket string) ([]string, error) {
 	g := l.Grant()
-	m, err := l.Envelope(1, probeDigest) // the grant proof travels in envelopes
-	if err != nil {
-		return nil, err
+	if err := l.Ctx().Err(); err != nil {
+		return nil, fmt.Errorf("%w: lease %s is %s", client.ErrNotHeld, g.Lease, l.State())
 	}
 	return []string{
 		EnvResource + "=" + g.Resource,
@@ -118,7 +113,7 @@ func childEnv(l *client.Lease, socket string) ([]string, error) {
 		EnvFence + "=" + strconv.FormatUint(g.FenceToken, 10),
 		EnvOperationID + "=" + l.OperationID(),
 		EnvGrant + "=" + string(g.Encode()),
-		EnvGrantProof + "=" + m.GrantProof,
+		EnvGrantProof + "=" + l.GrantProof(),
 		EnvEnvelopeSocket + "=" + socket,
 	}, nil
 }

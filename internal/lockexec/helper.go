@@ -7,33 +7,70 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"mime"
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/fencegate/fencegate/client"
+	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/internal/strictjson"
 )
 
-// The envelope helper's routes, on the unix socket in EnvEnvelopeSocket:
+// The envelope helper's protocol, version 1, on the unix socket named by
+// EnvEnvelopeSocket (docs/api.md, "The lock's envelope socket"). Every
+// answer is JSON; every refusal is {code, message} with a 4xx status.
 //
-//	GET /v1/envelope?seq=N&payloadDigest=sha256:HEX → 200 gate.Mutation JSON,
-//	    or 409 {code: NOT_HELD | PROOF_STALE, message}
-//	GET /v1/lease → 200 LeaseInfo
+//	GET  /v1/lease → 200 LeaseInfo
+//	GET  /v1/envelope?seq=N&payloadDigest=sha256:HEX → 200 gate.Mutation,
+//	     or 409 {code: NOT_HELD | PROOF_STALE}, 400 BAD_REQUEST
+//	POST /v1/settle  {"seq": N, "outcome": "ACCEPTED"} (application/json)
+//	     → 200 SettleAnswer, or 400 BAD_REQUEST, 415 UNSUPPORTED_MEDIA_TYPE
+//
+// An envelope counts as unsettled until the child settles it with the
+// resource's final answer; when the child exits, the lease is released
+// at once if every envelope is settled, else after the latest unsettled
+// envelope's proof can no longer be accepted (client.Lease.Release).
 const (
 	EnvelopePath = "/v1/envelope"
 	LeasePath    = "/v1/lease"
+	SettlePath   = "/v1/settle"
 )
+
+// settleBodyMax bounds a settle request's body.
+const settleBodyMax = 4 << 10
 
 // LeaseInfo is GET /v1/lease.
 type LeaseInfo struct {
-	Resource string `json:"resource"`
-	Lease    string `json:"lease"`
-	Fence    uint64 `json:"fence"`
-	State    string `json:"state"`
-	Deadline string `json:"deadline"` // client clock, RFC 3339
+	Resource  string `json:"resource"`
+	Lease     string `json:"lease"`
+	Fence     uint64 `json:"fence"`
+	State     string `json:"state"`
+	Deadline  string `json:"deadline"`  // client clock, RFC 3339
+	Unsettled int    `json:"unsettled"` // envelopes without a final answer yet
+}
+
+// SettleRequest is POST /v1/settle: the resource's answer (a gate
+// outcome code) to the envelope of segment Seq.
+type SettleRequest struct {
+	Seq     uint64 `json:"seq"`
+	Outcome string `json:"outcome"`
+}
+
+// SettleAnswer is the answer to POST /v1/settle. Settled is false for an
+// outcome that is not final (SEGMENT_GAP, RESOURCE_PAUSED, NOT_HELD): a
+// copy of that envelope could still be accepted, so the release still
+// waits for its proof.
+type SettleAnswer struct {
+	Seq       uint64 `json:"seq"`
+	Outcome   string `json:"outcome"`
+	Settled   bool   `json:"settled"`
+	Unsettled int    `json:"unsettled"`
 }
 
 // HelperError is a refusal of the helper.
@@ -85,11 +122,41 @@ func serveEnvelopes(path string, l *client.Lease) (*helper, error) {
 	mux.HandleFunc("GET "+LeasePath, func(w http.ResponseWriter, r *http.Request) {
 		g := l.Grant()
 		writeJSON(w, http.StatusOK, LeaseInfo{Resource: g.Resource, Lease: g.Lease, Fence: g.FenceToken,
-			State: string(l.State()), Deadline: l.Deadline().UTC().Format(time.RFC3339Nano)})
+			State: string(l.State()), Deadline: l.Deadline().UTC().Format(time.RFC3339Nano), Unsettled: l.Unsettled()})
 	})
+	mux.HandleFunc("POST "+SettlePath, func(w http.ResponseWriter, r *http.Request) { settle(w, r, l) })
 	h := &helper{path: path, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}}
 	go func() { _ = h.srv.Serve(ln) }()
 	return h, nil
+}
+
+// settle records the child's report of a resource's answer.
+func settle(w http.ResponseWriter, r *http.Request, l *client.Lease) {
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+		writeJSON(w, http.StatusUnsupportedMediaType, HelperError{"UNSUPPORTED_MEDIA_TYPE", "send the body as application/json"})
+		return
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, settleBodyMax+1))
+	if err != nil || len(b) > settleBodyMax {
+		writeJSON(w, http.StatusBadRequest, HelperError{"BAD_REQUEST", fmt.Sprintf("body: unreadable or over %d bytes", settleBodyMax)})
+		return
+	}
+	var req SettleRequest
+	if err := strictjson.Decode(b, &req); err != nil {
+		writeJSON(w, http.StatusBadRequest, HelperError{"BAD_REQUEST", err.Error()})
+		return
+	}
+	o := gate.Outcome(req.Outcome)
+	switch {
+	case req.Seq == 0:
+		writeJSON(w, http.StatusBadRequest, HelperError{"BAD_REQUEST", "seq: want the segment number the envelope was built for, 1 for the first"})
+		return
+	case !slices.Contains(gate.Outcomes, o):
+		writeJSON(w, http.StatusBadRequest, HelperError{"BAD_REQUEST", fmt.Sprintf("outcome %q is not a gate outcome code (ACCEPTED, REPLAYED, STALE_OWNER, …)", req.Outcome)})
+		return
+	}
+	l.Settle(req.Seq, o)
+	writeJSON(w, http.StatusOK, SettleAnswer{Seq: req.Seq, Outcome: req.Outcome, Settled: o.Final(), Unsettled: l.Unsettled()})
 }
 
 func (h *helper) Close() error {

@@ -107,6 +107,10 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
+	if n := l.Unsettled(); n > 0 && !res.Lost {
+		fmt.Fprintf(cfg.Log, "fencegate lock: %d envelope(s) of %s not settled (fencegate envelope settle): the write may still land, so the release waits until its proof lapses, about %s\n",
+			n, cfg.Request.Resource, time.Until(l.DrainUntil()).Round(100*time.Millisecond))
+	}
 	if err := l.Release(rctx); err != nil && runErr == nil {
 		runErr = fmt.Errorf("lockexec: release %s: %w (the lease ends on its own at its TTL)", cfg.Request.Resource, err)
 	}

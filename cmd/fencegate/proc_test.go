@@ -1,0 +1,100 @@
+//go:build unix
+
+// Runs the CLI as real processes for the tests that are about how
+// processes behave together (the test binary stands in for the fencegate
+// binary through FENCEGATE_TEST_AS_CLI, main_test.go): a serve process,
+// lock processes queueing behind each other, a child that exits.
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// procWaitMax bounds how long a test waits for a process it started.
+const procWaitMax = 90 * time.Second
+
+// proc is a CLI process a test started.
+type proc struct {
+	cmd      *exec.Cmd
+	out, err *syncBuffer
+	done     chan struct{}
+	code     int
+}
+
+// startProc starts `fencegate args...` as a process of its own; it is
+// killed when the test ends, if still running.
+func startProc(t *testing.T, args ...string) *proc {
+	t.Helper()
+	p := &proc{cmd: exec.Command(os.Args[0], args...), out: &syncBuffer{}, err: &syncBuffer{}, done: make(chan struct{})}
+	p.cmd.Env = append(os.Environ(), envTestAsCLI+"=1", "FG="+os.Args[0])
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.err
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		_ = p.cmd.Wait()
+		p.code = p.cmd.ProcessState.ExitCode()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+	})
+	return p
+}
+
+// wait returns the process's exit code once it exits.
+func (p *proc) wait(t *testing.T, what string) int {
+	t.Helper()
+	select {
+	case <-p.done:
+		return p.code
+	case <-time.After(procWaitMax):
+		t.Fatalf("%s: still running after %s:\n%s%s", what, procWaitMax, p.out, p.err)
+		return -1
+	}
+}
+
+// waitOutput waits until the process's stdout matches re and returns the
+// first group (or the whole match).
+func (p *proc) waitOutput(t *testing.T, re *regexp.Regexp) string {
+	t.Helper()
+	deadline := time.Now().Add(procWaitMax)
+	for time.Now().Before(deadline) {
+		if m := re.FindStringSubmatch(p.out.String()); m != nil {
+			return m[len(m)-1]
+		}
+		select {
+		case <-p.done:
+			t.Fatalf("exited %d before printing %s:\n%s%s", p.code, re, p.out, p.err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	t.Fatalf("never printed %s:\n%s%s", re, p.out, p.err)
+	return ""
+}
+
+// serveProc starts `fencegate serve` as a process on a fresh data
+// directory with the lock tests' token, plus extra flags, and returns it
+// with its URL.
+func serveProc(t *testing.T, extra ...string) (*proc, string) {
+	t.Helper()
+	dir := t.TempDir()
+	args := append([]string{"serve", "--data-dir", filepath.Join(dir, "data"), "--listen", "127.0.0.1:0",
+		"--token-file", writeTokenFile(t, dir), "--unsafe-no-fsync"}, extra...)
+	p := startProc(t, args...)
+	return p, p.waitOutput(t, listenLine)
+}
+
+// lockProc starts `fencegate lock` against the registry at url.
+func lockProc(t *testing.T, url string, args ...string) *proc {
+	t.Helper()
+	return startProc(t, append([]string{"lock", "--registry", url, "--token", lockToken}, args...)...)
+}
