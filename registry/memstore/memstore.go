@@ -1,7 +1,13 @@
 // Package memstore is the in-memory registry.Store: one mutex, one revision
 // counter, values kept in their stored (JSON) form so decoding is as strict
-// as in etcd. It serves unit tests and the deterministic simulator; it is
-// linearizable because every call takes the mutex.
+// as in etcd. It is linearizable because every call takes the mutex, and
+// it passes registry/storetest like the etcd store.
+//
+// Beyond the Store contract it offers what tests and the deterministic
+// simulator need of a store and etcd offers only to an operator: an Image
+// of the whole state, a Restore of an image that reuses or keeps growing
+// the revisions (RestoreKind: the two ways etcd restores a snapshot), and
+// a commit hook (OnCommit) that sees every commit, in order, as stored.
 package memstore
 
 import (
@@ -29,6 +35,7 @@ type Store struct {
 	requests map[registry.RequestKey]item
 	settings item
 	watchers map[string][]*watcher
+	hook     CommitHook // see OnCommit
 }
 
 var _ registry.Store = (*Store)(nil)
@@ -122,6 +129,7 @@ func (s *Store) Commit(ctx context.Context, w registry.Write) (registry.CommitRe
 		}
 		s.requests[rw.Key] = put(s.requests[rw.Key], registry.EncodeRequestEntry(rw.Entry), rev)
 	}
+	s.runHookLocked(&w, rev)
 	return registry.CommitResult{OK: true, Revision: rev}, nil
 }
 

@@ -3,7 +3,9 @@
 // settings under one growing revision, create revisions that survive a put,
 // the failed compare's fresh snapshot, ordered scans and coalescing watches.
 // Run calls it from each store's tests (memory and embedded etcd), so the
-// simulator's store and production's cannot drift apart.
+// store the simulator runs (registry/memstore) and production's cannot
+// drift apart. RunRestore adds the cases of a store restored with its
+// revisions handed out again, for stores that can be (memstore).
 package storetest
 
 import (
