@@ -11,10 +11,10 @@ import (
 var errAfterHook = errors.New("memstore: Committed read after its hook returned")
 
 // Committed is one successful commit as a commit hook sees it: what the
-// write touched, and the stored state just after it. Its accessors decode
-// the store's own stored values into fresh copies, so a hook sees what was
-// committed (not what the committer meant to write) and nothing it does
-// with them can change the store. They are valid only while the hook runs.
+// write touched, and the stored state just after it. Its accessors return
+// copies the hook owns, as Read does, so nothing a hook does with them can
+// change the store or the committer's values. They are valid only while
+// the hook runs.
 type Committed struct {
 	Revision        uint64
 	Resource        string                // the write's resource ("" for none)
@@ -44,14 +44,14 @@ func (s *Store) OnCommit(h CommitHook) {
 // Record returns the resource's record as stored after the commit (nil
 // when the resource has none).
 func (c *Committed) Record() (*registry.Record, error) {
-	if c.s == nil {
+	switch {
+	case c.s == nil:
 		return nil, errAfterHook
-	}
-	it, ok := c.s.records[c.Resource]
-	if c.Resource == "" || !ok {
+	case c.Resource == "":
 		return nil, nil
 	}
-	return registry.DecodeRecord(it.value)
+	rec, _, err := c.s.recordLocked(c.Resource)
+	return rec, err
 }
 
 // Settings returns the settings as stored after the commit.
@@ -59,10 +59,7 @@ func (c *Committed) Settings() (registry.Settings, error) {
 	if c.s == nil {
 		return registry.Settings{}, errAfterHook
 	}
-	if c.s.settings.modRev == 0 {
-		return registry.Settings{}, nil
-	}
-	return registry.DecodeSettings(c.s.settings.value)
+	return c.s.settingsLocked()
 }
 
 // Request returns the request entry stored under key after the commit
@@ -71,11 +68,8 @@ func (c *Committed) Request(key registry.RequestKey) (*registry.RequestEntry, er
 	if c.s == nil {
 		return nil, errAfterHook
 	}
-	it, ok := c.s.requests[key]
-	if !ok {
-		return nil, nil
-	}
-	return registry.DecodeRequestEntry(it.value)
+	e, _, err := c.s.requestLocked(key)
+	return e, err
 }
 
 // runHookLocked calls the hook, if any, for the commit of w at rev.
