@@ -66,10 +66,11 @@ func newChecker(w *world, c *Counts) *checker {
 	}
 }
 
-// committed is the store's commit hook for the main resource. It also
-// counts ghost waiters: tickets in the queue of requests that already
-// have an answer (an entry in the request index), which must never exist.
-func (k *checker) committed(rec *registry.Record, s *store) {
+// committed reads a record the registry committed for the main resource
+// (the store's commit hook). It also counts ghost waiters: tickets in the
+// queue of requests that already have an answer (an entry in the request
+// index, as answered tells), which must never exist.
+func (k *checker) committed(rec *registry.Record, answered func(registry.RequestKey) bool) {
 	if h := rec.Holder; h != nil {
 		g := k.grants[h.Grant.Lease]
 		if g == nil {
@@ -91,7 +92,7 @@ func (k *checker) committed(rec *registry.Record, s *store) {
 	}
 	for _, wt := range rec.Waiters {
 		key := registry.RequestKey{Owner: wt.Owner, RequestID: wt.RequestID}
-		if s.requests[key].entry != nil && !k.ghosts[key] {
+		if !k.ghosts[key] && answered(key) {
 			k.ghosts[key] = true
 			k.c.GhostWaiters++
 			k.violate("ghost-waiter", "request %s of %s is queued although it already has an answer", wt.RequestID, wt.Owner)

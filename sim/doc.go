@@ -1,6 +1,6 @@
 // Package sim is fencegate's deterministic fault-injection simulator. It
-// runs the product's own code: the registry (registry.Registry over a
-// simulated store, its waiting acquires stepped as registry.Acquisition,
+// runs the product's own code: the registry (registry.Registry over
+// registry/memstore, its waiting acquires stepped as registry.Acquisition,
 // so FIFO waiters and the warm handoff are real), the client's cores
 // (client.AcquireCore and client.LeaseCore: every lease decision,
 // envelope check and release drain), and a real gate adapter
@@ -8,7 +8,7 @@
 // --obj, two gate/objgate gates, each with its manifest cache, in front of
 // one in-memory bucket) over the real decision, with real signed grants and status proofs. Only time,
 // the network, process scheduling and storage are simulated; sim/ holds
-// no copy of lease, envelope or adapter logic.
+// no copy of lease, envelope, store or adapter logic.
 //
 // # Running it
 //
@@ -194,10 +194,12 @@
 // timers), the gate adapter and its decision, the signatures. Simulated:
 // time (per-party clocks with offset and drift), the network (delay,
 // loss, duplication, partitions), scheduling (one event at a time), and
-// the registry's store (the simulator's own, which keeps etcd's revision
-// rules and can restore an image; registry/memstore has no
-// snapshot/restore and pays a JSON round trip per call). The application
-// around the cores — which segment to send, what to do after each
-// answer, a journal that survives a crash — is the workers' own, as it
-// would be any service's.
+// storage, which is in memory: the registry's store is registry/memstore,
+// the product's memory store, which passes the same conformance suite as
+// the etcd store (registry/storetest) and offers what a simulator needs
+// as documented contracts: an image of its state, a restore that reuses
+// or bumps the revisions, and a commit hook that tells the checker every
+// committed record. The application around the cores — which segment to
+// send, what to do after each answer, a journal that survives a crash —
+// is the workers' own, as it would be any service's.
 package sim

@@ -14,12 +14,13 @@ import (
 	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/memstore"
 )
 
 func TestScriptedReissuedFenceIsRefusedByTheGate(t *testing.T) {
 	w := scriptedWorld(t)
 	k := w.workers[1]
-	empty := w.store.image()
+	empty := w.store.Image()
 	req := registry.AcquireRequest{Resource: w.res.name, OperationID: "op-b", OperationClass: "settle", RequestID: "req-b", TTLMs: leaseTTLMs}
 	write := func(is registry.Issued, seq uint64) gate.Outcome {
 		m := &gate.Mutation{
@@ -40,7 +41,7 @@ func TestScriptedReissuedFenceIsRefusedByTheGate(t *testing.T) {
 		}
 	}
 	w.now += 100
-	w.store.restore(empty) // the registry's store goes back to before the grant
+	w.store.Restore(empty, memstore.BumpRevisions) // the registry's store goes back to before the grant
 	w.startRegistry()
 	second, err := w.reg.Acquire(context.Background(), k.name, req) // the same request ID, retried
 	if err != nil {

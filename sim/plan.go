@@ -1,5 +1,7 @@
 package sim
 
+import "github.com/fencegate/fencegate/registry/memstore"
+
 // plan schedules the round's workers and arms its faults. Every draw comes
 // from the round's PRNG in a fixed order.
 func (w *world) plan() {
@@ -75,23 +77,23 @@ func (w *world) heldHook(k *worker) {
 		return
 	}
 	if w.image == nil {
-		if w.rng.chance(0.5) {
-			im := storeImage{} // an empty store: the deepest regression
-			w.image = &im
-			return
+		w.image = emptyImage // an empty store: the deepest regression
+		if !w.rng.chance(0.5) {
+			w.image = w.store.Image()
 		}
-		im := w.store.image()
-		w.image = &im
 		return
 	}
 	w.restored = true
 	w.after(w.rng.between(0, 2000), func() {
 		w.tracef("store restored from the snapshot; registry restarted")
-		w.store.restore(*w.image)
+		w.store.Restore(w.image, memstore.BumpRevisions)
 		w.startRegistry()
 		w.workers[2].start()
 	})
 }
+
+// emptyImage is the store before anything was written.
+var emptyImage = memstore.New().Image()
 
 // releaseRace starts the next worker exactly as k releases.
 func (w *world) releaseRace(k *worker) {

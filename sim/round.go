@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/memstore"
 )
 
 // Round limits, in true simulated milliseconds.
@@ -47,7 +48,7 @@ type world struct {
 
 	regClock    partyClock
 	beyondBound bool
-	store       *store
+	store       *memstore.Store
 	reg         *registry.Registry
 	pending     []*pendingAcquire // acquires the registry is serving, queued
 	res, nbr    *resource
@@ -58,7 +59,7 @@ type world struct {
 	chk         *checker
 	adv         *adversary
 
-	image        *storeImage // FaultRestore: the snapshot to restore
+	image        *memstore.Image // FaultRestore: the snapshot to restore
 	restored     bool
 	operatorDue  bool
 	reconcilesUp int // MUTATION_UNKNOWN reconciles still open
@@ -72,20 +73,8 @@ func newWorld(cfg *Config, keys *keySet, round int, c *Counts, env *sqlEnv) *wor
 		w.on[f] = w.rng.chance(cfg.Rates[f])
 	}
 	w.chk = newChecker(w, c)
-	w.store = newStore()
-	w.store.onCommit = func(resource string, rec *registry.Record, rev uint64) {
-		if resource == w.res.name {
-			if w.cfg.Trace != nil {
-				var ws []string
-				for _, x := range rec.Waiters {
-					ws = append(ws, fmt.Sprintf("%s/%s seen %d dl %d", x.Owner, x.RequestID, x.SeenMs-epochBase.UnixMilli(), x.DeadlineMs-epochBase.UnixMilli()))
-				}
-				w.tracef("store commit rev %d: holder %v waiters %v freeAt %d", rev, rec.Holder != nil, ws, rec.FreeAtMs-epochBase.UnixMilli())
-			}
-			w.chk.committed(rec, w.store)
-			w.recordChanged()
-		}
-	}
+	w.store = memstore.New()
+	w.store.OnCommit(w.committed)
 	w.startRegistry()
 	name := fmt.Sprintf("sim/round-%d", round)
 	gateClock := w.partyClock(true)
@@ -98,6 +87,31 @@ func newWorld(cfg *Config, keys *keySet, round int, c *Counts, env *sqlEnv) *wor
 	}
 	w.plan()
 	return w
+}
+
+// committed is the store's commit hook: each commit that wrote the main
+// resource's record goes to the checker (ground truth of what the
+// registry decided) and wakes the acquires waiting on it.
+func (w *world) committed(c *memstore.Committed) {
+	if c.Resource != w.res.name || !c.RecordWritten {
+		return
+	}
+	rec, err := c.Record()
+	if err != nil {
+		panic("sim: the store holds a record it cannot decode: " + err.Error())
+	}
+	if w.cfg.Trace != nil {
+		var ws []string
+		for _, x := range rec.Waiters {
+			ws = append(ws, fmt.Sprintf("%s/%s seen %d dl %d", x.Owner, x.RequestID, x.SeenMs-epochBase.UnixMilli(), x.DeadlineMs-epochBase.UnixMilli()))
+		}
+		w.tracef("store commit rev %d: holder %v waiters %v freeAt %d", c.Revision, rec.Holder != nil, ws, rec.FreeAtMs-epochBase.UnixMilli())
+	}
+	w.chk.committed(rec, func(k registry.RequestKey) bool {
+		e, err := c.Request(k)
+		return err == nil && e != nil
+	})
+	w.recordChanged()
 }
 
 // startRegistry (re)starts the registry process over the round's store.
