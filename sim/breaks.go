@@ -103,6 +103,7 @@ func (w *world) queryStatus(ctx context.Context, g *grant.Grant) (grant.State, u
 	if err != nil {
 		return "", 0, err
 	}
+	w.chk.said(is)
 	return is.Status.State, is.Status.IssuerEpoch, nil
 }
 

@@ -46,7 +46,9 @@ type grantTruth struct {
 	owner       string
 	lastExpMs   int64 // latest committed expiry (registry clock, Unix ms)
 	endedMs     int64 // registry instant it ended by a commit (0: not ended)
-	regressed   bool  // issued with a fence the registry had issued before
+	regressed   bool  // issued with a fence the registry had issued before, or revived
+	revived     bool  // said HELD after a higher fence superseded it or a commit ended it
+	endForgot   bool  // expired by a registry that had forgotten a renewal: live until lastExpMs
 	prev        string
 	handoffFrom int64 // true ms from which handoff is measured (0: none)
 	firstWrite  bool
@@ -88,6 +90,7 @@ func (k *checker) committed(rec *registry.Record, answered func(registry.Request
 	for _, e := range rec.Ended {
 		if g := k.grants[e.Lease]; g != nil && g.endedMs == 0 {
 			g.endedMs = e.AtMs
+			k.forgotRenewal(g, e)
 		}
 	}
 	for _, wt := range rec.Waiters {
@@ -98,6 +101,47 @@ func (k *checker) committed(rec *registry.Record, answered func(registry.Request
 			k.violate("ghost-waiter", "request %s of %s is queued although it already has an answer", wt.RequestID, wt.Owner)
 		}
 	}
+}
+
+// forgotRenewal notices a lease the registry expired before the expiry it
+// had committed: it judged expiry on a record that lost a renewal (a
+// restore), which is the registry going backwards. The grant stays live,
+// for the checker, until its committed expiry, as a grant a restore
+// forgot does, and overlapping grants are judged by their fences.
+func (k *checker) forgotRenewal(g *grantTruth, e registry.EndedLease) {
+	if e.State != grant.StateExpired || e.AtMs >= g.lastExpMs || g.endForgot {
+		return
+	}
+	g.endForgot = true
+	k.regressions++
+	k.c.ForgottenRenewals++
+	k.w.tracef("checker: lease %s expired at %d ms, before its committed expiry %d ms: a renewal was forgotten",
+		e.Lease, e.AtMs-epochBase.UnixMilli(), g.lastExpMs-epochBase.UnixMilli())
+}
+
+// said reads a statement the registry made about a grant: an acquire's,
+// renewal's or status query's answer. A HELD statement about a grant a
+// higher fence already superseded, or a commit already ended, is the
+// registry going backwards as surely as a fence issued twice: in a
+// consistent history a grant is said HELD only before either (a restore
+// that lost the release and the next grant makes the registry say it
+// again, and a gate that sees it after the higher fence rightly pauses).
+// The grant is revived: live again until its committed expiry, and judged
+// as a regressed grant.
+func (k *checker) said(is registry.Issued) {
+	if is.Grant == nil || is.Status == nil || is.Status.State != grant.StateHeld {
+		return
+	}
+	g := k.grants[is.Grant.Lease]
+	now := k.w.regClock.atMs(k.w.now)
+	if g == nil || g.regressed || (g.fence >= k.issuedMax && (g.endedMs == 0 || now < g.endedMs)) {
+		return
+	}
+	g.regressed, g.revived, g.endedMs, g.endForgot = true, true, 0, false
+	k.regressions++
+	k.c.RevivedGrants++
+	k.w.tracef("checker: lease %s (fence %d) said HELD after fence %d was granted or the lease ended: the registry went backwards",
+		is.Grant.Lease, g.fence, k.issuedMax)
 }
 
 // live reports whether lease is a holder the registry committed and has
@@ -113,7 +157,7 @@ func (k *checker) committed(rec *registry.Record, answered func(registry.Request
 func (k *checker) live(lease string) bool {
 	g := k.grants[lease]
 	now := k.w.regClock.atMs(k.w.now)
-	return g != nil && now < g.lastExpMs && (g.endedMs == 0 || now < g.endedMs)
+	return g != nil && now < g.lastExpMs && (g.endedMs == 0 || g.endForgot || now < g.endedMs)
 }
 
 // endMs is the true instant a grant stopped being the holder, or -1.

@@ -51,6 +51,12 @@ type Counts struct {
 	RegressionAlarms    int // FENCE_REGRESSION alarms (pauses in enforce mode)
 	RegressionSuspected int // REGRESSION_SUSPECTED alarms (no pause)
 	RegressedGrants     int // grants the registry issued at or below a fence it had issued before
+	// The other ways a restored registry goes backwards: a grant said HELD
+	// again after a higher fence superseded it or a commit ended it, and a
+	// lease expired before the expiry the registry had committed (a
+	// renewal forgotten).
+	RevivedGrants     int
+	ForgottenRenewals int
 	// RegressionNotAlarmed counts rounds where a regressed grant reached
 	// the gate and no alarm of either kind was raised: safe, but the
 	// operator is not told. Must be 0.
@@ -142,6 +148,8 @@ func (c *Counts) merge(o *Counts) {
 	c.Fenced += o.Fenced
 	c.RegressionAlarms += o.RegressionAlarms
 	c.RegressedGrants += o.RegressedGrants
+	c.RevivedGrants += o.RevivedGrants
+	c.ForgottenRenewals += o.ForgottenRenewals
 	c.RegressionNotAlarmed += o.RegressionNotAlarmed
 	c.ClientSawForgottenRequest += o.ClientSawForgottenRequest
 	c.OperatorResumes += o.OperatorResumes

@@ -104,7 +104,16 @@
 // A store restored from an old snapshot forgets a grant without ending it.
 // The checker keeps such a grant live until its committed expiry, because
 // the registry never decided otherwise, and judges overlapping grants by
-// their fences.
+// their fences. "The registry went backwards", which excuses a pause, is
+// any of three things the checker sees happen: a grant issued at or below
+// a fence issued before (a regressed grant); a HELD statement (an
+// acquire's, renewal's or status answer) about a grant that a higher fence
+// had superseded or a commit had ended (a revived grant: a restore lost
+// its release and the next grant, and its holder, asking again with its
+// journalled request ID, got it back); and a lease expired before the
+// expiry the registry had committed (a forgotten renewal; the grant stays
+// live until the committed expiry). TestRestoredRegistryGoingBackwardsIs
+// NotTheGatesFault replays a round of each of the last two.
 //
 // # The safety boundary, and clocks beyond it
 //

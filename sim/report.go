@@ -81,6 +81,11 @@ type Report struct {
 	RegressionAlarms    int `json:"regressionAlarms"`
 	RegressionSuspected int `json:"regressionSuspectedAlarms"`
 	RegressedGrants     int `json:"regressedGrants"`
+	// RevivedGrants and ForgottenRenewals: the other ways a restored
+	// registry went backwards (a grant said HELD again after a higher
+	// fence or its end; a lease expired before its committed expiry).
+	RevivedGrants     int `json:"revivedGrants"`
+	ForgottenRenewals int `json:"forgottenRenewals"`
 	// RegressionNotAlarmed: rounds where a re-issued fence gave the gate
 	// proof of a regression and no alarm was raised. Required to be 0.
 	RegressionNotAlarmed int `json:"regressionsNotAlarmed"`
@@ -138,7 +143,7 @@ func newReport(cfg *Config, c *Counts, elapsed time.Duration) *Report {
 		FirstWriteP99Ms: percentile(c.FirstWriteMs, 99),
 		UnknownEntered:  c.UnknownEntered, Reconciles: c.Reconciles,
 		UnknownReconcileS: float64(c.UnknownMaxMs) / 1000, UnknownUnresolved: c.UnknownUnresolved,
-		RegressionAlarms: c.RegressionAlarms, RegressedGrants: c.RegressedGrants, RegressionNotAlarmed: c.RegressionNotAlarmed, ClientSawForgottenRequest: c.ClientSawForgottenRequest, NaiveRecovery: cfg.NaiveRecovery, NaiveRelease: cfg.NaiveRelease, OperatorResumes: c.OperatorResumes,
+		RegressionAlarms: c.RegressionAlarms, RegressedGrants: c.RegressedGrants, RevivedGrants: c.RevivedGrants, ForgottenRenewals: c.ForgottenRenewals, RegressionNotAlarmed: c.RegressionNotAlarmed, ClientSawForgottenRequest: c.ClientSawForgottenRequest, NaiveRecovery: cfg.NaiveRecovery, NaiveRelease: cfg.NaiveRelease, OperatorResumes: c.OperatorResumes,
 		BeyondBound: BeyondBound{c.BeyondBoundRounds, c.BeyondBoundDetected, c.SlippedBeyondBound, c.SlippedUndetected},
 		Attacks:     map[string][2]int{}, Outcomes: map[string]int{},
 		Decisions: c.Decisions, Events: c.Events, EventLogDigest: hex16(c.Digest),
@@ -273,6 +278,8 @@ func (r *Report) WriteText(w io.Writer) {
 	row("fence regressions alarmed", r.RegressionAlarms, fmt.Sprintf("%d grants re-issued at an old fence; %d operator resumes", r.RegressedGrants, r.OperatorResumes))
 	row("  suspected (alarm, no pause)", r.RegressionSuspected, "a lower fence whose HELD proof was within the skew bound of the highest grant")
 	row("  clients that saw a forgotten request", r.ClientSawForgottenRequest, "journalled request ID answered with another grant; operation abandoned")
+	row("  registry went back otherwise", r.RevivedGrants+r.ForgottenRenewals,
+		fmt.Sprintf("%d grants said HELD again after a higher fence or their end, %d renewals forgotten", r.RevivedGrants, r.ForgottenRenewals))
 	if len(r.Attacks) > 0 {
 		var parts []string
 		for _, n := range attackNames {

@@ -203,8 +203,10 @@ func (w *world) mix(vs ...uint64) {
 	}
 }
 
-// logCall folds a registry answer into the digest.
+// logCall folds a registry answer into the digest and shows the checker
+// what the registry said.
 func (w *world) logCall(kind msgKind, is registry.Issued, err error) {
+	w.chk.said(is)
 	var fence uint64
 	if is.Grant != nil {
 		fence = is.Grant.FenceToken
