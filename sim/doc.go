@@ -50,7 +50,8 @@
 // an earlier one; messages are duplicated or delivered seconds late; an
 // accepted segment is re-sent with another payload; the resource's answer
 // to a committed write is lost (MUTATION_UNKNOWN, resolved by operation ID
-// against the receipts with gate.Judge); gate and client clocks are skewed
+// against the receipts, decided by client.Unknown.Judge as
+// client.Resolver decides); gate and client clocks are skewed
 // and drift within the bound; two parties are partitioned; a worker
 // crashes and restarts from its journal with the same request ID; the
 // registry's store is restored from a snapshot taken before any grant or

@@ -1,37 +1,17 @@
 package sim
 
 import (
-	"context"
-
+	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/gate"
 )
 
-// alarm is a FENCE_REGRESSION: an operator raises the registry's floor
-// above the gate's highestFence and resumes the resource.
-func (w *world) alarm() {
-	if w.operatorDue {
-		return
-	}
-	w.operatorDue = true
-	w.after(w.rng.between(operatorDelayMin, operatorDelayMax), func() {
-		w.operatorDue = false
-		floor := w.res.g.state(w.res.name).HighestFence + 1
-		if _, err := w.reg.RaiseFloor(context.Background(), w.res.name, floor); err != nil {
-			w.tracef("operator: raise floor: %v", err)
-			return
-		}
-		if err := w.res.g.resume(w.res.name, floor); err != nil {
-			w.tracef("operator: resume: %v", err)
-			return
-		}
-		w.counts.OperatorResumes++
-		w.tracef("operator raised the floor to %d and resumed", floor)
-	})
-}
-
-// reconcile resolves a MUTATION_UNKNOWN by asking the resource, by
-// operation ID, until the answer is ACCEPTED or PROVEN_ABSENT.
-func (w *world) reconcile(k *worker, op string, fence uint64) {
+// reconcile resolves a MUTATION_UNKNOWN: it asks the resource about u's
+// operation, over the simulated network, until the client's own decision
+// (client.Unknown.Judge, what client.Resolver decides with) says ACCEPTED
+// or PROVEN_ABSENT. An UNDETERMINED answer makes the worker fence the
+// resource (a newer grant writes, so highestFence passes u's fence) and
+// ask again later.
+func (w *world) reconcile(k *worker, u client.Unknown) {
 	w.reconcilesUp++
 	since, tok, done := w.now, 0, false
 	var ask func()
@@ -39,12 +19,16 @@ func (w *world) reconcile(k *worker, op string, fence uint64) {
 		tok++
 		mine := tok
 		w.send(k.id, pGate, msgQuery, func() {
-			v := w.res.judge(op, fence)
+			a := w.res.query(u.OperationID, u.FenceToken)
 			w.send(pGate, k.id, msgQueryReply, func() {
 				if done || mine != tok {
 					return
 				}
-				if v == gate.VerdictUndetermined {
+				res, err := u.Judge(a)
+				if err != nil {
+					panic("sim: the resource's receipts contradict a write: " + err.Error())
+				}
+				if res.Verdict == gate.VerdictUndetermined {
 					k.fenceForRecovery() // nobody else may ever raise the fence
 					w.after(reconcileMs, ask)
 					return
@@ -52,6 +36,7 @@ func (w *world) reconcile(k *worker, op string, fence uint64) {
 				done = true
 				w.reconcilesUp--
 				w.counts.reconciled(w.now - since)
+				w.tracef("%s: MUTATION_UNKNOWN of %s fence %d segment %d resolved %s", k.name, u.OperationID, u.FenceToken, u.SegmentSeq, res.Verdict)
 			})
 		})
 		w.after(2*reconcileMs, func() { // the ask or its answer was lost

@@ -42,7 +42,8 @@ func (k *worker) leaseEnded(how client.Event) {
 func (k *worker) lost(g *grant.Grant) {
 	k.wakeTok++
 	if k.sentSeq > k.ackedSeq && g != nil {
-		k.w.reconcile(k, k.opID, g.FenceToken)
+		k.w.reconcile(k, client.Unknown{Resource: k.w.res.name, OperationID: k.opID, FenceToken: g.FenceToken,
+			SegmentSeq: k.sentSeq, PayloadDigest: payloadDigest(k.opID, k.sentSeq, 0)})
 	}
 	k.inflight = 0
 	k.opsLeft--
