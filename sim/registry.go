@@ -31,13 +31,16 @@ func (w *world) serveAcquire(owner string, req registry.AcquireRequest, reply fu
 		return func() {}
 	}
 	p := &pendingAcquire{a: a, reg: w.reg, reply: reply}
-	w.stepAcquire(p)
+	w.stepAcquire(p, true)
 	return func() { w.abandonAcquire(p) }
 }
 
 // stepAcquire makes p's next decision; a queued p waits for the next
-// commit to the resource or its wake instant.
-func (w *world) stepAcquire(p *pendingAcquire) {
+// commit to the resource or its wake instant. As registry.Acquire, the
+// first decision stands on the record the replica cached (a warm acquire
+// is one compare-and-swap); a later one reads, as the record a watch
+// brings or a poll would.
+func (w *world) stepAcquire(p *pendingAcquire, cached bool) {
 	if p.done {
 		return
 	}
@@ -45,7 +48,7 @@ func (w *world) stepAcquire(p *pendingAcquire) {
 		p.done = true
 		return
 	}
-	if p.a.Step(context.Background(), false) {
+	if p.a.Step(context.Background(), cached) {
 		p.done = true
 		w.dropPending(p)
 		is, err := p.a.Result()
@@ -58,7 +61,7 @@ func (w *world) stepAcquire(p *pendingAcquire) {
 	tok := p.wakeTok
 	w.at(max(p.a.WakeAt().UnixMilli()-epochBase.UnixMilli(), w.now), func() {
 		if tok == p.wakeTok {
-			w.stepAcquire(p)
+			w.stepAcquire(p, false)
 		}
 	})
 }
@@ -94,7 +97,7 @@ func (w *world) dropPending(p *pendingAcquire) {
 // acquire waiting on it looks again, after the commit (never inside it).
 func (w *world) recordChanged() {
 	for _, p := range w.pending {
-		w.after(0, func() { w.stepAcquire(p) })
+		w.after(0, func() { w.stepAcquire(p, false) })
 	}
 }
 
