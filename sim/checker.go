@@ -1,7 +1,9 @@
 package sim
 
 import (
+	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/fencegate/fencegate/gate"
@@ -33,6 +35,7 @@ type checker struct {
 	ghosts      map[registry.RequestKey]bool
 	jobsDone    map[[2]uint64]bool // (fence, job) applied at the job target
 	jobFenceMax uint64             // highest fence of a job applied there
+	record      *registry.Record   // the main resource's record as last committed or restored
 }
 
 type fenceLease struct {
@@ -73,6 +76,7 @@ func newChecker(w *world, c *Counts) *checker {
 // queue of requests that already have an answer (an entry in the request
 // index, as answered tells), which must never exist.
 func (k *checker) committed(rec *registry.Record, answered func(registry.RequestKey) bool) {
+	k.extended(rec)
 	if h := rec.Holder; h != nil {
 		g := k.grants[h.Grant.Lease]
 		if g == nil {
@@ -101,6 +105,73 @@ func (k *checker) committed(rec *registry.Record, answered func(registry.Request
 			k.violate("ghost-waiter", "request %s of %s is queued although it already has an answer", wt.RequestID, wt.Owner)
 		}
 	}
+}
+
+// extended checks that rec, just committed, extends the record it
+// replaced, as every decision of the registry's core does: the holder is
+// kept or ended, no ended lease is forgotten but the oldest, pushed out of
+// the bounded history by newer ends, and neither the fence sequence nor
+// the floor nor the policy generation goes down. A commit that does not
+// was decided on another record than the one it replaced: a registry
+// replica that committed what it had cached, on a revision that came back
+// with other contents after a restore (only a store's content compares
+// stop that). Such a commit loses what the record it replaced held: a
+// live holder (two holders at once), an end, a floor an operator raised.
+func (k *checker) extended(rec *registry.Record) {
+	prev := k.record
+	k.record = rec
+	if prev == nil {
+		return
+	}
+	if why := notExtending(prev, rec); why != "" {
+		k.c.LostUpdates++
+		k.violate("lost-update", "a commit replaced the record without extending it (%s): decided on another record than the one it replaced", why)
+	}
+}
+
+// notExtending says how rec fails to extend prev ("" when it does).
+func notExtending(prev, rec *registry.Record) string {
+	switch {
+	case rec.HighestFence < prev.HighestFence:
+		return fmt.Sprintf("highest fence %d → %d", prev.HighestFence, rec.HighestFence)
+	case rec.Floor < prev.Floor:
+		return fmt.Sprintf("floor %d → %d", prev.Floor, rec.Floor)
+	case rec.PolicyGeneration < prev.PolicyGeneration:
+		return fmt.Sprintf("policy generation %d → %d", prev.PolicyGeneration, rec.PolicyGeneration)
+	}
+	ended := make([]string, 0, len(prev.Ended)+len(rec.Ended))
+	for _, e := range prev.Ended {
+		ended = append(ended, e.Lease)
+	}
+	for _, e := range rec.Ended {
+		if !slices.Contains(ended, e.Lease) {
+			ended = append(ended, e.Lease)
+		}
+	}
+	if h := prev.Holder; h != nil && (rec.Holder == nil || rec.Holder.Grant.Lease != h.Grant.Lease) &&
+		!slices.ContainsFunc(rec.Ended, func(e registry.EndedLease) bool { return e.Lease == h.Grant.Lease }) {
+		return fmt.Sprintf("holder %s (fence %d) dropped without an end", h.Grant.Lease, h.Grant.FenceToken)
+	}
+	ended = ended[max(len(ended)-registry.EndedLeasesMax, 0):]
+	got := make([]string, len(rec.Ended))
+	for i, e := range rec.Ended {
+		got[i] = e.Lease
+	}
+	if !slices.Equal(got, ended) {
+		return fmt.Sprintf("ended leases %v, after %v", got, ended)
+	}
+	return ""
+}
+
+// restored reads the main resource's record after a restore (which is not
+// a commit: the record it replaced is not the registry's decision).
+func (k *checker) restored() {
+	snap, err := k.w.store.Read(context.Background(), k.w.res.name, nil)
+	if err != nil {
+		panic("sim: read the restored store: " + err.Error())
+	}
+	k.record = snap.Record
+	k.w.recordRev = snap.RecordRev
 }
 
 // forgotRenewal notices a lease the registry expired before the expiry it

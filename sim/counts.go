@@ -27,6 +27,7 @@ type Counts struct {
 	HighestFencePolluted  int // a rejection changed highestFence
 	SegmentSkipAccepted   int // a segment accepted out of contract order
 	RegressionAccepted    int // a regressed grant accepted after an equal or higher fence
+	LostUpdates           int // a commit's record did not extend the one it replaced (decided on another record)
 
 	// Availability: each must be 0 too.
 	SpuriousPauses  int // a pause while the registry never went backwards

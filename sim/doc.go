@@ -55,10 +55,13 @@
 // and drift within the bound; two parties are partitioned; a worker
 // crashes and restarts from its journal with the same request ID; the
 // registry's store is restored from a snapshot taken before any grant or
-// at the first one (fence regression: the re-issued fence must never be
-// accepted after an equal or higher one; when the gate answers
-// FENCE_REGRESSION and pauses, an operator raises the registry's floor and
-// resumes); an owner lets its lease go without waiting for its last
+// at the first one, reusing the revisions written since or keeping them
+// growing, and in half those rounds under two registry replicas of which
+// one keeps running with its record cache (fence regression: the
+// re-issued fence must never be accepted after an equal or higher one;
+// when the gate answers FENCE_REGRESSION and pauses, an operator raises
+// the registry's floor and resumes; no replica may commit over the
+// restored record what it cached before); an owner lets its lease go without waiting for its last
 // write's answer, and that write reaches the gate only after the next
 // owner wrote, its proof still fresh (the late copy that must never pause
 // the resource); the gate's clock lags the registry's near the edge of the
@@ -191,7 +194,13 @@
 // its input or output: a rejection that raises highestFence, segment
 // order ignored, a regressed holder let through, the old regression rule,
 // regressions refused without an alarm; hop makes the downstream worker
-// apply every job it is handed, with no gate at the target. Each must make its checker count
+// apply every job it is handed, with no gate at the target; first-send
+// counts a lease from its acquire's first send; content-compare puts a
+// wrapper between the registry and its store that drops what each write
+// was decided on (RecordWas, SettingsWas), so after a restore that reuses
+// revisions a replica that kept its cache commits over the restored
+// record (replicas.go), and the checker counts the updates those commits
+// lose. Each must make its checker count
 // non-zero, or the checker proves nothing (TestBrokenProtectionIsCaught).
 //
 // # What is real and what is simulated

@@ -12,7 +12,7 @@ func (w *world) alarm() {
 	w.after(w.rng.between(operatorDelayMin, operatorDelayMax), func() {
 		w.operatorDue = false
 		floor := w.res.g.state(w.res.name).HighestFence + 1
-		if _, err := w.reg.RaiseFloor(context.Background(), w.res.name, floor); err != nil {
+		if _, err := w.registry().RaiseFloor(context.Background(), w.res.name, floor); err != nil {
 			w.tracef("operator: raise floor: %v", err)
 			return
 		}

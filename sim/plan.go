@@ -72,6 +72,11 @@ func (w *world) plan() {
 // or at the first one, restore it some time after a later grant, restart
 // the registry, and bring in worker C, whose acquire then re-issues a
 // fence (equal to one the gate has seen, or below it).
+//
+// The restore is of either kind etcd does (memstore.RestoreKind): reusing
+// the revisions written since the snapshot, or keeping them growing. In
+// the rounds with two registry replicas one keeps running through it, its
+// record cache intact (replicas.go).
 func (w *world) heldHook(k *worker) {
 	if !w.on[FaultRestore] || w.restored {
 		return
@@ -84,13 +89,26 @@ func (w *world) heldHook(k *worker) {
 		return
 	}
 	w.restored = true
+	kind := memstore.BumpRevisions
+	if w.rng.chance(restoreReuseShare) {
+		kind = memstore.ReuseRevisions
+	}
 	w.after(w.rng.between(0, 2000), func() {
-		w.tracef("store restored from the snapshot; registry restarted")
-		w.store.Restore(w.image, memstore.BumpRevisions)
-		w.startRegistry()
+		w.store.Restore(w.image, kind)
+		w.chk.restored()
+		w.restartReplica()
+		w.tracef("store restored from the snapshot (%s); registry restarted", kind)
 		w.workers[2].start()
 	})
 }
+
+// Shares of the restore fault's rounds that reuse revisions, and that run
+// the registry as two replicas, one of which keeps running through the
+// restore.
+const (
+	restoreReuseShare    = 0.5
+	restoreReplicasShare = 0.5
+)
 
 // emptyImage is the store before anything was written.
 var emptyImage = memstore.New().Image()

@@ -22,15 +22,16 @@ type pendingAcquire struct {
 	wakeTok int
 }
 
-// serveAcquire starts serving an acquire by owner and returns the function
-// that ends it early (its caller hung up: the ticket is withdrawn).
-func (w *world) serveAcquire(owner string, req registry.AcquireRequest, reply func(registry.Issued, error)) (cancel func()) {
-	a, err := w.reg.StartAcquire(owner, req)
+// serveAcquire starts serving an acquire by owner on the registry replica
+// reg and returns the function that ends it early (its caller hung up:
+// the ticket is withdrawn).
+func (w *world) serveAcquire(reg *registry.Registry, owner string, req registry.AcquireRequest, reply func(registry.Issued, error)) (cancel func()) {
+	a, err := reg.StartAcquire(owner, req)
 	if err != nil {
 		reply(registry.Issued{}, err)
 		return func() {}
 	}
-	p := &pendingAcquire{a: a, reg: w.reg, reply: reply}
+	p := &pendingAcquire{a: a, reg: reg, reply: reply}
 	w.stepAcquire(p, true)
 	return func() { w.abandonAcquire(p) }
 }
@@ -44,7 +45,7 @@ func (w *world) stepAcquire(p *pendingAcquire, cached bool) {
 	if p.done {
 		return
 	}
-	if p.reg != w.reg { // the registry restarted: the call died with its process
+	if !w.serving(p.reg) { // the registry restarted: the call died with its process
 		p.done = true
 		return
 	}
@@ -67,7 +68,7 @@ func (w *world) stepAcquire(p *pendingAcquire, cached bool) {
 }
 
 func (w *world) abandonAcquire(p *pendingAcquire) {
-	if p.done || p.reg != w.reg {
+	if p.done || !w.serving(p.reg) {
 		return
 	}
 	p.done = true

@@ -36,6 +36,7 @@ type Report struct {
 	HighestFencePolluted  int `json:"highestFencePolluted"`
 	SegmentSkipAccepted   int `json:"segmentSkipAccepted"`
 	RegressionAccepted    int `json:"regressionAccepted"`
+	LostUpdates           int `json:"lostUpdates"`
 
 	// Availability, each required to be 0: a pause while the registry never
 	// went backwards, the newest holder's first write refused without a
@@ -132,7 +133,7 @@ func newReport(cfg *Config, c *Counts, elapsed time.Duration) *Report {
 		Faults: map[string]float64{}, SkewBeyondBound: cfg.SkewBeyondBound, Alg: string(cfg.Alg), StatusQuery: cfg.StatusQuery, SkewBoundMs: cfg.SkewBoundMs,
 		StaleAccepted: c.StaleAccepted, StaleNotHolder: c.StaleNotHolder, StaleAfterHigherFence: c.StaleAfterHigherFence,
 		ForgedAccepted: c.ForgedAccepted, HighestFencePolluted: c.HighestFencePolluted,
-		SegmentSkipAccepted: c.SegmentSkipAccepted, RegressionAccepted: c.RegressionAccepted,
+		SegmentSkipAccepted: c.SegmentSkipAccepted, RegressionAccepted: c.RegressionAccepted, LostUpdates: c.LostUpdates,
 		SpuriousPauses: c.SpuriousPauses, BlockedHandoffs: c.BlockedHandoffs, GhostWaiters: c.GhostWaiters, UnusableGrants: c.UnusableGrants,
 		JobsHandedOff: c.JobsHandedOff, JobsApplied: c.JobsApplied, StaleDownstream: c.StaleDownstream, DuplicateEffects: c.DuplicateEffects,
 		AdapterInconsistent: c.AdapterInconsistent, StoreBatchFailed: c.StoreBatchFailed, StoreLost412: c.StoreLost412, StoreLostError: c.StoreLostError,
@@ -260,6 +261,7 @@ func (r *Report) WriteText(w io.Writer) {
 	row("highestFence changed by a rejection", r.HighestFencePolluted, zero(r.HighestFencePolluted))
 	row("segment-skip accepts", r.SegmentSkipAccepted, zero(r.SegmentSkipAccepted))
 	row("accepts after fence regression", r.RegressionAccepted, zero(r.RegressionAccepted))
+	row("commits that lost an update", r.LostUpdates, zero(r.LostUpdates))
 	row("spurious pauses", r.SpuriousPauses, zero(r.SpuriousPauses))
 	row("blocked handoffs", r.BlockedHandoffs, zero(r.BlockedHandoffs))
 	row("ghost waiters", r.GhostWaiters, zero(r.GhostWaiters))

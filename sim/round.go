@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"hash"
 	"hash/fnv"
-	"math/rand/v2"
 
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/memstore"
@@ -49,7 +48,10 @@ type world struct {
 	regClock    partyClock
 	beyondBound bool
 	store       *memstore.Store
-	reg         *registry.Registry
+	regs        []*replica        // the registry's replicas (replicas.go)
+	kept        *replica          // after a restore, the replica that kept running, while it waits to rejoin
+	rejoining   *replica          // the kept replica, rejoined: it takes every call until it decides to write
+	recordRev   uint64            // the main resource's record's mod revision, as last committed or restored
 	pending     []*pendingAcquire // acquires the registry is serving, queued
 	res, nbr    *resource
 	workers     []*worker
@@ -75,7 +77,10 @@ func newWorld(cfg *Config, keys *keySet, round int, c *Counts, env *sqlEnv) *wor
 	w.chk = newChecker(w, c)
 	w.store = memstore.New()
 	w.store.OnCommit(w.committed)
-	w.startRegistry()
+	w.regs = []*replica{w.newReplica()}
+	if w.on[FaultRestore] && w.rng.chance(restoreReplicasShare) {
+		w.regs = append(w.regs, w.newReplica())
+	}
 	name := fmt.Sprintf("sim/round-%d", round)
 	gateClock := w.partyClock(true)
 	g := w.gateAdapter(env, gateClock)
@@ -107,24 +112,12 @@ func (w *world) committed(c *memstore.Committed) {
 		}
 		w.tracef("store commit rev %d: holder %v waiters %v freeAt %d", c.Revision, rec.Holder != nil, ws, rec.FreeAtMs-epochBase.UnixMilli())
 	}
+	w.recordAt(c.Revision)
 	w.chk.committed(rec, func(k registry.RequestKey) bool {
 		e, err := c.Request(k)
 		return err == nil && e != nil
 	})
 	w.recordChanged()
-}
-
-// startRegistry (re)starts the registry process over the round's store.
-func (w *world) startRegistry() {
-	cfg := registry.DefaultConfig(epochLive)
-	cfg.ClockSkewMaxMs = uint64(w.cfg.SkewBoundMs)
-	cfg.LockDelayMs = max(cfg.LockDelayMs, cfg.ClockSkewMaxMs)
-	rnd := rand.NewPCG(w.rng.r.Uint64(), w.rng.r.Uint64())
-	reg, err := registry.New(w.store, cfg, registryClock{w}, w.keys.registry, registry.WithRand(rnd))
-	if err != nil {
-		panic("sim: registry: " + err.Error())
-	}
-	w.reg, w.pending = reg, nil
 }
 
 // partyClock draws a gate's or client's clock: within the skew bound with

@@ -31,7 +31,7 @@ func TestScriptedReissuedFenceIsRefusedByTheGate(t *testing.T) {
 		out, _ := w.res.apply(m, k.name, origin{writer: k})
 		return out
 	}
-	first, err := w.reg.Acquire(context.Background(), k.name, req)
+	first, err := w.regs[0].Acquire(context.Background(), k.name, req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,8 +42,8 @@ func TestScriptedReissuedFenceIsRefusedByTheGate(t *testing.T) {
 	}
 	w.now += 100
 	w.store.Restore(empty, memstore.BumpRevisions) // the registry's store goes back to before the grant
-	w.startRegistry()
-	second, err := w.reg.Acquire(context.Background(), k.name, req) // the same request ID, retried
+	w.restartReplica()
+	second, err := w.regs[0].Acquire(context.Background(), k.name, req) // the same request ID, retried
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestScriptedCopyAfterReleaseIsStale(t *testing.T) {
 		w := scriptedWorld(t)
 		k := w.workers[0]
 		ctx := context.Background()
-		is, err := w.reg.Acquire(ctx, k.name, registry.AcquireRequest{Resource: w.res.name, OperationID: "op-a", OperationClass: "settle", RequestID: "req-a", TTLMs: leaseTTLMs})
+		is, err := w.regs[0].Acquire(ctx, k.name, registry.AcquireRequest{Resource: w.res.name, OperationID: "op-a", OperationClass: "settle", RequestID: "req-a", TTLMs: leaseTTLMs})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,7 +98,7 @@ func TestScriptedCopyAfterReleaseIsStale(t *testing.T) {
 		if drain {
 			continue // the release waits for the proof; nothing is freed
 		}
-		if err := w.reg.Release(ctx, k.name, w.res.name, is.Grant.Lease); err != nil {
+		if err := w.regs[0].Release(ctx, k.name, w.res.name, is.Grant.Lease); err != nil {
 			t.Fatal(err)
 		}
 		w.now += 10
