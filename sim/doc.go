@@ -17,8 +17,13 @@
 //	fencegate sim --rounds 10000 --obj              # the same on two objgates sharing a bucket (same counts)
 //	fencegate sim --rounds 5000 --unsafe            # negative control: must report stale writes
 //	fencegate sim --rounds 5000 --break old-rule    # negative control: the old regression rule pauses on late copies
+//	fencegate sim --rounds 2000 --faults restore=1 --break content-compare  # the store compares revisions only: lost updates
 //	fencegate sim --rounds 20000 --skew-beyond-bound  # gate clock beyond the bound: detected, reported
 //	fencegate sim --seed S --rounds N --round K --trace  # replay one round, event by event
+//
+// CI runs four seeds of 25,000 rounds (.ci/run); the long run, several
+// seeds of a million rounds each, is in docs/guarantees.md ("The
+// simulator").
 //
 // go test ./sim runs a 2,000-round run of every fault, the determinism and
 // replay checks, the fast, SQL and object modes against each other, the negative
