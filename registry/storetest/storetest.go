@@ -182,3 +182,45 @@ func testSettings(t *testing.T, s registry.Store) {
 		t.Fatalf("settings: %+v", snap)
 	}
 }
+
+// testScan: ScanRequests pages through the request entries in key order
+// (owner, then request ID), never more than its limit at a time.
+func testScan(t *testing.T, s registry.Store) {
+	owners := []string{"b", "a-b", "a", "spiffe://x.org/a", "a.b"}
+	var ws []registry.RequestWrite
+	for _, o := range owners {
+		for _, id := range []string{"r2", "r1"} {
+			ws = append(ws, registry.RequestWrite{Key: key(o, id), Entry: entry("x", o, id, 1)})
+		}
+	}
+	mustCommit(t, s, registry.Write{Requests: ws})
+	var got []registry.RequestKey
+	after := registry.RequestKey{}
+	for {
+		page, err := s.ScanRequests(ctx, after, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) > 3 {
+			t.Fatalf("page of %d, limit 3", len(page))
+		}
+		if len(page) == 0 {
+			break
+		}
+		for _, sl := range page {
+			if sl.Entry == nil || sl.CreateRev == 0 {
+				t.Fatalf("scan slot %+v", sl)
+			}
+			got = append(got, sl.Key)
+		}
+		after = page[len(page)-1].Key
+	}
+	if len(got) != 2*len(owners) {
+		t.Fatalf("scanned %d keys, want %d", len(got), 2*len(owners))
+	}
+	for i := 1; i < len(got); i++ {
+		if !got[i-1].Less(got[i]) {
+			t.Fatalf("scan order: %v before %v", got[i-1], got[i])
+		}
+	}
+}
