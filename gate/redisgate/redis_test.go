@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -84,7 +85,7 @@ func TestBusinessCommandFailingInsideExec(t *testing.T) {
 
 func TestReplicasMin(t *testing.T) {
 	ctx := context.Background()
-	primary := redistest.NewServer(t, "--repl-diskless-sync-delay", "0") // sync the replica at once
+	primary := redistest.StartServer(t, slices.Concat(redistest.Durable, []string{"--repl-diskless-sync-delay", "0"})...).Addr() // sync the replica at once
 	pc := redis.NewClient(&redis.Options{Addr: primary})
 	defer pc.Close()
 	g, iss := newGate(t, pc, redisgate.Config{ReplicasMin: 1, ReplicasTimeout: 200 * time.Millisecond})
@@ -95,7 +96,9 @@ func TestReplicasMin(t *testing.T) {
 		}
 	}
 	host, port, _ := net.SplitHostPort(primary)
-	replica := redistest.NewServer(t, "--replicaof", host, port)
+	// The replica keeps nothing on disk: with an append-only file it rewrites
+	// it after the first sync, which delays its acknowledgements by seconds.
+	replica := redistest.StartServer(t, slices.Concat(redistest.Unpersisted, []string{"--replicaof", host, port})...).Addr()
 	rc := redis.NewClient(&redis.Options{Addr: replica})
 	defer rc.Close()
 	waitSynced(t, rc)
