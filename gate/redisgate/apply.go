@@ -100,9 +100,7 @@ var (
 // state: only a fresh read may answer that.
 func (g *Gate) cached(ctx context.Context, k Keys, field string, v *gate.Verified, snap snapshot, fn BusinessFunc) (gate.Decision, snapshot, bool, error) {
 	m := &v.Mutation
-	now := g.clock.Now()
-	d := g.pol.DecideLocked(ctx, g.querying, v, snap.st, snap.prior, now)
-	writes, after := g.gateWrites(k, snap.blob, d, stored.Records(d, v, snap.prior, now.UnixMilli()))
+	d, writes, after := g.decide(ctx, k, v, snap)
 	if !d.Proceed && len(writes) == 0 {
 		if snap.fresh {
 			return d, snap, true, nil
@@ -137,6 +135,26 @@ func (g *Gate) cached(ctx context.Context, k Keys, field string, v *gate.Verifie
 	}
 	g.cache.forget(m.Resource)
 	return d, snap, true, fmt.Errorf("redisgate: a gate write failed inside the compare-and-set: %s", rep.why)
+}
+
+// decide decides m on snap and returns the decision with the gate's
+// writes it asks for and the state key's bytes after them. A fresh
+// snapshot behind what this Gate saw stored is not decided on: the store
+// lost acknowledged writes, and the answer is storeRegression.
+func (g *Gate) decide(ctx context.Context, k Keys, v *gate.Verified, snap snapshot) (gate.Decision, []Command, string) {
+	now := g.clock.Now()
+	var d gate.Decision
+	why, seen := "", gate.State{}
+	if snap.fresh {
+		why, seen = g.wentBack(v.Mutation.Resource, snap)
+	}
+	if why != "" {
+		d = storeRegression(v, snap.st, seen, why)
+	} else {
+		d = g.pol.DecideLocked(ctx, g.querying, v, snap.st, snap.prior, now)
+	}
+	writes, after := g.gateWrites(k, snap.blob, d, stored.Records(d, v, snap.prior, now.UnixMilli()))
+	return d, writes, after
 }
 
 // answer turns a committed decision into Apply's result; execErr is a

@@ -46,11 +46,23 @@
 // Apply returns ErrBusinessPartial. Send only commands that cannot fail
 // at run time.
 //
+// # When Redis loses writes
+//
+// A restart without appendfsync always, a crash of the machine, a
+// failover to a replica that lagged, a FLUSHALL or an eviction can lose
+// writes Redis acknowledged, and with them the receipt and the
+// highestFence they raised: a stale writer the lost state would have
+// rejected would be accepted. A Gate remembers the furthest state it saw
+// stored per resource (CachedStatesMax of them, kept when it drops a
+// cached state after an error); a state read behind it, or gone, is
+// answered FENCE_REGRESSION and the resource is paused with highestFence
+// restored, never lowered (wentback.go). A loss of a resource the Gate
+// does not remember — it never wrote or read it, or it restarted too —
+// cannot be seen.
+//
 // Replication is asynchronous. A write acknowledged by a primary that
-// then fails over before a replica received it is lost, and with it the
-// receipt and the highestFence it raised: after such a failover a stale
-// writer the lost state would have rejected can be accepted. The adapter
-// cannot detect that its own state went back. Config.ReplicasMin makes
+// then fails over before a replica received it is lost in the same way;
+// the Gate sees it only for the resources it remembers. Config.ReplicasMin makes
 // Apply wait (WAIT) until that many replicas acknowledged the EXEC and
 // report ErrReplicationUnconfirmed otherwise (treat it as
 // MUTATION_UNKNOWN); it narrows the window, it does not make Redis
@@ -130,9 +142,11 @@ type Config struct {
 	// ReplicasTimeoutDefault.
 	ReplicasTimeout time.Duration
 	// CachedStatesMax bounds the resources whose last state the Gate
-	// keeps (least recently used evicted). Optional: zero takes
-	// CachedStatesMaxDefault; negative keeps none, so every write is read
-	// under WATCH and committed with MULTI/EXEC (two round trips).
+	// keeps (least recently used evicted), and whose furthest stored
+	// state it remembers to notice Redis losing writes. Optional: zero
+	// takes CachedStatesMaxDefault; negative keeps no state, so every
+	// write is read under WATCH and committed with MULTI/EXEC (two round
+	// trips), and remembers CachedStatesMaxDefault resources.
 	CachedStatesMax int
 }
 

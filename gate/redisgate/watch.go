@@ -30,9 +30,9 @@ func (g *Gate) watched(ctx context.Context, k Keys, field string, v *gate.Verifi
 			tx.Unwatch(ctx) // the WATCH went through a pipeline: Tx.Close does not know of it
 			return err
 		}
-		now := g.clock.Now()
-		d = g.pol.DecideLocked(ctx, g.querying, v, snap.st, snap.prior, now)
-		writes, after := g.gateWrites(k, snap.blob, d, stored.Records(d, v, snap.prior, now.UnixMilli()))
+		var writes []Command
+		var after string
+		d, writes, after = g.decide(ctx, k, v, snap)
 		if !d.Proceed && len(writes) == 0 {
 			g.cache.put(v.Mutation.Resource, snap.blob, snap.st)
 			return tx.Unwatch(ctx).Err() // nothing to write (a replay, most rejections)
