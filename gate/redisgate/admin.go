@@ -87,8 +87,18 @@ func (g *Gate) receipts(ctx context.Context, k Keys, fields []string) ([]gate.Re
 }
 
 // SetMode moves a resource to mode (a resource never seen is created in
-// it); enforce → anything else is refused with gate.ErrModeDowngrade.
+// it); enforce → anything else is refused with gate.ErrModeDowngrade,
+// and enforce on a server that can lose acknowledged writes with
+// ErrVolatilePersistence (unless Config.AcceptFenceLoss).
 func (g *Gate) SetMode(ctx context.Context, resource string, mode gate.Mode, operator string) error {
+	if mode == gate.ModeEnforce {
+		if err := g.checkStore(ctx); err != nil {
+			return err
+		}
+		if err := g.enforceRefused(); err != nil {
+			return fmt.Errorf("%w (set-mode enforce on %s; Config.AcceptFenceLoss accepts the risk)", err, resource)
+		}
+	}
 	return g.operator(ctx, resource, operator, mode, func(st gate.State) (gate.State, string, error) {
 		return gate.SetModeAction(st, mode)
 	})
@@ -122,6 +132,9 @@ func (g *Gate) operator(ctx context.Context, resource, operator string, createMo
 		return errors.New("redisgate: operator actions need the operator's name")
 	}
 	if err := checkResource(resource); err != nil {
+		return err
+	}
+	if err := g.checkStore(ctx); err != nil {
 		return err
 	}
 	k := g.KeysOf(resource)

@@ -161,10 +161,14 @@ type restartStory struct {
 	r          string
 }
 
+// newRestartStory opens a gate on srv with cfg. The gate accepts the
+// risk of a server that can lose acknowledged writes (AcceptFenceLoss):
+// these tests are about what it does when the loss happens anyway.
 func newRestartStory(t *testing.T, srv *redistest.Server, cfg redisgate.Config) *restartStory {
 	// A client that gives up quickly while the server is down.
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: 1, DialTimeout: time.Second})
 	t.Cleanup(func() { c.Close() })
+	cfg.AcceptFenceLoss = true
 	g, iss := newGate(t, c, cfg)
 	return &restartStory{srv: srv, c: c, g: g, issA: iss, issB: iss.Later(100 * time.Millisecond), r: "redis/restart"}
 }

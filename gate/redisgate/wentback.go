@@ -66,10 +66,14 @@ func behind(st, seen gate.State) string {
 
 // wentBack returns why snap, read from Redis, shows that the store lost
 // writes of resource it had acknowledged, and the furthest state this
-// Gate saw stored; "" if it does not.
+// Gate saw stored; "" if it does not. After the store check found that
+// Redis lost its data (storecheck.go), a resource with no state is such
+// a loss too, whether this Gate saw it or not.
 func (g *Gate) wentBack(resource string, snap snapshot) (string, gate.State) {
 	seen, ok := g.cache.seen(resource)
-	switch {
+	switch lost := g.lostData(); {
+	case !ok && snap.blob == "" && lost != "":
+		return "its state is gone, and Redis lost its data: " + lost + "; it may have held a higher fence", seen
 	case !ok:
 		return "", seen
 	case snap.blob == "":
