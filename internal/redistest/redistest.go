@@ -93,12 +93,19 @@ func Addr(t testing.TB) string {
 		}
 	})
 	if initErr != nil {
-		if errors.Is(initErr, errNoRedis) && os.Getenv(EnvRequire) != "1" {
-			t.Skipf("redistest: *** SKIPPING REDIS TESTS: %v. Install redis-server or set %s; set %s=1 to make this a failure ***", initErr, EnvAddr, EnvRequire)
-		}
-		t.Fatalf("redistest: redis-server required but unavailable: %v", initErr)
+		unavailable(t, initErr)
 	}
 	return addr
+}
+
+// unavailable skips t loudly when err is errNoRedis, unless EnvRequire=1,
+// and fails it otherwise.
+func unavailable(t testing.TB, err error) {
+	t.Helper()
+	if errors.Is(err, errNoRedis) && os.Getenv(EnvRequire) != "1" {
+		t.Skipf("redistest: *** SKIPPING REDIS TESTS: %v. Install redis-server or set %s; set %s=1 to make this a failure ***", err, EnvAddr, EnvRequire)
+	}
+	t.Fatalf("redistest: redis-server required but unavailable: %v", err)
 }
 
 // Client returns a client of the shared server, closed when t ends.

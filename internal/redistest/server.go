@@ -47,15 +47,14 @@ type Server struct {
 }
 
 // StartServer starts a server of t's own with args (a persistence
-// configuration and any other options), stopped when t ends. It skips or
-// fails t as Addr does when redis-server is unavailable, and needs the
-// binary even when EnvAddr is set.
+// configuration and any other options), stopped when t ends. It needs
+// the redis-server binary even when EnvAddr is set; without it, it skips
+// or fails t as Addr does.
 func StartServer(t testing.TB, args ...string) *Server {
 	t.Helper()
-	Addr(t) // skip or fail as for the shared server
 	bin, err := binary()
 	if err != nil {
-		t.Fatalf("redistest: %v", err)
+		unavailable(t, err)
 	}
 	s := &Server{bin: bin, dir: t.TempDir(), args: slices.Clone(args)}
 	ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
