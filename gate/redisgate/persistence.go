@@ -16,17 +16,20 @@ import (
 // before it is on disk unless the append-only file is on and fsynced
 // before the answer:
 //
-//   - appendonly no: a restart (or a crash) loses every write since the
-//     last RDB snapshot; with save "" there is none, so everything.
-//   - appendonly yes, appendfsync no: Redis writes the file at once and
-//     the kernel flushes it when it likes (about 30 s on Linux). A
-//     restart or a crash of the process loses nothing; a crash of the
+//   - appendonly no: a crash loses every write since the last RDB
+//     snapshot; with save "" there is none, so everything (a clean
+//     shutdown too).
+//   - appendonly yes, appendfsync no: Redis writes the file before it
+//     answers and the kernel flushes it when it likes (about 30 s on
+//     Linux). A crash of the process loses nothing; a crash of the
 //     machine (power, kernel) loses those seconds.
 //   - appendonly yes, appendfsync everysec: as above, with the file
-//     fsynced every second (up to two when the disk is slow): a crash of
-//     the machine loses about the last second.
+//     fsynced every second: a crash of the machine loses about the last
+//     second. When an fsync takes longer, Redis postpones its writes (up
+//     to two seconds) while it answers, and a crash of the process loses
+//     them too.
 //   - appendonly yes, appendfsync always: fsynced before the answer: a
-//     write Redis acknowledged survives a restart and a crash of either.
+//     write Redis acknowledged survives a crash of either.
 //
 // And maxmemory-policy allkeys-* lets Redis evict the gate's keys (which
 // have no TTL) under memory pressure, when maxmemory is set.
@@ -168,9 +171,9 @@ func judgeSettings(cfg map[string]string) []Setting {
 	case aof != "yes":
 		out[0].Why = fmt.Sprintf("no append-only file: a restart loses every write since the last RDB snapshot (save %q)", save)
 	case fsync == "everysec":
-		out[1].Why = "a crash of the machine loses about the last second of acknowledged writes (a restart of the process alone loses none)"
+		out[1].Why = "a crash of the machine loses about the last second of acknowledged writes (of the process too, up to two seconds, when the disk is slow)"
 	case fsync != "always":
-		out[1].Why = "the kernel writes the file when it likes: a crash of the machine loses the last seconds of acknowledged writes (a restart of the process alone loses none)"
+		out[1].Why = "the kernel writes the file to disk when it likes: a crash of the machine loses the last seconds of acknowledged writes"
 	}
 	if strings.HasPrefix(out[4].Value, "allkeys-") && out[3].Value != "0" {
 		out[4].Why = "Redis may evict the gate's state keys under memory pressure"
