@@ -92,8 +92,10 @@ func (c *stateCache) get(resource string) (snapshot, bool) {
 // resource, evicting the least recently used resource past the bound. Of
 // two writers of one Gate the later put wins the state to decide on,
 // newer or not: a cache behind the store costs one failed compare, never
-// a wrong answer. The seen state only moves forward: a put of a state
-// behind it (a late put, or a store that went back) leaves it.
+// a wrong answer. But the seen state only moves forward, and a put of a
+// state behind it (a late put, or a store that went back) leaves it and
+// drops the state to decide on: were the store to go back to exactly
+// those bytes, a compare-and-set on them would succeed unchecked.
 func (c *stateCache) put(resource, blob string, st gate.State) {
 	if c == nil {
 		return
@@ -108,11 +110,14 @@ func (c *stateCache) put(resource, blob string, st gate.State) {
 		c.by[resource] = el
 	}
 	e := el.Value.(*cacheEntry)
-	if c.states {
-		e.held, e.blob, e.st = true, blob, st
-	}
-	if blob != "" && (!e.seenAny || behind(st, e.seen) == "") {
+	switch {
+	case blob != "" && (!e.seenAny || behind(st, e.seen) == ""):
 		e.seenAny, e.seen = true, st
+		e.held, e.blob, e.st = c.states, blob, st
+	case e.seenAny: // behind what was seen: a late put, or a store that went back
+		e.held, e.blob, e.st = false, "", gate.State{} // decide on a fresh read, which is checked
+	default: // no state stored, none seen
+		e.held, e.blob, e.st = c.states, blob, st
 	}
 	for c.order.Len() > c.max {
 		old := c.order.Back()

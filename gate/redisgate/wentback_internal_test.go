@@ -1,7 +1,9 @@
 // This file proves the store-went-back rule on its own: every way a
 // state can be behind one seen is named, a state forward in every way
-// (or equal) is not behind, and restore never lowers highestFence, the
-// floor, the policy generation or the mode, and pauses only in enforce.
+// (or equal) is not behind, restore never lowers highestFence, the
+// floor, the policy generation or the mode, and pauses only in enforce;
+// and the cache's memory of what it saw only moves forward, survives
+// forget, and never leaves a state behind it to decide on.
 package redisgate
 
 import (
@@ -61,5 +63,36 @@ func TestRestoreNeverLowers(t *testing.T) {
 	}
 	if got := restore(gate.State{Resource: "r", Mode: gate.ModeShadow}, gate.State{Resource: "r", Mode: gate.ModeShadow, HighestFence: 2}, "why"); got.Paused || got.HighestFence != 2 {
 		t.Errorf("shadow: %+v, want highestFence 2 and no pause", got)
+	}
+}
+
+// TestCacheNeverHoldsAStateBehindSeen: a late put of an older state (two
+// writes of one gate answered out of order) keeps the seen state and
+// drops the state to decide on, so that a store gone back to exactly
+// those bytes is read, and checked, not compared-and-set on blindly.
+func TestCacheNeverHoldsAStateBehindSeen(t *testing.T) {
+	c := newStateCache(4)
+	older := gate.State{Resource: "r", Mode: gate.ModeEnforce, HighestFence: 5, LastSegmentSeq: 1}
+	newer := older
+	newer.LastSegmentSeq = 2
+	c.put("r", "s2", newer)
+	c.put("r", "s1", older)
+	if _, ok := c.get("r"); ok {
+		t.Fatal("the cache holds a state behind the one it saw")
+	}
+	if seen, ok := c.seen("r"); !ok || seen.LastSegmentSeq != 2 {
+		t.Fatalf("seen %+v %v, want segment 2", seen, ok)
+	}
+	c.put("r", "", gate.State{Resource: "r", Mode: gate.ModeEnforce}) // gone
+	if _, ok := c.get("r"); ok {
+		t.Fatal("the cache holds no state where it saw one")
+	}
+	c.forget("r")
+	if _, ok := c.seen("r"); !ok {
+		t.Fatal("forget dropped what was seen")
+	}
+	c.put("r", "s3", gate.State{Resource: "r", Mode: gate.ModeEnforce, HighestFence: 6, LastSegmentSeq: 1})
+	if snap, ok := c.get("r"); !ok || snap.blob != "s3" {
+		t.Fatalf("a state ahead of the one seen is not held: %+v %v", snap, ok)
 	}
 }
