@@ -31,8 +31,9 @@ var (
 	// RDBOnly: snapshots after an hour with a change, no append-only
 	// file: a restart loses every write since the last snapshot.
 	RDBOnly = []string{"--appendonly", "no", "--save", "3600 1"}
-	// Unpersisted: nothing on disk (the project's demo before 2026-08:
-	// --save "" --appendonly no); a restart loses everything.
+	// Unpersisted: nothing on disk (--save "" --appendonly no, what
+	// `fencegate demo --resource redis` ran before it ran Durable); a
+	// restart loses everything.
 	Unpersisted = []string{"--appendonly", "no", "--save", ""}
 )
 
