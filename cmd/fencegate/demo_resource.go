@@ -160,8 +160,11 @@ func (d *demo) startStore(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The persistence redisgate accepts for enforce mode: every write
+	// fsynced to the append-only file before Redis answers it, so no
+	// restart or crash loses a fence (docs/adapters.md).
 	c, err := d.spawnBinary(ctx, "redis", bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "",
-		"--appendonly", "no", "--dir", d.dir, "--loglevel", "notice")
+		"--appendonly", "yes", "--appendfsync", "always", "--dir", d.dir, "--loglevel", "notice")
 	if err != nil {
 		return nil, err
 	}
@@ -169,7 +172,7 @@ func (d *demo) startStore(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	d.say("store", "redis-server "+addr+" (no persistence)")
+	d.say("store", "redis-server "+addr+" (appendonly yes, appendfsync always: keeps every fence across a restart)")
 	return []string{"--redis", addr}, nil
 }
 

@@ -1,10 +1,16 @@
 // Package redistest gives tests a real, throwaway redis-server: one per
-// test binary, started on first use on a free loopback port with no
-// persistence (--save "" --appendonly no), and stopped when the binary
-// exits (call Main from TestMain; the kernel also stops it if the binary
-// dies, through Pdeathsig). FENCEGATE_TEST_REDIS_ADDR points the tests at
-// an existing server instead. Tests share the server and keep apart by
-// key prefix (Prefix).
+// test binary, started on first use on a free loopback port with the
+// persistence redisgate accepts for enforce mode (Durable: appendonly
+// yes, appendfsync always; its data directory on /dev/shm when there is
+// one, so that the fsync of every write costs little), and stopped when
+// the binary exits (call Main from TestMain; the kernel also stops it if
+// the binary dies, through Pdeathsig). FENCEGATE_TEST_REDIS_ADDR points
+// the tests at an existing server instead. Tests share the server and
+// keep apart by key prefix (Prefix).
+//
+// A test that needs a server of its own — another persistence
+// configuration, a replica, a server to kill with SIGKILL and start
+// again on the same port and data directory — calls StartServer.
 //
 // Without redis-server or an address the tests skip with a loud message,
 // unless FENCEGATE_REQUIRE_REDIS=1 (CI), which turns the skip into a
@@ -18,11 +24,8 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"runtime"
-	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -86,16 +89,23 @@ func Addr(t testing.TB) string {
 		defer cancel()
 		shared, initErr = start(ctx)
 		if initErr == nil {
-			addr = shared.addr
+			addr = shared.p.addr
 		}
 	})
 	if initErr != nil {
-		if errors.Is(initErr, errNoRedis) && os.Getenv(EnvRequire) != "1" {
-			t.Skipf("redistest: *** SKIPPING REDIS TESTS: %v. Install redis-server or set %s; set %s=1 to make this a failure ***", initErr, EnvAddr, EnvRequire)
-		}
-		t.Fatalf("redistest: redis-server required but unavailable: %v", initErr)
+		unavailable(t, initErr)
 	}
 	return addr
+}
+
+// unavailable skips t loudly when err is errNoRedis, unless EnvRequire=1,
+// and fails it otherwise.
+func unavailable(t testing.TB, err error) {
+	t.Helper()
+	if errors.Is(err, errNoRedis) && os.Getenv(EnvRequire) != "1" {
+		t.Skipf("redistest: *** SKIPPING REDIS TESTS: %v. Install redis-server or set %s; set %s=1 to make this a failure ***", err, EnvAddr, EnvRequire)
+	}
+	t.Fatalf("redistest: redis-server required but unavailable: %v", err)
 }
 
 // Client returns a client of the shared server, closed when t ends.
@@ -106,40 +116,14 @@ func Client(t testing.TB) *redis.Client {
 	return c
 }
 
-// NewServer starts a server of t's own with extra arguments (for example
-// "--replicaof", host, port), stopped when t ends, and returns its
-// address. It needs the redis-server binary even when EnvAddr is set.
-func NewServer(t testing.TB, extra ...string) string {
-	t.Helper()
-	Addr(t) // skip or fail as for the shared server
-	bin, err := binary()
-	if err != nil {
-		t.Fatalf("redistest: %v", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
-	defer cancel()
-	var s *server
-	for range startAttempts {
-		if s, err = startOn(ctx, bin, extra...); err == nil {
-			break
-		}
-	}
-	if err != nil {
-		t.Fatalf("redistest: %v", err)
-	}
-	t.Cleanup(func() { s.stop() })
-	return s.addr
-}
-
 // Prefix returns a key prefix no other caller in this process gets.
 func Prefix() string { return fmt.Sprintf("t%d-%d:", os.Getpid(), seq.Add(1)) }
 
-// server is one running redis-server.
+// server is the shared redis-server: one process and the data directory
+// it owns.
 type server struct {
-	cmd    *exec.Cmd
-	addr   string
-	dir    string
-	exited chan struct{}
+	p   *process
+	dir string
 }
 
 func binary() (string, error) {
@@ -158,83 +142,36 @@ func start(ctx context.Context) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
+	dir, err := os.MkdirTemp(fastDir(), "fencegate-redis-")
+	if err != nil {
+		return nil, err
+	}
 	for range startAttempts {
-		var s *server
-		if s, err = startOn(ctx, bin); err == nil {
-			return s, nil
+		var port int
+		if port, err = freePort(); err != nil {
+			break
+		}
+		var p *process
+		if p, err = launch(ctx, bin, port, dir, Durable); err == nil {
+			return &server{p: p, dir: dir}, nil
 		}
 	}
+	os.RemoveAll(dir)
 	return nil, err
 }
 
-// startOn starts the server on a port that was free a moment ago.
-func startOn(ctx context.Context, bin string, extra ...string) (*server, error) {
-	port, err := freePort()
-	if err != nil {
-		return nil, err
+// fastDir is where the shared server keeps its data: /dev/shm (memory,
+// where fsync costs nothing) when it exists, else the temporary
+// directory. The configuration is Durable either way.
+func fastDir() string {
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+		return "/dev/shm"
 	}
-	dir, err := os.MkdirTemp("", "fencegate-redis-")
-	if err != nil {
-		return nil, err
-	}
-	s := &server{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), dir: dir, exited: make(chan struct{})}
-	started := make(chan error, 1)
-	go func() {
-		defer close(s.exited)
-		runtime.LockOSThread() // never unlocked: Pdeathsig is tied to this thread
-		args := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-			"--dir", dir, "--daemonize", "no", "--protected-mode", "yes", "--loglevel", "warning"}
-		s.cmd = exec.Command(bin, append(args, extra...)...)
-		s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-		if err := s.cmd.Start(); err != nil {
-			started <- fmt.Errorf("redistest: %s: %w", bin, err)
-			return
-		}
-		started <- nil
-		s.cmd.Wait()
-	}()
-	if err := <-started; err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
-	if err := s.waitReady(ctx); err != nil {
-		s.stop()
-		return nil, err
-	}
-	return s, nil
-}
-
-func (s *server) waitReady(ctx context.Context) error {
-	c := redis.NewClient(&redis.Options{Addr: s.addr, MaxRetries: -1})
-	defer c.Close()
-	for {
-		pctx, cancel := context.WithTimeout(ctx, time.Second)
-		err := c.Ping(pctx).Err()
-		cancel()
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-s.exited:
-			return fmt.Errorf("redistest: redis-server exited during start: %w", err)
-		case <-ctx.Done():
-			return fmt.Errorf("redistest: redis-server not ready: %w", err)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	return ""
 }
 
 func (s *server) stop() error {
-	var err error
-	if s.cmd != nil && s.cmd.Process != nil {
-		s.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-s.exited:
-		case <-time.After(ShutdownTimeout):
-			s.cmd.Process.Kill()
-			err = fmt.Errorf("redis-server did not stop within %s; killed", ShutdownTimeout)
-		}
-	}
+	err := s.p.stop()
 	if rerr := os.RemoveAll(s.dir); err == nil {
 		err = rerr
 	}

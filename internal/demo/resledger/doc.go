@@ -9,7 +9,10 @@
 //   - Redis: one hash, <prefix>values, field = ledger key, value = JSON
 //     {value, writer, fence}; a write's HSETs are queued in the EXEC that
 //     stores the receipt (on a Redis Cluster, tag the values key with the
-//     resource so that it shares the resource's slot).
+//     resource so that it shares the resource's slot). The gate is
+//     opened with redisgate.Open, which refuses to start on a server
+//     that can lose acknowledged writes (the demo runs redis-server with
+//     appendonly yes and appendfsync always).
 //   - Object store: the resource's content is a JSON object of its
 //     entries; a write reads it, merges the batch, and the gate commits
 //     the new content with the manifest. A value is found under the

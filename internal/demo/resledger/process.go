@@ -68,7 +68,9 @@ func OpenStore(ctx context.Context, o ServeOptions, pol gate.Policy) (Store, fun
 		c := redis.NewClient(&redis.Options{Addr: o.RedisAddr})
 		s := &RedisStore{Client: c, Prefix: o.Prefix}
 		if !o.LeaseOnly {
-			g, err := redisgate.New(redisgate.Config{Client: c, Policy: pol, Prefix: o.Prefix + "gate:"})
+			// Open checks the server's persistence and refuses enforce
+			// mode, naming the setting, on one that can lose fences.
+			g, err := redisgate.Open(ctx, redisgate.Config{Client: c, Policy: pol, Prefix: o.Prefix + "gate:"})
 			if err != nil {
 				c.Close()
 				return nil, nil, err
