@@ -15,16 +15,16 @@ import (
 )
 
 // Codes of the report endpoint's errors (httpapi.ErrorBody), beside the
-// API's UNAUTHENTICATED, FORBIDDEN, BAD_REQUEST, TOO_LARGE and
-// METHOD_NOT_ALLOWED.
+// API's UNAUTHENTICATED, FORBIDDEN, BAD_REQUEST, TOO_LARGE,
+// UNSUPPORTED_MEDIA_TYPE and METHOD_NOT_ALLOWED.
 const (
 	CodeRateLimited = "RATE_LIMITED" // 429: within report.ReportSpacingMsMin of the last report
 	CodeInvalid     = "INVALID"      // 400: a report outside the format or its bounds
 )
 
 // ingest is POST report.ReportPath: one gate's report, answered with the
-// commands queued for it. Checks, in order: method, identity, gate
-// reporter, size, format, rate.
+// commands queued for it. Checks, in order: method, identity, media type
+// (before the body is read), gate reporter, size, format, rate.
 func (d *Dashboard) ingest(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
@@ -35,6 +35,10 @@ func (d *Dashboard) ingest(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="fencegate"`)
 		apiError(w, http.StatusUnauthorized, httpapi.CodeUnauthenticated, err.Error())
+		return
+	}
+	if err := httpapi.CheckJSONContentType(r); err != nil {
+		apiError(w, http.StatusUnsupportedMediaType, httpapi.CodeUnsupportedMediaType, err.Error())
 		return
 	}
 	if !slices.Contains(d.cfg.GateReporters, id) {

@@ -79,6 +79,8 @@ func transportCode(err error) string {
 		return CodeTooLarge
 	case errors.Is(err, ErrBadRequest):
 		return CodeBadRequest
+	case errors.Is(err, ErrUnsupportedMediaType):
+		return CodeUnsupportedMediaType
 	case errors.Is(err, ErrNoCredentials), errors.Is(err, ErrBadCredentials):
 		return CodeUnauthenticated
 	case errors.Is(err, errForbidden):

@@ -139,7 +139,8 @@ type endpoint struct {
 }
 
 // wrap runs the checks every call shares, in order: method, identity
-// (401 before anything else is read), admin (403), body size, then call.
+// (401 before anything else is read), media type (415, before the body is
+// read), admin (403), body size, then call.
 func (s *Server) wrap(e endpoint) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -164,6 +165,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, e endpoint) strin
 	}
 	caller, err := s.cfg.Auth.Authenticate(r)
 	if err != nil {
+		return writeError(w, err)
+	}
+	if err := CheckJSONContentType(r); err != nil {
 		return writeError(w, err)
 	}
 	if e.admin && !s.cfg.Admins.Has(caller) {
