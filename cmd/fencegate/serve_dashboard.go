@@ -59,7 +59,7 @@ func (o *serveOptions) newDashboard(reg *registry.Registry, store registry.Store
 		return nil, nil
 	}
 	return dashboard.New(dashboard.Config{Registry: reg, Store: store, Auth: auth, Admins: o.admins, Viewers: o.dash.viewers,
-		GateReporters: o.dash.gateReporters, Signer: ks.Key, Metrics: metrics.Registry(), Logger: logger,
+		GateReporters: o.dash.gateReporters, Signer: ks.Key, Metrics: metrics.Registry(), Logger: logger, RequestLog: o.requestLog,
 		Bundle: func() (*grant.Bundle, error) { return grant.LoadBundle(ks.BundlePath) }})
 }
 

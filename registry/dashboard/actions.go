@@ -44,14 +44,29 @@ func parseRequest(r *http.Request) (request, error) {
 	return q, nil
 }
 
-// admin refuses viewers before anything else about an action.
+// admin refuses viewers before anything else about an action, and
+// records the refusal as an admin action refused (FORBIDDEN), naming the
+// viewer and the kind of action, with the resource only when it is a
+// valid name and no other value or note.
 func (d *Dashboard) admin(w http.ResponseWriter, r *http.Request) bool {
-	if v := viewerFrom(r.Context()); !v.Admin {
-		d.fail(w, r, http.StatusForbidden, v.ID+" may view this dashboard but not act: actions need an admin identity (serve --admin)")
-		return false
+	v := viewerFrom(r.Context())
+	if v.Admin {
+		return true
 	}
-	return true
+	a := &Action{Operator: v.ID, Kind: "unknown"}
+	if q, err := parseRequest(r); err == nil {
+		a.Kind = q.Kind
+		if grant.ValidateResource(q.Resource) == nil {
+			a.Resource = q.Resource
+		}
+	}
+	d.audit(r.Context(), a, errForbidden)
+	d.fail(w, r, http.StatusForbidden, v.ID+" may view this dashboard but not act: actions need an admin identity (serve --admin)")
+	return false
 }
+
+// errForbidden is a viewer's action, refused.
+var errForbidden = errors.New("dashboard: actions need an admin identity")
 
 // adminRequest is the action an admin asks for; false (the answer
 // written) for a viewer or a malformed request.

@@ -113,3 +113,28 @@ func TestAssetsEmbedded(t *testing.T) {
 		t.Error("the page loads a script from elsewhere")
 	}
 }
+
+// TestRefusedActionsNameTheirCaller: a viewer's attempt at an action is
+// an audit line naming the viewer (each of the form, the confirmation and
+// the action itself), and a gate report from an identity that may not
+// report is a request line naming that identity.
+func TestRefusedActionsNameTheirCaller(t *testing.T) {
+	h := newHarness(t, nil)
+	form := url.Values{"kind": {"raise-floor"}, "resource": {resource}, "value": {"3"}, "note": {"x"}, "confirm": {resource}, "token": {"1.x"}}
+	h.do(http.MethodGet, "/ui/action", tokViewer, form)
+	h.do(http.MethodPost, "/ui/confirm", tokViewer, form)
+	h.do(http.MethodPost, "/ui/act", tokViewer, url.Values{"kind": {"revoke-epochs"}, "value": {"9"}, "note": {"x"}})
+	want := `msg="admin action" audit=true operator=ops-viewer action=raise-floor resource=` + resource + ` value=0 note="" outcome=FORBIDDEN via=dashboard`
+	if n := strings.Count(h.logs.String(), want); n != 2 {
+		t.Errorf("%d audit lines %q, want 2 (the form and the confirmation):\n%s", n, want, h.logs)
+	}
+	if want := `operator=ops-viewer action=revoke-epochs resource="" value=0 note="" outcome=FORBIDDEN via=dashboard`; !strings.Contains(h.logs.String(), want) {
+		t.Errorf("no audit line %q:\n%s", want, h.logs)
+	}
+	if status, code := h.post(tokWorker, minimal()); status != http.StatusForbidden || code != "FORBIDDEN" {
+		t.Fatalf("a worker's report: %d %s", status, code)
+	}
+	if want := `msg=request method=POST path=/v1/gates/report identity=worker-1 resource="" outcome=FORBIDDEN`; !strings.Contains(h.logs.String(), want) {
+		t.Errorf("no request line %q:\n%s", want, h.logs)
+	}
+}

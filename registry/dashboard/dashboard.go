@@ -51,9 +51,13 @@ type Config struct {
 	// Clock is the registry's clock (lease time left, command expiry).
 	// Optional, defaults to the system clock.
 	Clock clock.Clock
-	// Logger receives the audit lines of actions. Optional, defaults to
-	// slog.Default().
+	// Logger receives the audit lines of actions and, with RequestLog, the
+	// request lines of gate reports. Optional, defaults to slog.Default().
 	Logger *slog.Logger
+	// RequestLog logs every gate report as the API logs its calls
+	// (httpapi.LogRequest), with the gate's identity. Optional, defaults
+	// to off.
+	RequestLog bool
 }
 
 // Dashboard serves the page and takes gate reports. Create it with New,

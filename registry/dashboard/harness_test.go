@@ -88,12 +88,12 @@ func newHarness(t *testing.T, signer *gatetest.Issuer) *harness {
 	metrics := httpapi.NewMetrics()
 	h.d, err = dashboard.New(dashboard.Config{Registry: h.reg, Store: store, Auth: auth, Admins: []string{"ops-admin"},
 		Viewers: []string{"ops-viewer"}, GateReporters: []string{"gate-1", "gate-2"}, Signer: signer.Key,
-		Metrics: metrics.Registry(), Clock: h.clk, Logger: logger})
+		Metrics: metrics.Registry(), Clock: h.clk, Logger: logger, RequestLog: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	api, err := httpapi.NewServer(httpapi.Config{Registry: h.reg, Store: store, Auth: auth, Admins: httpapi.Admins{"ops-admin"},
-		Metrics: metrics, Logger: logger, Seen: h.d.NoteResource})
+		Metrics: metrics, Logger: logger, RequestLog: true, Seen: h.d.NoteResource})
 	if err != nil {
 		t.Fatal(err)
 	}

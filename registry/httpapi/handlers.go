@@ -26,10 +26,10 @@ func (s *Server) endpoints() []endpoint {
 		{path: "/v1/release", method: http.MethodPost, call: s.release, count: m.release},
 		{path: "/v1/status", method: http.MethodPost, call: s.status},
 		{path: "/v1/requests/{requestId}", method: http.MethodGet, call: s.queryRequest},
-		{path: "/v1/admin/revoke-epochs", method: http.MethodPost, admin: true, call: s.revokeEpochs},
-		{path: "/v1/admin/policy", method: http.MethodPost, admin: true, call: s.setPolicy},
-		{path: "/v1/admin/floor", method: http.MethodPost, admin: true, call: s.raiseFloor},
-		{path: "/v1/admin/resource", method: http.MethodPost, admin: true, call: s.resource},
+		{path: "/v1/admin/revoke-epochs", method: http.MethodPost, admin: true, action: "revoke-epochs", mutates: true, call: s.revokeEpochs},
+		{path: "/v1/admin/policy", method: http.MethodPost, admin: true, action: "set-policy-generation", mutates: true, call: s.setPolicy},
+		{path: "/v1/admin/floor", method: http.MethodPost, admin: true, action: "raise-floor", mutates: true, call: s.raiseFloor},
+		{path: "/v1/admin/resource", method: http.MethodPost, admin: true, action: "read-resource", call: s.resource},
 	}
 }
 
@@ -118,7 +118,7 @@ func (s *Server) queryRequest(ctx context.Context, caller string, r *http.Reques
 	return issuedResponse(is)
 }
 
-func (s *Server) revokeEpochs(ctx context.Context, caller string, _ *http.Request, body []byte) (any, error) {
+func (s *Server) revokeEpochs(ctx context.Context, _ string, _ *http.Request, body []byte) (any, error) {
 	req, err := decode[RevokeEpochsRequest](body)
 	if err == nil {
 		err = checkNote(req.Note)
@@ -128,15 +128,15 @@ func (s *Server) revokeEpochs(ctx context.Context, caller string, _ *http.Reques
 	}
 	ctx, cancel := s.callContext(ctx, 0)
 	defer cancel()
+	noteAdmin(ctx, "", req.Below, req.Note)
 	line, err := s.cfg.Registry.RevokeEpochsBelow(ctx, req.Below)
-	s.audit(ctx, caller, "revoke-epochs", "", req.Below, req.Note, err)
 	if err != nil {
 		return nil, err
 	}
 	return RevokeEpochsResponse{RevokedBelowEpoch: line}, nil
 }
 
-func (s *Server) setPolicy(ctx context.Context, caller string, _ *http.Request, body []byte) (any, error) {
+func (s *Server) setPolicy(ctx context.Context, _ string, _ *http.Request, body []byte) (any, error) {
 	req, err := decode[PolicyRequest](body)
 	if err == nil {
 		err = checkNote(req.Note)
@@ -146,15 +146,15 @@ func (s *Server) setPolicy(ctx context.Context, caller string, _ *http.Request, 
 	}
 	ctx, cancel := s.callContext(ctx, 0)
 	defer cancel()
+	noteAdmin(ctx, req.Resource, req.Generation, req.Note)
 	ri, err := s.cfg.Registry.SetPolicyGeneration(ctx, req.Resource, req.Generation)
-	s.audit(ctx, caller, "set-policy-generation", req.Resource, req.Generation, req.Note, err)
 	if err != nil {
 		return nil, err
 	}
 	return resourceInfo(ri), nil
 }
 
-func (s *Server) raiseFloor(ctx context.Context, caller string, _ *http.Request, body []byte) (any, error) {
+func (s *Server) raiseFloor(ctx context.Context, _ string, _ *http.Request, body []byte) (any, error) {
 	req, err := decode[FloorRequest](body)
 	if err == nil {
 		err = checkNote(req.Note)
@@ -164,8 +164,8 @@ func (s *Server) raiseFloor(ctx context.Context, caller string, _ *http.Request,
 	}
 	ctx, cancel := s.callContext(ctx, 0)
 	defer cancel()
+	noteAdmin(ctx, req.Resource, req.Fence, req.Note)
 	ri, err := s.cfg.Registry.RaiseFloor(ctx, req.Resource, req.Fence)
-	s.audit(ctx, caller, "raise-floor", req.Resource, req.Fence, req.Note, err)
 	if err != nil {
 		return nil, err
 	}
@@ -177,6 +177,7 @@ func (s *Server) resource(ctx context.Context, _ string, _ *http.Request, body [
 	if err != nil {
 		return nil, err
 	}
+	noteAdmin(ctx, req.Resource, 0, "")
 	ctx, cancel := s.callContext(ctx, 0)
 	defer cancel()
 	ri, err := s.cfg.Registry.Resource(ctx, req.Resource)

@@ -89,7 +89,7 @@ func newHarnessWith(t *testing.T, tune func(*registry.Config)) *harness {
 		t.Fatal(err)
 	}
 	h.logs = &lockedBuffer{}
-	h.server, err = NewServer(Config{Registry: h.reg, Store: h.store, Auth: Chain{CertAuth{}, tokens}, Admins: Admins{adminID}, Metrics: h.metrics,
+	h.server, err = NewServer(Config{Registry: h.reg, Store: h.store, Auth: Chain{CertAuth{}, tokens}, Admins: Admins{adminID}, Metrics: h.metrics, RequestLog: true,
 		Logger: slog.New(slog.NewJSONHandler(h.logs, nil))})
 	if err != nil {
 		t.Fatal(err)

@@ -131,6 +131,11 @@ type endpoint struct {
 	path   string // mux pattern, without method
 	method string
 	admin  bool
+	// action names an admin call in its audit line (raise-floor, ...).
+	action string
+	// mutates: a successful call changes the registry and is audited;
+	// a refused admin call is audited whether or not it would have.
+	mutates bool
 	// call does the work for an authenticated caller; body is at most
 	// RequestBytesMax bytes (empty for GET).
 	call func(ctx context.Context, caller string, r *http.Request, body []byte) (any, error)
@@ -140,7 +145,8 @@ type endpoint struct {
 
 // wrap runs the checks every call shares, in order: method, identity
 // (401 before anything else is read), media type (415, before the body is
-// read), admin (403), body size, then call.
+// read), admin (403), body size, then call; and records the call: its
+// metrics, span, request line and, for an admin call, its audit line.
 func (s *Server) wrap(e endpoint) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -149,6 +155,9 @@ func (s *Server) wrap(e endpoint) http.Handler {
 		code := s.serve(w, r.WithContext(withRecord(ctx, rec)), e)
 		s.observe(ctx, r, e, rec, code, time.Since(start), span)
 		s.cfg.Metrics.call(e.path, code)
+		if e.admin {
+			s.auditCall(ctx, e, rec, code)
+		}
 		if s.cfg.Seen != nil && code == "" && rec.resource != "" {
 			s.cfg.Seen(rec.resource)
 		}
@@ -167,6 +176,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, e endpoint) strin
 	if err != nil {
 		return writeError(w, err)
 	}
+	noteCaller(r.Context(), caller)
 	if err := CheckJSONContentType(r); err != nil {
 		return writeError(w, err)
 	}
@@ -177,7 +187,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, e endpoint) strin
 	if err != nil {
 		return writeError(w, err)
 	}
-	noteRequest(r.Context(), caller, body)
+	noteBody(r.Context(), body)
 	ctx := withIdentity(r.Context(), caller)
 	resp, err := e.call(ctx, caller, r, body)
 	if err != nil {
