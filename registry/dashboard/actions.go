@@ -119,7 +119,9 @@ func (d *Dashboard) act(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := viewerFrom(r.Context())
-	if err := d.checkToken(r.PostFormValue("token"), v.ID, q, d.cfg.Clock.Now().UnixMilli()); err != nil {
+	tok := r.PostFormValue("token")
+	expMs, err := d.checkToken(tok, v.ID, q, d.cfg.Clock.Now().UnixMilli())
+	if err != nil {
 		d.fail(w, r, http.StatusForbidden, err.Error())
 		return
 	}
@@ -134,7 +136,17 @@ func (d *Dashboard) act(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, http.StatusConflict, err.Error())
 		return
 	}
+	if err := d.used.spend(tok, expMs, d.cfg.Clock.Now().UnixMilli()); err != nil {
+		d.audit(r.Context(), &Action{Operator: v.ID, Kind: q.Kind, Gate: q.Gate, Resource: q.Resource, Value: q.Value, Note: q.Note}, err)
+		status := http.StatusConflict
+		if errors.Is(err, errTooManyConfirmations) {
+			status = http.StatusServiceUnavailable
+		}
+		d.fail(w, r, status, err.Error())
+		return
+	}
 	act := d.do(r.Context(), v.ID, q)
+	d.used.done(tok, act.ID)
 	http.Redirect(w, r, PathPrefix+"?action="+act.ID+"#actions", http.StatusSeeOther)
 }
 

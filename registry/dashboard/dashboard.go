@@ -65,6 +65,8 @@ type Config struct {
 type Dashboard struct {
 	cfg      Config
 	tokenKey []byte // confirmation tokens' HMAC key, random per process
+	sessions *sessionStore
+	used     *usedTokens // confirmation tokens already acted on
 	gates    *gateStore
 	actions  *actionLog
 	known    *knownSet
@@ -100,7 +102,7 @@ func New(cfg Config) (*Dashboard, error) {
 	if _, err := rand.Read(key); err != nil {
 		return nil, err
 	}
-	return &Dashboard{cfg: cfg, tokenKey: key, gates: newGateStore(), actions: &actionLog{}, known: newKnownSet(),
+	return &Dashboard{cfg: cfg, tokenKey: key, sessions: newSessionStore(), used: newUsedTokens(), gates: newGateStore(), actions: &actionLog{}, known: newKnownSet(),
 		samples: newSampler(cfg.Metrics), streams: make(chan struct{}, StreamsMax)}, nil
 }
 

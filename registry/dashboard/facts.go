@@ -105,6 +105,10 @@ func (d *Dashboard) audit(ctx context.Context, a *Action, err error) {
 	switch {
 	case errors.Is(err, errForbidden):
 		outcome = httpapi.CodeForbidden
+	case errors.Is(err, errTokenUsed):
+		outcome = outcomeConfirmationUsed
+	case errors.Is(err, errTooManyConfirmations):
+		outcome = outcomeConfirmationsFull
 	case err != nil:
 		if outcome = registry.CodeOf(err); outcome == "" {
 			outcome = StateError
