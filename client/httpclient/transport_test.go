@@ -37,7 +37,7 @@ func newWorld(t *testing.T) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := httpapi.NewServer(httpapi.Config{Registry: env.Reg.Registry, Auth: auth})
+	s, err := httpapi.NewServer(httpapi.Config{Registry: env.Reg.Registry, Auth: auth, Authorizer: httpapi.AllowAll{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,12 @@ import (
 	"github.com/fencegate/fencegate/registry/httpapi"
 )
 
+// dashPolicy: the workers lock invoice batches, the ledger's gate sees
+// them (to report them); the admin needs no rule.
+const dashPolicy = `{"schema": "resourcePolicy.v1", "rules": [
+  {"identities": ["worker-a", "worker-b"], "resources": ["invoice-batch/*"], "verbs": ["acquire", "see"]},
+  {"identities": ["ledger-gate"], "resources": ["invoice-batch/*"], "verbs": ["see"]}]}`
+
 const (
 	dashAdminToken  = "dash-admin-token-0123456"
 	dashLedgerToken = "dash-ledger-token-012345"
@@ -33,10 +39,10 @@ const (
 
 // dashStory is the processes of one run.
 type dashStory struct {
-	t                       *testing.T
-	dir, data, tokens, lgDB string
-	registry, ledger        *served
-	d                       *demo // spawns the worker processes
+	t                               *testing.T
+	dir, data, tokens, policy, lgDB string
+	registry, ledger                *served
+	d                               *demo // spawns the worker processes
 }
 
 func newDashStory(t *testing.T) *dashStory {
@@ -50,7 +56,11 @@ func newDashStory(t *testing.T) *dashStory {
 	if err := os.WriteFile(s.tokens, []byte(lines), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s.registry = startServe(t, "--data-dir", s.data, "--listen", "127.0.0.1:0", "--token-file", s.tokens,
+	s.policy = filepath.Join(dir, "policy.json")
+	if err := os.WriteFile(s.policy, []byte(dashPolicy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s.registry = startServe(t, "--data-dir", s.data, "--listen", "127.0.0.1:0", "--token-file", s.tokens, "--authz-policy", s.policy,
 		"--admin", "ops-admin", "--gate-reporter", "ledger-gate", "--unsafe-no-fsync",
 		"--status-proof-ttl-ms", "10000") // B's envelope, built before the page is looked at, stays fresh
 
@@ -115,7 +125,7 @@ func (s *dashStory) handoff(ctx context.Context) (a, b *child) {
 // sends that grant's write: the gate sees two grants with one fence.
 func (s *dashStory) regress(ctx context.Context) {
 	rogue := startServe(s.t, "--data-dir", filepath.Join(s.dir, "rogue"), "--key", filepath.Join(s.data, httpapi.KeyFileName),
-		"--listen", "127.0.0.1:0", "--token-file", s.tokens, "--admin", "ops-admin", "--unsafe-no-fsync", "--dashboard=false")
+		"--listen", "127.0.0.1:0", "--token-file", s.tokens, "--authz-policy", s.policy, "--admin", "ops-admin", "--unsafe-no-fsync", "--dashboard=false")
 	if out, errOut, code := runCLI("floor", "raise", dashResource, "--above", "1", "--note", "injected regression",
 		"--registry", rogue.url, "--token", dashAdminToken); code != 0 {
 		s.t.Fatalf("floor raise on the second registry: %d\n%s%s", code, out, errOut)

@@ -33,6 +33,11 @@ type Config struct {
 	Store registry.Store
 	// Auth authenticates callers as the API does. Required.
 	Auth httpapi.Authenticator
+	// Authorizer is the API's resource policy: a viewer sees only the
+	// resources it may see (verb see), and a gate's report keeps only
+	// what the gate may see. Admins see everything. Required (AllowAll
+	// lets every viewer see every resource).
+	Authorizer httpapi.Authorizer
 	// Admins may view and act; Viewers may view. At least one of the two
 	// must name someone, or nobody could use the page.
 	Admins, Viewers []string
@@ -67,6 +72,7 @@ type Dashboard struct {
 	tokenKey []byte // confirmation tokens' HMAC key, random per process
 	sessions *sessionStore
 	used     *usedTokens // confirmation tokens already acted on
+	refused  *refusedSet // gate reports' refusals already audited
 	gates    *gateStore
 	actions  *actionLog
 	known    *knownSet
@@ -81,8 +87,8 @@ type Dashboard struct {
 
 // New checks cfg and returns a Dashboard.
 func New(cfg Config) (*Dashboard, error) {
-	if cfg.Registry == nil || cfg.Store == nil || cfg.Auth == nil {
-		return nil, errors.New("dashboard: Config.Registry, Store and Auth are required")
+	if cfg.Registry == nil || cfg.Store == nil || cfg.Auth == nil || cfg.Authorizer == nil {
+		return nil, errors.New("dashboard: Config.Registry, Store, Auth and Authorizer are required")
 	}
 	if len(cfg.Admins)+len(cfg.Viewers) == 0 {
 		return nil, errors.New("dashboard: name at least one admin or viewer identity, or nobody can see it")
@@ -102,7 +108,7 @@ func New(cfg Config) (*Dashboard, error) {
 	if _, err := rand.Read(key); err != nil {
 		return nil, err
 	}
-	return &Dashboard{cfg: cfg, tokenKey: key, sessions: newSessionStore(), used: newUsedTokens(), gates: newGateStore(), actions: &actionLog{}, known: newKnownSet(),
+	return &Dashboard{cfg: cfg, tokenKey: key, sessions: newSessionStore(), used: newUsedTokens(), refused: newRefusedSet(), gates: newGateStore(), actions: &actionLog{}, known: newKnownSet(),
 		samples: newSampler(cfg.Metrics), streams: make(chan struct{}, StreamsMax)}, nil
 }
 

@@ -39,7 +39,8 @@ func (d *Dashboard) ingest(w http.ResponseWriter, r *http.Request) {
 
 // takeReport serves one report and returns its outcome ("ok" or the code).
 // Checks, in order: method, identity, media type (before the body is
-// read), gate reporter, size, format, rate.
+// read), gate reporter, size, format, rate; what the gate may not see is
+// dropped from the report before it is kept.
 func (d *Dashboard) takeReport(w http.ResponseWriter, r *http.Request, line *httpapi.RequestLine) string {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
@@ -68,6 +69,7 @@ func (d *Dashboard) takeReport(w http.ResponseWriter, r *http.Request, line *htt
 	if err != nil {
 		return apiError(w, http.StatusBadRequest, CodeInvalid, err.Error())
 	}
+	d.scopeIncoming(r.Context(), id, rep)
 	now := d.cfg.Clock.Now()
 	if err := d.gates.accept(id, rep, now); err != nil {
 		if errors.Is(err, errRateLimited) {

@@ -41,6 +41,7 @@ var codeStatus = map[string]int{
 	CodeTooLarge:             http.StatusRequestEntityTooLarge,
 	CodeUnauthenticated:      http.StatusUnauthorized,
 	CodeForbidden:            http.StatusForbidden,
+	CodeForbiddenResource:    http.StatusForbidden,
 	CodeMethodNotAllowed:     http.StatusMethodNotAllowed,
 	CodeUnsupportedMediaType: http.StatusUnsupportedMediaType,
 	CodeInternal:             http.StatusInternalServerError,

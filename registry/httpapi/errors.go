@@ -85,6 +85,8 @@ func transportCode(err error) string {
 		return CodeUnauthenticated
 	case errors.Is(err, errForbidden):
 		return CodeForbidden
+	case errors.Is(err, ErrForbiddenResource):
+		return CodeForbiddenResource
 	case errors.Is(err, errMethod):
 		return CodeMethodNotAllowed
 	}

@@ -33,8 +33,11 @@ func (s *Server) endpoints() []endpoint {
 	}
 }
 
-func (s *Server) acquire(ctx context.Context, caller string, _ *http.Request, body []byte) (any, error) {
+func (s *Server) acquire(ctx context.Context, caller string, r *http.Request, body []byte) (any, error) {
 	req, err := decode[AcquireRequest](body)
+	if err == nil {
+		err = s.authorize(ctx, r.URL.Path, caller, VerbAcquire, req.Resource)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -56,8 +59,11 @@ func (s *Server) acquire(ctx context.Context, caller string, _ *http.Request, bo
 	return issuedResponse(is)
 }
 
-func (s *Server) renew(ctx context.Context, caller string, _ *http.Request, body []byte) (any, error) {
+func (s *Server) renew(ctx context.Context, caller string, r *http.Request, body []byte) (any, error) {
 	req, err := decode[LeaseRequest](body)
+	if err == nil {
+		err = s.authorize(ctx, r.URL.Path, caller, VerbAcquire, req.Resource)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -70,8 +76,11 @@ func (s *Server) renew(ctx context.Context, caller string, _ *http.Request, body
 	return issuedResponse(is)
 }
 
-func (s *Server) release(ctx context.Context, caller string, _ *http.Request, body []byte) (any, error) {
+func (s *Server) release(ctx context.Context, caller string, r *http.Request, body []byte) (any, error) {
 	req, err := decode[LeaseRequest](body)
+	if err == nil {
+		err = s.authorize(ctx, r.URL.Path, caller, VerbAcquire, req.Resource)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -83,9 +92,10 @@ func (s *Server) release(ctx context.Context, caller string, _ *http.Request, bo
 	return ReleaseResponse{Resource: req.Resource, Lease: req.Lease, State: grant.StateReleased}, nil
 }
 
-// status is the gate's linearizable status query. Any authenticated
-// identity may ask about any grant: a gate is not the grant's owner.
-func (s *Server) status(ctx context.Context, _ string, _ *http.Request, body []byte) (any, error) {
+// status is the gate's linearizable status query. An identity that may
+// see the grant's resource may ask about any grant of it: a gate is not
+// the grant's owner.
+func (s *Server) status(ctx context.Context, caller string, r *http.Request, body []byte) (any, error) {
 	req, err := decode[StatusRequest](body)
 	if err != nil {
 		return nil, err
@@ -93,6 +103,10 @@ func (s *Server) status(ctx context.Context, _ string, _ *http.Request, body []b
 	g, err := grant.ParseGrant([]byte(req.Grant))
 	if err != nil {
 		return nil, fmt.Errorf("httpapi: status: %w", err)
+	}
+	noteResource(ctx, g.Resource)
+	if err := s.authorize(ctx, r.URL.Path, caller, VerbSee, g.Resource); err != nil {
+		return nil, err
 	}
 	ctx, cancel := s.callContext(ctx, 0)
 	defer cancel()
@@ -103,8 +117,10 @@ func (s *Server) status(ctx context.Context, _ string, _ *http.Request, body []b
 	return issuedResponse(is)
 }
 
-// queryRequest answers only for the caller's own request IDs: request IDs
-// are scoped to their owner.
+// queryRequest answers only for the caller's own request IDs (request IDs
+// are scoped to their owner), and only while the caller may still acquire
+// the resource: a policy that took the resource away takes away its
+// grants' proofs too.
 func (s *Server) queryRequest(ctx context.Context, caller string, r *http.Request, body []byte) (any, error) {
 	if len(body) > 0 {
 		return nil, fmt.Errorf("%w: GET takes no body", ErrBadRequest)
@@ -112,6 +128,10 @@ func (s *Server) queryRequest(ctx context.Context, caller string, r *http.Reques
 	ctx, cancel := s.callContext(ctx, 0)
 	defer cancel()
 	is, err := s.cfg.Registry.QueryRequest(ctx, caller, r.PathValue("requestId"))
+	if err == nil {
+		noteResource(ctx, is.Grant.Resource)
+		err = s.authorize(ctx, r.URL.Path, caller, VerbAcquire, is.Grant.Resource)
+	}
 	if err != nil {
 		return nil, err
 	}

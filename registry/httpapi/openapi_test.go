@@ -49,7 +49,7 @@ func loadOpenAPI(t *testing.T) *openAPIDoc {
 
 func TestOpenAPICoversRoutes(t *testing.T) {
 	d := loadOpenAPI(t)
-	s, err := NewServer(Config{Registry: newHarness(t).reg, Auth: Chain{}})
+	s, err := NewServer(Config{Registry: newHarness(t).reg, Auth: Chain{}, Authorizer: AllowAll{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,6 +67,13 @@ func noteAdmin(ctx context.Context, resource string, value uint64, note string) 
 	}
 }
 
+// noteResource records the resource a call turned out to be about.
+func noteResource(ctx context.Context, resource string) {
+	if rec := recordOf(ctx); rec != nil {
+		rec.resource = resource
+	}
+}
+
 // noteBody records the body's "resource" field, if any.
 func noteBody(ctx context.Context, body []byte) {
 	rec := recordOf(ctx)

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry"
 )
 
@@ -34,6 +35,13 @@ type Config struct {
 	Auth Authenticator
 	// Admins may call /v1/admin/.... Optional, defaults to nobody.
 	Admins Admins
+	// Authorizer says which identity may do which verb to which resource
+	// (a *PolicyFile, a *Policy, or AllowAll for no restriction), asked
+	// on every call that names a resource, admin calls aside: they are
+	// the admin role's, registry-wide. Required: whether every
+	// authenticated identity may lock every resource is a decision, never
+	// a default.
+	Authorizer Authorizer
 	// Metrics are counted and served at /metrics. Optional, defaults to a
 	// new NewMetrics().
 	Metrics *Metrics
@@ -69,8 +77,8 @@ type Server struct {
 
 // NewServer checks cfg and builds the routes.
 func NewServer(cfg Config) (*Server, error) {
-	if cfg.Registry == nil || cfg.Auth == nil {
-		return nil, errors.New("httpapi: server needs a registry and an authenticator")
+	if cfg.Registry == nil || cfg.Auth == nil || cfg.Authorizer == nil {
+		return nil, errors.New("httpapi: server needs a registry, an authenticator and an authorizer (AllowAll to let every identity lock every resource)")
 	}
 	if err := ValidateAdmins(cfg.Admins); err != nil {
 		return nil, err
@@ -195,6 +203,20 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, e endpoint) strin
 	}
 	writeJSON(w, http.StatusOK, resp)
 	return ""
+}
+
+// authorize asks the Authorizer whether caller may do verb to resource,
+// a valid resource name (else INVALID, before the policy is asked), and
+// records a refusal in the audit log.
+func (s *Server) authorize(ctx context.Context, path, caller string, verb Verb, resource string) error {
+	if err := grant.ValidateResource(resource); err != nil {
+		return fmt.Errorf("%w: resource %q: %v", registry.ErrInvalid, resource, err)
+	}
+	err := s.cfg.Authorizer.Authorize(caller, verb, resource)
+	if fe := (*ForbiddenError)(nil); errors.As(err, &fe) {
+		AuditRefusal(ctx, s.cfg.Logger, fe, path, "api")
+	}
+	return err
 }
 
 // callContext bounds one call's registry work, plus extraMs for a wait.
