@@ -158,9 +158,33 @@ func (d *Dashboard) Handler(next http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle(PathPrefix, d.ui())
 	mux.Handle("GET /ui", http.RedirectHandler(PathPrefix, http.StatusMovedPermanently))
-	mux.HandleFunc(report.ReportPath, d.ingest)
+	for _, r := range d.apiRoutes() {
+		mux.Handle(r.Path, r.h)
+	}
 	mux.Handle("/", next)
 	return mux
+}
+
+// apiRoute is an API endpoint the dashboard serves beside the API.
+type apiRoute struct {
+	httpapi.Route
+	h http.Handler
+}
+
+// apiRoutes are the API endpoints Handler serves (the page under
+// PathPrefix is not part of the API); APIRoutes lists the same.
+func (d *Dashboard) apiRoutes() []apiRoute {
+	return []apiRoute{{httpapi.Route{Method: http.MethodPost, Path: report.ReportPath}, http.HandlerFunc(d.ingest)}}
+}
+
+// APIRoutes lists the API endpoints Handler serves besides next's:
+// api/openapi.yaml describes them with httpapi.Server.Routes.
+func (d *Dashboard) APIRoutes() []httpapi.Route {
+	var out []httpapi.Route
+	for _, r := range d.apiRoutes() {
+		out = append(out, r.Route)
+	}
+	return out
 }
 
 func (d *Dashboard) ui() http.Handler {

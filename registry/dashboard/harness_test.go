@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -68,12 +69,14 @@ type harness struct {
 	policy *httpapi.Policy  // harnessPolicy
 	reg    *registry.Registry
 	d      *dashboard.Dashboard
+	api    *httpapi.Server
 	srv    *httptest.Server
 	logs   *lockedBuffer
 	http   *http.Client
 	gate   *sqlgate.Gate
 	db     *sql.DB
 	dbDir  string
+	seq    int // next's
 }
 
 // newHarness starts the registry and dashboard; signer signs the
@@ -105,12 +108,16 @@ func newHarness(t *testing.T, signer *gatetest.Issuer) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	api, err := httpapi.NewServer(httpapi.Config{Registry: h.reg, Store: store, Auth: auth, Admins: httpapi.Admins{"ops-admin"}, Authorizer: h.policy,
-		Metrics: metrics, Logger: logger, RequestLog: true, Seen: h.d.NoteResource})
+	bundle := filepath.Join(t.TempDir(), httpapi.BundleFileName)
+	if err := os.WriteFile(bundle, httpapi.BundleFor(h.iss.Key, "", "").Marshal(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.api, err = httpapi.NewServer(httpapi.Config{Registry: h.reg, Store: store, Auth: auth, Admins: httpapi.Admins{"ops-admin"}, Authorizer: h.policy,
+		TrustBundle: httpapi.FileBundlePublisher(bundle, h.iss.Key), Metrics: metrics, Logger: logger, RequestLog: true, Seen: h.d.NoteResource})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.srv = httptest.NewServer(h.d.Handler(api))
+	h.srv = httptest.NewServer(h.d.Handler(h.api))
 	t.Cleanup(h.srv.Close)
 	h.http = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	return h

@@ -106,18 +106,66 @@ func (s *Server) Metrics() *Metrics { return s.cfg.Metrics }
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
-func (s *Server) routes() {
+// Route is one method and path pattern the server answers (a path may
+// hold a {wildcard}). api/openapi.yaml describes exactly these; a test
+// holds the two together.
+type Route struct {
+	Method, Path string
+}
+
+// route is a Route with its handler.
+type route struct {
+	Route
+	h http.Handler
+}
+
+// table is every route the server serves: the /v1 calls, then the
+// endpoints that need no identity. routes registers exactly these.
+func (s *Server) table() []route {
+	var out []route
 	for _, e := range s.endpoints() {
-		s.mux.Handle(e.path, s.wrap(e))
+		out = append(out, route{Route{e.method, e.path}, s.wrap(e)})
 	}
-	s.mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, Health{Status: "ok"})
-	})
-	s.mux.HandleFunc("/readyz", s.ready)
-	s.mux.HandleFunc("GET "+TrustBundlePath, s.trustBundle)
-	s.mux.Handle("/metrics", s.cfg.Metrics.Handler())
+	health := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, Health{Status: "ok"}) })
+	for _, r := range []route{
+		{Route{http.MethodGet, "/healthz"}, health},
+		{Route{http.MethodGet, "/readyz"}, http.HandlerFunc(s.ready)},
+		{Route{http.MethodGet, TrustBundlePath}, http.HandlerFunc(s.trustBundle)},
+		{Route{http.MethodGet, "/metrics"}, s.cfg.Metrics.Handler()},
+	} {
+		out = append(out, route{r.Route, onlyGet(r.h)})
+	}
+	return out
+}
+
+// Routes lists what the server serves, in a fixed order.
+func (s *Server) Routes() []Route {
+	var out []Route
+	for _, r := range s.table() {
+		out = append(out, r.Route)
+	}
+	return out
+}
+
+func (s *Server) routes() {
+	for _, r := range s.table() {
+		s.mux.Handle(r.Path, r.h)
+	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, ErrorBody{Code: CodeNotFound, Message: "httpapi: no endpoint " + r.URL.Path})
+	})
+}
+
+// onlyGet answers GET and HEAD (a GET without its body) with h, anything
+// else with 405 as the /v1 calls do.
+func onlyGet(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			writeError(w, fmt.Errorf("%w: %s wants GET", errMethod, r.URL.Path))
+			return
+		}
+		h.ServeHTTP(w, r)
 	})
 }
 
