@@ -17,7 +17,9 @@
 // for a server-side session: a random ID in an HttpOnly, SameSite=Strict
 // cookie, bound to the identity, ended by logout or after SessionTTLMs;
 // the token itself is kept nowhere) that are named admins or viewers.
-// Viewers only read. Every action — raise a floor, revoke issuer epochs,
+// Viewers only read, and see only the resources the resource policy
+// (Config.Authorizer, verb see) lets them see; admins see every resource.
+// Every action — raise a floor, revoke issuer epochs,
 // resume a paused resource at a gate — needs an admin, a confirmation
 // page whose form carries a single-use token bound to the admin, the
 // action and its values (5 minutes), the confirmation typed by hand, and
@@ -25,7 +27,8 @@
 // via=dashboard; so is every refusal of one.
 //
 // Gates push their state to ReportPath (gate/report); only identities
-// named as gate reporters may. A resume is queued for the gate as a
+// named as gate reporters may, as JSON (415 otherwise), and what the
+// policy does not let the gate see is dropped from its report. A resume is queued for the gate as a
 // command signed by the registry's key, delivered in the answer to the
 // gate's next report, applied and recorded by the gate itself, and its
 // outcome comes back with the report after.
