@@ -61,10 +61,13 @@ func (t Transport) QueryRequest(ctx context.Context, requestID string) (registry
 }
 
 // refusedCodes are the HTTP layer's definite refusals: the registry never
-// acted on the request.
+// acted on the request. A refusal by the resource policy is one too: an
+// acquire ends, and a renewal the policy no longer allows ends the lease
+// for the client (it stops its effects; the registry's lease runs out).
 var refusedCodes = map[string]bool{
 	httpapi.CodeBadRequest: true, httpapi.CodeTooLarge: true, httpapi.CodeUnauthenticated: true,
 	httpapi.CodeForbidden: true, httpapi.CodeMethodNotAllowed: true, "MALFORMED": true,
+	httpapi.CodeForbiddenResource: true, httpapi.CodeUnsupportedMediaType: true,
 }
 
 // mapErr turns an httpapi.Transport error into the client's contract: a

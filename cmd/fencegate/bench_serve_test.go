@@ -45,7 +45,7 @@ func newServePair(b *testing.B) *servePair {
 	}
 	b.Cleanup(func() { em.Close() })
 	url := startServeBench(b, "--data-dir", filepath.Join(dir, "serve"), "--listen", "127.0.0.1:0", "--token-file", benchTokenFile(b, dir),
-		"--etcd-endpoints", strings.Join(em.Endpoints(), ","))
+		"--etcd-endpoints", strings.Join(em.Endpoints(), ","), "--authz-open")
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * serveBenchResources}}
 	c, err := httpapi.NewClient(url, httpapi.WithBearerToken(serveToken), httpapi.WithHTTPClient(hc))
 	if err != nil {

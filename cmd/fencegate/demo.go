@@ -115,6 +115,9 @@ func (d *demo) run(ctx context.Context, db string) error {
 	if err := d.writeTokens(); err != nil {
 		return err
 	}
+	if err := d.writePolicy(); err != nil {
+		return err
+	}
 	fencedURL, unsafeURL, err := d.startServicesFor(ctx, db) // hook: demo --resource (demo_resource.go)
 	if err != nil {
 		return err
@@ -157,6 +160,22 @@ func (d *demo) writeTokens() error {
 
 func (d *demo) tokenFile() string { return filepath.Join(d.dir, "tokens") }
 
+// demoPolicy is the resource policy the demo's registry runs with: the
+// two workers may lock and see the invoice batches, and nothing else.
+const demoPolicy = `{"schema": "resourcePolicy.v1", "rules": [
+  {"note": "the demo's workers", "identities": ["worker-a", "worker-b"], "resources": ["invoice-batch/*"], "verbs": ["acquire", "see"]}]}
+`
+
+// writePolicy writes demoPolicy beside the token file.
+func (d *demo) writePolicy() error { return os.WriteFile(d.policyFile(), []byte(demoPolicy), 0o600) }
+
+func (d *demo) policyFile() string { return filepath.Join(d.dir, "policy.json") }
+
+// serveArgs are the registry's arguments, the same for every story.
+func (d *demo) serveArgs(regDir string) []string {
+	return []string{"serve", "--data-dir", regDir, "--listen", "127.0.0.1:0", "--token-file", d.tokenFile(), "--authz-policy", d.policyFile()}
+}
+
 var (
 	serveListenLine  = regexp.MustCompile(`listening on (http://\S+)`)
 	ledgerListenLine = regexp.MustCompile(`ledger: listening on (http://[^,\s]+)`)
@@ -166,7 +185,7 @@ var (
 // fenced ledger once serve has written its trust bundle.
 func (d *demo) startServices(ctx context.Context, db string) (fenced, unsafe string, err error) {
 	regDir := filepath.Join(d.dir, "registry")
-	serve, err := d.spawn(ctx, "registry", false, "serve", "--data-dir", regDir, "--listen", "127.0.0.1:0", "--token-file", d.tokenFile())
+	serve, err := d.spawn(ctx, "registry", false, d.serveArgs(regDir)...)
 	if err != nil {
 		return "", "", err
 	}

@@ -105,7 +105,7 @@ func (d *demo) startServicesFor(ctx context.Context, db string) (fenced, unsafe 
 		return d.startServices(ctx, db)
 	}
 	regDir := filepath.Join(d.dir, "registry")
-	serve, err := d.spawn(ctx, "registry", false, "serve", "--data-dir", regDir, "--listen", "127.0.0.1:0", "--token-file", d.tokenFile())
+	serve, err := d.spawn(ctx, "registry", false, d.serveArgs(regDir)...)
 	if err != nil {
 		return "", "", err
 	}

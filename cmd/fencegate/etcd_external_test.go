@@ -20,7 +20,7 @@ func TestServeExternalEtcdTLSAuth(t *testing.T) {
 	e := etcdtest.Start(t)
 	dir := t.TempDir()
 	tok := writeTokenFile(t, dir)
-	etcdFlags := []string{"--etcd-endpoints", e.Endpoint, "--etcd-prefix", etcdtest.Prefix,
+	etcdFlags := []string{"--authz-open", "--etcd-endpoints", e.Endpoint, "--etcd-prefix", etcdtest.Prefix,
 		"--etcd-cacert", e.PKI.CAFile, "--etcd-cert", e.PKI.ClientCert, "--etcd-key", e.PKI.ClientKey, "--etcd-user", etcdtest.User}
 
 	t.Setenv("FENCEGATE_ETCD_PASSWORD", etcdtest.Password)

@@ -42,7 +42,7 @@ func TestKeyRotationWithBundleDistribution(t *testing.T) {
 	data := filepath.Join(dir, "registry")
 	tok := writeTokenFile(t, dir)
 	port := freeAddr(t)
-	serveArgs := []string{"--data-dir", data, "--listen", port, "--token-file", tok, "--unsafe-no-fsync"}
+	serveArgs := []string{"--data-dir", data, "--listen", port, "--token-file", tok, "--unsafe-no-fsync", "--authz-open"}
 	s := startServe(t, serveArgs...)
 	dataBundle := filepath.Join(data, httpapi.BundleFileName)
 	k1 := mustLoadBundle(t, dataBundle).File().Keys[0].KeyID

@@ -73,7 +73,8 @@ func serveAPI(ctx context.Context, o *serveOptions, ld *loaded, ks *httpapi.KeyS
 		defer cancel()
 		_ = shutdownTracing(sctx)
 	}()
-	dash, err := o.newDashboard(reg, store, ld.auth, ks, metrics, logger, stderr)
+	announceAndWatch(ctx, ld.policy, o.authz.pollMs, logger, stderr)
+	dash, err := o.newDashboard(reg, store, ld, ks, metrics, logger, stderr)
 	if err != nil {
 		return err
 	}
@@ -81,7 +82,7 @@ func serveAPI(ctx context.Context, o *serveOptions, ld *loaded, ks *httpapi.KeyS
 	if dash != nil {
 		seen = dash.NoteResource
 	}
-	srv, err := httpapi.NewServer(httpapi.Config{Registry: reg, Store: store, Auth: ld.auth, Admins: httpapi.Admins(o.admins), Metrics: metrics,
+	srv, err := httpapi.NewServer(httpapi.Config{Registry: reg, Store: store, Auth: ld.auth, Authorizer: ld.authz, Admins: httpapi.Admins(o.admins), Metrics: metrics,
 		Logger: logger, RequestLog: o.requestLog, TracerProvider: tp, TrustBundle: publisher(ks), Seen: seen})
 	if err != nil {
 		return err

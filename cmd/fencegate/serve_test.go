@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -129,6 +130,8 @@ func TestServeFlags(t *testing.T) {
 		{[]string{"--data-dir", dir, "--token-file", tok, "extra"}, "unexpected argument"},
 		{[]string{"--data-dir", dir, "--token-file", tok, "--lock-delay-ms", "100", "--clock-skew-max-ms", "200"}, "lockDelayMs 100 below clockSkewMaxMs 200"},
 		{[]string{"--data-dir", dir, "--token-file", tok, "--ttl-min-ms", "5000", "--ttl-max-ms", "4000"}, "ttlMsMin 5000 above ttlMsMax 4000"},
+		{[]string{"--data-dir", dir, "--token-file", tok}, "who may lock what? give --authz-policy FILE"},
+		{[]string{"--data-dir", dir, "--token-file", tok, "--authz-open", "--authz-policy", "p.json"}, "exclude each other"},
 	} {
 		var out, errOut bytes.Buffer
 		code := run(context.Background(), append([]string{"serve"}, c.args...), &out, &errOut)
@@ -138,9 +141,9 @@ func TestServeFlags(t *testing.T) {
 	}
 }
 
-// TestServeValidatesBeforeTouchingDataDir: a bad TLS file, an unreadable
-// key, a busy listen address or a bad etcd option fails before the data
-// directory exists.
+// TestServeValidatesBeforeTouchingDataDir: a bad or missing resource
+// policy, a bad TLS file, an unreadable key, a busy listen address or a
+// bad etcd option fails before the data directory exists.
 func TestServeValidatesBeforeTouchingDataDir(t *testing.T) {
 	dir := t.TempDir()
 	tok := writeTokenFile(t, dir)
@@ -154,6 +157,8 @@ func TestServeValidatesBeforeTouchingDataDir(t *testing.T) {
 		code int
 		want string
 	}{
+		{[]string{"--authz-policy", writeFile(t, dir, "bad-policy.json", `{"schema":"resourcePolicy.v1","rules":[]}`)}, 1, "--authz-policy"},
+		{[]string{"--authz-policy", filepath.Join(dir, "none.json")}, 1, "no such file"},
 		{[]string{"--tls-cert", filepath.Join(dir, "none.pem"), "--tls-key", filepath.Join(dir, "none-key.pem")}, 1, "no such file"},
 		{[]string{"--key", filepath.Join(dir, "none.key")}, 1, "--key"},
 		{[]string{"--listen", busy.Addr().String()}, 1, "address already in use"},
@@ -164,6 +169,9 @@ func TestServeValidatesBeforeTouchingDataDir(t *testing.T) {
 	} {
 		data := filepath.Join(dir, "data")
 		args := append([]string{"serve", "--data-dir", data, "--token-file", tok}, c.args...)
+		if !slices.Contains(c.args, "--authz-policy") {
+			args = append(args, "--authz-open")
+		}
 		_, errOut, code := runCLI(args...)
 		if code != c.code || !strings.Contains(errOut, c.want) {
 			t.Errorf("%v: exit %d, stderr %q; want %d and %q", c.args, code, errOut, c.code, c.want)
@@ -181,7 +189,7 @@ func TestServeRestartKeepsEverything(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
 	args := []string{"--data-dir", data, "--listen", "127.0.0.1:0", "--token-file", writeTokenFile(t, dir), "--unsafe-no-fsync",
-		"--ttl-default-ms", "7000"}
+		"--ttl-default-ms", "7000", "--authz-open"}
 	bundle := filepath.Join(data, httpapi.BundleFileName)
 	ctx := context.Background()
 
@@ -260,7 +268,7 @@ func TestTwoReplicasOneEtcd(t *testing.T) {
 	var clients []*httpapi.Client
 	for i := range 2 {
 		data := filepath.Join(dir, fmt.Sprintf("replica-%d", i))
-		s := startServe(t, "--data-dir", data, "--listen", "127.0.0.1:0", "--token-file", tok,
+		s := startServe(t, "--data-dir", data, "--listen", "127.0.0.1:0", "--token-file", tok, "--authz-open",
 			"--etcd-endpoints", strings.Join(em.Endpoints(), ","), "--key", keyPath)
 		replicas = append(replicas, s)
 		clients = append(clients, s.client(t, filepath.Join(data, httpapi.BundleFileName)))

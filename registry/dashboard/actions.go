@@ -44,14 +44,29 @@ func parseRequest(r *http.Request) (request, error) {
 	return q, nil
 }
 
-// admin refuses viewers before anything else about an action.
+// admin refuses viewers before anything else about an action, and
+// records the refusal as an admin action refused (FORBIDDEN), naming the
+// viewer and the kind of action, with the resource only when it is a
+// valid name and no other value or note.
 func (d *Dashboard) admin(w http.ResponseWriter, r *http.Request) bool {
-	if v := viewerFrom(r.Context()); !v.Admin {
-		d.fail(w, r, http.StatusForbidden, v.ID+" may view this dashboard but not act: actions need an admin identity (serve --admin)")
-		return false
+	v := viewerFrom(r.Context())
+	if v.Admin {
+		return true
 	}
-	return true
+	a := &Action{Operator: v.ID, Kind: "unknown"}
+	if q, err := parseRequest(r); err == nil {
+		a.Kind = q.Kind
+		if grant.ValidateResource(q.Resource) == nil {
+			a.Resource = q.Resource
+		}
+	}
+	d.audit(r.Context(), a, errForbidden)
+	d.fail(w, r, http.StatusForbidden, v.ID+" may view this dashboard but not act: actions need an admin identity (serve --admin)")
+	return false
 }
+
+// errForbidden is a viewer's action, refused.
+var errForbidden = errors.New("dashboard: actions need an admin identity")
 
 // adminRequest is the action an admin asks for; false (the answer
 // written) for a viewer or a malformed request.
@@ -104,7 +119,9 @@ func (d *Dashboard) act(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := viewerFrom(r.Context())
-	if err := d.checkToken(r.PostFormValue("token"), v.ID, q, d.cfg.Clock.Now().UnixMilli()); err != nil {
+	tok := r.PostFormValue("token")
+	expMs, err := d.checkToken(tok, v.ID, q, d.cfg.Clock.Now().UnixMilli())
+	if err != nil {
 		d.fail(w, r, http.StatusForbidden, err.Error())
 		return
 	}
@@ -119,7 +136,17 @@ func (d *Dashboard) act(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, http.StatusConflict, err.Error())
 		return
 	}
+	if err := d.used.spend(tok, expMs, d.cfg.Clock.Now().UnixMilli()); err != nil {
+		d.audit(r.Context(), &Action{Operator: v.ID, Kind: q.Kind, Gate: q.Gate, Resource: q.Resource, Value: q.Value, Note: q.Note}, err)
+		status := http.StatusConflict
+		if errors.Is(err, errTooManyConfirmations) {
+			status = http.StatusServiceUnavailable
+		}
+		d.fail(w, r, status, err.Error())
+		return
+	}
 	act := d.do(r.Context(), v.ID, q)
+	d.used.done(tok, act.ID)
 	http.Redirect(w, r, PathPrefix+"?action="+act.ID+"#actions", http.StatusSeeOther)
 }
 

@@ -10,11 +10,14 @@ import (
 	"github.com/fencegate/fencegate/registry/httpapi"
 )
 
-// CookieName holds a browser's bearer token after /ui/login.
+// CookieName holds a browser's session ID after /ui/login: a random
+// value that names a session kept by this serve process, never the
+// bearer token the browser logged in with.
 const CookieName = "fencegate_ui"
 
-// CookieMaxAgeS is the login cookie's lifetime, 12 h.
-const CookieMaxAgeS = 12 * 3600
+// CookieMaxAgeS is the login cookie's lifetime, SessionTTLMs in seconds:
+// the browser forgets the ID when serve would refuse it anyway.
+const CookieMaxAgeS = SessionTTLMs / 1000
 
 // FormBytesMax bounds a form post, 8 KiB.
 const FormBytesMax = 8 << 10
@@ -73,7 +76,9 @@ func viewerFrom(ctx context.Context) viewer {
 }
 
 // identify authenticates r as the API does; a browser without a client
-// certificate or an Authorization header is tried with its login cookie.
+// certificate or an Authorization header is tried with its session
+// cookie, which names the identity that logged in (the role is checked
+// again on every request, by the caller).
 func (d *Dashboard) identify(r *http.Request) (string, error) {
 	id, err := d.cfg.Auth.Authenticate(r)
 	if !errors.Is(err, httpapi.ErrNoCredentials) {
@@ -83,7 +88,7 @@ func (d *Dashboard) identify(r *http.Request) (string, error) {
 	if cerr != nil || c.Value == "" {
 		return "", err
 	}
-	return d.withToken(r, c.Value)
+	return d.sessions.identity(c.Value, d.cfg.Clock.Now())
 }
 
 // withToken authenticates r as if it carried token as its bearer token.
@@ -123,8 +128,10 @@ func (d *Dashboard) loginPage(w http.ResponseWriter, r *http.Request) {
 	d.render(w, http.StatusOK, "login.html", loginData{})
 }
 
-// login checks the token and, if it names an admin or a viewer, keeps it
-// in an HttpOnly cookie scoped to the page.
+// login checks the token and, if it names an admin or a viewer, starts
+// a session for that identity and gives the browser its ID in an
+// HttpOnly, SameSite=Strict cookie scoped to the page. The token is used
+// for this one request and kept nowhere.
 func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 	token := strings.TrimSpace(r.PostFormValue("token"))
 	id, err := d.withToken(r, token)
@@ -139,12 +146,22 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 		d.render(w, http.StatusUnauthorized, "login.html", loginData{Error: msg})
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: token, Path: PathPrefix, MaxAge: CookieMaxAgeS,
+	sid, err := d.sessions.create(id, d.cfg.Clock.Now())
+	if err != nil {
+		d.fail(w, r, http.StatusInternalServerError, err.Error())
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: sid, Path: PathPrefix, MaxAge: CookieMaxAgeS,
 		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
 	http.Redirect(w, r, PathPrefix, http.StatusSeeOther)
 }
 
+// logout ends the browser's session at serve, so its ID is refused from
+// now on whoever holds a copy, and clears the cookie.
 func (d *Dashboard) logout(w http.ResponseWriter, r *http.Request) {
+	if c, err := r.Cookie(CookieName); err == nil && c.Value != "" {
+		d.sessions.end(c.Value)
+	}
 	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: PathPrefix, MaxAge: -1,
 		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
 	http.Redirect(w, r, PathPrefix+"login", http.StatusSeeOther)

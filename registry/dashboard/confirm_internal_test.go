@@ -1,5 +1,5 @@
-// Proves the confirmation token binds the admin, the action and its
-// values and expires after ConfirmTTLMs; and that the charts are drawn
+// Proves the confirmation token binds the admin, the action, its values
+// and its own random nonce, and expires after ConfirmTTLMs; and that the charts are drawn
 // from the numbers they are given (quantiles are bucket upper bounds).
 package dashboard
 
@@ -14,7 +14,7 @@ func TestConfirmationTokenBinds(t *testing.T) {
 	q := request{Kind: KindResume, Gate: "gate-1", Resource: "r/1", Value: 3, Note: "INC-42"}
 	const now = 1_000_000
 	tok := d.token("ops-admin", q, now+ConfirmTTLMs)
-	if err := d.checkToken(tok, "ops-admin", q, now); err != nil {
+	if _, err := d.checkToken(tok, "ops-admin", q, now); err != nil {
 		t.Fatalf("own token: %v", err)
 	}
 	other := func(edit func(*request)) request { c := q; edit(&c); return c }
@@ -31,11 +31,20 @@ func TestConfirmationTokenBinds(t *testing.T) {
 		"expired":        {tok, "ops-admin", q, now + ConfirmTTLMs + 1},
 		"too long-lived": {d.token("ops-admin", q, now+2*ConfirmTTLMs), "ops-admin", q, now},
 		"garbage":        {"12.abc", "ops-admin", q, now},
+		"another nonce":  {withNonce(tok, "AAAAAAAAAAAAAAAA"), "ops-admin", q, now},
+		"no nonce":       {withNonce(tok, ""), "ops-admin", q, now},
 	} {
-		if err := d.checkToken(c.tok, c.admin, c.q, c.nowMs); err == nil {
+		if _, err := d.checkToken(c.tok, c.admin, c.q, c.nowMs); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
+}
+
+// withNonce is tok with its nonce replaced.
+func withNonce(tok, nonce string) string {
+	p := strings.Split(tok, ".")
+	p[1] = nonce
+	return strings.Join(p, ".")
 }
 
 func TestChartsFromNumbers(t *testing.T) {

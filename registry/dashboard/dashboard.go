@@ -33,6 +33,11 @@ type Config struct {
 	Store registry.Store
 	// Auth authenticates callers as the API does. Required.
 	Auth httpapi.Authenticator
+	// Authorizer is the API's resource policy: a viewer sees only the
+	// resources it may see (verb see), and a gate's report keeps only
+	// what the gate may see. Admins see everything. Required (AllowAll
+	// lets every viewer see every resource).
+	Authorizer httpapi.Authorizer
 	// Admins may view and act; Viewers may view. At least one of the two
 	// must name someone, or nobody could use the page.
 	Admins, Viewers []string
@@ -51,9 +56,13 @@ type Config struct {
 	// Clock is the registry's clock (lease time left, command expiry).
 	// Optional, defaults to the system clock.
 	Clock clock.Clock
-	// Logger receives the audit lines of actions. Optional, defaults to
-	// slog.Default().
+	// Logger receives the audit lines of actions and, with RequestLog, the
+	// request lines of gate reports. Optional, defaults to slog.Default().
 	Logger *slog.Logger
+	// RequestLog logs every gate report as the API logs its calls
+	// (httpapi.LogRequest), with the gate's identity. Optional, defaults
+	// to off.
+	RequestLog bool
 }
 
 // Dashboard serves the page and takes gate reports. Create it with New,
@@ -61,6 +70,9 @@ type Config struct {
 type Dashboard struct {
 	cfg      Config
 	tokenKey []byte // confirmation tokens' HMAC key, random per process
+	sessions *sessionStore
+	used     *usedTokens // confirmation tokens already acted on
+	refused  *refusedSet // gate reports' refusals already audited
 	gates    *gateStore
 	actions  *actionLog
 	known    *knownSet
@@ -75,8 +87,8 @@ type Dashboard struct {
 
 // New checks cfg and returns a Dashboard.
 func New(cfg Config) (*Dashboard, error) {
-	if cfg.Registry == nil || cfg.Store == nil || cfg.Auth == nil {
-		return nil, errors.New("dashboard: Config.Registry, Store and Auth are required")
+	if cfg.Registry == nil || cfg.Store == nil || cfg.Auth == nil || cfg.Authorizer == nil {
+		return nil, errors.New("dashboard: Config.Registry, Store, Auth and Authorizer are required")
 	}
 	if len(cfg.Admins)+len(cfg.Viewers) == 0 {
 		return nil, errors.New("dashboard: name at least one admin or viewer identity, or nobody can see it")
@@ -96,7 +108,7 @@ func New(cfg Config) (*Dashboard, error) {
 	if _, err := rand.Read(key); err != nil {
 		return nil, err
 	}
-	return &Dashboard{cfg: cfg, tokenKey: key, gates: newGateStore(), actions: &actionLog{}, known: newKnownSet(),
+	return &Dashboard{cfg: cfg, tokenKey: key, sessions: newSessionStore(), used: newUsedTokens(), refused: newRefusedSet(), gates: newGateStore(), actions: &actionLog{}, known: newKnownSet(),
 		samples: newSampler(cfg.Metrics), streams: make(chan struct{}, StreamsMax)}, nil
 }
 
@@ -146,9 +158,33 @@ func (d *Dashboard) Handler(next http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle(PathPrefix, d.ui())
 	mux.Handle("GET /ui", http.RedirectHandler(PathPrefix, http.StatusMovedPermanently))
-	mux.HandleFunc(report.ReportPath, d.ingest)
+	for _, r := range d.apiRoutes() {
+		mux.Handle(r.Path, r.h)
+	}
 	mux.Handle("/", next)
 	return mux
+}
+
+// apiRoute is an API endpoint the dashboard serves beside the API.
+type apiRoute struct {
+	httpapi.Route
+	h http.Handler
+}
+
+// apiRoutes are the API endpoints Handler serves (the page under
+// PathPrefix is not part of the API); APIRoutes lists the same.
+func (d *Dashboard) apiRoutes() []apiRoute {
+	return []apiRoute{{httpapi.Route{Method: http.MethodPost, Path: report.ReportPath}, http.HandlerFunc(d.ingest)}}
+}
+
+// APIRoutes lists the API endpoints Handler serves besides next's:
+// api/openapi.yaml describes them with httpapi.Server.Routes.
+func (d *Dashboard) APIRoutes() []httpapi.Route {
+	var out []httpapi.Route
+	for _, r := range d.apiRoutes() {
+		out = append(out, r.Route)
+	}
+	return out
 }
 
 func (d *Dashboard) ui() http.Handler {

@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/fencegate/fencegate/gate/report"
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/httpapi"
 )
 
 // facts gathers what the operator should see before acting on q. Unless
@@ -100,7 +102,14 @@ func (d *Dashboard) queueResume(a *Action, now time.Time) error {
 // via=dashboard.
 func (d *Dashboard) audit(ctx context.Context, a *Action, err error) {
 	outcome := a.State
-	if err != nil {
+	switch {
+	case errors.Is(err, errForbidden):
+		outcome = httpapi.CodeForbidden
+	case errors.Is(err, errTokenUsed):
+		outcome = outcomeConfirmationUsed
+	case errors.Is(err, errTooManyConfirmations):
+		outcome = outcomeConfirmationsFull
+	case err != nil:
 		if outcome = registry.CodeOf(err); outcome == "" {
 			outcome = StateError
 		}

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -40,6 +41,14 @@ const (
 	resource  = "invoice-batch/2026-07-19"
 )
 
+// harnessPolicy: the workers lock invoice batches, the gates and the
+// viewer see them (the viewer also what was granted "elsewhere/"), and
+// nobody but an admin sees "other-team/".
+const harnessPolicy = `{"schema": "resourcePolicy.v1", "rules": [
+  {"identities": ["worker-*"], "resources": ["invoice-batch/*"], "verbs": ["acquire"]},
+  {"identities": ["gate-1", "gate-2", "ops-viewer"], "resources": ["invoice-batch/*"], "verbs": ["see"]},
+  {"identities": ["ops-viewer"], "resources": ["elsewhere/*"], "verbs": ["see"]}]}`
+
 type lockedBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
@@ -53,18 +62,21 @@ func (l *lockedBuffer) Write(p []byte) (int, error) {
 func (l *lockedBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
 
 type harness struct {
-	t     *testing.T
-	ctx   context.Context
-	clk   *fakeclock.Clock
-	iss   *gatetest.Issuer // the registry's key, which the gate trusts
-	reg   *registry.Registry
-	d     *dashboard.Dashboard
-	srv   *httptest.Server
-	logs  *lockedBuffer
-	http  *http.Client
-	gate  *sqlgate.Gate
-	db    *sql.DB
-	dbDir string
+	t      *testing.T
+	ctx    context.Context
+	clk    *fakeclock.Clock
+	iss    *gatetest.Issuer // the registry's key, which the gate trusts
+	policy *httpapi.Policy  // harnessPolicy
+	reg    *registry.Registry
+	d      *dashboard.Dashboard
+	api    *httpapi.Server
+	srv    *httptest.Server
+	logs   *lockedBuffer
+	http   *http.Client
+	gate   *sqlgate.Gate
+	db     *sql.DB
+	dbDir  string
+	seq    int // next's
 }
 
 // newHarness starts the registry and dashboard; signer signs the
@@ -84,20 +96,28 @@ func newHarness(t *testing.T, signer *gatetest.Issuer) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
+	h.policy, err = httpapi.ParsePolicy([]byte(harnessPolicy))
+	if err != nil {
+		t.Fatal(err)
+	}
 	logger := slog.New(slog.NewTextHandler(h.logs, nil))
 	metrics := httpapi.NewMetrics()
 	h.d, err = dashboard.New(dashboard.Config{Registry: h.reg, Store: store, Auth: auth, Admins: []string{"ops-admin"},
-		Viewers: []string{"ops-viewer"}, GateReporters: []string{"gate-1", "gate-2"}, Signer: signer.Key,
-		Metrics: metrics.Registry(), Clock: h.clk, Logger: logger})
+		Viewers: []string{"ops-viewer"}, GateReporters: []string{"gate-1", "gate-2"}, Signer: signer.Key, Authorizer: h.policy,
+		Metrics: metrics.Registry(), Clock: h.clk, Logger: logger, RequestLog: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	api, err := httpapi.NewServer(httpapi.Config{Registry: h.reg, Store: store, Auth: auth, Admins: httpapi.Admins{"ops-admin"},
-		Metrics: metrics, Logger: logger, Seen: h.d.NoteResource})
+	bundle := filepath.Join(t.TempDir(), httpapi.BundleFileName)
+	if err := os.WriteFile(bundle, httpapi.BundleFor(h.iss.Key, "", "").Marshal(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.api, err = httpapi.NewServer(httpapi.Config{Registry: h.reg, Store: store, Auth: auth, Admins: httpapi.Admins{"ops-admin"}, Authorizer: h.policy,
+		TrustBundle: httpapi.FileBundlePublisher(bundle, h.iss.Key), Metrics: metrics, Logger: logger, RequestLog: true, Seen: h.d.NoteResource})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.srv = httptest.NewServer(h.d.Handler(api))
+	h.srv = httptest.NewServer(h.d.Handler(h.api))
 	t.Cleanup(h.srv.Close)
 	h.http = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	return h

@@ -1,5 +1,5 @@
-// Proves the report endpoint's checks in order (method, identity, gate
-// reporter, size, format, rate), that a report changes what the page shows,
+// Proves the report endpoint's checks in order (method, identity, media
+// type, gate reporter, size, format, rate), that a report changes what the page shows,
 // that one gate cannot settle another gate's command, and that a silent
 // gate is shown stale and then forgotten.
 package dashboard_test
@@ -18,7 +18,16 @@ import (
 
 func (h *harness) post(tok string, body string) (int, string) {
 	h.t.Helper()
+	return h.postAs(tok, "application/json", body)
+}
+
+// postAs sends a report with the Content-Type ctype ("": none).
+func (h *harness) postAs(tok, ctype, body string) (int, string) {
+	h.t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, h.srv.URL+report.ReportPath, strings.NewReader(body))
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
 	if tok != "" {
 		req.Header.Set("Authorization", "Bearer "+tok)
 	}
@@ -42,17 +51,21 @@ func minimal(results ...report.Result) string {
 
 func TestReportEndpointChecks(t *testing.T) {
 	h := newHarness(t, nil)
+	const js = "application/json"
 	for name, c := range map[string]struct {
-		tok, body string
-		status    int
-		code      string
+		tok, ctype, body string
+		status           int
+		code             string
 	}{
-		"no identity":  {"", minimal(), http.StatusUnauthorized, "UNAUTHENTICATED"},
-		"not a gate":   {tokWorker, minimal(), http.StatusForbidden, "FORBIDDEN"},
-		"oversized":    {tokGate, `{"service":"` + strings.Repeat("x", report.ReportBytesMax) + `"}`, http.StatusRequestEntityTooLarge, "TOO_LARGE"},
-		"not a report": {tokGate, `{"schema":"gateReport.v1","resources":[{"resource":"../x","mode":"enforce"}]}`, http.StatusBadRequest, dashboard.CodeInvalid},
+		"no identity":  {"", js, minimal(), http.StatusUnauthorized, "UNAUTHENTICATED"},
+		"as text":      {tokGate, "text/plain", minimal(), http.StatusUnsupportedMediaType, "UNSUPPORTED_MEDIA_TYPE"},
+		"as a form":    {tokGate, "application/x-www-form-urlencoded", minimal(), http.StatusUnsupportedMediaType, "UNSUPPORTED_MEDIA_TYPE"},
+		"untyped":      {tokGate, "", minimal(), http.StatusUnsupportedMediaType, "UNSUPPORTED_MEDIA_TYPE"},
+		"not a gate":   {tokWorker, js, minimal(), http.StatusForbidden, "FORBIDDEN"},
+		"oversized":    {tokGate, js, `{"service":"` + strings.Repeat("x", report.ReportBytesMax) + `"}`, http.StatusRequestEntityTooLarge, "TOO_LARGE"},
+		"not a report": {tokGate, js, `{"schema":"gateReport.v1","resources":[{"resource":"../x","mode":"enforce"}]}`, http.StatusBadRequest, dashboard.CodeInvalid},
 	} {
-		if status, code := h.post(c.tok, c.body); status != c.status || code != c.code {
+		if status, code := h.postAs(c.tok, c.ctype, c.body); status != c.status || code != c.code {
 			t.Errorf("%s: %d %s, want %d %s", name, status, code, c.status, c.code)
 		}
 	}

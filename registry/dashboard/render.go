@@ -77,7 +77,7 @@ func (d *Dashboard) render(w http.ResponseWriter, status int, name string, v any
 	w.Write(buf.Bytes())
 }
 
-// pageData is a page for one viewer.
+// pageData is a page for one viewer: only what the viewer may see.
 type pageData struct {
 	*data
 	Viewer viewer
@@ -85,7 +85,8 @@ type pageData struct {
 }
 
 func (d *Dashboard) pageFor(r *http.Request) pageData {
-	p := pageData{data: d.snapshot(r.Context()), Viewer: viewerFrom(r.Context())}
+	v := viewerFrom(r.Context())
+	p := pageData{data: d.forViewer(d.snapshot(r.Context()), v), Viewer: v}
 	if id := r.URL.Query().Get("action"); id != "" {
 		for i := range p.Actions {
 			if p.Actions[i].ID == id {

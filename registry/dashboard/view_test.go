@@ -23,6 +23,7 @@ func TestPageShowsHoldersAndWaiters(t *testing.T) {
 	body := `{"resource":"` + resource + `","operationId":"op-1","operationClass":"settle","requestId":"r-1","ttlMs":10000}`
 	req, _ := http.NewRequest(http.MethodPost, h.srv.URL+"/v1/acquire", strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+tokWorker)
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := h.http.Do(req)
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("acquire: %v %v", err, resp.Status)

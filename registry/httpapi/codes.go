@@ -37,15 +37,17 @@ var codeStatus = map[string]int{
 	// grant codes a request can cause (a status query with a bad grant)
 	"MALFORMED": http.StatusBadRequest,
 	// transport codes
-	CodeBadRequest:       http.StatusBadRequest,
-	CodeTooLarge:         http.StatusRequestEntityTooLarge,
-	CodeUnauthenticated:  http.StatusUnauthorized,
-	CodeForbidden:        http.StatusForbidden,
-	CodeMethodNotAllowed: http.StatusMethodNotAllowed,
-	CodeInternal:         http.StatusInternalServerError,
-	CodeNotReady:         http.StatusServiceUnavailable,
-	CodeTimeout:          http.StatusGatewayTimeout,
-	CodeCanceled:         statusClientClosed,
+	CodeBadRequest:           http.StatusBadRequest,
+	CodeTooLarge:             http.StatusRequestEntityTooLarge,
+	CodeUnauthenticated:      http.StatusUnauthorized,
+	CodeForbidden:            http.StatusForbidden,
+	CodeForbiddenResource:    http.StatusForbidden,
+	CodeMethodNotAllowed:     http.StatusMethodNotAllowed,
+	CodeUnsupportedMediaType: http.StatusUnsupportedMediaType,
+	CodeInternal:             http.StatusInternalServerError,
+	CodeNotReady:             http.StatusServiceUnavailable,
+	CodeTimeout:              http.StatusGatewayTimeout,
+	CodeCanceled:             statusClientClosed,
 }
 
 // statusFor returns the HTTP status of a code (500 for one not known).

@@ -79,10 +79,14 @@ func transportCode(err error) string {
 		return CodeTooLarge
 	case errors.Is(err, ErrBadRequest):
 		return CodeBadRequest
+	case errors.Is(err, ErrUnsupportedMediaType):
+		return CodeUnsupportedMediaType
 	case errors.Is(err, ErrNoCredentials), errors.Is(err, ErrBadCredentials):
 		return CodeUnauthenticated
 	case errors.Is(err, errForbidden):
 		return CodeForbidden
+	case errors.Is(err, ErrForbiddenResource):
+		return CodeForbiddenResource
 	case errors.Is(err, errMethod):
 		return CodeMethodNotAllowed
 	}

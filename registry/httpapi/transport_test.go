@@ -12,12 +12,26 @@ import (
 	"testing"
 )
 
-// raw sends one request and returns the status and the decoded error body.
+// raw sends one request, declared as JSON when it is a POST or has a
+// body, and returns the status and the decoded error body.
 func (h *harness) raw(method, path, tok, body string) (int, ErrorBody, http.Header) {
+	h.t.Helper()
+	ctype := ""
+	if method == http.MethodPost || body != "" {
+		ctype = "application/json"
+	}
+	return h.rawAs(method, path, tok, ctype, body)
+}
+
+// rawAs is raw with the Content-Type ctype ("": none).
+func (h *harness) rawAs(method, path, tok, ctype, body string) (int, ErrorBody, http.Header) {
 	h.t.Helper()
 	req, err := http.NewRequest(method, h.srv.URL+path, strings.NewReader(body))
 	if err != nil {
 		h.t.Fatal(err)
+	}
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
 	}
 	if tok != "" {
 		req.Header.Set("Authorization", "Bearer "+tok)

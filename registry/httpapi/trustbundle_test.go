@@ -22,7 +22,7 @@ func TestTrustBundleEndpoint(t *testing.T) {
 	if err := os.WriteFile(path, f.Marshal(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := NewServer(Config{Registry: h.reg, Auth: Chain{}, TrustBundle: FileBundlePublisher(path, h.key)})
+	srv, err := NewServer(Config{Registry: h.reg, Auth: Chain{}, Authorizer: AllowAll{}, TrustBundle: FileBundlePublisher(path, h.key)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,7 +61,7 @@ func newWorld(t *testing.T, postgres bool) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rs, err := httpapi.NewServer(httpapi.Config{Registry: reg, Auth: tokens})
+	rs, err := httpapi.NewServer(httpapi.Config{Registry: reg, Auth: tokens, Authorizer: httpapi.AllowAll{}})
 	if err != nil {
 		t.Fatal(err)
 	}

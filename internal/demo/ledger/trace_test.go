@@ -46,7 +46,7 @@ func tracedWorld(t *testing.T, tp *sdktrace.TracerProvider) (regURL, ledgerURL s
 	if err != nil {
 		t.Fatal(err)
 	}
-	rs, err := httpapi.NewServer(httpapi.Config{Registry: reg, Auth: tokens, TracerProvider: tp})
+	rs, err := httpapi.NewServer(httpapi.Config{Registry: reg, Auth: tokens, Authorizer: httpapi.AllowAll{}, TracerProvider: tp})
 	if err != nil {
 		t.Fatal(err)
 	}
