@@ -16,8 +16,8 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/fencegate/fencegate/client"
-	"github.com/fencegate/fencegate/client/clienttest"
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/testkit/clienttest"
 )
 
 // rateErrorMax is the client clock's rate error the property allows: far

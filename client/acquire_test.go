@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/client"
-	"github.com/fencegate/fencegate/client/clienttest"
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/testkit/clienttest"
 )
 
 func TestUnreachableRegistryKeepsRequestIDUntilTTLPlusMargin(t *testing.T) {

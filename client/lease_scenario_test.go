@@ -34,10 +34,10 @@ import (
 
 	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/gate"
-	"github.com/fencegate/fencegate/gate/gatetest"
 	"github.com/fencegate/fencegate/grant"
-	"github.com/fencegate/fencegate/internal/scenariotext"
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/testkit/gatetest"
+	"github.com/fencegate/fencegate/testkit/scenariotext"
 )
 
 func TestLeaseScenarios(t *testing.T) {

@@ -15,9 +15,9 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/fencegate/fencegate/client"
-	"github.com/fencegate/fencegate/client/clienttest"
-	"github.com/fencegate/fencegate/gate/gatetest"
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/testkit/clienttest"
+	"github.com/fencegate/fencegate/testkit/gatetest"
 )
 
 func TestPropertyNoEnvelopeWithoutRegistryHold(t *testing.T) {

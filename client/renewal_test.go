@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/client"
-	"github.com/fencegate/fencegate/client/clienttest"
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/testkit/clienttest"
 )
 
 // slowRenew answers renewals only after the clock moved by delay (late),

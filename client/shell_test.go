@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/client"
-	"github.com/fencegate/fencegate/client/clienttest"
+	"github.com/fencegate/fencegate/testkit/clienttest"
 )
 
 // switchableNet loses renewal answers (or every request) while told to.

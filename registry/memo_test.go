@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/grant"
-	"github.com/fencegate/fencegate/internal/fakeclock"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/memstore"
+	"github.com/fencegate/fencegate/testkit/fakeclock"
 )
 
 // countingStore counts Reads of a memory store.

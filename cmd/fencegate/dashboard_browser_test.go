@@ -27,8 +27,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/fencegate/fencegate/internal/demo/ledger"
-	"github.com/fencegate/fencegate/registry/dashboard"
+	"github.com/fencegate/fencegate/dashboard"
+	"github.com/fencegate/fencegate/demo/ledger"
 	"github.com/fencegate/fencegate/registry/httpapi"
 )
 

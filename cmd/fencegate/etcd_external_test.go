@@ -12,8 +12,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fencegate/fencegate/registry/etcdstore/etcdtest"
 	"github.com/fencegate/fencegate/registry/httpapi"
+	"github.com/fencegate/fencegate/testkit/etcdtest"
 )
 
 func TestServeExternalEtcdTLSAuth(t *testing.T) {

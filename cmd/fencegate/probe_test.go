@@ -13,8 +13,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fencegate/fencegate/internal/redistest"
-	"github.com/fencegate/fencegate/internal/s3local"
+	"github.com/fencegate/fencegate/testkit/redistest"
+	"github.com/fencegate/fencegate/testkit/s3local"
 )
 
 func TestProbeS3(t *testing.T) {

@@ -19,9 +19,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegate/fencegate/demo/ledger"
 	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/grant"
-	"github.com/fencegate/fencegate/internal/demo/ledger"
 	"github.com/fencegate/fencegate/registry/httpapi"
 )
 

@@ -9,10 +9,10 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/fencegate/fencegate/dashboard"
+	"github.com/fencegate/fencegate/demo/ledger"
 	"github.com/fencegate/fencegate/grant"
-	"github.com/fencegate/fencegate/internal/demo/ledger"
 	"github.com/fencegate/fencegate/registry"
-	"github.com/fencegate/fencegate/registry/dashboard"
 	"github.com/fencegate/fencegate/registry/httpapi"
 )
 

@@ -23,9 +23,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencegate/fencegate/gate"
-	"github.com/fencegate/fencegate/gate/gatetest"
 	"github.com/fencegate/fencegate/gate/redisgate"
-	"github.com/fencegate/fencegate/internal/redistest"
+	"github.com/fencegate/fencegate/testkit/gatetest"
+	"github.com/fencegate/fencegate/testkit/redistest"
 )
 
 // persistenceSettings are the configurations a restart is tried on, and

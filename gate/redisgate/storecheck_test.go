@@ -21,9 +21,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencegate/fencegate/gate"
-	"github.com/fencegate/fencegate/gate/gatetest"
 	"github.com/fencegate/fencegate/gate/redisgate"
-	"github.com/fencegate/fencegate/internal/redistest"
+	"github.com/fencegate/fencegate/testkit/gatetest"
+	"github.com/fencegate/fencegate/testkit/redistest"
 )
 
 // startChecks are server configurations and the setting Open must name

@@ -18,11 +18,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegate/fencegate/dashboard"
 	"github.com/fencegate/fencegate/gate/report"
 	"github.com/fencegate/fencegate/gate/report/sqlreport"
 	"github.com/fencegate/fencegate/gate/sqlgate"
 	"github.com/fencegate/fencegate/registry"
-	"github.com/fencegate/fencegate/registry/dashboard"
 	"github.com/fencegate/fencegate/registry/httpapi"
 	"github.com/fencegate/fencegate/registry/memstore"
 )

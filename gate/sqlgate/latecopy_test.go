@@ -12,13 +12,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencegate/fencegate/client/clienttest"
 	"github.com/fencegate/fencegate/gate"
-	"github.com/fencegate/fencegate/gate/gatetest"
 	"github.com/fencegate/fencegate/gate/sqlgate"
 	"github.com/fencegate/fencegate/grant"
-	"github.com/fencegate/fencegate/internal/fakeclock"
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/testkit/clienttest"
+	"github.com/fencegate/fencegate/testkit/fakeclock"
+	"github.com/fencegate/fencegate/testkit/gatetest"
 )
 
 func TestLateCopyAfterRelease(t *testing.T) {

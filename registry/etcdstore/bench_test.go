@@ -18,7 +18,7 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/fencegate/fencegate/registry"
-	"github.com/fencegate/fencegate/registry/storetest"
+	"github.com/fencegate/fencegate/testkit/storetest"
 )
 
 var (

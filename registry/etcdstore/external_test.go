@@ -18,7 +18,7 @@ import (
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/etcdstore"
-	"github.com/fencegate/fencegate/registry/etcdstore/etcdtest"
+	"github.com/fencegate/fencegate/testkit/etcdtest"
 )
 
 func TestExternalEtcdTLSAndAuth(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry"
-	"github.com/fencegate/fencegate/registry/storetest"
+	"github.com/fencegate/fencegate/testkit/storetest"
 )
 
 func acquireReq(resource, id string, waitMs uint64) registry.AcquireRequest {

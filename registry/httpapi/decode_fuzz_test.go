@@ -14,7 +14,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fencegate/fencegate/internal/jsonkeys"
+	"github.com/fencegate/fencegate/testkit/jsonkeys"
 )
 
 // jsonNames returns the exact JSON names of the struct v points to.

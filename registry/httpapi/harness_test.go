@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/grant"
-	"github.com/fencegate/fencegate/internal/fakeclock"
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/testkit/fakeclock"
 )
 
 // countingStore counts calls, to show a refused request never reached it.

@@ -2,7 +2,7 @@
 // testdata/fuzz/FuzzParsePolicy: a genuine policy and named near-misses):
 // it never panics and refuses only with ErrBadPolicy; it accepts no field
 // given twice or in another letter case (an independent key walker,
-// internal/jsonkeys); and what it accepts decides exactly as a reference
+// testkit/jsonkeys); and what it accepts decides exactly as a reference
 // reading of the same file does, for probes made from its own patterns
 // (so no call is allowed that no rule names, and no SPIFFE identity is
 // let in by a pattern of another trust domain), and the same after a
@@ -15,7 +15,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fencegate/fencegate/internal/jsonkeys"
+	"github.com/fencegate/fencegate/testkit/jsonkeys"
 )
 
 // policyNames are every JSON name the policy format has, at any depth.

@@ -63,7 +63,7 @@ type Config struct {
 	// Optional: without it the path answers 404.
 	TrustBundle BundlePublisher
 	// Seen is told the resource named by every successful /v1 call (the
-	// dashboard's list of resources, registry/dashboard). Optional; it
+	// dashboard's list of resources, dashboard). Optional; it
 	// must not block.
 	Seen func(resource string)
 }

@@ -6,7 +6,7 @@ import (
 
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/memstore"
-	"github.com/fencegate/fencegate/registry/storetest"
+	"github.com/fencegate/fencegate/testkit/storetest"
 )
 
 func TestConformance(t *testing.T) {
