@@ -110,7 +110,7 @@ func setup(t *testing.T) Binaries {
 	b.Fencegate, b.Chaosproc = filepath.Join(dir, "fencegate"), filepath.Join(dir, "chaosproc")
 	for bin, pkg := range map[string]string{b.Fencegate: "./cmd/fencegate", b.Chaosproc: "./chaos/cmd/chaosproc"} {
 		cmd := exec.Command("go", "build", "-o", bin, pkg)
-		cmd.Dir = filepath.Join("..", "..")
+		cmd.Dir = ".."
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("go build %s: %v: %s", pkg, err, out)
 		}

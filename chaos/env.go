@@ -10,10 +10,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fencegate/fencegate/client/httpclient"
 	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/gate/sqlgate"
 	"github.com/fencegate/fencegate/grant"
-	"github.com/fencegate/fencegate/registry/httpapi"
 )
 
 // readyTimeout bounds waiting for a serve replica or a service to answer.
@@ -53,7 +53,7 @@ type Env struct {
 	links    []*Proxy // every proxy but the etcd peer ones
 	tokens   map[string]string
 
-	admin  []*httpapi.Client // one per serve replica, straight (not through a proxy)
+	admin  []*httpclient.Client // one per serve replica, straight (not through a proxy)
 	db     *sql.DB
 	gate   *sqlgate.Gate
 	bundle string
@@ -128,7 +128,7 @@ func (e *Env) startServes(ctx context.Context) error {
 		if err := p.proc.Start(); err != nil {
 			return err
 		}
-		c, err := httpapi.NewClient(p.url(), httpapi.WithBearerToken(e.tokens[adminIdentity]))
+		c, err := httpclient.NewClient(p.url(), httpclient.WithBearerToken(e.tokens[adminIdentity]))
 		if err != nil {
 			return err
 		}

@@ -7,7 +7,8 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/chaos/record"
-	"github.com/fencegate/fencegate/registry/httpapi"
+	"github.com/fencegate/fencegate/client/httpclient"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // Repair timing: paused resources are looked for every repairPoll; a
@@ -76,7 +77,7 @@ func (r *repairer) run(ctx context.Context) {
 }
 
 // admin runs fn against the first replica that answers.
-func (r *repairer) admin(ctx context.Context, fn func(context.Context, *httpapi.Client) error) error {
+func (r *repairer) admin(ctx context.Context, fn func(context.Context, *httpclient.Client) error) error {
 	var err error
 	for try := range adminTries {
 		c := r.e.admin[try%len(r.e.admin)]
@@ -99,16 +100,16 @@ func (r *repairer) repair(ctx context.Context, res string, resume bool) {
 	if err != nil {
 		return
 	}
-	var info httpapi.ResourceInfo
-	if err := r.admin(ctx, func(c context.Context, a *httpapi.Client) (err error) { info, err = a.Resource(c, res); return }); err != nil {
+	var info wire.ResourceInfo
+	if err := r.admin(ctx, func(c context.Context, a *httpclient.Client) (err error) { info, err = a.Resource(c, res); return }); err != nil {
 		r.e.cfg.Logf("repair %s: %v", res, err)
 		return
 	}
 	floor := max(st.HighestFence, info.HighestFence, info.Floor) + 1
 	gen := max(info.PolicyGeneration, st.MinPolicyGeneration) + 1
-	steps := []func(context.Context, *httpapi.Client) error{
-		func(c context.Context, a *httpapi.Client) error { _, err := a.RaiseFloor(c, res, floor); return err },
-		func(c context.Context, a *httpapi.Client) error {
+	steps := []func(context.Context, *httpclient.Client) error{
+		func(c context.Context, a *httpclient.Client) error { _, err := a.RaiseFloor(c, res, floor); return err },
+		func(c context.Context, a *httpclient.Client) error {
 			_, err := a.SetPolicyGeneration(c, res, gen)
 			return err
 		},

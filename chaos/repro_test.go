@@ -14,6 +14,7 @@ import (
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/memstore"
+	"github.com/fencegate/fencegate/wire"
 )
 
 func TestReproCancelWaitReleasesRetriedGrant(t *testing.T) {
@@ -27,8 +28,8 @@ func TestReproCancelWaitReleasesRetriedGrant(t *testing.T) {
 		t.Fatal(err)
 	}
 	const res = "chaos/repro"
-	req := func(op, id string, waitMs uint64) registry.AcquireRequest {
-		return registry.AcquireRequest{Resource: res, OperationID: op, OperationClass: "settle", RequestID: id, TTLMs: 3000, WaitMs: waitMs}
+	req := func(op, id string, waitMs uint64) wire.AcquireRequest {
+		return wire.AcquireRequest{Resource: res, OperationID: op, OperationClass: "settle", RequestID: id, TTLMs: 3000, WaitMs: waitMs}
 	}
 	h, err := reg.Acquire(ctx, "holder", req("op-h", "req-h", 0))
 	if err != nil {

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/grant"
-	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // Acquire obtains a lease on r.Resource and returns it HELD.
@@ -47,7 +47,7 @@ func (s *Session) Acquire(ctx context.Context, r AcquireRequest) (*Lease, error)
 			continue
 		}
 		req := a.core.Request()
-		is, err := timedCall(ctx, s.o.Clock, call.Timeout, func(c context.Context) (registry.Issued, error) {
+		is, err := timedCall(ctx, s.o.Clock, call.Timeout, func(c context.Context) (wire.Issued, error) {
 			if call.Kind == CallQueryRequest {
 				return s.t.QueryRequest(c, req.RequestID)
 			}
@@ -63,7 +63,7 @@ func (s *Session) Acquire(ctx context.Context, r AcquireRequest) (*Lease, error)
 
 // answered ends an Acquire on the core's final answer: the lease, or the
 // error (and the request ID is forgotten either way).
-func (s *Session) answered(a *attempt, is registry.Issued, err error) (*Lease, error) {
+func (s *Session) answered(a *attempt, is wire.Issued, err error) (*Lease, error) {
 	if err != nil {
 		s.finish(a, true)
 		return nil, err
@@ -96,7 +96,7 @@ func (s *Session) begin(r AcquireRequest) (*attempt, error) {
 		r.TTL = s.o.TTLDefault // always explicit: a lost answer is waited out for exactly this
 	}
 	if err := grant.ValidateResource(r.Resource); err != nil {
-		return nil, fmt.Errorf("client: acquire: %w: %w", registry.ErrInvalid, err)
+		return nil, fmt.Errorf("client: acquire: %w: %w", wire.ErrInvalid, err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -162,7 +162,7 @@ func (s *Session) Lock(ctx context.Context, r AcquireRequest) (*Lease, error) {
 			return l, nil
 		case ctx.Err() != nil:
 			return nil, fmt.Errorf("client: lock %s: %w", r.Resource, ctx.Err())
-		case errors.Is(err, registry.ErrWaitTimeout), errors.Is(err, registry.ErrBusy):
+		case errors.Is(err, wire.ErrWaitTimeout), errors.Is(err, wire.ErrBusy):
 			continue
 		}
 		return nil, err

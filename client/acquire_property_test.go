@@ -18,6 +18,7 @@ import (
 	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/testkit/clienttest"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // rateErrorMax is the client clock's rate error the property allows: far
@@ -87,7 +88,7 @@ func runAcquireStory(rt *rapid.T, from func(*client.AcquireCore, time.Time) time
 	if err != nil {
 		rt.Fatal(err)
 	}
-	holder, err := reg.Acquire(ctx, clienttest.OwnerA, registry.AcquireRequest{Resource: clienttest.Resource,
+	holder, err := reg.Acquire(ctx, clienttest.OwnerA, wire.AcquireRequest{Resource: clienttest.Resource,
 		OperationID: "op-a", OperationClass: "settle", RequestID: "req-a", TTLMs: 3000})
 	if err != nil {
 		rt.Fatal(err)
@@ -96,7 +97,7 @@ func runAcquireStory(rt *rapid.T, from func(*client.AcquireCore, time.Time) time
 	ttlMs := uint64(rapid.IntRange(2, 15).Draw(rt, "ttlS") * 1000)
 	c := newStoryClock(rt, clock)
 	o := client.Options{}.WithDefaults()
-	req := registry.AcquireRequest{Resource: clienttest.Resource, OperationID: "op-b", OperationClass: "settle",
+	req := wire.AcquireRequest{Resource: clienttest.Resource, OperationID: "op-b", OperationClass: "settle",
 		RequestID: "req-b", TTLMs: ttlMs, WaitMs: uint64(rapid.Int64Range(1000, 30_000).Draw(rt, "waitMs"))}
 	n := 0
 	a := client.NewAcquireCore(o, req, func() string { n++; return "req-b-" + string(rune('a'+n)) }, func() float64 { return 0.5 })
@@ -151,10 +152,10 @@ func runAcquireStory(rt *rapid.T, from func(*client.AcquireCore, time.Time) time
 // acquire) and, once it has an answer, gives it to the core after a
 // random delay, or loses it. It reports whether the call is over.
 func deliver(rt *rapid.T, reg *clienttest.Registry, inflight **registry.Acquisition, call client.Call,
-	req registry.AcquireRequest, a *client.AcquireCore, c *storyClock, out *storyOutcome) bool {
+	req wire.AcquireRequest, a *client.AcquireCore, c *storyClock, out *storyOutcome) bool {
 	ctx := context.Background()
 	var (
-		is  registry.Issued
+		is  wire.Issued
 		err error
 	)
 	switch call.Kind {

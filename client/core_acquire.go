@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/grant"
-	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // AcquireCore is one acquire's pure core: it keeps the request ID until a
@@ -16,7 +16,7 @@ import (
 // simulator with a simulated network. Not safe for concurrent use.
 type AcquireCore struct {
 	o         Options
-	req       registry.AcquireRequest
+	req       wire.AcquireRequest
 	m         Machine
 	newID     func() string
 	jitter    func() float64 // in [0, 1)
@@ -30,7 +30,7 @@ type AcquireCore struct {
 	callN     uint64
 	lostRun   int // calls in a row without an answer
 	done      bool
-	issued    registry.Issued
+	issued    wire.Issued
 	err       error
 	trans     []Transition
 	// unreachable is set once AcquireLostMax calls in a row went
@@ -48,12 +48,12 @@ func (a *AcquireCore) Unreachable() error { return a.unreachable }
 // set). newRequestID draws a fresh ID for when the registry answers that
 // this one's grant already ended; jitter draws in [0, 1) for the backoff.
 // o must have its defaults filled.
-func NewAcquireCore(o Options, req registry.AcquireRequest, newRequestID func() string, jitter func() float64) *AcquireCore {
+func NewAcquireCore(o Options, req wire.AcquireRequest, newRequestID func() string, jitter func() float64) *AcquireCore {
 	return &AcquireCore{o: o, req: req, m: NewMachine(), newID: newRequestID, jitter: jitter, backoff: AcquireBackoffMin}
 }
 
 // Request returns the request as it will be sent (the current request ID).
-func (a *AcquireCore) Request() registry.AcquireRequest { return a.req }
+func (a *AcquireCore) Request() wire.AcquireRequest { return a.req }
 
 // FirstSent is when the current request ID was first sent (zero: never):
 // the registry may have granted at any instant since, so a lease's first
@@ -103,7 +103,7 @@ func (a *AcquireCore) ReusableAt() time.Time {
 
 // Done reports whether the acquire has a final answer: the grant, HELD,
 // or the error that ends it (a definite refusal, or ErrBadAnswer).
-func (a *AcquireCore) Done() (done bool, is registry.Issued, err error) {
+func (a *AcquireCore) Done() (done bool, is wire.Issued, err error) {
 	return a.done, a.issued, a.err
 }
 
@@ -148,17 +148,17 @@ func (a *AcquireCore) Next(now time.Time) (Call, time.Time) {
 
 // Lost records that call got no answer within its timeout.
 func (a *AcquireCore) Lost(now time.Time, call Call) {
-	a.Answer(now, call, registry.Issued{}, ErrOutcomeUnknown)
+	a.Answer(now, call, wire.Issued{}, ErrOutcomeUnknown)
 }
 
 // Answer reads the answer to call at now; an answer to a call no longer
 // in flight is ignored.
-func (a *AcquireCore) Answer(now time.Time, call Call, is registry.Issued, err error) {
+func (a *AcquireCore) Answer(now time.Time, call Call, is wire.Issued, err error) {
 	if call.n == 0 || call.n != a.inflight.n || a.done {
 		return
 	}
 	a.inflight = Call{}
-	if call.Kind == CallQueryRequest && registry.CodeOf(err) == "NOT_FOUND" {
+	if call.Kind == CallQueryRequest && wire.CodeOf(err) == "NOT_FOUND" {
 		a.lost, a.backoff, a.retryAt = false, AcquireBackoffMin, now // not granted (yet): send the same acquire again
 		return
 	}
@@ -170,7 +170,7 @@ func (a *AcquireCore) Answer(now time.Time, call Call, is registry.Issued, err e
 		a.doneSent = call.Sent
 		a.answered(now, is)
 	case answerRefused:
-		a.finish(registry.Issued{}, fmt.Errorf("client: acquire %s: %w", a.req.Resource, err))
+		a.finish(wire.Issued{}, fmt.Errorf("client: acquire %s: %w", a.req.Resource, err))
 	case answerLost:
 		if a.lostRun++; a.lostRun >= a.o.AcquireLostMax {
 			a.unreachable = fmt.Errorf("client: acquire %s: request %s: %w after %d calls without an answer (last: %w)",
@@ -189,9 +189,9 @@ func (a *AcquireCore) Answer(now time.Time, call Call, is registry.Issued, err e
 // answered reads a grant returned for the request ID. A HELD grant ends
 // the acquire. A grant that already ended (the answer was lost long ago)
 // is a final answer for that ID: a fresh ID is drawn and sent at once.
-func (a *AcquireCore) answered(now time.Time, is registry.Issued) {
+func (a *AcquireCore) answered(now time.Time, is wire.Issued) {
 	if is.Grant == nil || is.Status == nil || is.Grant.RequestID != a.req.RequestID || is.Status.Grant != is.Grant.Digest() {
-		a.finish(registry.Issued{}, fmt.Errorf("%w: acquire %s: answer is not about request %s", ErrBadAnswer, a.req.Resource, a.req.RequestID))
+		a.finish(wire.Issued{}, fmt.Errorf("%w: acquire %s: answer is not about request %s", ErrBadAnswer, a.req.Resource, a.req.RequestID))
 		return
 	}
 	if is.Status.State != grant.StateHeld {
@@ -202,7 +202,7 @@ func (a *AcquireCore) answered(now time.Time, is registry.Issued) {
 	a.finish(is, nil)
 }
 
-func (a *AcquireCore) finish(is registry.Issued, err error) {
+func (a *AcquireCore) finish(is wire.Issued, err error) {
 	a.done, a.issued, a.err = true, is, err
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/testkit/clienttest"
+	"github.com/fencegate/fencegate/wire"
 )
 
 func TestLockWaitsPastTheRegistryCap(t *testing.T) {
@@ -28,7 +29,7 @@ func TestLockWaitsPastTheRegistryCap(t *testing.T) {
 			t.Fatal(err)
 		}
 		session := func(owner string, seed uint64) *client.Session {
-			return client.NewSession(client.Direct{Registry: reg.Registry, Owner: owner}, client.Options{Rand: rand.New(rand.NewPCG(seed, seed))})
+			return client.NewSession(registry.Direct{Registry: reg.Registry, Owner: owner}, client.Options{Rand: rand.New(rand.NewPCG(seed, seed))})
 		}
 		holder, err := session(clienttest.OwnerA, 1).Acquire(ctx, clienttest.Request("op-a"))
 		if err != nil {
@@ -56,14 +57,14 @@ func TestLockWaitsPastTheRegistryCap(t *testing.T) {
 func TestLockEndsWithItsContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		reg, _ := clienttest.NewRegistry(client.SystemClock{}, nil, nil)
-		a := client.NewSession(client.Direct{Registry: reg.Registry, Owner: clienttest.OwnerA}, client.Options{Rand: rand.New(rand.NewPCG(1, 1))})
+		a := client.NewSession(registry.Direct{Registry: reg.Registry, Owner: clienttest.OwnerA}, client.Options{Rand: rand.New(rand.NewPCG(1, 1))})
 		holder, err := a.Acquire(context.Background(), clienttest.Request("op-a"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 		defer cancel()
-		b := client.NewSession(client.Direct{Registry: reg.Registry, Owner: clienttest.OwnerB}, client.Options{Rand: rand.New(rand.NewPCG(2, 2))})
+		b := client.NewSession(registry.Direct{Registry: reg.Registry, Owner: clienttest.OwnerB}, client.Options{Rand: rand.New(rand.NewPCG(2, 2))})
 		if _, err := b.Lock(ctx, clienttest.Request("op-b")); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("lock past its context: %v", err)
 		}
@@ -81,18 +82,18 @@ type dialError struct{ err error }
 func (e *dialError) Error() string { return "dial tcp 127.0.0.1:7420: " + e.err.Error() }
 func (e *dialError) Unwrap() error { return e.err }
 
-func (deadRegistry) Acquire(context.Context, registry.AcquireRequest) (registry.Issued, error) {
-	return registry.Issued{}, errRefused
+func (deadRegistry) Acquire(context.Context, wire.AcquireRequest) (wire.Issued, error) {
+	return wire.Issued{}, errRefused
 }
-func (deadRegistry) Renew(context.Context, string, string) (registry.Issued, error) {
-	return registry.Issued{}, errRefused
+func (deadRegistry) Renew(context.Context, string, string) (wire.Issued, error) {
+	return wire.Issued{}, errRefused
 }
 func (deadRegistry) Release(context.Context, string, string) error { return errRefused }
-func (deadRegistry) Status(context.Context, *grant.Grant) (registry.Issued, error) {
-	return registry.Issued{}, errRefused
+func (deadRegistry) Status(context.Context, *grant.Grant) (wire.Issued, error) {
+	return wire.Issued{}, errRefused
 }
-func (deadRegistry) QueryRequest(context.Context, string) (registry.Issued, error) {
-	return registry.Issued{}, errRefused
+func (deadRegistry) QueryRequest(context.Context, string) (wire.Issued, error) {
+	return wire.Issued{}, errRefused
 }
 
 func TestAcquireAgainstADeadRegistrySaysWhy(t *testing.T) {
@@ -134,7 +135,7 @@ func lockAfterWait(t *testing.T, wait time.Duration) {
 		t.Fatal(err)
 	}
 	session := func(owner string, seed uint64) *client.Session {
-		return client.NewSession(client.Direct{Registry: reg.Registry, Owner: owner}, client.Options{Rand: rand.New(rand.NewPCG(seed, seed))})
+		return client.NewSession(registry.Direct{Registry: reg.Registry, Owner: owner}, client.Options{Rand: rand.New(rand.NewPCG(seed, seed))})
 	}
 	holder, err := session(clienttest.OwnerA, 1).Acquire(ctx, clienttest.Request("op-a"))
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/fencegate/fencegate/grant"
-	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // actionData is the form and confirmation pages' model.
@@ -192,7 +192,7 @@ func (d *Dashboard) do(ctx context.Context, operator string, q request) *Action 
 	var err error
 	switch q.Kind {
 	case KindFloor:
-		var ri registry.ResourceInfo
+		var ri wire.ResourceInfo
 		if ri, err = d.cfg.Registry.RaiseFloor(ctx, q.Resource, q.Value); err == nil {
 			a.State, a.Message = StateDone, fmt.Sprintf("floor %d; next fence %d", ri.Floor, max(ri.HighestFence, ri.Floor)+1)
 		}

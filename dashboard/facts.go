@@ -10,8 +10,7 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/gate/report"
-	"github.com/fencegate/fencegate/registry"
-	"github.com/fencegate/fencegate/registry/httpapi"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // facts gathers what the operator should see before acting on q. Unless
@@ -104,13 +103,13 @@ func (d *Dashboard) audit(ctx context.Context, a *Action, err error) {
 	outcome := a.State
 	switch {
 	case errors.Is(err, errForbidden):
-		outcome = httpapi.CodeForbidden
+		outcome = wire.CodeForbidden
 	case errors.Is(err, errTokenUsed):
 		outcome = outcomeConfirmationUsed
 	case errors.Is(err, errTooManyConfirmations):
 		outcome = outcomeConfirmationsFull
 	case err != nil:
-		if outcome = registry.CodeOf(err); outcome == "" {
+		if outcome = wire.CodeOf(err); outcome == "" {
 			outcome = StateError
 		}
 	}

@@ -14,9 +14,10 @@ import (
 
 	"github.com/fencegate/fencegate/gate/report"
 	"github.com/fencegate/fencegate/registry/httpapi"
+	"github.com/fencegate/fencegate/wire"
 )
 
-// Codes of the report endpoint's errors (httpapi.ErrorBody), beside the
+// Codes of the report endpoint's errors (wire.ErrorBody), beside the
 // API's UNAUTHENTICATED, FORBIDDEN, BAD_REQUEST, TOO_LARGE,
 // UNSUPPORTED_MEDIA_TYPE and METHOD_NOT_ALLOWED.
 const (
@@ -44,26 +45,26 @@ func (d *Dashboard) ingest(w http.ResponseWriter, r *http.Request) {
 func (d *Dashboard) takeReport(w http.ResponseWriter, r *http.Request, line *httpapi.RequestLine) string {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		return apiError(w, http.StatusMethodNotAllowed, httpapi.CodeMethodNotAllowed, "dashboard: "+report.ReportPath+" wants POST")
+		return apiError(w, http.StatusMethodNotAllowed, wire.CodeMethodNotAllowed, "dashboard: "+report.ReportPath+" wants POST")
 	}
 	id, err := d.cfg.Auth.Authenticate(r)
 	if err != nil {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="fencegate"`)
-		return apiError(w, http.StatusUnauthorized, httpapi.CodeUnauthenticated, err.Error())
+		return apiError(w, http.StatusUnauthorized, wire.CodeUnauthenticated, err.Error())
 	}
 	line.Identity = id
 	if err := httpapi.CheckJSONContentType(r); err != nil {
-		return apiError(w, http.StatusUnsupportedMediaType, httpapi.CodeUnsupportedMediaType, err.Error())
+		return apiError(w, http.StatusUnsupportedMediaType, wire.CodeUnsupportedMediaType, err.Error())
 	}
 	if !slices.Contains(d.cfg.GateReporters, id) {
-		return apiError(w, http.StatusForbidden, httpapi.CodeForbidden, fmt.Sprintf("dashboard: %s is not a gate reporter (serve --gate-reporter)", id))
+		return apiError(w, http.StatusForbidden, wire.CodeForbidden, fmt.Sprintf("dashboard: %s is not a gate reporter (serve --gate-reporter)", id))
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, report.ReportBytesMax+1))
 	if err != nil {
-		return apiError(w, http.StatusBadRequest, httpapi.CodeBadRequest, "dashboard: read report: "+err.Error())
+		return apiError(w, http.StatusBadRequest, wire.CodeBadRequest, "dashboard: read report: "+err.Error())
 	}
 	if len(body) > report.ReportBytesMax {
-		return apiError(w, http.StatusRequestEntityTooLarge, httpapi.CodeTooLarge, fmt.Sprintf("dashboard: report over %d bytes", report.ReportBytesMax))
+		return apiError(w, http.StatusRequestEntityTooLarge, wire.CodeTooLarge, fmt.Sprintf("dashboard: report over %d bytes", report.ReportBytesMax))
 	}
 	rep, err := report.Decode(body)
 	if err != nil {
@@ -76,7 +77,7 @@ func (d *Dashboard) takeReport(w http.ResponseWriter, r *http.Request, line *htt
 			w.Header().Set("Retry-After", "1")
 			return apiError(w, http.StatusTooManyRequests, CodeRateLimited, err.Error())
 		}
-		return apiError(w, http.StatusInternalServerError, httpapi.CodeInternal, err.Error())
+		return apiError(w, http.StatusInternalServerError, wire.CodeInternal, err.Error())
 	}
 	d.settle(r.Context(), id, rep, now)
 	writeJSON(w, http.StatusOK, report.Answer{Gate: id, Commands: d.actions.deliver(id, now)})
@@ -100,7 +101,7 @@ func (d *Dashboard) settle(ctx context.Context, id string, rep *report.Report, n
 
 // apiError writes an API error and returns its code.
 func apiError(w http.ResponseWriter, status int, code, msg string) string {
-	writeJSON(w, status, httpapi.ErrorBody{Code: code, Message: msg})
+	writeJSON(w, status, wire.ErrorBody{Code: code, Message: msg})
 	return code
 }
 

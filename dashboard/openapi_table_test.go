@@ -29,8 +29,8 @@ import (
 
 	"github.com/fencegate/fencegate/dashboard"
 	"github.com/fencegate/fencegate/gate/report"
-	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/httpapi"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // Who an endpoint wants.
@@ -74,7 +74,7 @@ func endpointRows() []endpointRow {
 		{method: "POST", path: "/v1/status", role: anyone, verb: httpapi.VerbSee, caller: tokGate, denied: tokWorker, bodyMax: apiMax, unknownCode: "BAD_REQUEST",
 			call: func(h *harness, _ string) (string, string) {
 				is := h.grantTo("worker-1")
-				b, _ := json.Marshal(httpapi.StatusRequest{Grant: string(is.Grant.Encode())})
+				b, _ := json.Marshal(wire.StatusRequest{Grant: string(is.Grant.Encode())})
 				return "/v1/status", string(b)
 			}},
 		{method: "GET", path: "/v1/requests/{requestId}", role: anyone, verb: httpapi.VerbAcquire, caller: tokWorker, denied: tokViewer,
@@ -120,7 +120,7 @@ func endpointRows() []endpointRow {
 // api/openapi.yaml to the statuses its responses list.
 func openAPIOperations(t *testing.T) map[string][]string {
 	t.Helper()
-	y, err := os.ReadFile("../../api/openapi.yaml")
+	y, err := os.ReadFile("../api/openapi.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func (h *harness) checkRow(t *testing.T, row endpointRow) {
 			continue
 		}
 		st, code, hdr := h.call(t, m, path, row.caller, "application/json", body)
-		if st != http.StatusMethodNotAllowed || code != httpapi.CodeMethodNotAllowed || !strings.Contains(hdr.Get("Allow"), row.method) {
+		if st != http.StatusMethodNotAllowed || code != wire.CodeMethodNotAllowed || !strings.Contains(hdr.Get("Allow"), row.method) {
 			t.Errorf("%s: %d %s Allow %q, want 405 METHOD_NOT_ALLOWED allowing %s", m, st, code, hdr.Get("Allow"), row.method)
 		}
 	}
@@ -234,19 +234,19 @@ func (h *harness) checkRow(t *testing.T, row endpointRow) {
 		}
 		return
 	}
-	h.expect(t, "without an identity", row, "", "application/json", body, 401, httpapi.CodeUnauthenticated)
+	h.expect(t, "without an identity", row, "", "application/json", body, 401, wire.CodeUnauthenticated)
 	if row.role == admin || row.role == reporter {
-		h.expect(t, "without the role", row, tokWorker, "application/json", body, 403, httpapi.CodeForbidden)
+		h.expect(t, "without the role", row, tokWorker, "application/json", body, 403, wire.CodeForbidden)
 	}
 	if row.verb != "" {
-		h.expect(t, "without the verb", row, row.denied, "application/json", body, 403, httpapi.CodeForbiddenResource)
+		h.expect(t, "without the verb", row, row.denied, "application/json", body, 403, wire.CodeForbiddenResource)
 	}
 	if post {
 		for _, ct := range []string{"text/plain", "application/x-www-form-urlencoded", ""} {
-			h.expect(t, "as "+strconv.Quote(ct), row, row.caller, ct, body, 415, httpapi.CodeUnsupportedMediaType)
+			h.expect(t, "as "+strconv.Quote(ct), row, row.caller, ct, body, 415, wire.CodeUnsupportedMediaType)
 		}
 		big := `{"resource":"` + strings.Repeat("a", row.bodyMax) + `"}`
-		h.expect(t, "above the body limit", row, row.caller, "application/json", big, 413, httpapi.CodeTooLarge)
+		h.expect(t, "above the body limit", row, row.caller, "application/json", big, 413, wire.CodeTooLarge)
 		h.expect(t, "with an unknown field", row, row.caller, "application/json", strings.Replace(body, "{", `{"zzUnknown":1,`, 1), 400, row.unknownCode)
 		_, body = row.call(h, row.caller) // a fresh valid body (a new request ID, a higher floor)
 	}
@@ -298,7 +298,7 @@ func (h *harness) call(t *testing.T, method, path, tok, ctype, body string) (int
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	var e httpapi.ErrorBody
+	var e wire.ErrorBody
 	if resp.StatusCode != http.StatusOK && json.Unmarshal(b, &e) != nil {
 		t.Errorf("%s %s: %d body %q is not JSON {code, message}", method, path, resp.StatusCode, b)
 	}
@@ -331,10 +331,10 @@ func (h *harness) next() int {
 
 // grantTo acquires resource's sibling for owner past the API, so the
 // request exists whatever the policy says of owner.
-func (h *harness) grantTo(owner string) registry.Issued {
+func (h *harness) grantTo(owner string) wire.Issued {
 	h.t.Helper()
 	n := h.next()
-	is, err := h.reg.Acquire(h.ctx, owner, registry.AcquireRequest{Resource: fmt.Sprintf("%s.t%d", resource, n),
+	is, err := h.reg.Acquire(h.ctx, owner, wire.AcquireRequest{Resource: fmt.Sprintf("%s.t%d", resource, n),
 		OperationID: "op", OperationClass: "settle", RequestID: fmt.Sprintf("t-%d", n)})
 	if err != nil {
 		h.t.Fatal(err)

@@ -18,7 +18,7 @@ import (
 )
 
 func TestOpenAPIDescribesGateReports(t *testing.T) {
-	y, err := os.ReadFile("../../api/openapi.yaml")
+	y, err := os.ReadFile("../api/openapi.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

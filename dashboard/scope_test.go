@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/gate/report"
-	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/wire"
 )
 
 const hidden = "other-team/batch-9"
@@ -30,7 +30,7 @@ func twoTeams() string {
 
 func TestViewersSeeOnlyWhatThePolicyLetsThem(t *testing.T) {
 	h := newHarness(t, nil)
-	if _, err := h.reg.Acquire(h.ctx, "team-b-worker", registry.AcquireRequest{Resource: hidden, OperationID: "op", OperationClass: "settle", RequestID: "r-b"}); err != nil {
+	if _, err := h.reg.Acquire(h.ctx, "team-b-worker", wire.AcquireRequest{Resource: hidden, OperationID: "op", OperationClass: "settle", RequestID: "r-b"}); err != nil {
 		t.Fatal(err)
 	}
 	h.d.NoteResource(hidden)

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/wire"
 )
 
 func TestPageShowsHoldersAndWaiters(t *testing.T) {
@@ -38,7 +38,7 @@ func TestPageShowsHoldersAndWaiters(t *testing.T) {
 	// A second identity queues behind the holder (a waiting acquire).
 	ctx, cancel := context.WithCancel(h.ctx)
 	defer cancel()
-	go h.reg.Acquire(ctx, "worker-2", registry.AcquireRequest{Resource: resource, OperationID: "op-2", OperationClass: "settle", RequestID: "r-2", WaitMs: 20000})
+	go h.reg.Acquire(ctx, "worker-2", wire.AcquireRequest{Resource: resource, OperationID: "op-2", OperationClass: "settle", RequestID: "r-2", WaitMs: 20000})
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		if ri, err := h.reg.Resource(h.ctx, resource); err == nil && ri.Waiters == 1 {
 			break
@@ -54,7 +54,7 @@ func TestPageShowsHoldersAndWaiters(t *testing.T) {
 
 func TestPageJudgesExpiryByTheRegistryClock(t *testing.T) {
 	h := newHarness(t, nil)
-	if _, err := h.reg.Acquire(h.ctx, "worker-1", registry.AcquireRequest{Resource: resource, OperationID: "op", OperationClass: "settle", RequestID: "r-1", TTLMs: 10000}); err != nil {
+	if _, err := h.reg.Acquire(h.ctx, "worker-1", wire.AcquireRequest{Resource: resource, OperationID: "op", OperationClass: "settle", RequestID: "r-1", TTLMs: 10000}); err != nil {
 		t.Fatal(err)
 	}
 	h.d.NoteResource(resource)
@@ -70,7 +70,7 @@ func TestPageJudgesExpiryByTheRegistryClock(t *testing.T) {
 func TestPageFindsResourcesGrantedElsewhere(t *testing.T) {
 	h := newHarness(t, nil)
 	// Granted by the registry directly: no API call of this server named it.
-	if _, err := h.reg.Acquire(h.ctx, "worker-3", registry.AcquireRequest{Resource: "elsewhere/r1", OperationID: "op", OperationClass: "settle", RequestID: "r-9"}); err != nil {
+	if _, err := h.reg.Acquire(h.ctx, "worker-3", wire.AcquireRequest{Resource: "elsewhere/r1", OperationID: "op", OperationClass: "settle", RequestID: "r-9"}); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(h.page(), "elsewhere/r1") {

@@ -2,6 +2,8 @@ package registry
 
 import (
 	"fmt"
+
+	"github.com/fencegate/fencegate/wire"
 )
 
 // Config holds the registry's named limits. A zero field takes the default
@@ -122,7 +124,7 @@ func (c *Config) fill() {
 func (c *Config) Validate() error {
 	c.fill()
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: config: "+format, append([]any{ErrInvalid}, args...)...)
+		return fmt.Errorf("%w: config: "+format, append([]any{wire.ErrInvalid}, args...)...)
 	}
 	switch {
 	case c.IssuerEpoch == 0:

@@ -5,12 +5,13 @@ import (
 	"math"
 
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // acquireInput is a validated acquire.
 type acquireInput struct {
 	owner      string
-	req        AcquireRequest
+	req        wire.AcquireRequest
 	ttlMs      uint64 // effective TTL, inside [TTLMsMin, TTLMsMax]
 	wait       bool
 	deadlineMs int64 // when wait: the registry instant the wait ends
@@ -58,7 +59,7 @@ type acquireDecision struct {
 }
 
 // validateAcquire checks an acquire's fields and returns its effective TTL.
-func validateAcquire(owner string, req AcquireRequest, cfg Config) (uint64, error) {
+func validateAcquire(owner string, req wire.AcquireRequest, cfg Config) (uint64, error) {
 	for _, c := range []struct {
 		field string
 		err   error
@@ -70,7 +71,7 @@ func validateAcquire(owner string, req AcquireRequest, cfg Config) (uint64, erro
 		{"requestId", grant.ValidateToken(req.RequestID)},
 	} {
 		if c.err != nil {
-			return 0, fmt.Errorf("%w: %s: %v", ErrInvalid, c.field, c.err)
+			return 0, fmt.Errorf("%w: %s: %v", wire.ErrInvalid, c.field, c.err)
 		}
 	}
 	ttl := req.TTLMs
@@ -78,7 +79,7 @@ func validateAcquire(owner string, req AcquireRequest, cfg Config) (uint64, erro
 		ttl = cfg.TTLMsDefault
 	}
 	if ttl < cfg.TTLMsMin || ttl > cfg.TTLMsMax {
-		return 0, fmt.Errorf("%w: ttlMs %d outside [%d, %d]", ErrTTLOutOfRange, ttl, cfg.TTLMsMin, cfg.TTLMsMax)
+		return 0, fmt.Errorf("%w: ttlMs %d outside [%d, %d]", wire.ErrTTLOutOfRange, ttl, cfg.TTLMsMin, cfg.TTLMsMax)
 	}
 	return ttl, nil
 }
@@ -95,12 +96,12 @@ func decideAcquire(rec *Record, own *RequestEntry, set Settings, in acquireInput
 			return acquireDecision{outcome: outPurge}, nil
 		}
 		if own.ParamsDigest != digest {
-			return acquireDecision{}, fmt.Errorf("%w: request %s was issued for other parameters", ErrRequestMismatch, in.req.RequestID)
+			return acquireDecision{}, fmt.Errorf("%w: request %s was issued for other parameters", wire.ErrRequestMismatch, in.req.RequestID)
 		}
 		return acquireDecision{outcome: outExisting}, nil
 	}
 	if cfg.IssuerEpoch < set.RevokedBelowEpoch {
-		return acquireDecision{}, fmt.Errorf("%w: this registry's epoch %d is below %d", ErrEpochRevoked, cfg.IssuerEpoch, set.RevokedBelowEpoch)
+		return acquireDecision{}, fmt.Errorf("%w: this registry's epoch %d is below %d", wire.ErrEpochRevoked, cfg.IssuerEpoch, set.RevokedBelowEpoch)
 	}
 	next, puts, changed := normalize(rec, set, now, cfg)
 	if h := next.Holder; h != nil && h.Grant.Owner == in.owner && h.Grant.RequestID == in.req.RequestID {
@@ -125,7 +126,7 @@ func decideAcquire(rec *Record, own *RequestEntry, set Settings, in acquireInput
 	switch {
 	case idx < 0:
 		if len(next.Waiters) >= cfg.WaitersPerResourceMax {
-			return acquireDecision{}, fmt.Errorf("%w: %s has %d waiters, limit %d", ErrWaitersFull, in.req.Resource, len(next.Waiters), cfg.WaitersPerResourceMax)
+			return acquireDecision{}, fmt.Errorf("%w: %s has %d waiters, limit %d", wire.ErrWaitersFull, in.req.Resource, len(next.Waiters), cfg.WaitersPerResourceMax)
 		}
 		next.Waiters = append(next.Waiters, in.ticket(digest, now))
 		changed = true
@@ -151,7 +152,7 @@ func decideAcquire(rec *Record, own *RequestEntry, set Settings, in acquireInput
 func grantLease(next *Record, puts []entryPut, resource string, t Waiter, idx int, now int64, epoch uint64) (GrantBody, []entryPut, error) {
 	fence := max(next.HighestFence, next.Floor)
 	if fence == math.MaxUint64 {
-		return GrantBody{}, puts, fmt.Errorf("%w: %s: fence sequence exhausted", ErrCorrupt, resource)
+		return GrantBody{}, puts, fmt.Errorf("%w: %s: fence sequence exhausted", wire.ErrCorrupt, resource)
 	}
 	fence++
 	body := GrantBody{
@@ -182,9 +183,9 @@ func grantLease(next *Record, puts []entryPut, resource string, t Waiter, idx in
 
 // busyError says why the lease cannot be granted now.
 func busyError(next *Record, in acquireInput, now int64) error {
-	sentinel := ErrBusy
+	sentinel := wire.ErrBusy
 	if in.wait {
-		sentinel = ErrWaitTimeout
+		sentinel = wire.ErrWaitTimeout
 	}
 	switch {
 	case next.Holder != nil:

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // leaseDecision is the outcome of a renew, release or wait cancellation.
@@ -17,12 +18,12 @@ type leaseDecision struct {
 // only here, by the registry clock: a lease with expiresAt <= now is over.
 func decideRenew(rec *Record, set Settings, owner, lease string, now int64, cfg Config) (leaseDecision, error) {
 	if cfg.IssuerEpoch < set.RevokedBelowEpoch {
-		return leaseDecision{}, fmt.Errorf("%w: this registry's epoch %d is below %d", ErrEpochRevoked, cfg.IssuerEpoch, set.RevokedBelowEpoch)
+		return leaseDecision{}, fmt.Errorf("%w: this registry's epoch %d is below %d", wire.ErrEpochRevoked, cfg.IssuerEpoch, set.RevokedBelowEpoch)
 	}
 	next, puts, _ := normalize(rec, set, now, cfg)
 	if h := next.Holder; h != nil && h.Grant.Lease == lease {
 		if h.Grant.Owner != owner {
-			return leaseDecision{}, fmt.Errorf("%w: lease %s belongs to another owner", ErrNotHolder, lease)
+			return leaseDecision{}, fmt.Errorf("%w: lease %s belongs to another owner", wire.ErrNotHolder, lease)
 		}
 		// Never shorten: another replica's clock may lag a little.
 		h.ExpiresAtMs = max(h.ExpiresAtMs, now+int64(h.Grant.TTLMs))
@@ -43,7 +44,7 @@ func decideRelease(rec *Record, set Settings, owner, lease string, now int64, cf
 	next, puts, _ := normalize(rec, set, now, cfg)
 	if h := next.Holder; h != nil && h.Grant.Lease == lease {
 		if h.Grant.Owner != owner {
-			return leaseDecision{}, fmt.Errorf("%w: lease %s belongs to another owner", ErrNotHolder, lease)
+			return leaseDecision{}, fmt.Errorf("%w: lease %s belongs to another owner", wire.ErrNotHolder, lease)
 		}
 		resource := h.Grant.Resource
 		puts = append(puts, endHolder(next, grant.StateReleased, now))
@@ -109,13 +110,13 @@ func decideCancelWait(rec *Record, set Settings, key RequestKey, deadlineMs, now
 func endedError(rec *Record, owner, lease string) error {
 	e, ok := findEnded(rec, lease)
 	if !ok || e.Owner != owner {
-		return fmt.Errorf("%w: lease %s is not held by %s", ErrNotHolder, lease, owner)
+		return fmt.Errorf("%w: lease %s is not held by %s", wire.ErrNotHolder, lease, owner)
 	}
 	switch e.State {
 	case grant.StateExpired:
-		return fmt.Errorf("%w: lease %s expired at %s", ErrLeaseExpired, lease, fromMs(e.AtMs).Format(grant.TimeLayout))
+		return fmt.Errorf("%w: lease %s expired at %s", wire.ErrLeaseExpired, lease, fromMs(e.AtMs).Format(grant.TimeLayout))
 	case grant.StateRevoked:
-		return fmt.Errorf("%w: lease %s was revoked", ErrEpochRevoked, lease)
+		return fmt.Errorf("%w: lease %s was revoked", wire.ErrEpochRevoked, lease)
 	}
-	return fmt.Errorf("%w: lease %s was released", ErrNotHolder, lease)
+	return fmt.Errorf("%w: lease %s was released", wire.ErrNotHolder, lease)
 }

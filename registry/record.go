@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // Record is one resource's state in the store: its fence sequence, floor,
@@ -88,7 +89,7 @@ type GrantBody struct {
 func (b GrantBody) Grant(backendRevision uint64) (*grant.Grant, error) {
 	root, err := grant.ParseDigest(b.OperationRoot)
 	if err != nil {
-		return nil, fmt.Errorf("%w: grant operation root: %v", ErrCorrupt, err)
+		return nil, fmt.Errorf("%w: grant operation root: %v", wire.ErrCorrupt, err)
 	}
 	g := &grant.Grant{
 		Resource: b.Resource, Owner: b.Owner, RequestID: b.RequestID, Lease: b.Lease,
@@ -99,7 +100,7 @@ func (b GrantBody) Grant(backendRevision uint64) (*grant.Grant, error) {
 		ExpiresAt: fromMs(b.IssuedAtMs + int64(b.TTLMs)),
 	}
 	if err := g.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: stored grant: %w", ErrCorrupt, err)
+		return nil, fmt.Errorf("%w: stored grant: %w", wire.ErrCorrupt, err)
 	}
 	return g, nil
 }

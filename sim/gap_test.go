@@ -13,15 +13,15 @@ import (
 
 	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/gate"
-	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/wire"
 )
 
 func TestScriptedReissuedFenceIsRefusedByTheGate(t *testing.T) {
 	w := scriptedWorld(t)
 	k := w.workers[1]
 	empty := w.store.image()
-	req := registry.AcquireRequest{Resource: w.res.name, OperationID: "op-b", OperationClass: "settle", RequestID: "req-b", TTLMs: leaseTTLMs}
-	write := func(is registry.Issued, seq uint64) gate.Outcome {
+	req := wire.AcquireRequest{Resource: w.res.name, OperationID: "op-b", OperationClass: "settle", RequestID: "req-b", TTLMs: leaseTTLMs}
+	write := func(is wire.Issued, seq uint64) gate.Outcome {
 		m := &gate.Mutation{
 			Resource: w.res.name, Lease: is.Grant.Lease, OperationID: "op-b", FenceToken: is.Grant.FenceToken,
 			SegmentSeq: seq, PayloadDigest: payloadDigest("op-b", seq, 0), Grant: is.Grant.Encode(),
@@ -72,7 +72,7 @@ func TestScriptedCopyAfterReleaseIsStale(t *testing.T) {
 		w := scriptedWorld(t)
 		k := w.workers[0]
 		ctx := context.Background()
-		is, err := w.reg.Acquire(ctx, k.name, registry.AcquireRequest{Resource: w.res.name, OperationID: "op-a", OperationClass: "settle", RequestID: "req-a", TTLMs: leaseTTLMs})
+		is, err := w.reg.Acquire(ctx, k.name, wire.AcquireRequest{Resource: w.res.name, OperationID: "op-a", OperationClass: "settle", RequestID: "req-a", TTLMs: leaseTTLMs})
 		if err != nil {
 			t.Fatal(err)
 		}

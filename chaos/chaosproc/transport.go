@@ -12,7 +12,7 @@ import (
 	"github.com/fencegate/fencegate/chaos/record"
 	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/grant"
-	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // Transport is a client.Transport over several registry replicas that
@@ -48,7 +48,7 @@ func (t *Transport) rotate() {
 // definite registry code, "REFUSED" (the transport's own definite no), or
 // record.ResultLost.
 func Result(err error) string {
-	code := registry.CodeOf(err)
+	code := wire.CodeOf(err)
 	switch {
 	case err == nil:
 		return record.ResultOK
@@ -60,7 +60,7 @@ func Result(err error) string {
 	return code
 }
 
-func (t *Transport) emit(e record.Event, is registry.Issued, err error) {
+func (t *Transport) emit(e record.Event, is wire.Issued, err error) {
 	e.Proc, e.Owner, e.RetNs, e.Result = t.Proc, t.Owner, record.Now(), Result(err)
 	if g := is.Grant; g != nil && err == nil {
 		e.Resource, e.Lease, e.RequestID, e.Fence = g.Resource, g.Lease, g.RequestID, g.FenceToken
@@ -77,7 +77,7 @@ func (t *Transport) emit(e record.Event, is registry.Issued, err error) {
 }
 
 // Acquire records the answer to an acquire.
-func (t *Transport) Acquire(ctx context.Context, req registry.AcquireRequest) (registry.Issued, error) {
+func (t *Transport) Acquire(ctx context.Context, req wire.AcquireRequest) (wire.Issued, error) {
 	e := record.Event{Kind: record.KindAcquire, CallNs: record.Now(), Resource: req.Resource, RequestID: req.RequestID, OperationID: req.OperationID}
 	is, err := t.pick().Acquire(ctx, req)
 	t.emit(e, is, err)
@@ -85,7 +85,7 @@ func (t *Transport) Acquire(ctx context.Context, req registry.AcquireRequest) (r
 }
 
 // Renew records the answer to a renewal.
-func (t *Transport) Renew(ctx context.Context, resource, lease string) (registry.Issued, error) {
+func (t *Transport) Renew(ctx context.Context, resource, lease string) (wire.Issued, error) {
 	e := record.Event{Kind: record.KindRenew, CallNs: record.Now(), Resource: resource, Lease: lease}
 	is, err := t.pick().Renew(ctx, resource, lease)
 	t.emit(e, is, err)
@@ -96,12 +96,12 @@ func (t *Transport) Renew(ctx context.Context, resource, lease string) (registry
 func (t *Transport) Release(ctx context.Context, resource, lease string) error {
 	e := record.Event{Kind: record.KindRelease, CallNs: record.Now(), Resource: resource, Lease: lease}
 	err := t.pick().Release(ctx, resource, lease)
-	t.emit(e, registry.Issued{}, err)
+	t.emit(e, wire.Issued{}, err)
 	return err
 }
 
 // Status records the answer to a status query.
-func (t *Transport) Status(ctx context.Context, g *grant.Grant) (registry.Issued, error) {
+func (t *Transport) Status(ctx context.Context, g *grant.Grant) (wire.Issued, error) {
 	e := record.Event{Kind: record.KindStatus, CallNs: record.Now(), Resource: g.Resource, Lease: g.Lease}
 	is, err := t.pick().Status(ctx, g)
 	t.emit(e, is, err)
@@ -109,7 +109,7 @@ func (t *Transport) Status(ctx context.Context, g *grant.Grant) (registry.Issued
 }
 
 // QueryRequest records the answer to a query by request ID.
-func (t *Transport) QueryRequest(ctx context.Context, requestID string) (registry.Issued, error) {
+func (t *Transport) QueryRequest(ctx context.Context, requestID string) (wire.Issued, error) {
 	e := record.Event{Kind: record.KindQuery, CallNs: record.Now(), RequestID: requestID}
 	is, err := t.pick().QueryRequest(ctx, requestID)
 	t.emit(e, is, err)

@@ -16,10 +16,10 @@ import (
 	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/client/httpclient"
 	"github.com/fencegate/fencegate/gate"
-	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/httpapi"
 	"github.com/fencegate/fencegate/testkit/clienttest"
 	"github.com/fencegate/fencegate/testkit/gatetest"
+	"github.com/fencegate/fencegate/wire"
 )
 
 const (
@@ -51,7 +51,7 @@ func newWorldWith(t *testing.T, authz httpapi.Authorizer) *world {
 }
 
 func (w *world) transport(t *testing.T, token string) httpclient.Transport {
-	c, err := httpapi.NewClient(w.srv.URL, httpapi.WithBearerToken(token), httpapi.WithVerifier(w.env.Reg.Verifier))
+	c, err := httpclient.NewClient(w.srv.URL, httpclient.WithBearerToken(token), httpclient.WithVerifier(w.env.Reg.Verifier))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,8 +103,8 @@ func TestHTTPRefusalsAndLoss(t *testing.T) {
 	if _, err := a.Acquire(ctx, clienttest.Request("op-a")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Acquire(ctx, clienttest.Request("op-b")); !errors.Is(err, registry.ErrBusy) {
-		t.Fatalf("busy over HTTP: %v, want registry.ErrBusy", err)
+	if _, err := b.Acquire(ctx, clienttest.Request("op-b")); !errors.Is(err, wire.ErrBusy) {
+		t.Fatalf("busy over HTTP: %v, want wire.ErrBusy", err)
 	}
 	bad := w.session(t, w.transport(t, "token-x-0123456789abcdef"), 4)
 	if _, err := bad.Acquire(ctx, clienttest.Request("op-x")); !errors.Is(err, client.ErrRefused) {
@@ -138,7 +138,7 @@ func TestPolicyRefusalIsFinal(t *testing.T) {
 	w := newWorldWith(t, policy)
 	b := w.session(t, w.transport(t, tokB), 6)
 	_, err = b.Acquire(context.Background(), clienttest.Request("op-b"))
-	if !errors.Is(err, client.ErrRefused) || !errors.Is(err, &httpapi.APIError{Code: httpapi.CodeForbiddenResource}) {
+	if !errors.Is(err, client.ErrRefused) || !errors.Is(err, &httpclient.APIError{Code: wire.CodeForbiddenResource}) {
 		t.Fatalf("acquire outside the policy: %v, want ErrRefused with FORBIDDEN_RESOURCE", err)
 	}
 	if _, ok := b.Pending(clienttest.Resource); ok {

@@ -25,7 +25,7 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/client"
-	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // Environment variables the child receives.
@@ -159,7 +159,7 @@ func acquire(ctx context.Context, cfg Config) (*client.Lease, error) {
 		if err == nil {
 			return l, nil
 		}
-		busy := errors.Is(err, registry.ErrWaitTimeout) || errors.Is(err, registry.ErrBusy)
+		busy := errors.Is(err, wire.ErrWaitTimeout) || errors.Is(err, wire.ErrBusy)
 		if !busy || cfg.Wait < 0 || (!deadline.IsZero() && !time.Now().Before(deadline)) || ctx.Err() != nil {
 			return nil, fmt.Errorf("%w: %w", ErrAcquire, err)
 		}

@@ -48,7 +48,7 @@ func run(t *testing.T, ignore bool, until time.Duration) (Result, *client.Lease,
 		t.Fatal(err)
 	}
 	var silent atomic.Bool
-	net := &clienttest.Lossy{Inner: client.Direct{Registry: reg, Owner: "worker-1"}, Fault: func(string, string) clienttest.Fault {
+	net := &clienttest.Lossy{Inner: registry.Direct{Registry: reg, Owner: "worker-1"}, Fault: func(string, string) clienttest.Fault {
 		if silent.Load() {
 			return clienttest.DropRequest
 		}

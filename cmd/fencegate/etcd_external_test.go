@@ -14,6 +14,7 @@ import (
 
 	"github.com/fencegate/fencegate/registry/httpapi"
 	"github.com/fencegate/fencegate/testkit/etcdtest"
+	"github.com/fencegate/fencegate/wire"
 )
 
 func TestServeExternalEtcdTLSAuth(t *testing.T) {
@@ -30,7 +31,7 @@ func TestServeExternalEtcdTLSAuth(t *testing.T) {
 	ctx := context.Background()
 	var last uint64
 	for i, op := range []string{"op-1", "op-2"} {
-		is, err := c.Acquire(ctx, httpapi.AcquireRequest{Resource: "ext/serve", OperationID: op, OperationClass: "settle", RequestID: "r-" + op})
+		is, err := c.Acquire(ctx, wire.AcquireRequest{Resource: "ext/serve", OperationID: op, OperationClass: "settle", RequestID: "r-" + op})
 		if err != nil {
 			t.Fatalf("acquire %d through the external etcd: %v\n%s", i, err, s.stderr)
 		}

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/fencegate/fencegate/registry/httpapi"
+	"github.com/fencegate/fencegate/wire"
 )
 
 func TestServeRequestLogAndLatencyHistogram(t *testing.T) {
@@ -22,7 +23,7 @@ func TestServeRequestLogAndLatencyHistogram(t *testing.T) {
 	data := filepath.Join(dir, "data")
 	s := startServe(t, "--data-dir", data, "--listen", "127.0.0.1:0", "--token-file", writeTokenFile(t, dir), "--unsafe-no-fsync", "--log-format", "json", "--authz-open")
 	c := s.client(t, filepath.Join(data, httpapi.BundleFileName))
-	is, err := c.Acquire(context.Background(), httpapi.AcquireRequest{Resource: "obs/one", OperationID: "op", OperationClass: "settle", RequestID: "r-1"})
+	is, err := c.Acquire(context.Background(), wire.AcquireRequest{Resource: "obs/one", OperationID: "op", OperationClass: "settle", RequestID: "r-1"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegate/fencegate/client/httpclient"
 	"github.com/fencegate/fencegate/registry/httpapi"
+	"github.com/fencegate/fencegate/wire"
 )
 
 func TestServeEnforcesAndReloadsItsResourcePolicy(t *testing.T) {
@@ -36,7 +38,7 @@ func TestServeEnforcesAndReloadsItsResourcePolicy(t *testing.T) {
 	c := s.client(t, filepath.Join(data, httpapi.BundleFileName))
 	ctx := context.Background()
 	acquire := func(resource, req string) error {
-		_, err := c.Acquire(ctx, httpapi.AcquireRequest{Resource: resource, OperationID: "op", OperationClass: "settle", RequestID: req})
+		_, err := c.Acquire(ctx, wire.AcquireRequest{Resource: resource, OperationID: "op", OperationClass: "settle", RequestID: req})
 		return err
 	}
 	if err := acquire("team-a/one", "r-1"); err != nil {
@@ -45,7 +47,7 @@ func TestServeEnforcesAndReloadsItsResourcePolicy(t *testing.T) {
 	refused := func(resource, req string) {
 		t.Helper()
 		err := acquire(resource, req)
-		if !errors.Is(err, &httpapi.APIError{Code: httpapi.CodeForbiddenResource}) || !strings.Contains(err.Error(), "worker-1 may not acquire "+resource) {
+		if !errors.Is(err, &httpclient.APIError{Code: wire.CodeForbiddenResource}) || !strings.Contains(err.Error(), "worker-1 may not acquire "+resource) {
 			t.Fatalf("acquire %s: %v, want FORBIDDEN_RESOURCE naming worker-1, acquire and %s", resource, err, resource)
 		}
 	}

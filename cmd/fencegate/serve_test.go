@@ -21,9 +21,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegate/fencegate/client/httpclient"
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry/etcdstore"
 	"github.com/fencegate/fencegate/registry/httpapi"
+	"github.com/fencegate/fencegate/wire"
 )
 
 const serveToken = "serve-test-token-0123456789"
@@ -92,13 +94,13 @@ func startInProcess(t *testing.T, ready *regexp.Regexp, args ...string) *served 
 	return nil
 }
 
-func (s *served) client(t *testing.T, bundlePath string) *httpapi.Client {
+func (s *served) client(t *testing.T, bundlePath string) *httpclient.Client {
 	t.Helper()
 	b, err := grant.LoadBundle(bundlePath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := httpapi.NewClient(s.url, httpapi.WithBearerToken(serveToken), httpapi.WithVerifier(grant.NewVerifier(b, 0)))
+	c, err := httpclient.NewClient(s.url, httpclient.WithBearerToken(serveToken), httpclient.WithVerifier(grant.NewVerifier(b, 0)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +212,7 @@ func TestServeRestartKeepsEverything(t *testing.T) {
 			t.Errorf("%s: %d, want 200 with the embedded etcd up", path, resp.StatusCode)
 		}
 	}
-	req := httpapi.AcquireRequest{Resource: "invoice-batch/2026-07-19", OperationID: "op-1", OperationClass: "settle", RequestID: "req-1"}
+	req := wire.AcquireRequest{Resource: "invoice-batch/2026-07-19", OperationID: "op-1", OperationClass: "settle", RequestID: "req-1"}
 	first, err := s1.client(t, bundle).Acquire(ctx, req)
 	if err != nil {
 		t.Fatal(err)
@@ -234,7 +236,7 @@ func TestServeRestartKeepsEverything(t *testing.T) {
 	if err := c.Release(ctx, req.Resource, first.Grant.Lease); err != nil {
 		t.Fatal(err)
 	}
-	next, err := c.Acquire(ctx, httpapi.AcquireRequest{Resource: req.Resource, OperationID: "op-2", OperationClass: "settle", RequestID: "req-2"})
+	next, err := c.Acquire(ctx, wire.AcquireRequest{Resource: req.Resource, OperationID: "op-2", OperationClass: "settle", RequestID: "req-2"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +267,7 @@ func TestTwoReplicasOneEtcd(t *testing.T) {
 	}
 	tok := writeTokenFile(t, dir)
 	var replicas []*served
-	var clients []*httpapi.Client
+	var clients []*httpclient.Client
 	for i := range 2 {
 		data := filepath.Join(dir, fmt.Sprintf("replica-%d", i))
 		s := startServe(t, "--data-dir", data, "--listen", "127.0.0.1:0", "--token-file", tok, "--authz-open",
@@ -294,7 +296,7 @@ func TestTwoReplicasOneEtcd(t *testing.T) {
 // contend runs workers that each acquire (waiting), check they are the
 // only holder while the other replica confirms HELD, and release, rounds
 // times, spread over clients. It returns the fences in grant order.
-func contend(t *testing.T, clients []*httpapi.Client, workers, rounds int) []uint64 {
+func contend(t *testing.T, clients []*httpclient.Client, workers, rounds int) []uint64 {
 	t.Helper()
 	var (
 		mu      sync.Mutex
@@ -309,7 +311,7 @@ func contend(t *testing.T, clients []*httpapi.Client, workers, rounds int) []uin
 			defer wg.Done()
 			c := clients[w%2]
 			for r := range rounds {
-				is, err := c.Acquire(context.Background(), httpapi.AcquireRequest{
+				is, err := c.Acquire(context.Background(), wire.AcquireRequest{
 					Resource: "shared/one", OperationID: fmt.Sprintf("op-%d-%d", w, r), OperationClass: "settle",
 					RequestID: fmt.Sprintf("w%d-r%d", w, r), WaitMs: 20_000,
 				})

@@ -124,7 +124,7 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, out a
 		return 0, fmt.Errorf("ledger: %w", err)
 	}
 	req.Header.Set("Authorization", "Bearer "+c.Token)
-	otel.GetTextMapPropagator().Inject(ctx, propagation.HeaderCarrier(req.Header)) // the worker's trace reaches the gate
+	injectTrace(ctx, req.Header) // the worker's trace reaches the gate
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -145,4 +145,10 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, out a
 		return 0, fmt.Errorf("ledger: %s %s: HTTP %d, undecodable answer: %w", method, path, resp.StatusCode, err)
 	}
 	return resp.StatusCode, nil
+}
+
+// injectTrace puts ctx's trace into an outgoing request's headers, on both
+// of the worker's hops (the registry's client and the ledger's).
+func injectTrace(ctx context.Context, h http.Header) {
+	otel.GetTextMapPropagator().Inject(ctx, propagation.HeaderCarrier(h))
 }

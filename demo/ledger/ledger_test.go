@@ -87,7 +87,7 @@ func newWorld(t *testing.T, postgres bool) *world {
 }
 
 func (w *world) transport(t *testing.T, tok string) httpclient.Transport {
-	c, err := httpapi.NewClient(w.registry, httpapi.WithBearerToken(tok))
+	c, err := httpclient.NewClient(w.registry, httpclient.WithBearerToken(tok))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -74,7 +74,7 @@ func Serve(ctx context.Context, o ServeOptions, stdout io.Writer) error {
 		}
 		cfg.Verifier = grant.NewVerifier(b, 0)
 		if o.TrustBundleURL != "" {
-			rc, err := httpapi.NewClient(o.TrustBundleURL)
+			rc, err := httpclient.NewClient(o.TrustBundleURL)
 			if err != nil {
 				return err
 			}
@@ -121,7 +121,7 @@ type WorkerOptions struct {
 // WorkerProcess runs one worker and prints each Event as a JSON line on
 // stdout.
 func WorkerProcess(ctx context.Context, o WorkerOptions, stdin io.Reader, stdout io.Writer) error {
-	rc, err := httpapi.NewClient(o.Registry, httpapi.WithBearerToken(o.Token))
+	rc, err := httpclient.NewClient(o.Registry, httpclient.WithBearerToken(o.Token), httpclient.WithHeaders(injectTrace))
 	if err != nil {
 		return err
 	}

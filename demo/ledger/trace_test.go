@@ -7,6 +7,7 @@ package ledger_test
 import (
 	"context"
 	"crypto/rand"
+	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"testing"
@@ -76,7 +77,9 @@ func settle(t *testing.T, prop propagation.TextMapPropagator) (spans []sdktrace.
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	regURL, ledgerURL := tracedWorld(t, tp)
-	rc, err := httpapi.NewClient(regURL, httpapi.WithBearerToken(tokA))
+	rc, err := httpclient.NewClient(regURL, httpclient.WithBearerToken(tokA), httpclient.WithHeaders(func(ctx context.Context, h http.Header) {
+		otel.GetTextMapPropagator().Inject(ctx, propagation.HeaderCarrier(h))
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}

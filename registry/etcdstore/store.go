@@ -16,6 +16,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // DefaultPrefix is where the registry's keys live unless told otherwise.
@@ -149,7 +150,7 @@ func (s *Store) ScanRequests(ctx context.Context, after registry.RequestKey, lim
 		name := strings.TrimPrefix(string(kv.Key), dir)
 		i := strings.LastIndexByte(name, '#')
 		if i < 0 {
-			return nil, fmt.Errorf("etcdstore: scan: %w: key %q", registry.ErrCorrupt, kv.Key)
+			return nil, fmt.Errorf("etcdstore: scan: %w: key %q", wire.ErrCorrupt, kv.Key)
 		}
 		e, err := registry.DecodeRequestEntry(kv.Value)
 		if err != nil {

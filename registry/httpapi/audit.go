@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"unicode/utf8"
 
-	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // NoteBytesMax bounds an admin call's note, 1 KiB: a sentence or a ticket
@@ -17,14 +17,14 @@ const NoteBytesMax = 1024
 // goes into a log line as it is).
 func checkNote(note string) error {
 	if len(note) > NoteBytesMax {
-		return fmt.Errorf("%w: note: %d bytes, at most %d", registry.ErrInvalid, len(note), NoteBytesMax)
+		return fmt.Errorf("%w: note: %d bytes, at most %d", wire.ErrInvalid, len(note), NoteBytesMax)
 	}
 	if !utf8.ValidString(note) {
-		return fmt.Errorf("%w: note: not UTF-8", registry.ErrInvalid)
+		return fmt.Errorf("%w: note: not UTF-8", wire.ErrInvalid)
 	}
 	for _, r := range note {
 		if r < 0x20 || r == 0x7f {
-			return fmt.Errorf("%w: note: control character %U", registry.ErrInvalid, r)
+			return fmt.Errorf("%w: note: control character %U", wire.ErrInvalid, r)
 		}
 	}
 	return nil
@@ -44,7 +44,7 @@ func checkNote(note string) error {
 // body is never copied into the audit log. A call without an identity
 // (UNAUTHENTICATED) has no one to record; its request line shows it.
 func (s *Server) auditCall(ctx context.Context, e endpoint, rec *callRecord, code string) {
-	if code == CodeUnauthenticated || code == CodeMethodNotAllowed || (code == "" && !e.mutates) {
+	if code == wire.CodeUnauthenticated || code == wire.CodeMethodNotAllowed || (code == "" && !e.mutates) {
 		return
 	}
 	v := rec.admin

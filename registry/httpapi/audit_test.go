@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/fencegate/fencegate/wire"
 )
 
 // lockedBuffer is a bytes.Buffer safe for a server's concurrent writes.
@@ -50,26 +52,26 @@ func (l *lockedBuffer) records(t *testing.T, msg string) []map[string]any {
 
 func TestAdminCallsAreAudited(t *testing.T) {
 	h := newHarness(t)
-	if _, err := h.admin.Floor(bg, FloorRequest{Resource: "inv/9", Fence: 41, Note: "restore of 2026-07-19, INC-7"}); err != nil {
+	if _, err := h.admin.Floor(bg, wire.FloorRequest{Resource: "inv/9", Fence: 41, Note: "restore of 2026-07-19, INC-7"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.admin.SetPolicy(bg, PolicyRequest{Resource: "inv/9", Generation: 7, Note: "rollout 7"}); err != nil {
+	if _, err := h.admin.SetPolicy(bg, wire.PolicyRequest{Resource: "inv/9", Generation: 7, Note: "rollout 7"}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := h.admin.SetPolicy(bg, PolicyRequest{Resource: "inv/9", Generation: 3, Note: "lower: refused"})
+	_, err := h.admin.SetPolicy(bg, wire.PolicyRequest{Resource: "inv/9", Generation: 3, Note: "lower: refused"})
 	wantAPIError(t, err, 400, "INVALID")
-	if _, err := h.admin.RevokeEpochs(bg, RevokeEpochsRequest{Below: 1, Note: "noop"}); err != nil {
+	if _, err := h.admin.RevokeEpochs(bg, wire.RevokeEpochsRequest{Below: 1, Note: "noop"}); err != nil {
 		t.Fatal(err)
 	}
 	calls := h.store.calls.Load()
-	_, err = h.admin.Floor(bg, FloorRequest{Resource: "inv/9", Fence: 50, Note: "forged\n{\"msg\":\"admin action\"}"})
+	_, err = h.admin.Floor(bg, wire.FloorRequest{Resource: "inv/9", Fence: 50, Note: "forged\n{\"msg\":\"admin action\"}"})
 	wantAPIError(t, err, 400, "INVALID")
-	_, err = h.admin.Floor(bg, FloorRequest{Resource: "inv/9", Fence: 50, Note: strings.Repeat("x", NoteBytesMax+1)})
+	_, err = h.admin.Floor(bg, wire.FloorRequest{Resource: "inv/9", Fence: 50, Note: strings.Repeat("x", NoteBytesMax+1)})
 	wantAPIError(t, err, 400, "INVALID")
 	if h.store.calls.Load() != calls {
 		t.Error("a refused note reached the store")
 	}
-	_, err = h.alice.Floor(bg, FloorRequest{Resource: "inv/9", Fence: 99, Note: "not an admin"})
+	_, err = h.alice.Floor(bg, wire.FloorRequest{Resource: "inv/9", Fence: 99, Note: "not an admin"})
 	wantAPIError(t, err, 403, "FORBIDDEN")
 
 	recs := h.logs.records(t, "admin action")
@@ -101,23 +103,23 @@ func TestAdminCallsAreAudited(t *testing.T) {
 // admin call it was not allowed to make leaves an audit line.
 func TestRefusedCallsNameTheirCaller(t *testing.T) {
 	h := newHarness(t)
-	_, err := h.bob.Floor(bg, FloorRequest{Resource: "inv/9", Fence: 99, Note: "not mine to raise"})
-	wantAPIError(t, err, 403, CodeForbidden)
-	_, err = h.bob.RevokeEpochs(bg, RevokeEpochsRequest{Below: 9})
-	wantAPIError(t, err, 403, CodeForbidden)
+	_, err := h.bob.Floor(bg, wire.FloorRequest{Resource: "inv/9", Fence: 99, Note: "not mine to raise"})
+	wantAPIError(t, err, 403, wire.CodeForbidden)
+	_, err = h.bob.RevokeEpochs(bg, wire.RevokeEpochsRequest{Below: 9})
+	wantAPIError(t, err, 403, wire.CodeForbidden)
 	_, err = h.bob.Resource(bg, "inv/9")
-	wantAPIError(t, err, 403, CodeForbidden)
+	wantAPIError(t, err, 403, wire.CodeForbidden)
 	h.rawAs("POST", "/v1/acquire", tokAlice, "text/plain", `{}`)
 	h.raw("POST", "/v1/renew", tokAlice, `{"resource":"inv/9","lease":"l","extra":1}`)
 	h.raw("POST", "/v1/admin/floor", "", `{"resource":"inv/9","fence":9}`)
 
 	want := []struct{ path, identity, outcome string }{
-		{"/v1/admin/floor", "bob", CodeForbidden},
-		{"/v1/admin/revoke-epochs", "bob", CodeForbidden},
-		{"/v1/admin/resource", "bob", CodeForbidden},
-		{"/v1/acquire", "alice", CodeUnsupportedMediaType},
-		{"/v1/renew", "alice", CodeBadRequest},
-		{"/v1/admin/floor", "", CodeUnauthenticated},
+		{"/v1/admin/floor", "bob", wire.CodeForbidden},
+		{"/v1/admin/revoke-epochs", "bob", wire.CodeForbidden},
+		{"/v1/admin/resource", "bob", wire.CodeForbidden},
+		{"/v1/acquire", "alice", wire.CodeUnsupportedMediaType},
+		{"/v1/renew", "alice", wire.CodeBadRequest},
+		{"/v1/admin/floor", "", wire.CodeUnauthenticated},
 	}
 	lines := h.logs.records(t, "request")
 	if len(lines) != len(want) {
@@ -133,7 +135,7 @@ func TestRefusedCallsNameTheirCaller(t *testing.T) {
 		t.Fatalf("%d audit lines, want one per refused admin call by bob (the anonymous call names no one):\n%v", len(audits), audits)
 	}
 	for i, action := range []string{"raise-floor", "revoke-epochs", "read-resource"} {
-		if a := audits[i]; a["audit"] != true || a["operator"] != "bob" || a["action"] != action || a["outcome"] != CodeForbidden {
+		if a := audits[i]; a["audit"] != true || a["operator"] != "bob" || a["action"] != action || a["outcome"] != wire.CodeForbidden {
 			t.Errorf("audit line %d: %v, want bob's refused %s", i, a, action)
 		}
 	}

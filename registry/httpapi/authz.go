@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+
+	"github.com/fencegate/fencegate/wire"
 )
 
 // Verb is what an identity may do to a resource under a resource policy.
@@ -28,10 +30,6 @@ const (
 
 // Verbs lists every verb, in the order documentation shows them.
 var Verbs = []Verb{VerbAcquire, VerbSee, VerbBreak}
-
-// CodeForbiddenResource (403): the resource policy does not let the
-// caller do this to this resource.
-const CodeForbiddenResource = "FORBIDDEN_RESOURCE"
 
 // ErrForbiddenResource: no rule of the resource policy lets an identity
 // do a verb to a resource. Every refusal is a *ForbiddenError wrapping it;
@@ -75,5 +73,5 @@ func (AllowAll) Authorize(string, Verb, string) error { return nil }
 func AuditRefusal(ctx context.Context, logger *slog.Logger, err *ForbiddenError, path, via string) {
 	logger.LogAttrs(ctx, slog.LevelInfo, "access refused", slog.Bool("audit", true),
 		slog.String("identity", err.Identity), slog.String("verb", string(err.Verb)), slog.String("resource", err.Resource),
-		slog.String("path", path), slog.String("outcome", CodeForbiddenResource), slog.String("via", via))
+		slog.String("path", path), slog.String("outcome", wire.CodeForbiddenResource), slog.String("via", via))
 }

@@ -15,13 +15,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fencegate/fencegate/wire"
 )
 
 // wantForbidden checks err is the policy's refusal of identity doing verb
 // to resource.
 func wantForbidden(t *testing.T, err error, identity string, verb Verb, resource string) {
 	t.Helper()
-	wantAPIError(t, err, 403, CodeForbiddenResource)
+	wantAPIError(t, err, 403, wire.CodeForbiddenResource)
 	if err != nil && !strings.Contains(err.Error(), identity+" may not "+string(verb)+" "+resource) {
 		t.Errorf("refusal %q does not name %s, %s and %s", err, identity, verb, resource)
 	}
@@ -49,7 +51,7 @@ func TestResourcePolicyScopesEveryCall(t *testing.T) {
 	if _, err := h.alice.Status(bg, a.GrantText); err != nil {
 		t.Errorf("alice's status of her own grant: %v", err)
 	}
-	if _, err := h.admin.Floor(bg, FloorRequest{Resource: res, Fence: 5, Note: "admins are not scoped"}); err != nil {
+	if _, err := h.admin.Floor(bg, wire.FloorRequest{Resource: res, Fence: 5, Note: "admins are not scoped"}); err != nil {
 		t.Errorf("an admin's floor raise on a resource outside its policy: %v", err)
 	}
 	audits := h.logs.records(t, "access refused")
@@ -58,7 +60,7 @@ func TestResourcePolicyScopesEveryCall(t *testing.T) {
 	}
 	for i, want := range []struct{ path, verb string }{{"/v1/acquire", "acquire"}, {"/v1/renew", "acquire"}, {"/v1/release", "acquire"}, {"/v1/status", "see"}} {
 		if l := audits[i]; l["audit"] != true || l["identity"] != "bob" || l["verb"] != want.verb || l["resource"] != res ||
-			l["path"] != want.path || l["outcome"] != CodeForbiddenResource || l["via"] != "api" {
+			l["path"] != want.path || l["outcome"] != wire.CodeForbiddenResource || l["via"] != "api" {
 			t.Errorf("access-refused line %d: %v", i, l)
 		}
 	}

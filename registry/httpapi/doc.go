@@ -14,7 +14,7 @@
 // one JSON object, no unknown fields, no trailing data, at most
 // RequestBytesMax bytes. Errors are JSON
 // {"code": ..., "message": ...} where code is the registry's stable code
-// (registry.CodeOf) or one of this package's transport codes (CodeBadRequest
+// (wire.CodeOf) or one of this package's transport codes (CodeBadRequest
 // and friends); see statusFor for the HTTP status of each.
 //
 // Responses carry grants and statuses as their canonical lockGrant.v1 and

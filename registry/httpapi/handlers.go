@@ -6,7 +6,7 @@ import (
 	"net/http"
 
 	"github.com/fencegate/fencegate/grant"
-	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // decode is DecodeRequest into a fresh T.
@@ -34,7 +34,7 @@ func (s *Server) endpoints() []endpoint {
 }
 
 func (s *Server) acquire(ctx context.Context, caller string, r *http.Request, body []byte) (any, error) {
-	req, err := decode[AcquireRequest](body)
+	req, err := decode[wire.AcquireRequest](body)
 	if err == nil {
 		err = s.authorize(ctx, r.URL.Path, caller, VerbAcquire, req.Resource)
 	}
@@ -48,7 +48,7 @@ func (s *Server) acquire(ctx context.Context, caller string, r *http.Request, bo
 		s.cfg.Metrics.WaiterAdded()
 		defer s.cfg.Metrics.WaiterDone()
 	}
-	is, err := s.cfg.Registry.Acquire(ctx, caller, registry.AcquireRequest{
+	is, err := s.cfg.Registry.Acquire(ctx, caller, wire.AcquireRequest{
 		Resource: req.Resource, OperationID: req.OperationID, OperationClass: req.OperationClass,
 		RequestID: req.RequestID, TTLMs: req.TTLMs, WaitMs: req.WaitMs,
 	})
@@ -60,7 +60,7 @@ func (s *Server) acquire(ctx context.Context, caller string, r *http.Request, bo
 }
 
 func (s *Server) renew(ctx context.Context, caller string, r *http.Request, body []byte) (any, error) {
-	req, err := decode[LeaseRequest](body)
+	req, err := decode[wire.LeaseRequest](body)
 	if err == nil {
 		err = s.authorize(ctx, r.URL.Path, caller, VerbAcquire, req.Resource)
 	}
@@ -77,7 +77,7 @@ func (s *Server) renew(ctx context.Context, caller string, r *http.Request, body
 }
 
 func (s *Server) release(ctx context.Context, caller string, r *http.Request, body []byte) (any, error) {
-	req, err := decode[LeaseRequest](body)
+	req, err := decode[wire.LeaseRequest](body)
 	if err == nil {
 		err = s.authorize(ctx, r.URL.Path, caller, VerbAcquire, req.Resource)
 	}
@@ -89,14 +89,14 @@ func (s *Server) release(ctx context.Context, caller string, r *http.Request, bo
 	if err := s.cfg.Registry.Release(ctx, caller, req.Resource, req.Lease); err != nil {
 		return nil, err
 	}
-	return ReleaseResponse{Resource: req.Resource, Lease: req.Lease, State: grant.StateReleased}, nil
+	return wire.ReleaseResponse{Resource: req.Resource, Lease: req.Lease, State: grant.StateReleased}, nil
 }
 
 // status is the gate's linearizable status query. An identity that may
 // see the grant's resource may ask about any grant of it: a gate is not
 // the grant's owner.
 func (s *Server) status(ctx context.Context, caller string, r *http.Request, body []byte) (any, error) {
-	req, err := decode[StatusRequest](body)
+	req, err := decode[wire.StatusRequest](body)
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +139,7 @@ func (s *Server) queryRequest(ctx context.Context, caller string, r *http.Reques
 }
 
 func (s *Server) revokeEpochs(ctx context.Context, _ string, _ *http.Request, body []byte) (any, error) {
-	req, err := decode[RevokeEpochsRequest](body)
+	req, err := decode[wire.RevokeEpochsRequest](body)
 	if err == nil {
 		err = checkNote(req.Note)
 	}
@@ -153,11 +153,11 @@ func (s *Server) revokeEpochs(ctx context.Context, _ string, _ *http.Request, bo
 	if err != nil {
 		return nil, err
 	}
-	return RevokeEpochsResponse{RevokedBelowEpoch: line}, nil
+	return wire.RevokeEpochsResponse{RevokedBelowEpoch: line}, nil
 }
 
 func (s *Server) setPolicy(ctx context.Context, _ string, _ *http.Request, body []byte) (any, error) {
-	req, err := decode[PolicyRequest](body)
+	req, err := decode[wire.PolicyRequest](body)
 	if err == nil {
 		err = checkNote(req.Note)
 	}
@@ -171,11 +171,11 @@ func (s *Server) setPolicy(ctx context.Context, _ string, _ *http.Request, body 
 	if err != nil {
 		return nil, err
 	}
-	return resourceInfo(ri), nil
+	return ri, nil
 }
 
 func (s *Server) raiseFloor(ctx context.Context, _ string, _ *http.Request, body []byte) (any, error) {
-	req, err := decode[FloorRequest](body)
+	req, err := decode[wire.FloorRequest](body)
 	if err == nil {
 		err = checkNote(req.Note)
 	}
@@ -189,11 +189,11 @@ func (s *Server) raiseFloor(ctx context.Context, _ string, _ *http.Request, body
 	if err != nil {
 		return nil, err
 	}
-	return resourceInfo(ri), nil
+	return ri, nil
 }
 
 func (s *Server) resource(ctx context.Context, _ string, _ *http.Request, body []byte) (any, error) {
-	req, err := decode[ResourceRequest](body)
+	req, err := decode[wire.ResourceRequest](body)
 	if err != nil {
 		return nil, err
 	}
@@ -204,5 +204,5 @@ func (s *Server) resource(ctx context.Context, _ string, _ *http.Request, body [
 	if err != nil {
 		return nil, err
 	}
-	return resourceInfo(ri), nil
+	return ri, nil
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegate/fencegate/client/httpclient"
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/testkit/fakeclock"
@@ -59,10 +60,10 @@ type harness struct {
 	clock      *fakeclock.Clock
 	key        *grant.SigningKey
 	verifier   *grant.Verifier
-	alice      *Client
-	bob        *Client
-	admin      *Client
-	anon       *Client
+	alice      *httpclient.Client
+	bob        *httpclient.Client
+	admin      *httpclient.Client
+	anon       *httpclient.Client
 	logs       *lockedBuffer // the server's slog output (JSON lines)
 	policy     *PolicyFile   // harnessPolicy, in policyPath
 	policyPath string
@@ -121,12 +122,12 @@ func newHarnessWith(t *testing.T, tune func(*registry.Config)) *harness {
 	return h
 }
 
-func (h *harness) client(tok string) *Client {
-	opts := []ClientOption{WithHTTPClient(h.srv.Client()), WithVerifier(h.verifier)}
+func (h *harness) client(tok string) *httpclient.Client {
+	opts := []httpclient.ClientOption{httpclient.WithHTTPClient(h.srv.Client()), httpclient.WithVerifier(h.verifier)}
 	if tok != "" {
-		opts = append(opts, WithBearerToken(tok))
+		opts = append(opts, httpclient.WithBearerToken(tok))
 	}
-	c, err := NewClient(h.srv.URL, opts...)
+	c, err := httpclient.NewClient(h.srv.URL, opts...)
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -8,10 +8,6 @@ import (
 	"strings"
 )
 
-// CodeUnsupportedMediaType (415): a request carries a body that is not
-// declared as JSON.
-const CodeUnsupportedMediaType = "UNSUPPORTED_MEDIA_TYPE"
-
 // ErrUnsupportedMediaType: a request that carries a body does not say
 // "Content-Type: application/json". The wire code is
 // CodeUnsupportedMediaType (415).

@@ -9,6 +9,8 @@ package httpapi
 import (
 	"net/http"
 	"testing"
+
+	"github.com/fencegate/fencegate/wire"
 )
 
 func TestBodyNotDeclaredJSONIsRefused(t *testing.T) {
@@ -25,8 +27,8 @@ func TestBodyNotDeclaredJSONIsRefused(t *testing.T) {
 			"application/jsonp", "application/json-seq", "text/json"} {
 			before := h.store.calls.Load()
 			status, eb, _ := h.rawAs(http.MethodPost, c.path, c.tok, ctype, c.body)
-			if status != http.StatusUnsupportedMediaType || eb.Code != CodeUnsupportedMediaType {
-				t.Errorf("POST %s as %q: %d %+v, want 415 %s", c.path, ctype, status, eb, CodeUnsupportedMediaType)
+			if status != http.StatusUnsupportedMediaType || eb.Code != wire.CodeUnsupportedMediaType {
+				t.Errorf("POST %s as %q: %d %+v, want 415 %s", c.path, ctype, status, eb, wire.CodeUnsupportedMediaType)
 			}
 			if n := h.store.calls.Load() - before; n != 0 {
 				t.Errorf("POST %s as %q made %d store calls", c.path, ctype, n)
@@ -40,7 +42,7 @@ func TestBodyNotDeclaredJSONIsRefused(t *testing.T) {
 	if ri.Floor != 0 || ri.HighestFence != 0 {
 		t.Fatalf("refused requests changed inv/1: floor %d, highestFence %d", ri.Floor, ri.HighestFence)
 	}
-	if line, err := h.admin.RevokeEpochs(bg, RevokeEpochsRequest{Below: 0}); err != nil || line != 0 {
+	if line, err := h.admin.RevokeEpochs(bg, wire.RevokeEpochsRequest{Below: 0}); err != nil || line != 0 {
 		t.Fatalf("refused revocations moved the line to %d (%v)", line, err)
 	}
 	for _, ctype := range []string{"application/json", "application/json; charset=utf-8", "Application/JSON;Charset=UTF-8"} {

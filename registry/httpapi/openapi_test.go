@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/fencegate/fencegate/internal/strictjson"
+	"github.com/fencegate/fencegate/wire"
 )
 
 type openAPIDoc struct {
@@ -68,9 +69,9 @@ func TestOpenAPICoversRoutes(t *testing.T) {
 func TestOpenAPISchemasMatchTypes(t *testing.T) {
 	d := loadOpenAPI(t)
 	for name, v := range map[string]any{
-		"AcquireRequest": AcquireRequest{}, "LeaseRequest": LeaseRequest{}, "StatusRequest": StatusRequest{},
-		"Issued": IssuedResponse{}, "ResourceInfo": ResourceInfo{}, "ReleaseResponse": ReleaseResponse{},
-		"Error": ErrorBody{}, "Health": Health{},
+		"AcquireRequest": wire.AcquireRequest{}, "LeaseRequest": wire.LeaseRequest{}, "StatusRequest": wire.StatusRequest{},
+		"Issued": wire.IssuedResponse{}, "ResourceInfo": wire.ResourceInfo{}, "ReleaseResponse": wire.ReleaseResponse{},
+		"Error": wire.ErrorBody{}, "Health": wire.Health{},
 	} {
 		sc, ok := d.Components.Schemas[name]
 		if !ok {

@@ -150,9 +150,3 @@ func LogRequest(ctx context.Context, logger *slog.Logger, l RequestLine) {
 	}
 	logger.LogAttrs(ctx, slog.LevelInfo, "request", attrs...)
 }
-
-// injectTrace puts ctx's trace into an outgoing request (a no-op unless a
-// propagator is installed, as serve and the tests do).
-func injectTrace(ctx context.Context, h http.Header) {
-	otel.GetTextMapPropagator().Inject(ctx, propagation.HeaderCarrier(h))
-}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // CallTimeoutMsDefault bounds one API call's registry work (store round
@@ -126,7 +127,7 @@ func (s *Server) table() []route {
 	for _, e := range s.endpoints() {
 		out = append(out, route{Route{e.method, e.path}, s.wrap(e)})
 	}
-	health := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, Health{Status: "ok"}) })
+	health := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, wire.Health{Status: "ok"}) })
 	for _, r := range []route{
 		{Route{http.MethodGet, "/healthz"}, health},
 		{Route{http.MethodGet, "/readyz"}, http.HandlerFunc(s.ready)},
@@ -152,7 +153,7 @@ func (s *Server) routes() {
 		s.mux.Handle(r.Path, r.h)
 	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusNotFound, ErrorBody{Code: CodeNotFound, Message: "httpapi: no endpoint " + r.URL.Path})
+		writeJSON(w, http.StatusNotFound, wire.ErrorBody{Code: wire.CodeNotFound, Message: "httpapi: no endpoint " + r.URL.Path})
 	})
 }
 
@@ -175,11 +176,11 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), ReadyTimeoutMs*time.Millisecond)
 		defer cancel()
 		if _, err := s.cfg.Store.Read(ctx, "", nil); err != nil {
-			writeJSON(w, http.StatusServiceUnavailable, Health{Status: "store: " + err.Error()})
+			writeJSON(w, http.StatusServiceUnavailable, wire.Health{Status: "store: " + err.Error()})
 			return
 		}
 	}
-	writeJSON(w, http.StatusOK, Health{Status: "ok"})
+	writeJSON(w, http.StatusOK, wire.Health{Status: "ok"})
 }
 
 // endpoint is one /v1 call.
@@ -217,7 +218,7 @@ func (s *Server) wrap(e endpoint) http.Handler {
 		if s.cfg.Seen != nil && code == "" && rec.resource != "" {
 			s.cfg.Seen(rec.resource)
 		}
-		if e.count != nil && code != CodeMethodNotAllowed && code != CodeUnauthenticated && code != CodeForbidden {
+		if e.count != nil && code != wire.CodeMethodNotAllowed && code != wire.CodeUnauthenticated && code != wire.CodeForbidden {
 			e.count(code)
 		}
 	})
@@ -258,7 +259,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, e endpoint) strin
 // records a refusal in the audit log.
 func (s *Server) authorize(ctx context.Context, path, caller string, verb Verb, resource string) error {
 	if err := grant.ValidateResource(resource); err != nil {
-		return fmt.Errorf("%w: resource %q: %v", registry.ErrInvalid, resource, err)
+		return fmt.Errorf("%w: resource %q: %v", wire.ErrInvalid, resource, err)
 	}
 	err := s.cfg.Authorizer.Authorize(caller, verb, resource)
 	if fe := (*ForbiddenError)(nil); errors.As(err, &fe) {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/fencegate/fencegate/client/httpclient"
 	"github.com/fencegate/fencegate/grant"
 )
 
@@ -28,7 +29,7 @@ func TestTrustBundleEndpoint(t *testing.T) {
 	}
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
-	anon, _ := NewClient(ts.URL)
+	anon, _ := httpclient.NewClient(ts.URL)
 	first, err := grant.NewBundle(f, "")
 	if err != nil {
 		t.Fatal(err)

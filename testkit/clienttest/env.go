@@ -57,7 +57,7 @@ type Worker struct {
 // Worker returns a session for owner with a rand seeded by seed.
 func (e *Env) Worker(owner string, seed uint64, manual bool) *Worker {
 	w := &Worker{Rec: &Recorder{}}
-	w.Net = &Lossy{Inner: client.Direct{Registry: e.Reg.Registry, Owner: owner}}
+	w.Net = &Lossy{Inner: registry.Direct{Registry: e.Reg.Registry, Owner: owner}}
 	o := client.Options{
 		Clock: e.Clock, Rand: rand.New(rand.NewPCG(seed, seed)), Manual: manual, OnTransition: w.Rec.Add,
 	}

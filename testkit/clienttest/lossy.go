@@ -8,7 +8,7 @@ import (
 
 	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/grant"
-	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // Fault is what the lossy network does to one call.
@@ -118,13 +118,13 @@ func run[T any](l *Lossy, op, key string, fn func() (T, error)) (T, error) {
 }
 
 // Acquire forwards or loses the call.
-func (l *Lossy) Acquire(ctx context.Context, req registry.AcquireRequest) (registry.Issued, error) {
-	return run(l, "Acquire", req.RequestID, func() (registry.Issued, error) { return l.Inner.Acquire(ctx, req) })
+func (l *Lossy) Acquire(ctx context.Context, req wire.AcquireRequest) (wire.Issued, error) {
+	return run(l, "Acquire", req.RequestID, func() (wire.Issued, error) { return l.Inner.Acquire(ctx, req) })
 }
 
 // Renew forwards or loses the call.
-func (l *Lossy) Renew(ctx context.Context, resource, lease string) (registry.Issued, error) {
-	return run(l, "Renew", lease, func() (registry.Issued, error) { return l.Inner.Renew(ctx, resource, lease) })
+func (l *Lossy) Renew(ctx context.Context, resource, lease string) (wire.Issued, error) {
+	return run(l, "Renew", lease, func() (wire.Issued, error) { return l.Inner.Renew(ctx, resource, lease) })
 }
 
 // Release forwards or loses the call.
@@ -134,13 +134,13 @@ func (l *Lossy) Release(ctx context.Context, resource, lease string) error {
 }
 
 // Status forwards or loses the call.
-func (l *Lossy) Status(ctx context.Context, g *grant.Grant) (registry.Issued, error) {
-	return run(l, "Status", g.Lease, func() (registry.Issued, error) { return l.Inner.Status(ctx, g) })
+func (l *Lossy) Status(ctx context.Context, g *grant.Grant) (wire.Issued, error) {
+	return run(l, "Status", g.Lease, func() (wire.Issued, error) { return l.Inner.Status(ctx, g) })
 }
 
 // QueryRequest forwards or loses the call.
-func (l *Lossy) QueryRequest(ctx context.Context, requestID string) (registry.Issued, error) {
-	return run(l, "QueryRequest", requestID, func() (registry.Issued, error) { return l.Inner.QueryRequest(ctx, requestID) })
+func (l *Lossy) QueryRequest(ctx context.Context, requestID string) (wire.Issued, error) {
+	return run(l, "QueryRequest", requestID, func() (wire.Issued, error) { return l.Inner.QueryRequest(ctx, requestID) })
 }
 
 // RequestIDs lists the acquire request IDs used, in order of first use

@@ -12,6 +12,7 @@ import (
 
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // RunRegistry runs registry scenarios over the store: two registries on
@@ -45,8 +46,8 @@ func NewRegistry(t testing.TB, s registry.Store, clock registry.Clock) *registry
 	return r
 }
 
-func acq(resource, id string, waitMs uint64) registry.AcquireRequest {
-	return registry.AcquireRequest{Resource: resource, OperationID: "op-" + id, OperationClass: "test", RequestID: id, TTLMs: 30_000, WaitMs: waitMs}
+func acq(resource, id string, waitMs uint64) wire.AcquireRequest {
+	return wire.AcquireRequest{Resource: resource, OperationID: "op-" + id, OperationClass: "test", RequestID: id, TTLMs: 30_000, WaitMs: waitMs}
 }
 
 func testTwoRegistries(t *testing.T, s registry.Store) {
@@ -115,7 +116,7 @@ func testLostResponse(t *testing.T, s registry.Store) {
 	ls := &lossy{Store: s}
 	reg := NewRegistry(t, ls, nil)
 	ls.armed.Store(true)
-	if _, err := reg.Acquire(ctx, "worker-a", acq("lost/1", "req-1", 0)); !errors.Is(err, registry.ErrUnavailable) {
+	if _, err := reg.Acquire(ctx, "worker-a", acq("lost/1", "req-1", 0)); !errors.Is(err, wire.ErrUnavailable) {
 		t.Fatalf("first acquire: want ErrUnavailable (outcome unknown), got %v", err)
 	}
 	// Another registry (the retry may land anywhere) sees the commit.
@@ -135,7 +136,7 @@ func testLostResponse(t *testing.T, s registry.Store) {
 	}
 	mismatch := acq("lost/1", "req-1", 0)
 	mismatch.OperationClass = "other"
-	if _, err := reg.Acquire(ctx, "worker-a", mismatch); !errors.Is(err, registry.ErrRequestMismatch) {
+	if _, err := reg.Acquire(ctx, "worker-a", mismatch); !errors.Is(err, wire.ErrRequestMismatch) {
 		t.Fatalf("changed parameters: %v", err)
 	}
 	if err := reg.Release(ctx, "worker-a", "lost/1", q.Grant.Lease); err != nil {
@@ -223,7 +224,7 @@ func testCancelWait(t *testing.T, s registry.Store) {
 		t.Fatalf("cancelled wait: %v", err)
 	}
 	waitQueued(t, reg, "cancel/1", 0)
-	if _, err := reg.Acquire(ctx, "other", acq("cancel/1", "o", 0)); !errors.Is(err, registry.ErrBusy) {
+	if _, err := reg.Acquire(ctx, "other", acq("cancel/1", "o", 0)); !errors.Is(err, wire.ErrBusy) {
 		t.Fatalf("still held: want busy, got %v", err)
 	}
 }

@@ -75,7 +75,7 @@ func worker(ctx context.Context, args []string) error {
 	defer rec.Close()
 	t := &chaosproc.Transport{Rec: rec, Proc: *name, Owner: *name}
 	for _, u := range strings.Split(*registries, ",") {
-		c, err := httpapi.NewClient(u, httpapi.WithBearerToken(*token))
+		c, err := httpclient.NewClient(u, httpclient.WithBearerToken(*token))
 		if err != nil {
 			return err
 		}
