@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -24,9 +23,20 @@ import (
 // returned wrapped; errors.Is against the registry sentinels works. Every
 // decision is the AcquireCore's; this is its driver.
 func (s *Session) Acquire(ctx context.Context, r AcquireRequest) (*Lease, error) {
+	return s.acquire(ctx, r, nil)
+}
+
+// acquire is Acquire, with mode (if not nil) applied to the acquire's core
+// before each call of it (Lock's WaitAsLock).
+func (s *Session) acquire(ctx context.Context, r AcquireRequest, mode func(*AcquireCore)) (*Lease, error) {
 	a, err := s.begin(r)
 	if err != nil {
 		return nil, err
+	}
+	if mode != nil {
+		s.mu.Lock()
+		mode(a.core)
+		s.mu.Unlock()
 	}
 	for {
 		s.mu.Lock()
@@ -145,26 +155,22 @@ func (s *Session) sleepUntil(ctx context.Context, t time.Time) error {
 }
 
 // Lock acquires r.Resource, waiting for it as long as ctx allows — there
-// is no cap of its own. Each acquire queues at the registry for at most
-// Options.LockWaitChunk (r.Wait is ignored); after a WAIT_TIMEOUT it asks
-// again with a fresh request ID, at the tail of the queue. It returns the
-// lease HELD, ctx's error (wrapped) once ctx ends, or the first error that
-// is not a wait running out.
+// is no cap of its own. It queues at the registry in long polls of at most
+// Options.LockWaitChunk (r.Wait is ignored), each asking again with the
+// same request ID, so the waiter keeps the place in the FIFO queue where it
+// joined, however long it waits. It returns the lease HELD, ctx's error
+// (wrapped) once ctx ends, or the first error that is not a wait running
+// out. If ctx ends while queued, the request ID stays pending, as for
+// Acquire.
 func (s *Session) Lock(ctx context.Context, r AcquireRequest) (*Lease, error) {
-	for {
-		r.Wait = s.o.LockWaitChunk
-		if dl, ok := ctx.Deadline(); ok {
-			r.Wait = min(r.Wait, max(dl.Sub(s.o.Clock.Now()), time.Millisecond))
-		}
-		l, err := s.Acquire(ctx, r)
-		switch {
-		case err == nil:
-			return l, nil
-		case ctx.Err() != nil:
-			return nil, fmt.Errorf("client: lock %s: %w", r.Resource, ctx.Err())
-		case errors.Is(err, wire.ErrWaitTimeout), errors.Is(err, wire.ErrBusy):
-			continue
-		}
-		return nil, err
+	r.Wait = s.o.LockWaitChunk
+	var until time.Time
+	if dl, ok := ctx.Deadline(); ok {
+		until = dl
 	}
+	l, err := s.acquire(ctx, r, func(a *AcquireCore) { a.WaitAsLock(s.o.LockWaitChunk, until) })
+	if err != nil && ctx.Err() != nil {
+		return nil, fmt.Errorf("client: lock %s: %w", r.Resource, ctx.Err())
+	}
+	return l, err
 }

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -29,6 +30,13 @@ type AcquireCore struct {
 	inflight  Call
 	callN     uint64
 	lostRun   int // calls in a row without an answer
+	// locking: a WAIT_TIMEOUT is not final, the same request asks again
+	// at once and keeps its place in the queue (Session.Lock), until
+	// lockUntil (zero: no end but the caller's); each wait is at most
+	// lockChunk and never runs past lockUntil.
+	locking   bool
+	lockUntil time.Time
+	lockChunk time.Duration
 	done      bool
 	issued    wire.Issued
 	err       error
@@ -50,6 +58,16 @@ func (a *AcquireCore) Unreachable() error { return a.unreachable }
 // o must have its defaults filled.
 func NewAcquireCore(o Options, req wire.AcquireRequest, newRequestID func() string, jitter func() float64) *AcquireCore {
 	return &AcquireCore{o: o, req: req, m: NewMachine(), newID: newRequestID, jitter: jitter, backoff: AcquireBackoffMin}
+}
+
+// WaitAsLock makes the acquire queue as Session.Lock does: each call waits
+// at most chunk (and never past until, when until is not zero), and a
+// WAIT_TIMEOUT is not an answer but a cue to ask again at once with the
+// same request ID, which keeps the ticket's place in the registry's queue
+// (within Config.WaiterGraceMs). Past until, WAIT_TIMEOUT ends the
+// acquire as usual.
+func (a *AcquireCore) WaitAsLock(chunk time.Duration, until time.Time) {
+	a.locking, a.lockChunk, a.lockUntil = true, chunk, until
 }
 
 // Request returns the request as it will be sent (the current request ID).
@@ -141,6 +159,13 @@ func (a *AcquireCore) Next(now time.Time) (Call, time.Time) {
 		a.firstSent = now
 	}
 	a.lastSent = now
+	if a.locking {
+		wait := a.lockChunk
+		if !a.lockUntil.IsZero() {
+			wait = min(wait, max(a.lockUntil.Sub(now), time.Millisecond))
+		}
+		a.req.WaitMs = uint64(max(wait/time.Millisecond, 1))
+	}
 	wait := time.Duration(a.req.WaitMs) * time.Millisecond
 	a.inflight = Call{Kind: CallAcquire, Sent: now, Timeout: a.o.CallTimeout + wait, n: a.callN}
 	return a.inflight, time.Time{}
@@ -170,6 +195,10 @@ func (a *AcquireCore) Answer(now time.Time, call Call, is wire.Issued, err error
 		a.doneSent = call.Sent
 		a.answered(now, is)
 	case answerRefused:
+		if a.locking && errors.Is(err, wire.ErrWaitTimeout) && (a.lockUntil.IsZero() || now.Before(a.lockUntil)) {
+			a.retryAt = now // not yet: ask again at once, keeping the place in the queue
+			return
+		}
 		a.finish(wire.Issued{}, fmt.Errorf("client: acquire %s: %w", a.req.Resource, err))
 	case answerLost:
 		if a.lostRun++; a.lostRun >= a.o.AcquireLostMax {

@@ -23,12 +23,21 @@ func (in acquireInput) key() RequestKey {
 }
 
 // ticket is the acquire as a queue entry, parameters included, seen now.
-func (in acquireInput) ticket(digest string, now int64) Waiter {
+func (in acquireInput) ticket(digest string, now int64, cfg Config) Waiter {
 	return Waiter{
-		Owner: in.owner, RequestID: in.req.RequestID, DeadlineMs: in.deadlineMs,
+		Owner: in.owner, RequestID: in.req.RequestID,
+		DeadlineMs: in.deadlineMs + int64(cfg.WaiterGraceMs), PollUntilMs: in.deadlineMs, JoinedMs: now,
 		OperationRoot:  grant.OperationRoot(in.req.Resource, in.req.OperationID).String(),
 		OperationClass: in.req.OperationClass, TTLMs: in.ttlMs, ParamsDigest: digest, SeenMs: now,
 	}
+}
+
+// pollUntil is when w's acquire stops listening.
+func (w Waiter) pollUntil() int64 {
+	if w.PollUntilMs != 0 {
+		return w.PollUntilMs
+	}
+	return w.DeadlineMs
 }
 
 // acquireOutcome is what an acquire decision asks the shell to do.
@@ -114,7 +123,7 @@ func decideAcquire(rec *Record, own *RequestEntry, set Settings, in acquireInput
 	}
 	free := next.Holder == nil && now >= next.FreeAtMs
 	if free && (idx == 0 || idx < 0 && len(next.Waiters) == 0) {
-		body, puts, err := grantLease(next, puts, in.req.Resource, in.ticket(digest, now), idx, now, cfg.IssuerEpoch)
+		body, puts, err := grantLease(next, puts, in.req.Resource, in.ticket(digest, now, cfg), idx, now, cfg.IssuerEpoch)
 		if err != nil {
 			return acquireDecision{}, err
 		}
@@ -128,13 +137,14 @@ func decideAcquire(rec *Record, own *RequestEntry, set Settings, in acquireInput
 		if len(next.Waiters) >= cfg.WaitersPerResourceMax {
 			return acquireDecision{}, fmt.Errorf("%w: %s has %d waiters, limit %d", wire.ErrWaitersFull, in.req.Resource, len(next.Waiters), cfg.WaitersPerResourceMax)
 		}
-		next.Waiters = append(next.Waiters, in.ticket(digest, now))
+		next.Waiters = append(next.Waiters, in.ticket(digest, now, cfg))
 		changed = true
-	case next.Waiters[idx].DeadlineMs < in.deadlineMs:
+	case next.Waiters[idx].pollUntil() < in.deadlineMs:
 		// A retry of the same request moves its deadline (later only, so
 		// two calls of one request never undo each other), not its place.
-		next.Waiters[idx].DeadlineMs = in.deadlineMs
-		next.Waiters[idx].SeenMs = now
+		w := &next.Waiters[idx]
+		w.DeadlineMs, w.PollUntilMs = max(w.DeadlineMs, in.deadlineMs+int64(cfg.WaiterGraceMs)), in.deadlineMs
+		w.SeenMs = now
 		changed = true
 	case stampDue(next, idx, now, cfg):
 		next.Waiters[idx].SeenMs = now // alive, while the head is slow to claim

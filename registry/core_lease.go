@@ -68,8 +68,8 @@ func handOff(next *Record, puts []entryPut, resource string, set Settings, now i
 		return puts
 	}
 	head := next.Waiters[0]
-	if head.TTLMs == 0 || taken(RequestKey{Owner: head.Owner, RequestID: head.RequestID}) {
-		return puts
+	if head.TTLMs == 0 || now >= head.pollUntil() || taken(RequestKey{Owner: head.Owner, RequestID: head.RequestID}) {
+		return puts // nobody is listening, or its request has an answer: it claims the lease itself
 	}
 	trial := next.clone()
 	_, handed, err := grantLease(trial, puts, resource, head, 0, now, cfg.IssuerEpoch)
@@ -93,7 +93,7 @@ func handOff(next *Record, puts []entryPut, resource string, set Settings, now i
 // suite's history checker caught.
 func decideCancelWait(rec *Record, set Settings, key RequestKey, deadlineMs, now int64, cfg Config) leaseDecision {
 	next, puts, changed := normalize(rec, set, now, cfg)
-	if i := waiterIndex(next, key); i >= 0 && next.Waiters[i].DeadlineMs <= deadlineMs {
+	if i := waiterIndex(next, key); i >= 0 && next.Waiters[i].pollUntil() <= deadlineMs {
 		next.Waiters = append(next.Waiters[:i:i], next.Waiters[i+1:]...)
 		if i == 0 && next.Holder == nil {
 			next.FreeAtMs = max(next.FreeAtMs, now)
