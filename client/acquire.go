@@ -158,15 +158,18 @@ func (s *Session) sleepUntil(ctx context.Context, t time.Time) error {
 // is no cap of its own. It queues at the registry in long polls of at most
 // Options.LockWaitChunk (r.Wait is ignored), each asking again with the
 // same request ID, so the waiter keeps the place in the FIFO queue where it
-// joined, however long it waits. It returns the lease HELD, ctx's error
-// (wrapped) once ctx ends, or the first error that is not a wait running
-// out. If ctx ends while queued, the request ID stays pending, as for
-// Acquire.
+// joined, however long it waits. It returns the lease HELD, or the first
+// error that is not a wait running out. When ctx has a deadline, the
+// queueing ends Options.CallTimeout before it, so the registry's last
+// answer arrives in time: WAIT_TIMEOUT, a *wire.BusyError naming who
+// holds the resource. If ctx ends first (cancelled, or no answer in
+// time), its error is returned wrapped and the request ID stays pending,
+// as for Acquire.
 func (s *Session) Lock(ctx context.Context, r AcquireRequest) (*Lease, error) {
 	r.Wait = s.o.LockWaitChunk
 	var until time.Time
 	if dl, ok := ctx.Deadline(); ok {
-		until = dl
+		until = dl.Add(-s.o.CallTimeout)
 	}
 	l, err := s.acquire(ctx, r, func(a *AcquireCore) { a.WaitAsLock(s.o.LockWaitChunk, until) })
 	if err != nil && ctx.Err() != nil {

@@ -93,8 +93,10 @@ func runAcquireStory(rt *rapid.T, from func(*client.AcquireCore, time.Time) time
 	if err != nil {
 		rt.Fatal(err)
 	}
-	holdMs := rapid.Int64Range(0, 60_000).Draw(rt, "holdMs")
 	ttlMs := uint64(rapid.IntRange(2, 15).Draw(rt, "ttlS") * 1000)
+	// The holder keeps the resource for 0 to 4 of the waiter's TTLs, so
+	// many waits run past the waiter's own TTL.
+	holdMs := int64(rapid.IntRange(0, 8).Draw(rt, "holdHalfTTLs"))*int64(ttlMs)/2 + rapid.Int64Range(0, 999).Draw(rt, "holdJitterMs")
 	c := newStoryClock(rt, clock)
 	o := client.Options{}.WithDefaults()
 	req := wire.AcquireRequest{Resource: clienttest.Resource, OperationID: "op-b", OperationClass: "settle",

@@ -66,10 +66,23 @@ func TestLockEndsWithItsContext(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 		defer cancel()
 		b := client.NewSession(registry.Direct{Registry: reg.Registry, Owner: clienttest.OwnerB}, client.Options{Rand: rand.New(rand.NewPCG(2, 2))})
-		if _, err := b.Lock(ctx, clienttest.Request("op-b")); !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("lock past its context: %v", err)
+		start := time.Now()
+		_, err = b.Lock(ctx, clienttest.Request("op-b"))
+		var be *wire.BusyError
+		if !errors.Is(err, wire.ErrWaitTimeout) || !errors.As(err, &be) || be.Holder == nil || be.Holder.Owner != clienttest.OwnerA {
+			t.Fatalf("lock past its deadline: %v, want WAIT_TIMEOUT naming %s", err, clienttest.OwnerA)
+		}
+		if waited := time.Since(start); waited > 40*time.Second {
+			t.Fatalf("lock returned after %s, past its context's 40 s", waited)
+		}
+		// Cancelled rather than timed out: the context's error.
+		cctx, stop := context.WithCancel(context.Background())
+		time.AfterFunc(5*time.Second, stop)
+		if _, err := b.Lock(cctx, clienttest.Request("op-b")); !errors.Is(err, context.Canceled) {
+			t.Fatalf("lock cancelled: %v", err)
 		}
 		_ = holder.ReleaseNoDrain(context.Background())
+		time.Sleep(3 * time.Second) // the cancelled waiter's ticket lapses
 	})
 }
 

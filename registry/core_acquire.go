@@ -191,18 +191,15 @@ func grantLease(next *Record, puts []entryPut, resource string, t Waiter, idx in
 	return body, puts, nil
 }
 
-// busyError says why the lease cannot be granted now.
+// busyError says why the lease cannot be granted now, and what the caller
+// needs next: who holds it, since when, for how long, how many wait.
 func busyError(next *Record, in acquireInput, now int64) error {
 	sentinel := wire.ErrBusy
 	if in.wait {
 		sentinel = wire.ErrWaitTimeout
 	}
-	switch {
-	case next.Holder != nil:
-		return fmt.Errorf("%w: %s is held", sentinel, in.req.Resource)
-	case now < next.FreeAtMs:
-		return fmt.Errorf("%w: %s is in lock-delay for %d ms", sentinel, in.req.Resource, next.FreeAtMs-now)
-	default:
-		return fmt.Errorf("%w: %s has %d waiters ahead", sentinel, in.req.Resource, len(next.Waiters))
-	}
+	v := lockView(in.req.Resource, next, now, 0)
+	return &wire.BusyError{Sentinel: sentinel, BusyDetail: wire.BusyDetail{
+		Resource: in.req.Resource, Holder: v.Holder, FreeAt: v.FreeAt, Waiters: len(v.Waiters), ReadAt: v.ReadAt,
+	}}
 }

@@ -60,7 +60,7 @@ type Waiter struct {
 	PollUntilMs int64 `json:"pollUntilMs,omitempty"`
 	// JoinedMs is when the ticket joined the queue; asking again with the
 	// same request keeps it. 0 in records from before it existed.
-	JoinedMs int64 `json:"joinedMs,omitempty"`
+	JoinedMs       int64  `json:"joinedMs,omitempty"`
 	OperationRoot  string `json:"operationRoot"`
 	OperationClass string `json:"operationClass"`
 	TTLMs          uint64 `json:"ttlMs"`
@@ -78,6 +78,9 @@ type EndedLease struct {
 	Owner string      `json:"owner"`
 	State grant.State `json:"state"`
 	AtMs  int64       `json:"atMs"`
+	// Broken: an operator ended it (State EXPIRED: its status proofs say
+	// it is over, as for an expiry).
+	Broken bool `json:"broken,omitempty"`
 }
 
 // GrantBody is a lockGrant.v1 without its BackendRevision, which is only

@@ -176,3 +176,8 @@ func (s *store) ScanRequests(ctx context.Context, after registry.RequestKey, lim
 	}
 	return s.snapshot("", keys).Requests, nil
 }
+
+// ScanRecords lists nothing: the simulator lists no locks.
+func (s *store) ScanRecords(context.Context, string, string, int) ([]registry.RecordSlot, error) {
+	return nil, nil
+}

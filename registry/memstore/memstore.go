@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/fencegate/fencegate/registry"
@@ -190,4 +191,33 @@ func (s *Store) ScanRequests(ctx context.Context, after registry.RequestKey, lim
 	}
 	snap, err := s.snapshotLocked("", keys)
 	return snap.Requests, err
+}
+
+// ScanRecords implements registry.Store.
+func (s *Store) ScanRecords(ctx context.Context, prefix, after string, limit int) ([]registry.RecordSlot, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	names := make([]string, 0, len(s.records))
+	for name := range s.records {
+		if strings.HasPrefix(name, prefix) && name > after {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	if len(names) > limit {
+		names = names[:limit]
+	}
+	out := make([]registry.RecordSlot, 0, len(names))
+	for _, name := range names {
+		it := s.records[name]
+		rec, err := registry.DecodeRecord(it.value)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, registry.RecordSlot{Resource: name, Record: rec, ModRev: it.modRev})
+	}
+	return out, nil
 }

@@ -27,6 +27,7 @@ func Run(t *testing.T, newStore NewStore) {
 	t.Run("ConcurrentCASLosesNoUpdate", func(t *testing.T) { testConcurrentCAS(t, newStore(t)) })
 	t.Run("ConcurrentCommitsAreIndependent", func(t *testing.T) { testConcurrentIndependent(t, newStore(t)) })
 	t.Run("ScanOrderAndLimit", func(t *testing.T) { testScan(t, newStore(t)) })
+	t.Run("ScanRecordsPrefixOrderLimit", func(t *testing.T) { testScanRecords(t, newStore(t)) })
 	t.Run("WatchDeliversLatest", func(t *testing.T) { testWatch(t, newStore(t)) })
 	RunRegistry(t, newStore)
 }
