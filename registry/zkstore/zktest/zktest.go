@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -29,12 +30,18 @@ const (
 // manifest names the jars it needs.
 const DefaultJar = "/usr/share/java/zookeeper.jar"
 
-// logJar gives the server's slf4j a simple logger (to the server's log
-// file, warnings and above); the server runs without it too.
-const logJar = "/usr/share/java/slf4j-simple.jar"
+// extraJars are on the class path when present: slf4j's simple logger
+// (the server's log file gets warnings and above), and the Netty jars the
+// TLS port needs that the Debian jar's manifest leaves out.
+var extraJars = []string{
+	"/usr/share/java/slf4j-simple.jar",
+	"/usr/share/java/netty-codec.jar",
+	"/usr/share/java/netty-resolver.jar",
+	"/usr/share/java/netty-transport-native-unix-common.jar",
+}
 
 // StartTimeout bounds a start: the JVM and the server, on a busy machine.
-const StartTimeout = 60 * time.Second
+const StartTimeout = 30 * time.Second
 
 // Options tunes a server.
 type Options struct {
@@ -178,8 +185,10 @@ func (s *Server) start() error {
 	}
 	defer logf.Close()
 	cp := jar()
-	if _, err := os.Stat(logJar); err == nil {
-		cp += ":" + logJar
+	for _, j := range extraJars {
+		if _, err := os.Stat(j); err == nil {
+			cp += ":" + j
+		}
 	}
 	s.cmd = exec.Command("java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
 		"-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-Dzookeeper.admin.enableServer=false",
@@ -236,6 +245,27 @@ func (s *Server) Restart() error {
 
 // DataDir is the server's data directory (snapshots and transaction log).
 func (s *Server) DataDir() string { return filepath.Join(s.Dir, "data") }
+
+// Zxid returns the last transaction id the server applied (its srvr
+// four-letter answer): sessions and every write, not only commits.
+func (s *Server) Zxid() (uint64, error) {
+	conn, err := net.DialTimeout("tcp", s.Addr, time.Second)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := conn.Write([]byte("srvr")); err != nil {
+		return 0, err
+	}
+	sc := bufio.NewScanner(conn)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "Zxid: "); ok {
+			return strconv.ParseUint(strings.TrimPrefix(v, "0x"), 16, 64)
+		}
+	}
+	return 0, fmt.Errorf("zktest: no Zxid in srvr's answer")
+}
 
 // ruok asks the server's four-letter ruok; true on "imok".
 func ruok(addr string) bool {
