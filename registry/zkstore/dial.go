@@ -42,7 +42,9 @@ type ClientConfig struct {
 	TLS bool
 	// Username and Password authenticate with the digest scheme
 	// (addauth digest user:password); every node the store creates is
-	// then readable and writable by that user only. Optional; together.
+	// then readable and writable only by the identities of the session
+	// that made it: that user, and with TLS the client certificate's
+	// subject (ZooKeeper's x509 scheme). Optional; together.
 	Username, Password string
 	// SessionTimeout is asked of the ensemble. Optional, defaults to
 	// SessionTimeoutMsDefault.

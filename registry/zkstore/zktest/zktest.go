@@ -48,6 +48,9 @@ type Options struct {
 	// TLS adds a secureClientPort with a throwaway PKI requiring client
 	// certificates. Optional, defaults to plain only.
 	TLS bool
+	// Fsync makes the server fsync its transaction log, as in production
+	// (benchmarks). Optional, defaults to off: a test server.
+	Fsync bool
 }
 
 // Server is one running standalone ZooKeeper.
@@ -57,6 +60,7 @@ type Server struct {
 	PKI     *PKI   // nil without TLS
 	Dir     string // config, data and log
 
+	fsync  bool
 	cmd    *exec.Cmd
 	exited chan struct{}
 	runs   int
@@ -113,7 +117,7 @@ func New(dir string, opt Options) (*Server, error) {
 	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o700); err != nil {
 		return nil, err
 	}
-	s := &Server{Dir: dir}
+	s := &Server{Dir: dir, fsync: opt.Fsync}
 	if opt.TLS {
 		pki, err := NewPKI(dir)
 		if err != nil {
@@ -144,9 +148,13 @@ func New(dir string, opt Options) (*Server, error) {
 const startTries = 3
 
 // config is the server's zoo.cfg: a short tick (sessions of 0.4 to 4 s
-// may be asked), no fsync (a test server), no admin server, ruok for the
-// readiness probe.
+// may be asked), no fsync unless asked, no admin server, ruok and srvr
+// for the probes.
 func (s *Server) config() string {
+	forceSync := "no"
+	if s.fsync {
+		forceSync = "yes"
+	}
 	cfg := fmt.Sprintf(`tickTime=200
 initLimit=10
 syncLimit=5
@@ -156,8 +164,8 @@ clientPort=%s
 maxClientCnxns=0
 admin.enableServer=false
 4lw.commands.whitelist=ruok,srvr
-forceSync=no
-`, filepath.Join(s.Dir, "data"), port(s.Addr))
+forceSync=%s
+`, filepath.Join(s.Dir, "data"), port(s.Addr), forceSync)
 	if s.PKI != nil {
 		cfg += fmt.Sprintf(`serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory
 secureClientPort=%s

@@ -1,0 +1,91 @@
+// This file measures the registry on ZooKeeper (a server with fsync on, as
+// in production) against the lock a ZooKeeper user would otherwise take,
+// the client's own recipe (zk.Lock: an ephemeral sequential node, then a
+// watch on its predecessor), in the same run. Timings are reported, never
+// asserted. Compare with the etcd store's benchmark of the same name:
+//
+//	go test ./registry/zkstore -run '^$' -bench AcquireRelease -count 5
+//	go test ./registry/etcdstore -run '^$' -bench 'AcquireRelease$/registry' -count 5
+package zkstore
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/fencegate/fencegate/wire"
+	"github.com/fencegate/fencegate/testkit/storetest"
+	"github.com/fencegate/fencegate/registry/zkstore/zktest"
+)
+
+var (
+	benchOnce sync.Once
+	benchConn *zk.Conn
+	benchErr  error
+)
+
+// benchServer starts one server with fsync on for all benchmarks; it
+// lives until the test binary exits.
+func benchServer(b *testing.B) *zk.Conn {
+	server(b)
+	benchOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "zkstore-bench-")
+		if err != nil {
+			benchErr = err
+			return
+		}
+		srv, err := zktest.New(dir, zktest.Options{Fsync: true})
+		if err != nil {
+			benchErr = err
+			return
+		}
+		benchConn, benchErr = Dial(context.Background(), ClientConfig{Servers: []string{srv.Addr}}, "/")
+	})
+	if benchErr != nil {
+		b.Fatal(benchErr)
+	}
+	return benchConn
+}
+
+func benchReq(resource string, i int) wire.AcquireRequest {
+	return wire.AcquireRequest{Resource: resource, OperationID: "op", OperationClass: "bench", RequestID: fmt.Sprint("r", i), TTLMs: 30_000}
+}
+
+// BenchmarkAcquireRelease: one uncontended acquire+release cycle.
+func BenchmarkAcquireRelease(b *testing.B) {
+	c := benchServer(b)
+	ctx := context.Background()
+	b.Run("registry", func(b *testing.B) {
+		s, err := New(ctx, c, fmt.Sprintf("/bench-%d", rootSeq.Add(1)), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		reg := storetest.NewRegistry(b, s, nil)
+		i := 0
+		for b.Loop() {
+			i++
+			is, err := reg.Acquire(ctx, "bench", benchReq("cycle/1", i))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := reg.Release(ctx, "bench", "cycle/1", is.Grant.Lease); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("zk.Lock", func(b *testing.B) {
+		l := zk.NewLock(c, fmt.Sprintf("/bench-lock-%d", rootSeq.Add(1)), zk.WorldACL(zk.PermAll))
+		for b.Loop() {
+			if err := l.Lock(); err != nil {
+				b.Fatal(err)
+			}
+			if err := l.Unlock(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
