@@ -19,7 +19,7 @@ import (
 	"testing"
 
 	"github.com/fencegate/fencegate/registry/zkstore"
-	"github.com/fencegate/fencegate/registry/zkstore/zktest"
+	"github.com/fencegate/fencegate/testkit/zktest"
 )
 
 func TestServeOnZooKeeper(t *testing.T) {

@@ -17,9 +17,9 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/fencegate/fencegate/wire"
 	"github.com/fencegate/fencegate/testkit/storetest"
-	"github.com/fencegate/fencegate/registry/zkstore/zktest"
+	"github.com/fencegate/fencegate/testkit/zktest"
+	"github.com/fencegate/fencegate/wire"
 )
 
 var (

@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/registry"
-	"github.com/fencegate/fencegate/wire"
 	"github.com/fencegate/fencegate/testkit/storetest"
-	"github.com/fencegate/fencegate/registry/zkstore/zktest"
+	"github.com/fencegate/fencegate/testkit/zktest"
+	"github.com/fencegate/fencegate/wire"
 )
 
 func TestDialDigestAuth(t *testing.T) {

@@ -20,9 +20,9 @@ import (
 
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry"
-	"github.com/fencegate/fencegate/wire"
 	"github.com/fencegate/fencegate/testkit/storetest"
-	"github.com/fencegate/fencegate/registry/zkstore/zktest"
+	"github.com/fencegate/fencegate/testkit/zktest"
+	"github.com/fencegate/fencegate/wire"
 )
 
 func TestRestoredServerDoesNotReviveACachedRecord(t *testing.T) {

@@ -17,7 +17,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/fencegate/fencegate/registry"
-	"github.com/fencegate/fencegate/registry/zkstore/zktest"
+	"github.com/fencegate/fencegate/testkit/zktest"
 )
 
 func TestPartitionThenSessionExpiry(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/testkit/storetest"
-	"github.com/fencegate/fencegate/registry/zkstore/zktest"
+	"github.com/fencegate/fencegate/testkit/zktest"
 )
 
 var (
