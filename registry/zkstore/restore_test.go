@@ -49,19 +49,7 @@ func TestRestoredServerDoesNotReviveACachedRecord(t *testing.T) {
 	stopped(t, srv, func() { copyTree(t, srv.DataDir(), backup) })
 	// Other commits first, so that the revision A caches is one the
 	// restored server reaches again after B's first grant.
-	for i := range restorePadCommits {
-		w := registry.Write{Requests: []registry.RequestWrite{{Key: registry.RequestKey{Owner: "pad", RequestID: fmt.Sprint(i)}, Entry: padEntry}}}
-		for {
-			res, err := storeA.Commit(ctx, w) // blind: a retry after an unknown outcome is harmless
-			if err == nil && res.OK {
-				break
-			}
-			if ctx.Err() != nil {
-				t.Fatalf("pad commit: %+v %v", res, err)
-			}
-			time.Sleep(100 * time.Millisecond) // reconnecting after the restart
-		}
-	}
+	pad(t, ctx, storeA)
 	cycle(t, ctx, a, "worker-a", "a-2") // A caches the free record at fence 2
 	cached, err := storeA.Read(ctx, "restore/x", nil)
 	if err != nil || cached.Record.HighestFence != 2 {
@@ -88,43 +76,69 @@ func TestRestoredServerDoesNotReviveACachedRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Renew until the record is back at (or past) the revision A cached
-	// and the server past every zxid A saw (until then ZooKeeper refuses
-	// A's reconnection: it will not serve a client an older state).
-	for i := 0; ; i++ {
-		snap, err := storeB.Read(ctx, "restore/x", nil)
+	renewUntil(t, ctx, srv, b, storeB, held, cached.RecordRev, zxidBefore)
+	if got, err := acquireEventually(ctx, a, "worker-a", "a-3"); err == nil {
+		t.Fatalf("replica A granted fence %d while B holds fence %d: it committed on the record it cached before the restore",
+			got.Grant.FenceToken, held.Grant.FenceToken)
+	} else if !errors.Is(err, wire.ErrBusy) {
+		t.Fatalf("A's acquire: %v, want BUSY (B holds the resource)", err)
+	}
+	if info, err := a.Resource(ctx, "restore/x"); err != nil || info.HolderOwner != "worker-b" {
+		t.Fatalf("holder %q (%v), want worker-b", info.HolderOwner, err)
+	}
+}
+
+// pad commits restorePadCommits request entries through s, retrying
+// while its client reconnects after a restart.
+func pad(t *testing.T, ctx context.Context, s *Store) {
+	t.Helper()
+	for i := range restorePadCommits {
+		w := registry.Write{Requests: []registry.RequestWrite{{Key: registry.RequestKey{Owner: "pad", RequestID: fmt.Sprint(i)}, Entry: padEntry}}}
+		for {
+			res, err := s.Commit(ctx, w) // blind: a retry after an unknown outcome is harmless
+			if err == nil && res.OK {
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("pad commit: %+v %v", res, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+}
+
+// renewUntil renews held until the record is back at (or past) the
+// revision A cached and the server past every zxid A saw (until then
+// ZooKeeper refuses A's reconnection: it will not serve a client an older
+// state than it saw).
+func renewUntil(t *testing.T, ctx context.Context, srv *zktest.Server, b *registry.Registry, s *Store, held wire.Issued, cachedRev, zxidBefore uint64) {
+	t.Helper()
+	for range 200 {
+		snap, err := s.Read(ctx, "restore/x", nil)
 		zxid, zerr := srv.Zxid()
 		if err != nil || zerr != nil {
 			t.Fatal(err, zerr)
 		}
-		if snap.RecordRev >= cached.RecordRev && zxid >= zxidBefore {
-			t.Logf("record at revision %d after the restore, A cached %d (same revision: %v)", snap.RecordRev, cached.RecordRev, snap.RecordRev == cached.RecordRev)
-			break
-		}
-		if i == 200 {
-			t.Fatalf("the restored server never reached zxid %d", zxidBefore)
+		if snap.RecordRev >= cachedRev && zxid >= zxidBefore {
+			t.Logf("record at revision %d after the restore, A cached %d (same revision: %v)", snap.RecordRev, cachedRev, snap.RecordRev == cachedRev)
+			return
 		}
 		if _, err := b.Renew(ctx, "worker-b", "restore/x", held.Grant.Lease); err != nil {
 			t.Fatal(err)
 		}
 	}
+	t.Fatalf("the restored server never reached zxid %d", zxidBefore)
+}
+
+// acquireEventually acquires, retrying while the store is unavailable
+// (its client reconnecting).
+func acquireEventually(ctx context.Context, reg *registry.Registry, owner, id string) (wire.Issued, error) {
 	for {
-		got, err := a.Acquire(ctx, "worker-a", acquireReq("a-3"))
-		if errors.Is(err, wire.ErrUnavailable) && ctx.Err() == nil {
-			time.Sleep(100 * time.Millisecond) // A's client is still reconnecting
-			continue
+		is, err := reg.Acquire(ctx, owner, acquireReq(id))
+		if !errors.Is(err, wire.ErrUnavailable) || ctx.Err() != nil {
+			return is, err
 		}
-		if err == nil {
-			t.Fatalf("replica A granted fence %d while B holds fence %d: it committed on the record it cached before the restore",
-				got.Grant.FenceToken, held.Grant.FenceToken)
-		}
-		if !errors.Is(err, wire.ErrBusy) {
-			t.Fatalf("A's acquire: %v, want BUSY (B holds the resource)", err)
-		}
-		break
-	}
-	if info, err := a.Resource(ctx, "restore/x"); err != nil || info.HolderOwner != "worker-b" {
-		t.Fatalf("holder %q (%v), want worker-b", info.HolderOwner, err)
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
@@ -140,22 +154,15 @@ func acquireReq(id string) wire.AcquireRequest {
 
 func cycle(t *testing.T, ctx context.Context, reg *registry.Registry, owner, id string) {
 	t.Helper()
-	for {
-		is, err := reg.Acquire(ctx, owner, acquireReq(id))
-		if errors.Is(err, wire.ErrUnavailable) && ctx.Err() == nil {
-			time.Sleep(100 * time.Millisecond) // reconnecting after a restart
-			continue
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if is.Status.State != grant.StateHeld {
-			t.Fatalf("acquire %s: %s", id, is.Status.State)
-		}
-		if err := reg.Release(ctx, owner, "restore/x", is.Grant.Lease); err != nil {
-			t.Fatal(err)
-		}
-		return
+	is, err := acquireEventually(ctx, reg, owner, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if is.Status.State != grant.StateHeld {
+		t.Fatalf("acquire %s: %s", id, is.Status.State)
+	}
+	if err := reg.Release(ctx, owner, "restore/x", is.Grant.Lease); err != nil {
+		t.Fatal(err)
 	}
 }
 

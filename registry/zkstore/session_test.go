@@ -72,18 +72,7 @@ func TestPartitionThenSessionExpiry(t *testing.T) {
 	time.Sleep(3 * time.Second) // the server expires the cut-off session (1s)
 	proxy.Heal()
 
-	closed := time.After(30 * time.Second)
-	for open := true; open; {
-		select {
-		case ev, ok := <-events:
-			if ok && ev.Record.HighestFence != 3 {
-				t.Fatalf("watch reported fence %d", ev.Record.HighestFence)
-			}
-			open = ok
-		case <-closed:
-			t.Fatal("the watch did not end with its session")
-		}
-	}
+	waitClosed(t, events, 3)
 	snap := readEventually(t, ctx, cut, "p/1")
 	if snap.Record.HighestFence != 3 || snap.RecordRev != won.Revision {
 		t.Fatalf("after the partition: fence %d at %d, want the other replica's 3 at %d", snap.Record.HighestFence, snap.RecordRev, won.Revision)
@@ -106,6 +95,25 @@ func TestRefusedPinIsNotUnknown(t *testing.T) {
 	rev, refused, err = s.multi(ctx, []any{&zk.CheckVersionRequest{Path: s.settingsPath(), Version: 0}, &zk.SetDataRequest{Path: s.revPath(), Version: -1}})
 	if err != nil || refused || rev == 0 {
 		t.Fatalf("right pin: rev %d refused %v err %v", rev, refused, err)
+	}
+}
+
+// waitClosed waits for the watch to end, allowing events with fence only.
+func waitClosed(t *testing.T, events <-chan registry.RecordEvent, fence uint64) {
+	t.Helper()
+	closed := time.After(30 * time.Second)
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				return
+			}
+			if ev.Record.HighestFence != fence {
+				t.Fatalf("watch reported fence %d", ev.Record.HighestFence)
+			}
+		case <-closed:
+			t.Fatal("the watch did not end with its session")
+		}
 	}
 }
 
