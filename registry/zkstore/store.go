@@ -52,6 +52,16 @@
 // expired, ctx ended with the multi sent) leaves the outcome unknown and
 // is returned as such, never as a failed compare.
 //
+// What a pin cannot see is a restore of the ensemble from an older copy
+// between a commit's read and its multi: the restored nodes may be back
+// at the versions read, with other contents. That needs the restore to
+// finish inside the commit's round trip: the client drops a request
+// queued across a lost connection once it has tried every server, and
+// ZooKeeper will not serve a session an older state than it has seen. A
+// restore outside that window is caught (the commit reads the contents it
+// compares; restore_test.go), and fences handed out again after any
+// restore are the gate's regression rule's to catch.
+//
 // # Reads (read.go)
 //
 // Read syncs its server with the leader (ZooKeeper's sync), reads
