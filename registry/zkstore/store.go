@@ -13,11 +13,14 @@
 //
 // Each name is "=" followed by its key with every byte outside
 // [A-Za-z0-9._~-] written %XX, so any resource, owner or request ID is one
-// path component. bucket is the request ID's first two bytes: an owner's
-// entries (kept a day by default) are listed a bucket at a time, each
-// well under ZooKeeper's 1 MiB reply limit (jute.maxbuffer), and in key
-// order, so a scan reads only the buckets it returns. Values are the
-// registry's codec, byte for byte what etcdstore stores.
+// path component. bucket is two hex digits, the request ID's hash modulo
+// Buckets: an owner's entries (kept a day by default) spread over up to
+// Buckets nodes, so no listing nears ZooKeeper's 1 MiB reply limit
+// (jute.maxbuffer) and an owner's concurrent requests rarely share one
+// (a bucket is part of a compare's pin, below). A hash keeps no order: a
+// scan merges an owner's buckets, and relists only those whose cversion
+// moved since its previous page (scan.go). Values are the registry's
+// codec, byte for byte what etcdstore stores.
 //
 // # Revisions
 //
@@ -91,6 +94,7 @@ package zkstore
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"strings"
@@ -112,8 +116,10 @@ const (
 	requestDir   = "/q"
 )
 
-// bucketBytes is how many leading bytes of a request ID name its bucket.
-const bucketBytes = 2
+// Buckets is how many bucket nodes an owner's request entries spread
+// over, at most: a day of one busy owner's IDs per bucket stays far below
+// the reply limit, and each owner costs at most this many empty nodes.
+const Buckets = 64
 
 // ErrOutcomeUnknown: a commit's multi was sent and no answer came back
 // (connection lost, session expired, ctx ended); it may have applied.
@@ -127,8 +133,9 @@ type Store struct {
 	root string
 	acl  []zk.ACL
 
-	mu   sync.Mutex
-	dirs map[string]bool // request directories known to exist (never deleted)
+	mu     sync.Mutex
+	dirs   map[string]bool // request directories known to exist (never deleted)
+	listed *listing        // the last owner ScanRequests listed
 }
 
 var _ registry.Store = (*Store)(nil)
@@ -193,13 +200,19 @@ func (s *Store) recordPath(resource string) string {
 // ownerPath, bucketPath and requestPath place a request entry.
 func (s *Store) ownerPath(owner string) string { return s.root + requestDir + "/" + nameOf(owner) }
 func (s *Store) bucketPath(k registry.RequestKey) string {
-	return s.ownerPath(k.Owner) + "/" + nameOf(bucketOf(k.RequestID))
+	return s.ownerPath(k.Owner) + "/" + bucketOf(k.RequestID)
 }
 func (s *Store) requestPath(k registry.RequestKey) string {
 	return s.bucketPath(k) + "/" + nameOf(k.RequestID)
 }
 
-func bucketOf(id string) string { return id[:min(len(id), bucketBytes)] }
+// bucketOf names a request ID's bucket: its SHA-256's first byte modulo
+// Buckets, in hex. Request IDs share prefixes ("req-…" from the SDK), so
+// no prefix of them would spread.
+func bucketOf(id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return fmt.Sprintf("%02x", int(sum[0])%Buckets)
+}
 
 // ensureDirs creates the owner and bucket nodes of keys that are not
 // known to exist. They are never deleted, so they are created once.
