@@ -31,6 +31,9 @@ type Config struct {
 	// Store is read for resource records, the settings and, to discover
 	// resources other replicas granted, the request index. Required.
 	Store registry.Store
+	// StoreEngine names the store for people ("embedded etcd", "etcd
+	// cluster", "ZooKeeper"), shown beside the epochs. Optional.
+	StoreEngine string
 	// Auth authenticates callers as the API does. Required.
 	Auth httpapi.Authenticator
 	// Authorizer is the API's resource policy: a viewer sees only the

@@ -54,6 +54,7 @@ type DecisionRow struct {
 
 // Trust is the registry's epochs and the trust bundle.
 type Trust struct {
+	StoreEngine               string
 	IssuerEpoch, RevokedBelow uint64
 	SettingsErr               string
 	Bundle                    *grant.BundleFile
@@ -151,7 +152,7 @@ func decisions(gates []GateView) []DecisionRow {
 }
 
 func (d *Dashboard) trust(ctx context.Context) Trust {
-	t := Trust{IssuerEpoch: d.cfg.Registry.Config().IssuerEpoch}
+	t := Trust{StoreEngine: d.cfg.StoreEngine, IssuerEpoch: d.cfg.Registry.Config().IssuerEpoch}
 	if snap, err := d.cfg.Store.Read(ctx, "", nil); err != nil {
 		t.SettingsErr = err.Error()
 	} else {
