@@ -2,12 +2,11 @@ package client
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/fencegate/fencegate/grant"
-	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // Acquire obtains a lease on r.Resource and returns it HELD.
@@ -24,9 +23,20 @@ import (
 // returned wrapped; errors.Is against the registry sentinels works. Every
 // decision is the AcquireCore's; this is its driver.
 func (s *Session) Acquire(ctx context.Context, r AcquireRequest) (*Lease, error) {
+	return s.acquire(ctx, r, nil)
+}
+
+// acquire is Acquire, with mode (if not nil) applied to the acquire's core
+// before each call of it (Lock's WaitAsLock).
+func (s *Session) acquire(ctx context.Context, r AcquireRequest, mode func(*AcquireCore)) (*Lease, error) {
 	a, err := s.begin(r)
 	if err != nil {
 		return nil, err
+	}
+	if mode != nil {
+		s.mu.Lock()
+		mode(a.core)
+		s.mu.Unlock()
 	}
 	for {
 		s.mu.Lock()
@@ -47,7 +57,7 @@ func (s *Session) Acquire(ctx context.Context, r AcquireRequest) (*Lease, error)
 			continue
 		}
 		req := a.core.Request()
-		is, err := timedCall(ctx, s.o.Clock, call.Timeout, func(c context.Context) (registry.Issued, error) {
+		is, err := timedCall(ctx, s.o.Clock, call.Timeout, func(c context.Context) (wire.Issued, error) {
 			if call.Kind == CallQueryRequest {
 				return s.t.QueryRequest(c, req.RequestID)
 			}
@@ -63,7 +73,7 @@ func (s *Session) Acquire(ctx context.Context, r AcquireRequest) (*Lease, error)
 
 // answered ends an Acquire on the core's final answer: the lease, or the
 // error (and the request ID is forgotten either way).
-func (s *Session) answered(a *attempt, is registry.Issued, err error) (*Lease, error) {
+func (s *Session) answered(a *attempt, is wire.Issued, err error) (*Lease, error) {
 	if err != nil {
 		s.finish(a, true)
 		return nil, err
@@ -96,7 +106,7 @@ func (s *Session) begin(r AcquireRequest) (*attempt, error) {
 		r.TTL = s.o.TTLDefault // always explicit: a lost answer is waited out for exactly this
 	}
 	if err := grant.ValidateResource(r.Resource); err != nil {
-		return nil, fmt.Errorf("client: acquire: %w: %w", registry.ErrInvalid, err)
+		return nil, fmt.Errorf("client: acquire: %w: %w", wire.ErrInvalid, err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -145,26 +155,25 @@ func (s *Session) sleepUntil(ctx context.Context, t time.Time) error {
 }
 
 // Lock acquires r.Resource, waiting for it as long as ctx allows — there
-// is no cap of its own. Each acquire queues at the registry for at most
-// Options.LockWaitChunk (r.Wait is ignored); after a WAIT_TIMEOUT it asks
-// again with a fresh request ID, at the tail of the queue. It returns the
-// lease HELD, ctx's error (wrapped) once ctx ends, or the first error that
-// is not a wait running out.
+// is no cap of its own. It queues at the registry in long polls of at most
+// Options.LockWaitChunk (r.Wait is ignored), each asking again with the
+// same request ID, so the waiter keeps the place in the FIFO queue where it
+// joined, however long it waits. It returns the lease HELD, or the first
+// error that is not a wait running out. When ctx has a deadline, the
+// queueing ends Options.CallTimeout before it, so the registry's last
+// answer arrives in time: WAIT_TIMEOUT, a *wire.BusyError naming who
+// holds the resource. If ctx ends first (cancelled, or no answer in
+// time), its error is returned wrapped and the request ID stays pending,
+// as for Acquire.
 func (s *Session) Lock(ctx context.Context, r AcquireRequest) (*Lease, error) {
-	for {
-		r.Wait = s.o.LockWaitChunk
-		if dl, ok := ctx.Deadline(); ok {
-			r.Wait = min(r.Wait, max(dl.Sub(s.o.Clock.Now()), time.Millisecond))
-		}
-		l, err := s.Acquire(ctx, r)
-		switch {
-		case err == nil:
-			return l, nil
-		case ctx.Err() != nil:
-			return nil, fmt.Errorf("client: lock %s: %w", r.Resource, ctx.Err())
-		case errors.Is(err, registry.ErrWaitTimeout), errors.Is(err, registry.ErrBusy):
-			continue
-		}
-		return nil, err
+	r.Wait = s.o.LockWaitChunk
+	var until time.Time
+	if dl, ok := ctx.Deadline(); ok {
+		until = dl.Add(-s.o.CallTimeout)
 	}
+	l, err := s.acquire(ctx, r, func(a *AcquireCore) { a.WaitAsLock(s.o.LockWaitChunk, until) })
+	if err != nil && ctx.Err() != nil {
+		return nil, fmt.Errorf("client: lock %s: %w", r.Resource, ctx.Err())
+	}
+	return l, err
 }

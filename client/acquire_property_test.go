@@ -16,8 +16,9 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/fencegate/fencegate/client"
-	"github.com/fencegate/fencegate/client/clienttest"
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/testkit/clienttest"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // rateErrorMax is the client clock's rate error the property allows: far
@@ -87,16 +88,18 @@ func runAcquireStory(rt *rapid.T, from func(*client.AcquireCore, time.Time) time
 	if err != nil {
 		rt.Fatal(err)
 	}
-	holder, err := reg.Acquire(ctx, clienttest.OwnerA, registry.AcquireRequest{Resource: clienttest.Resource,
+	holder, err := reg.Acquire(ctx, clienttest.OwnerA, wire.AcquireRequest{Resource: clienttest.Resource,
 		OperationID: "op-a", OperationClass: "settle", RequestID: "req-a", TTLMs: 3000})
 	if err != nil {
 		rt.Fatal(err)
 	}
-	holdMs := rapid.Int64Range(0, 60_000).Draw(rt, "holdMs")
 	ttlMs := uint64(rapid.IntRange(2, 15).Draw(rt, "ttlS") * 1000)
+	// The holder keeps the resource for 0 to 4 of the waiter's TTLs, so
+	// many waits run past the waiter's own TTL.
+	holdMs := int64(rapid.IntRange(0, 8).Draw(rt, "holdHalfTTLs"))*int64(ttlMs)/2 + rapid.Int64Range(0, 999).Draw(rt, "holdJitterMs")
 	c := newStoryClock(rt, clock)
 	o := client.Options{}.WithDefaults()
-	req := registry.AcquireRequest{Resource: clienttest.Resource, OperationID: "op-b", OperationClass: "settle",
+	req := wire.AcquireRequest{Resource: clienttest.Resource, OperationID: "op-b", OperationClass: "settle",
 		RequestID: "req-b", TTLMs: ttlMs, WaitMs: uint64(rapid.Int64Range(1000, 30_000).Draw(rt, "waitMs"))}
 	n := 0
 	a := client.NewAcquireCore(o, req, func() string { n++; return "req-b-" + string(rune('a'+n)) }, func() float64 { return 0.5 })
@@ -151,10 +154,10 @@ func runAcquireStory(rt *rapid.T, from func(*client.AcquireCore, time.Time) time
 // acquire) and, once it has an answer, gives it to the core after a
 // random delay, or loses it. It reports whether the call is over.
 func deliver(rt *rapid.T, reg *clienttest.Registry, inflight **registry.Acquisition, call client.Call,
-	req registry.AcquireRequest, a *client.AcquireCore, c *storyClock, out *storyOutcome) bool {
+	req wire.AcquireRequest, a *client.AcquireCore, c *storyClock, out *storyOutcome) bool {
 	ctx := context.Background()
 	var (
-		is  registry.Issued
+		is  wire.Issued
 		err error
 	)
 	switch call.Kind {

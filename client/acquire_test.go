@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/client"
-	"github.com/fencegate/fencegate/client/clienttest"
 	"github.com/fencegate/fencegate/grant"
-	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/testkit/clienttest"
+	"github.com/fencegate/fencegate/wire"
 )
 
 func TestUnreachableRegistryKeepsRequestIDUntilTTLPlusMargin(t *testing.T) {
@@ -185,8 +185,8 @@ func TestDefiniteRefusalIsFinal(t *testing.T) {
 	if _, err := f.Acquire(f.Ctx, a, clienttest.Request("op-1")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.Acquire(f.Ctx, b, clienttest.Request("op-2")); !errors.Is(err, registry.ErrBusy) {
-		t.Fatalf("second owner: %v, want registry.ErrBusy", err)
+	if _, err := f.Acquire(f.Ctx, b, clienttest.Request("op-2")); !errors.Is(err, wire.ErrBusy) {
+		t.Fatalf("second owner: %v, want wire.ErrBusy", err)
 	}
 	if _, ok := b.S.Pending(clienttest.Resource); ok {
 		t.Fatal("a refused request ID is still pending")

@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/grant"
-	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // LeaseCore is one lease's pure core, as etcd-io/raft's RawNode is a
@@ -25,7 +25,7 @@ import (
 type LeaseCore struct {
 	o         Options
 	m         Machine
-	issued    registry.Issued // grant, grant proof, latest HELD status and proof
+	issued    wire.Issued // grant, grant proof, latest HELD status and proof
 	operation string
 	sched     Schedule
 	jitter    func() float64 // in [-1, 1), from a seeded rand
@@ -79,7 +79,7 @@ type Transition struct {
 // (the send of the acquire, when nothing better is known). o must have
 // its defaults filled (Options.WithDefaults); jitter draws from the
 // caller's seeded rand in [-1, 1) (nil: none). The core starts HELD.
-func NewLeaseCore(o Options, is registry.Issued, operationID string, from time.Time, jitter func() float64) *LeaseCore {
+func NewLeaseCore(o Options, is wire.Issued, operationID string, from time.Time, jitter func() float64) *LeaseCore {
 	if jitter == nil {
 		jitter = func() float64 { return 0 }
 	}
@@ -101,7 +101,7 @@ func (c *LeaseCore) Certain() bool { return c.m.state.Certain() && !c.releasing 
 func (c *LeaseCore) Releasing() bool { return c.releasing }
 
 // Issued returns the grant, its proof and the latest HELD status.
-func (c *LeaseCore) Issued() registry.Issued { return c.issued }
+func (c *LeaseCore) Issued() wire.Issued { return c.issued }
 
 // Grant returns the grant (immutable).
 func (c *LeaseCore) Grant() *grant.Grant { return c.issued.Grant }
@@ -178,12 +178,12 @@ func (c *LeaseCore) Next(now time.Time) (Call, time.Time) {
 // Lost records that call got no answer within its timeout: it may or may
 // not have been applied.
 func (c *LeaseCore) Lost(now time.Time, call Call) {
-	c.Answer(now, call, registry.Issued{}, ErrOutcomeUnknown)
+	c.Answer(now, call, wire.Issued{}, ErrOutcomeUnknown)
 }
 
 // Answer reads the answer to call, received at now. An answer to a call
 // that is no longer in flight (already answered, or lost) is ignored.
-func (c *LeaseCore) Answer(now time.Time, call Call, is registry.Issued, err error) {
+func (c *LeaseCore) Answer(now time.Time, call Call, is wire.Issued, err error) {
 	if call.n == 0 || call.n != c.inflight.n {
 		return
 	}
@@ -199,7 +199,7 @@ func (c *LeaseCore) Answer(now time.Time, call Call, is registry.Issued, err err
 	}
 }
 
-func (c *LeaseCore) renewAnswer(now time.Time, call Call, is registry.Issued, err error, late bool) {
+func (c *LeaseCore) renewAnswer(now time.Time, call Call, is wire.Issued, err error, late bool) {
 	if c.m.state != StateRenewing {
 		return
 	}
@@ -219,7 +219,7 @@ func (c *LeaseCore) renewAnswer(now time.Time, call Call, is registry.Issued, er
 // queryAnswer reads a query while OWNERSHIP_UNKNOWN. It is a renewal: a
 // HELD answer about the same grant both confirms ownership and gives a
 // new deadline; a definite refusal confirms the grant is over.
-func (c *LeaseCore) queryAnswer(now time.Time, call Call, is registry.Issued, err error, late bool) {
+func (c *LeaseCore) queryAnswer(now time.Time, call Call, is wire.Issued, err error, late bool) {
 	if c.m.state != StateUnknown {
 		return
 	}
@@ -250,7 +250,7 @@ func (c *LeaseCore) releaseAnswer(now time.Time, err error) {
 // judge reads a renewal or status answer: held means the registry said
 // this very grant is HELD; refused means it said definitely that it is
 // not. An answer about another grant says nothing about this one.
-func (c *LeaseCore) judge(is registry.Issued, err error) (held, refused bool) {
+func (c *LeaseCore) judge(is wire.Issued, err error) (held, refused bool) {
 	switch classify(err) {
 	case answerRefused:
 		return false, true
@@ -269,7 +269,7 @@ func (c *LeaseCore) judge(is registry.Issued, err error) (held, refused bool) {
 
 // confirm records a HELD answer: a fresh status proof and, for a renewal,
 // a new deadline measured from when the renewal was sent.
-func (c *LeaseCore) confirm(is registry.Issued, sent time.Time, statusOnly bool) {
+func (c *LeaseCore) confirm(is wire.Issued, sent time.Time, statusOnly bool) {
 	c.issued.Status, c.issued.StatusProof = is.Status, is.StatusProof
 	if statusOnly {
 		c.sched = c.sched.Refreshed(is.Status)

@@ -1,11 +1,12 @@
 package client
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/fencegate/fencegate/grant"
-	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // AcquireCore is one acquire's pure core: it keeps the request ID until a
@@ -16,7 +17,7 @@ import (
 // simulator with a simulated network. Not safe for concurrent use.
 type AcquireCore struct {
 	o         Options
-	req       registry.AcquireRequest
+	req       wire.AcquireRequest
 	m         Machine
 	newID     func() string
 	jitter    func() float64 // in [0, 1)
@@ -29,8 +30,15 @@ type AcquireCore struct {
 	inflight  Call
 	callN     uint64
 	lostRun   int // calls in a row without an answer
+	// locking: a WAIT_TIMEOUT is not final, the same request asks again
+	// at once and keeps its place in the queue (Session.Lock), until
+	// lockUntil (zero: no end but the caller's); each wait is at most
+	// lockChunk and never runs past lockUntil.
+	locking   bool
+	lockUntil time.Time
+	lockChunk time.Duration
 	done      bool
-	issued    registry.Issued
+	issued    wire.Issued
 	err       error
 	trans     []Transition
 	// unreachable is set once AcquireLostMax calls in a row went
@@ -48,12 +56,22 @@ func (a *AcquireCore) Unreachable() error { return a.unreachable }
 // set). newRequestID draws a fresh ID for when the registry answers that
 // this one's grant already ended; jitter draws in [0, 1) for the backoff.
 // o must have its defaults filled.
-func NewAcquireCore(o Options, req registry.AcquireRequest, newRequestID func() string, jitter func() float64) *AcquireCore {
+func NewAcquireCore(o Options, req wire.AcquireRequest, newRequestID func() string, jitter func() float64) *AcquireCore {
 	return &AcquireCore{o: o, req: req, m: NewMachine(), newID: newRequestID, jitter: jitter, backoff: AcquireBackoffMin}
 }
 
+// WaitAsLock makes the acquire queue as Session.Lock does: each call waits
+// at most chunk (and never past until, when until is not zero), and a
+// WAIT_TIMEOUT is not an answer but a cue to ask again at once with the
+// same request ID, which keeps the ticket's place in the registry's queue
+// (within Config.WaiterGraceMs). Past until, WAIT_TIMEOUT ends the
+// acquire as usual.
+func (a *AcquireCore) WaitAsLock(chunk time.Duration, until time.Time) {
+	a.locking, a.lockChunk, a.lockUntil = true, chunk, until
+}
+
 // Request returns the request as it will be sent (the current request ID).
-func (a *AcquireCore) Request() registry.AcquireRequest { return a.req }
+func (a *AcquireCore) Request() wire.AcquireRequest { return a.req }
 
 // FirstSent is when the current request ID was first sent (zero: never):
 // the registry may have granted at any instant since, so a lease's first
@@ -103,7 +121,7 @@ func (a *AcquireCore) ReusableAt() time.Time {
 
 // Done reports whether the acquire has a final answer: the grant, HELD,
 // or the error that ends it (a definite refusal, or ErrBadAnswer).
-func (a *AcquireCore) Done() (done bool, is registry.Issued, err error) {
+func (a *AcquireCore) Done() (done bool, is wire.Issued, err error) {
 	return a.done, a.issued, a.err
 }
 
@@ -141,6 +159,13 @@ func (a *AcquireCore) Next(now time.Time) (Call, time.Time) {
 		a.firstSent = now
 	}
 	a.lastSent = now
+	if a.locking {
+		wait := a.lockChunk
+		if !a.lockUntil.IsZero() {
+			wait = min(wait, max(a.lockUntil.Sub(now), time.Millisecond))
+		}
+		a.req.WaitMs = uint64(max(wait/time.Millisecond, 1))
+	}
 	wait := time.Duration(a.req.WaitMs) * time.Millisecond
 	a.inflight = Call{Kind: CallAcquire, Sent: now, Timeout: a.o.CallTimeout + wait, n: a.callN}
 	return a.inflight, time.Time{}
@@ -148,17 +173,17 @@ func (a *AcquireCore) Next(now time.Time) (Call, time.Time) {
 
 // Lost records that call got no answer within its timeout.
 func (a *AcquireCore) Lost(now time.Time, call Call) {
-	a.Answer(now, call, registry.Issued{}, ErrOutcomeUnknown)
+	a.Answer(now, call, wire.Issued{}, ErrOutcomeUnknown)
 }
 
 // Answer reads the answer to call at now; an answer to a call no longer
 // in flight is ignored.
-func (a *AcquireCore) Answer(now time.Time, call Call, is registry.Issued, err error) {
+func (a *AcquireCore) Answer(now time.Time, call Call, is wire.Issued, err error) {
 	if call.n == 0 || call.n != a.inflight.n || a.done {
 		return
 	}
 	a.inflight = Call{}
-	if call.Kind == CallQueryRequest && registry.CodeOf(err) == "NOT_FOUND" {
+	if call.Kind == CallQueryRequest && wire.CodeOf(err) == "NOT_FOUND" {
 		a.lost, a.backoff, a.retryAt = false, AcquireBackoffMin, now // not granted (yet): send the same acquire again
 		return
 	}
@@ -170,7 +195,11 @@ func (a *AcquireCore) Answer(now time.Time, call Call, is registry.Issued, err e
 		a.doneSent = call.Sent
 		a.answered(now, is)
 	case answerRefused:
-		a.finish(registry.Issued{}, fmt.Errorf("client: acquire %s: %w", a.req.Resource, err))
+		if a.locking && errors.Is(err, wire.ErrWaitTimeout) && (a.lockUntil.IsZero() || now.Before(a.lockUntil)) {
+			a.retryAt = now // not yet: ask again at once, keeping the place in the queue
+			return
+		}
+		a.finish(wire.Issued{}, fmt.Errorf("client: acquire %s: %w", a.req.Resource, err))
 	case answerLost:
 		if a.lostRun++; a.lostRun >= a.o.AcquireLostMax {
 			a.unreachable = fmt.Errorf("client: acquire %s: request %s: %w after %d calls without an answer (last: %w)",
@@ -189,9 +218,9 @@ func (a *AcquireCore) Answer(now time.Time, call Call, is registry.Issued, err e
 // answered reads a grant returned for the request ID. A HELD grant ends
 // the acquire. A grant that already ended (the answer was lost long ago)
 // is a final answer for that ID: a fresh ID is drawn and sent at once.
-func (a *AcquireCore) answered(now time.Time, is registry.Issued) {
+func (a *AcquireCore) answered(now time.Time, is wire.Issued) {
 	if is.Grant == nil || is.Status == nil || is.Grant.RequestID != a.req.RequestID || is.Status.Grant != is.Grant.Digest() {
-		a.finish(registry.Issued{}, fmt.Errorf("%w: acquire %s: answer is not about request %s", ErrBadAnswer, a.req.Resource, a.req.RequestID))
+		a.finish(wire.Issued{}, fmt.Errorf("%w: acquire %s: answer is not about request %s", ErrBadAnswer, a.req.Resource, a.req.RequestID))
 		return
 	}
 	if is.Status.State != grant.StateHeld {
@@ -202,7 +231,7 @@ func (a *AcquireCore) answered(now time.Time, is registry.Issued) {
 	a.finish(is, nil)
 }
 
-func (a *AcquireCore) finish(is registry.Issued, err error) {
+func (a *AcquireCore) finish(is wire.Issued, err error) {
 	a.done, a.issued, a.err = true, is, err
 }
 

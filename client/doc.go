@@ -62,7 +62,7 @@
 //     RunSegments, Resolver (MUTATION_UNKNOWN), Direct transport.
 //   - client/httpclient: the production Transport over registry/httpapi.
 //   - client/reconcile: the durable SQLite reconciliation queue.
-//   - client/clienttest: fake clock, lossy transport, fixtures and the
+//   - testkit/clienttest: fake clock, lossy transport, fixtures and the
 //     end-to-end scenarios run on every registry store.
 //   - client/etcdtest: those scenarios on embedded etcd.
 package client

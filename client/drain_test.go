@@ -16,10 +16,11 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/client"
-	"github.com/fencegate/fencegate/client/clienttest"
 	"github.com/fencegate/fencegate/gate"
-	"github.com/fencegate/fencegate/gate/gatetest"
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/testkit/clienttest"
+	"github.com/fencegate/fencegate/testkit/gatetest"
 )
 
 // drainWorld is a registry and one worker's session on the bubble's clock.
@@ -35,7 +36,7 @@ func newDrainWorld(t *testing.T) *drainWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := client.NewSession(client.Direct{Registry: reg.Registry, Owner: clienttest.OwnerA},
+	s := client.NewSession(registry.Direct{Registry: reg.Registry, Owner: clienttest.OwnerA},
 		client.Options{Rand: rand.New(rand.NewPCG(5, 5))})
 	return &drainWorld{t: t, ctx: context.Background(), reg: reg, s: s}
 }

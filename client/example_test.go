@@ -12,10 +12,11 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/client"
-	"github.com/fencegate/fencegate/client/clienttest"
 	"github.com/fencegate/fencegate/gate"
-	"github.com/fencegate/fencegate/gate/gatetest"
 	"github.com/fencegate/fencegate/gate/sqlgate"
+	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/testkit/clienttest"
+	"github.com/fencegate/fencegate/testkit/gatetest"
 )
 
 // Acquire, build a fenced envelope, release.
@@ -23,7 +24,7 @@ func Example() {
 	ctx := context.Background()
 	clock := clienttest.NewFakeClock()
 	reg, _ := clienttest.NewRegistry(clock, nil, nil)
-	s := client.NewSession(client.Direct{Registry: reg.Registry, Owner: "worker-settlement-7"},
+	s := client.NewSession(registry.Direct{Registry: reg.Registry, Owner: "worker-settlement-7"},
 		client.Options{Clock: clock, Rand: rand.New(rand.NewPCG(1, 1)), Manual: true})
 
 	l, err := s.Acquire(ctx, client.AcquireRequest{
@@ -54,7 +55,7 @@ func ExampleLease_Tick() {
 	ctx := context.Background()
 	clock := clienttest.NewFakeClock()
 	reg, _ := clienttest.NewRegistry(clock, nil, nil)
-	net := &clienttest.Lossy{Inner: client.Direct{Registry: reg.Registry, Owner: "worker-settlement-7"}}
+	net := &clienttest.Lossy{Inner: registry.Direct{Registry: reg.Registry, Owner: "worker-settlement-7"}}
 	s := client.NewSession(net, client.Options{Clock: clock, Rand: rand.New(rand.NewPCG(1, 1)), Manual: true,
 		OnTransition: func(_ string, from, to client.State, ev client.Event) {
 			if ev != client.EvRenewDue && ev != client.EvRenewOK {
@@ -98,7 +99,7 @@ func ExampleResolver_Resolve() {
 	g, _ := sqlgate.New(sqlgate.Config{Dialect: sqlgate.SQLite, Policy: gate.Policy{Verifier: reg.Verifier}, Clock: clock})
 	_ = g.Migrate(ctx, db)
 
-	s := client.NewSession(client.Direct{Registry: reg.Registry, Owner: "worker-settlement-7"},
+	s := client.NewSession(registry.Direct{Registry: reg.Registry, Owner: "worker-settlement-7"},
 		client.Options{Clock: clock, Rand: rand.New(rand.NewPCG(1, 1)), Manual: true})
 	l, _ := s.Acquire(ctx, client.AcquireRequest{Resource: "invoice-batch/2026-07-19", OperationID: "settle-42", OperationClass: "settle", TTL: 10 * time.Second})
 	m, _ := l.Envelope(1, gatetest.Payload("rows 1-1000"))

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/grant"
-	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // Lease is one held grant and the shell that keeps it: it renews at a
@@ -41,7 +41,7 @@ type Lease struct {
 
 // newLease builds a HELD lease from an acquire answer whose TTL counts
 // from from (AcquireCore.LeaseFrom).
-func newLease(s *Session, t Transport, o Options, is registry.Issued, operationID string, from time.Time) *Lease {
+func newLease(s *Session, t Transport, o Options, is wire.Issued, operationID string, from time.Time) *Lease {
 	l := &Lease{t: t, o: o, owner: s, done: make(chan struct{}), kick: make(chan struct{}, 1)}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	l.cancel() // replaced below: a context exists only while ownership is certain

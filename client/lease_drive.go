@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // callsPerTickMax bounds the calls one Tick makes: a renewal lost, the
@@ -47,12 +47,12 @@ func (l *Lease) tick(ctx context.Context) time.Time {
 // do makes one call the core asked for and gives it the answer.
 func (l *Lease) do(ctx context.Context, call Call) error {
 	g := l.core.Grant()
-	is, err := timedCall(ctx, l.o.Clock, call.Timeout, func(c context.Context) (registry.Issued, error) {
+	is, err := timedCall(ctx, l.o.Clock, call.Timeout, func(c context.Context) (wire.Issued, error) {
 		switch call.Kind {
 		case CallRefresh:
 			return l.t.Status(c, g)
 		case CallRelease:
-			return registry.Issued{}, l.t.Release(c, g.Resource, g.Lease)
+			return wire.Issued{}, l.t.Release(c, g.Resource, g.Lease)
 		}
 		return l.t.Renew(c, g.Resource, g.Lease)
 	})
@@ -66,7 +66,7 @@ func (l *Lease) do(ctx context.Context, call Call) error {
 
 // timedCall runs fn with a deadline by the injected clock, so a simulated
 // network's delay is judged in the clock's time, not the machine's.
-func timedCall(ctx context.Context, c Clock, d time.Duration, fn func(context.Context) (registry.Issued, error)) (registry.Issued, error) {
+func timedCall(ctx context.Context, c Clock, d time.Duration, fn func(context.Context) (wire.Issued, error)) (wire.Issued, error) {
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := make(chan struct{})

@@ -34,10 +34,10 @@ import (
 
 	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/gate"
-	"github.com/fencegate/fencegate/gate/gatetest"
 	"github.com/fencegate/fencegate/grant"
-	"github.com/fencegate/fencegate/internal/scenariotext"
-	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/testkit/gatetest"
+	"github.com/fencegate/fencegate/testkit/scenariotext"
+	"github.com/fencegate/fencegate/wire"
 )
 
 func TestLeaseScenarios(t *testing.T) {
@@ -98,11 +98,11 @@ func runLeaseScenario(t *testing.T, path string) {
 }
 
 // issued is a HELD status for the scenario's grant, valid until until.
-func (s *leaseScenario) issued(state grant.State, at, until time.Time) registry.Issued {
+func (s *leaseScenario) issued(state grant.State, at, until time.Time) wire.Issued {
 	iss := *s.iss
 	iss.Now, iss.StatusValidFor = at, until.Sub(at)
 	st, sp := iss.Status(s.g, state)
-	return registry.Issued{Grant: s.g, GrantProof: s.gp, Status: st, StatusProof: sp}
+	return wire.Issued{Grant: s.g, GrantProof: s.gp, Status: st, StatusProof: sp}
 }
 
 func (s *leaseScenario) do(a scenariotext.Args) {
@@ -180,9 +180,9 @@ func (s *leaseScenario) answer(kind string, at time.Time, opts map[string]string
 	case "expired":
 		s.core.Answer(at, s.call, s.issued(grant.StateExpired, at, at), nil)
 	case "refused":
-		s.core.Answer(at, s.call, registry.Issued{}, fmt.Errorf("%w: lease expired", registry.ErrLeaseExpired))
+		s.core.Answer(at, s.call, wire.Issued{}, fmt.Errorf("%w: lease expired", wire.ErrLeaseExpired))
 	case "ok":
-		s.core.Answer(at, s.call, registry.Issued{}, nil)
+		s.core.Answer(at, s.call, wire.Issued{}, nil)
 	default:
 		s.t.Fatalf("%s: unknown answer %q", s.step, kind)
 	}
@@ -191,8 +191,8 @@ func (s *leaseScenario) answer(kind string, at time.Time, opts map[string]string
 
 // acquired runs the acquire's core for an acquire sent at sent and
 // answered with is at at, and returns the instant the lease counts from.
-func (s *leaseScenario) acquired(sent, at time.Time, is registry.Issued) time.Time {
-	req := registry.AcquireRequest{Resource: s.g.Resource, OperationID: "op-a", OperationClass: s.g.OperationClass,
+func (s *leaseScenario) acquired(sent, at time.Time, is wire.Issued) time.Time {
+	req := wire.AcquireRequest{Resource: s.g.Resource, OperationID: "op-a", OperationClass: s.g.OperationClass,
 		RequestID: s.g.RequestID, TTLMs: s.g.TTLMs, WaitMs: 30_000}
 	a := client.NewAcquireCore(s.o, req, func() string { return "req-next" }, func() float64 { return 0.5 })
 	call, _ := a.Next(sent)

@@ -15,9 +15,10 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/fencegate/fencegate/client"
-	"github.com/fencegate/fencegate/client/clienttest"
-	"github.com/fencegate/fencegate/gate/gatetest"
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/testkit/clienttest"
+	"github.com/fencegate/fencegate/testkit/gatetest"
 )
 
 func TestPropertyNoEnvelopeWithoutRegistryHold(t *testing.T) {
@@ -35,7 +36,7 @@ func TestPropertyNoEnvelopeWithoutRegistryHold(t *testing.T) {
 // own clock would still reject it).
 func TestCheckerCatchesClockDriftBeyondBound(t *testing.T) {
 	f := clienttest.NewEnv(t, nil)
-	s := client.NewSession(client.Direct{Registry: f.Reg.Registry, Owner: clienttest.OwnerA},
+	s := client.NewSession(registry.Direct{Registry: f.Reg.Registry, Owner: clienttest.OwnerA},
 		client.Options{Clock: driftClock{f.Clock, 0.5}, Manual: true, RenewFraction: 0.9})
 	l, err := s.Acquire(f.Ctx, clienttest.Request("op"))
 	if err != nil {
@@ -76,7 +77,7 @@ func noEnvelopeWithoutHold(t *testing.T, rate float64, built *int) func(*rapid.T
 		f := clienttest.NewEnv(t, nil)
 		var workers []*clienttest.Worker
 		for i, owner := range []string{clienttest.OwnerA, clienttest.OwnerB} {
-			w := &clienttest.Worker{Net: &clienttest.Lossy{Inner: client.Direct{Registry: f.Reg.Registry, Owner: owner}}}
+			w := &clienttest.Worker{Net: &clienttest.Lossy{Inner: registry.Direct{Registry: f.Reg.Registry, Owner: owner}}}
 			w.S = client.NewSession(w.Net, client.Options{Clock: driftClock{f.Clock, rate},
 				Rand: mrand.New(mrand.NewPCG(uint64(i), 1)), Manual: true})
 			workers = append(workers, w)

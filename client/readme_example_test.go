@@ -12,10 +12,9 @@ import (
 	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/client/httpclient"
 	"github.com/fencegate/fencegate/gate"
-	"github.com/fencegate/fencegate/gate/gatetest"
 	"github.com/fencegate/fencegate/gate/sqlgate"
 	"github.com/fencegate/fencegate/grant"
-	"github.com/fencegate/fencegate/registry/httpapi"
+	"github.com/fencegate/fencegate/testkit/gatetest"
 )
 
 func Example_readme() {
@@ -25,7 +24,7 @@ func Example_readme() {
 	callerIdentity, total, batch := "worker-settlement-7", 200, "2026-07-19"
 
 	// README: a worker.
-	rc, _ := httpapi.NewClient("https://registry:7420", httpapi.WithBearerToken(token))
+	rc, _ := httpclient.NewClient("https://registry:7420", httpclient.WithBearerToken(token))
 	s := client.NewSession(httpclient.Transport{C: rc}, client.Options{})
 	l, err := s.Lock(ctx, client.AcquireRequest{Resource: "invoice-batch/2026-07-19", // waits while another worker holds it
 		OperationID: "settle-42", OperationClass: "settle", TTL: 10 * time.Second})

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/client"
-	"github.com/fencegate/fencegate/client/clienttest"
-	"github.com/fencegate/fencegate/gate/gatetest"
+	"github.com/fencegate/fencegate/testkit/clienttest"
+	"github.com/fencegate/fencegate/testkit/gatetest"
 )
 
 func TestLostReleaseAnswerIsRetriedUntilConfirmed(t *testing.T) {

@@ -13,8 +13,9 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/client"
-	"github.com/fencegate/fencegate/client/clienttest"
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/testkit/clienttest"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // slowRenew answers renewals only after the clock moved by delay (late),
@@ -27,10 +28,10 @@ type slowRenew struct {
 	hang  atomic.Bool
 }
 
-func (s *slowRenew) Renew(ctx context.Context, resource, lease string) (registry.Issued, error) {
+func (s *slowRenew) Renew(ctx context.Context, resource, lease string) (wire.Issued, error) {
 	if s.hang.Load() {
 		<-ctx.Done()
-		return registry.Issued{}, ctx.Err()
+		return wire.Issued{}, ctx.Err()
 	}
 	is, err := s.Transport.Renew(ctx, resource, lease)
 	if s.slow.Load() {
@@ -40,7 +41,7 @@ func (s *slowRenew) Renew(ctx context.Context, resource, lease string) (registry
 }
 
 func slowSession(f *clienttest.Env, seed uint64) (*slowRenew, *client.Session, *clienttest.Recorder) {
-	tr := &slowRenew{Transport: client.Direct{Registry: f.Reg.Registry, Owner: clienttest.OwnerA}, clock: f.Clock,
+	tr := &slowRenew{Transport: registry.Direct{Registry: f.Reg.Registry, Owner: clienttest.OwnerA}, clock: f.Clock,
 		delay: client.CallTimeoutDefault + time.Millisecond}
 	rec := &clienttest.Recorder{}
 	s := client.NewSession(tr, client.Options{Clock: f.Clock, Rand: mrand.New(mrand.NewPCG(seed, seed)), Manual: true, OnTransition: rec.Add})

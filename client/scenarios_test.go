@@ -7,7 +7,7 @@ package client_test
 import (
 	"testing"
 
-	"github.com/fencegate/fencegate/client/clienttest"
+	"github.com/fencegate/fencegate/testkit/clienttest"
 )
 
 func TestScenariosOnMemoryStore(t *testing.T) {

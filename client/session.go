@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // Session is one workload identity's client: it acquires leases through
@@ -25,8 +25,8 @@ type Session struct {
 // its parameters and its core (AcquireCore), used under the session's
 // lock.
 type attempt struct {
-	req    registry.AcquireRequest // as first asked (the core may change the request ID)
-	active bool                    // an Acquire call is working on it
+	req    wire.AcquireRequest // as first asked (the core may change the request ID)
+	active bool                // an Acquire call is working on it
 	core   *AcquireCore
 }
 
@@ -53,15 +53,15 @@ type AcquireRequest struct {
 	Wait           time.Duration // queue at most this long behind other holders; 0 = fail at once (BUSY)
 }
 
-func (r AcquireRequest) wire(requestID string) registry.AcquireRequest {
-	return registry.AcquireRequest{
+func (r AcquireRequest) wire(requestID string) wire.AcquireRequest {
+	return wire.AcquireRequest{
 		Resource: r.Resource, OperationID: r.OperationID, OperationClass: r.OperationClass,
 		RequestID: requestID, TTLMs: uint64(r.TTL / time.Millisecond), WaitMs: uint64(r.Wait / time.Millisecond),
 	}
 }
 
 // sameParams reports whether two wire requests differ only in request ID.
-func sameParams(a, b registry.AcquireRequest) bool {
+func sameParams(a, b wire.AcquireRequest) bool {
 	a.RequestID, b.RequestID = "", ""
 	return a == b
 }

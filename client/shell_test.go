@@ -16,7 +16,8 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/client"
-	"github.com/fencegate/fencegate/client/clienttest"
+	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/testkit/clienttest"
 )
 
 // switchableNet loses renewal answers (or every request) while told to.
@@ -46,7 +47,7 @@ func newShellLease(t *testing.T) (*client.Lease, *switchableNet, *clienttest.Reg
 		t.Fatal(err)
 	}
 	net := &switchableNet{}
-	lossy := &clienttest.Lossy{Inner: client.Direct{Registry: reg.Registry, Owner: clienttest.OwnerA}, Fault: net.fault}
+	lossy := &clienttest.Lossy{Inner: registry.Direct{Registry: reg.Registry, Owner: clienttest.OwnerA}, Fault: net.fault}
 	s := client.NewSession(lossy, client.Options{Rand: rand.New(rand.NewPCG(9, 9))})
 	l, err := s.Acquire(context.Background(), clienttest.Request("op-shell"))
 	if err != nil {

@@ -1,7 +1,7 @@
 // Package clock is fencegate's one time source. The registry's, the
 // client's and the gate's decisions take their instants from a Clock;
 // production passes System, tests and the simulator a clock they move
-// (internal/fakeclock, client/clienttest.FakeClock, the simulator's
+// (testkit/fakeclock, testkit/clienttest.FakeClock, the simulator's
 // per-party clocks). Only the registry's clock judges lease expiry.
 package clock
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/fencegate/fencegate/gate"
-	"github.com/fencegate/fencegate/gate/gatetest"
+	"github.com/fencegate/fencegate/testkit/gatetest"
 )
 
 func BenchmarkDecide(b *testing.B) {

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/gate"
-	"github.com/fencegate/fencegate/gate/gatetest"
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/testkit/gatetest"
 )
 
 // The fixture's resources. resEqual's fence state is already at its

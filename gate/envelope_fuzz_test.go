@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/fencegate/fencegate/gate"
-	"github.com/fencegate/fencegate/gate/gatetest"
+	"github.com/fencegate/fencegate/testkit/gatetest"
 )
 
 // check judges m with both policies: the property must hold for each,

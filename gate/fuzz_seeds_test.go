@@ -12,7 +12,7 @@ import (
 	"flag"
 	"testing"
 
-	"github.com/fencegate/fencegate/internal/fuzzseed"
+	"github.com/fencegate/fencegate/testkit/fuzzseed"
 )
 
 var updateSeeds = flag.Bool("update-seeds", false, "rewrite the fixture-made fuzz seeds in testdata/fuzz")

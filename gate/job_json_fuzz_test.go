@@ -16,7 +16,7 @@ import (
 	"testing"
 
 	"github.com/fencegate/fencegate/gate"
-	"github.com/fencegate/fencegate/internal/jsonkeys"
+	"github.com/fencegate/fencegate/testkit/jsonkeys"
 )
 
 // jobJSONNames are the job wire form's field names, exactly.

@@ -14,8 +14,8 @@ import (
 	"testing"
 
 	"github.com/fencegate/fencegate/gate"
-	"github.com/fencegate/fencegate/gate/gatetest"
-	"github.com/fencegate/fencegate/internal/jsonkeys"
+	"github.com/fencegate/fencegate/testkit/gatetest"
+	"github.com/fencegate/fencegate/testkit/jsonkeys"
 )
 
 func genuineJSON(t testing.TB) []byte {

@@ -4,7 +4,7 @@
 package gate_test
 
 import (
-	"github.com/fencegate/fencegate/gate/gatetest"
+	"github.com/fencegate/fencegate/testkit/gatetest"
 	"testing"
 	"time"
 

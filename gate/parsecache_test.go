@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/fencegate/fencegate/gate"
-	"github.com/fencegate/fencegate/gate/gatetest"
+	"github.com/fencegate/fencegate/testkit/gatetest"
 )
 
 func TestParsedCacheNeverSkipsProofs(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fencegate/fencegate/internal/jsonkeys"
+	"github.com/fencegate/fencegate/testkit/jsonkeys"
 )
 
 // bundleJSONNames are the field names of BundleFile and BundleKey, exactly

@@ -7,7 +7,7 @@ package grant
 import (
 	"testing"
 
-	"github.com/fencegate/fencegate/internal/fuzzseed"
+	"github.com/fencegate/fencegate/testkit/fuzzseed"
 )
 
 func checkSeed(t *testing.T, target, name string, entry []byte) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // cancelWaitTimeoutMs bounds the best-effort withdrawal of a waiter's
@@ -24,10 +25,10 @@ const cancelWaitTimeoutMs = 2000
 // from store watches, with bounded polling on the registry's clock for
 // what no write announces (an expiry, a vanished head waiter). It is the
 // shell of Acquisition, which the simulator drives step by step.
-func (r *Registry) Acquire(ctx context.Context, owner string, req AcquireRequest) (Issued, error) {
+func (r *Registry) Acquire(ctx context.Context, owner string, req wire.AcquireRequest) (wire.Issued, error) {
 	a, err := r.StartAcquire(owner, req)
 	if err != nil {
-		return Issued{}, err
+		return wire.Issued{}, err
 	}
 	var events <-chan RecordEvent
 	wctx, stopWatch := context.WithCancel(ctx)
@@ -41,7 +42,7 @@ func (r *Registry) Acquire(ctx context.Context, owner string, req AcquireRequest
 		}
 		if cached, err = r.sleep(ctx, a, &events); err != nil {
 			a.Abandon(ctx)
-			return Issued{}, fmt.Errorf("registry: acquire %s: waiting: %w", req.Resource, err)
+			return wire.Issued{}, fmt.Errorf("registry: acquire %s: waiting: %w", req.Resource, err)
 		}
 	}
 	return a.Result()
@@ -59,7 +60,7 @@ type Acquisition struct {
 	in     acquireInput
 	queued bool
 	done   bool
-	issued Issued
+	issued wire.Issued
 	err    error
 	wakeMs int64
 	from   uint64
@@ -72,7 +73,7 @@ const acquireStepsMax = 16
 
 // StartAcquire validates an acquire and fixes its wait's deadline by the
 // registry clock. It touches no store.
-func (r *Registry) StartAcquire(owner string, req AcquireRequest) (*Acquisition, error) {
+func (r *Registry) StartAcquire(owner string, req wire.AcquireRequest) (*Acquisition, error) {
 	ttl, err := validateAcquire(owner, req, r.cfg)
 	if err != nil {
 		return nil, err
@@ -96,15 +97,18 @@ func (a *Acquisition) Step(ctx context.Context, cached bool) bool {
 	r, in := a.r, a.in
 	for range acquireStepsMax {
 		dec, s, rev, now, err := r.acquireStep(ctx, in, cached, a.queued)
-		if errors.Is(err, ErrConflict) && a.queued && ctx.Err() == nil {
+		if errors.Is(err, wire.ErrConflict) && a.queued && ctx.Err() == nil {
 			cached = false // contention while queued: keep our place, look again
 			continue
 		}
 		if err != nil {
-			if a.queued {
+			if a.queued && !errors.Is(err, wire.ErrWaitTimeout) {
+				// A wait that ran out keeps its ticket for WaiterGraceMs, so
+				// the same request asking again keeps its place; any other
+				// end withdraws it.
 				r.cancelWait(ctx, in)
 			}
-			return a.finish(Issued{}, err)
+			return a.finish(wire.Issued{}, err)
 		}
 		switch dec.outcome {
 		case outPurge, outHanded:
@@ -123,26 +127,26 @@ func (a *Acquisition) Step(ctx context.Context, cached bool) bool {
 	if a.queued {
 		r.cancelWait(ctx, in)
 	}
-	return a.finish(Issued{}, fmt.Errorf("%w: %s: %d decisions in a row without an answer", ErrConflict, in.req.Resource, acquireStepsMax))
+	return a.finish(wire.Issued{}, fmt.Errorf("%w: %s: %d decisions in a row without an answer", wire.ErrConflict, in.req.Resource, acquireStepsMax))
 }
 
 // sinceArrival counts a HELD answer's ExpiresAfterMs from the acquire's
 // arrival rather than from the answer: the time the acquire waited in the
 // queue is time the lease has left that the client cannot see.
-func (a *Acquisition) sinceArrival(is Issued, err error) (Issued, error) {
+func (a *Acquisition) sinceArrival(is wire.Issued, err error) (wire.Issued, error) {
 	if err == nil && is.ExpiresAfterMs > 0 {
 		is.ExpiresAfterMs += max(is.Status.IssuedAt.UnixMilli()-a.in.arrivedMs, 0) // the answer's now, less the arrival
 	}
 	return is, err
 }
 
-func (a *Acquisition) finish(is Issued, err error) bool {
+func (a *Acquisition) finish(is wire.Issued, err error) bool {
 	a.done, a.issued, a.err = true, is, err
 	return true
 }
 
 // Result is the acquire's answer once Step reported it.
-func (a *Acquisition) Result() (Issued, error) { return a.issued, a.err }
+func (a *Acquisition) Result() (wire.Issued, error) { return a.issued, a.err }
 
 // Queued reports whether the acquire holds a ticket in the resource's
 // queue.
@@ -212,10 +216,10 @@ func writes(w *Write, key RequestKey) bool {
 }
 
 // existing answers a retried acquire from the request's entry.
-func (r *Registry) existing(s *Snapshot, key RequestKey, now int64) (Issued, error) {
+func (r *Registry) existing(s *Snapshot, key RequestKey, now int64) (wire.Issued, error) {
 	slot := s.Slot(key)
 	if slot.Entry == nil {
-		return Issued{}, fmt.Errorf("%w: request %s vanished", ErrNotFound, key.RequestID)
+		return wire.Issued{}, fmt.Errorf("%w: request %s vanished", wire.ErrNotFound, key.RequestID)
 	}
 	rec := recordOf(s)
 	state := entryState(rec, slot.Entry, s.Settings, now)

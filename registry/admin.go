@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // RevokeEpochsBelow raises the revoked line: grants of lower issuer epochs
@@ -28,7 +29,7 @@ func (r *Registry) RevokeEpochsBelow(ctx context.Context, epoch uint64) (uint64,
 
 // SetPolicyGeneration raises the resource's policy generation, stamped into
 // every later grant. Raise only: a lower value is ErrInvalid.
-func (r *Registry) SetPolicyGeneration(ctx context.Context, resource string, gen uint64) (ResourceInfo, error) {
+func (r *Registry) SetPolicyGeneration(ctx context.Context, resource string, gen uint64) (wire.ResourceInfo, error) {
 	return r.adminRecord(ctx, resource, func(rec *Record) (*Record, error) {
 		return decidePolicyGeneration(rec, gen)
 	})
@@ -38,22 +39,22 @@ func (r *Registry) SetPolicyGeneration(ctx context.Context, resource string, gen
 // the highest fence the resource itself reports, so a registry restored
 // from an old snapshot never reissues a fence a gate has seen. Raise only:
 // a lower value changes nothing.
-func (r *Registry) RaiseFloor(ctx context.Context, resource string, fence uint64) (ResourceInfo, error) {
+func (r *Registry) RaiseFloor(ctx context.Context, resource string, fence uint64) (wire.ResourceInfo, error) {
 	return r.adminRecord(ctx, resource, func(rec *Record) (*Record, error) {
 		return decideRaiseFloor(rec, fence), nil
 	})
 }
 
 // Resource returns a linearizable operator's view of resource.
-func (r *Registry) Resource(ctx context.Context, resource string) (ResourceInfo, error) {
+func (r *Registry) Resource(ctx context.Context, resource string) (wire.ResourceInfo, error) {
 	return r.adminRecord(ctx, resource, func(*Record) (*Record, error) { return nil, nil })
 }
 
-func (r *Registry) adminRecord(ctx context.Context, resource string, decide func(*Record) (*Record, error)) (ResourceInfo, error) {
+func (r *Registry) adminRecord(ctx context.Context, resource string, decide func(*Record) (*Record, error)) (wire.ResourceInfo, error) {
 	if err := grant.ValidateResource(resource); err != nil {
-		return ResourceInfo{}, fmt.Errorf("%w: resource: %v", ErrInvalid, err)
+		return wire.ResourceInfo{}, fmt.Errorf("%w: resource: %v", wire.ErrInvalid, err)
 	}
-	var info ResourceInfo
+	var info wire.ResourceInfo
 	_, rev, err := r.casLoop(ctx, resource, nil, false, func(s *Snapshot, now int64) (*Write, error) {
 		rec, err := decide(recordOf(s))
 		if err != nil {

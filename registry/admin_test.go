@@ -11,6 +11,7 @@ import (
 
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/wire"
 )
 
 func TestRevokedEpochReportsRevokedWithoutProofs(t *testing.T) {
@@ -31,11 +32,11 @@ func TestRevokedEpochReportsRevokedWithoutProofs(t *testing.T) {
 	if err != nil || q.Status.State != grant.StateRevoked || q.StatusProof != "" {
 		t.Fatalf("query revoked: %+v %v", q, err)
 	}
-	if _, err := e.reg.Renew(e.ctx, "worker-a", "inv/1", a.Grant.Lease); !errors.Is(err, registry.ErrEpochRevoked) {
+	if _, err := e.reg.Renew(e.ctx, "worker-a", "inv/1", a.Grant.Lease); !errors.Is(err, wire.ErrEpochRevoked) {
 		t.Fatalf("renew: %v", err)
 	}
 	// This registry signs under the revoked epoch: it may issue nothing.
-	if _, err := e.reg.Acquire(e.ctx, "worker-b", req("inv/1", "b1")); !errors.Is(err, registry.ErrEpochRevoked) {
+	if _, err := e.reg.Acquire(e.ctx, "worker-b", req("inv/1", "b1")); !errors.Is(err, wire.ErrEpochRevoked) {
 		t.Fatalf("acquire under revoked epoch: %v", err)
 	}
 	// A registry of the next epoch on the same store grants at once.
@@ -67,7 +68,7 @@ func TestFloorAndPolicyShowInNextGrant(t *testing.T) {
 	if _, err := e.reg.SetPolicyGeneration(e.ctx, "inv/1", 12); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.reg.SetPolicyGeneration(e.ctx, "inv/1", 11); !errors.Is(err, registry.ErrInvalid) {
+	if _, err := e.reg.SetPolicyGeneration(e.ctx, "inv/1", 11); !errors.Is(err, wire.ErrInvalid) {
 		t.Fatalf("policy lowered: %v", err)
 	}
 	b := e.mustAcquire("worker-b", req("inv/1", "b1"))
@@ -85,13 +86,13 @@ func TestStatusRejectsForgedGrant(t *testing.T) {
 	a := e.mustAcquire("worker-a", req("inv/1", "a1"))
 	forged := *a.Grant
 	forged.FenceToken = 1 << 40
-	if _, err := e.reg.Status(e.ctx, &forged); !errors.Is(err, registry.ErrNotFound) {
+	if _, err := e.reg.Status(e.ctx, &forged); !errors.Is(err, wire.ErrNotFound) {
 		t.Fatalf("forged fence: %v", err)
 	}
 	other := *a.Grant
 	other.Resource = "inv/2"
 	other.OperationRoot = grant.OperationRoot("inv/2", "op-a1")
-	if _, err := e.reg.Status(e.ctx, &other); !errors.Is(err, registry.ErrNotFound) {
+	if _, err := e.reg.Status(e.ctx, &other); !errors.Is(err, wire.ErrNotFound) {
 		t.Fatalf("cross-resource grant: %v", err)
 	}
 }
@@ -100,11 +101,11 @@ func TestLimitsEnforced(t *testing.T) {
 	e := newEnv(t, func(c *registry.Config) { c.WaitersPerResourceMax = 1 })
 	short := req("inv/1", "s")
 	short.TTLMs = 10
-	if _, err := e.reg.Acquire(e.ctx, "worker-a", short); !errors.Is(err, registry.ErrTTLOutOfRange) {
+	if _, err := e.reg.Acquire(e.ctx, "worker-a", short); !errors.Is(err, wire.ErrTTLOutOfRange) {
 		t.Fatalf("ttl 10ms: %v", err)
 	}
 	bad := req("Inv/1", "x")
-	if _, err := e.reg.Acquire(e.ctx, "worker-a", bad); !errors.Is(err, registry.ErrInvalid) || registry.CodeOf(err) != "INVALID" {
+	if _, err := e.reg.Acquire(e.ctx, "worker-a", bad); !errors.Is(err, wire.ErrInvalid) || wire.CodeOf(err) != "INVALID" {
 		t.Fatalf("non-canonical resource: %v", err)
 	}
 	def := req("inv/1", "d")
@@ -125,13 +126,15 @@ func TestLimitsEnforced(t *testing.T) {
 	waitWaiters(t, e, "inv/1", 1)
 	w2 := req("inv/1", "w2")
 	w2.WaitMs = 1000
-	if _, err := e.reg.Acquire(e.ctx, "worker-c", w2); !errors.Is(err, registry.ErrWaitersFull) {
+	if _, err := e.reg.Acquire(e.ctx, "worker-c", w2); !errors.Is(err, wire.ErrWaitersFull) {
 		t.Fatalf("second waiter: %v", err)
 	}
 	e.clock.Advance(1001 * time.Millisecond)
-	if err := <-done; !errors.Is(err, registry.ErrWaitTimeout) {
+	if err := <-done; !errors.Is(err, wire.ErrWaitTimeout) {
 		t.Fatalf("wait: %v", err)
 	}
+	waitWaiters(t, e, "inv/1", 1) // its ticket keeps its place for WaiterGraceMs, for the request to ask again
+	e.clock.Advance(time.Duration(e.reg.Config().WaiterGraceMs) * time.Millisecond)
 	waitWaiters(t, e, "inv/1", 0)
 }
 
@@ -161,7 +164,7 @@ func TestRetentionForgetsEndedRequests(t *testing.T) {
 		t.Fatalf("inside retention: %v", err)
 	}
 	e.clock.Advance(time.Millisecond)
-	if _, err := e.reg.QueryRequest(e.ctx, "worker-a", "a1"); !errors.Is(err, registry.ErrNotFound) {
+	if _, err := e.reg.QueryRequest(e.ctx, "worker-a", "a1"); !errors.Is(err, wire.ErrNotFound) {
 		t.Fatalf("past retention: %v", err)
 	}
 	// The request ID may now be reused; it gets a new grant with a new

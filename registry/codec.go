@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // Stores keep records, request entries and settings as JSON. Decoding is
@@ -21,10 +22,10 @@ func EncodeRecord(rec *Record) []byte { return mustJSON(rec) }
 func DecodeRecord(b []byte) (*Record, error) {
 	var rec Record
 	if err := strictDecode(b, &rec); err != nil {
-		return nil, fmt.Errorf("%w: record: %v", ErrCorrupt, err)
+		return nil, fmt.Errorf("%w: record: %v", wire.ErrCorrupt, err)
 	}
 	if err := rec.check(); err != nil {
-		return nil, fmt.Errorf("%w: record: %v", ErrCorrupt, err)
+		return nil, fmt.Errorf("%w: record: %v", wire.ErrCorrupt, err)
 	}
 	return &rec, nil
 }
@@ -36,10 +37,10 @@ func EncodeRequestEntry(e *RequestEntry) []byte { return mustJSON(e) }
 func DecodeRequestEntry(b []byte) (*RequestEntry, error) {
 	var e RequestEntry
 	if err := strictDecode(b, &e); err != nil {
-		return nil, fmt.Errorf("%w: request entry: %v", ErrCorrupt, err)
+		return nil, fmt.Errorf("%w: request entry: %v", wire.ErrCorrupt, err)
 	}
 	if _, err := grant.ParseState(string(e.State)); err != nil {
-		return nil, fmt.Errorf("%w: request entry: state: %v", ErrCorrupt, err)
+		return nil, fmt.Errorf("%w: request entry: state: %v", wire.ErrCorrupt, err)
 	}
 	return &e, nil
 }
@@ -51,7 +52,7 @@ func EncodeSettings(s *Settings) []byte { return mustJSON(s) }
 func DecodeSettings(b []byte) (Settings, error) {
 	var s Settings
 	if err := strictDecode(b, &s); err != nil {
-		return Settings{}, fmt.Errorf("%w: settings: %v", ErrCorrupt, err)
+		return Settings{}, fmt.Errorf("%w: settings: %v", wire.ErrCorrupt, err)
 	}
 	return s, nil
 }

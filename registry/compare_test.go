@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // blindStore rewrites every compare to match the store, so every commit
@@ -57,7 +58,7 @@ func staleReplicaRace(t *testing.T, blind bool) (uint64, uint64, error) {
 }
 
 func TestStaleReplicaIsRefusedByCompare(t *testing.T) {
-	if _, _, err := staleReplicaRace(t, false); !errors.Is(err, registry.ErrBusy) {
+	if _, _, err := staleReplicaRace(t, false); !errors.Is(err, wire.ErrBusy) {
 		t.Fatalf("stale replica: want ErrBusy, got %v", err)
 	}
 }

@@ -5,12 +5,13 @@ import (
 	"math"
 
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // acquireInput is a validated acquire.
 type acquireInput struct {
 	owner      string
-	req        AcquireRequest
+	req        wire.AcquireRequest
 	ttlMs      uint64 // effective TTL, inside [TTLMsMin, TTLMsMax]
 	wait       bool
 	deadlineMs int64 // when wait: the registry instant the wait ends
@@ -22,12 +23,21 @@ func (in acquireInput) key() RequestKey {
 }
 
 // ticket is the acquire as a queue entry, parameters included, seen now.
-func (in acquireInput) ticket(digest string, now int64) Waiter {
+func (in acquireInput) ticket(digest string, now int64, cfg Config) Waiter {
 	return Waiter{
-		Owner: in.owner, RequestID: in.req.RequestID, DeadlineMs: in.deadlineMs,
+		Owner: in.owner, RequestID: in.req.RequestID,
+		DeadlineMs: in.deadlineMs + int64(cfg.WaiterGraceMs), PollUntilMs: in.deadlineMs, JoinedMs: now,
 		OperationRoot:  grant.OperationRoot(in.req.Resource, in.req.OperationID).String(),
 		OperationClass: in.req.OperationClass, TTLMs: in.ttlMs, ParamsDigest: digest, SeenMs: now,
 	}
+}
+
+// pollUntil is when w's acquire stops listening.
+func (w Waiter) pollUntil() int64 {
+	if w.PollUntilMs != 0 {
+		return w.PollUntilMs
+	}
+	return w.DeadlineMs
 }
 
 // acquireOutcome is what an acquire decision asks the shell to do.
@@ -59,7 +69,7 @@ type acquireDecision struct {
 }
 
 // validateAcquire checks an acquire's fields and returns its effective TTL.
-func validateAcquire(owner string, req AcquireRequest, cfg Config) (uint64, error) {
+func validateAcquire(owner string, req wire.AcquireRequest, cfg Config) (uint64, error) {
 	for _, c := range []struct {
 		field string
 		err   error
@@ -71,7 +81,7 @@ func validateAcquire(owner string, req AcquireRequest, cfg Config) (uint64, erro
 		{"requestId", grant.ValidateToken(req.RequestID)},
 	} {
 		if c.err != nil {
-			return 0, fmt.Errorf("%w: %s: %v", ErrInvalid, c.field, c.err)
+			return 0, fmt.Errorf("%w: %s: %v", wire.ErrInvalid, c.field, c.err)
 		}
 	}
 	ttl := req.TTLMs
@@ -79,7 +89,7 @@ func validateAcquire(owner string, req AcquireRequest, cfg Config) (uint64, erro
 		ttl = cfg.TTLMsDefault
 	}
 	if ttl < cfg.TTLMsMin || ttl > cfg.TTLMsMax {
-		return 0, fmt.Errorf("%w: ttlMs %d outside [%d, %d]", ErrTTLOutOfRange, ttl, cfg.TTLMsMin, cfg.TTLMsMax)
+		return 0, fmt.Errorf("%w: ttlMs %d outside [%d, %d]", wire.ErrTTLOutOfRange, ttl, cfg.TTLMsMin, cfg.TTLMsMax)
 	}
 	return ttl, nil
 }
@@ -96,12 +106,12 @@ func decideAcquire(rec *Record, own *RequestEntry, set Settings, in acquireInput
 			return acquireDecision{outcome: outPurge}, nil
 		}
 		if own.ParamsDigest != digest {
-			return acquireDecision{}, fmt.Errorf("%w: request %s was issued for other parameters", ErrRequestMismatch, in.req.RequestID)
+			return acquireDecision{}, fmt.Errorf("%w: request %s was issued for other parameters", wire.ErrRequestMismatch, in.req.RequestID)
 		}
 		return acquireDecision{outcome: outExisting}, nil
 	}
 	if cfg.IssuerEpoch < set.RevokedBelowEpoch {
-		return acquireDecision{}, fmt.Errorf("%w: this registry's epoch %d is below %d", ErrEpochRevoked, cfg.IssuerEpoch, set.RevokedBelowEpoch)
+		return acquireDecision{}, fmt.Errorf("%w: this registry's epoch %d is below %d", wire.ErrEpochRevoked, cfg.IssuerEpoch, set.RevokedBelowEpoch)
 	}
 	next, puts, changed := normalize(rec, set, now, cfg)
 	if h := rec.Holder; h != nil && h.Grant.Owner == in.owner && h.Grant.RequestID == in.req.RequestID {
@@ -119,7 +129,7 @@ func decideAcquire(rec *Record, own *RequestEntry, set Settings, in acquireInput
 	}
 	free := next.Holder == nil && now >= next.FreeAtMs
 	if free && (idx == 0 || idx < 0 && len(next.Waiters) == 0) {
-		body, puts, err := grantLease(next, puts, in.req.Resource, in.ticket(digest, now), idx, now, cfg.IssuerEpoch)
+		body, puts, err := grantLease(next, puts, in.req.Resource, in.ticket(digest, now, cfg), idx, now, cfg.IssuerEpoch)
 		if err != nil {
 			return acquireDecision{}, err
 		}
@@ -131,15 +141,16 @@ func decideAcquire(rec *Record, own *RequestEntry, set Settings, in acquireInput
 	switch {
 	case idx < 0:
 		if len(next.Waiters) >= cfg.WaitersPerResourceMax {
-			return acquireDecision{}, fmt.Errorf("%w: %s has %d waiters, limit %d", ErrWaitersFull, in.req.Resource, len(next.Waiters), cfg.WaitersPerResourceMax)
+			return acquireDecision{}, fmt.Errorf("%w: %s has %d waiters, limit %d", wire.ErrWaitersFull, in.req.Resource, len(next.Waiters), cfg.WaitersPerResourceMax)
 		}
-		next.Waiters = append(next.Waiters, in.ticket(digest, now))
+		next.Waiters = append(next.Waiters, in.ticket(digest, now, cfg))
 		changed = true
-	case next.Waiters[idx].DeadlineMs < in.deadlineMs:
+	case next.Waiters[idx].pollUntil() < in.deadlineMs:
 		// A retry of the same request moves its deadline (later only, so
 		// two calls of one request never undo each other), not its place.
-		next.Waiters[idx].DeadlineMs = in.deadlineMs
-		next.Waiters[idx].SeenMs = now
+		w := &next.Waiters[idx]
+		w.DeadlineMs, w.PollUntilMs = max(w.DeadlineMs, in.deadlineMs+int64(cfg.WaiterGraceMs)), in.deadlineMs
+		w.SeenMs = now
 		changed = true
 	case stampDue(next, idx, now, cfg):
 		next.Waiters[idx].SeenMs = now // alive, while the head is slow to claim
@@ -157,7 +168,7 @@ func decideAcquire(rec *Record, own *RequestEntry, set Settings, in acquireInput
 func grantLease(next *Record, puts []entryPut, resource string, t Waiter, idx int, now int64, epoch uint64) (GrantBody, []entryPut, error) {
 	fence := max(next.HighestFence, next.Floor)
 	if fence == math.MaxUint64 {
-		return GrantBody{}, puts, fmt.Errorf("%w: %s: fence sequence exhausted", ErrCorrupt, resource)
+		return GrantBody{}, puts, fmt.Errorf("%w: %s: fence sequence exhausted", wire.ErrCorrupt, resource)
 	}
 	fence++
 	body := GrantBody{
@@ -186,18 +197,15 @@ func grantLease(next *Record, puts []entryPut, resource string, t Waiter, idx in
 	return body, puts, nil
 }
 
-// busyError says why the lease cannot be granted now.
+// busyError says why the lease cannot be granted now, and what the caller
+// needs next: who holds it, since when, for how long, how many wait.
 func busyError(next *Record, in acquireInput, now int64) error {
-	sentinel := ErrBusy
+	sentinel := wire.ErrBusy
 	if in.wait {
-		sentinel = ErrWaitTimeout
+		sentinel = wire.ErrWaitTimeout
 	}
-	switch {
-	case next.Holder != nil:
-		return fmt.Errorf("%w: %s is held", sentinel, in.req.Resource)
-	case now < next.FreeAtMs:
-		return fmt.Errorf("%w: %s is in lock-delay for %d ms", sentinel, in.req.Resource, next.FreeAtMs-now)
-	default:
-		return fmt.Errorf("%w: %s has %d waiters ahead", sentinel, in.req.Resource, len(next.Waiters))
-	}
+	v := lockView(in.req.Resource, next, now, 0)
+	return &wire.BusyError{Sentinel: sentinel, BusyDetail: wire.BusyDetail{
+		Resource: in.req.Resource, Holder: v.Holder, FreeAt: v.FreeAt, Waiters: len(v.Waiters), ReadAt: v.ReadAt,
+	}}
 }

@@ -2,6 +2,8 @@ package registry
 
 import (
 	"fmt"
+
+	"github.com/fencegate/fencegate/wire"
 )
 
 // decideRaiseFloor raises rec's fence floor to fence. Raise only: a lower
@@ -20,7 +22,7 @@ func decideRaiseFloor(rec *Record, fence uint64) *Record {
 func decidePolicyGeneration(rec *Record, gen uint64) (*Record, error) {
 	switch {
 	case gen < rec.PolicyGeneration:
-		return nil, fmt.Errorf("%w: policy generation %d below current %d (raise only)", ErrInvalid, gen, rec.PolicyGeneration)
+		return nil, fmt.Errorf("%w: policy generation %d below current %d (raise only)", wire.ErrInvalid, gen, rec.PolicyGeneration)
 	case gen == rec.PolicyGeneration:
 		return nil, nil
 	}
@@ -38,9 +40,9 @@ func decideRevoke(set Settings, epoch uint64) *Settings {
 }
 
 // resourceInfo summarizes rec as judged at now.
-func resourceInfo(resource string, rec *Record, set Settings, now int64, rev uint64, cfg Config) ResourceInfo {
+func resourceInfo(resource string, rec *Record, set Settings, now int64, rev uint64, cfg Config) wire.ResourceInfo {
 	next, _, _ := normalize(rec, set, now, cfg)
-	info := ResourceInfo{
+	info := wire.ResourceInfo{
 		Resource: resource, HighestFence: next.HighestFence, Floor: next.Floor,
 		PolicyGeneration: next.PolicyGeneration, Waiters: len(next.Waiters), Revision: rev,
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/wire"
 )
 
 const t0 = int64(1_780_000_000_000) // a fixed registry instant, ms
@@ -20,13 +21,13 @@ func none(RequestKey) bool { return false }
 
 // tk is a queued ticket for owner's request id.
 func tk(owner, id string, deadline int64) Waiter {
-	return input(owner, id, true, deadline).ticket("sha256:params", 0)
+	return input(owner, id, true, deadline).ticket("sha256:params", 0, testCfg())
 }
 
 func input(owner, id string, wait bool, deadline int64) acquireInput {
 	return acquireInput{
 		owner: owner, ttlMs: 10_000, wait: wait, deadlineMs: deadline,
-		req: AcquireRequest{Resource: "res/1", OperationID: "op-" + id, OperationClass: "settle", RequestID: id},
+		req: wire.AcquireRequest{Resource: "res/1", OperationID: "op-" + id, OperationClass: "settle", RequestID: id},
 	}
 }
 
@@ -57,19 +58,20 @@ func TestDecideAcquire(t *testing.T) {
 		{"first grant", &Record{}, Settings{}, input("b", "r", false, 0), t0, outGranted, nil, 1, 0},
 		{"floor above highest", &Record{HighestFence: 3, Floor: 40}, Settings{}, input("b", "r", false, 0), t0, outGranted, nil, 41, 0},
 		{"highest above floor", &Record{HighestFence: 50, Floor: 40}, Settings{}, input("b", "r", false, 0), t0, outGranted, nil, 51, 0},
-		{"held: busy", held("a", 7, t0), Settings{}, input("b", "r", false, 0), t0 + 1, 0, ErrBusy, 0, 0},
+		{"held: busy", held("a", 7, t0), Settings{}, input("b", "r", false, 0), t0 + 1, 0, wire.ErrBusy, 0, 0},
 		{"held: queue", held("a", 7, t0), Settings{}, input("b", "r", true, t0+5000), t0 + 1, outQueued, nil, 0, 1},
-		{"expiry is at expiresAt, then lock-delay", held("a", 7, t0), Settings{}, input("b", "r", false, 0), expiry, 0, ErrBusy, 0, 0},
+		{"expiry is at expiresAt, then lock-delay", held("a", 7, t0), Settings{}, input("b", "r", false, 0), expiry, 0, wire.ErrBusy, 0, 0},
 		{"lock-delay ends", held("a", 7, t0), Settings{}, input("b", "r", false, 0), expiry + int64(cfg.LockDelayMs), outGranted, nil, 8, 0},
-		{"one ms before expiry", held("a", 7, t0), Settings{}, input("b", "r", false, 0), expiry - 1, 0, ErrBusy, 0, 0},
-		{"revoked holder frees at once", held("a", 7, t0), Settings{RevokedBelowEpoch: 6}, input("b", "r", false, 0), t0 + 1, 0, ErrEpochRevoked, 0, 0},
-		{"wait deadline passed", held("a", 7, t0), Settings{}, input("b", "r", true, t0+1), t0 + 1, 0, ErrWaitTimeout, 0, 0},
-		{"free but others queued: no jumping", &Record{HighestFence: 2, Waiters: []Waiter{tk("x", "rx", t0+9000)}, FreeAtMs: t0}, Settings{}, input("b", "r", false, 0), t0 + 1, 0, ErrBusy, 0, 1},
+		{"one ms before expiry", held("a", 7, t0), Settings{}, input("b", "r", false, 0), expiry - 1, 0, wire.ErrBusy, 0, 0},
+		{"revoked holder frees at once", held("a", 7, t0), Settings{RevokedBelowEpoch: 6}, input("b", "r", false, 0), t0 + 1, 0, wire.ErrEpochRevoked, 0, 0},
+		{"wait deadline passed", held("a", 7, t0), Settings{}, input("b", "r", true, t0+1), t0 + 1, 0, wire.ErrWaitTimeout, 0, 0},
+		{"free but others queued: no jumping", &Record{HighestFence: 2, Waiters: []Waiter{tk("x", "rx", t0+9000)}, FreeAtMs: t0}, Settings{}, input("b", "r", false, 0), t0 + 1, 0, wire.ErrBusy, 0, 1},
 		{"head of queue on free resource", &Record{HighestFence: 2, Waiters: []Waiter{tk("b", "r", t0+9000), tk("x", "rx", t0+9000)}, FreeAtMs: t0}, Settings{}, input("b", "r", true, t0+9000), t0 + 1, outGranted, nil, 3, 1},
-		{"dead head is pruned", &Record{HighestFence: 2, Waiters: []Waiter{tk("x", "rx", t0)}, FreeAtMs: t0}, Settings{}, input("b", "r", false, 0), t0 + 1, outGranted, nil, 3, 0},
+		{"head in its grace keeps its place", &Record{HighestFence: 2, Waiters: []Waiter{tk("x", "rx", t0)}, FreeAtMs: t0}, Settings{}, input("b", "r", false, 0), t0 + 1, 0, wire.ErrBusy, 0, 1},
+		{"dead head is pruned", &Record{HighestFence: 2, Waiters: []Waiter{tk("x", "rx", t0)}, FreeAtMs: t0}, Settings{}, input("b", "r", false, 0), t0 + int64(cfg.WaiterGraceMs), outGranted, nil, 3, 0},
 		{"vanished head skipped after claim window", &Record{HighestFence: 2, Waiters: []Waiter{tk("x", "rx", t0+99_000), tk("b", "r", t0+99_000)}, FreeAtMs: t0}, Settings{}, input("b", "r", true, t0+99_000), t0 + int64(cfg.HandoffClaimMs), outGranted, nil, 3, 0},
 		{"head keeps its window", &Record{HighestFence: 2, Waiters: []Waiter{tk("x", "rx", t0+99_000), tk("b", "r", t0+99_000)}, FreeAtMs: t0}, Settings{}, input("b", "r", true, t0+99_000), t0 + int64(cfg.HandoffClaimMs) - 1, outQueued, nil, 0, 2},
-		{"queue full", &Record{Holder: held("a", 1, t0).Holder, HighestFence: 1, Waiters: make([]Waiter, cfg.WaitersPerResourceMax)}, Settings{}, input("b", "r", true, t0+5000), t0 + 1, 0, ErrWaitersFull, 0, 0},
+		{"queue full", &Record{Holder: held("a", 1, t0).Holder, HighestFence: 1, Waiters: make([]Waiter, cfg.WaitersPerResourceMax)}, Settings{}, input("b", "r", true, t0+5000), t0 + 1, 0, wire.ErrWaitersFull, 0, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -131,7 +133,7 @@ func TestDecideAcquireIdempotent(t *testing.T) {
 	}
 	other := in
 	other.ttlMs = 20_000
-	if _, err := decideAcquire(d.record, &own, Settings{}, other, t0+5, cfg); !errors.Is(err, ErrRequestMismatch) {
+	if _, err := decideAcquire(d.record, &own, Settings{}, other, t0+5, cfg); !errors.Is(err, wire.ErrRequestMismatch) {
 		t.Fatalf("changed TTL: %v", err)
 	}
 	own.State, own.EndedAtMs = grant.StateReleased, t0+10
@@ -151,10 +153,10 @@ func TestDecideRenewRelease(t *testing.T) {
 	if err != nil || d.holder.ExpiresAtMs != t0+19_000 {
 		t.Fatalf("renew: %v %d", err, d.holder.ExpiresAtMs)
 	}
-	if _, err := decideRenew(rec, Settings{}, "b", lease, t0+1, cfg); !errors.Is(err, ErrNotHolder) {
+	if _, err := decideRenew(rec, Settings{}, "b", lease, t0+1, cfg); !errors.Is(err, wire.ErrNotHolder) {
 		t.Fatalf("renew by another owner: %v", err)
 	}
-	if _, err := decideRenew(rec, Settings{}, "a", lease, t0+10_000, cfg); !errors.Is(err, ErrLeaseExpired) {
+	if _, err := decideRenew(rec, Settings{}, "a", lease, t0+10_000, cfg); !errors.Is(err, wire.ErrLeaseExpired) {
 		t.Fatalf("renew at expiresAt: %v", err)
 	}
 	rel, err := decideRelease(rec, Settings{}, "a", lease, t0+100, cfg, none)
@@ -168,10 +170,10 @@ func TestDecideRenewRelease(t *testing.T) {
 	if again, err := decideRelease(rel.record, Settings{}, "a", lease, t0+200, cfg, none); err != nil || again.record != nil {
 		t.Fatalf("second release: %v", err)
 	}
-	if _, err := decideRelease(rec, Settings{}, "a", lease, t0+10_000, cfg, none); !errors.Is(err, ErrLeaseExpired) {
+	if _, err := decideRelease(rec, Settings{}, "a", lease, t0+10_000, cfg, none); !errors.Is(err, wire.ErrLeaseExpired) {
 		t.Fatalf("release after expiry: %v", err)
 	}
-	if _, err := decideRenew(rec, Settings{RevokedBelowEpoch: 6}, "a", lease, t0+1, cfg); !errors.Is(err, ErrEpochRevoked) {
+	if _, err := decideRenew(rec, Settings{RevokedBelowEpoch: 6}, "a", lease, t0+1, cfg); !errors.Is(err, wire.ErrEpochRevoked) {
 		t.Fatalf("renew under a revoked registry epoch: %v", err)
 	}
 }
@@ -203,7 +205,7 @@ func TestAdminRaiseOnly(t *testing.T) {
 	if next := decideRaiseFloor(rec, 11); next == nil || next.Floor != 11 || rec.Floor != 10 {
 		t.Fatal("floor not raised (or input mutated)")
 	}
-	if _, err := decidePolicyGeneration(rec, 3); !errors.Is(err, ErrInvalid) {
+	if _, err := decidePolicyGeneration(rec, 3); !errors.Is(err, wire.ErrInvalid) {
 		t.Fatalf("policy lowered: %v", err)
 	}
 	if next, _ := decidePolicyGeneration(rec, 5); next == nil || next.PolicyGeneration != 5 {

@@ -12,6 +12,7 @@ import (
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/memstore"
+	"github.com/fencegate/fencegate/wire"
 )
 
 type fixedClock struct{ t time.Time }
@@ -26,7 +27,7 @@ func Example() {
 	clock := fixedClock{time.Date(2026, 7, 19, 10, 0, 0, 0, time.UTC)}
 	reg, _ := registry.New(memstore.New(), registry.DefaultConfig(37), clock, key)
 
-	req := registry.AcquireRequest{
+	req := wire.AcquireRequest{
 		Resource: "invoice-batch/2026-07-19", OperationID: "settle-1",
 		OperationClass: "settle", RequestID: "req-8c1f", TTLMs: 10_000,
 	}
@@ -42,7 +43,7 @@ func Example() {
 
 	_ = reg.Release(ctx, "worker-settlement-7", req.Resource, is.Grant.Lease)
 	_, err = reg.Renew(ctx, "worker-settlement-7", req.Resource, is.Grant.Lease)
-	fmt.Println(registry.CodeOf(err))
+	fmt.Println(wire.CodeOf(err))
 	// Output:
 	// 1 2 HELD 2026-07-19T10:00:02.000Z
 	// true

@@ -11,9 +11,10 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/grant"
-	"github.com/fencegate/fencegate/internal/fakeclock"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/memstore"
+	"github.com/fencegate/fencegate/testkit/fakeclock"
+	"github.com/fencegate/fencegate/wire"
 )
 
 const epoch = 7
@@ -59,12 +60,12 @@ func newEnv(t testing.TB, mutate func(*registry.Config)) *env {
 	return e
 }
 
-func req(resource, requestID string) registry.AcquireRequest {
-	return registry.AcquireRequest{Resource: resource, OperationID: "op-" + requestID, OperationClass: "settle", RequestID: requestID, TTLMs: 10_000}
+func req(resource, requestID string) wire.AcquireRequest {
+	return wire.AcquireRequest{Resource: resource, OperationID: "op-" + requestID, OperationClass: "settle", RequestID: requestID, TTLMs: 10_000}
 }
 
 // mustAcquire acquires and checks both proofs verify.
-func (e *env) mustAcquire(owner string, r registry.AcquireRequest) registry.Issued {
+func (e *env) mustAcquire(owner string, r wire.AcquireRequest) wire.Issued {
 	e.t.Helper()
 	is, err := e.reg.Acquire(e.ctx, owner, r)
 	if err != nil {
@@ -74,7 +75,7 @@ func (e *env) mustAcquire(owner string, r registry.AcquireRequest) registry.Issu
 	return is
 }
 
-func (e *env) checkProofs(is registry.Issued) {
+func (e *env) checkProofs(is wire.Issued) {
 	e.t.Helper()
 	if err := e.verify.Verify(is.Grant, is.GrantProof); err != nil {
 		e.t.Fatalf("grant proof: %v", err)

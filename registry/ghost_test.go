@@ -19,6 +19,7 @@ import (
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/memstore"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // watchingStore counts round trips and remembers the longest queue any
@@ -69,8 +70,8 @@ func (s *watchingStore) reset() {
 	s.calls, s.waitersMax = 0, 0
 }
 
-func probeRequest(id string, waitMs uint64) registry.AcquireRequest {
-	return registry.AcquireRequest{Resource: "probe/x", OperationID: "op-" + id, OperationClass: "settle",
+func probeRequest(id string, waitMs uint64) wire.AcquireRequest {
+	return wire.AcquireRequest{Resource: "probe/x", OperationID: "op-" + id, OperationClass: "settle",
 		RequestID: id, TTLMs: 10_000, WaitMs: waitMs}
 }
 

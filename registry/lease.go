@@ -5,15 +5,16 @@ import (
 	"fmt"
 
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // Renew extends owner's lease to now + the grant's TTL (server-side: a
 // client never names an instant) and returns the grant with a fresh HELD
 // status proof. ErrLeaseExpired once the registry clock reached the lease's
 // expiry; ErrNotHolder when the lease is not owner's or was released.
-func (r *Registry) Renew(ctx context.Context, owner, resource, lease string) (Issued, error) {
+func (r *Registry) Renew(ctx context.Context, owner, resource, lease string) (wire.Issued, error) {
 	if err := validateLease(owner, resource, lease); err != nil {
-		return Issued{}, err
+		return wire.Issued{}, err
 	}
 	var (
 		dec leaseDecision
@@ -28,11 +29,11 @@ func (r *Registry) Renew(ctx context.Context, owner, resource, lease string) (Is
 		return writeFor(s, dec.record, dec.entries), nil
 	})
 	if err != nil {
-		return Issued{}, err
+		return wire.Issued{}, err
 	}
 	backendRev, err := r.backendRevision(ctx, owner, dec.holder.Grant)
 	if err != nil {
-		return Issued{}, err
+		return wire.Issued{}, err
 	}
 	return r.issue(dec.holder.Grant, backendRev, grant.StateHeld, dec.holder.ExpiresAtMs, max(rev, s.Revision), at, s.Settings)
 }
@@ -51,7 +52,7 @@ func (r *Registry) backendRevision(ctx context.Context, owner string, body Grant
 	}
 	slot := es.Slot(key)
 	if slot.Entry == nil || slot.Entry.Grant.Lease != body.Lease {
-		return 0, fmt.Errorf("%w: lease %s has no request entry", ErrCorrupt, body.Lease)
+		return 0, fmt.Errorf("%w: lease %s has no request entry", wire.ErrCorrupt, body.Lease)
 	}
 	return slot.CreateRev, nil
 }
@@ -77,13 +78,13 @@ func (r *Registry) Release(ctx context.Context, owner, resource, lease string) e
 
 func validateLease(owner, resource, lease string) error {
 	if err := grant.ValidateOwner(owner); err != nil {
-		return fmt.Errorf("%w: owner: %v", ErrInvalid, err)
+		return fmt.Errorf("%w: owner: %v", wire.ErrInvalid, err)
 	}
 	if err := grant.ValidateResource(resource); err != nil {
-		return fmt.Errorf("%w: resource: %v", ErrInvalid, err)
+		return fmt.Errorf("%w: resource: %v", wire.ErrInvalid, err)
 	}
 	if err := grant.ValidateToken(lease); err != nil {
-		return fmt.Errorf("%w: lease: %v", ErrInvalid, err)
+		return fmt.Errorf("%w: lease: %v", wire.ErrInvalid, err)
 	}
 	return nil
 }

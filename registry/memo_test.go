@@ -14,9 +14,10 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/grant"
-	"github.com/fencegate/fencegate/internal/fakeclock"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/memstore"
+	"github.com/fencegate/fencegate/testkit/fakeclock"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // countingStore counts Reads of a memory store.
@@ -52,7 +53,7 @@ func memoRegistries(t *testing.T) (*countingStore, *registry.Registry, *registry
 func TestRenewByIssuerReadsNothingAndMatchesAFreshRegistry(t *testing.T) {
 	ctx := context.Background()
 	st, issuer, other := memoRegistries(t)
-	is, err := issuer.Acquire(ctx, "w", registry.AcquireRequest{Resource: "memo/1", OperationID: "op", OperationClass: "c", RequestID: "r1", TTLMs: 10_000})
+	is, err := issuer.Acquire(ctx, "w", wire.AcquireRequest{Resource: "memo/1", OperationID: "op", OperationClass: "c", RequestID: "r1", TTLMs: 10_000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +81,7 @@ func TestRenewByIssuerReadsNothingAndMatchesAFreshRegistry(t *testing.T) {
 func TestMemoOfAnotherBodyIsNotUsed(t *testing.T) {
 	ctx := context.Background()
 	_, issuer, _ := memoRegistries(t)
-	is, err := issuer.Acquire(ctx, "w", registry.AcquireRequest{Resource: "memo/2", OperationID: "op", OperationClass: "c", RequestID: "r1", TTLMs: 10_000})
+	is, err := issuer.Acquire(ctx, "w", wire.AcquireRequest{Resource: "memo/2", OperationID: "op", OperationClass: "c", RequestID: "r1", TTLMs: 10_000})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/grant"
-	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/wire"
 )
 
 func TestAcquireReleaseFencesIncrease(t *testing.T) {
@@ -42,14 +42,14 @@ func TestAcquireReleaseFencesIncrease(t *testing.T) {
 func TestBusyAndExpiryWithLockDelay(t *testing.T) {
 	e := newEnv(t, nil)
 	a := e.mustAcquire("worker-a", req("inv/1", "a1"))
-	if _, err := e.reg.Acquire(e.ctx, "worker-b", req("inv/1", "b1")); !errors.Is(err, registry.ErrBusy) {
+	if _, err := e.reg.Acquire(e.ctx, "worker-b", req("inv/1", "b1")); !errors.Is(err, wire.ErrBusy) {
 		t.Fatalf("want busy, got %v", err)
 	}
 	e.clock.Advance(10 * time.Second) // expiresAt <= now: expired
-	if _, err := e.reg.Renew(e.ctx, "worker-a", "inv/1", a.Grant.Lease); !errors.Is(err, registry.ErrLeaseExpired) {
+	if _, err := e.reg.Renew(e.ctx, "worker-a", "inv/1", a.Grant.Lease); !errors.Is(err, wire.ErrLeaseExpired) {
 		t.Fatalf("renew after expiry: %v", err)
 	}
-	if _, err := e.reg.Acquire(e.ctx, "worker-b", req("inv/1", "b2")); !errors.Is(err, registry.ErrBusy) {
+	if _, err := e.reg.Acquire(e.ctx, "worker-b", req("inv/1", "b2")); !errors.Is(err, wire.ErrBusy) {
 		t.Fatalf("want busy during lock-delay, got %v", err)
 	}
 	e.clock.Advance(time.Duration(e.reg.Config().LockDelayMs) * time.Millisecond)
@@ -90,7 +90,7 @@ func TestWaiterServedAfterExpiryPlusLockDelay(t *testing.T) {
 	e := newEnv(t, nil)
 	a := e.mustAcquire("worker-a", req("inv/1", "a1"))
 	type result struct {
-		is  registry.Issued
+		is  wire.Issued
 		err error
 	}
 	done := make(chan result, 1)

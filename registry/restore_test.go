@@ -16,6 +16,7 @@ import (
 	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/memstore"
+	"github.com/fencegate/fencegate/wire"
 )
 
 func TestRestoreDoesNotReviveACachedRecord(t *testing.T) {
@@ -61,7 +62,7 @@ func TestRestoreDoesNotReviveACachedRecord(t *testing.T) {
 		t.Fatalf("replica A granted fence %d while B holds fence %d: it committed on the record it cached before the restore",
 			got.Grant.FenceToken, held.Grant.FenceToken)
 	}
-	if !errors.Is(err, registry.ErrBusy) {
+	if !errors.Is(err, wire.ErrBusy) {
 		t.Fatalf("A's acquire: %v, want BUSY (B holds the resource)", err)
 	}
 	info, err := a.Resource(ctx, "probe/x")

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // Registry is the imperative shell around the registry core: it reads a
@@ -37,57 +38,6 @@ type Registry struct {
 	memo grantMemos // backend revisions and proofs of issued grants
 }
 
-// AcquireRequest asks for the lease on a resource.
-type AcquireRequest struct {
-	Resource       string // canonical resource ID (grant.ValidateResource)
-	OperationID    string // names the operation; the grant binds OperationRoot(Resource, OperationID)
-	OperationClass string // grant.ValidateOperationClass
-	// RequestID is the idempotency key, scoped to the owner: a retry with
-	// the same ID returns the same grant while it lives, or its final
-	// state; never a second grant.
-	RequestID string
-	// TTLMs is the lease's server-side TTL. Optional: 0 means
-	// Config.TTLMsDefault; otherwise it must lie in [TTLMsMin, TTLMsMax].
-	TTLMs uint64
-	// WaitMs is how long to wait, FIFO behind other waiters, for the lease
-	// to become free: 0 means fail at once with ErrBusy; larger values are
-	// capped at Config.WaitMsMax. Not part of the request's identity.
-	WaitMs uint64
-}
-
-// Issued is a grant with its proofs and a fresh status. For a grant whose
-// issuer epoch is revoked, GrantProof and StatusProof are empty and
-// Status.State is REVOKED: no proof is ever issued for it.
-type Issued struct {
-	Grant       *grant.Grant
-	GrantProof  string
-	Status      *grant.Status
-	StatusProof string
-	// ExpiresAfterMs, in a HELD answer, is how long after the request
-	// reached the registry the lease expires, by the registry's clock; 0
-	// when not known (an answer from before the field, or not HELD). The
-	// request reached the registry after the client sent it, so a client
-	// that counts its deadline from its own send plus ExpiresAfterMs can
-	// only be early, never late, by the network delay (and by the skew
-	// bound when another replica set the expiry; the client's
-	// ExpiryMargin covers both, as it does for a renewal). It is what
-	// makes a grant after a long wait usable for its whole TTL: the wait
-	// is inside it.
-	ExpiresAfterMs int64
-}
-
-// ResourceInfo is an operator's view of one resource.
-type ResourceInfo struct {
-	Resource         string
-	HighestFence     uint64
-	Floor            uint64
-	PolicyGeneration uint64
-	HolderLease      string // "" when free (expiry judged at the read)
-	HolderOwner      string
-	Waiters          int
-	Revision         uint64 // store revision of the read
-}
-
 type cachedRecord struct {
 	record *Record
 	rev    uint64
@@ -114,7 +64,7 @@ func WithRand(src rand.Source) Option {
 // clock is the registry's only time source (expiry, waits, sweeps).
 func New(store Store, cfg Config, clock Clock, signer *grant.SigningKey, opts ...Option) (*Registry, error) {
 	if store == nil || clock == nil || signer == nil {
-		return nil, fmt.Errorf("%w: new: store, clock and signer are required", ErrInvalid)
+		return nil, fmt.Errorf("%w: new: store, clock and signer are required", wire.ErrInvalid)
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // decideFunc is one pure decision over a snapshot at now; it returns the
@@ -71,7 +72,7 @@ func (r *Registry) casLoopMode(ctx context.Context, resource string, keys []Requ
 			}
 		}
 		if conflicts >= r.cfg.CASRetriesMax {
-			return s, 0, fmt.Errorf("%w: %s: %d compare-and-swap retries", ErrConflict, resource, conflicts)
+			return s, 0, fmt.Errorf("%w: %s: %d compare-and-swap retries", wire.ErrConflict, resource, conflicts)
 		}
 		w.ReadKeys = readKeys(keys, w)
 		bindDecidedOn(w, &s)
@@ -107,10 +108,10 @@ func (r *Registry) read(ctx context.Context, resource string, keys []RequestKey)
 // a context error stays itself, anything else is ErrUnavailable (outcome
 // unknown for a commit).
 func storeError(op string, err error) error {
-	if errors.Is(err, ErrCorrupt) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if errors.Is(err, wire.ErrCorrupt) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("registry: store %s: %w", op, err)
 	}
-	return fmt.Errorf("%w: %s: %w", ErrUnavailable, op, err)
+	return fmt.Errorf("%w: %s: %w", wire.ErrUnavailable, op, err)
 }
 
 // writeFor builds the compare-and-swap of a decision made on s: the record
@@ -136,16 +137,16 @@ func (r *Registry) now() int64 { return toMs(r.clock.Now()) }
 
 // issue completes a stored grant body with its backend revision and signs
 // it with a fresh status. A revoked grant gets neither proof.
-func (r *Registry) issue(body GrantBody, createRev uint64, state grant.State, expiresAtMs int64, statusRev uint64, now int64, set Settings) (Issued, error) {
+func (r *Registry) issue(body GrantBody, createRev uint64, state grant.State, expiresAtMs int64, statusRev uint64, now int64, set Settings) (wire.Issued, error) {
 	g, err := body.Grant(createRev)
 	if err != nil {
-		return Issued{}, err
+		return wire.Issued{}, err
 	}
 	st := &grant.Status{
 		Grant: g.Digest(), State: state, BackendRevision: statusRev, IssuerEpoch: r.cfg.IssuerEpoch,
 		IssuedAt: fromMs(now), ValidUntil: fromMs(statusValidUntil(state, expiresAtMs, now, r.cfg)),
 	}
-	out := Issued{Grant: g, Status: st}
+	out := wire.Issued{Grant: g, Status: st}
 	if state == grant.StateHeld {
 		out.ExpiresAfterMs = max(expiresAtMs-now, 0)
 	}
@@ -153,10 +154,10 @@ func (r *Registry) issue(body GrantBody, createRev uint64, state grant.State, ex
 		return out, nil
 	}
 	if r.cfg.IssuerEpoch < set.RevokedBelowEpoch {
-		return Issued{}, fmt.Errorf("%w: this registry's epoch %d is below %d", ErrEpochRevoked, r.cfg.IssuerEpoch, set.RevokedBelowEpoch)
+		return wire.Issued{}, fmt.Errorf("%w: this registry's epoch %d is below %d", wire.ErrEpochRevoked, r.cfg.IssuerEpoch, set.RevokedBelowEpoch)
 	}
 	if out.GrantProof, out.StatusProof, err = r.signPair(body, g, st); err != nil {
-		return Issued{}, err
+		return wire.Issued{}, err
 	}
 	return out, nil
 }

@@ -5,30 +5,31 @@ import (
 	"fmt"
 
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // Status reads, linearizably, the state of grant g and returns it with a
 // fresh signed status proof: this is the gate's linearizable status query.
 // g must be a grant this registry issued: its digest must equal the stored
 // grant's, else ErrNotFound (a forged or altered grant learns nothing).
-func (r *Registry) Status(ctx context.Context, g *grant.Grant) (Issued, error) {
+func (r *Registry) Status(ctx context.Context, g *grant.Grant) (wire.Issued, error) {
 	if g == nil {
-		return Issued{}, fmt.Errorf("%w: status: no grant", ErrInvalid)
+		return wire.Issued{}, fmt.Errorf("%w: status: no grant", wire.ErrInvalid)
 	}
 	if err := g.Validate(); err != nil {
-		return Issued{}, fmt.Errorf("%w: status: %w", ErrInvalid, err)
+		return wire.Issued{}, fmt.Errorf("%w: status: %w", wire.ErrInvalid, err)
 	}
 	key := RequestKey{Owner: g.Owner, RequestID: g.RequestID}
 	s, err := r.read(ctx, g.Resource, []RequestKey{key})
 	if err != nil {
-		return Issued{}, err
+		return wire.Issued{}, err
 	}
 	out, err := r.statusAt(&s, key, r.now())
 	if err != nil {
-		return Issued{}, err
+		return wire.Issued{}, err
 	}
 	if out.Grant.Digest() != g.Digest() {
-		return Issued{}, fmt.Errorf("%w: no such grant on %s", ErrNotFound, g.Resource)
+		return wire.Issued{}, fmt.Errorf("%w: no such grant on %s", wire.ErrNotFound, g.Resource)
 	}
 	return out, nil
 }
@@ -37,35 +38,35 @@ func (r *Registry) Status(ctx context.Context, g *grant.Grant) (Issued, error) {
 // current state and proofs: recovery after a lost acquire response.
 // ErrNotFound when no grant was issued under it (a request still waiting in
 // a queue has none yet) or its retention ended.
-func (r *Registry) QueryRequest(ctx context.Context, owner, requestID string) (Issued, error) {
+func (r *Registry) QueryRequest(ctx context.Context, owner, requestID string) (wire.Issued, error) {
 	if err := grant.ValidateOwner(owner); err != nil {
-		return Issued{}, fmt.Errorf("%w: owner: %v", ErrInvalid, err)
+		return wire.Issued{}, fmt.Errorf("%w: owner: %v", wire.ErrInvalid, err)
 	}
 	if err := grant.ValidateToken(requestID); err != nil {
-		return Issued{}, fmt.Errorf("%w: requestId: %v", ErrInvalid, err)
+		return wire.Issued{}, fmt.Errorf("%w: requestId: %v", wire.ErrInvalid, err)
 	}
 	key := RequestKey{Owner: owner, RequestID: requestID}
 	es, err := r.read(ctx, "", []RequestKey{key})
 	if err != nil {
-		return Issued{}, err
+		return wire.Issued{}, err
 	}
 	e := es.Slot(key).Entry
 	if e == nil {
-		return Issued{}, fmt.Errorf("%w: request %s", ErrNotFound, requestID)
+		return wire.Issued{}, fmt.Errorf("%w: request %s", wire.ErrNotFound, requestID)
 	}
 	// Read the entry again with its resource, at one revision.
 	s, err := r.read(ctx, e.Grant.Resource, []RequestKey{key})
 	if err != nil {
-		return Issued{}, err
+		return wire.Issued{}, err
 	}
 	return r.statusAt(&s, key, r.now())
 }
 
 // statusAt answers the state of key's grant in s at now.
-func (r *Registry) statusAt(s *Snapshot, key RequestKey, now int64) (Issued, error) {
+func (r *Registry) statusAt(s *Snapshot, key RequestKey, now int64) (wire.Issued, error) {
 	slot := s.Slot(key)
 	if slot.Entry == nil || slot.Entry.Grant.Resource != s.Resource || !retained(slot.Entry, now, r.cfg) {
-		return Issued{}, fmt.Errorf("%w: request %s on %s", ErrNotFound, key.RequestID, s.Resource)
+		return wire.Issued{}, fmt.Errorf("%w: request %s on %s", wire.ErrNotFound, key.RequestID, s.Resource)
 	}
 	return r.existing(s, key, now)
 }

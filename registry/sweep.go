@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // SweepScanMax is how many request entries one SweepRequests call reads;
@@ -73,7 +74,7 @@ func (r *Registry) SweepRequests(ctx context.Context, after RequestKey) (Request
 // are passed to report (which may be nil) and the next sweep starts over.
 func (r *Registry) SweepLoop(ctx context.Context, interval time.Duration, report func(deleted int, err error)) error {
 	if interval <= 0 {
-		return fmt.Errorf("%w: sweep interval %s", ErrInvalid, interval)
+		return fmt.Errorf("%w: sweep interval %s", wire.ErrInvalid, interval)
 	}
 	for {
 		select {

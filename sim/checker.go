@@ -9,6 +9,7 @@ import (
 	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // checker keeps the ground truth of one round and classifies every gate
@@ -199,7 +200,7 @@ func (k *checker) forgotRenewal(g *grantTruth, e registry.EndedLease) {
 // again, and a gate that sees it after the higher fence rightly pauses).
 // The grant is revived: live again until its committed expiry, and judged
 // as a regressed grant.
-func (k *checker) said(is registry.Issued) {
+func (k *checker) said(is wire.Issued) {
 	if is.Grant == nil || is.Status == nil || is.Status.State != grant.StateHeld {
 		return
 	}

@@ -220,7 +220,7 @@
 // loss, duplication, partitions), scheduling (one event at a time), and
 // storage, which is in memory: the registry's store is registry/memstore,
 // the product's memory store, which passes the same conformance suite as
-// the etcd store (registry/storetest) and offers what a simulator needs
+// the etcd store (testkit/storetest) and offers what a simulator needs
 // as documented contracts: an image of its state, a restore that reuses
 // or bumps the revisions, and a commit hook that tells the checker every
 // committed record. The application around the cores — which segment to

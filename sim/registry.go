@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // This file is the registry's side of a waiting acquire: the real
@@ -17,7 +18,7 @@ import (
 type pendingAcquire struct {
 	a       *registry.Acquisition
 	reg     *registry.Registry // the registry process serving it
-	reply   func(registry.Issued, error)
+	reply   func(wire.Issued, error)
 	done    bool
 	wakeTok int
 }
@@ -25,10 +26,10 @@ type pendingAcquire struct {
 // serveAcquire starts serving an acquire by owner on the registry replica
 // reg and returns the function that ends it early (its caller hung up:
 // the ticket is withdrawn).
-func (w *world) serveAcquire(reg *registry.Registry, owner string, req registry.AcquireRequest, reply func(registry.Issued, error)) (cancel func()) {
+func (w *world) serveAcquire(reg *registry.Registry, owner string, req wire.AcquireRequest, reply func(wire.Issued, error)) (cancel func()) {
 	a, err := reg.StartAcquire(owner, req)
 	if err != nil {
-		reply(registry.Issued{}, err)
+		reply(wire.Issued{}, err)
 		return func() {}
 	}
 	p := &pendingAcquire{a: a, reg: reg, reply: reply}

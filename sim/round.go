@@ -8,6 +8,7 @@ import (
 
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/memstore"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // Round limits, in true simulated milliseconds.
@@ -198,13 +199,13 @@ func (w *world) mix(vs ...uint64) {
 
 // logCall folds a registry answer into the digest and shows the checker
 // what the registry said.
-func (w *world) logCall(kind msgKind, is registry.Issued, err error) {
+func (w *world) logCall(kind msgKind, is wire.Issued, err error) {
 	w.chk.said(is)
 	var fence uint64
 	if is.Grant != nil {
 		fence = is.Grant.FenceToken
 	}
-	w.mix(uint64(kind), fence, uint64(len(registry.CodeOf(err))))
+	w.mix(uint64(kind), fence, uint64(len(wire.CodeOf(err))))
 	if w.cfg.Trace != nil {
 		w.tracef("registry %s → fence %d err %v", kind, fence, err)
 	}

@@ -13,16 +13,16 @@ import (
 
 	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/gate"
-	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/memstore"
+	"github.com/fencegate/fencegate/wire"
 )
 
 func TestScriptedReissuedFenceIsRefusedByTheGate(t *testing.T) {
 	w := scriptedWorld(t)
 	k := w.workers[1]
 	empty := w.store.Image()
-	req := registry.AcquireRequest{Resource: w.res.name, OperationID: "op-b", OperationClass: "settle", RequestID: "req-b", TTLMs: leaseTTLMs}
-	write := func(is registry.Issued, seq uint64) gate.Outcome {
+	req := wire.AcquireRequest{Resource: w.res.name, OperationID: "op-b", OperationClass: "settle", RequestID: "req-b", TTLMs: leaseTTLMs}
+	write := func(is wire.Issued, seq uint64) gate.Outcome {
 		m := &gate.Mutation{
 			Resource: w.res.name, Lease: is.Grant.Lease, OperationID: "op-b", FenceToken: is.Grant.FenceToken,
 			SegmentSeq: seq, PayloadDigest: payloadDigest("op-b", seq, 0), Grant: is.Grant.Encode(),
@@ -73,7 +73,7 @@ func TestScriptedCopyAfterReleaseIsStale(t *testing.T) {
 		w := scriptedWorld(t)
 		k := w.workers[0]
 		ctx := context.Background()
-		is, err := w.regs[0].Acquire(ctx, k.name, registry.AcquireRequest{Resource: w.res.name, OperationID: "op-a", OperationClass: "settle", RequestID: "req-a", TTLMs: leaseTTLMs})
+		is, err := w.regs[0].Acquire(ctx, k.name, wire.AcquireRequest{Resource: w.res.name, OperationID: "op-a", OperationClass: "settle", RequestID: "req-a", TTLMs: leaseTTLMs})
 		if err != nil {
 			t.Fatal(err)
 		}

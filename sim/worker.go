@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/client"
-	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // Worker timing, in milliseconds of the worker's own clock.
@@ -69,7 +69,7 @@ type worker struct {
 	// Volatile state.
 	acq       *client.AcquireCore // while acquiring
 	lease     *client.LeaseCore   // while a grant is held (until it ends)
-	is        registry.Issued     // the grant held (for the checker and the books)
+	is        wire.Issued         // the grant held (for the checker and the books)
 	wakeTok   int                 // the live wake timer of the current core
 	segs      uint64
 	ackTok    int // outstanding write

@@ -7,7 +7,7 @@ import (
 
 	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/grant"
-	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // This file drives the client's cores: it carries the calls an
@@ -40,7 +40,7 @@ func (k *worker) newRequest() {
 // acquire starts an acquire of the journalled request, waiting in the
 // registry's queue behind the holder.
 func (k *worker) acquire() {
-	req := registry.AcquireRequest{Resource: k.w.res.name, OperationID: k.opID, OperationClass: "settle",
+	req := wire.AcquireRequest{Resource: k.w.res.name, OperationID: k.opID, OperationClass: "settle",
 		RequestID: k.reqID, TTLMs: leaseTTLMs, WaitMs: acquireWaitMs}
 	if k.w.on[FaultLongHold] {
 		// Queue for longer than the lease's own TTL, as Session.Lock does
@@ -95,7 +95,7 @@ func (k *worker) driveAcquire() {
 func (k *worker) sendAcquireCall(a *client.AcquireCore, call client.Call) {
 	inc, req := k.inc, a.Request()
 	var arrived int64 // registry clock: when the call reached the registry
-	answer := func(is registry.Issued, err error) {
+	answer := func(is wire.Issued, err error) {
 		k.run(inc, func() {
 			if k.acq != a {
 				return
@@ -116,7 +116,7 @@ func (k *worker) sendAcquireCall(a *client.AcquireCore, call client.Call) {
 	var cancel func()
 	k.w.send(k.id, pRegistry, msgAcquire, func() {
 		arrived = k.w.regClock.atMs(k.w.now)
-		reply := func(is registry.Issued, err error) {
+		reply := func(is wire.Issued, err error) {
 			k.w.logCall(msgAcquire, is, err)
 			k.w.send(pRegistry, k.id, msgAcquireReply, func() { answer(is, err) })
 		}
@@ -141,7 +141,7 @@ func (k *worker) sendAcquireCall(a *client.AcquireCore, call client.Call) {
 
 // endedGrant returns the grant of an answer about request that already
 // ended, if that is what the answer is.
-func endedGrant(is registry.Issued, err error, request string) *grant.Grant {
+func endedGrant(is wire.Issued, err error, request string) *grant.Grant {
 	if err != nil || is.Grant == nil || is.Status == nil || is.Grant.RequestID != request || is.Status.State == grant.StateHeld {
 		return nil
 	}
@@ -161,7 +161,7 @@ func (k *worker) leaseFrom(a *client.AcquireCore) time.Time {
 // acquired ends an acquire: the lease, or a definite refusal, after which
 // the same journalled request is tried again (nothing was granted under
 // it) until the worker gives up.
-func (k *worker) acquired(is registry.Issued, err error, sent time.Time) {
+func (k *worker) acquired(is wire.Issued, err error, sent time.Time) {
 	if err != nil {
 		if k.w.now > giveUpMs && !k.fencing {
 			k.finishOps()
@@ -175,7 +175,7 @@ func (k *worker) acquired(is registry.Issued, err error, sent time.Time) {
 
 // held makes the worker the holder under is, whose TTL counts from from
 // (worker clock): the lease's core starts.
-func (k *worker) held(is registry.Issued, from time.Time) {
+func (k *worker) held(is wire.Issued, from time.Time) {
 	forgot := k.journalLease != "" && k.journalReq == is.Grant.RequestID && is.Grant.Lease != k.journalLease
 	if is.Grant.Lease != k.journalLease {
 		// A new grant: its segments start at 1.
@@ -208,7 +208,7 @@ func (k *worker) held(is registry.Issued, from time.Time) {
 // own rule threw away. A grant the network made unusable (its request or
 // answer delayed for seconds, a crashed worker recovering a lease that is
 // all but over) is not counted: no rule could have used it.
-func (k *worker) checkUsable(is registry.Issued) {
+func (k *worker) checkUsable(is wire.Issued) {
 	now := k.localNow()
 	if now.Before(k.lease.Schedule().Deadline) {
 		return
@@ -247,13 +247,13 @@ func (k *worker) sendLeaseCall(l *client.LeaseCore, call client.Call) {
 	if call.Kind == client.CallRelease {
 		kind = msgRelease
 	}
-	do := func() (registry.Issued, error) {
+	do := func() (wire.Issued, error) {
 		ctx, reg := context.Background(), k.w.registry()
 		switch call.Kind {
 		case client.CallRefresh:
 			return reg.Status(ctx, g)
 		case client.CallRelease:
-			return registry.Issued{}, reg.Release(ctx, k.name, g.Resource, g.Lease)
+			return wire.Issued{}, reg.Release(ctx, k.name, g.Resource, g.Lease)
 		}
 		return reg.Renew(ctx, k.name, g.Resource, g.Lease)
 	}

@@ -10,9 +10,9 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/fencegate/fencegate/client/clienttest"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/etcdstore"
+	"github.com/fencegate/fencegate/testkit/clienttest"
 )
 
 func TestScenariosOnEmbeddedEtcd(t *testing.T) {

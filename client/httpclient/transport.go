@@ -1,5 +1,5 @@
 // Package httpclient is the production client.Transport: it carries the
-// client's calls over the registry's HTTP API (registry/httpapi.Client)
+// client's calls over the registry's HTTP API (registry/httpclient.Client)
 // and maps every answer onto the client's contract — registry codes back
 // to the registry's sentinels, transport refusals to client.ErrRefused,
 // and everything that may or may not have been applied (a timeout, a
@@ -11,34 +11,33 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/grant"
-	"github.com/fencegate/fencegate/registry"
-	"github.com/fencegate/fencegate/registry/httpapi"
+	"github.com/fencegate/fencegate/wire"
 )
 
-// Transport is a client.Transport over an httpapi.Client. The caller's
-// identity is the client's credentials (client certificate or bearer token).
-// It is httpapi.Transport (which already turns registry codes back into the
-// registry's sentinels) plus the client's classification of everything
-// else: refused or outcome unknown.
+// Transport is a client.Transport over a Client. The caller's identity is
+// the client's credentials (client certificate or bearer token). Registry
+// codes come back as the registry's sentinels (wire.ErrBusy, …); every
+// other failure is classified for the client: refused, or outcome unknown.
 type Transport struct {
-	C *httpapi.Client
+	C *Client
 }
 
 var _ client.Transport = Transport{}
 
-func (t Transport) api() httpapi.Transport { return httpapi.Transport{Client: t.C} }
+func (t Transport) api() remote { return remote{Client: t.C} }
 
 // Acquire calls POST /v1/acquire.
-func (t Transport) Acquire(ctx context.Context, req registry.AcquireRequest) (registry.Issued, error) {
+func (t Transport) Acquire(ctx context.Context, req wire.AcquireRequest) (wire.Issued, error) {
 	is, err := t.api().Acquire(ctx, req)
 	return is, mapErr(err)
 }
 
 // Renew calls POST /v1/renew.
-func (t Transport) Renew(ctx context.Context, resource, lease string) (registry.Issued, error) {
+func (t Transport) Renew(ctx context.Context, resource, lease string) (wire.Issued, error) {
 	is, err := t.api().Renew(ctx, resource, lease)
 	return is, mapErr(err)
 }
@@ -49,39 +48,56 @@ func (t Transport) Release(ctx context.Context, resource, lease string) error {
 }
 
 // Status calls POST /v1/status with the grant's canonical text.
-func (t Transport) Status(ctx context.Context, g *grant.Grant) (registry.Issued, error) {
+func (t Transport) Status(ctx context.Context, g *grant.Grant) (wire.Issued, error) {
 	is, err := t.api().Status(ctx, g)
 	return is, mapErr(err)
 }
 
 // QueryRequest calls GET /v1/requests/{requestId}.
-func (t Transport) QueryRequest(ctx context.Context, requestID string) (registry.Issued, error) {
+func (t Transport) QueryRequest(ctx context.Context, requestID string) (wire.Issued, error) {
 	is, err := t.api().QueryRequest(ctx, requestID)
 	return is, mapErr(err)
 }
 
 // refusedCodes are the HTTP layer's definite refusals: the registry never
-// acted on the request.
+// acted on the request. A refusal by the resource policy is one too: an
+// acquire ends, and a renewal the policy no longer allows ends the lease
+// for the client (it stops its effects; the registry's lease runs out).
 var refusedCodes = map[string]bool{
-	httpapi.CodeBadRequest: true, httpapi.CodeTooLarge: true, httpapi.CodeUnauthenticated: true,
-	httpapi.CodeForbidden: true, httpapi.CodeMethodNotAllowed: true, "MALFORMED": true,
+	wire.CodeBadRequest: true, wire.CodeTooLarge: true, wire.CodeUnauthenticated: true,
+	wire.CodeForbidden: true, wire.CodeMethodNotAllowed: true, "MALFORMED": true,
+	wire.CodeForbiddenResource: true, wire.CodeUnsupportedMediaType: true,
 }
 
-// mapErr turns an httpapi.Transport error into the client's contract: a
+// mapErr turns an httpclient.Transport error into the client's contract: a
 // registry answer (it carries a registry code, UNAVAILABLE included, which
 // the client classifies as lost itself) stays as it is; a refusal by the
 // HTTP layer wraps client.ErrRefused; anything else (INTERNAL, NOT_READY,
 // TIMEOUT, CANCELED, network errors, a bad response) wraps
 // client.ErrOutcomeUnknown.
 func mapErr(err error) error {
-	var api *httpapi.APIError
+	var api *APIError
 	switch {
 	case err == nil:
 		return nil
-	case registry.CodeOf(err) != "":
+	case wire.CodeOf(err) != "":
 		return fmt.Errorf("httpclient: %w", err)
 	case errors.As(err, &api) && refusedCodes[api.Code]:
 		return fmt.Errorf("httpclient: %w: %w", client.ErrRefused, err)
 	}
 	return fmt.Errorf("httpclient: %w: %w", client.ErrOutcomeUnknown, err)
+}
+
+var _ client.LockViewer = Transport{}
+
+// LockStatus calls GET /v1/locks/{resource}.
+func (t Transport) LockStatus(ctx context.Context, resource string) (wire.LockStatus, error) {
+	v, err := t.C.LockStatus(ctx, resource)
+	return v, mapErr(registryError(err))
+}
+
+// WatchLock calls GET /v1/locks/{resource}?waitMs=&afterRevision=.
+func (t Transport) WatchLock(ctx context.Context, resource string, afterRevision uint64, wait time.Duration) (wire.LockStatus, error) {
+	v, err := t.C.WatchLock(ctx, resource, afterRevision, wait)
+	return v, mapErr(registryError(err))
 }

@@ -1,7 +1,8 @@
 // This file proves the HTTP transport keeps the client's contract over a
 // real registry behind the real HTTP API: the happy path; a lost acquire
 // answer recovered under the same request ID; registry refusals that stay
-// errors.Is-able; transport refusals final; and a dead server "lost".
+// errors.Is-able; transport refusals final, the resource policy's too;
+// and a dead server "lost".
 package httpclient_test
 
 import (
@@ -13,12 +14,12 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/client"
-	"github.com/fencegate/fencegate/client/clienttest"
 	"github.com/fencegate/fencegate/client/httpclient"
 	"github.com/fencegate/fencegate/gate"
-	"github.com/fencegate/fencegate/gate/gatetest"
-	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/httpapi"
+	"github.com/fencegate/fencegate/testkit/clienttest"
+	"github.com/fencegate/fencegate/testkit/gatetest"
+	"github.com/fencegate/fencegate/wire"
 )
 
 const (
@@ -31,13 +32,16 @@ type world struct {
 	srv *httptest.Server
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t *testing.T) *world { return newWorldWith(t, httpapi.AllowAll{}) }
+
+// newWorldWith serves the registry under the resource policy authz.
+func newWorldWith(t *testing.T, authz httpapi.Authorizer) *world {
 	env := clienttest.NewEnv(t, nil)
 	auth, err := httpapi.ParseTokenFile([]byte(tokA + " " + clienttest.OwnerA + "\n" + tokB + " " + clienttest.OwnerB + "\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := httpapi.NewServer(httpapi.Config{Registry: env.Reg.Registry, Auth: auth})
+	s, err := httpapi.NewServer(httpapi.Config{Registry: env.Reg.Registry, Auth: auth, Authorizer: authz})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +51,7 @@ func newWorld(t *testing.T) *world {
 }
 
 func (w *world) transport(t *testing.T, token string) httpclient.Transport {
-	c, err := httpapi.NewClient(w.srv.URL, httpapi.WithBearerToken(token), httpapi.WithVerifier(w.env.Reg.Verifier))
+	c, err := httpclient.NewClient(w.srv.URL, httpclient.WithBearerToken(token), httpclient.WithVerifier(w.env.Reg.Verifier))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,8 +103,8 @@ func TestHTTPRefusalsAndLoss(t *testing.T) {
 	if _, err := a.Acquire(ctx, clienttest.Request("op-a")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Acquire(ctx, clienttest.Request("op-b")); !errors.Is(err, registry.ErrBusy) {
-		t.Fatalf("busy over HTTP: %v, want registry.ErrBusy", err)
+	if _, err := b.Acquire(ctx, clienttest.Request("op-b")); !errors.Is(err, wire.ErrBusy) {
+		t.Fatalf("busy over HTTP: %v, want wire.ErrBusy", err)
 	}
 	bad := w.session(t, w.transport(t, "token-x-0123456789abcdef"), 4)
 	if _, err := bad.Acquire(ctx, clienttest.Request("op-x")); !errors.Is(err, client.ErrRefused) {
@@ -120,5 +124,24 @@ func TestHTTPRefusalsAndLoss(t *testing.T) {
 	}
 	if _, ok := dead.Pending(clienttest.Resource); !ok {
 		t.Fatalf("lost answers must keep the request ID (err %v)", err)
+	}
+}
+
+// TestPolicyRefusalIsFinal: an acquire the resource policy refuses is a
+// definite refusal, not a lost answer to retry under its request ID.
+func TestPolicyRefusalIsFinal(t *testing.T) {
+	policy, err := httpapi.ParsePolicy([]byte(`{"schema": "resourcePolicy.v1", "rules": [
+	  {"identities": ["` + clienttest.OwnerA + `"], "resources": ["*"], "verbs": ["acquire"]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newWorldWith(t, policy)
+	b := w.session(t, w.transport(t, tokB), 6)
+	_, err = b.Acquire(context.Background(), clienttest.Request("op-b"))
+	if !errors.Is(err, client.ErrRefused) || !errors.Is(err, &httpclient.APIError{Code: wire.CodeForbiddenResource}) {
+		t.Fatalf("acquire outside the policy: %v, want ErrRefused with FORBIDDEN_RESOURCE", err)
+	}
+	if _, ok := b.Pending(clienttest.Resource); ok {
+		t.Fatal("a refused acquire kept its request ID")
 	}
 }

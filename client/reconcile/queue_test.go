@@ -13,7 +13,7 @@ import (
 
 	"github.com/fencegate/fencegate/client/reconcile"
 	"github.com/fencegate/fencegate/grant"
-	"github.com/fencegate/fencegate/internal/fakeclock"
+	"github.com/fencegate/fencegate/testkit/fakeclock"
 	"github.com/prometheus/client_golang/prometheus"
 )
 

@@ -22,8 +22,9 @@ import (
 
 	"go.etcd.io/etcd/client/v3/concurrency"
 
+	"github.com/fencegate/fencegate/client/httpclient"
 	"github.com/fencegate/fencegate/registry/etcdstore"
-	"github.com/fencegate/fencegate/registry/httpapi"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // serveBenchResources is how many resources the throughput side cycles.
@@ -32,7 +33,7 @@ const serveBenchResources = 64
 // servePair is one serve on an etcd with fsync on, an HTTP client of it
 // and an etcd session on the same etcd.
 type servePair struct {
-	http    *httpapi.Client
+	http    *httpclient.Client
 	session *concurrency.Session
 	seq     atomic.Int64
 }
@@ -45,9 +46,9 @@ func newServePair(b *testing.B) *servePair {
 	}
 	b.Cleanup(func() { em.Close() })
 	url := startServeBench(b, "--data-dir", filepath.Join(dir, "serve"), "--listen", "127.0.0.1:0", "--token-file", benchTokenFile(b, dir),
-		"--etcd-endpoints", strings.Join(em.Endpoints(), ","))
+		"--etcd-endpoints", strings.Join(em.Endpoints(), ","), "--authz-open")
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * serveBenchResources}}
-	c, err := httpapi.NewClient(url, httpapi.WithBearerToken(serveToken), httpapi.WithHTTPClient(hc))
+	c, err := httpclient.NewClient(url, httpclient.WithBearerToken(serveToken), httpclient.WithHTTPClient(hc))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -97,7 +98,7 @@ func benchTokenFile(b *testing.B, dir string) string {
 
 // registryCycle is one acquire and release over HTTP.
 func (p *servePair) registryCycle(ctx context.Context, resource string) error {
-	is, err := p.http.Acquire(ctx, httpapi.AcquireRequest{Resource: resource, OperationID: "op", OperationClass: "bench",
+	is, err := p.http.Acquire(ctx, wire.AcquireRequest{Resource: resource, OperationID: "op", OperationClass: "bench",
 		RequestID: fmt.Sprint("r", p.seq.Add(1)), TTLMs: 30_000})
 	if err != nil {
 		return err

@@ -5,9 +5,9 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/fencegate/fencegate/client/httpclient"
+	"github.com/fencegate/fencegate/internal/telemetry"
 	"github.com/spf13/pflag"
-
-	"github.com/fencegate/fencegate/registry/httpapi"
 )
 
 // callTimeoutDefault bounds one operator command's calls, 10s: long
@@ -57,11 +57,11 @@ func (e *endpointFlags) httpClient() (*http.Client, error) {
 	if (e.cert == "") != (e.key == "") {
 		return nil, usagef("--%s-cert and --%s-key go together", e.name, e.name)
 	}
-	return httpapi.ClientTLSFiles{CAFile: e.cacert, CertFile: e.cert, KeyFile: e.key}.HTTPClient()
+	return httpclient.ClientTLSFiles{CAFile: e.cacert, CertFile: e.cert, KeyFile: e.key}.HTTPClient()
 }
 
 // registryClient is the typed registry client of the flags.
-func (e *endpointFlags) registryClient(opts ...httpapi.ClientOption) (*httpapi.Client, error) {
+func (e *endpointFlags) registryClient(opts ...httpclient.ClientOption) (*httpclient.Client, error) {
 	if e.url == "" {
 		return nil, usagef("--%s is required: the registry's URL, e.g. https://registry:7420 (or FENCEGATE_REGISTRY)", e.name)
 	}
@@ -70,11 +70,11 @@ func (e *endpointFlags) registryClient(opts ...httpapi.ClientOption) (*httpapi.C
 		return nil, err
 	}
 	tok := e.bearer()
-	all := []httpapi.ClientOption{httpapi.WithHTTPClient(hc)}
+	all := []httpclient.ClientOption{httpclient.WithHTTPClient(hc), httpclient.WithHeaders(telemetry.InjectHeaders)}
 	if tok != "" {
-		all = append(all, httpapi.WithBearerToken(tok))
+		all = append(all, httpclient.WithBearerToken(tok))
 	}
-	c, err := httpapi.NewClient(e.url, append(all, opts...)...)
+	c, err := httpclient.NewClient(e.url, append(all, opts...)...)
 	if err != nil {
 		return nil, usagef("--%s: %v", e.name, err)
 	}

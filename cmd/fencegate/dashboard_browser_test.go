@@ -8,8 +8,12 @@
 // the page shows the resource PAUSED; an admin then raises the floor and
 // resumes the resource from the page, each step confirmed, and the resume
 // is recorded by the registry (audit line) and by the gate itself
-// (operator_actions, through `fencegate gate status`). Screenshots go to
-// the test's temp dir (and to FENCEGATE_SCREENSHOT_DIR when set).
+// (operator_actions, through `fencegate gate status`). The browser also
+// sees the page's security headers (a CSP allowing only the page's own
+// assets and no framing, nosniff, same-origin referrers) and holds only
+// a session ID, never the token, in an HttpOnly, SameSite=Strict cookie
+// its scripts cannot read. Screenshots go to the test's temp dir (and to
+// FENCEGATE_SCREENSHOT_DIR when set).
 package main
 
 import (
@@ -21,9 +25,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencegate/fencegate/internal/demo/ledger"
+	"github.com/chromedp/chromedp"
+
+	"github.com/fencegate/fencegate/dashboard"
+	"github.com/fencegate/fencegate/demo/ledger"
 	"github.com/fencegate/fencegate/registry/httpapi"
 )
+
+// dashPolicy: the workers lock invoice batches, the ledger's gate sees
+// them (to report them); the admin needs no rule.
+const dashPolicy = `{"schema": "resourcePolicy.v1", "rules": [
+  {"identities": ["worker-a", "worker-b"], "resources": ["invoice-batch/*"], "verbs": ["acquire", "see"]},
+  {"identities": ["ledger-gate"], "resources": ["invoice-batch/*"], "verbs": ["see"]}]}`
 
 const (
 	dashAdminToken  = "dash-admin-token-0123456"
@@ -33,10 +46,10 @@ const (
 
 // dashStory is the processes of one run.
 type dashStory struct {
-	t                       *testing.T
-	dir, data, tokens, lgDB string
-	registry, ledger        *served
-	d                       *demo // spawns the worker processes
+	t                               *testing.T
+	dir, data, tokens, policy, lgDB string
+	registry, ledger                *served
+	d                               *demo // spawns the worker processes
 }
 
 func newDashStory(t *testing.T) *dashStory {
@@ -50,7 +63,11 @@ func newDashStory(t *testing.T) *dashStory {
 	if err := os.WriteFile(s.tokens, []byte(lines), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s.registry = startServe(t, "--data-dir", s.data, "--listen", "127.0.0.1:0", "--token-file", s.tokens,
+	s.policy = filepath.Join(dir, "policy.json")
+	if err := os.WriteFile(s.policy, []byte(dashPolicy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s.registry = startServe(t, "--data-dir", s.data, "--listen", "127.0.0.1:0", "--token-file", s.tokens, "--authz-policy", s.policy,
 		"--admin", "ops-admin", "--gate-reporter", "ledger-gate", "--unsafe-no-fsync",
 		"--status-proof-ttl-ms", "10000") // B's envelope, built before the page is looked at, stays fresh
 
@@ -115,7 +132,7 @@ func (s *dashStory) handoff(ctx context.Context) (a, b *child) {
 // sends that grant's write: the gate sees two grants with one fence.
 func (s *dashStory) regress(ctx context.Context) {
 	rogue := startServe(s.t, "--data-dir", filepath.Join(s.dir, "rogue"), "--key", filepath.Join(s.data, httpapi.KeyFileName),
-		"--listen", "127.0.0.1:0", "--token-file", s.tokens, "--admin", "ops-admin", "--unsafe-no-fsync", "--dashboard=false")
+		"--listen", "127.0.0.1:0", "--token-file", s.tokens, "--authz-policy", s.policy, "--admin", "ops-admin", "--unsafe-no-fsync", "--dashboard=false")
 	if out, errOut, code := runCLI("floor", "raise", dashResource, "--above", "1", "--note", "injected regression",
 		"--registry", rogue.url, "--token", dashAdminToken); code != 0 {
 		s.t.Fatalf("floor raise on the second registry: %d\n%s%s", code, out, errOut)
@@ -137,6 +154,7 @@ func TestDashboardInChromium(t *testing.T) {
 	}
 	row := `tr.res[data-resource="` + dashResource + `"]`
 	br.login(s.registry.url, dashAdminToken)
+	checkPageSecurity(t, br, s.registry.url)
 
 	// 1. The handoff: B holds fence 2 while A is frozen with fence 1 in hand.
 	a, b := s.handoff(ctx)
@@ -213,5 +231,77 @@ func (s *dashStory) checkRecorded() {
 		if code != 0 || !strings.Contains(out, want) {
 			t.Errorf("gate status (exit %d) lacks %q:\n%s%s", code, want, out, errOut)
 		}
+	}
+}
+
+// checkPageSecurity loads the page, its login form and one of its assets
+// in the browser and wants the headers that keep it from being framed,
+// sniffed into another type, or leaking its address; and the login
+// cookie to be a session ID the page's scripts cannot read.
+func checkPageSecurity(t *testing.T, br *browser, base string) {
+	t.Helper()
+	for _, path := range []string{"/ui/", "/ui/login", "/ui/assets/live.js"} {
+		ctx, cancel := context.WithTimeout(br.ctx, browserStepTimeout)
+		resp, err := chromedp.Run(ctx, chromedp.NavigateResponse(base+path))
+		cancel()
+		if err != nil {
+			t.Fatalf("load %s: %v", path, err)
+		}
+		h := func(name string) string {
+			for k, v := range resp.Headers {
+				if strings.EqualFold(k, name) {
+					s, _ := v.(string)
+					return s
+				}
+			}
+			return ""
+		}
+		csp := h("Content-Security-Policy")
+		for _, want := range []string{"default-src 'none'", "script-src 'self'", "frame-ancestors 'none'", "form-action 'self'", "base-uri 'none'"} {
+			if !strings.Contains(csp, want) {
+				t.Errorf("%s: Content-Security-Policy %q lacks %q", path, csp, want)
+			}
+		}
+		for name, want := range map[string]string{"X-Content-Type-Options": "nosniff", "Referrer-Policy": "same-origin", "X-Frame-Options": "DENY"} {
+			if got := h(name); got != want {
+				t.Errorf("%s: %s %q, want %q", path, name, got, want)
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(br.ctx, browserStepTimeout)
+	defer cancel()
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/ui/"), chromedp.WaitVisible(chromedp.CSS("#who"))); err != nil {
+		t.Fatalf("back to the page: %v", err)
+	}
+	var jar struct { // Network.getCookies's answer, the fields checked
+		Cookies []struct {
+			Name     string `json:"name"`
+			Value    string `json:"value"`
+			Path     string `json:"path"`
+			SameSite string `json:"sameSite"`
+			HTTPOnly bool   `json:"httpOnly"`
+		} `json:"cookies"`
+	}
+	getCookies := func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+		return chromedp.Void{}, tg.Call(ctx, "Network.getCookies", map[string]any{"urls": []string{base + "/ui/"}}, &jar)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Action[chromedp.Void](getCookies)); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, c := range jar.Cookies {
+		if c.Name != dashboard.CookieName {
+			continue
+		}
+		found = true
+		if strings.Contains(c.Value, dashAdminToken) || len(c.Value) < 43 || !c.HTTPOnly || c.SameSite != "Strict" || c.Path != "/ui/" {
+			t.Errorf("the browser's login cookie %+v: want a session ID (not the token), HttpOnly, SameSite=Strict, Path=/ui/", c)
+		}
+	}
+	if !found {
+		t.Errorf("the browser holds no %s cookie: %+v", dashboard.CookieName, jar.Cookies)
+	}
+	if seen, err := chromedp.Run(ctx, chromedp.Evaluate[string]("document.cookie")); err != nil || strings.Contains(seen, dashboard.CookieName) {
+		t.Errorf("the page's script reads the login cookie: %q %v", seen, err)
 	}
 }

@@ -23,7 +23,7 @@ func init() { register(newDemoCmd) }
 const demoLong = `Start here: the specification's Worker A story with real processes.
 
 Starts a registry (fencegate serve, embedded etcd, temporary data dir), the
-example "ledger" service (internal/demo/ledger: writes through the gate on SQLite,
+example "ledger" service (demo/ledger: writes through the gate on SQLite,
 or with --resource on Redis or an S3-compatible store)
 and two worker processes. Worker A takes a short lease, builds its write,
 and is frozen with SIGSTOP past its TTL; worker B takes over and writes;
@@ -50,7 +50,7 @@ const demoRowsKey = "invoice-batch/2026-07-19/rows"
 
 func newDemoCmd() *cobra.Command {
 	var ttlMs uint64
-	var db, resource string
+	var db, resource, s3Endpoint string
 	var keep bool
 	c := &cobra.Command{
 		Use:     "demo",
@@ -64,21 +64,21 @@ func newDemoCmd() *cobra.Command {
 				// to build its envelope.
 				return usagef("--ttl-ms must be at least %d", demoTTLMsDefault)
 			}
-			if err := checkDemoResource(resource, db); err != nil { // hook: demo --resource
+			if err := checkDemoResource(resource, db, s3Endpoint); err != nil { // hook: demo --resource
 				return err
 			}
-			return runDemo(c.Context(), ttlMs, db, resource, keep, c.OutOrStdout())
+			return runDemo(c.Context(), ttlMs, db, demoStore{resource, s3Endpoint}, keep, c.OutOrStdout())
 		},
 	}
 	c.Flags().Uint64Var(&ttlMs, "ttl-ms", demoTTLMsDefault, "worker A's lease TTL in ms (A stays frozen TTL + lock-delay)")
 	c.Flags().StringVar(&db, "db", "", "the fenced ledger's database: a postgres://… URL (default: a temporary SQLite file)")
 	c.Flags().BoolVar(&keep, "keep", false, "keep the temporary directory (registry data, ledger databases, logs)")
-	demoResourceFlag(c.Flags(), &resource) // hook: demo --resource (demo_resource.go)
-	c.AddCommand(newDemoLedgerCmd(), newDemoWorkerCmd(), newDemoResledgerCmd(), newDemoS3ServerCmd())
+	demoResourceFlag(c.Flags(), &resource, &s3Endpoint) // hook: demo --resource (demo_resource.go)
+	c.AddCommand(newDemoLedgerCmd(), newDemoWorkerCmd(), newDemoResledgerCmd())
 	return c
 }
 
-func runDemo(ctx context.Context, ttlMs uint64, db, resource string, keep bool, stdout io.Writer) error {
+func runDemo(ctx context.Context, ttlMs uint64, db string, store demoStore, keep bool, stdout io.Writer) error {
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -92,7 +92,7 @@ func runDemo(ctx context.Context, ttlMs uint64, db, resource string, keep bool, 
 	} else {
 		defer os.RemoveAll(dir)
 	}
-	d := &demo{self: self, dir: dir, out: stdout, start: time.Now(), ttlMs: ttlMs, resource: resource}
+	d := &demo{self: self, dir: dir, out: stdout, start: time.Now(), ttlMs: ttlMs, resource: store.kind, s3Endpoint: store.s3Endpoint}
 	defer d.stopAll()
 	return d.run(ctx, db)
 }
@@ -100,19 +100,23 @@ func runDemo(ctx context.Context, ttlMs uint64, db, resource string, keep bool, 
 // demo is one run of the story: the processes it started and the clock
 // its timeline is relative to.
 type demo struct {
-	self, dir string
-	out       io.Writer
-	start     time.Time
-	ttlMs     uint64
-	resource  string            // hook: demo --resource (demo_resource.go)
-	tokens    map[string]string // identity → bearer token
-	registry  string            // serve's URL
-	mu        sync.Mutex
-	children  []*child
+	self, dir  string
+	out        io.Writer
+	start      time.Time
+	ttlMs      uint64
+	resource   string            // hook: demo --resource (demo_resource.go)
+	s3Endpoint string            // with --resource s3: the store's URL
+	tokens     map[string]string // identity → bearer token
+	registry   string            // serve's URL
+	mu         sync.Mutex
+	children   []*child
 }
 
 func (d *demo) run(ctx context.Context, db string) error {
 	if err := d.writeTokens(); err != nil {
+		return err
+	}
+	if err := d.writePolicy(); err != nil {
 		return err
 	}
 	fencedURL, unsafeURL, err := d.startServicesFor(ctx, db) // hook: demo --resource (demo_resource.go)
@@ -157,6 +161,22 @@ func (d *demo) writeTokens() error {
 
 func (d *demo) tokenFile() string { return filepath.Join(d.dir, "tokens") }
 
+// demoPolicy is the resource policy the demo's registry runs with: the
+// two workers may lock and see the invoice batches, and nothing else.
+const demoPolicy = `{"schema": "resourcePolicy.v1", "rules": [
+  {"note": "the demo's workers", "identities": ["worker-a", "worker-b"], "resources": ["invoice-batch/*"], "verbs": ["acquire", "see"]}]}
+`
+
+// writePolicy writes demoPolicy beside the token file.
+func (d *demo) writePolicy() error { return os.WriteFile(d.policyFile(), []byte(demoPolicy), 0o600) }
+
+func (d *demo) policyFile() string { return filepath.Join(d.dir, "policy.json") }
+
+// serveArgs are the registry's arguments, the same for every story.
+func (d *demo) serveArgs(regDir string) []string {
+	return []string{"serve", "--data-dir", regDir, "--listen", "127.0.0.1:0", "--token-file", d.tokenFile(), "--authz-policy", d.policyFile()}
+}
+
 var (
 	serveListenLine  = regexp.MustCompile(`listening on (http://\S+)`)
 	ledgerListenLine = regexp.MustCompile(`ledger: listening on (http://[^,\s]+)`)
@@ -166,7 +186,7 @@ var (
 // fenced ledger once serve has written its trust bundle.
 func (d *demo) startServices(ctx context.Context, db string) (fenced, unsafe string, err error) {
 	regDir := filepath.Join(d.dir, "registry")
-	serve, err := d.spawn(ctx, "registry", false, "serve", "--data-dir", regDir, "--listen", "127.0.0.1:0", "--token-file", d.tokenFile())
+	serve, err := d.spawn(ctx, "registry", false, d.serveArgs(regDir)...)
 	if err != nil {
 		return "", "", err
 	}

@@ -15,8 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fencegate/fencegate/demo/ledger"
 	"github.com/fencegate/fencegate/internal/childproc"
-	"github.com/fencegate/fencegate/internal/demo/ledger"
 )
 
 // child is one process the demo started (internal/childproc runs it);

@@ -9,7 +9,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/fencegate/fencegate/internal/demo/ledger"
+	"github.com/fencegate/fencegate/demo/ledger"
 	"github.com/spf13/cobra"
 )
 

@@ -11,8 +11,7 @@ import (
 	"regexp"
 	"strconv"
 
-	"github.com/fencegate/fencegate/internal/demo/resledger"
-	"github.com/fencegate/fencegate/internal/s3local"
+	"github.com/fencegate/fencegate/demo/resledger"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -29,18 +28,32 @@ const (
 	demoResourceS3    = "s3"
 )
 
-// demoResourceFlag declares --resource on the demo's flags.
-func demoResourceFlag(fs *pflag.FlagSet, p *string) {
-	fs.StringVar(p, "resource", demoResourceSQL, "what the ledger keeps its values in: sql (SQLite or --db), redis (a redis-server the demo starts) or s3 (an S3-compatible store the demo starts)")
+// demoStore is what the demo's ledger keeps its values in.
+type demoStore struct {
+	kind       string // demoResourceSQL, demoResourceRedis or demoResourceS3
+	s3Endpoint string // demoResourceS3: the store's URL
 }
 
-func checkDemoResource(resource, db string) error {
+// demoResourceFlag declares --resource and --s3-endpoint on the demo's
+// flags.
+func demoResourceFlag(fs *pflag.FlagSet, resource, s3Endpoint *string) {
+	fs.StringVar(resource, "resource", demoResourceSQL, "what the ledger keeps its values in: sql (SQLite or --db), redis (a redis-server the demo starts) or s3 (the S3-compatible store at --s3-endpoint)")
+	fs.StringVar(s3Endpoint, "s3-endpoint", "", "with --resource s3: an S3-compatible store that honours conditional writes (MinIO, or `go run ./testkit/s3local/cmd/s3local` for one in memory)")
+}
+
+func checkDemoResource(resource, db, s3Endpoint string) error {
 	switch resource {
 	case demoResourceSQL:
+		if s3Endpoint != "" {
+			return usagef("--s3-endpoint goes with --resource s3")
+		}
 		return nil
 	case demoResourceRedis, demoResourceS3:
 		if db != "" {
 			return usagef("--db goes with --resource sql")
+		}
+		if resource == demoResourceS3 && s3Endpoint == "" {
+			return usagef("--resource s3 needs --s3-endpoint URL: an S3-compatible store that honours conditional writes (MinIO; or, in memory, go run ./testkit/s3local/cmd/s3local)")
 		}
 		return nil
 	}
@@ -74,29 +87,7 @@ func newDemoResledgerCmd() *cobra.Command {
 	return c
 }
 
-// newDemoS3ServerCmd is `demo s3server`: the local S3-compatible store
-// (s3local: gofakes3, memory backend, conditional writes honoured) until
-// ctx ends.
-func newDemoS3ServerCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "s3server",
-		Short: "a local S3-compatible store in memory (for demo --resource s3)",
-		RunE: func(c *cobra.Command, _ []string) error {
-			s, err := s3local.Start(c.Context())
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(c.OutOrStdout(), "s3server: listening on %s\n", s.URL)
-			<-c.Context().Done()
-			return nil
-		},
-	}
-}
-
-var (
-	redisReadyLine    = regexp.MustCompile(`(Ready to accept connections)`)
-	s3serverReadyLine = regexp.MustCompile(`s3server: listening on (http://\S+)`)
-)
+var redisReadyLine = regexp.MustCompile(`(Ready to accept connections)`)
 
 // startServicesFor starts what the story needs for d.resource: serve,
 // the store, and a fenced and a lease-only ledger on it.
@@ -105,7 +96,7 @@ func (d *demo) startServicesFor(ctx context.Context, db string) (fenced, unsafe 
 		return d.startServices(ctx, db)
 	}
 	regDir := filepath.Join(d.dir, "registry")
-	serve, err := d.spawn(ctx, "registry", false, "serve", "--data-dir", regDir, "--listen", "127.0.0.1:0", "--token-file", d.tokenFile())
+	serve, err := d.spawn(ctx, "registry", false, d.serveArgs(regDir)...)
 	if err != nil {
 		return "", "", err
 	}
@@ -137,20 +128,12 @@ func (d *demo) startServicesFor(ctx context.Context, db string) (fenced, unsafe 
 	return fenced, unsafe, nil
 }
 
-// startStore starts redis-server or the local S3 store and returns the
-// resledger flags that reach it.
+// startStore starts redis-server, or names the S3-compatible store, and
+// returns the resledger flags that reach it.
 func (d *demo) startStore(ctx context.Context) ([]string, error) {
 	if d.resource == demoResourceS3 {
-		c, err := d.spawn(ctx, "s3 store", false, "demo", "s3server")
-		if err != nil {
-			return nil, err
-		}
-		url, err := c.waitLine(ctx, s3serverReadyLine, demoStartTimeout)
-		if err != nil {
-			return nil, err
-		}
-		d.say("store", "S3-compatible store (gofakes3, in memory, conditional writes honoured) on "+url)
-		return []string{"--s3-endpoint", url, "--bucket", "ledger"}, nil
+		d.say("store", "S3-compatible store at "+d.s3Endpoint+" (the fenced ledger's gate checks it honours conditional writes)")
+		return []string{"--s3-endpoint", d.s3Endpoint, "--bucket", "ledger"}, nil
 	}
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -160,8 +143,11 @@ func (d *demo) startStore(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The persistence redisgate accepts for enforce mode: every write
+	// fsynced to the append-only file before Redis answers it, so no
+	// restart or crash loses a fence (docs/adapters.md).
 	c, err := d.spawnBinary(ctx, "redis", bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "",
-		"--appendonly", "no", "--dir", d.dir, "--loglevel", "notice")
+		"--appendonly", "yes", "--appendfsync", "always", "--dir", d.dir, "--loglevel", "notice")
 	if err != nil {
 		return nil, err
 	}
@@ -169,7 +155,7 @@ func (d *demo) startStore(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	d.say("store", "redis-server "+addr+" (no persistence)")
+	d.say("store", "redis-server "+addr+" (appendonly yes, appendfsync always: keeps every fence across a restart)")
 	return []string{"--redis", addr}, nil
 }
 

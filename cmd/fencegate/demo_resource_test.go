@@ -1,7 +1,8 @@
 //go:build unix
 
 // Proves `fencegate demo --resource redis|s3` end to end with real
-// processes: a real redis-server or the local S3-compatible store, the
+// processes: a real redis-server or an S3-compatible store (testkit/s3local,
+// which the binary does not link, passed by --s3-endpoint), the
 // resledger service on it, the fenced run rejecting the paused worker A
 // with STALE_OWNER and keeping B's result, the lease-only run on the same
 // store losing it.
@@ -15,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fencegate/fencegate/testkit/s3local"
 )
 
 func TestDemoResources(t *testing.T) {
@@ -25,9 +28,16 @@ func TestDemoResources(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	for _, row := range []struct{ resource, store string }{
-		{"redis", "redis-server 127.0.0.1:"},
-		{"s3", "S3-compatible store (gofakes3"},
+	s3, err := s3local.Start(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range []struct {
+		resource, store string
+		flags           []string
+	}{
+		{"redis", "redis-server 127.0.0.1:", nil},
+		{"s3", "S3-compatible store at " + s3.URL, []string{"--s3-endpoint", s3.URL}},
 	} {
 		t.Run(row.resource, func(t *testing.T) {
 			if _, err := exec.LookPath("redis-server"); err != nil && row.resource == "redis" {
@@ -38,7 +48,7 @@ func TestDemoResources(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			out, err := exec.CommandContext(ctx, bin, "demo", "--resource", row.resource).CombinedOutput()
+			out, err := exec.CommandContext(ctx, bin, append([]string{"demo", "--resource", row.resource}, row.flags...)...).CombinedOutput()
 			t.Logf("demo --resource %s:\n%s", row.resource, out)
 			if err != nil {
 				t.Fatalf("demo: %v (want exit status 0)", err)

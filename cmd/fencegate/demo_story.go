@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fencegate/fencegate/internal/demo/ledger"
+	"github.com/fencegate/fencegate/demo/ledger"
 )
 
 // storyResult is what one run of the story left in the ledger.

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencegate/fencegate/internal/demo/ledger"
+	"github.com/fencegate/fencegate/demo/ledger"
 )
 
 func TestDemoEndToEnd(t *testing.T) {

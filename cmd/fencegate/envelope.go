@@ -14,8 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/fencegate/fencegate/client/lockexec"
 	"github.com/fencegate/fencegate/grant"
-	"github.com/fencegate/fencegate/internal/lockexec"
 )
 
 func init() { register(newEnvelopeCmd) }

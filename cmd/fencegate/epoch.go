@@ -3,9 +3,8 @@ package main
 import (
 	"fmt"
 
+	"github.com/fencegate/fencegate/wire"
 	"github.com/spf13/cobra"
-
-	"github.com/fencegate/fencegate/registry/httpapi"
 )
 
 func init() { register(newEpochCmd) }
@@ -36,7 +35,7 @@ only rises. Admin identities only; recorded with your identity and --note.`)
 			}
 			ctx, cancel := callContext(c.Context())
 			defer cancel()
-			line, err := rc.RevokeEpochs(ctx, httpapi.RevokeEpochsRequest{Below: below, Note: note})
+			line, err := rc.RevokeEpochs(ctx, wire.RevokeEpochsRequest{Below: below, Note: note})
 			if err != nil {
 				return adminErr(err)
 			}

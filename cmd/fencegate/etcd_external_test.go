@@ -12,15 +12,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fencegate/fencegate/registry/etcdstore/etcdtest"
 	"github.com/fencegate/fencegate/registry/httpapi"
+	"github.com/fencegate/fencegate/testkit/etcdtest"
+	"github.com/fencegate/fencegate/wire"
 )
 
 func TestServeExternalEtcdTLSAuth(t *testing.T) {
 	e := etcdtest.Start(t)
 	dir := t.TempDir()
 	tok := writeTokenFile(t, dir)
-	etcdFlags := []string{"--etcd-endpoints", e.Endpoint, "--etcd-prefix", etcdtest.Prefix,
+	etcdFlags := []string{"--authz-open", "--etcd-endpoints", e.Endpoint, "--etcd-prefix", etcdtest.Prefix,
 		"--etcd-cacert", e.PKI.CAFile, "--etcd-cert", e.PKI.ClientCert, "--etcd-key", e.PKI.ClientKey, "--etcd-user", etcdtest.User}
 
 	t.Setenv("FENCEGATE_ETCD_PASSWORD", etcdtest.Password)
@@ -30,7 +31,7 @@ func TestServeExternalEtcdTLSAuth(t *testing.T) {
 	ctx := context.Background()
 	var last uint64
 	for i, op := range []string{"op-1", "op-2"} {
-		is, err := c.Acquire(ctx, httpapi.AcquireRequest{Resource: "ext/serve", OperationID: op, OperationClass: "settle", RequestID: "r-" + op})
+		is, err := c.Acquire(ctx, wire.AcquireRequest{Resource: "ext/serve", OperationID: op, OperationClass: "settle", RequestID: "r-" + op})
 		if err != nil {
 			t.Fatalf("acquire %d through the external etcd: %v\n%s", i, err, s.stderr)
 		}

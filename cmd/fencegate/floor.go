@@ -9,8 +9,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/fencegate/fencegate/client/httpclient"
 	"github.com/fencegate/fencegate/grant"
-	"github.com/fencegate/fencegate/registry/httpapi"
+	"github.com/fencegate/fencegate/wire"
 )
 
 func init() { register(newFloorCmd) }
@@ -61,7 +62,7 @@ func newFloorRaiseCmd(reg *endpointFlags) *cobra.Command {
 			if err != nil {
 				return adminErr(err)
 			}
-			after, err := rc.Floor(ctx, httpapi.FloorRequest{Resource: args[0], Fence: above, Note: note})
+			after, err := rc.Floor(ctx, wire.FloorRequest{Resource: args[0], Fence: above, Note: note})
 			if err != nil {
 				return adminErr(err)
 			}
@@ -105,7 +106,7 @@ func newFloorShowCmd(reg *endpointFlags) *cobra.Command {
 	}
 }
 
-func printResourceInfo(w io.Writer, ri httpapi.ResourceInfo) {
+func printResourceInfo(w io.Writer, ri wire.ResourceInfo) {
 	holder := "none"
 	if ri.HolderLease != "" {
 		holder = fmt.Sprintf("%s (lease %s)", ri.HolderOwner, ri.HolderLease)
@@ -124,7 +125,7 @@ func checkResourceArg(r string) error {
 
 // adminErr says what to do about the registry's refusals an operator meets.
 func adminErr(err error) error {
-	var api *httpapi.APIError
+	var api *httpclient.APIError
 	if !errors.As(err, &api) {
 		if errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "connection refused") {
 			return fmt.Errorf("%w (is fencegate serve running there? check --registry or FENCEGATE_REGISTRY)", err)
@@ -132,9 +133,9 @@ func adminErr(err error) error {
 		return err
 	}
 	switch api.Code {
-	case httpapi.CodeUnauthenticated:
+	case wire.CodeUnauthenticated:
 		return fmt.Errorf("%w: give the token of an admin identity (--token or FENCEGATE_TOKEN) or a client certificate", err)
-	case httpapi.CodeForbidden:
+	case wire.CodeForbidden:
 		return fmt.Errorf("%w: the registry names its admins with serve --admin IDENTITY", err)
 	}
 	return err

@@ -13,7 +13,7 @@ import (
 
 	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/client/httpclient"
-	"github.com/fencegate/fencegate/internal/lockexec"
+	"github.com/fencegate/fencegate/client/lockexec"
 )
 
 func init() { register(newLockCmd) }

@@ -28,7 +28,7 @@ func lockServe(t *testing.T) *served {
 	t.Setenv("FG", os.Args[0])
 	dir := t.TempDir()
 	return startServe(t, "--data-dir", filepath.Join(dir, "data"), "--listen", "127.0.0.1:0",
-		"--token-file", writeTokenFile(t, dir), "--unsafe-no-fsync")
+		"--token-file", writeTokenFile(t, dir), "--unsafe-no-fsync", "--authz-open")
 }
 
 // lockAsync runs `fencegate lock` in-process until it exits or ctx ends.

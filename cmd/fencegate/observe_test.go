@@ -15,14 +15,15 @@ import (
 	"testing"
 
 	"github.com/fencegate/fencegate/registry/httpapi"
+	"github.com/fencegate/fencegate/wire"
 )
 
 func TestServeRequestLogAndLatencyHistogram(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
-	s := startServe(t, "--data-dir", data, "--listen", "127.0.0.1:0", "--token-file", writeTokenFile(t, dir), "--unsafe-no-fsync", "--log-format", "json")
+	s := startServe(t, "--data-dir", data, "--listen", "127.0.0.1:0", "--token-file", writeTokenFile(t, dir), "--unsafe-no-fsync", "--log-format", "json", "--authz-open")
 	c := s.client(t, filepath.Join(data, httpapi.BundleFileName))
-	is, err := c.Acquire(context.Background(), httpapi.AcquireRequest{Resource: "obs/one", OperationID: "op", OperationClass: "settle", RequestID: "r-1"})
+	is, err := c.Acquire(context.Background(), wire.AcquireRequest{Resource: "obs/one", OperationID: "op", OperationClass: "settle", RequestID: "r-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +66,7 @@ func TestServeRequestLogAndLatencyHistogram(t *testing.T) {
 func TestServeRequestLogOffAndBadTelemetryFlags(t *testing.T) {
 	dir := t.TempDir()
 	tok := writeTokenFile(t, dir)
-	s := startServe(t, "--data-dir", filepath.Join(dir, "d"), "--listen", "127.0.0.1:0", "--token-file", tok, "--unsafe-no-fsync", "--request-log=false")
+	s := startServe(t, "--data-dir", filepath.Join(dir, "d"), "--listen", "127.0.0.1:0", "--token-file", tok, "--unsafe-no-fsync", "--request-log=false", "--authz-open")
 	if _, err := http.Get(s.url + "/v1/acquire"); err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +75,7 @@ func TestServeRequestLogOffAndBadTelemetryFlags(t *testing.T) {
 		t.Errorf("--request-log=false still logged requests:\n%s", s.stderr)
 	}
 	for _, bad := range [][]string{{"--log-format", "xml"}, {"--log-level", "loud"}, {"--otlp-endpoint", "collector:4318"}} {
-		_, errOut, code := runCLI(append([]string{"serve", "--data-dir", filepath.Join(dir, "x"), "--token-file", tok}, bad...)...)
+		_, errOut, code := runCLI(append([]string{"serve", "--data-dir", filepath.Join(dir, "x"), "--token-file", tok, "--authz-open"}, bad...)...)
 		if code != 2 {
 			t.Errorf("%v: exit %d (%s), want 2", bad, code, errOut)
 		}

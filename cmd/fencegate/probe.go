@@ -26,7 +26,7 @@ AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN (anonymous if unset).
 Exit status 0 if the store passed, 1 if it did not.`
 
 func newProbeCmd() *cobra.Command {
-	c := parentCommand("probe", "check that a store can fence writes (probe s3: conditional writes)", "")
+	c := parentCommand("probe", "check that a store can fence writes (s3: conditional writes; redis: persistence)", "")
 	var endpoint, bucket, prefix, region string
 	var virtual bool
 	s3cmd := &cobra.Command{
@@ -47,7 +47,7 @@ func newProbeCmd() *cobra.Command {
 	fs.StringVar(&prefix, "prefix", objgate.PrefixDefault, "key prefix of the probe object")
 	fs.StringVar(&region, "region", "us-east-1", "region to sign requests for")
 	fs.BoolVar(&virtual, "virtual-host", false, "virtual-hosted bucket addressing (default: path style)")
-	c.AddCommand(s3cmd)
+	c.AddCommand(s3cmd, newProbeRedisCmd())
 	return c
 }
 

@@ -88,7 +88,7 @@ func serveProc(t *testing.T, extra ...string) (*proc, string) {
 	t.Helper()
 	dir := t.TempDir()
 	args := append([]string{"serve", "--data-dir", filepath.Join(dir, "data"), "--listen", "127.0.0.1:0",
-		"--token-file", writeTokenFile(t, dir), "--unsafe-no-fsync"}, extra...)
+		"--token-file", writeTokenFile(t, dir), "--unsafe-no-fsync", "--authz-open"}, extra...)
 	p := startProc(t, args...)
 	return p, p.waitOutput(t, listenLine)
 }

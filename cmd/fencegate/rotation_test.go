@@ -19,15 +19,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegate/fencegate/client/httpclient"
+	"github.com/fencegate/fencegate/demo/ledger"
 	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/grant"
-	"github.com/fencegate/fencegate/internal/demo/ledger"
 	"github.com/fencegate/fencegate/registry/httpapi"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // envelopeOf builds the write's envelope from a grant as issued and the
 // latest status the registry gave for it.
-func envelopeOf(is, st *httpapi.Issued, op string, seq uint64, entries []ledger.Entry) *gate.Mutation {
+func envelopeOf(is, st *httpclient.Issued, op string, seq uint64, entries []ledger.Entry) *gate.Mutation {
 	g := is.Grant
 	return &gate.Mutation{Resource: g.Resource, Lease: g.Lease, OperationID: op, FenceToken: g.FenceToken, SegmentSeq: seq,
 		PayloadDigest: ledger.PayloadDigest(entries), Grant: is.GrantText, GrantProof: is.GrantProof,
@@ -42,7 +44,7 @@ func TestKeyRotationWithBundleDistribution(t *testing.T) {
 	data := filepath.Join(dir, "registry")
 	tok := writeTokenFile(t, dir)
 	port := freeAddr(t)
-	serveArgs := []string{"--data-dir", data, "--listen", port, "--token-file", tok, "--unsafe-no-fsync"}
+	serveArgs := []string{"--data-dir", data, "--listen", port, "--token-file", tok, "--unsafe-no-fsync", "--authz-open"}
 	s := startServe(t, serveArgs...)
 	dataBundle := filepath.Join(data, httpapi.BundleFileName)
 	k1 := mustLoadBundle(t, dataBundle).File().Keys[0].KeyID
@@ -68,14 +70,14 @@ func TestKeyRotationWithBundleDistribution(t *testing.T) {
 		t.Fatalf("the gate's bundle never reached version %d:\n%s", want, fetched.stderr)
 	}
 	ctx := context.Background()
-	reg := func() *httpapi.Client {
-		c, err := httpapi.NewClient(s.url, httpapi.WithBearerToken(serveToken))
+	reg := func() *httpclient.Client {
+		c, err := httpclient.NewClient(s.url, httpclient.WithBearerToken(serveToken))
 		if err != nil {
 			t.Fatal(err)
 		}
 		return c
 	}
-	write := func(l *served, is *httpapi.Issued, op string, seq uint64) error {
+	write := func(l *served, is *httpclient.Issued, op string, seq uint64) error {
 		t.Helper()
 		st, err := reg().Status(ctx, is.GrantText) // a fresh status proof, by the key signing now
 		if err != nil {
@@ -87,7 +89,7 @@ func TestKeyRotationWithBundleDistribution(t *testing.T) {
 	}
 
 	// An in-flight grant under k1.
-	old, err := reg().Acquire(ctx, httpapi.AcquireRequest{Resource: "rot/one", OperationID: "op-old", OperationClass: "settle", RequestID: "r-old", TTLMs: 60_000})
+	old, err := reg().Acquire(ctx, wire.AcquireRequest{Resource: "rot/one", OperationID: "op-old", OperationClass: "settle", RequestID: "r-old", TTLMs: 60_000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +117,7 @@ func TestKeyRotationWithBundleDistribution(t *testing.T) {
 	if err := reg().Release(ctx, "rot/one", old.Grant.Lease); err != nil {
 		t.Fatal(err)
 	}
-	fresh, err := reg().Acquire(ctx, httpapi.AcquireRequest{Resource: "rot/one", OperationID: "op-new", OperationClass: "settle", RequestID: "r-new"})
+	fresh, err := reg().Acquire(ctx, wire.AcquireRequest{Resource: "rot/one", OperationID: "op-new", OperationClass: "settle", RequestID: "r-new"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,6 +46,12 @@ func newRunbook(t *testing.T) *runbook {
 	if err := os.WriteFile(rb.tokens, []byte(runbookWorkerToken+" worker-1\n"+runbookAdminToken+" ops-admin\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// The worker may lock invoice batches; the admin's floor raises need
+	// no rule (admin calls are the admin role's).
+	policy := `{"schema": "resourcePolicy.v1", "rules": [{"identities": ["worker-1"], "resources": ["invoice-batch/*"], "verbs": ["acquire", "see"]}]}`
+	if err := os.WriteFile(filepath.Join(dir, "policy.json"), []byte(policy), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	rb.startRegistry()
 	rb.ledger = startInProcess(t, ledgerReady, "demo", "ledger", "--db", rb.ledgerDB, "--token-file", rb.tokens,
 		"--trust-bundle", filepath.Join(rb.data, "trust-bundle.json"), "--admin", "ops-admin")
@@ -54,7 +60,7 @@ func newRunbook(t *testing.T) *runbook {
 
 func (rb *runbook) startRegistry() {
 	rb.registry = startServe(rb.t, "--data-dir", rb.data, "--listen", "127.0.0.1:0", "--token-file", rb.tokens,
-		"--admin", "ops-admin", "--unsafe-no-fsync")
+		"--admin", "ops-admin", "--unsafe-no-fsync", "--authz-policy", filepath.Join(rb.dir, "policy.json"))
 }
 
 func (rb *runbook) stopRegistry() {

@@ -29,6 +29,7 @@ type serveOptions struct {
 	etcdEndpoints                        []string
 	etcd                                 etcdstore.ClientConfig // endpoints filled from etcdEndpoints
 	etcdPasswordFile                     string
+	zk                                   zkOptions
 	keyFile                              string
 	issuerEpoch                          uint64
 	tokenFile, tlsCert, tlsKey, clientCA string
@@ -36,6 +37,7 @@ type serveOptions struct {
 	logFormat, logLevel, otlpEndpoint    string
 	requestLog                           bool
 	dash                                 dashboardOptions
+	authz                                authzOptions
 	// unsafeNoFsync turns off the embedded etcd's fsync: tests only.
 	unsafeNoFsync bool
 	// limits are the registry's limits; zero fields take
@@ -47,22 +49,33 @@ func newServeCmd() *cobra.Command {
 	o := &serveOptions{}
 	c := &cobra.Command{
 		Use:   "serve",
-		Short: "run the registry over HTTP (embedded etcd by default)",
+		Short: "run the registry over HTTP (embedded etcd by default, or etcd or ZooKeeper)",
 		Long: `Run the registry: leases, fence tokens and signed grants over HTTP.
 
 By default it starts a single-member etcd inside the process, in
 --data-dir/etcd; with --etcd-endpoints it uses an external etcd cluster
 instead, and several serve replicas may share it (same --etcd-prefix, --key
-and --issuer-epoch on each). On first start without --key it generates a
+and --issuer-epoch on each); with --zookeeper it runs on a ZooKeeper
+ensemble the same way (same --zookeeper-root). On first start without --key it generates a
 signing key and writes the trust bundle gates need, both in --data-dir.
+
+Who may lock what is a resource policy (--authz-policy FILE): rules that
+let identities (names, prefixes, SPIFFE patterns) acquire, see or break
+resources (names or prefixes); anything no rule allows is refused with
+403 FORBIDDEN_RESOURCE and audited. It is reloaded on SIGHUP and when the
+file changes; a bad edit keeps the policy in force. serve refuses to start
+without one unless --authz-open says every identity may lock everything.
+Admin calls (--admin) are not scoped by the policy.
 
 Every flag is checked, and the listen address bound, before the data
 directory is touched.`,
-		Example: `  fencegate serve --data-dir /var/lib/fencegate --token-file /etc/fencegate/tokens
-  FENCEGATE_DATA_DIR=/var/lib/fencegate FENCEGATE_TOKEN_FILE=tokens fencegate serve
+		Example: `  fencegate serve --data-dir /var/lib/fencegate --token-file /etc/fencegate/tokens --authz-policy /etc/fencegate/policy.json
+  FENCEGATE_DATA_DIR=/var/lib/fencegate FENCEGATE_TOKEN_FILE=tokens FENCEGATE_AUTHZ_OPEN=true fencegate serve
   fencegate serve --data-dir /var/lib/fencegate --key /etc/fencegate/k1.key \
     --etcd-endpoints https://etcd-1:2379,https://etcd-2:2379 --etcd-cacert etcd-ca.pem \
-    --tls-cert server.pem --tls-key server-key.pem --client-ca clients-ca.pem`,
+    --tls-cert server.pem --tls-key server-key.pem --client-ca clients-ca.pem --authz-policy policy.json
+  fencegate serve --data-dir /var/lib/fencegate --key /etc/fencegate/k1.key --token-file tokens --authz-policy policy.json \
+    --zookeeper zk-1:2181,zk-2:2181,zk-3:2181 --zookeeper-user fencegate --zookeeper-password-file zk-password`,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return runServe(c.Context(), o, c.OutOrStdout(), c.ErrOrStderr())
 		},
@@ -100,6 +113,8 @@ directory is touched.`,
 	fs.StringVar(&o.etcd.Password, "etcd-password", "", "etcd user's password; prefer FENCEGATE_ETCD_PASSWORD or --etcd-password-file (a flag shows in ps)")
 	_ = fs.MarkHidden("etcd-password") // settable, but through the environment
 	o.dash.flags(fs)
+	o.authz.flags(fs)
+	o.zk.flags(fs)
 	bindEnv(fs)
 	return c
 }
@@ -142,6 +157,12 @@ func (o *serveOptions) check() error {
 	if err := o.dash.check(); err != nil {
 		return err
 	}
+	if err := o.authz.check(); err != nil {
+		return err
+	}
+	if err := o.zk.check(len(o.etcdEndpoints) > 0); err != nil {
+		return err
+	}
 	if len(o.etcdEndpoints) > 0 {
 		o.etcd.Endpoints = o.etcdEndpoints
 		if o.etcdPasswordFile != "" && o.etcd.Username == "" {
@@ -169,6 +190,8 @@ func checkListen(addr string) error {
 // loaded is what serve reads before its first side effect.
 type loaded struct {
 	auth   httpapi.Authenticator
+	authz  httpapi.Authorizer
+	policy *httpapi.PolicyFile // nil under --authz-open
 	tlsCfg *tls.Config
 	ln     net.Listener
 }
@@ -180,6 +203,9 @@ func (o *serveOptions) load() (*loaded, error) {
 		return nil, fmt.Errorf("--token-file: %w", err)
 	}
 	ld := &loaded{auth: auth}
+	if ld.authz, ld.policy, err = o.authz.load(); err != nil {
+		return nil, err
+	}
 	if o.tlsCert != "" {
 		if ld.tlsCfg, err = httpapi.ServerTLSConfig(httpapi.TLSFiles{
 			CertFile: o.tlsCert, KeyFile: o.tlsKey, ClientCAFile: o.clientCA, ClientCertOptional: o.tokenFile != "",
@@ -198,6 +224,9 @@ func (o *serveOptions) load() (*loaded, error) {
 			return nil, fmt.Errorf("--etcd-password-file: %w", err)
 		}
 		o.etcd.Password = string(trimNewline(pw))
+	}
+	if err := o.zk.load(); err != nil {
+		return nil, err
 	}
 	if ld.ln, err = net.Listen("tcp", o.listen); err != nil {
 		return nil, fmt.Errorf("--listen: %w (is another serve running? pick another address, or port 0)", err)

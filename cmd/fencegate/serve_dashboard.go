@@ -9,10 +9,10 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/fencegate/fencegate/dashboard"
+	"github.com/fencegate/fencegate/demo/ledger"
 	"github.com/fencegate/fencegate/grant"
-	"github.com/fencegate/fencegate/internal/demo/ledger"
 	"github.com/fencegate/fencegate/registry"
-	"github.com/fencegate/fencegate/registry/dashboard"
 	"github.com/fencegate/fencegate/registry/httpapi"
 )
 
@@ -49,7 +49,7 @@ func reportFlags(fs *pflag.FlagSet, o *ledger.ReportOptions) {
 
 // newDashboard builds the dashboard when it is on and someone may see it;
 // otherwise it says why there is none and returns nil.
-func (o *serveOptions) newDashboard(reg *registry.Registry, store registry.Store, auth httpapi.Authenticator, ks *httpapi.KeySetup,
+func (o *serveOptions) newDashboard(reg *registry.Registry, store registry.Store, engine string, ld *loaded, ks *httpapi.KeySetup,
 	metrics *httpapi.Metrics, logger *slog.Logger, stderr io.Writer) (*dashboard.Dashboard, error) {
 	if !o.dash.on {
 		return nil, nil
@@ -58,8 +58,8 @@ func (o *serveOptions) newDashboard(reg *registry.Registry, store registry.Store
 		fmt.Fprintln(stderr, "fencegate serve: no dashboard: name an --admin or --viewer identity to serve it at /ui/")
 		return nil, nil
 	}
-	return dashboard.New(dashboard.Config{Registry: reg, Store: store, Auth: auth, Admins: o.admins, Viewers: o.dash.viewers,
-		GateReporters: o.dash.gateReporters, Signer: ks.Key, Metrics: metrics.Registry(), Logger: logger,
+	return dashboard.New(dashboard.Config{Registry: reg, Store: store, StoreEngine: engine, Auth: ld.auth, Authorizer: ld.authz, Admins: o.admins, Viewers: o.dash.viewers,
+		GateReporters: o.dash.gateReporters, Signer: ks.Key, Metrics: metrics.Registry(), Logger: logger, RequestLog: o.requestLog,
 		Bundle: func() (*grant.Bundle, error) { return grant.LoadBundle(ks.BundlePath) }})
 }
 

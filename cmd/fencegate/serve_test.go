@@ -15,14 +15,17 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/fencegate/fencegate/client/httpclient"
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry/etcdstore"
 	"github.com/fencegate/fencegate/registry/httpapi"
+	"github.com/fencegate/fencegate/wire"
 )
 
 const serveToken = "serve-test-token-0123456789"
@@ -91,13 +94,13 @@ func startInProcess(t *testing.T, ready *regexp.Regexp, args ...string) *served 
 	return nil
 }
 
-func (s *served) client(t *testing.T, bundlePath string) *httpapi.Client {
+func (s *served) client(t *testing.T, bundlePath string) *httpclient.Client {
 	t.Helper()
 	b, err := grant.LoadBundle(bundlePath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := httpapi.NewClient(s.url, httpapi.WithBearerToken(serveToken), httpapi.WithVerifier(grant.NewVerifier(b, 0)))
+	c, err := httpclient.NewClient(s.url, httpclient.WithBearerToken(serveToken), httpclient.WithVerifier(grant.NewVerifier(b, 0)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,6 +132,8 @@ func TestServeFlags(t *testing.T) {
 		{[]string{"--data-dir", dir, "--token-file", tok, "extra"}, "unexpected argument"},
 		{[]string{"--data-dir", dir, "--token-file", tok, "--lock-delay-ms", "100", "--clock-skew-max-ms", "200"}, "lockDelayMs 100 below clockSkewMaxMs 200"},
 		{[]string{"--data-dir", dir, "--token-file", tok, "--ttl-min-ms", "5000", "--ttl-max-ms", "4000"}, "ttlMsMin 5000 above ttlMsMax 4000"},
+		{[]string{"--data-dir", dir, "--token-file", tok}, "who may lock what? give --authz-policy FILE"},
+		{[]string{"--data-dir", dir, "--token-file", tok, "--authz-open", "--authz-policy", "p.json"}, "exclude each other"},
 	} {
 		var out, errOut bytes.Buffer
 		code := run(context.Background(), append([]string{"serve"}, c.args...), &out, &errOut)
@@ -138,9 +143,9 @@ func TestServeFlags(t *testing.T) {
 	}
 }
 
-// TestServeValidatesBeforeTouchingDataDir: a bad TLS file, an unreadable
-// key, a busy listen address or a bad etcd option fails before the data
-// directory exists.
+// TestServeValidatesBeforeTouchingDataDir: a bad or missing resource
+// policy, a bad TLS file, an unreadable key, a busy listen address or a
+// bad etcd option fails before the data directory exists.
 func TestServeValidatesBeforeTouchingDataDir(t *testing.T) {
 	dir := t.TempDir()
 	tok := writeTokenFile(t, dir)
@@ -154,6 +159,8 @@ func TestServeValidatesBeforeTouchingDataDir(t *testing.T) {
 		code int
 		want string
 	}{
+		{[]string{"--authz-policy", writeFile(t, dir, "bad-policy.json", `{"schema":"resourcePolicy.v1","rules":[]}`)}, 1, "--authz-policy"},
+		{[]string{"--authz-policy", filepath.Join(dir, "none.json")}, 1, "no such file"},
 		{[]string{"--tls-cert", filepath.Join(dir, "none.pem"), "--tls-key", filepath.Join(dir, "none-key.pem")}, 1, "no such file"},
 		{[]string{"--key", filepath.Join(dir, "none.key")}, 1, "--key"},
 		{[]string{"--listen", busy.Addr().String()}, 1, "address already in use"},
@@ -164,6 +171,9 @@ func TestServeValidatesBeforeTouchingDataDir(t *testing.T) {
 	} {
 		data := filepath.Join(dir, "data")
 		args := append([]string{"serve", "--data-dir", data, "--token-file", tok}, c.args...)
+		if !slices.Contains(c.args, "--authz-policy") {
+			args = append(args, "--authz-open")
+		}
 		_, errOut, code := runCLI(args...)
 		if code != c.code || !strings.Contains(errOut, c.want) {
 			t.Errorf("%v: exit %d, stderr %q; want %d and %q", c.args, code, errOut, c.code, c.want)
@@ -181,7 +191,7 @@ func TestServeRestartKeepsEverything(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
 	args := []string{"--data-dir", data, "--listen", "127.0.0.1:0", "--token-file", writeTokenFile(t, dir), "--unsafe-no-fsync",
-		"--ttl-default-ms", "7000"}
+		"--ttl-default-ms", "7000", "--authz-open"}
 	bundle := filepath.Join(data, httpapi.BundleFileName)
 	ctx := context.Background()
 
@@ -202,7 +212,7 @@ func TestServeRestartKeepsEverything(t *testing.T) {
 			t.Errorf("%s: %d, want 200 with the embedded etcd up", path, resp.StatusCode)
 		}
 	}
-	req := httpapi.AcquireRequest{Resource: "invoice-batch/2026-07-19", OperationID: "op-1", OperationClass: "settle", RequestID: "req-1"}
+	req := wire.AcquireRequest{Resource: "invoice-batch/2026-07-19", OperationID: "op-1", OperationClass: "settle", RequestID: "req-1"}
 	first, err := s1.client(t, bundle).Acquire(ctx, req)
 	if err != nil {
 		t.Fatal(err)
@@ -226,7 +236,7 @@ func TestServeRestartKeepsEverything(t *testing.T) {
 	if err := c.Release(ctx, req.Resource, first.Grant.Lease); err != nil {
 		t.Fatal(err)
 	}
-	next, err := c.Acquire(ctx, httpapi.AcquireRequest{Resource: req.Resource, OperationID: "op-2", OperationClass: "settle", RequestID: "req-2"})
+	next, err := c.Acquire(ctx, wire.AcquireRequest{Resource: req.Resource, OperationID: "op-2", OperationClass: "settle", RequestID: "req-2"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,10 +267,10 @@ func TestTwoReplicasOneEtcd(t *testing.T) {
 	}
 	tok := writeTokenFile(t, dir)
 	var replicas []*served
-	var clients []*httpapi.Client
+	var clients []*httpclient.Client
 	for i := range 2 {
 		data := filepath.Join(dir, fmt.Sprintf("replica-%d", i))
-		s := startServe(t, "--data-dir", data, "--listen", "127.0.0.1:0", "--token-file", tok,
+		s := startServe(t, "--data-dir", data, "--listen", "127.0.0.1:0", "--token-file", tok, "--authz-open",
 			"--etcd-endpoints", strings.Join(em.Endpoints(), ","), "--key", keyPath)
 		replicas = append(replicas, s)
 		clients = append(clients, s.client(t, filepath.Join(data, httpapi.BundleFileName)))
@@ -286,7 +296,7 @@ func TestTwoReplicasOneEtcd(t *testing.T) {
 // contend runs workers that each acquire (waiting), check they are the
 // only holder while the other replica confirms HELD, and release, rounds
 // times, spread over clients. It returns the fences in grant order.
-func contend(t *testing.T, clients []*httpapi.Client, workers, rounds int) []uint64 {
+func contend(t *testing.T, clients []*httpclient.Client, workers, rounds int) []uint64 {
 	t.Helper()
 	var (
 		mu      sync.Mutex
@@ -301,7 +311,7 @@ func contend(t *testing.T, clients []*httpapi.Client, workers, rounds int) []uin
 			defer wg.Done()
 			c := clients[w%2]
 			for r := range rounds {
-				is, err := c.Acquire(context.Background(), httpapi.AcquireRequest{
+				is, err := c.Acquire(context.Background(), wire.AcquireRequest{
 					Resource: "shared/one", OperationID: fmt.Sprintf("op-%d-%d", w, r), OperationClass: "settle",
 					RequestID: fmt.Sprintf("w%d-r%d", w, r), WaitMs: 20_000,
 				})

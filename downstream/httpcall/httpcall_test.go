@@ -12,9 +12,9 @@ import (
 
 	"github.com/fencegate/fencegate/downstream/httpcall"
 	"github.com/fencegate/fencegate/gate"
-	"github.com/fencegate/fencegate/gate/gatetest"
 	"github.com/fencegate/fencegate/gate/sqlgate"
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/testkit/gatetest"
 )
 
 func TestKeyIsStablePerSegment(t *testing.T) {

@@ -15,10 +15,10 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/fencegate/fencegate/client/clienttest"
 	"github.com/fencegate/fencegate/downstream/jshop"
 	"github.com/fencegate/fencegate/downstream/riverhop"
 	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/testkit/clienttest"
 )
 
 func jobOf(t *testing.T, msg jetstream.Msg) *gate.Job {

@@ -20,9 +20,9 @@ import (
 	"github.com/fencegate/fencegate/downstream"
 	"github.com/fencegate/fencegate/downstream/riverhop"
 	"github.com/fencegate/fencegate/gate"
-	"github.com/fencegate/fencegate/gate/gatetest"
 	"github.com/fencegate/fencegate/gate/sqlgate"
-	"github.com/fencegate/fencegate/internal/fakeclock"
+	"github.com/fencegate/fencegate/testkit/fakeclock"
+	"github.com/fencegate/fencegate/testkit/gatetest"
 )
 
 type benchEnv struct {

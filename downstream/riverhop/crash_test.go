@@ -11,9 +11,9 @@ import (
 
 	"github.com/riverqueue/river"
 
-	"github.com/fencegate/fencegate/client/clienttest"
 	"github.com/fencegate/fencegate/downstream/riverhop"
 	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/testkit/clienttest"
 )
 
 // crashing panics on a job's first attempt, before or after the inner

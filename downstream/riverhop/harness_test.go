@@ -23,12 +23,12 @@ import (
 	"github.com/riverqueue/river/rivermigrate"
 	"github.com/riverqueue/river/rivertype"
 
-	"github.com/fencegate/fencegate/client/clienttest"
 	"github.com/fencegate/fencegate/downstream"
 	"github.com/fencegate/fencegate/downstream/riverhop"
 	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/gate/sqlgate"
-	"github.com/fencegate/fencegate/internal/pgtest"
+	"github.com/fencegate/fencegate/testkit/clienttest"
+	"github.com/fencegate/fencegate/testkit/pgtest"
 )
 
 func TestMain(m *testing.M) {

@@ -14,11 +14,11 @@ import (
 
 	"github.com/riverqueue/river/rivertype"
 
-	"github.com/fencegate/fencegate/client/clienttest"
 	"github.com/fencegate/fencegate/downstream"
 	"github.com/fencegate/fencegate/gate"
-	"github.com/fencegate/fencegate/gate/gatetest"
 	"github.com/fencegate/fencegate/gate/sqlgate"
+	"github.com/fencegate/fencegate/testkit/clienttest"
+	"github.com/fencegate/fencegate/testkit/gatetest"
 )
 
 func TestOutboxIsTransactional(t *testing.T) {

@@ -21,11 +21,11 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/client"
-	"github.com/fencegate/fencegate/client/clienttest"
 	"github.com/fencegate/fencegate/downstream/httpcall"
 	"github.com/fencegate/fencegate/examples/thirdparty"
 	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/gate/sqlgate"
+	"github.com/fencegate/fencegate/testkit/clienttest"
 )
 
 const callTimeout = 300 * time.Millisecond

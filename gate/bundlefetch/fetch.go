@@ -25,7 +25,7 @@ import (
 // key long before the registry signs with it.
 const IntervalDefault = 30 * time.Second
 
-// Source returns the published bundle; httpapi.Client.TrustBundle is one.
+// Source returns the published bundle; httpclient.Client.TrustBundle is one.
 type Source func(ctx context.Context) (grant.SignedBundle, error)
 
 // Fetcher polls Source and updates Verifier.

@@ -18,9 +18,9 @@ import (
 
 	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/gate/gatemetrics"
-	"github.com/fencegate/fencegate/gate/gatetest"
 	"github.com/fencegate/fencegate/gate/sqlgate"
-	"github.com/fencegate/fencegate/internal/fakeclock"
+	"github.com/fencegate/fencegate/testkit/fakeclock"
+	"github.com/fencegate/fencegate/testkit/gatetest"
 )
 
 func TestPausedResourcesGauge(t *testing.T) {

@@ -1,4 +1,4 @@
-// This file runs the shared adapter table (gate/gatetest/conformance)
+// This file runs the shared adapter table (testkit/gatetest/conformance)
 // against memgate, the same table sqlgate, objgate and redisgate run.
 package memgate_test
 
@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/fencegate/fencegate/gate"
-	"github.com/fencegate/fencegate/gate/gatetest/conformance"
 	"github.com/fencegate/fencegate/gate/memgate"
+	"github.com/fencegate/fencegate/testkit/gatetest/conformance"
 )
 
 func TestConformance(t *testing.T) {

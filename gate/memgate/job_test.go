@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/fencegate/fencegate/gate"
-	"github.com/fencegate/fencegate/gate/gatetest"
+	"github.com/fencegate/fencegate/testkit/gatetest"
 )
 
 func TestJobsAtTheirTarget(t *testing.T) {

@@ -18,10 +18,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/fencegate/fencegate/gate"
-	"github.com/fencegate/fencegate/gate/gatetest"
 	"github.com/fencegate/fencegate/gate/objgate"
-	"github.com/fencegate/fencegate/internal/fakeclock"
-	"github.com/fencegate/fencegate/internal/s3local"
+	"github.com/fencegate/fencegate/testkit/fakeclock"
+	"github.com/fencegate/fencegate/testkit/gatetest"
+	"github.com/fencegate/fencegate/testkit/s3local"
 )
 
 func BenchmarkWritePaired(b *testing.B) {

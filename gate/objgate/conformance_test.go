@@ -1,4 +1,4 @@
-// This file runs the shared adapter table (gate/gatetest/conformance)
+// This file runs the shared adapter table (testkit/gatetest/conformance)
 // against objgate on a real S3-compatible server (s3local: gofakes3 over
 // HTTP on loopback, reached through the AWS SDK).
 package objgate_test
@@ -10,9 +10,9 @@ import (
 	"testing"
 
 	"github.com/fencegate/fencegate/gate"
-	"github.com/fencegate/fencegate/gate/gatetest/conformance"
 	"github.com/fencegate/fencegate/gate/objgate"
-	"github.com/fencegate/fencegate/internal/s3local"
+	"github.com/fencegate/fencegate/testkit/gatetest/conformance"
+	"github.com/fencegate/fencegate/testkit/s3local"
 )
 
 func TestConformance(t *testing.T) { conformance.Run(t, newHarness) }

@@ -21,9 +21,9 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/fencegate/fencegate/gate"
-	"github.com/fencegate/fencegate/gate/gatetest"
 	"github.com/fencegate/fencegate/gate/objgate"
-	"github.com/fencegate/fencegate/internal/fakeclock"
+	"github.com/fencegate/fencegate/testkit/fakeclock"
+	"github.com/fencegate/fencegate/testkit/gatetest"
 )
 
 // faulty is the store with one fault armed at a time.

@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/gate"
-	"github.com/fencegate/fencegate/gate/gatetest"
 	"github.com/fencegate/fencegate/gate/internal/stored"
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/testkit/gatetest"
 )
 
 func parserGate(t *testing.T) *Gate {

@@ -13,8 +13,8 @@ import (
 	"testing"
 
 	"github.com/fencegate/fencegate/gate"
-	"github.com/fencegate/fencegate/gate/gatetest"
 	"github.com/fencegate/fencegate/gate/objgate"
+	"github.com/fencegate/fencegate/testkit/gatetest"
 )
 
 // parser is a gate for the parser alone: it never reaches a store.

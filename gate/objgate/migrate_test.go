@@ -18,9 +18,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/fencegate/fencegate/gate"
-	"github.com/fencegate/fencegate/gate/gatetest"
 	"github.com/fencegate/fencegate/gate/internal/stored"
 	"github.com/fencegate/fencegate/gate/objgate"
+	"github.com/fencegate/fencegate/testkit/gatetest"
 )
 
 func TestFormat1Migrates(t *testing.T) {

@@ -10,11 +10,11 @@ import (
 	"testing"
 
 	"github.com/fencegate/fencegate/gate"
-	"github.com/fencegate/fencegate/gate/gatetest"
-	"github.com/fencegate/fencegate/gate/gatetest/conformance"
 	"github.com/fencegate/fencegate/gate/objgate"
-	"github.com/fencegate/fencegate/internal/fakeclock"
-	"github.com/fencegate/fencegate/internal/s3local"
+	"github.com/fencegate/fencegate/testkit/fakeclock"
+	"github.com/fencegate/fencegate/testkit/gatetest"
+	"github.com/fencegate/fencegate/testkit/gatetest/conformance"
+	"github.com/fencegate/fencegate/testkit/s3local"
 )
 
 func TestWithoutConditionalWritesConcurrentWritersFail(t *testing.T) {

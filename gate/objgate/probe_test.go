@@ -11,9 +11,9 @@ import (
 	"testing"
 
 	"github.com/fencegate/fencegate/gate"
-	"github.com/fencegate/fencegate/gate/gatetest"
 	"github.com/fencegate/fencegate/gate/objgate"
-	"github.com/fencegate/fencegate/internal/s3local"
+	"github.com/fencegate/fencegate/testkit/gatetest"
+	"github.com/fencegate/fencegate/testkit/s3local"
 )
 
 func TestProbe(t *testing.T) {

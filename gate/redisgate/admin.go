@@ -87,8 +87,18 @@ func (g *Gate) receipts(ctx context.Context, k Keys, fields []string) ([]gate.Re
 }
 
 // SetMode moves a resource to mode (a resource never seen is created in
-// it); enforce → anything else is refused with gate.ErrModeDowngrade.
+// it); enforce → anything else is refused with gate.ErrModeDowngrade,
+// and enforce on a server that can lose acknowledged writes with
+// ErrVolatilePersistence (unless Config.AcceptFenceLoss).
 func (g *Gate) SetMode(ctx context.Context, resource string, mode gate.Mode, operator string) error {
+	if mode == gate.ModeEnforce {
+		if err := g.checkStore(ctx); err != nil {
+			return err
+		}
+		if err := g.enforceRefused(); err != nil {
+			return fmt.Errorf("%w (set-mode enforce on %s; Config.AcceptFenceLoss accepts the risk)", err, resource)
+		}
+	}
 	return g.operator(ctx, resource, operator, mode, func(st gate.State) (gate.State, string, error) {
 		return gate.SetModeAction(st, mode)
 	})
@@ -113,8 +123,10 @@ func (g *Gate) Resume(ctx context.Context, resource string, registryFloor uint64
 
 // operator runs one recorded operator action: read the state under
 // WATCH, change it with act, and store it with the action record in one
-// EXEC, retrying if a write came in between. The cache keeps the new
-// state; other Gates' caches learn of it at their next compare.
+// EXEC, retrying if a write came in between. A state behind what this
+// Gate saw stored is first restored and paused, with an alarm, as Apply
+// does (wentback.go), and the action then runs on that. The cache keeps
+// the new state; other Gates' caches learn of it at their next compare.
 func (g *Gate) operator(ctx context.Context, resource, operator string, createMode gate.Mode, act func(gate.State) (gate.State, string, error)) error {
 	if operator == "" {
 		return errors.New("redisgate: operator actions need the operator's name")
@@ -122,37 +134,17 @@ func (g *Gate) operator(ctx context.Context, resource, operator string, createMo
 	if err := checkResource(resource); err != nil {
 		return err
 	}
+	if err := g.checkStore(ctx); err != nil {
+		return err
+	}
 	k := g.KeysOf(resource)
 	for attempt := range g.retries {
 		err := g.c.Watch(ctx, func(tx *redis.Tx) error {
-			blob, err := tx.Get(ctx, k.State).Result()
-			if err != nil && !errors.Is(err, redis.Nil) {
-				return fmt.Errorf("redisgate: read state: %w", err)
-			}
-			st, err := g.decodeState(resource, blob)
-			if err != nil {
-				return err
-			}
-			if blob == "" {
-				st.Mode = createMode
-			}
-			next, detail, err := act(st)
-			if err != nil {
-				return err
-			}
-			rec := stored.Record{Kind: stored.RecordAction, Resource: resource, Operator: operator,
-				Outcome: strings.Fields(detail)[0], Detail: detail, AtMs: g.clock.Now().UnixMilli()}
-			nextBlob := stateBlob(next)
-			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
-				p.Set(ctx, k.State, nextBlob, 0)
-				p.RPush(ctx, k.Actions, stored.Encode(rec))
-				return nil
-			})
-			if err == nil {
-				g.cache.put(resource, nextBlob, next)
-			}
-			return err
+			return g.operatorOnce(ctx, tx, k, resource, operator, createMode, act)
 		}, k.State)
+		if errors.Is(err, errRestored) {
+			continue
+		}
 		if !errors.Is(err, redis.TxFailedErr) {
 			return err
 		}
@@ -161,6 +153,52 @@ func (g *Gate) operator(ctx context.Context, resource, operator string, createMo
 		}
 	}
 	return fmt.Errorf("%w: operator action on %s", ErrContended, resource)
+}
+
+// errRestored: an operator action found the state gone back and stored
+// it restored instead; the action runs on the next attempt.
+var errRestored = errors.New("redisgate: state restored")
+
+// operatorOnce is one attempt of operator on the watched state.
+func (g *Gate) operatorOnce(ctx context.Context, tx *redis.Tx, k Keys, resource, operator string, createMode gate.Mode, act func(gate.State) (gate.State, string, error)) error {
+	blob, err := tx.Get(ctx, k.State).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return fmt.Errorf("redisgate: read state: %w", err)
+	}
+	st, err := g.decodeState(resource, blob)
+	if err != nil {
+		return err
+	}
+	now := g.clock.Now()
+	var next gate.State
+	var rec stored.Record
+	if why, seen := g.wentBack(resource, snapshot{blob: blob, st: st}); why != "" {
+		next = restore(st, seen, why)
+		rec = stored.Record{Kind: stored.RecordAlarm, Resource: resource, AlarmKind: string(gate.AlarmRegression),
+			Outcome: string(gate.FenceRegression), HighestFence: next.HighestFence, AtMs: now.UnixMilli(),
+			Detail: fmt.Sprintf("Redis lost acknowledged writes of %s: %s; highestFence %d kept (found by operator %s)", resource, why, next.HighestFence, operator)}
+		err = errRestored
+	} else {
+		if blob == "" {
+			st.Mode = createMode
+		}
+		var detail string
+		if next, detail, err = act(st); err != nil {
+			return err
+		}
+		rec = stored.Record{Kind: stored.RecordAction, Resource: resource, Operator: operator,
+			Outcome: strings.Fields(detail)[0], Detail: detail, AtMs: now.UnixMilli()}
+	}
+	nextBlob := stateBlob(next)
+	if _, xerr := tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Set(ctx, k.State, nextBlob, 0)
+		p.RPush(ctx, k.list(rec.Kind), stored.Encode(rec))
+		return nil
+	}); xerr != nil {
+		return xerr
+	}
+	g.cache.put(resource, nextBlob, next)
+	return err
 }
 
 // Records lists a resource's entries of one kind ("alarm", "quarantine",

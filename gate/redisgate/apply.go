@@ -25,7 +25,11 @@ import (
 //     would-be rejection, nil); fn's commands ran with the shadow log.
 //   - a rejection: (zero, *gate.Rejection); fn did not run. The pause,
 //     quarantine or alarm it records was committed (Rejection.Recorded).
+//   - the state went back in Redis (wentback.go): (zero, *gate.Rejection
+//     FENCE_REGRESSION); the state restored and paused was committed.
 //   - fn failed: (zero, error matching ErrBusiness); nothing was written.
+//   - an enforced resource on a server that can lose acknowledged writes:
+//     (zero, error matching ErrVolatilePersistence); nothing was written.
 //   - ErrCommand, ErrBusinessPartial, ErrReplicationUnconfirmed,
 //     ErrContended, or a Redis error: see each; after a connection error
 //     the outcome is unknown (query receipts by operation ID).
@@ -44,6 +48,9 @@ func (g *Gate) Apply(ctx context.Context, caller string, m *gate.Mutation, fn Bu
 	if err != nil {
 		g.counters.Add(gate.OutcomeOf(err))
 		return gate.Receipt{}, err
+	}
+	if err := g.checkStore(ctx); err != nil {
+		return gate.Receipt{}, fmt.Errorf("redisgate: apply %s: checking the server (nothing was written): %w", m.Resource, err)
 	}
 	k := g.KeysOf(m.Resource)
 	field := receiptField(m.FenceToken, m.SegmentSeq)
@@ -64,6 +71,12 @@ func (g *Gate) Apply(ctx context.Context, caller string, m *gate.Mutation, fn Bu
 			}
 		} else {
 			d, err = g.watched(ctx, k, field, v, fn)
+			if errors.Is(err, errCheckStore) {
+				if err := g.checkStore(ctx); err != nil {
+					return gate.Receipt{}, fmt.Errorf("redisgate: apply %s: checking the server (nothing was written): %w", m.Resource, err)
+				}
+				continue
+			}
 			if errors.Is(err, redis.TxFailedErr) {
 				if err := backoff(ctx, attempt); err != nil {
 					return gate.Receipt{}, err
@@ -72,7 +85,7 @@ func (g *Gate) Apply(ctx context.Context, caller string, m *gate.Mutation, fn Bu
 			}
 		}
 		switch {
-		case errors.Is(err, ErrBusiness), errors.Is(err, ErrCommand):
+		case errors.Is(err, ErrBusiness), errors.Is(err, ErrCommand), errors.Is(err, ErrVolatilePersistence):
 			return gate.Receipt{}, err
 		case err != nil && !errors.Is(err, ErrBusinessPartial) && !errors.Is(err, ErrReplicationUnconfirmed):
 			g.cache.forget(m.Resource)
@@ -87,10 +100,13 @@ func (g *Gate) Apply(ctx context.Context, caller string, m *gate.Mutation, fn Bu
 
 // Attempts that committed nothing: errAgain, the compare-and-set lost
 // and the next attempt decides on the stored state it answered; errFresh,
-// a decision on the cache wrote nothing and the next attempt reads.
+// a decision on the cache wrote nothing and the next attempt reads;
+// errCheckStore, the read went through a connection the client opened
+// since the last store check, which runs before the next attempt.
 var (
-	errAgain = errors.New("redisgate: decide again")
-	errFresh = errors.New("redisgate: read before answering")
+	errAgain      = errors.New("redisgate: decide again")
+	errFresh      = errors.New("redisgate: read before answering")
+	errCheckStore = errors.New("redisgate: check the server before deciding")
 )
 
 // cached decides on snap — the cached state, or the stored one a lost
@@ -100,9 +116,10 @@ var (
 // state: only a fresh read may answer that.
 func (g *Gate) cached(ctx context.Context, k Keys, field string, v *gate.Verified, snap snapshot, fn BusinessFunc) (gate.Decision, snapshot, bool, error) {
 	m := &v.Mutation
-	now := g.clock.Now()
-	d := g.pol.DecideLocked(ctx, g.querying, v, snap.st, snap.prior, now)
-	writes, after := g.gateWrites(k, snap.blob, d, stored.Records(d, v, snap.prior, now.UnixMilli()))
+	d, writes, after, err := g.decide(ctx, k, v, snap)
+	if err != nil {
+		return d, snap, true, err
+	}
 	if !d.Proceed && len(writes) == 0 {
 		if snap.fresh {
 			return d, snap, true, nil
@@ -137,6 +154,31 @@ func (g *Gate) cached(ctx context.Context, k Keys, field string, v *gate.Verifie
 	}
 	g.cache.forget(m.Resource)
 	return d, snap, true, fmt.Errorf("redisgate: a gate write failed inside the compare-and-set: %s", rep.why)
+}
+
+// decide decides m on snap and returns the decision with the gate's
+// writes it asks for and the state key's bytes after them. A fresh
+// snapshot behind what this Gate saw stored is not decided on: the store
+// lost acknowledged writes, and the answer is storeRegression. An
+// enforced resource on a server that can lose acknowledged writes is not
+// decided on either: the error wraps ErrVolatilePersistence.
+func (g *Gate) decide(ctx context.Context, k Keys, v *gate.Verified, snap snapshot) (gate.Decision, []Command, string, error) {
+	now := g.clock.Now()
+	var d gate.Decision
+	why, seen := "", gate.State{}
+	if snap.fresh {
+		why, seen = g.wentBack(v.Mutation.Resource, snap)
+	}
+	switch err := g.enforceRefused(); {
+	case why != "":
+		d = storeRegression(v, snap.st, seen, why)
+	case err != nil && snap.st.Mode == gate.ModeEnforce:
+		return d, nil, "", fmt.Errorf("%w (resource %s is in enforce mode; Config.AcceptFenceLoss accepts the risk)", err, v.Mutation.Resource)
+	default:
+		d = g.pol.DecideLocked(ctx, g.querying, v, snap.st, snap.prior, now)
+	}
+	writes, after := g.gateWrites(k, snap.blob, d, stored.Records(d, v, snap.prior, now.UnixMilli()))
+	return d, writes, after, nil
 }
 
 // answer turns a committed decision into Apply's result; execErr is a

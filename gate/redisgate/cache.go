@@ -13,6 +13,10 @@ import (
 // trusted for an answer: the script compares the bytes the decision was
 // made on with the stored ones, and a decision on the cache that writes
 // nothing is taken again on a fresh read.
+//
+// It also remembers, per resource, the furthest state the Gate saw
+// stored, which only moves forward: a fresh read behind it means the
+// store lost writes it had acknowledged (wentback.go).
 
 // snapshot is a state to decide on.
 type snapshot struct {
@@ -36,26 +40,36 @@ func (s snapshot) decidable(m *gate.Mutation) bool {
 	return m.FenceToken > s.st.HighestFence || m.FenceToken == s.st.HighestFence && m.SegmentSeq > s.st.LastSegmentSeq
 }
 
-// stateCache is a bounded LRU of snapshots by resource; nil is a cache
-// that holds nothing (Config.CachedStatesMax < 0).
+// stateCache is a bounded LRU by resource of two things: the state to
+// decide on (snapshot; dropped by forget, never held when the Gate keeps
+// no states) and the furthest state this Gate saw stored (seen; kept by
+// forget, so that an error does not make the Gate forget a fence). nil
+// holds nothing: a test's mutant.
 type stateCache struct {
-	mu    sync.Mutex
-	max   int
-	order *list.List // front: most recently used; values are *cacheEntry
-	by    map[string]*list.Element
+	mu     sync.Mutex
+	max    int
+	states bool       // false: remember seen states only (Config.CachedStatesMax < 0)
+	order  *list.List // front: most recently used; values are *cacheEntry
+	by     map[string]*list.Element
 }
 
 type cacheEntry struct {
 	resource string
+	held     bool // blob and st are a state to decide on
 	blob     string
 	st       gate.State
+	seenAny  bool       // a stored state was seen
+	seen     gate.State // the furthest of them (behind says what is further)
 }
 
+// newStateCache holds up to max states; max < 0 holds none but still
+// remembers what it saw of CachedStatesMaxDefault resources.
 func newStateCache(max int) *stateCache {
-	if max < 0 {
-		return nil
+	c := &stateCache{max: max, states: max >= 0, order: list.New(), by: map[string]*list.Element{}}
+	if !c.states {
+		c.max = CachedStatesMaxDefault
 	}
-	return &stateCache{max: max, order: list.New(), by: map[string]*list.Element{}}
+	return c
 }
 
 // get returns the cached state of resource.
@@ -66,7 +80,7 @@ func (c *stateCache) get(resource string) (snapshot, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	el, ok := c.by[resource]
-	if !ok {
+	if !ok || !el.Value.(*cacheEntry).held {
 		return snapshot{}, false
 	}
 	c.order.MoveToFront(el)
@@ -74,23 +88,37 @@ func (c *stateCache) get(resource string) (snapshot, bool) {
 	return snapshot{blob: e.blob, st: e.st}, true
 }
 
-// put remembers blob (decoded as st) as the state of resource, evicting
-// the least recently used resource past the bound. Of two writers of one
-// Gate the later put wins, newer or not: a cache behind the store costs
-// one failed compare, never a wrong answer.
+// put remembers blob (decoded as st), stored now, as the state of
+// resource, evicting the least recently used resource past the bound. Of
+// two writers of one Gate the later put wins the state to decide on,
+// newer or not: a cache behind the store costs one failed compare, never
+// a wrong answer. But the seen state only moves forward, and a put of a
+// state behind it (a late put, or a store that went back) leaves it and
+// drops the state to decide on: were the store to go back to exactly
+// those bytes, a compare-and-set on them would succeed unchecked.
 func (c *stateCache) put(resource, blob string, st gate.State) {
 	if c == nil {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if el, ok := c.by[resource]; ok {
-		e := el.Value.(*cacheEntry)
-		e.blob, e.st = blob, st
+	el, ok := c.by[resource]
+	if ok {
 		c.order.MoveToFront(el)
-		return
+	} else {
+		el = c.order.PushFront(&cacheEntry{resource: resource})
+		c.by[resource] = el
 	}
-	c.by[resource] = c.order.PushFront(&cacheEntry{resource: resource, blob: blob, st: st})
+	e := el.Value.(*cacheEntry)
+	switch {
+	case blob != "" && (!e.seenAny || behind(st, e.seen) == ""):
+		e.seenAny, e.seen = true, st
+		e.held, e.blob, e.st = c.states, blob, st
+	case e.seenAny: // behind what was seen: a late put, or a store that went back
+		e.held, e.blob, e.st = false, "", gate.State{} // decide on a fresh read, which is checked
+	default: // no state stored, none seen
+		e.held, e.blob, e.st = c.states, blob, st
+	}
 	for c.order.Len() > c.max {
 		old := c.order.Back()
 		c.order.Remove(old)
@@ -98,7 +126,8 @@ func (c *stateCache) put(resource, blob string, st gate.State) {
 	}
 }
 
-// forget drops resource (an error left its stored state unknown).
+// forget drops the state to decide on of resource (an error left its
+// stored state unknown); what was seen stays.
 func (c *stateCache) forget(resource string) {
 	if c == nil {
 		return
@@ -106,12 +135,27 @@ func (c *stateCache) forget(resource string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if el, ok := c.by[resource]; ok {
-		c.order.Remove(el)
-		delete(c.by, resource)
+		e := el.Value.(*cacheEntry)
+		e.held, e.blob, e.st = false, "", gate.State{}
 	}
 }
 
-// len is the number of cached resources.
+// seen returns the furthest state this Gate saw stored for resource.
+func (c *stateCache) seen(resource string) (gate.State, bool) {
+	if c == nil {
+		return gate.State{}, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.by[resource]
+	if !ok {
+		return gate.State{}, false
+	}
+	e := el.Value.(*cacheEntry)
+	return e.seen, e.seenAny
+}
+
+// len is the number of resources the cache holds an entry for.
 func (c *stateCache) len() int {
 	if c == nil {
 		return 0

@@ -19,9 +19,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencegate/fencegate/gate"
-	"github.com/fencegate/fencegate/gate/gatetest/conformance"
 	"github.com/fencegate/fencegate/gate/redisgate"
-	"github.com/fencegate/fencegate/internal/redistest"
+	"github.com/fencegate/fencegate/testkit/gatetest/conformance"
+	"github.com/fencegate/fencegate/testkit/redistest"
 )
 
 func TestStaleCacheNeverAccepts(t *testing.T) {

@@ -1,4 +1,4 @@
-// This file runs the shared adapter table (gate/gatetest/conformance)
+// This file runs the shared adapter table (testkit/gatetest/conformance)
 // against redisgate on a real redis-server.
 package redisgate_test
 
@@ -10,9 +10,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencegate/fencegate/gate"
-	"github.com/fencegate/fencegate/gate/gatetest/conformance"
 	"github.com/fencegate/fencegate/gate/redisgate"
-	"github.com/fencegate/fencegate/internal/redistest"
+	"github.com/fencegate/fencegate/testkit/gatetest/conformance"
+	"github.com/fencegate/fencegate/testkit/redistest"
 )
 
 func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }

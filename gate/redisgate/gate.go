@@ -20,7 +20,7 @@
 //
 // # Use
 //
-//	g, err := redisgate.New(redisgate.Config{Client: rdb, Policy: gate.Policy{Verifier: v}})
+//	g, err := redisgate.Open(ctx, redisgate.Config{Client: rdb, Policy: gate.Policy{Verifier: v}})
 //	rcpt, err := g.Apply(ctx, caller, m, func(ctx context.Context) ([]redisgate.Command, error) {
 //		return []redisgate.Command{{"HSET", g.KeysOf(m.Resource).Tag + ":invoice", "total", total}}, nil
 //	})
@@ -46,11 +46,37 @@
 // Apply returns ErrBusinessPartial. Send only commands that cannot fail
 // at run time.
 //
+// # When Redis loses writes
+//
+// A restart without appendfsync always, a crash of the machine, a
+// failover to a replica that lagged, a FLUSHALL or an eviction can lose
+// writes Redis acknowledged, and with them the receipt and the
+// highestFence they raised: a stale writer the lost state would have
+// rejected would be accepted. So:
+//
+//   - Open checks the server (CheckPersistence) and refuses enforce mode,
+//     naming the setting, unless the append-only file is on with
+//     appendfsync always and nothing can evict the gate's keys;
+//     Config.AcceptFenceLoss overrides that, logged at ERROR level. New
+//     checks at the first call instead. `fencegate probe redis` runs the
+//     same check.
+//   - A Gate remembers the furthest state it saw stored per resource
+//     (CachedStatesMax of them, kept when it drops a cached state after
+//     an error); a state read behind it, or gone, is answered
+//     FENCE_REGRESSION and the resource is paused with highestFence
+//     restored, never lowered (wentback.go).
+//   - After every new connection it checks the server again, and reads
+//     the generation key that Redis keeps as long as it keeps the
+//     states: a changed one means Redis lost its data, and every resource
+//     found without a state is answered FENCE_REGRESSION too
+//     (storecheck.go).
+//
+// A loss the Gate did not live through — it started, or restarted,
+// after it — cannot be seen: that is what the persistence check is for.
+//
 // Replication is asynchronous. A write acknowledged by a primary that
-// then fails over before a replica received it is lost, and with it the
-// receipt and the highestFence it raised: after such a failover a stale
-// writer the lost state would have rejected can be accepted. The adapter
-// cannot detect that its own state went back. Config.ReplicasMin makes
+// then fails over before a replica received it is lost in the same way;
+// the Gate sees it only for the resources it remembers. Config.ReplicasMin makes
 // Apply wait (WAIT) until that many replicas acknowledged the EXEC and
 // report ErrReplicationUnconfirmed otherwise (treat it as
 // MUTATION_UNKNOWN); it narrows the window, it does not make Redis
@@ -62,8 +88,10 @@
 package redisgate
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -129,10 +157,23 @@ type Config struct {
 	// ReplicasTimeout bounds that WAIT. Optional, defaults to
 	// ReplicasTimeoutDefault.
 	ReplicasTimeout time.Duration
+	// AcceptFenceLoss allows enforce mode on a Redis that can lose writes
+	// it acknowledged (CheckPersistence names the settings: appendonly
+	// no, an appendfsync other than always, allkeys eviction): the
+	// operator accepts that after such a loss a stale write can be
+	// ACCEPTED for a resource this Gate does not remember. Each check
+	// that finds the server (re)started logs it at ERROR level. Optional,
+	// defaults to false: enforce mode is refused on such a server.
+	AcceptFenceLoss bool
+	// Logger receives the store check's findings (a refusal, an accepted
+	// risk, a restart, lost data). Optional, defaults to slog.Default().
+	Logger *slog.Logger
 	// CachedStatesMax bounds the resources whose last state the Gate
-	// keeps (least recently used evicted). Optional: zero takes
-	// CachedStatesMaxDefault; negative keeps none, so every write is read
-	// under WATCH and committed with MULTI/EXEC (two round trips).
+	// keeps (least recently used evicted), and whose furthest stored
+	// state it remembers to notice Redis losing writes. Optional: zero
+	// takes CachedStatesMaxDefault; negative keeps no state, so every
+	// write is read under WATCH and committed with MULTI/EXEC (two round
+	// trips), and remembers CachedStatesMaxDefault resources.
 	CachedStatesMax int
 }
 
@@ -150,6 +191,9 @@ type Gate struct {
 	waitFor  time.Duration
 	counters gate.Counters
 	cache    *stateCache
+	store    storeCheck // what the last check of the server found
+	accept   bool       // Config.AcceptFenceLoss
+	log      *slog.Logger
 	script   *redis.Script // casScript; a test's mutant may replace it
 	noWatch  bool          // tests only: the negative control's mutant
 }
@@ -171,7 +215,32 @@ var (
 	ErrReplicationUnconfirmed = errors.New("redisgate: write not acknowledged by enough replicas")
 )
 
-// New checks cfg and returns a Gate. It does not contact Redis.
+// Open checks cfg, checks the Redis server (its persistence and
+// generation key; see CheckPersistence) and returns a Gate. On a server
+// that can lose acknowledged writes it returns an error wrapping
+// ErrVolatilePersistence, naming the settings, unless DefaultMode is
+// shadow or cfg.AcceptFenceLoss is set; a Gate opened on such a server
+// in shadow mode refuses SetMode(enforce) and every resource stored in
+// enforce mode.
+func Open(ctx context.Context, cfg Config) (*Gate, error) {
+	g, err := New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := g.checkStore(ctx); err != nil {
+		return nil, err
+	}
+	if err := g.enforceRefused(); err != nil && g.mode == gate.ModeEnforce {
+		return nil, err
+	}
+	return g, nil
+}
+
+// New checks cfg and returns a Gate without contacting Redis: it checks
+// the server, as Open does, at its first call, and refuses enforce mode
+// from then on if the server can lose acknowledged writes (Apply and
+// SetMode return an error wrapping ErrVolatilePersistence for an
+// enforced resource). Open reports that at start.
 func New(cfg Config) (*Gate, error) {
 	if cfg.Client == nil {
 		return nil, errors.New("redisgate: Config.Client is required")
@@ -181,7 +250,11 @@ func New(cfg Config) (*Gate, error) {
 	}
 	g := &Gate{c: cfg.Client, pol: cfg.Policy, querying: gate.Querying{Querier: cfg.Querier, Timeout: cfg.StatusQueryTimeout},
 		clock: cfg.Clock, prefix: cfg.Prefix, mode: cfg.DefaultMode, retries: cfg.RetriesMax,
-		replicas: cfg.ReplicasMin, waitFor: cfg.ReplicasTimeout, script: casScript}
+		replicas: cfg.ReplicasMin, waitFor: cfg.ReplicasTimeout, script: casScript,
+		accept: cfg.AcceptFenceLoss, log: cfg.Logger}
+	if g.log == nil {
+		g.log = slog.Default()
+	}
 	if g.clock == nil {
 		g.clock = systemClock{}
 	}

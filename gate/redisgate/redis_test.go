@@ -9,18 +9,21 @@ package redisgate_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencegate/fencegate/gate"
-	"github.com/fencegate/fencegate/gate/gatetest"
-	"github.com/fencegate/fencegate/gate/gatetest/conformance"
 	"github.com/fencegate/fencegate/gate/redisgate"
-	"github.com/fencegate/fencegate/internal/redistest"
+	"github.com/fencegate/fencegate/testkit/gatetest"
+	"github.com/fencegate/fencegate/testkit/gatetest/conformance"
+	"github.com/fencegate/fencegate/testkit/redistest"
 )
 
 func TestWithoutWatchConcurrentWritersFail(t *testing.T) {
@@ -36,16 +39,52 @@ func TestWithoutWatchConcurrentWritersFail(t *testing.T) {
 	t.Logf("without WATCH: %s", why)
 }
 
+// newGate opens a gate on c with its own prefix, logging to t.
 func newGate(t *testing.T, c redis.UniversalClient, cfg redisgate.Config) (*redisgate.Gate, *gatetest.Issuer) {
 	t.Helper()
 	iss := gatetest.NewIssuer("redis")
 	cfg.Client, cfg.Policy, cfg.Prefix = c, gate.Policy{Verifier: iss.Verifier}, redistest.Prefix()
 	cfg.Clock = fixedClock{iss.Now.Add(time.Second)}
-	g, err := redisgate.New(cfg)
+	if cfg.Logger == nil {
+		cfg.Logger = newLog(t).logger()
+	}
+	g, err := redisgate.Open(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return g, iss
+}
+
+// logLines is a log that goes to t and keeps its lines for the test.
+type logLines struct {
+	t     testing.TB
+	mu    sync.Mutex
+	lines []string
+}
+
+func newLog(t testing.TB) *logLines { return &logLines{t: t} }
+
+func (l *logLines) logger() *slog.Logger { return slog.New(slog.NewTextHandler(l, nil)) }
+
+func (l *logLines) Write(p []byte) (int, error) {
+	line := strings.TrimSpace(string(p))
+	l.mu.Lock()
+	l.lines = append(l.lines, line)
+	l.mu.Unlock()
+	l.t.Log(line)
+	return len(p), nil
+}
+
+// has returns the first line containing every one of words, "" if none.
+func (l *logLines) has(words ...string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, line := range l.lines {
+		if !slices.ContainsFunc(words, func(w string) bool { return !strings.Contains(line, w) }) {
+			return line
+		}
+	}
+	return ""
 }
 
 type fixedClock struct{ t time.Time }
@@ -84,7 +123,7 @@ func TestBusinessCommandFailingInsideExec(t *testing.T) {
 
 func TestReplicasMin(t *testing.T) {
 	ctx := context.Background()
-	primary := redistest.NewServer(t, "--repl-diskless-sync-delay", "0") // sync the replica at once
+	primary := redistest.StartServer(t, slices.Concat(redistest.Durable, []string{"--repl-diskless-sync-delay", "0"})...).Addr() // sync the replica at once
 	pc := redis.NewClient(&redis.Options{Addr: primary})
 	defer pc.Close()
 	g, iss := newGate(t, pc, redisgate.Config{ReplicasMin: 1, ReplicasTimeout: 200 * time.Millisecond})
@@ -95,7 +134,9 @@ func TestReplicasMin(t *testing.T) {
 		}
 	}
 	host, port, _ := net.SplitHostPort(primary)
-	replica := redistest.NewServer(t, "--replicaof", host, port)
+	// The replica keeps nothing on disk: with an append-only file it rewrites
+	// it after the first sync, which delays its acknowledgements by seconds.
+	replica := redistest.StartServer(t, slices.Concat(redistest.Unpersisted, []string{"--replicaof", host, port})...).Addr()
 	rc := redis.NewClient(&redis.Options{Addr: replica})
 	defer rc.Close()
 	waitSynced(t, rc)

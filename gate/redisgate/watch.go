@@ -30,9 +30,16 @@ func (g *Gate) watched(ctx context.Context, k Keys, field string, v *gate.Verifi
 			tx.Unwatch(ctx) // the WATCH went through a pipeline: Tx.Close does not know of it
 			return err
 		}
-		now := g.clock.Now()
-		d = g.pol.DecideLocked(ctx, g.querying, v, snap.st, snap.prior, now)
-		writes, after := g.gateWrites(k, snap.blob, d, stored.Records(d, v, snap.prior, now.UnixMilli()))
+		if g.storeCheckDue() { // a new connection: the server may have restarted
+			tx.Unwatch(ctx)
+			return errCheckStore
+		}
+		var writes []Command
+		var after string
+		if d, writes, after, err = g.decide(ctx, k, v, snap); err != nil {
+			tx.Unwatch(ctx)
+			return err
+		}
 		if !d.Proceed && len(writes) == 0 {
 			g.cache.put(v.Mutation.Resource, snap.blob, snap.st)
 			return tx.Unwatch(ctx).Err() // nothing to write (a replay, most rejections)

@@ -16,7 +16,7 @@
 // decisions and UnknownPerReportMax UNKNOWN operations; text fields are cut
 // to TextBytesMax. The registry accepts at most one report per
 // ReportSpacingMsMin per gate identity and keeps what it was told in
-// memory, bounded and aged out (registry/dashboard).
+// memory, bounded and aged out (dashboard).
 //
 // The registry cannot reach a gate's database. A resume an operator
 // confirms on the dashboard travels back in the answer to the gate's next

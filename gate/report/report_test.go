@@ -11,9 +11,9 @@ import (
 	"testing"
 
 	"github.com/fencegate/fencegate/gate"
-	"github.com/fencegate/fencegate/gate/gatetest"
 	"github.com/fencegate/fencegate/gate/report"
-	"github.com/fencegate/fencegate/internal/fakeclock"
+	"github.com/fencegate/fencegate/testkit/fakeclock"
+	"github.com/fencegate/fencegate/testkit/gatetest"
 )
 
 func validReport() report.Report {

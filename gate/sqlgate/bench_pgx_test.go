@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/fencegate/fencegate/gate/sqlgate"
-	"github.com/fencegate/fencegate/internal/pgtest"
+	"github.com/fencegate/fencegate/testkit/pgtest"
 )
 
 // BenchmarkWritePairedPgx is WritePaired for pgx's own interface: the

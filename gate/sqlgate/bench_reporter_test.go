@@ -18,11 +18,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegate/fencegate/dashboard"
 	"github.com/fencegate/fencegate/gate/report"
 	"github.com/fencegate/fencegate/gate/report/sqlreport"
 	"github.com/fencegate/fencegate/gate/sqlgate"
 	"github.com/fencegate/fencegate/registry"
-	"github.com/fencegate/fencegate/registry/dashboard"
 	"github.com/fencegate/fencegate/registry/httpapi"
 	"github.com/fencegate/fencegate/registry/memstore"
 )
@@ -47,7 +47,7 @@ func benchReporter(b *testing.B, e *env, be backend) *report.Log {
 	}
 	quiet := slog.New(slog.DiscardHandler)
 	d, err := dashboard.New(dashboard.Config{Registry: reg, Store: store, Auth: auth, Viewers: []string{"gate-bench"},
-		GateReporters: []string{"gate-bench"}, Signer: e.iss.Key, Logger: quiet})
+		GateReporters: []string{"gate-bench"}, Signer: e.iss.Key, Logger: quiet, Authorizer: httpapi.AllowAll{}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -14,8 +14,8 @@ import (
 	"testing"
 
 	"github.com/fencegate/fencegate/gate"
-	"github.com/fencegate/fencegate/gate/gatetest"
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/testkit/gatetest"
 )
 
 type ledgerRow struct {

@@ -1,4 +1,4 @@
-// This file runs the shared adapter table (gate/gatetest/conformance)
+// This file runs the shared adapter table (testkit/gatetest/conformance)
 // against sqlgate on SQLite and on PostgreSQL, the same table the
 // object-store and Redis adapters run.
 package sqlgate_test
@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/fencegate/fencegate/gate"
-	"github.com/fencegate/fencegate/gate/gatetest/conformance"
 	"github.com/fencegate/fencegate/gate/sqlgate"
+	"github.com/fencegate/fencegate/testkit/gatetest/conformance"
 )
 
 func TestConformanceSQLite(t *testing.T)   { conformance.Run(t, conformanceFactory(sqliteBackend)) }

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/gate"
-	"github.com/fencegate/fencegate/gate/gatetest"
 	"github.com/fencegate/fencegate/gate/sqlgate"
+	"github.com/fencegate/fencegate/testkit/gatetest"
 )
 
 func TestJobsSQLite(t *testing.T)   { testJobs(t, sqliteBackend) }

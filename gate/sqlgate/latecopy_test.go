@@ -12,13 +12,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencegate/fencegate/client/clienttest"
 	"github.com/fencegate/fencegate/gate"
-	"github.com/fencegate/fencegate/gate/gatetest"
 	"github.com/fencegate/fencegate/gate/sqlgate"
 	"github.com/fencegate/fencegate/grant"
-	"github.com/fencegate/fencegate/internal/fakeclock"
-	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/testkit/clienttest"
+	"github.com/fencegate/fencegate/testkit/fakeclock"
+	"github.com/fencegate/fencegate/testkit/gatetest"
+	"github.com/fencegate/fencegate/wire"
 )
 
 func TestLateCopyAfterRelease(t *testing.T) {
@@ -64,9 +64,9 @@ func newWorld(t *testing.T, b backend, withQuerier bool) *world {
 	return w
 }
 
-func (w *world) acquire(owner, op string) registry.Issued {
+func (w *world) acquire(owner, op string) wire.Issued {
 	w.t.Helper()
-	is, err := w.reg.Acquire(w.ctx, owner, registry.AcquireRequest{
+	is, err := w.reg.Acquire(w.ctx, owner, wire.AcquireRequest{
 		Resource: "late/one", OperationID: op, OperationClass: "settle", RequestID: "req-" + op, TTLMs: 10_000})
 	if err != nil {
 		w.t.Fatal(err)
@@ -76,7 +76,7 @@ func (w *world) acquire(owner, op string) registry.Issued {
 
 // envelope is what a worker sends for segment seq under is (its latest
 // status proof included).
-func envelope(is registry.Issued, seq uint64, payload string) *gate.Mutation {
+func envelope(is wire.Issued, seq uint64, payload string) *gate.Mutation {
 	g := is.Grant
 	return &gate.Mutation{Resource: g.Resource, Lease: g.Lease, OperationID: "op-" + g.Owner, FenceToken: g.FenceToken,
 		SegmentSeq: seq, PayloadDigest: gatetest.Payload(payload), Grant: g.Encode(), GrantProof: is.GrantProof,
@@ -92,7 +92,7 @@ func (w *world) write(m *gate.Mutation, payload string) error {
 	return err
 }
 
-func (w *world) refresh(is registry.Issued) registry.Issued {
+func (w *world) refresh(is wire.Issued) wire.Issued {
 	w.t.Helper()
 	st, err := w.reg.Status(w.ctx, is.Grant)
 	if err != nil || st.Status.State != grant.StateHeld {
@@ -102,7 +102,7 @@ func (w *world) refresh(is registry.Issued) registry.Issued {
 	return is
 }
 
-func (w *world) release(is registry.Issued) {
+func (w *world) release(is wire.Issued) {
 	w.t.Helper()
 	if err := w.reg.Release(w.ctx, is.Grant.Owner, is.Grant.Resource, is.Grant.Lease); err != nil {
 		w.t.Fatal(err)

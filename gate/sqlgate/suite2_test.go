@@ -10,10 +10,10 @@ import (
 	"testing"
 
 	"github.com/fencegate/fencegate/gate"
-	"github.com/fencegate/fencegate/gate/gatetest"
 	"github.com/fencegate/fencegate/gate/sqlgate"
 	"github.com/fencegate/fencegate/grant"
-	"github.com/fencegate/fencegate/internal/fakeclock"
+	"github.com/fencegate/fencegate/testkit/fakeclock"
+	"github.com/fencegate/fencegate/testkit/gatetest"
 )
 
 func testBusinessFailure(t *testing.T, b backend) {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"strings"
 	"time"
@@ -92,4 +93,11 @@ func SetupTracing(ctx context.Context, cfg TraceConfig) (trace.TracerProvider, f
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
 	otel.SetTracerProvider(tp)
 	return tp, tp.Shutdown, nil
+}
+
+// InjectHeaders puts ctx's trace into an outgoing request's headers (a
+// no-op until SetupTracing installed the propagator): the registry
+// client's httpclient.WithHeaders.
+func InjectHeaders(ctx context.Context, h http.Header) {
+	otel.GetTextMapPropagator().Inject(ctx, propagation.HeaderCarrier(h))
 }

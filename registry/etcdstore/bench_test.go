@@ -18,7 +18,8 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/fencegate/fencegate/registry"
-	"github.com/fencegate/fencegate/registry/storetest"
+	"github.com/fencegate/fencegate/testkit/storetest"
+	"github.com/fencegate/fencegate/wire"
 )
 
 var (
@@ -57,8 +58,8 @@ func benchRegistry(b *testing.B, c *clientv3.Client) *registry.Registry {
 	return storetest.NewRegistry(b, New(c, fmt.Sprintf("/bench-%d/", prefixSeq.Add(1))), nil)
 }
 
-func benchReq(resource string, i int, waitMs uint64) registry.AcquireRequest {
-	return registry.AcquireRequest{Resource: resource, OperationID: "op", OperationClass: "bench", RequestID: fmt.Sprint("r", i), TTLMs: 30_000, WaitMs: waitMs}
+func benchReq(resource string, i int, waitMs uint64) wire.AcquireRequest {
+	return wire.AcquireRequest{Resource: resource, OperationID: "op", OperationClass: "bench", RequestID: fmt.Sprint("r", i), TTLMs: 30_000, WaitMs: waitMs}
 }
 
 // BenchmarkAcquireRelease: one uncontended acquire+release cycle.

@@ -22,7 +22,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
-	"github.com/fencegate/fencegate/registry/storetest"
+	"github.com/fencegate/fencegate/testkit/storetest"
 )
 
 // throughputResources is how many resources are cycled concurrently.

@@ -18,7 +18,8 @@ import (
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/etcdstore"
-	"github.com/fencegate/fencegate/registry/etcdstore/etcdtest"
+	"github.com/fencegate/fencegate/testkit/etcdtest"
+	"github.com/fencegate/fencegate/wire"
 )
 
 func TestExternalEtcdTLSAndAuth(t *testing.T) {
@@ -37,7 +38,7 @@ func TestExternalEtcdTLSAndAuth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	is, err := reg.Acquire(ctx, "worker-1", registry.AcquireRequest{Resource: "ext/one", OperationID: "op", OperationClass: "settle", RequestID: "r-1", TTLMs: 5000})
+	is, err := reg.Acquire(ctx, "worker-1", wire.AcquireRequest{Resource: "ext/one", OperationID: "op", OperationClass: "settle", RequestID: "r-1", TTLMs: 5000})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,11 +13,12 @@ import (
 
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry"
-	"github.com/fencegate/fencegate/registry/storetest"
+	"github.com/fencegate/fencegate/testkit/storetest"
+	"github.com/fencegate/fencegate/wire"
 )
 
-func acquireReq(resource, id string, waitMs uint64) registry.AcquireRequest {
-	return registry.AcquireRequest{Resource: resource, OperationID: "op-" + id, OperationClass: "test", RequestID: id, TTLMs: 60_000, WaitMs: waitMs}
+func acquireReq(resource, id string, waitMs uint64) wire.AcquireRequest {
+	return wire.AcquireRequest{Resource: resource, OperationID: "op-" + id, OperationClass: "test", RequestID: id, TTLMs: 60_000, WaitMs: waitMs}
 }
 
 func TestRestartKeepsGrantsFencesAndRequestIDs(t *testing.T) {
@@ -89,7 +90,7 @@ func TestTwoReplicasOwnClients(t *testing.T) {
 				// Half the workers wait in the queue, half retry on BUSY.
 				is, err := reg.Acquire(ctx, owner, acquireReq("hot/1", fmt.Sprint(owner, "-", i), uint64(w%2)*30_000))
 				if err != nil {
-					if registry.CodeOf(err) == "BUSY" {
+					if wire.CodeOf(err) == "BUSY" {
 						i--
 						continue
 					}

@@ -4,12 +4,8 @@ import (
 	"context"
 	"errors"
 	"net/http"
-)
 
-// More transport codes, for errors that carry no code of their own.
-const (
-	CodeTimeout  = "TIMEOUT"  // 504: the call's deadline passed
-	CodeCanceled = "CANCELED" // 499: the caller went away
+	"github.com/fencegate/fencegate/wire"
 )
 
 // statusClientClosed is nginx's 499: the client closed the request. It
@@ -30,6 +26,7 @@ var codeStatus = map[string]int{
 	"WAITERS_FULL":     http.StatusTooManyRequests,
 	"NOT_HOLDER":       http.StatusForbidden,
 	"LEASE_EXPIRED":    http.StatusGone,
+	"LEASE_BROKEN":     http.StatusGone,
 	"EPOCH_REVOKED":    http.StatusForbidden,
 	"NOT_FOUND":        http.StatusNotFound,
 	"UNAVAILABLE":      http.StatusServiceUnavailable,
@@ -37,15 +34,17 @@ var codeStatus = map[string]int{
 	// grant codes a request can cause (a status query with a bad grant)
 	"MALFORMED": http.StatusBadRequest,
 	// transport codes
-	CodeBadRequest:       http.StatusBadRequest,
-	CodeTooLarge:         http.StatusRequestEntityTooLarge,
-	CodeUnauthenticated:  http.StatusUnauthorized,
-	CodeForbidden:        http.StatusForbidden,
-	CodeMethodNotAllowed: http.StatusMethodNotAllowed,
-	CodeInternal:         http.StatusInternalServerError,
-	CodeNotReady:         http.StatusServiceUnavailable,
-	CodeTimeout:          http.StatusGatewayTimeout,
-	CodeCanceled:         statusClientClosed,
+	wire.CodeBadRequest:           http.StatusBadRequest,
+	wire.CodeTooLarge:             http.StatusRequestEntityTooLarge,
+	wire.CodeUnauthenticated:      http.StatusUnauthorized,
+	wire.CodeForbidden:            http.StatusForbidden,
+	wire.CodeForbiddenResource:    http.StatusForbidden,
+	wire.CodeMethodNotAllowed:     http.StatusMethodNotAllowed,
+	wire.CodeUnsupportedMediaType: http.StatusUnsupportedMediaType,
+	wire.CodeInternal:             http.StatusInternalServerError,
+	wire.CodeNotReady:             http.StatusServiceUnavailable,
+	wire.CodeTimeout:              http.StatusGatewayTimeout,
+	wire.CodeCanceled:             statusClientClosed,
 }
 
 // statusFor returns the HTTP status of a code (500 for one not known).
@@ -60,7 +59,7 @@ func statusFor(code string) int {
 // shortly (with the same request ID, for an acquire).
 var retryable = map[string]bool{"WAITERS_FULL": true, "CONFLICT": true, "UNAVAILABLE": true}
 
-// coded is any error with a stable code: *registry.Error, *grant.Error.
+// coded is any error with a stable code: *wire.Error, *grant.Error.
 type coded interface{ Code() string }
 
 // codeOf returns the wire code of err: this package's own first, then the
@@ -75,9 +74,9 @@ func codeOf(err error) string {
 	}
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
-		return CodeTimeout
+		return wire.CodeTimeout
 	case errors.Is(err, context.Canceled):
-		return CodeCanceled
+		return wire.CodeCanceled
 	}
-	return CodeInternal
+	return wire.CodeInternal
 }

@@ -14,7 +14,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fencegate/fencegate/internal/jsonkeys"
+	"github.com/fencegate/fencegate/testkit/jsonkeys"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // jsonNames returns the exact JSON names of the struct v points to.
@@ -31,8 +32,8 @@ func jsonNames(v any) map[string]bool {
 // fuzzTargets are fresh values of every request type the API decodes.
 func fuzzTargets() []any {
 	return []any{
-		&AcquireRequest{}, &LeaseRequest{}, &StatusRequest{}, &RevokeEpochsRequest{},
-		&PolicyRequest{}, &FloorRequest{}, &ResourceRequest{},
+		&wire.AcquireRequest{}, &wire.LeaseRequest{}, &wire.StatusRequest{}, &wire.RevokeEpochsRequest{},
+		&wire.PolicyRequest{}, &wire.FloorRequest{}, &wire.ResourceRequest{},
 	}
 }
 

@@ -5,12 +5,16 @@
 // certificate's SPIFFE URI SAN, else its CN, or for development a bearer
 // token from a token file. A call with none is refused with 401 before the
 // registry is touched. Admin calls (/v1/admin/...) also need an identity on
-// the admin list, else 403.
+// the admin list, else 403. Every other call that names a resource must be
+// allowed by the Authorizer (a resource Policy, reloadable as a
+// PolicyFile, or AllowAll), else 403 FORBIDDEN_RESOURCE, audited.
 //
-// Requests are decoded strictly: one JSON object, no unknown fields, no
-// trailing data, at most RequestBytesMax bytes. Errors are JSON
+// A request with a body must be declared application/json (415 before the
+// body is read otherwise: CheckJSONContentType). It is decoded strictly:
+// one JSON object, no unknown fields, no trailing data, at most
+// RequestBytesMax bytes. Errors are JSON
 // {"code": ..., "message": ...} where code is the registry's stable code
-// (registry.CodeOf) or one of this package's transport codes (CodeBadRequest
+// (wire.CodeOf) or one of this package's transport codes (CodeBadRequest
 // and friends); see statusFor for the HTTP status of each.
 //
 // Responses carry grants and statuses as their canonical lockGrant.v1 and

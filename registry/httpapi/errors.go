@@ -4,46 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+
+	"github.com/fencegate/fencegate/wire"
 )
-
-// Transport codes: the errors this package produces itself, before or
-// around a registry call. Registry errors carry the registry's own codes.
-const (
-	CodeBadRequest       = "BAD_REQUEST"        // 400: body not a valid request
-	CodeTooLarge         = "TOO_LARGE"          // 413: body above RequestBytesMax
-	CodeUnauthenticated  = "UNAUTHENTICATED"    // 401: no identity or bad credentials
-	CodeForbidden        = "FORBIDDEN"          // 403: identity may not call this (admin)
-	CodeNotFound         = "NOT_FOUND"          // 404: no such endpoint
-	CodeMethodNotAllowed = "METHOD_NOT_ALLOWED" // 405
-	CodeInternal         = "INTERNAL"           // 500: an error without a code
-	CodeNotReady         = "NOT_READY"          // 503: /readyz while the store does not answer
-)
-
-// ErrorBody is every error response: a stable code to branch on and a
-// message for people.
-type ErrorBody struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
-// APIError is an error response as the Client returns it. It carries the
-// HTTP status as well as the body.
-type APIError struct {
-	Status  int
-	Code    string
-	Message string
-}
-
-func (e *APIError) Error() string {
-	return "httpapi: " + http.StatusText(e.Status) + ": " + e.Code + ": " + e.Message
-}
-
-// Is makes errors.Is(err, &APIError{Code: c}) match by code alone, so
-// callers can branch on codes without caring about messages or statuses.
-func (e *APIError) Is(target error) bool {
-	t, ok := target.(*APIError)
-	return ok && t.Code == e.Code && t.Message == "" && t.Status == 0
-}
 
 // writeJSON writes v with status.
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -68,7 +31,11 @@ func writeError(w http.ResponseWriter, err error) string {
 	if retryable[code] {
 		w.Header().Set("Retry-After", "1")
 	}
-	writeJSON(w, status, ErrorBody{Code: code, Message: err.Error()})
+	body := wire.ErrorBody{Code: code, Message: err.Error()}
+	if be := (*wire.BusyError)(nil); errors.As(err, &be) {
+		body.Message, body.Busy = be.Error(), &be.BusyDetail
+	}
+	writeJSON(w, status, body)
 	return code
 }
 
@@ -76,15 +43,19 @@ func writeError(w http.ResponseWriter, err error) string {
 func transportCode(err error) string {
 	switch {
 	case errors.Is(err, ErrTooLarge):
-		return CodeTooLarge
+		return wire.CodeTooLarge
 	case errors.Is(err, ErrBadRequest):
-		return CodeBadRequest
+		return wire.CodeBadRequest
+	case errors.Is(err, ErrUnsupportedMediaType):
+		return wire.CodeUnsupportedMediaType
 	case errors.Is(err, ErrNoCredentials), errors.Is(err, ErrBadCredentials):
-		return CodeUnauthenticated
+		return wire.CodeUnauthenticated
 	case errors.Is(err, errForbidden):
-		return CodeForbidden
+		return wire.CodeForbidden
+	case errors.Is(err, ErrForbiddenResource):
+		return wire.CodeForbiddenResource
 	case errors.Is(err, errMethod):
-		return CodeMethodNotAllowed
+		return wire.CodeMethodNotAllowed
 	}
 	return ""
 }

@@ -6,7 +6,7 @@ import (
 	"net/http"
 
 	"github.com/fencegate/fencegate/grant"
-	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // decode is DecodeRequest into a fresh T.
@@ -26,15 +26,21 @@ func (s *Server) endpoints() []endpoint {
 		{path: "/v1/release", method: http.MethodPost, call: s.release, count: m.release},
 		{path: "/v1/status", method: http.MethodPost, call: s.status},
 		{path: "/v1/requests/{requestId}", method: http.MethodGet, call: s.queryRequest},
-		{path: "/v1/admin/revoke-epochs", method: http.MethodPost, admin: true, call: s.revokeEpochs},
-		{path: "/v1/admin/policy", method: http.MethodPost, admin: true, call: s.setPolicy},
-		{path: "/v1/admin/floor", method: http.MethodPost, admin: true, call: s.raiseFloor},
-		{path: "/v1/admin/resource", method: http.MethodPost, admin: true, call: s.resource},
+		{path: "/v1/admin/revoke-epochs", method: http.MethodPost, admin: true, action: "revoke-epochs", mutates: true, call: s.revokeEpochs},
+		{path: "/v1/admin/policy", method: http.MethodPost, admin: true, action: "set-policy-generation", mutates: true, call: s.setPolicy},
+		{path: "/v1/admin/floor", method: http.MethodPost, admin: true, action: "raise-floor", mutates: true, call: s.raiseFloor},
+		{path: "/v1/admin/resource", method: http.MethodPost, admin: true, action: "read-resource", call: s.resource},
+		{path: "/v1/locks", method: http.MethodGet, call: s.listLocks},
+		{path: "/v1/locks/{resource...}", method: http.MethodGet, call: s.lockStatus},
+		{path: "/v1/break", method: http.MethodPost, audited: true, action: "break", mutates: true, call: s.breakLock},
 	}
 }
 
-func (s *Server) acquire(ctx context.Context, caller string, _ *http.Request, body []byte) (any, error) {
-	req, err := decode[AcquireRequest](body)
+func (s *Server) acquire(ctx context.Context, caller string, r *http.Request, body []byte) (any, error) {
+	req, err := decode[wire.AcquireRequest](body)
+	if err == nil {
+		err = s.authorize(ctx, r.URL.Path, caller, VerbAcquire, req.Resource)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -45,7 +51,7 @@ func (s *Server) acquire(ctx context.Context, caller string, _ *http.Request, bo
 		s.cfg.Metrics.WaiterAdded()
 		defer s.cfg.Metrics.WaiterDone()
 	}
-	is, err := s.cfg.Registry.Acquire(ctx, caller, registry.AcquireRequest{
+	is, err := s.cfg.Registry.Acquire(ctx, caller, wire.AcquireRequest{
 		Resource: req.Resource, OperationID: req.OperationID, OperationClass: req.OperationClass,
 		RequestID: req.RequestID, TTLMs: req.TTLMs, WaitMs: req.WaitMs,
 	})
@@ -56,8 +62,11 @@ func (s *Server) acquire(ctx context.Context, caller string, _ *http.Request, bo
 	return issuedResponse(is)
 }
 
-func (s *Server) renew(ctx context.Context, caller string, _ *http.Request, body []byte) (any, error) {
-	req, err := decode[LeaseRequest](body)
+func (s *Server) renew(ctx context.Context, caller string, r *http.Request, body []byte) (any, error) {
+	req, err := decode[wire.LeaseRequest](body)
+	if err == nil {
+		err = s.authorize(ctx, r.URL.Path, caller, VerbAcquire, req.Resource)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -70,8 +79,11 @@ func (s *Server) renew(ctx context.Context, caller string, _ *http.Request, body
 	return issuedResponse(is)
 }
 
-func (s *Server) release(ctx context.Context, caller string, _ *http.Request, body []byte) (any, error) {
-	req, err := decode[LeaseRequest](body)
+func (s *Server) release(ctx context.Context, caller string, r *http.Request, body []byte) (any, error) {
+	req, err := decode[wire.LeaseRequest](body)
+	if err == nil {
+		err = s.authorize(ctx, r.URL.Path, caller, VerbAcquire, req.Resource)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -80,19 +92,24 @@ func (s *Server) release(ctx context.Context, caller string, _ *http.Request, bo
 	if err := s.cfg.Registry.Release(ctx, caller, req.Resource, req.Lease); err != nil {
 		return nil, err
 	}
-	return ReleaseResponse{Resource: req.Resource, Lease: req.Lease, State: grant.StateReleased}, nil
+	return wire.ReleaseResponse{Resource: req.Resource, Lease: req.Lease, State: grant.StateReleased}, nil
 }
 
-// status is the gate's linearizable status query. Any authenticated
-// identity may ask about any grant: a gate is not the grant's owner.
-func (s *Server) status(ctx context.Context, _ string, _ *http.Request, body []byte) (any, error) {
-	req, err := decode[StatusRequest](body)
+// status is the gate's linearizable status query. An identity that may
+// see the grant's resource may ask about any grant of it: a gate is not
+// the grant's owner.
+func (s *Server) status(ctx context.Context, caller string, r *http.Request, body []byte) (any, error) {
+	req, err := decode[wire.StatusRequest](body)
 	if err != nil {
 		return nil, err
 	}
 	g, err := grant.ParseGrant([]byte(req.Grant))
 	if err != nil {
 		return nil, fmt.Errorf("httpapi: status: %w", err)
+	}
+	noteResource(ctx, g.Resource)
+	if err := s.authorize(ctx, r.URL.Path, caller, VerbSee, g.Resource); err != nil {
+		return nil, err
 	}
 	ctx, cancel := s.callContext(ctx, 0)
 	defer cancel()
@@ -103,8 +120,10 @@ func (s *Server) status(ctx context.Context, _ string, _ *http.Request, body []b
 	return issuedResponse(is)
 }
 
-// queryRequest answers only for the caller's own request IDs: request IDs
-// are scoped to their owner.
+// queryRequest answers only for the caller's own request IDs (request IDs
+// are scoped to their owner), and only while the caller may still acquire
+// the resource: a policy that took the resource away takes away its
+// grants' proofs too.
 func (s *Server) queryRequest(ctx context.Context, caller string, r *http.Request, body []byte) (any, error) {
 	if len(body) > 0 {
 		return nil, fmt.Errorf("%w: GET takes no body", ErrBadRequest)
@@ -112,14 +131,18 @@ func (s *Server) queryRequest(ctx context.Context, caller string, r *http.Reques
 	ctx, cancel := s.callContext(ctx, 0)
 	defer cancel()
 	is, err := s.cfg.Registry.QueryRequest(ctx, caller, r.PathValue("requestId"))
+	if err == nil {
+		noteResource(ctx, is.Grant.Resource)
+		err = s.authorize(ctx, r.URL.Path, caller, VerbAcquire, is.Grant.Resource)
+	}
 	if err != nil {
 		return nil, err
 	}
 	return issuedResponse(is)
 }
 
-func (s *Server) revokeEpochs(ctx context.Context, caller string, _ *http.Request, body []byte) (any, error) {
-	req, err := decode[RevokeEpochsRequest](body)
+func (s *Server) revokeEpochs(ctx context.Context, _ string, _ *http.Request, body []byte) (any, error) {
+	req, err := decode[wire.RevokeEpochsRequest](body)
 	if err == nil {
 		err = checkNote(req.Note)
 	}
@@ -128,16 +151,16 @@ func (s *Server) revokeEpochs(ctx context.Context, caller string, _ *http.Reques
 	}
 	ctx, cancel := s.callContext(ctx, 0)
 	defer cancel()
+	noteAdmin(ctx, "", req.Below, req.Note)
 	line, err := s.cfg.Registry.RevokeEpochsBelow(ctx, req.Below)
-	s.audit(ctx, caller, "revoke-epochs", "", req.Below, req.Note, err)
 	if err != nil {
 		return nil, err
 	}
-	return RevokeEpochsResponse{RevokedBelowEpoch: line}, nil
+	return wire.RevokeEpochsResponse{RevokedBelowEpoch: line}, nil
 }
 
-func (s *Server) setPolicy(ctx context.Context, caller string, _ *http.Request, body []byte) (any, error) {
-	req, err := decode[PolicyRequest](body)
+func (s *Server) setPolicy(ctx context.Context, _ string, _ *http.Request, body []byte) (any, error) {
+	req, err := decode[wire.PolicyRequest](body)
 	if err == nil {
 		err = checkNote(req.Note)
 	}
@@ -146,16 +169,16 @@ func (s *Server) setPolicy(ctx context.Context, caller string, _ *http.Request, 
 	}
 	ctx, cancel := s.callContext(ctx, 0)
 	defer cancel()
+	noteAdmin(ctx, req.Resource, req.Generation, req.Note)
 	ri, err := s.cfg.Registry.SetPolicyGeneration(ctx, req.Resource, req.Generation)
-	s.audit(ctx, caller, "set-policy-generation", req.Resource, req.Generation, req.Note, err)
 	if err != nil {
 		return nil, err
 	}
-	return resourceInfo(ri), nil
+	return ri, nil
 }
 
-func (s *Server) raiseFloor(ctx context.Context, caller string, _ *http.Request, body []byte) (any, error) {
-	req, err := decode[FloorRequest](body)
+func (s *Server) raiseFloor(ctx context.Context, _ string, _ *http.Request, body []byte) (any, error) {
+	req, err := decode[wire.FloorRequest](body)
 	if err == nil {
 		err = checkNote(req.Note)
 	}
@@ -164,24 +187,25 @@ func (s *Server) raiseFloor(ctx context.Context, caller string, _ *http.Request,
 	}
 	ctx, cancel := s.callContext(ctx, 0)
 	defer cancel()
+	noteAdmin(ctx, req.Resource, req.Fence, req.Note)
 	ri, err := s.cfg.Registry.RaiseFloor(ctx, req.Resource, req.Fence)
-	s.audit(ctx, caller, "raise-floor", req.Resource, req.Fence, req.Note, err)
 	if err != nil {
 		return nil, err
 	}
-	return resourceInfo(ri), nil
+	return ri, nil
 }
 
 func (s *Server) resource(ctx context.Context, _ string, _ *http.Request, body []byte) (any, error) {
-	req, err := decode[ResourceRequest](body)
+	req, err := decode[wire.ResourceRequest](body)
 	if err != nil {
 		return nil, err
 	}
+	noteAdmin(ctx, req.Resource, 0, "")
 	ctx, cancel := s.callContext(ctx, 0)
 	defer cancel()
 	ri, err := s.cfg.Registry.Resource(ctx, req.Resource)
 	if err != nil {
 		return nil, err
 	}
-	return resourceInfo(ri), nil
+	return ri, nil
 }

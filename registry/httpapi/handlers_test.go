@@ -11,24 +11,26 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegate/fencegate/client/httpclient"
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/wire"
 )
 
 var bg = context.Background()
 
-func acq(res, req string) AcquireRequest {
-	return AcquireRequest{Resource: res, OperationID: "op-" + req, OperationClass: "settle", RequestID: req}
+func acq(res, req string) wire.AcquireRequest {
+	return wire.AcquireRequest{Resource: res, OperationID: "op-" + req, OperationClass: "settle", RequestID: req}
 }
 
 // wantAPIError checks err is an *APIError with code and status.
 func wantAPIError(t *testing.T, err error, status int, code string) {
 	t.Helper()
-	var ae *APIError
+	var ae *httpclient.APIError
 	if !errors.As(err, &ae) || ae.Status != status || ae.Code != code {
 		t.Fatalf("err = %v, want %d %s", err, status, code)
 	}
-	if !errors.Is(err, &APIError{Code: code}) {
+	if !errors.Is(err, &httpclient.APIError{Code: code}) {
 		t.Fatalf("errors.Is by code %s fails on %v", code, err)
 	}
 }
@@ -95,7 +97,7 @@ func TestLeaseLifecycle(t *testing.T) {
 
 func TestExpiry(t *testing.T) {
 	h := newHarness(t)
-	a, err := h.alice.Acquire(bg, AcquireRequest{Resource: "inv/2", OperationID: "op", OperationClass: "settle", RequestID: "r-1", TTLMs: 2000})
+	a, err := h.alice.Acquire(bg, wire.AcquireRequest{Resource: "inv/2", OperationID: "op", OperationClass: "settle", RequestID: "r-1", TTLMs: 2000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,13 +114,13 @@ func TestInvalidRequests(t *testing.T) {
 	h := newHarness(t)
 	for _, c := range []struct {
 		name   string
-		req    AcquireRequest
+		req    wire.AcquireRequest
 		status int
 		code   string
 	}{
 		{"resource not canonical", acq("Inv/1", "r-1"), 400, "INVALID"},
 		{"bad request ID", acq("inv/1", "r 1"), 400, "INVALID"},
-		{"ttl too short", AcquireRequest{Resource: "inv/1", OperationID: "op", OperationClass: "settle", RequestID: "r-2", TTLMs: 1}, 400, "TTL_OUT_OF_RANGE"},
+		{"ttl too short", wire.AcquireRequest{Resource: "inv/1", OperationID: "op", OperationClass: "settle", RequestID: "r-2", TTLMs: 1}, 400, "TTL_OUT_OF_RANGE"},
 	} {
 		_, err := h.alice.Acquire(bg, c.req)
 		wantAPIError(t, err, c.status, c.code)
@@ -168,7 +170,7 @@ func TestWaiting(t *testing.T) {
 		t.Fatal(err)
 	}
 	type result struct {
-		is  *Issued
+		is  *httpclient.Issued
 		err error
 	}
 	got := make(chan result, 1)
@@ -262,15 +264,15 @@ func TestAdmin(t *testing.T) {
 // TestEveryRegistryCodeHasAStatus keeps codeStatus complete: a registry
 // code without a deliberate status would fall to 500.
 func TestEveryRegistryCodeHasAStatus(t *testing.T) {
-	for _, e := range registrySentinels {
+	for _, e := range wire.RegistryErrors {
 		wrapped := fmt.Errorf("context: %w", e)
 		if _, ok := codeStatus[e.Code()]; !ok || codeOf(wrapped) != e.Code() {
 			t.Errorf("code %s: no status, or not found through wrapping", e.Code())
 		}
 	}
 	for err, want := range map[error]string{
-		context.DeadlineExceeded: CodeTimeout, context.Canceled: CodeCanceled,
-		errors.New("boom"): CodeInternal, grant.ErrMalformed: "MALFORMED",
+		context.DeadlineExceeded: wire.CodeTimeout, context.Canceled: wire.CodeCanceled,
+		errors.New("boom"): wire.CodeInternal, grant.ErrMalformed: "MALFORMED",
 	} {
 		if got := codeOf(err); got != want {
 			t.Errorf("codeOf(%v) = %s, want %s", err, got, want)

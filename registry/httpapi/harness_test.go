@@ -8,13 +8,16 @@ import (
 	"crypto/rand"
 	"log/slog"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/fencegate/fencegate/client/httpclient"
 	"github.com/fencegate/fencegate/grant"
-	"github.com/fencegate/fencegate/internal/fakeclock"
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/testkit/fakeclock"
 )
 
 // countingStore counts calls, to show a refused request never reached it.
@@ -33,6 +36,13 @@ func (s *countingStore) Commit(ctx context.Context, w registry.Write) (registry.
 	return s.Store.Commit(ctx, w)
 }
 
+// harnessPolicy lets the tests' workers (and the admin, who acquires in
+// some) lock and see every "inv/..." resource, and alice alone
+// "alice-only/...".
+const harnessPolicy = `{"schema": "resourcePolicy.v1", "rules": [
+  {"note": "the tests' workers", "identities": ["alice", "bob", "spiffe://example.org/*"], "resources": ["inv/*"], "verbs": ["acquire", "see"]},
+  {"identities": ["alice"], "resources": ["alice-only/*"], "verbs": ["acquire", "see"]}]}`
+
 const (
 	tokBob     = "bob-token-0123456789ab"
 	adminID    = "spiffe://example.org/ops/admin"
@@ -40,21 +50,23 @@ const (
 )
 
 type harness struct {
-	t        *testing.T
-	srv      *httptest.Server
-	store    *countingStore
-	flaky    *flakyStore
-	reg      *registry.Registry
-	server   *Server
-	metrics  *Metrics
-	clock    *fakeclock.Clock
-	key      *grant.SigningKey
-	verifier *grant.Verifier
-	alice    *Client
-	bob      *Client
-	admin    *Client
-	anon     *Client
-	logs     *lockedBuffer // the server's slog output (JSON lines)
+	t          *testing.T
+	srv        *httptest.Server
+	store      *countingStore
+	flaky      *flakyStore
+	reg        *registry.Registry
+	server     *Server
+	metrics    *Metrics
+	clock      *fakeclock.Clock
+	key        *grant.SigningKey
+	verifier   *grant.Verifier
+	alice      *httpclient.Client
+	bob        *httpclient.Client
+	admin      *httpclient.Client
+	anon       *httpclient.Client
+	logs       *lockedBuffer // the server's slog output (JSON lines)
+	policy     *PolicyFile   // harnessPolicy, in policyPath
+	policyPath string
 }
 
 func newHarness(t *testing.T) *harness { return newHarnessWith(t, nil) }
@@ -88,8 +100,15 @@ func newHarnessWith(t *testing.T, tune func(*registry.Config)) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
+	h.policyPath = filepath.Join(t.TempDir(), "policy.json")
+	if err := os.WriteFile(h.policyPath, []byte(harnessPolicy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if h.policy, err = LoadPolicyFile(h.policyPath); err != nil {
+		t.Fatal(err)
+	}
 	h.logs = &lockedBuffer{}
-	h.server, err = NewServer(Config{Registry: h.reg, Store: h.store, Auth: Chain{CertAuth{}, tokens}, Admins: Admins{adminID}, Metrics: h.metrics,
+	h.server, err = NewServer(Config{Registry: h.reg, Store: h.store, Auth: Chain{CertAuth{}, tokens}, Admins: Admins{adminID}, Authorizer: h.policy, Metrics: h.metrics, RequestLog: true,
 		Logger: slog.New(slog.NewJSONHandler(h.logs, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -103,12 +122,12 @@ func newHarnessWith(t *testing.T, tune func(*registry.Config)) *harness {
 	return h
 }
 
-func (h *harness) client(tok string) *Client {
-	opts := []ClientOption{WithHTTPClient(h.srv.Client()), WithVerifier(h.verifier)}
+func (h *harness) client(tok string) *httpclient.Client {
+	opts := []httpclient.ClientOption{httpclient.WithHTTPClient(h.srv.Client()), httpclient.WithVerifier(h.verifier)}
 	if tok != "" {
-		opts = append(opts, WithBearerToken(tok))
+		opts = append(opts, httpclient.WithBearerToken(tok))
 	}
-	c, err := NewClient(h.srv.URL, opts...)
+	c, err := httpclient.NewClient(h.srv.URL, opts...)
 	if err != nil {
 		h.t.Fatal(err)
 	}

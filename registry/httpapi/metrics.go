@@ -1,9 +1,10 @@
 package httpapi
 
 import (
-	"github.com/fencegate/fencegate/registry"
 	"net/http"
 	"time"
+
+	"github.com/fencegate/fencegate/registry"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"

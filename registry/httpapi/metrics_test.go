@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fencegate/fencegate/wire"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 )
@@ -64,7 +65,7 @@ func TestMetricsCountOutcomes(t *testing.T) {
 		{m.renewals.WithLabelValues("ok"), 1},
 		{m.renewals.WithLabelValues("NOT_HOLDER"), 1},
 		{m.releases.WithLabelValues("ok"), 1},
-		{m.calls.WithLabelValues("/v1/acquire", CodeUnauthenticated), 1},
+		{m.calls.WithLabelValues("/v1/acquire", wire.CodeUnauthenticated), 1},
 		{m.waiters, 0},
 	} {
 		if got := value(t, c.c); got != c.want {

@@ -14,6 +14,9 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/fencegate/fencegate/client/httpclient"
+	"github.com/fencegate/fencegate/wire"
 )
 
 func writePEM(t *testing.T, dir, name string, b []byte) string {
@@ -48,14 +51,14 @@ func serveTLS(t *testing.T, h *harness, files TLSFiles) string {
 	return "https://" + ln.Addr().String()
 }
 
-func mtlsClient(t *testing.T, url string, roots *x509.CertPool, cert *tls.Certificate, opts ...ClientOption) *Client {
+func mtlsClient(t *testing.T, url string, roots *x509.CertPool, cert *tls.Certificate, opts ...httpclient.ClientOption) *httpclient.Client {
 	t.Helper()
 	cfg := &tls.Config{RootCAs: roots}
 	if cert != nil {
 		cfg.Certificates = []tls.Certificate{*cert}
 	}
 	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}}
-	c, err := NewClient(url, append([]ClientOption{WithHTTPClient(hc)}, opts...)...)
+	c, err := httpclient.NewClient(url, append([]httpclient.ClientOption{httpclient.WithHTTPClient(hc)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,11 +93,11 @@ func TestMTLSEndToEnd(t *testing.T) {
 		t.Fatalf("admin by CN: %v %+v", err, ri)
 	}
 	_, err = mtlsClient(t, url, ca.pool, &worker).Resource(bg, "inv/tls")
-	wantAPIError(t, err, 403, CodeForbidden)
+	wantAPIError(t, err, 403, wire.CodeForbidden)
 
 	before := h.store.calls.Load()
-	_, err = mtlsClient(t, url, ca.pool, nil, WithBearerToken(tokAlice)).Acquire(bg, acq("inv/tls", "r-2"))
-	var ae *APIError
+	_, err = mtlsClient(t, url, ca.pool, nil, httpclient.WithBearerToken(tokAlice)).Acquire(bg, acq("inv/tls", "r-2"))
+	var ae *httpclient.APIError
 	if err == nil || errors.As(err, &ae) {
 		t.Fatalf("no client certificate with a required client CA: %v, want a failed handshake", err)
 	}
@@ -114,12 +117,12 @@ func TestMTLSWithOptionalCertAndTokens(t *testing.T) {
 		ClientCAFile:       writePEM(t, dir, "ca.pem", ca.pem),
 		ClientCertOptional: true,
 	})
-	is, err := mtlsClient(t, url, ca.pool, nil, WithBearerToken(tokAlice)).Acquire(bg, acq("inv/tls", "r-1"))
+	is, err := mtlsClient(t, url, ca.pool, nil, httpclient.WithBearerToken(tokAlice)).Acquire(bg, acq("inv/tls", "r-1"))
 	if err != nil || is.Grant.Owner != "alice" {
 		t.Fatalf("token over TLS: %v", err)
 	}
 	_, err = mtlsClient(t, url, ca.pool, nil).Acquire(bg, acq("inv/tls", "r-2"))
-	wantAPIError(t, err, 401, CodeUnauthenticated)
+	wantAPIError(t, err, 401, wire.CodeUnauthenticated)
 }
 
 func TestServerTLSConfigErrors(t *testing.T) {

@@ -8,11 +8,12 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/fencegate/fencegate/client/httpclient"
 	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/grant"
 )
 
-var _ gate.StatusQuerier = (*Client)(nil)
+var _ gate.StatusQuerier = (*httpclient.Client)(nil)
 
 func TestClientQueryStatus(t *testing.T) {
 	h := newHarness(t)
@@ -39,11 +40,11 @@ func TestClientQueryStatus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stranger, err := NewClient(h.srv.URL, WithHTTPClient(h.srv.Client()), WithBearerToken(tokBob), WithVerifier(grant.NewVerifier(b, 0)))
+	stranger, err := httpclient.NewClient(h.srv.URL, httpclient.WithHTTPClient(h.srv.Client()), httpclient.WithBearerToken(tokBob), httpclient.WithVerifier(grant.NewVerifier(b, 0)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := stranger.QueryStatus(bg, a.Grant); !errors.Is(err, ErrBadResponse) {
+	if _, _, err := stranger.QueryStatus(bg, a.Grant); !errors.Is(err, httpclient.ErrBadResponse) {
 		t.Fatalf("an answer the gate's bundle cannot verify must fail: %v", err)
 	}
 }

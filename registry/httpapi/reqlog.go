@@ -17,11 +17,21 @@ import (
 // TracerName names the spans the server and client make.
 const TracerName = "github.com/fencegate/fencegate/registry/httpapi"
 
-// callRecord is what one call learned for its log line and span: who
-// called, about which resource, and the fence it was granted.
+// callRecord is what one call learned for its log line, span and audit
+// line: who called (from the moment the identity is known, so a refusal
+// names its caller too), about which resource, the fence it was granted,
+// and, for an admin call, the values it asked for once they decoded.
 type callRecord struct {
 	caller, resource string
 	fence            uint64
+	admin            *adminValues // nil until an admin call's body decoded and checked
+}
+
+// adminValues are an admin call's checked values, for its audit line.
+type adminValues struct {
+	resource string
+	value    uint64
+	note     string
 }
 
 type recordKey struct{}
@@ -30,20 +40,46 @@ func withRecord(ctx context.Context, rec *callRecord) context.Context {
 	return context.WithValue(ctx, recordKey{}, rec)
 }
 
+func recordOf(ctx context.Context) *callRecord {
+	rec, _ := ctx.Value(recordKey{}).(*callRecord)
+	return rec
+}
+
 // noteFence records the fence a call granted (acquire) or touched.
 func noteFence(ctx context.Context, fence uint64) {
-	if rec, ok := ctx.Value(recordKey{}).(*callRecord); ok {
+	if rec := recordOf(ctx); rec != nil {
 		rec.fence = fence
 	}
 }
 
-// noteRequest records the caller and the body's "resource" field, if any.
-func noteRequest(ctx context.Context, caller string, body []byte) {
-	rec, ok := ctx.Value(recordKey{}).(*callRecord)
-	if !ok {
+// noteCaller records the authenticated identity, as soon as it is known.
+func noteCaller(ctx context.Context, caller string) {
+	if rec := recordOf(ctx); rec != nil {
+		rec.caller = caller
+	}
+}
+
+// noteAdmin records an admin call's values once they are checked, so
+// its audit line carries them (a refused note is never recorded).
+func noteAdmin(ctx context.Context, resource string, value uint64, note string) {
+	if rec := recordOf(ctx); rec != nil {
+		rec.admin = &adminValues{resource: resource, value: value, note: note}
+	}
+}
+
+// noteResource records the resource a call turned out to be about.
+func noteResource(ctx context.Context, resource string) {
+	if rec := recordOf(ctx); rec != nil {
+		rec.resource = resource
+	}
+}
+
+// noteBody records the body's "resource" field, if any.
+func noteBody(ctx context.Context, body []byte) {
+	rec := recordOf(ctx)
+	if rec == nil {
 		return
 	}
-	rec.caller = caller
 	var peek struct {
 		Resource string `json:"resource"`
 	}
@@ -79,19 +115,38 @@ func (s *Server) observe(ctx context.Context, r *http.Request, e endpoint, rec *
 	if !s.cfg.RequestLog {
 		return
 	}
-	attrs := []slog.Attr{slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("identity", rec.caller),
-		slog.String("resource", rec.resource), slog.String("outcome", outcome), slog.Float64("latency_ms", float64(took.Microseconds())/1000)}
-	if rec.fence != 0 {
-		attrs = append(attrs, slog.Uint64("fence", rec.fence))
-	}
+	line := RequestLine{Method: r.Method, Path: r.URL.Path, Identity: rec.caller, Resource: rec.resource, Outcome: outcome, Took: took, Fence: rec.fence}
 	if sc := span.SpanContext(); sc.HasTraceID() {
-		attrs = append(attrs, slog.String("trace_id", sc.TraceID().String()))
+		line.TraceID = sc.TraceID().String()
 	}
-	s.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "request", attrs...)
+	LogRequest(ctx, s.cfg.Logger, line)
 }
 
-// injectTrace puts ctx's trace into an outgoing request (a no-op unless a
-// propagator is installed, as serve and the tests do).
-func injectTrace(ctx context.Context, h http.Header) {
-	otel.GetTextMapPropagator().Inject(ctx, propagation.HeaderCarrier(h))
+// RequestLine is one call as the request log records it.
+type RequestLine struct {
+	Method, Path string
+	// Identity is the authenticated caller, "" only when the call was
+	// refused for want of one (UNAUTHENTICATED).
+	Identity string
+	Resource string // the body's resource field, "" when none
+	Outcome  string // "ok" or the error's stable code
+	Took     time.Duration
+	Fence    uint64 // the fence granted, 0: none
+	TraceID  string // "": not traced
+}
+
+// LogRequest writes l to logger at INFO as msg "request" with method,
+// path, identity, resource, outcome, latency_ms and, when set, fence and
+// trace_id. It is the one shape of a request line, for the API and for
+// the endpoints the dashboard serves beside it.
+func LogRequest(ctx context.Context, logger *slog.Logger, l RequestLine) {
+	attrs := []slog.Attr{slog.String("method", l.Method), slog.String("path", l.Path), slog.String("identity", l.Identity),
+		slog.String("resource", l.Resource), slog.String("outcome", l.Outcome), slog.Float64("latency_ms", float64(l.Took.Microseconds())/1000)}
+	if l.Fence != 0 {
+		attrs = append(attrs, slog.Uint64("fence", l.Fence))
+	}
+	if l.TraceID != "" {
+		attrs = append(attrs, slog.String("trace_id", l.TraceID))
+	}
+	logger.LogAttrs(ctx, slog.LevelInfo, "request", attrs...)
 }

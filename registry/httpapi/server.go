@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // CallTimeoutMsDefault bounds one API call's registry work (store round
@@ -34,6 +37,13 @@ type Config struct {
 	Auth Authenticator
 	// Admins may call /v1/admin/.... Optional, defaults to nobody.
 	Admins Admins
+	// Authorizer says which identity may do which verb to which resource
+	// (a *PolicyFile, a *Policy, or AllowAll for no restriction), asked
+	// on every call that names a resource, admin calls aside: they are
+	// the admin role's, registry-wide. Required: whether every
+	// authenticated identity may lock every resource is a decision, never
+	// a default.
+	Authorizer Authorizer
 	// Metrics are counted and served at /metrics. Optional, defaults to a
 	// new NewMetrics().
 	Metrics *Metrics
@@ -55,7 +65,7 @@ type Config struct {
 	// Optional: without it the path answers 404.
 	TrustBundle BundlePublisher
 	// Seen is told the resource named by every successful /v1 call (the
-	// dashboard's list of resources, registry/dashboard). Optional; it
+	// dashboard's list of resources, dashboard). Optional; it
 	// must not block.
 	Seen func(resource string)
 }
@@ -69,8 +79,8 @@ type Server struct {
 
 // NewServer checks cfg and builds the routes.
 func NewServer(cfg Config) (*Server, error) {
-	if cfg.Registry == nil || cfg.Auth == nil {
-		return nil, errors.New("httpapi: server needs a registry and an authenticator")
+	if cfg.Registry == nil || cfg.Auth == nil || cfg.Authorizer == nil {
+		return nil, errors.New("httpapi: server needs a registry, an authenticator and an authorizer (AllowAll to let every identity lock every resource)")
 	}
 	if err := ValidateAdmins(cfg.Admins); err != nil {
 		return nil, err
@@ -98,18 +108,67 @@ func (s *Server) Metrics() *Metrics { return s.cfg.Metrics }
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
-func (s *Server) routes() {
+// Route is one method and path pattern the server answers (a path may
+// hold a {wildcard}). api/openapi.yaml describes exactly these; a test
+// holds the two together.
+type Route struct {
+	Method, Path string
+}
+
+// route is a Route with its handler.
+type route struct {
+	Route
+	h http.Handler
+}
+
+// table is every route the server serves: the /v1 calls, then the
+// endpoints that need no identity. routes registers exactly these.
+func (s *Server) table() []route {
+	var out []route
 	for _, e := range s.endpoints() {
-		s.mux.Handle(e.path, s.wrap(e))
+		out = append(out, route{Route{e.method, e.path}, s.wrap(e)})
 	}
-	s.mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, Health{Status: "ok"})
-	})
-	s.mux.HandleFunc("/readyz", s.ready)
-	s.mux.HandleFunc("GET "+TrustBundlePath, s.trustBundle)
-	s.mux.Handle("/metrics", s.cfg.Metrics.Handler())
+	health := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, wire.Health{Status: "ok"}) })
+	for _, r := range []route{
+		{Route{http.MethodGet, "/healthz"}, health},
+		{Route{http.MethodGet, "/readyz"}, http.HandlerFunc(s.ready)},
+		{Route{http.MethodGet, TrustBundlePath}, http.HandlerFunc(s.trustBundle)},
+		{Route{http.MethodGet, "/metrics"}, s.cfg.Metrics.Handler()},
+	} {
+		out = append(out, route{r.Route, onlyGet(r.h)})
+	}
+	return out
+}
+
+// Routes lists what the server serves, in a fixed order, with paths in
+// OpenAPI's form (a rest-of-path wildcard {name...} shows as {name}).
+func (s *Server) Routes() []Route {
+	var out []Route
+	for _, r := range s.table() {
+		out = append(out, Route{r.Method, strings.ReplaceAll(r.Path, "...}", "}")})
+	}
+	return out
+}
+
+func (s *Server) routes() {
+	for _, r := range s.table() {
+		s.mux.Handle(r.Path, r.h)
+	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusNotFound, ErrorBody{Code: CodeNotFound, Message: "httpapi: no endpoint " + r.URL.Path})
+		writeJSON(w, http.StatusNotFound, wire.ErrorBody{Code: wire.CodeNotFound, Message: "httpapi: no endpoint " + r.URL.Path})
+	})
+}
+
+// onlyGet answers GET and HEAD (a GET without its body) with h, anything
+// else with 405 as the /v1 calls do.
+func onlyGet(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			writeError(w, fmt.Errorf("%w: %s wants GET", errMethod, r.URL.Path))
+			return
+		}
+		h.ServeHTTP(w, r)
 	})
 }
 
@@ -119,11 +178,11 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), ReadyTimeoutMs*time.Millisecond)
 		defer cancel()
 		if _, err := s.cfg.Store.Read(ctx, "", nil); err != nil {
-			writeJSON(w, http.StatusServiceUnavailable, Health{Status: "store: " + err.Error()})
+			writeJSON(w, http.StatusServiceUnavailable, wire.Health{Status: "store: " + err.Error()})
 			return
 		}
 	}
-	writeJSON(w, http.StatusOK, Health{Status: "ok"})
+	writeJSON(w, http.StatusOK, wire.Health{Status: "ok"})
 }
 
 // endpoint is one /v1 call.
@@ -131,6 +190,14 @@ type endpoint struct {
 	path   string // mux pattern, without method
 	method string
 	admin  bool
+	// action names an admin call in its audit line (raise-floor, ...).
+	action string
+	// mutates: a successful call changes the registry and is audited;
+	// a refused admin call is audited whether or not it would have.
+	mutates bool
+	// audited: audited as an admin call is, though not only admins may
+	// make it (a break, which the resource policy may allow).
+	audited bool
 	// call does the work for an authenticated caller; body is at most
 	// RequestBytesMax bytes (empty for GET).
 	call func(ctx context.Context, caller string, r *http.Request, body []byte) (any, error)
@@ -139,7 +206,9 @@ type endpoint struct {
 }
 
 // wrap runs the checks every call shares, in order: method, identity
-// (401 before anything else is read), admin (403), body size, then call.
+// (401 before anything else is read), media type (415, before the body is
+// read), admin (403), body size, then call; and records the call: its
+// metrics, span, request line and, for an admin call, its audit line.
 func (s *Server) wrap(e endpoint) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -148,10 +217,13 @@ func (s *Server) wrap(e endpoint) http.Handler {
 		code := s.serve(w, r.WithContext(withRecord(ctx, rec)), e)
 		s.observe(ctx, r, e, rec, code, time.Since(start), span)
 		s.cfg.Metrics.call(e.path, code)
+		if e.admin || e.audited {
+			s.auditCall(ctx, e, rec, code)
+		}
 		if s.cfg.Seen != nil && code == "" && rec.resource != "" {
 			s.cfg.Seen(rec.resource)
 		}
-		if e.count != nil && code != CodeMethodNotAllowed && code != CodeUnauthenticated && code != CodeForbidden {
+		if e.count != nil && code != wire.CodeMethodNotAllowed && code != wire.CodeUnauthenticated && code != wire.CodeForbidden {
 			e.count(code)
 		}
 	})
@@ -166,6 +238,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, e endpoint) strin
 	if err != nil {
 		return writeError(w, err)
 	}
+	noteCaller(r.Context(), caller)
+	if err := CheckJSONContentType(r); err != nil {
+		return writeError(w, err)
+	}
 	if e.admin && !s.cfg.Admins.Has(caller) {
 		return writeError(w, fmt.Errorf("%w: %s is not an admin identity", errForbidden, caller))
 	}
@@ -173,7 +249,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, e endpoint) strin
 	if err != nil {
 		return writeError(w, err)
 	}
-	noteRequest(r.Context(), caller, body)
+	noteBody(r.Context(), body)
 	ctx := withIdentity(r.Context(), caller)
 	resp, err := e.call(ctx, caller, r, body)
 	if err != nil {
@@ -181,6 +257,20 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, e endpoint) strin
 	}
 	writeJSON(w, http.StatusOK, resp)
 	return ""
+}
+
+// authorize asks the Authorizer whether caller may do verb to resource,
+// a valid resource name (else INVALID, before the policy is asked), and
+// records a refusal in the audit log.
+func (s *Server) authorize(ctx context.Context, path, caller string, verb Verb, resource string) error {
+	if err := grant.ValidateResource(resource); err != nil {
+		return fmt.Errorf("%w: resource %q: %v", wire.ErrInvalid, resource, err)
+	}
+	err := s.cfg.Authorizer.Authorize(caller, verb, resource)
+	if fe := (*ForbiddenError)(nil); errors.As(err, &fe) {
+		AuditRefusal(ctx, s.cfg.Logger, fe, path, "api")
+	}
+	return err
 }
 
 // callContext bounds one call's registry work, plus extraMs for a wait.

@@ -1,4 +1,4 @@
-// Tests that Transport gives callers over HTTP the registry's own Go
+// Tests that httpclient.Transport gives callers over HTTP the registry's own Go
 // contract: the same Issued values, and errors that match the registry's
 // sentinels and codes.
 package httpapi
@@ -8,27 +8,28 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/client/httpclient"
+	"github.com/fencegate/fencegate/wire"
 )
 
 func TestTransportSpeaksRegistryErrors(t *testing.T) {
 	h := newHarness(t)
-	alice, bob := Transport{h.alice}, Transport{h.bob}
-	req := registry.AcquireRequest{Resource: "inv/t", OperationID: "op", OperationClass: "settle", RequestID: "r-1"}
+	alice, bob := httpclient.Transport{C: h.alice}, httpclient.Transport{C: h.bob}
+	req := wire.AcquireRequest{Resource: "inv/t", OperationID: "op", OperationClass: "settle", RequestID: "r-1"}
 	is, err := alice.Acquire(bg, req)
 	if err != nil || is.Grant.Owner != "alice" {
 		t.Fatalf("acquire: %v", err)
 	}
 	req.RequestID = "r-2"
 	_, err = bob.Acquire(bg, req)
-	if !errors.Is(err, registry.ErrBusy) || registry.CodeOf(err) != "BUSY" {
-		t.Fatalf("busy over HTTP: %v (code %q)", err, registry.CodeOf(err))
+	if !errors.Is(err, wire.ErrBusy) || wire.CodeOf(err) != "BUSY" {
+		t.Fatalf("busy over HTTP: %v (code %q)", err, wire.CodeOf(err))
 	}
-	var ae *APIError
+	var ae *httpclient.APIError
 	if !errors.As(err, &ae) || ae.Status != 409 {
 		t.Fatalf("the *APIError is still there: %v", err)
 	}
-	if err := bob.Release(bg, "inv/t", is.Grant.Lease); !errors.Is(err, registry.ErrNotHolder) {
+	if err := bob.Release(bg, "inv/t", is.Grant.Lease); !errors.Is(err, wire.ErrNotHolder) {
 		t.Fatalf("release by another: %v", err)
 	}
 	st, err := bob.Status(bg, is.Grant)
@@ -39,11 +40,11 @@ func TestTransportSpeaksRegistryErrors(t *testing.T) {
 	if err != nil || !bytes.Equal(q.Grant.Encode(), is.Grant.Encode()) {
 		t.Fatalf("query: %v", err)
 	}
-	if _, err := (Transport{h.anon}).Renew(bg, "inv/t", is.Grant.Lease); registry.CodeOf(err) != "" || !errors.Is(err, &APIError{Code: CodeUnauthenticated}) {
+	if _, err := (httpclient.Transport{C: h.anon}).Renew(bg, "inv/t", is.Grant.Lease); wire.CodeOf(err) != "" || !errors.Is(err, &httpclient.APIError{Code: wire.CodeUnauthenticated}) {
 		t.Fatalf("401 must carry no registry code: %v", err)
 	}
 	h.flaky.down.Store(true)
-	if _, err := alice.Renew(bg, "inv/t", is.Grant.Lease); !errors.Is(err, registry.ErrUnavailable) {
+	if _, err := alice.Renew(bg, "inv/t", is.Grant.Lease); !errors.Is(err, wire.ErrUnavailable) {
 		t.Fatalf("store down: %v", err)
 	}
 }

@@ -10,14 +10,30 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/fencegate/fencegate/wire"
 )
 
-// raw sends one request and returns the status and the decoded error body.
-func (h *harness) raw(method, path, tok, body string) (int, ErrorBody, http.Header) {
+// raw sends one request, declared as JSON when it is a POST or has a
+// body, and returns the status and the decoded error body.
+func (h *harness) raw(method, path, tok, body string) (int, wire.ErrorBody, http.Header) {
+	h.t.Helper()
+	ctype := ""
+	if method == http.MethodPost || body != "" {
+		ctype = "application/json"
+	}
+	return h.rawAs(method, path, tok, ctype, body)
+}
+
+// rawAs is raw with the Content-Type ctype ("": none).
+func (h *harness) rawAs(method, path, tok, ctype, body string) (int, wire.ErrorBody, http.Header) {
 	h.t.Helper()
 	req, err := http.NewRequest(method, h.srv.URL+path, strings.NewReader(body))
 	if err != nil {
 		h.t.Fatal(err)
+	}
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
 	}
 	if tok != "" {
 		req.Header.Set("Authorization", "Bearer "+tok)
@@ -28,7 +44,7 @@ func (h *harness) raw(method, path, tok, body string) (int, ErrorBody, http.Head
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	var eb ErrorBody
+	var eb wire.ErrorBody
 	if resp.StatusCode != http.StatusOK {
 		if err := json.Unmarshal(b, &eb); err != nil {
 			h.t.Fatalf("%s %s: %d body %q is not JSON {code, message}: %v", method, path, resp.StatusCode, b, err)
@@ -45,26 +61,26 @@ func TestRefusedBeforeTheRegistry(t *testing.T) {
 		status                        int
 		code, msg                     string
 	}{
-		{"no identity", "POST", "/v1/acquire", "", good, 401, CodeUnauthenticated, "no credentials"},
-		{"no identity on GET", "GET", "/v1/requests/r-1", "", "", 401, CodeUnauthenticated, "no credentials"},
-		{"no identity on admin", "POST", "/v1/admin/floor", "", `{}`, 401, CodeUnauthenticated, "no credentials"},
-		{"unknown token", "POST", "/v1/acquire", "nobody-token-0123456789", good, 401, CodeUnauthenticated, "unknown bearer token"},
-		{"not admin", "POST", "/v1/admin/revoke-epochs", tokAlice, `{"below":2}`, 403, CodeForbidden, "alice is not an admin"},
-		{"not admin policy", "POST", "/v1/admin/policy", tokBob, `{"resource":"inv/1","generation":2}`, 403, CodeForbidden, "not an admin"},
-		{"not admin floor", "POST", "/v1/admin/floor", tokBob, `{"resource":"inv/1","fence":9}`, 403, CodeForbidden, "not an admin"},
-		{"not admin resource", "POST", "/v1/admin/resource", tokBob, `{"resource":"inv/1"}`, 403, CodeForbidden, "not an admin"},
-		{"wrong method", "GET", "/v1/acquire", tokAlice, "", 405, CodeMethodNotAllowed, "wants POST"},
-		{"no such endpoint", "POST", "/v1/steal", tokAlice, good, 404, CodeNotFound, "no endpoint"},
-		{"unknown field", "POST", "/v1/acquire", tokAlice, `{"resource":"inv/1","fence":7}`, 400, CodeBadRequest, `unknown field "fence"`},
-		{"case variant", "POST", "/v1/acquire", tokAlice, `{"Resource":"inv/1"}`, 400, CodeBadRequest, `unknown field "Resource"`},
-		{"duplicate field", "POST", "/v1/renew", tokAlice, `{"resource":"inv/1","lease":"a","lease":"b"}`, 400, CodeBadRequest, "given twice"},
-		{"trailing data", "POST", "/v1/release", tokAlice, `{"resource":"inv/1","lease":"a"}{}`, 400, CodeBadRequest, "trailing"},
-		{"wrong type", "POST", "/v1/acquire", tokAlice, `{"resource":"inv/1","ttlMs":"10"}`, 400, CodeBadRequest, "ttlMs"},
-		{"negative", "POST", "/v1/admin/floor", tokAdmin, `{"resource":"inv/1","fence":-1}`, 400, CodeBadRequest, "fence"},
-		{"array", "POST", "/v1/status", tokAlice, `[]`, 400, CodeBadRequest, "want a JSON object"},
-		{"empty body", "POST", "/v1/acquire", tokAlice, ``, 400, CodeBadRequest, "bad request"},
-		{"body on GET", "GET", "/v1/requests/r-1", tokAlice, `{}`, 400, CodeBadRequest, "no body"},
-		{"too large", "POST", "/v1/acquire", tokAlice, `{"resource":"` + strings.Repeat("a", RequestBytesMax) + `"}`, 413, CodeTooLarge, "limit 65536 bytes"},
+		{"no identity", "POST", "/v1/acquire", "", good, 401, wire.CodeUnauthenticated, "no credentials"},
+		{"no identity on GET", "GET", "/v1/requests/r-1", "", "", 401, wire.CodeUnauthenticated, "no credentials"},
+		{"no identity on admin", "POST", "/v1/admin/floor", "", `{}`, 401, wire.CodeUnauthenticated, "no credentials"},
+		{"unknown token", "POST", "/v1/acquire", "nobody-token-0123456789", good, 401, wire.CodeUnauthenticated, "unknown bearer token"},
+		{"not admin", "POST", "/v1/admin/revoke-epochs", tokAlice, `{"below":2}`, 403, wire.CodeForbidden, "alice is not an admin"},
+		{"not admin policy", "POST", "/v1/admin/policy", tokBob, `{"resource":"inv/1","generation":2}`, 403, wire.CodeForbidden, "not an admin"},
+		{"not admin floor", "POST", "/v1/admin/floor", tokBob, `{"resource":"inv/1","fence":9}`, 403, wire.CodeForbidden, "not an admin"},
+		{"not admin resource", "POST", "/v1/admin/resource", tokBob, `{"resource":"inv/1"}`, 403, wire.CodeForbidden, "not an admin"},
+		{"wrong method", "GET", "/v1/acquire", tokAlice, "", 405, wire.CodeMethodNotAllowed, "wants POST"},
+		{"no such endpoint", "POST", "/v1/steal", tokAlice, good, 404, wire.CodeNotFound, "no endpoint"},
+		{"unknown field", "POST", "/v1/acquire", tokAlice, `{"resource":"inv/1","fence":7}`, 400, wire.CodeBadRequest, `unknown field "fence"`},
+		{"case variant", "POST", "/v1/acquire", tokAlice, `{"Resource":"inv/1"}`, 400, wire.CodeBadRequest, `unknown field "Resource"`},
+		{"duplicate field", "POST", "/v1/renew", tokAlice, `{"resource":"inv/1","lease":"a","lease":"b"}`, 400, wire.CodeBadRequest, "given twice"},
+		{"trailing data", "POST", "/v1/release", tokAlice, `{"resource":"inv/1","lease":"a"}{}`, 400, wire.CodeBadRequest, "trailing"},
+		{"wrong type", "POST", "/v1/acquire", tokAlice, `{"resource":"inv/1","ttlMs":"10"}`, 400, wire.CodeBadRequest, "ttlMs"},
+		{"negative", "POST", "/v1/admin/floor", tokAdmin, `{"resource":"inv/1","fence":-1}`, 400, wire.CodeBadRequest, "fence"},
+		{"array", "POST", "/v1/status", tokAlice, `[]`, 400, wire.CodeBadRequest, "want a JSON object"},
+		{"empty body", "POST", "/v1/acquire", tokAlice, ``, 400, wire.CodeBadRequest, "bad request"},
+		{"body on GET", "GET", "/v1/requests/r-1", tokAlice, `{}`, 400, wire.CodeBadRequest, "no body"},
+		{"too large", "POST", "/v1/acquire", tokAlice, `{"resource":"` + strings.Repeat("a", RequestBytesMax) + `"}`, 413, wire.CodeTooLarge, "limit 65536 bytes"},
 		{"bad grant text", "POST", "/v1/status", tokAlice, `{"grant":"schema: lockGrant.v1\n"}`, 400, "MALFORMED", "grant: malformed"},
 	}
 	for _, c := range cases {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // TrustBundlePath serves the registry's trust bundle, signed: GET, no
@@ -34,25 +35,16 @@ func FileBundlePublisher(path string, key *grant.SigningKey) BundlePublisher {
 
 func (s *Server) trustBundle(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.TrustBundle == nil {
-		writeJSON(w, http.StatusNotFound, ErrorBody{Code: CodeNotFound, Message: "httpapi: this server publishes no trust bundle"})
+		writeJSON(w, http.StatusNotFound, wire.ErrorBody{Code: wire.CodeNotFound, Message: "httpapi: this server publishes no trust bundle"})
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), TrustBundleTimeoutMs*time.Millisecond)
 	defer cancel()
 	sb, err := s.cfg.TrustBundle(ctx)
 	if err != nil {
-		writeJSON(w, http.StatusInternalServerError, ErrorBody{Code: CodeInternal, Message: "httpapi: trust bundle: " + err.Error()})
+		writeJSON(w, http.StatusInternalServerError, wire.ErrorBody{Code: wire.CodeInternal, Message: "httpapi: trust bundle: " + err.Error()})
 		return
 	}
 	w.Header().Set("Cache-Control", "no-cache")
 	writeJSON(w, http.StatusOK, sb)
-}
-
-// TrustBundle calls GET /v1/trust-bundle. The answer is not verified
-// here: a gate checks it against the bundle it holds
-// (grant.Bundle.VerifyUpdate).
-func (c *Client) TrustBundle(ctx context.Context) (grant.SignedBundle, error) {
-	var sb grant.SignedBundle
-	err := c.do(ctx, http.MethodGet, TrustBundlePath, nil, &sb)
-	return sb, err
 }

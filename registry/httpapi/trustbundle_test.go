@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/fencegate/fencegate/client/httpclient"
 	"github.com/fencegate/fencegate/grant"
 )
 
@@ -22,13 +23,13 @@ func TestTrustBundleEndpoint(t *testing.T) {
 	if err := os.WriteFile(path, f.Marshal(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := NewServer(Config{Registry: h.reg, Auth: Chain{}, TrustBundle: FileBundlePublisher(path, h.key)})
+	srv, err := NewServer(Config{Registry: h.reg, Auth: Chain{}, Authorizer: AllowAll{}, TrustBundle: FileBundlePublisher(path, h.key)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
-	anon, _ := NewClient(ts.URL)
+	anon, _ := httpclient.NewClient(ts.URL)
 	first, err := grant.NewBundle(f, "")
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,7 @@
 // Package memstore is the in-memory registry.Store: one mutex, one revision
 // counter, values kept in their stored (JSON) form so decoding is as strict
 // as in etcd. It is linearizable because every call takes the mutex, and
-// it passes registry/storetest like the etcd store.
+// it passes testkit/storetest like the etcd and ZooKeeper stores.
 //
 // Beyond the Store contract it offers what tests and the deterministic
 // simulator need of a store and etcd offers only to an operator: an Image
@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/fencegate/fencegate/registry"
@@ -216,4 +217,32 @@ func (s *Store) ScanRequests(ctx context.Context, after registry.RequestKey, lim
 	}
 	snap, err := s.snapshotLocked("", keys)
 	return snap.Requests, err
+}
+
+// ScanRecords implements registry.Store.
+func (s *Store) ScanRecords(ctx context.Context, prefix, after string, limit int) ([]registry.RecordSlot, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	names := make([]string, 0, len(s.records))
+	for name := range s.records {
+		if strings.HasPrefix(name, prefix) && name > after {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	if len(names) > limit {
+		names = names[:limit]
+	}
+	out := make([]registry.RecordSlot, 0, len(names))
+	for _, name := range names {
+		rec, it, err := s.recordLocked(name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, registry.RecordSlot{Resource: name, Record: rec, ModRev: it.modRev})
+	}
+	return out, nil
 }

@@ -1,0 +1,157 @@
+package chaosproc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/fencegate/fencegate/chaos/record"
+	"github.com/fencegate/fencegate/client"
+	"github.com/fencegate/fencegate/gate"
+)
+
+// Worker limits, sized for the suite's 3 s leases (as the ledger example's
+// worker for its short demo leases): a registry call gives up after
+// 500 ms, the local deadline keeps 500 ms for clock rate error, and a
+// release (which first waits out the proofs of unsettled writes) is
+// given 5 s.
+const (
+	workerCallTimeout  = 500 * time.Millisecond
+	workerExpiryMargin = 500 * time.Millisecond
+	releaseTimeout     = 5 * time.Second
+	idleMax            = 300 * time.Millisecond
+)
+
+// WorkerConfig is one worker process's job.
+type WorkerConfig struct {
+	Name        string
+	Registry    client.Transport // a recording *Transport over the replicas
+	Services    []*ServiceClient // the resource service replicas
+	Resources   []string
+	TTL, Wait   time.Duration
+	SegmentsMax int           // each operation writes 1..SegmentsMax segments
+	ThinkMax    time.Duration // "computing" a segment between its envelope and its send
+	Seed        uint64
+	Clock       *OffsetClock
+	Rec         *record.Writer
+}
+
+type worker struct {
+	cfg WorkerConfig
+	rng *rand.Rand
+	s   *client.Session
+}
+
+// RunWorker acquires, writes a few segments, drains and releases, over and
+// over on randomly chosen resources, until ctx ends.
+func RunWorker(ctx context.Context, cfg WorkerConfig) error {
+	if cfg.SegmentsMax < 1 || len(cfg.Services) == 0 || len(cfg.Resources) == 0 {
+		return errors.New("chaosproc: worker needs services, resources and SegmentsMax >= 1")
+	}
+	w := &worker{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 1))}
+	w.s = client.NewSession(cfg.Registry, client.Options{
+		Clock: cfg.Clock, Rand: rand.New(rand.NewPCG(cfg.Seed, 2)),
+		CallTimeout: workerCallTimeout, ExpiryMargin: workerExpiryMargin,
+	})
+	for op := 1; ctx.Err() == nil; op++ {
+		w.operation(ctx, fmt.Sprintf("%s-op%d", cfg.Name, op))
+		w.sleep(ctx, time.Duration(w.rng.Int64N(int64(idleMax))))
+	}
+	return nil
+}
+
+// operation is one lease: acquire, write its segments in order, release.
+func (w *worker) operation(ctx context.Context, opID string) {
+	res := w.cfg.Resources[w.rng.IntN(len(w.cfg.Resources))]
+	l, err := w.s.Acquire(ctx, client.AcquireRequest{Resource: res, OperationID: opID, OperationClass: "settle", TTL: w.cfg.TTL, Wait: w.cfg.Wait})
+	var pe *client.PendingError
+	if errors.As(err, &pe) { // an earlier acquire has no final answer: wait it out
+		w.sleep(ctx, time.Until(pe.ReusableAt))
+		return
+	}
+	if err != nil {
+		return
+	}
+	segs := 1 + w.rng.IntN(w.cfg.SegmentsMax)
+	for seq := uint64(1); seq <= uint64(segs) && ctx.Err() == nil; seq++ {
+		payload := fmt.Sprintf("%s seg %d by %s", opID, seq, w.cfg.Name)
+		m, err := l.Envelope(seq, PayloadDigest(payload))
+		if err != nil {
+			break
+		}
+		// Compute the segment. A SIGSTOP here is the spec's Worker A: it
+		// wakes with a built envelope and sends it.
+		w.sleep(ctx, time.Duration(w.rng.Int64N(int64(w.cfg.ThinkMax)+1)))
+		if !w.send(ctx, l, &m, payload) {
+			break
+		}
+	}
+	// Release drains: it waits until no unsettled write can be accepted
+	// any more (a release frees the resource at once, a proof outlives it).
+	rctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	l.Release(rctx)
+}
+
+// send writes one segment and settles it with the lease; true when it
+// stands (accepted or replayed).
+func (w *worker) send(ctx context.Context, l *client.Lease, m *gate.Mutation, payload string) bool {
+	svc := w.cfg.Services[w.rng.IntN(len(w.cfg.Services))]
+	outcome := w.write(ctx, svc, m, payload)
+	if outcome != record.ResultUnknown {
+		l.Settle(m.SegmentSeq, gate.Outcome(outcome))
+		return outcome == string(gate.Accepted) || outcome == string(gate.Replayed)
+	}
+	resolver := &client.Resolver{Receipts: client.ReceiptQuerierFunc(svc.QueryOperation)}
+	res, err := resolver.Resolve(ctx, client.UnknownOf(*m))
+	if err != nil {
+		return false
+	}
+	switch res.Verdict {
+	case gate.VerdictAccepted:
+		l.Settle(m.SegmentSeq, gate.Accepted)
+		return true
+	case gate.VerdictProvenAbsent: // never accepted, and never will be under this fence
+		l.Settle(m.SegmentSeq, gate.StaleOwner)
+		return false
+	}
+	// UNDETERMINED while the lease may still be held: send the same write
+	// (fence, segment, payload) again with the lease's current proof; the
+	// gate answers REPLAYED if the first copy landed. The lease builds it,
+	// so its proof counts in Release's drain (client.Refresh's would not).
+	again, err := l.Envelope(m.SegmentSeq, m.PayloadDigest)
+	if err != nil {
+		return false
+	}
+	o := w.write(ctx, svc, &again, payload)
+	if o == record.ResultUnknown {
+		return false // unsettled: Release waits its proof out
+	}
+	l.Settle(m.SegmentSeq, gate.Outcome(o))
+	return o == string(gate.Accepted) || o == string(gate.Replayed)
+}
+
+// write sends one copy and records the worker's view of its outcome.
+func (w *worker) write(ctx context.Context, svc *ServiceClient, m *gate.Mutation, payload string) string {
+	e := record.Event{Kind: record.KindWrite, Proc: w.cfg.Name, CallNs: record.Now(), Resource: m.Resource, Lease: m.Lease,
+		Fence: m.FenceToken, Seq: m.SegmentSeq, OperationID: m.OperationID, Payload: m.PayloadDigest.String()}
+	resp, err := svc.Write(ctx, m, payload)
+	e.RetNs, e.Result, e.Highest, e.Detail = record.Now(), resp.Outcome, resp.Highest, resp.Reason
+	if err != nil {
+		e.Result, e.Detail = record.ResultUnknown, err.Error()
+	}
+	w.cfg.Rec.Emit(e)
+	return e.Result
+}
+
+func (w *worker) sleep(ctx context.Context, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}

@@ -1,0 +1,172 @@
+package chaos
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/fencegate/fencegate/chaos/record"
+)
+
+// checkTimeout bounds porcupine's search over one run's history.
+const checkTimeout = 3 * time.Minute
+
+// lockDelayMs is the registry's lock-delay in the runs (serve's default).
+const lockDelayMs = 1000
+
+// Report is one run's figures and verdicts.
+type Report struct {
+	Seed     uint64
+	Mutant   bool
+	Duration time.Duration // under load, faults included
+	// Verdict is porcupine's: Ok, Illegal or Unknown (timed out).
+	Verdict porcupine.CheckResult
+	// Visualization is the HTML porcupine wrote for an Illegal history.
+	Visualization string
+	// Evidence lists, for an Illegal verdict, the operations around the
+	// first one porcupine could not place.
+	Evidence   []string
+	Operations int            // operations porcupine checked
+	CheckTime  time.Duration  // porcupine's time
+	Calls      map[string]int // registry calls by kind/result, writes and decisions by outcome
+	Faults     map[string]int // injected, by kind
+	Counts     Counts
+	Repairs    int
+	Resumes    int
+}
+
+// Failures lists what makes a normal run fail: a verdict other than Ok,
+// a violation count, or faults that were meant to happen and did not.
+// strictPauses is false while the gate still runs the old regression
+// rule, whose pauses in normal operation this suite is expected to see.
+func (r *Report) Failures(strictPauses bool) []string {
+	var out []string
+	if r.Verdict != porcupine.Ok {
+		out = append(out, fmt.Sprintf("porcupine: %s", r.Verdict))
+	}
+	for _, v := range r.Counts.Violations() {
+		if strictPauses || !strings.HasPrefix(v, "spurious pauses") {
+			out = append(out, v)
+		}
+	}
+	if r.Faults[FaultRestore] == 0 {
+		out = append(out, "no snapshot restore happened")
+	}
+	if r.Counts.ExpectedPauses == 0 {
+		out = append(out, "the restore ended in no FENCE_REGRESSION pause")
+	}
+	return out
+}
+
+// Check reads a finished run's histories and database and checks them.
+func Check(ctx context.Context, cfg Config, db *sql.DB, eventsDir string) (*Report, error) {
+	h, err := LoadHistory(eventsDir)
+	if err != nil {
+		return nil, err
+	}
+	rep := &Report{Seed: cfg.Seed, Mutant: cfg.Mutant, Calls: tally(h)}
+	ops := h.Operations(cfg.resources())
+	rep.Operations = len(ops)
+	model := newModel(modelParams{lockDelayMs: lockDelayMs})
+	t0 := time.Now()
+	res, info := porcupine.CheckOperationsVerbose(model, ops, checkTimeout)
+	rep.Verdict, rep.CheckTime = res, time.Since(t0)
+	if res == porcupine.Illegal {
+		rep.Visualization = filepath.Join(cfg.Dir, fmt.Sprintf("porcupine-seed%d.html", cfg.Seed))
+		if err := porcupine.VisualizePath(model, info, rep.Visualization); err != nil {
+			return nil, err
+		}
+		rep.Evidence = evidence(model, ops)
+	}
+	effects, err := loadEffects(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	receipts := map[segKey]string{}
+	if !cfg.Mutant {
+		if receipts, err = loadReceipts(ctx, db); err != nil {
+			return nil, err
+		}
+	}
+	countEffects(effects, receipts, cfg.Mutant, &rep.Counts)
+	countRegistry(h, &rep.Counts)
+	countPauses(h, &rep.Counts)
+	for _, e := range h.Events {
+		switch {
+		case e.Kind == record.KindRepair:
+			rep.Repairs++
+		case e.Kind == record.KindResume && e.Result == record.ResultOK:
+			rep.Resumes++
+		}
+	}
+	return rep, nil
+}
+
+// tally counts registry answers by kind and result, and writes and gate
+// decisions by outcome.
+func tally(h *History) map[string]int {
+	out := map[string]int{}
+	for _, e := range h.Events {
+		switch e.Kind {
+		case record.KindFault, record.KindRepair, record.KindResume, record.KindRestore:
+			continue
+		}
+		out[e.Kind+" "+e.Result]++
+	}
+	return out
+}
+
+// String prints the report, one figure per line.
+func (r *Report) String() string {
+	var b strings.Builder
+	kind := "run"
+	if r.Mutant {
+		kind = "MUTANT run (fence check off)"
+	}
+	fmt.Fprintf(&b, "%s seed %d: %s under load, porcupine %s over %d operations (%s)\n", kind, r.Seed, r.Duration.Round(time.Second), r.Verdict, r.Operations, r.CheckTime.Round(time.Millisecond))
+	fmt.Fprintf(&b, "  faults:")
+	for _, k := range sortedKeys(r.Faults) {
+		fmt.Fprintf(&b, " %s=%d", k, r.Faults[k])
+	}
+	fmt.Fprintf(&b, "\n  counts: %+v\n  repairs %d, resumes %d\n", r.Counts, r.Repairs, r.Resumes)
+	keys := sortedKeys(r.Calls)
+	for _, k := range keys {
+		fmt.Fprintf(&b, "  %-32s %d\n", k, r.Calls[k])
+	}
+	if r.Visualization != "" {
+		fmt.Fprintf(&b, "  porcupine visualization: %s\n", r.Visualization)
+	}
+	for _, l := range r.Evidence {
+		fmt.Fprintf(&b, "  %s\n", l)
+	}
+	return b.String()
+}
+
+// Totals sums several reports' figures.
+func Totals(rs []*Report) (ops int, faults map[string]int, verdicts map[string]int, counts Counts) {
+	faults, verdicts = map[string]int{}, map[string]int{}
+	for _, r := range rs {
+		ops += r.Operations
+		verdicts[string(r.Verdict)]++
+		for k, v := range r.Faults {
+			faults[k] += v
+		}
+		c := &counts
+		c.StaleAccepts += r.Counts.StaleAccepts
+		c.FenceReusedAtGate += r.Counts.FenceReusedAtGate
+		c.FenceReusedByRegistry += r.Counts.FenceReusedByRegistry
+		c.RequestIDTwoGrants += r.Counts.RequestIDTwoGrants
+		c.ReceiptsWithoutEffect += r.Counts.ReceiptsWithoutEffect
+		c.EffectsWithoutReceipt += r.Counts.EffectsWithoutReceipt
+		c.SpuriousPauses += r.Counts.SpuriousPauses
+		c.RestoresUndetected += r.Counts.RestoresUndetected
+		c.ExpectedReissues += r.Counts.ExpectedReissues
+		c.ExpectedPauses += r.Counts.ExpectedPauses
+	}
+	return ops, faults, verdicts, counts
+}

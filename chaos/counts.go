@@ -1,0 +1,159 @@
+package chaos
+
+import (
+	"fmt"
+
+	"github.com/fencegate/fencegate/chaos/record"
+	"github.com/fencegate/fencegate/gate"
+)
+
+// Counts are the direct checks of a run, each independent of porcupine.
+// Every field but the Expected ones must be 0.
+type Counts struct {
+	// StaleAccepts: writes applied (business table, in commit order per
+	// resource) under a fence below one already applied.
+	StaleAccepts int
+	// FenceReusedAtGate: a resource applied writes of two grants under one
+	// fence.
+	FenceReusedAtGate int
+	// FenceReusedByRegistry: the registry answered two grants with one
+	// fence on one resource within one history of its store (between
+	// restores).
+	FenceReusedByRegistry int
+	// RequestIDTwoGrants: one (owner, request ID) answered with two grants
+	// within one history of the store.
+	RequestIDTwoGrants int
+	// ReceiptsWithoutEffect, EffectsWithoutReceipt: a receipt whose
+	// business row is missing (or differs), and the reverse.
+	ReceiptsWithoutEffect int
+	EffectsWithoutReceipt int
+	// SpuriousPauses: FENCE_REGRESSION decisions (each pauses its
+	// resource) while no restore was unrepaired for the resource.
+	SpuriousPauses int
+	// RestoresUndetected: restores after which no resource paused.
+	RestoresUndetected int
+
+	// ExpectedReissues: fences the restored registry handed out again
+	// (different grants, one fence, across a restore): what the gate must
+	// catch. Not a violation.
+	ExpectedReissues int
+	// ExpectedPauses: FENCE_REGRESSION decisions inside a restore's
+	// window. Not a violation.
+	ExpectedPauses int
+}
+
+// Violations lists the non-zero violation counts.
+func (c Counts) Violations() []string {
+	var out []string
+	for _, v := range []struct {
+		name string
+		n    int
+	}{
+		{"stale accepts", c.StaleAccepts}, {"fence reused across grants at the gate", c.FenceReusedAtGate},
+		{"fence reused across grants by the registry", c.FenceReusedByRegistry},
+		{"request ID answered by two grants", c.RequestIDTwoGrants},
+		{"receipts without the business change", c.ReceiptsWithoutEffect},
+		{"business changes without a receipt", c.EffectsWithoutReceipt},
+		{"spurious pauses", c.SpuriousPauses}, {"restores not ending in a pause", c.RestoresUndetected},
+	} {
+		if v.n != 0 {
+			out = append(out, fmt.Sprintf("%s: %d", v.name, v.n))
+		}
+	}
+	return out
+}
+
+// countRegistry counts fence and request-ID reuse in the registry's
+// answers, per history of the store.
+func countRegistry(h *History, c *Counts) {
+	rs := h.restores()
+	type fenceKey struct {
+		res   string
+		fence uint64
+	}
+	type reqKey struct{ owner, id string }
+	fenceGrants := map[fenceKey]map[string]int{} // grant digest → era
+	reqGrants := map[reqKey]map[string]int{}
+	for _, e := range h.Events {
+		if (e.Kind != record.KindAcquire && e.Kind != record.KindQuery) || e.Result != record.ResultOK || e.GrantDigest == "" {
+			continue
+		}
+		er := era(rs, e.GrantIssuedMs*1e6)
+		fk, rk := fenceKey{e.Resource, e.Fence}, reqKey{e.Owner, e.RequestID}
+		if fenceGrants[fk] == nil {
+			fenceGrants[fk] = map[string]int{}
+		}
+		if reqGrants[rk] == nil {
+			reqGrants[rk] = map[string]int{}
+		}
+		fenceGrants[fk][e.GrantDigest] = er
+		reqGrants[rk][e.GrantDigest] = er
+	}
+	for _, gs := range fenceGrants {
+		same, cross := splitByEra(gs)
+		c.FenceReusedByRegistry += same
+		c.ExpectedReissues += cross
+	}
+	for _, gs := range reqGrants {
+		same, _ := splitByEra(gs)
+		c.RequestIDTwoGrants += same
+	}
+}
+
+// splitByEra counts the extra grants of one key inside one era (a
+// violation) and across eras (a restore forgot the first).
+func splitByEra(grants map[string]int) (same, cross int) {
+	perEra := map[int]int{}
+	for _, er := range grants {
+		perEra[er]++
+	}
+	for er, n := range perEra {
+		if er >= 0 && n > 1 {
+			same += n - 1
+		}
+	}
+	return same, len(perEra) - 1
+}
+
+// countPauses classifies every FENCE_REGRESSION: inside a restore's
+// window for its resource (from the restore until the resource's repair
+// finished) it is expected; anywhere else it is spurious. It also counts
+// restores after which nothing paused.
+func countPauses(h *History, c *Counts) {
+	rs := h.restores()
+	detected := make([]bool, len(rs))
+	for _, e := range h.Events {
+		if e.Kind != record.KindDecide || e.Result != string(gate.FenceRegression) || e.Mutant {
+			continue
+		}
+		if i := openRestore(h, rs, e.Resource, e.CallNs); i >= 0 {
+			c.ExpectedPauses++
+			detected[i] = true
+		} else {
+			c.SpuriousPauses++
+		}
+	}
+	for _, d := range detected {
+		if !d {
+			c.RestoresUndetected++
+		}
+	}
+}
+
+// openRestore returns the index of the restore still unrepaired for res
+// at t, or -1.
+func openRestore(h *History, rs []record.Event, res string, t int64) int {
+	for i := len(rs) - 1; i >= 0; i-- {
+		r := rs[i]
+		if r.CallNs > t {
+			continue
+		}
+		for _, e := range h.Events {
+			if e.Kind == record.KindRepair && e.Resource == res && e.CallNs >= r.CallNs && e.RetNs <= t {
+				return -1
+			}
+		}
+		return i
+	}
+	return -1
+}

@@ -1,0 +1,82 @@
+// Proves the direct counts can fail: a pause with no unrepaired restore
+// is spurious, one inside a restore's window is expected; a fence or a
+// request ID answered by two grants in one store history is counted, and
+// across a restore is not; a stale, doubled or unreceipted business row
+// is counted.
+package chaos
+
+import (
+	"testing"
+
+	"github.com/fencegate/fencegate/chaos/record"
+)
+
+func TestCountPauses(t *testing.T) {
+	fr := func(at int64, res string) record.Event {
+		return record.Event{Kind: record.KindDecide, CallNs: at, RetNs: at + 1, Resource: res, Result: "FENCE_REGRESSION"}
+	}
+	h := &History{Events: []record.Event{
+		fr(10, "r1"), // before any restore: spurious
+		{Kind: record.KindRestore, CallNs: 100, RetNs: 200, Result: record.ResultOK},
+		fr(300, "r1"), // expected
+		{Kind: record.KindRepair, Resource: "r1", CallNs: 400, RetNs: 410, Result: record.ResultOK},
+		fr(500, "r1"), // after r1's repair: spurious
+		fr(600, "r2"), // r2 not repaired yet: expected
+	}}
+	var c Counts
+	countPauses(h, &c)
+	if c.SpuriousPauses != 2 || c.ExpectedPauses != 2 || c.RestoresUndetected != 0 {
+		t.Errorf("counts %+v, want 2 spurious, 2 expected, 0 undetected", c)
+	}
+	var none Counts
+	countPauses(&History{Events: []record.Event{{Kind: record.KindRestore, CallNs: 1, RetNs: 2, Result: record.ResultOK}}}, &none)
+	if none.RestoresUndetected != 1 {
+		t.Errorf("a restore with no pause: %+v", none)
+	}
+}
+
+func TestCountRegistry(t *testing.T) {
+	g := func(issuedMs int64, owner, req string, fence uint64, digest string) record.Event {
+		return record.Event{Kind: record.KindAcquire, Result: record.ResultOK, Resource: "r", Owner: owner, RequestID: req,
+			Fence: fence, GrantDigest: digest, GrantIssuedMs: issuedMs}
+	}
+	restore := record.Event{Kind: record.KindRestore, CallNs: 100e6, RetNs: 200e6, Result: record.ResultOK}
+	h := &History{Events: []record.Event{
+		g(10, "w1", "q1", 1, "gA"), g(20, "w1", "q1", 1, "gA"), // the same grant answered twice: fine
+		g(30, "w2", "q2", 2, "gB"), g(40, "w3", "q3", 2, "gC"), // one fence, two grants, one store history
+		g(50, "w4", "q4", 3, "gD"), g(60, "w4", "q4", 4, "gE"), // one request ID, two grants
+		restore,
+		g(300, "w5", "q5", 3, "gF"), // fence 3 again after the restore: expected
+	}}
+	var c Counts
+	countRegistry(h, &c)
+	if c.FenceReusedByRegistry != 1 || c.RequestIDTwoGrants != 1 || c.ExpectedReissues != 1 {
+		t.Errorf("counts %+v, want 1 fence reused, 1 request ID, 1 expected reissue", c)
+	}
+}
+
+func TestCountEffects(t *testing.T) {
+	eff := func(fence, seq uint64, grant, payload string) effect {
+		return effect{resource: "r", fence: fence, seq: seq, grant: grant, payload: payload}
+	}
+	effects := []effect{
+		eff(2, 1, "g2", "p1"), eff(1, 1, "g1", "p2"), // stale: fence 1 after 2
+		eff(3, 1, "g3", "p3"), eff(3, 2, "g3x", "p4"), // fence 3 under two grants
+		eff(4, 1, "g4", "p5"), eff(4, 1, "g4", "p5"), // applied twice
+	}
+	receipts := map[segKey]string{
+		{"r", 2, 1}: "p1", {"r", 1, 1}: "p2", {"r", 3, 1}: "p3", {"r", 3, 2}: "p4",
+		{"r", 4, 1}: "p5", {"r", 5, 1}: "p6", // a receipt with no business row
+	}
+	var c Counts
+	countEffects(effects, receipts, false, &c)
+	if c.StaleAccepts != 1 || c.FenceReusedAtGate != 1 || c.EffectsWithoutReceipt != 1 || c.ReceiptsWithoutEffect != 1 {
+		t.Errorf("counts %+v, want 1 stale, 1 fence reused, 1 doubled, 1 receipt without effect", c)
+	}
+	delete(receipts, segKey{"r", 2, 1})
+	var d Counts
+	countEffects(effects[:1], receipts, false, &d)
+	if d.EffectsWithoutReceipt != 1 {
+		t.Errorf("a business row without its receipt: %+v", d)
+	}
+}

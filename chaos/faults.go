@@ -1,0 +1,239 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/fencegate/fencegate/chaos/record"
+)
+
+// Fault kinds, as counted in a run's report.
+const (
+	FaultWorkerStop = "worker-stop" // SIGSTOP a worker past its TTL, then SIGCONT
+	FaultServeKill  = "serve-kill"  // kill -9 a serve replica, restart it
+	FaultEtcdKill   = "etcd-kill"   // kill -9 an etcd member, restart it
+	FaultLeaderLoss = "leader-loss" // cut the etcd leader from its peers
+	FaultPartition  = "partition"   // black-hole one link (or two etcd peers)
+	FaultDelay      = "delay"       // add latency to one link
+	FaultDrop       = "drop"        // reset one link's connections at random
+	FaultClockJump  = "clock-jump"  // step one worker's clock
+	FaultSnapshot   = "snapshot"    // etcdctl snapshot save
+	FaultRestore    = "restore"     // kill the cluster, etcdctl snapshot restore, start
+)
+
+// faultGapMs bounds the pause between two injections.
+const faultGapMsMin, faultGapMsMax = 800, 2500
+
+// longest bounds how long one random fault lasts (a frozen worker: TTL +
+// 1 s + 3 s; an etcd fault: 5 s + 1 s; a clock step: 8 s): none starts
+// later than this before the end of the fault window, so every one has
+// healed by then.
+func (f *faulter) longest() time.Duration {
+	return max(time.Duration(f.e.cfg.TTLMs)*time.Millisecond+4*time.Second, 8*time.Second)
+}
+
+type weighted struct {
+	kind   string
+	weight int
+}
+
+// faultMix is how often each random kind is drawn; the mutant only
+// freezes workers (the story the fence check exists for).
+var faultMix = []weighted{
+	{FaultWorkerStop, 3}, {FaultServeKill, 1}, {FaultEtcdKill, 1}, {FaultLeaderLoss, 1},
+	{FaultPartition, 3}, {FaultDelay, 2}, {FaultDrop, 2}, {FaultClockJump, 2},
+}
+
+// faulter injects a run's faults. Every fault heals itself: each runs in
+// its own goroutine that undoes it after its seeded duration.
+type faulter struct {
+	e   *Env
+	rec *record.Writer
+	rep *repairer
+
+	mu     sync.Mutex
+	rng    *rand.Rand
+	counts map[string]int
+
+	etcdBusy sync.Mutex // one etcd-level fault at a time, so a quorum usually survives
+	wg       sync.WaitGroup
+}
+
+func newFaulter(e *Env, rec *record.Writer, rep *repairer) *faulter {
+	return &faulter{e: e, rec: rec, rep: rep, rng: rand.New(rand.NewPCG(e.cfg.Seed, 0xfa)), counts: map[string]int{}}
+}
+
+func (f *faulter) intn(n int) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.rng.IntN(n)
+}
+
+// ms draws a duration in [lo, hi] milliseconds.
+func (f *faulter) ms(lo, hi int) time.Duration {
+	return time.Duration(lo+f.intn(hi-lo+1)) * time.Millisecond
+}
+
+// note counts a fault and records it in the orchestrator's history.
+func (f *faulter) note(kind string, call int64, format string, args ...any) {
+	f.mu.Lock()
+	f.counts[kind]++
+	f.mu.Unlock()
+	detail := kind + " " + fmt.Sprintf(format, args...)
+	f.rec.Emit(record.Event{Kind: record.KindFault, Proc: "orchestrator", CallNs: call, RetNs: record.Now(), Result: record.ResultOK, Detail: detail})
+	f.e.cfg.Logf("%s", detail)
+}
+
+// Counts returns the faults injected per kind.
+func (f *faulter) Counts() map[string]int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[string]int{}
+	for k, v := range f.counts {
+		out[k] = v
+	}
+	return out
+}
+
+// run injects random faults until `until`, and the snapshot and restore
+// at their instants, then waits for every fault to heal.
+func (f *faulter) run(ctx context.Context, start, until time.Time) {
+	if !f.e.cfg.Mutant {
+		d := until.Sub(start)
+		snapAt := start.Add(d * 15 / 100)
+		restoreAt := start.Add(d*45/100 + f.ms(0, int(d.Milliseconds()/10)))
+		f.spawn(func() { f.snapshotAndRestore(ctx, snapAt, restoreAt) })
+	}
+	lastStart := until.Add(-f.longest())
+	for {
+		if !sleepUntil(ctx, time.Now().Add(f.ms(faultGapMsMin, faultGapMsMax))) || time.Now().After(lastStart) {
+			break
+		}
+		kind := FaultWorkerStop
+		if !f.e.cfg.Mutant {
+			kind = f.draw()
+		}
+		f.spawn(func() { f.inject(ctx, kind) })
+	}
+	f.wg.Wait()
+}
+
+func (f *faulter) spawn(fn func()) {
+	f.wg.Add(1)
+	go func() { defer f.wg.Done(); fn() }()
+}
+
+func (f *faulter) draw() string {
+	total := 0
+	for _, w := range faultMix {
+		total += w.weight
+	}
+	n := f.intn(total)
+	for _, w := range faultMix {
+		if n < w.weight {
+			return w.kind
+		}
+		n -= w.weight
+	}
+	return faultMix[0].kind
+}
+
+func (f *faulter) inject(ctx context.Context, kind string) {
+	switch kind {
+	case FaultWorkerStop:
+		f.workerStop(ctx)
+	case FaultServeKill:
+		f.serveKill()
+	case FaultEtcdKill, FaultLeaderLoss:
+		f.etcdFault(ctx, kind)
+	case FaultPartition, FaultDelay, FaultDrop:
+		f.linkFault(kind)
+	case FaultClockJump:
+		f.clockJump()
+	}
+}
+
+// workerStop freezes a worker for longer than its TTL plus lock-delay, so
+// another owner can be granted and write meanwhile. Two times in three it
+// picks the holder of a resource (asked of the registry): a holder spends
+// most of its lease computing segments, so it is usually frozen with a
+// built envelope in hand, the spec's Worker A.
+func (f *faulter) workerStop(ctx context.Context) {
+	w := f.e.workers[f.intn(len(f.e.workers))]
+	if f.intn(3) > 0 {
+		if h := f.holder(ctx); h != nil {
+			w = h
+		}
+	}
+	if w.Frozen() || w.Freeze() != nil {
+		return
+	}
+	d := time.Duration(f.e.cfg.TTLMs)*time.Millisecond + time.Second + f.ms(500, 3000)
+	call := record.Now()
+	time.Sleep(d)
+	w.Thaw()
+	f.note(FaultWorkerStop, call, "%s for %s", w.Name, d)
+}
+
+// holder returns the worker holding a random resource, or nil.
+func (f *faulter) holder(ctx context.Context) *Proc {
+	rs := f.e.cfg.resources()
+	res := rs[f.intn(len(rs))]
+	c := f.e.admin[f.intn(len(f.e.admin))]
+	actx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	info, err := c.Resource(actx, res)
+	if err != nil {
+		return nil
+	}
+	for _, w := range f.e.workers {
+		if w.Name == info.HolderOwner {
+			return w
+		}
+	}
+	return nil
+}
+
+// serveKill kills one replica with SIGKILL while the other serves.
+func (f *faulter) serveKill() {
+	p := f.e.serves[f.intn(len(f.e.serves))]
+	for _, o := range f.e.serves {
+		if o != p && !o.proc.Running() {
+			return
+		}
+	}
+	if !p.proc.Running() {
+		return
+	}
+	call := record.Now()
+	p.proc.Kill()
+	time.Sleep(f.ms(1000, 3000))
+	if err := p.proc.Start(); err != nil {
+		f.e.cfg.Logf("restart %s: %v", p.name, err)
+	}
+	f.note(FaultServeKill, call, "%s", p.name)
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys(m map[string]int) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// sleepUntil waits for t or ctx; false if ctx ended first.
+func sleepUntil(ctx context.Context, t time.Time) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(time.Until(t)):
+		return true
+	}
+}

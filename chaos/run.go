@@ -1,0 +1,151 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver
+
+	"github.com/fencegate/fencegate/chaos/record"
+)
+
+// Stop grace periods: a worker gets workerStopGrace to release its lease
+// after SIGTERM, every other process serviceStopGrace.
+const (
+	workerStopGrace  = 5 * time.Second
+	serviceStopGrace = 3 * time.Second
+)
+
+// Run starts a whole system (three etcd members, the serve replicas, the
+// resource services on PostgreSQL, the workers and a proxy per link),
+// injects the seed's faults for cfg.Duration, stops everything and checks
+// the history. It always stops by itself: the faults end settleTime
+// before the budget, and every process it started is killed on return.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range []string{"logs", "events"} {
+		if err := os.MkdirAll(filepath.Join(cfg.Dir, d), 0o755); err != nil {
+			return nil, err
+		}
+	}
+	e := &Env{cfg: cfg}
+	defer e.teardown()
+	if err := e.start(ctx); err != nil {
+		return nil, err
+	}
+	rec, err := record.Create(e.EventsPath("orchestrator"))
+	if err != nil {
+		return nil, err
+	}
+	defer rec.Close()
+	rep := newRepairer(e, rec)
+	fl := newFaulter(e, rec, rep)
+	start := time.Now()
+	runCtx, cancel := context.WithDeadline(ctx, start.Add(cfg.Duration))
+	defer cancel()
+	repDone := make(chan struct{})
+	go func() {
+		defer close(repDone)
+		if !cfg.Mutant {
+			rep.run(runCtx)
+		}
+	}()
+	cfg.Logf("seed %d: system up, faults for %s", cfg.Seed, cfg.Duration-settleTime)
+	fl.run(runCtx, start, start.Add(cfg.Duration-settleTime))
+	e.settle()
+	sleepUntil(ctx, start.Add(cfg.Duration))
+	elapsed := time.Since(start)
+	stopAll(e.workers, workerStopGrace)
+	cancel()
+	<-repDone
+	var svcs []*Proc
+	for _, s := range e.services {
+		svcs = append(svcs, s.proc)
+	}
+	stopAll(svcs, serviceStopGrace)
+	report, err := Check(ctx, cfg, e.db, filepath.Join(cfg.Dir, "events"))
+	if err != nil {
+		return nil, err
+	}
+	report.Duration, report.Faults = elapsed, fl.Counts()
+	return report, nil
+}
+
+func (e *Env) start(ctx context.Context) error {
+	if err := e.setupKeys(ctx); err != nil {
+		return err
+	}
+	c, err := startEtcd(ctx, &e.procs, e.cfg.Bins, e.cfg.EtcdDir, e.cfg.Seed)
+	e.etcd = c
+	if err != nil {
+		return err
+	}
+	if err := e.startServes(ctx); err != nil {
+		return err
+	}
+	if err := e.startServices(ctx); err != nil {
+		return err
+	}
+	return e.startWorkers()
+}
+
+// settle ends every fault: links healed, workers thawed and back on the
+// real clock, killed processes restarted.
+func (e *Env) settle() {
+	for _, px := range e.links {
+		px.Heal()
+	}
+	for _, n := range e.etcd.Names() {
+		e.etcd.Isolate(n, false)
+		if err := e.etcd.RestartMember(n); err != nil {
+			e.cfg.Logf("settle: %v", err)
+		}
+	}
+	for _, p := range e.serves {
+		if !p.proc.Running() {
+			if err := p.proc.Start(); err != nil {
+				e.cfg.Logf("settle: %v", err)
+			}
+		}
+	}
+	for _, w := range e.workers {
+		w.Thaw()
+		w.Send("clock 0")
+	}
+}
+
+// teardown kills every process and closes every proxy and handle.
+func (e *Env) teardown() {
+	e.procs.KillAll()
+	for _, px := range e.links {
+		px.Close()
+	}
+	if e.etcd != nil {
+		e.etcd.Close()
+	}
+	if e.db != nil {
+		e.db.Close()
+	}
+}
+
+// stopAll stops every process at once, each with its grace.
+func stopAll(ps []*Proc, grace time.Duration) {
+	var wg sync.WaitGroup
+	for _, p := range ps {
+		wg.Add(1)
+		go func() { defer wg.Done(); p.Stop(grace) }()
+	}
+	wg.Wait()
+}
+
+// String names a run for logs.
+func (c Config) String() string {
+	return fmt.Sprintf("seed %d (%s, %d workers, mutant=%t)", c.Seed, c.Duration, c.Workers, c.Mutant)
+}

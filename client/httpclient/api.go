@@ -1,0 +1,410 @@
+package httpclient
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/wire"
+)
+
+// ResponseBytesMax bounds a response body the Client reads, 1 MiB.
+const ResponseBytesMax = 1 << 20
+
+// ErrBadResponse: the server's answer is not what the API promises
+// (undecodable JSON, a grant or status that does not parse strictly, a
+// status about another grant, a proof that does not verify).
+var ErrBadResponse = errors.New("httpclient: bad response")
+
+// Client is a small typed client of /v1. The client SDK builds on it; it
+// does no retries of its own (an acquire is retried by the caller with the
+// same request ID).
+type Client struct {
+	base  string
+	http  *http.Client
+	token string
+	// verifier, when set, checks every proof the server returns.
+	verifier *grant.Verifier
+	// headers, when set, adds headers to every request (trace context).
+	headers func(context.Context, http.Header)
+}
+
+// ClientOption configures a Client.
+type ClientOption func(*Client)
+
+// WithHTTPClient sets the http.Client (for mTLS: its Transport's
+// TLSClientConfig carries the client certificate). Default:
+// http.DefaultClient.
+func WithHTTPClient(h *http.Client) ClientOption { return func(c *Client) { c.http = h } }
+
+// WithHeaders calls f on every request before it is sent, to add headers:
+// trace propagation, for example (otel.GetTextMapPropagator().Inject with
+// a propagation.HeaderCarrier). The SDK links no telemetry of its own.
+func WithHeaders(f func(ctx context.Context, h http.Header)) ClientOption {
+	return func(c *Client) { c.headers = f }
+}
+
+// WithBearerToken sends "Authorization: Bearer <token>" on every call.
+func WithBearerToken(tok string) ClientOption { return func(c *Client) { c.token = tok } }
+
+// WithVerifier checks every grant and status proof the server returns
+// against v; a proof that fails is ErrBadResponse. Default: not checked
+// (the gate checks them anyway).
+func WithVerifier(v *grant.Verifier) ClientOption { return func(c *Client) { c.verifier = v } }
+
+// NewClient returns a client of the server at baseURL ("https://host:port").
+func NewClient(baseURL string, opts ...ClientOption) (*Client, error) {
+	u, err := url.Parse(baseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("httpclient: client: base URL %q: want http(s)://host[:port]", baseURL)
+	}
+	c := &Client{base: strings.TrimRight(baseURL, "/"), http: http.DefaultClient}
+	for _, o := range opts {
+		o(c)
+	}
+	return c, nil
+}
+
+// Issued is a grant and status as the server sent them, parsed strictly.
+// GrantText and StatusText are the exact bytes the proofs cover.
+type Issued struct {
+	Grant       *grant.Grant
+	GrantText   []byte
+	GrantProof  string // "" when the grant's epoch is revoked
+	Status      *grant.Status
+	StatusText  []byte
+	StatusProof string
+	// ExpiresAfterMs is the answer's IssuedResponse.ExpiresAfterMs (0: not
+	// sent).
+	ExpiresAfterMs int64
+}
+
+// Acquire calls POST /v1/acquire.
+func (c *Client) Acquire(ctx context.Context, req wire.AcquireRequest) (*Issued, error) {
+	return c.issued(ctx, http.MethodPost, "/v1/acquire", req)
+}
+
+// Renew calls POST /v1/renew.
+func (c *Client) Renew(ctx context.Context, resource, lease string) (*Issued, error) {
+	return c.issued(ctx, http.MethodPost, "/v1/renew", wire.LeaseRequest{Resource: resource, Lease: lease})
+}
+
+// Release calls POST /v1/release.
+func (c *Client) Release(ctx context.Context, resource, lease string) error {
+	var out wire.ReleaseResponse
+	return c.do(ctx, http.MethodPost, "/v1/release", wire.LeaseRequest{Resource: resource, Lease: lease}, &out)
+}
+
+// Status calls POST /v1/status, the linearizable status query, with the
+// grant's canonical text.
+func (c *Client) Status(ctx context.Context, grantText []byte) (*Issued, error) {
+	return c.issued(ctx, http.MethodPost, "/v1/status", wire.StatusRequest{Grant: string(grantText)})
+}
+
+// QueryRequest calls GET /v1/requests/{requestId}: the grant issued to
+// this caller under requestID, for recovery after a lost acquire response.
+func (c *Client) QueryRequest(ctx context.Context, requestID string) (*Issued, error) {
+	return c.issued(ctx, http.MethodGet, "/v1/requests/"+url.PathEscape(requestID), nil)
+}
+
+// RevokeEpochsBelow calls POST /v1/admin/revoke-epochs.
+func (c *Client) RevokeEpochsBelow(ctx context.Context, below uint64) (uint64, error) {
+	return c.RevokeEpochs(ctx, wire.RevokeEpochsRequest{Below: below})
+}
+
+// RevokeEpochs calls POST /v1/admin/revoke-epochs with a note for the
+// audit log.
+func (c *Client) RevokeEpochs(ctx context.Context, req wire.RevokeEpochsRequest) (uint64, error) {
+	var out wire.RevokeEpochsResponse
+	err := c.do(ctx, http.MethodPost, "/v1/admin/revoke-epochs", req, &out)
+	return out.RevokedBelowEpoch, err
+}
+
+// SetPolicyGeneration calls POST /v1/admin/policy.
+func (c *Client) SetPolicyGeneration(ctx context.Context, resource string, gen uint64) (wire.ResourceInfo, error) {
+	return c.SetPolicy(ctx, wire.PolicyRequest{Resource: resource, Generation: gen})
+}
+
+// SetPolicy calls POST /v1/admin/policy with a note for the audit log.
+func (c *Client) SetPolicy(ctx context.Context, req wire.PolicyRequest) (wire.ResourceInfo, error) {
+	var out wire.ResourceInfo
+	err := c.do(ctx, http.MethodPost, "/v1/admin/policy", req, &out)
+	return out, err
+}
+
+// RaiseFloor calls POST /v1/admin/floor.
+func (c *Client) RaiseFloor(ctx context.Context, resource string, fence uint64) (wire.ResourceInfo, error) {
+	return c.Floor(ctx, wire.FloorRequest{Resource: resource, Fence: fence})
+}
+
+// Floor calls POST /v1/admin/floor with a note for the audit log.
+func (c *Client) Floor(ctx context.Context, req wire.FloorRequest) (wire.ResourceInfo, error) {
+	var out wire.ResourceInfo
+	err := c.do(ctx, http.MethodPost, "/v1/admin/floor", req, &out)
+	return out, err
+}
+
+// Resource calls POST /v1/admin/resource.
+func (c *Client) Resource(ctx context.Context, resource string) (wire.ResourceInfo, error) {
+	var out wire.ResourceInfo
+	err := c.do(ctx, http.MethodPost, "/v1/admin/resource", wire.ResourceRequest{Resource: resource}, &out)
+	return out, err
+}
+
+func (c *Client) issued(ctx context.Context, method, path string, in any) (*Issued, error) {
+	var out wire.IssuedResponse
+	if err := c.do(ctx, method, path, in, &out); err != nil {
+		return nil, err
+	}
+	return c.parseIssued(out)
+}
+
+// parseIssued parses both messages strictly, checks the status is about
+// this grant and, with a verifier, checks both proofs.
+func (c *Client) parseIssued(r wire.IssuedResponse) (*Issued, error) {
+	g, err := grant.ParseGrant([]byte(r.Grant))
+	if err != nil {
+		return nil, fmt.Errorf("%w: grant: %w", ErrBadResponse, err)
+	}
+	st, err := grant.ParseStatus([]byte(r.Status))
+	if err != nil {
+		return nil, fmt.Errorf("%w: status: %w", ErrBadResponse, err)
+	}
+	if st.Grant != g.Digest() {
+		return nil, fmt.Errorf("%w: status is about grant %s, not %s", ErrBadResponse, st.Grant, g.Digest())
+	}
+	if c.verifier != nil {
+		for _, p := range []struct {
+			m     grant.Message
+			proof string
+		}{{g, r.GrantProof}, {st, r.StatusProof}} {
+			if p.proof == "" {
+				continue // a revoked epoch: no proof, and the status says so
+			}
+			if err := c.verifier.Verify(p.m, p.proof); err != nil {
+				return nil, fmt.Errorf("%w: %s proof: %w", ErrBadResponse, p.m.Schema(), err)
+			}
+		}
+	}
+	return &Issued{
+		Grant: g, GrantText: []byte(r.Grant), GrantProof: r.GrantProof,
+		Status: st, StatusText: []byte(r.Status), StatusProof: r.StatusProof,
+		ExpiresAfterMs: max(r.ExpiresAfterMs, 0),
+	}, nil
+}
+
+// do sends in as JSON (none when nil) and decodes a 200 into out, or an
+// error body into *APIError.
+func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return fmt.Errorf("httpclient: client: %w", err)
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	if err != nil {
+		return fmt.Errorf("httpclient: client: %w", err)
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	if c.headers != nil {
+		c.headers(ctx, req.Header)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("httpclient: client: %s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, ResponseBytesMax+1))
+	if err != nil {
+		return fmt.Errorf("httpclient: client: %s %s: reading response: %w", method, path, err)
+	}
+	if len(b) > ResponseBytesMax {
+		return fmt.Errorf("%w: %s %s: above %d bytes", ErrBadResponse, method, path, ResponseBytesMax)
+	}
+	if resp.StatusCode != http.StatusOK {
+		var eb wire.ErrorBody
+		if err := json.Unmarshal(b, &eb); err != nil || eb.Code == "" {
+			return &APIError{Status: resp.StatusCode, Code: wire.CodeInternal, Message: strings.TrimSpace(string(b))}
+		}
+		return &APIError{Status: resp.StatusCode, Code: eb.Code, Message: eb.Message, Busy: eb.Busy}
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		return fmt.Errorf("%w: %s %s: %v", ErrBadResponse, method, path, err)
+	}
+	return nil
+}
+
+// Ready calls GET /readyz: nil when the server answers and its store
+// serves a linearizable read, else the cause (unreachable, or the
+// store's error). Client tools use it to fail fast, with the reason,
+// instead of retrying against a registry that is not there.
+func (c *Client) Ready(ctx context.Context) error {
+	var h wire.Health
+	err := c.do(ctx, http.MethodGet, "/readyz", nil, &h)
+	if err != nil {
+		return fmt.Errorf("httpclient: registry %s not ready: %w", c.base, err)
+	}
+	return nil
+}
+
+// QueryStatus makes Client a gate.StatusQuerier: the linearizable status
+// query (POST /v1/status) about g, answering its state and the issuer
+// epoch of the statement. Give the gate's client WithVerifier, so that
+// every answer's proof is checked against the gate's trust bundle, and
+// use it over mTLS or a bearer token of the gate's own identity. A
+// statement about another grant is ErrBadResponse; any error means
+// "cannot prove HELD", which the gate never accepts on.
+func (c *Client) QueryStatus(ctx context.Context, g *grant.Grant) (grant.State, uint64, error) {
+	is, err := c.Status(ctx, g.Encode())
+	if err != nil {
+		return "", 0, err
+	}
+	if is.Status.Grant != g.Digest() {
+		return "", 0, fmt.Errorf("%w: status is about grant %s, not %s", ErrBadResponse, is.Status.Grant, g.Digest())
+	}
+	return is.Status.State, is.Status.IssuerEpoch, nil
+}
+
+// TrustBundle calls GET /v1/trust-bundle. The answer is not verified
+// here: a gate checks it against the bundle it holds
+// (grant.Bundle.VerifyUpdate).
+func (c *Client) TrustBundle(ctx context.Context) (grant.SignedBundle, error) {
+	var sb grant.SignedBundle
+	err := c.do(ctx, http.MethodGet, "/v1/trust-bundle", nil, &sb)
+	return sb, err
+}
+
+// APIError is an error response as the Client returns it. It carries the
+// HTTP status as well as the body.
+type APIError struct {
+	Status  int
+	Code    string
+	Message string
+	// Busy, with BUSY and WAIT_TIMEOUT, is who holds the resource: the
+	// Transport's errors carry it as a *wire.BusyError.
+	Busy *wire.BusyDetail
+}
+
+func (e *APIError) Error() string {
+	return "httpclient: " + http.StatusText(e.Status) + ": " + e.Code + ": " + e.Message
+}
+
+// Is makes errors.Is(err, &APIError{Code: c}) match by code alone, so
+// callers can branch on codes without caring about messages or statuses.
+func (e *APIError) Is(target error) bool {
+	t, ok := target.(*APIError)
+	return ok && t.Code == e.Code && t.Message == "" && t.Status == 0
+}
+
+// ClientTLSFiles names the PEM files a client's TLS uses; every field is
+// optional.
+type ClientTLSFiles struct {
+	// CAFile verifies the server's certificate; empty: the system roots.
+	CAFile string
+	// CertFile and KeyFile are the client certificate (mTLS identity) and
+	// its key; together or not at all.
+	CertFile, KeyFile string
+}
+
+// HTTPClient returns an http.Client using f (http.DefaultClient's
+// transport settings otherwise), or http.DefaultClient when f is empty.
+func (f ClientTLSFiles) HTTPClient() (*http.Client, error) {
+	if f == (ClientTLSFiles{}) {
+		return http.DefaultClient, nil
+	}
+	if (f.CertFile == "") != (f.KeyFile == "") {
+		return nil, fmt.Errorf("httpclient: client tls: a certificate and its key go together")
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if f.CAFile != "" {
+		pem, err := os.ReadFile(f.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("httpclient: client tls: CA: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("httpclient: client tls: CA %s: no PEM certificates", f.CAFile)
+		}
+		cfg.RootCAs = pool
+	}
+	if f.CertFile != "" {
+		pair, err := tls.LoadX509KeyPair(f.CertFile, f.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("httpclient: client tls: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{pair}
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = cfg
+	return &http.Client{Transport: tr}, nil
+}
+
+// LockStatus calls GET /v1/locks/{resource}: who holds the resource,
+// since when, for how long, the fences and the queue.
+func (c *Client) LockStatus(ctx context.Context, resource string) (wire.LockStatus, error) {
+	var v wire.LockStatus
+	err := c.do(ctx, http.MethodGet, "/v1/locks/"+resource, nil, &v)
+	return v, err
+}
+
+// WatchLock calls GET /v1/locks/{resource}?waitMs=&afterRevision=: it
+// answers once the lock differs from what was seen at afterRevision (the
+// record changed, or a lease or lock-delay ran out), or after wait (at
+// most a minute). Give ctx room for the wait.
+func (c *Client) WatchLock(ctx context.Context, resource string, afterRevision uint64, wait time.Duration) (wire.LockStatus, error) {
+	var v wire.LockStatus
+	q := url.Values{"waitMs": {strconv.FormatInt(wait.Milliseconds(), 10)}, "afterRevision": {strconv.FormatUint(afterRevision, 10)}}
+	err := c.do(ctx, http.MethodGet, "/v1/locks/"+resource+"?"+q.Encode(), nil, &v)
+	return v, err
+}
+
+// ListLocks calls GET /v1/locks: one page of the locks under prefix that
+// the caller may see, after after, at most limit (0: the server's default
+// of 100). The answer's Next is the after of the next page.
+func (c *Client) ListLocks(ctx context.Context, prefix, after string, limit int) (wire.LockList, error) {
+	q := url.Values{}
+	for k, v := range map[string]string{"prefix": prefix, "after": after} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	path := "/v1/locks"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	var l wire.LockList
+	err := c.do(ctx, http.MethodGet, path, nil, &l)
+	return l, err
+}
+
+// Break calls POST /v1/break: end resource's lease now and hand it to the
+// next waiter (an admin, or an identity the resource policy lets break
+// it). note says why, for the audit log.
+func (c *Client) Break(ctx context.Context, resource, note string) (wire.BreakResponse, error) {
+	var out wire.BreakResponse
+	err := c.do(ctx, http.MethodPost, "/v1/break", wire.BreakRequest{Resource: resource, Note: note}, &out)
+	return out, err
+}
