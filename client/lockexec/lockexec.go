@@ -66,6 +66,9 @@ type Config struct {
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	Log            io.Writer
+	// Name prefixes the wrapper's own lines. Optional, defaults to
+	// "fencegate lock".
+	Name string
 
 	// ignoreOwnership turns the protection off: the child is not stopped
 	// when ownership is lost. Tests only, the negative control.
@@ -106,8 +109,8 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
 	if n := l.Unsettled(); n > 0 && !res.Lost {
-		fmt.Fprintf(cfg.Log, "fencegate lock: %d envelope(s) of %s not settled (fencegate envelope settle): the write may still land, so the release waits until its proof lapses, about %s\n",
-			n, cfg.Request.Resource, time.Until(l.DrainUntil()).Round(100*time.Millisecond))
+		fmt.Fprintf(cfg.Log, "%s: %d envelope(s) of %s not settled (fencegate envelope settle): the write may still land, so the release waits until its proof lapses, about %s\n",
+			cfg.Name, n, cfg.Request.Resource, time.Until(l.DrainUntil()).Round(100*time.Millisecond))
 	}
 	if err := l.Release(rctx); err != nil && runErr == nil {
 		runErr = fmt.Errorf("lockexec: release %s: %w (the lease ends on its own at its TTL)", cfg.Request.Resource, err)
@@ -133,6 +136,9 @@ func (c *Config) defaults() {
 	}
 	if c.Log == nil {
 		c.Log = os.Stderr
+	}
+	if c.Name == "" {
+		c.Name = "fencegate lock"
 	}
 }
 
