@@ -55,8 +55,9 @@ const (
 	// outPurge: the request's old entry is past retention; delete it (its
 	// revision must not become the new grant's), then decide again.
 	outPurge
-	// outHanded: the record shows the caller already holds the lease (a
-	// release handed it over) but the snapshot lacks its entry; read again.
+	// outHanded: the record shows the caller holds the lease (a release
+	// handed it over) or held it until it expired, but the snapshot lacks
+	// its entry; read again.
 	outHanded
 )
 
@@ -113,7 +114,12 @@ func decideAcquire(rec *Record, own *RequestEntry, set Settings, in acquireInput
 		return acquireDecision{}, fmt.Errorf("%w: this registry's epoch %d is below %d", wire.ErrEpochRevoked, cfg.IssuerEpoch, set.RevokedBelowEpoch)
 	}
 	next, puts, changed := normalize(rec, set, now, cfg)
-	if h := next.Holder; h != nil && h.Grant.Owner == in.owner && h.Grant.RequestID == in.req.RequestID {
+	if h := rec.Holder; h != nil && h.Grant.Owner == in.owner && h.Grant.RequestID == in.req.RequestID {
+		// The caller's own lease, live or expired just now: its entry
+		// exists though the snapshot (a cached one assumes entries absent)
+		// does not show it. Deciding on without it would queue a request
+		// that has an answer (a ghost waiter) in the same write that ends
+		// its lease.
 		return acquireDecision{outcome: outHanded}, nil
 	}
 	idx := waiterIndex(next, in.key())

@@ -86,6 +86,7 @@ type worker struct {
 	started         bool
 	done            bool
 	fencing         bool  // recovering a MUTATION_UNKNOWN by fencing the resource
+	fences          int   // fencings this round (fenceForRecovery)
 	backoffMs       int64 // extra wait before the next request
 
 	// Faults armed for this worker.

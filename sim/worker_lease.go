@@ -121,11 +121,11 @@ func (k *worker) sendAcquireCall(a *client.AcquireCore, call client.Call) {
 			k.w.send(pRegistry, k.id, msgAcquireReply, func() { answer(is, err) })
 		}
 		if call.Kind == client.CallQueryRequest {
-			is, err := k.w.reg.QueryRequest(context.Background(), k.name, req.RequestID)
+			is, err := k.w.registry().QueryRequest(context.Background(), k.name, req.RequestID)
 			reply(is, err)
 			return
 		}
-		cancel = k.w.serveAcquire(k.name, req, reply)
+		cancel = k.w.serveAcquire(k.w.registry(), k.name, req, reply)
 	})
 	k.timer(call.Timeout.Milliseconds(), func() {
 		if cancel != nil {
@@ -248,14 +248,14 @@ func (k *worker) sendLeaseCall(l *client.LeaseCore, call client.Call) {
 		kind = msgRelease
 	}
 	do := func() (wire.Issued, error) {
-		ctx := context.Background()
+		ctx, reg := context.Background(), k.w.registry()
 		switch call.Kind {
 		case client.CallRefresh:
-			return k.w.reg.Status(ctx, g)
+			return reg.Status(ctx, g)
 		case client.CallRelease:
-			return wire.Issued{}, k.w.reg.Release(ctx, k.name, g.Resource, g.Lease)
+			return wire.Issued{}, reg.Release(ctx, k.name, g.Resource, g.Lease)
 		}
-		return k.w.reg.Renew(ctx, k.name, g.Resource, g.Lease)
+		return reg.Renew(ctx, k.name, g.Resource, g.Lease)
 	}
 	k.w.send(k.id, pRegistry, kind, func() {
 		is, err := do()
