@@ -16,8 +16,10 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/fencegate/fencegate/client"
+	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/testkit/clienttest"
+	"github.com/fencegate/fencegate/testkit/gatetest"
 	"github.com/fencegate/fencegate/wire"
 )
 
@@ -224,4 +226,31 @@ func (c *storyClock) skip(d time.Duration) { c.reg.Advance(d) }
 func (c *storyClock) toRegistry(t time.Time) time.Time {
 	since := t.Sub(clienttest.T0) - c.offset
 	return clienttest.T0.Add(time.Duration(float64(since) / c.rate))
+}
+
+// TestLeaseFromAfterARestart: a worker that restarted asks again with its
+// journalled request ID, and the registry answers the grant an earlier
+// process of it got, 2 s from its expiry. The new process's first send
+// came long after the grant, so the deadline must count from before it:
+// from the answered send plus those 2 s, less the TTL. Counting from the
+// first send would put the deadline 8 s past the registry's expiry.
+func TestLeaseFromAfterARestart(t *testing.T) {
+	o := client.Options{}.WithDefaults()
+	req := wire.AcquireRequest{Resource: clienttest.Resource, OperationID: "op", OperationClass: "settle", RequestID: "req-journalled", TTLMs: 10_000}
+	a := client.NewAcquireCore(o, req, func() string { return "req-next" }, func() float64 { return 0.5 })
+	sent := clienttest.T0.Add(time.Minute)
+	call, _ := a.Next(sent)
+	iss := gatetest.NewIssuer("restart")
+	iss.Now = sent.Add(-8 * time.Second) // granted to the process before the restart
+	g, gp := iss.Grant(gatetest.Writer{Resource: req.Resource, Owner: "worker", Lease: "lease-old", OperationID: "op", Fence: 3})
+	g.RequestID, g.TTLMs, g.ExpiresAt = req.RequestID, req.TTLMs, iss.Now.Add(10*time.Second)
+	iss.Now, iss.StatusValidFor = sent, time.Second
+	st, sp := iss.Status(g, grant.StateHeld)
+	a.Answer(sent.Add(10*time.Millisecond), call, wire.Issued{Grant: g, GrantProof: gp, Status: st, StatusProof: sp, ExpiresAfterMs: 2000}, nil)
+	if done, _, err := a.Done(); !done || err != nil {
+		t.Fatalf("the core did not take the grant: %v", err)
+	}
+	if from := a.LeaseFrom(sent.Add(10 * time.Millisecond)); !from.Equal(sent.Add(-8 * time.Second)) {
+		t.Fatalf("LeaseFrom %s, want %s: 2 s before expiry less the 10 s TTL", from.Sub(sent), -8*time.Second)
+	}
 }

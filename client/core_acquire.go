@@ -83,13 +83,15 @@ func (a *AcquireCore) FirstSent() time.Time { return a.firstSent }
 // until the acquire is done with a grant). The rule: count from the send
 // of the call whose answer carried the grant, plus how long after that
 // call reached the registry the lease expires (Issued.ExpiresAfterMs),
-// less the TTL. The call reached the registry after it was sent, so this
-// is never after the registry's own start of the lease; and the time the
-// call waited in the queue is inside ExpiresAfterMs, so a grant after a
-// wait of any length is usable for its whole TTL. It is never earlier
-// than the first send of the request ID (no grant under it can predate
-// that), nor later than now. An answer without ExpiresAfterMs (an older
-// registry) keeps the conservative rule: the first send.
+// less the TTL. The call reached the registry after it was sent, so the
+// deadline is never after the registry's own expiry, whatever happened
+// before the call: a lost answer, a wait in the queue (which is inside
+// ExpiresAfterMs, so a grant after a wait of any length is usable for its
+// whole TTL), or a grant issued to this request ID by an earlier process
+// of the worker that the registry answers again after a restart. It is
+// never later than now. An answer without ExpiresAfterMs (an older
+// registry) keeps the rule before it: the first send of the request ID,
+// which is early enough unless the grant predates this process.
 func (a *AcquireCore) LeaseFrom(now time.Time) time.Time {
 	if !a.done || a.issued.Grant == nil {
 		return time.Time{}
@@ -97,19 +99,12 @@ func (a *AcquireCore) LeaseFrom(now time.Time) time.Time {
 	from := a.firstSent
 	if ms := a.issued.ExpiresAfterMs; ms > 0 {
 		ttl := time.Duration(a.issued.Grant.TTLMs) * time.Millisecond
-		from = later(from, a.doneSent.Add(time.Duration(ms)*time.Millisecond-ttl))
+		from = a.doneSent.Add(time.Duration(ms)*time.Millisecond - ttl)
 	}
 	if from.After(now) {
 		return now
 	}
 	return from
-}
-
-func later(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
 }
 
 // ReusableAt is when an attempt whose answer never came is presumed over
