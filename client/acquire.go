@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/fencegate/fencegate/client/core"
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/wire"
 )
@@ -28,7 +29,7 @@ func (s *Session) Acquire(ctx context.Context, r AcquireRequest) (*Lease, error)
 
 // acquire is Acquire, with mode (if not nil) applied to the acquire's core
 // before each call of it (Lock's WaitAsLock).
-func (s *Session) acquire(ctx context.Context, r AcquireRequest, mode func(*AcquireCore)) (*Lease, error) {
+func (s *Session) acquire(ctx context.Context, r AcquireRequest, mode func(*core.Acquire)) (*Lease, error) {
 	a, err := s.begin(r)
 	if err != nil {
 		return nil, err
@@ -42,7 +43,7 @@ func (s *Session) acquire(ctx context.Context, r AcquireRequest, mode func(*Acqu
 		s.mu.Lock()
 		call, wake := a.core.Next(s.o.Clock.Now())
 		s.mu.Unlock()
-		if call.Kind == CallNone {
+		if call.Kind == core.CallNone {
 			if done, is, err := a.core.Done(); done {
 				return s.answered(a, is, err)
 			}
@@ -58,7 +59,7 @@ func (s *Session) acquire(ctx context.Context, r AcquireRequest, mode func(*Acqu
 		}
 		req := a.core.Request()
 		is, err := timedCall(ctx, s.o.Clock, call.Timeout, func(c context.Context) (wire.Issued, error) {
-			if call.Kind == CallQueryRequest {
+			if call.Kind == core.CallQueryRequest {
 				return s.t.QueryRequest(c, req.RequestID)
 			}
 			return s.t.Acquire(c, req)
@@ -89,7 +90,7 @@ func (s *Session) answered(a *attempt, is wire.Issued, err error) (*Lease, error
 	return l, nil
 }
 
-func (s *Session) notify(requestID string, trans []Transition) {
+func (s *Session) notify(requestID string, trans []core.Transition) {
 	if s.o.OnTransition == nil {
 		return
 	}
@@ -129,7 +130,7 @@ func (s *Session) begin(r AcquireRequest) (*attempt, error) {
 		delete(s.pending, r.Resource) // presumed over: whatever it did has expired
 	}
 	req := r.wire(s.newRequestIDLocked())
-	a := &attempt{req: req, active: true, core: NewAcquireCore(s.o, req, s.newRequestIDLocked, s.o.Rand.Float64)}
+	a := &attempt{req: req, active: true, core: core.NewAcquire(s.o.Limits(), req, s.newRequestIDLocked, s.o.Rand.Float64)}
 	s.pending[r.Resource] = a
 	return a, nil
 }
@@ -171,7 +172,7 @@ func (s *Session) Lock(ctx context.Context, r AcquireRequest) (*Lease, error) {
 	if dl, ok := ctx.Deadline(); ok {
 		until = dl.Add(-s.o.CallTimeout)
 	}
-	l, err := s.acquire(ctx, r, func(a *AcquireCore) { a.WaitAsLock(s.o.LockWaitChunk, until) })
+	l, err := s.acquire(ctx, r, func(a *core.Acquire) { a.WaitAsLock(s.o.LockWaitChunk, until) })
 	if err != nil && ctx.Err() != nil {
 		return nil, fmt.Errorf("client: lock %s: %w", r.Resource, ctx.Err())
 	}

@@ -16,6 +16,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/fencegate/fencegate/client"
+	"github.com/fencegate/fencegate/client/core"
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/testkit/clienttest"
@@ -31,7 +32,7 @@ const rateErrorMax = 0.002
 func TestPropertyLeaseFromIsSafeAndUsable(t *testing.T) {
 	waited := 0
 	rapid.Check(t, func(rt *rapid.T) {
-		out := runAcquireStory(rt, func(a *client.AcquireCore, now time.Time) time.Time { return a.LeaseFrom(now) })
+		out := runAcquireStory(rt, func(a *core.Acquire, now time.Time) time.Time { return a.LeaseFrom(now) })
 		if out.granted && out.waitedMs > int64(out.ttlMs) {
 			waited++
 		}
@@ -54,7 +55,7 @@ func TestPropertyLeaseFromIsSafeAndUsable(t *testing.T) {
 func TestPropertyFirstSentRuleLeavesGrantsUnusable(t *testing.T) {
 	unusable := 0
 	rapid.Check(t, func(rt *rapid.T) {
-		out := runAcquireStory(rt, func(a *client.AcquireCore, _ time.Time) time.Time { return a.FirstSent() })
+		out := runAcquireStory(rt, func(a *core.Acquire, _ time.Time) time.Time { return a.FirstSent() })
 		if out.granted && out.usable <= 0 {
 			unusable++
 		}
@@ -83,7 +84,7 @@ type storyOutcome struct {
 // a waiter's AcquireCore queues for it over a network with random delays
 // and, sometimes, a lost answer; from computes the instant the lease's TTL
 // counts from.
-func runAcquireStory(rt *rapid.T, from func(*client.AcquireCore, time.Time) time.Time) storyOutcome {
+func runAcquireStory(rt *rapid.T, from func(*core.Acquire, time.Time) time.Time) storyOutcome {
 	ctx := context.Background()
 	clock := clienttest.NewFakeClock()
 	reg, err := clienttest.NewRegistry(clock, nil, nil)
@@ -104,12 +105,12 @@ func runAcquireStory(rt *rapid.T, from func(*client.AcquireCore, time.Time) time
 	req := wire.AcquireRequest{Resource: clienttest.Resource, OperationID: "op-b", OperationClass: "settle",
 		RequestID: "req-b", TTLMs: ttlMs, WaitMs: uint64(rapid.Int64Range(1000, 30_000).Draw(rt, "waitMs"))}
 	n := 0
-	a := client.NewAcquireCore(o, req, func() string { n++; return "req-b-" + string(rune('a'+n)) }, func() float64 { return 0.5 })
+	a := core.NewAcquire(o.Limits(), req, func() string { n++; return "req-b-" + string(rune('a'+n)) }, func() float64 { return 0.5 })
 	out := storyOutcome{ttlMs: ttlMs, ttl: time.Duration(ttlMs) * time.Millisecond}
 	started, renewed := clock.Now(), clock.Now()
 	var (
 		inflight *registry.Acquisition
-		call     client.Call
+		call     core.Call
 		arriveAt time.Time // registry clock: the call reaches the registry
 		answered bool
 	)
@@ -135,16 +136,16 @@ func runAcquireStory(rt *rapid.T, from func(*client.AcquireCore, time.Time) time
 			return out
 		}
 		if inflight == nil && !answered {
-			if k, _ := a.Next(c.now()); k.Kind != client.CallNone {
+			if k, _ := a.Next(c.now()); k.Kind != core.CallNone {
 				call, answered = k, false
 				arriveAt = now.Add(time.Duration(rapid.Int64Range(0, 300).Draw(rt, "delayMs")) * time.Millisecond)
 			}
 		}
-		if call.Kind != client.CallNone && !answered && !now.Before(arriveAt) {
+		if call.Kind != core.CallNone && !answered && !now.Before(arriveAt) {
 			answered = deliver(rt, reg, &inflight, call, req, a, c, &out)
 		}
 		if answered {
-			answered, call = false, client.Call{}
+			answered, call = false, core.Call{}
 		}
 		clock.Advance(10 * time.Millisecond)
 	}
@@ -155,15 +156,15 @@ func runAcquireStory(rt *rapid.T, from func(*client.AcquireCore, time.Time) time
 // deliver hands the call in flight to the registry (or steps its waiting
 // acquire) and, once it has an answer, gives it to the core after a
 // random delay, or loses it. It reports whether the call is over.
-func deliver(rt *rapid.T, reg *clienttest.Registry, inflight **registry.Acquisition, call client.Call,
-	req wire.AcquireRequest, a *client.AcquireCore, c *storyClock, out *storyOutcome) bool {
+func deliver(rt *rapid.T, reg *clienttest.Registry, inflight **registry.Acquisition, call core.Call,
+	req wire.AcquireRequest, a *core.Acquire, c *storyClock, out *storyOutcome) bool {
 	ctx := context.Background()
 	var (
 		is  wire.Issued
 		err error
 	)
 	switch call.Kind {
-	case client.CallQueryRequest:
+	case core.CallQueryRequest:
 		c.arrived = c.now()
 		is, err = reg.QueryRequest(ctx, clienttest.OwnerB, a.Request().RequestID)
 	default:
@@ -237,7 +238,7 @@ func (c *storyClock) toRegistry(t time.Time) time.Time {
 func TestLeaseFromAfterARestart(t *testing.T) {
 	o := client.Options{}.WithDefaults()
 	req := wire.AcquireRequest{Resource: clienttest.Resource, OperationID: "op", OperationClass: "settle", RequestID: "req-journalled", TTLMs: 10_000}
-	a := client.NewAcquireCore(o, req, func() string { return "req-next" }, func() float64 { return 0.5 })
+	a := core.NewAcquire(o.Limits(), req, func() string { return "req-next" }, func() float64 { return 0.5 })
 	sent := clienttest.T0.Add(time.Minute)
 	call, _ := a.Next(sent)
 	iss := gatetest.NewIssuer("restart")

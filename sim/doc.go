@@ -2,7 +2,7 @@
 // runs the product's own code: the registry (registry.Registry over
 // registry/memstore, its waiting acquires stepped as registry.Acquisition,
 // so FIFO waiters and the warm handoff are real), the client's cores
-// (client.AcquireCore and client.LeaseCore: every lease decision,
+// (core.Acquire and core.Lease: every lease decision,
 // envelope check and release drain), and a real gate adapter
 // (gate/memgate; gate/sqlgate on in-memory SQLite with --sql; or, with
 // --obj, two gate/objgate gates, each with its manifest cache, in front of
@@ -177,7 +177,7 @@
 // grant is not the holder, and before the next holder's first write,
 // which the fence cannot order. The client's Release drains: it sends the
 // release only once no unsettled envelope's proof can be accepted (the
-// formula is client.LeaseCore.DrainUntil, the only one); NaiveRelease
+// formula is core.Lease.DrainUntil, the only one); NaiveRelease
 // turns that off and the checker counts the resulting stale writes.
 //
 // A late copy whose proof is still fresh once the next owner has written

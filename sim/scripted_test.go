@@ -11,7 +11,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/fencegate/fencegate/client"
+	"github.com/fencegate/fencegate/client/core"
 	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/registry/memstore"
 	"github.com/fencegate/fencegate/wire"
@@ -77,7 +77,7 @@ func TestScriptedCopyAfterReleaseIsStale(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		l := client.NewLeaseCore(clientOptions, is, "op-a", k.localNow(), nil)
+		l := core.NewLease(clientOptions, is, "op-a", k.localNow(), nil)
 		env := func(seq uint64) *gate.Mutation {
 			m, err := l.Envelope(k.localNow(), seq, payloadDigest("op-a", seq, 0))
 			if err != nil {
@@ -92,7 +92,7 @@ func TestScriptedCopyAfterReleaseIsStale(t *testing.T) {
 		copy2 := env(2) // sent; its answer is lost, so it stays unsettled
 		w.now += 10
 		l.BeginRelease(k.localNow(), drain)
-		if call, _ := l.Next(k.localNow()); drain == (call.Kind == client.CallRelease) {
+		if call, _ := l.Next(k.localNow()); drain == (call.Kind == core.CallRelease) {
 			t.Fatalf("drain %v: the core asked for %s at once", drain, call.Kind)
 		}
 		if drain {
