@@ -1,6 +1,9 @@
 // Package dashboard is the registry's live page at /ui/: who holds what,
-// and is anything stuck. It shows every resource it knows with its holder,
-// fence, lease time left and waiters; each gate's own view as the gate
+// and is anything stuck. It shows every resource it knows with its
+// holder, since when, the lease time left and the waiters with the
+// longest wait (Registry.LockStatus), and lists as stuck a wait longer
+// than Config.StuckWaitMs and a hold longer than Config.StuckHoldMs
+// (stuck.go); each gate's own view as the gate
 // reports it (highestFence, mode, pauses with their reason, quarantined
 // segments, UNKNOWN operations with their ages); the last decisions of
 // the reporting gates; a handoff-latency histogram and acquire/renew rates

@@ -82,6 +82,12 @@ type harness struct {
 // newHarness starts the registry and dashboard; signer signs the
 // dashboard's commands (nil: the registry's key).
 func newHarness(t *testing.T, signer *gatetest.Issuer) *harness {
+	return newHarnessWith(t, signer, nil)
+}
+
+// newHarnessWith is newHarness with edit (if not nil) changing the
+// dashboard's Config before it starts.
+func newHarnessWith(t *testing.T, signer *gatetest.Issuer, edit func(*dashboard.Config)) *harness {
 	h := &harness{t: t, ctx: context.Background(), clk: fakeclock.New(gatetest.T0.Add(time.Second)), iss: gatetest.NewIssuer("registry"), logs: &lockedBuffer{}}
 	if signer == nil {
 		signer = h.iss
@@ -102,9 +108,13 @@ func newHarness(t *testing.T, signer *gatetest.Issuer) *harness {
 	}
 	logger := slog.New(slog.NewTextHandler(h.logs, nil))
 	metrics := httpapi.NewMetrics()
-	h.d, err = dashboard.New(dashboard.Config{Registry: h.reg, Store: store, Auth: auth, Admins: []string{"ops-admin"},
+	cfg := dashboard.Config{Registry: h.reg, Store: store, Auth: auth, Admins: []string{"ops-admin"},
 		Viewers: []string{"ops-viewer"}, GateReporters: []string{"gate-1", "gate-2"}, Signer: signer.Key, Authorizer: h.policy,
-		Metrics: metrics.Registry(), Clock: h.clk, Logger: logger, RequestLog: true})
+		Metrics: metrics.Registry(), Clock: h.clk, Logger: logger, RequestLog: true}
+	if edit != nil {
+		edit(&cfg)
+	}
+	h.d, err = dashboard.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
