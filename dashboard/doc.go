@@ -23,10 +23,11 @@
 // Viewers only read, and see only the resources the resource policy
 // (Config.Authorizer, verb see) lets them see; admins see every resource.
 // Every action — raise a floor, revoke issuer epochs,
-// resume a paused resource at a gate — needs an admin, a confirmation
-// page whose form carries a single-use token bound to the admin, the
-// action and its values (5 minutes), the confirmation typed by hand, and
-// is recorded in serve's log as an "admin action" line with
+// resume a paused resource at a gate, break a lock — needs an admin (or,
+// to break a lock, an identity the policy grants break on it), a
+// confirmation page whose form carries a single-use token bound to the
+// operator, the action and its values (5 minutes), the confirmation typed
+// by hand, and is recorded in serve's log as an "admin action" line with
 // via=dashboard; so is every refusal of one.
 //
 // Gates push their state to ReportPath (gate/report); only identities

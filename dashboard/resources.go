@@ -157,6 +157,9 @@ type ResourceRow struct {
 	StuckHold   bool
 	Err         string // the read failed
 	Gates       []GateCell
+	// CanBreak: the one looking may break this lock (an admin, or the
+	// resource policy's break verb). Set per viewer.
+	CanBreak bool
 }
 
 // GateCell is one gate's view of a resource.
