@@ -42,17 +42,17 @@ func TestStuckRules(t *testing.T) {
 	}{
 		"both under": {lock(holder("settle", 4*time.Minute), waiter("worker-b", "settle", 90*time.Second)), "", false, ""},
 		"a wait over": {lock(holder("settle", 4*time.Minute+30*time.Second), waiter("worker-b", "settle", 4*time.Minute+12*time.Second), waiter("worker-c", "settle", time.Minute)),
-			"worker-b", false, "bad jobs/x: worker-b has waited 4m12s behind worker-a, held 4m30s (2 waiting in all); stuck after 2m0s"},
+			"worker-b", false, "bad jobs/x: worker-b has waited 4m12s behind worker-a, held 4m30s (2 waiting in all); stuck after 2m"},
 		"the longest wait named": {lock(holder("settle", 10*time.Minute), waiter("worker-c", "settle", 3*time.Minute), waiter("worker-b", "settle", 5*time.Minute)),
-			"worker-b", false, "bad jobs/x: worker-b has waited 5m0s behind worker-a"},
+			"worker-b", false, "bad jobs/x: worker-b has waited 5m behind worker-a"},
 		"a hold over": {lock(holder("settle", 61*time.Minute)), "", true,
-			"warn jobs/x: held by worker-a for 1h1m0s (since 01:13:30 UTC, lease l3-1f0c, fence 3); stuck after 1h0m0s"},
+			"warn jobs/x: held by worker-a for 1h1m (since 01:13:30 UTC, lease l3-1f0c, fence 3); stuck after 1h"},
 		"a hold and a wait over: the wait says both": {lock(holder("settle", 2*time.Hour), waiter("worker-b", "settle", 3*time.Minute)),
-			"worker-b", true, "bad jobs/x: worker-b has waited 3m0s behind worker-a, held 2h0m0s; stuck after 2m0s"},
-		"a free resource still queued for":   {free, "worker-b", false, "bad jobs/x: worker-b has waited 3m0s; nobody holds it (lock-delay 800ms left)"},
+			"worker-b", true, "bad jobs/x: worker-b has waited 3m behind worker-a, held 2h; stuck after 2m"},
+		"a free resource still queued for":   {free, "worker-b", false, "bad jobs/x: worker-b has waited 3m; nobody holds it (lock-delay 800ms left)"},
 		"an election's leader":               {lock(holder("lead", 48*time.Hour)), "", false, ""},
 		"an election's standby":              {lock(holder("lead", 48*time.Hour), waiter("worker-b", "lead", 48*time.Hour)), "", false, ""},
-		"a worker queued behind a leader":    {lock(holder("lead", 48*time.Hour), waiter("worker-b", "settle", 3*time.Minute)), "worker-b", false, "bad jobs/x: worker-b has waited 3m0s behind worker-a"},
+		"a worker queued behind a leader":    {lock(holder("lead", 48*time.Hour), waiter("worker-b", "settle", 3*time.Minute)), "worker-b", false, "bad jobs/x: worker-b has waited 3m behind worker-a"},
 		"a waiter queued at an unknown time": {lock(holder("settle", time.Minute), waiter("worker-b", "settle", 0)), "", false, ""},
 		"free, nobody waits":                 {lock(nil), "", false, ""},
 	} {
@@ -95,5 +95,13 @@ func TestRowShowsHoldAndLongestWait(t *testing.T) {
 	}
 	if r.Waiters != 4 || strings.Join(r.WaiterOwners, ",") != "worker-b,worker-c,worker-d" || r.LongestWaiter != "worker-c" || r.LongestWaitMs != 30_000 {
 		t.Errorf("waiters: %+v", r)
+	}
+}
+
+func TestDurationsAsPeopleReadThem(t *testing.T) {
+	for v, want := range map[int64]string{800: "800ms", 2940: "2.9s", 252_000: "4m12s", 120_000: "2m", 3_600_000: "1h", 3_660_000: "1h1m", 3_661_000: "1h1m1s", 7_200_500: "2h0m1s"} {
+		if got := ms(v); got != want {
+			t.Errorf("ms(%d) = %q, want %q", v, got, want)
+		}
 	}
 }

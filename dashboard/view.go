@@ -218,7 +218,8 @@ func attention(v *data, nowMs int64) []Attention {
 	return out
 }
 
-// ms prints a duration in milliseconds the way people read it.
+// ms prints a duration in milliseconds the way people read it: 800ms,
+// 2.9s, 4m12s, 2m, 1h1m.
 func ms(v int64) string {
 	d := time.Duration(v) * time.Millisecond
 	switch {
@@ -227,5 +228,12 @@ func ms(v int64) string {
 	case d < time.Minute:
 		return d.Round(100 * time.Millisecond).String()
 	}
-	return d.Round(time.Second).String()
+	s := d.Round(time.Second).String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
