@@ -106,6 +106,9 @@ func (s *Session) begin(r AcquireRequest) (*attempt, error) {
 	if r.TTL == 0 {
 		r.TTL = s.o.TTLDefault // always explicit: a lost answer is waited out for exactly this
 	}
+	if r.OperationClass == "" {
+		r.OperationClass = OperationClassDefault
+	}
 	if err := grant.ValidateResource(r.Resource); err != nil {
 		return nil, fmt.Errorf("client: acquire: %w: %w", wire.ErrInvalid, err)
 	}
@@ -116,6 +119,9 @@ func (s *Session) begin(r AcquireRequest) (*attempt, error) {
 	}
 	now := s.o.Clock.Now()
 	if a := s.pending[r.Resource]; a != nil {
+		if r.OperationID == "" {
+			r.OperationID = a.req.OperationID // left to the session: the pending acquire's
+		}
 		pe := &PendingError{Resource: r.Resource, RequestID: a.core.Request().RequestID, ReusableAt: a.core.ReusableAt()}
 		switch {
 		case a.active:
@@ -128,6 +134,9 @@ func (s *Session) begin(r AcquireRequest) (*attempt, error) {
 			return nil, pe
 		}
 		delete(s.pending, r.Resource) // presumed over: whatever it did has expired
+	}
+	if r.OperationID == "" {
+		r.OperationID = "op-" + s.newRequestIDLocked()[len("req-"):]
 	}
 	req := r.wire(s.newRequestIDLocked())
 	a := &attempt{req: req, active: true, core: core.NewAcquire(s.o.Limits(), req, s.newRequestIDLocked, s.o.Rand.Float64)}

@@ -47,12 +47,25 @@ func (s *Session) Transport() Transport { return s.t }
 // client always names the TTL, so an acquire whose answer was lost is
 // waited out for exactly that long.
 type AcquireRequest struct {
-	Resource       string
-	OperationID    string // the grant binds OperationRoot(Resource, OperationID)
+	// Resource is the canonical resource ID (lower case, digits, '-',
+	// '_', '.', '/'), e.g. "invoice-batch/2026-07-19". Required.
+	Resource string
+	// OperationID names the work done under the lease: the grant binds
+	// OperationRoot(Resource, OperationID), every write of the lease is a
+	// segment of it, and the resource's receipts are found by it (the
+	// MUTATION_UNKNOWN recovery). Optional, defaults to a fresh "op-…" for
+	// each new acquire.
+	OperationID string
+	// OperationClass is the kind of work (a gate's Policy may allow only
+	// some classes). Optional, defaults to OperationClassDefault.
 	OperationClass string
 	TTL            time.Duration // server-side TTL; 0 = Options.TTLDefault
 	Wait           time.Duration // queue at most this long behind other holders; 0 = fail at once (BUSY)
 }
+
+// OperationClassDefault is an acquire's operation class when the request
+// names none. Gates allow every class unless their Policy lists some.
+const OperationClassDefault = "default"
 
 func (r AcquireRequest) wire(requestID string) wire.AcquireRequest {
 	return wire.AcquireRequest{

@@ -106,3 +106,33 @@ func (b *Bundle) undoneBy(next *Bundle) error {
 	}
 	return nil
 }
+
+// TrustOnFirstUse loads sb, a bundle as a registry publishes it, the
+// first time a process sees one: it accepts the bundle only if its proof
+// is Ed25519 by one of its own active or verify-only keys and verifies
+// over its bytes — a bundle that vouches for itself. That proves the
+// bytes came whole from a holder of a key in them, nothing more: the
+// trust is in the channel it came over (TLS to the registry) or in a
+// bundle file pinned beforehand. Every later bundle must pass
+// VerifyUpdate against the one in force.
+func TrustOnFirstUse(sb SignedBundle, dir string) (*Bundle, error) {
+	b, err := ParseBundle([]byte(sb.Bundle), dir)
+	if err != nil {
+		return nil, err
+	}
+	p, err := ParseProof(sb.Proof)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBundleUnsigned, err)
+	}
+	k, ok := b.keys[p.KeyID]
+	switch {
+	case p.Alg != AlgEd25519 || !ok || k.Alg != AlgEd25519:
+		return nil, fmt.Errorf("%w: the bundle is not signed by an Ed25519 key of its own (%s key %q)", ErrBundleUnsigned, p.Alg, p.KeyID)
+	case k.State == KeyRetired:
+		return nil, fmt.Errorf("%w: key %s signed the bundle", ErrKeyRetired, k.KeyID)
+	}
+	if err := k.check(SchemaBundle, sha256.Sum256([]byte(sb.Bundle)), p); err != nil {
+		return nil, err
+	}
+	return b, nil
+}

@@ -112,3 +112,37 @@ func mustHMAC(t *testing.T) *SigningKey {
 	}
 	return k
 }
+
+// TestTrustOnFirstUse: a first bundle is taken only when a key of its own
+// signed it; a bundle signed by an outside key, tampered, or signed by
+// its retired key is refused.
+func TestTrustOnFirstUse(t *testing.T) {
+	k1, evil := mustKey(t, "k1"), mustKey(t, "evil")
+	f := BundleFile{Version: 4, Keys: []BundleKey{bundleKeyOf(k1, KeyActive)}}
+	good, err := SignBundle(f, k1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := TrustOnFirstUse(good, "")
+	if err != nil || b.Version() != 4 {
+		t.Fatalf("a self-signed bundle: %v", err)
+	}
+	byOutsider, _ := SignBundle(f, evil)
+	tampered := good
+	tampered.Bundle = string(bytes.Replace([]byte(good.Bundle), []byte(`"version": 4`), []byte(`"version": 5`), 1))
+	retiredFile := BundleFile{Version: 4, Keys: []BundleKey{bundleKeyOf(k1, KeyRetired)}}
+	retired, _ := SignBundle(retiredFile, k1)
+	for name, c := range map[string]struct {
+		sb   SignedBundle
+		want error
+	}{
+		"signed by an outside key":  {byOutsider, ErrBundleUnsigned},
+		"tampered after signing":    {tampered, ErrBadSignature},
+		"signed by its retired key": {retired, ErrKeyRetired},
+		"no proof":                  {SignedBundle{Bundle: good.Bundle}, ErrBundleUnsigned},
+	} {
+		if _, err := TrustOnFirstUse(c.sb, ""); !errors.Is(err, c.want) {
+			t.Errorf("%s: %v, want %v", name, err, c.want)
+		}
+	}
+}
