@@ -113,7 +113,9 @@ func Decide(in Input) Decision {
 	if !settled {
 		d = decideFence(in)
 	}
-	return applyMode(in.State.Mode, d)
+	d = applyMode(in.State.Mode, d)
+	assertDecided(in, d)
+	return d
 }
 
 func decideBeforeStatus(in Input) (Decision, bool) {

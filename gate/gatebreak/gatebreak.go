@@ -13,7 +13,10 @@ import (
 )
 
 // Replace returns a copy of p whose DecideLocked and Redecide call d
-// instead of gate.Decide. p itself is unchanged.
+// instead of gate.Decide. p itself is unchanged. The returned policy's
+// CheckStore asserts nothing, so that a replacement that breaks the fence
+// invariants on purpose reaches the checker that must catch it; Decide
+// itself, which d may call, still asserts them on its own input.
 func Replace(p gate.Policy, d func(gate.Input) gate.Decision) gate.Policy {
 	return seam.ReplaceDecide(p, d)
 }

@@ -131,7 +131,7 @@ func (g *Gate) Apply(ctx context.Context, caller string, m *gate.Mutation, fn Bu
 			return gate.Receipt{}, fmt.Errorf("%w: %w", ErrBusiness, err)
 		}
 	}
-	r.commit(d, v, prior, now)
+	r.commit(&g.pol, d, v, prior, now)
 	g.counters.Add(d.Outcome)
 	return d.Result(m)
 }
@@ -201,6 +201,7 @@ func (g *Gate) operator(resource, operator string, createMode gate.Mode, act fun
 	if err != nil {
 		return err
 	}
+	g.pol.CheckStore(r.state, next)
 	r.state = next
 	r.record(Record{Kind: KindOperator, Detail: operator + ": " + detail, At: now})
 	return nil
@@ -253,7 +254,7 @@ func (g *Gate) ApplyJob(ctx context.Context, hop string, j *gate.Job, upstream g
 			return gate.Receipt{}, fmt.Errorf("%w: %w", ErrBusiness, err)
 		}
 	}
-	r.commit(d, v, prior, now)
+	r.commit(&g.pol, d, v, prior, now)
 	g.counters.Add(d.Outcome)
 	return d.Result(&v.Mutation)
 }

@@ -189,6 +189,7 @@ func (g *Gate) operatorOnce(ctx context.Context, tx *redis.Tx, k Keys, resource,
 		rec = stored.Record{Kind: stored.RecordAction, Resource: resource, Operator: operator,
 			Outcome: strings.Fields(detail)[0], Detail: detail, AtMs: now.UnixMilli()}
 	}
+	g.pol.CheckStore(st, next)
 	nextBlob := stateBlob(next)
 	if _, xerr := tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.Set(ctx, k.State, nextBlob, 0)
