@@ -1,6 +1,7 @@
 // This file proves the one JSON form of receipts and answers: what the
 // gate decides round-trips exactly (accepts, and the unstored receipt of
-// a shadow-mode rejection); the decoders refuse unknown, duplicate and
+// a shadow-mode rejection); what the forms it replaced wrote decodes and
+// is written back byte for byte; the decoders refuse unknown, duplicate and
 // re-cased fields, trailing data, invalid fields, an altered receipt
 // (its id no longer the digest of its fields) and an answer whose
 // receipts contradict its verdict; FuzzDecodeReceipt and
@@ -13,6 +14,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -83,6 +86,36 @@ func TestReceiptJSONRoundTrip(t *testing.T) {
 	none, _ := json.Marshal(gate.Judge(nil, 6, 5))
 	if want := `{"verdict":"PROVEN_ABSENT","highestFence":6,"receipts":[]}`; string(none) != want {
 		t.Fatalf("an answer without receipts: %s, want %s", none, want)
+	}
+}
+
+// TestFormsWrittenBeforeDecode reads what the forms this one replaces
+// wrote (testdata/json: a receipt in gate/internal/stored's form, as
+// redisgate's receipts hash and objgate's batches hold them, and the
+// ledger's answers) and writes it back byte for byte.
+func TestFormsWrittenBeforeDecode(t *testing.T) {
+	for _, name := range []string{"stored-receipt.json", "ledger-answer.json", "ledger-answer-absent.json"} {
+		b, err := os.ReadFile(filepath.Join("testdata", "json", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back []byte
+		if strings.HasPrefix(name, "ledger-answer") {
+			a, err := gate.DecodeAnswer(b)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			back, _ = json.Marshal(a)
+		} else {
+			r, err := gate.DecodeReceipt(b)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			back = r.AppendJSON(nil)
+		}
+		if !bytes.Equal(back, b) {
+			t.Errorf("%s written back otherwise:\n%s\n%s", name, b, back)
+		}
 	}
 }
 
