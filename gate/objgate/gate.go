@@ -41,7 +41,7 @@
 // # Objects
 //
 // Under Config.Prefix and the path-escaped resource: manifest (its format
-// is in manifest.go; format 1 manifests are read and migrated); data/…
+// is in manifest.go; formats 1 and 2 are read and migrated); data/…
 // (immutable business bytes too large to inline, one object per write
 // attempt; objects no manifest points to are garbage a lifecycle rule
 // may remove); receipts/ and ops/<sha256(operation ID)>/ (the receipts a

@@ -69,13 +69,9 @@ func (g *Gate) receipts(ctx context.Context, k Keys, fields []string) ([]gate.Re
 		if !ok {
 			return nil, fmt.Errorf("redisgate: receipt %s indexed but missing", fields[i])
 		}
-		var j stored.Receipt
-		if err := stored.Decode([]byte(s), &j); err != nil {
-			return nil, err
-		}
-		r, err := j.GateReceipt()
+		r, err := gate.DecodeReceipt([]byte(s))
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("redisgate: receipt %s: %v", fields[i], err) // stored bytes: no gate outcome
 		}
 		out = append(out, r)
 	}

@@ -22,22 +22,3 @@ func AppendState(dst []byte, s State) []byte {
 	dst = jsonappend.Str(dst, ',', "floorAt", s.FloorAt)
 	return append(dst, '}')
 }
-
-// AppendReceipt appends the JSON of r to dst.
-func AppendReceipt(dst []byte, r Receipt) []byte {
-	dst = jsonappend.Str(dst, '{', "id", r.ID)
-	dst = jsonappend.Str(dst, ',', "resource", r.Resource)
-	dst = jsonappend.Uint(dst, ',', "fenceToken", r.FenceToken)
-	dst = jsonappend.Str(dst, ',', "operationRoot", r.OperationRoot)
-	dst = jsonappend.Str(dst, ',', "operationId", r.OperationID)
-	dst = jsonappend.Uint(dst, ',', "segmentSeq", r.SegmentSeq)
-	dst = jsonappend.Str(dst, ',', "payloadDigest", r.PayloadDigest)
-	dst = jsonappend.Str(dst, ',', "grant", r.GrantDigest)
-	dst = jsonappend.Str(dst, ',', "acceptedAt", r.AcceptedAt)
-	dst = jsonappend.Str(dst, ',', "mode", r.Mode)
-	dst = jsonappend.Str(dst, ',', "outcome", r.Outcome)
-	return append(dst, '}')
-}
-
-// AppendString appends s as json.Marshal quotes it.
-func AppendString(dst []byte, s string) []byte { return jsonappend.String(dst, s) }
