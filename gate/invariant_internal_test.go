@@ -10,17 +10,6 @@ import (
 	"github.com/fencegate/fencegate/internal/assert"
 )
 
-// mustFail runs f and fails t unless it panics with an assertion failure.
-func mustFail(t *testing.T, name string, f func()) {
-	t.Helper()
-	defer func() {
-		if _, ok := recover().(assert.Failure); !ok {
-			t.Errorf("%s: no assertion failure", name)
-		}
-	}()
-	f()
-}
-
 func TestAssertDecidedFires(t *testing.T) {
 	in := func(fence, highest, floor uint64) Input {
 		return Input{Verified: &Verified{Mutation: Mutation{FenceToken: fence}},
@@ -29,10 +18,19 @@ func TestAssertDecidedFires(t *testing.T) {
 	decided := func(o Outcome, highest uint64) Decision {
 		return Decision{Outcome: o, State: State{Resource: "r", HighestFence: highest}}
 	}
-	mustFail(t, "a rejection that lowers highestFence", func() { assertDecided(in(3, 7, 0), decided(StaleOwner, 3)) })
-	mustFail(t, "an accept below highestFence", func() { assertDecided(in(5, 7, 0), decided(Accepted, 7)) })
-	mustFail(t, "an accept at the floor", func() { assertDecided(in(9, 7, 9), decided(Accepted, 9)) })
-	mustFail(t, "an accept that keeps the old highestFence", func() { assertDecided(in(8, 7, 0), decided(Accepted, 7)) })
+	for name, broken := range map[string]struct {
+		in Input
+		d  Decision
+	}{
+		"a rejection that lowers highestFence":      {in(3, 7, 0), decided(StaleOwner, 3)},
+		"an accept below highestFence":              {in(5, 7, 0), decided(Accepted, 7)},
+		"an accept at the floor":                    {in(9, 7, 9), decided(Accepted, 9)},
+		"an accept that keeps the old highestFence": {in(8, 7, 0), decided(Accepted, 7)},
+	} {
+		if assert.Catch(func() { assertDecided(broken.in, broken.d) }) == nil {
+			t.Errorf("%s: no assertion failure", name)
+		}
+	}
 
 	assertDecided(in(8, 7, 0), decided(Accepted, 8))
 	assertDecided(in(7, 7, 0), decided(Accepted, 7))

@@ -10,27 +10,18 @@ import (
 	"github.com/fencegate/fencegate/internal/assert"
 )
 
-// mustFail runs f and fails t unless it panics with an assertion failure.
-func mustFail(t *testing.T, name string, f func()) {
-	t.Helper()
-	defer func() {
-		if _, ok := recover().(assert.Failure); !ok {
+func TestFenceAssertionsFire(t *testing.T) {
+	holder := func(fence uint64) *Holder { return &Holder{Grant: GrantBody{FenceToken: fence}} }
+	for name, broken := range map[string]func(){
+		"fence equal to the bound":          func() { assertFenceAbove("r", 7, 7) },
+		"fence below the bound":             func() { assertFenceAbove("r", 6, 7) },
+		"record keeps the old highestFence": func() { assertGranted("r", &Record{HighestFence: 7, Holder: holder(8)}, 7) },
+		"granted at the floor":              func() { assertGranted("r", &Record{HighestFence: 9, Floor: 9, Holder: holder(9)}, 8) },
+	} {
+		if assert.Catch(broken) == nil {
 			t.Errorf("%s: no assertion failure", name)
 		}
-	}()
-	f()
-}
-
-func TestFenceAssertionsFire(t *testing.T) {
-	mustFail(t, "fence equal to the floor", func() { assertFenceAbove("r", 7, 7) })
-	mustFail(t, "fence below highestFence", func() { assertFenceAbove("r", 6, 7) })
-	holder := func(fence uint64) *Holder { return &Holder{Grant: GrantBody{FenceToken: fence}} }
-	mustFail(t, "record keeps the old highestFence", func() {
-		assertGranted("r", &Record{HighestFence: 7, Holder: holder(8)}, 7)
-	})
-	mustFail(t, "granted at the floor", func() {
-		assertGranted("r", &Record{HighestFence: 9, Floor: 9, Holder: holder(9)}, 8)
-	})
+	}
 
 	next := &Record{HighestFence: 4, Floor: 10}
 	body, _, err := grantLease(next, nil, "r", Waiter{Owner: "w", RequestID: "q", TTLMs: 1000}, -1, t0, 1)

@@ -16,13 +16,10 @@ func TestCommitAssertsHighestFenceKept(t *testing.T) {
 	r := newResource("mem/one", gate.ModeEnforce)
 	r.state.HighestFence = 7
 	d := gate.Decision{Outcome: gate.Accepted, Store: true, State: gate.State{Resource: "mem/one", Mode: gate.ModeEnforce, HighestFence: 6}}
-	defer func() {
-		if _, ok := recover().(assert.Failure); !ok {
-			t.Fatal("a lowered highestFence was stored without an assertion failure")
-		}
-		if r.state.HighestFence != 7 {
-			t.Fatalf("highestFence %d after the failed assertion, want 7", r.state.HighestFence)
-		}
-	}()
-	r.commit(pol, d, &gate.Verified{}, nil, gatetest.T0)
+	if assert.Catch(func() { r.commit(pol, d, &gate.Verified{}, nil, gatetest.T0) }) == nil {
+		t.Fatal("a lowered highestFence was stored without an assertion failure")
+	}
+	if r.state.HighestFence != 7 {
+		t.Fatalf("highestFence %d after the failed assertion, want 7", r.state.HighestFence)
+	}
 }

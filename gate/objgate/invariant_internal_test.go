@@ -17,10 +17,7 @@ func TestReplaceAssertsHighestFenceKept(t *testing.T) {
 	h.st.HighestFence = 7
 	next := h
 	next.st.HighestFence = 6
-	defer func() {
-		if _, ok := recover().(assert.Failure); !ok {
-			t.Fatal("a lowered highestFence reached the store without an assertion failure")
-		}
-	}()
-	_, _ = g.replace(context.Background(), "obj/one", h, next)
+	if assert.Catch(func() { _, _ = g.replace(context.Background(), "obj/one", h, next) }) == nil {
+		t.Fatal("a lowered highestFence reached the store without an assertion failure")
+	}
 }
