@@ -63,6 +63,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/gate/internal/stored"
 )
@@ -88,13 +89,6 @@ type API interface {
 	DeleteObject(ctx context.Context, in *s3.DeleteObjectInput, opts ...func(*s3.Options)) (*s3.DeleteObjectOutput, error)
 }
 
-// Clock is the gate's time source.
-type Clock interface{ Now() time.Time }
-
-type systemClock struct{}
-
-func (systemClock) Now() time.Time { return time.Now() }
-
 // Config configures a Gate.
 type Config struct {
 	// Client reaches the store. Required.
@@ -113,7 +107,7 @@ type Config struct {
 	// gate.QueryTimeoutDefault.
 	StatusQueryTimeout time.Duration
 	// Clock is the gate's clock. Optional, defaults to the system clock.
-	Clock Clock
+	Clock clock.Clock
 	// DefaultMode is the mode of a resource seen for the first time.
 	// Optional, defaults to gate.ModeEnforce, which Open refuses on a
 	// store that fails Probe.
@@ -138,7 +132,7 @@ type Gate struct {
 	prefix   string
 	pol      gate.Policy
 	querying gate.Querying
-	clock    Clock
+	clock    clock.Clock
 	mode     gate.Mode
 	retries  int
 	held     int // Config.ReceiptsHeld
@@ -184,7 +178,7 @@ func open(ctx context.Context, cfg Config, probe bool) (*Gate, error) {
 		querying: gate.Querying{Querier: cfg.Querier, Timeout: cfg.StatusQueryTimeout},
 		clock:    cfg.Clock, mode: cfg.DefaultMode, retries: cfg.RetriesMax, cache: map[string]held{}}
 	if g.clock == nil {
-		g.clock = systemClock{}
+		g.clock = clock.System{}
 	}
 	if g.prefix == "" {
 		g.prefix = PrefixDefault

@@ -96,6 +96,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/gate/internal/stored"
 	"github.com/fencegate/fencegate/grant"
@@ -119,13 +120,6 @@ const (
 	CachedStatesMaxDefault = 4096
 )
 
-// Clock is the gate's time source.
-type Clock interface{ Now() time.Time }
-
-type systemClock struct{}
-
-func (systemClock) Now() time.Time { return time.Now() }
-
 // Config configures a Gate.
 type Config struct {
 	// Client reaches the Redis server (a *redis.Client, or a cluster or
@@ -141,7 +135,7 @@ type Config struct {
 	// gate.QueryTimeoutDefault.
 	StatusQueryTimeout time.Duration
 	// Clock is the gate's clock. Optional, defaults to the system clock.
-	Clock Clock
+	Clock clock.Clock
 	// Prefix starts every key. Optional, defaults to PrefixDefault.
 	Prefix string
 	// DefaultMode is the mode of a resource seen for the first time.
@@ -183,7 +177,7 @@ type Gate struct {
 	c        redis.UniversalClient
 	pol      gate.Policy
 	querying gate.Querying
-	clock    Clock
+	clock    clock.Clock
 	prefix   string
 	mode     gate.Mode
 	retries  int
@@ -256,7 +250,7 @@ func New(cfg Config) (*Gate, error) {
 		g.log = slog.Default()
 	}
 	if g.clock == nil {
-		g.clock = systemClock{}
+		g.clock = clock.System{}
 	}
 	if g.prefix == "" {
 		g.prefix = PrefixDefault

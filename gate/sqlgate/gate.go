@@ -108,10 +108,6 @@ const PrefixDefault = "fencegate_"
 // Config.StatusQueryTimeout is zero (gate.QueryTimeoutDefault).
 const StatusQueryTimeoutDefault = gate.QueryTimeoutDefault
 
-// Clock is the gate's time source (the module's one clock interface).
-// Production uses the system clock; tests and the simulator inject one.
-type Clock = clock.Clock
-
 // Config configures a Gate.
 type Config struct {
 	// Dialect is SQLite or Postgres. Required.
@@ -130,8 +126,9 @@ type Config struct {
 	// locked meanwhile); a timeout is NOT_HELD. Optional, defaults to
 	// StatusQueryTimeoutDefault.
 	StatusQueryTimeout time.Duration
-	// Clock is the gate's clock. Optional, defaults to the system clock.
-	Clock Clock
+	// Clock is the gate's clock. Optional, defaults to the system clock
+	// (clock.System); tests and the simulator inject one.
+	Clock clock.Clock
 	// Prefix is the table prefix. Optional, defaults to PrefixDefault.
 	Prefix string
 	// DefaultMode is the mode of a resource the gate sees for the first
@@ -145,7 +142,7 @@ type Gate struct {
 	d        *Dialect
 	pol      gate.Policy
 	querying gate.Querying
-	clock    Clock
+	clock    clock.Clock
 	prefix   string
 	mode     gate.Mode
 	counters gate.Counters
