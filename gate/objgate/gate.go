@@ -65,6 +65,7 @@ import (
 
 	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/gate/internal/adapter"
 	"github.com/fencegate/fencegate/gate/internal/stored"
 )
 
@@ -171,23 +172,15 @@ func open(ctx context.Context, cfg Config, probe bool) (*Gate, error) {
 	if cfg.Client == nil || cfg.Bucket == "" {
 		return nil, errors.New("objgate: Config.Client and Config.Bucket are required")
 	}
-	if err := cfg.Policy.Check(); err != nil {
+	b, err := adapter.Common{Policy: cfg.Policy, Querier: cfg.Querier, StatusQueryTimeout: cfg.StatusQueryTimeout,
+		Clock: cfg.Clock, DefaultMode: cfg.DefaultMode}.Resolve()
+	if err != nil {
 		return nil, err
 	}
-	g := &Gate{api: cfg.Client, bucket: cfg.Bucket, prefix: cfg.Prefix, pol: cfg.Policy,
-		querying: gate.Querying{Querier: cfg.Querier, Timeout: cfg.StatusQueryTimeout},
-		clock:    cfg.Clock, mode: cfg.DefaultMode, retries: cfg.RetriesMax, cache: map[string]held{}}
-	if g.clock == nil {
-		g.clock = clock.System{}
-	}
+	g := &Gate{api: cfg.Client, bucket: cfg.Bucket, prefix: cfg.Prefix, pol: b.Pol, querying: b.Querying, clock: b.Clock,
+		mode: b.Mode, retries: cfg.RetriesMax, cache: map[string]held{}}
 	if g.prefix == "" {
 		g.prefix = PrefixDefault
-	}
-	if g.mode == "" {
-		g.mode = gate.ModeEnforce
-	}
-	if _, err := gate.ParseMode(string(g.mode)); err != nil {
-		return nil, err
 	}
 	if g.retries <= 0 {
 		g.retries = RetriesMaxDefault

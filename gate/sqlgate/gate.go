@@ -99,6 +99,7 @@ import (
 
 	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/gate/internal/adapter"
 )
 
 // PrefixDefault is the table prefix when Config.Prefix is empty.
@@ -156,24 +157,16 @@ func New(cfg Config) (*Gate, error) {
 	if cfg.Dialect == nil {
 		return nil, errors.New("sqlgate: Config.Dialect is required")
 	}
-	if err := cfg.Policy.Check(); err != nil {
+	b, err := adapter.Common{Policy: cfg.Policy, Querier: cfg.Querier, StatusQueryTimeout: cfg.StatusQueryTimeout,
+		Clock: cfg.Clock, DefaultMode: cfg.DefaultMode}.Resolve()
+	if err != nil {
 		return nil, err
 	}
-	g := &Gate{d: cfg.Dialect, pol: cfg.Policy, querying: gate.Querying{Querier: cfg.Querier, Timeout: cfg.StatusQueryTimeout},
-		clock: cfg.Clock, prefix: cfg.Prefix, mode: cfg.DefaultMode}
-	if g.clock == nil {
-		g.clock = clock.System{}
-	}
+	g := &Gate{d: cfg.Dialect, pol: b.Pol, querying: b.Querying, clock: b.Clock, prefix: cfg.Prefix, mode: b.Mode}
 	if g.prefix == "" {
 		g.prefix = PrefixDefault
 	}
 	if err := checkIdent("prefix", g.prefix); err != nil {
-		return nil, err
-	}
-	if g.mode == "" {
-		g.mode = gate.ModeEnforce
-	}
-	if _, err := gate.ParseMode(string(g.mode)); err != nil {
 		return nil, err
 	}
 	g.stmt = newStatements(g)
