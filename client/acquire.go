@@ -2,10 +2,10 @@ package client
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
+	"github.com/fencegate/fencegate/client/core"
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/wire"
 )
@@ -24,15 +24,26 @@ import (
 // returned wrapped; errors.Is against the registry sentinels works. Every
 // decision is the AcquireCore's; this is its driver.
 func (s *Session) Acquire(ctx context.Context, r AcquireRequest) (*Lease, error) {
+	return s.acquire(ctx, r, nil)
+}
+
+// acquire is Acquire, with mode (if not nil) applied to the acquire's core
+// before each call of it (Lock's WaitAsLock).
+func (s *Session) acquire(ctx context.Context, r AcquireRequest, mode func(*core.Acquire)) (*Lease, error) {
 	a, err := s.begin(r)
 	if err != nil {
 		return nil, err
+	}
+	if mode != nil {
+		s.mu.Lock()
+		mode(a.core)
+		s.mu.Unlock()
 	}
 	for {
 		s.mu.Lock()
 		call, wake := a.core.Next(s.o.Clock.Now())
 		s.mu.Unlock()
-		if call.Kind == CallNone {
+		if call.Kind == core.CallNone {
 			if done, is, err := a.core.Done(); done {
 				return s.answered(a, is, err)
 			}
@@ -48,7 +59,7 @@ func (s *Session) Acquire(ctx context.Context, r AcquireRequest) (*Lease, error)
 		}
 		req := a.core.Request()
 		is, err := timedCall(ctx, s.o.Clock, call.Timeout, func(c context.Context) (wire.Issued, error) {
-			if call.Kind == CallQueryRequest {
+			if call.Kind == core.CallQueryRequest {
 				return s.t.QueryRequest(c, req.RequestID)
 			}
 			return s.t.Acquire(c, req)
@@ -79,7 +90,7 @@ func (s *Session) answered(a *attempt, is wire.Issued, err error) (*Lease, error
 	return l, nil
 }
 
-func (s *Session) notify(requestID string, trans []Transition) {
+func (s *Session) notify(requestID string, trans []core.Transition) {
 	if s.o.OnTransition == nil {
 		return
 	}
@@ -119,7 +130,7 @@ func (s *Session) begin(r AcquireRequest) (*attempt, error) {
 		delete(s.pending, r.Resource) // presumed over: whatever it did has expired
 	}
 	req := r.wire(s.newRequestIDLocked())
-	a := &attempt{req: req, active: true, core: NewAcquireCore(s.o, req, s.newRequestIDLocked, s.o.Rand.Float64)}
+	a := &attempt{req: req, active: true, core: core.NewAcquire(s.o.Limits(), req, s.newRequestIDLocked, s.o.Rand.Float64)}
 	s.pending[r.Resource] = a
 	return a, nil
 }
@@ -145,26 +156,25 @@ func (s *Session) sleepUntil(ctx context.Context, t time.Time) error {
 }
 
 // Lock acquires r.Resource, waiting for it as long as ctx allows — there
-// is no cap of its own. Each acquire queues at the registry for at most
-// Options.LockWaitChunk (r.Wait is ignored); after a WAIT_TIMEOUT it asks
-// again with a fresh request ID, at the tail of the queue. It returns the
-// lease HELD, ctx's error (wrapped) once ctx ends, or the first error that
-// is not a wait running out.
+// is no cap of its own. It queues at the registry in long polls of at most
+// Options.LockWaitChunk (r.Wait is ignored), each asking again with the
+// same request ID, so the waiter keeps the place in the FIFO queue where it
+// joined, however long it waits. It returns the lease HELD, or the first
+// error that is not a wait running out. When ctx has a deadline, the
+// queueing ends Options.CallTimeout before it, so the registry's last
+// answer arrives in time: WAIT_TIMEOUT, a *wire.BusyError naming who
+// holds the resource. If ctx ends first (cancelled, or no answer in
+// time), its error is returned wrapped and the request ID stays pending,
+// as for Acquire.
 func (s *Session) Lock(ctx context.Context, r AcquireRequest) (*Lease, error) {
-	for {
-		r.Wait = s.o.LockWaitChunk
-		if dl, ok := ctx.Deadline(); ok {
-			r.Wait = min(r.Wait, max(dl.Sub(s.o.Clock.Now()), time.Millisecond))
-		}
-		l, err := s.Acquire(ctx, r)
-		switch {
-		case err == nil:
-			return l, nil
-		case ctx.Err() != nil:
-			return nil, fmt.Errorf("client: lock %s: %w", r.Resource, ctx.Err())
-		case errors.Is(err, wire.ErrWaitTimeout), errors.Is(err, wire.ErrBusy):
-			continue
-		}
-		return nil, err
+	r.Wait = s.o.LockWaitChunk
+	var until time.Time
+	if dl, ok := ctx.Deadline(); ok {
+		until = dl.Add(-s.o.CallTimeout)
 	}
+	l, err := s.acquire(ctx, r, func(a *core.Acquire) { a.WaitAsLock(s.o.LockWaitChunk, until) })
+	if err != nil && ctx.Err() != nil {
+		return nil, fmt.Errorf("client: lock %s: %w", r.Resource, ctx.Err())
+	}
+	return l, err
 }

@@ -16,8 +16,11 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/fencegate/fencegate/client"
+	"github.com/fencegate/fencegate/client/core"
+	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/testkit/clienttest"
+	"github.com/fencegate/fencegate/testkit/gatetest"
 	"github.com/fencegate/fencegate/wire"
 )
 
@@ -29,7 +32,7 @@ const rateErrorMax = 0.002
 func TestPropertyLeaseFromIsSafeAndUsable(t *testing.T) {
 	waited := 0
 	rapid.Check(t, func(rt *rapid.T) {
-		out := runAcquireStory(rt, func(a *client.AcquireCore, now time.Time) time.Time { return a.LeaseFrom(now) })
+		out := runAcquireStory(rt, func(a *core.Acquire, now time.Time) time.Time { return a.LeaseFrom(now) })
 		if out.granted && out.waitedMs > int64(out.ttlMs) {
 			waited++
 		}
@@ -52,7 +55,7 @@ func TestPropertyLeaseFromIsSafeAndUsable(t *testing.T) {
 func TestPropertyFirstSentRuleLeavesGrantsUnusable(t *testing.T) {
 	unusable := 0
 	rapid.Check(t, func(rt *rapid.T) {
-		out := runAcquireStory(rt, func(a *client.AcquireCore, _ time.Time) time.Time { return a.FirstSent() })
+		out := runAcquireStory(rt, func(a *core.Acquire, _ time.Time) time.Time { return a.FirstSent() })
 		if out.granted && out.usable <= 0 {
 			unusable++
 		}
@@ -81,7 +84,7 @@ type storyOutcome struct {
 // a waiter's AcquireCore queues for it over a network with random delays
 // and, sometimes, a lost answer; from computes the instant the lease's TTL
 // counts from.
-func runAcquireStory(rt *rapid.T, from func(*client.AcquireCore, time.Time) time.Time) storyOutcome {
+func runAcquireStory(rt *rapid.T, from func(*core.Acquire, time.Time) time.Time) storyOutcome {
 	ctx := context.Background()
 	clock := clienttest.NewFakeClock()
 	reg, err := clienttest.NewRegistry(clock, nil, nil)
@@ -93,19 +96,21 @@ func runAcquireStory(rt *rapid.T, from func(*client.AcquireCore, time.Time) time
 	if err != nil {
 		rt.Fatal(err)
 	}
-	holdMs := rapid.Int64Range(0, 60_000).Draw(rt, "holdMs")
 	ttlMs := uint64(rapid.IntRange(2, 15).Draw(rt, "ttlS") * 1000)
+	// The holder keeps the resource for 0 to 4 of the waiter's TTLs, so
+	// many waits run past the waiter's own TTL.
+	holdMs := int64(rapid.IntRange(0, 8).Draw(rt, "holdHalfTTLs"))*int64(ttlMs)/2 + rapid.Int64Range(0, 999).Draw(rt, "holdJitterMs")
 	c := newStoryClock(rt, clock)
 	o := client.Options{}.WithDefaults()
 	req := wire.AcquireRequest{Resource: clienttest.Resource, OperationID: "op-b", OperationClass: "settle",
 		RequestID: "req-b", TTLMs: ttlMs, WaitMs: uint64(rapid.Int64Range(1000, 30_000).Draw(rt, "waitMs"))}
 	n := 0
-	a := client.NewAcquireCore(o, req, func() string { n++; return "req-b-" + string(rune('a'+n)) }, func() float64 { return 0.5 })
+	a := core.NewAcquire(o.Limits(), req, func() string { n++; return "req-b-" + string(rune('a'+n)) }, func() float64 { return 0.5 })
 	out := storyOutcome{ttlMs: ttlMs, ttl: time.Duration(ttlMs) * time.Millisecond}
 	started, renewed := clock.Now(), clock.Now()
 	var (
 		inflight *registry.Acquisition
-		call     client.Call
+		call     core.Call
 		arriveAt time.Time // registry clock: the call reaches the registry
 		answered bool
 	)
@@ -131,16 +136,16 @@ func runAcquireStory(rt *rapid.T, from func(*client.AcquireCore, time.Time) time
 			return out
 		}
 		if inflight == nil && !answered {
-			if k, _ := a.Next(c.now()); k.Kind != client.CallNone {
+			if k, _ := a.Next(c.now()); k.Kind != core.CallNone {
 				call, answered = k, false
 				arriveAt = now.Add(time.Duration(rapid.Int64Range(0, 300).Draw(rt, "delayMs")) * time.Millisecond)
 			}
 		}
-		if call.Kind != client.CallNone && !answered && !now.Before(arriveAt) {
+		if call.Kind != core.CallNone && !answered && !now.Before(arriveAt) {
 			answered = deliver(rt, reg, &inflight, call, req, a, c, &out)
 		}
 		if answered {
-			answered, call = false, client.Call{}
+			answered, call = false, core.Call{}
 		}
 		clock.Advance(10 * time.Millisecond)
 	}
@@ -151,15 +156,15 @@ func runAcquireStory(rt *rapid.T, from func(*client.AcquireCore, time.Time) time
 // deliver hands the call in flight to the registry (or steps its waiting
 // acquire) and, once it has an answer, gives it to the core after a
 // random delay, or loses it. It reports whether the call is over.
-func deliver(rt *rapid.T, reg *clienttest.Registry, inflight **registry.Acquisition, call client.Call,
-	req wire.AcquireRequest, a *client.AcquireCore, c *storyClock, out *storyOutcome) bool {
+func deliver(rt *rapid.T, reg *clienttest.Registry, inflight **registry.Acquisition, call core.Call,
+	req wire.AcquireRequest, a *core.Acquire, c *storyClock, out *storyOutcome) bool {
 	ctx := context.Background()
 	var (
 		is  wire.Issued
 		err error
 	)
 	switch call.Kind {
-	case client.CallQueryRequest:
+	case core.CallQueryRequest:
 		c.arrived = c.now()
 		is, err = reg.QueryRequest(ctx, clienttest.OwnerB, a.Request().RequestID)
 	default:
@@ -222,4 +227,31 @@ func (c *storyClock) skip(d time.Duration) { c.reg.Advance(d) }
 func (c *storyClock) toRegistry(t time.Time) time.Time {
 	since := t.Sub(clienttest.T0) - c.offset
 	return clienttest.T0.Add(time.Duration(float64(since) / c.rate))
+}
+
+// TestLeaseFromAfterARestart: a worker that restarted asks again with its
+// journalled request ID, and the registry answers the grant an earlier
+// process of it got, 2 s from its expiry. The new process's first send
+// came long after the grant, so the deadline must count from before it:
+// from the answered send plus those 2 s, less the TTL. Counting from the
+// first send would put the deadline 8 s past the registry's expiry.
+func TestLeaseFromAfterARestart(t *testing.T) {
+	o := client.Options{}.WithDefaults()
+	req := wire.AcquireRequest{Resource: clienttest.Resource, OperationID: "op", OperationClass: "settle", RequestID: "req-journalled", TTLMs: 10_000}
+	a := core.NewAcquire(o.Limits(), req, func() string { return "req-next" }, func() float64 { return 0.5 })
+	sent := clienttest.T0.Add(time.Minute)
+	call, _ := a.Next(sent)
+	iss := gatetest.NewIssuer("restart")
+	iss.Now = sent.Add(-8 * time.Second) // granted to the process before the restart
+	g, gp := iss.Grant(gatetest.Writer{Resource: req.Resource, Owner: "worker", Lease: "lease-old", OperationID: "op", Fence: 3})
+	g.RequestID, g.TTLMs, g.ExpiresAt = req.RequestID, req.TTLMs, iss.Now.Add(10*time.Second)
+	iss.Now, iss.StatusValidFor = sent, time.Second
+	st, sp := iss.Status(g, grant.StateHeld)
+	a.Answer(sent.Add(10*time.Millisecond), call, wire.Issued{Grant: g, GrantProof: gp, Status: st, StatusProof: sp, ExpiresAfterMs: 2000}, nil)
+	if done, _, err := a.Done(); !done || err != nil {
+		t.Fatalf("the core did not take the grant: %v", err)
+	}
+	if from := a.LeaseFrom(sent.Add(10 * time.Millisecond)); !from.Equal(sent.Add(-8 * time.Second)) {
+		t.Fatalf("LeaseFrom %s, want %s: 2 s before expiry less the 10 s TTL", from.Sub(sent), -8*time.Second)
+	}
 }

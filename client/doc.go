@@ -8,8 +8,8 @@
 // A Lease follows the specification's states exactly: REQUESTED → HELD →
 // RENEWING → HELD; an uncertain renewal or query → OWNERSHIP_UNKNOWN;
 // registry-confirmed expiry → EXPIRED; a successful release → RELEASED.
-// The transitions are one explicit table (state.go); an illegal one is
-// a programmer error and panics. State(), Done() and Ctx() expose them, as
+// The transitions are one explicit table (client/core/state.go); an
+// illegal one is a programmer error and panics. State(), Done() and Ctx() expose them, as
 // etcd's concurrency.Session does: Ctx() is cancelled the moment ownership
 // stops being certain, and a NEW context is issued if the registry later
 // confirms the same grant HELD.
@@ -26,15 +26,16 @@
 //
 // # Core and shell
 //
-// Every decision is in two pure cores, as etcd-io/raft's RawNode: a
-// LeaseCore per lease (the state machine, the renewal and proof timing,
-// which call to make next and how to read its answer, whether an envelope
-// may be built, what Release must wait for) and an AcquireCore per acquire
-// (the request ID kept until a final answer, the query by request ID
-// after a lost answer, the backoff). They do no I/O and read no clock.
-// Session and Lease are their shells: a goroutine, timers, locks and a
-// Transport. The simulator drives the same cores with simulated time and
-// a simulated network, so what it checks is this code.
+// Every decision is in two pure cores in package client/core, as
+// etcd-io/raft's RawNode: a core.Lease per lease (the state machine, the
+// renewal and proof timing, which call to make next and how to read its
+// answer, whether an envelope may be built, what Release must wait for)
+// and a core.Acquire per acquire (the request ID kept until a final
+// answer, the query by request ID after a lost answer, the backoff). They
+// do no I/O and read no clock. Session and Lease are their shells: a
+// goroutine, timers, locks and a Transport. The simulator drives the same
+// cores with simulated time and a simulated network, so what it checks is
+// this code. A program that only takes locks needs none of client/core.
 //
 // # Release drains
 //
@@ -58,9 +59,12 @@
 //
 // # Packages
 //
-//   - client: Session (acquire), Lease (renew, Envelope, Release, Tick),
-//     RunSegments, Resolver (MUTATION_UNKNOWN), Direct transport.
-//   - client/httpclient: the production Transport over registry/httpapi.
+//   - client: Session (Acquire, Lock), Lease (renew, Envelope, Release,
+//     Tick), Election, RunSegments, Resolver (MUTATION_UNKNOWN).
+//   - client/httpclient: the production Transport over the registry's
+//     HTTP API; registry.Direct is the in-process one.
+//   - client/core: the pure cores the shells and the simulator drive.
+//   - client/lockexec: run a command under a lease (fencegate lock, elect).
 //   - client/reconcile: the durable SQLite reconciliation queue.
 //   - testkit/clienttest: fake clock, lossy transport, fixtures and the
 //     end-to-end scenarios run on every registry store.

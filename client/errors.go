@@ -4,26 +4,33 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/fencegate/fencegate/client/core"
 )
 
-// Sentinel errors. Callers branch with errors.Is; typed errors below carry
-// the data and wrap one of these.
+// Sentinel errors. Callers branch with errors.Is; typed errors carry the
+// data and wrap one of these.
 var (
 	// ErrOutcomeUnknown: a registry call's answer was lost (timeout, reset
 	// connection, unavailable store): it may or may not have been applied.
-	// Transports may wrap it; any error without a definite registry code is
-	// treated the same way.
-	ErrOutcomeUnknown = errors.New("client: outcome unknown")
+	ErrOutcomeUnknown = core.ErrOutcomeUnknown
 	// ErrRefused: the transport itself refused the call definitely, before
 	// the registry acted on it (bad request, not authenticated, forbidden).
 	// Transports wrap it; the client treats it as a final "no".
-	ErrRefused = errors.New("client: refused")
+	ErrRefused = core.ErrRefused
 	// ErrNotHeld: the lease does not let the client produce effects now
-	// (state not HELD/RENEWING, local deadline passed, or releasing).
-	ErrNotHeld = errors.New("client: not held")
+	// (state not HELD/RENEWING, local deadline passed, or releasing). The
+	// error is a *NotHeldError saying why.
+	ErrNotHeld = core.ErrNotHeld
 	// ErrProofStale: the status proof is too close to its validUntil to
-	// send; the lease refreshes it on its own schedule.
-	ErrProofStale = errors.New("client: status proof stale")
+	// send; the lease refreshes it on its own schedule: ask again.
+	ErrProofStale = core.ErrProofStale
+	// ErrBadAnswer: the registry answered about another grant or request.
+	ErrBadAnswer = core.ErrBadAnswer
+	// ErrUnreachable: Options.AcquireLostMax calls in a row got no answer.
+	// The error also wraps the last call's error (the cause: a refused
+	// connection, a DNS failure, a timeout). The request ID stays pending.
+	ErrUnreachable = core.ErrUnreachable
 	// ErrForeignEnvelope: Lease.Refresh was given an envelope of another
 	// lease, fence or operation.
 	ErrForeignEnvelope = errors.New("client: envelope of another lease")
@@ -37,27 +44,11 @@ var (
 	// ErrSuperseded: the resource answered with a higher fence (or stale
 	// owner, or fence regression): the rest of the work is abandoned.
 	ErrSuperseded = errors.New("client: superseded")
-	// ErrBadAnswer: the registry answered about another grant or request.
-	ErrBadAnswer = errors.New("client: bad answer")
-	// ErrUnreachable: Options.AcquireLostMax calls in a row got no answer.
-	// The error also wraps the last call's error (the cause: a refused
-	// connection, a DNS failure, a timeout). The request ID stays pending.
-	ErrUnreachable = errors.New("client: registry unreachable")
 )
 
-// NotHeldError says why an envelope or call was refused.
-type NotHeldError struct {
-	Lease  string
-	State  State
-	Reason string
-}
-
-func (e *NotHeldError) Error() string {
-	return fmt.Sprintf("client: not held: lease %s is %s: %s", e.Lease, e.State, e.Reason)
-}
-
-// Unwrap returns ErrNotHeld.
-func (e *NotHeldError) Unwrap() error { return ErrNotHeld }
+// NotHeldError says why an envelope or call was refused; it wraps
+// ErrNotHeld.
+type NotHeldError = core.NotHeldError
 
 // PendingError names the request ID an earlier acquire still owns and the
 // instant (client clock) after which it is presumed over.

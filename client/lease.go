@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fencegate/fencegate/client/core"
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/wire"
 )
@@ -30,7 +31,7 @@ type Lease struct {
 	opMu sync.Mutex // serializes registry calls: at most one in flight per lease
 
 	mu       sync.Mutex
-	core     *LeaseCore
+	core     *core.Lease
 	ctx      context.Context
 	cancel   context.CancelFunc
 	done     chan struct{}
@@ -46,7 +47,7 @@ func newLease(s *Session, t Transport, o Options, is wire.Issued, operationID st
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	l.cancel() // replaced below: a context exists only while ownership is certain
 	l.mu.Lock()
-	l.core = NewLeaseCore(o, is, operationID, from, l.jitter)
+	l.core = core.NewLease(o.Limits(), is, operationID, from, l.jitter)
 	notify := l.syncLocked()
 	l.mu.Unlock()
 	notify()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/fencegate/fencegate/client/core"
 	"github.com/fencegate/fencegate/wire"
 )
 
@@ -36,7 +37,7 @@ func (l *Lease) tick(ctx context.Context) time.Time {
 		notify := l.syncLocked()
 		l.mu.Unlock()
 		notify()
-		if call.Kind == CallNone {
+		if call.Kind == core.CallNone {
 			return at
 		}
 		l.do(ctx, call)
@@ -45,13 +46,13 @@ func (l *Lease) tick(ctx context.Context) time.Time {
 }
 
 // do makes one call the core asked for and gives it the answer.
-func (l *Lease) do(ctx context.Context, call Call) error {
+func (l *Lease) do(ctx context.Context, call core.Call) error {
 	g := l.core.Grant()
 	is, err := timedCall(ctx, l.o.Clock, call.Timeout, func(c context.Context) (wire.Issued, error) {
 		switch call.Kind {
-		case CallRefresh:
+		case core.CallRefresh:
 			return l.t.Status(c, g)
-		case CallRelease:
+		case core.CallRelease:
 			return wire.Issued{}, l.t.Release(c, g.Resource, g.Lease)
 		}
 		return l.t.Renew(c, g.Resource, g.Lease)
@@ -126,7 +127,7 @@ func (l *Lease) release(ctx context.Context, drain bool) error {
 			l.opMu.Unlock()
 			return nil
 		}
-		if call.Kind != CallNone {
+		if call.Kind != core.CallNone {
 			err := l.do(ctx, call)
 			l.opMu.Unlock()
 			if err != nil && ctx.Err() == nil {

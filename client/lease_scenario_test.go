@@ -1,5 +1,5 @@
 // This file runs the lease scenarios in testdata/lease: each file is a
-// story of one lease's core (client.LeaseCore) a reviewer can read
+// story of one lease's core (core.Lease) a reviewer can read
 // without Go — what the core asks for and when, what answer it gets, which
 // state follows, whether an envelope may be built, what a release waits
 // for. The format:
@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/client"
+	"github.com/fencegate/fencegate/client/core"
 	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/testkit/gatetest"
@@ -55,12 +56,12 @@ type leaseScenario struct {
 	iss   *gatetest.Issuer
 	g     *grant.Grant
 	gp    string
-	core  *client.LeaseCore
-	call  client.Call // the call in flight
-	got   string      // what the last step produced, for its expectation
+	core  *core.Lease
+	call  core.Call // the call in flight
+	got   string    // what the last step produced, for its expectation
 	step  string
 	o     client.Options
-	trans []client.Transition
+	trans []core.Transition
 }
 
 func secs(v string) time.Time {
@@ -133,15 +134,15 @@ func (s *leaseScenario) do(a scenariotext.Args) {
 			is.ExpiresAfterMs = secs(a.Opts["expires-after"]).Sub(gatetest.T0).Milliseconds()
 			from = s.acquired(secs(v), sent, is)
 		}
-		s.core = client.NewLeaseCore(s.o, is, "op-a", from, nil)
+		s.core = core.NewLease(s.o.Limits(), is, "op-a", from, nil)
 		s.got = s.states()
 	case "next":
 		call, wake := s.core.Next(at())
 		s.got = call.Kind.String()
-		if call.Kind == client.CallNone && !wake.IsZero() {
+		if call.Kind == core.CallNone && !wake.IsZero() {
 			s.got += " wake=" + stamp(wake)
 		}
-		if call.Kind != client.CallNone {
+		if call.Kind != core.CallNone {
 			s.call = call
 		}
 		s.states() // transitions a Next made are shown by the answer's step
@@ -194,7 +195,7 @@ func (s *leaseScenario) answer(kind string, at time.Time, opts map[string]string
 func (s *leaseScenario) acquired(sent, at time.Time, is wire.Issued) time.Time {
 	req := wire.AcquireRequest{Resource: s.g.Resource, OperationID: "op-a", OperationClass: s.g.OperationClass,
 		RequestID: s.g.RequestID, TTLMs: s.g.TTLMs, WaitMs: 30_000}
-	a := client.NewAcquireCore(s.o, req, func() string { return "req-next" }, func() float64 { return 0.5 })
+	a := core.NewAcquire(s.o.Limits(), req, func() string { return "req-next" }, func() float64 { return 0.5 })
 	call, _ := a.Next(sent)
 	a.Answer(at, call, is, nil)
 	if done, _, err := a.Done(); !done || err != nil {

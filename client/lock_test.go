@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"sync"
 	"syscall"
 	"testing"
 	"testing/synctest"
@@ -65,10 +66,23 @@ func TestLockEndsWithItsContext(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 		defer cancel()
 		b := client.NewSession(registry.Direct{Registry: reg.Registry, Owner: clienttest.OwnerB}, client.Options{Rand: rand.New(rand.NewPCG(2, 2))})
-		if _, err := b.Lock(ctx, clienttest.Request("op-b")); !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("lock past its context: %v", err)
+		start := time.Now()
+		_, err = b.Lock(ctx, clienttest.Request("op-b"))
+		var be *wire.BusyError
+		if !errors.Is(err, wire.ErrWaitTimeout) || !errors.As(err, &be) || be.Holder == nil || be.Holder.Owner != clienttest.OwnerA {
+			t.Fatalf("lock past its deadline: %v, want WAIT_TIMEOUT naming %s", err, clienttest.OwnerA)
+		}
+		if waited := time.Since(start); waited > 40*time.Second {
+			t.Fatalf("lock returned after %s, past its context's 40 s", waited)
+		}
+		// Cancelled rather than timed out: the context's error.
+		cctx, stop := context.WithCancel(context.Background())
+		time.AfterFunc(5*time.Second, stop)
+		if _, err := b.Lock(cctx, clienttest.Request("op-b")); !errors.Is(err, context.Canceled) {
+			t.Fatalf("lock cancelled: %v", err)
 		}
 		_ = holder.ReleaseNoDrain(context.Background())
+		time.Sleep(3 * time.Second) // the cancelled waiter's ticket lapses
 	})
 }
 
@@ -160,4 +174,51 @@ func lockAfterWait(t *testing.T, wait time.Duration) {
 		t.Fatalf("after a %s wait the lease has %s before its local deadline, want about TTL − margin (%s)",
 			wait, left, 5*time.Second-client.ExpiryMarginDefault)
 	}
+}
+
+// TestLockKeepsItsPlaceInTheQueue: a waiter that joined first is served
+// first however many long polls it took. B queues before C; each polls
+// in 2 s chunks; A lets go at 2.5 s, just after B's first poll ended.
+// Asking again with a fresh request ID (as Lock did before) put B behind
+// C at 2 s, and C got the lease.
+func TestLockKeepsItsPlaceInTheQueue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		reg, err := clienttest.NewRegistry(client.SystemClock{}, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		session := func(owner string, seed uint64) *client.Session {
+			return client.NewSession(registry.Direct{Registry: reg.Registry, Owner: owner},
+				client.Options{Rand: rand.New(rand.NewPCG(seed, seed)), LockWaitChunk: 2 * time.Second})
+		}
+		holder, err := session(clienttest.OwnerA, 1).Acquire(ctx, clienttest.Request("op-a"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan string, 2)
+		var wg sync.WaitGroup
+		lock := func(owner string, seed uint64) {
+			defer wg.Done()
+			l, err := session(owner, seed).Lock(ctx, clienttest.Request("op-"+owner))
+			if err != nil {
+				got <- "error: " + err.Error()
+				return
+			}
+			got <- owner
+			time.Sleep(time.Second)
+			_ = l.ReleaseNoDrain(ctx)
+		}
+		wg.Add(2)
+		go lock(clienttest.OwnerB, 2)
+		time.Sleep(1500 * time.Millisecond)
+		go lock("worker-settlement-9", 3)
+		time.Sleep(time.Second)
+		_ = holder.ReleaseNoDrain(ctx)
+		first, second := <-got, <-got
+		wg.Wait()
+		if first != clienttest.OwnerB || second != "worker-settlement-9" {
+			t.Fatalf("served %s then %s, want %s (queued first) then worker-settlement-9", first, second, clienttest.OwnerB)
+		}
+	})
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	mrand "math/rand/v2"
 	"time"
+
+	"github.com/fencegate/fencegate/client/core"
 )
 
 // Named defaults of Options. Each is documented where the field is.
@@ -18,8 +20,6 @@ const (
 	QueryIntervalDefault    = 500 * time.Millisecond
 	AcquireMarginDefault    = 2 * time.Second
 	TTLDefault              = 15 * time.Second
-	AcquireBackoffMin       = 100 * time.Millisecond
-	AcquireBackoffMax       = 2 * time.Second
 	DrainMarginDefault      = 1 * time.Second
 	AcquireLostMaxDefault   = 8
 	LockWaitChunkDefault    = 25 * time.Second
@@ -144,4 +144,15 @@ func (o Options) WithDefaults() Options {
 		o.AcquireLostMax = AcquireLostMaxDefault
 	}
 	return o
+}
+
+// Limits returns the time limits the cores read (o's defaults filled).
+func (o Options) Limits() core.Limits {
+	o = o.WithDefaults()
+	return core.Limits{
+		RenewFraction: o.RenewFraction, RenewJitter: o.RenewJitter, CallTimeout: o.CallTimeout,
+		ExpiryMargin: o.ExpiryMargin, ProofMargin: o.ProofMargin, ProofRefreshLead: o.ProofRefreshLead,
+		QueryInterval: o.QueryInterval, AcquireMargin: o.AcquireMargin, AcquireLostMax: o.AcquireLostMax,
+		DrainMargin: o.DrainMargin,
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fencegate/fencegate/client/core"
 	"github.com/fencegate/fencegate/wire"
 )
 
@@ -27,7 +28,7 @@ type Session struct {
 type attempt struct {
 	req    wire.AcquireRequest // as first asked (the core may change the request ID)
 	active bool                // an Acquire call is working on it
-	core   *AcquireCore
+	core   *core.Acquire
 }
 
 // NewSession returns a session over t. opts' zero fields take their

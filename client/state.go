@@ -1,165 +1,47 @@
 package client
 
-import (
-	"fmt"
+import "github.com/fencegate/fencegate/client/core"
 
-	"github.com/fencegate/fencegate/internal/assert"
-)
+// State is a lease's state, as the specification names it: REQUESTED →
+// HELD → RENEWING → HELD; an uncertain renewal or query → OWNERSHIP_UNKNOWN;
+// registry-confirmed expiry → EXPIRED; a successful release → RELEASED.
+// The transitions are one table in client/core.
+type State = core.State
 
-// State is a lease's local state, named exactly as the specification
-// names it. Only HELD and RENEWING mean the client may produce new
-// effects; every other state means it must not.
-type State string
-
-// The six client states.
+// The states.
 const (
-	// StateRequested: an acquire is in flight or its answer was lost; the
-	// request ID is kept until a final answer.
-	StateRequested State = "REQUESTED"
-	// StateHeld: the registry confirmed this grant HELD and the local
-	// deadline has not passed.
-	StateHeld State = "HELD"
-	// StateRenewing: a renewal or status refresh is in flight; ownership is
-	// still certain until its answer is lost or late.
-	StateRenewing State = "RENEWING"
-	// StateUnknown: a renewal or query result is uncertain (lost, late, or
-	// the local deadline passed). No new effects; writes already sent are
-	// NOT assumed revoked. Left only on the registry's word.
-	StateUnknown State = "OWNERSHIP_UNKNOWN"
-	// StateExpired: the registry confirmed the grant is no longer held
-	// (expired, revoked, superseded). Terminal.
-	StateExpired State = "EXPIRED"
-	// StateReleased: a voluntary release succeeded. Terminal.
-	StateReleased State = "RELEASED"
+	StateRequested = core.StateRequested
+	StateHeld      = core.StateHeld
+	StateRenewing  = core.StateRenewing
+	StateUnknown   = core.StateUnknown
+	StateExpired   = core.StateExpired
+	StateReleased  = core.StateReleased
 )
 
-// States lists every state in a fixed order (for tables and docs).
-var States = []State{StateRequested, StateHeld, StateRenewing, StateUnknown, StateExpired, StateReleased}
+// States lists every state, in the specification's order.
+var States = core.States
 
-// Certain reports whether s lets the client produce new effects.
-func (s State) Certain() bool { return s == StateHeld || s == StateRenewing }
+// Event is what moves a lease from one state to the next
+// (Options.OnTransition hears each).
+type Event = core.Event
 
-// Terminal reports whether no event can leave s.
-func (s State) Terminal() bool { return s == StateExpired || s == StateReleased }
-
-// Event is an input to the lease state machine: an answer (or its absence)
-// from the registry, or a local timer.
-type Event string
-
-// Events. "Lost" means the request may or may not have been applied: a
-// timeout, a reset connection, a registry that could not reach its store.
+// The events.
 const (
-	EvAcquireOK        Event = "AcquireOK"        // the registry answered the acquire: HELD
-	EvAcquireLost      Event = "AcquireLost"      // the acquire's answer is unknown; retry with the same request ID
-	EvRenewDue         Event = "RenewDue"         // time to renew, or to refresh the status proof
-	EvRenewOK          Event = "RenewOK"          // the registry confirmed this grant HELD in time
-	EvRenewLost        Event = "RenewLost"        // the renewal's answer is unknown
-	EvRenewLate        Event = "RenewLate"        // the answer came after the renewal's deadline
-	EvRenewRefused     Event = "RenewRefused"     // the registry said definitely: not held (expired, not holder, revoked)
-	EvDeadline         Event = "Deadline"         // the local deadline passed without a confirmation (a pause, a slow registry)
-	EvQueryHeld        Event = "QueryHeld"        // while unknown: the registry confirmed the same grant HELD
-	EvQueryExpired     Event = "QueryExpired"     // while unknown: the registry confirmed the grant is not held
-	EvQueryUnavailable Event = "QueryUnavailable" // while unknown: no answer again
-	EvReleaseOK        Event = "ReleaseOK"        // the registry confirmed the release
-	EvReleaseLost      Event = "ReleaseLost"      // the release's answer is unknown
-	EvReleaseRefused   Event = "ReleaseRefused"   // the registry said the lease had already ended (not by this release)
+	EvAcquireOK        = core.EvAcquireOK
+	EvAcquireLost      = core.EvAcquireLost
+	EvRenewDue         = core.EvRenewDue
+	EvRenewOK          = core.EvRenewOK
+	EvRenewLost        = core.EvRenewLost
+	EvRenewLate        = core.EvRenewLate
+	EvRenewRefused     = core.EvRenewRefused
+	EvDeadline         = core.EvDeadline
+	EvQueryHeld        = core.EvQueryHeld
+	EvQueryExpired     = core.EvQueryExpired
+	EvQueryUnavailable = core.EvQueryUnavailable
+	EvReleaseOK        = core.EvReleaseOK
+	EvReleaseLost      = core.EvReleaseLost
+	EvReleaseRefused   = core.EvReleaseRefused
 )
 
-// Events lists every event in a fixed order.
-var Events = []Event{
-	EvAcquireOK, EvAcquireLost, EvRenewDue, EvRenewOK, EvRenewLost, EvRenewLate,
-	EvRenewRefused, EvDeadline, EvQueryHeld, EvQueryExpired, EvQueryUnavailable,
-	EvReleaseOK, EvReleaseLost, EvReleaseRefused,
-}
-
-// transitions is the whole machine. A (state, event) pair that is not here
-// is an illegal transition: the shell has a bug, and step panics.
-var transitions = map[State]map[Event]State{
-	StateRequested: {
-		EvAcquireOK:   StateHeld,
-		EvAcquireLost: StateRequested,
-	},
-	StateHeld: {
-		EvRenewDue:       StateRenewing,
-		EvDeadline:       StateUnknown,
-		EvReleaseOK:      StateReleased,
-		EvReleaseLost:    StateUnknown,
-		EvReleaseRefused: StateExpired,
-	},
-	StateRenewing: {
-		EvRenewOK:      StateHeld,
-		EvRenewLost:    StateUnknown,
-		EvRenewLate:    StateUnknown,
-		EvRenewRefused: StateExpired,
-		EvDeadline:     StateUnknown,
-	},
-	StateUnknown: {
-		EvQueryHeld:        StateHeld,
-		EvQueryExpired:     StateExpired,
-		EvQueryUnavailable: StateUnknown,
-		EvReleaseOK:        StateReleased,
-		EvReleaseLost:      StateUnknown,
-		EvReleaseRefused:   StateExpired,
-	},
-	StateExpired:  {},
-	StateReleased: {},
-}
-
-// Effects are what the shell must do after a transition, derived only from
-// the (from, to) pair.
-type Effects struct {
-	// CancelCtx: ownership stopped being certain; cancel the current
-	// ownership context now.
-	CancelCtx bool
-	// NewCtx: ownership became certain again; issue a fresh context (a
-	// cancelled context is never revived).
-	NewCtx bool
-	// Query: ownership just became unknown; ask the registry about the
-	// same grant at once.
-	Query bool
-	// Done: the lease ended; close Done().
-	Done bool
-}
-
-// next returns the state ev leads to from s, and whether it is legal.
-func next(s State, ev Event) (State, bool) {
-	to, ok := transitions[s][ev]
-	return to, ok
-}
-
-// effects of moving from one state to another.
-func effects(from, to State) Effects {
-	return Effects{
-		CancelCtx: from.Certain() && !to.Certain(),
-		NewCtx:    !from.Certain() && to.Certain(),
-		Query:     to == StateUnknown && from != StateUnknown,
-		Done:      to.Terminal(),
-	}
-}
-
-// Machine is the pure lease state machine: no clock, no I/O, no locks.
-// Lease (the shell) owns all three and feeds it events; a simulator that
-// models the network as events may drive it directly, with Schedule for
-// the timing, and run exactly this transition table.
-type Machine struct {
-	state State
-}
-
-// NewMachine returns a machine in REQUESTED.
-func NewMachine() Machine { return Machine{state: StateRequested} }
-
-// State returns the current state.
-func (m *Machine) State() State { return m.state }
-
-// Step applies ev and returns the new state and what the caller must do.
-// An illegal transition is a programmer error and panics through assert.
-func (m *Machine) Step(ev Event) (State, Effects) {
-	from := m.state
-	to, ok := next(from, ev)
-	assert.That(ok, "client: illegal transition %s --%s-->", from, ev)
-	m.state = to
-	return to, effects(from, to)
-}
-
-// String renders the machine for debugging.
-func (m *Machine) String() string { return fmt.Sprintf("Machine{%s}", m.state) }
+// Events lists every event.
+var Events = core.Events

@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"errors"
 
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/wire"
@@ -25,37 +24,4 @@ type Transport interface {
 	Release(ctx context.Context, resource, lease string) error
 	Status(ctx context.Context, g *grant.Grant) (wire.Issued, error)
 	QueryRequest(ctx context.Context, requestID string) (wire.Issued, error)
-}
-
-// answer classifies a registry call's result.
-type answer int
-
-const (
-	answerOK      answer = iota
-	answerLost           // may or may not have been applied
-	answerRefused        // a definite "no": nothing was (or is) granted or held
-	answerRetry          // a definite "nothing changed, try again" (CONFLICT)
-)
-
-// classify maps err to an answer class. Only a definite registry code is a
-// refusal; everything else is lost.
-func classify(err error) answer {
-	if err == nil {
-		return answerOK
-	}
-	switch wire.CodeOf(err) {
-	case "":
-		if errors.Is(err, ErrRefused) {
-			return answerRefused
-		}
-		return answerLost
-	case "UNAVAILABLE":
-		return answerLost
-	case "CONFLICT":
-		return answerRetry
-	}
-	if errors.Is(err, ErrOutcomeUnknown) {
-		return answerLost
-	}
-	return answerRefused
 }

@@ -122,7 +122,7 @@ func (r *Resolver) Resolve(ctx context.Context, u Unknown) (Resolution, error) {
 	if err != nil {
 		return Resolution{}, fmt.Errorf("client: resolve %s/%s: %w", u.Resource, u.OperationID, err)
 	}
-	res, err := judgeSegment(a, u)
+	res, err := u.Judge(a)
 	if err != nil || res.Verdict != gate.VerdictUndetermined || r.Queue == nil {
 		return res, err
 	}
@@ -135,11 +135,18 @@ func (r *Resolver) Resolve(ctx context.Context, u Unknown) (Resolution, error) {
 	return res, nil
 }
 
-// judgeSegment narrows the gate's per-operation verdict to one segment:
-// ACCEPTED only if a receipt for (fence, segment) exists and its payload
-// matches; otherwise PROVEN_ABSENT when highestFence is above the fence,
-// else UNDETERMINED.
-func judgeSegment(a gate.Answer, u Unknown) (Resolution, error) {
+// Judge is the Resolver's decision, pure: what a, the resource's answer
+// about u's operation (its receipts and highestFence, as a ReceiptQuerier
+// returns them), says became of u. For a segment it narrows the
+// operation's verdict: ACCEPTED only if a receipt for (fence, segment)
+// exists, and its payload is u's (a receipt with another payload is
+// ErrBadAnswer: the resource contradicts the write); otherwise
+// PROVEN_ABSENT when highestFence is above the fence, else UNDETERMINED.
+// For the whole operation (SegmentSeq 0) it is the operation's verdict,
+// with the last receipt. Resolve and Reconcile decide with it; a driver
+// that carries the question to the resource itself (the simulator, over
+// its simulated network) calls it with the answer.
+func (u Unknown) Judge(a gate.Answer) (Resolution, error) {
 	res := Resolution{Answer: a}
 	if u.SegmentSeq == 0 {
 		res.Verdict = a.Verdict
@@ -182,7 +189,7 @@ func (r *Resolver) Reconcile(ctx context.Context) ([]Resolution, error) {
 		a, err := r.Receipts.QueryOperation(ctx, u.Resource, u.OperationID, u.FenceToken)
 		var res Resolution
 		if err == nil {
-			res, err = judgeSegment(a, u)
+			res, err = u.Judge(a)
 		}
 		switch {
 		case err != nil:

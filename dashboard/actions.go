@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/registry/httpapi"
 	"github.com/fencegate/fencegate/wire"
 )
 
@@ -28,11 +29,11 @@ type link struct{ Href, Text string }
 // parseRequest reads an action from a form or a query.
 func parseRequest(r *http.Request) (request, error) {
 	get := func(k string) string { return strings.TrimSpace(r.FormValue(k)) }
-	q := request{Kind: get("kind"), Gate: get("gate"), Resource: get("resource"), Note: get("note")}
+	q := request{Kind: get("kind"), Gate: get("gate"), Resource: get("resource"), Lease: get("lease"), Note: get("note")}
 	switch q.Kind {
-	case KindFloor, KindRevoke, KindResume:
+	case KindFloor, KindRevoke, KindResume, KindBreak:
 	default:
-		return q, fmt.Errorf("unknown action %q (want %s, %s or %s)", q.Kind, KindFloor, KindRevoke, KindResume)
+		return q, fmt.Errorf("unknown action %q (want %s, %s, %s or %s)", q.Kind, KindFloor, KindRevoke, KindResume, KindBreak)
 	}
 	if v := get("value"); v != "" {
 		n, err := strconv.ParseUint(v, 10, 64)
@@ -44,21 +45,39 @@ func parseRequest(r *http.Request) (request, error) {
 	return q, nil
 }
 
-// admin refuses viewers before anything else about an action, and
-// records the refusal as an admin action refused (FORBIDDEN), naming the
-// viewer and the kind of action, with the resource only when it is a
-// valid name and no other value or note.
-func (d *Dashboard) admin(w http.ResponseWriter, r *http.Request) bool {
+// permitted lets an admin through, and an identity the resource policy
+// lets break a resource through to break that resource (as the API's
+// POST /v1/break does); it refuses anyone else before anything else
+// about an action, and records the refusal as an admin action refused
+// (FORBIDDEN, or FORBIDDEN_RESOURCE for a break the policy refuses, with
+// the policy's "access refused" line), naming the viewer and the kind of
+// action, with the resource only when it is a valid name and no other
+// value or note.
+func (d *Dashboard) permitted(w http.ResponseWriter, r *http.Request) bool {
 	v := viewerFrom(r.Context())
 	if v.Admin {
 		return true
 	}
 	a := &Action{Operator: v.ID, Kind: "unknown"}
-	if q, err := parseRequest(r); err == nil {
+	q, err := parseRequest(r)
+	if err == nil {
 		a.Kind = q.Kind
 		if grant.ValidateResource(q.Resource) == nil {
 			a.Resource = q.Resource
 		}
+	}
+	if err == nil && q.Kind == KindBreak && a.Resource != "" {
+		aerr := d.cfg.Authorizer.Authorize(v.ID, httpapi.VerbBreak, q.Resource)
+		if aerr == nil {
+			return true
+		}
+		var fe *httpapi.ForbiddenError
+		if errors.As(aerr, &fe) {
+			httpapi.AuditRefusal(r.Context(), d.cfg.Logger, fe, r.URL.Path, "dashboard")
+		}
+		d.audit(r.Context(), a, aerr)
+		d.fail(w, r, http.StatusForbidden, v.ID+" may not break "+q.Resource+": breaking a lock needs an admin identity (serve --admin) or a resource policy rule granting break")
+		return false
 	}
 	d.audit(r.Context(), a, errForbidden)
 	d.fail(w, r, http.StatusForbidden, v.ID+" may view this dashboard but not act: actions need an admin identity (serve --admin)")
@@ -68,10 +87,10 @@ func (d *Dashboard) admin(w http.ResponseWriter, r *http.Request) bool {
 // errForbidden is a viewer's action, refused.
 var errForbidden = errors.New("dashboard: actions need an admin identity")
 
-// adminRequest is the action an admin asks for; false (the answer
-// written) for a viewer or a malformed request.
-func (d *Dashboard) adminRequest(w http.ResponseWriter, r *http.Request) (request, bool) {
-	if !d.admin(w, r) {
+// actionRequest is the action the operator asks for; false (the answer
+// written) for one not permitted or a malformed request.
+func (d *Dashboard) actionRequest(w http.ResponseWriter, r *http.Request) (request, bool) {
+	if !d.permitted(w, r) {
 		return request{}, false
 	}
 	q, err := parseRequest(r)
@@ -85,7 +104,7 @@ func (d *Dashboard) adminRequest(w http.ResponseWriter, r *http.Request) (reques
 // actionForm is GET /ui/action?kind=…: the form, prefilled from the query,
 // with the facts an operator needs to fill it in.
 func (d *Dashboard) actionForm(w http.ResponseWriter, r *http.Request) {
-	q, ok := d.adminRequest(w, r)
+	q, ok := d.actionRequest(w, r)
 	if !ok {
 		return
 	}
@@ -97,7 +116,7 @@ func (d *Dashboard) actionForm(w http.ResponseWriter, r *http.Request) {
 // confirm is POST /ui/confirm: the action checked and spelled out, with a
 // token for /ui/act.
 func (d *Dashboard) confirm(w http.ResponseWriter, r *http.Request) {
-	q, ok := d.adminRequest(w, r)
+	q, ok := d.actionRequest(w, r)
 	if !ok {
 		return
 	}
@@ -114,7 +133,7 @@ func (d *Dashboard) confirm(w http.ResponseWriter, r *http.Request) {
 
 // act is POST /ui/act: a confirmed action, done.
 func (d *Dashboard) act(w http.ResponseWriter, r *http.Request) {
-	q, ok := d.adminRequest(w, r)
+	q, ok := d.actionRequest(w, r)
 	if !ok {
 		return
 	}
@@ -132,12 +151,17 @@ func (d *Dashboard) act(w http.ResponseWriter, r *http.Request) {
 		d.render(w, http.StatusBadRequest, "confirm.html", a)
 		return
 	}
-	if err := d.check(r.Context(), q); err != nil {
-		d.fail(w, r, http.StatusConflict, err.Error())
-		return
+	// A replay first (checking the state again would hide it: a break's
+	// lock has changed hands), then the state now, then the spend.
+	if err = d.used.used(tok, d.cfg.Clock.Now().UnixMilli()); err == nil {
+		if err = d.check(r.Context(), q); err != nil {
+			d.fail(w, r, http.StatusConflict, err.Error())
+			return
+		}
+		err = d.used.spend(tok, expMs, d.cfg.Clock.Now().UnixMilli())
 	}
-	if err := d.used.spend(tok, expMs, d.cfg.Clock.Now().UnixMilli()); err != nil {
-		d.audit(r.Context(), &Action{Operator: v.ID, Kind: q.Kind, Gate: q.Gate, Resource: q.Resource, Value: q.Value, Note: q.Note}, err)
+	if err != nil {
+		d.audit(r.Context(), &Action{Operator: v.ID, Kind: q.Kind, Gate: q.Gate, Resource: q.Resource, Lease: q.Lease, Value: q.Value, Note: q.Note}, err)
 		status := http.StatusConflict
 		if errors.Is(err, errTooManyConfirmations) {
 			status = http.StatusServiceUnavailable
@@ -155,7 +179,7 @@ func (d *Dashboard) check(ctx context.Context, q request) error {
 	if err := checkNote(q.Note); err != nil {
 		return err
 	}
-	if q.Value == 0 {
+	if q.Value == 0 && q.Kind != KindBreak {
 		return errors.New("the value must be at least 1")
 	}
 	if q.Kind == KindRevoke {
@@ -164,7 +188,11 @@ func (d *Dashboard) check(ctx context.Context, q request) error {
 	if err := grant.ValidateResource(q.Resource); err != nil {
 		return fmt.Errorf("resource %q: %v", q.Resource, err)
 	}
-	if q.Kind != KindResume {
+	switch q.Kind {
+	case KindBreak:
+		_, err := d.checkBreak(ctx, q)
+		return err
+	case KindFloor:
 		return nil
 	}
 	if d.cfg.Signer == nil {
@@ -188,7 +216,7 @@ func (d *Dashboard) check(ctx context.Context, q request) error {
 // action log and audits it.
 func (d *Dashboard) do(ctx context.Context, operator string, q request) *Action {
 	now := d.cfg.Clock.Now()
-	a := &Action{ID: newID(), AtMs: now.UnixMilli(), Operator: operator, Kind: q.Kind, Gate: q.Gate, Resource: q.Resource, Value: q.Value, Note: q.Note}
+	a := &Action{ID: newID(), AtMs: now.UnixMilli(), Operator: operator, Kind: q.Kind, Gate: q.Gate, Resource: q.Resource, Lease: q.Lease, Value: q.Value, Note: q.Note}
 	var err error
 	switch q.Kind {
 	case KindFloor:
@@ -203,6 +231,11 @@ func (d *Dashboard) do(ctx context.Context, operator string, q request) *Action 
 		}
 	case KindResume:
 		err = d.queueResume(a, now)
+	case KindBreak:
+		var br wire.BreakResponse
+		if br, err = d.cfg.Registry.Break(ctx, q.Resource); err == nil {
+			a.State, a.Message = StateDone, breakMessage(q.Lease, br)
+		}
 	}
 	if err != nil {
 		a.State, a.Message, a.command = StateError, err.Error(), nil

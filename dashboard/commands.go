@@ -36,9 +36,10 @@ type Action struct {
 	ID       string
 	AtMs     int64 // registry clock
 	Operator string
-	Kind     string // raise-floor, revoke-epochs, gate-resume
+	Kind     string // raise-floor, revoke-epochs, gate-resume, break
 	Gate     string // gate-resume only
 	Resource string
+	Lease    string // break only: the lease confirmed
 	Value    uint64 // the fence, epoch or floor asked for
 	Note     string
 	State    string

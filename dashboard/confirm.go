@@ -24,13 +24,15 @@ const (
 	KindFloor  = "raise-floor"
 	KindRevoke = "revoke-epochs"
 	KindResume = "gate-resume"
+	KindBreak  = "break"
 )
 
-// request is one action as an admin asks for it.
+// request is one action as an operator asks for it.
 type request struct {
 	Kind     string
 	Gate     string // KindResume
-	Resource string // KindFloor, KindResume
+	Resource string // KindFloor, KindResume, KindBreak
+	Lease    string // KindBreak: the lease the operator saw and means to end
 	Value    uint64 // the fence above which (floor), the epoch below which (revoke), the floor (resume)
 	Note     string
 }
@@ -46,7 +48,7 @@ func (q request) Confirmation() string {
 
 // fields is the request in a fixed order, for the token.
 func (q request) fields() string {
-	return strings.Join([]string{q.Kind, q.Gate, q.Resource, strconv.FormatUint(q.Value, 10), q.Note}, "\x00")
+	return strings.Join([]string{q.Kind, q.Gate, q.Resource, q.Lease, strconv.FormatUint(q.Value, 10), q.Note}, "\x00")
 }
 
 // confirmNonceBytes makes every confirmation's token its own, 12 bytes:
@@ -54,28 +56,29 @@ func (q request) fields() string {
 // each good for one action.
 const confirmNonceBytes = 12
 
-// token binds a confirmation to the admin, the request and an expiry:
+// token binds a confirmation to the operator (an admin, or an identity
+// the policy lets break the resource), the request and an expiry:
 // expiry ms "." base64url(random nonce) "." base64url(HMAC-SHA256 over
-// the admin, the expiry, the nonce and the request).
-func (d *Dashboard) token(admin string, q request, expiresMs int64) string {
+// the operator, the expiry, the nonce and the request).
+func (d *Dashboard) token(operator string, q request, expiresMs int64) string {
 	exp := strconv.FormatInt(expiresMs, 10)
 	b := make([]byte, confirmNonceBytes)
 	_, _ = rand.Read(b) // crypto/rand.Read never fails (it panics instead)
 	nonce := base64.RawURLEncoding.EncodeToString(b)
-	return exp + "." + nonce + "." + base64.RawURLEncoding.EncodeToString(d.mac(admin, q, exp, nonce))
+	return exp + "." + nonce + "." + base64.RawURLEncoding.EncodeToString(d.mac(operator, q, exp, nonce))
 }
 
-func (d *Dashboard) mac(admin string, q request, exp, nonce string) []byte {
+func (d *Dashboard) mac(operator string, q request, exp, nonce string) []byte {
 	m := hmac.New(sha256.New, d.tokenKey)
-	fmt.Fprintf(m, "fencegate/dashboard/confirm/v2\x00%s\x00%s\x00%s\x00%s", admin, exp, nonce, q.fields())
+	fmt.Fprintf(m, "fencegate/dashboard/confirm/v3\x00%s\x00%s\x00%s\x00%s", operator, exp, nonce, q.fields())
 	return m.Sum(nil)
 }
 
 var errToken = errors.New("dashboard: confirmation token invalid or expired; confirm again")
 
-// checkToken accepts tok for admin and q at nowMs, and returns when it
+// checkToken accepts tok for operator and q at nowMs, and returns when it
 // expires. It does not say whether tok was used: see usedTokens.
-func (d *Dashboard) checkToken(tok, admin string, q request, nowMs int64) (expMs int64, err error) {
+func (d *Dashboard) checkToken(tok, operator string, q request, nowMs int64) (expMs int64, err error) {
 	parts := strings.Split(tok, ".")
 	if len(parts) != 3 {
 		return 0, errToken
@@ -86,7 +89,7 @@ func (d *Dashboard) checkToken(tok, admin string, q request, nowMs int64) (expMs
 		return 0, errToken
 	}
 	got, err := base64.RawURLEncoding.DecodeString(sum)
-	if err != nil || !hmac.Equal(got, d.mac(admin, q, exp, nonce)) {
+	if err != nil || !hmac.Equal(got, d.mac(operator, q, exp, nonce)) {
 		return 0, errToken
 	}
 	return expMs, nil
@@ -130,6 +133,27 @@ func newUsedTokens() *usedTokens { return &usedTokens{m: map[string]usedToken{}}
 func (u *usedTokens) spend(tok string, expMs, nowMs int64) error {
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	if err := u.usedLocked(tok, nowMs); err != nil {
+		return err
+	}
+	if len(u.m) >= ConfirmationsUsedMax {
+		return errTooManyConfirmations
+	}
+	u.m[tok] = usedToken{expMs: expMs, atMs: nowMs}
+	return nil
+}
+
+// used returns errTokenUsed, with when and on which action, if tok was
+// spent; nil otherwise. It spends nothing: a replay is told apart before
+// the action's state is checked again (after a break, the lock has
+// changed hands, and that would hide the replay).
+func (u *usedTokens) used(tok string, nowMs int64) error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.usedLocked(tok, nowMs)
+}
+
+func (u *usedTokens) usedLocked(tok string, nowMs int64) error {
 	for k, e := range u.m {
 		if e.expMs < nowMs {
 			delete(u.m, k)
@@ -139,10 +163,6 @@ func (u *usedTokens) spend(tok string, expMs, nowMs int64) error {
 		return fmt.Errorf("%w %s ago (action %s); it stands for one action, which was done then: nothing was done again. Start the action anew to repeat it",
 			errTokenUsed, ms(nowMs-e.atMs), e.action)
 	}
-	if len(u.m) >= ConfirmationsUsedMax {
-		return errTooManyConfirmations
-	}
-	u.m[tok] = usedToken{expMs: expMs, atMs: nowMs}
 	return nil
 }
 

@@ -26,6 +26,7 @@ func TestConfirmationTokenBinds(t *testing.T) {
 		"another admin":  {tok, "ops-admin-2", q, now},
 		"another floor":  {tok, "ops-admin", other(func(r *request) { r.Value = 4 }), now},
 		"another gate":   {tok, "ops-admin", other(func(r *request) { r.Gate = "gate-2" }), now},
+		"another lease":  {tok, "ops-admin", other(func(r *request) { r.Lease = "l9-other" }), now},
 		"another note":   {tok, "ops-admin", other(func(r *request) { r.Note = "INC-43" }), now},
 		"another kind":   {tok, "ops-admin", other(func(r *request) { r.Kind = KindFloor }), now},
 		"expired":        {tok, "ops-admin", q, now + ConfirmTTLMs + 1},

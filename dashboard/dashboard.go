@@ -31,6 +31,9 @@ type Config struct {
 	// Store is read for resource records, the settings and, to discover
 	// resources other replicas granted, the request index. Required.
 	Store registry.Store
+	// StoreEngine names the store for people ("embedded etcd", "etcd
+	// cluster", "ZooKeeper"), shown beside the epochs. Optional.
+	StoreEngine string
 	// Auth authenticates callers as the API does. Required.
 	Auth httpapi.Authenticator
 	// Authorizer is the API's resource policy: a viewer sees only the
@@ -63,6 +66,16 @@ type Config struct {
 	// (httpapi.LogRequest), with the gate's identity. Optional, defaults
 	// to off.
 	RequestLog bool
+	// StuckWaitMs: a waiter queued longer than this is stuck (stuck.go).
+	// Optional, defaults to StuckWaitMsDefault (2 min).
+	StuckWaitMs uint64
+	// StuckHoldMs: a lease held, renewals and all, longer than this is
+	// stuck. Optional, defaults to StuckHoldMsDefault (1 h).
+	StuckHoldMs uint64
+	// StuckExemptClasses are operation classes never judged stuck, held
+	// or waiting. Optional: nil takes StuckExemptClassesDefault
+	// (elections, "lead"); an empty, non-nil list exempts none.
+	StuckExemptClasses []string
 }
 
 // Dashboard serves the page and takes gate reports. Create it with New,
@@ -76,6 +89,8 @@ type Dashboard struct {
 	gates    *gateStore
 	actions  *actionLog
 	known    *knownSet
+	rules    stuckRules
+	stuck    *stuckSet
 	samples  *sampler
 	streams  chan struct{} // one slot per open event stream
 
@@ -109,7 +124,7 @@ func New(cfg Config) (*Dashboard, error) {
 		return nil, err
 	}
 	return &Dashboard{cfg: cfg, tokenKey: key, sessions: newSessionStore(), used: newUsedTokens(), refused: newRefusedSet(), gates: newGateStore(), actions: &actionLog{}, known: newKnownSet(),
-		samples: newSampler(cfg.Metrics), streams: make(chan struct{}, StreamsMax)}, nil
+		rules: newStuckRules(cfg), stuck: newStuckSet(), samples: newSampler(cfg.Metrics), streams: make(chan struct{}, StreamsMax)}, nil
 }
 
 // NoteResource tells the dashboard of a resource an API call named
@@ -121,13 +136,15 @@ func (d *Dashboard) NoteResource(resource string) {
 }
 
 // Run samples the metrics for the rate chart and, while someone looks at
-// the page, discovers resources from the request index, until ctx ends.
+// the page, discovers resources from the request index and scans the
+// registry's locks for stuck ones, until ctx ends.
 func (d *Dashboard) Run(ctx context.Context) error {
 	sample := time.NewTicker(SampleIntervalMs * time.Millisecond)
 	defer sample.Stop()
 	discover := time.NewTicker(DiscoveryIntervalMs * time.Millisecond)
 	defer discover.Stop()
 	d.discover(ctx)
+	d.scanLocks(ctx)
 	for {
 		d.samples.take(d.cfg.Clock.Now())
 		select {
@@ -137,6 +154,7 @@ func (d *Dashboard) Run(ctx context.Context) error {
 		case <-discover.C:
 			if d.watched() {
 				d.discover(ctx)
+				d.scanLocks(ctx)
 			}
 		}
 	}

@@ -1,6 +1,9 @@
 // Package dashboard is the registry's live page at /ui/: who holds what,
-// and is anything stuck. It shows every resource it knows with its holder,
-// fence, lease time left and waiters; each gate's own view as the gate
+// and is anything stuck. It shows every resource it knows with its
+// holder, since when, the lease time left and the waiters with the
+// longest wait (Registry.LockStatus), and lists as stuck a wait longer
+// than Config.StuckWaitMs and a hold longer than Config.StuckHoldMs
+// (stuck.go); each gate's own view as the gate
 // reports it (highestFence, mode, pauses with their reason, quarantined
 // segments, UNKNOWN operations with their ages); the last decisions of
 // the reporting gates; a handoff-latency histogram and acquire/renew rates
@@ -20,10 +23,11 @@
 // Viewers only read, and see only the resources the resource policy
 // (Config.Authorizer, verb see) lets them see; admins see every resource.
 // Every action — raise a floor, revoke issuer epochs,
-// resume a paused resource at a gate — needs an admin, a confirmation
-// page whose form carries a single-use token bound to the admin, the
-// action and its values (5 minutes), the confirmation typed by hand, and
-// is recorded in serve's log as an "admin action" line with
+// resume a paused resource at a gate, break a lock — needs an admin (or,
+// to break a lock, an identity the policy grants break on it), a
+// confirmation page whose form carries a single-use token bound to the
+// operator, the action and its values (5 minutes), the confirmation typed
+// by hand, and is recorded in serve's log as an "admin action" line with
 // via=dashboard; so is every refusal of one.
 //
 // Gates push their state to ReportPath (gate/report); only identities

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/gate/report"
+	"github.com/fencegate/fencegate/registry/httpapi"
 	"github.com/fencegate/fencegate/wire"
 )
 
@@ -33,6 +34,8 @@ func (d *Dashboard) facts(ctx context.Context, q *request, asked bool) actionDat
 		}
 	case KindFloor, KindResume:
 		d.resourceFacts(ctx, q, &a, asked)
+	case KindBreak:
+		d.breakFacts(ctx, q, &a, asked)
 	}
 	a.Req = *q
 	return a
@@ -104,6 +107,8 @@ func (d *Dashboard) audit(ctx context.Context, a *Action, err error) {
 	switch {
 	case errors.Is(err, errForbidden):
 		outcome = wire.CodeForbidden
+	case errors.Is(err, httpapi.ErrForbiddenResource):
+		outcome = wire.CodeForbiddenResource
 	case errors.Is(err, errTokenUsed):
 		outcome = outcomeConfirmationUsed
 	case errors.Is(err, errTooManyConfirmations):
@@ -115,8 +120,14 @@ func (d *Dashboard) audit(ctx context.Context, a *Action, err error) {
 	}
 	attrs := []slog.Attr{slog.Bool("audit", true), slog.String("operator", a.Operator), slog.String("action", a.Kind),
 		slog.String("resource", a.Resource), slog.Uint64("value", a.Value), slog.String("note", a.Note), slog.String("outcome", outcome)}
-	if a.Kind == KindResume {
+	switch a.Kind {
+	case KindResume:
 		attrs = append(attrs, slog.String("gate", a.Gate), slog.String("command", a.ID))
+	case KindBreak:
+		attrs = append(attrs, slog.String("lease", a.Lease))
+		if a.Message != "" {
+			attrs = append(attrs, slog.String("message", a.Message))
+		}
 	}
 	d.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "admin action", append(attrs, slog.String("via", "dashboard"))...)
 }

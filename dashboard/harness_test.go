@@ -38,15 +38,18 @@ const (
 	tokWorker = "worker-token-012345678"
 	tokGate   = "gate-token-01234567890"
 	tokGate2  = "gate2-token-0123456789"
+	tokBreak  = "breaker-token-01234567"
 	resource  = "invoice-batch/2026-07-19"
 )
 
 // harnessPolicy: the workers lock invoice batches, the gates and the
-// viewer see them (the viewer also what was granted "elsewhere/"), and
-// nobody but an admin sees "other-team/".
+// viewers see them (ops-viewer also what was granted "elsewhere/"), the
+// on-call viewer ops-breaker may break them, and nobody but an admin
+// sees "other-team/".
 const harnessPolicy = `{"schema": "resourcePolicy.v1", "rules": [
   {"identities": ["worker-*"], "resources": ["invoice-batch/*"], "verbs": ["acquire"]},
-  {"identities": ["gate-1", "gate-2", "ops-viewer"], "resources": ["invoice-batch/*"], "verbs": ["see"]},
+  {"identities": ["gate-1", "gate-2", "ops-viewer", "ops-breaker"], "resources": ["invoice-batch/*"], "verbs": ["see"]},
+  {"identities": ["ops-breaker"], "resources": ["invoice-batch/*"], "verbs": ["break"]},
   {"identities": ["ops-viewer"], "resources": ["elsewhere/*"], "verbs": ["see"]}]}`
 
 type lockedBuffer struct {
@@ -82,6 +85,12 @@ type harness struct {
 // newHarness starts the registry and dashboard; signer signs the
 // dashboard's commands (nil: the registry's key).
 func newHarness(t *testing.T, signer *gatetest.Issuer) *harness {
+	return newHarnessWith(t, signer, nil)
+}
+
+// newHarnessWith is newHarness with edit (if not nil) changing the
+// dashboard's Config before it starts.
+func newHarnessWith(t *testing.T, signer *gatetest.Issuer, edit func(*dashboard.Config)) *harness {
 	h := &harness{t: t, ctx: context.Background(), clk: fakeclock.New(gatetest.T0.Add(time.Second)), iss: gatetest.NewIssuer("registry"), logs: &lockedBuffer{}}
 	if signer == nil {
 		signer = h.iss
@@ -92,7 +101,7 @@ func newHarness(t *testing.T, signer *gatetest.Issuer) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	auth, err := httpapi.ParseTokenFile([]byte(tokAdmin + " ops-admin\n" + tokViewer + " ops-viewer\n" + tokWorker + " worker-1\n" + tokGate + " gate-1\n" + tokGate2 + " gate-2\n"))
+	auth, err := httpapi.ParseTokenFile([]byte(tokAdmin + " ops-admin\n" + tokViewer + " ops-viewer\n" + tokWorker + " worker-1\n" + tokGate + " gate-1\n" + tokGate2 + " gate-2\n" + tokBreak + " ops-breaker\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,9 +111,13 @@ func newHarness(t *testing.T, signer *gatetest.Issuer) *harness {
 	}
 	logger := slog.New(slog.NewTextHandler(h.logs, nil))
 	metrics := httpapi.NewMetrics()
-	h.d, err = dashboard.New(dashboard.Config{Registry: h.reg, Store: store, Auth: auth, Admins: []string{"ops-admin"},
-		Viewers: []string{"ops-viewer"}, GateReporters: []string{"gate-1", "gate-2"}, Signer: signer.Key, Authorizer: h.policy,
-		Metrics: metrics.Registry(), Clock: h.clk, Logger: logger, RequestLog: true})
+	cfg := dashboard.Config{Registry: h.reg, Store: store, Auth: auth, Admins: []string{"ops-admin"},
+		Viewers: []string{"ops-viewer", "ops-breaker"}, GateReporters: []string{"gate-1", "gate-2"}, Signer: signer.Key, Authorizer: h.policy,
+		Metrics: metrics.Registry(), Clock: h.clk, Logger: logger, RequestLog: true}
+	if edit != nil {
+		edit(&cfg)
+	}
+	h.d, err = dashboard.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -104,6 +104,14 @@ func endpointRows() []endpointRow {
 			call: func(*harness, string) (string, string) {
 				return "/v1/admin/resource", `{"resource":"` + resource + `"}`
 			}},
+		{method: "GET", path: "/v1/locks", role: anyone, caller: tokViewer,
+			call: func(*harness, string) (string, string) { return "/v1/locks", "" }},
+		{method: "GET", path: "/v1/locks/{resource}", role: anyone, verb: httpapi.VerbSee, caller: tokViewer, denied: tokWorker,
+			call: func(*harness, string) (string, string) { return "/v1/locks/" + resource, "" }},
+		{method: "POST", path: "/v1/break", role: anyone, verb: httpapi.VerbBreak, caller: tokAdmin, denied: tokWorker, bodyMax: apiMax, unknownCode: "BAD_REQUEST",
+			call: func(*harness, string) (string, string) {
+				return "/v1/break", `{"resource":"` + resource + `","note":"table"}`
+			}},
 		{method: "POST", path: report.ReportPath, role: reporter, caller: tokGate, bodyMax: report.ReportBytesMax, unknownCode: dashboard.CodeInvalid,
 			call: func(h *harness, _ string) (string, string) {
 				h.clk.Advance(report.ReportSpacingMsMin * time.Millisecond)

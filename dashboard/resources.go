@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/fencegate/fencegate/registry"
 )
@@ -125,21 +126,40 @@ func (d *Dashboard) discover(ctx context.Context) {
 	k.mu.Unlock()
 }
 
-// ResourceRow is one resource as the registry holds it.
+// ResourceRow is one resource's lock as the registry answers it
+// (Registry.LockStatus), judged at the read by the registry's clock: a
+// lease past its expiry is over even before a write records it.
 type ResourceRow struct {
-	Resource         string
-	HighestFence     uint64
-	Floor            uint64
-	NextFence        uint64 // the next grant's fence
-	PolicyGeneration uint64
-	Holder, Lease    string // "" when free
-	LeaseLeftMs      int64  // until the holder's lease expires (0 when free)
-	ExpiredOwner     string // a holder whose lease ran out, not yet written down
-	FreeInMs         int64  // lock-delay left before the next grant
-	Waiters          int
-	WaiterOwners     []string // the first ones, head first
-	Err              string   // the read failed
-	Gates            []GateCell
+	Resource     string
+	HighestFence uint64
+	Floor        uint64
+	NextFence    uint64 // the next grant's fence
+	// The holder ("" when free), its lease, fence and class; since when
+	// (its first grant: renewals keep it), for how long, and how long its
+	// lease has left.
+	Holder, Lease, HolderClass string
+	HolderFence                uint64
+	HeldSince                  time.Time
+	HeldForMs, LeaseLeftMs     int64
+	FreeInMs                   int64 // lock-delay left before the next grant
+	Waiters                    int
+	WaiterOwners               []string // the first ones, head first
+	// LongestWaiter has queued longest, since WaitingSince, for
+	// LongestWaitMs ("" when nobody waits, or none says since when).
+	LongestWaiter string
+	WaitingSince  time.Time
+	LongestWaitMs int64
+	// What is stuck (stuck.go): the longest waiter over the wait
+	// threshold whose class is not exempt ("" none) and for how long, and
+	// whether the hold is over the hold threshold.
+	StuckWaiter string
+	StuckWaitMs int64
+	StuckHold   bool
+	Err         string // the read failed
+	Gates       []GateCell
+	// CanBreak: the one looking may break this lock (an admin, or the
+	// resource policy's break verb). Set per viewer.
+	CanBreak bool
 }
 
 // GateCell is one gate's view of a resource.
@@ -154,10 +174,9 @@ type GateCell struct {
 // waitersShownMax is how many waiter identities a row names.
 const waitersShownMax = 3
 
-// readRows reads each resource's record (linearizable store reads, at
-// most readsParallelMax at a time), judged at nowMs by the registry's
-// rules: a lease past its expiry is over even before a write records it.
-func (d *Dashboard) readRows(ctx context.Context, names []string, nowMs int64) []ResourceRow {
+// readRows reads each resource's lock (linearizable, at most
+// readsParallelMax at a time) and judges it by the stuck rules.
+func (d *Dashboard) readRows(ctx context.Context, names []string) []ResourceRow {
 	rows := make([]ResourceRow, len(names))
 	sem := make(chan struct{}, readsParallelMax)
 	var wg sync.WaitGroup
@@ -166,36 +185,14 @@ func (d *Dashboard) readRows(ctx context.Context, names []string, nowMs int64) [
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			rows[i] = ResourceRow{Resource: name, NextFence: 1}
-			snap, err := d.cfg.Store.Read(ctx, name, nil)
+			ls, err := d.cfg.Registry.LockStatus(ctx, name)
 			if err != nil {
-				rows[i].Err = err.Error()
+				rows[i] = ResourceRow{Resource: name, NextFence: 1, Err: err.Error()}
 				return
 			}
-			if snap.Record != nil {
-				fillRow(&rows[i], snap.Record, nowMs)
-			}
+			rows[i] = d.rules.row(ls)
 		}()
 	}
 	wg.Wait()
 	return rows
-}
-
-func fillRow(row *ResourceRow, rec *registry.Record, nowMs int64) {
-	row.HighestFence, row.Floor, row.PolicyGeneration = rec.HighestFence, rec.Floor, rec.PolicyGeneration
-	row.NextFence = max(rec.HighestFence, rec.Floor) + 1
-	if h := rec.Holder; h != nil {
-		if h.ExpiresAtMs > nowMs {
-			row.Holder, row.Lease, row.LeaseLeftMs = h.Grant.Owner, h.Grant.Lease, h.ExpiresAtMs-nowMs
-		} else {
-			row.ExpiredOwner = h.Grant.Owner
-		}
-	}
-	if rec.FreeAtMs > nowMs && row.Holder == "" {
-		row.FreeInMs = rec.FreeAtMs - nowMs
-	}
-	row.Waiters = len(rec.Waiters)
-	for _, w := range rec.Waiters[:min(len(rec.Waiters), waitersShownMax)] {
-		row.WaiterOwners = append(row.WaiterOwners, w.Owner)
-	}
 }

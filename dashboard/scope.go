@@ -10,7 +10,8 @@ import (
 	"github.com/fencegate/fencegate/registry/httpapi"
 )
 
-// The resource policy on the page (Config.Authorizer, verb see).
+// The resource policy on the page (Config.Authorizer, verbs see and
+// break).
 //
 // A viewer sees a resource, in every part of the page, only when the
 // policy lets the viewer see it: its row, each gate's view of it, the
@@ -19,7 +20,8 @@ import (
 // resource: their role already reads any resource (/v1/admin/resource)
 // and acts on any. A gate reports only what it may see: the rest of its
 // report is dropped when it arrives, each resource audited the first
-// time it is dropped for that gate.
+// time it is dropped for that gate. A viewer the policy lets break a
+// resource is offered the break beside it (admins beside every held one).
 
 // seer answers "may id see resource?" for one rendering, asking the
 // Authorizer once per resource.
@@ -46,6 +48,9 @@ func (d *Dashboard) forViewer(v *data, w viewer) *data {
 	s := &seer{auth: d.cfg.Authorizer, id: w.ID, memo: map[string]bool{}}
 	c := *v
 	c.Resources = slices.DeleteFunc(slices.Clone(v.Resources), func(r ResourceRow) bool { return !s.sees(r.Resource) })
+	for i := range c.Resources { // the break button, for those the policy lets break
+		c.Resources[i].CanBreak = d.cfg.Authorizer.Authorize(w.ID, httpapi.VerbBreak, c.Resources[i].Resource) == nil
+	}
 	c.Gates = make([]GateView, len(v.Gates))
 	for i, g := range v.Gates {
 		rep := *g.Report

@@ -41,6 +41,9 @@ type data struct {
 	HandoffP99     string
 	Trust          Trust
 	Actions        []Action
+	// StuckWaitMs and StuckHoldMs are the thresholds the rows were
+	// judged by (stuck.go).
+	StuckWaitMs, StuckHoldMs int64
 }
 
 // Attention is one line of "is anything stuck": Level bad or warn.
@@ -54,6 +57,7 @@ type DecisionRow struct {
 
 // Trust is the registry's epochs and the trust bundle.
 type Trust struct {
+	StoreEngine               string
 	IssuerEpoch, RevokedBelow uint64
 	SettingsErr               string
 	Bundle                    *grant.BundleFile
@@ -73,8 +77,9 @@ func (d *Dashboard) snapshot(ctx context.Context) *data {
 	}
 	ctx, cancel := context.WithTimeout(ctx, ViewTimeoutMs*time.Millisecond)
 	defer cancel()
-	v := &data{At: now, Gates: d.gates.snapshot(now), Actions: d.actions.list(now)}
-	v.Resources = d.readRows(ctx, d.names(v.Gates), now.UnixMilli())
+	v := &data{At: now, Gates: d.gates.snapshot(now), Actions: d.actions.list(now), StuckWaitMs: d.rules.waitMs, StuckHoldMs: d.rules.holdMs}
+	v.Resources = d.readRows(ctx, d.names(v.Gates))
+	d.stuck.update(v.Resources)
 	attachGates(v.Resources, v.Gates)
 	v.Decisions = decisions(v.Gates)
 	bs := d.samples.handoff()
@@ -90,7 +95,8 @@ func (d *Dashboard) snapshot(ctx context.Context) *data {
 }
 
 // names are the resources to show: those paused at a gate first, then
-// the most recently seen, ResourcesShownMax in all.
+// those a lock scan found stuck, then the most recently seen,
+// ResourcesShownMax in all.
 func (d *Dashboard) names(gates []GateView) []string {
 	var out []string
 	for _, g := range gates {
@@ -100,7 +106,7 @@ func (d *Dashboard) names(gates []GateView) []string {
 			}
 		}
 	}
-	for _, r := range d.known.recent(ResourcesShownMax) {
+	for _, r := range append(d.stuck.list(), d.known.recent(ResourcesShownMax)...) {
 		if len(out) < ResourcesShownMax && !slices.Contains(out, r) {
 			out = append(out, r)
 		}
@@ -109,7 +115,8 @@ func (d *Dashboard) names(gates []GateView) []string {
 }
 
 // attachGates adds each gate's view to the rows and orders them: paused
-// somewhere first, then held, then with waiters, then by name.
+// somewhere first, then stuck, then held, then with waiters, then by
+// name.
 func attachGates(rows []ResourceRow, gates []GateView) {
 	for i := range rows {
 		for _, g := range gates {
@@ -124,12 +131,14 @@ func attachGates(rows []ResourceRow, gates []GateView) {
 		switch {
 		case slices.ContainsFunc(r.Gates, func(c GateCell) bool { return c.Paused }):
 			return 0
-		case r.Holder != "":
+		case r.Stuck():
 			return 1
-		case r.Waiters > 0:
+		case r.Holder != "":
 			return 2
+		case r.Waiters > 0:
+			return 3
 		}
-		return 3
+		return 4
 	}
 	slices.SortStableFunc(rows, func(a, b ResourceRow) int {
 		return cmp.Or(cmp.Compare(key(a), key(b)), strings.Compare(a.Resource, b.Resource))
@@ -151,7 +160,7 @@ func decisions(gates []GateView) []DecisionRow {
 }
 
 func (d *Dashboard) trust(ctx context.Context) Trust {
-	t := Trust{IssuerEpoch: d.cfg.Registry.Config().IssuerEpoch}
+	t := Trust{StoreEngine: d.cfg.StoreEngine, IssuerEpoch: d.cfg.Registry.Config().IssuerEpoch}
 	if snap, err := d.cfg.Store.Read(ctx, "", nil); err != nil {
 		t.SettingsErr = err.Error()
 	} else {
@@ -196,6 +205,9 @@ func attention(v *data, nowMs int64) []Attention {
 		}
 	}
 	for _, r := range v.Resources {
+		out = append(out, stuckAttention(r, v.StuckWaitMs, v.StuckHoldMs)...)
+	}
+	for _, r := range v.Resources {
 		if r.Err != "" {
 			out = append(out, Attention{"warn", fmt.Sprintf("reading %s failed: %s", r.Resource, r.Err)})
 		}
@@ -206,7 +218,8 @@ func attention(v *data, nowMs int64) []Attention {
 	return out
 }
 
-// ms prints a duration in milliseconds the way people read it.
+// ms prints a duration in milliseconds the way people read it: 800ms,
+// 2.9s, 4m12s, 2m, 1h1m.
 func ms(v int64) string {
 	d := time.Duration(v) * time.Millisecond
 	switch {
@@ -215,5 +228,12 @@ func ms(v int64) string {
 	case d < time.Minute:
 		return d.Round(100 * time.Millisecond).String()
 	}
-	return d.Round(time.Second).String()
+	s := d.Round(time.Second).String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }

@@ -102,7 +102,10 @@ func (a *Acquisition) Step(ctx context.Context, cached bool) bool {
 			continue
 		}
 		if err != nil {
-			if a.queued {
+			if a.queued && !errors.Is(err, wire.ErrWaitTimeout) {
+				// A wait that ran out keeps its ticket for WaiterGraceMs, so
+				// the same request asking again keeps its place; any other
+				// end withdraws it.
 				r.cancelWait(ctx, in)
 			}
 			return a.finish(wire.Issued{}, err)

@@ -133,6 +133,8 @@ func TestLimitsEnforced(t *testing.T) {
 	if err := <-done; !errors.Is(err, wire.ErrWaitTimeout) {
 		t.Fatalf("wait: %v", err)
 	}
+	waitWaiters(t, e, "inv/1", 1) // its ticket keeps its place for WaiterGraceMs, for the request to ask again
+	e.clock.Advance(time.Duration(e.reg.Config().WaiterGraceMs) * time.Millisecond)
 	waitWaiters(t, e, "inv/1", 0)
 }
 

@@ -52,6 +52,16 @@ type Config struct {
 	// claim it before it is presumed gone and skipped. Optional, defaults
 	// to 2000 (2s).
 	HandoffClaimMs uint64
+	// WaiterGraceMs is how long a waiting acquire's ticket keeps its place
+	// in the queue after its wait ended (WAIT_TIMEOUT): long enough for
+	// the same request ID to ask again and keep its place (Session.Lock
+	// does, at once), so a waiter that queues for minutes in many long
+	// polls stays where it joined. While in its grace the ticket is not
+	// handed the lease by a release (nobody is listening); if it is the
+	// head of a free resource it claims the lease itself when it asks
+	// again, or is skipped as a vanished waiter after HandoffClaimMs.
+	// Optional, defaults to 1000 (1s).
+	WaiterGraceMs uint64
 	// WaitPollMsMax bounds how long a waiter sleeps between linearizable
 	// re-reads when no store event wakes it (a lease expiring, a vanished
 	// head waiter). Optional, defaults to 1000 (1s).
@@ -107,6 +117,7 @@ func (c *Config) fill() {
 	def(&c.WaitMsMax, 30_000)
 	def(&c.HandoffClaimMs, 2000)
 	def(&c.WaitPollMsMax, 1000)
+	def(&c.WaiterGraceMs, 1000)
 	def(&c.RequestRetentionMs, 86_400_000)
 	if c.WaitersPerResourceMax == 0 {
 		c.WaitersPerResourceMax = 64

@@ -24,12 +24,21 @@ func (in acquireInput) key() RequestKey {
 }
 
 // ticket is the acquire as a queue entry, parameters included, seen now.
-func (in acquireInput) ticket(digest string, now int64) Waiter {
+func (in acquireInput) ticket(digest string, now int64, cfg Config) Waiter {
 	return Waiter{
-		Owner: in.owner, RequestID: in.req.RequestID, DeadlineMs: in.deadlineMs,
+		Owner: in.owner, RequestID: in.req.RequestID,
+		DeadlineMs: in.deadlineMs + int64(cfg.WaiterGraceMs), PollUntilMs: in.deadlineMs, JoinedMs: now,
 		OperationRoot:  grant.OperationRoot(in.req.Resource, in.req.OperationID).String(),
 		OperationClass: in.req.OperationClass, TTLMs: in.ttlMs, ParamsDigest: digest, SeenMs: now,
 	}
+}
+
+// pollUntil is when w's acquire stops listening.
+func (w Waiter) pollUntil() int64 {
+	if w.PollUntilMs != 0 {
+		return w.PollUntilMs
+	}
+	return w.DeadlineMs
 }
 
 // acquireOutcome is what an acquire decision asks the shell to do.
@@ -47,8 +56,9 @@ const (
 	// outPurge: the request's old entry is past retention; delete it (its
 	// revision must not become the new grant's), then decide again.
 	outPurge
-	// outHanded: the record shows the caller already holds the lease (a
-	// release handed it over) but the snapshot lacks its entry; read again.
+	// outHanded: the record shows the caller holds the lease (a release
+	// handed it over) or held it until it expired, but the snapshot lacks
+	// its entry; read again.
 	outHanded
 )
 
@@ -105,7 +115,12 @@ func decideAcquire(rec *Record, own *RequestEntry, set Settings, in acquireInput
 		return acquireDecision{}, fmt.Errorf("%w: this registry's epoch %d is below %d", wire.ErrEpochRevoked, cfg.IssuerEpoch, set.RevokedBelowEpoch)
 	}
 	next, puts, changed := normalize(rec, set, now, cfg)
-	if h := next.Holder; h != nil && h.Grant.Owner == in.owner && h.Grant.RequestID == in.req.RequestID {
+	if h := rec.Holder; h != nil && h.Grant.Owner == in.owner && h.Grant.RequestID == in.req.RequestID {
+		// The caller's own lease, live or expired just now: its entry
+		// exists though the snapshot (a cached one assumes entries absent)
+		// does not show it. Deciding on without it would queue a request
+		// that has an answer (a ghost waiter) in the same write that ends
+		// its lease.
 		return acquireDecision{outcome: outHanded}, nil
 	}
 	idx := waiterIndex(next, in.key())
@@ -115,7 +130,7 @@ func decideAcquire(rec *Record, own *RequestEntry, set Settings, in acquireInput
 	}
 	free := next.Holder == nil && now >= next.FreeAtMs
 	if free && (idx == 0 || idx < 0 && len(next.Waiters) == 0) {
-		body, puts, err := grantLease(next, puts, in.req.Resource, in.ticket(digest, now), idx, now, cfg.IssuerEpoch)
+		body, puts, err := grantLease(next, puts, in.req.Resource, in.ticket(digest, now, cfg), idx, now, cfg.IssuerEpoch)
 		if err != nil {
 			return acquireDecision{}, err
 		}
@@ -129,13 +144,14 @@ func decideAcquire(rec *Record, own *RequestEntry, set Settings, in acquireInput
 		if len(next.Waiters) >= cfg.WaitersPerResourceMax {
 			return acquireDecision{}, fmt.Errorf("%w: %s has %d waiters, limit %d", wire.ErrWaitersFull, in.req.Resource, len(next.Waiters), cfg.WaitersPerResourceMax)
 		}
-		next.Waiters = append(next.Waiters, in.ticket(digest, now))
+		next.Waiters = append(next.Waiters, in.ticket(digest, now, cfg))
 		changed = true
-	case next.Waiters[idx].DeadlineMs < in.deadlineMs:
+	case next.Waiters[idx].pollUntil() < in.deadlineMs:
 		// A retry of the same request moves its deadline (later only, so
 		// two calls of one request never undo each other), not its place.
-		next.Waiters[idx].DeadlineMs = in.deadlineMs
-		next.Waiters[idx].SeenMs = now
+		w := &next.Waiters[idx]
+		w.DeadlineMs, w.PollUntilMs = max(w.DeadlineMs, in.deadlineMs+int64(cfg.WaiterGraceMs)), in.deadlineMs
+		w.SeenMs = now
 		changed = true
 	case stampDue(next, idx, now, cfg):
 		next.Waiters[idx].SeenMs = now // alive, while the head is slow to claim
@@ -206,18 +222,15 @@ func assertGranted(resource string, next *Record, above uint64) {
 		"registry: %s granted fence %d but records highestFence %d, floor %d", resource, fence, next.HighestFence, next.Floor)
 }
 
-// busyError says why the lease cannot be granted now.
+// busyError says why the lease cannot be granted now, and what the caller
+// needs next: who holds it, since when, for how long, how many wait.
 func busyError(next *Record, in acquireInput, now int64) error {
 	sentinel := wire.ErrBusy
 	if in.wait {
 		sentinel = wire.ErrWaitTimeout
 	}
-	switch {
-	case next.Holder != nil:
-		return fmt.Errorf("%w: %s is held", sentinel, in.req.Resource)
-	case now < next.FreeAtMs:
-		return fmt.Errorf("%w: %s is in lock-delay for %d ms", sentinel, in.req.Resource, next.FreeAtMs-now)
-	default:
-		return fmt.Errorf("%w: %s has %d waiters ahead", sentinel, in.req.Resource, len(next.Waiters))
-	}
+	v := lockView(in.req.Resource, next, now, 0)
+	return &wire.BusyError{Sentinel: sentinel, BusyDetail: wire.BusyDetail{
+		Resource: in.req.Resource, Holder: v.Holder, FreeAt: v.FreeAt, Waiters: len(v.Waiters), ReadAt: v.ReadAt,
+	}}
 }

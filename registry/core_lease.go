@@ -68,8 +68,8 @@ func handOff(next *Record, puts []entryPut, resource string, set Settings, now i
 		return puts
 	}
 	head := next.Waiters[0]
-	if head.TTLMs == 0 || taken(RequestKey{Owner: head.Owner, RequestID: head.RequestID}) {
-		return puts
+	if head.TTLMs == 0 || now >= head.pollUntil() || taken(RequestKey{Owner: head.Owner, RequestID: head.RequestID}) {
+		return puts // nobody is listening, or its request has an answer: it claims the lease itself
 	}
 	trial := next.clone()
 	_, handed, err := grantLease(trial, puts, resource, head, 0, now, cfg.IssuerEpoch)
@@ -78,6 +78,32 @@ func handOff(next *Record, puts []entryPut, resource string, set Settings, now i
 	}
 	*next = *trial
 	return handed
+}
+
+// decideBreak ends rec's live lease now, whoever holds it, as an operator
+// asked (fencegate break): the ended lease is EXPIRED to every status
+// query, marked broken, and the resource is free at once — no lock-delay:
+// the next grant's fence is higher, so the old holder's late writes are
+// refused at every gate once the next holder has written, whatever its
+// clock says. In the same write the head waiter gets the lease, as after
+// a release. It returns the holder it ended (nil, and no record, when the
+// resource was already free).
+func decideBreak(rec *Record, set Settings, now int64, cfg Config, taken func(RequestKey) bool) (leaseDecision, *Holder) {
+	next, puts, changed := normalize(rec, set, now, cfg)
+	h := next.Holder
+	if h == nil {
+		if !changed {
+			return leaseDecision{}, nil
+		}
+		return leaseDecision{record: next, entries: puts}, nil
+	}
+	ended := *h
+	put := endHolder(next, grant.StateExpired, now)
+	next.Ended[len(next.Ended)-1].Broken = true
+	puts = append(puts, put)
+	next.FreeAtMs = max(next.FreeAtMs, now)
+	puts = handOff(next, puts, ended.Grant.Resource, set, now, cfg, taken)
+	return leaseDecision{record: next, entries: puts}, &ended
 }
 
 // decideCancelWait withdraws the waiter key, whose wait ends at
@@ -93,7 +119,7 @@ func handOff(next *Record, puts []entryPut, resource string, set Settings, now i
 // suite's history checker caught.
 func decideCancelWait(rec *Record, set Settings, key RequestKey, deadlineMs, now int64, cfg Config) leaseDecision {
 	next, puts, changed := normalize(rec, set, now, cfg)
-	if i := waiterIndex(next, key); i >= 0 && next.Waiters[i].DeadlineMs <= deadlineMs {
+	if i := waiterIndex(next, key); i >= 0 && next.Waiters[i].pollUntil() <= deadlineMs {
 		next.Waiters = append(next.Waiters[:i:i], next.Waiters[i+1:]...)
 		if i == 0 && next.Holder == nil {
 			next.FreeAtMs = max(next.FreeAtMs, now)
@@ -112,10 +138,12 @@ func endedError(rec *Record, owner, lease string) error {
 	if !ok || e.Owner != owner {
 		return fmt.Errorf("%w: lease %s is not held by %s", wire.ErrNotHolder, lease, owner)
 	}
-	switch e.State {
-	case grant.StateExpired:
+	switch {
+	case e.Broken:
+		return fmt.Errorf("%w: lease %s was broken by an operator at %s", wire.ErrLeaseBroken, lease, fromMs(e.AtMs).Format(grant.TimeLayout))
+	case e.State == grant.StateExpired:
 		return fmt.Errorf("%w: lease %s expired at %s", wire.ErrLeaseExpired, lease, fromMs(e.AtMs).Format(grant.TimeLayout))
-	case grant.StateRevoked:
+	case e.State == grant.StateRevoked:
 		return fmt.Errorf("%w: lease %s was revoked", wire.ErrEpochRevoked, lease)
 	}
 	return fmt.Errorf("%w: lease %s was released", wire.ErrNotHolder, lease)

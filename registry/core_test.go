@@ -21,7 +21,7 @@ func none(RequestKey) bool { return false }
 
 // tk is a queued ticket for owner's request id.
 func tk(owner, id string, deadline int64) Waiter {
-	return input(owner, id, true, deadline).ticket("sha256:params", 0)
+	return input(owner, id, true, deadline).ticket("sha256:params", 0, testCfg())
 }
 
 func input(owner, id string, wait bool, deadline int64) acquireInput {
@@ -67,7 +67,8 @@ func TestDecideAcquire(t *testing.T) {
 		{"wait deadline passed", held("a", 7, t0), Settings{}, input("b", "r", true, t0+1), t0 + 1, 0, wire.ErrWaitTimeout, 0, 0},
 		{"free but others queued: no jumping", &Record{HighestFence: 2, Waiters: []Waiter{tk("x", "rx", t0+9000)}, FreeAtMs: t0}, Settings{}, input("b", "r", false, 0), t0 + 1, 0, wire.ErrBusy, 0, 1},
 		{"head of queue on free resource", &Record{HighestFence: 2, Waiters: []Waiter{tk("b", "r", t0+9000), tk("x", "rx", t0+9000)}, FreeAtMs: t0}, Settings{}, input("b", "r", true, t0+9000), t0 + 1, outGranted, nil, 3, 1},
-		{"dead head is pruned", &Record{HighestFence: 2, Waiters: []Waiter{tk("x", "rx", t0)}, FreeAtMs: t0}, Settings{}, input("b", "r", false, 0), t0 + 1, outGranted, nil, 3, 0},
+		{"head in its grace keeps its place", &Record{HighestFence: 2, Waiters: []Waiter{tk("x", "rx", t0)}, FreeAtMs: t0}, Settings{}, input("b", "r", false, 0), t0 + 1, 0, wire.ErrBusy, 0, 1},
+		{"dead head is pruned", &Record{HighestFence: 2, Waiters: []Waiter{tk("x", "rx", t0)}, FreeAtMs: t0}, Settings{}, input("b", "r", false, 0), t0 + int64(cfg.WaiterGraceMs), outGranted, nil, 3, 0},
 		{"vanished head skipped after claim window", &Record{HighestFence: 2, Waiters: []Waiter{tk("x", "rx", t0+99_000), tk("b", "r", t0+99_000)}, FreeAtMs: t0}, Settings{}, input("b", "r", true, t0+99_000), t0 + int64(cfg.HandoffClaimMs), outGranted, nil, 3, 0},
 		{"head keeps its window", &Record{HighestFence: 2, Waiters: []Waiter{tk("x", "rx", t0+99_000), tk("b", "r", t0+99_000)}, FreeAtMs: t0}, Settings{}, input("b", "r", true, t0+99_000), t0 + int64(cfg.HandoffClaimMs) - 1, outQueued, nil, 0, 2},
 		{"queue full", &Record{Holder: held("a", 1, t0).Holder, HighestFence: 1, Waiters: make([]Waiter, cfg.WaitersPerResourceMax)}, Settings{}, input("b", "r", true, t0+5000), t0 + 1, 0, wire.ErrWaitersFull, 0, 0},

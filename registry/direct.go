@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"time"
 
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/wire"
@@ -39,4 +40,14 @@ func (d Direct) Status(ctx context.Context, g *grant.Grant) (wire.Issued, error)
 // QueryRequest calls Registry.QueryRequest as d.Owner.
 func (d Direct) QueryRequest(ctx context.Context, requestID string) (wire.Issued, error) {
 	return d.Registry.QueryRequest(ctx, d.Owner, requestID)
+}
+
+// LockStatus calls Registry.LockStatus.
+func (d Direct) LockStatus(ctx context.Context, resource string) (wire.LockStatus, error) {
+	return d.Registry.LockStatus(ctx, resource)
+}
+
+// WatchLock calls Registry.WatchLock.
+func (d Direct) WatchLock(ctx context.Context, resource string, afterRevision uint64, wait time.Duration) (wire.LockStatus, error) {
+	return d.Registry.WatchLock(ctx, resource, afterRevision, wait)
 }

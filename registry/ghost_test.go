@@ -175,3 +175,42 @@ func TestVanishedWaitersDrain(t *testing.T) {
 		t.Logf("served fence %d %s after the resource became free, behind 5 ghosts", got.Grant.FenceToken, waited)
 	})
 }
+
+// TestWarmRetryAfterExpiryNeverQueues: a client whose lease expired
+// without any commit recording it (it crashed, say) retries its request ID
+// through a replica that has the record cached. Acquire decides its first
+// step on the cache, which assumes request entries absent; the decision
+// used to end the expired lease (writing the request's entry EXPIRED) and
+// queue a ticket for the same request in one write: a ghost waiter that
+// kept its place until its deadline. The simulator found it once its
+// driver decided first steps on the cache as Acquire does.
+func TestWarmRetryAfterExpiryNeverQueues(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		k, _ := testKey(t)
+		store := &watchingStore{Store: memstore.New()}
+		reg, err := registry.New(store, registry.DefaultConfig(epoch), clock.System{}, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, err := reg.Acquire(ctx, "worker-w1", probeRequest("w1-1", 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(11 * time.Second) // past its 10 s TTL; no commit records the expiry
+		a, err := reg.StartAcquire("worker-w1", probeRequest("w1-1", 5000))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !a.Step(ctx, true) || a.Queued() {
+			t.Fatal("the retry of an expired request was queued")
+		}
+		again, err := a.Result()
+		if err != nil || again.Grant.Digest() != first.Grant.Digest() || again.Status.State != grant.StateExpired {
+			t.Fatalf("retry of w1-1: %v %v, want the expired grant", again.Status, err)
+		}
+		if _, waitersMax := store.snapshot(); waitersMax != 0 {
+			t.Fatalf("a committed record queued %d waiters", waitersMax)
+		}
+	})
+}

@@ -47,9 +47,20 @@ type Holder struct {
 // the transaction that frees the resource can grant it to the head waiter
 // at once (a warm handoff in one write).
 type Waiter struct {
-	Owner          string `json:"owner"`
-	RequestID      string `json:"requestId"`
-	DeadlineMs     int64  `json:"deadlineMs"`
+	Owner     string `json:"owner"`
+	RequestID string `json:"requestId"`
+	// DeadlineMs is when the ticket leaves the queue: the end of its wait
+	// plus Config.WaiterGraceMs, time for the same request to ask again
+	// and keep its place.
+	DeadlineMs int64 `json:"deadlineMs"`
+	// PollUntilMs is when the acquire that holds the ticket stops
+	// listening (the end of its wait): a release hands the lease over in
+	// its own write only to a head that is listening. 0 in records from
+	// before it existed: DeadlineMs.
+	PollUntilMs int64 `json:"pollUntilMs,omitempty"`
+	// JoinedMs is when the ticket joined the queue; asking again with the
+	// same request keeps it. 0 in records from before it existed.
+	JoinedMs       int64  `json:"joinedMs,omitempty"`
 	OperationRoot  string `json:"operationRoot"`
 	OperationClass string `json:"operationClass"`
 	TTLMs          uint64 `json:"ttlMs"`
@@ -67,6 +78,9 @@ type EndedLease struct {
 	Owner string      `json:"owner"`
 	State grant.State `json:"state"`
 	AtMs  int64       `json:"atMs"`
+	// Broken: an operator ended it (State EXPIRED: its status proofs say
+	// it is over, as for an expiry).
+	Broken bool `json:"broken,omitempty"`
 }
 
 // GrantBody is a lockGrant.v1 without its BackendRevision, which is only

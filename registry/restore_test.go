@@ -45,7 +45,7 @@ func TestRestoreDoesNotReviveACachedRecord(t *testing.T) {
 	cycle(a, "worker-a", "a-1")
 	backup := store.Image()     // the snapshot an operator will restore
 	cycle(a, "worker-a", "a-2") // A caches the free record, fence 2, two revisions on
-	store.Restore(backup)
+	store.Restore(backup, memstore.ReuseRevisions)
 
 	// After the restore, B takes the resource and renews: two commits, so
 	// the record's revision is again the one A cached, with B holding it.
@@ -104,7 +104,7 @@ func TestRestoreRefreshesTheCache(t *testing.T) {
 	for i := range 5 {
 		cycle("a-" + string(rune('2'+i))) // the cache runs ten revisions ahead of the backup
 	}
-	mem.Restore(backup)
+	mem.Restore(backup, memstore.ReuseRevisions)
 	cycle("a-after-1") // pays for the restore
 	store.reset()
 	cycle("a-after-2")

@@ -43,6 +43,18 @@ type Store interface {
 	// ScanRequests lists up to limit request entries with keys after after
 	// (in key order, Owner then RequestID), for retention sweeps.
 	ScanRequests(ctx context.Context, after RequestKey, limit int) ([]RequestSlot, error)
+	// ScanRecords lists up to limit resource records whose names begin
+	// with prefix and sort after after (byte order), in name order, all as
+	// of one linearizable read, for listing locks. Resources without a
+	// record are not listed.
+	ScanRecords(ctx context.Context, prefix, after string, limit int) ([]RecordSlot, error)
+}
+
+// RecordSlot is one resource record as listed.
+type RecordSlot struct {
+	Resource string
+	Record   *Record
+	ModRev   uint64
 }
 
 // RequestKey names one request-ID entry: request IDs are scoped to their

@@ -30,6 +30,7 @@ func TestBrokenProtectionIsCaught(t *testing.T) {
 		{"regression refused silently", BreakNoAlarm, map[Fault]float64{FaultRestore: 1}, func(r *Report) int { return r.RegressionNotAlarmed }},
 		{"lease counted from the first send", BreakFirstSend, map[Fault]float64{FaultLongHold: 1}, func(r *Report) int { return r.UnusableGrants }},
 		{"downstream without a gate", BreakHop, map[Fault]float64{FaultPause: 1, FaultDuplicate: 1, FaultLate: 1}, func(r *Report) int { return min(r.StaleDownstream, r.DuplicateEffects) }},
+		{"store compares revisions only", BreakContentCompare, map[Fault]float64{FaultRestore: 1}, func(r *Report) int { return r.LostUpdates }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rates := only(tc.rates)

@@ -11,6 +11,7 @@ import (
 	"github.com/fencegate/fencegate/gate/memgate"
 	"github.com/fencegate/fencegate/gate/objgate"
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/registry"
 )
 
 // This file builds the round's gate: the product's adapter (memgate, or
@@ -20,7 +21,9 @@ import (
 // adapter's own shadow mode, no-auth is a trust bundle that trusts every
 // key, and the decision bugs replace gate.Decide through
 // gate/gatebreak.Replace by wrappers that call gate.Decide on a
-// doctored input or doctor its output.
+// doctored input or doctor its output. One protection is the registry
+// store's: content-compare puts a wrapper between the registry and
+// registry/memstore that drops what each write was decided on.
 
 // gateAdapter returns the round's adapter: the goroutine's SQL
 // environment when there is one, two objgates on a fresh bucket in the
@@ -100,10 +103,11 @@ func (w *world) queryStatus(ctx context.Context, g *grant.Grant) (grant.State, u
 	if w.cut(pGate, pRegistry, w.now) {
 		return "", 0, errPartitioned
 	}
-	is, err := w.reg.Status(ctx, g)
+	is, err := w.registry().Status(ctx, g)
 	if err != nil {
 		return "", 0, err
 	}
+	w.chk.said(is)
 	return is.Status.State, is.Status.IssuerEpoch, nil
 }
 
@@ -178,4 +182,18 @@ func decideSilently(in gate.Input) gate.Decision {
 	d.Err = &gate.Rejection{Outcome: gate.StaleOwner, Resource: m.Resource, FenceToken: m.FenceToken, SegmentSeq: m.SegmentSeq,
 		HighestFence: in.State.HighestFence, Reason: "refused without an alarm"}
 	return d
+}
+
+// revisionsOnly is the registry's store with its content compares taken
+// away (--break content-compare): each Write's RecordWas and SettingsWas
+// are dropped before registry/memstore sees it, so a commit holds on the
+// revisions alone. After a restore that hands revisions out again, a
+// registry replica that decided on a record it cached before the restore
+// commits over the restored record: the checker counts such commits
+// (LostUpdates).
+type revisionsOnly struct{ registry.Store }
+
+func (s revisionsOnly) Commit(ctx context.Context, w registry.Write) (registry.CommitResult, error) {
+	w.RecordWas, w.SettingsWas = nil, nil
+	return s.Store.Commit(ctx, w)
 }

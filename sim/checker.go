@@ -1,12 +1,15 @@
 package sim
 
 import (
+	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // checker keeps the ground truth of one round and classifies every gate
@@ -33,6 +36,7 @@ type checker struct {
 	ghosts      map[registry.RequestKey]bool
 	jobsDone    map[[2]uint64]bool // (fence, job) applied at the job target
 	jobFenceMax uint64             // highest fence of a job applied there
+	record      *registry.Record   // the main resource's record as last committed or restored
 }
 
 type fenceLease struct {
@@ -46,7 +50,9 @@ type grantTruth struct {
 	owner       string
 	lastExpMs   int64 // latest committed expiry (registry clock, Unix ms)
 	endedMs     int64 // registry instant it ended by a commit (0: not ended)
-	regressed   bool  // issued with a fence the registry had issued before
+	regressed   bool  // issued with a fence the registry had issued before, or revived
+	revived     bool  // said HELD after a higher fence superseded it or a commit ended it
+	endForgot   bool  // expired by a registry that had forgotten a renewal: live until lastExpMs
 	prev        string
 	handoffFrom int64 // true ms from which handoff is measured (0: none)
 	firstWrite  bool
@@ -66,10 +72,12 @@ func newChecker(w *world, c *Counts) *checker {
 	}
 }
 
-// committed is the store's commit hook for the main resource. It also
-// counts ghost waiters: tickets in the queue of requests that already
-// have an answer (an entry in the request index), which must never exist.
-func (k *checker) committed(rec *registry.Record, s *store) {
+// committed reads a record the registry committed for the main resource
+// (the store's commit hook). It also counts ghost waiters: tickets in the
+// queue of requests that already have an answer (an entry in the request
+// index, as answered tells), which must never exist.
+func (k *checker) committed(rec *registry.Record, answered func(registry.RequestKey) bool) {
+	k.extended(rec)
 	if h := rec.Holder; h != nil {
 		g := k.grants[h.Grant.Lease]
 		if g == nil {
@@ -87,16 +95,125 @@ func (k *checker) committed(rec *registry.Record, s *store) {
 	for _, e := range rec.Ended {
 		if g := k.grants[e.Lease]; g != nil && g.endedMs == 0 {
 			g.endedMs = e.AtMs
+			k.forgotRenewal(g, e)
 		}
 	}
 	for _, wt := range rec.Waiters {
 		key := registry.RequestKey{Owner: wt.Owner, RequestID: wt.RequestID}
-		if s.requests[key].entry != nil && !k.ghosts[key] {
+		if !k.ghosts[key] && answered(key) {
 			k.ghosts[key] = true
 			k.c.GhostWaiters++
 			k.violate("ghost-waiter", "request %s of %s is queued although it already has an answer", wt.RequestID, wt.Owner)
 		}
 	}
+}
+
+// extended checks that rec, just committed, extends the record it
+// replaced, as every decision of the registry's core does: the holder is
+// kept or ended, no ended lease is forgotten but the oldest, pushed out of
+// the bounded history by newer ends, and neither the fence sequence nor
+// the floor nor the policy generation goes down. A commit that does not
+// was decided on another record than the one it replaced: a registry
+// replica that committed what it had cached, on a revision that came back
+// with other contents after a restore (only a store's content compares
+// stop that). Such a commit loses what the record it replaced held: a
+// live holder (two holders at once), an end, a floor an operator raised.
+func (k *checker) extended(rec *registry.Record) {
+	prev := k.record
+	k.record = rec
+	if prev == nil {
+		return
+	}
+	if why := notExtending(prev, rec); why != "" {
+		k.c.LostUpdates++
+		k.violate("lost-update", "a commit replaced the record without extending it (%s): decided on another record than the one it replaced", why)
+	}
+}
+
+// notExtending says how rec fails to extend prev ("" when it does).
+func notExtending(prev, rec *registry.Record) string {
+	switch {
+	case rec.HighestFence < prev.HighestFence:
+		return fmt.Sprintf("highest fence %d → %d", prev.HighestFence, rec.HighestFence)
+	case rec.Floor < prev.Floor:
+		return fmt.Sprintf("floor %d → %d", prev.Floor, rec.Floor)
+	case rec.PolicyGeneration < prev.PolicyGeneration:
+		return fmt.Sprintf("policy generation %d → %d", prev.PolicyGeneration, rec.PolicyGeneration)
+	}
+	ended := make([]string, 0, len(prev.Ended)+len(rec.Ended))
+	for _, e := range prev.Ended {
+		ended = append(ended, e.Lease)
+	}
+	for _, e := range rec.Ended {
+		if !slices.Contains(ended, e.Lease) {
+			ended = append(ended, e.Lease)
+		}
+	}
+	if h := prev.Holder; h != nil && (rec.Holder == nil || rec.Holder.Grant.Lease != h.Grant.Lease) &&
+		!slices.ContainsFunc(rec.Ended, func(e registry.EndedLease) bool { return e.Lease == h.Grant.Lease }) {
+		return fmt.Sprintf("holder %s (fence %d) dropped without an end", h.Grant.Lease, h.Grant.FenceToken)
+	}
+	ended = ended[max(len(ended)-registry.EndedLeasesMax, 0):]
+	got := make([]string, len(rec.Ended))
+	for i, e := range rec.Ended {
+		got[i] = e.Lease
+	}
+	if !slices.Equal(got, ended) {
+		return fmt.Sprintf("ended leases %v, after %v", got, ended)
+	}
+	return ""
+}
+
+// restored reads the main resource's record after a restore (which is not
+// a commit: the record it replaced is not the registry's decision).
+func (k *checker) restored() {
+	snap, err := k.w.store.Read(context.Background(), k.w.res.name, nil)
+	if err != nil {
+		panic("sim: read the restored store: " + err.Error())
+	}
+	k.record = snap.Record
+	k.w.recordRev = snap.RecordRev
+}
+
+// forgotRenewal notices a lease the registry expired before the expiry it
+// had committed: it judged expiry on a record that lost a renewal (a
+// restore), which is the registry going backwards. The grant stays live,
+// for the checker, until its committed expiry, as a grant a restore
+// forgot does, and overlapping grants are judged by their fences.
+func (k *checker) forgotRenewal(g *grantTruth, e registry.EndedLease) {
+	if e.State != grant.StateExpired || e.AtMs >= g.lastExpMs || g.endForgot {
+		return
+	}
+	g.endForgot = true
+	k.regressions++
+	k.c.ForgottenRenewals++
+	k.w.tracef("checker: lease %s expired at %d ms, before its committed expiry %d ms: a renewal was forgotten",
+		e.Lease, e.AtMs-epochBase.UnixMilli(), g.lastExpMs-epochBase.UnixMilli())
+}
+
+// said reads a statement the registry made about a grant: an acquire's,
+// renewal's or status query's answer. A HELD statement about a grant a
+// higher fence already superseded, or a commit already ended, is the
+// registry going backwards as surely as a fence issued twice: in a
+// consistent history a grant is said HELD only before either (a restore
+// that lost the release and the next grant makes the registry say it
+// again, and a gate that sees it after the higher fence rightly pauses).
+// The grant is revived: live again until its committed expiry, and judged
+// as a regressed grant.
+func (k *checker) said(is wire.Issued) {
+	if is.Grant == nil || is.Status == nil || is.Status.State != grant.StateHeld {
+		return
+	}
+	g := k.grants[is.Grant.Lease]
+	now := k.w.regClock.atMs(k.w.now)
+	if g == nil || g.regressed || (g.fence >= k.issuedMax && (g.endedMs == 0 || now < g.endedMs)) {
+		return
+	}
+	g.regressed, g.revived, g.endedMs, g.endForgot = true, true, 0, false
+	k.regressions++
+	k.c.RevivedGrants++
+	k.w.tracef("checker: lease %s (fence %d) said HELD after fence %d was granted or the lease ended: the registry went backwards",
+		is.Grant.Lease, g.fence, k.issuedMax)
 }
 
 // live reports whether lease is a holder the registry committed and has
@@ -112,7 +229,7 @@ func (k *checker) committed(rec *registry.Record, s *store) {
 func (k *checker) live(lease string) bool {
 	g := k.grants[lease]
 	now := k.w.regClock.atMs(k.w.now)
-	return g != nil && now < g.lastExpMs && (g.endedMs == 0 || now < g.endedMs)
+	return g != nil && now < g.lastExpMs && (g.endedMs == 0 || g.endForgot || now < g.endedMs)
 }
 
 // endMs is the true instant a grant stopped being the holder, or -1.

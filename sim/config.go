@@ -62,27 +62,29 @@ type Break int
 
 // Protections that can be broken.
 const (
-	BreakNone       Break = iota
-	BreakFence            // lease-only: the resource runs in shadow mode and applies every write (--unsafe)
-	BreakAuth             // the gate's trust bundle trusts every key and epoch
-	BreakPollution        // a rejection still raises highestFence
-	BreakSegments         // the gate ignores segment order
-	BreakRegression       // the gate lets a current holder below highestFence through
-	BreakOldRule          // any lower fence proven HELD pauses the resource (the rule before the regression rule)
-	BreakNoAlarm          // evidence of a regression is refused without an alarm
-	BreakHop              // the downstream worker applies every job it is handed, with no gate at the target
-	BreakFirstSend        // a lease counts its TTL from its acquire's first send, the rule before Issued.ExpiresAfterMs
+	BreakNone           Break = iota
+	BreakFence                // lease-only: the resource runs in shadow mode and applies every write (--unsafe)
+	BreakAuth                 // the gate's trust bundle trusts every key and epoch
+	BreakPollution            // a rejection still raises highestFence
+	BreakSegments             // the gate ignores segment order
+	BreakRegression           // the gate lets a current holder below highestFence through
+	BreakOldRule              // any lower fence proven HELD pauses the resource (the rule before the regression rule)
+	BreakNoAlarm              // evidence of a regression is refused without an alarm
+	BreakHop                  // the downstream worker applies every job it is handed, with no gate at the target
+	BreakFirstSend            // a lease counts its TTL from its acquire's first send, the rule before Issued.ExpiresAfterMs
+	BreakContentCompare       // the registry's store compares revisions only, not the contents a write was decided on (RecordWas, SettingsWas)
 )
 
 var breakNames = map[string]Break{
 	"": BreakNone, "none": BreakNone, "fence": BreakFence, "auth": BreakAuth,
 	"pollute": BreakPollution, "segments": BreakSegments, "regression": BreakRegression,
 	"old-rule": BreakOldRule, "no-alarm": BreakNoAlarm, "hop": BreakHop, "first-send": BreakFirstSend,
+	"content-compare": BreakContentCompare,
 }
 
 // BreakNames lists the protections that can be broken, in a fixed order.
 func BreakNames() []string {
-	return []string{"none", "fence", "auth", "pollute", "segments", "regression", "old-rule", "no-alarm", "hop", "first-send"}
+	return []string{"none", "fence", "auth", "pollute", "segments", "regression", "old-rule", "no-alarm", "hop", "first-send", "content-compare"}
 }
 
 // ParseBreak accepts one of BreakNames.
@@ -225,7 +227,7 @@ func (c *Config) fill() error {
 	if c.SQL && c.Objects {
 		return errors.New("sim: --sql and --obj are two modes; pick one")
 	}
-	if (c.SQL || c.Objects) && c.Break != BreakNone && c.Break != BreakFence && c.Break != BreakAuth && c.Break != BreakHop {
+	if (c.SQL || c.Objects) && c.Break != BreakNone && c.Break != BreakFence && c.Break != BreakAuth && c.Break != BreakHop && c.Break != BreakContentCompare {
 		return fmt.Errorf("sim: --break %s runs only on gate/memgate, without --sql or --obj (an adapter's own checks may refuse what it would let through)", breakName(c.Break))
 	}
 	return nil

@@ -2,12 +2,14 @@ package sim
 
 import (
 	"fmt"
+	"reflect"
 
 	"github.com/fencegate/fencegate/gate"
 )
 
 // Counts is what the checker measured over some rounds. Counts of rounds
-// merge in round order, so the totals do not depend on parallelism.
+// merge in round order, so the totals do not depend on parallelism. Every
+// field merges by one rule (see merge): a new counter needs no code.
 type Counts struct {
 	Rounds    int
 	Events    int
@@ -25,6 +27,7 @@ type Counts struct {
 	HighestFencePolluted  int // a rejection changed highestFence
 	SegmentSkipAccepted   int // a segment accepted out of contract order
 	RegressionAccepted    int // a regressed grant accepted after an equal or higher fence
+	LostUpdates           int // a commit's record did not extend the one it replaced (decided on another record)
 
 	// Availability: each must be 0 too.
 	SpuriousPauses  int // a pause while the registry never went backwards
@@ -51,6 +54,12 @@ type Counts struct {
 	RegressionAlarms    int // FENCE_REGRESSION alarms (pauses in enforce mode)
 	RegressionSuspected int // REGRESSION_SUSPECTED alarms (no pause)
 	RegressedGrants     int // grants the registry issued at or below a fence it had issued before
+	// The other ways a restored registry goes backwards: a grant said HELD
+	// again after a higher fence superseded it or a commit ended it, and a
+	// lease expired before the expiry the registry had committed (a
+	// renewal forgotten).
+	RevivedGrants     int
+	ForgottenRenewals int
 	// RegressionNotAlarmed counts rounds where a regressed grant reached
 	// the gate and no alarm of either kind was raised: safe, but the
 	// operator is not told. Must be 0.
@@ -64,7 +73,7 @@ type Counts struct {
 	FirstWriteMs []int64 // lease end → next holder's first accepted write
 
 	UnknownEntered    int   // OWNERSHIP_UNKNOWN entries
-	UnknownMaxMs      int64 // longest OWNERSHIP_UNKNOWN or MUTATION_UNKNOWN until resolved
+	UnknownMaxMs      int64 `merge:"max"` // longest OWNERSHIP_UNKNOWN or MUTATION_UNKNOWN until resolved
 	Reconciles        int   // MUTATION_UNKNOWN reconciles completed
 	UnknownUnresolved int   // unresolved at a round's end
 
@@ -73,9 +82,9 @@ type Counts struct {
 	SlippedBeyondBound  int // accepts only the clock bound would have stopped
 	SlippedUndetected   int // of which in rounds where nothing noticed the lag
 
-	Violations      []Violation // the first ViolationsMax
+	Violations      []Violation `merge:"own"` // the first ViolationsMax
 	ViolationsTotal int
-	Digest          uint64 // event-log digest of the rounds, in order
+	Digest          uint64 `merge:"own"` // event-log digest of the rounds, in order
 }
 
 // ViolationsMax bounds the violations kept with their details.
@@ -105,63 +114,81 @@ func (c *Counts) reconciled(ms int64) {
 	c.UnknownMaxMs = max(c.UnknownMaxMs, ms)
 }
 
-// merge adds o (a later round) into c.
+// merge adds o (a later round) into c, field by field as countsMerge
+// says: one mechanism for every counter, so a counter added to Counts is
+// merged without anyone remembering to (TestMergeTakesEveryField).
 func (c *Counts) merge(o *Counts) {
-	c.Rounds += o.Rounds
-	c.Events += o.Events
-	c.Decisions += o.Decisions
-	c.Accepted += o.Accepted
-	for i := range c.Outcomes {
-		c.Outcomes[i] += o.Outcomes[i]
+	cv, ov := reflect.ValueOf(c).Elem(), reflect.ValueOf(o).Elem()
+	for i, how := range countsMerge {
+		a, b := cv.Field(i), ov.Field(i)
+		switch how {
+		case mergeSum:
+			addInts(a, b)
+		case mergeMax:
+			a.SetInt(max(a.Int(), b.Int()))
+		case mergeAppend:
+			a.Set(reflect.AppendSlice(a, b))
+		}
 	}
-	c.StaleAccepted += o.StaleAccepted
-	c.StaleNotHolder += o.StaleNotHolder
-	c.StaleAfterHigherFence += o.StaleAfterHigherFence
-	c.ForgedAccepted += o.ForgedAccepted
-	for i := range c.ForgedByKind {
-		c.ForgedByKind[i] += o.ForgedByKind[i]
-		c.AttacksSent[i] += o.AttacksSent[i]
-	}
-	c.HighestFencePolluted += o.HighestFencePolluted
-	c.SegmentSkipAccepted += o.SegmentSkipAccepted
-	c.RegressionAccepted += o.RegressionAccepted
-	c.SpuriousPauses += o.SpuriousPauses
-	c.BlockedHandoffs += o.BlockedHandoffs
-	c.GhostWaiters += o.GhostWaiters
-	c.UnusableGrants += o.UnusableGrants
-	c.JobsHandedOff += o.JobsHandedOff
-	c.JobsApplied += o.JobsApplied
-	c.StaleDownstream += o.StaleDownstream
-	c.DuplicateEffects += o.DuplicateEffects
-	c.AdapterInconsistent += o.AdapterInconsistent
-	c.StoreBatchFailed += o.StoreBatchFailed
-	c.StoreLost412 += o.StoreLost412
-	c.StoreLostError += o.StoreLostError
-	c.RegressionSuspected += o.RegressionSuspected
-	c.Applied += o.Applied
-	c.Fenced += o.Fenced
-	c.RegressionAlarms += o.RegressionAlarms
-	c.RegressedGrants += o.RegressedGrants
-	c.RegressionNotAlarmed += o.RegressionNotAlarmed
-	c.ClientSawForgottenRequest += o.ClientSawForgottenRequest
-	c.OperatorResumes += o.OperatorResumes
-	c.HandoffMs = append(c.HandoffMs, o.HandoffMs...)
-	c.FirstWriteMs = append(c.FirstWriteMs, o.FirstWriteMs...)
-	c.UnknownEntered += o.UnknownEntered
-	c.UnknownMaxMs = max(c.UnknownMaxMs, o.UnknownMaxMs)
-	c.Reconciles += o.Reconciles
-	c.UnknownUnresolved += o.UnknownUnresolved
-	c.BeyondBoundRounds += o.BeyondBoundRounds
-	c.BeyondBoundDetected += o.BeyondBoundDetected
-	c.SlippedBeyondBound += o.SlippedBeyondBound
-	c.SlippedUndetected += o.SlippedUndetected
 	for _, v := range o.Violations {
 		if len(c.Violations) < ViolationsMax {
 			c.Violations = append(c.Violations, v)
 		}
 	}
-	c.ViolationsTotal += o.ViolationsTotal
 	c.Digest = mixDigest(c.Digest, o.Digest)
+}
+
+// How a field of Counts merges: by its type, unless its `merge` tag says
+// otherwise. Integers and arrays of them add up, slices of them
+// concatenate in round order; `merge:"max"` keeps the larger; `merge:"own"`
+// fields are merged by hand in merge (the capped violations, the chained
+// digest). A field of any other type has no rule, and the package does
+// not start.
+type mergeHow int
+
+const (
+	mergeSum mergeHow = iota
+	mergeMax
+	mergeAppend
+	mergeOwn
+)
+
+var countsMerge = mergePlan(reflect.TypeFor[Counts]())
+
+func mergePlan(t reflect.Type) []mergeHow {
+	plan := make([]mergeHow, t.NumField())
+	for i := range plan {
+		f := t.Field(i)
+		k := f.Type.Kind()
+		switch tag := f.Tag.Get("merge"); {
+		case tag == "own":
+			plan[i] = mergeOwn
+		case tag == "max" && isInt(k):
+			plan[i] = mergeMax
+		case tag != "":
+			panic(fmt.Sprintf("sim: Counts.%s: merge rule %q does not apply to %s", f.Name, tag, f.Type))
+		case isInt(k) || k == reflect.Array && isInt(f.Type.Elem().Kind()):
+			plan[i] = mergeSum
+		case k == reflect.Slice && isInt(f.Type.Elem().Kind()):
+			plan[i] = mergeAppend
+		default:
+			panic(fmt.Sprintf("sim: Counts.%s (%s) has no merge rule", f.Name, f.Type))
+		}
+	}
+	return plan
+}
+
+func isInt(k reflect.Kind) bool { return k == reflect.Int || k == reflect.Int64 }
+
+// addInts adds b into a: integers, or arrays of them element by element.
+func addInts(a, b reflect.Value) {
+	if a.Kind() != reflect.Array {
+		a.SetInt(a.Int() + b.Int())
+		return
+	}
+	for j := range a.Len() {
+		a.Index(j).SetInt(a.Index(j).Int() + b.Index(j).Int())
+	}
 }
 
 // mixDigest chains digests: order matters.

@@ -1,14 +1,14 @@
 // Package sim is fencegate's deterministic fault-injection simulator. It
-// runs the product's own code: the registry (registry.Registry over a
-// simulated store, its waiting acquires stepped as registry.Acquisition,
+// runs the product's own code: the registry (registry.Registry over
+// registry/memstore, its waiting acquires stepped as registry.Acquisition,
 // so FIFO waiters and the warm handoff are real), the client's cores
-// (client.AcquireCore and client.LeaseCore: every lease decision,
+// (core.Acquire and core.Lease: every lease decision,
 // envelope check and release drain), and a real gate adapter
 // (gate/memgate; gate/sqlgate on in-memory SQLite with --sql; or, with
 // --obj, two gate/objgate gates, each with its manifest cache, in front of
 // one in-memory bucket) over the real decision, with real signed grants and status proofs. Only time,
 // the network, process scheduling and storage are simulated; sim/ holds
-// no copy of lease, envelope or adapter logic.
+// no copy of lease, envelope, store or adapter logic.
 //
 // # Running it
 //
@@ -17,8 +17,13 @@
 //	fencegate sim --rounds 10000 --obj              # the same on two objgates sharing a bucket (same counts)
 //	fencegate sim --rounds 5000 --unsafe            # negative control: must report stale writes
 //	fencegate sim --rounds 5000 --break old-rule    # negative control: the old regression rule pauses on late copies
+//	fencegate sim --rounds 2000 --faults restore=1 --break content-compare  # the store compares revisions only: lost updates
 //	fencegate sim --rounds 20000 --skew-beyond-bound  # gate clock beyond the bound: detected, reported
 //	fencegate sim --seed S --rounds N --round K --trace  # replay one round, event by event
+//
+// CI runs four seeds of 25,000 rounds (.ci/run); the long run, several
+// seeds of a million rounds each, is in docs/guarantees.md ("The
+// simulator").
 //
 // go test ./sim runs a 2,000-round run of every fault, the determinism and
 // replay checks, the fast, SQL and object modes against each other, the negative
@@ -50,14 +55,18 @@
 // an earlier one; messages are duplicated or delivered seconds late; an
 // accepted segment is re-sent with another payload; the resource's answer
 // to a committed write is lost (MUTATION_UNKNOWN, resolved by operation ID
-// against the receipts with gate.Judge); gate and client clocks are skewed
+// against the receipts, decided by client.Unknown.Judge as
+// client.Resolver decides); gate and client clocks are skewed
 // and drift within the bound; two parties are partitioned; a worker
 // crashes and restarts from its journal with the same request ID; the
 // registry's store is restored from a snapshot taken before any grant or
-// at the first one (fence regression: the re-issued fence must never be
-// accepted after an equal or higher one; when the gate answers
-// FENCE_REGRESSION and pauses, an operator raises the registry's floor and
-// resumes); an owner lets its lease go without waiting for its last
+// at the first one, reusing the revisions written since or keeping them
+// growing, and in half those rounds under two registry replicas of which
+// one keeps running with its record cache (fence regression: the
+// re-issued fence must never be accepted after an equal or higher one;
+// when the gate answers FENCE_REGRESSION and pauses, an operator raises
+// the registry's floor and resumes; no replica may commit over the
+// restored record what it cached before); an owner lets its lease go without waiting for its last
 // write's answer, and that write reaches the gate only after the next
 // owner wrote, its proof still fresh (the late copy that must never pause
 // the resource); the gate's clock lags the registry's near the edge of the
@@ -104,7 +113,16 @@
 // A store restored from an old snapshot forgets a grant without ending it.
 // The checker keeps such a grant live until its committed expiry, because
 // the registry never decided otherwise, and judges overlapping grants by
-// their fences.
+// their fences. "The registry went backwards", which excuses a pause, is
+// any of three things the checker sees happen: a grant issued at or below
+// a fence issued before (a regressed grant); a HELD statement (an
+// acquire's, renewal's or status answer) about a grant that a higher fence
+// had superseded or a commit had ended (a revived grant: a restore lost
+// its release and the next grant, and its holder, asking again with its
+// journalled request ID, got it back); and a lease expired before the
+// expiry the registry had committed (a forgotten renewal; the grant stays
+// live until the committed expiry). TestRestoredRegistryGoingBackwardsIs
+// NotTheGatesFault replays a round of each of the last two.
 //
 // # The safety boundary, and clocks beyond it
 //
@@ -159,7 +177,7 @@
 // grant is not the holder, and before the next holder's first write,
 // which the fence cannot order. The client's Release drains: it sends the
 // release only once no unsettled envelope's proof can be accepted (the
-// formula is client.LeaseCore.DrainUntil, the only one); NaiveRelease
+// formula is core.Lease.DrainUntil, the only one); NaiveRelease
 // turns that off and the checker counts the resulting stale writes.
 //
 // A late copy whose proof is still fresh once the next owner has written
@@ -181,7 +199,13 @@
 // its input or output: a rejection that raises highestFence, segment
 // order ignored, a regressed holder let through, the old regression rule,
 // regressions refused without an alarm; hop makes the downstream worker
-// apply every job it is handed, with no gate at the target. Each must make its checker count
+// apply every job it is handed, with no gate at the target; first-send
+// counts a lease from its acquire's first send; content-compare puts a
+// wrapper between the registry and its store that drops what each write
+// was decided on (RecordWas, SettingsWas), so after a restore that reuses
+// revisions a replica that kept its cache commits over the restored
+// record (replicas.go), and the checker counts the updates those commits
+// lose. Each must make its checker count
 // non-zero, or the checker proves nothing (TestBrokenProtectionIsCaught).
 //
 // # What is real and what is simulated
@@ -194,10 +218,12 @@
 // timers), the gate adapter and its decision, the signatures. Simulated:
 // time (per-party clocks with offset and drift), the network (delay,
 // loss, duplication, partitions), scheduling (one event at a time), and
-// the registry's store (the simulator's own, which keeps etcd's revision
-// rules and can restore an image; registry/memstore has no
-// snapshot/restore and pays a JSON round trip per call). The application
-// around the cores — which segment to send, what to do after each
-// answer, a journal that survives a crash — is the workers' own, as it
-// would be any service's.
+// storage, which is in memory: the registry's store is registry/memstore,
+// the product's memory store, which passes the same conformance suite as
+// the etcd store (testkit/storetest) and offers what a simulator needs
+// as documented contracts: an image of its state, a restore that reuses
+// or bumps the revisions, and a commit hook that tells the checker every
+// committed record. The application around the cores — which segment to
+// send, what to do after each answer, a journal that survives a crash —
+// is the workers' own, as it would be any service's.
 package sim

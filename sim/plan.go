@@ -1,5 +1,7 @@
 package sim
 
+import "github.com/fencegate/fencegate/registry/memstore"
+
 // plan schedules the round's workers and arms its faults. Every draw comes
 // from the round's PRNG in a fixed order.
 func (w *world) plan() {
@@ -70,28 +72,46 @@ func (w *world) plan() {
 // or at the first one, restore it some time after a later grant, restart
 // the registry, and bring in worker C, whose acquire then re-issues a
 // fence (equal to one the gate has seen, or below it).
+//
+// The restore is of either kind etcd does (memstore.RestoreKind): reusing
+// the revisions written since the snapshot, or keeping them growing. In
+// the rounds with two registry replicas one keeps running through it, its
+// record cache intact (replicas.go).
 func (w *world) heldHook(k *worker) {
 	if !w.on[FaultRestore] || w.restored {
 		return
 	}
 	if w.image == nil {
-		if w.rng.chance(0.5) {
-			im := storeImage{} // an empty store: the deepest regression
-			w.image = &im
-			return
+		w.image = emptyImage // an empty store: the deepest regression
+		if !w.rng.chance(0.5) {
+			w.image = w.store.Image()
 		}
-		im := w.store.image()
-		w.image = &im
 		return
 	}
 	w.restored = true
+	kind := memstore.BumpRevisions
+	if w.rng.chance(restoreReuseShare) {
+		kind = memstore.ReuseRevisions
+	}
 	w.after(w.rng.between(0, 2000), func() {
-		w.tracef("store restored from the snapshot; registry restarted")
-		w.store.restore(*w.image)
-		w.startRegistry()
+		w.store.Restore(w.image, kind)
+		w.chk.restored()
+		w.restartReplica()
+		w.tracef("store restored from the snapshot (%s); registry restarted", kind)
 		w.workers[2].start()
 	})
 }
+
+// Shares of the restore fault's rounds that reuse revisions, and that run
+// the registry as two replicas, one of which keeps running through the
+// restore.
+const (
+	restoreReuseShare    = 0.5
+	restoreReplicasShare = 0.5
+)
+
+// emptyImage is the store before anything was written.
+var emptyImage = memstore.New().Image()
 
 // releaseRace starts the next worker exactly as k releases.
 func (w *world) releaseRace(k *worker) {

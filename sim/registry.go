@@ -23,30 +23,34 @@ type pendingAcquire struct {
 	wakeTok int
 }
 
-// serveAcquire starts serving an acquire by owner and returns the function
-// that ends it early (its caller hung up: the ticket is withdrawn).
-func (w *world) serveAcquire(owner string, req wire.AcquireRequest, reply func(wire.Issued, error)) (cancel func()) {
-	a, err := w.reg.StartAcquire(owner, req)
+// serveAcquire starts serving an acquire by owner on the registry replica
+// reg and returns the function that ends it early (its caller hung up:
+// the ticket is withdrawn).
+func (w *world) serveAcquire(reg *registry.Registry, owner string, req wire.AcquireRequest, reply func(wire.Issued, error)) (cancel func()) {
+	a, err := reg.StartAcquire(owner, req)
 	if err != nil {
 		reply(wire.Issued{}, err)
 		return func() {}
 	}
-	p := &pendingAcquire{a: a, reg: w.reg, reply: reply}
-	w.stepAcquire(p)
+	p := &pendingAcquire{a: a, reg: reg, reply: reply}
+	w.stepAcquire(p, true)
 	return func() { w.abandonAcquire(p) }
 }
 
 // stepAcquire makes p's next decision; a queued p waits for the next
-// commit to the resource or its wake instant.
-func (w *world) stepAcquire(p *pendingAcquire) {
+// commit to the resource or its wake instant. As registry.Acquire, the
+// first decision stands on the record the replica cached (a warm acquire
+// is one compare-and-swap); a later one reads, as the record a watch
+// brings or a poll would.
+func (w *world) stepAcquire(p *pendingAcquire, cached bool) {
 	if p.done {
 		return
 	}
-	if p.reg != w.reg { // the registry restarted: the call died with its process
+	if !w.serving(p.reg) { // the registry restarted: the call died with its process
 		p.done = true
 		return
 	}
-	if p.a.Step(context.Background(), false) {
+	if p.a.Step(context.Background(), cached) {
 		p.done = true
 		w.dropPending(p)
 		is, err := p.a.Result()
@@ -59,13 +63,13 @@ func (w *world) stepAcquire(p *pendingAcquire) {
 	tok := p.wakeTok
 	w.at(max(p.a.WakeAt().UnixMilli()-epochBase.UnixMilli(), w.now), func() {
 		if tok == p.wakeTok {
-			w.stepAcquire(p)
+			w.stepAcquire(p, false)
 		}
 	})
 }
 
 func (w *world) abandonAcquire(p *pendingAcquire) {
-	if p.done || p.reg != w.reg {
+	if p.done || !w.serving(p.reg) {
 		return
 	}
 	p.done = true
@@ -95,7 +99,7 @@ func (w *world) dropPending(p *pendingAcquire) {
 // acquire waiting on it looks again, after the commit (never inside it).
 func (w *world) recordChanged() {
 	for _, p := range w.pending {
-		w.after(0, func() { w.stepAcquire(p) })
+		w.after(0, func() { w.stepAcquire(p, false) })
 	}
 }
 

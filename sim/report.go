@@ -36,6 +36,7 @@ type Report struct {
 	HighestFencePolluted  int `json:"highestFencePolluted"`
 	SegmentSkipAccepted   int `json:"segmentSkipAccepted"`
 	RegressionAccepted    int `json:"regressionAccepted"`
+	LostUpdates           int `json:"lostUpdates"`
 
 	// Availability, each required to be 0: a pause while the registry never
 	// went backwards, the newest holder's first write refused without a
@@ -81,6 +82,11 @@ type Report struct {
 	RegressionAlarms    int `json:"regressionAlarms"`
 	RegressionSuspected int `json:"regressionSuspectedAlarms"`
 	RegressedGrants     int `json:"regressedGrants"`
+	// RevivedGrants and ForgottenRenewals: the other ways a restored
+	// registry went backwards (a grant said HELD again after a higher
+	// fence or its end; a lease expired before its committed expiry).
+	RevivedGrants     int `json:"revivedGrants"`
+	ForgottenRenewals int `json:"forgottenRenewals"`
 	// RegressionNotAlarmed: rounds where a re-issued fence gave the gate
 	// proof of a regression and no alarm was raised. Required to be 0.
 	RegressionNotAlarmed int `json:"regressionsNotAlarmed"`
@@ -127,7 +133,7 @@ func newReport(cfg *Config, c *Counts, elapsed time.Duration) *Report {
 		Faults: map[string]float64{}, SkewBeyondBound: cfg.SkewBeyondBound, Alg: string(cfg.Alg), StatusQuery: cfg.StatusQuery, SkewBoundMs: cfg.SkewBoundMs,
 		StaleAccepted: c.StaleAccepted, StaleNotHolder: c.StaleNotHolder, StaleAfterHigherFence: c.StaleAfterHigherFence,
 		ForgedAccepted: c.ForgedAccepted, HighestFencePolluted: c.HighestFencePolluted,
-		SegmentSkipAccepted: c.SegmentSkipAccepted, RegressionAccepted: c.RegressionAccepted,
+		SegmentSkipAccepted: c.SegmentSkipAccepted, RegressionAccepted: c.RegressionAccepted, LostUpdates: c.LostUpdates,
 		SpuriousPauses: c.SpuriousPauses, BlockedHandoffs: c.BlockedHandoffs, GhostWaiters: c.GhostWaiters, UnusableGrants: c.UnusableGrants,
 		JobsHandedOff: c.JobsHandedOff, JobsApplied: c.JobsApplied, StaleDownstream: c.StaleDownstream, DuplicateEffects: c.DuplicateEffects,
 		AdapterInconsistent: c.AdapterInconsistent, StoreBatchFailed: c.StoreBatchFailed, StoreLost412: c.StoreLost412, StoreLostError: c.StoreLostError,
@@ -138,7 +144,7 @@ func newReport(cfg *Config, c *Counts, elapsed time.Duration) *Report {
 		FirstWriteP99Ms: percentile(c.FirstWriteMs, 99),
 		UnknownEntered:  c.UnknownEntered, Reconciles: c.Reconciles,
 		UnknownReconcileS: float64(c.UnknownMaxMs) / 1000, UnknownUnresolved: c.UnknownUnresolved,
-		RegressionAlarms: c.RegressionAlarms, RegressedGrants: c.RegressedGrants, RegressionNotAlarmed: c.RegressionNotAlarmed, ClientSawForgottenRequest: c.ClientSawForgottenRequest, NaiveRecovery: cfg.NaiveRecovery, NaiveRelease: cfg.NaiveRelease, OperatorResumes: c.OperatorResumes,
+		RegressionAlarms: c.RegressionAlarms, RegressedGrants: c.RegressedGrants, RevivedGrants: c.RevivedGrants, ForgottenRenewals: c.ForgottenRenewals, RegressionNotAlarmed: c.RegressionNotAlarmed, ClientSawForgottenRequest: c.ClientSawForgottenRequest, NaiveRecovery: cfg.NaiveRecovery, NaiveRelease: cfg.NaiveRelease, OperatorResumes: c.OperatorResumes,
 		BeyondBound: BeyondBound{c.BeyondBoundRounds, c.BeyondBoundDetected, c.SlippedBeyondBound, c.SlippedUndetected},
 		Attacks:     map[string][2]int{}, Outcomes: map[string]int{},
 		Decisions: c.Decisions, Events: c.Events, EventLogDigest: hex16(c.Digest),
@@ -255,6 +261,7 @@ func (r *Report) WriteText(w io.Writer) {
 	row("highestFence changed by a rejection", r.HighestFencePolluted, zero(r.HighestFencePolluted))
 	row("segment-skip accepts", r.SegmentSkipAccepted, zero(r.SegmentSkipAccepted))
 	row("accepts after fence regression", r.RegressionAccepted, zero(r.RegressionAccepted))
+	row("commits that lost an update", r.LostUpdates, zero(r.LostUpdates))
 	row("spurious pauses", r.SpuriousPauses, zero(r.SpuriousPauses))
 	row("blocked handoffs", r.BlockedHandoffs, zero(r.BlockedHandoffs))
 	row("ghost waiters", r.GhostWaiters, zero(r.GhostWaiters))
@@ -273,6 +280,8 @@ func (r *Report) WriteText(w io.Writer) {
 	row("fence regressions alarmed", r.RegressionAlarms, fmt.Sprintf("%d grants re-issued at an old fence; %d operator resumes", r.RegressedGrants, r.OperatorResumes))
 	row("  suspected (alarm, no pause)", r.RegressionSuspected, "a lower fence whose HELD proof was within the skew bound of the highest grant")
 	row("  clients that saw a forgotten request", r.ClientSawForgottenRequest, "journalled request ID answered with another grant; operation abandoned")
+	row("  registry went back otherwise", r.RevivedGrants+r.ForgottenRenewals,
+		fmt.Sprintf("%d grants said HELD again after a higher fence or their end, %d renewals forgotten", r.RevivedGrants, r.ForgottenRenewals))
 	if len(r.Attacks) > 0 {
 		var parts []string
 		for _, n := range attackNames {

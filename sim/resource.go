@@ -101,9 +101,10 @@ func (r *resource) apply(m *gate.Mutation, caller string, o origin) (gate.Outcom
 	return out, !lost
 }
 
-// judge answers "did this operation happen?" (MUTATION_UNKNOWN recovery).
-func (r *resource) judge(operationID string, fence uint64) gate.Verdict {
-	return r.g.query(r.name, operationID, fence).Verdict
+// query answers "did this operation happen?" (MUTATION_UNKNOWN recovery)
+// with the adapter's receipt query.
+func (r *resource) query(operationID string, fence uint64) gate.Answer {
+	return r.g.query(r.name, operationID, fence)
 }
 
 // decided is one decision as the checker sees it.

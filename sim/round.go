@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"hash"
 	"hash/fnv"
-	"math/rand/v2"
 
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/memstore"
 	"github.com/fencegate/fencegate/wire"
 )
 
@@ -48,8 +48,11 @@ type world struct {
 
 	regClock    partyClock
 	beyondBound bool
-	store       *store
-	reg         *registry.Registry
+	store       *memstore.Store
+	regs        []*replica        // the registry's replicas (replicas.go)
+	kept        *replica          // after a restore, the replica that kept running, while it waits to rejoin
+	rejoining   *replica          // the kept replica, rejoined: it takes every call until it decides to write
+	recordRev   uint64            // the main resource's record's mod revision, as last committed or restored
 	pending     []*pendingAcquire // acquires the registry is serving, queued
 	res, nbr    *resource
 	workers     []*worker
@@ -59,7 +62,7 @@ type world struct {
 	chk         *checker
 	adv         *adversary
 
-	image        *storeImage // FaultRestore: the snapshot to restore
+	image        *memstore.Image // FaultRestore: the snapshot to restore
 	restored     bool
 	operatorDue  bool
 	reconcilesUp int // MUTATION_UNKNOWN reconciles still open
@@ -73,21 +76,12 @@ func newWorld(cfg *Config, keys *keySet, round int, c *Counts, env *sqlEnv) *wor
 		w.on[f] = w.rng.chance(cfg.Rates[f])
 	}
 	w.chk = newChecker(w, c)
-	w.store = newStore()
-	w.store.onCommit = func(resource string, rec *registry.Record, rev uint64) {
-		if resource == w.res.name {
-			if w.cfg.Trace != nil {
-				var ws []string
-				for _, x := range rec.Waiters {
-					ws = append(ws, fmt.Sprintf("%s/%s seen %d dl %d", x.Owner, x.RequestID, x.SeenMs-epochBase.UnixMilli(), x.DeadlineMs-epochBase.UnixMilli()))
-				}
-				w.tracef("store commit rev %d: holder %v waiters %v freeAt %d", rev, rec.Holder != nil, ws, rec.FreeAtMs-epochBase.UnixMilli())
-			}
-			w.chk.committed(rec, w.store)
-			w.recordChanged()
-		}
+	w.store = memstore.New()
+	w.store.OnCommit(w.committed)
+	w.regs = []*replica{w.newReplica()}
+	if w.on[FaultRestore] && w.rng.chance(restoreReplicasShare) {
+		w.regs = append(w.regs, w.newReplica())
 	}
-	w.startRegistry()
 	name := fmt.Sprintf("sim/round-%d", round)
 	gateClock := w.partyClock(true)
 	g := w.gateAdapter(env, gateClock)
@@ -101,17 +95,30 @@ func newWorld(cfg *Config, keys *keySet, round int, c *Counts, env *sqlEnv) *wor
 	return w
 }
 
-// startRegistry (re)starts the registry process over the round's store.
-func (w *world) startRegistry() {
-	cfg := registry.DefaultConfig(epochLive)
-	cfg.ClockSkewMaxMs = uint64(w.cfg.SkewBoundMs)
-	cfg.LockDelayMs = max(cfg.LockDelayMs, cfg.ClockSkewMaxMs)
-	rnd := rand.NewPCG(w.rng.r.Uint64(), w.rng.r.Uint64())
-	reg, err := registry.New(w.store, cfg, registryClock{w}, w.keys.registry, registry.WithRand(rnd))
-	if err != nil {
-		panic("sim: registry: " + err.Error())
+// committed is the store's commit hook: each commit that wrote the main
+// resource's record goes to the checker (ground truth of what the
+// registry decided) and wakes the acquires waiting on it.
+func (w *world) committed(c *memstore.Committed) {
+	if c.Resource != w.res.name || !c.RecordWritten {
+		return
 	}
-	w.reg, w.pending = reg, nil
+	rec, err := c.Record()
+	if err != nil {
+		panic("sim: the store holds a record it cannot decode: " + err.Error())
+	}
+	if w.cfg.Trace != nil {
+		var ws []string
+		for _, x := range rec.Waiters {
+			ws = append(ws, fmt.Sprintf("%s/%s seen %d dl %d", x.Owner, x.RequestID, x.SeenMs-epochBase.UnixMilli(), x.DeadlineMs-epochBase.UnixMilli()))
+		}
+		w.tracef("store commit rev %d: holder %v waiters %v freeAt %d", c.Revision, rec.Holder != nil, ws, rec.FreeAtMs-epochBase.UnixMilli())
+	}
+	w.recordAt(c.Revision)
+	w.chk.committed(rec, func(k registry.RequestKey) bool {
+		e, err := c.Request(k)
+		return err == nil && e != nil
+	})
+	w.recordChanged()
 }
 
 // partyClock draws a gate's or client's clock: within the skew bound with
@@ -190,8 +197,10 @@ func (w *world) mix(vs ...uint64) {
 	}
 }
 
-// logCall folds a registry answer into the digest.
+// logCall folds a registry answer into the digest and shows the checker
+// what the registry said.
 func (w *world) logCall(kind msgKind, is wire.Issued, err error) {
+	w.chk.said(is)
 	var fence uint64
 	if is.Grant != nil {
 		fence = is.Grant.FenceToken

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/client"
+	"github.com/fencegate/fencegate/client/core"
 	"github.com/fencegate/fencegate/wire"
 )
 
@@ -33,7 +34,7 @@ const (
 // clientOptions are the client's own defaults, with the call timeout the
 // simulated network's round trips call for (the lease core caps it at
 // TTL/4 anyway). The cores draw their jitter from the round's PRNG.
-var clientOptions = client.Options{CallTimeout: callTimeoutMs * time.Millisecond}.WithDefaults()
+var clientOptions = client.Options{CallTimeout: callTimeoutMs * time.Millisecond}.Limits()
 
 // worker is a client process: it acquires the lease (queueing behind the
 // holder), writes its operation in segments through the gate, renews, and
@@ -67,10 +68,10 @@ type worker struct {
 	journalReq   string
 
 	// Volatile state.
-	acq       *client.AcquireCore // while acquiring
-	lease     *client.LeaseCore   // while a grant is held (until it ends)
-	is        wire.Issued         // the grant held (for the checker and the books)
-	wakeTok   int                 // the live wake timer of the current core
+	acq       *core.Acquire // while acquiring
+	lease     *core.Lease   // while a grant is held (until it ends)
+	is        wire.Issued   // the grant held (for the checker and the books)
+	wakeTok   int           // the live wake timer of the current core
 	segs      uint64
 	ackTok    int // outstanding write
 	inflight  uint64
@@ -86,6 +87,7 @@ type worker struct {
 	started         bool
 	done            bool
 	fencing         bool  // recovering a MUTATION_UNKNOWN by fencing the resource
+	fences          int   // fencings this round (fenceForRecovery)
 	backoffMs       int64 // extra wait before the next request
 
 	// Faults armed for this worker.

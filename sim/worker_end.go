@@ -42,7 +42,8 @@ func (k *worker) leaseEnded(how client.Event) {
 func (k *worker) lost(g *grant.Grant) {
 	k.wakeTok++
 	if k.sentSeq > k.ackedSeq && g != nil {
-		k.w.reconcile(k, k.opID, g.FenceToken)
+		k.w.reconcile(k, client.Unknown{Resource: k.w.res.name, OperationID: k.opID, FenceToken: g.FenceToken,
+			SegmentSeq: k.sentSeq, PayloadDigest: payloadDigest(k.opID, k.sentSeq, 0)})
 	}
 	k.inflight = 0
 	k.opsLeft--
@@ -61,19 +62,27 @@ func (k *worker) lost(g *grant.Grant) {
 // fenceForRecovery is the recoverer's last resort for an UNDETERMINED
 // MUTATION_UNKNOWN: acquire a newer grant and write under it, so the
 // resource's highestFence passes the unknown write's fence and the answer
-// becomes PROVEN_ABSENT (or ACCEPTED). Once per worker per round.
+// becomes PROVEN_ABSENT (or ACCEPTED). One fencing at a time, when the
+// worker is idle, at most fencesMax a round: a write whose copy is still
+// in the network stays UNDETERMINED (its segment has no receipt, and the
+// fence has not passed it) until someone writes above it, however many
+// earlier segments were accepted.
 func (k *worker) fenceForRecovery() {
-	if !k.done || k.fencing || k.crashed {
+	if !k.done || k.fencing || k.crashed || k.fences >= fencesMax {
 		return
 	}
 	k.w.tracef("%s fences the resource to resolve a MUTATION_UNKNOWN", k.name)
+	k.fences++
 	k.fencing, k.done, k.opsLeft = true, false, opsPerWorker
 	k.newRequest()
 	k.acquire()
 }
 
+// fencesMax bounds a worker's fencings in a round.
+const fencesMax = 3
+
 func (k *worker) finishOps() {
-	k.done = true
+	k.done, k.fencing = true, false
 	k.wakeTok++
 }
 

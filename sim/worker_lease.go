@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/client"
+	"github.com/fencegate/fencegate/client/core"
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/wire"
 )
@@ -47,7 +48,7 @@ func (k *worker) acquire() {
 		// behind a long hold.
 		req.WaitMs = longWaitMs
 	}
-	k.acq = client.NewAcquireCore(clientOptions, req, k.nextRequestID, func() float64 { return k.w.rng.float(0, 1) })
+	k.acq = core.NewAcquire(clientOptions, req, k.nextRequestID, func() float64 { return k.w.rng.float(0, 1) })
 	k.driveAcquire()
 }
 
@@ -80,7 +81,7 @@ func (k *worker) driveAcquire() {
 	for _, t := range a.Transitions() {
 		k.w.tracef("%s %s --%s--> %s", k.name, t.From, t.Event, t.To)
 	}
-	if call.Kind != client.CallNone {
+	if call.Kind != core.CallNone {
 		k.sendAcquireCall(a, call)
 		return
 	}
@@ -92,7 +93,7 @@ func (k *worker) driveAcquire() {
 	k.armWake(wake, k.driveAcquire)
 }
 
-func (k *worker) sendAcquireCall(a *client.AcquireCore, call client.Call) {
+func (k *worker) sendAcquireCall(a *core.Acquire, call core.Call) {
 	inc, req := k.inc, a.Request()
 	var arrived int64 // registry clock: when the call reached the registry
 	answer := func(is wire.Issued, err error) {
@@ -120,12 +121,12 @@ func (k *worker) sendAcquireCall(a *client.AcquireCore, call client.Call) {
 			k.w.logCall(msgAcquire, is, err)
 			k.w.send(pRegistry, k.id, msgAcquireReply, func() { answer(is, err) })
 		}
-		if call.Kind == client.CallQueryRequest {
-			is, err := k.w.reg.QueryRequest(context.Background(), k.name, req.RequestID)
+		if call.Kind == core.CallQueryRequest {
+			is, err := k.w.registry().QueryRequest(context.Background(), k.name, req.RequestID)
 			reply(is, err)
 			return
 		}
-		cancel = k.w.serveAcquire(k.name, req, reply)
+		cancel = k.w.serveAcquire(k.w.registry(), k.name, req, reply)
 	})
 	k.timer(call.Timeout.Milliseconds(), func() {
 		if cancel != nil {
@@ -151,7 +152,7 @@ func endedGrant(is wire.Issued, err error, request string) *grant.Grant {
 // leaseFrom is the instant the new lease's TTL counts from: the product's
 // rule (AcquireCore.LeaseFrom), or, with the first-send break, the rule
 // before it, which left grants after long waits unusable.
-func (k *worker) leaseFrom(a *client.AcquireCore) time.Time {
+func (k *worker) leaseFrom(a *core.Acquire) time.Time {
 	if k.w.cfg.Break == BreakFirstSend {
 		return a.FirstSent()
 	}
@@ -182,7 +183,7 @@ func (k *worker) held(is wire.Issued, from time.Time) {
 		k.journalLease, k.journalReq, k.ackedSeq, k.sentSeq = is.Grant.Lease, is.Grant.RequestID, 0, 0
 	}
 	k.is = is
-	k.lease = client.NewLeaseCore(clientOptions, is, k.opID, from, func() float64 { return k.w.rng.float(-1, 1) })
+	k.lease = core.NewLease(clientOptions, is, k.opID, from, func() float64 { return k.w.rng.float(-1, 1) })
 	k.checkUsable(is)
 	k.book()
 	if forgot && !k.w.cfg.NaiveRecovery {
@@ -234,28 +235,28 @@ func (k *worker) driveLease() {
 	if k.book(); k.lease != l {
 		return // it ended
 	}
-	if call.Kind == client.CallNone {
+	if call.Kind == core.CallNone {
 		k.armWake(wake, k.driveLease)
 		return
 	}
 	k.sendLeaseCall(l, call)
 }
 
-func (k *worker) sendLeaseCall(l *client.LeaseCore, call client.Call) {
+func (k *worker) sendLeaseCall(l *core.Lease, call core.Call) {
 	inc, g := k.inc, l.Grant()
 	kind := msgRenew
-	if call.Kind == client.CallRelease {
+	if call.Kind == core.CallRelease {
 		kind = msgRelease
 	}
 	do := func() (wire.Issued, error) {
-		ctx := context.Background()
+		ctx, reg := context.Background(), k.w.registry()
 		switch call.Kind {
-		case client.CallRefresh:
-			return k.w.reg.Status(ctx, g)
-		case client.CallRelease:
-			return wire.Issued{}, k.w.reg.Release(ctx, k.name, g.Resource, g.Lease)
+		case core.CallRefresh:
+			return reg.Status(ctx, g)
+		case core.CallRelease:
+			return wire.Issued{}, reg.Release(ctx, k.name, g.Resource, g.Lease)
 		}
-		return k.w.reg.Renew(ctx, k.name, g.Resource, g.Lease)
+		return reg.Renew(ctx, k.name, g.Resource, g.Lease)
 	}
 	k.w.send(k.id, pRegistry, kind, func() {
 		is, err := do()
@@ -269,7 +270,7 @@ func (k *worker) sendLeaseCall(l *client.LeaseCore, call client.Call) {
 			})
 		})
 	})
-	if call.Kind == client.CallRelease && k.releaseRace {
+	if call.Kind == core.CallRelease && k.releaseRace {
 		k.releaseRace = false
 		k.w.releaseRace(k)
 		k.w.after(k.w.rng.between(2000, 10_000), func() { _, _ = do() }) // the same release, re-delivered late

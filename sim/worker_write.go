@@ -6,6 +6,7 @@ import (
 	"errors"
 
 	"github.com/fencegate/fencegate/client"
+	"github.com/fencegate/fencegate/client/core"
 	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/grant"
 )
@@ -123,7 +124,7 @@ func (k *worker) sendSeg(seq uint64, payload grant.Digest, tracked bool) {
 }
 
 // onAck reads the resource's answer to a tracked segment.
-func (k *worker) onAck(l *client.LeaseCore, tok int, seq uint64, out gate.Outcome) {
+func (k *worker) onAck(l *core.Lease, tok int, seq uint64, out gate.Outcome) {
 	if l != nil && k.lease == l {
 		l.Settle(seq, out) // the core decides whether this answer lets Release skip its proof
 	}

@@ -2,6 +2,8 @@ package wire
 
 import (
 	"errors"
+	"fmt"
+	"time"
 )
 
 // Error is a sentinel rejection with a stable, machine-readable code.
@@ -45,6 +47,11 @@ var (
 	// ErrLeaseExpired: the lease expired by the registry clock; it cannot
 	// be renewed. The owner must stop and acquire again.
 	ErrLeaseExpired = &Error{"LEASE_EXPIRED", "lease expired"}
+	// ErrLeaseBroken: an operator broke the lease (fencegate break): it
+	// ended before its time and the resource went to the next waiter,
+	// whose fence is higher. The owner must stop; its late writes are
+	// refused at every gate once the next owner has written.
+	ErrLeaseBroken = &Error{"LEASE_BROKEN", "lease broken by an operator"}
 	// ErrEpochRevoked: the grant's issuer epoch (or this registry's own
 	// epoch) is below the revoked line; no proofs are issued for it.
 	ErrEpochRevoked = &Error{"EPOCH_REVOKED", "issuer epoch revoked"}
@@ -67,7 +74,7 @@ var (
 // HTTP client's mapping of codes back to sentinels, and for docs).
 var RegistryErrors = []*Error{
 	ErrInvalid, ErrTTLOutOfRange, ErrRequestMismatch, ErrBusy, ErrWaitTimeout, ErrWaitersFull,
-	ErrNotHolder, ErrLeaseExpired, ErrEpochRevoked, ErrNotFound, ErrConflict, ErrUnavailable, ErrCorrupt,
+	ErrNotHolder, ErrLeaseExpired, ErrLeaseBroken, ErrEpochRevoked, ErrNotFound, ErrConflict, ErrUnavailable, ErrCorrupt,
 }
 
 // CodeOf returns the stable code of the first *Error in err's chain, or
@@ -102,4 +109,51 @@ const (
 type ErrorBody struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	// Busy, with BUSY and WAIT_TIMEOUT, says who holds the resource
+	// (BusyError).
+	Busy *BusyDetail `json:"busy,omitempty"`
 }
+
+// BusyError is a refusal to grant because the resource is taken (ErrBusy
+// without a wait, ErrWaitTimeout after one): it says what the caller needs
+// next — who holds the resource, since when, for how much longer, and how
+// many wait. errors.Is matches its sentinel; over HTTP it travels as the
+// error body's "busy" detail and comes back as a *BusyError.
+type BusyError struct {
+	Sentinel *Error // ErrBusy or ErrWaitTimeout
+	BusyDetail
+}
+
+// BusyDetail is the state behind a BusyError, as the registry read it.
+type BusyDetail struct {
+	Resource string      `json:"resource"`
+	Holder   *LockHolder `json:"holder,omitempty"` // nil: free, but in lock-delay or others are queued first
+	FreeAt   *time.Time  `json:"freeAt,omitempty"` // lock-delay ends
+	Waiters  int         `json:"waiters"`
+	ReadAt   time.Time   `json:"readAt"`
+}
+
+// Error says it in one line: "jobs/x is held by alice since 02:49:46 UTC
+// (lease l3-…, 12.1s left; 1 waiter)".
+func (e *BusyError) Error() string {
+	d := e.BusyDetail
+	waiters := fmt.Sprintf("%d waiters", d.Waiters)
+	if d.Waiters == 1 {
+		waiters = "1 waiter"
+	}
+	switch {
+	case d.Holder != nil:
+		left := max(d.Holder.ExpiresAt.Sub(d.ReadAt), 0).Round(100 * time.Millisecond)
+		return fmt.Sprintf("%s is held by %s since %s (lease %s, fence %d, %s left; %s)", d.Resource, d.Holder.Owner,
+			d.Holder.Since.UTC().Format("15:04:05 MST"), d.Holder.Lease, d.Holder.Fence, left, waiters)
+	case d.FreeAt != nil && d.FreeAt.After(d.ReadAt):
+		return fmt.Sprintf("%s is in lock-delay for %s after an expired lease (%s)", d.Resource, d.FreeAt.Sub(d.ReadAt).Round(time.Millisecond), waiters)
+	}
+	return fmt.Sprintf("%s is free, but %s are ahead in its queue", d.Resource, waiters)
+}
+
+// Unwrap gives the sentinel: errors.Is(err, ErrBusy) holds.
+func (e *BusyError) Unwrap() error { return e.Sentinel }
+
+// Code is the sentinel's code.
+func (e *BusyError) Code() string { return e.Sentinel.code }

@@ -1,6 +1,8 @@
 package wire
 
 import (
+	"time"
+
 	"github.com/fencegate/fencegate/grant"
 )
 
@@ -133,4 +135,75 @@ type ResourceRequest struct {
 // Health is the body of /healthz and /readyz.
 type Health struct {
 	Status string `json:"status"` // "ok", or the reason it is not
+}
+
+// LockStatus is what an identity allowed to see a resource may know of
+// its lock (GET /v1/locks/{resource}, fencegate status): who holds it,
+// since when, for how much longer, the fences, and who waits, since when.
+// All instants are the registry's clock, in UTC.
+type LockStatus struct {
+	Resource     string      `json:"resource"`
+	Holder       *LockHolder `json:"holder,omitempty"` // nil when free (expiry judged at the read)
+	HighestFence uint64      `json:"highestFence"`     // the highest fence issued; the next is above max(this, Floor)
+	Floor        uint64      `json:"floor"`
+	// FreeAt, when set, is when lock-delay after an expiry ends: nobody
+	// is granted the resource before it.
+	FreeAt  *time.Time   `json:"freeAt,omitempty"`
+	Waiters []LockWaiter `json:"waiters"` // FIFO order, head first
+	// ReadAt is the registry's clock at the read; Revision the store
+	// revision it was read at.
+	ReadAt   time.Time `json:"readAt"`
+	Revision uint64    `json:"revision"`
+}
+
+// LockHolder is a resource's current lease.
+type LockHolder struct {
+	Owner          string    `json:"owner"`
+	Lease          string    `json:"lease"`
+	Fence          uint64    `json:"fence"`
+	OperationClass string    `json:"operationClass"`
+	Since          time.Time `json:"since"`     // when the lease was granted
+	ExpiresAt      time.Time `json:"expiresAt"` // unless renewed first
+}
+
+// LockWaiter is one queued acquire. Its request ID is not shown: it is
+// its owner's idempotency key.
+type LockWaiter struct {
+	Owner          string `json:"owner"`
+	OperationClass string `json:"operationClass"`
+	// Since is when it joined the queue (zero when the registry that
+	// queued it did not record it).
+	Since time.Time `json:"since,omitzero"`
+}
+
+// Left is how long the holder's lease had left at the read (0 when free
+// or already over).
+func (s LockStatus) Left() time.Duration {
+	if s.Holder == nil {
+		return 0
+	}
+	return max(s.Holder.ExpiresAt.Sub(s.ReadAt), 0)
+}
+
+// LockList is a page of locks (GET /v1/locks?prefix=&after=&limit=,
+// fencegate ls): resources with a record, in name order. Next, when set,
+// is the after of the next page.
+type LockList struct {
+	Locks []LockStatus `json:"locks"`
+	Next  string       `json:"next,omitempty"`
+}
+
+// BreakRequest is POST /v1/admin/break: end the holder's lease now and
+// hand the resource to the next waiter.
+type BreakRequest struct {
+	Resource string `json:"resource"`
+	// Note says why, for the audit log; optional, at most 1 KiB.
+	Note string `json:"note,omitempty"`
+}
+
+// BreakResponse is the answer to a break: the lease that was ended (empty
+// when the resource was already free) and the lock as it stands after.
+type BreakResponse struct {
+	Broken *LockHolder `json:"broken,omitempty"`
+	Status LockStatus  `json:"status"`
 }

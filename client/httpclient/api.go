@@ -12,7 +12,9 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/wire"
@@ -244,7 +246,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		if err := json.Unmarshal(b, &eb); err != nil || eb.Code == "" {
 			return &APIError{Status: resp.StatusCode, Code: wire.CodeInternal, Message: strings.TrimSpace(string(b))}
 		}
-		return &APIError{Status: resp.StatusCode, Code: eb.Code, Message: eb.Message}
+		return &APIError{Status: resp.StatusCode, Code: eb.Code, Message: eb.Message, Busy: eb.Busy}
 	}
 	if err := json.Unmarshal(b, out); err != nil {
 		return fmt.Errorf("%w: %s %s: %v", ErrBadResponse, method, path, err)
@@ -298,6 +300,9 @@ type APIError struct {
 	Status  int
 	Code    string
 	Message string
+	// Busy, with BUSY and WAIT_TIMEOUT, is who holds the resource: the
+	// Transport's errors carry it as a *wire.BusyError.
+	Busy *wire.BusyDetail
 }
 
 func (e *APIError) Error() string {
@@ -352,4 +357,54 @@ func (f ClientTLSFiles) HTTPClient() (*http.Client, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = cfg
 	return &http.Client{Transport: tr}, nil
+}
+
+// LockStatus calls GET /v1/locks/{resource}: who holds the resource,
+// since when, for how long, the fences and the queue.
+func (c *Client) LockStatus(ctx context.Context, resource string) (wire.LockStatus, error) {
+	var v wire.LockStatus
+	err := c.do(ctx, http.MethodGet, "/v1/locks/"+resource, nil, &v)
+	return v, err
+}
+
+// WatchLock calls GET /v1/locks/{resource}?waitMs=&afterRevision=: it
+// answers once the lock differs from what was seen at afterRevision (the
+// record changed, or a lease or lock-delay ran out), or after wait (at
+// most a minute). Give ctx room for the wait.
+func (c *Client) WatchLock(ctx context.Context, resource string, afterRevision uint64, wait time.Duration) (wire.LockStatus, error) {
+	var v wire.LockStatus
+	q := url.Values{"waitMs": {strconv.FormatInt(wait.Milliseconds(), 10)}, "afterRevision": {strconv.FormatUint(afterRevision, 10)}}
+	err := c.do(ctx, http.MethodGet, "/v1/locks/"+resource+"?"+q.Encode(), nil, &v)
+	return v, err
+}
+
+// ListLocks calls GET /v1/locks: one page of the locks under prefix that
+// the caller may see, after after, at most limit (0: the server's default
+// of 100). The answer's Next is the after of the next page.
+func (c *Client) ListLocks(ctx context.Context, prefix, after string, limit int) (wire.LockList, error) {
+	q := url.Values{}
+	for k, v := range map[string]string{"prefix": prefix, "after": after} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	path := "/v1/locks"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	var l wire.LockList
+	err := c.do(ctx, http.MethodGet, path, nil, &l)
+	return l, err
+}
+
+// Break calls POST /v1/break: end resource's lease now and hand it to the
+// next waiter (an admin, or an identity the resource policy lets break
+// it). note says why, for the audit log.
+func (c *Client) Break(ctx context.Context, resource, note string) (wire.BreakResponse, error) {
+	var out wire.BreakResponse
+	err := c.do(ctx, http.MethodPost, "/v1/break", wire.BreakRequest{Resource: resource, Note: note}, &out)
+	return out, err
 }

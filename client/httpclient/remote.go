@@ -63,7 +63,7 @@ var registrySentinels = func() map[string]*wire.Error {
 // remoteError is a registry error that came over HTTP: it is both the
 // registry sentinel and the *APIError.
 type remoteError struct {
-	sentinel *wire.Error
+	sentinel error // a *wire.Error, or a *wire.BusyError wrapping one
 	api      *APIError
 }
 
@@ -78,6 +78,9 @@ func registryError(err error) error {
 	// A 404 NOT_FOUND from the router is not the registry's NOT_FOUND; the
 	// router's message names the path, and only /v1 routes are called.
 	if s, ok := registrySentinels[ae.Code]; ok {
+		if ae.Busy != nil && (s == wire.ErrBusy || s == wire.ErrWaitTimeout) {
+			return &remoteError{sentinel: &wire.BusyError{Sentinel: s, BusyDetail: *ae.Busy}, api: ae}
+		}
 		return &remoteError{sentinel: s, api: ae}
 	}
 	return err

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/grant"
@@ -85,4 +86,18 @@ func mapErr(err error) error {
 		return fmt.Errorf("httpclient: %w: %w", client.ErrRefused, err)
 	}
 	return fmt.Errorf("httpclient: %w: %w", client.ErrOutcomeUnknown, err)
+}
+
+var _ client.LockViewer = Transport{}
+
+// LockStatus calls GET /v1/locks/{resource}.
+func (t Transport) LockStatus(ctx context.Context, resource string) (wire.LockStatus, error) {
+	v, err := t.C.LockStatus(ctx, resource)
+	return v, mapErr(registryError(err))
+}
+
+// WatchLock calls GET /v1/locks/{resource}?waitMs=&afterRevision=.
+func (t Transport) WatchLock(ctx context.Context, resource string, afterRevision uint64, wait time.Duration) (wire.LockStatus, error) {
+	v, err := t.C.WatchLock(ctx, resource, afterRevision, wait)
+	return v, mapErr(registryError(err))
 }

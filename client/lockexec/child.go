@@ -59,11 +59,11 @@ func supervise(ctx context.Context, cfg Config, l *client.Lease) (Result, error)
 	case <-exited:
 	case <-own.Done():
 		res.Lost, res.LostState = true, l.State()
-		fmt.Fprintf(cfg.Log, "fencegate lock: ownership of %s is no longer certain (%s): stopping the child\n", cfg.Request.Resource, res.LostState)
-		stop(cmd.Process.Pid, exited, cfg.Grace, cfg.Log)
+		fmt.Fprintf(cfg.Log, "%s: ownership of %s is no longer certain (%s): stopping the child\n", cfg.Name, cfg.Request.Resource, res.LostState)
+		stop(cmd.Process.Pid, exited, cfg.Grace, cfg.Log, cfg.Name)
 	case <-ctx.Done():
-		fmt.Fprintf(cfg.Log, "fencegate lock: told to stop: stopping the child, then releasing %s\n", cfg.Request.Resource)
-		stop(cmd.Process.Pid, exited, cfg.Grace, cfg.Log)
+		fmt.Fprintf(cfg.Log, "%s: told to stop: stopping the child, then releasing %s\n", cfg.Name, cfg.Request.Resource)
+		stop(cmd.Process.Pid, exited, cfg.Grace, cfg.Log, cfg.Name)
 	}
 	<-exited
 	res.ExitCode = exitCode(cmd.ProcessState)
@@ -72,7 +72,7 @@ func supervise(ctx context.Context, cfg Config, l *client.Lease) (Result, error)
 
 // stop sends SIGTERM to the child's process group, and SIGKILL if it has
 // not exited after grace.
-func stop(pid int, exited <-chan struct{}, grace time.Duration, log interface{ Write([]byte) (int, error) }) {
+func stop(pid int, exited <-chan struct{}, grace time.Duration, log interface{ Write([]byte) (int, error) }, name string) {
 	_ = syscall.Kill(-pid, syscall.SIGTERM)
 	_ = syscall.Kill(-pid, syscall.SIGCONT) // a stopped child must run to handle it
 	t := time.NewTimer(grace)
@@ -80,7 +80,7 @@ func stop(pid int, exited <-chan struct{}, grace time.Duration, log interface{ W
 	select {
 	case <-exited:
 	case <-t.C:
-		fmt.Fprintf(log, "fencegate lock: the child did not exit %s after SIGTERM: SIGKILL\n", grace)
+		fmt.Fprintf(log, "%s: the child did not exit %s after SIGTERM: SIGKILL\n", name, grace)
 		_ = syscall.Kill(-pid, syscall.SIGKILL)
 	}
 }

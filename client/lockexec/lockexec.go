@@ -25,7 +25,6 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/client"
-	"github.com/fencegate/fencegate/wire"
 )
 
 // Environment variables the child receives.
@@ -44,7 +43,6 @@ const (
 const (
 	GraceDefault          = 10 * time.Second // SIGTERM → SIGKILL
 	ReleaseTimeoutDefault = 30 * time.Second // the release, drain included
-	waitChunkMax          = 30 * time.Second // one acquire's wait; the registry caps WaitMs at 30s by default
 )
 
 // Config is one `fencegate lock` run.
@@ -68,6 +66,9 @@ type Config struct {
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	Log            io.Writer
+	// Name prefixes the wrapper's own lines. Optional, defaults to
+	// "fencegate lock".
+	Name string
 
 	// ignoreOwnership turns the protection off: the child is not stopped
 	// when ownership is lost. Tests only, the negative control.
@@ -108,8 +109,8 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
 	if n := l.Unsettled(); n > 0 && !res.Lost {
-		fmt.Fprintf(cfg.Log, "fencegate lock: %d envelope(s) of %s not settled (fencegate envelope settle): the write may still land, so the release waits until its proof lapses, about %s\n",
-			n, cfg.Request.Resource, time.Until(l.DrainUntil()).Round(100*time.Millisecond))
+		fmt.Fprintf(cfg.Log, "%s: %d envelope(s) of %s not settled (fencegate envelope settle): the write may still land, so the release waits until its proof lapses, about %s\n",
+			cfg.Name, n, cfg.Request.Resource, time.Until(l.DrainUntil()).Round(100*time.Millisecond))
 	}
 	if err := l.Release(rctx); err != nil && runErr == nil {
 		runErr = fmt.Errorf("lockexec: release %s: %w (the lease ends on its own at its TTL)", cfg.Request.Resource, err)
@@ -136,32 +137,35 @@ func (c *Config) defaults() {
 	if c.Log == nil {
 		c.Log = os.Stderr
 	}
+	if c.Name == "" {
+		c.Name = "fencegate lock"
+	}
 }
 
-// acquire queues for the lease in chunks of at most waitChunkMax until
-// it is granted, the wait is over, or ctx ends.
+// acquire queues for the lease (Session.Lock: one request ID, keeping its
+// place in the queue) until it is granted, --wait is over, or ctx ends;
+// with a negative Wait it asks once and does not queue.
 func acquire(ctx context.Context, cfg Config) (*client.Lease, error) {
-	var deadline time.Time
-	if cfg.Wait > 0 {
-		deadline = time.Now().Add(cfg.Wait)
-	}
-	for {
+	if cfg.Wait < 0 {
 		req := cfg.Request
-		switch {
-		case cfg.Wait < 0:
-			req.Wait = 0
-		case deadline.IsZero():
-			req.Wait = waitChunkMax
-		default:
-			req.Wait = min(waitChunkMax, time.Until(deadline))
-		}
+		req.Wait = 0
 		l, err := cfg.Session.Acquire(ctx, req)
-		if err == nil {
-			return l, nil
-		}
-		busy := errors.Is(err, wire.ErrWaitTimeout) || errors.Is(err, wire.ErrBusy)
-		if !busy || cfg.Wait < 0 || (!deadline.IsZero() && !time.Now().Before(deadline)) || ctx.Err() != nil {
+		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrAcquire, err)
 		}
+		return l, nil
 	}
+	lctx := ctx
+	if cfg.Wait > 0 {
+		// Lock ends its queueing CallTimeout before its deadline, so the
+		// registry's WAIT_TIMEOUT (naming the holder) arrives in time.
+		var cancel context.CancelFunc
+		lctx, cancel = context.WithTimeout(ctx, cfg.Wait+cfg.Session.Options().CallTimeout)
+		defer cancel()
+	}
+	l, err := cfg.Session.Lock(lctx, cfg.Request)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrAcquire, err)
+	}
+	return l, nil
 }

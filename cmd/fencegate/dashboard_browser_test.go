@@ -12,12 +12,20 @@
 // sees the page's security headers (a CSP allowing only the page's own
 // assets and no framing, nosniff, same-origin referrers) and holds only
 // a session ID, never the token, in an HttpOnly, SameSite=Strict cookie
-// its scripts cannot read. Screenshots go to the test's temp dir (and to
-// FENCEGATE_SCREENSHOT_DIR when set).
+// its scripts cannot read. A second story, with the stuck-wait threshold
+// at 2 s: worker-a holds jobs/nightly under fencegate lock, renewing,
+// while worker-b queues behind it; the page lists the wait as stuck (who
+// has waited how long behind whom) and flags the row; an admin breaks
+// the lock from the page (Break…, the facts, a note, the resource typed),
+// worker-b holds the resource at fence 2 and runs its command, worker-a's
+// fencegate lock stops its child, the page is all clear again, and the
+// break is in serve's audit log. Screenshots go to the test's temp dir
+// (and to FENCEGATE_SCREENSHOT_DIR when set).
 package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -303,5 +311,92 @@ func checkPageSecurity(t *testing.T, br *browser, base string) {
 	}
 	if seen, err := chromedp.Run(ctx, chromedp.Evaluate[string]("document.cookie")); err != nil || strings.Contains(seen, dashboard.CookieName) {
 		t.Errorf("the page's script reads the login cookie: %q %v", seen, err)
+	}
+}
+
+// stuckPolicy: two workers lock and see jobs; the admin needs no rule.
+const stuckPolicy = `{"schema": "resourcePolicy.v1", "rules": [
+  {"identities": ["worker-a", "worker-b"], "resources": ["jobs/*"], "verbs": ["acquire", "see"]}]}`
+
+// lockAs runs `fencegate lock RESOURCE --ttl 3s -- sh -c 'echo NAME holds
+// fence N; exec sleep 120'` in-process as the worker whose token is tok,
+// until it exits or the test ends.
+func lockAs(t *testing.T, registry, tok, resource, name string) (out, errOut *syncBuffer, done <-chan int) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	out, errOut = &syncBuffer{}, &syncBuffer{}
+	ch := make(chan int, 1)
+	go func() {
+		ch <- run(ctx, []string{"lock", resource, "--registry", registry, "--token", tok, "--ttl", "3s", "--",
+			"sh", "-c", `echo "` + name + ` holds fence $FENCEGATE_FENCE"; exec sleep 120`}, out, errOut)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-ch:
+		case <-time.After(20 * time.Second):
+		}
+	})
+	return out, errOut, ch
+}
+
+func TestDashboardStuckWaitAndBreakInChromium(t *testing.T) {
+	br := newBrowser(t) // skips here, before anything starts, without chromium and outside CI
+	dir := t.TempDir()
+	toks := map[string]string{"ops-admin": "stuck-admin-token-012345", "worker-a": "stuck-worker-a-token-0123", "worker-b": "stuck-worker-b-token-0123"}
+	var lines strings.Builder
+	for id, tok := range toks {
+		fmt.Fprintf(&lines, "%s %s\n", tok, id)
+	}
+	tokens, policy := filepath.Join(dir, "tokens"), filepath.Join(dir, "policy.json")
+	if err := os.WriteFile(tokens, []byte(lines.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(policy, []byte(stuckPolicy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	reg := startServe(t, "--data-dir", filepath.Join(dir, "data"), "--listen", "127.0.0.1:0", "--token-file", tokens,
+		"--authz-policy", policy, "--admin", "ops-admin", "--unsafe-no-fsync",
+		"--dashboard-stuck-wait-ms", "2000") // a test's "long": a 2 s wait is stuck
+	const res = "jobs/nightly"
+	row := `tr.res[data-resource="` + res + `"]`
+	br.login(reg.url, toks["ops-admin"])
+
+	// 1. worker-a holds the lock and renews it; worker-b queues behind it.
+	aOut, aErr, aDone := lockAs(t, reg.url, toks["worker-a"], res, "A")
+	waitFor(t, aOut, "A holds fence 1")
+	bOut, bErr, bDone := lockAs(t, reg.url, toks["worker-b"], res, "B")
+	br.waitText("the holder", row+" td.holder", "worker-a")
+	br.waitText("the stuck wait", "#attention li.bad", res+": worker-b has waited")
+	br.waitText("whom it waits behind", "#attention li.bad", "behind worker-a, held")
+	br.waitText("the flagged row", row+".stuck td.waiting.stuck-flag", "worker-b since")
+	br.shot("6-stuck-wait")
+	if strings.Contains(bOut.String(), "B holds") {
+		t.Fatalf("worker-b ran before the break:\n%s%s", bOut, bErr)
+	}
+
+	// 2. Break it from the page: Break…, the facts, a note, the resource typed.
+	br.click(row + " a.break")
+	br.waitText("the holder in the facts", "#facts", "held by worker-a since")
+	br.waitText("the waiter in the facts", "#facts", "1 waiting, head first: worker-b since")
+	br.confirm("#note", "worker-a hung, INC-77", res, "7-confirm-break")
+	br.waitText("the break's result", `#flash[data-kind="break"][data-state="done"]`, "worker-b holds it now (fence 2)")
+	waitFor(t, bOut, "B holds fence 2")
+	br.waitText("the new holder", row+" td.holder", "worker-b")
+	br.waitText("the all clear", "#allclear", "Nothing is stuck: no wait over 2s")
+	br.shot("8-broken")
+
+	if code := waitExit(t, aDone, "worker-a after the break", aOut, aErr); code == 0 {
+		t.Errorf("worker-a's fencegate lock exited 0 after its lease was broken:\n%s%s", aOut, aErr)
+	}
+	select {
+	case code := <-bDone:
+		t.Errorf("worker-b's fencegate lock exited %d while holding:\n%s%s", code, bOut, bErr)
+	default:
+	}
+	audit := regexp.MustCompile(`msg="admin action" audit=true operator=ops-admin action=break resource=` + regexp.QuoteMeta(res) +
+		` value=0 note="worker-a hung, INC-77" outcome=done lease=\S+ message="broke worker-a's lease \S+ \(fence 1\); worker-b holds it now \(fence 2\)" via=dashboard`)
+	if !audit.MatchString(reg.stderr.String()) {
+		t.Errorf("serve's log lacks the break (%s):\n%s", audit, reg.stderr)
 	}
 }

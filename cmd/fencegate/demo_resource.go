@@ -84,6 +84,7 @@ func newDemoResledgerCmd() *cobra.Command {
 	fs.StringVar(&o.TrustBundle, "trust-bundle", "", "the registry's trust bundle (required unless --lease-only)")
 	fs.StringVar(&o.TokenFile, "token-file", "", "bearer tokens → identities, as for serve (required)")
 	fs.BoolVar(&o.LeaseOnly, "lease-only", false, "negative control: no gate")
+	reportFlags(fs, &o.Report) // the dashboard (serve_dashboard.go)
 	return c
 }
 

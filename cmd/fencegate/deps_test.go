@@ -1,6 +1,7 @@
-// This file pins that the binary links no example: examples are code to
-// read and copy, free to change, and the product must not depend on them.
-// What the demo runs lives in internal/demo.
+// This file pins that the binary links no example and no test server:
+// examples are code to read and copy, free to change, and the product
+// must not depend on them (what the demo runs lives in internal/demo);
+// the test kits that start etcd or ZooKeeper are for tests alone.
 package main
 
 import (
@@ -19,7 +20,8 @@ func TestBinaryLinksNoExample(t *testing.T) {
 		t.Fatalf("go list: %v\n%s", err, out)
 	}
 	for _, dep := range strings.Fields(string(out)) {
-		if strings.HasPrefix(dep, "github.com/fencegate/fencegate/examples/") {
+		if strings.HasPrefix(dep, "github.com/fencegate/fencegate/examples/") ||
+			strings.HasSuffix(dep, "/etcdtest") || strings.HasSuffix(dep, "/zktest") {
 			t.Errorf("cmd/fencegate links %s", dep)
 		}
 	}

@@ -81,17 +81,9 @@ func newLockCmd() *cobra.Command {
 			if noWait {
 				wait = -1
 			}
-			rc, err := reg.registryClient()
+			rc, err := readyRegistry(c, reg)
 			if err != nil {
 				return err
-			}
-			// A dead registry fails here with its cause; past this point the
-			// client retries lost answers for as long as --wait allows.
-			pctx, cancel := context.WithTimeout(c.Context(), lockReadyTimeout)
-			err = rc.Ready(pctx)
-			cancel()
-			if err != nil {
-				return fmt.Errorf("%w (check --registry or FENCEGATE_REGISTRY)", err)
 			}
 			s := client.NewSession(httpclient.Transport{C: rc}, client.Options{})
 			res, err := lockexec.Run(c.Context(), lockexec.Config{
@@ -99,20 +91,7 @@ func newLockCmd() *cobra.Command {
 				Wait: wait, Command: args[1], Args: args[2:], Grace: grace,
 				Stdin: c.InOrStdin(), Stdout: c.OutOrStdout(), Stderr: c.ErrOrStderr(), Log: c.ErrOrStderr(),
 			})
-			if err != nil && res.ExitCode == 0 {
-				return err
-			}
-			if err != nil {
-				fmt.Fprintf(c.ErrOrStderr(), "fencegate lock: %v\n", err)
-			}
-			code := res.ExitCode
-			if res.Lost && code == 0 {
-				code = 1
-			}
-			if code != 0 {
-				return &exitError{code: code}
-			}
-			return nil
+			return childExit(c, res, err)
 		},
 	}
 	fs := c.Flags()
@@ -125,6 +104,42 @@ func newLockCmd() *cobra.Command {
 	fs.BoolVar(&noWait, "no-wait", false, "fail at once if the resource is held")
 	fs.DurationVar(&grace, "grace", lockexec.GraceDefault, "time between SIGTERM and SIGKILL when ownership is lost")
 	return c
+}
+
+// readyRegistry is the registry client of the flags, once the registry
+// answers: a dead registry fails here with its cause; past this point the
+// client retries lost answers for as long as the command waits.
+func readyRegistry(c *cobra.Command, reg *endpointFlags) (*httpclient.Client, error) {
+	rc, err := reg.registryClient()
+	if err != nil {
+		return nil, err
+	}
+	pctx, cancel := context.WithTimeout(c.Context(), lockReadyTimeout)
+	defer cancel()
+	if err := rc.Ready(pctx); err != nil {
+		return nil, fmt.Errorf("%w (check --registry or FENCEGATE_REGISTRY)", err)
+	}
+	return rc, nil
+}
+
+// childExit turns a wrapped child's end into the command's: the child's
+// status (1 when ownership was lost and it exited 0), the wrapper's error
+// when nothing ran.
+func childExit(c *cobra.Command, res lockexec.Result, err error) error {
+	if err != nil && res.ExitCode == 0 {
+		return err
+	}
+	if err != nil {
+		fmt.Fprintf(c.ErrOrStderr(), "%s: %s\n", c.CommandPath(), userMessage(err))
+	}
+	code := res.ExitCode
+	if res.Lost && code == 0 {
+		code = 1
+	}
+	if code != 0 {
+		return &exitError{code: code}
+	}
+	return nil
 }
 
 func randomHex(n int) string {

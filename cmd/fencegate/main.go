@@ -19,6 +19,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/fencegate/fencegate/wire"
 	"github.com/spf13/cobra"
 )
 
@@ -71,9 +72,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: %v\nRun '%s --help' for usage.\n", cmd.CommandPath(), err, cmd.CommandPath())
 		return 2
 	default:
-		fmt.Fprintf(stderr, "%s: %v\n", cmd.CommandPath(), err)
+		fmt.Fprintf(stderr, "%s: %s\n", cmd.CommandPath(), userMessage(err))
 		return 1
 	}
+}
+
+// userMessage is err as a user reads it: a refusal that says what the
+// user needs next (a *wire.BusyError names the holder) in one line with
+// its stable code, without the layers it passed through; any other error
+// as it is.
+func userMessage(err error) string {
+	if be := (*wire.BusyError)(nil); errors.As(err, &be) {
+		return fmt.Sprintf("%s [%s]", be.Error(), be.Code())
+	}
+	return err.Error()
 }
 
 // newRoot builds the whole command tree, writing to stdout and stderr.

@@ -6,14 +6,26 @@ package main
 import (
 	"context"
 	"os"
+	"os/signal"
+	"syscall"
 	"testing"
 )
 
 const envTestAsCLI = "FENCEGATE_TEST_AS_CLI"
 
 func TestMain(m *testing.M) {
+	// A wrapper's child inherits the wrapper's environment: the child is
+	// the one started without arguments.
+	if os.Getenv(envChild) == "ledger-write" && len(os.Args) == 1 {
+		os.Exit(ledgerWriteChild())
+	}
 	if os.Getenv(envTestAsCLI) == "1" {
-		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+		// As main does: SIGTERM and SIGINT cancel the command (a lock
+		// wrapper then stops its child and releases).
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
 	}
 	os.Exit(m.Run())
 }

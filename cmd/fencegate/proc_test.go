@@ -7,6 +7,7 @@
 package main
 
 import (
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +24,7 @@ const procWaitMax = 90 * time.Second
 type proc struct {
 	cmd      *exec.Cmd
 	out, err *syncBuffer
+	stdin    io.WriteCloser
 	done     chan struct{}
 	code     int
 }
@@ -31,9 +33,23 @@ type proc struct {
 // killed when the test ends, if still running.
 func startProc(t *testing.T, args ...string) *proc {
 	t.Helper()
+	return startProcWith(t, nil, args...)
+}
+
+// startProcWith is startProc with env adjusting the environment (nil: as
+// is); the process's stdin is a pipe (proc.stdin).
+func startProcWith(t *testing.T, env func([]string) []string, args ...string) *proc {
+	t.Helper()
 	p := &proc{cmd: exec.Command(os.Args[0], args...), out: &syncBuffer{}, err: &syncBuffer{}, done: make(chan struct{})}
 	p.cmd.Env = append(os.Environ(), envTestAsCLI+"=1", "FG="+os.Args[0])
+	if env != nil {
+		p.cmd.Env = env(p.cmd.Env)
+	}
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.err
+	var err error
+	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -44,8 +60,16 @@ func startProc(t *testing.T, args ...string) *proc {
 		close(p.done)
 	}()
 	t.Cleanup(func() {
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		<-p.done
+		// SIGTERM first: a lock wrapper stops its child (in a process
+		// group of its own), which would otherwise keep the output pipes
+		// open; then SIGKILL.
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(5 * time.Second):
+			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+			<-p.done
+		}
 	})
 	return p
 }
@@ -63,22 +87,33 @@ func (p *proc) wait(t *testing.T, what string) int {
 }
 
 // waitOutput waits until the process's stdout matches re and returns the
-// first group (or the whole match).
+// last group (or the whole match).
 func (p *proc) waitOutput(t *testing.T, re *regexp.Regexp) string {
+	t.Helper()
+	m := p.waitOutputAll(t, re)
+	return m[len(m)-1]
+}
+
+// waitOutputAll waits until the process's stdout matches re and returns
+// the match and its groups.
+func (p *proc) waitOutputAll(t *testing.T, re *regexp.Regexp) []string {
 	t.Helper()
 	deadline := time.Now().Add(procWaitMax)
 	for time.Now().Before(deadline) {
 		if m := re.FindStringSubmatch(p.out.String()); m != nil {
-			return m[len(m)-1]
+			return m
 		}
 		select {
 		case <-p.done:
+			if m := re.FindStringSubmatch(p.out.String()); m != nil { // printed just before it exited
+				return m
+			}
 			t.Fatalf("exited %d before printing %s:\n%s%s", p.code, re, p.out, p.err)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
 	t.Fatalf("never printed %s:\n%s%s", re, p.out, p.err)
-	return ""
+	return nil
 }
 
 // serveProc starts `fencegate serve` as a process on a fresh data

@@ -29,6 +29,7 @@ type serveOptions struct {
 	etcdEndpoints                        []string
 	etcd                                 etcdstore.ClientConfig // endpoints filled from etcdEndpoints
 	etcdPasswordFile                     string
+	zk                                   zkOptions
 	keyFile                              string
 	issuerEpoch                          uint64
 	tokenFile, tlsCert, tlsKey, clientCA string
@@ -48,13 +49,14 @@ func newServeCmd() *cobra.Command {
 	o := &serveOptions{}
 	c := &cobra.Command{
 		Use:   "serve",
-		Short: "run the registry over HTTP (embedded etcd by default)",
+		Short: "run the registry over HTTP (embedded etcd by default, or etcd or ZooKeeper)",
 		Long: `Run the registry: leases, fence tokens and signed grants over HTTP.
 
 By default it starts a single-member etcd inside the process, in
 --data-dir/etcd; with --etcd-endpoints it uses an external etcd cluster
 instead, and several serve replicas may share it (same --etcd-prefix, --key
-and --issuer-epoch on each). On first start without --key it generates a
+and --issuer-epoch on each); with --zookeeper it runs on a ZooKeeper
+ensemble the same way (same --zookeeper-root). On first start without --key it generates a
 signing key and writes the trust bundle gates need, both in --data-dir.
 
 Who may lock what is a resource policy (--authz-policy FILE): rules that
@@ -71,7 +73,9 @@ directory is touched.`,
   FENCEGATE_DATA_DIR=/var/lib/fencegate FENCEGATE_TOKEN_FILE=tokens FENCEGATE_AUTHZ_OPEN=true fencegate serve
   fencegate serve --data-dir /var/lib/fencegate --key /etc/fencegate/k1.key \
     --etcd-endpoints https://etcd-1:2379,https://etcd-2:2379 --etcd-cacert etcd-ca.pem \
-    --tls-cert server.pem --tls-key server-key.pem --client-ca clients-ca.pem --authz-policy policy.json`,
+    --tls-cert server.pem --tls-key server-key.pem --client-ca clients-ca.pem --authz-policy policy.json
+  fencegate serve --data-dir /var/lib/fencegate --key /etc/fencegate/k1.key --token-file tokens --authz-policy policy.json \
+    --zookeeper zk-1:2181,zk-2:2181,zk-3:2181 --zookeeper-user fencegate --zookeeper-password-file zk-password`,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return runServe(c.Context(), o, c.OutOrStdout(), c.ErrOrStderr())
 		},
@@ -110,6 +114,7 @@ directory is touched.`,
 	_ = fs.MarkHidden("etcd-password") // settable, but through the environment
 	o.dash.flags(fs)
 	o.authz.flags(fs)
+	o.zk.flags(fs)
 	bindEnv(fs)
 	return c
 }
@@ -153,6 +158,9 @@ func (o *serveOptions) check() error {
 		return err
 	}
 	if err := o.authz.check(); err != nil {
+		return err
+	}
+	if err := o.zk.check(len(o.etcdEndpoints) > 0); err != nil {
 		return err
 	}
 	if len(o.etcdEndpoints) > 0 {
@@ -216,6 +224,9 @@ func (o *serveOptions) load() (*loaded, error) {
 			return nil, fmt.Errorf("--etcd-password-file: %w", err)
 		}
 		o.etcd.Password = string(trimNewline(pw))
+	}
+	if err := o.zk.load(); err != nil {
+		return nil, err
 	}
 	if ld.ln, err = net.Listen("tcp", o.listen); err != nil {
 		return nil, fmt.Errorf("--listen: %w (is another serve running? pick another address, or port 0)", err)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 
 	"github.com/spf13/pflag"
 
@@ -21,12 +22,22 @@ type dashboardOptions struct {
 	on            bool
 	viewers       []string
 	gateReporters []string
+	// stuckWaitMs, stuckHoldMs and stuckExempt say when a lock is stuck
+	// (dashboard.Config; the defaults' reasons are in dashboard/stuck.go).
+	stuckWaitMs, stuckHoldMs uint64
+	stuckExempt              []string
 }
 
 func (d *dashboardOptions) flags(fs *pflag.FlagSet) {
 	fs.BoolVar(&d.on, "dashboard", true, "serve the live dashboard at /ui/ (needs an --admin or --viewer identity to be seen)")
 	fs.StringSliceVar(&d.viewers, "viewer", nil, "identity allowed to view the dashboard read-only (repeatable; admins may view and act)")
 	fs.StringSliceVar(&d.gateReporters, "gate-reporter", nil, "identity of a gate allowed to push its state to the dashboard (repeatable)")
+	fs.Uint64Var(&d.stuckWaitMs, "dashboard-stuck-wait-ms", dashboard.StuckWaitMsDefault,
+		"the dashboard lists as stuck a waiter queued longer than this (2 min: eight default leases, more than a crashed holder's TTL and lock-delay explain)")
+	fs.Uint64Var(&d.stuckHoldMs, "dashboard-stuck-hold-ms", dashboard.StuckHoldMsDefault,
+		"the dashboard lists as stuck a lease held, renewals and all, longer than this (1 h: work under a lock takes minutes; raise it for longer jobs)")
+	fs.StringSliceVar(&d.stuckExempt, "dashboard-stuck-exempt-class", slices.Clone(dashboard.StuckExemptClassesDefault),
+		`operation classes never listed as stuck, held or waiting (repeatable; "lead": elections, whose leader holds as long as it lives); "" exempts none`)
 }
 
 func (d *dashboardOptions) check() error {
@@ -35,6 +46,13 @@ func (d *dashboardOptions) check() error {
 			return usagef("%s: %v", flag, err)
 		}
 	}
+	switch {
+	case d.stuckWaitMs == 0:
+		return usagef("--dashboard-stuck-wait-ms must be at least 1 (default %d)", dashboard.StuckWaitMsDefault)
+	case d.stuckHoldMs == 0:
+		return usagef("--dashboard-stuck-hold-ms must be at least 1 (default %d)", dashboard.StuckHoldMsDefault)
+	}
+	d.stuckExempt = slices.DeleteFunc(d.stuckExempt, func(c string) bool { return c == "" })
 	return nil
 }
 
@@ -49,7 +67,7 @@ func reportFlags(fs *pflag.FlagSet, o *ledger.ReportOptions) {
 
 // newDashboard builds the dashboard when it is on and someone may see it;
 // otherwise it says why there is none and returns nil.
-func (o *serveOptions) newDashboard(reg *registry.Registry, store registry.Store, ld *loaded, ks *httpapi.KeySetup,
+func (o *serveOptions) newDashboard(reg *registry.Registry, store registry.Store, engine string, ld *loaded, ks *httpapi.KeySetup,
 	metrics *httpapi.Metrics, logger *slog.Logger, stderr io.Writer) (*dashboard.Dashboard, error) {
 	if !o.dash.on {
 		return nil, nil
@@ -58,9 +76,10 @@ func (o *serveOptions) newDashboard(reg *registry.Registry, store registry.Store
 		fmt.Fprintln(stderr, "fencegate serve: no dashboard: name an --admin or --viewer identity to serve it at /ui/")
 		return nil, nil
 	}
-	return dashboard.New(dashboard.Config{Registry: reg, Store: store, Auth: ld.auth, Authorizer: ld.authz, Admins: o.admins, Viewers: o.dash.viewers,
+	return dashboard.New(dashboard.Config{Registry: reg, Store: store, StoreEngine: engine, Auth: ld.auth, Authorizer: ld.authz, Admins: o.admins, Viewers: o.dash.viewers,
 		GateReporters: o.dash.gateReporters, Signer: ks.Key, Metrics: metrics.Registry(), Logger: logger, RequestLog: o.requestLog,
-		Bundle: func() (*grant.Bundle, error) { return grant.LoadBundle(ks.BundlePath) }})
+		Bundle:      func() (*grant.Bundle, error) { return grant.LoadBundle(ks.BundlePath) },
+		StuckWaitMs: o.dash.stuckWaitMs, StuckHoldMs: o.dash.stuckHoldMs, StuckExemptClasses: append([]string{}, o.dash.stuckExempt...)}) // never nil: none given means none exempt
 }
 
 // withDashboard mounts d in front of the API and runs its background work

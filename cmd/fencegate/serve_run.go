@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/fencegate/fencegate/dashboard"
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/internal/telemetry"
@@ -42,18 +44,19 @@ func runServe(ctx context.Context, o *serveOptions, stdout, stderr io.Writer) er
 	if ks.WroteBundle {
 		fmt.Fprintf(stderr, "fencegate serve: wrote trust bundle %s\n", ks.BundlePath)
 	}
-	store, closeStore, err := openStore(ctx, o, stderr)
+	store, engine, closeStore, err := openStore(ctx, o, stderr)
 	if err != nil {
 		return err
 	}
 	defer closeStore()
-	return serveAPI(ctx, o, ld, ks, store, stdout, stderr)
+	return serveAPI(ctx, o, ld, ks, store, engine, stdout, stderr)
 }
 
 // serveAPI builds the registry and HTTP server over store and serves
 // until ctx ends.
-func serveAPI(ctx context.Context, o *serveOptions, ld *loaded, ks *httpapi.KeySetup, store registry.Store, stdout, stderr io.Writer) error {
+func serveAPI(ctx context.Context, o *serveOptions, ld *loaded, ks *httpapi.KeySetup, store registry.Store, engine storeEngine, stdout, stderr io.Writer) error {
 	metrics := httpapi.NewMetrics()
+	engine.register(metrics.Registry())
 	cfg := o.limits // validated, defaults filled, by check
 	cfg.Observer = metrics
 	reg, err := registry.New(httpapi.InstrumentStore(store, metrics), cfg, registry.SystemClock{}, ks.Key)
@@ -74,7 +77,7 @@ func serveAPI(ctx context.Context, o *serveOptions, ld *loaded, ks *httpapi.KeyS
 		_ = shutdownTracing(sctx)
 	}()
 	announceAndWatch(ctx, ld.policy, o.authz.pollMs, logger, stderr)
-	dash, err := o.newDashboard(reg, store, ld, ks, metrics, logger, stderr)
+	dash, err := o.newDashboard(reg, store, engine.name, ld, ks, metrics, logger, stderr)
 	if err != nil {
 		return err
 	}
@@ -119,30 +122,54 @@ func publisher(ks *httpapi.KeySetup) httpapi.BundlePublisher {
 	return httpapi.FileBundlePublisher(ks.BundlePath, ks.Key)
 }
 
-// openStore opens the external cluster named by --etcd-endpoints, or
-// starts the embedded member in --data-dir/etcd.
-func openStore(ctx context.Context, o *serveOptions, stderr io.Writer) (registry.Store, func(), error) {
+// storeEngine names the store serve runs on: label is the metrics'
+// (fencegate_store_info{engine=...}), name the dashboard's.
+type storeEngine struct{ label, name string }
+
+var (
+	engineEmbeddedEtcd = storeEngine{"etcd-embedded", "embedded etcd"}
+	engineEtcd         = storeEngine{"etcd", "etcd cluster"}
+	engineZooKeeper    = storeEngine{"zookeeper", "ZooKeeper"}
+)
+
+// register adds fencegate_store_info, 1 for the engine, to reg.
+func (e storeEngine) register(reg prometheus.Registerer) {
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "fencegate_store_info", Help: "The store this server runs on: 1 for its engine (etcd-embedded, etcd or zookeeper).",
+	}, []string{"engine"})
+	reg.MustRegister(g)
+	g.WithLabelValues(e.label).Set(1)
+}
+
+// openStore opens the ZooKeeper ensemble named by --zookeeper, the
+// external etcd cluster named by --etcd-endpoints, or starts the embedded
+// member in --data-dir/etcd.
+func openStore(ctx context.Context, o *serveOptions, stderr io.Writer) (registry.Store, storeEngine, func(), error) {
+	if o.zk.on() {
+		s, closeStore, err := o.zk.open(ctx, stderr)
+		return s, engineZooKeeper, closeStore, err
+	}
 	if len(o.etcd.Endpoints) > 0 {
 		// Not tied to ctx: calls in flight at shutdown get their grace;
 		// closeStore closes the client after Serve returns.
 		c, err := etcdstore.Dial(ctx, o.etcd, o.etcdPrefix)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w (check --etcd-endpoints, --etcd-cacert/--etcd-cert/--etcd-key and --etcd-user)", err)
+			return nil, storeEngine{}, nil, fmt.Errorf("%w (check --etcd-endpoints, --etcd-cacert/--etcd-cert/--etcd-key and --etcd-user)", err)
 		}
 		fmt.Fprintf(stderr, "fencegate serve: using etcd cluster %v\n", o.etcd.Endpoints)
-		return etcdstore.New(c, o.etcdPrefix), func() { c.Close() }, nil
+		return etcdstore.New(c, o.etcdPrefix), engineEtcd, func() { c.Close() }, nil
 	}
 	em, err := etcdstore.StartEmbedded(ctx, filepath.Join(o.dataDir, "etcd"), etcdstore.EmbeddedOptions{UnsafeNoFsync: o.unsafeNoFsync})
 	if err != nil {
-		return nil, nil, err
+		return nil, storeEngine{}, nil, err
 	}
 	c, err := em.Client()
 	if err != nil {
 		em.Close()
-		return nil, nil, err
+		return nil, storeEngine{}, nil, err
 	}
 	fmt.Fprintf(stderr, "fencegate serve: embedded etcd in %s\n", filepath.Join(o.dataDir, "etcd"))
-	return etcdstore.New(c, o.etcdPrefix), func() { c.Close(); em.Close() }, nil
+	return etcdstore.New(c, o.etcdPrefix), engineEmbeddedEtcd, func() { c.Close(); em.Close() }, nil
 }
 
 func isLoopback(a net.Addr) bool {

@@ -21,4 +21,8 @@
 //
 // The negative control (LeaseOnly) writes the same places with no gate:
 // HSET directly, or one plain PUT per key.
+//
+// With ServeOptions.Report it shows its gate on the registry's dashboard
+// as demo/ledger does, through the bounded report sources
+// gate/report/redisreport and gate/report/objreport.
 package resledger

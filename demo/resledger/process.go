@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/fencegate/fencegate/demo/ledger"
 	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/gate/objgate"
 	"github.com/fencegate/fencegate/gate/redisgate"
@@ -30,6 +31,9 @@ type ServeOptions struct {
 	TrustBundle string // the registry's trust bundle (required unless LeaseOnly)
 	TokenFile   string // bearer tokens → identities, the registry's format
 	LeaseOnly   bool   // the negative control
+	// Report, with a URL, pushes the gate's state to that registry's
+	// dashboard, as demo/ledger's does (its Read is not used).
+	Report ledger.ReportOptions
 }
 
 // Serve runs a resledger until ctx ends. It prints "ledger: listening on
@@ -52,12 +56,18 @@ func Serve(ctx context.Context, o ServeOptions, stdout io.Writer) error {
 		return err
 	}
 	defer closeStore()
+	srv := NewServer(store, auth, o.LeaseOnly)
+	if o.Report.URL != "" {
+		if err := srv.startReporter(ctx, o.Report, store, pol); err != nil {
+			return err
+		}
+	}
 	ln, err := net.Listen("tcp", o.Listen)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "ledger: listening on http://%s, %s\n", ln.Addr(), store.Describe())
-	return httpapi.Serve(ctx, ln, NewServer(store, auth, o.LeaseOnly), nil)
+	return httpapi.Serve(ctx, ln, srv, nil)
 }
 
 // OpenStore connects to the resource o names and, unless LeaseOnly, puts

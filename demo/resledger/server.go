@@ -10,6 +10,8 @@ import (
 
 	"github.com/fencegate/fencegate/demo/ledger"
 	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/gate/gatemetrics"
+	"github.com/fencegate/fencegate/gate/report"
 	"github.com/fencegate/fencegate/registry/httpapi"
 )
 
@@ -19,12 +21,15 @@ type Server struct {
 	auth      httpapi.Authenticator
 	leaseOnly bool
 	mux       *http.ServeMux
+	log       *report.Log                 // the gate's last decisions, for the dashboard
+	unknown   *gatemetrics.UnknownTracker // receipt queries that could not settle an operation
 }
 
 // NewServer serves store; auth maps a bearer token to the caller's
 // identity.
 func NewServer(store Store, auth httpapi.Authenticator, leaseOnly bool) *Server {
-	s := &Server{store: store, auth: auth, leaseOnly: leaseOnly, mux: http.NewServeMux()}
+	s := &Server{store: store, auth: auth, leaseOnly: leaseOnly, mux: http.NewServeMux(),
+		log: report.NewLog(nil), unknown: gatemetrics.NewUnknownTracker(nil)}
 	s.mux.HandleFunc("POST /v1/entries", s.handleWrite)
 	s.mux.HandleFunc("GET /v1/receipts", s.handleReceipts)
 	s.mux.HandleFunc("GET /v1/values", s.handleValue)
@@ -63,6 +68,9 @@ func (s *Server) handleWrite(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rcpt, err := s.store.Write(r.Context(), caller, m, req.Entries)
+	if m != nil {
+		s.log.Note(caller, m, err) // after the decision: a copy into a ring, for the dashboard
+	}
 	switch {
 	case s.leaseOnly && err == nil:
 		writeJSON(w, http.StatusOK, ledger.WriteResponse{Outcome: string(gate.Accepted), Reason: "lease-only: written without any check"})
@@ -96,6 +104,7 @@ func (s *Server) handleReceipts(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusInternalServerError, ledger.WriteResponse{Outcome: "ERROR", Reason: err.Error()})
 		return
 	}
+	s.unknown.Observe(q.Get("resource"), q.Get("operation"), ans.Verdict)
 	writeJSON(w, http.StatusOK, ans) // gate.Answer's JSON form
 }
 

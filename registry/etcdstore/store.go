@@ -134,6 +134,29 @@ func b2i(b bool) int {
 	return 0
 }
 
+// ScanRecords implements registry.Store: one range read, linearizable
+// as every etcd read is by default.
+func (s *Store) ScanRecords(ctx context.Context, prefix, after string, limit int) ([]registry.RecordSlot, error) {
+	dir := s.prefix + recordDir
+	from := dir + prefix
+	if after != "" {
+		from = dir + after + "\x00"
+	}
+	resp, err := s.c.Get(ctx, from, clientv3.WithRange(clientv3.GetPrefixRangeEnd(dir+prefix)), clientv3.WithLimit(int64(limit)))
+	if err != nil {
+		return nil, fmt.Errorf("etcdstore: scan records: %w", err)
+	}
+	out := make([]registry.RecordSlot, 0, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		rec, err := registry.DecodeRecord(kv.Value)
+		if err != nil {
+			return nil, fmt.Errorf("etcdstore: scan %q: %w", kv.Key, err)
+		}
+		out = append(out, registry.RecordSlot{Resource: strings.TrimPrefix(string(kv.Key), dir), Record: rec, ModRev: uint64(kv.ModRevision)})
+	}
+	return out, nil
+}
+
 // ScanRequests implements registry.Store.
 func (s *Store) ScanRequests(ctx context.Context, after registry.RequestKey, limit int) ([]registry.RequestSlot, error) {
 	dir := s.prefix + requestDir

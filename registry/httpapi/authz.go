@@ -23,8 +23,8 @@ const (
 	// (POST /v1/status), the dashboard's rows and a gate's views of it,
 	// and a gate's report about it.
 	VerbSee Verb = "see"
-	// VerbBreak: end another identity's lease on the resource. No
-	// endpoint uses it yet; policies may name it now.
+	// VerbBreak: end whoever's lease on the resource now and hand it to
+	// the next waiter (POST /v1/break); admins may always.
 	VerbBreak Verb = "break"
 )
 
@@ -58,13 +58,20 @@ type Authorizer interface {
 	Authorize(identity string, verb Verb, resource string) error
 }
 
-// AllowAll lets every authenticated identity do every verb to every
-// resource: the registry's behaviour before resource policies. serve
-// uses it only under an explicit --authz-open.
+// AllowAll lets every authenticated identity acquire and see every
+// resource: the registry's behaviour before resource policies. Breaking
+// another's lock stays with the admins: an open registry is not one where
+// any worker may end any other's lease. serve uses it only under an
+// explicit --authz-open.
 type AllowAll struct{}
 
 // Authorize implements Authorizer.
-func (AllowAll) Authorize(string, Verb, string) error { return nil }
+func (AllowAll) Authorize(identity string, v Verb, resource string) error {
+	if v == VerbBreak {
+		return &ForbiddenError{Identity: identity, Verb: v, Resource: resource}
+	}
+	return nil
+}
 
 // AuditRefusal records one refusal by the resource policy in logger at
 // INFO as msg "access refused", audit=true, with the identity, verb,

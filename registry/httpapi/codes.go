@@ -26,6 +26,7 @@ var codeStatus = map[string]int{
 	"WAITERS_FULL":     http.StatusTooManyRequests,
 	"NOT_HOLDER":       http.StatusForbidden,
 	"LEASE_EXPIRED":    http.StatusGone,
+	"LEASE_BROKEN":     http.StatusGone,
 	"EPOCH_REVOKED":    http.StatusForbidden,
 	"NOT_FOUND":        http.StatusNotFound,
 	"UNAVAILABLE":      http.StatusServiceUnavailable,

@@ -31,7 +31,11 @@ func writeError(w http.ResponseWriter, err error) string {
 	if retryable[code] {
 		w.Header().Set("Retry-After", "1")
 	}
-	writeJSON(w, status, wire.ErrorBody{Code: code, Message: err.Error()})
+	body := wire.ErrorBody{Code: code, Message: err.Error()}
+	if be := (*wire.BusyError)(nil); errors.As(err, &be) {
+		body.Message, body.Busy = be.Error(), &be.BusyDetail
+	}
+	writeJSON(w, status, body)
 	return code
 }
 

@@ -30,6 +30,9 @@ func (s *Server) endpoints() []endpoint {
 		{path: "/v1/admin/policy", method: http.MethodPost, admin: true, action: "set-policy-generation", mutates: true, call: s.setPolicy},
 		{path: "/v1/admin/floor", method: http.MethodPost, admin: true, action: "raise-floor", mutates: true, call: s.raiseFloor},
 		{path: "/v1/admin/resource", method: http.MethodPost, admin: true, action: "read-resource", call: s.resource},
+		{path: "/v1/locks", method: http.MethodGet, call: s.listLocks},
+		{path: "/v1/locks/{resource...}", method: http.MethodGet, call: s.lockStatus},
+		{path: "/v1/break", method: http.MethodPost, audited: true, action: "break", mutates: true, call: s.breakLock},
 	}
 }
 

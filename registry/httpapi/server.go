@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -139,11 +140,12 @@ func (s *Server) table() []route {
 	return out
 }
 
-// Routes lists what the server serves, in a fixed order.
+// Routes lists what the server serves, in a fixed order, with paths in
+// OpenAPI's form (a rest-of-path wildcard {name...} shows as {name}).
 func (s *Server) Routes() []Route {
 	var out []Route
 	for _, r := range s.table() {
-		out = append(out, r.Route)
+		out = append(out, Route{r.Method, strings.ReplaceAll(r.Path, "...}", "}")})
 	}
 	return out
 }
@@ -193,6 +195,9 @@ type endpoint struct {
 	// mutates: a successful call changes the registry and is audited;
 	// a refused admin call is audited whether or not it would have.
 	mutates bool
+	// audited: audited as an admin call is, though not only admins may
+	// make it (a break, which the resource policy may allow).
+	audited bool
 	// call does the work for an authenticated caller; body is at most
 	// RequestBytesMax bytes (empty for GET).
 	call func(ctx context.Context, caller string, r *http.Request, body []byte) (any, error)
@@ -212,7 +217,7 @@ func (s *Server) wrap(e endpoint) http.Handler {
 		code := s.serve(w, r.WithContext(withRecord(ctx, rec)), e)
 		s.observe(ctx, r, e, rec, code, time.Since(start), span)
 		s.cfg.Metrics.call(e.path, code)
-		if e.admin {
+		if e.admin || e.audited {
 			s.auditCall(ctx, e, rec, code)
 		}
 		if s.cfg.Seen != nil && code == "" && rec.resource != "" {

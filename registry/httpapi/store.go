@@ -57,3 +57,10 @@ func (t *timedStore) ScanRequests(ctx context.Context, after registry.RequestKey
 	t.m.StoreCall("scan", time.Since(start), storeOutcome(err))
 	return slots, err
 }
+
+func (t *timedStore) ScanRecords(ctx context.Context, prefix, after string, limit int) ([]registry.RecordSlot, error) {
+	start := time.Now()
+	slots, err := t.s.ScanRecords(ctx, prefix, after, limit)
+	t.m.StoreCall("scan_records", time.Since(start), storeOutcome(err))
+	return slots, err
+}

@@ -1,14 +1,22 @@
 // Package memstore is the in-memory registry.Store: one mutex, one revision
 // counter, values kept in their stored (JSON) form so decoding is as strict
-// as in etcd. It serves unit tests and the deterministic simulator; it is
-// linearizable because every call takes the mutex.
+// as in etcd. It is linearizable because every call takes the mutex, and
+// it passes testkit/storetest like the etcd and ZooKeeper stores.
+//
+// Beyond the Store contract it offers what tests and the deterministic
+// simulator need of a store and etcd offers only to an operator: an Image
+// of the whole state, a Restore of an image that reuses or keeps growing
+// the revisions (RestoreKind: the two ways etcd restores a snapshot), and
+// a commit hook (OnCommit) that sees every commit, in order, as stored.
 package memstore
 
 import (
 	"bytes"
 	"context"
 	"fmt"
+	"reflect"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/fencegate/fencegate/registry"
@@ -19,6 +27,11 @@ type item struct {
 	value     []byte
 	modRev    uint64
 	createRev uint64
+	// decoded is what value decodes to: a copy of the value written (the
+	// stored types encode every field, TestCopiesAreTheDecoding), or, for
+	// a value from elsewhere, its decoding on first read. Never changed
+	// once set, never handed out: readers get copies (decoded.go).
+	decoded any
 }
 
 // Store is a registry.Store in memory. The zero value is not usable; call New.
@@ -29,6 +42,7 @@ type Store struct {
 	requests map[registry.RequestKey]item
 	settings item
 	watchers map[string][]*watcher
+	hook     CommitHook // see OnCommit
 }
 
 var _ registry.Store = (*Store)(nil)
@@ -63,31 +77,26 @@ func (s *Store) Read(ctx context.Context, resource string, keys []registry.Reque
 func (s *Store) snapshotLocked(resource string, keys []registry.RequestKey) (registry.Snapshot, error) {
 	snap := registry.Snapshot{Revision: s.rev, Resource: resource}
 	if resource != "" {
-		if it, ok := s.records[resource]; ok {
-			rec, err := registry.DecodeRecord(it.value)
-			if err != nil {
-				return registry.Snapshot{}, err
-			}
-			snap.Record, snap.RecordRev = rec, it.modRev
-		}
-	}
-	if s.settings.modRev != 0 {
-		set, err := registry.DecodeSettings(s.settings.value)
+		rec, it, err := s.recordLocked(resource)
 		if err != nil {
 			return registry.Snapshot{}, err
 		}
-		snap.Settings, snap.SettingsRev = set, s.settings.modRev
+		snap.Record, snap.RecordRev = rec, it.modRev
+	}
+	set, err := s.settingsLocked()
+	if err != nil {
+		return registry.Snapshot{}, err
+	}
+	snap.Settings, snap.SettingsRev = set, s.settings.modRev
+	if len(keys) > 0 {
+		snap.Requests = make([]registry.RequestSlot, 0, len(keys))
 	}
 	for _, k := range keys {
-		slot := registry.RequestSlot{Key: k}
-		if it, ok := s.requests[k]; ok {
-			e, err := registry.DecodeRequestEntry(it.value)
-			if err != nil {
-				return registry.Snapshot{}, err
-			}
-			slot.Entry, slot.ModRev, slot.CreateRev = e, it.modRev, it.createRev
+		e, it, err := s.requestLocked(k)
+		if err != nil {
+			return registry.Snapshot{}, err
 		}
-		snap.Requests = append(snap.Requests, slot)
+		snap.Requests = append(snap.Requests, registry.RequestSlot{Key: k, Entry: e, ModRev: it.modRev, CreateRev: it.createRev})
 	}
 	return snap, nil
 }
@@ -109,19 +118,21 @@ func (s *Store) Commit(ctx context.Context, w registry.Write) (registry.CommitRe
 	s.rev++
 	rev := s.rev
 	if w.Record != nil {
-		s.records[w.Resource] = put(s.records[w.Resource], registry.EncodeRecord(w.Record), rev)
+		s.records[w.Resource] = put(s.records[w.Resource], registry.EncodeRecord(w.Record), cloneRecord(w.Record), rev)
 		s.notifyLocked(w.Resource, w.Record, rev)
 	}
 	if w.Settings != nil {
-		s.settings = put(s.settings, registry.EncodeSettings(w.Settings), rev)
+		s.settings = put(s.settings, registry.EncodeSettings(w.Settings), *w.Settings, rev)
 	}
 	for _, rw := range w.Requests {
 		if rw.Entry == nil {
 			delete(s.requests, rw.Key)
 			continue
 		}
-		s.requests[rw.Key] = put(s.requests[rw.Key], registry.EncodeRequestEntry(rw.Entry), rev)
+		e := *rw.Entry
+		s.requests[rw.Key] = put(s.requests[rw.Key], registry.EncodeRequestEntry(rw.Entry), &e, rev)
 	}
+	s.runHookLocked(&w, rev)
 	return registry.CommitResult{OK: true, Revision: rev}, nil
 }
 
@@ -145,13 +156,13 @@ func (s *Store) comparesHoldLocked(w registry.Write) bool {
 	if w.Resource != "" && s.records[w.Resource].modRev != w.RecordRev {
 		return false
 	}
-	if w.RecordWas != nil && !bytes.Equal(s.records[w.Resource].value, registry.EncodeRecord(w.RecordWas)) {
+	if w.RecordWas != nil && !holds(s.records[w.Resource], w.RecordWas, registry.EncodeRecord) {
 		return false
 	}
 	if s.settings.modRev != w.SettingsRev {
 		return false
 	}
-	if w.SettingsWas != nil && !bytes.Equal(s.settings.value, registry.EncodeSettings(w.SettingsWas)) {
+	if w.SettingsWas != nil && !holds(s.settings, *w.SettingsWas, func(v registry.Settings) []byte { return registry.EncodeSettings(&v) }) {
 		return false
 	}
 	for _, rw := range w.Requests {
@@ -162,13 +173,29 @@ func (s *Store) comparesHoldLocked(w registry.Write) bool {
 	return true
 }
 
-// put writes value over old, keeping old's create revision if it existed.
-func put(old item, value []byte, rev uint64) item {
+// put writes value, whose decoding is decoded, over old, keeping old's
+// create revision if it existed.
+func put(old item, value []byte, decoded any, rev uint64) item {
 	create := old.createRev
 	if old.modRev == 0 {
 		create = rev
 	}
-	return item{value: value, modRev: rev, createRev: create}
+	return item{value: value, decoded: decoded, modRev: rev, createRev: create}
+}
+
+// holds reports whether it stores was (a write's RecordWas or
+// SettingsWas), as etcd's compare of the stored bytes would. Equal values
+// encode alike, so a value equal to the stored one's decoding holds
+// without being encoded (the common case: what a write was decided on is
+// usually what the store holds); any other is encoded and compared.
+func holds[T any](it item, was T, encode func(T) []byte) bool {
+	if it.modRev == 0 {
+		return false
+	}
+	if d, ok := it.decoded.(T); ok && reflect.DeepEqual(d, was) {
+		return true
+	}
+	return bytes.Equal(it.value, encode(was))
 }
 
 // ScanRequests implements registry.Store.
@@ -190,4 +217,32 @@ func (s *Store) ScanRequests(ctx context.Context, after registry.RequestKey, lim
 	}
 	snap, err := s.snapshotLocked("", keys)
 	return snap.Requests, err
+}
+
+// ScanRecords implements registry.Store.
+func (s *Store) ScanRecords(ctx context.Context, prefix, after string, limit int) ([]registry.RecordSlot, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	names := make([]string, 0, len(s.records))
+	for name := range s.records {
+		if strings.HasPrefix(name, prefix) && name > after {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	if len(names) > limit {
+		names = names[:limit]
+	}
+	out := make([]registry.RecordSlot, 0, len(names))
+	for _, name := range names {
+		rec, it, err := s.recordLocked(name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, registry.RecordSlot{Resource: name, Record: rec, ModRev: it.modRev})
+	}
+	return out, nil
 }

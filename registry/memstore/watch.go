@@ -22,10 +22,8 @@ func (s *Store) Watch(ctx context.Context, resource string, fromRev uint64) (<-c
 	out := make(chan registry.RecordEvent)
 	s.mu.Lock()
 	s.watchers[resource] = append(s.watchers[resource], w)
-	if it, ok := s.records[resource]; ok && it.modRev >= fromRev {
-		if rec, err := registry.DecodeRecord(it.value); err == nil {
-			w.offer(registry.RecordEvent{Record: rec, ModRev: it.modRev, Revision: s.rev})
-		}
+	if rec, it, err := s.recordLocked(resource); err == nil && rec != nil && it.modRev >= fromRev {
+		w.offer(registry.RecordEvent{Record: rec, ModRev: it.modRev, Revision: s.rev})
 	}
 	s.mu.Unlock()
 	go func() {
@@ -64,12 +62,8 @@ func (w *watcher) offer(ev registry.RecordEvent) {
 
 func (s *Store) notifyLocked(resource string, rec *registry.Record, rev uint64) {
 	for _, w := range s.watchers[resource] {
-		// Each watcher gets its own decoded copy: nobody shares a record.
-		cp, err := registry.DecodeRecord(registry.EncodeRecord(rec))
-		if err != nil {
-			continue
-		}
-		w.offer(registry.RecordEvent{Record: cp, ModRev: rev, Revision: rev})
+		// Each watcher gets its own copy: nobody shares a record.
+		w.offer(registry.RecordEvent{Record: cloneRecord(rec), ModRev: rev, Revision: rev})
 	}
 }
 

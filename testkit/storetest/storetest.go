@@ -2,8 +2,10 @@
 // pass: linearizable compare-and-swap over records, request entries and
 // settings under one growing revision, create revisions that survive a put,
 // the failed compare's fresh snapshot, ordered scans and coalescing watches.
-// Run calls it from each store's tests (memory and embedded etcd), so the
-// simulator's store and production's cannot drift apart.
+// Run calls it from each store's tests (memory, etcd, ZooKeeper), so the
+// store the simulator runs (registry/memstore) and production's cannot
+// drift apart. RunRestore adds the cases of a store restored with its
+// revisions handed out again, for stores that can be (memstore).
 package storetest
 
 import (
@@ -27,6 +29,7 @@ func Run(t *testing.T, newStore NewStore) {
 	t.Run("ConcurrentCASLosesNoUpdate", func(t *testing.T) { testConcurrentCAS(t, newStore(t)) })
 	t.Run("ConcurrentCommitsAreIndependent", func(t *testing.T) { testConcurrentIndependent(t, newStore(t)) })
 	t.Run("ScanOrderAndLimit", func(t *testing.T) { testScan(t, newStore(t)) })
+	t.Run("ScanRecordsPrefixOrderLimit", func(t *testing.T) { testScanRecords(t, newStore(t)) })
 	t.Run("WatchDeliversLatest", func(t *testing.T) { testWatch(t, newStore(t)) })
 	RunRegistry(t, newStore)
 }
@@ -178,5 +181,47 @@ func testSettings(t *testing.T, s registry.Store) {
 	snap := mustRead(t, s, "")
 	if snap.Settings.RevokedBelowEpoch != 3 || snap.SettingsRev != r1.Revision {
 		t.Fatalf("settings: %+v", snap)
+	}
+}
+
+// testScan: ScanRequests pages through the request entries in key order
+// (owner, then request ID), never more than its limit at a time.
+func testScan(t *testing.T, s registry.Store) {
+	owners := []string{"b", "a-b", "a", "spiffe://x.org/a", "a.b"}
+	var ws []registry.RequestWrite
+	for _, o := range owners {
+		for _, id := range []string{"r2", "r1"} {
+			ws = append(ws, registry.RequestWrite{Key: key(o, id), Entry: entry("x", o, id, 1)})
+		}
+	}
+	mustCommit(t, s, registry.Write{Requests: ws})
+	var got []registry.RequestKey
+	after := registry.RequestKey{}
+	for {
+		page, err := s.ScanRequests(ctx, after, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) > 3 {
+			t.Fatalf("page of %d, limit 3", len(page))
+		}
+		if len(page) == 0 {
+			break
+		}
+		for _, sl := range page {
+			if sl.Entry == nil || sl.CreateRev == 0 {
+				t.Fatalf("scan slot %+v", sl)
+			}
+			got = append(got, sl.Key)
+		}
+		after = page[len(page)-1].Key
+	}
+	if len(got) != 2*len(owners) {
+		t.Fatalf("scanned %d keys, want %d", len(got), 2*len(owners))
+	}
+	for i := 1; i < len(got); i++ {
+		if !got[i-1].Less(got[i]) {
+			t.Fatalf("scan order: %v before %v", got[i-1], got[i])
+		}
 	}
 }

@@ -100,3 +100,45 @@ func independentStep(s registry.Store, i, round int, revs []uint64) error {
 	}
 	return nil
 }
+
+// testConcurrentCAS: goroutines increment one record's fence by
+// read-compare-swap; every successful commit must count exactly once.
+func testConcurrentCAS(t *testing.T, s registry.Store) {
+	const workers, each = 4, 25
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for done := 0; done < each; {
+				snap, err := s.Read(ctx, "c/1", nil)
+				if err != nil {
+					errs <- err
+					return
+				}
+				rec := &registry.Record{}
+				if snap.Record != nil {
+					rec.HighestFence = snap.Record.HighestFence
+				}
+				rec.HighestFence++
+				res, err := s.Commit(ctx, registry.Write{Resource: "c/1", RecordRev: snap.RecordRev, SettingsRev: snap.SettingsRev, Record: rec})
+				if err != nil {
+					errs <- err
+					return
+				}
+				if res.OK {
+					done++
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if got := mustRead(t, s, "c/1").Record.HighestFence; got != workers*each {
+		t.Fatalf("counter %d, want %d: a compare-and-swap lost an update", got, workers*each)
+	}
+}

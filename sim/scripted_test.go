@@ -11,15 +11,16 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/fencegate/fencegate/client"
+	"github.com/fencegate/fencegate/client/core"
 	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/registry/memstore"
 	"github.com/fencegate/fencegate/wire"
 )
 
 func TestScriptedReissuedFenceIsRefusedByTheGate(t *testing.T) {
 	w := scriptedWorld(t)
 	k := w.workers[1]
-	empty := w.store.image()
+	empty := w.store.Image()
 	req := wire.AcquireRequest{Resource: w.res.name, OperationID: "op-b", OperationClass: "settle", RequestID: "req-b", TTLMs: leaseTTLMs}
 	write := func(is wire.Issued, seq uint64) gate.Outcome {
 		m := &gate.Mutation{
@@ -30,7 +31,7 @@ func TestScriptedReissuedFenceIsRefusedByTheGate(t *testing.T) {
 		out, _ := w.res.apply(m, k.name, origin{writer: k})
 		return out
 	}
-	first, err := w.reg.Acquire(context.Background(), k.name, req)
+	first, err := w.regs[0].Acquire(context.Background(), k.name, req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,9 +41,9 @@ func TestScriptedReissuedFenceIsRefusedByTheGate(t *testing.T) {
 		}
 	}
 	w.now += 100
-	w.store.restore(empty) // the registry's store goes back to before the grant
-	w.startRegistry()
-	second, err := w.reg.Acquire(context.Background(), k.name, req) // the same request ID, retried
+	w.store.Restore(empty, memstore.BumpRevisions) // the registry's store goes back to before the grant
+	w.restartReplica()
+	second, err := w.regs[0].Acquire(context.Background(), k.name, req) // the same request ID, retried
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,11 +73,11 @@ func TestScriptedCopyAfterReleaseIsStale(t *testing.T) {
 		w := scriptedWorld(t)
 		k := w.workers[0]
 		ctx := context.Background()
-		is, err := w.reg.Acquire(ctx, k.name, wire.AcquireRequest{Resource: w.res.name, OperationID: "op-a", OperationClass: "settle", RequestID: "req-a", TTLMs: leaseTTLMs})
+		is, err := w.regs[0].Acquire(ctx, k.name, wire.AcquireRequest{Resource: w.res.name, OperationID: "op-a", OperationClass: "settle", RequestID: "req-a", TTLMs: leaseTTLMs})
 		if err != nil {
 			t.Fatal(err)
 		}
-		l := client.NewLeaseCore(clientOptions, is, "op-a", k.localNow(), nil)
+		l := core.NewLease(clientOptions, is, "op-a", k.localNow(), nil)
 		env := func(seq uint64) *gate.Mutation {
 			m, err := l.Envelope(k.localNow(), seq, payloadDigest("op-a", seq, 0))
 			if err != nil {
@@ -91,13 +92,13 @@ func TestScriptedCopyAfterReleaseIsStale(t *testing.T) {
 		copy2 := env(2) // sent; its answer is lost, so it stays unsettled
 		w.now += 10
 		l.BeginRelease(k.localNow(), drain)
-		if call, _ := l.Next(k.localNow()); drain == (call.Kind == client.CallRelease) {
+		if call, _ := l.Next(k.localNow()); drain == (call.Kind == core.CallRelease) {
 			t.Fatalf("drain %v: the core asked for %s at once", drain, call.Kind)
 		}
 		if drain {
 			continue // the release waits for the proof; nothing is freed
 		}
-		if err := w.reg.Release(ctx, k.name, w.res.name, is.Grant.Lease); err != nil {
+		if err := w.regs[0].Release(ctx, k.name, w.res.name, is.Grant.Lease); err != nil {
 			t.Fatal(err)
 		}
 		w.now += 10

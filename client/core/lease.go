@@ -1,4 +1,4 @@
-package client
+package core
 
 import (
 	"time"
@@ -7,7 +7,7 @@ import (
 	"github.com/fencegate/fencegate/wire"
 )
 
-// LeaseCore is one lease's pure core, as etcd-io/raft's RawNode is a
+// Lease is one lease's pure core, as etcd-io/raft's RawNode is a
 // node's: the state machine (Machine), the timing (Schedule), which
 // registry call to make next and how to read its answer, whether an
 // envelope may be built, and what a release must wait for. It does no
@@ -22,8 +22,8 @@ import (
 // once Call.Timeout has passed without one; when it returns none, look
 // again at the instant it names (or when something changes: an envelope
 // was refused at the deadline, Release began).
-type LeaseCore struct {
-	o         Options
+type Lease struct {
+	o         Limits
 	m         Machine
 	issued    wire.Issued // grant, grant proof, latest HELD status and proof
 	operation string
@@ -49,8 +49,8 @@ const (
 	CallRefresh               // Transport.Status: only the status proof needs refreshing
 	CallQuery                 // Transport.Renew while OWNERSHIP_UNKNOWN: its answer settles the state
 	CallRelease               // Transport.Release
-	CallAcquire               // Transport.Acquire (AcquireCore)
-	CallQueryRequest          // Transport.QueryRequest: the grant of a request whose answer was lost (AcquireCore)
+	CallAcquire               // Transport.Acquire (Acquire)
+	CallQueryRequest          // Transport.QueryRequest: the grant of a request whose answer was lost (Acquire)
 )
 
 var callNames = [...]string{"none", "renew", "refresh", "query", "release", "acquire", "query-request"}
@@ -73,64 +73,64 @@ type Transition struct {
 	Event    Event
 }
 
-// NewLeaseCore returns the core of a lease the registry granted in is, for
+// NewLease returns the core of a lease the registry granted in is, for
 // operationID, whose TTL counts from from (client clock): an instant the
-// registry's start of the lease cannot precede, AcquireCore.LeaseFrom
+// registry's start of the lease cannot precede, Acquire.LeaseFrom
 // (the send of the acquire, when nothing better is known). o must have
-// its defaults filled (Options.WithDefaults); jitter draws from the
+// its defaults filled (client.Options.Limits); jitter draws from the
 // caller's seeded rand in [-1, 1) (nil: none). The core starts HELD.
-func NewLeaseCore(o Options, is wire.Issued, operationID string, from time.Time, jitter func() float64) *LeaseCore {
+func NewLease(o Limits, is wire.Issued, operationID string, from time.Time, jitter func() float64) *Lease {
 	if jitter == nil {
 		jitter = func() float64 { return 0 }
 	}
-	c := &LeaseCore{o: o, m: NewMachine(), issued: is, operation: operationID, jitter: jitter, unsettled: map[uint64]time.Time{}}
+	c := &Lease{o: o, m: NewMachine(), issued: is, operation: operationID, jitter: jitter, unsettled: map[uint64]time.Time{}}
 	c.sched = Confirmed(o, from, c.ttl(), is.Status, c.jitter())
 	c.step(EvAcquireOK, from)
 	return c
 }
 
 // State returns the machine's state.
-func (c *LeaseCore) State() State { return c.m.state }
+func (c *Lease) State() State { return c.m.state }
 
 // Certain reports whether the client may produce new effects: HELD or
 // RENEWING, and no release begun. The driver's ownership context lives
 // exactly while this is true.
-func (c *LeaseCore) Certain() bool { return c.m.state.Certain() && !c.releasing }
+func (c *Lease) Certain() bool { return c.m.state.Certain() && !c.releasing }
 
 // Releasing reports whether Release began.
-func (c *LeaseCore) Releasing() bool { return c.releasing }
+func (c *Lease) Releasing() bool { return c.releasing }
 
 // Issued returns the grant, its proof and the latest HELD status.
-func (c *LeaseCore) Issued() wire.Issued { return c.issued }
+func (c *Lease) Issued() wire.Issued { return c.issued }
 
 // Grant returns the grant (immutable).
-func (c *LeaseCore) Grant() *grant.Grant { return c.issued.Grant }
+func (c *Lease) Grant() *grant.Grant { return c.issued.Grant }
 
 // OperationID returns the operation the grant's root binds.
-func (c *LeaseCore) OperationID() string { return c.operation }
+func (c *Lease) OperationID() string { return c.operation }
 
 // Schedule returns the lease's timing.
-func (c *LeaseCore) Schedule() Schedule { return c.sched }
+func (c *Lease) Schedule() Schedule { return c.sched }
 
 // Inflight returns the call in flight (Kind CallNone if none).
-func (c *LeaseCore) Inflight() Call { return c.inflight }
+func (c *Lease) Inflight() Call { return c.inflight }
 
 // Transitions returns and forgets the transitions since the last call.
-func (c *LeaseCore) Transitions() []Transition {
+func (c *Lease) Transitions() []Transition {
 	t := c.trans
 	c.trans = nil
 	return t
 }
 
-func (c *LeaseCore) ttl() time.Duration {
+func (c *Lease) ttl() time.Duration {
 	return time.Duration(c.issued.Grant.TTLMs) * time.Millisecond
 }
 
 // callTimeout is CallTimeout, but at most a quarter of the TTL, so that a
 // short lease learns of a lost renewal well before its deadline.
-func (c *LeaseCore) callTimeout() time.Duration { return min(c.o.CallTimeout, c.ttl()/4) }
+func (c *Lease) callTimeout() time.Duration { return min(c.o.CallTimeout, c.ttl()/4) }
 
-func (c *LeaseCore) step(ev Event, now time.Time) {
+func (c *Lease) step(ev Event, now time.Time) {
 	from := c.m.state
 	to, fx := c.m.Step(ev)
 	if fx.Query {
@@ -139,7 +139,7 @@ func (c *LeaseCore) step(ev Event, now time.Time) {
 	c.trans = append(c.trans, Transition{From: from, To: to, Event: ev})
 }
 
-func (c *LeaseCore) send(k CallKind, now time.Time) Call {
+func (c *Lease) send(k CallKind, now time.Time) Call {
 	c.callN++
 	c.inflight = Call{Kind: k, Sent: now, Timeout: c.callTimeout(), n: c.callN}
 	return c.inflight
@@ -148,7 +148,7 @@ func (c *LeaseCore) send(k CallKind, now time.Time) Call {
 // Next returns the call to make at now, recording it as in flight, or
 // CallNone and the instant to look again (zero: only when something
 // changes). While a call is in flight it returns none: answer it first.
-func (c *LeaseCore) Next(now time.Time) (Call, time.Time) {
+func (c *Lease) Next(now time.Time) (Call, time.Time) {
 	st := c.m.state
 	switch {
 	case c.inflight.Kind != CallNone || st.Terminal():
@@ -177,13 +177,13 @@ func (c *LeaseCore) Next(now time.Time) (Call, time.Time) {
 
 // Lost records that call got no answer within its timeout: it may or may
 // not have been applied.
-func (c *LeaseCore) Lost(now time.Time, call Call) {
+func (c *Lease) Lost(now time.Time, call Call) {
 	c.Answer(now, call, wire.Issued{}, ErrOutcomeUnknown)
 }
 
 // Answer reads the answer to call, received at now. An answer to a call
 // that is no longer in flight (already answered, or lost) is ignored.
-func (c *LeaseCore) Answer(now time.Time, call Call, is wire.Issued, err error) {
+func (c *Lease) Answer(now time.Time, call Call, is wire.Issued, err error) {
 	if call.n == 0 || call.n != c.inflight.n {
 		return
 	}
@@ -199,7 +199,7 @@ func (c *LeaseCore) Answer(now time.Time, call Call, is wire.Issued, err error) 
 	}
 }
 
-func (c *LeaseCore) renewAnswer(now time.Time, call Call, is wire.Issued, err error, late bool) {
+func (c *Lease) renewAnswer(now time.Time, call Call, is wire.Issued, err error, late bool) {
 	if c.m.state != StateRenewing {
 		return
 	}
@@ -219,7 +219,7 @@ func (c *LeaseCore) renewAnswer(now time.Time, call Call, is wire.Issued, err er
 // queryAnswer reads a query while OWNERSHIP_UNKNOWN. It is a renewal: a
 // HELD answer about the same grant both confirms ownership and gives a
 // new deadline; a definite refusal confirms the grant is over.
-func (c *LeaseCore) queryAnswer(now time.Time, call Call, is wire.Issued, err error, late bool) {
+func (c *Lease) queryAnswer(now time.Time, call Call, is wire.Issued, err error, late bool) {
 	if c.m.state != StateUnknown {
 		return
 	}
@@ -235,7 +235,7 @@ func (c *LeaseCore) queryAnswer(now time.Time, call Call, is wire.Issued, err er
 	}
 }
 
-func (c *LeaseCore) releaseAnswer(now time.Time, err error) {
+func (c *Lease) releaseAnswer(now time.Time, err error) {
 	switch classify(err) {
 	case answerOK: // even late: a release cannot be undone
 		c.step(EvReleaseOK, now)
@@ -250,7 +250,7 @@ func (c *LeaseCore) releaseAnswer(now time.Time, err error) {
 // judge reads a renewal or status answer: held means the registry said
 // this very grant is HELD; refused means it said definitely that it is
 // not. An answer about another grant says nothing about this one.
-func (c *LeaseCore) judge(is wire.Issued, err error) (held, refused bool) {
+func (c *Lease) judge(is wire.Issued, err error) (held, refused bool) {
 	switch classify(err) {
 	case answerRefused:
 		return false, true
@@ -269,7 +269,7 @@ func (c *LeaseCore) judge(is wire.Issued, err error) (held, refused bool) {
 
 // confirm records a HELD answer: a fresh status proof and, for a renewal,
 // a new deadline measured from when the renewal was sent.
-func (c *LeaseCore) confirm(is wire.Issued, sent time.Time, statusOnly bool) {
+func (c *Lease) confirm(is wire.Issued, sent time.Time, statusOnly bool) {
 	c.issued.Status, c.issued.StatusProof = is.Status, is.StatusProof
 	if statusOnly {
 		c.sched = c.sched.Refreshed(is.Status)

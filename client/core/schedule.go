@@ -1,4 +1,4 @@
-package client
+package core
 
 import (
 	"time"
@@ -30,8 +30,8 @@ type Schedule struct {
 // Confirmed computes the schedule after the registry confirmed the grant
 // HELD in answer to a renewal (or acquire) sent at sent. jitter is drawn
 // from the lease's seeded rand in [-1, 1). o must have its defaults
-// filled (Options.WithDefaults).
-func Confirmed(o Options, sent time.Time, ttl time.Duration, st *grant.Status, jitter float64) Schedule {
+// filled (client.Options.Limits).
+func Confirmed(o Limits, sent time.Time, ttl time.Duration, st *grant.Status, jitter float64) Schedule {
 	interval := time.Duration(float64(ttl) * o.RenewFraction * (1 + o.RenewJitter*jitter))
 	return Schedule{
 		Deadline:   sent.Add(ttl - o.ExpiryMargin),
@@ -47,13 +47,13 @@ func (s Schedule) Refreshed(st *grant.Status) Schedule {
 }
 
 // ProofUsable reports whether the status proof may still be sent at now.
-func (s Schedule) ProofUsable(o Options, now time.Time) bool {
+func (s Schedule) ProofUsable(o Limits, now time.Time) bool {
 	return now.Before(s.ProofUntil.Add(-o.ProofMargin))
 }
 
 // Check returns what is due at now in state st, and when to look again
 // (zero when nothing will ever be due).
-func (s Schedule) Check(o Options, st State, now time.Time) (Due, time.Time) {
+func (s Schedule) Check(o Limits, st State, now time.Time) (Due, time.Time) {
 	switch st {
 	case StateHeld:
 		refreshAt := s.ProofUntil.Add(-o.ProofRefreshLead)

@@ -1,4 +1,4 @@
-package client
+package core
 
 import (
 	"fmt"
@@ -15,7 +15,7 @@ import (
 // the local deadline is ahead (the driver should then look at Next: the
 // deadline is due), and with ErrProofStale unless the status proof's
 // validUntil − ProofMargin is still ahead (a refresh is due).
-func (c *LeaseCore) Envelope(now time.Time, segmentSeq uint64, payload grant.Digest) (gate.Mutation, error) {
+func (c *Lease) Envelope(now time.Time, segmentSeq uint64, payload grant.Digest) (gate.Mutation, error) {
 	g := c.issued.Grant
 	refuse := func(why string) (gate.Mutation, error) {
 		return gate.Mutation{}, &NotHeldError{Lease: g.Lease, State: c.m.state, Reason: why}
@@ -52,21 +52,21 @@ func (c *LeaseCore) Envelope(now time.Time, segmentSeq uint64, payload grant.Dig
 // non-final one (SEGMENT_GAP, RESOURCE_PAUSED, NOT_HELD) leaves it
 // unsettled, because a copy still in the network could be accepted later.
 // A write whose answer was lost must not be settled at all.
-func (c *LeaseCore) Settle(segmentSeq uint64, answer gate.Outcome) {
+func (c *Lease) Settle(segmentSeq uint64, answer gate.Outcome) {
 	if answer.Final() {
 		delete(c.unsettled, segmentSeq)
 	}
 }
 
 // Unsettled returns how many envelopes await an answer.
-func (c *LeaseCore) Unsettled() int { return len(c.unsettled) }
+func (c *Lease) Unsettled() int { return len(c.unsettled) }
 
 // DrainUntil is the instant (client clock) after which no unsettled
 // envelope's status proof can still be accepted by a gate: the latest
 // validUntil attached to one, plus DrainMargin for the skew between the
 // registry's clock and the client's and the gate's. Zero when every
 // envelope is settled.
-func (c *LeaseCore) DrainUntil() time.Time {
+func (c *Lease) DrainUntil() time.Time {
 	var until time.Time
 	for _, u := range c.unsettled {
 		if u.After(until) {
@@ -86,7 +86,7 @@ func (c *LeaseCore) DrainUntil() time.Time {
 // after the registry let the lease go and before the next owner writes.
 // Without drain it is sent at once. It reports whether it began (false
 // for a lease already ended or releasing).
-func (c *LeaseCore) BeginRelease(now time.Time, drain bool) bool {
+func (c *Lease) BeginRelease(now time.Time, drain bool) bool {
 	if c.m.state.Terminal() || c.releasing {
 		return false
 	}
@@ -98,4 +98,4 @@ func (c *LeaseCore) BeginRelease(now time.Time, drain bool) bool {
 }
 
 // ReleaseAt is when the release will be sent (zero unless releasing).
-func (c *LeaseCore) ReleaseAt() time.Time { return c.releaseAt }
+func (c *Lease) ReleaseAt() time.Time { return c.releaseAt }

@@ -1,7 +1,7 @@
 // This file proves the lease state machine is exactly the table the spec
 // and DESIGN.md describe: every legal transition lands where it should with
 // the right effects, and every other (state, event) pair panics.
-package client
+package core
 
 import (
 	"testing"

@@ -1,0 +1,46 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+)
+
+// The cores' errors. client re-exports them (client.ErrNotHeld is
+// ErrNotHeld): callers branch with errors.Is against either.
+var (
+	// ErrOutcomeUnknown: a registry call's answer was lost (timeout, reset
+	// connection, unavailable store): it may or may not have been applied.
+	// Transports may wrap it; any error without a definite registry code is
+	// treated the same way.
+	ErrOutcomeUnknown = errors.New("client: outcome unknown")
+	// ErrRefused: the transport itself refused the call definitely, before
+	// the registry acted on it (bad request, not authenticated, forbidden).
+	// Transports wrap it; the client treats it as a final "no".
+	ErrRefused = errors.New("client: refused")
+	// ErrNotHeld: the lease does not let the client produce effects now
+	// (state not HELD/RENEWING, local deadline passed, or releasing).
+	ErrNotHeld = errors.New("client: not held")
+	// ErrProofStale: the status proof is too close to its validUntil to
+	// send; the lease refreshes it on its own schedule.
+	ErrProofStale = errors.New("client: status proof stale")
+	// ErrBadAnswer: the registry answered about another grant or request.
+	ErrBadAnswer = errors.New("client: bad answer")
+	// ErrUnreachable: Limits.AcquireLostMax calls in a row got no answer.
+	// The error also wraps the last call's error (the cause: a refused
+	// connection, a DNS failure, a timeout). The request ID stays pending.
+	ErrUnreachable = errors.New("client: registry unreachable")
+)
+
+// NotHeldError says why an envelope or call was refused.
+type NotHeldError struct {
+	Lease  string
+	State  State
+	Reason string
+}
+
+func (e *NotHeldError) Error() string {
+	return fmt.Sprintf("client: not held: lease %s is %s: %s", e.Lease, e.State, e.Reason)
+}
+
+// Unwrap returns ErrNotHeld.
+func (e *NotHeldError) Unwrap() error { return ErrNotHeld }

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// `fencegate break`: end a lease now and hand the resource on (an admin,
+// or an identity the resource policy lets break it).
+
+func init() { register(newBreakCmd) }
+
+const breakLong = `End RESOURCE's lease now, whoever holds it, and hand the resource to the
+next waiter at once: the way out of a lock held by a stuck or frozen
+process. An admin (serve --admin), or an identity the resource policy
+lets break the resource, may do it; it is recorded in the registry's
+audit log with your identity and --note.
+
+Why this is safe here and nowhere else: the next grant's fence is
+higher, so once the new holder has written, every gate refuses the old
+holder's late writes (STALE_OWNER), whatever its clock or its belief
+says. With a lease-only lock service, breaking a lock lets two writers
+run; with fencegate the old one is fenced off at the resource. The old
+holder learns at its next renewal (LEASE_BROKEN) and stops.`
+
+func newBreakCmd() *cobra.Command {
+	reg := &endpointFlags{name: "registry"}
+	var out outputFlag
+	var note string
+	c := &cobra.Command{
+		Use:     "break RESOURCE --note TEXT",
+		Short:   "end RESOURCE's lease now and hand it to the next waiter (admin)",
+		Long:    breakLong,
+		Example: `  fencegate break jobs/nightly --note "worker 7 frozen since 02:10, INC-4411"`,
+		Args:    exactArgs("RESOURCE"),
+		RunE: func(c *cobra.Command, args []string) error {
+			if err := out.check(); err != nil {
+				return err
+			}
+			if err := checkResourceArg(args[0]); err != nil {
+				return err
+			}
+			if strings.TrimSpace(note) == "" {
+				return usagef("--note TEXT is required: why the lock is broken (it goes to the audit log)")
+			}
+			rc, err := reg.registryClient()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := callContext(c.Context())
+			defer cancel()
+			res, err := rc.Break(ctx, args[0], note)
+			if err != nil {
+				return adminErr(viewErr(err))
+			}
+			if out.v == "json" {
+				return out.json(c.OutOrStdout(), res)
+			}
+			w := c.OutOrStdout()
+			if b := res.Broken; b != nil {
+				fmt.Fprintf(w, "broke %s's lease %s on %s (fence %d, held since %s); its late writes are refused once the next holder writes\n",
+					b.Owner, b.Lease, args[0], b.Fence, stamp(b.Since))
+			} else {
+				fmt.Fprintf(w, "%s was not held: nothing to break\n", args[0])
+			}
+			printLock(w, res.Status)
+			return nil
+		},
+	}
+	reg.add(c.Flags(), registryDefault, "the registry's URL")
+	tokenFlag(c.Flags(), reg)
+	out.add(c.Flags())
+	c.Flags().StringVar(&note, "note", "", "why (an incident, a ticket); recorded with your identity")
+	return c
+}

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/fencegate/fencegate/client/httpclient"
+	"github.com/fencegate/fencegate/wire"
+)
+
+// `fencegate status`: one lock, as any identity the resource policy lets
+// see it may read it. ls.go and break.go share what is here.
+
+func init() { register(newStatusCmd) }
+
+// outputFlag is --output text|json.
+type outputFlag struct{ v string }
+
+func (o *outputFlag) add(fs *pflag.FlagSet) {
+	fs.StringVarP(&o.v, "output", "o", "text", "text, or json (the API's answer as it came)")
+}
+
+func (o *outputFlag) check() error {
+	if o.v != "text" && o.v != "json" {
+		return usagef("--output %q: want text or json", o.v)
+	}
+	return nil
+}
+
+func (o *outputFlag) json(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func newStatusCmd() *cobra.Command {
+	reg := &endpointFlags{name: "registry"}
+	var out outputFlag
+	c := &cobra.Command{
+		Use:   "status RESOURCE",
+		Short: "who holds RESOURCE, since when, for how long, and who waits",
+		Long: `Show a resource's lock as the registry reads it, linearizably: the holder
+(identity, lease, fence, since when, time left), the fences, lock-delay,
+and the queue (each waiter and how long it has waited). Any identity the
+registry's resource policy lets see the resource may ask.`,
+		Example: `  fencegate status invoice-batch/2026-07-19
+  fencegate status jobs/nightly -o json | jq .holder`,
+		Args: exactArgs("RESOURCE"),
+		RunE: func(c *cobra.Command, args []string) error {
+			if err := out.check(); err != nil {
+				return err
+			}
+			if err := checkResourceArg(args[0]); err != nil {
+				return err
+			}
+			rc, err := reg.registryClient()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := callContext(c.Context())
+			defer cancel()
+			v, err := rc.LockStatus(ctx, args[0])
+			if err != nil {
+				return viewErr(err)
+			}
+			if out.v == "json" {
+				return out.json(c.OutOrStdout(), v)
+			}
+			printLock(c.OutOrStdout(), v)
+			return nil
+		},
+	}
+	reg.add(c.Flags(), registryDefault, "the registry's URL")
+	tokenFlag(c.Flags(), reg)
+	out.add(c.Flags())
+	return c
+}
+
+// printLock shows one lock for people.
+func printLock(w io.Writer, v wire.LockStatus) {
+	fmt.Fprintf(w, "resource:     %s\n", v.Resource)
+	if h := v.Holder; h != nil {
+		fmt.Fprintf(w, "holder:       %s\nlease:        %s (fence %d, class %s)\nheld since:   %s (%s ago)\nlease left:   %s\n",
+			h.Owner, h.Lease, h.Fence, h.OperationClass, stamp(h.Since), ago(v.ReadAt, h.Since), v.Left().Round(100*time.Millisecond))
+	} else {
+		fmt.Fprintf(w, "holder:       none (free)\n")
+	}
+	if v.FreeAt != nil {
+		fmt.Fprintf(w, "lock-delay:   until %s (after an expired lease)\n", stamp(*v.FreeAt))
+	}
+	fmt.Fprintf(w, "highestFence: %d\nfloor:        %d\nnext fence:   > %d\nwaiters:      %d\n", v.HighestFence, v.Floor, max(v.HighestFence, v.Floor), len(v.Waiters))
+	for i, wt := range v.Waiters {
+		since := "since an unrecorded time"
+		if !wt.Since.IsZero() {
+			since = "waiting " + ago(v.ReadAt, wt.Since) + " (since " + stamp(wt.Since) + ")"
+		}
+		fmt.Fprintf(w, "  %d. %s, class %s, %s\n", i+1, wt.Owner, wt.OperationClass, since)
+	}
+}
+
+func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 MST") }
+
+func ago(now, then time.Time) string {
+	return max(now.Sub(then), 0).Round(100 * time.Millisecond).String()
+}
+
+// viewErr says what to do about a refusal of a lock view.
+func viewErr(err error) error {
+	var api *httpclient.APIError
+	if errors.As(err, &api) && api.Code == wire.CodeForbiddenResource {
+		return fmt.Errorf("%w: the registry's resource policy (serve --authz-policy) does not let you do this to this resource", err)
+	}
+	return adminErr(err)
+}

@@ -1,0 +1,38 @@
+package registry
+
+import (
+	"github.com/fencegate/fencegate/wire"
+)
+
+// lockView is what anyone allowed to see resource may know of rec, a
+// normalized record, at now: the holder, since when and until when, the
+// fences, lock-delay, and the queue (owners and since when, never request
+// IDs). rev is the store revision it was read at.
+func lockView(resource string, rec *Record, now int64, rev uint64) wire.LockStatus {
+	v := wire.LockStatus{
+		Resource: resource, HighestFence: rec.HighestFence, Floor: rec.Floor,
+		Waiters: make([]wire.LockWaiter, 0, len(rec.Waiters)), ReadAt: fromMs(now), Revision: rev,
+	}
+	if h := rec.Holder; h != nil {
+		v.Holder = holderView(h)
+	}
+	if rec.Holder == nil && rec.FreeAtMs > now {
+		at := fromMs(rec.FreeAtMs)
+		v.FreeAt = &at
+	}
+	for _, w := range rec.Waiters {
+		lw := wire.LockWaiter{Owner: w.Owner, OperationClass: w.OperationClass}
+		if w.JoinedMs != 0 {
+			lw.Since = fromMs(w.JoinedMs)
+		}
+		v.Waiters = append(v.Waiters, lw)
+	}
+	return v
+}
+
+func holderView(h *Holder) *wire.LockHolder {
+	return &wire.LockHolder{
+		Owner: h.Grant.Owner, Lease: h.Grant.Lease, Fence: h.Grant.FenceToken, OperationClass: h.Grant.OperationClass,
+		Since: fromMs(h.Grant.IssuedAtMs), ExpiresAt: fromMs(h.ExpiresAtMs),
+	}
+}

@@ -1,0 +1,85 @@
+package memstore
+
+import (
+	"slices"
+
+	"github.com/fencegate/fencegate/registry"
+)
+
+// Every stored value is kept twice: in its stored form (the bytes etcd
+// would hold, which a content compare and an Image use) and decoded. The
+// decoding is a copy of the value the commit wrote (the stored types
+// encode every field, so it is what decoding the stored form gives:
+// TestCopiesAreTheDecoding), or, for a value that came in some other way,
+// the strict decoding of its stored form, made on first read. Readers get
+// their own copies of it: a reader that changes what it was given changes
+// nothing stored, and a read costs a copy, not a decode (the simulator
+// reads on nearly every registry call).
+
+// recordLocked returns resource's record (a copy) and its item.
+func (s *Store) recordLocked(resource string) (*registry.Record, item, error) {
+	it, ok := s.records[resource]
+	if !ok {
+		return nil, it, nil
+	}
+	rec, ok := it.decoded.(*registry.Record)
+	if !ok {
+		var err error
+		if rec, err = registry.DecodeRecord(it.value); err != nil {
+			return nil, it, err
+		}
+		it.decoded = rec
+		s.records[resource] = it
+	}
+	return cloneRecord(rec), it, nil
+}
+
+// requestLocked returns key's request entry (a copy) and its item.
+func (s *Store) requestLocked(key registry.RequestKey) (*registry.RequestEntry, item, error) {
+	it, ok := s.requests[key]
+	if !ok {
+		return nil, it, nil
+	}
+	e, ok := it.decoded.(*registry.RequestEntry)
+	if !ok {
+		var err error
+		if e, err = registry.DecodeRequestEntry(it.value); err != nil {
+			return nil, it, err
+		}
+		it.decoded = e
+		s.requests[key] = it
+	}
+	c := *e // flat: no pointer, slice or map (TestCopiesShareNothing)
+	return &c, it, nil
+}
+
+// settingsLocked returns the settings (a value) and their item.
+func (s *Store) settingsLocked() (registry.Settings, error) {
+	if s.settings.modRev == 0 {
+		return registry.Settings{}, nil
+	}
+	set, ok := s.settings.decoded.(registry.Settings)
+	if !ok {
+		var err error
+		if set, err = registry.DecodeSettings(s.settings.value); err != nil {
+			return registry.Settings{}, err
+		}
+		s.settings.decoded = set
+	}
+	return set, nil
+}
+
+// cloneRecord copies rec so that the copy shares nothing with it. Its
+// fields are values but for Holder, Waiters and Ended, whose elements are
+// values (TestCopiesShareNothing fails when a field that would be shared
+// is added).
+func cloneRecord(rec *registry.Record) *registry.Record {
+	c := *rec
+	if rec.Holder != nil {
+		h := *rec.Holder
+		c.Holder = &h
+	}
+	c.Waiters = slices.Clone(rec.Waiters)
+	c.Ended = slices.Clone(rec.Ended)
+	return &c
+}

@@ -1,0 +1,251 @@
+package zkstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"path"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/fencegate/fencegate/registry"
+)
+
+// commitAttemptsMax bounds how many multis one Commit sends when a pin is
+// refused while the Write's compares still hold (a node it only pinned,
+// such as an entry it writes blind or a bucket, changed in between).
+const commitAttemptsMax = 8
+
+// ErrContended: every multi a commit sent was refused by a pin although
+// the Write's compares held each time. Nothing was written.
+var ErrContended = errors.New("zkstore: commit refused by concurrent changes")
+
+// Commit implements registry.Store (the package doc argues why it is
+// linearizable): read the nodes, decide the compares, one multi pinning
+// what was read. A refused multi applied nothing and is decided again on
+// a synced, consistent read.
+func (s *Store) Commit(ctx context.Context, w registry.Write) (registry.CommitResult, error) {
+	if err := checkWrite(w); err != nil {
+		return registry.CommitResult{}, err
+	}
+	v, err := s.look(ctx, w)
+	if err != nil {
+		return registry.CommitResult{}, fmt.Errorf("zkstore: commit: read: %w", err)
+	}
+	for range commitAttemptsMax {
+		if v == nil || !s.holds(w, v) {
+			// The quick look may lag the leader: decide on a synced read.
+			if v, err = s.readView(ctx, s.commitPaths(w, w.ReadKeys), s.guarded(w), true); err != nil {
+				return registry.CommitResult{}, fmt.Errorf("zkstore: commit: read: %w", err)
+			}
+			if !s.holds(w, v) {
+				cur, err := s.snapshotOf(v, w.Resource, w.ReadKeys)
+				return registry.CommitResult{Current: cur}, err
+			}
+		}
+		if err := s.ensureDirs(ctx, writtenKeys(w)); err != nil {
+			return registry.CommitResult{}, err
+		}
+		rev, refused, err := s.multi(ctx, s.ops(w, v))
+		switch {
+		case err != nil:
+			return registry.CommitResult{}, err
+		case !refused:
+			return registry.CommitResult{OK: true, Revision: rev}, nil
+		}
+		v = nil
+	}
+	return registry.CommitResult{}, fmt.Errorf("%w after %d multis", ErrContended, commitAttemptsMax)
+}
+
+// checkWrite rejects what no store can apply: a record without a
+// resource, or one request key written twice.
+func checkWrite(w registry.Write) error {
+	if (w.Record != nil || w.RecordWas != nil) && w.Resource == "" {
+		return fmt.Errorf("zkstore: record write without a resource")
+	}
+	seen := make(map[registry.RequestKey]bool, len(w.Requests))
+	for _, rw := range w.Requests {
+		if seen[rw.Key] {
+			return fmt.Errorf("zkstore: request %s/%s written twice in one commit", rw.Key.Owner, rw.Key.RequestID)
+		}
+		seen[rw.Key] = true
+	}
+	return nil
+}
+
+func writtenKeys(w registry.Write) []registry.RequestKey {
+	keys := make([]registry.RequestKey, len(w.Requests))
+	for i, rw := range w.Requests {
+		keys[i] = rw.Key
+	}
+	return keys
+}
+
+// commitPaths are the nodes a commit of w reads: its record, the
+// settings, its entries and extra (the keys a failed compare returns).
+func (s *Store) commitPaths(w registry.Write, extra []registry.RequestKey) []string {
+	return s.readPaths(w.Resource, append(writtenKeys(w), extra...))
+}
+
+// guarded are the entries w compares: their pins are only sound with
+// their bucket read no later than them (the package doc).
+func (s *Store) guarded(w registry.Write) map[string]bool {
+	g := map[string]bool{}
+	for _, rw := range w.Requests {
+		if rw.Compare {
+			g[s.requestPath(rw.Key)] = true
+		}
+	}
+	return g
+}
+
+// look is a commit's quick read: its nodes and the buckets of the entries
+// it compares, in one round trip, without a sync. It returns nil when a
+// compared entry's bucket had a child created or deleted after the
+// entry's mzxid (its pin would not be sound; a synced read decides).
+func (s *Store) look(ctx context.Context, w registry.Write) (*view, error) {
+	paths := s.commitPaths(w, nil)
+	g := s.guarded(w)
+	for p := range g {
+		paths = append(paths, path.Dir(p))
+	}
+	v := &view{nodes: make(map[string]node, len(paths))}
+	if err := s.getAll(ctx, paths, v.nodes); err != nil {
+		return nil, err
+	}
+	for p := range g {
+		n, dir := v.nodes[p], v.nodes[path.Dir(p)]
+		if n.ok && dir.ok && dir.stat.Pzxid > n.stat.Mzxid {
+			return nil, nil
+		}
+	}
+	return v, nil
+}
+
+// holds decides w's compares on v.
+func (s *Store) holds(w registry.Write, v *view) bool {
+	if w.Resource != "" {
+		n := v.nodes[s.recordPath(w.Resource)]
+		if n.modRev() != w.RecordRev {
+			return false
+		}
+		if w.RecordWas != nil && (n.modRev() == 0 || !bytes.Equal(n.data, registry.EncodeRecord(w.RecordWas))) {
+			return false
+		}
+	}
+	n := v.nodes[s.settingsPath()]
+	if n.modRev() != w.SettingsRev {
+		return false
+	}
+	if w.SettingsWas != nil && (n.modRev() == 0 || !bytes.Equal(n.data, registry.EncodeSettings(w.SettingsWas))) {
+		return false
+	}
+	for _, rw := range w.Requests {
+		if rw.Compare && v.nodes[s.requestPath(rw.Key)].modRev() != rw.ModRev {
+			return false
+		}
+	}
+	return true
+}
+
+// ops is w as one multi pinning v: the record and the settings (a check or
+// versioned set when present, a create when missing), the buckets of the
+// compared entries present, then each entry's write, then <root>/rev,
+// whose reply carries the commit's zxid.
+func (s *Store) ops(w registry.Write, v *view) []any {
+	var ops []any
+	if w.Resource != "" {
+		var data []byte
+		if w.Record != nil {
+			data = registry.EncodeRecord(w.Record)
+		}
+		ops = append(ops, pin(s.recordPath(w.Resource), v.nodes[s.recordPath(w.Resource)], data, w.Record != nil, s.acl))
+	}
+	var data []byte
+	if w.Settings != nil {
+		data = registry.EncodeSettings(w.Settings)
+	}
+	ops = append(ops, pin(s.settingsPath(), v.nodes[s.settingsPath()], data, w.Settings != nil, s.acl))
+	for _, rw := range w.Requests {
+		p := s.requestPath(rw.Key)
+		if dir := v.nodes[path.Dir(p)]; rw.Compare && v.nodes[p].ok {
+			ops = append(ops, &zk.CheckVersionRequest{Path: path.Dir(p), Version: dir.stat.Version})
+		}
+	}
+	for _, rw := range w.Requests {
+		ops = append(ops, s.entryOps(rw, v.nodes[s.requestPath(rw.Key)])...)
+	}
+	return append(ops, &zk.SetDataRequest{Path: s.revPath(), Version: -1})
+}
+
+// pin writes data over n when write is set, or only checks it: at n's
+// version when present, as a create (of an empty node when not writing)
+// when missing.
+func pin(p string, n node, data []byte, write bool, acl []zk.ACL) any {
+	switch {
+	case !n.ok:
+		return &zk.CreateRequest{Path: p, Data: data, Acl: acl}
+	case write:
+		return &zk.SetDataRequest{Path: p, Data: data, Version: n.stat.Version}
+	default:
+		return &zk.CheckVersionRequest{Path: p, Version: n.stat.Version}
+	}
+}
+
+// entryOps writes one request entry: compared entries at the version read,
+// others blind (version -1). A delete also sets the bucket (the guard of
+// the package doc). An absent entry that is not written is pinned absent
+// by creating and deleting it in the same multi.
+func (s *Store) entryOps(rw registry.RequestWrite, n node) []any {
+	p := s.requestPath(rw.Key)
+	version := int32(-1)
+	if rw.Compare {
+		version = n.stat.Version
+	}
+	switch {
+	case !n.ok && rw.Entry != nil:
+		return []any{&zk.CreateRequest{Path: p, Data: registry.EncodeRequestEntry(rw.Entry), Acl: s.acl}}
+	case !n.ok:
+		return []any{&zk.CreateRequest{Path: p, Acl: s.acl}, &zk.DeleteRequest{Path: p, Version: 0}}
+	case rw.Entry != nil:
+		return []any{&zk.SetDataRequest{Path: p, Data: registry.EncodeRequestEntry(rw.Entry), Version: version}}
+	default:
+		return []any{&zk.DeleteRequest{Path: p, Version: version}, &zk.SetDataRequest{Path: path.Dir(p), Version: -1}}
+	}
+}
+
+// multi sends ops. It returns the commit's revision, or refused when
+// ZooKeeper answered that a pin failed (nothing applied), or an error:
+// ErrOutcomeUnknown when the multi was sent and no answer says whether it
+// applied.
+func (s *Store) multi(ctx context.Context, ops []any) (rev uint64, refused bool, err error) {
+	if err := ctx.Err(); err != nil {
+		return 0, false, fmt.Errorf("zkstore: commit: not sent: %w", err)
+	}
+	res, err := call(ctx, func() ([]zk.MultiResponse, error) { return s.c.Multi(ops...) })
+	switch {
+	case err == nil && len(res) == len(ops) && res[len(res)-1].Stat != nil:
+		return uint64(res[len(res)-1].Stat.Mzxid), false, nil
+	case err == nil:
+		return 0, false, fmt.Errorf("%w: applied, but the reply has %d results for %d operations", ErrOutcomeUnknown, len(res), len(ops))
+	case ctx.Err() != nil:
+		return 0, false, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
+	case len(res) == len(ops) && pinFailed(err):
+		if errors.Is(err, zk.ErrNoNode) {
+			s.forgetDirs() // a directory may be gone: recreate before the next try
+		}
+		return 0, true, nil
+	case len(res) == len(ops):
+		// Refused for another reason (no permission, a bad path): nothing
+		// applied, and trying again will not help.
+		return 0, false, fmt.Errorf("zkstore: commit: refused: %w", err)
+	}
+	return 0, false, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
+}
+
+// pinFailed reports a multi refused because a node was not as read.
+func pinFailed(err error) bool {
+	return errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrNodeExists) || errors.Is(err, zk.ErrNotEmpty)
+}
