@@ -106,6 +106,7 @@ func (g *Gate) operatorTx(ctx context.Context, db *sql.DB, a adapter.Action, sto
 	if err != nil {
 		return err
 	}
+	detail = strings.TrimSpace(detail)
 	if _, err := tx.ExecContext(ctx, g.stmt.insertAction, a.Resource, strings.Fields(detail)[0], a.Operator, detail, now.UnixMilli()); err != nil {
 		return fmt.Errorf("sqlgate: record operator action: %w", err)
 	}

@@ -121,8 +121,7 @@ func (a Action) Step(st gate.State, seen bool, now time.Time) (gate.State, strin
 	if !seen {
 		st.Mode = a.CreateMode
 	}
-	next, detail, err := a.step(st, now)
-	return next, strings.TrimSpace(detail), err
+	return a.step(st, now)
 }
 
 // Record is the action's record in the key-value adapters' stored form,
