@@ -75,14 +75,17 @@ func (g *Gate) SetMode(ctx context.Context, resource string, mode gate.Mode, ope
 }
 
 // SetMinPolicyGeneration raises the lowest grant policy generation the
-// resource accepts. It only rises.
+// resource accepts (it only rises): a conditional replace of the
+// manifest, then the action's record under records/action/.
 func (g *Gate) SetMinPolicyGeneration(ctx context.Context, resource string, gen uint64, operator string) error {
 	return g.operator(ctx, adapter.RaiseMinPolicy(resource, operator, gen, g.mode))
 }
 
 // Resume lifts a FENCE_REGRESSION pause once the operator states a
-// registry fence floor above highestFence (gate.Resume); the floor and
-// the instant are stored in the manifest and the action recorded.
+// registry fence floor above highestFence (gate.Resume). The floor and
+// its instant go into the manifest's state by a conditional replace,
+// then the action's record under records/action/ (a crash in between
+// loses the record, never the resume).
 func (g *Gate) Resume(ctx context.Context, resource string, registryFloor uint64, operator, note string) error {
 	return g.operator(ctx, adapter.Resume(resource, operator, registryFloor, note, g.mode))
 }

@@ -99,24 +99,27 @@ func (g *Gate) SetMode(ctx context.Context, resource string, mode gate.Mode, ope
 }
 
 // SetMinPolicyGeneration raises the lowest grant policy generation the
-// resource accepts. It only rises.
+// resource accepts (it only rises), in the state key, with the action's
+// record, in one EXEC.
 func (g *Gate) SetMinPolicyGeneration(ctx context.Context, resource string, gen uint64, operator string) error {
 	return g.operator(ctx, adapter.RaiseMinPolicy(resource, operator, gen, g.mode))
 }
 
 // Resume lifts a FENCE_REGRESSION pause once the operator states a
-// registry fence floor above highestFence (gate.Resume); the floor and
-// the instant are stored, and the action recorded.
+// registry fence floor above highestFence (gate.Resume). The floor and
+// its instant are written to the state key and the action to the
+// actions list in one EXEC: both or neither.
 func (g *Gate) Resume(ctx context.Context, resource string, registryFloor uint64, operator, note string) error {
 	return g.operator(ctx, adapter.Resume(resource, operator, registryFloor, note, g.mode))
 }
 
 // operator runs one recorded operator action: read the state under
 // WATCH, run the action's step on it, and store it with the action
-// record in one EXEC, retrying if a write came in between. A state behind what this
-// Gate saw stored is first restored and paused, with an alarm, as Apply
-// does (wentback.go), and the action then runs on that. The cache keeps
-// the new state; other Gates' caches learn of it at their next compare.
+// record in one EXEC, retrying if a write came in between. A state
+// behind what this Gate saw stored is first restored and paused, with an
+// alarm, as Apply does (wentback.go), and the action then runs on that.
+// The cache keeps the new state; other Gates' caches learn of it at
+// their next compare.
 func (g *Gate) operator(ctx context.Context, a adapter.Action) error {
 	if err := a.Check("redisgate"); err != nil {
 		return err
