@@ -2,7 +2,9 @@
 // room of the tree may import only the rooms beneath it (leaf libraries →
 // grant → gate → wire → registry → client → the binary), the SDK imports
 // no server package, and no product code imports a test kit or the chaos
-// suite; only tests do. A new arrow fails here until this table says why
+// suite; only tests do. The negative controls' replacement of the gate's
+// decision (gate/gatebreak) is imported by the simulator and tests
+// alone. A new arrow fails here until this table says why
 // it is allowed. docs/architecture.md draws the same picture.
 package fencegate_test
 
@@ -44,6 +46,15 @@ var mayImport = map[string][]string{
 
 // testOnly are rooms only tests (and each other, as listed above) import.
 var testOnly = []string{"testkit", "chaos"}
+
+// importedOnlyBy lists packages that only the named rooms' non-test code
+// may import; any test may. gate/gatebreak replaces gate.Decide for a
+// negative control: the simulator's --break modes use it, and no product
+// code may, so the decision cannot be switched off by anything a
+// deployment builds or configures.
+var importedOnlyBy = map[string][]string{
+	module + "/gate/gatebreak": {"sim"},
+}
 
 type goPackage struct {
 	ImportPath   string
@@ -107,6 +118,9 @@ func checkPackage(errorf func(format string, args ...any), p goPackage) {
 		case !slices.Contains(allowed, to):
 			errorf("%s (room %s) imports %s (room %s): an arrow the house does not allow", p.ImportPath, from, imp, to)
 		}
+		if rooms, only := importedOnlyBy[imp]; only && !slices.Contains(rooms, from) {
+			errorf("%s (room %s) imports %s, which only %v and tests may import", p.ImportPath, from, imp, rooms)
+		}
 	}
 	// Tests may reach the test kits; product code may not (checked above:
 	// testkit and chaos are in no product room's list).
@@ -122,13 +136,26 @@ func checkPackage(errorf func(format string, args ...any), p goPackage) {
 	}
 }
 
-// TestTheTableCanFail feeds the check an arrow the house forbids: the SDK
-// importing the server.
+// TestTheTableCanFail feeds the check arrows the house forbids — the SDK
+// importing the server; an adapter, the binary and a test kit importing
+// the negative controls' replacement of Decide — and two it allows.
 func TestTheTableCanFail(t *testing.T) {
-	var caught []string
-	checkPackage(func(format string, args ...any) { caught = append(caught, format) },
-		goPackage{ImportPath: module + "/client", Imports: []string{module + "/registry"}})
-	if len(caught) == 0 {
-		t.Fatal("client importing registry went unnoticed: the table cannot fail")
+	breaker := module + "/gate/gatebreak"
+	for _, c := range []struct {
+		p    goPackage
+		fine bool
+	}{
+		{goPackage{ImportPath: module + "/client", Imports: []string{module + "/registry"}}, false},
+		{goPackage{ImportPath: module + "/gate/sqlgate", Imports: []string{breaker}}, false},
+		{goPackage{ImportPath: module + "/cmd/fencegate", Imports: []string{breaker}}, false},
+		{goPackage{ImportPath: module + "/testkit/gatetest", Imports: []string{breaker}}, false},
+		{goPackage{ImportPath: module + "/sim", Imports: []string{breaker}}, true},
+		{goPackage{ImportPath: module + "/gate/memgate", XTestImports: []string{breaker}}, true},
+	} {
+		var caught []string
+		checkPackage(func(format string, args ...any) { caught = append(caught, format) }, c.p)
+		if (len(caught) == 0) != c.fine {
+			t.Errorf("%s importing %v: caught %d, want caught=%v", c.p.ImportPath, append(c.p.Imports, c.p.XTestImports...), len(caught), !c.fine)
+		}
 	}
 }

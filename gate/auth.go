@@ -33,12 +33,12 @@ type Policy struct {
 	// skips the parse (never the proof check). Optional, defaults to
 	// ParsedCacheEntriesDefault; negative disables both.
 	ParsedCacheEntriesMax int
-	// UnsafeDecider replaces Decide in DecideLocked. Never set it in
-	// production: it exists so that a negative control (the simulator's
-	// --break modes) can show what a broken decision would let through,
-	// while every other step runs the product's code. Optional: nil is
-	// Decide.
-	UnsafeDecider func(Input) Decision
+
+	// decide replaces Decide in DecideLocked and Redecide for a negative
+	// control; nil is Decide. Only gate/gatebreak sets it (through
+	// gate/internal/seam), and only the simulator and tests import that:
+	// no configuration can switch the decision.
+	decide func(Input) Decision
 
 	grants   *parsedCache[grant.Grant]
 	statuses *parsedCache[grant.Status]

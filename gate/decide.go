@@ -80,7 +80,8 @@ func NeedsStatus(in Input) bool {
 	return !settled
 }
 
-// Decide applies step 6 of the gate decision, in this precedence:
+// Decide applies steps 5–6 of the gate decision (the package doc), in
+// this precedence:
 //
 //  1. a receipt exists for (resource, fence, segmentSeq) from the same
 //     grant with the same payload → REPLAYED (whatever the status or
@@ -113,7 +114,9 @@ func Decide(in Input) Decision {
 	if !settled {
 		d = decideFence(in)
 	}
-	return applyMode(in.State.Mode, d)
+	d = applyMode(in.State.Mode, d)
+	assertDecided(in, d)
+	return d
 }
 
 func decideBeforeStatus(in Input) (Decision, bool) {

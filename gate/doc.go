@@ -1,9 +1,10 @@
 // Package gate is fencegate's resource-side acceptance point,
 // applyFencedMutation: the one place a protected write is accepted or
 // rejected. This package is the pure core — authentication, the fence
-// decision and receipts — shared by the SQL adapter (gate/sqlgate) and the
-// simulator. It does no I/O and reads no clock: time comes in as an
-// argument and status comes in as evidence.
+// decision and receipts — shared by every adapter (gate/sqlgate,
+// gate/memgate, gate/objgate, gate/redisgate), which the simulator drives
+// as production does. It does no I/O and reads no clock: time comes in as
+// an argument and status comes in as evidence.
 //
 // # The decision
 //

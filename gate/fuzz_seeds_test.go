@@ -1,8 +1,8 @@
-// This file proves the committed seed corpus of the envelope and job fuzz
-// targets is exactly what the fixtures sign today, so every plain
-// `go test` replays the genuine envelopes and each signed near-miss; a
-// fixture change that would silently turn a genuine seed into a
-// near-miss fails here. Rewrite with: go test ./gate -run
+// This file proves the committed seed corpus of the envelope, job,
+// receipt and answer fuzz targets is exactly what the fixtures sign and
+// decide today, so every plain `go test` replays the genuine inputs and
+// each near-miss; a fixture change that would silently turn a genuine
+// seed into a near-miss fails here. Rewrite with: go test ./gate -run
 // TestFuzzSeedCorpus -args -update-seeds
 package gate_test
 
@@ -37,6 +37,12 @@ func TestFuzzSeedCorpus(t *testing.T) {
 	}
 	for name, b := range jobSeeds(t) {
 		checkSeed(t, "FuzzDecodeJob", name, fuzzseed.Entry(b))
+	}
+	for name, b := range receiptSeeds(t) {
+		checkSeed(t, "FuzzDecodeReceipt", name, fuzzseed.Entry(b))
+	}
+	for name, b := range answerSeeds(t) {
+		checkSeed(t, "FuzzDecodeAnswer", name, fuzzseed.Entry(b))
 	}
 }
 

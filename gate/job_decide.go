@@ -63,7 +63,9 @@ func DecideJob(in JobInput) Decision {
 	if !settled {
 		d = decideJobFence(in, base)
 	}
-	return applyMode(in.State.Mode, d)
+	d = applyMode(in.State.Mode, d)
+	assertDecided(base, d)
+	return d
 }
 
 func decideJobFence(in JobInput, base Input) Decision {

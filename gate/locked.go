@@ -3,7 +3,17 @@ package gate
 import (
 	"context"
 	"time"
+
+	"github.com/fencegate/fencegate/gate/internal/seam"
 )
+
+// The negative controls' one way to replace Decide (gate/gatebreak).
+func init() {
+	seam.Install(func(p Policy, d func(Input) Decision) Policy {
+		p.decide = d
+		return p
+	})
+}
 
 // Querying is how an adapter reaches the canonical registry for status:
 // optional (a nil Querier means proofs only).
@@ -38,8 +48,8 @@ func (p *Policy) DecideLocked(ctx context.Context, q Querying, v *Verified, st S
 // registry's word and q has a querier.
 func (p *Policy) decideConfirming(ctx context.Context, q Querying, in Input) Decision {
 	decide := Decide
-	if p.UnsafeDecider != nil {
-		decide = p.UnsafeDecider
+	if p.decide != nil {
+		decide = p.decide
 	}
 	d := decide(in)
 	if d.Confirm && q.Querier != nil {

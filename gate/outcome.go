@@ -18,7 +18,8 @@ const (
 	Replayed  Outcome = "REPLAYED"  // exact replay of an accepted segment; the original receipt is returned
 	Malformed Outcome = "MALFORMED" // the mutation envelope failed strict validation (step 1)
 
-	// Authentication outcomes (steps 1–5 of the decision; never touch state).
+	// Outcomes of authentication (steps 1–4, Policy.Authenticate) and of
+	// Decide's policy and evidence steps; none touches state.
 	BadProof         Outcome = "BAD_PROOF"         // grant/status unparsable, or a proof does not verify
 	BindingMismatch  Outcome = "BINDING_MISMATCH"  // envelope and grant (or status and grant) disagree, or class not allowed
 	IdentityMismatch Outcome = "IDENTITY_MISMATCH" // the caller's authenticated identity is not the grant owner
@@ -28,11 +29,11 @@ const (
 	ProofExpired     Outcome = "PROOF_EXPIRED"     // the status proof is not fresh by the gate's clock and skew bound
 
 	// Fence and segment outcomes (step 6, decided with the fence row locked).
-	StaleOwner      Outcome = "STALE_OWNER"      // fence below highestFence
+	StaleOwner      Outcome = "STALE_OWNER"      // fence below highestFence, or at or below the floor of the last resume
 	SegmentGap      Outcome = "SEGMENT_GAP"      // segmentSeq is not the next one
 	RootMismatch    Outcome = "ROOT_MISMATCH"    // equal fence, other operation root
 	Quarantined     Outcome = "QUARANTINED"      // a segment already accepted arrived with another payload
-	FenceRegression Outcome = "FENCE_REGRESSION" // the current holder's fence is not above highestFence: the registry went backwards
+	FenceRegression Outcome = "FENCE_REGRESSION" // proof that the registry went backwards (the rule: regression.go); a lower fence alone is STALE_OWNER
 	ResourcePaused  Outcome = "RESOURCE_PAUSED"  // the resource is paused after a FENCE_REGRESSION
 )
 

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/internal/assert"
 	"github.com/fencegate/fencegate/wire"
 )
 
@@ -166,11 +167,12 @@ func decideAcquire(rec *Record, own *RequestEntry, set Settings, in acquireInput
 // the next fence, and returns the grant and the ticket's new entry (whose
 // absence the write compares). idx is t's queue position, or -1.
 func grantLease(next *Record, puts []entryPut, resource string, t Waiter, idx int, now int64, epoch uint64) (GrantBody, []entryPut, error) {
-	fence := max(next.HighestFence, next.Floor)
-	if fence == math.MaxUint64 {
+	above := max(next.HighestFence, next.Floor)
+	if above == math.MaxUint64 {
 		return GrantBody{}, puts, fmt.Errorf("%w: %s: fence sequence exhausted", wire.ErrCorrupt, resource)
 	}
-	fence++
+	fence := above + 1
+	assertFenceAbove(resource, fence, above)
 	body := GrantBody{
 		Resource:         resource,
 		Owner:            t.Owner,
@@ -186,6 +188,7 @@ func grantLease(next *Record, puts []entryPut, resource string, t Waiter, idx in
 	}
 	next.Holder = &Holder{Grant: body, ParamsDigest: t.ParamsDigest, ExpiresAtMs: now + int64(t.TTLMs)}
 	next.HighestFence = fence
+	assertGranted(resource, next, above)
 	if idx >= 0 {
 		next.Waiters = append(next.Waiters[:idx:idx], next.Waiters[idx+1:]...)
 	}
@@ -195,6 +198,28 @@ func grantLease(next *Record, puts []entryPut, resource string, t Waiter, idx in
 		own:   true,
 	})
 	return body, puts, nil
+}
+
+// The fence invariant, asserted on both sides of the record's change: a
+// grant's fence exceeds max(highestFence, floor) of the record it is
+// allocated from (so no fence is issued twice, and none at or below a
+// floor an operator raised), and the record written holds it as its
+// highestFence and its holder's. A failure is a programmer error in this
+// file, so it panics (internal/assert).
+
+// assertFenceAbove checks the fence allocated from a record whose
+// max(highestFence, floor) was above.
+func assertFenceAbove(resource string, fence, above uint64) {
+	assert.That(fence > above, "registry: fence %d for %s is not above max(highestFence, floor) %d", fence, resource, above)
+}
+
+// assertGranted checks the record a grant leaves behind, next, against
+// the max(highestFence, floor) it was allocated from.
+func assertGranted(resource string, next *Record, above uint64) {
+	fence := next.Holder.Grant.FenceToken
+	assertFenceAbove(resource, fence, above)
+	assert.That(next.HighestFence == fence && next.HighestFence > next.Floor,
+		"registry: %s granted fence %d but records highestFence %d, floor %d", resource, fence, next.HighestFence, next.Floor)
 }
 
 // busyError says why the lease cannot be granted now, and what the caller

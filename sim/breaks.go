@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/gate/gatebreak"
 	"github.com/fencegate/fencegate/gate/memgate"
 	"github.com/fencegate/fencegate/gate/objgate"
 	"github.com/fencegate/fencegate/grant"
@@ -19,7 +20,7 @@ import (
 // protection is never a change to product code: lease-only is the
 // adapter's own shadow mode, no-auth is a trust bundle that trusts every
 // key, and the decision bugs replace gate.Decide through
-// gate.Policy.UnsafeDecider by wrappers that call gate.Decide on a
+// gate/gatebreak.Replace by wrappers that call gate.Decide on a
 // doctored input or doctor its output. One protection is the registry
 // store's: content-compare puts a wrapper between the registry and
 // registry/memstore that drops what each write was decided on.
@@ -69,15 +70,15 @@ func (k *keySet) gatePolicy(b Break) gate.Policy {
 	case BreakAuth:
 		p = *k.trustAll
 	case BreakPollution:
-		p.UnsafeDecider = decidePolluting
+		p = gatebreak.Replace(p, decidePolluting)
 	case BreakSegments:
-		p.UnsafeDecider = decideIgnoringSegments
+		p = gatebreak.Replace(p, decideIgnoringSegments)
 	case BreakRegression:
-		p.UnsafeDecider = decideTrustingRegistry
+		p = gatebreak.Replace(p, decideTrustingRegistry)
 	case BreakOldRule:
-		p.UnsafeDecider = decideOldRule
+		p = gatebreak.Replace(p, decideOldRule)
 	case BreakNoAlarm:
-		p.UnsafeDecider = decideSilently
+		p = gatebreak.Replace(p, decideSilently)
 	}
 	return p
 }

@@ -195,7 +195,7 @@
 // (breaks.go), never by editing them: --unsafe (BreakFence) runs the
 // resources in shadow mode, applying whatever a writer that believes it
 // holds the lease sends; auth trusts every key; the others replace
-// gate.Decide through gate.Policy.UnsafeDecider by a wrapper that doctors
+// gate.Decide through gate/gatebreak.Replace by a wrapper that doctors
 // its input or output: a rejection that raises highestFence, segment
 // order ignored, a regressed holder let through, the old regression rule,
 // regressions refused without an alarm; hop makes the downstream worker

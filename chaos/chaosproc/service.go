@@ -184,20 +184,6 @@ func (s *Service) applyLeaseOnly(ctx context.Context, caller string, m *gate.Mut
 	return WriteResponse{Outcome: string(gate.Accepted), Reason: "lease-only: no fence check"}
 }
 
-// AnswerJSON is the receipt query's answer on the wire.
-type AnswerJSON struct {
-	Verdict      string        `json:"verdict"`
-	HighestFence uint64        `json:"highestFence"`
-	Receipts     []ReceiptJSON `json:"receipts,omitempty"`
-}
-
-// ReceiptJSON is the part of a receipt a worker's recovery needs.
-type ReceiptJSON struct {
-	Fence   uint64 `json:"fence"`
-	Seq     uint64 `json:"seq"`
-	Payload string `json:"payload"`
-}
-
 func (s *Service) handleReceipts(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	fence, err := strconv.ParseUint(q.Get("fence"), 10, 64)
@@ -206,7 +192,7 @@ func (s *Service) handleReceipts(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if s.g == nil { // the mutant keeps no receipts: nothing can be settled
-		writeJSON(w, http.StatusOK, AnswerJSON{Verdict: string(gate.VerdictUndetermined)})
+		writeJSON(w, http.StatusOK, gate.Answer{Verdict: gate.VerdictUndetermined})
 		return
 	}
 	a, err := s.g.QueryOperation(r.Context(), s.cfg.DB, q.Get("resource"), q.Get("operation"), fence)
@@ -214,11 +200,7 @@ func (s *Service) handleReceipts(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusInternalServerError, WriteResponse{Outcome: "ERROR", Reason: err.Error()})
 		return
 	}
-	out := AnswerJSON{Verdict: string(a.Verdict), HighestFence: a.HighestFence}
-	for _, rc := range a.Receipts {
-		out.Receipts = append(out.Receipts, ReceiptJSON{Fence: rc.FenceToken, Seq: rc.SegmentSeq, Payload: rc.PayloadDigest.String()})
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, a) // gate.Answer's JSON form
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -14,7 +14,6 @@ import (
 
 	"github.com/fencegate/fencegate/chaos/record"
 	"github.com/fencegate/fencegate/gate"
-	"github.com/fencegate/fencegate/grant"
 )
 
 // serviceCallTimeout bounds one call to a resource service: past it the
@@ -50,21 +49,17 @@ func (c *ServiceClient) Write(ctx context.Context, m *gate.Mutation, payload str
 // happened (a client.ReceiptQuerierFunc).
 func (c *ServiceClient) QueryOperation(ctx context.Context, resource, operationID string, fence uint64) (gate.Answer, error) {
 	q := url.Values{"resource": {resource}, "operation": {operationID}, "fence": {strconv.FormatUint(fence, 10)}}
-	var aj AnswerJSON
-	status, err := c.do(ctx, http.MethodGet, "/v1/receipts?"+q.Encode(), nil, &aj)
+	var raw json.RawMessage
+	status, err := c.do(ctx, http.MethodGet, "/v1/receipts?"+q.Encode(), nil, &raw)
 	if err != nil {
 		return gate.Answer{}, err
 	}
 	if status != http.StatusOK {
 		return gate.Answer{}, fmt.Errorf("chaosproc: receipts: HTTP %d", status)
 	}
-	a := gate.Answer{Verdict: gate.Verdict(aj.Verdict), HighestFence: aj.HighestFence}
-	for _, r := range aj.Receipts {
-		d, err := grant.ParseDigest(r.Payload)
-		if err != nil {
-			return gate.Answer{}, fmt.Errorf("chaosproc: receipts: %w", err)
-		}
-		a.Receipts = append(a.Receipts, gate.Receipt{Resource: resource, OperationID: operationID, FenceToken: r.Fence, SegmentSeq: r.Seq, PayloadDigest: d})
+	a, err := gate.DecodeAnswer(raw)
+	if err != nil { // the service's answer, not a gate outcome of the worker's: %v
+		return gate.Answer{}, fmt.Errorf("chaosproc: receipts: %v", err)
 	}
 	return a, nil
 }

@@ -3,7 +3,7 @@ package core
 import (
 	"fmt"
 
-	"github.com/fencegate/fencegate/client/internal/assert"
+	"github.com/fencegate/fencegate/internal/assert"
 )
 
 // State is a lease's local state, named exactly as the specification

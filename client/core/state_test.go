@@ -6,7 +6,7 @@ package core
 import (
 	"testing"
 
-	"github.com/fencegate/fencegate/client/internal/assert"
+	"github.com/fencegate/fencegate/internal/assert"
 )
 
 type transition struct {

@@ -60,11 +60,8 @@ func (c *Client) Write(ctx context.Context, m *gate.Mutation, entries []Entry) (
 		return gate.Receipt{}, fmt.Errorf("%w: %w", ErrMutationUnknown, err)
 	}
 	switch {
-	case status == http.StatusOK && wr.Receipt != nil:
-		r, err := wr.Receipt.Receipt()
-		if err != nil {
-			return gate.Receipt{}, fmt.Errorf("%w: %w", ErrMutationUnknown, err)
-		}
+	case status == http.StatusOK && wr.Receipt != nil: // decoded strictly, its id checked (gate.DecodeReceipt)
+		r := *wr.Receipt
 		if wr.Outcome == string(gate.Replayed) {
 			return r, &gate.Rejection{Outcome: gate.Replayed, Resource: r.Resource, FenceToken: r.FenceToken, SegmentSeq: r.SegmentSeq, Reason: "exact replay of an accepted segment"}
 		}
@@ -87,15 +84,19 @@ func (c *Client) Write(ctx context.Context, m *gate.Mutation, entries []Entry) (
 // client.ReceiptQuerierFunc.
 func (c *Client) QueryOperation(ctx context.Context, resource, operationID string, fence uint64) (gate.Answer, error) {
 	q := url.Values{"resource": {resource}, "operation": {operationID}, "fence": {strconv.FormatUint(fence, 10)}}
-	var aj AnswerJSON
-	status, err := c.do(ctx, http.MethodGet, "/v1/receipts?"+q.Encode(), nil, &aj)
+	var raw json.RawMessage
+	status, err := c.do(ctx, http.MethodGet, "/v1/receipts?"+q.Encode(), nil, &raw)
 	if err != nil {
 		return gate.Answer{}, err
 	}
 	if status != http.StatusOK {
 		return gate.Answer{}, fmt.Errorf("ledger: receipts: HTTP %d", status)
 	}
-	return aj.Answer()
+	a, err := gate.DecodeAnswer(raw)
+	if err != nil {
+		return gate.Answer{}, fmt.Errorf("ledger: receipts: %v", err) // the ledger's answer, not a gate outcome of ours
+	}
+	return a, nil
 }
 
 // Value reads the current value of key; found is false if none was
@@ -142,7 +143,7 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, out a
 		return 0, fmt.Errorf("ledger: %s %s: read answer: %w", method, path, err)
 	}
 	if err := json.Unmarshal(b, out); err != nil {
-		return 0, fmt.Errorf("ledger: %s %s: HTTP %d, undecodable answer: %w", method, path, resp.StatusCode, err)
+		return 0, fmt.Errorf("ledger: %s %s: HTTP %d, undecodable answer: %v", method, path, resp.StatusCode, err) // not a gate outcome of ours: %v
 	}
 	return resp.StatusCode, nil
 }

@@ -125,13 +125,14 @@ type WriteRequest struct {
 }
 
 // WriteResponse is the answer to a write: ACCEPTED or REPLAYED with the
-// receipt (200), or the gate's rejection code and reason (409).
+// receipt in gate's JSON form (200), or the gate's rejection code and
+// reason (409).
 type WriteResponse struct {
-	Outcome      string       `json:"outcome"`
-	Reason       string       `json:"reason,omitempty"`
-	FenceToken   uint64       `json:"fenceToken,omitempty"`
-	HighestFence uint64       `json:"highestFence,omitempty"`
-	Receipt      *ReceiptJSON `json:"receipt,omitempty"`
+	Outcome      string        `json:"outcome"`
+	Reason       string        `json:"reason,omitempty"`
+	FenceToken   uint64        `json:"fenceToken,omitempty"`
+	HighestFence uint64        `json:"highestFence,omitempty"`
+	Receipt      *gate.Receipt `json:"receipt,omitempty"`
 }
 
 func (s *Server) handleWrite(w http.ResponseWriter, r *http.Request) {
@@ -181,8 +182,7 @@ func (s *Server) handleWrite(w http.ResponseWriter, r *http.Request) {
 // answerGate turns the gate's result into the HTTP answer.
 func (s *Server) answerGate(w http.ResponseWriter, rcpt gate.Receipt, err error) {
 	if gate.IsSuccess(err) {
-		j := receiptToJSON(rcpt)
-		writeJSON(w, http.StatusOK, WriteResponse{Outcome: string(gate.OutcomeOf(err)), Receipt: &j, FenceToken: rcpt.FenceToken})
+		writeJSON(w, http.StatusOK, WriteResponse{Outcome: string(gate.OutcomeOf(err)), Receipt: &rcpt, FenceToken: rcpt.FenceToken})
 		return
 	}
 	var rej *gate.Rejection
@@ -229,7 +229,7 @@ func (s *Server) handleReceipts(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.unknown.Observe(q.Get("resource"), q.Get("operation"), ans.Verdict)
-	writeJSON(w, http.StatusOK, answerToJSON(ans))
+	writeJSON(w, http.StatusOK, ans) // gate.Answer's JSON form
 }
 
 // metricsHandler serves the gate's decision counters, its paused

@@ -75,8 +75,7 @@ func (s *Server) handleWrite(w http.ResponseWriter, r *http.Request) {
 	case s.leaseOnly && err == nil:
 		writeJSON(w, http.StatusOK, ledger.WriteResponse{Outcome: string(gate.Accepted), Reason: "lease-only: written without any check"})
 	case gate.IsSuccess(err):
-		j := ledger.ReceiptToJSON(rcpt)
-		writeJSON(w, http.StatusOK, ledger.WriteResponse{Outcome: string(gate.OutcomeOf(err)), Receipt: &j, FenceToken: rcpt.FenceToken})
+		writeJSON(w, http.StatusOK, ledger.WriteResponse{Outcome: string(gate.OutcomeOf(err)), Receipt: &rcpt, FenceToken: rcpt.FenceToken})
 	default:
 		var rej *gate.Rejection
 		if errors.As(err, &rej) {
@@ -106,7 +105,7 @@ func (s *Server) handleReceipts(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.unknown.Observe(q.Get("resource"), q.Get("operation"), ans.Verdict)
-	writeJSON(w, http.StatusOK, ledger.AnswerToJSON(ans))
+	writeJSON(w, http.StatusOK, ans) // gate.Answer's JSON form
 }
 
 func (s *Server) handleValue(w http.ResponseWriter, r *http.Request) {

@@ -30,7 +30,7 @@ import (
 
 	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/gate"
-	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/gate/internal/adapter"
 )
 
 // Config configures a Gate.
@@ -76,21 +76,12 @@ type Gate struct {
 
 // New checks cfg and returns an empty Gate.
 func New(cfg Config) (*Gate, error) {
-	if err := cfg.Policy.Check(); err != nil {
+	b, err := adapter.Common{Policy: cfg.Policy, Querier: cfg.Querier, StatusQueryTimeout: cfg.StatusQueryTimeout,
+		Clock: cfg.Clock, DefaultMode: cfg.DefaultMode}.Resolve()
+	if err != nil {
 		return nil, err
 	}
-	g := &Gate{pol: cfg.Policy, querying: gate.Querying{Querier: cfg.Querier, Timeout: cfg.StatusQueryTimeout},
-		clock: cfg.Clock, mode: cfg.DefaultMode, resources: map[string]*resource{}}
-	if g.clock == nil {
-		g.clock = clock.System{}
-	}
-	if g.mode == "" {
-		g.mode = gate.ModeEnforce
-	}
-	if _, err := gate.ParseMode(string(g.mode)); err != nil {
-		return nil, err
-	}
-	return g, nil
+	return &Gate{pol: b.Pol, querying: b.Querying, clock: b.Clock, mode: b.Mode, resources: map[string]*resource{}}, nil
 }
 
 // Counters returns the per-outcome decision counters.
@@ -131,7 +122,7 @@ func (g *Gate) Apply(ctx context.Context, caller string, m *gate.Mutation, fn Bu
 			return gate.Receipt{}, fmt.Errorf("%w: %w", ErrBusiness, err)
 		}
 	}
-	r.commit(d, v, prior, now)
+	r.commit(&g.pol, d, v, prior, now)
 	g.counters.Add(d.Outcome)
 	return d.Result(m)
 }
@@ -162,47 +153,41 @@ func (g *Gate) QueryOperation(resource, operationID string, fence uint64) gate.A
 // Resume lifts a FENCE_REGRESSION pause once the operator states a
 // registry fence floor above highestFence (gate.Resume), and records it.
 func (g *Gate) Resume(name string, registryFloor uint64, operator, note string) error {
-	return g.operator(name, operator, g.mode, func(st gate.State, now time.Time) (gate.State, string, error) {
-		return gate.ResumeAction(st, registryFloor, now, note)
-	})
+	return g.operator(adapter.Resume(name, operator, registryFloor, note, g.mode))
 }
 
 // SetMode moves a resource to mode (shadow → enforce only); a resource
 // the gate has never seen starts in mode.
 func (g *Gate) SetMode(name string, mode gate.Mode, operator string) error {
-	return g.operator(name, operator, mode, func(st gate.State, _ time.Time) (gate.State, string, error) {
-		return gate.SetModeAction(st, mode)
-	})
+	return g.operator(adapter.SetMode(name, operator, mode))
 }
 
 // SetMinPolicyGeneration raises the lowest grant policy generation the
 // resource accepts. It only rises.
 func (g *Gate) SetMinPolicyGeneration(name string, gen uint64, operator string) error {
-	return g.operator(name, operator, g.mode, func(st gate.State, _ time.Time) (gate.State, string, error) {
-		return gate.RaiseMinPolicyAction(st, gen)
-	})
+	return g.operator(adapter.RaiseMinPolicy(name, operator, gen, g.mode))
 }
 
-func (g *Gate) operator(resource, operator string, createMode gate.Mode, act func(gate.State, time.Time) (gate.State, string, error)) error {
-	if operator == "" {
-		return errors.New("memgate: operator actions need the operator's name")
-	}
-	if err := grant.ValidateResource(resource); err != nil {
-		return fmt.Errorf("memgate: resource %q: %v", resource, err)
-	}
-	if _, err := gate.ParseMode(string(createMode)); err != nil {
+// operator runs one recorded operator action on the resource, created in
+// the action's mode on first sight, under its lock.
+func (g *Gate) operator(a adapter.Action) error {
+	if err := a.Check("memgate"); err != nil {
 		return err
 	}
-	r := g.resourceIn(resource, createMode)
+	if _, err := gate.ParseMode(string(a.CreateMode)); err != nil {
+		return err
+	}
+	r := g.resourceIn(a.Resource, a.CreateMode)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := g.clock.Now()
-	next, detail, err := act(r.state, now)
+	next, detail, err := a.Step(r.state, true, now)
 	if err != nil {
 		return err
 	}
+	g.pol.CheckStore(r.state, next)
 	r.state = next
-	r.record(Record{Kind: KindOperator, Detail: operator + ": " + detail, At: now})
+	r.record(Record{Kind: KindOperator, Detail: a.Operator + ": " + detail, At: now})
 	return nil
 }
 
@@ -253,7 +238,7 @@ func (g *Gate) ApplyJob(ctx context.Context, hop string, j *gate.Job, upstream g
 			return gate.Receipt{}, fmt.Errorf("%w: %w", ErrBusiness, err)
 		}
 	}
-	r.commit(d, v, prior, now)
+	r.commit(&g.pol, d, v, prior, now)
 	g.counters.Add(d.Outcome)
 	return d.Result(&v.Mutation)
 }

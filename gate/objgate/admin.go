@@ -4,11 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/gate/internal/adapter"
 	"github.com/fencegate/fencegate/gate/internal/stored"
-	"github.com/fencegate/fencegate/grant"
 )
 
 // State returns the resource's stored gate state, read from the store
@@ -72,48 +71,41 @@ func (g *Gate) SetMode(ctx context.Context, resource string, mode gate.Mode, ope
 			return err
 		}
 	}
-	return g.operator(ctx, resource, operator, mode, func(st gate.State) (gate.State, string, error) {
-		return gate.SetModeAction(st, mode)
-	})
+	return g.operator(ctx, adapter.SetMode(resource, operator, mode))
 }
 
 // SetMinPolicyGeneration raises the lowest grant policy generation the
-// resource accepts. It only rises.
+// resource accepts (it only rises): a conditional replace of the
+// manifest, then the action's record under records/action/.
 func (g *Gate) SetMinPolicyGeneration(ctx context.Context, resource string, gen uint64, operator string) error {
-	return g.operator(ctx, resource, operator, g.mode, func(st gate.State) (gate.State, string, error) {
-		return gate.RaiseMinPolicyAction(st, gen)
-	})
+	return g.operator(ctx, adapter.RaiseMinPolicy(resource, operator, gen, g.mode))
 }
 
 // Resume lifts a FENCE_REGRESSION pause once the operator states a
-// registry fence floor above highestFence (gate.Resume); the floor and
-// the instant are stored in the manifest and the action recorded.
+// registry fence floor above highestFence (gate.Resume). The floor and
+// its instant go into the manifest's state by a conditional replace,
+// then the action's record under records/action/ (a crash in between
+// loses the record, never the resume).
 func (g *Gate) Resume(ctx context.Context, resource string, registryFloor uint64, operator, note string) error {
-	return g.operator(ctx, resource, operator, g.mode, func(st gate.State) (gate.State, string, error) {
-		return gate.ResumeAction(st, registryFloor, g.clock.Now(), note)
-	})
+	return g.operator(ctx, adapter.Resume(resource, operator, registryFloor, note, g.mode))
 }
 
-// operator runs one recorded operator action: a fresh read, act, a
+// operator runs one recorded operator action: a fresh read, the step, a
 // conditional replace (keeping the receipts and the content), retried if
 // a write came in between.
-func (g *Gate) operator(ctx context.Context, resource, operator string, createMode gate.Mode, act func(gate.State) (gate.State, string, error)) error {
-	if operator == "" {
-		return errors.New("objgate: operator actions need the operator's name")
-	}
-	if err := checkResource(resource); err != nil {
+func (g *Gate) operator(ctx context.Context, a adapter.Action) error {
+	if err := a.Check("objgate"); err != nil {
 		return err
 	}
+	resource := a.Resource
 	for attempt := range g.retries {
 		g.forget(resource)
 		h, err := g.fetch(ctx, resource)
 		if err != nil {
 			return err
 		}
-		if h.etag == "" {
-			h.st.Mode = createMode
-		}
-		next, detail, err := act(h.st)
+		now := g.clock.Now()
+		next, detail, err := a.Step(h.st, h.etag != "", now)
 		if err != nil {
 			return err
 		}
@@ -130,16 +122,9 @@ func (g *Gate) operator(ctx context.Context, resource, operator string, createMo
 			return err
 		}
 		g.keep(resource, nh)
-		rec := stored.Record{Kind: stored.RecordAction, Resource: resource, Operator: operator,
-			Outcome: strings.Fields(detail)[0], Detail: detail, AtMs: g.clock.Now().UnixMilli()}
-		return g.writeRecords(ctx, h, []stored.Record{rec})
+		return g.writeRecords(ctx, h, []stored.Record{a.Record(detail, now)})
 	}
 	return fmt.Errorf("%w: operator action on %s", ErrContended, resource)
 }
 
-func checkResource(resource string) error {
-	if err := grant.ValidateResource(resource); err != nil {
-		return fmt.Errorf("objgate: resource %q: %w", resource, err)
-	}
-	return nil
-}
+func checkResource(resource string) error { return adapter.CheckResource("objgate", resource) }

@@ -25,7 +25,7 @@ func WithoutCompare(g *Gate) { g.noCompare = true }
 func TrustingHeld(g *Gate) { g.trustHeld = true }
 
 // ParseManifest parses b as resource's manifest and returns it encoded
-// again (in format 2; a format 1 manifest, which has no tag, with the
+// again (in format 3; a format 1 manifest, which has no tag, with the
 // zero tag, as a replace would give it one).
 func ParseManifest(g *Gate, resource string, b []byte) ([]byte, error) {
 	h, err := g.parseManifest(resource, b)
@@ -42,16 +42,10 @@ func ParseManifest(g *Gate, resource string, b []byte) ([]byte, error) {
 // no receipt, a run of three under one grant then one under the next
 // fence, content inline and in an object.
 func SampleManifests(g *Gate, resource string) [][]byte {
-	at := time.Date(2026, 7, 19, 10, 0, 1, 0, time.UTC)
-	mk := func(fence, seq uint64, payload string) gate.Receipt {
-		return gate.Receipt{Resource: resource, FenceToken: fence, OperationRoot: grant.OperationRoot(resource, fmt.Sprint("op-", fence)),
-			OperationID: fmt.Sprint("op-", fence), SegmentSeq: seq, PayloadDigest: sha256.Sum256([]byte(payload)),
-			GrantDigest: sha256.Sum256([]byte(fmt.Sprint("grant-", fence))), AcceptedAt: at, Mode: gate.ModeEnforce, Outcome: gate.Accepted}
-	}
 	h := g.newHeld(resource, gate.ModeEnforce)
 	h.tag = "00000000000000ff"
 	out := [][]byte{h.encode()}
-	for i, r := range []gate.Receipt{mk(1, 1, "a"), mk(1, 2, "b"), mk(1, 3, "c"), mk(2, 1, "d")} {
+	for i, r := range SampleReceipts(resource) {
 		h.version++
 		h.tag = fmt.Sprintf("%016x", h.version)
 		h.receipts = appendReceipt(h.receipts, r)
@@ -63,6 +57,18 @@ func SampleManifests(g *Gate, resource string) [][]byte {
 		out = append(out, h.encode())
 	}
 	return out
+}
+
+// SampleReceipts are the receipts of SampleManifests: a run of three
+// under one grant, then one under the next fence.
+func SampleReceipts(resource string) []gate.Receipt {
+	at := time.Date(2026, 7, 19, 10, 0, 1, 0, time.UTC)
+	mk := func(fence, seq uint64, payload string) gate.Receipt {
+		return gate.Receipt{Resource: resource, FenceToken: fence, OperationRoot: grant.OperationRoot(resource, fmt.Sprint("op-", fence)),
+			OperationID: fmt.Sprint("op-", fence), SegmentSeq: seq, PayloadDigest: sha256.Sum256([]byte(payload)),
+			GrantDigest: sha256.Sum256([]byte(fmt.Sprint("grant-", fence))), AcceptedAt: at, Mode: gate.ModeEnforce, Outcome: gate.Accepted}
+	}
+	return []gate.Receipt{mk(1, 1, "a"), mk(1, 2, "b"), mk(1, 3, "c"), mk(2, 1, "d")}
 }
 
 // NopAPI is a store the parser's tests never reach.

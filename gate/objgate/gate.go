@@ -41,7 +41,7 @@
 // # Objects
 //
 // Under Config.Prefix and the path-escaped resource: manifest (its format
-// is in manifest.go; format 1 manifests are read and migrated); data/…
+// is in manifest.go; formats 1 and 2 are read and migrated); data/…
 // (immutable business bytes too large to inline, one object per write
 // attempt; objects no manifest points to are garbage a lifecycle rule
 // may remove); receipts/ and ops/<sha256(operation ID)>/ (the receipts a
@@ -63,7 +63,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/gate/internal/adapter"
 	"github.com/fencegate/fencegate/gate/internal/stored"
 )
 
@@ -88,13 +90,6 @@ type API interface {
 	DeleteObject(ctx context.Context, in *s3.DeleteObjectInput, opts ...func(*s3.Options)) (*s3.DeleteObjectOutput, error)
 }
 
-// Clock is the gate's time source.
-type Clock interface{ Now() time.Time }
-
-type systemClock struct{}
-
-func (systemClock) Now() time.Time { return time.Now() }
-
 // Config configures a Gate.
 type Config struct {
 	// Client reaches the store. Required.
@@ -113,7 +108,7 @@ type Config struct {
 	// gate.QueryTimeoutDefault.
 	StatusQueryTimeout time.Duration
 	// Clock is the gate's clock. Optional, defaults to the system clock.
-	Clock Clock
+	Clock clock.Clock
 	// DefaultMode is the mode of a resource seen for the first time.
 	// Optional, defaults to gate.ModeEnforce, which Open refuses on a
 	// store that fails Probe.
@@ -138,7 +133,7 @@ type Gate struct {
 	prefix   string
 	pol      gate.Policy
 	querying gate.Querying
-	clock    Clock
+	clock    clock.Clock
 	mode     gate.Mode
 	retries  int
 	held     int // Config.ReceiptsHeld
@@ -177,23 +172,15 @@ func open(ctx context.Context, cfg Config, probe bool) (*Gate, error) {
 	if cfg.Client == nil || cfg.Bucket == "" {
 		return nil, errors.New("objgate: Config.Client and Config.Bucket are required")
 	}
-	if err := cfg.Policy.Check(); err != nil {
+	b, err := adapter.Common{Policy: cfg.Policy, Querier: cfg.Querier, StatusQueryTimeout: cfg.StatusQueryTimeout,
+		Clock: cfg.Clock, DefaultMode: cfg.DefaultMode}.Resolve()
+	if err != nil {
 		return nil, err
 	}
-	g := &Gate{api: cfg.Client, bucket: cfg.Bucket, prefix: cfg.Prefix, pol: cfg.Policy,
-		querying: gate.Querying{Querier: cfg.Querier, Timeout: cfg.StatusQueryTimeout},
-		clock:    cfg.Clock, mode: cfg.DefaultMode, retries: cfg.RetriesMax, cache: map[string]held{}}
-	if g.clock == nil {
-		g.clock = systemClock{}
-	}
+	g := &Gate{api: cfg.Client, bucket: cfg.Bucket, prefix: cfg.Prefix, pol: b.Pol, querying: b.Querying, clock: b.Clock,
+		mode: b.Mode, retries: cfg.RetriesMax, cache: map[string]held{}}
 	if g.prefix == "" {
 		g.prefix = PrefixDefault
-	}
-	if g.mode == "" {
-		g.mode = gate.ModeEnforce
-	}
-	if _, err := gate.ParseMode(string(g.mode)); err != nil {
-		return nil, err
 	}
 	if g.retries <= 0 {
 		g.retries = RetriesMaxDefault

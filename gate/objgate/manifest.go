@@ -13,14 +13,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/gate/internal/jsonappend"
 	"github.com/fencegate/fencegate/gate/internal/stored"
 )
 
 // A resource's manifest is its one mutable object: what the conditional
-// replace commits. Format 2 is one line naming the format, one line of
+// replace commits. Format 3 is one line naming the format, one line of
 // JSON, then the inline business bytes:
 //
-//	fencegate-manifest 2
+//	fencegate-manifest 3
 //	{"version":N,"tag":"…","state":{…},"receipts":[{…},…],"data":"KEY","inlineBytes":N}
 //	<inlineBytes bytes>
 //
@@ -28,16 +29,17 @@ import (
 // replace was answered 412 knows the manifest in place is its own (an SDK
 // retry of a PUT that had committed) only by finding its tag, since two
 // writers deciding alike on one manifest would write the same bytes
-// otherwise. version rises by one with every replace, so no two manifests of a
-// resource have the same bytes: an ETag (an MD5 of the bytes on most
+// otherwise. version rises by one with every replace, so no two manifests
+// of a resource have the same bytes: an ETag (an MD5 of the bytes on most
 // stores) is never reused, and a writer holding an old one cannot succeed
 // against a manifest that went A → B → A. receipts are the last accepts
 // not yet written out to receipt objects (at most ManifestReceiptsMax,
-// oldest first, in the short form of manifest_receipts.go). The content is either inline (data "", the bytes after
-// the JSON; at most InlineBytesMax) or the object data names (inlineBytes
-// 0). The parser accepts exactly what the encoder writes. Format 1 (a
-// JSON object with the last receipt and a data key, written before
-// format 2) is read and migrated: the next replace writes format 2.
+// oldest first, in gate's JSON form, short within a run: see
+// manifest_receipts.go). The content is either inline (data "", the
+// bytes after the JSON; at most InlineBytesMax) or the object data names
+// (inlineBytes 0). The parser accepts exactly what the encoder writes.
+// Formats 1 and 2, written before, are read and migrated: the next
+// replace writes format 3 (manifest_legacy.go).
 
 // Limits.
 const (
@@ -53,11 +55,11 @@ const (
 	ManifestReceiptsMax = 16
 	// ManifestBytesMax bounds a manifest read back: the inline bytes and
 	// a header of a state and ManifestReceiptsMax receipts (under 1 KiB
-	// each in the long form).
+	// each in the whole form).
 	ManifestBytesMax = InlineBytesMax + (ManifestReceiptsMax+4)<<10
 )
 
-const manifestMagic = "fencegate-manifest 2\n"
+const manifestMagic = "fencegate-manifest 3\n"
 
 // held is a manifest as the gate holds it, with the ETag it was read or
 // written with; an empty ETag is "no manifest yet" (the next write
@@ -86,7 +88,7 @@ func (g *Gate) newHeld(resource string, mode gate.Mode) held {
 	return held{st: gate.State{Resource: resource, Mode: mode}}
 }
 
-// encode writes h as format 2.
+// encode writes h as format 3.
 func (h held) encode() []byte {
 	n := 512 + len(h.inline) + len(h.data)
 	for _, r := range h.receipts {
@@ -97,7 +99,7 @@ func (h held) encode() []byte {
 	b = append(b, `{"version":`...)
 	b = strconv.AppendUint(b, h.version, 10)
 	b = append(b, `,"tag":`...)
-	b = stored.AppendString(b, h.tag)
+	b = jsonappend.String(b, h.tag)
 	b = append(b, `,"state":`...)
 	b = stored.AppendState(b, stored.FromState(h.st))
 	b = append(b, `,"receipts":[`...)
@@ -108,7 +110,7 @@ func (h held) encode() []byte {
 		b = append(b, r.entry...)
 	}
 	b = append(b, `],"data":`...)
-	b = stored.AppendString(b, h.data)
+	b = jsonappend.String(b, h.data)
 	b = append(b, `,"inlineBytes":`...)
 	b = strconv.AppendInt(b, int64(len(h.inline)), 10)
 	b = append(b, "}\n"...)
@@ -143,6 +145,7 @@ func (g *Gate) readHeld(resource string, b []byte, etag string) (held, error) {
 // another writer committed first; it is a *lostRace carrying the
 // manifest read back when that read succeeded.
 func (g *Gate) replace(ctx context.Context, resource string, h, next held) (held, error) {
+	g.pol.CheckStore(h.st, next.st)
 	next.version, next.tag = h.version+1, newTag()
 	body := next.encode()
 	in := &s3.PutObjectInput{Bucket: &g.bucket, Key: aws.String(g.manifestKey(resource)), Body: bytes.NewReader(body)}

@@ -2,6 +2,7 @@ package objgate
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -15,41 +16,57 @@ import (
 // resource is left as it is; nothing is decided on it.
 var ErrManifest = errors.New("objgate: unreadable manifest")
 
-// manifestHeader is format 2's JSON line.
+// manifestHeader is the JSON line of formats 2 and 3; only their
+// receipts' entries differ.
 type manifestHeader struct {
-	Version     uint64          `json:"version"`
-	Tag         string          `json:"tag"`
-	State       stored.State    `json:"state"`
-	Receipts    []manifestEntry `json:"receipts"`
-	Data        string          `json:"data"`
-	InlineBytes int             `json:"inlineBytes"`
+	Version     uint64            `json:"version"`
+	Tag         string            `json:"tag"`
+	State       stored.State      `json:"state"`
+	Receipts    []json.RawMessage `json:"receipts"`
+	Data        string            `json:"data"`
+	InlineBytes int               `json:"inlineBytes"`
 }
 
-// manifestV1 is format 1, read only to migrate it.
-type manifestV1 struct {
-	Version uint64          `json:"version"`
-	State   stored.State    `json:"state"`
-	Last    *stored.Receipt `json:"lastReceipt,omitempty"`
-	Data    string          `json:"data,omitempty"`
-}
+// entriesReader turns a header's receipt entries into receipts of
+// resource (format 3's parseEntries, format 2's parseEntriesV2).
+type entriesReader func(resource string, es []json.RawMessage) ([]heldReceipt, error)
 
-// parseManifest reads a manifest of resource: format 2 exactly as encode
-// writes it, or format 1, migrated.
+// parseManifest reads a manifest of resource: format 3 exactly as encode
+// writes it, or format 1 or 2, migrated.
 func (g *Gate) parseManifest(resource string, b []byte) (held, error) {
 	if len(b) > 0 && b[0] == '{' {
 		return g.parseV1(resource, b)
 	}
+	if rest, ok := bytes.CutPrefix(b, []byte(manifestMagicV2)); ok {
+		return g.parseV2(resource, rest)
+	}
 	rest, ok := bytes.CutPrefix(b, []byte(manifestMagic))
 	if !ok {
-		return held{}, fmt.Errorf("%w: not a format 2 manifest", ErrManifest)
+		return held{}, fmt.Errorf("%w: not a format 3 manifest", ErrManifest)
 	}
+	h, err := g.parseBody(resource, rest, func(_ string, es []json.RawMessage) ([]heldReceipt, error) { return parseEntries(es) })
+	if err != nil {
+		return held{}, err
+	}
+	if !bytes.Equal(h.encode(), b) {
+		return held{}, fmt.Errorf("%w: not in canonical form", ErrManifest)
+	}
+	return h, nil
+}
+
+// parseBody reads what follows a format 2 or 3 magic line: the header
+// line, its receipts read by entries, and the inline bytes. It decodes
+// in one plain pass (a manifest is read on every cold decision); format
+// 3's canonical check, or format 2's strict walk (parseV2), refuses a
+// field given twice or re-cased.
+func (g *Gate) parseBody(resource string, rest []byte, entries entriesReader) (held, error) {
 	line, inline, ok := bytes.Cut(rest, []byte{'\n'})
 	if !ok {
 		return held{}, fmt.Errorf("%w: no end of header", ErrManifest)
 	}
 	var mh manifestHeader
 	if err := stored.Decode(line, &mh); err != nil {
-		return held{}, fmt.Errorf("%w: %w", ErrManifest, err)
+		return held{}, fmt.Errorf("%w: %v", ErrManifest, err)
 	}
 	if len(mh.Tag) != tagDigits || strings.Trim(mh.Tag, "0123456789abcdef") != "" {
 		return held{}, fmt.Errorf("%w: tag %q, want %d lowercase hex digits", ErrManifest, mh.Tag, tagDigits)
@@ -62,7 +79,7 @@ func (g *Gate) parseManifest(resource string, b []byte) (held, error) {
 	if len(mh.Receipts) > ManifestReceiptsMax {
 		return held{}, fmt.Errorf("%w: %d receipts, at most %d", ErrManifest, len(mh.Receipts), ManifestReceiptsMax)
 	}
-	if h.receipts, err = parseEntries(resource, mh.Receipts); err != nil {
+	if h.receipts, err = entries(resource, mh.Receipts); err != nil {
 		return held{}, err
 	}
 	switch {
@@ -75,38 +92,6 @@ func (g *Gate) parseManifest(resource string, b []byte) (held, error) {
 	}
 	if len(inline) > 0 {
 		h.inline = bytes.Clone(inline)
-	}
-	if err := g.checkHeld(resource, h); err != nil {
-		return held{}, err
-	}
-	if !bytes.Equal(h.encode(), b) {
-		return held{}, fmt.Errorf("%w: not in canonical form", ErrManifest)
-	}
-	return h, nil
-}
-
-// parseV1 reads a format 1 manifest: its last receipt becomes the one
-// receipt held (every earlier one was written to an object of its own,
-// which the receipt lookups read as they read a batch).
-func (g *Gate) parseV1(resource string, b []byte) (held, error) {
-	var m manifestV1
-	if err := stored.Decode(b, &m); err != nil {
-		return held{}, fmt.Errorf("%w: format 1: %w", ErrManifest, err)
-	}
-	if !bytes.Equal(stored.Encode(m), b) { // as format 1 wrote it: no re-cased, repeated or spaced field
-		return held{}, fmt.Errorf("%w: format 1: not in canonical form", ErrManifest)
-	}
-	h := held{version: m.Version, data: m.Data}
-	var err error
-	if h.st, err = g.manifestState(resource, m.State); err != nil {
-		return held{}, err
-	}
-	if m.Last != nil {
-		r, err := m.Last.GateReceipt()
-		if err != nil {
-			return held{}, fmt.Errorf("%w: format 1: %w", ErrManifest, err)
-		}
-		h.receipts = appendReceipt(nil, r)
 	}
 	return h, g.checkHeld(resource, h)
 }
@@ -122,15 +107,15 @@ func (g *Gate) manifestState(resource string, j stored.State) (gate.State, error
 	return st, nil
 }
 
-// checkHeld checks what every manifest must hold: receipts of the
+// checkHeld checks what every manifest must hold: accepts of the
 // resource, in rising (fence, segment) order, none above the state's;
 // content, if in an object, under the resource's data/.
 func (g *Gate) checkHeld(resource string, h held) error {
 	var last gate.Receipt
 	for i, hr := range h.receipts {
 		r := hr.r
-		if r.Resource != resource {
-			return fmt.Errorf("%w: receipt %s is of %s", ErrManifest, r.ID(), r.Resource)
+		if r.Resource != resource || r.Outcome != gate.Accepted {
+			return fmt.Errorf("%w: receipt %s is a %s of %s", ErrManifest, r.ID(), r.Outcome, r.Resource)
 		}
 		if i > 0 && !above(r.FenceToken, r.SegmentSeq, last.FenceToken, last.SegmentSeq) {
 			return fmt.Errorf("%w: receipts out of order at %s", ErrManifest, r.ID())

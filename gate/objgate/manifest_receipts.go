@@ -2,25 +2,28 @@ package objgate
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
-	"strconv"
+	"time"
 
 	"github.com/fencegate/fencegate/gate"
-	"github.com/fencegate/fencegate/gate/internal/stored"
+	"github.com/fencegate/fencegate/gate/internal/jsonappend"
+	"github.com/fencegate/fencegate/grant"
 )
 
-// A manifest keeps its receipts short: every receipt it holds is an
-// accept of its resource, so the resource, the outcome and the ID (the
-// digest of the rest) are left out, and a receipt under the same grant
+// A manifest keeps its receipts in gate's JSON form (gate.Receipt's
+// MarshalJSON), and short where it can: a receipt under the same grant
 // as the one before it — the segments of one lease, the common case —
 // gives only what differs:
 //
-//	{"fenceToken":F,"operationRoot":"sha256:…","operationId":"…","segmentSeq":S,"payloadDigest":"sha256:…","grant":"sha256:…","acceptedAt":"…","mode":"enforce"}
+//	{"id":"sha256:…","resource":"…","fenceToken":F,…,"mode":"enforce","outcome":"ACCEPTED"}
 //	{"segmentSeq":S,"payloadDigest":"sha256:…","acceptedAt":"…"}
 //
 // The first receipt, and any whose fence, operation, grant or mode
-// differ from the one before, take the long form; the parser accepts only
-// this choice (it re-encodes what it read and compares).
+// differ from the one before, take the whole form; the parser accepts
+// only this choice (it re-encodes what it read and compares). Format 2
+// wrote the whole form without id, resource and outcome
+// (manifest_legacy.go reads it).
 
 // heldReceipt is a receipt with its entry in the manifest.
 type heldReceipt struct {
@@ -28,10 +31,19 @@ type heldReceipt struct {
 	entry []byte
 }
 
+// shortEntry is the short form: the fields a receipt in a run does not
+// share with the one before.
+type shortEntry struct {
+	SegmentSeq    uint64 `json:"segmentSeq"`
+	PayloadDigest string `json:"payloadDigest"`
+	AcceptedAt    string `json:"acceptedAt"`
+}
+
 // sameRun reports whether r may take the short form after prev.
 func sameRun(prev *gate.Receipt, r gate.Receipt) bool {
 	return prev != nil && prev.FenceToken == r.FenceToken && prev.OperationRoot == r.OperationRoot &&
-		prev.OperationID == r.OperationID && prev.GrantDigest == r.GrantDigest && prev.Mode == r.Mode
+		prev.OperationID == r.OperationID && prev.GrantDigest == r.GrantDigest && prev.Mode == r.Mode &&
+		prev.Resource == r.Resource && prev.Outcome == r.Outcome
 }
 
 // appendReceipt adds r after the held receipts rs, encoding its entry.
@@ -40,72 +52,66 @@ func appendReceipt(rs []heldReceipt, r gate.Receipt) []heldReceipt {
 	if len(rs) > 0 {
 		prev = &rs[len(rs)-1].r
 	}
-	j := stored.FieldsOf(r)
 	var buf [512]byte
 	b := buf[:0]
 	if sameRun(prev, r) {
-		b = append(b, `{"segmentSeq":`...)
-		b = strconv.AppendUint(b, j.SegmentSeq, 10)
+		b = jsonappend.Uint(b, '{', "segmentSeq", r.SegmentSeq)
+		b = jsonappend.Str(b, ',', "payloadDigest", r.PayloadDigest.String())
+		b = append(r.AcceptedAt.UTC().AppendFormat(append(jsonappend.Name(b, ',', "acceptedAt"), '"'), grant.TimeLayout), '"', '}')
 	} else {
-		b = append(b, `{"fenceToken":`...)
-		b = strconv.AppendUint(b, j.FenceToken, 10)
-		b = append(b, `,"operationRoot":`...)
-		b = stored.AppendString(b, j.OperationRoot)
-		b = append(b, `,"operationId":`...)
-		b = stored.AppendString(b, j.OperationID)
-		b = append(b, `,"segmentSeq":`...)
-		b = strconv.AppendUint(b, j.SegmentSeq, 10)
+		b = r.AppendJSON(b)
 	}
-	b = append(b, `,"payloadDigest":`...)
-	b = stored.AppendString(b, j.PayloadDigest)
-	if !sameRun(prev, r) {
-		b = append(b, `,"grant":`...)
-		b = stored.AppendString(b, j.GrantDigest)
-	}
-	b = append(b, `,"acceptedAt":`...)
-	b = stored.AppendString(b, j.AcceptedAt)
-	if !sameRun(prev, r) {
-		b = append(b, `,"mode":`...)
-		b = stored.AppendString(b, j.Mode)
-	}
-	b = append(b, '}')
 	return append(rs, heldReceipt{r: r, entry: bytes.Clone(b)})
 }
 
-// manifestEntry is an entry as decoded; the short form leaves the run's
-// fields empty.
-type manifestEntry struct {
-	FenceToken    uint64 `json:"fenceToken"`
-	OperationRoot string `json:"operationRoot"`
-	OperationID   string `json:"operationId"`
-	SegmentSeq    uint64 `json:"segmentSeq"`
-	PayloadDigest string `json:"payloadDigest"`
-	GrantDigest   string `json:"grant"`
-	AcceptedAt    string `json:"acceptedAt"`
-	Mode          string `json:"mode"`
-}
-
-// parseEntries turns decoded entries back into receipts of resource.
+// parseEntries turns a format 3 manifest's entries back into receipts.
 // The caller checks the bytes re-encode exactly.
-func parseEntries(resource string, es []manifestEntry) ([]heldReceipt, error) {
+func parseEntries(es []json.RawMessage) ([]heldReceipt, error) {
 	var rs []heldReceipt
 	for i, e := range es {
-		if e.FenceToken == 0 { // the short form: the run's fields from the one before
-			if i == 0 {
-				return nil, fmt.Errorf("%w: the first receipt is in the short form", ErrManifest)
-			}
-			p := rs[i-1].r
-			e.FenceToken, e.OperationRoot, e.OperationID, e.GrantDigest, e.Mode = p.FenceToken, p.OperationRoot.String(),
-				p.OperationID, p.GrantDigest.String(), string(p.Mode)
+		var r gate.Receipt
+		var err error
+		if bytes.HasPrefix(e, []byte(`{"id":`)) {
+			r, err = gate.DecodeReceipt(e)
+		} else if i == 0 {
+			err = fmt.Errorf("the first receipt is in the short form")
+		} else {
+			r, err = continueRun(rs[i-1].r, e)
 		}
-		j := stored.Receipt{Resource: resource, FenceToken: e.FenceToken, OperationRoot: e.OperationRoot, OperationID: e.OperationID,
-			SegmentSeq: e.SegmentSeq, PayloadDigest: e.PayloadDigest, GrantDigest: e.GrantDigest, AcceptedAt: e.AcceptedAt,
-			Mode: e.Mode, Outcome: string(gate.Accepted)}
-		r, err := j.Fields()
-		if err != nil {
-			return nil, fmt.Errorf("%w: receipt %d: %w", ErrManifest, i+1, err)
+		if err != nil { // the store's bytes, not a mutation: no gate outcome (%v)
+			return nil, fmt.Errorf("%w: receipt %d: %v", ErrManifest, i+1, err)
 		}
 		rs = appendReceipt(rs, r)
 	}
 	return rs, nil
+}
+
+// continueRun reads a short entry: prev's receipt with the fields the
+// entry gives. A plain decode: the manifest's canonical check refuses a
+// field given twice or re-cased.
+func continueRun(prev gate.Receipt, e []byte) (gate.Receipt, error) {
+	var s shortEntry
+	if err := json.Unmarshal(e, &s); err != nil {
+		return prev, err
+	}
+	return withSegment(prev, s)
+}
+
+// withSegment is prev with s's segment, payload digest and instant.
+func withSegment(prev gate.Receipt, s shortEntry) (gate.Receipt, error) {
+	r := prev
+	if s.SegmentSeq == 0 || s.SegmentSeq > gate.CounterMax {
+		return r, fmt.Errorf("segmentSeq %d outside 1..%d", s.SegmentSeq, uint64(gate.CounterMax))
+	}
+	r.SegmentSeq = s.SegmentSeq
+	var err error
+	if r.PayloadDigest, err = grant.ParseDigest(s.PayloadDigest); err != nil {
+		return r, fmt.Errorf("payloadDigest: %w", err)
+	}
+	t, err := time.Parse(grant.TimeLayout, s.AcceptedAt)
+	if err != nil || t.Format(grant.TimeLayout) != s.AcceptedAt {
+		return r, fmt.Errorf("acceptedAt %q: want an instant like %s", s.AcceptedAt, grant.TimeLayout)
+	}
+	r.AcceptedAt = t.UTC()
+	return r, nil
 }

@@ -8,7 +8,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -51,13 +52,12 @@ func TestParseManifestRefuses(t *testing.T) {
 	first, second, _ := strings.Cut(strings.SplitN(string(header), `"receipts":[`, 2)[1], "},{")
 	second = "{" + strings.SplitN(second, "}]", 2)[0] + "}" // {"segmentSeq":2,"payloadDigest":…,"acceptedAt":…}
 	first += "}"
-	var payload2 string
-	fmt.Sscanf(second[strings.Index(second, `"payloadDigest":"`)+len(`"payloadDigest":"`):], "%71s", &payload2)
-	long2 := strings.Replace(strings.Replace(first, `"segmentSeq":1`, `"segmentSeq":2`, 1), first[strings.Index(first, `"payloadDigest":"`)+17:][:71], payload2, 1)
+	rs := objgate.SampleReceipts("obj/parse")
+	long2 := string(rs[1].AppendJSON(nil)) // receipt 2 in the whole form, which its run leaves short
 	cases := map[string][]byte{
 		"empty":               {},
-		"another format":      edit(inline, "manifest 2", "manifest 3"),
-		"no header end":       inline[:len("fencegate-manifest 2\n")+len(header)],
+		"another format":      edit(inline, "manifest 3", "manifest 4"),
+		"no header end":       inline[:len("fencegate-manifest 3\n")+len(header)],
 		"space in header":     edit(inline, `{"version":`, `{ "version":`),
 		"unknown field":       edit(inline, `"version":`, `"extra":1,"version":`),
 		"field order":         edit(inline, `"data":"","inlineBytes":9}`, `"inlineBytes":9,"data":""}`),
@@ -69,6 +69,11 @@ func TestParseManifestRefuses(t *testing.T) {
 		"receipt above state": edit(inline, `"lastSegmentSeq":2`, `"lastSegmentSeq":1`),
 		"data elsewhere":      edit(object, `"data":"fencegate/obj%2Fparse/data/`, `"data":"fencegate/obj%2Fother/data/`),
 		"bad digest":          edit(inline, `"payloadDigest":"sha256:`, `"payloadDigest":"md5:`),
+		"altered receipt":     edit(inline, `"operationId":"op-1"`, `"operationId":"op-9"`),
+		"re-cased in a whole": edit(inline, `"operationId":"op-1"`, `"OperationId":"op-1"`),
+		"repeated in a short": edit(inline, `{"segmentSeq":2,`, `{"segmentSeq":2,"segmentSeq":2,`),
+		"re-cased in a short": edit(inline, `{"segmentSeq":2,`, `{"SegmentSeq":2,`),
+		"not an accept":       edit(inline, first, string(withOutcome(rs[0], gate.Quarantined))),
 		"format 1 unknown":    []byte(`{"version":1,"state":{},"extra":true}`),
 	}
 	for name, b := range cases {
@@ -80,11 +85,23 @@ func TestParseManifestRefuses(t *testing.T) {
 	}
 }
 
+// withOutcome is r's whole form with another outcome (and the id that
+// goes with it).
+func withOutcome(r gate.Receipt, o gate.Outcome) []byte {
+	r.Outcome = o
+	return r.AppendJSON(nil)
+}
+
 func FuzzParseManifest(f *testing.F) {
 	g, ms := parser(f)
 	for _, m := range ms {
 		f.Add(m)
 	}
+	v2, err := os.ReadFile(filepath.Join("testdata", "legacy", "manifest-format2")) // as format 2's encoder wrote it
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(bytes.ReplaceAll(v2, []byte("obj/legacy"), []byte("obj/parse")))
 	f.Add([]byte(`{"version":1,"state":{"resource":"obj/parse","mode":"enforce","highestFence":0,"root":"","lastSegmentSeq":0,"grant":"","grantIssuedAt":"","minPolicyGeneration":0,"paused":false,"pausedReason":"","floor":0,"floorAt":""}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		back, err := objgate.ParseManifest(g, "obj/parse", b)
@@ -94,7 +111,7 @@ func FuzzParseManifest(f *testing.F) {
 			}
 			return
 		}
-		if strings.HasPrefix(string(b), "fencegate-manifest 2\n") && !bytes.Equal(back, b) {
+		if strings.HasPrefix(string(b), "fencegate-manifest 3\n") && !bytes.Equal(back, b) {
 			t.Fatalf("accepted a non-canonical manifest:\n%q\n%q", b, back)
 		}
 		if _, err := objgate.ParseManifest(g, "obj/parse", back); err != nil {

@@ -56,12 +56,11 @@ func TestFormat1Migrates(t *testing.T) {
 	op := sha256.Sum256([]byte("op-a"))
 	for _, rc := range rcpts[:4] {
 		pos := fmt.Sprintf("%020d-%020d", rc.FenceToken, rc.SegmentSeq)
-		put(base+"receipts/"+pos, stored.Encode(stored.FromReceipt(rc)))
-		put(base+"ops/"+hex.EncodeToString(op[:16])+"/"+pos, stored.Encode(stored.FromReceipt(rc)))
+		put(base+"receipts/"+pos, rc.AppendJSON(nil))
+		put(base+"ops/"+hex.EncodeToString(op[:16])+"/"+pos, rc.AppendJSON(nil))
 	}
 	put(base+"data/legacy", []byte("a1\na2\na3\na4\na5\n"))
-	last := stored.FromReceipt(rcpts[4])
-	v1, err := jsonV1(5, stored.FromState(st), &last, base+"data/legacy")
+	v1, err := jsonV1(5, stored.FromState(st), &rcpts[4], base+"data/legacy")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +97,7 @@ func TestFormat1Migrates(t *testing.T) {
 		}
 		rcpts = append(rcpts, rc)
 		if n == 6 {
-			if b := getObject(t, cc.API, bucket, base+"manifest"); !bytes.HasPrefix(b, []byte("fencegate-manifest 2\n")) {
+			if b := getObject(t, cc.API, bucket, base+"manifest"); !bytes.HasPrefix(b, []byte("fencegate-manifest 3\n")) {
 				t.Fatalf("not migrated: %.40q", b)
 			}
 			check("migrated", n)
@@ -108,12 +107,12 @@ func TestFormat1Migrates(t *testing.T) {
 }
 
 // jsonV1 writes a format 1 manifest as that format's encoder did.
-func jsonV1(version uint64, st stored.State, last *stored.Receipt, data string) ([]byte, error) {
+func jsonV1(version uint64, st stored.State, last *gate.Receipt, data string) ([]byte, error) {
 	type manifestV1 struct {
-		Version uint64          `json:"version"`
-		State   stored.State    `json:"state"`
-		Last    *stored.Receipt `json:"lastReceipt,omitempty"`
-		Data    string          `json:"data,omitempty"`
+		Version uint64        `json:"version"`
+		State   stored.State  `json:"state"`
+		Last    *gate.Receipt `json:"lastReceipt,omitempty"` // the stored form then: the same bytes
+		Data    string        `json:"data,omitempty"`
 	}
 	return stored.Encode(manifestV1{version, st, last, data}), nil
 }

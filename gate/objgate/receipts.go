@@ -13,7 +13,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/fencegate/fencegate/gate"
-	"github.com/fencegate/fencegate/gate/internal/stored"
 )
 
 // Receipts live in the manifest until it holds ManifestReceiptsMax; the
@@ -31,15 +30,15 @@ import (
 const batchMagic = "fencegate-receipts 2\n"
 
 // BatchBytesMax bounds a receipt batch read back (a receipt is under
-// 1 KiB in its stored form).
+// 1 KiB in its JSON form).
 const BatchBytesMax = (ManifestReceiptsMax + 1) << 10
 
 // encodeBatch writes receipts as a batch object: the magic line, then
-// one receipt per line, in its stored form.
+// one receipt per line, in its JSON form (gate.Receipt.AppendJSON).
 func encodeBatch(rs []heldReceipt) []byte {
 	b := []byte(batchMagic)
 	for _, r := range rs {
-		b = append(stored.AppendReceipt(b, stored.FromReceipt(r.r)), '\n')
+		b = append(r.r.AppendJSON(b), '\n')
 	}
 	return b
 }
@@ -67,13 +66,9 @@ func parseBatch(b []byte, resource, name string) ([]gate.Receipt, error) {
 	}
 	out := make([]gate.Receipt, 0, len(lines))
 	for _, l := range lines {
-		var j stored.Receipt
-		if err := stored.Decode(bytes.TrimSuffix(l, []byte{'\n'}), &j); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrReceiptBatch, err)
-		}
-		r, err := j.GateReceipt()
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrReceiptBatch, err)
+		r, err := gate.DecodeReceipt(bytes.TrimSuffix(l, []byte{'\n'}))
+		if err != nil { // the store's bytes, not a mutation: no gate outcome (%v)
+			return nil, fmt.Errorf("%w: %v", ErrReceiptBatch, err)
 		}
 		switch {
 		case r.Resource != resource:

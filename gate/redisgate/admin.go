@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/gate/internal/adapter"
 	"github.com/fencegate/fencegate/gate/internal/stored"
 )
 
@@ -69,13 +69,9 @@ func (g *Gate) receipts(ctx context.Context, k Keys, fields []string) ([]gate.Re
 		if !ok {
 			return nil, fmt.Errorf("redisgate: receipt %s indexed but missing", fields[i])
 		}
-		var j stored.Receipt
-		if err := stored.Decode([]byte(s), &j); err != nil {
-			return nil, err
-		}
-		r, err := j.GateReceipt()
+		r, err := gate.DecodeReceipt([]byte(s))
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("redisgate: receipt %s: %v", fields[i], err) // stored bytes: no gate outcome
 		}
 		out = append(out, r)
 	}
@@ -99,48 +95,43 @@ func (g *Gate) SetMode(ctx context.Context, resource string, mode gate.Mode, ope
 			return fmt.Errorf("%w (set-mode enforce on %s; Config.AcceptFenceLoss accepts the risk)", err, resource)
 		}
 	}
-	return g.operator(ctx, resource, operator, mode, func(st gate.State) (gate.State, string, error) {
-		return gate.SetModeAction(st, mode)
-	})
+	return g.operator(ctx, adapter.SetMode(resource, operator, mode))
 }
 
 // SetMinPolicyGeneration raises the lowest grant policy generation the
-// resource accepts. It only rises.
+// resource accepts (it only rises), in the state key, with the action's
+// record, in one EXEC.
 func (g *Gate) SetMinPolicyGeneration(ctx context.Context, resource string, gen uint64, operator string) error {
-	return g.operator(ctx, resource, operator, g.mode, func(st gate.State) (gate.State, string, error) {
-		return gate.RaiseMinPolicyAction(st, gen)
-	})
+	return g.operator(ctx, adapter.RaiseMinPolicy(resource, operator, gen, g.mode))
 }
 
 // Resume lifts a FENCE_REGRESSION pause once the operator states a
-// registry fence floor above highestFence (gate.Resume); the floor and
-// the instant are stored, and the action recorded.
+// registry fence floor above highestFence (gate.Resume). The floor and
+// its instant are written to the state key and the action to the
+// actions list in one EXEC: both or neither.
 func (g *Gate) Resume(ctx context.Context, resource string, registryFloor uint64, operator, note string) error {
-	return g.operator(ctx, resource, operator, g.mode, func(st gate.State) (gate.State, string, error) {
-		return gate.ResumeAction(st, registryFloor, g.clock.Now(), note)
-	})
+	return g.operator(ctx, adapter.Resume(resource, operator, registryFloor, note, g.mode))
 }
 
 // operator runs one recorded operator action: read the state under
-// WATCH, change it with act, and store it with the action record in one
-// EXEC, retrying if a write came in between. A state behind what this
-// Gate saw stored is first restored and paused, with an alarm, as Apply
-// does (wentback.go), and the action then runs on that. The cache keeps
-// the new state; other Gates' caches learn of it at their next compare.
-func (g *Gate) operator(ctx context.Context, resource, operator string, createMode gate.Mode, act func(gate.State) (gate.State, string, error)) error {
-	if operator == "" {
-		return errors.New("redisgate: operator actions need the operator's name")
-	}
-	if err := checkResource(resource); err != nil {
+// WATCH, run the action's step on it, and store it with the action
+// record in one EXEC, retrying if a write came in between. A state
+// behind what this Gate saw stored is first restored and paused, with an
+// alarm, as Apply does (wentback.go), and the action then runs on that.
+// The cache keeps the new state; other Gates' caches learn of it at
+// their next compare.
+func (g *Gate) operator(ctx context.Context, a adapter.Action) error {
+	if err := a.Check("redisgate"); err != nil {
 		return err
 	}
 	if err := g.checkStore(ctx); err != nil {
 		return err
 	}
+	resource := a.Resource
 	k := g.KeysOf(resource)
 	for attempt := range g.retries {
 		err := g.c.Watch(ctx, func(tx *redis.Tx) error {
-			return g.operatorOnce(ctx, tx, k, resource, operator, createMode, act)
+			return g.operatorOnce(ctx, tx, k, a)
 		}, k.State)
 		if errors.Is(err, errRestored) {
 			continue
@@ -160,7 +151,8 @@ func (g *Gate) operator(ctx context.Context, resource, operator string, createMo
 var errRestored = errors.New("redisgate: state restored")
 
 // operatorOnce is one attempt of operator on the watched state.
-func (g *Gate) operatorOnce(ctx context.Context, tx *redis.Tx, k Keys, resource, operator string, createMode gate.Mode, act func(gate.State) (gate.State, string, error)) error {
+func (g *Gate) operatorOnce(ctx context.Context, tx *redis.Tx, k Keys, a adapter.Action) error {
+	resource := a.Resource
 	blob, err := tx.Get(ctx, k.State).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return fmt.Errorf("redisgate: read state: %w", err)
@@ -176,19 +168,16 @@ func (g *Gate) operatorOnce(ctx context.Context, tx *redis.Tx, k Keys, resource,
 		next = restore(st, seen, why)
 		rec = stored.Record{Kind: stored.RecordAlarm, Resource: resource, AlarmKind: string(gate.AlarmRegression),
 			Outcome: string(gate.FenceRegression), HighestFence: next.HighestFence, AtMs: now.UnixMilli(),
-			Detail: fmt.Sprintf("Redis lost acknowledged writes of %s: %s; highestFence %d kept (found by operator %s)", resource, why, next.HighestFence, operator)}
+			Detail: fmt.Sprintf("Redis lost acknowledged writes of %s: %s; highestFence %d kept (found by operator %s)", resource, why, next.HighestFence, a.Operator)}
 		err = errRestored
 	} else {
-		if blob == "" {
-			st.Mode = createMode
-		}
 		var detail string
-		if next, detail, err = act(st); err != nil {
+		if next, detail, err = a.Step(st, blob != "", now); err != nil {
 			return err
 		}
-		rec = stored.Record{Kind: stored.RecordAction, Resource: resource, Operator: operator,
-			Outcome: strings.Fields(detail)[0], Detail: detail, AtMs: now.UnixMilli()}
+		rec = a.Record(detail, now)
 	}
+	g.pol.CheckStore(st, next)
 	nextBlob := stateBlob(next)
 	if _, xerr := tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.Set(ctx, k.State, nextBlob, 0)

@@ -177,6 +177,9 @@ func (g *Gate) decide(ctx context.Context, k Keys, v *gate.Verified, snap snapsh
 	default:
 		d = g.pol.DecideLocked(ctx, g.querying, v, snap.st, snap.prior, now)
 	}
+	if d.Store {
+		g.pol.CheckStore(snap.st, d.State)
+	}
 	writes, after := g.gateWrites(k, snap.blob, d, stored.Records(d, v, snap.prior, now.UnixMilli()))
 	return d, writes, after, nil
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/gate/redisgate"
+	"github.com/fencegate/fencegate/testkit/fakeclock"
 	"github.com/fencegate/fencegate/testkit/gatetest/conformance"
 	"github.com/fencegate/fencegate/testkit/redistest"
 )
@@ -46,7 +47,7 @@ func staleCache(t *testing.T, mutate func(*redisgate.Gate)) string {
 	c := redistest.Client(t)
 	a, iss := newGate(t, c, redisgate.Config{})
 	b, err := redisgate.New(redisgate.Config{Client: c, Policy: gate.Policy{Verifier: iss.Verifier}, Prefix: a.KeysOf("x").Tag[:strings.Index(a.KeysOf("x").Tag, "{")],
-		Clock: fixedClock{iss.Now.Add(1e9)}})
+		Clock: fakeclock.New(iss.Now.Add(1e9))})
 	if err != nil {
 		t.Fatal(err)
 	}

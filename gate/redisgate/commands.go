@@ -79,7 +79,7 @@ func (g *Gate) gateWrites(k Keys, blob string, d gate.Decision, recs []stored.Re
 	if d.Outcome == gate.Accepted {
 		r := d.Receipt
 		f := receiptField(r.FenceToken, r.SegmentSeq)
-		out = append(out, Command{"HSET", k.Receipts, f, stored.Encode(stored.FromReceipt(r))},
+		out = append(out, Command{"HSET", k.Receipts, f, r.AppendJSON(make([]byte, 0, 512))},
 			Command{"RPUSH", k.op(r.OperationID), f})
 	}
 	for _, rec := range recs {

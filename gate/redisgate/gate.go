@@ -96,9 +96,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/gate/internal/adapter"
 	"github.com/fencegate/fencegate/gate/internal/stored"
-	"github.com/fencegate/fencegate/grant"
 )
 
 // Defaults.
@@ -119,13 +120,6 @@ const (
 	CachedStatesMaxDefault = 4096
 )
 
-// Clock is the gate's time source.
-type Clock interface{ Now() time.Time }
-
-type systemClock struct{}
-
-func (systemClock) Now() time.Time { return time.Now() }
-
 // Config configures a Gate.
 type Config struct {
 	// Client reaches the Redis server (a *redis.Client, or a cluster or
@@ -141,7 +135,7 @@ type Config struct {
 	// gate.QueryTimeoutDefault.
 	StatusQueryTimeout time.Duration
 	// Clock is the gate's clock. Optional, defaults to the system clock.
-	Clock Clock
+	Clock clock.Clock
 	// Prefix starts every key. Optional, defaults to PrefixDefault.
 	Prefix string
 	// DefaultMode is the mode of a resource seen for the first time.
@@ -183,7 +177,7 @@ type Gate struct {
 	c        redis.UniversalClient
 	pol      gate.Policy
 	querying gate.Querying
-	clock    Clock
+	clock    clock.Clock
 	prefix   string
 	mode     gate.Mode
 	retries  int
@@ -245,27 +239,19 @@ func New(cfg Config) (*Gate, error) {
 	if cfg.Client == nil {
 		return nil, errors.New("redisgate: Config.Client is required")
 	}
-	if err := cfg.Policy.Check(); err != nil {
+	b, err := adapter.Common{Policy: cfg.Policy, Querier: cfg.Querier, StatusQueryTimeout: cfg.StatusQueryTimeout,
+		Clock: cfg.Clock, DefaultMode: cfg.DefaultMode}.Resolve()
+	if err != nil {
 		return nil, err
 	}
-	g := &Gate{c: cfg.Client, pol: cfg.Policy, querying: gate.Querying{Querier: cfg.Querier, Timeout: cfg.StatusQueryTimeout},
-		clock: cfg.Clock, prefix: cfg.Prefix, mode: cfg.DefaultMode, retries: cfg.RetriesMax,
-		replicas: cfg.ReplicasMin, waitFor: cfg.ReplicasTimeout, script: casScript,
+	g := &Gate{c: cfg.Client, pol: b.Pol, querying: b.Querying, clock: b.Clock, prefix: cfg.Prefix, mode: b.Mode,
+		retries: cfg.RetriesMax, replicas: cfg.ReplicasMin, waitFor: cfg.ReplicasTimeout, script: casScript,
 		accept: cfg.AcceptFenceLoss, log: cfg.Logger}
 	if g.log == nil {
 		g.log = slog.Default()
 	}
-	if g.clock == nil {
-		g.clock = systemClock{}
-	}
 	if g.prefix == "" {
 		g.prefix = PrefixDefault
-	}
-	if g.mode == "" {
-		g.mode = gate.ModeEnforce
-	}
-	if _, err := gate.ParseMode(string(g.mode)); err != nil {
-		return nil, err
 	}
 	if g.retries <= 0 {
 		g.retries = RetriesMaxDefault
@@ -311,9 +297,4 @@ func (k Keys) op(operationID string) string { return k.Tag + ":op:" + operationI
 func receiptField(fence, seq uint64) string { return fmt.Sprintf("%d:%d", fence, seq) }
 
 // checkResource validates a resource name given to an operator call.
-func checkResource(resource string) error {
-	if err := grant.ValidateResource(resource); err != nil {
-		return fmt.Errorf("redisgate: resource %q: %v", resource, err)
-	}
-	return nil
-}
+func checkResource(resource string) error { return adapter.CheckResource("redisgate", resource) }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/gate/redisgate"
+	"github.com/fencegate/fencegate/testkit/fakeclock"
 	"github.com/fencegate/fencegate/testkit/gatetest"
 	"github.com/fencegate/fencegate/testkit/gatetest/conformance"
 	"github.com/fencegate/fencegate/testkit/redistest"
@@ -44,7 +45,7 @@ func newGate(t *testing.T, c redis.UniversalClient, cfg redisgate.Config) (*redi
 	t.Helper()
 	iss := gatetest.NewIssuer("redis")
 	cfg.Client, cfg.Policy, cfg.Prefix = c, gate.Policy{Verifier: iss.Verifier}, redistest.Prefix()
-	cfg.Clock = fixedClock{iss.Now.Add(time.Second)}
+	cfg.Clock = fakeclock.New(iss.Now.Add(time.Second))
 	if cfg.Logger == nil {
 		cfg.Logger = newLog(t).logger()
 	}
@@ -86,10 +87,6 @@ func (l *logLines) has(words ...string) string {
 	}
 	return ""
 }
-
-type fixedClock struct{ t time.Time }
-
-func (c fixedClock) Now() time.Time { return c.t }
 
 func writer(r string, fence uint64) gatetest.Writer {
 	return gatetest.Writer{Resource: r, Owner: "worker-a", Lease: "l", OperationID: "op", Fence: fence}

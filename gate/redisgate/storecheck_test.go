@@ -22,6 +22,7 @@ import (
 
 	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/gate/redisgate"
+	"github.com/fencegate/fencegate/testkit/fakeclock"
 	"github.com/fencegate/fencegate/testkit/gatetest"
 	"github.com/fencegate/fencegate/testkit/redistest"
 )
@@ -81,7 +82,7 @@ func TestNewRefusesEnforceAtFirstCall(t *testing.T) {
 	t.Cleanup(func() { c.Close() })
 	iss := gatetest.NewIssuer("redis")
 	cfg := redisgate.Config{Client: c, Policy: gate.Policy{Verifier: iss.Verifier}, Prefix: redistest.Prefix(),
-		Clock: fixedClock{iss.Now.Add(time.Second)}, Logger: newLog(t).logger()}
+		Clock: fakeclock.New(iss.Now.Add(time.Second)), Logger: newLog(t).logger()}
 	g, err := redisgate.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -123,7 +124,7 @@ func TestRunningGateSeesLostGeneration(t *testing.T) {
 	t.Cleanup(func() { c2.Close() })
 	log := newLog(t)
 	g2, err := redisgate.Open(ctx, redisgate.Config{Client: c2, Policy: gate.Policy{Verifier: s.issA.Verifier}, Prefix: s.g.KeysOf("x").Tag[:strings.Index(s.g.KeysOf("x").Tag, "{")],
-		Clock: fixedClock{s.issA.Now.Add(time.Second)}, AcceptFenceLoss: true, Logger: log.logger()})
+		Clock: fakeclock.New(s.issA.Now.Add(time.Second)), AcceptFenceLoss: true, Logger: log.logger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +165,7 @@ func TestGateStartedAfterLossCannotKnow(t *testing.T) {
 	srv.Restart(t)
 	prefix := s.g.KeysOf("x").Tag[:strings.Index(s.g.KeysOf("x").Tag, "{")]
 	cfg := redisgate.Config{Client: s.c, Policy: gate.Policy{Verifier: s.issA.Verifier}, Prefix: prefix,
-		Clock: fixedClock{s.issA.Now.Add(time.Second)}, Logger: newLog(t).logger()}
+		Clock: fakeclock.New(s.issA.Now.Add(time.Second)), Logger: newLog(t).logger()}
 	if _, err := redisgate.Open(ctx, cfg); !errors.Is(err, redisgate.ErrVolatilePersistence) {
 		t.Fatalf("Open after the loss: %v, want ErrVolatilePersistence", err)
 	}

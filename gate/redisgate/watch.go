@@ -130,13 +130,12 @@ func (g *Gate) decodeSnapshot(resource, blob, receipt string) (snapshot, error) 
 	if receipt == "" {
 		return s, nil
 	}
-	var j stored.Receipt
-	if err := stored.Decode([]byte(receipt), &j); err != nil {
-		return snapshot{}, err
+	r, err := gate.DecodeReceipt([]byte(receipt))
+	if err != nil {
+		return snapshot{}, fmt.Errorf("redisgate: receipt of %s: %v", resource, err) // stored bytes: no gate outcome
 	}
-	r, err := j.GateReceipt()
 	s.prior = &r
-	return s, err
+	return s, nil
 }
 
 // decodeState turns the state key's bytes into the state; "" (no key) is

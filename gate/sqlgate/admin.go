@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/fencegate/fencegate/gate"
-	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/gate/internal/adapter"
 )
 
 // State returns the resource's fence state (zero State with the gate's
@@ -55,24 +55,18 @@ func (g *Gate) isolationForRead() sql.IsolationLevel {
 // SetMode moves a resource to mode and records who did it. Moving from
 // enforce to anything else is refused with gate.ErrModeDowngrade.
 func (g *Gate) SetMode(ctx context.Context, db *sql.DB, resource string, mode gate.Mode, operator string) error {
-	return g.operatorTx(ctx, db, resource, operator, mode, func(tx *sql.Tx, st gate.State) (string, error) {
-		next, detail, err := gate.SetModeAction(st, mode)
-		if err == nil {
-			_, err = tx.ExecContext(ctx, g.q(`UPDATE {p}resources SET mode = $2 WHERE resource = $1`), resource, string(next.Mode))
-		}
-		return detail, err
+	return g.operatorTx(ctx, db, adapter.SetMode(resource, operator, mode), func(tx *sql.Tx, next gate.State) error {
+		_, err := tx.ExecContext(ctx, g.q(`UPDATE {p}resources SET mode = $2 WHERE resource = $1`), resource, string(next.Mode))
+		return err
 	})
 }
 
 // SetMinPolicyGeneration raises the lowest grant policy generation the
 // resource accepts. It only rises.
 func (g *Gate) SetMinPolicyGeneration(ctx context.Context, db *sql.DB, resource string, gen uint64, operator string) error {
-	return g.operatorTx(ctx, db, resource, operator, g.mode, func(tx *sql.Tx, st gate.State) (string, error) {
-		next, detail, err := gate.RaiseMinPolicyAction(st, gen)
-		if err == nil {
-			_, err = tx.ExecContext(ctx, g.q(`UPDATE {p}resources SET min_policy_generation = $2 WHERE resource = $1`), resource, int64(next.MinPolicyGeneration))
-		}
-		return detail, err
+	return g.operatorTx(ctx, db, adapter.RaiseMinPolicy(resource, operator, gen, g.mode), func(tx *sql.Tx, next gate.State) error {
+		_, err := tx.ExecContext(ctx, g.q(`UPDATE {p}resources SET min_policy_generation = $2 WHERE resource = $1`), resource, int64(next.MinPolicyGeneration))
+		return err
 	})
 }
 
@@ -82,39 +76,38 @@ func (g *Gate) SetMinPolicyGeneration(ctx context.Context, db *sql.DB, resource 
 // resume (grants at or below it stay rejected without pausing again). The
 // action is recorded in operator_actions.
 func (g *Gate) Resume(ctx context.Context, db *sql.DB, resource string, registryFloor uint64, operator, note string) error {
-	return g.operatorTx(ctx, db, resource, operator, g.mode, func(tx *sql.Tx, st gate.State) (string, error) {
-		next, detail, err := gate.ResumeAction(st, registryFloor, g.clock.Now(), note)
-		if err == nil {
-			_, err = tx.ExecContext(ctx, g.stmt.storeResume, resource, int64(next.Floor), timeMs(next.FloorAt))
-		}
-		return detail, err
+	return g.operatorTx(ctx, db, adapter.Resume(resource, operator, registryFloor, note, g.mode), func(tx *sql.Tx, next gate.State) error {
+		_, err := tx.ExecContext(ctx, g.stmt.storeResume, resource, int64(next.Floor), timeMs(next.FloorAt))
+		return err
 	})
 }
 
 // operatorTx runs one recorded operator action on a locked resource row,
-// creating the row in createMode if the gate has never seen the resource.
-func (g *Gate) operatorTx(ctx context.Context, db *sql.DB, resource, operator string, createMode gate.Mode, act func(*sql.Tx, gate.State) (string, error)) error {
-	if operator == "" {
-		return errors.New("sqlgate: operator actions need the operator's name")
-	}
-	if err := grant.ValidateResource(resource); err != nil {
-		return fmt.Errorf("sqlgate: resource %q: %v", resource, err)
+// creating the row in the action's mode if the gate has never seen the
+// resource; store writes the columns the action changed.
+func (g *Gate) operatorTx(ctx context.Context, db *sql.DB, a adapter.Action, store func(*sql.Tx, gate.State) error) error {
+	if err := a.Check("sqlgate"); err != nil {
+		return err
 	}
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("sqlgate: begin: %w", err)
 	}
 	defer tx.Rollback()
-	st, err := g.lockStateCreating(ctx, tx, resource, createMode)
+	st, err := g.lockStateCreating(ctx, tx, a.Resource, a.CreateMode)
 	if err != nil {
 		return err
 	}
-	detail, err := act(tx, st)
+	now := g.clock.Now()
+	next, detail, err := a.Step(st, true, now)
+	if err == nil {
+		err = store(tx, next)
+	}
 	if err != nil {
 		return err
 	}
 	detail = strings.TrimSpace(detail)
-	if _, err := tx.ExecContext(ctx, g.stmt.insertAction, resource, strings.Fields(detail)[0], operator, detail, g.nowMs()); err != nil {
+	if _, err := tx.ExecContext(ctx, g.stmt.insertAction, a.Resource, strings.Fields(detail)[0], a.Operator, detail, now.UnixMilli()); err != nil {
 		return fmt.Errorf("sqlgate: record operator action: %w", err)
 	}
 	return tx.Commit()

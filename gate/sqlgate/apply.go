@@ -112,6 +112,9 @@ func (g *Gate) apply(ctx context.Context, tx txn, caller string, m *gate.Mutatio
 			return d, err
 		}
 	}
+	if d.Store {
+		g.pol.CheckStore(st, d.State) // the accept's fence state, or the pause
+	}
 	if !d.Proceed {
 		if err := g.record(ctx, tx, d, v, prior); err != nil {
 			return d, err

@@ -99,6 +99,7 @@ import (
 
 	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/gate/internal/adapter"
 )
 
 // PrefixDefault is the table prefix when Config.Prefix is empty.
@@ -107,10 +108,6 @@ const PrefixDefault = "fencegate_"
 // StatusQueryTimeoutDefault bounds a status query when
 // Config.StatusQueryTimeout is zero (gate.QueryTimeoutDefault).
 const StatusQueryTimeoutDefault = gate.QueryTimeoutDefault
-
-// Clock is the gate's time source (the module's one clock interface).
-// Production uses the system clock; tests and the simulator inject one.
-type Clock = clock.Clock
 
 // Config configures a Gate.
 type Config struct {
@@ -130,8 +127,9 @@ type Config struct {
 	// locked meanwhile); a timeout is NOT_HELD. Optional, defaults to
 	// StatusQueryTimeoutDefault.
 	StatusQueryTimeout time.Duration
-	// Clock is the gate's clock. Optional, defaults to the system clock.
-	Clock Clock
+	// Clock is the gate's clock. Optional, defaults to the system clock
+	// (clock.System); tests and the simulator inject one.
+	Clock clock.Clock
 	// Prefix is the table prefix. Optional, defaults to PrefixDefault.
 	Prefix string
 	// DefaultMode is the mode of a resource the gate sees for the first
@@ -145,7 +143,7 @@ type Gate struct {
 	d        *Dialect
 	pol      gate.Policy
 	querying gate.Querying
-	clock    Clock
+	clock    clock.Clock
 	prefix   string
 	mode     gate.Mode
 	counters gate.Counters
@@ -159,24 +157,16 @@ func New(cfg Config) (*Gate, error) {
 	if cfg.Dialect == nil {
 		return nil, errors.New("sqlgate: Config.Dialect is required")
 	}
-	if err := cfg.Policy.Check(); err != nil {
+	b, err := adapter.Common{Policy: cfg.Policy, Querier: cfg.Querier, StatusQueryTimeout: cfg.StatusQueryTimeout,
+		Clock: cfg.Clock, DefaultMode: cfg.DefaultMode}.Resolve()
+	if err != nil {
 		return nil, err
 	}
-	g := &Gate{d: cfg.Dialect, pol: cfg.Policy, querying: gate.Querying{Querier: cfg.Querier, Timeout: cfg.StatusQueryTimeout},
-		clock: cfg.Clock, prefix: cfg.Prefix, mode: cfg.DefaultMode}
-	if g.clock == nil {
-		g.clock = clock.System{}
-	}
+	g := &Gate{d: cfg.Dialect, pol: b.Pol, querying: b.Querying, clock: b.Clock, prefix: cfg.Prefix, mode: b.Mode}
 	if g.prefix == "" {
 		g.prefix = PrefixDefault
 	}
 	if err := checkIdent("prefix", g.prefix); err != nil {
-		return nil, err
-	}
-	if g.mode == "" {
-		g.mode = gate.ModeEnforce
-	}
-	if _, err := gate.ParseMode(string(g.mode)); err != nil {
 		return nil, err
 	}
 	g.stmt = newStatements(g)

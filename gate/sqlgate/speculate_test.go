@@ -18,6 +18,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/gate/sqlgate"
 	"github.com/fencegate/fencegate/testkit/gatetest"
@@ -51,7 +52,7 @@ func (c *stepClock) Now() time.Time {
 
 // specEnv is a PostgreSQL gate on dialect d with clock c and a ledger,
 // applying through database/sql's Run or, with via "pgx", RunPgx.
-func specEnv(t *testing.T, d *sqlgate.Dialect, c sqlgate.Clock, via string) (*specE, *gatetest.Issuer) {
+func specEnv(t *testing.T, d *sqlgate.Dialect, c clock.Clock, via string) (*specE, *gatetest.Issuer) {
 	iss := gatetest.NewIssuer("main")
 	g, err := sqlgate.New(sqlgate.Config{Dialect: d, Policy: gate.Policy{Verifier: iss.Verifier}, Clock: c})
 	if err != nil {

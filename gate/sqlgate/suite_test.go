@@ -1,7 +1,9 @@
-// This file is the behavioural suite every SQL backend runs: one row per
-// safety rule (each re-reading the fence row to prove highestFence did not
-// move), replay and quarantine, regression and resume, failing business
-// functions, the coverage guard, modes, and operation-ID recovery.
+// This file is the behavioural suite every SQL backend runs (runSuite),
+// and its first two parts: one row per safety rule (each re-reading the
+// fence row to prove highestFence did not move), replay and quarantine,
+// and regression and resume. The other parts live by concept:
+// business_test.go, guard_test.go, modes_test.go, verdicts_test.go,
+// querier_test.go, concurrent_test.go, upgrade_test.go.
 package sqlgate_test
 
 import (

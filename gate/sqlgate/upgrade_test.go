@@ -1,6 +1,9 @@
-// This file proves that receipts and fence state written before schema
-// version 3 (when an accept took three statements) stay valid after the
-// upgrade to the one-statement accept and to schema 5's compact layout:
+// This file proves the schema upgrades: a database at schema 1 upgrades
+// in place and then refuses, even from outside the gate, a lower highest
+// fence and any change to a receipt; receipts and fence state written
+// before schema version 3 (when an accept took three statements) stay
+// valid after the upgrade to the one-statement accept and to schema 5's
+// compact layout:
 // the state (last grant included) carries over, the next segment is
 // accepted, the old receipt still answers a replay and an operation
 // query; and that skipping the guard marker where no table is protected
@@ -188,4 +191,74 @@ func TestSQLiteUpgradeRefusesUnderivableState(t *testing.T) {
 	if version != 4 || highest != 9 {
 		t.Fatalf("after the refused migration: version %d, highest_fence %d", version, highest)
 	}
+}
+
+// testUpgrade proves a database at schema version 1 upgrades in place,
+// and that the database then refuses, even from outside the gate, a lower
+// highest fence (PostgreSQL: an UPDATE of the row; SQLite, whose fence
+// state is the last receipt: a receipt that does not follow it) and any
+// change to a receipt.
+func testUpgrade(t *testing.T, b backend) {
+	iss := gatetest.NewIssuer("main")
+	g, err := sqlgate.New(sqlgate.Config{Dialect: b.dialect, Policy: gate.Policy{Verifier: iss.Verifier}, Clock: fakeclock.New(iss.Now)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, db := context.Background(), b.open(t)
+	if err := g.MigrateUpTo(ctx, db, 1); err != nil {
+		t.Fatal(err)
+	}
+	root := grant.OperationRoot("up/one", "op-9")
+	for _, q := range []string{
+		`INSERT INTO fencegate_resources (resource, mode, highest_fence, root, last_seq) VALUES ('up/one', 'enforce', 9, $1, 1)`,
+		`INSERT INTO fencegate_receipts (id, resource, fence, operation_root, operation_id, seq, payload_digest, grant_digest, accepted_at_ms, mode, outcome)
+VALUES ('x', 'up/one', 9, $1, 'op-9', 1, $1, $1, 0, 'enforce', 'ACCEPTED')`,
+	} {
+		if _, err := db.ExecContext(ctx, rebind(b, q), root.String()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := g.Migrate(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	var versions int
+	db.QueryRowContext(ctx, `SELECT count(*) FROM fencegate_schema_migrations`).Scan(&versions)
+	if st := e2state(t, g, db, "up/one"); versions != sqlgate.SchemaVersion() || st.HighestFence != 9 || st.LastSegmentSeq != 1 || st.Root != root {
+		t.Fatalf("after upgrade: %d versions, state %+v", versions, st)
+	}
+	lower, raise := `UPDATE fencegate_resources SET highest_fence = 3 WHERE resource = 'up/one'`, `UPDATE fencegate_resources SET highest_fence = 10 WHERE resource = 'up/one'`
+	var args []any
+	if b.dialect == sqlgate.SQLite {
+		lower, raise, args = rebind(b, directReceipt), rebind(b, directReceipt), []any{"up/one", 3, 1, "op-3", root[:]}
+	}
+	if _, err := db.ExecContext(ctx, lower, args...); err == nil {
+		t.Fatal("highest fence lowered directly")
+	}
+	if b.dialect == sqlgate.SQLite {
+		args = []any{"up/one", 10, 1, "op-10", root[:]}
+	}
+	if _, err := db.ExecContext(ctx, raise, args...); err != nil {
+		t.Fatalf("raising must work: %v", err)
+	}
+	if st := e2state(t, g, db, "up/one"); st.HighestFence != 10 {
+		t.Fatalf("after raising: %+v", st)
+	}
+	m := iss.Mutation(wr("up/two", 5, "op-a"), 1, "p")
+	if _, err := g.Run(ctx, db, owner, m, func(context.Context, *sql.Tx) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`DELETE FROM fencegate_receipts`, `UPDATE fencegate_receipts SET payload_digest = operation_root`} {
+		if _, err := db.ExecContext(ctx, q); err == nil {
+			t.Fatalf("%s succeeded", q)
+		}
+	}
+}
+
+func e2state(t *testing.T, g *sqlgate.Gate, db *sql.DB, resource string) gate.State {
+	t.Helper()
+	st, err := g.State(context.Background(), db, resource)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }

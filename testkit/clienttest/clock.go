@@ -13,8 +13,8 @@ import (
 var T0 = time.Date(2026, 7, 19, 10, 0, 0, 0, time.UTC)
 
 // FakeClock is a clock that moves only when told (fakeclock.Clock). It
-// satisfies client.Clock, registry.Clock and sqlgate.Clock. Safe for
-// concurrent use.
+// satisfies clock.Clock (client.Clock, registry.Clock, every gate
+// adapter's Config.Clock). Safe for concurrent use.
 type FakeClock = fakeclock.Clock
 
 // NewFakeClock returns a clock at T0.

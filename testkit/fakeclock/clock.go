@@ -10,7 +10,8 @@ import (
 )
 
 // Clock is a clock that moves only when told. It satisfies
-// client.Clock, registry.Clock and sqlgate.Clock. Safe for concurrent use.
+// clock.Clock (which client.Clock and registry.Clock name too), the
+// time source every gate adapter takes. Safe for concurrent use.
 type Clock struct {
 	mu     sync.Mutex
 	now    time.Time

@@ -1,9 +1,10 @@
 // Package stored is the byte form in which the key-value adapters
-// (gate/objgate, gate/redisgate) keep the gate's state, receipts and
-// records: JSON with every gate.State field, digests as "sha256:…",
-// instants in grant.TimeLayout. Decoding is strict (unknown fields,
-// malformed digests or instants are errors): what a store hands back is
-// checked, never trusted into a decision half-read.
+// (gate/objgate, gate/redisgate) keep the gate's state and records: JSON
+// with every gate.State field, digests as "sha256:…", instants in
+// grant.TimeLayout. Decoding is strict (unknown fields, malformed digests
+// or instants are errors): what a store hands back is checked, never
+// trusted into a decision half-read. Receipts they keep in gate's own
+// JSON form (gate.Receipt.MarshalJSON).
 package stored
 
 import (
@@ -65,70 +66,6 @@ func (j State) GateState() (gate.State, error) {
 		}
 	}
 	return s, nil
-}
-
-// Receipt is gate.Receipt on the store, with its ID.
-type Receipt struct {
-	ID            string `json:"id"`
-	Resource      string `json:"resource"`
-	FenceToken    uint64 `json:"fenceToken"`
-	OperationRoot string `json:"operationRoot"`
-	OperationID   string `json:"operationId"`
-	SegmentSeq    uint64 `json:"segmentSeq"`
-	PayloadDigest string `json:"payloadDigest"`
-	GrantDigest   string `json:"grant"`
-	AcceptedAt    string `json:"acceptedAt"`
-	Mode          string `json:"mode"`
-	Outcome       string `json:"outcome"`
-}
-
-// FromReceipt converts r.
-func FromReceipt(r gate.Receipt) Receipt {
-	j := FieldsOf(r)
-	j.ID = r.ID()
-	return j
-}
-
-// FieldsOf converts every field of r but the ID (a digest of the others,
-// costing a hash): for a form that leaves the ID out, the inverse of
-// Fields.
-func FieldsOf(r gate.Receipt) Receipt {
-	return Receipt{Resource: r.Resource, FenceToken: r.FenceToken, OperationRoot: digest(r.OperationRoot),
-		OperationID: r.OperationID, SegmentSeq: r.SegmentSeq, PayloadDigest: digest(r.PayloadDigest),
-		GrantDigest: digest(r.GrantDigest), AcceptedAt: instant(r.AcceptedAt), Mode: string(r.Mode), Outcome: string(r.Outcome)}
-}
-
-// GateReceipt converts back and checks that the ID is the digest of the
-// fields (a stored receipt altered by hand no longer matches).
-func (j Receipt) GateReceipt() (gate.Receipt, error) {
-	r, err := j.Fields()
-	if err == nil && r.ID() != j.ID {
-		err = fmt.Errorf("stored: receipt %s: ID is not the digest of its fields", j.ID)
-	}
-	return r, err
-}
-
-// Fields converts back every field but the ID, checking each: for a form
-// that leaves the ID out (it is the digest of the others).
-func (j Receipt) Fields() (gate.Receipt, error) {
-	r := gate.Receipt{Resource: j.Resource, FenceToken: j.FenceToken, OperationID: j.OperationID, SegmentSeq: j.SegmentSeq,
-		Mode: gate.Mode(j.Mode), Outcome: gate.Outcome(j.Outcome)}
-	var err error
-	for _, f := range []struct {
-		dst *grant.Digest
-		src string
-	}{{&r.OperationRoot, j.OperationRoot}, {&r.PayloadDigest, j.PayloadDigest}, {&r.GrantDigest, j.GrantDigest}} {
-		if *f.dst, err = grant.ParseDigest(f.src); err != nil {
-			return r, fmt.Errorf("stored: receipt %s: %w", j.ID, err)
-		}
-	}
-	if r.AcceptedAt, err = parseInstant(j.AcceptedAt); err != nil {
-		return r, fmt.Errorf("stored: receipt %s: %w", j.ID, err)
-	}
-	if _, err := gate.ParseMode(j.Mode); err != nil {
-		return r, fmt.Errorf("stored: receipt %s: %w", j.ID, err)
-	}
-	return r, nil
 }
 
 // Record is one alarm, quarantine, shadow-log or operator-action entry.
@@ -196,8 +133,6 @@ func Encode(v any) []byte {
 	switch v := v.(type) {
 	case State:
 		return AppendState(make([]byte, 0, 384), v)
-	case Receipt:
-		return AppendReceipt(make([]byte, 0, 512), v)
 	}
 	b, err := json.Marshal(v)
 	if err != nil {

@@ -1,9 +1,8 @@
-// Proves the stored form keeps every gate.State and gate.Receipt field,
-// and that decoding refuses what a store should never hand back.
+// Proves the stored form keeps every gate.State field, and that decoding
+// refuses what a store should never hand back.
 package stored_test
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -27,19 +26,6 @@ func TestRoundTrip(t *testing.T) {
 	}
 	if back, _ := (stored.State{Resource: "x", Mode: "enforce"}).GateState(); !back.GrantIssuedAt.IsZero() || !back.GrantDigest.IsZero() {
 		t.Fatalf("unknown fields must stay zero: %+v", back)
-	}
-	r := gate.Receipt{Resource: "a/b", FenceToken: 9, OperationRoot: st.Root, OperationID: "op", SegmentSeq: 3,
-		PayloadDigest: grant.Digest{2}, GrantDigest: grant.Digest{1}, AcceptedAt: at, Mode: gate.ModeEnforce, Outcome: gate.Accepted}
-	var jr stored.Receipt
-	if err := stored.Decode(stored.Encode(stored.FromReceipt(r)), &jr); err != nil {
-		t.Fatal(err)
-	}
-	if back, err := jr.GateReceipt(); err != nil || back != r {
-		t.Fatalf("receipt round trip: %+v %v", back, err)
-	}
-	jr.SegmentSeq++
-	if _, err := jr.GateReceipt(); err == nil || !strings.Contains(err.Error(), "ID") {
-		t.Fatalf("an altered receipt must not decode: %v", err)
 	}
 }
 

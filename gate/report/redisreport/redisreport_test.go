@@ -26,6 +26,7 @@ import (
 	"github.com/fencegate/fencegate/gate/redisgate"
 	"github.com/fencegate/fencegate/gate/report"
 	"github.com/fencegate/fencegate/gate/report/redisreport"
+	"github.com/fencegate/fencegate/testkit/fakeclock"
 	"github.com/fencegate/fencegate/testkit/gatetest"
 	"github.com/fencegate/fencegate/testkit/redistest"
 )
@@ -37,10 +38,6 @@ const (
 	busy   = "invoice-batch/busy"
 	quiet  = "invoice-batch/a-quiet"
 )
-
-type fixedClock struct{ t time.Time }
-
-func (c fixedClock) Now() time.Time { return c.t }
 
 // commands records the LRANGE calls the client sends.
 type commands struct {
@@ -90,7 +87,7 @@ func newEnv(t *testing.T) *env {
 	c.AddHook(e.cmds)
 	var err error
 	e.g, err = redisgate.Open(e.ctx, redisgate.Config{Client: c, Policy: gate.Policy{Verifier: e.iss.Verifier}, Prefix: redistest.Prefix(),
-		Clock: fixedClock{e.iss.Now.Add(time.Second)}})
+		Clock: fakeclock.New(e.iss.Now.Add(time.Second))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,11 @@
+// The faults that act on the registry's store: an etcd member killed or
+// its leader cut off, and a snapshot taken early and restored late, which
+// makes the registry hand out fences the resources have already seen.
+
 package chaos
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 	"time"
 
@@ -42,65 +45,6 @@ func (f *faulter) etcdFault(ctx context.Context, kind string) {
 	}
 	f.note(kind, call, "%s (leader was %s)", target, leader)
 	time.Sleep(time.Second) // let the member catch up before the next etcd fault
-}
-
-// linkFault black-holes, slows or resets one link: a worker's link to a
-// replica or a service, a replica's link to an etcd member, or (for a
-// partition) the peer link between two etcd members.
-func (f *faulter) linkFault(kind string) {
-	if kind == FaultPartition && f.intn(4) == 0 {
-		f.peerPartition()
-		return
-	}
-	px := f.e.links[f.intn(len(f.e.links))]
-	var lf LinkFault
-	var d time.Duration
-	switch kind {
-	case FaultPartition:
-		lf, d = LinkFault{Blackhole: true}, f.ms(1000, 4000)
-	case FaultDelay:
-		lf, d = LinkFault{Delay: f.ms(50, 400)}, f.ms(2000, 5000)
-	case FaultDrop:
-		lf, d = LinkFault{DropP: 0.3}, f.ms(2000, 4000)
-	}
-	call := record.Now()
-	px.Set("", lf)
-	time.Sleep(d)
-	px.Set("", LinkFault{})
-	f.note(kind, call, "%s %+v for %s", px.Name(), lf, d)
-}
-
-func (f *faulter) peerPartition() {
-	if !f.etcdBusy.TryLock() {
-		return
-	}
-	defer f.etcdBusy.Unlock()
-	names := f.e.etcd.Names()
-	i := f.intn(len(names))
-	a, b := names[i], names[(i+1+f.intn(len(names)-1))%len(names)]
-	d := f.ms(1000, 4000)
-	call := record.Now()
-	f.e.etcd.Cut(a, b, true)
-	time.Sleep(d)
-	f.e.etcd.Cut(a, b, false)
-	f.note(FaultPartition, call, "peer %s|%s for %s", a, b, d)
-}
-
-// clockJump steps one worker's clock forwards or backwards for a while.
-func (f *faulter) clockJump() {
-	w := f.e.workers[f.intn(len(f.e.workers))]
-	off := f.ms(500, 5000)
-	if f.intn(2) == 0 {
-		off = -off
-	}
-	d := f.ms(3000, 8000)
-	call := record.Now()
-	if w.Send(fmt.Sprintf("clock %d", off.Milliseconds())) != nil {
-		return
-	}
-	time.Sleep(d)
-	w.Send("clock 0")
-	f.note(FaultClockJump, call, "%s by %s for %s", w.Name, off, d)
 }
 
 // snapshotAndRestore saves a snapshot early in the run and restores the

@@ -22,3 +22,20 @@ func That(cond bool, format string, args ...any) {
 func Fail(format string, args ...any) {
 	panic(Failure{Message: fmt.Sprintf(format, args...)})
 }
+
+// Catch runs f and reports the Failure it panicked with, if any: for the
+// tests that break an invariant on purpose to show its assertion fires.
+// Any other panic is not caught.
+func Catch(f func()) (failure *Failure) {
+	defer func() {
+		if r := recover(); r != nil {
+			fl, ok := r.(Failure)
+			if !ok {
+				panic(r)
+			}
+			failure = &fl
+		}
+	}()
+	f()
+	return nil
+}

@@ -1,0 +1,91 @@
+// The faults that act on processes: a worker frozen past its TTL (the
+// spec's Worker A), a serve replica killed and restarted, a worker's
+// clock stepped.
+
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/fencegate/fencegate/chaos/record"
+)
+
+// workerStop freezes a worker for longer than its TTL plus lock-delay, so
+// another owner can be granted and write meanwhile. Two times in three it
+// picks the holder of a resource (asked of the registry): a holder spends
+// most of its lease computing segments, so it is usually frozen with a
+// built envelope in hand, the spec's Worker A.
+func (f *faulter) workerStop(ctx context.Context) {
+	w := f.e.workers[f.intn(len(f.e.workers))]
+	if f.intn(3) > 0 {
+		if h := f.holder(ctx); h != nil {
+			w = h
+		}
+	}
+	if w.Frozen() || w.Freeze() != nil {
+		return
+	}
+	d := time.Duration(f.e.cfg.TTLMs)*time.Millisecond + time.Second + f.ms(500, 3000)
+	call := record.Now()
+	time.Sleep(d)
+	w.Thaw()
+	f.note(FaultWorkerStop, call, "%s for %s", w.Name, d)
+}
+
+// holder returns the worker holding a random resource, or nil.
+func (f *faulter) holder(ctx context.Context) *Proc {
+	rs := f.e.cfg.resources()
+	res := rs[f.intn(len(rs))]
+	c := f.e.admin[f.intn(len(f.e.admin))]
+	actx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	info, err := c.Resource(actx, res)
+	if err != nil {
+		return nil
+	}
+	for _, w := range f.e.workers {
+		if w.Name == info.HolderOwner {
+			return w
+		}
+	}
+	return nil
+}
+
+// serveKill kills one replica with SIGKILL while the other serves.
+func (f *faulter) serveKill() {
+	p := f.e.serves[f.intn(len(f.e.serves))]
+	for _, o := range f.e.serves {
+		if o != p && !o.proc.Running() {
+			return
+		}
+	}
+	if !p.proc.Running() {
+		return
+	}
+	call := record.Now()
+	p.proc.Kill()
+	time.Sleep(f.ms(1000, 3000))
+	if err := p.proc.Start(); err != nil {
+		f.e.cfg.Logf("restart %s: %v", p.name, err)
+	}
+	f.note(FaultServeKill, call, "%s", p.name)
+}
+
+// clockJump steps one worker's clock forwards or backwards for a while.
+func (f *faulter) clockJump() {
+	w := f.e.workers[f.intn(len(f.e.workers))]
+	off := f.ms(500, 5000)
+	if f.intn(2) == 0 {
+		off = -off
+	}
+	d := f.ms(3000, 8000)
+	call := record.Now()
+	if w.Send(fmt.Sprintf("clock %d", off.Milliseconds())) != nil {
+		return
+	}
+	time.Sleep(d)
+	w.Send("clock 0")
+	f.note(FaultClockJump, call, "%s by %s for %s", w.Name, off, d)
+}

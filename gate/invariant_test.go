@@ -1,0 +1,36 @@
+// Proves the adapters' half of the fence invariants, Policy.CheckStore,
+// can fire: storing a lower highestFence, or another resource's state,
+// panics with an assertion failure; a policy whose decision a negative
+// control replaced (gate/gatebreak) lets its broken state through.
+package gate_test
+
+import (
+	"testing"
+
+	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/gate/gatebreak"
+	"github.com/fencegate/fencegate/internal/assert"
+	"github.com/fencegate/fencegate/testkit/gatetest"
+)
+
+func panicsWithAssertion(f func()) bool { return assert.Catch(f) != nil }
+
+func TestCheckStoreFires(t *testing.T) {
+	p := &gate.Policy{Verifier: gatetest.NewIssuer("check").Verifier}
+	read := gate.State{Resource: "r", HighestFence: 7}
+	lower, other, higher := read, read, read
+	lower.HighestFence, other.Resource, higher.HighestFence = 6, "s", 8
+	for _, c := range []struct {
+		name string
+		next gate.State
+		fire bool
+	}{{"lower highestFence", lower, true}, {"another resource", other, true}, {"higher", higher, false}, {"equal", read, false}} {
+		if got := panicsWithAssertion(func() { p.CheckStore(read, c.next) }); got != c.fire {
+			t.Errorf("%s: fired %v, want %v", c.name, got, c.fire)
+		}
+	}
+	broken := gatebreak.Replace(*p, gate.Decide)
+	if panicsWithAssertion(func() { broken.CheckStore(read, lower) }) {
+		t.Error("a negative control's policy asserted: its broken state would never reach the checker")
+	}
+}
