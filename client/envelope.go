@@ -71,3 +71,11 @@ func (l *Lease) Refresh(m gate.Mutation) (gate.Mutation, error) {
 	}
 	return l.Envelope(m.SegmentSeq, m.PayloadDigest)
 }
+
+// forget drops segmentSeq's envelope from the release's drain: it never
+// left the process (core.Lease.Forget).
+func (l *Lease) forget(segmentSeq uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.core.Forget(segmentSeq)
+}

@@ -38,10 +38,15 @@ type Lease struct {
 	ended    bool
 	kick     chan struct{}
 	stopLoop context.CancelFunc
+
+	// applyMu serializes Apply and Send; applied is the last segment they
+	// saw accepted (the next is applied + 1).
+	applyMu sync.Mutex
+	applied uint64
 }
 
 // newLease builds a HELD lease from an acquire answer whose TTL counts
-// from from (AcquireCore.LeaseFrom).
+// from from (core.Acquire.LeaseFrom).
 func newLease(s *Session, t Transport, o Options, is wire.Issued, operationID string, from time.Time) *Lease {
 	l := &Lease{t: t, o: o, owner: s, done: make(chan struct{}), kick: make(chan struct{}, 1)}
 	l.ctx, l.cancel = context.WithCancel(context.Background())

@@ -58,6 +58,12 @@ func (c *Lease) Settle(segmentSeq uint64, answer gate.Outcome) {
 	}
 }
 
+// Forget drops segment segmentSeq's envelope from what Release waits for:
+// it never left the process and cannot be sent again (a gate in the
+// worker's own process rolled the write back because the worker's own
+// business change failed).
+func (c *Lease) Forget(segmentSeq uint64) { delete(c.unsettled, segmentSeq) }
+
 // Unsettled returns how many envelopes await an answer.
 func (c *Lease) Unsettled() int { return len(c.unsettled) }
 

@@ -38,6 +38,7 @@ type serveOptions struct {
 	requestLog                           bool
 	dash                                 dashboardOptions
 	authz                                authzOptions
+	dev                                  devOptions
 	// unsafeNoFsync turns off the embedded etcd's fsync: tests only.
 	unsafeNoFsync bool
 	// limits are the registry's limits; zero fields take
@@ -69,7 +70,8 @@ Admin calls (--admin) are not scoped by the policy.
 
 Every flag is checked, and the listen address bound, before the data
 directory is touched.`,
-		Example: `  fencegate serve --data-dir /var/lib/fencegate --token-file /etc/fencegate/tokens --authz-policy /etc/fencegate/policy.json
+		Example: `  fencegate serve --dev     # a registry to try things with: loopback, one identity, its token printed
+  fencegate serve --data-dir /var/lib/fencegate --token-file /etc/fencegate/tokens --authz-policy /etc/fencegate/policy.json
   FENCEGATE_DATA_DIR=/var/lib/fencegate FENCEGATE_TOKEN_FILE=tokens FENCEGATE_AUTHZ_OPEN=true fencegate serve
   fencegate serve --data-dir /var/lib/fencegate --key /etc/fencegate/k1.key \
     --etcd-endpoints https://etcd-1:2379,https://etcd-2:2379 --etcd-cacert etcd-ca.pem \
@@ -77,6 +79,9 @@ directory is touched.`,
   fencegate serve --data-dir /var/lib/fencegate --key /etc/fencegate/k1.key --token-file tokens --authz-policy policy.json \
     --zookeeper zk-1:2181,zk-2:2181,zk-3:2181 --zookeeper-user fencegate --zookeeper-password-file zk-password`,
 		RunE: func(c *cobra.Command, _ []string) error {
+			if err := o.dev.apply(o, c.ErrOrStderr()); err != nil {
+				return err
+			}
 			return runServe(c.Context(), o, c.OutOrStdout(), c.ErrOrStderr())
 		},
 	}
@@ -114,6 +119,7 @@ directory is touched.`,
 	_ = fs.MarkHidden("etcd-password") // settable, but through the environment
 	o.dash.flags(fs)
 	o.authz.flags(fs)
+	o.dev.flags(fs)
 	o.zk.flags(fs)
 	bindEnv(fs)
 	return c

@@ -25,7 +25,7 @@ type authzOptions struct {
 func (a *authzOptions) flags(fs *pflag.FlagSet) {
 	fs.StringVar(&a.policyFile, "authz-policy", "", "resource policy (JSON, resourcePolicy.v1): which identities may acquire, see or break which resources; reloaded on SIGHUP and when the file changes (required, or --authz-open)")
 	fs.Uint64Var(&a.pollMs, "authz-poll-ms", httpapi.PolicyPollIntervalMsDefault, "how often the --authz-policy file is checked for a change (0: only on SIGHUP)")
-	fs.BoolVar(&a.open, "authz-open", false, "run without a resource policy: every authenticated identity may acquire, see and break every resource")
+	fs.BoolVar(&a.open, "authz-open", false, "run without a resource policy: every authenticated identity may acquire and see every resource (breaking a lock stays with admins)")
 }
 
 // check wants exactly one of the two: a registry where every identity may
@@ -36,7 +36,7 @@ func (a *authzOptions) check() error {
 		return usagef("--authz-policy and --authz-open exclude each other: give the policy, or say there is none")
 	case a.policyFile == "" && !a.open:
 		return usagef("who may lock what? give --authz-policy FILE (a resource policy; docs/operations.md, \"Who may lock what\"), " +
-			"or --authz-open to let every authenticated identity acquire, see and break every resource")
+			"or --authz-open to let every authenticated identity acquire and see every resource")
 	}
 	return nil
 }
@@ -58,7 +58,7 @@ func (a *authzOptions) load() (httpapi.Authorizer, *httpapi.PolicyFile, error) {
 // of the file) until ctx ends.
 func announceAndWatch(ctx context.Context, f *httpapi.PolicyFile, pollMs uint64, logger *slog.Logger, stderr io.Writer) {
 	if f == nil {
-		const warning = "AUTHORIZATION OPEN (--authz-open): every authenticated identity may acquire, see and break every resource; give --authz-policy FILE to scope them"
+		const warning = "AUTHORIZATION OPEN (--authz-open): every authenticated identity may acquire and see every resource (breaking a lock stays with admins); give --authz-policy FILE to scope them"
 		fmt.Fprintln(stderr, "fencegate serve: WARNING: "+warning)
 		logger.LogAttrs(ctx, slog.LevelWarn, warning, slog.Bool("authz_open", true))
 		return
