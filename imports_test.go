@@ -38,10 +38,9 @@ var mayImport = map[string][]string{
 	"sim":  {"client", "registry", "gate", "wire", "grant", "clock", "internal"},
 	"cmd":  {"client", "dashboard", "demo", "sim", "registry", "downstream", "gate", "wire", "grant", "clock", "internal"},
 	// The proof and test rooms sit on top of the product.
-	"testkit":  {"client", "registry", "downstream", "gate", "wire", "grant", "clock", "internal"},
-	"chaos":    {"testkit", "client", "registry", "demo", "downstream", "gate", "wire", "grant", "clock", "internal"},
-	"examples": {"client", "downstream", "gate", "wire", "grant", "clock", "internal"},
-	"scripts":  {},
+	"testkit": {"client", "registry", "downstream", "gate", "wire", "grant", "clock", "internal"},
+	"chaos":   {"testkit", "client", "registry", "demo", "downstream", "gate", "wire", "grant", "clock", "internal"},
+	"scripts": {},
 }
 
 // testOnly are rooms only tests (and each other, as listed above) import.

@@ -96,5 +96,8 @@ func (l *Lease) write(ctx context.Context, payload []byte, do func(ctx context.C
 	if gate.IsSuccess(err) {
 		l.applied = seq
 	}
+	if outcome == gate.Accepted {
+		return nil // however the answer said it (nil, or gate.Accepted.Err())
+	}
 	return err
 }

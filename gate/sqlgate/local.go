@@ -26,13 +26,14 @@ type Local struct {
 }
 
 // OpenLocal opens dsn — a SQLite file path (OpenSQLite: WAL, immediate
-// transactions, synchronous FULL) or a postgres:// URL (pgx's database/sql
-// driver) — makes a gate that checks the registry's proofs with v (a
+// transactions, synchronous FULL), or PostgreSQL by a postgres:// URL or
+// a key=value DSN with host= or dbname= (pgx's database/sql driver) —
+// makes a gate that checks the registry's proofs with v (a
 // Worker's Verifier from httpclient.Connect, or grant.NewVerifier over a
 // bundle file), migrates the gate's tables, and returns both.
 func OpenLocal(ctx context.Context, dsn string, v *grant.Verifier) (*Local, error) {
 	d, open := SQLite, func() (*sql.DB, error) { return OpenSQLite(dsn, "FULL") }
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+	if isPostgres(dsn) {
 		d, open = Postgres, func() (*sql.DB, error) { return sql.Open("pgx", dsn) }
 	}
 	db, err := open()
@@ -48,6 +49,12 @@ func OpenLocal(ctx context.Context, dsn string, v *grant.Verifier) (*Local, erro
 		return nil, fmt.Errorf("sqlgate: open local: %w", err)
 	}
 	return &Local{DB: db, Gate: g}, nil
+}
+
+// isPostgres reports whether dsn names a PostgreSQL database.
+func isPostgres(dsn string) bool {
+	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") ||
+		strings.Contains(dsn, "host=") || strings.Contains(dsn, "dbname=")
 }
 
 // Apply runs m through the gate in one transaction and, if accepted, fn in
@@ -69,7 +76,8 @@ type LocalPgx struct {
 	Gate *Gate
 }
 
-// OpenLocalPgx connects to the postgres:// URL url with pgx, migrates the
+// OpenLocalPgx connects to the PostgreSQL database url (a postgres:// URL
+// or a key=value DSN) with pgx, migrates the
 // gate's tables (through pgx's database/sql driver, once) and returns the
 // connection with its gate, checking proofs with v.
 func OpenLocalPgx(ctx context.Context, url string, v *grant.Verifier) (*LocalPgx, error) {
