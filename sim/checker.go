@@ -241,6 +241,13 @@ func (k *checker) heldLong(lease string) {
 	}
 }
 
+// revived reports whether the registry said lease HELD again after it
+// went backwards (see said).
+func (k *checker) revived(lease string) bool {
+	g := k.grants[lease]
+	return g != nil && g.revived
+}
+
 // expiresMs is the latest committed expiry of lease (registry clock, Unix
 // ms), 0 if unknown.
 func (k *checker) expiresMs(lease string) int64 {

@@ -208,10 +208,13 @@ func (k *worker) held(is wire.Issued, from time.Time) {
 // registry, still had more than the expiry margin left: time the client's
 // own rule threw away. A grant the network made unusable (its request or
 // answer delayed for seconds, a crashed worker recovering a lease that is
-// all but over) is not counted: no rule could have used it.
+// all but over) is not counted: no rule could have used it. Nor is a grant
+// the registry revived by going backwards: its life is what the restored
+// record kept, not the renewals the checker saw committed and the restore
+// forgot, and the registry going backwards is counted on its own.
 func (k *worker) checkUsable(is wire.Issued) {
 	now := k.localNow()
-	if now.Before(k.lease.Schedule().Deadline) {
+	if now.Before(k.lease.Schedule().Deadline) || k.w.chk.revived(is.Grant.Lease) {
 		return
 	}
 	left := time.Duration(k.w.chk.expiresMs(is.Grant.Lease)-k.answeredArrived) * time.Millisecond
