@@ -2,6 +2,7 @@ package pggate
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -228,4 +229,29 @@ func Records(ctx context.Context, q DBTX, resource string) (alarms []gate.AlarmK
 		}
 	}
 	return alarms, quarantined, shadow, nil
+}
+
+// Upstream is the gate's receipts as a job's upstream
+// (gate.UpstreamReceipts), read by the gate's owner.
+type Upstream struct{ Q DBTX }
+
+// ReceiptAt returns the receipt for (resource, fence, seq), or nil.
+func (u Upstream) ReceiptAt(ctx context.Context, resource string, fence, seq uint64) (*gate.Receipt, error) {
+	if fence > gate.CounterMax || seq > gate.CounterMax {
+		return nil, nil
+	}
+	var b string
+	err := u.Q.QueryRowContext(ctx, `SELECT fencegate.receipt_json(r)::text FROM fencegate.receipts r WHERE r.resource = $1 AND r.fence = $2 AND r.seq = $3`,
+		resource, int64(fence), int64(seq)).Scan(&b)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pggate: receipt at: %w", err)
+	}
+	rc, err := gate.DecodeReceipt([]byte(b))
+	if err != nil {
+		return nil, fmt.Errorf("pggate: receipt at: %w", err)
+	}
+	return &rc, nil
 }
