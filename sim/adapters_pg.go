@@ -4,9 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"database/sql"
-	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"os"
 	"sync"
@@ -79,24 +77,15 @@ func (p *pgEnv) setUp(ctx context.Context, cfg *Config, keys *keySet) error {
 		revokedBelow = 0
 	}
 	for _, e := range entries {
-		secret, err := macSecret(e.sk)
-		if err != nil {
-			return err
+		k, err := pggate.KeyOf(e.sk, e.minE, e.maxE, e.st)
+		if err == nil {
+			err = pggate.SetKey(ctx, p.db, k)
 		}
-		if err := pggate.SetKey(ctx, p.db, pggate.Key{ID: e.sk.KeyID, Secret: secret, MinEpoch: e.minE, MaxEpoch: e.maxE, State: e.st}); err != nil {
+		if err != nil {
 			return err
 		}
 	}
 	return pggate.SetRevokedBelow(ctx, p.db, revokedBelow)
-}
-
-// macSecret is an HMAC key's secret, from its key file.
-func macSecret(k *grant.SigningKey) ([]byte, error) {
-	var f struct{ Secret string }
-	if err := json.Unmarshal(k.MarshalKeyFile(), &f); err != nil {
-		return nil, err
-	}
-	return base64.RawURLEncoding.DecodeString(f.Secret)
 }
 
 func (p *pgEnv) close() {

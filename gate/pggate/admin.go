@@ -3,6 +3,7 @@ package pggate
 import (
 	"context"
 	"database/sql"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -254,4 +255,21 @@ func (u Upstream) ReceiptAt(ctx context.Context, resource string, fence, seq uin
 		return nil, fmt.Errorf("pggate: receipt at: %w", err)
 	}
 	return &rc, nil
+}
+
+// KeyOf is the Key for an HMAC signing key (grant.AlgHMACSHA256), as a
+// trust bundle would list it.
+func KeyOf(sk *grant.SigningKey, minEpoch, maxEpoch uint64, state grant.KeyState) (Key, error) {
+	if sk.Alg != grant.AlgHMACSHA256 {
+		return Key{}, fmt.Errorf("pggate: key %s is %s: PostgreSQL checks only hmac-sha256 proofs", sk.KeyID, sk.Alg)
+	}
+	var f struct{ Secret string }
+	if err := json.Unmarshal(sk.MarshalKeyFile(), &f); err != nil {
+		return Key{}, fmt.Errorf("pggate: key %s: %w", sk.KeyID, err)
+	}
+	secret, err := base64.RawURLEncoding.DecodeString(f.Secret)
+	if err != nil {
+		return Key{}, fmt.Errorf("pggate: key %s: %w", sk.KeyID, err)
+	}
+	return Key{ID: sk.KeyID, Secret: secret, MinEpoch: minEpoch, MaxEpoch: maxEpoch, State: state}, nil
 }
