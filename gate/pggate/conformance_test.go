@@ -5,7 +5,6 @@ package pggate_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 
 	"github.com/fencegate/fencegate/gate"
@@ -85,5 +84,3 @@ func (h *harness) Records(ctx context.Context, resource string) (conformance.Rec
 	a, q, s, err := pggate.Records(ctx, h.w.db, resource)
 	return conformance.Records{Alarms: a, Quarantined: q, ShadowLog: s}, err
 }
-
-var _ = errors.Is

@@ -13,7 +13,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -198,6 +197,3 @@ func macProof(schema string, msg []byte, proof string, b *grant.Bundle) string {
 	}
 	return proof
 }
-
-// isRole reports whether s looks like a role name roleOf makes.
-func isRole(s string) bool { return strings.HasPrefix(s, "fgc_") }
