@@ -38,7 +38,8 @@ type world struct {
 // business table effects, writable by every role.
 func newWorld(t testing.TB) *world {
 	t.Helper()
-	db, err := sql.Open("pgx", pgtest.NewDatabase(t))
+	// No WAL flush per commit: the tests check decisions, not the disk.
+	db, err := sql.Open("pgx", pgtest.WithParam(pgtest.NewDatabase(t), "synchronous_commit", "off"))
 	if err != nil {
 		t.Fatal(err)
 	}
