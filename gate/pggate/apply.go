@@ -63,18 +63,11 @@ func Apply(ctx context.Context, tx *sql.Tx, m *gate.Mutation) (gate.Receipt, err
 
 // Record calls fencegate.record for m in a transaction of its own: it
 // keeps the alarm, quarantine entry or pause of a rejection whose
-// transaction was rolled back. It never accepts.
+// transaction was rolled back. It never accepts. A rejection it meets
+// again (the envelope no longer authenticates) leaves nothing to record
+// and is not an error.
 func Record(ctx context.Context, db *sql.DB, m *gate.Mutation) error {
-	env, err := m.MarshalJSON()
-	if err != nil {
-		return fmt.Errorf("pggate: record: %w", err)
-	}
-	var out string
-	err = db.QueryRowContext(ctx, `SELECT fencegate.record($1, $2)::text`, string(env), m.PayloadDigest.String()).Scan(&out)
-	if _, rerr := rejection(err); err != nil && gate.OutcomeOf(rerr) == "" {
-		return rerr
-	}
-	return nil
+	return recordIn(ctx, func(ctx context.Context) (*sql.Tx, error) { return db.BeginTx(ctx, nil) }, m)
 }
 
 // ErrBusiness wraps the error of Run's business function.
