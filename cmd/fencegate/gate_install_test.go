@@ -8,6 +8,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -74,5 +75,31 @@ func TestGateInstallAndEnroll(t *testing.T) {
 func TestGateInstallNeedsPostgres(t *testing.T) {
 	if out, code := fencegate(t, "gate", "install", "--db", "ledger.db"); code != 2 || !strings.Contains(out, "PostgreSQL") {
 		t.Fatalf("exit %d: %s", code, out)
+	}
+}
+
+// TestGateInstallPrintRunsInPsql installs with psql alone, from the
+// printed script, on a database whose pgcrypto a DBA created.
+func TestGateInstallPrintRunsInPsql(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	if out, err := exec.Command("psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", dsn, "-c", "CREATE EXTENSION pgcrypto").CombinedOutput(); err != nil {
+		t.Fatalf("create extension: %v\n%s", err, out)
+	}
+	script := mustRun(t, "gate", "install", "--print")
+	cmd := exec.Command("psql", "-X", "-q", "-1", "-v", "ON_ERROR_STOP=1", dsn)
+	cmd.Stdin = strings.NewReader(script)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("psql -1 < script: %v\n%s", err, out)
+	}
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if v, err := pggate.Version(context.Background(), db); err != nil || v != pggate.SchemaVersion() {
+		t.Fatalf("after psql: version %d, %v", v, err)
+	}
+	if out := mustRun(t, "gate", "install", "--db", dsn); !strings.Contains(out, "already at") {
+		t.Fatalf("install after psql: %s", out)
 	}
 }
