@@ -25,10 +25,6 @@ var (
 	_ report.Resumer = Reporting{}
 )
 
-// recentRowsMax is how many of the last alarm, quarantine and action rows
-// one report reads to pick each resource's last ones.
-const recentRowsMax = 4 * report.ResourcesPerReportMax
-
 // Resources implements report.Source: paused resources first, then those
 // named in recent, then the others by name, at most limit; each with its
 // alarm and quarantine counts, last rows and last operator action.
