@@ -118,10 +118,15 @@ func fill(ctx context.Context, tx *sql.Tx, views []report.ResourceView) error {
 	for i, v := range views {
 		byName[v.Resource], names[i] = i, v.Resource
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT resource, kind, fence, detail, at_ms, count(*) OVER (PARTITION BY resource, kind = 'QUARANTINED') FROM (
-    SELECT resource, kind, fence, detail, at_ms, id FROM fencegate.alarms WHERE resource = ANY($1)
-    UNION ALL SELECT resource, 'QUARANTINED', fence, reason, at_ms, id FROM fencegate.quarantine WHERE resource = ANY($1)) r
-  ORDER BY at_ms, id`, names)
+	// Per resource: the last RecordsPerResourceMax rows, and one row of
+	// each class (alarm, quarantine) to carry that class's count.
+	rows, err := tx.QueryContext(ctx, `SELECT resource, kind, fence, detail, at_ms, n, k FROM (
+    SELECT r.*, count(*) OVER (PARTITION BY resource, kind = 'QUARANTINED') AS n,
+      row_number() OVER (PARTITION BY resource ORDER BY at_ms DESC, id DESC) AS k,
+      row_number() OVER (PARTITION BY resource, kind = 'QUARANTINED' ORDER BY at_ms DESC, id DESC) AS kc
+    FROM (SELECT resource, kind, fence, detail, at_ms, id FROM fencegate.alarms WHERE resource = ANY($1)
+      UNION ALL SELECT resource, 'QUARANTINED', fence, reason, at_ms, id FROM fencegate.quarantine WHERE resource = ANY($1)) r) x
+  WHERE k <= $2 OR kc = 1 ORDER BY at_ms, k DESC`, names, report.RecordsPerResourceMax)
 	if err != nil {
 		return fmt.Errorf("pggate: report: %w", err)
 	}
@@ -129,8 +134,8 @@ func fill(ctx context.Context, tx *sql.Tx, views []report.ResourceView) error {
 	for rows.Next() {
 		var rec report.RecordView
 		var name string
-		var n int
-		if err := rows.Scan(&name, &rec.Kind, &rec.Fence, &rec.Detail, &rec.AtMs, &n); err != nil {
+		var n, k int
+		if err := rows.Scan(&name, &rec.Kind, &rec.Fence, &rec.Detail, &rec.AtMs, &n, &k); err != nil {
 			return fmt.Errorf("pggate: report: %w", err)
 		}
 		v := &views[byName[name]]
@@ -139,9 +144,9 @@ func fill(ctx context.Context, tx *sql.Tx, views []report.ResourceView) error {
 		} else {
 			v.Alarms = n
 		}
-		rec.Kind, rec.Detail = report.Cut(rec.Kind), report.Cut(rec.Detail)
-		if v.Recent = append(v.Recent, rec); len(v.Recent) > report.RecordsPerResourceMax {
-			v.Recent = v.Recent[1:]
+		if k <= report.RecordsPerResourceMax {
+			rec.Kind, rec.Detail = report.Cut(rec.Kind), report.Cut(rec.Detail)
+			v.Recent = append(v.Recent, rec)
 		}
 	}
 	if err := rows.Err(); err != nil {

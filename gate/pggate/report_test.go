@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/gate/pggate"
+	"github.com/fencegate/fencegate/gate/report"
 	"github.com/fencegate/fencegate/testkit/gatetest/conformance"
 )
 
@@ -45,6 +46,27 @@ func TestReportingSource(t *testing.T) {
 	}
 	if v := views[2]; v.Resource != "rep/a-ok" || v.HighestFence != 5 || v.Alarms+v.Quarantined != 0 {
 		t.Fatalf("third view %+v", v)
+	}
+	// Many records: every count, only the last rows.
+	if _, err := h.w.db.Exec(`INSERT INTO fencegate.quarantine (resource, fence, seq, operation_id, payload_digest, grant_digest, original_receipt, reason, at_ms)
+  VALUES ('rep/a-ok', 5, 1, 'op-a', '', '', '', 'old', 1);
+INSERT INTO fencegate.alarms (resource, kind, fence, highest_fence, grant_digest, detail, at_ms)
+  SELECT 'rep/a-ok', 'REGRESSION_SUSPECTED', 4, 5, '', 'close call ' || i, 100 + i FROM generate_series(1, 40) i`); err != nil {
+		t.Fatal(err)
+	}
+	views, _, err = src.Resources(ctx, []string{"rep/a-ok"}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := views[0]; v.Resource != "rep/z-paused" {
+		t.Fatalf("the paused resource is not first: %+v", views)
+	}
+	views, _, err = src.Resources(ctx, nil, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := views[1]; v.Resource != "rep/a-ok" || v.Alarms != 40 || v.Quarantined != 1 || len(v.Recent) != report.RecordsPerResourceMax || v.Recent[len(v.Recent)-1].Detail != "close call 40" {
+		t.Fatalf("many records: %d alarms, %d quarantined, %d recent (%+v)", v.Alarms, v.Quarantined, len(v.Recent), v.Recent)
 	}
 	if err := h.w.setClock(ctx, h.cfg.Clock.Now()); err != nil {
 		t.Fatal(err)
