@@ -33,6 +33,16 @@ func (r *Registry) FenceRange(ctx context.Context) (wire.FenceRange, error) {
 	return rangeOf(s.Settings, s.Revision), nil
 }
 
+// ReadFenceRange reads store's fence range directly, with no registry
+// running on it.
+func ReadFenceRange(ctx context.Context, store Store) (wire.FenceRange, error) {
+	s, err := store.Read(ctx, "", nil)
+	if err != nil {
+		return wire.FenceRange{}, storeError("read", err)
+	}
+	return rangeOf(s.Settings, s.Revision), nil
+}
+
 // BumpFenceRange moves the registry's fence range above every fence any
 // earlier store or range issued (decideBump): from its commit on, every
 // resource's next fence is above generation<<32, and every lease granted
