@@ -237,4 +237,7 @@ func printFenceRange(w io.Writer, fr wire.FenceRange) {
 	fmt.Fprintf(w, "range:      %d … %d\n", fr.First, fr.Last)
 	fmt.Fprintf(w, "revision:   %d\n", fr.Revision)
 	fmt.Fprintf(w, "switching from this store to one that knows nothing of it: bump there with --above %d\n", fr.Last)
+	if fr.Generation > 0 {
+		fmt.Fprintf(w, "a gate that paused before this range: fencegate gate resume RESOURCE --floor %d --note …\n", fr.First-1)
+	}
 }
