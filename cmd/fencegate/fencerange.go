@@ -102,6 +102,19 @@ func withStore(ctx context.Context, s *storeOptions, who string, stderr io.Write
 	return fn(store)
 }
 
+// checkDataDir refuses a --data-dir that does not exist: a bump there
+// would start and bump an empty store while serve's own stays unbumped.
+// One whose etcd is not there yet (a new embedded store) is bumped.
+func checkDataDir(s *storeOptions) error {
+	if s.external() {
+		return nil
+	}
+	if fi, err := os.Stat(s.dataDir); err != nil || !fi.IsDir() {
+		return fmt.Errorf("--data-dir %s: not a directory (is this serve's --data-dir?): %v", s.dataDir, err)
+	}
+	return nil
+}
+
 func newFenceRangeBumpCmd(t *fenceRangeTarget) *cobra.Command {
 	var above uint64
 	var note string
@@ -123,6 +136,9 @@ func newFenceRangeBumpCmd(t *fenceRangeTarget) *cobra.Command {
 			defer cancel()
 			var before, after wire.FenceRange
 			if direct {
+				if err := checkDataDir(&t.store); err != nil {
+					return err
+				}
 				err = t.withStore(ctx, "fencegate fence-range bump", c.ErrOrStderr(), false, func(s registry.Store) error {
 					before, after, err = bumpStore(ctx, s, above, note, c.ErrOrStderr())
 					return err

@@ -5,7 +5,7 @@
 // serve's --data-dir (a restored store, bumped before serve starts on
 // it). After each bump the next fence is generation<<32 | 1, above every
 // fence issued before, and the generations only rise; a store named
-// twice, or an embedded etcd that is not there, is refused.
+// twice, or a data directory that is not there, is refused.
 package main
 
 import (
@@ -143,6 +143,10 @@ func TestFenceRangeBumpAndShowProcesses(t *testing.T) {
 	_, errOut = cli(t, 1, "fence-range", "show", "--data-dir", filepath.Join(t.TempDir(), "typo"))
 	if !strings.Contains(errOut, "no embedded etcd") {
 		t.Errorf("show on a missing data dir: %s", errOut)
+	}
+	_, errOut = cli(t, 1, "fence-range", "bump", "--note", "typo", "--data-dir", filepath.Join(t.TempDir(), "typo"))
+	if !strings.Contains(errOut, "not a directory") {
+		t.Errorf("bump on a missing data dir: %s", errOut)
 	}
 }
 
