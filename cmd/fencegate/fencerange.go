@@ -116,7 +116,7 @@ func checkDataDir(s *storeOptions) error {
 }
 
 func newFenceRangeBumpCmd(t *fenceRangeTarget) *cobra.Command {
-	var above uint64
+	var above, skewMs uint64
 	var note string
 	bump := &cobra.Command{
 		Use:   "bump --note TEXT [--above FENCE]",
@@ -132,6 +132,9 @@ func newFenceRangeBumpCmd(t *fenceRangeTarget) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if !direct && skewMs != 0 {
+				return usagef("--clock-skew-max-ms is for a bump on the store itself: through the registry, serve's own bound applies")
+			}
 			ctx, cancel := storeContext(c.Context(), direct)
 			defer cancel()
 			var before, after wire.FenceRange
@@ -140,7 +143,7 @@ func newFenceRangeBumpCmd(t *fenceRangeTarget) *cobra.Command {
 					return err
 				}
 				err = t.withStore(ctx, "fencegate fence-range bump", c.ErrOrStderr(), false, func(s registry.Store) error {
-					before, after, err = bumpStore(ctx, s, above, note, c.ErrOrStderr())
+					before, after, err = bumpStore(ctx, s, above, skewMs, note, c.ErrOrStderr())
 					return err
 				})
 			} else {
@@ -155,6 +158,7 @@ func newFenceRangeBumpCmd(t *fenceRangeTarget) *cobra.Command {
 	}
 	bump.Flags().Uint64Var(&above, "above", 0, "a fence the new range must be above: the highest any gate reports, or the last fence of the range of the store you switch from (default: the clock orders bumps)")
 	bump.Flags().StringVar(&note, "note", "", "why (a change, an incident); recorded with your identity")
+	bump.Flags().Uint64Var(&skewMs, "clock-skew-max-ms", 0, "with the store's flags only: serve's --clock-skew-max-ms, how far past its second the bump waits for the clock (0: 500)")
 	return bump
 }
 
@@ -173,8 +177,11 @@ func bumpRegistry(ctx context.Context, reg *endpointFlags, above uint64, note st
 
 // bumpStore bumps the store directly and records the bump as serve's
 // audit line would, on stderr (there is no serve to log it).
-func bumpStore(ctx context.Context, s registry.Store, above uint64, note string, stderr io.Writer) (wire.FenceRange, wire.FenceRange, error) {
+func bumpStore(ctx context.Context, s registry.Store, above, skewMs uint64, note string, stderr io.Writer) (wire.FenceRange, wire.FenceRange, error) {
 	skew := registry.DefaultConfig(1).ClockSkewMaxMs // serve's default bound
+	if skewMs != 0 {
+		skew = skewMs
+	}
 	before, err := registry.ReadFenceRange(ctx, s)
 	if err != nil {
 		return before, wire.FenceRange{}, err

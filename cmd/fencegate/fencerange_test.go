@@ -121,7 +121,7 @@ func TestFenceRangeBumpAndShowProcesses(t *testing.T) {
 	if g := atoiMatch(t, shownGen, out); g != g1 {
 		t.Fatalf("show on the data dir: generation %d, want %d:\n%s", g, g1, out)
 	}
-	out, errOut := cli(t, 0, "fence-range", "bump", "--data-dir", data, "--note", "test: restored store")
+	out, errOut := cli(t, 0, "fence-range", "bump", "--data-dir", data, "--note", "test: restored store", "--clock-skew-max-ms", "200")
 	g2 := atoiMatch(t, bumpedLine, out)
 	if g2 <= g1 || !strings.Contains(errOut, "action=bump-fence-range") || !strings.Contains(errOut, "via=store") {
 		t.Fatalf("bump on the data dir: generation %d after %d; stderr:\n%s", g2, g1, errOut)
@@ -136,6 +136,10 @@ func TestFenceRangeBumpAndShowProcesses(t *testing.T) {
 	}
 
 	// Refusals: two stores named, an embedded etcd that is not there.
+	_, errOut = cli(t, 2, "fence-range", "bump", "--note", "x", "--registry", url, "--clock-skew-max-ms", "200")
+	if !strings.Contains(errOut, "serve's own bound") {
+		t.Errorf("--clock-skew-max-ms through the registry: %s", errOut)
+	}
 	_, errOut = cli(t, 2, "fence-range", "show", "--registry", url, "--data-dir", data)
 	if !strings.Contains(errOut, "not both") {
 		t.Errorf("--registry with --data-dir: %s", errOut)

@@ -158,7 +158,8 @@ func runImport(ctx context.Context, st registry.Store, r io.Reader, resumeAfter 
 	rep, err := registry.Import(ctx, st, r, registry.ImportOptions{ResumeAfter: resumeAfter, Progress: func(p registry.ImportReport) {
 		fmt.Fprintf(stderr, "%s: applied through line %d\n", who, p.Line)
 	}})
-	fmt.Fprintf(stderr, "%s: settings %s; records: %s; request entries: %s\n", who, orNone(rep.Settings), counts(rep.Records), counts(rep.Requests))
+	fmt.Fprintf(stderr, "%s: settings %s; records: %s; request entries: %d added, %d same, %d kept\n", who, orNone(rep.Settings), counts(rep.Records),
+		rep.Requests.Added, rep.Requests.Same, rep.Requests.Kept)
 	if err != nil {
 		return fmt.Errorf("%w\n(lines 1 to %d are applied: run again with --resume-after %d to continue)", err, rep.Line, rep.Line)
 	}
