@@ -163,6 +163,22 @@ func (c *Client) Resource(ctx context.Context, resource string) (wire.ResourceIn
 	return out, err
 }
 
+// BumpFenceRange calls POST /v1/admin/fence-range: every resource's
+// next fence above every fence issued before, every earlier lease ended.
+// It may take the registry's clock up to a second and its skew bound.
+func (c *Client) BumpFenceRange(ctx context.Context, req wire.FenceRangeBumpRequest) (wire.FenceRange, error) {
+	var out wire.FenceRange
+	err := c.do(ctx, http.MethodPost, "/v1/admin/fence-range", req, &out)
+	return out, err
+}
+
+// FenceRange calls GET /v1/admin/fence-range/current.
+func (c *Client) FenceRange(ctx context.Context) (wire.FenceRange, error) {
+	var out wire.FenceRange
+	err := c.do(ctx, http.MethodGet, "/v1/admin/fence-range/current", nil, &out)
+	return out, err
+}
+
 func (c *Client) issued(ctx context.Context, method, path string, in any) (*Issued, error) {
 	var out wire.IssuedResponse
 	if err := c.do(ctx, method, path, in, &out); err != nil {
