@@ -5,18 +5,24 @@
 // Both sides alternate in one run; timings are reported, never asserted.
 //
 //	go test ./cmd/fencegate -run '^$' -bench Serve -benchtime 10x -count 5
+//
+// BenchmarkServeThroughput64Only runs the serve side alone, for a CPU
+// profile of what serve and its client spend:
+//
+//	go test ./cmd/fencegate -run '^$' -bench ServeThroughput64Only -benchtime 20x -cpuprofile serve.prof
 package main
 
 import (
 	"context"
 	"fmt"
-	"net/http"
+	"net/http/httptrace"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -36,6 +42,8 @@ type servePair struct {
 	http    *httpclient.Client
 	session *concurrency.Session
 	seq     atomic.Int64
+	dials   atomic.Int64 // connections the HTTP client opened
+	trace   httptrace.ClientTrace
 }
 
 func newServePair(b *testing.B) *servePair {
@@ -47,8 +55,8 @@ func newServePair(b *testing.B) *servePair {
 	b.Cleanup(func() { em.Close() })
 	url := startServeBench(b, "--data-dir", filepath.Join(dir, "serve"), "--listen", "127.0.0.1:0", "--token-file", benchTokenFile(b, dir),
 		"--etcd-endpoints", strings.Join(em.Endpoints(), ","), "--authz-open")
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * serveBenchResources}}
-	c, err := httpclient.NewClient(url, httpclient.WithBearerToken(serveToken), httpclient.WithHTTPClient(hc))
+	p := &servePair{}
+	c, err := httpclient.NewClient(url, httpclient.WithBearerToken(serveToken)) // the SDK's default HTTP client
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -62,7 +70,13 @@ func newServePair(b *testing.B) *servePair {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { sess.Close() })
-	return &servePair{http: c, session: sess}
+	p.http, p.session = c, sess
+	p.trace.GotConn = func(i httptrace.GotConnInfo) {
+		if !i.Reused {
+			p.dials.Add(1)
+		}
+	}
+	return p
 }
 
 // startServeBench runs serve in-process with args until the benchmark
@@ -98,6 +112,7 @@ func benchTokenFile(b *testing.B, dir string) string {
 
 // registryCycle is one acquire and release over HTTP.
 func (p *servePair) registryCycle(ctx context.Context, resource string) error {
+	ctx = httptrace.WithClientTrace(ctx, &p.trace)
 	is, err := p.http.Acquire(ctx, wire.AcquireRequest{Resource: resource, OperationID: "op", OperationClass: "bench",
 		RequestID: fmt.Sprint("r", p.seq.Add(1)), TTLMs: 30_000})
 	if err != nil {
@@ -140,7 +155,8 @@ func BenchmarkServeCycle(b *testing.B) {
 // BenchmarkServeThroughput64 alternates a phase of 640 cycles through
 // serve (64 resources, one HTTP client goroutine each) and one of the
 // Mutex on 64 keys; one op is one pair of phases. It reports each side's
-// median rate and the median of the pairs' ratios.
+// median rate, the median of the pairs' ratios and each side's median
+// process CPU per cycle (getrusage: etcd server, serve, both clients).
 func BenchmarkServeThroughput64(b *testing.B) {
 	p := newServePair(b)
 	ctx := context.Background()
@@ -148,35 +164,62 @@ func BenchmarkServeThroughput64(b *testing.B) {
 	for i := range serveBenchResources {
 		mutexes = append(mutexes, concurrency.NewMutex(p.session, fmt.Sprint("/bench-mutex/tp/", i)))
 	}
-	regPhase := func() time.Duration {
+	regPhase := func() (time.Duration, time.Duration) {
 		return servePhase(b, func(g int) error { return p.registryCycle(ctx, fmt.Sprint("tp/", g)) })
 	}
-	mutPhase := func() time.Duration { return servePhase(b, func(g int) error { return mutexCycle(ctx, mutexes[g]) }) }
+	mutPhase := func() (time.Duration, time.Duration) {
+		return servePhase(b, func(g int) error { return mutexCycle(ctx, mutexes[g]) })
+	}
 	regPhase()
 	mutPhase()
-	var reg, mut, ratio []float64
+	var reg, mut, ratio, regCPU, mutCPU []float64
 	for b.Loop() {
-		r, m := servePhaseCycles/regPhase().Seconds(), servePhaseCycles/mutPhase().Seconds()
+		rd, rc := regPhase()
+		md, mc := mutPhase()
+		r, m := servePhaseCycles/rd.Seconds(), servePhaseCycles/md.Seconds()
 		reg, mut, ratio = append(reg, r), append(mut, m), append(ratio, r/m)
+		regCPU, mutCPU = append(regCPU, float64(rc.Microseconds())/servePhaseCycles), append(mutCPU, float64(mc.Microseconds())/servePhaseCycles)
 	}
 	b.ReportMetric(medianOf(reg), "serve-cycles/s")
 	b.ReportMetric(medianOf(mut), "mutex-cycles/s")
 	b.ReportMetric(medianOf(ratio), "ratio")
+	b.ReportMetric(medianOf(regCPU), "serve-cpu-us/cycle")
+	b.ReportMetric(medianOf(mutCPU), "mutex-cpu-us/cycle")
+}
+
+// BenchmarkServeThroughput64Only runs only serve's side of
+// BenchmarkServeThroughput64, one phase per op, so that a CPU profile
+// shows serve's path and nothing of the Mutex's.
+func BenchmarkServeThroughput64Only(b *testing.B) {
+	p := newServePair(b)
+	ctx := context.Background()
+	phase := func() (time.Duration, time.Duration) {
+		return servePhase(b, func(g int) error { return p.registryCycle(ctx, fmt.Sprint("tp/", g)) })
+	}
+	phase()
+	var rate, cpu []float64
+	for b.Loop() {
+		d, c := phase()
+		rate, cpu = append(rate, servePhaseCycles/d.Seconds()), append(cpu, float64(c.Microseconds())/servePhaseCycles)
+	}
+	b.ReportMetric(medianOf(rate), "serve-cycles/s")
+	b.ReportMetric(medianOf(cpu), "serve-cpu-us/cycle")
+	b.ReportMetric(float64(p.dials.Load())/float64((b.N+1)*servePhaseCycles), "dials/cycle")
 }
 
 // servePhaseCycles is one side's share of a throughput pair.
 const servePhaseCycles = 10 * serveBenchResources
 
 // servePhase runs servePhaseCycles cycles, cycle(g) on goroutine g of 64,
-// and returns the time they took.
-func servePhase(b *testing.B, cycle func(g int) error) time.Duration {
+// and returns the wall and process CPU time they took.
+func servePhase(b *testing.B, cycle func(g int) error) (time.Duration, time.Duration) {
 	var (
 		left atomic.Int64
 		wg   sync.WaitGroup
 		errs = make(chan error, serveBenchResources)
 	)
 	left.Store(servePhaseCycles)
-	t0 := time.Now()
+	t0, cpu0 := time.Now(), processCPU()
 	for g := range serveBenchResources {
 		wg.Add(1)
 		go func() {
@@ -190,12 +233,21 @@ func servePhase(b *testing.B, cycle func(g int) error) time.Duration {
 		}()
 	}
 	wg.Wait()
-	d := time.Since(t0)
+	d, cpu := time.Since(t0), processCPU()-cpu0
 	close(errs)
 	for err := range errs {
 		b.Fatal(err)
 	}
-	return d
+	return d, cpu
+}
+
+// processCPU is the CPU time this process used so far, user and system.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func medianOf(xs []float64) float64 {
