@@ -157,12 +157,17 @@ func (s *scanner) value(t reflect.Type) *scanError {
 
 // object checks an object at s.i, as checkObject does.
 func (s *scanner) object(t reflect.Type) *scanError {
-	var fs *fieldSet
-	var seenBits []uint64
-	var seenKeys map[string]bool
+	var (
+		fs       *fieldSet
+		small    [1]uint64 // the seen bits of a struct of up to 64 fields
+		seenBits []uint64
+		seenKeys map[string]bool
+	)
 	if t.Kind() == reflect.Struct {
-		fs = fieldsOf(t)
-		seenBits = make([]uint64, (len(fs.types)+63)/64)
+		fs, seenBits = fieldsOf(t), small[:]
+		if len(fs.types) > 64 {
+			seenBits = make([]uint64, (len(fs.types)+63)/64)
+		}
 	}
 	s.i++
 	for {
@@ -176,9 +181,10 @@ func (s *scanner) object(t reflect.Type) *scanError {
 			s.ws()
 		}
 		raw, esc := s.str()
-		key := string(raw)
 		if esc || !utf8.Valid(raw) { // as encoding/json reads it: escapes undone, bad bytes U+FFFD
+			var key string
 			_ = json.Unmarshal(append(append([]byte{'"'}, raw...), '"'), &key) // valid JSON: cannot fail
+			raw = []byte(key)
 		}
 		s.ws()
 		s.i++ // ':'
@@ -188,23 +194,23 @@ func (s *scanner) object(t reflect.Type) *scanError {
 			if seenKeys == nil {
 				seenKeys = map[string]bool{}
 			}
-			if seenKeys[key] {
-				return &scanError{msg: fmt.Sprintf("field %q given twice", key)}
+			if seenKeys[string(raw)] {
+				return &scanError{msg: fmt.Sprintf("field %q given twice", raw)}
 			}
-			seenKeys[key], elem = true, t.Elem()
+			seenKeys[string(raw)], elem = true, t.Elem()
 		} else {
-			n, ok := fs.index[key]
+			n, ok := fs.index[string(raw)] // no copy of the key
 			switch {
 			case !ok:
-				return &scanError{msg: fmt.Sprintf("unknown field %q (names are case-sensitive)", key)}
+				return &scanError{msg: fmt.Sprintf("unknown field %q (names are case-sensitive)", raw)}
 			case seenBits[n/64]&(1<<(n%64)) != 0:
-				return &scanError{msg: fmt.Sprintf("field %q given twice", key)}
+				return &scanError{msg: fmt.Sprintf("field %q given twice", raw)}
 			}
 			seenBits[n/64] |= 1 << (n % 64)
 			elem = fs.types[n]
 		}
 		if e := s.value(elem); e != nil {
-			return e.at("." + key)
+			return e.at("." + string(raw))
 		}
 	}
 }
