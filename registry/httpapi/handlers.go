@@ -39,6 +39,7 @@ func (s *Server) endpoints() []endpoint {
 func (s *Server) acquire(ctx context.Context, caller string, r *http.Request, body []byte) (any, error) {
 	req, err := decode[wire.AcquireRequest](body)
 	if err == nil {
+		noteResource(ctx, req.Resource)
 		err = s.authorize(ctx, r.URL.Path, caller, VerbAcquire, req.Resource)
 	}
 	if err != nil {
@@ -65,6 +66,7 @@ func (s *Server) acquire(ctx context.Context, caller string, r *http.Request, bo
 func (s *Server) renew(ctx context.Context, caller string, r *http.Request, body []byte) (any, error) {
 	req, err := decode[wire.LeaseRequest](body)
 	if err == nil {
+		noteResource(ctx, req.Resource)
 		err = s.authorize(ctx, r.URL.Path, caller, VerbAcquire, req.Resource)
 	}
 	if err != nil {
@@ -82,6 +84,7 @@ func (s *Server) renew(ctx context.Context, caller string, r *http.Request, body
 func (s *Server) release(ctx context.Context, caller string, r *http.Request, body []byte) (any, error) {
 	req, err := decode[wire.LeaseRequest](body)
 	if err == nil {
+		noteResource(ctx, req.Resource)
 		err = s.authorize(ctx, r.URL.Path, caller, VerbAcquire, req.Resource)
 	}
 	if err != nil {
