@@ -36,6 +36,8 @@ type Client struct {
 	base  string
 	http  *http.Client
 	token string
+	// authorization is the Authorization header's value, built once.
+	authorization []string
 	// verifier, when set, checks every proof the server returns.
 	verifier *grant.Verifier
 	// headers, when set, adds headers to every request (trace context).
@@ -59,7 +61,13 @@ func WithHeaders(f func(ctx context.Context, h http.Header)) ClientOption {
 }
 
 // WithBearerToken sends "Authorization: Bearer <token>" on every call.
-func WithBearerToken(tok string) ClientOption { return func(c *Client) { c.token = tok } }
+func WithBearerToken(tok string) ClientOption {
+	return func(c *Client) { c.token, c.authorization = tok, []string{"Bearer " + tok} }
+}
+
+// headerJSON is every request body's Content-Type value, shared: net/http
+// only reads a request's header values.
+var headerJSON = []string{"application/json"}
 
 // WithVerifier checks every grant and status proof the server returns
 // against v; a proof that fails is ErrBadResponse. Default: not checked
@@ -223,10 +231,10 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		return fmt.Errorf("httpclient: client: %w", err)
 	}
 	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
+		req.Header["Content-Type"] = headerJSON
 	}
 	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
+		req.Header["Authorization"] = c.authorization
 	}
 	if c.headers != nil {
 		c.headers(ctx, req.Header)
