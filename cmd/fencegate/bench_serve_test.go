@@ -13,11 +13,16 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"net/http/httptrace"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -110,6 +115,68 @@ func benchTokenFile(b *testing.B, dir string) string {
 	return p
 }
 
+// httpFloor is two HTTP/1.1 exchanges shaped like a cycle's (bodies of
+// the sizes an acquire and a release send and receive, the same
+// headers, the SDK's HTTP client) against a server that does nothing but
+// read the body and answer: what the HTTP hop costs with no API behind
+// it.
+type httpFloor struct {
+	url string
+	c   *http.Client
+}
+
+// Body sizes of a cycle's exchanges, as serve sends and answers them.
+const (
+	floorAcquireBytes, floorIssuedBytes   = 97, 868
+	floorReleaseBytes, floorReleasedBytes = 80, 120
+)
+
+func newHTTPFloor(b *testing.B) *httpFloor {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	issued, released := bytes.Repeat([]byte("x"), floorIssuedBytes), bytes.Repeat([]byte("x"), floorReleasedBytes)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.Copy(io.Discard, r.Body); err != nil {
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		if r.URL.Path == "/v1/acquire" {
+			w.Write(issued)
+		} else {
+			w.Write(released)
+		}
+	})}
+	go srv.Serve(ln)
+	b.Cleanup(func() { srv.Close() })
+	return &httpFloor{url: "http://" + ln.Addr().String(), c: httpclient.NewHTTPClient(nil)}
+}
+
+func (f *httpFloor) exchange(ctx context.Context, path string, n int) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, f.url+path, bytes.NewReader(make([]byte, n)))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+serveToken)
+	resp, err := f.c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(io.Discard, resp.Body)
+	return err
+}
+
+func (f *httpFloor) cycle(ctx context.Context) error {
+	if err := f.exchange(ctx, "/v1/acquire", floorAcquireBytes); err != nil {
+		return err
+	}
+	return f.exchange(ctx, "/v1/release", floorReleaseBytes)
+}
+
 // registryCycle is one acquire and release over HTTP.
 func (p *servePair) registryCycle(ctx context.Context, resource string) error {
 	ctx = httptrace.WithClientTrace(ctx, &p.trace)
@@ -130,12 +197,13 @@ func mutexCycle(ctx context.Context, m *concurrency.Mutex) error {
 
 // BenchmarkServeCycle alternates one acquire+release through serve over
 // HTTP and one Mutex Lock+Unlock, and reports both medians and their
-// ratio.
+// ratio; and, third, the HTTP floor's two exchanges (httpFloor).
 func BenchmarkServeCycle(b *testing.B) {
 	p := newServePair(b)
 	ctx := context.Background()
 	m := concurrency.NewMutex(p.session, "/bench-mutex/cycle")
-	var reg, mut []float64
+	floor := newHTTPFloor(b)
+	var reg, mut, flo []float64
 	for b.Loop() {
 		t0 := time.Now()
 		if err := p.registryCycle(ctx, "cycle/1"); err != nil {
@@ -145,18 +213,28 @@ func BenchmarkServeCycle(b *testing.B) {
 		if err := mutexCycle(ctx, m); err != nil {
 			b.Fatal(err)
 		}
-		reg, mut = append(reg, float64(t1.Sub(t0).Microseconds())), append(mut, float64(time.Since(t1).Microseconds()))
+		t2 := time.Now()
+		if err := floor.cycle(ctx); err != nil {
+			b.Fatal(err)
+		}
+		reg, mut = append(reg, float64(t1.Sub(t0).Microseconds())), append(mut, float64(t2.Sub(t1).Microseconds()))
+		flo = append(flo, float64(time.Since(t2).Microseconds()))
 	}
 	b.ReportMetric(medianOf(reg), "serve-us/cycle")
 	b.ReportMetric(medianOf(mut), "mutex-us/cycle")
 	b.ReportMetric(medianOf(reg)/medianOf(mut), "ratio")
+	b.ReportMetric(medianOf(flo), "http-floor-us/cycle")
 }
 
 // BenchmarkServeThroughput64 alternates a phase of 640 cycles through
 // serve (64 resources, one HTTP client goroutine each) and one of the
 // Mutex on 64 keys; one op is one pair of phases. It reports each side's
 // median rate, the median of the pairs' ratios and each side's median
-// process CPU per cycle (getrusage: etcd server, serve, both clients).
+// process CPU and heap allocations per cycle (getrusage, MemStats: etcd
+// server, serve, both clients).
+// A third phase runs the HTTP floor's cycles (httpFloor) on 64
+// goroutines: the CPU two bare HTTP/1.1 exchanges take, which serve's
+// path pays on top of the registry's.
 func BenchmarkServeThroughput64(b *testing.B) {
 	p := newServePair(b)
 	ctx := context.Background()
@@ -170,21 +248,34 @@ func BenchmarkServeThroughput64(b *testing.B) {
 	mutPhase := func() (time.Duration, time.Duration) {
 		return servePhase(b, func(g int) error { return mutexCycle(ctx, mutexes[g]) })
 	}
+	floor := newHTTPFloor(b)
+	floorPhase := func() (time.Duration, time.Duration) { return servePhase(b, func(int) error { return floor.cycle(ctx) }) }
 	regPhase()
 	mutPhase()
-	var reg, mut, ratio, regCPU, mutCPU []float64
+	floorPhase()
+	var reg, mut, ratio, regCPU, mutCPU, floRate, floCPU, regAllocs, mutAllocs []float64
 	for b.Loop() {
+		m0 := mallocs()
 		rd, rc := regPhase()
+		m1 := mallocs()
 		md, mc := mutPhase()
+		m2 := mallocs()
+		regAllocs, mutAllocs = append(regAllocs, float64(m1-m0)/servePhaseCycles), append(mutAllocs, float64(m2-m1)/servePhaseCycles)
+		fd, fc := floorPhase()
 		r, m := servePhaseCycles/rd.Seconds(), servePhaseCycles/md.Seconds()
 		reg, mut, ratio = append(reg, r), append(mut, m), append(ratio, r/m)
 		regCPU, mutCPU = append(regCPU, float64(rc.Microseconds())/servePhaseCycles), append(mutCPU, float64(mc.Microseconds())/servePhaseCycles)
+		floRate, floCPU = append(floRate, servePhaseCycles/fd.Seconds()), append(floCPU, float64(fc.Microseconds())/servePhaseCycles)
 	}
 	b.ReportMetric(medianOf(reg), "serve-cycles/s")
 	b.ReportMetric(medianOf(mut), "mutex-cycles/s")
 	b.ReportMetric(medianOf(ratio), "ratio")
 	b.ReportMetric(medianOf(regCPU), "serve-cpu-us/cycle")
 	b.ReportMetric(medianOf(mutCPU), "mutex-cpu-us/cycle")
+	b.ReportMetric(medianOf(regAllocs), "serve-allocs/cycle")
+	b.ReportMetric(medianOf(mutAllocs), "mutex-allocs/cycle")
+	b.ReportMetric(medianOf(floRate), "http-floor-cycles/s")
+	b.ReportMetric(medianOf(floCPU), "http-floor-cpu-us/cycle")
 }
 
 // BenchmarkServeThroughput64Only runs only serve's side of
@@ -197,18 +288,28 @@ func BenchmarkServeThroughput64Only(b *testing.B) {
 		return servePhase(b, func(g int) error { return p.registryCycle(ctx, fmt.Sprint("tp/", g)) })
 	}
 	phase()
-	var rate, cpu []float64
+	var rate, cpu, allocs []float64
 	for b.Loop() {
+		m0 := mallocs()
 		d, c := phase()
+		allocs = append(allocs, float64(mallocs()-m0)/servePhaseCycles)
 		rate, cpu = append(rate, servePhaseCycles/d.Seconds()), append(cpu, float64(c.Microseconds())/servePhaseCycles)
 	}
 	b.ReportMetric(medianOf(rate), "serve-cycles/s")
 	b.ReportMetric(medianOf(cpu), "serve-cpu-us/cycle")
+	b.ReportMetric(medianOf(allocs), "serve-allocs/cycle")
 	b.ReportMetric(float64(p.dials.Load())/float64((b.N+1)*servePhaseCycles), "dials/cycle")
 }
 
 // servePhaseCycles is one side's share of a throughput pair.
 const servePhaseCycles = 10 * serveBenchResources
+
+// mallocs is how many heap allocations the process made so far.
+func mallocs() uint64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.Mallocs
+}
 
 // servePhase runs servePhaseCycles cycles, cycle(g) on goroutine g of 64,
 // and returns the wall and process CPU time they took.
