@@ -38,6 +38,7 @@ specs=(
   "./registry/etcdstore etcdstore ^BenchmarkHandoff$ 300x"
   "./cmd/fencegate fencegate ^BenchmarkServeCycle$ 300x"
   "./cmd/fencegate fencegate ^BenchmarkServeThroughput64$ 5x"
+  "./cmd/fencegate fencegate ^BenchmarkServeThroughput64Only$ 5x"
   "./gate/sqlgate sqlgate ^BenchmarkWritePaired(Pgx)?$ 1500x"
   "./gate/sqlgate sqlgate ^BenchmarkWALFrames(Floor)?$ 1500x"
 )

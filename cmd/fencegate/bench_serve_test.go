@@ -177,6 +177,16 @@ func (f *httpFloor) cycle(ctx context.Context) error {
 	return f.exchange(ctx, "/v1/release", floorReleaseBytes)
 }
 
+// revision is the etcd server's current revision: every transaction
+// that writes, grouped or not, takes exactly one.
+func (p *servePair) revision(b *testing.B) int64 {
+	r, err := p.session.Client().Get(context.Background(), "/bench-revision-probe")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return r.Header.Revision
+}
+
 // registryCycle is one acquire and release over HTTP.
 func (p *servePair) registryCycle(ctx context.Context, resource string) error {
 	ctx = httptrace.WithClientTrace(ctx, &p.trace)
@@ -280,7 +290,9 @@ func BenchmarkServeThroughput64(b *testing.B) {
 
 // BenchmarkServeThroughput64Only runs only serve's side of
 // BenchmarkServeThroughput64, one phase per op, so that a CPU profile
-// shows serve's path and nothing of the Mutex's.
+// shows serve's path and nothing of the Mutex's. writes/txn is how many
+// of the cycles' commits (two a cycle) each etcd transaction carried: the
+// store's group commit, reached from HTTP.
 func BenchmarkServeThroughput64Only(b *testing.B) {
 	p := newServePair(b)
 	ctx := context.Background()
@@ -288,16 +300,18 @@ func BenchmarkServeThroughput64Only(b *testing.B) {
 		return servePhase(b, func(g int) error { return p.registryCycle(ctx, fmt.Sprint("tp/", g)) })
 	}
 	phase()
-	var rate, cpu, allocs []float64
+	var rate, cpu, allocs, groups []float64
 	for b.Loop() {
-		m0 := mallocs()
+		m0, r0 := mallocs(), p.revision(b)
 		d, c := phase()
 		allocs = append(allocs, float64(mallocs()-m0)/servePhaseCycles)
+		groups = append(groups, 2*servePhaseCycles/float64(p.revision(b)-r0)) // each etcd transaction is one revision
 		rate, cpu = append(rate, servePhaseCycles/d.Seconds()), append(cpu, float64(c.Microseconds())/servePhaseCycles)
 	}
 	b.ReportMetric(medianOf(rate), "serve-cycles/s")
 	b.ReportMetric(medianOf(cpu), "serve-cpu-us/cycle")
 	b.ReportMetric(medianOf(allocs), "serve-allocs/cycle")
+	b.ReportMetric(medianOf(groups), "writes/txn")
 	b.ReportMetric(float64(p.dials.Load())/float64((b.N+1)*servePhaseCycles), "dials/cycle")
 }
 
