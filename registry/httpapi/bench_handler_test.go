@@ -1,8 +1,8 @@
 // This file measures what the HTTP API adds around the registry on the
 // hot path, with no network: an acquire and a release through
 // Server.ServeHTTP (authentication, policy, strict decoding, metrics,
-// span, response encoding) against the same calls on the registry, over
-// one in-memory store. Timings and allocations are reported, never
+// span, response encoding; and again with the request log on) against
+// the same calls on the registry, over one in-memory store. Timings and allocations are reported, never
 // asserted:
 //
 //	go test ./registry/httpapi -run '^$' -bench HandlerCycle -benchmem -count 5
@@ -26,7 +26,11 @@ import (
 	"github.com/fencegate/fencegate/wire"
 )
 
-func benchServer(b *testing.B) (*Server, *registry.Registry) {
+func benchServer(b *testing.B) (*Server, *registry.Registry) { return benchServerWith(b, false) }
+
+// benchServerWith is benchServer with the request log on or off (JSON
+// lines to io.Discard: the cost of building and encoding them).
+func benchServerWith(b *testing.B, requestLog bool) (*Server, *registry.Registry) {
 	key, err := grant.GenerateKey(grant.AlgEd25519, "bench-key", rand.Reader)
 	if err != nil {
 		b.Fatal(err)
@@ -40,7 +44,8 @@ func benchServer(b *testing.B) (*Server, *registry.Registry) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s, err := NewServer(Config{Registry: reg, Auth: tokens, Authorizer: AllowAll{}, Metrics: m, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	s, err := NewServer(Config{Registry: reg, Auth: tokens, Authorizer: AllowAll{}, Metrics: m, RequestLog: requestLog,
+		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -64,23 +69,8 @@ func serveCall(b *testing.B, s *Server, path string, in, out any) {
 }
 
 func BenchmarkHandlerCycle(b *testing.B) {
-	b.Run("http-api", func(b *testing.B) {
-		s, _ := benchServer(b)
-		b.ReportAllocs()
-		n := 0
-		for b.Loop() {
-			n++
-			var is wire.IssuedResponse
-			serveCall(b, s, "/v1/acquire", wire.AcquireRequest{Resource: "bench/1", OperationID: "op", OperationClass: "bench",
-				RequestID: fmt.Sprint("r", n), TTLMs: 30_000}, &is)
-			g, err := grant.ParseGrant([]byte(is.Grant))
-			if err != nil {
-				b.Fatal(err)
-			}
-			var rel wire.ReleaseResponse
-			serveCall(b, s, "/v1/release", wire.LeaseRequest{Resource: "bench/1", Lease: g.Lease}, &rel)
-		}
-	})
+	b.Run("http-api", func(b *testing.B) { handlerCycles(b, false) })
+	b.Run("http-api-request-log", func(b *testing.B) { handlerCycles(b, true) })
 	b.Run("registry", func(b *testing.B) {
 		_, reg := benchServer(b)
 		ctx := context.Background()
@@ -98,4 +88,23 @@ func BenchmarkHandlerCycle(b *testing.B) {
 			}
 		}
 	})
+}
+
+// handlerCycles runs acquire+release cycles through ServeHTTP.
+func handlerCycles(b *testing.B, requestLog bool) {
+	s, _ := benchServerWith(b, requestLog)
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		n++
+		var is wire.IssuedResponse
+		serveCall(b, s, "/v1/acquire", wire.AcquireRequest{Resource: "bench/1", OperationID: "op", OperationClass: "bench",
+			RequestID: fmt.Sprint("r", n), TTLMs: 30_000}, &is)
+		g, err := grant.ParseGrant([]byte(is.Grant))
+		if err != nil {
+			b.Fatal(err)
+		}
+		var rel wire.ReleaseResponse
+		serveCall(b, s, "/v1/release", wire.LeaseRequest{Resource: "bench/1", Lease: g.Lease}, &rel)
+	}
 }
