@@ -259,7 +259,9 @@ func BenchmarkServeThroughput64(b *testing.B) {
 		return servePhase(b, func(g int) error { return mutexCycle(ctx, mutexes[g]) })
 	}
 	floor := newHTTPFloor(b)
-	floorPhase := func() (time.Duration, time.Duration) { return servePhase(b, func(int) error { return floor.cycle(ctx) }) }
+	floorPhase := func() (time.Duration, time.Duration) {
+		return servePhase(b, func(int) error { return floor.cycle(ctx) })
+	}
 	regPhase()
 	mutPhase()
 	floorPhase()
