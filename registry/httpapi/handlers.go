@@ -41,6 +41,7 @@ func (s *Server) endpoints() []endpoint {
 func (s *Server) acquire(ctx context.Context, caller string, r *http.Request, body []byte) (any, error) {
 	req, err := decode[wire.AcquireRequest](body)
 	if err == nil {
+		noteResource(ctx, req.Resource)
 		err = s.authorize(ctx, r.URL.Path, caller, VerbAcquire, req.Resource)
 	}
 	if err != nil {
@@ -67,6 +68,7 @@ func (s *Server) acquire(ctx context.Context, caller string, r *http.Request, bo
 func (s *Server) renew(ctx context.Context, caller string, r *http.Request, body []byte) (any, error) {
 	req, err := decode[wire.LeaseRequest](body)
 	if err == nil {
+		noteResource(ctx, req.Resource)
 		err = s.authorize(ctx, r.URL.Path, caller, VerbAcquire, req.Resource)
 	}
 	if err != nil {
@@ -84,6 +86,7 @@ func (s *Server) renew(ctx context.Context, caller string, r *http.Request, body
 func (s *Server) release(ctx context.Context, caller string, r *http.Request, body []byte) (any, error) {
 	req, err := decode[wire.LeaseRequest](body)
 	if err == nil {
+		noteResource(ctx, req.Resource)
 		err = s.authorize(ctx, r.URL.Path, caller, VerbAcquire, req.Resource)
 	}
 	if err != nil {
