@@ -3,6 +3,30 @@
 // long tasks into ordered segments, and recovers writes whose outcome is
 // unknown.
 //
+// # Writing under a lock
+//
+// A worker connects (client/httpclient.Connect gives a Session, the
+// registry's trust bundle and a Verifier in one call), waits for the lock
+// with Session.Lock, and writes with Apply: the envelope, the gate's check
+// inside the caller's own transaction and the settlement with the lease
+// are one call, and a stale write comes back as gate.ErrStaleOwner with
+// nothing changed:
+//
+//	w, err := httpclient.Connect(ctx, "http://127.0.0.1:7420", httpclient.WithBearerToken(token))
+//	db, err := sqlgate.OpenLocal(ctx, "totals.db", w.Verifier) // or a postgres:// URL
+//	lease, err := w.Lock(ctx, client.AcquireRequest{Resource: "totals/2026-07-19"})
+//	defer lease.Release(ctx)
+//	_, err = client.Apply(ctx, lease, db, payload, func(ctx context.Context, tx *sql.Tx) error {
+//		_, err := tx.ExecContext(ctx, `UPDATE totals SET total = 200 WHERE day = '2026-07-19'`)
+//		return err
+//	})
+//
+// A service that receives writes from workers over the network runs the
+// gate itself; the worker sends with Send. Election campaigns for
+// leadership on the same leases. Without Go, `fencegate lock -- CMD` runs
+// any program under a lease. The examples module (examples/ in the
+// repository) holds each of these as a program CI runs.
+//
 // # Lease states
 //
 // A Lease follows the specification's states exactly: REQUESTED → HELD →

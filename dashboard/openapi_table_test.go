@@ -104,6 +104,11 @@ func endpointRows() []endpointRow {
 			call: func(*harness, string) (string, string) {
 				return "/v1/admin/resource", `{"resource":"` + resource + `"}`
 			}},
+		{method: "POST", path: "/v1/admin/fence-range", role: admin, caller: tokAdmin, bodyMax: apiMax, unknownCode: "BAD_REQUEST",
+			call: func(h *harness, _ string) (string, string) { // above, ahead of the clock: no wait for it
+				return "/v1/admin/fence-range", fmt.Sprintf(`{"above":%d,"note":"table"}`, uint64(h.clk.Now().Unix()+100)<<32)
+			}},
+		{method: "GET", path: "/v1/admin/fence-range/current", role: admin, caller: tokAdmin},
 		{method: "GET", path: "/v1/locks", role: anyone, caller: tokViewer,
 			call: func(*harness, string) (string, string) { return "/v1/locks", "" }},
 		{method: "GET", path: "/v1/locks/{resource}", role: anyone, verb: httpapi.VerbSee, caller: tokViewer, denied: tokWorker,

@@ -100,10 +100,13 @@ func NeedsStatus(in Input) bool {
 //  7. fence < highestFence → STALE_OWNER, or FENCE_REGRESSION when the
 //     registry said HELD about this grant after it issued the grant at
 //     highestFence (lowerFence states the rule);
-//  8. the status does not prove HELD → NOT_HELD, EPOCH_REVOKED or
+//  8. fence > highestFence under a grant issued at least the skew bound
+//     before the grant at highestFence → FENCE_REGRESSION, whatever the
+//     status (the registry issued the lower fence after the higher one);
+//  9. the status does not prove HELD → NOT_HELD, EPOCH_REVOKED or
 //     PROOF_EXPIRED;
-//  9. fence > highestFence → ACCEPTED iff segmentSeq == 1, else SEGMENT_GAP;
-//  10. fence == highestFence → ACCEPTED iff segmentSeq == lastSegmentSeq+1,
+//  10. fence > highestFence → ACCEPTED iff segmentSeq == 1, else SEGMENT_GAP;
+//  11. fence == highestFence → ACCEPTED iff segmentSeq == lastSegmentSeq+1,
 //     else SEGMENT_GAP.
 //
 // highestFence never decreases. In shadow mode the same outcome is
@@ -165,6 +168,8 @@ func decideFence(in Input) Decision {
 		return regression(in, also, twoGrantsOneFence(in))
 	case fence < st.HighestFence:
 		return lowerFence(in)
+	case fence > st.HighestFence && orderOf(v.Grant.IssuedAt, st.GrantIssuedAt, in.StatusSkewMax) == issuedBefore:
+		return higherFenceIssuedBefore(in)
 	}
 	if code, why := in.Status.judge(in.Now, in.StatusSkewMax); code != "" {
 		return reject(in, code, "%s", why)

@@ -30,7 +30,9 @@
 // below the floor of the last Resume is from before the operator's repair
 // (STALE_OWNER); two grants with one fence is FENCE_REGRESSION; a fence
 // below highestFence is STALE_OWNER, and FENCE_REGRESSION only on proof
-// (the regression rule, below). A fence at or above highestFence needs a
+// (the regression rule, below). A fence above highestFence whose grant
+// was issued well before the grant at highestFence is FENCE_REGRESSION
+// too. A fence at or above highestFence needs a
 // status that proves HELD (NOT_HELD, EPOCH_REVOKED, PROOF_EXPIRED
 // otherwise) and then the segment rules: a larger fence only with
 // segmentSeq 1, an equal fence only with lastSegmentSeq+1 (SEGMENT_GAP
@@ -55,7 +57,12 @@
 //     grant (whatever the status: both grants are signed);
 //  3. a lower fence with a HELD statement issued more than the skew bound
 //     after the IssuedAt of the grant at highestFence (both registry
-//     clocks), or a linearizable query answering HELD.
+//     clocks), or a linearizable query answering HELD;
+//  4. a higher fence whose grant was issued at least the skew bound
+//     before the grant at highestFence: the registry issued the lower
+//     fence after the higher one (a store restored from before the
+//     higher grant, which then issued the same fences again). Nothing is
+//     accepted, whatever the status.
 //
 // It is safe because in a registry whose history is consistent a lower
 // fence was granted before the higher one and is said HELD only while it

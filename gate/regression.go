@@ -21,7 +21,11 @@ import (
 //     the fence row locked;
 //   - two grants with one fence: an equal fence under another grant or
 //     operation root, or a receipt at that segment from another grant;
-//   - a grant at or below the floor of the last Resume issued after it.
+//   - a grant at or below the floor of the last Resume issued after it;
+//   - a grant above highestFence issued more than the skew bound before
+//     the grant at highestFence: the registry issued the lower fence
+//     after the higher one (a store restored from before the higher
+//     grant, which then issued the same fences again).
 //
 // Why it is safe: in a registry whose history is consistent, a lower fence
 // was granted before the higher one, and the registry says HELD about it
@@ -117,6 +121,19 @@ func lowerFence(in Input) Decision {
 			fence, st.HighestFence, stamp(ev.IssuedAt), stamp(st.GrantIssuedAt))
 	}
 	return confirmLower(in)
+}
+
+// higherFenceIssuedBefore decides a fence above highestFence whose grant
+// was issued at least the skew bound before the grant at highestFence. In
+// a consistent history a higher fence is issued after every lower one, so
+// the lower fence at highestFence was issued by a registry that had gone
+// backwards: an alarm and, in enforce mode, a pause, as for any proven
+// regression. Nothing is accepted, so highestFence keeps the fence the
+// resource has built on until an operator resumes it.
+func higherFenceIssuedBefore(in Input) Decision {
+	v, st := in.Verified, in.State
+	return regression(in, "", fmt.Sprintf("fence %d > highest %d, but its grant was issued at %s, before the grant at highest (issued %s)",
+		v.Mutation.FenceToken, st.HighestFence, stamp(v.Grant.IssuedAt), stamp(st.GrantIssuedAt)))
 }
 
 // confirmLower settles a lower fence whose HELD proof is too close to the

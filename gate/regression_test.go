@@ -106,3 +106,56 @@ func TestOldRulePausesOnALateCopy(t *testing.T) {
 		t.Fatalf("the new rule must reject without alarm or pause: %+v", d)
 	}
 }
+
+// TestHigherFenceIssuedBefore proves the rule's last kind of proof: a
+// fence above highestFence whose grant was issued at least the skew bound
+// before the grant at highestFence means the registry issued the lower
+// fence after the higher one — FENCE_REGRESSION and a pause, whatever its
+// status proof says. Inside the bound, or with the highest grant's issue
+// time unknown, it is an ordinary accept (the rows that must not pause).
+func TestHigherFenceIssuedBefore(t *testing.T) {
+	f := newFixture(t)
+	higher := func(d time.Duration) *gate.Mutation { return f.iss.Later(d).Mutation(writerA(6), 1, "p") }
+	unknownIssue := held(5, 2, "op-a")
+	unknownIssue.GrantIssuedAt = time.Time{}
+	bound := gate.StatusSkewMaxDefault
+	cases := []struct {
+		name  string
+		mut   *gate.Mutation
+		state gate.State
+		want  gate.Outcome
+	}{
+		{"issued well before the grant at highest", higher(-5 * time.Second), held(5, 2, "op-a"), gate.FenceRegression},
+		{"issued exactly the bound before", higher(-bound), held(5, 2, "op-a"), gate.FenceRegression},
+		{"issued inside the bound before", higher(-bound + time.Millisecond), held(5, 2, "op-a"), gate.Accepted},
+		{"issued after", higher(time.Millisecond), held(5, 2, "op-a"), gate.Accepted},
+		{"highest grant's issue time unknown", higher(-time.Hour), unknownIssue, gate.Accepted},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			in := f.input(t, c.mut, c.state, nil)
+			in.Now = gatetest.T0.Add(time.Second)
+			if c.want == gate.Accepted {
+				// An accept needs a fresh proof; the regression rows must
+				// not, so they keep the grant's own (possibly stale) one.
+				in.Status = gate.EvidenceFromQuery(grant.StateHeld, gatetest.Epoch, nil, 0)
+			}
+			d := gate.Decide(in)
+			if d.Outcome != c.want {
+				t.Fatalf("got %s (%v), want %s", d.Outcome, d.Err, c.want)
+			}
+			if c.want != gate.FenceRegression {
+				if d.Alarm || d.State.Paused {
+					t.Fatalf("an ordinary accept raised an alarm or paused: %+v", d)
+				}
+				return
+			}
+			if !d.Alarm || d.AlarmKind != gate.AlarmRegression || !d.State.Paused || !d.Store || d.Proceed {
+				t.Fatalf("want alarm, pause, stored state and no business change: %+v", d)
+			}
+			if d.State.HighestFence != c.state.HighestFence || !errors.Is(d.Err, gate.ErrFenceRegression) {
+				t.Fatalf("highestFence must stay %d and the error match FENCE_REGRESSION: %v %+v", c.state.HighestFence, d.Err, d.State)
+			}
+		})
+	}
+}

@@ -30,7 +30,7 @@ func (r *Registry) RevokeEpochsBelow(ctx context.Context, epoch uint64) (uint64,
 // SetPolicyGeneration raises the resource's policy generation, stamped into
 // every later grant. Raise only: a lower value is ErrInvalid.
 func (r *Registry) SetPolicyGeneration(ctx context.Context, resource string, gen uint64) (wire.ResourceInfo, error) {
-	return r.adminRecord(ctx, resource, func(rec *Record) (*Record, error) {
+	return r.adminRecord(ctx, resource, func(rec *Record, _ Settings) (*Record, error) {
 		return decidePolicyGeneration(rec, gen)
 	})
 }
@@ -38,25 +38,27 @@ func (r *Registry) SetPolicyGeneration(ctx context.Context, resource string, gen
 // RaiseFloor makes every later fence of resource exceed fence, typically
 // the highest fence the resource itself reports, so a registry restored
 // from an old snapshot never reissues a fence a gate has seen. Raise only:
-// a lower value changes nothing.
+// a lower value changes nothing. A floor at or past the end of the
+// current fence range is ErrFenceRange: bump the range instead
+// (BumpFenceRange), which moves every resource at once.
 func (r *Registry) RaiseFloor(ctx context.Context, resource string, fence uint64) (wire.ResourceInfo, error) {
-	return r.adminRecord(ctx, resource, func(rec *Record) (*Record, error) {
-		return decideRaiseFloor(rec, fence), nil
+	return r.adminRecord(ctx, resource, func(rec *Record, set Settings) (*Record, error) {
+		return decideRaiseFloor(resource, rec, set, fence)
 	})
 }
 
 // Resource returns a linearizable operator's view of resource.
 func (r *Registry) Resource(ctx context.Context, resource string) (wire.ResourceInfo, error) {
-	return r.adminRecord(ctx, resource, func(*Record) (*Record, error) { return nil, nil })
+	return r.adminRecord(ctx, resource, func(*Record, Settings) (*Record, error) { return nil, nil })
 }
 
-func (r *Registry) adminRecord(ctx context.Context, resource string, decide func(*Record) (*Record, error)) (wire.ResourceInfo, error) {
+func (r *Registry) adminRecord(ctx context.Context, resource string, decide func(*Record, Settings) (*Record, error)) (wire.ResourceInfo, error) {
 	if err := grant.ValidateResource(resource); err != nil {
 		return wire.ResourceInfo{}, fmt.Errorf("%w: resource: %v", wire.ErrInvalid, err)
 	}
 	var info wire.ResourceInfo
 	_, rev, err := r.casLoop(ctx, resource, nil, false, func(s *Snapshot, now int64) (*Write, error) {
-		rec, err := decide(recordOf(s))
+		rec, err := decide(recordOf(s), s.Settings)
 		if err != nil {
 			return nil, err
 		}

@@ -78,6 +78,7 @@ func (r *Registry) putRecordLocked(resource string, rec *Record, rev uint64) {
 }
 
 func (r *Registry) putSettingsLocked(s Settings, rev uint64) {
+	r.genSeen = max(r.genSeen, s.FenceGeneration)
 	if r.sets.known && r.sets.rev > rev {
 		return
 	}

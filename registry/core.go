@@ -24,19 +24,25 @@ type entryPut struct {
 	own   bool
 }
 
-// normalize brings rec up to now: a holder whose epoch is revoked or whose
-// lease expired ends (expiry opens lock-delay, revocation does not), and
-// waiters past their deadline leave the queue. It returns a new record, the
-// entries of leases that ended, and whether anything changed.
+// normalize brings rec up to now: a holder whose epoch is revoked, whose
+// fence is from a generation before the current one (a bump ended it, as
+// an operator's break would), or whose lease expired ends (expiry opens
+// lock-delay, revocation and a bump do not: the fence keeps the old
+// holder's writes out), and waiters past their deadline leave the queue.
+// It returns a new record, the entries of leases that ended, and whether
+// anything changed.
 func normalize(rec *Record, set Settings, now int64, cfg Config) (*Record, []entryPut, bool) {
 	out := rec.clone()
 	var puts []entryPut
 	changed := false
 	if h := out.Holder; h != nil {
-		state, at := grant.State(""), int64(0)
+		state, at, bumped := grant.State(""), int64(0), false
 		switch {
 		case h.Grant.IssuerEpoch < set.RevokedBelowEpoch:
 			state, at = grant.StateRevoked, now
+			out.FreeAtMs = max(out.FreeAtMs, now)
+		case endsWithBump(h.Grant.FenceToken, set):
+			state, at, bumped = grant.StateExpired, min(now, h.ExpiresAtMs), true
 			out.FreeAtMs = max(out.FreeAtMs, now)
 		case now >= h.ExpiresAtMs:
 			state, at = grant.StateExpired, h.ExpiresAtMs
@@ -44,6 +50,7 @@ func normalize(rec *Record, set Settings, now int64, cfg Config) (*Record, []ent
 		}
 		if state != "" {
 			puts = append(puts, endHolder(out, state, at))
+			out.Ended[len(out.Ended)-1].Broken = bumped
 			changed = true
 		}
 	}
@@ -166,6 +173,9 @@ func leaseID(resource, owner, requestID string, fence uint64, issuedAtMs int64) 
 func entryState(rec *Record, entry *RequestEntry, set Settings, now int64) grant.State {
 	if entry.Grant.IssuerEpoch < set.RevokedBelowEpoch {
 		return grant.StateRevoked
+	}
+	if entry.State == grant.StateHeld && endsWithBump(entry.Grant.FenceToken, set) {
+		return grant.StateExpired // a bump ended it (normalize, at the next write)
 	}
 	if h := rec.Holder; h != nil && h.Grant.Lease == entry.Grant.Lease &&
 		h.Grant.Owner == entry.Grant.Owner && h.Grant.RequestID == entry.Grant.RequestID {

@@ -2,7 +2,6 @@ package registry
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/internal/assert"
@@ -98,8 +97,9 @@ func validateAcquire(owner string, req wire.AcquireRequest, cfg Config) (uint64,
 // decideAcquire decides an acquire against rec, the request's own entry
 // (nil when absent) and the settings, at now. The lease is granted when the
 // resource has no live holder, lock-delay has passed, and the caller is the
-// head of the queue (or the queue is empty); the fence is the higher of the
-// highest issued fence and the floor, plus one.
+// head of the queue (or the queue is empty); the fence is the highest of
+// the highest issued fence, the floor and the start of the fence range,
+// plus one (nextFence).
 func decideAcquire(rec *Record, own *RequestEntry, set Settings, in acquireInput, now int64, cfg Config) (acquireDecision, error) {
 	digest := paramsDigest(in.req.Resource, in.req.OperationID, in.req.OperationClass, in.ttlMs)
 	if own != nil {
@@ -130,7 +130,7 @@ func decideAcquire(rec *Record, own *RequestEntry, set Settings, in acquireInput
 	}
 	free := next.Holder == nil && now >= next.FreeAtMs
 	if free && (idx == 0 || idx < 0 && len(next.Waiters) == 0) {
-		body, puts, err := grantLease(next, puts, in.req.Resource, in.ticket(digest, now, cfg), idx, now, cfg.IssuerEpoch)
+		body, puts, err := grantLease(next, puts, in.req.Resource, set, in.ticket(digest, now, cfg), idx, now, cfg.IssuerEpoch)
 		if err != nil {
 			return acquireDecision{}, err
 		}
@@ -164,14 +164,14 @@ func decideAcquire(rec *Record, own *RequestEntry, set Settings, in acquireInput
 }
 
 // grantLease makes the ticket t the holder of next (a private copy) with
-// the next fence, and returns the grant and the ticket's new entry (whose
+// the next fence of set's range (nextFence), and returns the grant and the ticket's new entry (whose
 // absence the write compares). idx is t's queue position, or -1.
-func grantLease(next *Record, puts []entryPut, resource string, t Waiter, idx int, now int64, epoch uint64) (GrantBody, []entryPut, error) {
+func grantLease(next *Record, puts []entryPut, resource string, set Settings, t Waiter, idx int, now int64, epoch uint64) (GrantBody, []entryPut, error) {
 	above := max(next.HighestFence, next.Floor)
-	if above == math.MaxUint64 {
-		return GrantBody{}, puts, fmt.Errorf("%w: %s: fence sequence exhausted", wire.ErrCorrupt, resource)
+	fence, err := nextFence(resource, next, set)
+	if err != nil {
+		return GrantBody{}, puts, err
 	}
-	fence := above + 1
 	assertFenceAbove(resource, fence, above)
 	body := GrantBody{
 		Resource:         resource,

@@ -7,14 +7,18 @@ import (
 )
 
 // decideRaiseFloor raises rec's fence floor to fence. Raise only: a lower
-// or equal value changes nothing (nil record).
-func decideRaiseFloor(rec *Record, fence uint64) *Record {
+// or equal value changes nothing (nil record). A floor no fence of the
+// current range can exceed is refused: that is what a bump is for.
+func decideRaiseFloor(resource string, rec *Record, set Settings, fence uint64) (*Record, error) {
 	if fence <= rec.Floor {
-		return nil
+		return nil, nil
+	}
+	if err := checkFloorInRange(resource, fence, set); err != nil {
+		return nil, err
 	}
 	next := rec.clone()
 	next.Floor = fence
-	return next
+	return next, nil
 }
 
 // decidePolicyGeneration raises rec's policy generation. Lowering it would
@@ -36,7 +40,9 @@ func decideRevoke(set Settings, epoch uint64) *Settings {
 	if epoch <= set.RevokedBelowEpoch {
 		return nil
 	}
-	return &Settings{RevokedBelowEpoch: epoch}
+	next := set
+	next.RevokedBelowEpoch = epoch
+	return &next
 }
 
 // resourceInfo summarizes rec as judged at now.
@@ -45,6 +51,10 @@ func resourceInfo(resource string, rec *Record, set Settings, now int64, rev uin
 	info := wire.ResourceInfo{
 		Resource: resource, HighestFence: next.HighestFence, Floor: next.Floor,
 		PolicyGeneration: next.PolicyGeneration, Waiters: len(next.Waiters), Revision: rev,
+		FenceGeneration: set.FenceGeneration,
+	}
+	if f, err := nextFence(resource, next, set); err == nil {
+		info.NextFence = f
 	}
 	if h := next.Holder; h != nil {
 		info.HolderLease, info.HolderOwner = h.Grant.Lease, h.Grant.Owner

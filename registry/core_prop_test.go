@@ -1,8 +1,9 @@
 // This file proves, by random op sequences over the pure core (rapid), the
 // lease invariants: a grant only when no lease is live, never inside
 // lock-delay after an expiry, with a fence above every earlier fence and the
-// floor, to the queue's head; and a release frees at once; and that
-// every record it produces keeps its stored form across a round trip.
+// floor and inside the current fence range, to the queue's head; a release
+// frees at once; a bump ends every lease granted before it; and every
+// record it produces keeps its stored form across a round trip.
 package registry
 
 import (
@@ -27,10 +28,17 @@ type coreModel struct {
 	endAt     int64
 }
 
-func (m *coreModel) observeEnds(puts []entryPut) {
+// observeEnds notes how the leases in puts ended; rec is the record
+// written with them. A lease a bump ended (Broken, as a break's) frees
+// the resource at once, so it sets no lock-delay to check.
+func (m *coreModel) observeEnds(puts []entryPut, rec *Record) {
 	for _, p := range puts {
-		if p.entry.State != grant.StateHeld {
-			m.endKind, m.endAt = p.entry.State, p.entry.EndedAtMs
+		if p.entry.State == grant.StateHeld {
+			continue
+		}
+		m.endKind, m.endAt = p.entry.State, p.entry.EndedAtMs
+		if e, ok := findEnded(rec, p.entry.Grant.Lease); ok && e.Broken {
+			m.endKind = ""
 		}
 	}
 }
@@ -50,7 +58,7 @@ func (m *coreModel) acquire(t *rapid.T) {
 	if err != nil {
 		return
 	}
-	m.observeEnds(d.entries) // a lease that ended inside this decision counts
+	m.observeEnds(d.entries, d.record) // a lease that ended inside this decision counts
 	if d.outcome == outGranted {
 		if before.Holder != nil {
 			t.Fatalf("granted over live holder %s", before.Holder.Grant.Lease)
@@ -60,6 +68,9 @@ func (m *coreModel) acquire(t *rapid.T) {
 		}
 		if d.body.FenceToken <= m.lastFence || d.body.FenceToken <= m.rec.Floor {
 			t.Fatalf("fence %d not above last %d and floor %d", d.body.FenceToken, m.lastFence, m.rec.Floor)
+		}
+		if FenceGenerationOf(d.body.FenceToken) != m.set.FenceGeneration {
+			t.Fatalf("fence %d outside generation %d's range", d.body.FenceToken, m.set.FenceGeneration)
 		}
 		if len(before.Waiters) > 0 && waiterIndex(before, in.key()) != 0 && m.now < before.FreeAtMs+int64(m.cfg.HandoffClaimMs) {
 			t.Fatalf("granted to %s ahead of head %s", in.owner, before.Waiters[0].Owner)
@@ -94,7 +105,7 @@ func (m *coreModel) release(t *rapid.T) {
 			}
 			m.lastFence = nh.Grant.FenceToken
 		}
-		m.observeEnds(d.entries)
+		m.observeEnds(d.entries, d.record)
 		m.rec = d.record
 	}
 }
@@ -108,6 +119,9 @@ func (m *coreModel) renew(t *rapid.T) {
 	if err == nil {
 		if m.now >= m.rec.Holder.ExpiresAtMs {
 			t.Fatal("renewed an expired lease")
+		}
+		if FenceGenerationOf(h.FenceToken) < m.set.FenceGeneration {
+			t.Fatalf("renewed lease %s, granted before the bump to generation %d", h.Lease, m.set.FenceGeneration)
 		}
 		m.rec = d.record
 	}
@@ -138,9 +152,25 @@ func TestCoreInvariants(t *testing.T) {
 			"renew":   m.renew,
 			"advance": func(t *rapid.T) { m.now += rapid.Int64Range(0, 12_000).Draw(t, "ms") },
 			"floor": func(t *rapid.T) {
-				if next := decideRaiseFloor(m.rec, m.lastFence+rapid.Uint64Range(0, 5).Draw(t, "up")); next != nil {
+				if next, err := decideRaiseFloor("r", m.rec, m.set, m.lastFence+rapid.Uint64Range(0, 5).Draw(t, "up")); err == nil && next != nil {
 					m.rec = next
 				}
+			},
+			"bump": func(t *rapid.T) {
+				// Half the time a clock far behind, so the generation
+				// steps by one from the current and floors meet ranges.
+				nowMs := m.now
+				if rapid.Bool().Draw(t, "clockBehind") {
+					nowMs = 0
+				}
+				next, err := decideBump(m.set, BumpInput{NowMs: nowMs})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if next.FenceGeneration <= m.set.FenceGeneration || next.FenceGeneration<<FenceCounterBits <= m.lastFence {
+					t.Fatalf("bump to generation %d: not above generation %d and fence %d", next.FenceGeneration, m.set.FenceGeneration, m.lastFence)
+				}
+				m.set = next
 			},
 			"revoke": func(t *rapid.T) {
 				// Revoke the current epoch, then move the registry to the next.

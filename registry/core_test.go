@@ -199,10 +199,12 @@ func TestStatusValidUntil(t *testing.T) {
 
 func TestAdminRaiseOnly(t *testing.T) {
 	rec := &Record{Floor: 10, PolicyGeneration: 4}
-	if decideRaiseFloor(rec, 9) != nil || decideRaiseFloor(rec, 10) != nil {
-		t.Fatal("floor lowered or rewritten")
+	for _, f := range []uint64{9, 10} {
+		if next, err := decideRaiseFloor("r", rec, Settings{}, f); next != nil || err != nil {
+			t.Fatalf("floor lowered or rewritten: %v %v", next, err)
+		}
 	}
-	if next := decideRaiseFloor(rec, 11); next == nil || next.Floor != 11 || rec.Floor != 10 {
+	if next, _ := decideRaiseFloor("r", rec, Settings{}, 11); next == nil || next.Floor != 11 || rec.Floor != 10 {
 		t.Fatal("floor not raised (or input mutated)")
 	}
 	if _, err := decidePolicyGeneration(rec, 3); !errors.Is(err, wire.ErrInvalid) {

@@ -12,7 +12,8 @@ import (
 // core reads and returns Records; it never mutates one in place.
 type Record struct {
 	// HighestFence is the highest fence ever issued for the resource. The
-	// next grant gets max(HighestFence, Floor) + 1.
+	// next grant gets max(HighestFence, Floor, the range's start) + 1
+	// (nextFence).
 	HighestFence uint64 `json:"highestFence"`
 	// Floor is raised (never lowered) to the highest fence a resource
 	// reports, so a registry restored from an old snapshot cannot issue a
@@ -134,11 +135,20 @@ type RequestEntry struct {
 	EndedAtMs int64 `json:"endedAtMs"`
 }
 
-// Settings is the registry-wide state shared by all replicas.
+// Settings is the registry-wide state shared by all replicas. Every
+// write compares the settings' revision, so a decision made before a
+// change of the settings never commits after it.
 type Settings struct {
 	// RevokedBelowEpoch: grants of lower issuer epochs report REVOKED and
 	// get no proofs. Raise only.
 	RevokedBelowEpoch uint64 `json:"revokedBelowEpoch"`
+	// FenceGeneration is the high half of every fence issued now (see
+	// FenceRangeOf); 0 until the first bump. Raise only: a bump
+	// (BumpFenceRange) moves it above every generation any earlier
+	// store or range issued in, and ends every lease granted below it.
+	FenceGeneration uint64 `json:"fenceGeneration,omitempty"`
+	// FenceBumpedAtMs is the bumping clock's instant at the last bump.
+	FenceBumpedAtMs int64 `json:"fenceBumpedAtMs,omitempty"`
 }
 
 // clone returns a deep copy, so a decision never aliases its input.

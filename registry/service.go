@@ -34,6 +34,9 @@ type Registry struct {
 	mu    sync.Mutex
 	cache map[string]cachedRecord // resource → last record seen
 	sets  cachedSettings
+	// genSeen is the highest fence generation read from the store; unlike
+	// the cache, a restore never lowers it (checkGeneration).
+	genSeen uint64
 
 	memo grantMemos // backend revisions and proofs of issued grants
 }

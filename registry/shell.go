@@ -136,7 +136,9 @@ func writeFor(s *Snapshot, rec *Record, entries []entryPut) *Write {
 func (r *Registry) now() int64 { return toMs(r.clock.Now()) }
 
 // issue completes a stored grant body with its backend revision and signs
-// it with a fresh status. A revoked grant gets neither proof.
+// it with a fresh status. A revoked grant gets neither proof, and nothing
+// is signed under settings older than the registry has seen
+// (checkGeneration).
 func (r *Registry) issue(body GrantBody, createRev uint64, state grant.State, expiresAtMs int64, statusRev uint64, now int64, set Settings) (wire.Issued, error) {
 	g, err := body.Grant(createRev)
 	if err != nil {
@@ -155,6 +157,9 @@ func (r *Registry) issue(body GrantBody, createRev uint64, state grant.State, ex
 	}
 	if r.cfg.IssuerEpoch < set.RevokedBelowEpoch {
 		return wire.Issued{}, fmt.Errorf("%w: this registry's epoch %d is below %d", wire.ErrEpochRevoked, r.cfg.IssuerEpoch, set.RevokedBelowEpoch)
+	}
+	if err := r.checkGeneration(set); err != nil {
+		return wire.Issued{}, err
 	}
 	if out.GrantProof, out.StatusProof, err = r.signPair(body, g, st); err != nil {
 		return wire.Issued{}, err

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# Runs every benchmark that compares fencegate with its natural baseline
-# in the same run — the registry against etcd's concurrency.Mutex on one
-# embedded etcd (fsync on), `fencegate serve` over HTTP against a Mutex
-# over a real etcd client, each fenced write against the plain write on
-# the same database (SQLite FULL/NORMAL, PostgreSQL synchronous_commit
-# on/off through database/sql and pgx), SQLite WAL pages per write — and
-# prints one Markdown table of medians, ratios and the goals of issue 19.
+# Runs every benchmark that compares fencegate with the peer a user would
+# pick instead, in the same run — the registry against etcd's
+# concurrency.Mutex in process on one embedded etcd (fsync on),
+# `fencegate serve` over HTTP against a Mutex over a real etcd client
+# (and two bare HTTP exchanges, the hop's floor), each fenced write
+# against the plain write and the fence written by hand on the same
+# database (SQLite FULL/NORMAL, PostgreSQL synchronous_commit on/off
+# through database/sql and pgx), SQLite WAL pages per write — and prints
+# one Markdown table of medians, ratios, issue 30's goals and whether each
+# holds (a peer whose benchmark this tree lacks reads "not run").
 #
 #   scripts/bench-all.sh [ROUNDS] [BASE_REV]
 #
@@ -35,6 +38,7 @@ specs=(
   "./registry/etcdstore etcdstore ^BenchmarkHandoff$ 300x"
   "./cmd/fencegate fencegate ^BenchmarkServeCycle$ 300x"
   "./cmd/fencegate fencegate ^BenchmarkServeThroughput64$ 5x"
+  "./cmd/fencegate fencegate ^BenchmarkServeThroughput64Only$ 5x"
   "./gate/sqlgate sqlgate ^BenchmarkWritePaired(Pgx)?$ 1500x"
   "./gate/sqlgate sqlgate ^BenchmarkWALFrames(Floor)?$ 1500x"
 )

@@ -68,6 +68,12 @@ var (
 	// ErrCorrupt: a stored value failed strict decoding or an invariant
 	// (for example a fence at or below the floor). Nothing is issued.
 	ErrCorrupt = &Error{"CORRUPT", "stored state corrupt"}
+	// ErrFenceRange: the registry cannot issue from its fence range until
+	// an operator bumps it (fencegate fence-range bump): a resource used
+	// up its generation's counter, a floor lies beyond the range, or the
+	// store's generation went back below one this registry has seen (a
+	// restore). Nothing was granted or signed.
+	ErrFenceRange = &Error{"FENCE_RANGE", "fence range needs a bump"}
 )
 
 // RegistryErrors lists every registry sentinel, in a fixed order (for the
@@ -75,6 +81,7 @@ var (
 var RegistryErrors = []*Error{
 	ErrInvalid, ErrTTLOutOfRange, ErrRequestMismatch, ErrBusy, ErrWaitTimeout, ErrWaitersFull,
 	ErrNotHolder, ErrLeaseExpired, ErrLeaseBroken, ErrEpochRevoked, ErrNotFound, ErrConflict, ErrUnavailable, ErrCorrupt,
+	ErrFenceRange,
 }
 
 // CodeOf returns the stable code of the first *Error in err's chain, or

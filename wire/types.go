@@ -65,6 +65,13 @@ type ResourceInfo struct {
 	HolderOwner      string `json:"holderOwner"`
 	Waiters          int    `json:"waiters"`
 	Revision         uint64 `json:"revision"` // store revision of the read
+	// FenceGeneration is the registry's fence generation (the high 32
+	// bits of every fence it issues now; 0 before the first bump).
+	FenceGeneration uint64 `json:"fenceGeneration"`
+	// NextFence is the fence the resource's next grant gets unless
+	// another is issued first: max(HighestFence, Floor, the range's
+	// start) + 1; 0 when the range is used up (a bump is needed).
+	NextFence uint64 `json:"nextFence"`
 }
 
 // LeaseRequest is POST /v1/renew and POST /v1/release.
@@ -127,6 +134,38 @@ type FloorRequest struct {
 	Note string `json:"note,omitempty"`
 }
 
+// FenceRangeBumpRequest is POST /v1/admin/fence-range: move every
+// resource's next fence above every fence any earlier store or range
+// issued, and end every lease granted before.
+type FenceRangeBumpRequest struct {
+	// Above, when not 0, is a fence the new range must be above: the
+	// highest fence any gate reports, or the last fence of another
+	// store's range. Optional: by default the registry's clock orders
+	// bumps.
+	Above uint64 `json:"above,omitempty"`
+	// Note says why, for the audit log; optional, at most NoteBytesMax.
+	Note string `json:"note,omitempty"`
+}
+
+// FenceRange is the registry's fence range (GET /v1/admin/fence-range,
+// and the answer to a bump): every fence it issues now is
+// Generation<<32 | counter, inside [First, Last].
+type FenceRange struct {
+	Generation uint64 `json:"generation"` // 0 before the first bump
+	First      uint64 `json:"first"`
+	Last       uint64 `json:"last"`
+	// BumpedAt is the bumping registry's clock at the last bump; absent
+	// before the first.
+	BumpedAt *time.Time `json:"bumpedAt,omitempty"`
+	Revision uint64     `json:"revision"` // store revision of the read or of the bump
+	// AheadOfClockMs, after a bump, is how far the generation (Unix
+	// seconds) is still ahead of the registry's clock: not 0 only when
+	// above (or an earlier generation) pushed it there. A later bump of
+	// a store that knows nothing of this one must then be given an
+	// above of at least Last.
+	AheadOfClockMs int64 `json:"aheadOfClockMs,omitempty"`
+}
+
 // ResourceRequest is POST /v1/admin/resource.
 type ResourceRequest struct {
 	Resource string `json:"resource"`
@@ -144,7 +183,7 @@ type Health struct {
 type LockStatus struct {
 	Resource     string      `json:"resource"`
 	Holder       *LockHolder `json:"holder,omitempty"` // nil when free (expiry judged at the read)
-	HighestFence uint64      `json:"highestFence"`     // the highest fence issued; the next is above max(this, Floor)
+	HighestFence uint64      `json:"highestFence"`     // the highest fence issued; the next is above max(this, Floor, the fence range's start)
 	Floor        uint64      `json:"floor"`
 	// FreeAt, when set, is when lock-delay after an expiry ends: nobody
 	// is granted the resource before it.

@@ -14,6 +14,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/fencegate/fencegate/grant"
@@ -35,6 +36,8 @@ type Client struct {
 	base  string
 	http  *http.Client
 	token string
+	// authorization is the Authorization header's value, built once.
+	authorization []string
 	// verifier, when set, checks every proof the server returns.
 	verifier *grant.Verifier
 	// headers, when set, adds headers to every request (trace context).
@@ -45,8 +48,9 @@ type Client struct {
 type ClientOption func(*Client)
 
 // WithHTTPClient sets the http.Client (for mTLS: its Transport's
-// TLSClientConfig carries the client certificate). Default:
-// http.DefaultClient.
+// TLSClientConfig carries the client certificate; NewHTTPClient gives one
+// that keeps enough connections). Default: one http.Client shared by every
+// Client of this package, NewHTTPClient(nil).
 func WithHTTPClient(h *http.Client) ClientOption { return func(c *Client) { c.http = h } }
 
 // WithHeaders calls f on every request before it is sent, to add headers:
@@ -57,7 +61,13 @@ func WithHeaders(f func(ctx context.Context, h http.Header)) ClientOption {
 }
 
 // WithBearerToken sends "Authorization: Bearer <token>" on every call.
-func WithBearerToken(tok string) ClientOption { return func(c *Client) { c.token = tok } }
+func WithBearerToken(tok string) ClientOption {
+	return func(c *Client) { c.token, c.authorization = tok, []string{"Bearer " + tok} }
+}
+
+// headerJSON is every request body's Content-Type value, shared: net/http
+// only reads a request's header values.
+var headerJSON = []string{"application/json"}
 
 // WithVerifier checks every grant and status proof the server returns
 // against v; a proof that fails is ErrBadResponse. Default: not checked
@@ -70,7 +80,7 @@ func NewClient(baseURL string, opts ...ClientOption) (*Client, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("httpclient: client: base URL %q: want http(s)://host[:port]", baseURL)
 	}
-	c := &Client{base: strings.TrimRight(baseURL, "/"), http: http.DefaultClient}
+	c := &Client{base: strings.TrimRight(baseURL, "/"), http: sharedHTTPClient()}
 	for _, o := range opts {
 		o(c)
 	}
@@ -163,6 +173,22 @@ func (c *Client) Resource(ctx context.Context, resource string) (wire.ResourceIn
 	return out, err
 }
 
+// BumpFenceRange calls POST /v1/admin/fence-range: every resource's
+// next fence above every fence issued before, every earlier lease ended.
+// It may take the registry's clock up to a second and its skew bound.
+func (c *Client) BumpFenceRange(ctx context.Context, req wire.FenceRangeBumpRequest) (wire.FenceRange, error) {
+	var out wire.FenceRange
+	err := c.do(ctx, http.MethodPost, "/v1/admin/fence-range", req, &out)
+	return out, err
+}
+
+// FenceRange calls GET /v1/admin/fence-range/current.
+func (c *Client) FenceRange(ctx context.Context) (wire.FenceRange, error) {
+	var out wire.FenceRange
+	err := c.do(ctx, http.MethodGet, "/v1/admin/fence-range/current", nil, &out)
+	return out, err
+}
+
 func (c *Client) issued(ctx context.Context, method, path string, in any) (*Issued, error) {
 	var out wire.IssuedResponse
 	if err := c.do(ctx, method, path, in, &out); err != nil {
@@ -221,10 +247,10 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		return fmt.Errorf("httpclient: client: %w", err)
 	}
 	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
+		req.Header["Content-Type"] = headerJSON
 	}
 	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
+		req.Header["Authorization"] = c.authorization
 	}
 	if c.headers != nil {
 		c.headers(ctx, req.Header)
@@ -316,6 +342,32 @@ func (e *APIError) Is(target error) bool {
 	return ok && t.Code == e.Code && t.Message == "" && t.Status == 0
 }
 
+// IdleConnsPerHostMax is how many idle connections to one registry the
+// SDK's HTTP clients keep for the next call, 256. A worker makes one call
+// per goroutine at a time, each on a connection of its own (HTTP/1.1);
+// http.DefaultTransport keeps 2, so a worker with more goroutines than
+// that opened a connection for most calls (a TCP handshake, new buffers,
+// a socket in TIME_WAIT) instead of reusing one. Connections idle longer
+// than http.DefaultTransport's IdleConnTimeout (90 s) are still closed.
+const IdleConnsPerHostMax = 256
+
+// NewHTTPClient returns an http.Client for the registry: the settings of
+// http.DefaultTransport (proxy, dial and TLS handshake timeouts, HTTP/2
+// over TLS) with IdleConnsPerHostMax idle connections kept, and tlsCfg
+// as its TLS configuration when not nil.
+func NewHTTPClient(tlsCfg *tls.Config) *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = IdleConnsPerHostMax, IdleConnsPerHostMax
+	if tlsCfg != nil {
+		tr.TLSClientConfig = tlsCfg
+	}
+	return &http.Client{Transport: tr}
+}
+
+// sharedHTTPClient is the default of every Client: one pool of
+// connections per process, as http.DefaultClient would be.
+var sharedHTTPClient = sync.OnceValue(func() *http.Client { return NewHTTPClient(nil) })
+
 // ClientTLSFiles names the PEM files a client's TLS uses; every field is
 // optional.
 type ClientTLSFiles struct {
@@ -326,11 +378,11 @@ type ClientTLSFiles struct {
 	CertFile, KeyFile string
 }
 
-// HTTPClient returns an http.Client using f (http.DefaultClient's
-// transport settings otherwise), or http.DefaultClient when f is empty.
+// HTTPClient returns NewHTTPClient with f's TLS settings, or the
+// Client's default (shared) one when f is empty.
 func (f ClientTLSFiles) HTTPClient() (*http.Client, error) {
 	if f == (ClientTLSFiles{}) {
-		return http.DefaultClient, nil
+		return sharedHTTPClient(), nil
 	}
 	if (f.CertFile == "") != (f.KeyFile == "") {
 		return nil, fmt.Errorf("httpclient: client tls: a certificate and its key go together")
@@ -354,9 +406,7 @@ func (f ClientTLSFiles) HTTPClient() (*http.Client, error) {
 		}
 		cfg.Certificates = []tls.Certificate{pair}
 	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.TLSClientConfig = cfg
-	return &http.Client{Transport: tr}, nil
+	return NewHTTPClient(cfg), nil
 }
 
 // LockStatus calls GET /v1/locks/{resource}: who holds the resource,

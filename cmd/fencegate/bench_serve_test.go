@@ -5,18 +5,29 @@
 // Both sides alternate in one run; timings are reported, never asserted.
 //
 //	go test ./cmd/fencegate -run '^$' -bench Serve -benchtime 10x -count 5
+//
+// BenchmarkServeThroughput64Only runs the serve side alone, for a CPU
+// profile of what serve and its client spend:
+//
+//	go test ./cmd/fencegate -run '^$' -bench ServeThroughput64Only -benchtime 20x -cpuprofile serve.prof
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"net/http/httptrace"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -36,6 +47,8 @@ type servePair struct {
 	http    *httpclient.Client
 	session *concurrency.Session
 	seq     atomic.Int64
+	dials   atomic.Int64 // connections the HTTP client opened
+	trace   httptrace.ClientTrace
 }
 
 func newServePair(b *testing.B) *servePair {
@@ -47,8 +60,8 @@ func newServePair(b *testing.B) *servePair {
 	b.Cleanup(func() { em.Close() })
 	url := startServeBench(b, "--data-dir", filepath.Join(dir, "serve"), "--listen", "127.0.0.1:0", "--token-file", benchTokenFile(b, dir),
 		"--etcd-endpoints", strings.Join(em.Endpoints(), ","), "--authz-open")
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * serveBenchResources}}
-	c, err := httpclient.NewClient(url, httpclient.WithBearerToken(serveToken), httpclient.WithHTTPClient(hc))
+	p := &servePair{}
+	c, err := httpclient.NewClient(url, httpclient.WithBearerToken(serveToken)) // the SDK's default HTTP client
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -62,7 +75,13 @@ func newServePair(b *testing.B) *servePair {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { sess.Close() })
-	return &servePair{http: c, session: sess}
+	p.http, p.session = c, sess
+	p.trace.GotConn = func(i httptrace.GotConnInfo) {
+		if !i.Reused {
+			p.dials.Add(1)
+		}
+	}
+	return p
 }
 
 // startServeBench runs serve in-process with args until the benchmark
@@ -96,8 +115,81 @@ func benchTokenFile(b *testing.B, dir string) string {
 	return p
 }
 
+// httpFloor is two HTTP/1.1 exchanges shaped like a cycle's (bodies of
+// the sizes an acquire and a release send and receive, the same
+// headers, the SDK's HTTP client) against a server that does nothing but
+// read the body and answer: what the HTTP hop costs with no API behind
+// it.
+type httpFloor struct {
+	url string
+	c   *http.Client
+}
+
+// Body sizes of a cycle's exchanges, as serve sends and answers them.
+const (
+	floorAcquireBytes, floorIssuedBytes   = 97, 868
+	floorReleaseBytes, floorReleasedBytes = 80, 120
+)
+
+func newHTTPFloor(b *testing.B) *httpFloor {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	issued, released := bytes.Repeat([]byte("x"), floorIssuedBytes), bytes.Repeat([]byte("x"), floorReleasedBytes)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.Copy(io.Discard, r.Body); err != nil {
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		if r.URL.Path == "/v1/acquire" {
+			w.Write(issued)
+		} else {
+			w.Write(released)
+		}
+	})}
+	go srv.Serve(ln)
+	b.Cleanup(func() { srv.Close() })
+	return &httpFloor{url: "http://" + ln.Addr().String(), c: httpclient.NewHTTPClient(nil)}
+}
+
+func (f *httpFloor) exchange(ctx context.Context, path string, n int) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, f.url+path, bytes.NewReader(make([]byte, n)))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+serveToken)
+	resp, err := f.c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(io.Discard, resp.Body)
+	return err
+}
+
+func (f *httpFloor) cycle(ctx context.Context) error {
+	if err := f.exchange(ctx, "/v1/acquire", floorAcquireBytes); err != nil {
+		return err
+	}
+	return f.exchange(ctx, "/v1/release", floorReleaseBytes)
+}
+
+// revision is the etcd server's current revision: every transaction
+// that writes, grouped or not, takes exactly one.
+func (p *servePair) revision(b *testing.B) int64 {
+	r, err := p.session.Client().Get(context.Background(), "/bench-revision-probe")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return r.Header.Revision
+}
+
 // registryCycle is one acquire and release over HTTP.
 func (p *servePair) registryCycle(ctx context.Context, resource string) error {
+	ctx = httptrace.WithClientTrace(ctx, &p.trace)
 	is, err := p.http.Acquire(ctx, wire.AcquireRequest{Resource: resource, OperationID: "op", OperationClass: "bench",
 		RequestID: fmt.Sprint("r", p.seq.Add(1)), TTLMs: 30_000})
 	if err != nil {
@@ -115,12 +207,13 @@ func mutexCycle(ctx context.Context, m *concurrency.Mutex) error {
 
 // BenchmarkServeCycle alternates one acquire+release through serve over
 // HTTP and one Mutex Lock+Unlock, and reports both medians and their
-// ratio.
+// ratio; and, third, the HTTP floor's two exchanges (httpFloor).
 func BenchmarkServeCycle(b *testing.B) {
 	p := newServePair(b)
 	ctx := context.Background()
 	m := concurrency.NewMutex(p.session, "/bench-mutex/cycle")
-	var reg, mut []float64
+	floor := newHTTPFloor(b)
+	var reg, mut, flo []float64
 	for b.Loop() {
 		t0 := time.Now()
 		if err := p.registryCycle(ctx, "cycle/1"); err != nil {
@@ -130,17 +223,28 @@ func BenchmarkServeCycle(b *testing.B) {
 		if err := mutexCycle(ctx, m); err != nil {
 			b.Fatal(err)
 		}
-		reg, mut = append(reg, float64(t1.Sub(t0).Microseconds())), append(mut, float64(time.Since(t1).Microseconds()))
+		t2 := time.Now()
+		if err := floor.cycle(ctx); err != nil {
+			b.Fatal(err)
+		}
+		reg, mut = append(reg, float64(t1.Sub(t0).Microseconds())), append(mut, float64(t2.Sub(t1).Microseconds()))
+		flo = append(flo, float64(time.Since(t2).Microseconds()))
 	}
 	b.ReportMetric(medianOf(reg), "serve-us/cycle")
 	b.ReportMetric(medianOf(mut), "mutex-us/cycle")
 	b.ReportMetric(medianOf(reg)/medianOf(mut), "ratio")
+	b.ReportMetric(medianOf(flo), "http-floor-us/cycle")
 }
 
 // BenchmarkServeThroughput64 alternates a phase of 640 cycles through
 // serve (64 resources, one HTTP client goroutine each) and one of the
 // Mutex on 64 keys; one op is one pair of phases. It reports each side's
-// median rate and the median of the pairs' ratios.
+// median rate, the median of the pairs' ratios and each side's median
+// process CPU and heap allocations per cycle (getrusage, MemStats: etcd
+// server, serve, both clients).
+// A third phase runs the HTTP floor's cycles (httpFloor) on 64
+// goroutines: the CPU two bare HTTP/1.1 exchanges take, which serve's
+// path pays on top of the registry's.
 func BenchmarkServeThroughput64(b *testing.B) {
 	p := newServePair(b)
 	ctx := context.Background()
@@ -148,35 +252,91 @@ func BenchmarkServeThroughput64(b *testing.B) {
 	for i := range serveBenchResources {
 		mutexes = append(mutexes, concurrency.NewMutex(p.session, fmt.Sprint("/bench-mutex/tp/", i)))
 	}
-	regPhase := func() time.Duration {
+	regPhase := func() (time.Duration, time.Duration) {
 		return servePhase(b, func(g int) error { return p.registryCycle(ctx, fmt.Sprint("tp/", g)) })
 	}
-	mutPhase := func() time.Duration { return servePhase(b, func(g int) error { return mutexCycle(ctx, mutexes[g]) }) }
+	mutPhase := func() (time.Duration, time.Duration) {
+		return servePhase(b, func(g int) error { return mutexCycle(ctx, mutexes[g]) })
+	}
+	floor := newHTTPFloor(b)
+	floorPhase := func() (time.Duration, time.Duration) {
+		return servePhase(b, func(int) error { return floor.cycle(ctx) })
+	}
 	regPhase()
 	mutPhase()
-	var reg, mut, ratio []float64
+	floorPhase()
+	var reg, mut, ratio, regCPU, mutCPU, floRate, floCPU, regAllocs, mutAllocs []float64
 	for b.Loop() {
-		r, m := servePhaseCycles/regPhase().Seconds(), servePhaseCycles/mutPhase().Seconds()
+		m0 := mallocs()
+		rd, rc := regPhase()
+		m1 := mallocs()
+		md, mc := mutPhase()
+		m2 := mallocs()
+		regAllocs, mutAllocs = append(regAllocs, float64(m1-m0)/servePhaseCycles), append(mutAllocs, float64(m2-m1)/servePhaseCycles)
+		fd, fc := floorPhase()
+		r, m := servePhaseCycles/rd.Seconds(), servePhaseCycles/md.Seconds()
 		reg, mut, ratio = append(reg, r), append(mut, m), append(ratio, r/m)
+		regCPU, mutCPU = append(regCPU, float64(rc.Microseconds())/servePhaseCycles), append(mutCPU, float64(mc.Microseconds())/servePhaseCycles)
+		floRate, floCPU = append(floRate, servePhaseCycles/fd.Seconds()), append(floCPU, float64(fc.Microseconds())/servePhaseCycles)
 	}
 	b.ReportMetric(medianOf(reg), "serve-cycles/s")
 	b.ReportMetric(medianOf(mut), "mutex-cycles/s")
 	b.ReportMetric(medianOf(ratio), "ratio")
+	b.ReportMetric(medianOf(regCPU), "serve-cpu-us/cycle")
+	b.ReportMetric(medianOf(mutCPU), "mutex-cpu-us/cycle")
+	b.ReportMetric(medianOf(regAllocs), "serve-allocs/cycle")
+	b.ReportMetric(medianOf(mutAllocs), "mutex-allocs/cycle")
+	b.ReportMetric(medianOf(floRate), "http-floor-cycles/s")
+	b.ReportMetric(medianOf(floCPU), "http-floor-cpu-us/cycle")
+}
+
+// BenchmarkServeThroughput64Only runs only serve's side of
+// BenchmarkServeThroughput64, one phase per op, so that a CPU profile
+// shows serve's path and nothing of the Mutex's. writes/txn is how many
+// of the cycles' commits (two a cycle) each etcd transaction carried: the
+// store's group commit, reached from HTTP.
+func BenchmarkServeThroughput64Only(b *testing.B) {
+	p := newServePair(b)
+	ctx := context.Background()
+	phase := func() (time.Duration, time.Duration) {
+		return servePhase(b, func(g int) error { return p.registryCycle(ctx, fmt.Sprint("tp/", g)) })
+	}
+	phase()
+	var rate, cpu, allocs, groups []float64
+	for b.Loop() {
+		m0, r0 := mallocs(), p.revision(b)
+		d, c := phase()
+		allocs = append(allocs, float64(mallocs()-m0)/servePhaseCycles)
+		groups = append(groups, 2*servePhaseCycles/float64(p.revision(b)-r0)) // each etcd transaction is one revision
+		rate, cpu = append(rate, servePhaseCycles/d.Seconds()), append(cpu, float64(c.Microseconds())/servePhaseCycles)
+	}
+	b.ReportMetric(medianOf(rate), "serve-cycles/s")
+	b.ReportMetric(medianOf(cpu), "serve-cpu-us/cycle")
+	b.ReportMetric(medianOf(allocs), "serve-allocs/cycle")
+	b.ReportMetric(medianOf(groups), "writes/txn")
+	b.ReportMetric(float64(p.dials.Load())/float64((b.N+1)*servePhaseCycles), "dials/cycle")
 }
 
 // servePhaseCycles is one side's share of a throughput pair.
 const servePhaseCycles = 10 * serveBenchResources
 
+// mallocs is how many heap allocations the process made so far.
+func mallocs() uint64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.Mallocs
+}
+
 // servePhase runs servePhaseCycles cycles, cycle(g) on goroutine g of 64,
-// and returns the time they took.
-func servePhase(b *testing.B, cycle func(g int) error) time.Duration {
+// and returns the wall and process CPU time they took.
+func servePhase(b *testing.B, cycle func(g int) error) (time.Duration, time.Duration) {
 	var (
 		left atomic.Int64
 		wg   sync.WaitGroup
 		errs = make(chan error, serveBenchResources)
 	)
 	left.Store(servePhaseCycles)
-	t0 := time.Now()
+	t0, cpu0 := time.Now(), processCPU()
 	for g := range serveBenchResources {
 		wg.Add(1)
 		go func() {
@@ -190,12 +350,21 @@ func servePhase(b *testing.B, cycle func(g int) error) time.Duration {
 		}()
 	}
 	wg.Wait()
-	d := time.Since(t0)
+	d, cpu := time.Since(t0), processCPU()-cpu0
 	close(errs)
 	for err := range errs {
 		b.Fatal(err)
 	}
-	return d
+	return d, cpu
+}
+
+// processCPU is the CPU time this process used so far, user and system.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func medianOf(xs []float64) float64 {

@@ -22,10 +22,11 @@ const registryDefault = "http://127.0.0.1:7420"
 
 func newFloorCmd() *cobra.Command {
 	c := parentCommand("floor", "raise or show a resource's fence floor at the registry (admin)",
-		`The registry issues max(highestFence, floor) + 1 as a resource's next fence.
-Raise the floor above the highest fence a gate has seen whenever the
-registry's etcd may have lost history (a restore from a snapshot, a new
-cluster, a copied prefix). The floor only rises. Admin identities only
+		`The registry issues max(highestFence, floor, generation<<32) + 1 as a
+resource's next fence. Raise one resource's floor above the highest fence
+its gate has seen after a FENCE_REGRESSION; after a restore or a switch of
+the store, which affect every resource, bump the fence range instead
+(fencegate fence-range bump). The floor only rises. Admin identities only
 (serve --admin); every call is recorded in the registry's audit log with
 your identity and --note.`)
 	reg := &endpointFlags{name: "registry"}
@@ -111,8 +112,12 @@ func printResourceInfo(w io.Writer, ri wire.ResourceInfo) {
 	if ri.HolderLease != "" {
 		holder = fmt.Sprintf("%s (lease %s)", ri.HolderOwner, ri.HolderLease)
 	}
-	fmt.Fprintf(w, "resource:         %s\nhighestFence:     %d\nfloor:            %d\nnext fence:       > %d\npolicyGeneration: %d\nholder:           %s\nwaiters:          %d\n",
-		ri.Resource, ri.HighestFence, ri.Floor, max(ri.HighestFence, ri.Floor), ri.PolicyGeneration, holder, ri.Waiters)
+	next := "none: the fence range is used up (fencegate fence-range bump)"
+	if ri.NextFence != 0 {
+		next = fmt.Sprintf("> %d (fence range generation %d)", ri.NextFence-1, ri.FenceGeneration)
+	}
+	fmt.Fprintf(w, "resource:         %s\nhighestFence:     %d\nfloor:            %d\nnext fence:       %s\npolicyGeneration: %d\nholder:           %s\nwaiters:          %d\n",
+		ri.Resource, ri.HighestFence, ri.Floor, next, ri.PolicyGeneration, holder, ri.Waiters)
 }
 
 // checkResourceArg validates a RESOURCE argument before anything is sent.

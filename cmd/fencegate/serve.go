@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"strconv"
 	"time"
 
@@ -14,7 +13,6 @@ import (
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/internal/telemetry"
 	"github.com/fencegate/fencegate/registry"
-	"github.com/fencegate/fencegate/registry/etcdstore"
 	"github.com/fencegate/fencegate/registry/httpapi"
 )
 
@@ -25,11 +23,8 @@ const requestSweepInterval = time.Minute
 
 // serveOptions are serve's flags.
 type serveOptions struct {
-	dataDir, listen, etcdPrefix          string
-	etcdEndpoints                        []string
-	etcd                                 etcdstore.ClientConfig // endpoints filled from etcdEndpoints
-	etcdPasswordFile                     string
-	zk                                   zkOptions
+	storeOptions
+	listen                               string
 	keyFile                              string
 	issuerEpoch                          uint64
 	tokenFile, tlsCert, tlsKey, clientCA string
@@ -39,8 +34,6 @@ type serveOptions struct {
 	dash                                 dashboardOptions
 	authz                                authzOptions
 	dev                                  devOptions
-	// unsafeNoFsync turns off the embedded etcd's fsync: tests only.
-	unsafeNoFsync bool
 	// limits are the registry's limits; zero fields take
 	// registry.DefaultConfig's values.
 	limits registry.Config
@@ -86,15 +79,8 @@ directory is touched.`,
 		},
 	}
 	fs := c.Flags()
-	fs.StringVar(&o.dataDir, "data-dir", "", "directory for the embedded etcd, the generated signing key and the trust bundle (required)")
+	o.storeOptions.flags(fs, "directory for the embedded etcd, the generated signing key and the trust bundle (required)")
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:7420", "address to serve the HTTP API on (port 0: any free port)")
-	fs.StringSliceVar(&o.etcdEndpoints, "etcd-endpoints", nil, "external etcd client URLs, comma-separated; default: an embedded single-member etcd in --data-dir")
-	fs.StringVar(&o.etcdPrefix, "etcd-prefix", etcdstore.DefaultPrefix, "etcd key prefix; every replica of one registry uses the same")
-	fs.StringVar(&o.etcd.CACertFile, "etcd-cacert", "", "CA bundle (PEM) verifying the etcd cluster's server certificates")
-	fs.StringVar(&o.etcd.CertFile, "etcd-cert", "", "client certificate (PEM) for etcd, with --etcd-key")
-	fs.StringVar(&o.etcd.KeyFile, "etcd-key", "", "client private key (PEM) for etcd")
-	fs.StringVar(&o.etcd.Username, "etcd-user", "", "etcd auth user name (etcd auth enable); the password comes from --etcd-password-file or FENCEGATE_ETCD_PASSWORD")
-	fs.StringVar(&o.etcdPasswordFile, "etcd-password-file", "", "file holding the etcd user's password (one line)")
 	fs.StringVar(&o.keyFile, "key", "", "signing key file; default: generated into --data-dir on first start")
 	fs.Uint64Var(&o.issuerEpoch, "issuer-epoch", 1, "issuer epoch grants are signed under (>= 1)")
 	fs.StringVar(&o.tokenFile, "token-file", "", `bearer tokens for development: lines "<token> <identity>" or JSON {"<token>": "<identity>"}`)
@@ -115,12 +101,9 @@ directory is touched.`,
 	fs.Uint64Var(&l.ClockSkewMaxMs, "clock-skew-max-ms", 0, "bound on clock disagreement between registry, clients and gates over one lease (0: 500)")
 	fs.Uint64Var(&l.StatusProofTTLMs, "status-proof-ttl-ms", 0, "longest life of a status proof (0: 2000)")
 	fs.IntVar(&l.WaitersPerResourceMax, "waiters-max", 0, "waiting acquires per resource (0: 64)")
-	fs.StringVar(&o.etcd.Password, "etcd-password", "", "etcd user's password; prefer FENCEGATE_ETCD_PASSWORD or --etcd-password-file (a flag shows in ps)")
-	_ = fs.MarkHidden("etcd-password") // settable, but through the environment
 	o.dash.flags(fs)
 	o.authz.flags(fs)
 	o.dev.flags(fs)
-	o.zk.flags(fs)
 	bindEnv(fs)
 	return c
 }
@@ -140,10 +123,6 @@ func (o *serveOptions) check() error {
 		return usagef("--client-ca needs --tls-cert and --tls-key (client certificates need HTTPS)")
 	case o.tokenFile == "" && o.clientCA == "":
 		return usagef("no identity, no service: give --token-file (development) or --tls-cert, --tls-key and --client-ca (mTLS)")
-	case len(o.etcdEndpoints) == 0 && (o.etcd.CACertFile != "" || o.etcd.CertFile != "" || o.etcd.Username != ""):
-		return usagef("--etcd-cacert, --etcd-cert, --etcd-key and --etcd-user are for an external cluster: give --etcd-endpoints too")
-	case o.etcdPasswordFile != "" && o.etcd.Password != "":
-		return usagef("give the etcd password once: --etcd-password-file or FENCEGATE_ETCD_PASSWORD, not both")
 	}
 	if err := checkListen(o.listen); err != nil {
 		return err
@@ -166,19 +145,7 @@ func (o *serveOptions) check() error {
 	if err := o.authz.check(); err != nil {
 		return err
 	}
-	if err := o.zk.check(len(o.etcdEndpoints) > 0); err != nil {
-		return err
-	}
-	if len(o.etcdEndpoints) > 0 {
-		o.etcd.Endpoints = o.etcdEndpoints
-		if o.etcdPasswordFile != "" && o.etcd.Username == "" {
-			return usagef("--etcd-password-file needs --etcd-user")
-		}
-		if err := o.etcd.Check(); err != nil {
-			return usagef("%v", err)
-		}
-	}
-	return nil
+	return o.storeOptions.check()
 }
 
 // checkListen wants host:port with a numeric port.
@@ -224,14 +191,7 @@ func (o *serveOptions) load() (*loaded, error) {
 			return nil, fmt.Errorf("--key: %w", err)
 		}
 	}
-	if o.etcdPasswordFile != "" {
-		pw, err := os.ReadFile(o.etcdPasswordFile)
-		if err != nil {
-			return nil, fmt.Errorf("--etcd-password-file: %w", err)
-		}
-		o.etcd.Password = string(trimNewline(pw))
-	}
-	if err := o.zk.load(); err != nil {
+	if err := o.storeOptions.load(); err != nil {
 		return nil, err
 	}
 	if ld.ln, err = net.Listen("tcp", o.listen); err != nil {

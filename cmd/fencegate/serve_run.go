@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"path/filepath"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -14,7 +13,6 @@ import (
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/internal/telemetry"
 	"github.com/fencegate/fencegate/registry"
-	"github.com/fencegate/fencegate/registry/etcdstore"
 	"github.com/fencegate/fencegate/registry/httpapi"
 )
 
@@ -141,35 +139,9 @@ func (e storeEngine) register(reg prometheus.Registerer) {
 	g.WithLabelValues(e.label).Set(1)
 }
 
-// openStore opens the ZooKeeper ensemble named by --zookeeper, the
-// external etcd cluster named by --etcd-endpoints, or starts the embedded
-// member in --data-dir/etcd.
+// openStore opens serve's store (storeOptions.open).
 func openStore(ctx context.Context, o *serveOptions, stderr io.Writer) (registry.Store, storeEngine, func(), error) {
-	if o.zk.on() {
-		s, closeStore, err := o.zk.open(ctx, stderr)
-		return s, engineZooKeeper, closeStore, err
-	}
-	if len(o.etcd.Endpoints) > 0 {
-		// Not tied to ctx: calls in flight at shutdown get their grace;
-		// closeStore closes the client after Serve returns.
-		c, err := etcdstore.Dial(ctx, o.etcd, o.etcdPrefix)
-		if err != nil {
-			return nil, storeEngine{}, nil, fmt.Errorf("%w (check --etcd-endpoints, --etcd-cacert/--etcd-cert/--etcd-key and --etcd-user)", err)
-		}
-		fmt.Fprintf(stderr, "fencegate serve: using etcd cluster %v\n", o.etcd.Endpoints)
-		return etcdstore.New(c, o.etcdPrefix), engineEtcd, func() { c.Close() }, nil
-	}
-	em, err := etcdstore.StartEmbedded(ctx, filepath.Join(o.dataDir, "etcd"), etcdstore.EmbeddedOptions{UnsafeNoFsync: o.unsafeNoFsync})
-	if err != nil {
-		return nil, storeEngine{}, nil, err
-	}
-	c, err := em.Client()
-	if err != nil {
-		em.Close()
-		return nil, storeEngine{}, nil, err
-	}
-	fmt.Fprintf(stderr, "fencegate serve: embedded etcd in %s\n", filepath.Join(o.dataDir, "etcd"))
-	return etcdstore.New(c, o.etcdPrefix), engineEmbeddedEtcd, func() { c.Close(); em.Close() }, nil
+	return o.storeOptions.open(ctx, "fencegate serve", stderr)
 }
 
 func isLoopback(a net.Addr) bool {

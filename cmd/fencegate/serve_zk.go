@@ -76,8 +76,9 @@ func (z *zkOptions) load() error {
 	return nil
 }
 
-// open connects to the ensemble and opens the store under --zookeeper-root.
-func (z *zkOptions) open(ctx context.Context, stderr io.Writer) (registry.Store, func(), error) {
+// open connects to the ensemble and opens the store under
+// --zookeeper-root; who starts the line it writes to stderr.
+func (z *zkOptions) open(ctx context.Context, who string, stderr io.Writer) (registry.Store, func(), error) {
 	conn, err := zkstore.Dial(ctx, z.cfg, z.root)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w (check --zookeeper, --zookeeper-cacert/--zookeeper-cert/--zookeeper-key and --zookeeper-user)", err)
@@ -87,6 +88,6 @@ func (z *zkOptions) open(ctx context.Context, stderr io.Writer) (registry.Store,
 		conn.Close()
 		return nil, nil, fmt.Errorf("%w (check --zookeeper-root and the user's permissions)", err)
 	}
-	fmt.Fprintf(stderr, "fencegate serve: using ZooKeeper %v under %s\n", z.servers, z.root)
+	fmt.Fprintf(stderr, "%s: using ZooKeeper %v under %s\n", who, z.servers, z.root)
 	return s, conn.Close, nil
 }

@@ -223,7 +223,7 @@ func TestPipelinedStoreNeedsTheLockedRow(t *testing.T) {
 	}
 	root, gd := g.OperationRoot, g.Digest()
 	args := []any{m.Resource, int64(m.FenceToken), int64(m.SegmentSeq), m.OperationID, root[:], m.PayloadDigest[:], gd[:],
-		int64(1), "enforce", int64(g.PolicyGeneration), int64(0)}
+		int64(1), "enforce", int64(g.PolicyGeneration), int64(0), int64(500)}
 	store := func(lockFirst bool) int64 {
 		tx, err := e.conn.Begin(e.ctx)
 		if err != nil {

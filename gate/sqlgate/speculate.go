@@ -38,7 +38,8 @@ func (g *Gate) canSpeculate(v *gate.Verified, now time.Time, ownTx bool) bool {
 func (g *Gate) speculateLookup(ctx context.Context, t txn, v *gate.Verified, now time.Time) (st gate.State, prior *gate.Receipt, stored bool, err error) {
 	m := &v.Mutation
 	args := []any{m.Resource, int64(m.FenceToken), int64(m.SegmentSeq), m.OperationID, v.Root[:], m.PayloadDigest[:],
-		v.GrantDigest[:], acceptedAt(now).UnixMilli(), string(gate.ModeEnforce), int64(v.Grant.PolicyGeneration), timeMs(v.Grant.IssuedAt)}
+		v.GrantDigest[:], acceptedAt(now).UnixMilli(), string(gate.ModeEnforce), int64(v.Grant.PolicyGeneration), timeMs(v.Grant.IssuedAt),
+		g.pol.StatusSkewMax.Milliseconds()}
 	var n int64
 	lookup := func() (gate.State, bool, error) { return g.scanLockLookup(ctx, t, g.stmt.speculate, true, args, &n) }
 	if p, ok := t.(pipeliner); ok && g.stmt.speculateStore != "" {

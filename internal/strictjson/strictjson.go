@@ -23,6 +23,30 @@ import (
 // object. The error says what and where; callers wrap it in their own
 // stable code.
 func Decode(b []byte, v any) error {
+	t := structType(reflect.TypeOf(v))
+	if !json.Valid(b) {
+		return decodeInvalid(b, v, t)
+	}
+	s := &scanner{b: b}
+	s.ws()
+	if s.b[s.i] != '{' {
+		return errors.New("want a JSON object")
+	}
+	if t == nil || (t.Kind() != reflect.Struct && t.Kind() != reflect.Map) {
+		return fmt.Errorf("strictjson: Decode into %T, want a pointer to a struct or a map", v)
+	}
+	if e := s.object(t); e != nil {
+		return e.err()
+	}
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	return d.Decode(v) // one valid value: nothing can trail it
+}
+
+// decodeInvalid is Decode of input that is not one JSON value: the token
+// walk finds what it finds (a repeat before the syntax error, or the
+// syntax error itself, as encoding/json words it).
+func decodeInvalid(b []byte, v any, t reflect.Type) error {
 	d := json.NewDecoder(bytes.NewReader(b))
 	tok, err := d.Token()
 	if err != nil {
@@ -31,7 +55,6 @@ func Decode(b []byte, v any) error {
 	if tok != json.Delim('{') {
 		return errors.New("want a JSON object")
 	}
-	t := structType(reflect.TypeOf(v))
 	if t == nil || (t.Kind() != reflect.Struct && t.Kind() != reflect.Map) {
 		return fmt.Errorf("strictjson: Decode into %T, want a pointer to a struct or a map", v)
 	}

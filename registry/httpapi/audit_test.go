@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/fencegate/fencegate/wire"
 )
@@ -137,6 +138,63 @@ func TestRefusedCallsNameTheirCaller(t *testing.T) {
 	for i, action := range []string{"raise-floor", "revoke-epochs", "read-resource"} {
 		if a := audits[i]; a["audit"] != true || a["operator"] != "bob" || a["action"] != action || a["outcome"] != wire.CodeForbidden {
 			t.Errorf("audit line %d: %v, want bob's refused %s", i, a, action)
+		}
+	}
+}
+
+// TestFenceRangeBumpIsAudited: a bump is recorded with the generation it
+// set, a refused one with the fence it was asked to go above, a
+// non-admin's with no values; reading the range is admin-only and not
+// audited when it succeeds.
+func TestFenceRangeBumpIsAudited(t *testing.T) {
+	h := newHarness(t)
+	type answer struct {
+		fr  wire.FenceRange
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		fr, err := h.admin.BumpFenceRange(bg, wire.FenceRangeBumpRequest{Note: "switch to ZooKeeper, CHG-12"})
+		done <- answer{fr, err}
+	}()
+	var got answer
+	for waiting := true; waiting; {
+		select {
+		case got = <-done:
+			waiting = false
+		case <-time.After(5 * time.Millisecond):
+			h.clock.Advance(100 * time.Millisecond) // the bump waits for the clock to pass its second
+		}
+	}
+	want := uint64(time.Date(2026, 7, 19, 10, 0, 0, 0, time.UTC).Unix())
+	if got.err != nil || got.fr.Generation != want || got.fr.First != want<<32+1 || got.fr.BumpedAt == nil {
+		t.Fatalf("bump: %+v %v, want generation %d (the registry clock's second)", got.fr, got.err, want)
+	}
+	shown, err := h.admin.FenceRange(bg)
+	if err != nil || shown.Generation != want || shown.Last != want<<32+1<<32-1 {
+		t.Fatalf("read back: %+v %v", shown, err)
+	}
+	_, err = h.admin.BumpFenceRange(bg, wire.FenceRangeBumpRequest{Above: ^uint64(0), Note: "too far"})
+	wantAPIError(t, err, 503, "FENCE_RANGE")
+	_, err = h.alice.BumpFenceRange(bg, wire.FenceRangeBumpRequest{Note: "not an admin"})
+	wantAPIError(t, err, 403, wire.CodeForbidden)
+	_, err = h.alice.FenceRange(bg)
+	wantAPIError(t, err, 403, wire.CodeForbidden)
+
+	recs := h.logs.records(t, "admin action")
+	if len(recs) != 4 {
+		t.Fatalf("%d audit records, want 4 (the bump, the refused bump, alice's two):\n%v", len(recs), recs)
+	}
+	for i, want := range []map[string]any{
+		{"operator": adminID, "action": "bump-fence-range", "value": float64(want), "note": "switch to ZooKeeper, CHG-12", "outcome": "ok"},
+		{"operator": adminID, "action": "bump-fence-range", "value": float64(^uint64(0)), "note": "too far", "outcome": "FENCE_RANGE"},
+		{"operator": "alice", "action": "bump-fence-range", "value": float64(0), "note": "", "outcome": wire.CodeForbidden},
+		{"operator": "alice", "action": "read-fence-range", "outcome": wire.CodeForbidden},
+	} {
+		for k, v := range want {
+			if recs[i][k] != v {
+				t.Errorf("audit record %d: %s = %v, want %v (%v)", i, k, recs[i][k], v, recs[i])
+			}
 		}
 	}
 }

@@ -31,6 +31,7 @@ var codeStatus = map[string]int{
 	"NOT_FOUND":        http.StatusNotFound,
 	"UNAVAILABLE":      http.StatusServiceUnavailable,
 	"CORRUPT":          http.StatusInternalServerError,
+	"FENCE_RANGE":      http.StatusServiceUnavailable,
 	// grant codes a request can cause (a status query with a bad grant)
 	"MALFORMED": http.StatusBadRequest,
 	// transport codes

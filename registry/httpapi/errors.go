@@ -1,23 +1,49 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"net/http"
+	"sync"
 
 	"github.com/fencegate/fencegate/wire"
 )
 
-// writeJSON writes v with status.
+// Header values every JSON answer carries, shared: net/http only reads
+// them.
+var (
+	headerJSON    = []string{"application/json"}
+	headerNoStore = []string{"no-store"}
+)
+
+// responseBuffers are writeJSON's encoding buffers, reused across calls.
+var responseBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// responseBufferBytesMax is the largest buffer put back in the pool, 64
+// KiB: a rare large answer (a page of locks) is not kept.
+const responseBufferBytesMax = 64 << 10
+
+// writeJSON writes v, as json.Marshal encodes it and a newline, with
+// status.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil { // only our own types are written; they always marshal
-		status, b = http.StatusInternalServerError, []byte(`{"code":"INTERNAL","message":"httpapi: encoding response"}`)
+	buf := responseBuffers.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= responseBufferBytesMax {
+			buf.Reset()
+			responseBuffers.Put(buf)
+		}
+	}()
+	buf.Reset()
+	if err := json.NewEncoder(buf).Encode(v); err != nil { // only our own types are written; they always marshal
+		status = http.StatusInternalServerError
+		buf.Reset()
+		buf.WriteString(`{"code":"INTERNAL","message":"httpapi: encoding response"}` + "\n")
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
+	h := w.Header()
+	h["Content-Type"], h["Cache-Control"] = headerJSON, headerNoStore
 	w.WriteHeader(status)
-	w.Write(append(b, '\n'))
+	w.Write(buf.Bytes())
 }
 
 // writeError writes err as an ErrorBody with the status its code maps to,

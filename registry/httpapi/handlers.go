@@ -30,6 +30,8 @@ func (s *Server) endpoints() []endpoint {
 		{path: "/v1/admin/policy", method: http.MethodPost, admin: true, action: "set-policy-generation", mutates: true, call: s.setPolicy},
 		{path: "/v1/admin/floor", method: http.MethodPost, admin: true, action: "raise-floor", mutates: true, call: s.raiseFloor},
 		{path: "/v1/admin/resource", method: http.MethodPost, admin: true, action: "read-resource", call: s.resource},
+		{path: "/v1/admin/fence-range", method: http.MethodPost, admin: true, action: "bump-fence-range", mutates: true, call: s.bumpFenceRange},
+		{path: "/v1/admin/fence-range/current", method: http.MethodGet, admin: true, action: "read-fence-range", call: s.fenceRange},
 		{path: "/v1/locks", method: http.MethodGet, call: s.listLocks},
 		{path: "/v1/locks/{resource...}", method: http.MethodGet, call: s.lockStatus},
 		{path: "/v1/break", method: http.MethodPost, audited: true, action: "break", mutates: true, call: s.breakLock},
@@ -39,6 +41,7 @@ func (s *Server) endpoints() []endpoint {
 func (s *Server) acquire(ctx context.Context, caller string, r *http.Request, body []byte) (any, error) {
 	req, err := decode[wire.AcquireRequest](body)
 	if err == nil {
+		noteResource(ctx, req.Resource)
 		err = s.authorize(ctx, r.URL.Path, caller, VerbAcquire, req.Resource)
 	}
 	if err != nil {
@@ -65,6 +68,7 @@ func (s *Server) acquire(ctx context.Context, caller string, r *http.Request, bo
 func (s *Server) renew(ctx context.Context, caller string, r *http.Request, body []byte) (any, error) {
 	req, err := decode[wire.LeaseRequest](body)
 	if err == nil {
+		noteResource(ctx, req.Resource)
 		err = s.authorize(ctx, r.URL.Path, caller, VerbAcquire, req.Resource)
 	}
 	if err != nil {
@@ -82,6 +86,7 @@ func (s *Server) renew(ctx context.Context, caller string, r *http.Request, body
 func (s *Server) release(ctx context.Context, caller string, r *http.Request, body []byte) (any, error) {
 	req, err := decode[wire.LeaseRequest](body)
 	if err == nil {
+		noteResource(ctx, req.Resource)
 		err = s.authorize(ctx, r.URL.Path, caller, VerbAcquire, req.Resource)
 	}
 	if err != nil {
@@ -208,4 +213,42 @@ func (s *Server) resource(ctx context.Context, _ string, _ *http.Request, body [
 		return nil, err
 	}
 	return ri, nil
+}
+
+// bumpFenceRange moves the fence range (Registry.BumpFenceRange). Its
+// audit line's value is the generation the bump set (the above asked
+// for, when refused).
+func (s *Server) bumpFenceRange(ctx context.Context, _ string, _ *http.Request, body []byte) (any, error) {
+	req, err := decode[wire.FenceRangeBumpRequest](body)
+	if err == nil {
+		err = checkNote(req.Note)
+	}
+	if err != nil {
+		return nil, err
+	}
+	noteAdmin(ctx, "", req.Above, req.Note)
+	// The bump may wait for the clock to pass its generation's second
+	// and the skew bound: give it that on top of the call's time.
+	ctx, cancel := s.callContext(ctx, bumpWaitMs+s.cfg.Registry.Config().ClockSkewMaxMs)
+	defer cancel()
+	fr, err := s.cfg.Registry.BumpFenceRange(ctx, req.Above)
+	if err != nil {
+		return nil, err
+	}
+	noteAdmin(ctx, "", fr.Generation, req.Note)
+	return fr, nil
+}
+
+// bumpWaitMs is the time a bump's call gets beyond CallTimeoutMs and the
+// skew bound, 2 s: a bump waits up to a second and the skew bound for
+// the clock to pass its generation.
+const bumpWaitMs = 2000
+
+func (s *Server) fenceRange(ctx context.Context, _ string, _ *http.Request, body []byte) (any, error) {
+	if len(body) > 0 {
+		return nil, fmt.Errorf("%w: GET takes no body", ErrBadRequest)
+	}
+	ctx, cancel := s.callContext(ctx, 0)
+	defer cancel()
+	return s.cfg.Registry.FenceRange(ctx)
 }

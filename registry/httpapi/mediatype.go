@@ -36,6 +36,9 @@ func CheckJSONContentType(r *http.Request) error {
 	if len(ct) != 1 {
 		return fmt.Errorf("%w: %s %s: want one Content-Type: application/json header, got %d", ErrUnsupportedMediaType, r.Method, r.URL.Path, len(ct))
 	}
+	if ct[0] == "application/json" { // what the SDK sends: no parameters to parse
+		return nil
+	}
 	mt, params, err := mime.ParseMediaType(ct[0])
 	if err != nil || mt != "application/json" {
 		return fmt.Errorf("%w: %s %s: Content-Type %q, want application/json", ErrUnsupportedMediaType, r.Method, r.URL.Path, ct[0])

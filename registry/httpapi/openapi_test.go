@@ -72,6 +72,7 @@ func TestOpenAPISchemasMatchTypes(t *testing.T) {
 		"AcquireRequest": wire.AcquireRequest{}, "LeaseRequest": wire.LeaseRequest{}, "StatusRequest": wire.StatusRequest{},
 		"Issued": wire.IssuedResponse{}, "ResourceInfo": wire.ResourceInfo{}, "ReleaseResponse": wire.ReleaseResponse{},
 		"Error": wire.ErrorBody{}, "Health": wire.Health{},
+		"FenceRangeBumpRequest": wire.FenceRangeBumpRequest{}, "FenceRange": wire.FenceRange{},
 	} {
 		sc, ok := d.Components.Schemas[name]
 		if !ok {

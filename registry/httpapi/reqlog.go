@@ -74,10 +74,12 @@ func noteResource(ctx context.Context, resource string) {
 	}
 }
 
-// noteBody records the body's "resource" field, if any.
+// noteBody records the body's "resource" field, if any, unless the call
+// noted a resource itself (the hot calls do, from the body they decoded,
+// so that their body is parsed once).
 func noteBody(ctx context.Context, body []byte) {
 	rec := recordOf(ctx)
-	if rec == nil {
+	if rec == nil || rec.resource != "" {
 		return
 	}
 	var peek struct {
@@ -88,12 +90,23 @@ func noteBody(ctx context.Context, body []byte) {
 	}
 }
 
+// spanStart is how an endpoint's server span starts: its name and
+// options, built once per route rather than per call.
+type spanStart struct {
+	name string
+	opts []trace.SpanStartOption
+}
+
+func newSpanStart(e endpoint) spanStart {
+	return spanStart{name: e.method + " " + e.path, opts: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithAttributes(attribute.String("http.request.method", e.method), attribute.String("http.route", e.path))}}
+}
+
 // startSpan continues the caller's trace (W3C traceparent) with a server
 // span named after the route.
-func (s *Server) startSpan(r *http.Request, e endpoint) (context.Context, trace.Span) {
+func (s *Server) startSpan(r *http.Request, st spanStart) (context.Context, trace.Span) {
 	ctx := otel.GetTextMapPropagator().Extract(r.Context(), propagation.HeaderCarrier(r.Header))
-	return s.tracer.Start(ctx, e.method+" "+e.path, trace.WithSpanKind(trace.SpanKindServer),
-		trace.WithAttributes(attribute.String("http.request.method", e.method), attribute.String("http.route", e.path)))
+	return s.tracer.Start(ctx, st.name, st.opts...)
 }
 
 // observe ends one call: the latency histogram, the span's attributes and
@@ -101,6 +114,23 @@ func (s *Server) startSpan(r *http.Request, e endpoint) (context.Context, trace.
 func (s *Server) observe(ctx context.Context, r *http.Request, e endpoint, rec *callRecord, code string, took time.Duration, span trace.Span) {
 	outcome := outcomeOf(code)
 	s.cfg.Metrics.latencyOf(e.path, outcome, took)
+	if span.IsRecording() { // without a tracer, build no attributes
+		endSpan(span, rec, outcome, code)
+	} else {
+		span.End()
+	}
+	if !s.cfg.RequestLog {
+		return
+	}
+	line := RequestLine{Method: r.Method, Path: r.URL.Path, Identity: rec.caller, Resource: rec.resource, Outcome: outcome, Took: took, Fence: rec.fence}
+	if sc := span.SpanContext(); sc.HasTraceID() {
+		line.TraceID = sc.TraceID().String()
+	}
+	LogRequest(ctx, s.cfg.Logger, line)
+}
+
+// endSpan sets a recorded call's attributes and status, and ends it.
+func endSpan(span trace.Span, rec *callRecord, outcome, code string) {
 	span.SetAttributes(attribute.String("fencegate.outcome", outcome), attribute.String("fencegate.identity", rec.caller))
 	if rec.resource != "" {
 		span.SetAttributes(attribute.String("fencegate.resource", rec.resource))
@@ -112,14 +142,6 @@ func (s *Server) observe(ctx context.Context, r *http.Request, e endpoint, rec *
 		span.SetStatus(codes.Error, code)
 	}
 	span.End()
-	if !s.cfg.RequestLog {
-		return
-	}
-	line := RequestLine{Method: r.Method, Path: r.URL.Path, Identity: rec.caller, Resource: rec.resource, Outcome: outcome, Took: took, Fence: rec.fence}
-	if sc := span.SpanContext(); sc.HasTraceID() {
-		line.TraceID = sc.TraceID().String()
-	}
-	LogRequest(ctx, s.cfg.Logger, line)
 }
 
 // RequestLine is one call as the request log records it.

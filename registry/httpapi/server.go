@@ -210,9 +210,10 @@ type endpoint struct {
 // read), admin (403), body size, then call; and records the call: its
 // metrics, span, request line and, for an admin call, its audit line.
 func (s *Server) wrap(e endpoint) http.Handler {
+	st := newSpanStart(e)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		ctx, span := s.startSpan(r, e)
+		ctx, span := s.startSpan(r, st)
 		rec := &callRecord{}
 		code := s.serve(w, r.WithContext(withRecord(ctx, rec)), e)
 		s.observe(ctx, r, e, rec, code, time.Since(start), span)
@@ -249,9 +250,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, e endpoint) strin
 	if err != nil {
 		return writeError(w, err)
 	}
-	noteBody(r.Context(), body)
 	ctx := withIdentity(r.Context(), caller)
 	resp, err := e.call(ctx, caller, r, body)
+	noteBody(ctx, body) // after the call: one that decoded its body noted its resource already
 	if err != nil {
 		return writeError(w, err)
 	}

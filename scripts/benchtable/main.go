@@ -1,9 +1,11 @@
 // Command benchtable turns the output of scripts/bench-all.sh's benchmark
 // runs into one Markdown table: for every comparison the issue asks for,
-// the natural baseline's figure, fencegate's, their ratio and the goal,
-// each a median over the runs (a paired benchmark's ratio is the median
-// of its runs' own ratios). With a second file, the same benchmarks run
-// on a base revision, it adds the ratio before.
+// the peer a user would pick instead, its figure, fencegate's, their
+// ratio, the goal and whether it holds, each a median over the runs (a
+// paired benchmark's ratio is the median of its runs' own ratios). A
+// peer whose benchmark reported nothing reads "not run". With a second
+// file, the same benchmarks run on a base revision, it adds the ratio
+// before.
 //
 //	go run ./scripts/benchtable bench-all/new.txt [bench-all/base.txt]
 package main
@@ -62,6 +64,7 @@ func (r results) median(bench, unit string) (float64, bool) {
 // metric; empty means ours/baseline of the medians.
 type row struct {
 	label               string
+	peer                string // what the baseline is, "" for none
 	baseBench, baseUnit string
 	oursBench, oursUnit string
 	ratioUnit           string
@@ -71,6 +74,9 @@ type row struct {
 }
 
 func (w row) ratio(r results) (float64, bool) {
+	if _, peerRan := r.median(w.baseBench, w.baseUnit); w.baseBench != "" && !peerRan {
+		return 0, false // a ratio without its peer's figure is not this comparison's
+	}
 	if w.ratioUnit != "" {
 		return r.median(w.oursBench, w.ratioUnit)
 	}
@@ -112,16 +118,16 @@ func load(path string) (results, error) {
 }
 
 func write(w io.Writer, rows []row, now, before results) {
-	head := "| comparison | baseline | fencegate | ratio | goal | met |"
-	rule := "|---|---|---|---|---|---|"
+	head := "| comparison | peer | peer's figure | fencegate | ratio | goal | holds |"
+	rule := "|---|---|---|---|---|---|---|"
 	if before != nil {
-		head = "| comparison | baseline | fencegate | ratio | ratio before | goal | met |"
-		rule = "|---|---|---|---|---|---|---|"
+		head = "| comparison | peer | peer's figure | fencegate | ratio | ratio before | goal | holds |"
+		rule = "|---|---|---|---|---|---|---|---|"
 	}
 	fmt.Fprintln(w, head)
 	fmt.Fprintln(w, rule)
 	for _, r := range rows {
-		cells := []string{r.label, figure(now, r.baseBench, r.baseUnit), figure(now, r.oursBench, r.oursUnit)}
+		cells := []string{r.label, orDash(r.peer), peerFigure(now, r), figure(now, r.oursBench, r.oursUnit)}
 		ratio, ok := r.ratio(now)
 		cells = append(cells, ratioText(ratio, ok))
 		if before != nil {
@@ -135,6 +141,25 @@ func write(w io.Writer, rows []row, now, before results) {
 		cells = append(cells, r.goal, verdict(r, judged, jok))
 		fmt.Fprintln(w, "| "+strings.Join(cells, " | ")+" |")
 	}
+}
+
+// peerFigure is the peer's figure, or "not run" when its benchmark
+// reported nothing (a peer this tree's benchmarks do not have yet).
+func peerFigure(r results, w row) string {
+	if w.baseBench == "" {
+		return "—"
+	}
+	if _, ok := r.median(w.baseBench, w.baseUnit); !ok {
+		return "not run"
+	}
+	return figure(r, w.baseBench, w.baseUnit)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
 }
 
 func figure(r results, bench, unit string) string {

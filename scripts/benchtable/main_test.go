@@ -1,7 +1,9 @@
 // This file proves the table is built from the runs as documented: names
 // lose their -N suffix, each figure is the median over runs, a paired
-// benchmark's ratio is the median of its runs' ratios, and the goal is
-// judged on the ratio (or on fencegate's figure where the goal bounds it).
+// benchmark's ratio is the median of its runs' ratios, the goal is judged
+// on the ratio (or on fencegate's figure where the goal bounds it), and a
+// peer whose benchmark reported nothing reads "not run", with no ratio
+// and no verdict.
 package main
 
 import (
@@ -27,16 +29,20 @@ func TestTableTakesMediansAndJudgesGoals(t *testing.T) {
 	}
 	var b strings.Builder
 	write(&b, []row{
-		writeRow("SQLite FULL", "BenchmarkWritePaired/sqlite-FULL", "≤ 1.25×", 1.25),
-		writeRow("SQLite FULL", "BenchmarkWritePaired/sqlite-FULL", "≤ 1.10×", 1.10),
+		{label: "a", peer: "plain write", baseBench: "BenchmarkWritePaired/sqlite-FULL", baseUnit: "plain-µs", oursBench: "BenchmarkWritePaired/sqlite-FULL",
+			oursUnit: "fenced-µs", ratioUnit: "fenced/plain", goal: "≤ 1.25×", goalMax: 1.25},
+		{label: "b", peer: "plain write", baseBench: "BenchmarkWritePaired/sqlite-FULL", baseUnit: "plain-µs", oursBench: "BenchmarkWritePaired/sqlite-FULL",
+			oursUnit: "fenced-µs", ratioUnit: "fenced/plain", goal: "≤ 1.10×", goalMax: 1.10},
+		fenceRow("SQLite FULL", "BenchmarkWritePaired/sqlite-FULL"),
 		{label: "pages", baseBench: "BenchmarkWALFrames/plain", baseUnit: "frames/op", oursBench: "BenchmarkWALFrames/fenced",
 			oursUnit: "frames/op", goal: "≤ 1.6", goalMax: 1.6, goalOnOurs: true},
 	}, res, nil)
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
-	if len(lines) != 5 {
+	if len(lines) != 6 {
 		t.Fatalf("%d lines:\n%s", len(lines), b.String())
 	}
-	for i, want := range []string{"| 85.0 plain-µs | 110 fenced-µs | 1.20× | ≤ 1.25× | yes |", "| 1.20× | ≤ 1.10× | no |", "| 1.01 frames/op | 2.56 frames/op | 2.53× | ≤ 1.6 | no |"} {
+	for i, want := range []string{"| plain write | 85.0 plain-µs | 110 fenced-µs | 1.20× | ≤ 1.25× | yes |", "| 1.20× | ≤ 1.10× | no |",
+		"| hand-rolled fence | not run | 110 fenced-µs | — | ≤ 1.15× |  |", "| — | 1.01 frames/op | 2.56 frames/op | 2.53× | ≤ 1.6 | no |"} {
 		if !strings.Contains(lines[2+i], want) {
 			t.Fatalf("row %d %q lacks %q", i, lines[2+i], want)
 		}

@@ -56,6 +56,21 @@ func testRegression(t T, e *Env) {
 	if st := state(t, e, e.H, r2); !st.Paused {
 		t.Fatalf("equal fence under another grant did not pause: %+v", st)
 	}
+	// A higher fence whose grant was issued seconds before the grant at
+	// highest: the registry issued the lower fence after it (a restore
+	// from before the higher grant). Nothing is accepted.
+	const r3 = "conf/regression-higher-earlier"
+	mustAccept(t, e, e.H, e.Mut(r3, 5, "op-a", 1, "a1"), "a1")
+	before = snap(t, e, e.H, r3)
+	_, err = apply(t, e, e.H, e.Iss.Later(-5*time.Second).Mutation(W(r3, 6, "op-early"), 1, "e1"), "e1")
+	wantOutcome(t, err, gate.FenceRegression)
+	if st := state(t, e, e.H, r3); !st.Paused || st.HighestFence != 5 {
+		t.Fatalf("a higher fence issued before the grant at highest did not pause with highestFence kept: %+v", st)
+	}
+	wantAlarms(t, e, e.H, r3, gate.AlarmRegression)
+	if fx := effects(t, e, e.H, r3); !slices.Equal(fx, []string{"a1"}) {
+		t.Fatalf("effects %q", fx)
+	}
 }
 
 // testLateCopy: A's write arrives after A released and B (fence 5)
