@@ -211,9 +211,10 @@ BEGIN
   RETURN d;
 END $fg$;
 
--- decide_fence is gate.decideFence with belowFloor, twoGrantsOneFence and
--- lowerFence (gate/regression.go). Without a querier, a close call is a
--- suspected regression (confirmLower with no confirmation).
+-- decide_fence is gate.decideFence with belowFloor, twoGrantsOneFence,
+-- lowerFence and higherFenceIssuedBefore (gate/regression.go). Without a
+-- querier, a close call is a suspected regression (confirmLower with no
+-- confirmation).
 CREATE FUNCTION fencegate.decide_fence(v fencegate.verified, st fencegate.resources, prior fencegate.receipts, now_ms BIGINT, skew BIGINT)
 RETURNS fencegate.decision LANGUAGE plpgsql IMMUTABLE AS $fg$
 DECLARE
@@ -255,6 +256,12 @@ BEGIN
       ELSE RETURN fencegate.suspected(st, format('fence %s < highest %s: its HELD proof (issued %s) is within %s ms of the grant at highest (issued %s)',
         v.fence, st.highest_fence, fencegate.stamp(v.status_issued_ms), skew, fencegate.stamp(st.grant_issued_at_ms)));
     END CASE;
+  END IF;
+  -- higherFenceIssuedBefore: a higher fence whose grant the registry
+  -- issued well before the grant at highestFence.
+  IF v.fence > st.highest_fence AND fencegate.order_of(v.grant_issued_ms, st.grant_issued_at_ms, skew) = 'before' THEN
+    RETURN fencegate.regression(v, st, '', format('fence %s > highest %s, but its grant was issued at %s, before the grant at highest (issued %s)',
+      v.fence, st.highest_fence, fencegate.stamp(v.grant_issued_ms), fencegate.stamp(st.grant_issued_at_ms)));
   END IF;
   IF judged IS NOT NULL THEN
     RETURN fencegate.rejected(st, split_part(judged, '|', 1), split_part(judged, '|', 2));
