@@ -45,6 +45,7 @@ type sqlAdapter struct {
 type sqlEnv struct {
 	db    *sql.DB
 	g     *sqlgate.Gate
+	pg    *pgEnv     // the PostgreSQL mode's database instead (db and g nil)
 	world *world     // the round running on it (nil before the first)
 	clock partyClock // that round's gate clock
 }
@@ -74,7 +75,13 @@ func newSQLEnv(policy gate.Policy, cfg *Config) (*sqlEnv, error) {
 	return e, nil
 }
 
-func (e *sqlEnv) close() { e.db.Close() }
+func (e *sqlEnv) close() {
+	if e.pg != nil {
+		e.pg.close()
+		return
+	}
+	e.db.Close()
+}
 
 // envClock is the gate's clock: the running round's gate clock.
 type envClock struct{ e *sqlEnv }

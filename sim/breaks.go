@@ -29,7 +29,7 @@ import (
 // environment when there is one, two objgates on a fresh bucket in the
 // object mode, else a fresh memgate.
 func (w *world) gateAdapter(env *sqlEnv, clock partyClock) gateAdapter {
-	if env != nil {
+	if env != nil && env.pg == nil {
 		env.world, env.clock = w, clock
 		return sqlAdapter{env}
 	}
@@ -40,6 +40,10 @@ func (w *world) gateAdapter(env *sqlEnv, clock partyClock) gateAdapter {
 	g, err := memgate.New(cfg)
 	if err != nil {
 		panic("sim: memgate: " + err.Error())
+	}
+	if env != nil {
+		env.world, env.clock = w, clock
+		return pgAdapter{env: env, jobs: memAdapter{g}}
 	}
 	if w.cfg.Objects {
 		store := newObjStore(w.cfg.StoreFaults, w.seed)

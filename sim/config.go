@@ -158,6 +158,17 @@ type Config struct {
 	// fast mode: SQLite's own invariants refuse what they would let
 	// through.
 	SQL bool
+	// PG runs every resource on gate/pggate, the gate inside PostgreSQL,
+	// each goroutine on a fresh database of the server PGDSN names (the
+	// downstream hop's target stays on gate/memgate). Same decisions as
+	// the fast mode. It needs HMAC-SHA256 proofs (a database checks no
+	// Ed25519), no status querier, and a role that may create databases
+	// and roles and SET SESSION AUTHORIZATION (a superuser: each write
+	// runs as its caller's role).
+	PG bool
+	// PGDSN is the server of the PG mode ("" : the PG* environment
+	// variables, as psql).
+	PGDSN string
 	// Objects runs every resource on gate/objgate: two gates, each with
 	// its manifest cache, in front of one in-memory bucket per round,
 	// writes spread between them (the downstream hop's target stays on
@@ -224,10 +235,13 @@ func (c *Config) fill() error {
 	if c.StoreFaults && (!c.Objects || c.Break != BreakNone) {
 		return errors.New("sim: --store-faults needs --obj, and no --unsafe or --break")
 	}
-	if c.SQL && c.Objects {
-		return errors.New("sim: --sql and --obj are two modes; pick one")
+	if c.SQL && c.Objects || c.PG && (c.SQL || c.Objects) {
+		return errors.New("sim: --sql, --obj and --pg are three modes; pick one")
 	}
-	if (c.SQL || c.Objects) && c.Break != BreakNone && c.Break != BreakFence && c.Break != BreakAuth && c.Break != BreakHop && c.Break != BreakContentCompare {
+	if c.PG && (c.Alg != grant.AlgHMACSHA256 || c.StatusQuery) {
+		return errors.New("sim: --pg needs hmac-sha256 proofs and no --status-query (PostgreSQL checks no Ed25519 and cannot ask the registry)")
+	}
+	if (c.SQL || c.Objects || c.PG) && c.Break != BreakNone && c.Break != BreakFence && c.Break != BreakAuth && c.Break != BreakHop && c.Break != BreakContentCompare {
 		return fmt.Errorf("sim: --break %s runs only on gate/memgate, without --sql or --obj (an adapter's own checks may refuse what it would let through)", breakName(c.Break))
 	}
 	return nil

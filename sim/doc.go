@@ -6,7 +6,8 @@
 // envelope check and release drain), and a real gate adapter
 // (gate/memgate; gate/sqlgate on in-memory SQLite with --sql; or, with
 // --obj, two gate/objgate gates, each with its manifest cache, in front of
-// one in-memory bucket) over the real decision, with real signed grants and status proofs. Only time,
+// one in-memory bucket; or, with --pg, gate/pggate, the decision in
+// PL/pgSQL on a real PostgreSQL) over the real decision, with real signed grants and status proofs. Only time,
 // the network, process scheduling and storage are simulated; sim/ holds
 // no copy of lease, envelope, store or adapter logic.
 //
@@ -15,6 +16,7 @@
 //	fencegate sim --rounds 100000                   # the specification's gate, every fault (gate/memgate)
 //	fencegate sim --rounds 10000 --sql              # the same on gate/sqlgate over SQLite (same counts)
 //	fencegate sim --rounds 10000 --obj              # the same on two objgates sharing a bucket (same counts)
+//	fencegate sim --rounds 2000 --pg --pg-dsn DSN   # the same inside PostgreSQL (a superuser DSN; same digest)
 //	fencegate sim --rounds 5000 --unsafe            # negative control: must report stale writes
 //	fencegate sim --rounds 5000 --break old-rule    # negative control: the old regression rule pauses on late copies
 //	fencegate sim --rounds 2000 --faults restore=1 --break content-compare  # the store compares revisions only: lost updates

@@ -94,7 +94,9 @@ type Report struct {
 	SQL bool `json:"sql"`
 	// Objects: the resources ran on gate/objgate (two gates, one
 	// in-memory bucket), not gate/memgate.
-	Objects     bool `json:"objects,omitempty"`
+	Objects bool `json:"objects,omitempty"`
+	// PG: the resources ran on gate/pggate, the gate inside PostgreSQL.
+	PG          bool `json:"pg,omitempty"`
 	StoreFaults bool `json:"storeFaults,omitempty"` // the bucket failed PUTs (Config.StoreFaults)
 	// ClientSawForgottenRequest: restarted workers whose journalled request
 	// ID was answered with a different grant.
@@ -137,7 +139,7 @@ func newReport(cfg *Config, c *Counts, elapsed time.Duration) *Report {
 		SpuriousPauses: c.SpuriousPauses, BlockedHandoffs: c.BlockedHandoffs, GhostWaiters: c.GhostWaiters, UnusableGrants: c.UnusableGrants,
 		JobsHandedOff: c.JobsHandedOff, JobsApplied: c.JobsApplied, StaleDownstream: c.StaleDownstream, DuplicateEffects: c.DuplicateEffects,
 		AdapterInconsistent: c.AdapterInconsistent, StoreBatchFailed: c.StoreBatchFailed, StoreLost412: c.StoreLost412, StoreLostError: c.StoreLostError,
-		RegressionSuspected: c.RegressionSuspected, SQL: cfg.SQL, Objects: cfg.Objects, StoreFaults: cfg.StoreFaults,
+		RegressionSuspected: c.RegressionSuspected, SQL: cfg.SQL, Objects: cfg.Objects, PG: cfg.PG, StoreFaults: cfg.StoreFaults,
 		WritesApplied: c.Applied, WritesFenced: c.Fenced, ProtectedCoveragePct: 100,
 		HandoffBudgetMs: cfg.HandoffBudgetMs, Handoffs: len(c.HandoffMs),
 		HandoffP50Ms: percentile(c.HandoffMs, 50), HandoffP99Ms: percentile(c.HandoffMs, 99),
@@ -240,6 +242,8 @@ func (r *Report) WriteText(w io.Writer) {
 	switch {
 	case r.SQL:
 		resource = "gate/sqlgate on SQLite"
+	case r.PG:
+		resource = "gate/pggate inside PostgreSQL"
 	case r.Objects && r.StoreFaults:
 		resource = "gate/objgate (two gates, one bucket failing PUTs)"
 	case r.Objects:

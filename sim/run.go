@@ -29,9 +29,9 @@ func Run(cfg Config) (*Report, error) {
 		first, last = cfg.Round, cfg.Round
 	}
 	var envs []*sqlEnv
-	if cfg.SQL {
+	if cfg.SQL || cfg.PG {
 		for range cfg.Parallel {
-			env, err := newSQLEnv(keys.gatePolicy(cfg.Break), &cfg)
+			env, err := newEnv(keys, &cfg)
 			if err != nil {
 				return nil, err
 			}
@@ -56,6 +56,15 @@ func Run(cfg Config) (*Report, error) {
 	return newReport(&cfg, total, time.Since(start)), nil
 }
 
+// newEnv opens one goroutine's database: SQLite for the SQL mode, a
+// fresh PostgreSQL database for the PostgreSQL mode.
+func newEnv(keys *keySet, cfg *Config) (*sqlEnv, error) {
+	if cfg.PG {
+		return newPGEnv(cfg, keys)
+	}
+	return newSQLEnv(keys.gatePolicy(cfg.Break), cfg)
+}
+
 // runChunk runs rounds lo..hi on cfg.Parallel goroutines; results come
 // back indexed by round. In the SQL mode each goroutine takes one of envs.
 func runChunk(cfg *Config, keys *keySet, envs []*sqlEnv, lo, hi int) []*Counts {
@@ -64,7 +73,7 @@ func runChunk(cfg *Config, keys *keySet, envs []*sqlEnv, lo, hi int) []*Counts {
 	var wg sync.WaitGroup
 	for i := range min(cfg.Parallel, len(results)) {
 		var env *sqlEnv
-		if cfg.SQL {
+		if cfg.SQL || cfg.PG {
 			env = envs[i]
 		}
 		wg.Add(1)
@@ -87,9 +96,9 @@ func runChunk(cfg *Config, keys *keySet, envs []*sqlEnv, lo, hi int) []*Counts {
 // (in the SQL mode, on a database of its own).
 func RunRound(cfg *Config, keys *keySet, r int) *Counts {
 	var env *sqlEnv
-	if cfg.SQL {
+	if cfg.SQL || cfg.PG {
 		var err error
-		if env, err = newSQLEnv(keys.gatePolicy(cfg.Break), cfg); err != nil {
+		if env, err = newEnv(keys, cfg); err != nil {
 			panic(err)
 		}
 		defer env.close()
@@ -162,6 +171,9 @@ func reproCommand(cfg *Config, r int) string {
 	}
 	if cfg.SQL {
 		cmd += " --sql"
+	}
+	if cfg.PG {
+		cmd += " --pg"
 	}
 	if cfg.Objects {
 		cmd += " --obj"

@@ -45,8 +45,15 @@ and --note, in the transaction that resumes.`)
 	g.ep.add(fs, "", "the URL of the service embedding the gate, e.g. https://ledger:8443")
 	tokenFlag(fs, &g.ep)
 	c.AddCommand(newGateStatusCmd(g), newGateResumeCmd(g))
+	for _, sub := range gateSubcommands {
+		c.AddCommand(sub(g))
+	}
 	return c
 }
+
+// gateSubcommands are the gate subcommands defined in files of their own
+// (gate_install.go, gate_enroll.go).
+var gateSubcommands []func(*gateFlags) *cobra.Command
 
 func newGateStatusCmd(g *gateFlags) *cobra.Command {
 	var asJSON bool

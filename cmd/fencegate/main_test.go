@@ -9,6 +9,8 @@ import (
 	"os/signal"
 	"syscall"
 	"testing"
+
+	"github.com/fencegate/fencegate/testkit/pgtest"
 )
 
 const envTestAsCLI = "FENCEGATE_TEST_AS_CLI"
@@ -27,5 +29,5 @@ func TestMain(m *testing.M) {
 		stop()
 		os.Exit(code)
 	}
-	os.Exit(m.Run())
+	os.Exit(pgtest.Main(m))
 }

@@ -36,13 +36,14 @@ the command that replays its round.`
 
 // simOptions are sim's flags.
 type simOptions struct {
-	rounds, round, parallel               int
-	seed                                  uint64
-	faults, broken, alg                   string
-	unsafe, beyond, trace, asJSON, query  bool
-	naiveRelease, naive, sqlMode, objMode bool
-	storeFaults                           bool
-	bound, budget                         int64
+	rounds, round, parallel                       int
+	seed                                          uint64
+	faults, broken, alg                           string
+	unsafe, beyond, trace, asJSON, query          bool
+	naiveRelease, naive, sqlMode, objMode, pgMode bool
+	pgDSN                                         string
+	storeFaults                                   bool
+	bound, budget                                 int64
 }
 
 func newSimCmd() *cobra.Command {
@@ -61,6 +62,8 @@ func newSimCmd() *cobra.Command {
 	fs.StringVar(&o.broken, "break", "none", "disable one protection on purpose: "+strings.Join(sim.BreakNames()[1:], ", "))
 	fs.BoolVar(&o.sqlMode, "sql", false, "run the resources on gate/sqlgate over in-memory SQLite instead of gate/memgate (same decisions, slower)")
 	fs.BoolVar(&o.objMode, "obj", false, "run the resources on gate/objgate: two gates with their own manifest caches in front of one in-memory bucket (same decisions, slower)")
+	fs.BoolVar(&o.pgMode, "pg", false, "run the resources on gate/pggate, the gate inside PostgreSQL, each goroutine on a fresh database of --pg-dsn's server (same decisions, slower; needs a superuser)")
+	fs.StringVar(&o.pgDSN, "pg-dsn", "", "with --pg: the PostgreSQL server (default: the PG* environment variables, as psql)")
 	fs.BoolVar(&o.storeFaults, "store-faults", false, "with --obj: the bucket fails receipt-batch PUTs and loses the answers of manifest PUTs that landed")
 	fs.BoolVar(&o.beyond, "skew-beyond-bound", false, "give the gate a clock lagging beyond the skew bound in half the rounds; report the effect")
 	fs.IntVar(&o.round, "round", 0, "replay only this round (1-based) of the run")
@@ -87,6 +90,7 @@ func runSim(o *simOptions, stdout io.Writer) error {
 	cfg.SkewBeyondBound, cfg.Round, cfg.Parallel, cfg.HandoffBudgetMs = o.beyond, o.round, o.parallel, o.budget
 	cfg.Alg, cfg.NaiveRecovery, cfg.StatusQuery, cfg.SkewBoundMs = grant.Alg(o.alg), o.naive, o.query, o.bound
 	cfg.NaiveRelease, cfg.SQL, cfg.Objects, cfg.StoreFaults = o.naiveRelease, o.sqlMode, o.objMode, o.storeFaults
+	cfg.PG, cfg.PGDSN = o.pgMode, o.pgDSN
 	if o.trace {
 		if o.round == 0 {
 			return usagef("--trace needs --round")
