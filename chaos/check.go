@@ -21,9 +21,17 @@ const lockDelayMs = 1000
 
 // Report is one run's figures and verdicts.
 type Report struct {
-	Seed     uint64
-	Mutant   bool
-	Duration time.Duration // under load, faults included
+	Seed   uint64
+	Mutant bool
+	// Engine is the store's backend (BackendEtcd, BackendZooKeeper).
+	Engine string
+	// RestoreExpected is true when the run was to restore its store from
+	// a snapshot (a Restorer backend, not the mutant).
+	RestoreExpected bool
+	// FaultsMissing are the kinds the run had to inject and did not
+	// (zkRequiredFaults on ZooKeeper).
+	FaultsMissing []string
+	Duration      time.Duration // under load, faults included
 	// Verdict is porcupine's: Ok, Illegal or Unknown (timed out).
 	Verdict porcupine.CheckResult
 	// Visualization is the HTML porcupine wrote for an Illegal history.
@@ -53,6 +61,12 @@ func (r *Report) Failures(strictPauses bool) []string {
 		if strictPauses || !strings.HasPrefix(v, "spurious pauses") {
 			out = append(out, v)
 		}
+	}
+	for _, k := range r.FaultsMissing {
+		out = append(out, fmt.Sprintf("no %s fault was injected", k))
+	}
+	if !r.RestoreExpected {
+		return out
 	}
 	if r.Faults[FaultRestore] == 0 {
 		out = append(out, "no snapshot restore happened")
@@ -128,7 +142,7 @@ func (r *Report) String() string {
 	if r.Mutant {
 		kind = "MUTANT run (fence check off)"
 	}
-	fmt.Fprintf(&b, "%s seed %d: %s under load, porcupine %s over %d operations (%s)\n", kind, r.Seed, r.Duration.Round(time.Second), r.Verdict, r.Operations, r.CheckTime.Round(time.Millisecond))
+	fmt.Fprintf(&b, "%s seed %d on %s: %s under load, porcupine %s over %d operations (%s)\n", kind, r.Seed, r.Engine, r.Duration.Round(time.Second), r.Verdict, r.Operations, r.CheckTime.Round(time.Millisecond))
 	fmt.Fprintf(&b, "  faults:")
 	for _, k := range sortedKeys(r.Faults) {
 		fmt.Fprintf(&b, " %s=%d", k, r.Faults[k])

@@ -15,21 +15,26 @@ import (
 const (
 	FaultWorkerStop = "worker-stop" // SIGSTOP a worker past its TTL, then SIGCONT
 	FaultServeKill  = "serve-kill"  // kill -9 a serve replica, restart it
+	FaultServeStop  = "serve-stop"  // SIGSTOP a serve replica, then SIGCONT (ZooKeeper runs)
 	FaultEtcdKill   = "etcd-kill"   // kill -9 an etcd member, restart it
-	FaultLeaderLoss = "leader-loss" // cut the etcd leader from its peers
-	FaultPartition  = "partition"   // black-hole one link (or two etcd peers)
+	FaultLeaderLoss = "leader-loss" // take the leader from its peers (Coordinator.LoseLeader)
+	FaultPartition  = "partition"   // black-hole one link (or two members' peer link)
 	FaultDelay      = "delay"       // add latency to one link
 	FaultDrop       = "drop"        // reset one link's connections at random
 	FaultClockJump  = "clock-jump"  // step one worker's clock
-	FaultSnapshot   = "snapshot"    // etcdctl snapshot save
-	FaultRestore    = "restore"     // kill the cluster, etcdctl snapshot restore, start
+	FaultSnapshot   = "snapshot"    // save the store (Restorer.Snapshot: etcdctl snapshot save)
+	FaultRestore    = "restore"     // restore the store from it (Restorer.Restore)
+
+	FaultZooKeeperKill = "zookeeper-kill" // kill -9 a ZooKeeper member, restart it
+	FaultZooKeeperStop = "zookeeper-stop" // SIGSTOP a ZooKeeper member, then SIGCONT
 )
 
 // faultGapMs bounds the pause between two injections.
 const faultGapMsMin, faultGapMsMax = 800, 2500
 
 // longest bounds how long one random fault lasts (a frozen worker: TTL +
-// 1 s + 3 s; an etcd fault: 5 s + 1 s; a clock step: 8 s): none starts
+// 1 s + 3 s; a store fault: 5 s + 1 s; a clock step or a frozen replica:
+// 8 s): none starts
 // later than this before the end of the fault window, so every one has
 // healed by then.
 func (f *faulter) longest() time.Duration {
@@ -41,11 +46,34 @@ type weighted struct {
 	weight int
 }
 
-// faultMix is how often each random kind is drawn; the mutant only
-// freezes workers (the story the fence check exists for).
+// faultMix is how often each random kind is drawn on etcd; the mutant
+// only freezes workers (the story the fence check exists for). It is as
+// it was before the ZooKeeper runs, so an etcd seed draws what it drew.
 var faultMix = []weighted{
 	{FaultWorkerStop, 3}, {FaultServeKill, 1}, {FaultEtcdKill, 1}, {FaultLeaderLoss, 1},
 	{FaultPartition, 3}, {FaultDelay, 2}, {FaultDrop, 2}, {FaultClockJump, 2},
+}
+
+// zkFaultMix is faultMix on ZooKeeper: members and serve replicas are
+// frozen (SIGSTOP) as well as killed.
+var zkFaultMix = []weighted{
+	{FaultWorkerStop, 3}, {FaultServeKill, 1}, {FaultServeStop, 1}, {FaultZooKeeperKill, 1}, {FaultZooKeeperStop, 1},
+	{FaultLeaderLoss, 1}, {FaultPartition, 3}, {FaultDelay, 2}, {FaultDrop, 2}, {FaultClockJump, 2},
+}
+
+// zkRequiredFaults are the kinds a ZooKeeper run must inject at least
+// once, however short: kill -9 and SIGSTOP of members (the leader among
+// them) and of serve replicas. Until each has been injected, half the
+// draws pick one of those still missing.
+var zkRequiredFaults = []string{FaultZooKeeperKill, FaultZooKeeperStop, FaultLeaderLoss, FaultServeKill, FaultServeStop}
+
+// mixFor returns the fault mix of a backend and the kinds a run on it
+// must inject (none on etcd, whose draws are as they always were).
+func mixFor(engine string) ([]weighted, []string) {
+	if engine == BackendZooKeeper {
+		return zkFaultMix, zkRequiredFaults
+	}
+	return faultMix, nil
 }
 
 // faulter injects a run's faults. Every fault heals itself: each runs in
@@ -59,12 +87,19 @@ type faulter struct {
 	rng    *rand.Rand
 	counts map[string]int
 
-	etcdBusy sync.Mutex // one etcd-level fault at a time, so a quorum usually survives
-	wg       sync.WaitGroup
+	mix       []weighted
+	required  []string   // kinds to inject at least once (mixFor)
+	storeBusy sync.Mutex // one store-level fault at a time, so a quorum usually survives
+	wg        sync.WaitGroup
 }
 
 func newFaulter(e *Env, rec *record.Writer, rep *repairer) *faulter {
-	return &faulter{e: e, rec: rec, rep: rep, rng: rand.New(rand.NewPCG(e.cfg.Seed, 0xfa)), counts: map[string]int{}}
+	f := &faulter{e: e, rec: rec, rep: rep, rng: rand.New(rand.NewPCG(e.cfg.Seed, 0xfa)), counts: map[string]int{}}
+	f.mix, f.required = mixFor(e.coord.Engine())
+	if e.cfg.Mutant {
+		f.required = nil
+	}
+	return f
 }
 
 func (f *faulter) intn(n int) int {
@@ -99,14 +134,28 @@ func (f *faulter) Counts() map[string]int {
 	return out
 }
 
+// Missing returns the required kinds not injected so far.
+func (f *faulter) Missing() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, k := range f.required {
+		if f.counts[k] == 0 {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
 // run injects random faults until `until`, and the snapshot and restore
-// at their instants, then waits for every fault to heal.
+// at their instants where the store can (Restorer), then waits for every
+// fault to heal.
 func (f *faulter) run(ctx context.Context, start, until time.Time) {
-	if !f.e.cfg.Mutant {
+	if rs, ok := f.e.coord.(Restorer); ok && !f.e.cfg.Mutant {
 		d := until.Sub(start)
 		snapAt := start.Add(d * 15 / 100)
 		restoreAt := start.Add(d*45/100 + f.ms(0, int(d.Milliseconds()/10)))
-		f.spawn(func() { f.snapshotAndRestore(ctx, snapAt, restoreAt) })
+		f.spawn(func() { f.snapshotAndRestore(ctx, rs, snapAt, restoreAt) })
 	}
 	lastStart := until.Add(-f.longest())
 	for {
@@ -128,30 +177,35 @@ func (f *faulter) spawn(fn func()) {
 }
 
 func (f *faulter) draw() string {
+	if missing := f.Missing(); len(missing) > 0 && f.intn(2) == 0 {
+		return missing[f.intn(len(missing))]
+	}
 	total := 0
-	for _, w := range faultMix {
+	for _, w := range f.mix {
 		total += w.weight
 	}
 	n := f.intn(total)
-	for _, w := range faultMix {
+	for _, w := range f.mix {
 		if n < w.weight {
 			return w.kind
 		}
 		n -= w.weight
 	}
-	return faultMix[0].kind
+	return f.mix[0].kind
 }
 
 // inject runs one fault of kind: on processes (faults_process.go), the
-// registry's store (faults_etcd.go) or links (faults_network.go).
+// registry's store (faults_store.go) or links (faults_network.go).
 func (f *faulter) inject(ctx context.Context, kind string) {
 	switch kind {
 	case FaultWorkerStop:
 		f.workerStop(ctx)
 	case FaultServeKill:
 		f.serveKill()
-	case FaultEtcdKill, FaultLeaderLoss:
-		f.etcdFault(ctx, kind)
+	case FaultServeStop:
+		f.serveStop()
+	case FaultEtcdKill, FaultZooKeeperKill, FaultZooKeeperStop, FaultLeaderLoss:
+		f.memberFault(ctx, kind)
 	case FaultPartition, FaultDelay, FaultDrop:
 		f.linkFault(kind)
 	case FaultClockJump:

@@ -1,6 +1,6 @@
 // The faults that act on processes: a worker frozen past its TTL (the
-// spec's Worker A), a serve replica killed and restarted, a worker's
-// clock stepped.
+// spec's Worker A), a serve replica killed and restarted or frozen and
+// thawed, a worker's clock stepped.
 
 package chaos
 
@@ -55,13 +55,8 @@ func (f *faulter) holder(ctx context.Context) *Proc {
 
 // serveKill kills one replica with SIGKILL while the other serves.
 func (f *faulter) serveKill() {
-	p := f.e.serves[f.intn(len(f.e.serves))]
-	for _, o := range f.e.serves {
-		if o != p && !o.proc.Running() {
-			return
-		}
-	}
-	if !p.proc.Running() {
+	p := f.otherServes()
+	if p == nil {
 		return
 	}
 	call := record.Now()
@@ -71,6 +66,36 @@ func (f *faulter) serveKill() {
 		f.e.cfg.Logf("restart %s: %v", p.name, err)
 	}
 	f.note(FaultServeKill, call, "%s", p.name)
+}
+
+// serveStop freezes one replica with SIGSTOP for 1–8 s while the other
+// serves: its connections hang, its ZooKeeper session may expire, and
+// the work it had in flight (a decision read, a commit sent) resumes late.
+func (f *faulter) serveStop() {
+	p := f.otherServes()
+	if p == nil {
+		return
+	}
+	d := f.ms(1000, 8000)
+	call := record.Now()
+	if p.proc.Freeze() != nil {
+		return
+	}
+	time.Sleep(d)
+	p.proc.Thaw()
+	f.note(FaultServeStop, call, "%s for %s", p.name, d)
+}
+
+// otherServes draws a running, unfrozen replica while every other one is
+// running and unfrozen too; nil otherwise.
+func (f *faulter) otherServes() *party {
+	p := f.e.serves[f.intn(len(f.e.serves))]
+	for _, o := range f.e.serves {
+		if !o.proc.Running() || o.proc.Frozen() {
+			return nil
+		}
+	}
+	return p
 }
 
 // clockJump steps one worker's clock forwards or backwards for a while.

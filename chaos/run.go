@@ -20,7 +20,7 @@ const (
 	serviceStopGrace = 3 * time.Second
 )
 
-// Run starts a whole system (three etcd members, the serve replicas, the
+// Run starts a whole system (three store members, the serve replicas, the
 // resource services on PostgreSQL, the workers and a proxy per link),
 // injects the seed's faults for cfg.Duration, stops everything and checks
 // the history. It always stops by itself: the faults end settleTime
@@ -75,6 +75,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	report.Duration, report.Faults = elapsed, fl.Counts()
+	_, restores := e.coord.(Restorer)
+	report.Engine, report.RestoreExpected = e.coord.Engine(), restores && !cfg.Mutant
+	report.FaultsMissing = fl.Missing()
 	return report, nil
 }
 
@@ -82,8 +85,8 @@ func (e *Env) start(ctx context.Context) error {
 	if err := e.setupKeys(ctx); err != nil {
 		return err
 	}
-	c, err := startEtcd(ctx, &e.procs, e.cfg.Bins, e.cfg.EtcdDir, e.cfg.Seed)
-	e.etcd = c
+	c, err := startCoordinator(ctx, &e.procs, e.cfg)
+	e.coord = c
 	if err != nil {
 		return err
 	}
@@ -102,13 +105,17 @@ func (e *Env) settle() {
 	for _, px := range e.links {
 		px.Heal()
 	}
-	for _, n := range e.etcd.Names() {
-		e.etcd.Isolate(n, false)
-		if err := e.etcd.RestartMember(n); err != nil {
+	for _, n := range e.coord.Names() {
+		e.coord.Isolate(n, false)
+		e.coord.ThawMember(n)
+		if err := e.coord.RestartMember(n); err != nil {
 			e.cfg.Logf("settle: %v", err)
 		}
 	}
 	for _, p := range e.serves {
+		if p.proc.Frozen() {
+			p.proc.Thaw()
+		}
 		if !p.proc.Running() {
 			if err := p.proc.Start(); err != nil {
 				e.cfg.Logf("settle: %v", err)
@@ -127,8 +134,8 @@ func (e *Env) teardown() {
 	for _, px := range e.links {
 		px.Close()
 	}
-	if e.etcd != nil {
-		e.etcd.Close()
+	if e.coord != nil {
+		e.coord.Close()
 	}
 	if e.db != nil {
 		e.db.Close()
@@ -147,5 +154,5 @@ func stopAll(ps []*Proc, grace time.Duration) {
 
 // String names a run for logs.
 func (c Config) String() string {
-	return fmt.Sprintf("seed %d (%s, %d workers, mutant=%t)", c.Seed, c.Duration, c.Workers, c.Mutant)
+	return fmt.Sprintf("seed %d on %s (%s, %d workers, mutant=%t)", c.Seed, c.Backend, c.Duration, c.Workers, c.Mutant)
 }
