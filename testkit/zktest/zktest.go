@@ -284,13 +284,14 @@ func ruok(addr string) bool {
 	return strings.HasPrefix(line, "imok")
 }
 
+// freePort returns a free loopback address a server can be restarted on
+// (RestartablePorts).
 func freePort() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ps, err := RestartablePorts(1)
 	if err != nil {
 		return "", err
 	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
+	return fmt.Sprintf("127.0.0.1:%d", ps[0]), nil
 }
 
 func port(addr string) string {
