@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -35,7 +36,42 @@ const (
 	EnvBackend  = "FENCEGATE_CHAOS_BACKEND"          // "etcd" (default) or "zookeeper"
 )
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+func TestMain(m *testing.M) {
+	code := pgtest.Main(m)
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
+}
+
+// built holds the two binaries, built once per test process (a build is
+// tens of seconds on a busy machine; TestChaos and TestChaosMutant share
+// it).
+var built struct {
+	once                 sync.Once
+	dir                  string
+	fencegate, chaosproc string
+	err                  error
+}
+
+// buildBinaries builds fencegate and chaosproc on first use.
+func buildBinaries() (fencegate, chaosproc string, err error) {
+	built.once.Do(func() {
+		if built.dir, built.err = os.MkdirTemp("", "fencegate-chaos-bin-"); built.err != nil {
+			return
+		}
+		built.fencegate, built.chaosproc = filepath.Join(built.dir, "fencegate"), filepath.Join(built.dir, "chaosproc")
+		for bin, pkg := range map[string]string{built.fencegate: "./cmd/fencegate", built.chaosproc: "./chaos/cmd/chaosproc"} {
+			cmd := exec.Command("go", "build", "-o", bin, pkg)
+			cmd.Dir = ".."
+			if out, err := cmd.CombinedOutput(); err != nil {
+				built.err = fmt.Errorf("go build %s: %v: %s", pkg, err, out)
+				return
+			}
+		}
+	})
+	return built.fencegate, built.chaosproc, built.err
+}
 
 func TestChaos(t *testing.T) {
 	bins := setup(t)
@@ -119,14 +155,9 @@ func setup(t *testing.T) Binaries {
 	default:
 		t.Fatalf("%s=%q: want %s or %s", EnvBackend, backend, BackendEtcd, BackendZooKeeper)
 	}
-	dir := t.TempDir()
-	b.Fencegate, b.Chaosproc = filepath.Join(dir, "fencegate"), filepath.Join(dir, "chaosproc")
-	for bin, pkg := range map[string]string{b.Fencegate: "./cmd/fencegate", b.Chaosproc: "./chaos/cmd/chaosproc"} {
-		cmd := exec.Command("go", "build", "-o", bin, pkg)
-		cmd.Dir = ".."
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v: %s", pkg, err, out)
-		}
+	var err error
+	if b.Fencegate, b.Chaosproc, err = buildBinaries(); err != nil {
+		t.Fatal(err)
 	}
 	return b
 }

@@ -31,7 +31,10 @@ type Report struct {
 	// FaultsMissing are the kinds the run had to inject and did not
 	// (zkRequiredFaults on ZooKeeper).
 	FaultsMissing []string
-	Duration      time.Duration // under load, faults included
+	// Supervised counts the serve replicas started again after they
+	// exited by themselves (Env.supervise).
+	Supervised int
+	Duration   time.Duration // under load, faults included
 	// Verdict is porcupine's: Ok, Illegal or Unknown (timed out).
 	Verdict porcupine.CheckResult
 	// Visualization is the HTML porcupine wrote for an Illegal history.
@@ -147,7 +150,7 @@ func (r *Report) String() string {
 	for _, k := range sortedKeys(r.Faults) {
 		fmt.Fprintf(&b, " %s=%d", k, r.Faults[k])
 	}
-	fmt.Fprintf(&b, "\n  counts: %+v\n  repairs %d, resumes %d\n", r.Counts, r.Repairs, r.Resumes)
+	fmt.Fprintf(&b, "\n  counts: %+v\n  repairs %d, resumes %d, replicas restarted by the supervisor %d\n", r.Counts, r.Repairs, r.Resumes, r.Supervised)
 	keys := sortedKeys(r.Calls)
 	for _, k := range keys {
 		fmt.Fprintf(&b, "  %-32s %d\n", k, r.Calls[k])

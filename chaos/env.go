@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fencegate/fencegate/client/httpclient"
@@ -36,6 +38,9 @@ type party struct {
 	name string
 	port int
 	proc *Proc
+
+	mu   sync.Mutex
+	held bool // down on purpose: the supervisor leaves it alone
 }
 
 func (p *party) url() string { return fmt.Sprintf("http://127.0.0.1:%d", p.port) }
@@ -52,6 +57,8 @@ type Env struct {
 	workers  []*Proc
 	links    []*Proxy // every proxy but the store's peer ones
 	tokens   map[string]string
+
+	supervised atomic.Int64 // replicas the supervisor started again
 
 	admin  []*httpclient.Client // one per serve replica, straight (not through a proxy)
 	db     *sql.DB

@@ -63,8 +63,10 @@ var zkFaultMix = []weighted{
 
 // zkRequiredFaults are the kinds a ZooKeeper run must inject at least
 // once, however short: kill -9 and SIGSTOP of members (the leader among
-// them) and of serve replicas. Until each has been injected, half the
-// draws pick one of those still missing.
+// them) and of serve replicas. Until each has been drawn, two draws in
+// three pick one of those left, which then waits for its turn (another
+// store fault, a leader to lose, the other replica up) rather than
+// being skipped, until the last instant a fault may start.
 var zkRequiredFaults = []string{FaultZooKeeperKill, FaultZooKeeperStop, FaultLeaderLoss, FaultServeKill, FaultServeStop}
 
 // mixFor returns the fault mix of a backend and the kinds a run on it
@@ -89,6 +91,8 @@ type faulter struct {
 
 	mix       []weighted
 	required  []string   // kinds to inject at least once (mixFor)
+	pending   []string   // required kinds not drawn yet
+	lastStart time.Time  // no fault starts after it
 	storeBusy sync.Mutex // one store-level fault at a time, so a quorum usually survives
 	wg        sync.WaitGroup
 }
@@ -99,6 +103,7 @@ func newFaulter(e *Env, rec *record.Writer, rep *repairer) *faulter {
 	if e.cfg.Mutant {
 		f.required = nil
 	}
+	f.pending = append([]string(nil), f.required...)
 	return f
 }
 
@@ -157,16 +162,16 @@ func (f *faulter) run(ctx context.Context, start, until time.Time) {
 		restoreAt := start.Add(d*45/100 + f.ms(0, int(d.Milliseconds()/10)))
 		f.spawn(func() { f.snapshotAndRestore(ctx, rs, snapAt, restoreAt) })
 	}
-	lastStart := until.Add(-f.longest())
+	f.lastStart = until.Add(-f.longest())
 	for {
-		if !sleepUntil(ctx, time.Now().Add(f.ms(faultGapMsMin, faultGapMsMax))) || time.Now().After(lastStart) {
+		if !sleepUntil(ctx, time.Now().Add(f.ms(faultGapMsMin, faultGapMsMax))) || time.Now().After(f.lastStart) {
 			break
 		}
-		kind := FaultWorkerStop
+		kind, must := FaultWorkerStop, false
 		if !f.e.cfg.Mutant {
-			kind = f.draw()
+			kind, must = f.draw()
 		}
-		f.spawn(func() { f.inject(ctx, kind) })
+		f.spawn(func() { f.inject(ctx, kind, must) })
 	}
 	f.wg.Wait()
 }
@@ -176,10 +181,19 @@ func (f *faulter) spawn(fn func()) {
 	go func() { defer f.wg.Done(); fn() }()
 }
 
-func (f *faulter) draw() string {
-	if missing := f.Missing(); len(missing) > 0 && f.intn(2) == 0 {
-		return missing[f.intn(len(missing))]
+// draw picks the next random kind; must is true for a required kind
+// (zkRequiredFaults), which waits for its turn instead of being skipped.
+func (f *faulter) draw() (kind string, must bool) {
+	if len(f.pending) > 0 && f.intn(3) > 0 {
+		i := f.intn(len(f.pending))
+		kind = f.pending[i]
+		f.pending = append(f.pending[:i], f.pending[i+1:]...)
+		return kind, true
 	}
+	return f.drawMix(), false
+}
+
+func (f *faulter) drawMix() string {
 	total := 0
 	for _, w := range f.mix {
 		total += w.weight
@@ -196,22 +210,40 @@ func (f *faulter) draw() string {
 
 // inject runs one fault of kind: on processes (faults_process.go), the
 // registry's store (faults_store.go) or links (faults_network.go).
-func (f *faulter) inject(ctx context.Context, kind string) {
+func (f *faulter) inject(ctx context.Context, kind string, must bool) {
 	switch kind {
 	case FaultWorkerStop:
 		f.workerStop(ctx)
 	case FaultServeKill:
-		f.serveKill()
+		f.serveKill(must)
 	case FaultServeStop:
-		f.serveStop()
+		f.serveStop(must)
 	case FaultEtcdKill, FaultZooKeeperKill, FaultZooKeeperStop, FaultLeaderLoss:
-		f.memberFault(ctx, kind)
+		f.memberFault(ctx, kind, must)
 	case FaultPartition, FaultDelay, FaultDrop:
 		f.linkFault(kind)
 	case FaultClockJump:
 		f.clockJump()
 	}
 }
+
+// turn calls try until it returns true: once, or, when must, every
+// mustRetry until the last instant a fault may start. It reports whether
+// try succeeded.
+func (f *faulter) turn(must bool, try func() bool) bool {
+	for {
+		if try() {
+			return true
+		}
+		if !must || time.Now().After(f.lastStart) {
+			return false
+		}
+		time.Sleep(mustRetry)
+	}
+}
+
+// mustRetry is how often a required fault tries again for its turn.
+const mustRetry = 250 * time.Millisecond
 
 // sortedKeys returns m's keys in order.
 func sortedKeys(m map[string]int) []string {

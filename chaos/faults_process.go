@@ -53,12 +53,15 @@ func (f *faulter) holder(ctx context.Context) *Proc {
 	return nil
 }
 
-// serveKill kills one replica with SIGKILL while the other serves.
-func (f *faulter) serveKill() {
-	p := f.otherServes()
+// serveKill kills one replica with SIGKILL while the other serves (a
+// required one waits until the other does).
+func (f *faulter) serveKill(must bool) {
+	p := f.otherServes(must)
 	if p == nil {
 		return
 	}
+	p.hold()
+	defer p.release()
 	call := record.Now()
 	p.proc.Kill()
 	time.Sleep(f.ms(1000, 3000))
@@ -71,8 +74,8 @@ func (f *faulter) serveKill() {
 // serveStop freezes one replica with SIGSTOP for 1–8 s while the other
 // serves: its connections hang, its ZooKeeper session may expire, and
 // the work it had in flight (a decision read, a commit sent) resumes late.
-func (f *faulter) serveStop() {
-	p := f.otherServes()
+func (f *faulter) serveStop(must bool) {
+	p := f.otherServes(must)
 	if p == nil {
 		return
 	}
@@ -86,15 +89,19 @@ func (f *faulter) serveStop() {
 	f.note(FaultServeStop, call, "%s for %s", p.name, d)
 }
 
-// otherServes draws a running, unfrozen replica while every other one is
-// running and unfrozen too; nil otherwise.
-func (f *faulter) otherServes() *party {
-	p := f.e.serves[f.intn(len(f.e.serves))]
-	for _, o := range f.e.serves {
-		if !o.proc.Running() || o.proc.Frozen() {
-			return nil
+// otherServes draws a replica while every replica is running and
+// unfrozen; nil otherwise (a required fault waits for that, must).
+func (f *faulter) otherServes(must bool) *party {
+	var p *party
+	f.turn(must, func() bool {
+		p = f.e.serves[f.intn(len(f.e.serves))]
+		for _, o := range f.e.serves {
+			if !o.proc.Running() || o.proc.Frozen() {
+				p = nil
+			}
 		}
-	}
+		return p != nil
+	})
 	return p
 }
 

@@ -16,20 +16,25 @@ import (
 
 // memberFault kills a member (the leader one time in three), freezes one
 // (the same), or takes the leader away from its peers (LoseLeader), one
-// store-level fault at a time.
-func (f *faulter) memberFault(ctx context.Context, kind string) {
-	if !f.storeBusy.TryLock() {
+// store-level fault at a time; a required one (must) waits for its turn.
+func (f *faulter) memberFault(ctx context.Context, kind string, must bool) {
+	if !f.turn(must, f.storeBusy.TryLock) {
 		return
 	}
 	defer f.storeBusy.Unlock()
 	c := f.e.coord
 	names := c.Names()
 	target := names[f.intn(len(names))]
-	lctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	leader, err := c.Leader(lctx)
-	cancel()
+	var leader string
+	settled := f.turn(must, func() bool {
+		lctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		l, err := c.Leader(lctx)
+		leader = l
+		return err == nil && l != ""
+	})
 	if kind == FaultLeaderLoss || f.intn(3) == 0 {
-		if err != nil || leader == "" {
+		if !settled {
 			return // no settled leader to lose right now
 		}
 		target = leader
@@ -83,9 +88,9 @@ func (f *faulter) snapshotAndRestore(ctx context.Context, rs Restorer, snapAt, r
 		return
 	}
 	f.storeBusy.Lock()
-	defer f.storeBusy.Unlock()
 	call := record.Now()
 	err := rs.Restore(ctx, snap)
+	f.storeBusy.Unlock() // the store is whole again; restarting replicas is no store fault
 	ev := record.Event{Kind: record.KindRestore, Proc: "orchestrator", CallNs: call, RetNs: record.Now(), Result: record.ResultOK}
 	if err != nil {
 		ev.Result, ev.Detail = "error", err.Error()
@@ -104,9 +109,11 @@ func (f *faulter) snapshotAndRestore(ctx context.Context, rs Restorer, snapAt, r
 // restore.
 func (f *faulter) restartReplicas() {
 	for _, p := range f.e.serves {
+		p.hold()
 		p.proc.Stop(serviceStopGrace)
 		if err := p.proc.Start(); err != nil {
 			f.e.cfg.Logf("restart %s after the restore: %v", p.name, err)
 		}
+		p.release()
 	}
 }

@@ -57,6 +57,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			rep.run(runCtx)
 		}
 	}()
+	supDone := make(chan struct{})
+	go func() { defer close(supDone); e.supervise(runCtx) }()
 	cfg.Logf("seed %d: system up, faults for %s", cfg.Seed, cfg.Duration-settleTime)
 	fl.run(runCtx, start, start.Add(cfg.Duration-settleTime))
 	e.settle()
@@ -65,6 +67,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	stopAll(e.workers, workerStopGrace)
 	cancel()
 	<-repDone
+	<-supDone
 	var svcs []*Proc
 	for _, s := range e.services {
 		svcs = append(svcs, s.proc)
@@ -77,7 +80,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	report.Duration, report.Faults = elapsed, fl.Counts()
 	_, restores := e.coord.(Restorer)
 	report.Engine, report.RestoreExpected = e.coord.Engine(), restores && !cfg.Mutant
-	report.FaultsMissing = fl.Missing()
+	report.FaultsMissing, report.Supervised = fl.Missing(), int(e.supervised.Load())
 	return report, nil
 }
 
@@ -116,10 +119,8 @@ func (e *Env) settle() {
 		if p.proc.Frozen() {
 			p.proc.Thaw()
 		}
-		if !p.proc.Running() {
-			if err := p.proc.Start(); err != nil {
-				e.cfg.Logf("settle: %v", err)
-			}
+		if _, err := p.startIfDown(); err != nil {
+			e.cfg.Logf("settle: %v", err)
 		}
 	}
 	for _, w := range e.workers {

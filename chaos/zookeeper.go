@@ -3,6 +3,8 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -23,7 +25,8 @@ const zkHealthyTimeout = 60 * time.Second
 // (zktest.EnsembleOptions.PeerAddr says why), so a cut leader could win
 // the next election again: LoseLeader freezes the leader instead, past
 // the followers' sync limit, and thaws it into a follower (a zombie
-// leader for an instant).
+// leader for an instant). It is a Restorer: a follower's data directory
+// copied, and later every member's replaced by the copy.
 type ZooKeeperEnsemble struct {
 	ens    *zktest.Ensemble
 	procs  []*Proc           // by member, in myid order
@@ -187,4 +190,77 @@ func (z *ZooKeeperEnsemble) Close() {
 	for _, px := range z.quorum {
 		px.Close()
 	}
+}
+
+// Snapshot saves a copy of a follower's data directory (snapshots,
+// transaction logs, epochs) at path, a directory: the follower is frozen
+// with SIGSTOP for the copy, so the copy is what a crash at that instant
+// would leave, which ZooKeeper recovers from.
+func (z *ZooKeeperEnsemble) Snapshot(ctx context.Context, path string) error {
+	leader, err := z.Leader(ctx)
+	if err != nil {
+		return err
+	}
+	for _, m := range z.ens.Members {
+		p := z.procs[m.ID-1]
+		if zkName(m.ID) == leader || !p.Running() || p.Frozen() {
+			continue
+		}
+		if err := p.Freeze(); err != nil {
+			return err
+		}
+		defer p.Thaw()
+		if err := os.RemoveAll(path); err != nil {
+			return err
+		}
+		return copyDir(ctx, m.DataDir(), path)
+	}
+	return fmt.Errorf("chaos: no running follower to copy")
+}
+
+// Restore replaces every member's data directory with the copy at path,
+// as an operator restoring an ensemble from one member's backup would:
+// every member is killed, given the copy (and its own myid), and started
+// again on the same addresses. The ensemble's history goes back to the
+// copy; zxids are handed out again, and a client that saw a later zxid
+// is refused (ReplicasNeedRestart).
+func (z *ZooKeeperEnsemble) Restore(ctx context.Context, path string) error {
+	for _, n := range z.Names() {
+		z.Isolate(n, false)
+		z.proc(n).Kill()
+	}
+	for _, m := range z.ens.Members {
+		if err := os.RemoveAll(m.DataDir()); err != nil {
+			return err
+		}
+		if err := copyDir(ctx, path, m.DataDir()); err != nil {
+			return err
+		}
+		if err := m.WriteMyID(); err != nil {
+			return err
+		}
+	}
+	for _, p := range z.procs {
+		if err := p.Start(); err != nil {
+			return err
+		}
+	}
+	return z.waitHealthy(ctx)
+}
+
+// ReplicasNeedRestart is true: ZooKeeper refuses a session whose client
+// has seen a later zxid than the server has, and the restored ensemble's
+// next epoch is the copy's plus one, so after an election since the copy
+// a replica's client retries until the new zxids pass the ones it saw,
+// which may take as many commits as were lost; an operator restarts the
+// replicas.
+func (z *ZooKeeperEnsemble) ReplicasNeedRestart() bool { return true }
+
+// copyDir copies directory from to to (which must not exist) with cp -a,
+// which keeps ZooKeeper's preallocated logs sparse.
+func copyDir(ctx context.Context, from, to string) error {
+	if out, err := exec.CommandContext(ctx, "cp", "-a", from, to).CombinedOutput(); err != nil {
+		return fmt.Errorf("chaos: cp -a %s %s: %w: %s", from, to, err, out)
+	}
+	return nil
 }
