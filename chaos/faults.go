@@ -34,9 +34,8 @@ const faultGapMsMin, faultGapMsMax = 800, 2500
 
 // longest bounds how long one random fault lasts (a frozen worker: TTL +
 // 1 s + 3 s; a store fault: 5 s + 1 s; a clock step or a frozen replica:
-// 8 s): none starts
-// later than this before the end of the fault window, so every one has
-// healed by then.
+// 8 s): none starts later than this before the end of the fault window,
+// so every one has healed by then.
 func (f *faulter) longest() time.Duration {
 	return max(time.Duration(f.e.cfg.TTLMs)*time.Millisecond+4*time.Second, 8*time.Second)
 }
