@@ -1,7 +1,9 @@
-// Runs the chaos suite (FENCEGATE_CHAOS=1): real etcd, serve replicas,
-// resource services on PostgreSQL and worker processes under seeded
-// faults, each run's history checked by porcupine and by direct counts;
-// and the mutant run (no fence check), which the checker must flag.
+// Runs the chaos suite (FENCEGATE_CHAOS=1): a real etcd cluster (or,
+// with FENCEGATE_CHAOS_BACKEND=zookeeper, a ZooKeeper ensemble), serve
+// replicas, resource services on PostgreSQL and worker processes under
+// seeded faults, each run's history checked by porcupine and by direct
+// counts; and the mutant run (no fence check), which the checker must
+// flag.
 package chaos
 
 import (
@@ -12,12 +14,14 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/anishathalye/porcupine"
 
 	"github.com/fencegate/fencegate/testkit/pgtest"
+	"github.com/fencegate/fencegate/testkit/zktest"
 )
 
 // Environment of the suite.
@@ -29,9 +33,45 @@ const (
 	EnvMutant   = "FENCEGATE_CHAOS_MUTANT"           // duration of the mutant run, default 30s; "0" skips it
 	EnvKeep     = "FENCEGATE_CHAOS_KEEP"             // keep every run's directory under this one
 	EnvReplicas = "FENCEGATE_CHAOS_RESTART_REPLICAS" // "1": restart the serve replicas after the restore
+	EnvBackend  = "FENCEGATE_CHAOS_BACKEND"          // "etcd" (default) or "zookeeper"
 )
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+func TestMain(m *testing.M) {
+	code := pgtest.Main(m)
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
+}
+
+// built holds the two binaries, built once per test process (a build is
+// tens of seconds on a busy machine; TestChaos and TestChaosMutant share
+// it).
+var built struct {
+	once                 sync.Once
+	dir                  string
+	fencegate, chaosproc string
+	err                  error
+}
+
+// buildBinaries builds fencegate and chaosproc on first use.
+func buildBinaries() (fencegate, chaosproc string, err error) {
+	built.once.Do(func() {
+		if built.dir, built.err = os.MkdirTemp("", "fencegate-chaos-bin-"); built.err != nil {
+			return
+		}
+		built.fencegate, built.chaosproc = filepath.Join(built.dir, "fencegate"), filepath.Join(built.dir, "chaosproc")
+		for bin, pkg := range map[string]string{built.fencegate: "./cmd/fencegate", built.chaosproc: "./chaos/cmd/chaosproc"} {
+			cmd := exec.Command("go", "build", "-o", bin, pkg)
+			cmd.Dir = ".."
+			if out, err := cmd.CombinedOutput(); err != nil {
+				built.err = fmt.Errorf("go build %s: %v: %s", pkg, err, out)
+				return
+			}
+		}
+	})
+	return built.fencegate, built.chaosproc, built.err
+}
 
 func TestChaos(t *testing.T) {
 	bins := setup(t)
@@ -82,13 +122,14 @@ func run(t *testing.T, bins Binaries, seed uint64, d time.Duration, mutant bool)
 	if keep := os.Getenv(EnvKeep); keep != "" {
 		dir = filepath.Join(keep, fmt.Sprintf("seed%d-mutant%t-%d", seed, mutant, time.Now().Unix()))
 	}
-	etcdDir := dir
+	backend := envOr(EnvBackend, BackendEtcd)
+	storeDir := dir
 	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
-		etcdDir, _ = os.MkdirTemp("/dev/shm", "fencegate-chaos-etcd-")
-		t.Cleanup(func() { os.RemoveAll(etcdDir) })
+		storeDir, _ = os.MkdirTemp("/dev/shm", "fencegate-chaos-"+backend+"-")
+		t.Cleanup(func() { os.RemoveAll(storeDir) })
 	}
 	workers, _ := strconv.Atoi(envOr(EnvWorkers, "0"))
-	cfg := Config{Seed: seed, Duration: d, Workers: workers, Mutant: mutant, Dir: dir, EtcdDir: etcdDir,
+	cfg := Config{Seed: seed, Duration: d, Workers: workers, Mutant: mutant, Dir: dir, Backend: backend, StoreDir: storeDir,
 		RestartReplicasOnRestore: os.Getenv(EnvReplicas) == "1",
 		DSN:                      pgtest.NewDatabase(t), Bins: bins, Logf: t.Logf}
 	ctx, cancel := context.WithTimeout(context.Background(), d+5*time.Minute)
@@ -101,19 +142,22 @@ func run(t *testing.T, bins Binaries, seed uint64, d time.Duration, mutant bool)
 	return r
 }
 
-// setup skips unless the suite is enabled, finds etcd (etcdBinaries) and
-// builds the two binaries.
+// setup skips unless the suite is enabled, finds the backend's servers
+// (etcdBinaries, zooKeeperAvailable) and builds the two binaries.
 func setup(t *testing.T) Binaries {
 	t.Helper()
-	b := etcdBinaries(t)
-	dir := t.TempDir()
-	b.Fencegate, b.Chaosproc = filepath.Join(dir, "fencegate"), filepath.Join(dir, "chaosproc")
-	for bin, pkg := range map[string]string{b.Fencegate: "./cmd/fencegate", b.Chaosproc: "./chaos/cmd/chaosproc"} {
-		cmd := exec.Command("go", "build", "-o", bin, pkg)
-		cmd.Dir = ".."
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v: %s", pkg, err, out)
-		}
+	var b Binaries
+	switch backend := envOr(EnvBackend, BackendEtcd); backend {
+	case BackendEtcd:
+		b = etcdBinaries(t)
+	case BackendZooKeeper:
+		zooKeeperAvailable(t)
+	default:
+		t.Fatalf("%s=%q: want %s or %s", EnvBackend, backend, BackendEtcd, BackendZooKeeper)
+	}
+	var err error
+	if b.Fencegate, b.Chaosproc, err = buildBinaries(); err != nil {
+		t.Fatal(err)
 	}
 	return b
 }
@@ -142,6 +186,26 @@ func etcdBinaries(t *testing.T) Binaries {
 		t.Fatalf("chaos suite needs etcdctl: %v", err)
 	}
 	return b
+}
+
+// zooKeeperAvailable skips unless the suite is enabled and finds java and
+// ZooKeeper's jar (testkit/zktest), installing Debian's zookeeper as root
+// when they are missing.
+func zooKeeperAvailable(t *testing.T) {
+	t.Helper()
+	if os.Getenv(EnvEnable) != "1" {
+		t.Skipf("chaos suite off: set %s=1 (see docs/guarantees.md, \"Chaos on a real cluster\")", EnvEnable)
+	}
+	if zktest.Available() != nil && os.Geteuid() == 0 {
+		t.Log("installing zookeeper from Debian's packages")
+		out, err := exec.Command("sh", "-c", "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zookeeper").CombinedOutput()
+		if err != nil {
+			t.Fatalf("install zookeeper: %v: %s", err, out)
+		}
+	}
+	if err := zktest.Available(); err != nil {
+		t.Fatalf("chaos suite on ZooKeeper needs java and the jar (Debian: apt-get install zookeeper): %v", err)
+	}
 }
 
 func envOr(k, def string) string {

@@ -21,9 +21,20 @@ const lockDelayMs = 1000
 
 // Report is one run's figures and verdicts.
 type Report struct {
-	Seed     uint64
-	Mutant   bool
-	Duration time.Duration // under load, faults included
+	Seed   uint64
+	Mutant bool
+	// Engine is the store's backend (BackendEtcd, BackendZooKeeper).
+	Engine string
+	// RestoreExpected is true when the run was to restore its store from
+	// a snapshot (a Restorer backend, not the mutant).
+	RestoreExpected bool
+	// FaultsMissing are the kinds the run had to inject and did not
+	// (zkRequiredFaults on ZooKeeper).
+	FaultsMissing []string
+	// Supervised counts the serve replicas started again after they
+	// exited by themselves (Env.supervise).
+	Supervised int
+	Duration   time.Duration // under load, faults included
 	// Verdict is porcupine's: Ok, Illegal or Unknown (timed out).
 	Verdict porcupine.CheckResult
 	// Visualization is the HTML porcupine wrote for an Illegal history.
@@ -53,6 +64,12 @@ func (r *Report) Failures(strictPauses bool) []string {
 		if strictPauses || !strings.HasPrefix(v, "spurious pauses") {
 			out = append(out, v)
 		}
+	}
+	for _, k := range r.FaultsMissing {
+		out = append(out, fmt.Sprintf("no %s fault was injected", k))
+	}
+	if !r.RestoreExpected {
+		return out
 	}
 	if r.Faults[FaultRestore] == 0 {
 		out = append(out, "no snapshot restore happened")
@@ -128,12 +145,12 @@ func (r *Report) String() string {
 	if r.Mutant {
 		kind = "MUTANT run (fence check off)"
 	}
-	fmt.Fprintf(&b, "%s seed %d: %s under load, porcupine %s over %d operations (%s)\n", kind, r.Seed, r.Duration.Round(time.Second), r.Verdict, r.Operations, r.CheckTime.Round(time.Millisecond))
+	fmt.Fprintf(&b, "%s seed %d on %s: %s under load, porcupine %s over %d operations (%s)\n", kind, r.Seed, r.Engine, r.Duration.Round(time.Second), r.Verdict, r.Operations, r.CheckTime.Round(time.Millisecond))
 	fmt.Fprintf(&b, "  faults:")
 	for _, k := range sortedKeys(r.Faults) {
 		fmt.Fprintf(&b, " %s=%d", k, r.Faults[k])
 	}
-	fmt.Fprintf(&b, "\n  counts: %+v\n  repairs %d, resumes %d\n", r.Counts, r.Repairs, r.Resumes)
+	fmt.Fprintf(&b, "\n  counts: %+v\n  repairs %d, resumes %d, replicas restarted by the supervisor %d\n", r.Counts, r.Repairs, r.Resumes, r.Supervised)
 	keys := sortedKeys(r.Calls)
 	for _, k := range keys {
 		fmt.Fprintf(&b, "  %-32s %d\n", k, r.Calls[k])

@@ -31,16 +31,20 @@ type Config struct {
 	// (no fence check) and the only faults are frozen workers, the story
 	// the fence check exists for. The checker must flag the run.
 	Mutant bool
-	// RestartReplicasOnRestore restarts every serve replica after the etcd
-	// restore, the operator's workaround while a replica's record cache
+	// RestartReplicasOnRestore restarts every serve replica after the
+	// store's restore, the operator's workaround while a replica's record cache
 	// could outlive a restore (fixed in the registry; docs/guarantees.md).
 	// Optional, defaults to false: the replicas keep running, the harder
 	// case.
 	RestartReplicasOnRestore bool
+	// Backend is the coordination service the registry runs on:
+	// BackendEtcd or BackendZooKeeper. Optional, defaults to BackendEtcd.
+	Backend string
 	// Dir is the run's directory (logs, histories, data). Required.
 	Dir string
-	// EtcdDir holds the etcd data directories. Optional, defaults to Dir.
-	EtcdDir string
+	// StoreDir holds the store members' data directories (and the etcd
+	// snapshot). Optional, defaults to Dir.
+	StoreDir string
 	// DSN is the PostgreSQL database of the services (a fresh one per
 	// run). Required.
 	DSN string
@@ -80,8 +84,11 @@ func (c Config) withDefaults() (Config, error) {
 	def(&c.Replicas, ReplicasDefault)
 	def(&c.Services, ServicesDefault)
 	def(&c.TTLMs, TTLMsDefault)
-	if c.EtcdDir == "" {
-		c.EtcdDir = c.Dir
+	if c.StoreDir == "" {
+		c.StoreDir = c.Dir
+	}
+	if c.Backend == "" {
+		c.Backend = BackendEtcd
 	}
 	if c.Logf == nil {
 		c.Logf = func(string, ...any) {}
@@ -93,6 +100,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("chaos: Config.Dir and Config.DSN are required")
 	case c.Workers > WorkersMax:
 		return c, fmt.Errorf("chaos: %d workers, at most %d", c.Workers, WorkersMax)
+	case c.Backend != BackendEtcd && c.Backend != BackendZooKeeper:
+		return c, fmt.Errorf("chaos: backend %q: want %s or %s", c.Backend, BackendEtcd, BackendZooKeeper)
 	case c.Duration < 2*settleTime:
 		return c, fmt.Errorf("chaos: duration %s is shorter than %s", c.Duration, 2*settleTime)
 	}

@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fencegate/fencegate/client/httpclient"
@@ -26,8 +28,8 @@ const adminIdentity = "chaos-admin"
 type Binaries struct {
 	Fencegate string // go build ./cmd/fencegate
 	Chaosproc string // go build ./chaos/cmd/chaosproc
-	Etcd      string // Debian's etcd-server
-	Etcdctl   string // Debian's etcd-client
+	Etcd      string // Debian's etcd-server (etcd runs only)
+	Etcdctl   string // Debian's etcd-client (etcd runs only)
 }
 
 // party is a process reached through proxies: a serve replica or a
@@ -36,22 +38,27 @@ type party struct {
 	name string
 	port int
 	proc *Proc
+
+	mu   sync.Mutex
+	held bool // down on purpose: the supervisor leaves it alone
 }
 
 func (p *party) url() string { return fmt.Sprintf("http://127.0.0.1:%d", p.port) }
 
-// Env is one run's system: the etcd cluster, the serve replicas, the
+// Env is one run's system: the store's cluster, the serve replicas, the
 // resource services, the workers, every link's proxy, and the
 // orchestrator's own handles on the registry and the gate.
 type Env struct {
 	cfg      Config
 	procs    Procs
-	etcd     *EtcdCluster
+	coord    Coordinator
 	serves   []*party
 	services []*party
 	workers  []*Proc
-	links    []*Proxy // every proxy but the etcd peer ones
+	links    []*Proxy // every proxy but the store's peer ones
 	tokens   map[string]string
+
+	supervised atomic.Int64 // replicas the supervisor started again
 
 	admin  []*httpclient.Client // one per serve replica, straight (not through a proxy)
 	db     *sql.DB
@@ -102,7 +109,7 @@ func (e *Env) tokenFile() string { return filepath.Join(e.cfg.Dir, "tokens") }
 
 func workerName(i int) string { return fmt.Sprintf("worker-%02d", i+1) }
 
-// startServes starts the serve replicas, each reaching every etcd member
+// startServes starts the serve replicas, each reaching every store member
 // through a link proxy of its own.
 func (e *Env) startServes(ctx context.Context) error {
 	ports, err := freePorts(e.cfg.Replicas)
@@ -112,19 +119,20 @@ func (e *Env) startServes(ctx context.Context) error {
 	for i := range e.cfg.Replicas {
 		p := &party{name: fmt.Sprintf("serve%d", i+1), port: ports[i]}
 		var eps []string
-		for j, u := range e.etcd.ClientURLs() {
-			px, err := e.proxy(fmt.Sprintf("%s>etcd%d", p.name, j+1), strings.TrimPrefix(u, "http://"))
+		names := e.coord.Names()
+		for j, a := range e.coord.ClientAddrs() {
+			px, err := e.proxy(p.name+">"+names[j], a)
 			if err != nil {
 				return err
 			}
-			eps = append(eps, "http://"+px.Addr())
+			eps = append(eps, px.Addr())
 		}
-		p.proc = e.procs.Add(&Proc{Name: p.name, Path: e.cfg.Bins.Fencegate, Log: e.logPath(p.name), Args: []string{
-			"serve", "--data-dir", filepath.Join(e.cfg.Dir, p.name), "--key", filepath.Join(e.cfg.Dir, "k1.key"),
-			"--etcd-endpoints", strings.Join(eps, ","), "--token-file", e.tokenFile(),
-			"--listen", fmt.Sprintf("127.0.0.1:%d", p.port), "--admin", adminIdentity,
+		args := append([]string{"serve", "--data-dir", filepath.Join(e.cfg.Dir, p.name), "--key", filepath.Join(e.cfg.Dir, "k1.key")},
+			e.coord.ServeArgs(eps)...)
+		p.proc = e.procs.Add(&Proc{Name: p.name, Path: e.cfg.Bins.Fencegate, Log: e.logPath(p.name), Args: append(args,
+			"--token-file", e.tokenFile(), "--listen", fmt.Sprintf("127.0.0.1:%d", p.port), "--admin", adminIdentity,
 			"--authz-open", // the suite tests fencing, not who may lock what: every worker locks every resource
-		}})
+		)})
 		if err := p.proc.Start(); err != nil {
 			return err
 		}

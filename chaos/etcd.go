@@ -106,10 +106,31 @@ func (c *EtcdCluster) args(m *etcdMember, state string) []string {
 // ClientURLs returns the members' client URLs.
 func (c *EtcdCluster) ClientURLs() []string {
 	var out []string
-	for _, m := range c.members {
-		out = append(out, fmt.Sprintf("http://127.0.0.1:%d", m.clientPort))
+	for _, a := range c.ClientAddrs() {
+		out = append(out, "http://"+a)
 	}
 	return out
+}
+
+// Engine returns BackendEtcd.
+func (c *EtcdCluster) Engine() string { return BackendEtcd }
+
+// ClientAddrs returns the members' client addresses (host:port).
+func (c *EtcdCluster) ClientAddrs() []string {
+	var out []string
+	for _, m := range c.members {
+		out = append(out, fmt.Sprintf("127.0.0.1:%d", m.clientPort))
+	}
+	return out
+}
+
+// ServeArgs returns --etcd-endpoints with an http URL per address.
+func (c *EtcdCluster) ServeArgs(addrs []string) []string {
+	var eps []string
+	for _, a := range addrs {
+		eps = append(eps, "http://"+a)
+	}
+	return []string{"--etcd-endpoints", strings.Join(eps, ",")}
 }
 
 // sniffPeer reads the first request's headers of a peer connection and

@@ -43,8 +43,26 @@ func (c *EtcdCluster) Restore(ctx context.Context, snap string) error {
 	return c.waitHealthy(ctx)
 }
 
+// ReplicasNeedRestart is false: a serve replica's etcd client reconnects
+// to the restored cluster by itself.
+func (c *EtcdCluster) ReplicasNeedRestart() bool { return false }
+
 // KillMember kills member name with SIGKILL.
 func (c *EtcdCluster) KillMember(name string) { c.member(name).proc.Kill() }
+
+// FreezeMember stops member name with SIGSTOP.
+func (c *EtcdCluster) FreezeMember(name string) error { return c.member(name).proc.Freeze() }
+
+// ThawMember sends SIGCONT to a frozen member.
+func (c *EtcdCluster) ThawMember(name string) {
+	if p := c.member(name).proc; p.Frozen() {
+		p.Thaw()
+	}
+}
+
+// LoseLeader cuts the leader from both peers (a new leader is elected:
+// TestEtcdLeaderLoss), or heals it.
+func (c *EtcdCluster) LoseLeader(name string, on bool) { c.Isolate(name, on) }
 
 // RestartMember starts a killed member again on its data directory.
 func (c *EtcdCluster) RestartMember(name string) error {

@@ -1,6 +1,6 @@
 // The faults that act on links: one link black-holed, slowed or reset
-// (a worker's to a replica or a service, a replica's to an etcd member),
-// or the peer link between two etcd members cut.
+// (a worker's to a replica or a service, a replica's to a store member),
+// or the peer link between two store members cut.
 
 package chaos
 
@@ -11,8 +11,8 @@ import (
 )
 
 // linkFault black-holes, slows or resets one link: a worker's link to a
-// replica or a service, a replica's link to an etcd member, or (for a
-// partition) the peer link between two etcd members.
+// replica or a service, a replica's link to a store member, or (for a
+// partition) the peer link between two store members.
 func (f *faulter) linkFault(kind string) {
 	if kind == FaultPartition && f.intn(4) == 0 {
 		f.peerPartition()
@@ -37,17 +37,17 @@ func (f *faulter) linkFault(kind string) {
 }
 
 func (f *faulter) peerPartition() {
-	if !f.etcdBusy.TryLock() {
+	if !f.storeBusy.TryLock() {
 		return
 	}
-	defer f.etcdBusy.Unlock()
-	names := f.e.etcd.Names()
+	defer f.storeBusy.Unlock()
+	names := f.e.coord.Names()
 	i := f.intn(len(names))
 	a, b := names[i], names[(i+1+f.intn(len(names)-1))%len(names)]
 	d := f.ms(1000, 4000)
 	call := record.Now()
-	f.e.etcd.Cut(a, b, true)
+	f.e.coord.Cut(a, b, true)
 	time.Sleep(d)
-	f.e.etcd.Cut(a, b, false)
+	f.e.coord.Cut(a, b, false)
 	f.note(FaultPartition, call, "peer %s|%s for %s", a, b, d)
 }

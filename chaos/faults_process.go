@@ -1,6 +1,6 @@
 // The faults that act on processes: a worker frozen past its TTL (the
-// spec's Worker A), a serve replica killed and restarted, a worker's
-// clock stepped.
+// spec's Worker A), a serve replica killed and restarted or frozen and
+// thawed, a worker's clock stepped.
 
 package chaos
 
@@ -53,17 +53,15 @@ func (f *faulter) holder(ctx context.Context) *Proc {
 	return nil
 }
 
-// serveKill kills one replica with SIGKILL while the other serves.
-func (f *faulter) serveKill() {
-	p := f.e.serves[f.intn(len(f.e.serves))]
-	for _, o := range f.e.serves {
-		if o != p && !o.proc.Running() {
-			return
-		}
-	}
-	if !p.proc.Running() {
+// serveKill kills one replica with SIGKILL while the other serves (a
+// required one waits until the other does).
+func (f *faulter) serveKill(must bool) {
+	p := f.otherServes(must)
+	if p == nil {
 		return
 	}
+	p.hold()
+	defer p.release()
 	call := record.Now()
 	p.proc.Kill()
 	time.Sleep(f.ms(1000, 3000))
@@ -71,6 +69,40 @@ func (f *faulter) serveKill() {
 		f.e.cfg.Logf("restart %s: %v", p.name, err)
 	}
 	f.note(FaultServeKill, call, "%s", p.name)
+}
+
+// serveStop freezes one replica with SIGSTOP for 1–8 s while the other
+// serves: its connections hang, its ZooKeeper session may expire, and
+// the work it had in flight (a decision read, a commit sent) resumes late.
+func (f *faulter) serveStop(must bool) {
+	p := f.otherServes(must)
+	if p == nil {
+		return
+	}
+	d := f.ms(1000, 8000)
+	call := record.Now()
+	if p.proc.Freeze() != nil {
+		return
+	}
+	time.Sleep(d)
+	p.proc.Thaw()
+	f.note(FaultServeStop, call, "%s for %s", p.name, d)
+}
+
+// otherServes draws a replica while every replica is running and
+// unfrozen; nil otherwise (a required fault waits for that, must).
+func (f *faulter) otherServes(must bool) *party {
+	var p *party
+	f.turn(must, func() bool {
+		p = f.e.serves[f.intn(len(f.e.serves))]
+		for _, o := range f.e.serves {
+			if !o.proc.Running() || o.proc.Frozen() {
+				p = nil
+			}
+		}
+		return p != nil
+	})
+	return p
 }
 
 // clockJump steps one worker's clock forwards or backwards for a while.

@@ -8,6 +8,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/fencegate/fencegate/testkit/zktest"
 )
 
 // proxyChunkBytesMax is the most a proxy pump reads before it forwards,
@@ -213,23 +215,8 @@ func (p *Proxy) pass(src string) bool {
 	}
 }
 
-// freePorts returns n distinct free loopback ports (listened on at once,
-// then released for the processes that will bind them).
-func freePorts(n int) ([]int, error) {
-	var lns []net.Listener
-	defer func() {
-		for _, l := range lns {
-			l.Close()
-		}
-	}()
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		lns = append(lns, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
-}
+// freePorts returns n distinct free loopback ports for the processes
+// that listen on them, and listen again after a restart: outside the
+// kernel's ephemeral range (zktest.RestartablePorts), so that no
+// outgoing connection takes one while its process is down.
+func freePorts(n int) ([]int, error) { return zktest.RestartablePorts(n) }

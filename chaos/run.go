@@ -20,7 +20,7 @@ const (
 	serviceStopGrace = 3 * time.Second
 )
 
-// Run starts a whole system (three etcd members, the serve replicas, the
+// Run starts a whole system (three store members, the serve replicas, the
 // resource services on PostgreSQL, the workers and a proxy per link),
 // injects the seed's faults for cfg.Duration, stops everything and checks
 // the history. It always stops by itself: the faults end settleTime
@@ -57,6 +57,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			rep.run(runCtx)
 		}
 	}()
+	supDone := make(chan struct{})
+	go func() { defer close(supDone); e.supervise(runCtx) }()
 	cfg.Logf("seed %d: system up, faults for %s", cfg.Seed, cfg.Duration-settleTime)
 	fl.run(runCtx, start, start.Add(cfg.Duration-settleTime))
 	e.settle()
@@ -65,6 +67,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	stopAll(e.workers, workerStopGrace)
 	cancel()
 	<-repDone
+	<-supDone
 	var svcs []*Proc
 	for _, s := range e.services {
 		svcs = append(svcs, s.proc)
@@ -75,6 +78,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	report.Duration, report.Faults = elapsed, fl.Counts()
+	_, restores := e.coord.(Restorer)
+	report.Engine, report.RestoreExpected = e.coord.Engine(), restores && !cfg.Mutant
+	report.FaultsMissing, report.Supervised = fl.Missing(), int(e.supervised.Load())
 	return report, nil
 }
 
@@ -82,8 +88,8 @@ func (e *Env) start(ctx context.Context) error {
 	if err := e.setupKeys(ctx); err != nil {
 		return err
 	}
-	c, err := startEtcd(ctx, &e.procs, e.cfg.Bins, e.cfg.EtcdDir, e.cfg.Seed)
-	e.etcd = c
+	c, err := startCoordinator(ctx, &e.procs, e.cfg)
+	e.coord = c
 	if err != nil {
 		return err
 	}
@@ -102,17 +108,19 @@ func (e *Env) settle() {
 	for _, px := range e.links {
 		px.Heal()
 	}
-	for _, n := range e.etcd.Names() {
-		e.etcd.Isolate(n, false)
-		if err := e.etcd.RestartMember(n); err != nil {
+	for _, n := range e.coord.Names() {
+		e.coord.Isolate(n, false)
+		e.coord.ThawMember(n)
+		if err := e.coord.RestartMember(n); err != nil {
 			e.cfg.Logf("settle: %v", err)
 		}
 	}
 	for _, p := range e.serves {
-		if !p.proc.Running() {
-			if err := p.proc.Start(); err != nil {
-				e.cfg.Logf("settle: %v", err)
-			}
+		if p.proc.Frozen() {
+			p.proc.Thaw()
+		}
+		if _, err := p.startIfDown(); err != nil {
+			e.cfg.Logf("settle: %v", err)
 		}
 	}
 	for _, w := range e.workers {
@@ -127,8 +135,8 @@ func (e *Env) teardown() {
 	for _, px := range e.links {
 		px.Close()
 	}
-	if e.etcd != nil {
-		e.etcd.Close()
+	if e.coord != nil {
+		e.coord.Close()
 	}
 	if e.db != nil {
 		e.db.Close()
@@ -147,5 +155,5 @@ func stopAll(ps []*Proc, grace time.Duration) {
 
 // String names a run for logs.
 func (c Config) String() string {
-	return fmt.Sprintf("seed %d (%s, %d workers, mutant=%t)", c.Seed, c.Duration, c.Workers, c.Mutant)
+	return fmt.Sprintf("seed %d on %s (%s, %d workers, mutant=%t)", c.Seed, c.Backend, c.Duration, c.Workers, c.Mutant)
 }

@@ -1,7 +1,8 @@
 // Package zktest starts a real, standalone ZooKeeper server (the jar of
 // Debian's zookeeper package, run with the system's java) in a temporary
 // directory on free loopback ports, for the zkstore tests and serve's
-// --zookeeper tests. It is a test helper: without java or the jar it
+// --zookeeper tests, and a replicated ensemble of such members
+// (ensemble.go) for the chaos suite. It is a test helper: without java or the jar it
 // skips the test, unless FENCEGATE_REQUIRE_ZK=1 (CI), which turns the
 // skip into a failure. The product never imports it.
 package zktest
@@ -192,15 +193,8 @@ func (s *Server) start() error {
 		return err
 	}
 	defer logf.Close()
-	cp := jar()
-	for _, j := range extraJars {
-		if _, err := os.Stat(j); err == nil {
-			cp += ":" + j
-		}
-	}
-	s.cmd = exec.Command("java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-		"-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-Dzookeeper.admin.enableServer=false",
-		"-cp", cp, "org.apache.zookeeper.server.ZooKeeperServerMain", cfgPath)
+	argv := javaCommand("org.apache.zookeeper.server.ZooKeeperServerMain", cfgPath)
+	s.cmd = exec.Command(argv[0], argv[1:]...)
 	s.cmd.Stdout, s.cmd.Stderr = logf, logf
 	if err := s.cmd.Start(); err != nil {
 		return fmt.Errorf("zktest: start java: %w", err)
@@ -290,13 +284,14 @@ func ruok(addr string) bool {
 	return strings.HasPrefix(line, "imok")
 }
 
+// freePort returns a free loopback address a server can be restarted on
+// (RestartablePorts).
 func freePort() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ps, err := RestartablePorts(1)
 	if err != nil {
 		return "", err
 	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
+	return fmt.Sprintf("127.0.0.1:%d", ps[0]), nil
 }
 
 func port(addr string) string {

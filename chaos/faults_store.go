@@ -1,6 +1,8 @@
-// The faults that act on the registry's store: an etcd member killed or
-// its leader cut off, and a snapshot taken early and restored late, which
-// makes the registry hand out fences the resources have already seen.
+// The faults that act on the registry's store: a member of its
+// coordination service (etcd or ZooKeeper) killed or frozen, its leader
+// taken away, and, where the backend can (Restorer), a snapshot taken
+// early and restored late, which makes the registry hand out fences the
+// resources have already seen.
 
 package chaos
 
@@ -12,31 +14,44 @@ import (
 	"github.com/fencegate/fencegate/chaos/record"
 )
 
-// etcdFault kills a member (the leader one time in three) or cuts the
-// leader from its peers, one etcd-level fault at a time.
-func (f *faulter) etcdFault(ctx context.Context, kind string) {
-	if !f.etcdBusy.TryLock() {
+// memberFault kills a member (the leader one time in three), freezes one
+// (the same), or takes the leader away from its peers (LoseLeader), one
+// store-level fault at a time; a required one (must) waits for its turn.
+func (f *faulter) memberFault(ctx context.Context, kind string, must bool) {
+	if !f.turn(must, f.storeBusy.TryLock) {
 		return
 	}
-	defer f.etcdBusy.Unlock()
-	c := f.e.etcd
+	defer f.storeBusy.Unlock()
+	c := f.e.coord
 	names := c.Names()
 	target := names[f.intn(len(names))]
-	lctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	leader, err := c.Leader(lctx)
-	cancel()
+	var leader string
+	settled := f.turn(must, func() bool {
+		lctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		l, err := c.Leader(lctx)
+		leader = l
+		return err == nil && l != ""
+	})
 	if kind == FaultLeaderLoss || f.intn(3) == 0 {
-		if err != nil || leader == "" {
+		if !settled {
 			return // no settled leader to lose right now
 		}
 		target = leader
 	}
 	call := record.Now()
-	if kind == FaultLeaderLoss {
-		c.Isolate(target, true)
+	switch kind {
+	case FaultLeaderLoss:
+		c.LoseLeader(target, true)
 		time.Sleep(f.ms(3000, 5000))
-		c.Isolate(target, false)
-	} else {
+		c.LoseLeader(target, false)
+	case FaultZooKeeperStop:
+		if c.FreezeMember(target) != nil {
+			return
+		}
+		time.Sleep(f.ms(1000, 5000))
+		c.ThawMember(target)
+	default:
 		c.KillMember(target)
 		time.Sleep(f.ms(2000, 4000))
 		if err := c.RestartMember(target); err != nil {
@@ -44,23 +59,23 @@ func (f *faulter) etcdFault(ctx context.Context, kind string) {
 		}
 	}
 	f.note(kind, call, "%s (leader was %s)", target, leader)
-	time.Sleep(time.Second) // let the member catch up before the next etcd fault
+	time.Sleep(time.Second) // let the member catch up before the next store fault
 }
 
 // snapshotAndRestore saves a snapshot early in the run and restores the
 // whole cluster from it later: the registry forgets every grant issued
 // since, and will hand out fences the resources have already seen.
-func (f *faulter) snapshotAndRestore(ctx context.Context, snapAt, restoreAt time.Time) {
-	snap := filepath.Join(f.e.cfg.EtcdDir, "chaos.snapshot")
+func (f *faulter) snapshotAndRestore(ctx context.Context, rs Restorer, snapAt, restoreAt time.Time) {
+	snap := filepath.Join(f.e.cfg.StoreDir, "chaos.snapshot")
 	if !sleepUntil(ctx, snapAt) {
 		return
 	}
 	saved := false
 	for try := 0; try < 10 && !saved && ctx.Err() == nil; try++ {
-		f.etcdBusy.Lock()
+		f.storeBusy.Lock()
 		call := record.Now()
-		err := f.e.etcd.Snapshot(ctx, snap)
-		f.etcdBusy.Unlock()
+		err := rs.Snapshot(ctx, snap)
+		f.storeBusy.Unlock()
 		if err == nil {
 			saved = true
 			f.note(FaultSnapshot, call, "to %s", snap)
@@ -72,10 +87,10 @@ func (f *faulter) snapshotAndRestore(ctx context.Context, snapAt, restoreAt time
 	if !saved || !sleepUntil(ctx, restoreAt) {
 		return
 	}
-	f.etcdBusy.Lock()
-	defer f.etcdBusy.Unlock()
+	f.storeBusy.Lock()
 	call := record.Now()
-	err := f.e.etcd.Restore(ctx, snap)
+	err := rs.Restore(ctx, snap)
+	f.storeBusy.Unlock() // the store is whole again; restarting replicas is no store fault
 	ev := record.Event{Kind: record.KindRestore, Proc: "orchestrator", CallNs: call, RetNs: record.Now(), Result: record.ResultOK}
 	if err != nil {
 		ev.Result, ev.Detail = "error", err.Error()
@@ -84,7 +99,7 @@ func (f *faulter) snapshotAndRestore(ctx context.Context, snapAt, restoreAt time
 	f.rec.Emit(ev)
 	f.note(FaultRestore, call, "from %s: %v", snap, err)
 	f.rep.restored(ctx)
-	if f.e.cfg.RestartReplicasOnRestore {
+	if f.e.cfg.RestartReplicasOnRestore || rs.ReplicasNeedRestart() {
 		f.restartReplicas()
 	}
 }
@@ -94,9 +109,11 @@ func (f *faulter) snapshotAndRestore(ctx context.Context, snapAt, restoreAt time
 // restore.
 func (f *faulter) restartReplicas() {
 	for _, p := range f.e.serves {
+		p.hold()
 		p.proc.Stop(serviceStopGrace)
 		if err := p.proc.Start(); err != nil {
 			f.e.cfg.Logf("restart %s after the restore: %v", p.name, err)
 		}
+		p.release()
 	}
 }
