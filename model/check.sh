@@ -6,7 +6,7 @@
 #
 # Usage: model/check.sh            base, querier, three, range and
 #                                  rangenet configurations and the mutants
-#                                  (about 3.5 minutes here)
+#                                  (about 4 minutes here)
 #        model/check.sh --quick    the base and range configurations and
 #                                  the mutants (CI, about a minute)
 #        model/check.sh --full     the default, then four larger

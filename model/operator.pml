@@ -26,7 +26,10 @@
  * when that is at most WAITGENS ahead of the clock, else at once. */
 inline bump(r, above, fast) {
   ng = BUMPGEN(r, above, fast);
-  printf("T%d BUMP by %d (above %d, fast clock %d): generation %d -> %d, clock %d\n", T, r, above, fast, sgen, ng, clk);
+  if
+  :: r < 2 -> printf("T%d BUMP by replica %d (above %d, fast clock %d): generation %d -> %d, clock %d\n", T, r, above, fast, sgen, ng, clk)
+  :: else -> printf("T%d BUMP on the store (above %d, fast clock %d): generation %d -> %d, clock %d\n", T, above, fast, sgen, ng, clk)
+  fi;
   if :: r < 2 -> seen[(r) % 2] = ng :: else -> skip fi;
   sgen = ng;
   genMax = max(genMax, ng);
