@@ -51,6 +51,7 @@ inline newAttempt(c, tt) {
  * nothing (the client keeps its ID and tries again). */
 inline acquire(c, r, lost) {
   tnow = RNOW(r);
+  readSettings(r);
   if
   :: rec.e[c].rq == cl[c].rq && rec.e[c].rg != NONE ->
      g = rec.e[c].rg;
@@ -58,17 +59,21 @@ inline acquire(c, r, lost) {
      :: LIVE(g, tnow) ->
         issueStatus(g, tnow);
         printf("T%d client %d acquire retry at replica %d: existing grant g%d HELD, statement s=%d v=%d lost=%d\n", T, c, r, g, vs, vv, lost);
-        if :: !lost -> becomeHeld(c, g) :: else -> skip fi
+        if :: !lost && !refused -> becomeHeld(c, g) :: refused -> REACH(18) :: else -> skip fi
      :: else ->
         printf("T%d client %d acquire retry at replica %d: grant g%d has ended lost=%d\n", T, c, r, g, lost);
-        if :: !lost -> j = cl[c].ttl; newAttempt(c, j) :: else -> skip fi   /* ended: answered, a fresh ID */
+        if :: !lost && !refused -> j = cl[c].ttl; newAttempt(c, j) :: else -> skip fi   /* ended: answered, a fresh ID */
      fi
   :: else ->
      if
-     :: FREE(tnow) && gN < G ->
+     :: FREE(tnow) && gN < G && FENCE_OK ->
         grantLease(c, tnow);
         printf("T%d client %d acquire at replica %d: GRANTED g%d fence %d issuedAt %d expires %d, statement s=%d v=%d lost=%d\n", T, c, r, g, grants[g].fence, tnow, rec.expires, vs, vv, lost);
-        if :: !lost -> becomeHeld(c, g) :: else -> faults++ fi   /* EvAcquireLost */
+        if
+        :: !lost && !refused -> becomeHeld(c, g)
+        :: lost -> faults++   /* EvAcquireLost */
+        :: else -> REACH(18)  /* committed, not signed (checkGeneration): the client retries its ID */
+        fi
      :: else -> skip
      fi
   fi
@@ -78,6 +83,7 @@ inline acquire(c, r, lost) {
 inline renew(c, r, lost) {
   cl[c].rn++;
   tnow = RNOW(r);
+  readSettings(r);
   g = cl[c].g;
   if
   :: LIVE(g, tnow) ->
@@ -85,7 +91,11 @@ inline renew(c, r, lost) {
      if :: !restored -> grants[g].maxExp = rec.expires :: else -> skip fi;
      issueStatus(g, tnow);
      printf("T%d client %d renew g%d at replica %d: expires %d, statement s=%d v=%d lost=%d\n", T, c, g, r, rec.expires, vs, vv, lost);
-     if :: !lost -> takeStatus(c) :: else -> faults++; leaveHeld(c, UNKNOWN) fi
+     if
+     :: !lost && !refused -> takeStatus(c)
+     :: lost -> faults++; leaveHeld(c, UNKNOWN)
+     :: else -> REACH(18); leaveHeld(c, UNKNOWN)   /* an error, not an answer (checkGeneration) */
+     fi
   :: else ->
      printf("T%d client %d renew g%d at replica %d: refused, lease over lost=%d\n", T, c, g, r, lost);
      if :: !lost -> endLease(c, EXPIRED) :: else -> faults++; leaveHeld(c, UNKNOWN) fi
@@ -95,6 +105,7 @@ inline renew(c, r, lost) {
 /* Lease.Release (decideRelease): frees the resource at once. */
 inline release(c, r, lost) {
   tnow = RNOW(r);
+  readSettings(r);
   g = cl[c].g;
   if
   :: LIVE(g, tnow) ->
@@ -114,10 +125,11 @@ inline release(c, r, lost) {
  * no grant yet: a REQUESTED client may have queued (Acquire with a wait),
  * and which of them heads the queue is left open. k learns of its grant
  * by its next acquire of the same request ID (outHanded / outExisting). */
-#define HANDABLE(c, k, r) (RELEASABLE(c) && LIVE(cl[c].g, RNOW(r)) && gN < G && \
+#define HANDABLE(c, k, r) (RELEASABLE(c) && LIVE(cl[c].g, RNOW(r)) && gN < G && FENCE_OK && \
   cl[k].state == REQUESTED && !(rec.e[k].rq == cl[k].rq && rec.e[k].rg != NONE))
 inline releaseHandOff(c, k, r, lost) {
   tnow = RNOW(r);
+  readSettings(r);
   printf("T%d client %d release g%d at replica %d: released lost=%d, handed off to client %d\n", T, c, cl[c].g, r, lost, k);
   rec.holder = NONE;
   rec.expires = 0;
@@ -132,11 +144,13 @@ inline releaseHandOff(c, k, r, lost) {
  * a lost answer changes nothing. */
 inline query(c, r) {
   tnow = RNOW(r);
+  readSettings(r);
   g = cl[c].g;
   if
-  :: LIVE(g, tnow) -> issueStatus(g, tnow); cl[c].state = HELD; takeStatus(c);
+  :: refused -> REACH(18); printf("T%d client %d status query g%d at replica %d: refused (FENCE_RANGE)\n", T, c, g, r)
+  :: !refused && LIVE(g, tnow) -> issueStatus(g, tnow); cl[c].state = HELD; takeStatus(c);
      printf("T%d client %d status query g%d at replica %d: HELD, statement s=%d v=%d\n", T, c, g, r, vs, vv)
-  :: else -> endLease(c, EXPIRED);
+  :: !refused && !LIVE(g, tnow) -> endLease(c, EXPIRED);
      printf("T%d client %d status query g%d at replica %d: not held\n", T, c, g, r)
   fi
 }

@@ -159,7 +159,15 @@ inline checkAndApply() {
      H = f; gH = g; lastSeq = seq; tH = tg;
      grants[g].acc = grants[g].acc | (1 << (seq - 1));
      if :: f > maxAcc -> maxAcc = f; accG = g :: else -> skip fi;
-     if :: restored && F > 0 -> REACH(7) :: else -> skip fi
+     if :: restored && F > 0 -> REACH(7) :: else -> skip fi;
+#ifdef RANGE
+     /* a write under a grant of the current range accepted after a
+      * restore and a bump before serving (14), when that restore took
+      * the generation back (16) */
+     if :: rb && GENOF(f) == sgen -> REACH(14) :: else -> skip fi;
+     if :: rb && genBack && GENOF(f) == sgen -> REACH(16) :: else -> skip fi;
+#endif
+     skip
   :: out == O_REGRESS ->
      alm = A_REGRESS;
      paused = 1;
@@ -170,7 +178,16 @@ inline checkAndApply() {
                  (why == W_OLD && regr);
      spuriousPause = !(restored && justified);
      assert(!spuriousPause);
-     if :: why == W_LATE -> REACH(1) :: why == W_TWO -> REACH(2) :: why == W_QUERY -> REACH(10) :: else -> skip fi
+     if :: why == W_LATE -> REACH(1) :: why == W_TWO -> REACH(2) :: why == W_QUERY -> REACH(10) :: else -> skip fi;
+#ifdef RANGE
+     /* (a) a restore, then a bump before the restored store served
+      * anything: no FENCE_REGRESSION pause at all */
+     pauseAfterBump = rb;
+     assert(!pauseAfterBump);
+     /* (b) a restore from before a bump and no bump since: caught */
+     if :: genBack && !healed -> REACH(17) :: else -> skip fi;
+#endif
+     skip
   :: else -> skip
   fi;
   /* P2 highestFence monotone; a rejection leaves it unchanged */

@@ -40,7 +40,27 @@
 #define RQMAX 1      /* request IDs (acquire attempts) per client */
 #endif
 
-#define NC 3         /* clients */
+/* Fence ranges (-DRANGE, issue 28): a fence is GEN * RK + counter, the
+ * product's generation<<32 | counter with a range of RK - 1 counters
+ * (1..RK-1; the product has 2^32 - 1). The store's generation is raised
+ * only by a bump, at most BUMPS per run, never beyond GENMAX. */
+#ifndef RK
+#define RK 3         /* fences per generation: counters 1..RK-1 */
+#endif
+#ifndef BUMPS
+#define BUMPS 2      /* fence-range bumps per run */
+#endif
+#ifndef GENMAX
+#define GENMAX 4     /* highest generation the model lets a bump reach */
+#endif
+#ifndef WAITGENS
+#define WAITGENS 1   /* a bump waits out a generation at most this far ahead of the clock (bumpWaitMsMax 2.5 s: one whole second surely) */
+#endif
+#define GENOF(fence) ((fence) / RK)
+
+#ifndef NC
+#define NC 3         /* clients: 3, or 2 (-DNC=2, a smaller configuration) */
+#endif
 #define NONE 7       /* no grant (grant indices fit in 3 bits) */
 
 #if TMAX + M + TTL * (RNMAX + 1) > 31
@@ -48,6 +68,9 @@
 #endif
 #if G + 2 > 15
 #error "fences must stay below 16 (they are kept in 4 bits)"
+#endif
+#if defined(RANGE) && (GENMAX * RK + RK > 15 || GENMAX > 6 || RK < 2 || BUMPS > 3)
+#error "with RANGE, GENMAX * RK + RK must stay below 16 (fences in 4 bits), GENMAX at most 6 (clk in 3 bits), RK at least 2 and BUMPS at most 3"
 #endif
 #if TMAX + M + PTTL > 31
 #error "TMAX + M + PTTL must stay below 32 (net.pml packs times in 5 bits)"
@@ -57,6 +80,9 @@
 #endif
 #if LD < M && !defined(ALLOW_LD_BELOW_M)
 #error "the registry refuses LockDelayMs below ClockSkewMaxMs (LD >= M)"
+#endif
+#if NC != 2 && NC != 3
+#error "NC must be 2 or 3"
 #endif
 #if SEQMAX > 3
 #error "SEQMAX must be at most 3 (see client.pml)"

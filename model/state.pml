@@ -83,6 +83,25 @@ unsigned resumed : 1;
 unsigned maxAcc : 4;   /* highest fence ever accepted by the gate */
 unsigned accG : 3 = NONE; /* the grant first accepted at maxAcc */
 
+#ifdef RANGE
+/* Fence ranges. sgen: Settings.FenceGeneration in the store (a restore
+ * takes it back with the rest of the snapshot). seen[r]: the highest
+ * generation registry replica r has read (Registry.genSeen: a restore
+ * does not lower it). clk: the generation the bumper's clock reads (Unix
+ * seconds, abstracted: it only rises, and a bump that waited for its
+ * generation leaves it above). */
+unsigned sgen : 3;
+byte seen[2];
+unsigned clk : 3;
+unsigned bumps : 2;    /* bumps so far */
+/* ghosts */
+unsigned served : 1;   /* the restored store answered a registry request */
+unsigned healed : 1;   /* a bump after the restore */
+unsigned rb : 1;       /* a bump after the restore before the restored store served anything */
+unsigned genBack : 1;  /* the restore took the store's generation back (a snapshot from before a bump) */
+unsigned genMax : 3;   /* highest generation any store has had */
+#endif
+
 /* scratch variables of one d_step (hidden: not part of the state; a
  * d_step never backtracks halfway, so they need no saving). Breadth-first
  * search refuses hidden variables: -DNOHIDDEN keeps them in the state. */
@@ -92,6 +111,9 @@ unsigned accG : 3 = NONE; /* the grant first accepted at maxAcc */
 hidden byte tnow, g, i, j, f, s, v, tg, seq, prior, out, why, alm, hBefore, tHBefore;
 hidden byte vs, vv, vr;   /* the statement issueStatus just signed */
 hidden byte fresh, justified, qregr, atFence, regr;
+hidden byte refused;  /* RANGE: this replica refused to sign (checkGeneration) */
+hidden byte ng;       /* RANGE: the generation a bump decides */
 hidden int m;
 /* the properties, named so that a trail says which one failed */
 hidden byte staleAccept, notMonotone, spuriousPause, missedRegression;
+hidden byte reissuedAfterBump, staleHeldAfterBump, pauseAfterBump;

@@ -57,8 +57,10 @@ inline orderClients(a, b) {
 inline canonClients() {
 #ifndef NOSYMMETRY
   orderClients(0, 1);
+#if NC > 2
   orderClients(1, 2);
   orderClients(0, 1)
+#endif
 #else
   skip
 #endif
