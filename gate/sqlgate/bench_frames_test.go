@@ -1,7 +1,8 @@
 // This file counts the SQLite pages a write appends to the WAL (each is a
 // frame: two write syscalls, and an fsync's worth of data under FULL), for
-// the plain write and the fenced write on the same schema, and for the
-// fenced write to a table the coverage guard protects. Unlike a
+// the plain write, the hand-rolled fence (bench_pair_test.go) and the
+// fenced write on the same schema, and for the fenced write to a table
+// the coverage guard protects. Unlike a
 // timing, the count does not depend on the machine's load: it is the
 // number the gate's storage layout decides.
 package sqlgate_test
@@ -22,8 +23,8 @@ import (
 const walFrameBytes = 24 + 4096
 
 func BenchmarkWALFrames(b *testing.B) {
-	for _, name := range []string{"plain", "fenced", "fenced-guarded"} {
-		fenced := name != "plain"
+	for _, name := range []string{"plain", "hand-fence", "fenced", "fenced-guarded"} {
+		fenced := name == "fenced" || name == "fenced-guarded"
 		b.Run(name, func(b *testing.B) {
 			path := filepath.Join(b.TempDir(), "frames.db")
 			be := backend{"sqlite", sqlgate.SQLite, func(t testing.TB) *sql.DB {
@@ -45,13 +46,17 @@ func BenchmarkWALFrames(b *testing.B) {
 				}
 			}
 			ms := segments(e, b.N)
+			e.seedFence(ms)
 			e.exec("PRAGMA wal_checkpoint(TRUNCATE)")
 			b.ResetTimer()
 			for _, m := range ms {
 				var err error
-				if fenced {
+				switch {
+				case fenced:
 					_, err = e.g.Run(e.ctx, e.db, owner, m, write(m, "x"))
-				} else {
+				case name == "hand-fence":
+					err = handFencedWrite(e.ctx, e.db, m)
+				default:
 					err = plainWrite(e.ctx, e.db, m)
 				}
 				if err != nil {

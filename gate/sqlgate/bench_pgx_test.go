@@ -1,22 +1,24 @@
 // This file measures RunPgx against the plain write through pgx's own
 // interface (BEGIN, INSERT, COMMIT on one connection), alternating op by
-// op as WritePaired does; nothing is asserted.
+// op with the hand-rolled fence as WritePaired does; nothing is asserted.
 package sqlgate_test
 
 import (
+	"context"
 	"database/sql"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/gate/sqlgate"
 	"github.com/fencegate/fencegate/testkit/pgtest"
 )
 
 // BenchmarkWritePairedPgx is WritePaired for pgx's own interface: the
-// plain write is BEGIN, INSERT, COMMIT on a pgx connection, the fenced
-// one RunPgx with the same INSERT, alternating on one connection.
+// plain write is BEGIN, INSERT, COMMIT on a pgx connection, the
+// hand-rolled fence BEGIN, the fence UPDATE, INSERT, COMMIT, the fenced
+// one RunPgx with the same INSERT, rotating on one connection.
 func BenchmarkWritePairedPgx(b *testing.B) {
 	for _, on := range []string{"on", "off"} {
 		b.Run("postgres-sync-"+on, func(b *testing.B) {
@@ -34,24 +36,40 @@ func BenchmarkWritePairedPgx(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer conn.Close(e.ctx)
-			plain, fenced := segments(e, b.N), segments(e, b.N)
-			tp, tf := make([]time.Duration, 0, b.N), make([]time.Duration, 0, b.N)
+			plain, hand, fenced := segments(e, b.N), segments(e, b.N), segments(e, b.N)
+			e.seedFence(hand)
+			t := newTrio(b.N)
 			b.ResetTimer()
 			for i := range b.N {
-				t0 := time.Now()
-				if err := pgxPlainWrite(e.ctx, conn, plain[i]); err != nil {
-					b.Fatal(err)
-				}
-				t1 := time.Now()
-				if _, err := e.g.RunPgx(e.ctx, conn, owner, fenced[i], pgxWrite(fenced[i])); err != nil {
-					b.Fatal(err)
-				}
-				tp, tf = append(tp, t1.Sub(t0)), append(tf, time.Since(t1))
+				t.run(b, i, func() error { return pgxPlainWrite(e.ctx, conn, plain[i]) },
+					func() error { return pgxHandFencedWrite(e.ctx, conn, hand[i]) },
+					func() error {
+						_, err := e.g.RunPgx(e.ctx, conn, owner, fenced[i], pgxWrite(fenced[i]))
+						return err
+					})
 			}
-			mp, mf := median(tp), median(tf)
-			b.ReportMetric(float64(mp.Microseconds()), "plain-µs")
-			b.ReportMetric(float64(mf.Microseconds()), "fenced-µs")
-			b.ReportMetric(float64(mf)/float64(mp), "fenced/plain")
+			t.report(b)
 		})
 	}
+}
+
+// pgxHandFencedWrite is handFencedWrite through pgx's own interface, as a
+// pgx user writes it: Begin, the fence UPDATE, the write, Commit.
+func pgxHandFencedWrite(ctx context.Context, conn *pgx.Conn, m *gate.Mutation) error {
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(ctx)
+	tag, err := tx.Exec(ctx, handFenceSQL, int64(m.FenceToken), m.Resource)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() != 1 {
+		return errFenced
+	}
+	if err := pgxWrite(m)(ctx, tx); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
 }
