@@ -61,7 +61,6 @@ func testRegression(t T, e *Env) {
 	// from before the higher grant). Nothing is accepted.
 	const r3 = "conf/regression-higher-earlier"
 	mustAccept(t, e, e.H, e.Mut(r3, 5, "op-a", 1, "a1"), "a1")
-	before = snap(t, e, e.H, r3)
 	_, err = apply(t, e, e.H, e.Iss.Later(-5*time.Second).Mutation(W(r3, 6, "op-early"), 1, "e1"), "e1")
 	wantOutcome(t, err, gate.FenceRegression)
 	if st := state(t, e, e.H, r3); !st.Paused || st.HighestFence != 5 {
