@@ -100,7 +100,7 @@ func NeedsStatus(in Input) bool {
 //  7. fence < highestFence → STALE_OWNER, or FENCE_REGRESSION when the
 //     registry said HELD about this grant after it issued the grant at
 //     highestFence (lowerFence states the rule);
-//  8. fence > highestFence under a grant issued at least the skew bound
+//  8. fence > highestFence under a grant issued more than the skew bound
 //     before the grant at highestFence → FENCE_REGRESSION, whatever the
 //     status (the registry issued the lower fence after the higher one);
 //  9. the status does not prove HELD → NOT_HELD, EPOCH_REVOKED or
@@ -168,7 +168,7 @@ func decideFence(in Input) Decision {
 		return regression(in, also, twoGrantsOneFence(in))
 	case fence < st.HighestFence:
 		return lowerFence(in)
-	case fence > st.HighestFence && orderOf(v.Grant.IssuedAt, st.GrantIssuedAt, in.StatusSkewMax) == issuedBefore:
+	case fence > st.HighestFence && issuedWellBefore(v.Grant.IssuedAt, st.GrantIssuedAt, in.StatusSkewMax):
 		return higherFenceIssuedBefore(in)
 	}
 	if code, why := in.Status.judge(in.Now, in.StatusSkewMax); code != "" {

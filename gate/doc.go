@@ -58,7 +58,7 @@
 //  3. a lower fence with a HELD statement issued more than the skew bound
 //     after the IssuedAt of the grant at highestFence (both registry
 //     clocks), or a linearizable query answering HELD;
-//  4. a higher fence whose grant was issued at least the skew bound
+//  4. a higher fence whose grant was issued more than the skew bound
 //     before the grant at highestFence: the registry issued the lower
 //     fence after the higher one (a store restored from before the
 //     higher grant, which then issued the same fences again). Nothing is

@@ -23,7 +23,8 @@ import (
 //     operation root, or a receipt at that segment from another grant;
 //   - a grant at or below the floor of the last Resume issued after it;
 //   - a grant above highestFence issued more than the skew bound before
-//     the grant at highestFence: the registry issued the lower fence
+//     the grant at highestFence (strictly: two replicas' clocks may be
+//     exactly the bound apart): the registry issued the lower fence
 //     after the higher one (a store restored from before the higher
 //     grant, which then issued the same fences again).
 //
@@ -123,8 +124,17 @@ func lowerFence(in Input) Decision {
 	return confirmLower(in)
 }
 
+// issuedWellBefore reports whether t is more than skew before a known
+// ref. Strictly more: a grant issued on a replica whose clock is exactly
+// the bound behind another's may carry an issue time exactly the bound
+// before the lower fence's in a consistent history (the Spin model found
+// that pause with "at least").
+func issuedWellBefore(t, ref time.Time, skew time.Duration) bool {
+	return !ref.IsZero() && t.Add(skew).Before(ref)
+}
+
 // higherFenceIssuedBefore decides a fence above highestFence whose grant
-// was issued at least the skew bound before the grant at highestFence. In
+// was issued more than the skew bound before the grant at highestFence. In
 // a consistent history a higher fence is issued after every lower one, so
 // the lower fence at highestFence was issued by a registry that had gone
 // backwards: an alarm and, in enforce mode, a pause, as for any proven

@@ -108,7 +108,7 @@ func TestOldRulePausesOnALateCopy(t *testing.T) {
 }
 
 // TestHigherFenceIssuedBefore proves the rule's last kind of proof: a
-// fence above highestFence whose grant was issued at least the skew bound
+// fence above highestFence whose grant was issued more than the skew bound
 // before the grant at highestFence means the registry issued the lower
 // fence after the higher one — FENCE_REGRESSION and a pause, whatever its
 // status proof says. Inside the bound, or with the highest grant's issue
@@ -126,7 +126,8 @@ func TestHigherFenceIssuedBefore(t *testing.T) {
 		want  gate.Outcome
 	}{
 		{"issued well before the grant at highest", higher(-5 * time.Second), held(5, 2, "op-a"), gate.FenceRegression},
-		{"issued exactly the bound before", higher(-bound), held(5, 2, "op-a"), gate.FenceRegression},
+		{"issued just past the bound before", higher(-bound - time.Millisecond), held(5, 2, "op-a"), gate.FenceRegression},
+		{"issued exactly the bound before: two replicas' clocks", higher(-bound), held(5, 2, "op-a"), gate.Accepted},
 		{"issued inside the bound before", higher(-bound + time.Millisecond), held(5, 2, "op-a"), gate.Accepted},
 		{"issued after", higher(time.Millisecond), held(5, 2, "op-a"), gate.Accepted},
 		{"highest grant's issue time unknown", higher(-time.Hour), unknownIssue, gate.Accepted},

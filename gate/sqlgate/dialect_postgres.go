@@ -83,11 +83,11 @@ ALTER TABLE {p}receipts DROP COLUMN id, DROP COLUMN outcome,
 // postgresAdmits is where the speculative statements store an accept,
 // judged on the locked resource row s: gate.Decide is certain to accept
 // once the status is proven (see Dialect.speculate). $12 is the skew bound
-// in ms: a higher fence whose grant was issued at least that long before
+// in ms: a higher fence whose grant was issued more than that long before
 // the grant at highest is a regression (gate/regression.go), never stored.
 const postgresAdmits = `s.mode = 'enforce' AND s.paused = 0 AND s.min_policy_generation <= $10
     AND s.fence_floor < $2 AND NOT EXISTS (SELECT 1 FROM {p}protected)
-    AND (s.highest_fence < $2 AND $3 = 1 AND NOT (s.last_grant_issued_at_ms <> 0 AND $11 <= s.last_grant_issued_at_ms - $12)
+    AND (s.highest_fence < $2 AND $3 = 1 AND NOT (s.last_grant_issued_at_ms <> 0 AND $11::bigint + $12::bigint < s.last_grant_issued_at_ms)
       OR s.highest_fence = $2 AND s.root = $5 AND (s.last_grant = ''::bytea OR s.last_grant = $7) AND s.last_seq + 1 = $3)`
 
 // postgresSpeculate locks and reads the fence row as lockLookupMarking

@@ -258,8 +258,9 @@ BEGIN
     END CASE;
   END IF;
   -- higherFenceIssuedBefore: a higher fence whose grant the registry
-  -- issued well before the grant at highestFence.
-  IF v.fence > st.highest_fence AND fencegate.order_of(v.grant_issued_ms, st.grant_issued_at_ms, skew) = 'before' THEN
+  -- issued more than the skew bound before the grant at highestFence
+  -- (strictly: two replicas' clocks may be exactly the bound apart).
+  IF v.fence > st.highest_fence AND st.grant_issued_at_ms IS NOT NULL AND v.grant_issued_ms + skew < st.grant_issued_at_ms THEN
     RETURN fencegate.regression(v, st, '', format('fence %s > highest %s, but its grant was issued at %s, before the grant at highest (issued %s)',
       v.fence, st.highest_fence, fencegate.stamp(v.grant_issued_ms), fencegate.stamp(st.grant_issued_at_ms)));
   END IF;
