@@ -16,29 +16,15 @@ import (
 
 // memberFault kills a member (the leader one time in three), freezes one
 // (the same), or takes the leader away from its peers (LoseLeader), one
-// store-level fault at a time; a required one (must) waits for its turn.
+// store-level fault at a time; a required one (must) waits for its turn,
+// without holding the store-fault lock while it waits.
 func (f *faulter) memberFault(ctx context.Context, kind string, must bool) {
-	if !f.turn(must, f.storeBusy.TryLock) {
+	var target, leader string
+	if !f.turn(must, func() (ok bool) { target, leader, ok = f.lockMemberTarget(ctx, kind); return ok }) {
 		return
 	}
 	defer f.storeBusy.Unlock()
 	c := f.e.coord
-	names := c.Names()
-	target := names[f.intn(len(names))]
-	var leader string
-	settled := f.turn(must, func() bool {
-		lctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		defer cancel()
-		l, err := c.Leader(lctx)
-		leader = l
-		return err == nil && l != ""
-	})
-	if kind == FaultLeaderLoss || f.intn(3) == 0 {
-		if !settled {
-			return // no settled leader to lose right now
-		}
-		target = leader
-	}
 	call := record.Now()
 	switch kind {
 	case FaultLeaderLoss:
@@ -62,6 +48,44 @@ func (f *faulter) memberFault(ctx context.Context, kind string, must bool) {
 	time.Sleep(time.Second) // let the member catch up before the next store fault
 }
 
+// lockMemberTarget takes the store-fault lock and draws the target: a
+// random member, or the leader (always for a leader loss, one time in
+// three otherwise). It returns false, without the lock, when another
+// store fault holds it or the leader is wanted and none is settled.
+func (f *faulter) lockMemberTarget(ctx context.Context, kind string) (target, leader string, ok bool) {
+	if !f.storeBusy.TryLock() {
+		return "", "", false
+	}
+	c := f.e.coord
+	names := c.Names()
+	target = names[f.intn(len(names))]
+	lctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	leader, err := c.Leader(lctx)
+	cancel()
+	if kind == FaultLeaderLoss || f.intn(3) == 0 {
+		if err != nil || leader == "" {
+			f.storeBusy.Unlock()
+			return "", "", false // no settled leader to lose right now
+		}
+		target = leader
+	}
+	return target, leader, true
+}
+
+// snapshotAgeMin is the least time between a snapshot and its restore,
+// so that the registry has grants to forget: a snapshot saved late
+// (after its retries, or waiting for another store fault) would
+// otherwise be restored at once, and the restore end in no pause. Runs
+// of 30 s or more meet it anyway.
+const snapshotAgeMin = 6 * time.Second
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
 // snapshotAndRestore saves a snapshot early in the run and restores the
 // whole cluster from it later: the registry forgets every grant issued
 // since, and will hand out fences the resources have already seen.
@@ -83,6 +107,9 @@ func (f *faulter) snapshotAndRestore(ctx context.Context, rs Restorer, snapAt, r
 		}
 		f.e.cfg.Logf("snapshot: %v", err)
 		time.Sleep(time.Second)
+	}
+	if saved {
+		restoreAt = later(restoreAt, time.Now().Add(snapshotAgeMin))
 	}
 	if !saved || !sleepUntil(ctx, restoreAt) {
 		return
