@@ -16,6 +16,7 @@
 #define W_LATE  3      /* lower fence, HELD statement issued > m after tH */
 #define W_QUERY 4      /* lower fence, ambiguous, the querier said HELD */
 #define W_OLD   5      /* mutant: the old pause-on-any-lower-HELD rule */
+#define W_HIGHER 6     /* -DRULE_HIGHER: higher fence, grant issued >= m before tH */
 /* alm rows */
 #define A_NONE      0
 #define A_REGRESS   1
@@ -89,6 +90,17 @@ inline decideFence() {
         if
         :: f < H ->
            if :: !fresh -> out = O_STALE :: else -> lowerFence() fi
+#ifdef RULE_HIGHER
+        /* gate.higherFenceIssuedBefore (main since 6f95854): a fence above
+         * H under a grant issued at least m before the grant at H
+         * (orderOf: tg + m <= tH) is FENCE_REGRESSION, whatever the status;
+         * -DRULE_HIGHER_STRICT: only more than m before (tg + m < tH) */
+#ifdef RULE_HIGHER_STRICT
+        :: f > H && gH != NONE && tg + M < tH -> out = O_REGRESS; why = W_HIGHER
+#else
+        :: f > H && gH != NONE && tg + M <= tH -> out = O_REGRESS; why = W_HIGHER
+#endif
+#endif
         :: else ->
            if
            :: !fresh -> out = O_NOTHELD
@@ -119,6 +131,7 @@ inline logDecision() {
   :: out == O_REGRESS && why == W_LATE -> printf("FENCE_REGRESSION, paused (lower fence, HELD issued more than m after tH)\n")
   :: out == O_REGRESS && why == W_QUERY -> printf("FENCE_REGRESSION, paused (lower fence, the querier says HELD)\n")
   :: out == O_REGRESS && why == W_OLD -> printf("FENCE_REGRESSION, paused (old rule: lower fence proven HELD)\n")
+  :: out == O_REGRESS && why == W_HIGHER -> printf("FENCE_REGRESSION, paused (higher fence, grant issued at least m before tH)\n")
   :: else -> skip
   fi
 }
@@ -175,7 +188,7 @@ inline checkAndApply() {
       * only on evidence that the registry really went backwards */
      justified = (why == W_TWO && reissued) || (why == W_LATE && regr) ||
                  (why == W_QUERY && qregr) || (why == W_FLOOR && grants[g].postResume) ||
-                 (why == W_OLD && regr);
+                 (why == W_OLD && regr) || (why == W_HIGHER && reissued);
      spuriousPause = !(restored && justified);
      assert(!spuriousPause);
      if :: why == W_LATE -> REACH(1) :: why == W_TWO -> REACH(2) :: why == W_QUERY -> REACH(10) :: else -> skip fi;
