@@ -166,6 +166,10 @@ fi
 if violated mutant-noclock 'reissuedAfterBump' 'counterexample: a fence issued again after the bump' $RANGE -DMUTANT_NOCLOCK $mut; then
   trail mutant-noclock $RANGE -DMUTANT_NOCLOCK $mut
 fi
+# the higher-fence rule at exactly the skew bound (a tick, no fault)
+if violated mutant-higheratbound 'spuriousPause' 'counterexample: spurious pause' -DFAULTS=0 -DTMAX=1 -DMUTANT_HIGHER_AT_BOUND $mut; then
+  trail mutant-higheratbound -DFAULTS=0 -DTMAX=1 -DMUTANT_HIGHER_AT_BOUND $mut
+fi
 unset BFS
 # deeper counterexamples (a restore, a lost release, a tick): depth-first,
 # which stops at the first one

@@ -16,7 +16,7 @@
 #define W_LATE  3      /* lower fence, HELD statement issued > m after tH */
 #define W_QUERY 4      /* lower fence, ambiguous, the querier said HELD */
 #define W_OLD   5      /* mutant: the old pause-on-any-lower-HELD rule */
-#define W_HIGHER 6     /* -DRULE_HIGHER: higher fence, grant issued >= m before tH */
+#define W_HIGHER 6     /* higher fence, grant issued more than m before tH */
 /* alm rows */
 #define A_NONE      0
 #define A_REGRESS   1
@@ -90,16 +90,15 @@ inline decideFence() {
         if
         :: f < H ->
            if :: !fresh -> out = O_STALE :: else -> lowerFence() fi
-#ifdef RULE_HIGHER
-        /* gate.higherFenceIssuedBefore (main since 6f95854): a fence above
-         * H under a grant issued at least m before the grant at H
-         * (orderOf: tg + m <= tH) is FENCE_REGRESSION, whatever the status;
-         * -DRULE_HIGHER_STRICT: only more than m before (tg + m < tH) */
-#ifdef RULE_HIGHER_STRICT
-        :: f > H && gH != NONE && tg + M < tH -> out = O_REGRESS; why = W_HIGHER
-#else
+        /* gate.higherFenceIssuedBefore: a fence above H under a grant
+         * issued more than m before the grant at H (tg + m < tH) is
+         * FENCE_REGRESSION, whatever the status. -DMUTANT_HIGHER_AT_BOUND
+         * pauses at exactly m too (tg + m <= tH), which two replicas'
+         * clocks m apart produce in a consistent history. */
+#ifdef MUTANT_HIGHER_AT_BOUND
         :: f > H && gH != NONE && tg + M <= tH -> out = O_REGRESS; why = W_HIGHER
-#endif
+#else
+        :: f > H && gH != NONE && tg + M < tH -> out = O_REGRESS; why = W_HIGHER
 #endif
         :: else ->
            if
