@@ -110,7 +110,10 @@ func (p *pgEnv) role(ctx context.Context, caller string) (string, error) {
 	r := "fgsim_" + hex.EncodeToString(h[:8])
 	stmts := []string{
 		`DO $$ BEGIN CREATE ROLE ` + r + ` NOLOGIN; EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$`,
-		`GRANT fencegate_writer TO ` + r,
+		// Roles are cluster-wide and rounds run in parallel on databases
+		// of their own: two may grant one membership at once, and the
+		// loser's unique violation means the grant stands.
+		`DO $$ BEGIN GRANT fencegate_writer TO ` + r + `; EXCEPTION WHEN unique_violation THEN NULL; END $$`,
 	}
 	for _, s := range stmts {
 		if _, err := p.db.ExecContext(ctx, s); err != nil {
