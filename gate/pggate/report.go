@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/fencegate/fencegate/gate/report"
 )
@@ -64,7 +63,7 @@ func (r Reporting) Resources(ctx context.Context, recent []string, limit int) ([
 		}
 		views = append(views, v)
 	}
-	views = order(views, recent, limit)
+	views = report.Order(views, recent, limit)
 	return views, total, fill(ctx, tx, views)
 }
 
@@ -84,30 +83,6 @@ func strings1(ctx context.Context, tx *sql.Tx, q string, args ...any) ([]string,
 		out = append(out, s)
 	}
 	return out, rows.Err()
-}
-
-// order puts paused resources first, then the recent ones in their
-// order, then the rest by name, and keeps limit.
-func order(views []report.ResourceView, recent []string, limit int) []report.ResourceView {
-	rank := func(v report.ResourceView) int {
-		if i := slices.Index(recent, v.Resource); i >= 0 {
-			return i
-		}
-		return len(recent)
-	}
-	slices.SortStableFunc(views, func(a, b report.ResourceView) int {
-		switch {
-		case a.Paused != b.Paused:
-			if a.Paused {
-				return -1
-			}
-			return 1
-		case rank(a) != rank(b):
-			return rank(a) - rank(b)
-		}
-		return strings.Compare(a.Resource, b.Resource)
-	})
-	return views[:min(len(views), max(limit, 0))]
 }
 
 // fill adds the counts, the last alarm and quarantine rows (oldest

@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/fencegate/fencegate/gate/report"
@@ -69,7 +68,7 @@ func (g *Gate) Resources(ctx context.Context, recent []string, limit int) ([]rep
 			LastSegmentSeq: st.LastSegmentSeq, MinPolicyGeneration: st.MinPolicyGeneration, Paused: st.Paused,
 			PausedReason: report.Cut(st.PausedReason), Floor: st.Floor, FloorAtMs: ms(st.FloorAt)})
 	}
-	views = order(views, recent, limit)
+	views = report.Order(views, recent, limit)
 	byName := make(map[string]int, len(views))
 	for i, v := range views {
 		byName[v.Resource] = i
@@ -78,30 +77,6 @@ func (g *Gate) Resources(ctx context.Context, recent []string, limit int) ([]rep
 		return nil, 0, err
 	}
 	return views, total, g.actions(ctx, tx, views, byName)
-}
-
-// order puts paused resources first, then the recent ones in their
-// order, then the rest by name, and keeps limit.
-func order(views []report.ResourceView, recent []string, limit int) []report.ResourceView {
-	rank := func(v report.ResourceView) int {
-		if i := slices.Index(recent, v.Resource); i >= 0 {
-			return i
-		}
-		return len(recent)
-	}
-	slices.SortStableFunc(views, func(a, b report.ResourceView) int {
-		switch {
-		case a.Paused != b.Paused:
-			if a.Paused {
-				return -1
-			}
-			return 1
-		case rank(a) != rank(b):
-			return rank(a) - rank(b)
-		}
-		return strings.Compare(a.Resource, b.Resource)
-	})
-	return views[:min(len(views), max(limit, 0))]
 }
 
 // records fills the alarm and quarantine counts and each resource's last

@@ -30,7 +30,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/fencegate/fencegate/gate"
@@ -127,7 +126,7 @@ func (s *Source) Resources(ctx context.Context, recent []string, limit int) ([]r
 	for _, name := range shown {
 		views = append(views, view(name, states[name]))
 	}
-	views = order(views, recent, limit)
+	views = report.Order(views, recent, limit)
 	if err := s.records(ctx, views, states); err != nil {
 		return nil, 0, err
 	}
@@ -211,30 +210,6 @@ func view(name string, st gate.State) report.ResourceView {
 		v.FloorAtMs = st.FloorAt.UnixMilli()
 	}
 	return v
-}
-
-// order puts paused resources first, then the recent ones in their
-// order, then the rest by name, and keeps limit (as sqlreport does).
-func order(views []report.ResourceView, recent []string, limit int) []report.ResourceView {
-	rank := func(v report.ResourceView) int {
-		if i := slices.Index(recent, v.Resource); i >= 0 {
-			return i
-		}
-		return len(recent)
-	}
-	slices.SortStableFunc(views, func(a, b report.ResourceView) int {
-		switch {
-		case a.Paused != b.Paused:
-			if a.Paused {
-				return -1
-			}
-			return 1
-		case rank(a) != rank(b):
-			return rank(a) - rank(b)
-		}
-		return strings.Compare(a.Resource, b.Resource)
-	})
-	return views[:min(len(views), limit)]
 }
 
 // RecordView is an alarm or quarantine row as a report shows it.
