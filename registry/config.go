@@ -89,10 +89,12 @@ type Config struct {
 }
 
 // EndedLeasesMax is how many ended leases a resource record remembers, so
-// a retried Release is idempotent and Renew can say EXPIRED rather than
-// NOT_HOLDER. Older ones are answered through the request-ID index
-// (QueryRequest). Kept small: the record is rewritten on every acquire and
-// release, and its size is paid in every fsync'd write.
+// a retried Release is idempotent, Renew can say EXPIRED rather than
+// NOT_HOLDER, and a request's entry, written once, answers how its lease
+// ended. An older lease answers EXPIRED through the request-ID index
+// (QueryRequest, a retried Acquire): ended, whatever ended it. Kept small:
+// the record is rewritten on every acquire and release, and its size is
+// paid in every fsync'd write.
 const EndedLeasesMax = 2
 
 // DefaultConfig returns the defaults for the given issuer epoch.

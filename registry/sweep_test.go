@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry"
 )
 
@@ -57,5 +58,39 @@ func TestSweepSettlesLazilyExpiredLeases(t *testing.T) {
 	}
 	if info, _ := e.reg.Resource(e.ctx, "inv/1"); info.HighestFence != a.Grant.FenceToken || info.HolderLease != "" {
 		t.Fatalf("resource after settle: %+v", info)
+	}
+}
+
+// Entries are written once, so the sweep reads when a lease ended from
+// its record, also for leases that fell out of its Ended list; the
+// holder's entry stays whatever its age.
+func TestSweepReadsEndsFromTheRecord(t *testing.T) {
+	e := newEnv(t, func(c *registry.Config) { c.RequestRetentionMs = 60_000 })
+	for i := range 5 {
+		a := e.mustAcquire("worker-a", req("inv/1", fmt.Sprint("c-", i)))
+		e.clock.Advance(time.Second)
+		if err := e.reg.Release(e.ctx, "worker-a", "inv/1", a.Grant.Lease); err != nil {
+			t.Fatal(err)
+		}
+	}
+	holder := e.mustAcquire("worker-a", req("inv/1", "holder"))
+	// Leases c-0..c-4 ended at 1..5 s; Ended remembers c-3 and c-4, so
+	// c-0..c-2 count from c-3's end plus the skew (4.5 s).
+	for i := range 61 { // keep the holder alive past every retention
+		if i == 59 { // 64 s
+			if _, n, err := e.reg.SweepRequests(e.ctx, registry.RequestKey{}); err != nil || n != 1 {
+				t.Fatalf("sweep at 64 s: deleted %d, %v; want c-3 alone", n, err)
+			}
+		}
+		if _, err := e.reg.Renew(e.ctx, "worker-a", "inv/1", holder.Grant.Lease); err != nil {
+			t.Fatal(err)
+		}
+		e.clock.Advance(time.Second)
+	}
+	if _, n, err := e.reg.SweepRequests(e.ctx, registry.RequestKey{}); err != nil || n != 4 {
+		t.Fatalf("sweep at 66 s: deleted %d, %v; want the other 4 ended", n, err)
+	}
+	if q, err := e.reg.QueryRequest(e.ctx, "worker-a", "holder"); err != nil || q.Status.State != grant.StateHeld {
+		t.Fatalf("the holder's entry: %v %v", q.Status, err)
 	}
 }
