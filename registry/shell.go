@@ -202,7 +202,7 @@ func readKeys(keys []RequestKey, w *Write) []RequestKey {
 // place (it clones), so s still holds what the decision read.
 func bindDecidedOn(w *Write, s *Snapshot) {
 	if w.Resource != "" && w.RecordRev != 0 && w.RecordRev == s.RecordRev {
-		w.RecordWas = s.Record
+		w.RecordWas, w.RecordWasRaw = s.Record, s.RecordRaw
 	}
 	if w.SettingsRev != 0 && w.SettingsRev == s.SettingsRev {
 		w.SettingsWas = &s.Settings
