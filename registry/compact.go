@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/fencegate/fencegate/grant"
 )
@@ -64,27 +63,29 @@ func (e *encoder) state(s grant.State) {
 }
 
 func (e *encoder) digest(s string) {
-	if raw, ok := shortDigest(s); ok {
+	if isShortDigest(s) {
 		e.byte(1)
-		e.b = append(e.b, raw...)
+		n := len(e.b)
+		e.b = append(e.b, make([]byte, 32)...)
+		_, _ = hex.Decode(e.b[n:], []byte(s[len(digestPrefix):])) // checked: 64 lowercase hex digits
 		return
 	}
 	e.byte(0)
 	e.str(s)
 }
 
-// shortDigest returns the 32 bytes of s if s is "sha256:" and 64
-// lowercase hex digits, the only spelling the short form gives back.
-func shortDigest(s string) ([]byte, bool) {
-	hexPart, ok := strings.CutPrefix(s, digestPrefix)
-	if !ok || len(hexPart) != 64 {
-		return nil, false
+// isShortDigest reports whether s is "sha256:" and 64 lowercase hex
+// digits, the only spelling the short form gives back.
+func isShortDigest(s string) bool {
+	if len(s) != len(digestPrefix)+64 || s[:len(digestPrefix)] != digestPrefix {
+		return false
 	}
-	raw, err := hex.DecodeString(hexPart)
-	if err != nil || hex.EncodeToString(raw) != hexPart {
-		return nil, false
+	for i := len(digestPrefix); i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
 	}
-	return raw, true
+	return true
 }
 
 func b2byte(b bool) byte {
@@ -254,10 +255,17 @@ func (d *decoder) state() grant.State {
 func (d *decoder) digest() string {
 	switch c := d.byte(); c {
 	case 1:
-		return digestPrefix + hex.EncodeToString(d.bytes(32))
+		raw := d.bytes(32)
+		if raw == nil {
+			return ""
+		}
+		out := make([]byte, len(digestPrefix)+64)
+		copy(out, digestPrefix)
+		hex.Encode(out[len(digestPrefix):], raw)
+		return string(out)
 	case 0:
 		s := d.str()
-		if _, short := shortDigest(s); short {
+		if isShortDigest(s) {
 			d.fail(errNonCanonical)
 		}
 		return s
