@@ -69,8 +69,12 @@ type Config struct {
 
 	// RequestRetentionMs is how long a request ID is remembered after its
 	// grant ended (expired, released or revoked); a retry within it gets
-	// the same grant and its final state, never a new grant. A request
-	// whose grant is still HELD is never forgotten. Optional, defaults to
+	// the same grant and its final state (EXPIRED for a lease older than
+	// the record's EndedLeasesMax ended ones), never a new grant. A
+	// request whose grant is still HELD is never forgotten. Retention
+	// counts from the end as the record places it: for a lease out of its
+	// record's Ended, from the oldest end Ended remembers (endedAtMs), so
+	// an entry may be kept longer, never shorter. Optional, defaults to
 	// 86400000 (24h).
 	RequestRetentionMs uint64
 

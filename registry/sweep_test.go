@@ -94,3 +94,36 @@ func TestSweepReadsEndsFromTheRecord(t *testing.T) {
 		t.Fatalf("the holder's entry: %v %v", q.Status, err)
 	}
 }
+
+// An entry an earlier version wrote again at its lease's end says when
+// it ended: the sweep counts from there, without reading the record.
+func TestSweepKeepsEarlierVersionsEndedEntries(t *testing.T) {
+	e := newEnv(t, nil)
+	a := e.mustAcquire("worker-a", req("inv/1", "a1"))
+	if err := e.reg.Release(e.ctx, "worker-a", "inv/1", a.Grant.Lease); err != nil {
+		t.Fatal(err)
+	}
+	key := registry.RequestKey{Owner: "worker-a", RequestID: "a1"}
+	snap, err := e.store.Read(e.ctx, "", []registry.RequestKey{key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := *snap.Requests[0].Entry
+	endedMs := e.clock.Now().UnixMilli() + 60_000 // as the earlier version wrote it
+	old.State, old.EndedAtMs = grant.StateReleased, endedMs
+	if res, err := e.store.Commit(e.ctx, registry.Write{Requests: []registry.RequestWrite{{Key: key, Compare: true, ModRev: snap.Requests[0].ModRev, Entry: &old}}}); err != nil || !res.OK {
+		t.Fatalf("write the earlier version's entry: %+v %v", res, err)
+	}
+	retention := time.Duration(e.reg.Config().RequestRetentionMs) * time.Millisecond
+	e.clock.Advance(retention + 59*time.Second)
+	if _, n, err := e.reg.SweepRequests(e.ctx, registry.RequestKey{}); err != nil || n != 0 {
+		t.Fatalf("sweep before the entry's own end plus retention: deleted %d, %v", n, err)
+	}
+	if q, err := e.reg.QueryRequest(e.ctx, "worker-a", "a1"); err != nil || q.Status.State != grant.StateReleased {
+		t.Fatalf("query of the earlier version's entry: %v %v", q.Status, err)
+	}
+	e.clock.Advance(time.Second)
+	if _, n, err := e.reg.SweepRequests(e.ctx, registry.RequestKey{}); err != nil || n != 1 {
+		t.Fatalf("sweep at its end plus retention: deleted %d, %v", n, err)
+	}
+}

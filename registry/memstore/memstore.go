@@ -1,6 +1,6 @@
 // Package memstore is the in-memory registry.Store: one mutex, one revision
-// counter, values kept in their stored (JSON) form so decoding is as strict
-// as in etcd. It is linearizable because every call takes the mutex, and
+// counter, values kept in their stored form (registry.StoredForm) so
+// decoding is as strict as in etcd. It is linearizable because every call takes the mutex, and
 // it passes testkit/storetest like the etcd and ZooKeeper stores.
 //
 // Beyond the Store contract it offers what tests and the deterministic
