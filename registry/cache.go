@@ -16,7 +16,7 @@ func (r *Registry) cachedSnapshot(resource string, keys []RequestKey) (Snapshot,
 		return Snapshot{}, false
 	}
 	s := Snapshot{
-		Revision: max(c.rev, r.sets.rev), Resource: resource, Record: c.record, RecordRev: c.rev,
+		Revision: max(c.rev, r.sets.rev), Resource: resource, Record: c.record, RecordRev: c.rev, RecordRaw: c.raw,
 		Settings: r.sets.settings, SettingsRev: r.sets.rev,
 	}
 	for _, k := range keys {
@@ -41,7 +41,7 @@ func (r *Registry) rememberSnapshot(s *Snapshot) {
 	defer r.mu.Unlock()
 	r.dropAheadOfStoreLocked(s)
 	if s.Resource != "" {
-		r.putRecordLocked(s.Resource, s.Record, s.RecordRev)
+		r.putRecordLocked(s.Resource, s.Record, s.RecordRaw, s.RecordRev)
 	}
 	r.putSettingsLocked(s.Settings, s.SettingsRev)
 }
@@ -50,31 +50,31 @@ func (r *Registry) rememberSnapshot(s *Snapshot) {
 func (r *Registry) rememberRecord(resource string, rec *Record, rev uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.putRecordLocked(resource, rec, rev)
+	r.putRecordLocked(resource, rec, nil, rev)
 }
 
 func (r *Registry) rememberWrite(w *Write, rev uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if w.Resource != "" && w.Record != nil {
-		r.putRecordLocked(w.Resource, w.Record, rev)
+		r.putRecordLocked(w.Resource, w.Record, nil, rev) // in the form the store writes
 	}
 	if w.Settings != nil {
 		r.putSettingsLocked(*w.Settings, rev)
 	}
 }
 
-// putRecordLocked keeps the newer of the cached and the given record. An
-// absent record (rev 0) is cached as such, so a first acquire of a new
-// resource is one round trip too.
-func (r *Registry) putRecordLocked(resource string, rec *Record, rev uint64) {
+// putRecordLocked keeps the newer of the cached and the given record, with
+// its stored bytes when known (raw). An absent record (rev 0) is cached as
+// such, so a first acquire of a new resource is one round trip too.
+func (r *Registry) putRecordLocked(resource string, rec *Record, raw []byte, rev uint64) {
 	if c, ok := r.cache[resource]; ok && c.rev > rev {
 		return
 	}
 	if _, ok := r.cache[resource]; !ok && len(r.cache) >= r.cfg.CacheResourcesMax {
 		clear(r.cache) // crude but bounded; a miss only costs a read
 	}
-	r.cache[resource] = cachedRecord{record: rec, rev: rev}
+	r.cache[resource] = cachedRecord{record: rec, raw: raw, rev: rev}
 }
 
 func (r *Registry) putSettingsLocked(s Settings, rev uint64) {

@@ -10,39 +10,130 @@ import (
 	"github.com/fencegate/fencegate/wire"
 )
 
-// Stores keep records, request entries and settings as JSON. Decoding is
-// strict (unknown fields, trailing data and broken invariants are
-// ErrCorrupt), because a store that can be edited by hand must never make
-// the registry issue from state it misread.
+// Stores keep records and request entries in a stored form (StoredForm:
+// the compact binary form by default, or JSON) and settings as JSON.
+// Decoding reads either form, told apart by the first byte, and is strict
+// (unknown fields, trailing data and broken invariants are ErrCorrupt),
+// because a store that can be edited by hand must never make the registry
+// issue from state it misread.
 
-// EncodeRecord returns rec's stored form.
-func EncodeRecord(rec *Record) []byte { return mustJSON(rec) }
+// StoredForm is how a store writes records and request entries. Reading
+// takes every form, whatever a store writes; the form matters only to the
+// readers of what it writes: a registry of a version before the compact
+// form reads JSON alone.
+type StoredForm uint8
 
-// DecodeRecord strictly decodes a stored record and checks its invariants.
+const (
+	// FormCompact is the binary form, version 1 (compact.go): about a
+	// third of the JSON's bytes, and cheaper to encode and decode. The
+	// default.
+	FormCompact StoredForm = iota
+	// FormJSON is the JSON every earlier version wrote: for an upgrade
+	// whose replicas of the earlier version must still read what the
+	// upgraded ones write (docs/operations.md, "Upgrading the stored
+	// form").
+	FormJSON
+)
+
+// ParseStoredForm reads a form's name: "compact" or "json".
+func ParseStoredForm(s string) (StoredForm, error) {
+	switch s {
+	case "compact":
+		return FormCompact, nil
+	case "json":
+		return FormJSON, nil
+	}
+	return 0, fmt.Errorf("%w: stored form %q: want compact or json", wire.ErrInvalid, s)
+}
+
+// String is the form's name, as ParseStoredForm reads it.
+func (f StoredForm) String() string {
+	if f == FormJSON {
+		return "json"
+	}
+	return "compact"
+}
+
+// EncodeRecord returns rec's stored form in form f.
+func (f StoredForm) EncodeRecord(rec *Record) []byte {
+	if f == FormJSON {
+		return mustJSON(rec)
+	}
+	return encodeRecordCompact(rec)
+}
+
+// EncodeRequestEntry returns e's stored form in form f.
+func (f StoredForm) EncodeRequestEntry(e *RequestEntry) []byte {
+	if f == FormJSON {
+		return mustJSON(e)
+	}
+	return encodeEntryCompact(e)
+}
+
+// EncodeRecord returns rec's stored form in the default form.
+func EncodeRecord(rec *Record) []byte { return FormCompact.EncodeRecord(rec) }
+
+// DecodeRecord strictly decodes a stored record, in either form, and
+// checks its invariants.
 func DecodeRecord(b []byte) (*Record, error) {
-	var rec Record
-	if err := strictDecode(b, &rec); err != nil {
+	var rec *Record
+	var err error
+	switch {
+	case len(b) > 0 && b[0] == markRecordV1:
+		rec, err = decodeRecordCompact(b)
+	case len(b) > 0 && b[0] == markEntryV1:
+		err = fmt.Errorf("a request entry's bytes")
+	default:
+		rec = new(Record)
+		err = strictDecode(b, rec)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("%w: record: %v", wire.ErrCorrupt, err)
 	}
 	if err := rec.check(); err != nil {
 		return nil, fmt.Errorf("%w: record: %v", wire.ErrCorrupt, err)
 	}
-	return &rec, nil
+	return rec, nil
 }
 
-// EncodeRequestEntry returns e's stored form.
-func EncodeRequestEntry(e *RequestEntry) []byte { return mustJSON(e) }
+// StoredRecordIs reports whether stored, the bytes a store holds for a
+// record, are the record was (Write.RecordWas): byte for byte wasRaw, the
+// bytes was was read from, when given; else was's encoding in either
+// form, so a record another replica wrote in the other form still
+// compares equal during an upgrade. Stores that compare contents on their
+// side use it (memstore, zkstore); etcd, which compares on its server,
+// sends wasRaw or was in the form the store writes.
+func StoredRecordIs(stored []byte, was *Record, wasRaw []byte) bool {
+	if wasRaw != nil {
+		return bytes.Equal(stored, wasRaw)
+	}
+	return bytes.Equal(stored, FormCompact.EncodeRecord(was)) || bytes.Equal(stored, FormJSON.EncodeRecord(was))
+}
 
-// DecodeRequestEntry strictly decodes a stored request entry.
+// EncodeRequestEntry returns e's stored form in the default form.
+func EncodeRequestEntry(e *RequestEntry) []byte { return FormCompact.EncodeRequestEntry(e) }
+
+// DecodeRequestEntry strictly decodes a stored request entry, in either
+// form.
 func DecodeRequestEntry(b []byte) (*RequestEntry, error) {
-	var e RequestEntry
-	if err := strictDecode(b, &e); err != nil {
+	var e *RequestEntry
+	var err error
+	switch {
+	case len(b) > 0 && b[0] == markEntryV1:
+		e, err = decodeEntryCompact(b)
+	case len(b) > 0 && b[0] == markRecordV1:
+		err = fmt.Errorf("a record's bytes")
+	default:
+		e = new(RequestEntry)
+		err = strictDecode(b, e)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("%w: request entry: %v", wire.ErrCorrupt, err)
 	}
 	if _, err := grant.ParseState(string(e.State)); err != nil {
 		return nil, fmt.Errorf("%w: request entry: state: %v", wire.ErrCorrupt, err)
 	}
-	return &e, nil
+	return e, nil
 }
 
 // EncodeSettings returns s's stored form.

@@ -69,8 +69,12 @@ type Config struct {
 
 	// RequestRetentionMs is how long a request ID is remembered after its
 	// grant ended (expired, released or revoked); a retry within it gets
-	// the same grant and its final state, never a new grant. A request
-	// whose grant is still HELD is never forgotten. Optional, defaults to
+	// the same grant and its final state (EXPIRED for a lease older than
+	// the record's EndedLeasesMax ended ones), never a new grant. A
+	// request whose grant is still HELD is never forgotten. Retention
+	// counts from the end as the record places it: for a lease out of its
+	// record's Ended, from the oldest end Ended remembers (endedAtMs), so
+	// an entry may be kept longer, never shorter. Optional, defaults to
 	// 86400000 (24h).
 	RequestRetentionMs uint64
 
@@ -89,10 +93,12 @@ type Config struct {
 }
 
 // EndedLeasesMax is how many ended leases a resource record remembers, so
-// a retried Release is idempotent and Renew can say EXPIRED rather than
-// NOT_HOLDER. Older ones are answered through the request-ID index
-// (QueryRequest). Kept small: the record is rewritten on every acquire and
-// release, and its size is paid in every fsync'd write.
+// a retried Release is idempotent, Renew can say EXPIRED rather than
+// NOT_HOLDER, and a request's entry, written once, answers how its lease
+// ended. An older lease answers EXPIRED through the request-ID index
+// (QueryRequest, a retried Acquire): ended, whatever ended it. Kept small:
+// the record is rewritten on every acquire and release, and its size is
+// paid in every fsync'd write.
 const EndedLeasesMax = 2
 
 // DefaultConfig returns the defaults for the given issuer epoch.

@@ -14,14 +14,13 @@ import (
 // core_*.go files is a pure function of its arguments: no I/O, no clock, no
 // randomness, no map iteration.
 
-// entryPut is a request entry the core wants written. Own marks the
-// acquiring request's own entry, whose absence the write must compare;
-// the entries of ending leases need no compare because only a write that
-// also compares their resource's record ever changes a HELD entry.
+// entryPut is the request entry of a grant, which the core wants written
+// once, in the granting write; the write compares its absence. A lease's
+// end is never written to its entry: entryState and endedAtMs read it
+// from the record (its holder, its ended leases, its fences).
 type entryPut struct {
 	key   RequestKey
 	entry RequestEntry
-	own   bool
 }
 
 // normalize brings rec up to now: a holder whose epoch is revoked, whose
@@ -29,11 +28,9 @@ type entryPut struct {
 // an operator's break would), or whose lease expired ends (expiry opens
 // lock-delay, revocation and a bump do not: the fence keeps the old
 // holder's writes out), and waiters past their deadline leave the queue.
-// It returns a new record, the entries of leases that ended, and whether
-// anything changed.
-func normalize(rec *Record, set Settings, now int64, cfg Config) (*Record, []entryPut, bool) {
+// It returns a new record and whether anything changed.
+func normalize(rec *Record, set Settings, now int64, cfg Config) (*Record, bool) {
 	out := rec.clone()
-	var puts []entryPut
 	changed := false
 	if h := out.Holder; h != nil {
 		state, at, bumped := grant.State(""), int64(0), false
@@ -49,7 +46,7 @@ func normalize(rec *Record, set Settings, now int64, cfg Config) (*Record, []ent
 			out.FreeAtMs = max(out.FreeAtMs, h.ExpiresAtMs+int64(cfg.LockDelayMs))
 		}
 		if state != "" {
-			puts = append(puts, endHolder(out, state, at))
+			endHolder(out, state, at)
 			out.Ended[len(out.Ended)-1].Broken = bumped
 			changed = true
 		}
@@ -65,7 +62,7 @@ func normalize(rec *Record, set Settings, now int64, cfg Config) (*Record, []ent
 	if len(live) != len(out.Waiters) {
 		out.Waiters, changed = live, true
 	}
-	return out, puts, changed
+	return out, changed
 }
 
 // Vanished waiters. A waiter whose caller is gone (a replica killed
@@ -108,9 +105,10 @@ func skipVanishedWaiters(rec *Record, keep RequestKey, now int64, cfg Config) bo
 	return true
 }
 
-// endHolder moves rec's holder to Ended in state at instant at, and
-// returns the final request entry to write. rec must be a private copy.
-func endHolder(rec *Record, state grant.State, at int64) entryPut {
+// endHolder moves rec's holder to Ended in state at instant at. rec must
+// be a private copy. The lease's request entry is not written again: its
+// end is read from Ended (entryState).
+func endHolder(rec *Record, state grant.State, at int64) {
 	h := rec.Holder
 	rec.Holder = nil
 	rec.Ended = append(rec.Ended, EndedLease{
@@ -118,10 +116,6 @@ func endHolder(rec *Record, state grant.State, at int64) entryPut {
 	})
 	if n := len(rec.Ended); n > EndedLeasesMax {
 		rec.Ended = append([]EndedLease(nil), rec.Ended[n-EndedLeasesMax:]...)
-	}
-	return entryPut{
-		key:   RequestKey{Owner: h.Grant.Owner, RequestID: h.Grant.RequestID},
-		entry: RequestEntry{Grant: h.Grant, ParamsDigest: h.ParamsDigest, State: state, EndedAtMs: at},
 	}
 }
 
@@ -168,28 +162,68 @@ func leaseID(resource, owner, requestID string, fence uint64, issuedAtMs int64) 
 	return fmt.Sprintf("l%d-%s", fence, hex.EncodeToString(sum[:4]))
 }
 
+// holdsEntry reports whether entry's grant is rec's holder (live, or
+// expired by the clock with no write yet to say so).
+func holdsEntry(rec *Record, entry *RequestEntry) bool {
+	h := rec.Holder
+	return h != nil && h.Grant.Lease == entry.Grant.Lease &&
+		h.Grant.Owner == entry.Grant.Owner && h.Grant.RequestID == entry.Grant.RequestID
+}
+
 // entryState is the state of the grant recorded in entry, judged against
-// the resource record and settings at now.
+// the resource record and settings at now. An entry is written once, at
+// grant (State HELD); its end is read from the record: the holder (expiry
+// judged lazily), or the ended lease Ended remembers. A lease that fell
+// out of Ended (EndedLeasesMax later leases ended) answers EXPIRED — what
+// a status proof of any ended lease means to a gate — and so does one the
+// record cannot place (a record older than the entry): never HELD unless
+// it is the holder. An entry an older registry wrote again at the lease's
+// end (State not HELD) keeps the state it holds.
 func entryState(rec *Record, entry *RequestEntry, set Settings, now int64) grant.State {
-	if entry.Grant.IssuerEpoch < set.RevokedBelowEpoch {
+	switch {
+	case entry.Grant.IssuerEpoch < set.RevokedBelowEpoch:
 		return grant.StateRevoked
-	}
-	if entry.State == grant.StateHeld && endsWithBump(entry.Grant.FenceToken, set) {
-		return grant.StateExpired // a bump ended it (normalize, at the next write)
-	}
-	if h := rec.Holder; h != nil && h.Grant.Lease == entry.Grant.Lease &&
-		h.Grant.Owner == entry.Grant.Owner && h.Grant.RequestID == entry.Grant.RequestID {
-		if now >= h.ExpiresAtMs {
-			return grant.StateExpired
+	case entry.State != grant.StateHeld:
+		return entry.State
+	case holdsEntry(rec, entry):
+		if now >= rec.Holder.ExpiresAtMs || endsWithBump(entry.Grant.FenceToken, set) {
+			return grant.StateExpired // a bump ends it as a break does (normalize, at the next write)
 		}
 		return grant.StateHeld
 	}
-	if entry.State == grant.StateHeld {
-		// Not the holder, yet not marked ended: every write that ends a
-		// holder marks its entry, so this is damage; never report HELD.
-		return grant.StateExpired
+	if e, ok := findEnded(rec, entry.Grant.Lease); ok && e.Owner == entry.Grant.Owner {
+		return e.State
 	}
-	return entry.State
+	return grant.StateExpired
+}
+
+// endedAtMs is, judged against rec, when entry's lease ended or a later
+// instant: ok is false while it may not have ended (it is the holder,
+// live or expired with no write yet) or the record cannot place it. A
+// lease that fell out of Ended ended before the oldest lease Ended
+// remembers was granted, so before that lease ended (and before the
+// holder's grant): that instant, plus the clock skew between the replicas
+// that wrote them, bounds it from above, and retention counts from there.
+func endedAtMs(rec *Record, entry *RequestEntry, cfg Config) (int64, bool) {
+	if entry.State != grant.StateHeld {
+		return entry.EndedAtMs, true
+	}
+	if holdsEntry(rec, entry) {
+		return 0, false
+	}
+	if e, ok := findEnded(rec, entry.Grant.Lease); ok && e.Owner == entry.Grant.Owner {
+		return e.AtMs, true
+	}
+	if entry.Grant.FenceToken >= rec.HighestFence {
+		return 0, false // not superseded by a later grant: a record older than the entry
+	}
+	switch {
+	case len(rec.Ended) > 0:
+		return rec.Ended[0].AtMs + int64(cfg.ClockSkewMaxMs), true
+	case rec.Holder != nil:
+		return rec.Holder.Grant.IssuedAtMs + int64(cfg.ClockSkewMaxMs), true
+	}
+	return 0, false
 }
 
 // statusValidUntil is how long a status proof issued at now may be relied
@@ -202,7 +236,9 @@ func statusValidUntil(state grant.State, expiresAtMs, now int64, cfg Config) int
 	return max(until, now)
 }
 
-// retained reports whether entry is still inside its retention at now.
-func retained(entry *RequestEntry, now int64, cfg Config) bool {
-	return entry.State == grant.StateHeld || now < entry.EndedAtMs+int64(cfg.RequestRetentionMs)
+// retained reports whether entry is still inside its retention at now,
+// judged against its resource's record rec.
+func retained(rec *Record, entry *RequestEntry, now int64, cfg Config) bool {
+	at, ended := endedAtMs(rec, entry, cfg)
+	return !ended || now < at+int64(cfg.RequestRetentionMs)
 }

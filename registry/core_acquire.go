@@ -103,7 +103,7 @@ func validateAcquire(owner string, req wire.AcquireRequest, cfg Config) (uint64,
 func decideAcquire(rec *Record, own *RequestEntry, set Settings, in acquireInput, now int64, cfg Config) (acquireDecision, error) {
 	digest := paramsDigest(in.req.Resource, in.req.OperationID, in.req.OperationClass, in.ttlMs)
 	if own != nil {
-		if !retained(own, now, cfg) {
+		if !retained(rec, own, now, cfg) {
 			return acquireDecision{outcome: outPurge}, nil
 		}
 		if own.ParamsDigest != digest {
@@ -114,7 +114,7 @@ func decideAcquire(rec *Record, own *RequestEntry, set Settings, in acquireInput
 	if cfg.IssuerEpoch < set.RevokedBelowEpoch {
 		return acquireDecision{}, fmt.Errorf("%w: this registry's epoch %d is below %d", wire.ErrEpochRevoked, cfg.IssuerEpoch, set.RevokedBelowEpoch)
 	}
-	next, puts, changed := normalize(rec, set, now, cfg)
+	next, changed := normalize(rec, set, now, cfg)
 	if h := rec.Holder; h != nil && h.Grant.Owner == in.owner && h.Grant.RequestID == in.req.RequestID {
 		// The caller's own lease, live or expired just now: its entry
 		// exists though the snapshot (a cached one assumes entries absent)
@@ -130,11 +130,11 @@ func decideAcquire(rec *Record, own *RequestEntry, set Settings, in acquireInput
 	}
 	free := next.Holder == nil && now >= next.FreeAtMs
 	if free && (idx == 0 || idx < 0 && len(next.Waiters) == 0) {
-		body, puts, err := grantLease(next, puts, in.req.Resource, set, in.ticket(digest, now, cfg), idx, now, cfg.IssuerEpoch)
+		body, put, err := grantLease(next, in.req.Resource, set, in.ticket(digest, now, cfg), idx, now, cfg.IssuerEpoch)
 		if err != nil {
 			return acquireDecision{}, err
 		}
-		return acquireDecision{outcome: outGranted, record: next, entries: puts, body: body}, nil
+		return acquireDecision{outcome: outGranted, record: next, entries: []entryPut{put}, body: body}, nil
 	}
 	if !in.wait || now >= in.deadlineMs {
 		return acquireDecision{}, busyError(next, in, now)
@@ -160,17 +160,18 @@ func decideAcquire(rec *Record, own *RequestEntry, set Settings, in acquireInput
 	if !changed {
 		return acquireDecision{outcome: outQueued}, nil
 	}
-	return acquireDecision{outcome: outQueued, record: next, entries: puts}, nil
+	return acquireDecision{outcome: outQueued, record: next}, nil
 }
 
 // grantLease makes the ticket t the holder of next (a private copy) with
-// the next fence of set's range (nextFence), and returns the grant and the ticket's new entry (whose
-// absence the write compares). idx is t's queue position, or -1.
-func grantLease(next *Record, puts []entryPut, resource string, set Settings, t Waiter, idx int, now int64, epoch uint64) (GrantBody, []entryPut, error) {
+// the next fence of set's range (nextFence), and returns the grant and the
+// ticket's new entry (whose absence the write compares): the only write of
+// that entry. idx is t's queue position, or -1.
+func grantLease(next *Record, resource string, set Settings, t Waiter, idx int, now int64, epoch uint64) (GrantBody, entryPut, error) {
 	above := max(next.HighestFence, next.Floor)
 	fence, err := nextFence(resource, next, set)
 	if err != nil {
-		return GrantBody{}, puts, err
+		return GrantBody{}, entryPut{}, err
 	}
 	assertFenceAbove(resource, fence, above)
 	body := GrantBody{
@@ -192,12 +193,10 @@ func grantLease(next *Record, puts []entryPut, resource string, set Settings, t 
 	if idx >= 0 {
 		next.Waiters = append(next.Waiters[:idx:idx], next.Waiters[idx+1:]...)
 	}
-	puts = append(puts, entryPut{
+	return body, entryPut{
 		key:   RequestKey{Owner: t.Owner, RequestID: t.RequestID},
 		entry: RequestEntry{Grant: body, ParamsDigest: t.ParamsDigest, State: grant.StateHeld},
-		own:   true,
-	})
-	return body, puts, nil
+	}, nil
 }
 
 // The fence invariant, asserted on both sides of the record's change: a

@@ -47,7 +47,7 @@ func decideRevoke(set Settings, epoch uint64) *Settings {
 
 // resourceInfo summarizes rec as judged at now.
 func resourceInfo(resource string, rec *Record, set Settings, now int64, rev uint64, cfg Config) wire.ResourceInfo {
-	next, _, _ := normalize(rec, set, now, cfg)
+	next, _ := normalize(rec, set, now, cfg)
 	info := wire.ResourceInfo{
 		Resource: resource, HighestFence: next.HighestFence, Floor: next.Floor,
 		PolicyGeneration: next.PolicyGeneration, Waiters: len(next.Waiters), Revision: rev,

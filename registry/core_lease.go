@@ -20,14 +20,14 @@ func decideRenew(rec *Record, set Settings, owner, lease string, now int64, cfg 
 	if cfg.IssuerEpoch < set.RevokedBelowEpoch {
 		return leaseDecision{}, fmt.Errorf("%w: this registry's epoch %d is below %d", wire.ErrEpochRevoked, cfg.IssuerEpoch, set.RevokedBelowEpoch)
 	}
-	next, puts, _ := normalize(rec, set, now, cfg)
+	next, _ := normalize(rec, set, now, cfg)
 	if h := next.Holder; h != nil && h.Grant.Lease == lease {
 		if h.Grant.Owner != owner {
 			return leaseDecision{}, fmt.Errorf("%w: lease %s belongs to another owner", wire.ErrNotHolder, lease)
 		}
 		// Never shorten: another replica's clock may lag a little.
 		h.ExpiresAtMs = max(h.ExpiresAtMs, now+int64(h.Grant.TTLMs))
-		return leaseDecision{record: next, entries: puts, holder: *h}, nil
+		return leaseDecision{record: next, holder: *h}, nil
 	}
 	return leaseDecision{}, endedError(next, owner, lease)
 }
@@ -41,16 +41,15 @@ func decideRenew(rec *Record, set Settings, owner, lease string, now int64, cfg 
 // waiter (handOff), unless taken reports that its request ID already has
 // an entry (then the head claims it itself, or is skipped).
 func decideRelease(rec *Record, set Settings, owner, lease string, now int64, cfg Config, taken func(RequestKey) bool) (leaseDecision, error) {
-	next, puts, _ := normalize(rec, set, now, cfg)
+	next, _ := normalize(rec, set, now, cfg)
 	if h := next.Holder; h != nil && h.Grant.Lease == lease {
 		if h.Grant.Owner != owner {
 			return leaseDecision{}, fmt.Errorf("%w: lease %s belongs to another owner", wire.ErrNotHolder, lease)
 		}
 		resource := h.Grant.Resource
-		puts = append(puts, endHolder(next, grant.StateReleased, now))
+		endHolder(next, grant.StateReleased, now)
 		next.FreeAtMs = max(next.FreeAtMs, now)
-		puts = handOff(next, puts, resource, set, now, cfg, taken)
-		return leaseDecision{record: next, entries: puts}, nil
+		return leaseDecision{record: next, entries: handOff(next, resource, set, now, cfg, taken)}, nil
 	}
 	if e, ok := findEnded(next, lease); ok && e.Owner == owner && e.State == grant.StateReleased {
 		return leaseDecision{}, nil
@@ -62,22 +61,23 @@ func decideRelease(rec *Record, set Settings, owner, lease string, now int64, cf
 // queue in the same write, so the next owner holds it without a second
 // round trip. The head's deadline is still ahead (normalize pruned the
 // rest); if its request ID is taken, or this registry may not issue, the
-// head claims the lease itself as after an expiry.
-func handOff(next *Record, puts []entryPut, resource string, set Settings, now int64, cfg Config, taken func(RequestKey) bool) []entryPut {
+// head claims the lease itself as after an expiry. It returns the head's
+// new entry to write, if it was handed the lease.
+func handOff(next *Record, resource string, set Settings, now int64, cfg Config, taken func(RequestKey) bool) []entryPut {
 	if next.Holder != nil || len(next.Waiters) == 0 || now < next.FreeAtMs || cfg.IssuerEpoch < set.RevokedBelowEpoch {
-		return puts
+		return nil
 	}
 	head := next.Waiters[0]
 	if head.TTLMs == 0 || now >= head.pollUntil() || taken(RequestKey{Owner: head.Owner, RequestID: head.RequestID}) {
-		return puts // nobody is listening, or its request has an answer: it claims the lease itself
+		return nil // nobody is listening, or its request has an answer: it claims the lease itself
 	}
 	trial := next.clone()
-	_, handed, err := grantLease(trial, puts, resource, set, head, 0, now, cfg.IssuerEpoch)
+	_, put, err := grantLease(trial, resource, set, head, 0, now, cfg.IssuerEpoch)
 	if err != nil {
-		return puts
+		return nil
 	}
 	*next = *trial
-	return handed
+	return []entryPut{put}
 }
 
 // decideBreak ends rec's live lease now, whoever holds it, as an operator
@@ -89,21 +89,19 @@ func handOff(next *Record, puts []entryPut, resource string, set Settings, now i
 // a release. It returns the holder it ended (nil, and no record, when the
 // resource was already free).
 func decideBreak(rec *Record, set Settings, now int64, cfg Config, taken func(RequestKey) bool) (leaseDecision, *Holder) {
-	next, puts, changed := normalize(rec, set, now, cfg)
+	next, changed := normalize(rec, set, now, cfg)
 	h := next.Holder
 	if h == nil {
 		if !changed {
 			return leaseDecision{}, nil
 		}
-		return leaseDecision{record: next, entries: puts}, nil
+		return leaseDecision{record: next}, nil
 	}
 	ended := *h
-	put := endHolder(next, grant.StateExpired, now)
+	endHolder(next, grant.StateExpired, now)
 	next.Ended[len(next.Ended)-1].Broken = true
-	puts = append(puts, put)
 	next.FreeAtMs = max(next.FreeAtMs, now)
-	puts = handOff(next, puts, ended.Grant.Resource, set, now, cfg, taken)
-	return leaseDecision{record: next, entries: puts}, &ended
+	return leaseDecision{record: next, entries: handOff(next, ended.Grant.Resource, set, now, cfg, taken)}, &ended
 }
 
 // decideCancelWait withdraws the waiter key, whose wait ends at
@@ -118,7 +116,7 @@ func decideBreak(rec *Record, set Settings, now int64, cfg Config, taken func(Re
 // may already have returned — two holders at once, which the chaos
 // suite's history checker caught.
 func decideCancelWait(rec *Record, set Settings, key RequestKey, deadlineMs, now int64, cfg Config) leaseDecision {
-	next, puts, changed := normalize(rec, set, now, cfg)
+	next, changed := normalize(rec, set, now, cfg)
 	if i := waiterIndex(next, key); i >= 0 && next.Waiters[i].pollUntil() <= deadlineMs {
 		next.Waiters = append(next.Waiters[:i:i], next.Waiters[i+1:]...)
 		if i == 0 && next.Holder == nil {
@@ -129,7 +127,7 @@ func decideCancelWait(rec *Record, set Settings, key RequestKey, deadlineMs, now
 	if !changed {
 		return leaseDecision{}
 	}
-	return leaseDecision{record: next, entries: puts}
+	return leaseDecision{record: next}
 }
 
 // endedError says how a lease that is not the live holder ended.

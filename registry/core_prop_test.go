@@ -28,18 +28,21 @@ type coreModel struct {
 	endAt     int64
 }
 
-// observeEnds notes how the leases in puts ended; rec is the record
-// written with them. A lease a bump ended (Broken, as a break's) frees
-// the resource at once, so it sets no lock-delay to check.
-func (m *coreModel) observeEnds(puts []entryPut, rec *Record) {
-	for _, p := range puts {
-		if p.entry.State == grant.StateHeld {
-			continue
-		}
-		m.endKind, m.endAt = p.entry.State, p.entry.EndedAtMs
-		if e, ok := findEnded(rec, p.entry.Grant.Lease); ok && e.Broken {
-			m.endKind = ""
-		}
+// observeEnds notes how the lease a decision ended, if any, ended: the
+// lease rec (the record written) added to Ended that prev did not end. A
+// lease a bump ended (Broken, as a break's) frees the resource at once,
+// so it sets no lock-delay to check.
+func (m *coreModel) observeEnds(prev, rec *Record) {
+	if rec == nil || len(rec.Ended) == 0 {
+		return
+	}
+	e := rec.Ended[len(rec.Ended)-1]
+	if _, known := findEnded(prev, e.Lease); known {
+		return
+	}
+	m.endKind, m.endAt = e.State, e.AtMs
+	if e.Broken {
+		m.endKind = ""
 	}
 }
 
@@ -53,12 +56,12 @@ func (m *coreModel) acquire(t *rapid.T) {
 		w := m.rec.Waiters[0]
 		in = input(w.Owner, w.RequestID, true, w.DeadlineMs)
 	}
-	before, _, _ := normalize(m.rec, m.set, m.now, m.cfg)
+	before, _ := normalize(m.rec, m.set, m.now, m.cfg)
 	d, err := decideAcquire(m.rec, nil, m.set, in, m.now, m.cfg)
 	if err != nil {
 		return
 	}
-	m.observeEnds(d.entries, d.record) // a lease that ended inside this decision counts
+	m.observeEnds(m.rec, d.record) // a lease that ended inside this decision counts
 	if d.outcome == outGranted {
 		if before.Holder != nil {
 			t.Fatalf("granted over live holder %s", before.Holder.Grant.Lease)
@@ -87,7 +90,7 @@ func (m *coreModel) release(t *rapid.T) {
 		return
 	}
 	h := m.rec.Holder.Grant
-	before, _, _ := normalize(m.rec, m.set, m.now, m.cfg)
+	before, _ := normalize(m.rec, m.set, m.now, m.cfg)
 	d, err := decideRelease(m.rec, m.set, h.Owner, h.Lease, m.now, m.cfg, none)
 	if err != nil {
 		return
@@ -105,7 +108,7 @@ func (m *coreModel) release(t *rapid.T) {
 			}
 			m.lastFence = nh.Grant.FenceToken
 		}
-		m.observeEnds(d.entries, d.record)
+		m.observeEnds(m.rec, d.record)
 		m.rec = d.record
 	}
 }

@@ -117,8 +117,11 @@ func TestDecideAcquireRevokedHolderThenGrant(t *testing.T) {
 	if err != nil || d.outcome != outGranted || d.body.FenceToken != 8 {
 		t.Fatalf("after revocation a new-epoch registry grants at once: %v %+v", err, d)
 	}
-	if len(d.entries) != 2 || d.entries[0].entry.State != grant.StateRevoked {
-		t.Fatalf("revoked holder's entry not ended: %+v", d.entries)
+	if len(d.entries) != 1 || d.entries[0].key.Owner != "b" {
+		t.Fatalf("a grant writes its own entry and no other: %+v", d.entries)
+	}
+	if e, ok := findEnded(d.record, rec.Holder.Grant.Lease); !ok || e.State != grant.StateRevoked {
+		t.Fatalf("revoked holder not ended in the record: %+v", d.record.Ended)
 	}
 }
 
@@ -160,7 +163,7 @@ func TestDecideRenewRelease(t *testing.T) {
 		t.Fatalf("renew at expiresAt: %v", err)
 	}
 	rel, err := decideRelease(rec, Settings{}, "a", lease, t0+100, cfg, none)
-	if err != nil || rel.record.Holder != nil || rel.record.FreeAtMs != t0+100 || rel.entries[0].entry.State != grant.StateReleased {
+	if err != nil || rel.record.Holder != nil || rel.record.FreeAtMs != t0+100 || len(rel.entries) != 0 || rel.record.Ended[len(rel.record.Ended)-1].State != grant.StateReleased {
 		t.Fatalf("release: %v %+v", err, rel.record)
 	}
 	// No lock-delay after a release: the next acquire at the same instant wins.
@@ -232,8 +235,8 @@ func TestReleaseHandsOffToHead(t *testing.T) {
 	if h == nil || h.Grant.Owner != "b" || h.Grant.FenceToken != 4 || len(rel.record.Waiters) != 1 || rel.record.Waiters[0].Owner != "c" {
 		t.Fatalf("handoff: holder %+v waiters %+v", h, rel.record.Waiters)
 	}
-	if last := rel.entries[len(rel.entries)-1]; !last.own || last.key.Owner != "b" || last.entry.State != grant.StateHeld {
-		t.Fatalf("head's entry: %+v", last)
+	if len(rel.entries) != 1 || rel.entries[0].key.Owner != "b" || rel.entries[0].entry.State != grant.StateHeld {
+		t.Fatalf("a handoff writes the head's entry and no other: %+v", rel.entries)
 	}
 	// b, looking at the record before reading its entry, learns it holds.
 	if got, _ := decideAcquire(rel.record, nil, Settings{}, input("b", "rb", true, t0+5000), t0+4, cfg); got.outcome != outHanded {

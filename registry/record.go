@@ -38,9 +38,13 @@ type Record struct {
 // which is the creation revision of its request-ID entry) and its current
 // expiry, which renewals move.
 type Holder struct {
-	Grant        GrantBody `json:"grant"`
-	ParamsDigest string    `json:"paramsDigest"` // copied to the entry when the lease ends
-	ExpiresAtMs  int64     `json:"expiresAtMs"`
+	Grant GrantBody `json:"grant"`
+	// ParamsDigest is the request entry's. No longer needed to end the
+	// lease (its entry is not written again), it stays for registries of
+	// an older version sharing the store during an upgrade, which copy it
+	// into the entry they write at the end.
+	ParamsDigest string `json:"paramsDigest"`
+	ExpiresAtMs  int64  `json:"expiresAtMs"`
 }
 
 // Waiter is one queued acquire. It keeps its place until it is granted,
@@ -122,16 +126,20 @@ func (b GrantBody) Grant(backendRevision uint64) (*grant.Grant, error) {
 
 // RequestEntry is the request-ID index entry of one granted acquire. It is
 // created in the transaction that grants, and that transaction's revision
-// is the grant's BackendRevision.
+// is the grant's BackendRevision. It is written once: how and when its
+// lease ended is read from the resource's record (entryState, endedAtMs),
+// so a cycle puts its record twice and its entry once.
 type RequestEntry struct {
 	Grant GrantBody `json:"grant"`
 	// ParamsDigest binds the acquire's parameters; a retry with other
 	// parameters is ErrRequestMismatch.
 	ParamsDigest string `json:"paramsDigest"`
-	// State is HELD until the lease is known to have ended.
+	// State is HELD as written at grant. Registries of an older version
+	// wrote the entry again when the lease ended, with its final state;
+	// such an entry's State and EndedAtMs are final and read as they are.
 	State grant.State `json:"state"`
-	// EndedAtMs is when the lease ended (0 while HELD); retention counts
-	// from here.
+	// EndedAtMs is when the lease ended, in an entry written again at its
+	// end (0 otherwise); retention counts from here.
 	EndedAtMs int64 `json:"endedAtMs"`
 }
 

@@ -43,6 +43,7 @@ type Registry struct {
 
 type cachedRecord struct {
 	record *Record
+	raw    []byte // its stored bytes, when it came from a read
 	rev    uint64
 }
 

@@ -115,8 +115,8 @@ func storeError(op string, err error) error {
 }
 
 // writeFor builds the compare-and-swap of a decision made on s: the record
-// and settings compared at the revisions s saw, the request's own entry
-// compared too, ending leases' entries written without compare.
+// and settings compared at the revisions s saw, each granted request's new
+// entry compared as s saw it (absent, unless s is wrong).
 func writeFor(s *Snapshot, rec *Record, entries []entryPut) *Write {
 	if rec == nil && len(entries) == 0 {
 		return nil
@@ -124,11 +124,7 @@ func writeFor(s *Snapshot, rec *Record, entries []entryPut) *Write {
 	w := &Write{Resource: s.Resource, RecordRev: s.RecordRev, Record: rec, SettingsRev: s.SettingsRev}
 	for _, p := range entries {
 		e := p.entry
-		rw := RequestWrite{Key: p.key, Entry: &e}
-		if p.own {
-			rw.Compare, rw.ModRev = true, s.Slot(p.key).ModRev
-		}
-		w.Requests = append(w.Requests, rw)
+		w.Requests = append(w.Requests, RequestWrite{Key: p.key, Entry: &e, Compare: true, ModRev: s.Slot(p.key).ModRev})
 	}
 	return w
 }
@@ -206,7 +202,7 @@ func readKeys(keys []RequestKey, w *Write) []RequestKey {
 // place (it clones), so s still holds what the decision read.
 func bindDecidedOn(w *Write, s *Snapshot) {
 	if w.Resource != "" && w.RecordRev != 0 && w.RecordRev == s.RecordRev {
-		w.RecordWas = s.Record
+		w.RecordWas, w.RecordWasRaw = s.Record, s.RecordRaw
 	}
 	if w.SettingsRev != 0 && w.SettingsRev == s.SettingsRev {
 		w.SettingsWas = &s.Settings

@@ -65,7 +65,7 @@ func (r *Registry) QueryRequest(ctx context.Context, owner, requestID string) (w
 // statusAt answers the state of key's grant in s at now.
 func (r *Registry) statusAt(s *Snapshot, key RequestKey, now int64) (wire.Issued, error) {
 	slot := s.Slot(key)
-	if slot.Entry == nil || slot.Entry.Grant.Resource != s.Resource || !retained(slot.Entry, now, r.cfg) {
+	if slot.Entry == nil || slot.Entry.Grant.Resource != s.Resource || !retained(recordOf(s), slot.Entry, now, r.cfg) {
 		return wire.Issued{}, fmt.Errorf("%w: request %s on %s", wire.ErrNotFound, key.RequestID, s.Resource)
 	}
 	return r.existing(s, key, now)

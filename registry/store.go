@@ -82,10 +82,14 @@ type RequestSlot struct {
 
 // Snapshot is state read at one revision.
 type Snapshot struct {
-	Revision    uint64 // store revision of the read, >= 1
-	Resource    string
-	Record      *Record // nil when the resource has no record yet
-	RecordRev   uint64  // mod revision, 0 when absent
+	Revision  uint64 // store revision of the read, >= 1
+	Resource  string
+	Record    *Record // nil when the resource has no record yet
+	RecordRev uint64  // mod revision, 0 when absent
+	// RecordRaw is the record's stored bytes as read (nil when absent, or
+	// when the snapshot came from a cache that kept none). Read only: a
+	// write decided on the snapshot names them (Write.RecordWasRaw).
+	RecordRaw   []byte
 	Settings    Settings
 	SettingsRev uint64
 	Requests    []RequestSlot // one per requested key, in order
@@ -106,7 +110,14 @@ type Write struct {
 	// before the restore would otherwise commit over the restored one.
 	RecordWas   *Record
 	SettingsWas *Settings
-	Requests    []RequestWrite
+	// RecordWasRaw, when set with RecordWas, is the stored bytes RecordWas
+	// was decoded from (Snapshot.RecordRaw): the store compares them, not
+	// an encoding of RecordWas, so a record stored in another form than
+	// the store writes (an upgrade, StoredForm) compares equal to itself.
+	// Without it the store compares RecordWas in either form where it can
+	// (StoredRecordIs), or in the form it writes.
+	RecordWasRaw []byte
+	Requests     []RequestWrite
 	// ReadKeys are the request entries to return in CommitResult.Current
 	// when a compare fails, in order; written keys are not added.
 	ReadKeys []RequestKey

@@ -18,10 +18,14 @@ const SweepScanMax = 512
 // starting after the key after. It returns the key to continue from (zero
 // when the index has been walked to its end) and how many it deleted.
 // Entries of live grants are never deleted; each delete compares the
-// entry's revision, so an entry that changed meanwhile is left alone. A
-// HELD entry past its first expiry makes the sweep settle its resource
-// (write down an expiry the clock already decided), so it can be forgotten
-// on a later pass.
+// entry's revision, so an entry that changed meanwhile is left alone.
+//
+// An entry is written once, at grant, so it does not say when its lease
+// ended: the sweep reads that from the resource's record (endedAtMs), one
+// read per resource and page, and only for entries granted more than the
+// retention ago (none younger can be due). A holder past its expiry with
+// no write to say so makes the sweep settle its resource (write down the
+// expiry the clock already decided) before judging the entry.
 func (r *Registry) SweepRequests(ctx context.Context, after RequestKey) (RequestKey, int, error) {
 	page, err := r.store.ScanRequests(ctx, after, SweepScanMax)
 	if err != nil {
@@ -36,19 +40,13 @@ func (r *Registry) SweepRequests(ctx context.Context, after RequestKey) (Request
 	}
 	deleted := 0
 	now := r.now()
+	records := map[string]Snapshot{}
 	for _, sl := range page {
-		if sl.Entry == nil {
-			continue
+		due, err := r.sweepDue(ctx, sl, records, now)
+		if err != nil {
+			return after, deleted, err
 		}
-		if sl.Entry.State == grant.StateHeld && sl.Entry.Grant.IssuedAtMs+int64(sl.Entry.Grant.TTLMs) <= now {
-			// Possibly expired without anyone writing it down: let the
-			// core end it, so a later sweep can forget it.
-			if err := r.settle(ctx, sl.Entry.Grant.Resource); err != nil {
-				return after, deleted, err
-			}
-			continue
-		}
-		if retained(sl.Entry, now, r.cfg) {
+		if !due {
 			continue
 		}
 		res, err := r.store.Commit(ctx, Write{
@@ -67,6 +65,44 @@ func (r *Registry) SweepRequests(ctx context.Context, after RequestKey) (Request
 		next = RequestKey{}
 	}
 	return next, deleted, nil
+}
+
+// sweepDue reports whether sl's entry is past its retention at now.
+// records holds the resources this page has read.
+func (r *Registry) sweepDue(ctx context.Context, sl RequestSlot, records map[string]Snapshot, now int64) (bool, error) {
+	e := sl.Entry
+	retention := int64(r.cfg.RequestRetentionMs)
+	switch {
+	case e == nil:
+		return false, nil
+	case e.State != grant.StateHeld: // written again at its end by an older registry
+		return now >= e.EndedAtMs+retention, nil
+	case now < e.Grant.IssuedAtMs+retention: // it ended after it was granted
+		return false, nil
+	}
+	resource := e.Grant.Resource
+	s, ok := records[resource]
+	if !ok {
+		var err error
+		if s, err = r.read(ctx, resource, nil); err != nil {
+			return false, err
+		}
+		records[resource] = s
+	}
+	rec := recordOf(&s)
+	if next, _ := normalize(rec, s.Settings, now, r.cfg); holdsEntry(rec, e) && !holdsEntry(next, e) {
+		// Ended by the clock with no write yet: write it down, so the
+		// record says when, and judge the record it left.
+		if err := r.settle(ctx, resource); err != nil {
+			return false, err
+		}
+		var err error
+		if s, err = r.read(ctx, resource, nil); err != nil {
+			return false, err
+		}
+		records[resource], rec = s, recordOf(&s)
+	}
+	return !retained(rec, e, now, r.cfg), nil
 }
 
 // SweepLoop sweeps the whole request index every interval until ctx ends,
@@ -106,11 +142,11 @@ func (r *Registry) sweepAll(ctx context.Context) (int, error) {
 // that expired or was revoked ends, dead waiters leave. Nothing else moves.
 func (r *Registry) settle(ctx context.Context, resource string) error {
 	_, _, err := r.casLoop(ctx, resource, nil, false, func(s *Snapshot, now int64) (*Write, error) {
-		rec, puts, changed := normalize(recordOf(s), s.Settings, now, r.cfg)
+		rec, changed := normalize(recordOf(s), s.Settings, now, r.cfg)
 		if !changed {
 			return nil, nil
 		}
-		return writeFor(s, rec, puts), nil
+		return writeFor(s, rec, nil), nil
 	})
 	return err
 }

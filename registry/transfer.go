@@ -24,7 +24,8 @@ import (
 //	{"kind":"request","owner":"worker-7","requestId":"r-…","entry":{"grant":{…},…}}
 //	{"kind":"end","records":1,"requests":1}
 //
-// The values are the stores' own JSON (EncodeRecord and friends). An
+// The values are the stored types as JSON (FormJSON's), whatever form
+// either store keeps, so an export moves between stores of any form. An
 // export is read in pages, each a linearizable read, not as one snapshot:
 // export a store no registry is writing to (serve stopped), or let the
 // bump that follows every switch cover what moved meanwhile.

@@ -241,7 +241,7 @@ func (im *importer) record(ctx context.Context, resource string, imp *Record) er
 			im.rep.Records.Kept++
 			return nil
 		}
-		w = Write{Resource: resource, RecordRev: cur.RecordRev, Record: merged, RecordWas: cur.Record, SettingsRev: cur.SettingsRev}
+		w = Write{Resource: resource, RecordRev: cur.RecordRev, Record: merged, RecordWas: cur.Record, RecordWasRaw: cur.RecordRaw, SettingsRev: cur.SettingsRev}
 	}
 }
 

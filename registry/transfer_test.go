@@ -100,6 +100,33 @@ func TestExportImportRoundTrip(t *testing.T) {
 	})
 }
 
+// An export is the same JSON lines whatever form the stores keep: a
+// store writing the JSON form exports what a compact one imports, and
+// back, line for line.
+func TestExportImportAcrossStoredForms(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		src := memstore.New(memstore.WithStoredForm(registry.FormJSON))
+		populate(t, src)
+		out := export(t, src)
+		compact := memstore.New()
+		if rep, err := registry.Import(ctx, compact, strings.NewReader(out), registry.ImportOptions{}); err != nil || !rep.Complete {
+			t.Fatalf("import into the compact form: %+v %v", rep, err)
+		}
+		mid := export(t, compact)
+		if body(mid) != body(out) {
+			t.Fatal("the compact store's export differs from the JSON store's")
+		}
+		back := memstore.New(memstore.WithStoredForm(registry.FormJSON))
+		if rep, err := registry.Import(ctx, back, strings.NewReader(mid), registry.ImportOptions{}); err != nil || !rep.Complete {
+			t.Fatalf("import back into the JSON form: %+v %v", rep, err)
+		}
+		if body(export(t, back)) != body(out) {
+			t.Fatal("the round trip through the compact form changed the export")
+		}
+	})
+}
+
 // cutReader gives the first n bytes of s, then fails as a dropped
 // connection or a killed pipe would.
 type cutReader struct {

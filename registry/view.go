@@ -37,7 +37,7 @@ func (r *Registry) LockStatus(ctx context.Context, resource string) (wire.LockSt
 // viewOf is the lock view of snapshot s at the registry's now.
 func (r *Registry) viewOf(s *Snapshot) wire.LockStatus {
 	now := r.now()
-	next, _, _ := normalize(recordOf(s), s.Settings, now, r.cfg)
+	next, _ := normalize(recordOf(s), s.Settings, now, r.cfg)
 	return lockView(s.Resource, next, now, s.RecordRev)
 }
 
@@ -70,7 +70,7 @@ func (r *Registry) ListLocks(ctx context.Context, prefix, after string, limit in
 		if see != nil && !see(sl.Resource) {
 			continue
 		}
-		next, _, _ := normalize(recordOrEmpty(sl.Record), set.Settings, now, r.cfg)
+		next, _ := normalize(recordOrEmpty(sl.Record), set.Settings, now, r.cfg)
 		out.Locks = append(out.Locks, lockView(sl.Resource, next, now, sl.ModRev))
 	}
 	if len(slots) == limit {

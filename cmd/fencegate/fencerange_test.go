@@ -144,6 +144,10 @@ func TestFenceRangeBumpAndShowProcesses(t *testing.T) {
 	if !strings.Contains(errOut, "not both") {
 		t.Errorf("--registry with --data-dir: %s", errOut)
 	}
+	_, errOut = cli(t, 2, "fence-range", "show", "--data-dir", data, "--stored-form", "xml")
+	if !strings.Contains(errOut, "want compact or json") {
+		t.Errorf("--stored-form xml: %s", errOut)
+	}
 	_, errOut = cli(t, 1, "fence-range", "show", "--data-dir", filepath.Join(t.TempDir(), "typo"))
 	if !strings.Contains(errOut, "no embedded etcd") {
 		t.Errorf("show on a missing data dir: %s", errOut)

@@ -78,12 +78,12 @@ func (z *zkOptions) load() error {
 
 // open connects to the ensemble and opens the store under
 // --zookeeper-root; who starts the line it writes to stderr.
-func (z *zkOptions) open(ctx context.Context, who string, stderr io.Writer) (registry.Store, func(), error) {
+func (z *zkOptions) open(ctx context.Context, who string, stderr io.Writer, form registry.StoredForm) (registry.Store, func(), error) {
 	conn, err := zkstore.Dial(ctx, z.cfg, z.root)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w (check --zookeeper, --zookeeper-cacert/--zookeeper-cert/--zookeeper-key and --zookeeper-user)", err)
 	}
-	s, err := zkstore.New(ctx, conn, z.root, z.cfg.ACL())
+	s, err := zkstore.New(ctx, conn, z.root, z.cfg.ACL(), zkstore.WithStoredForm(form))
 	if err != nil {
 		conn.Close()
 		return nil, nil, fmt.Errorf("%w (check --zookeeper-root and the user's permissions)", err)

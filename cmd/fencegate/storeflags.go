@@ -24,6 +24,9 @@ type storeOptions struct {
 	etcd                etcdstore.ClientConfig // endpoints filled from etcdEndpoints
 	etcdPasswordFile    string
 	zk                  zkOptions
+	// formName is --stored-form; form its parsed value (check).
+	formName string
+	form     registry.StoredForm
 	// unsafeNoFsync turns off the embedded etcd's fsync: tests only.
 	unsafeNoFsync bool
 }
@@ -40,6 +43,8 @@ func (s *storeOptions) flags(fs *pflag.FlagSet, dataDirUsage string) {
 	fs.StringVar(&s.etcdPasswordFile, "etcd-password-file", "", "file holding the etcd user's password (one line)")
 	fs.StringVar(&s.etcd.Password, "etcd-password", "", "etcd user's password; prefer FENCEGATE_ETCD_PASSWORD or --etcd-password-file (a flag shows in ps)")
 	_ = fs.MarkHidden("etcd-password") // settable, but through the environment
+	fs.StringVar(&s.formName, "stored-form", registry.FormCompact.String(),
+		"how records and request entries are written: compact, or json while replicas of a version before the compact form share the store (docs/operations.md)")
 	s.zk.flags(fs)
 }
 
@@ -55,6 +60,11 @@ func (s *storeOptions) check() error {
 	case s.etcdPasswordFile != "" && s.etcd.Password != "":
 		return usagef("give the etcd password once: --etcd-password-file or FENCEGATE_ETCD_PASSWORD, not both")
 	}
+	form, err := registry.ParseStoredForm(s.formName)
+	if err != nil {
+		return usagef("--stored-form %q: want compact or json", s.formName)
+	}
+	s.form = form
 	if err := s.zk.check(len(s.etcdEndpoints) > 0); err != nil {
 		return err
 	}
@@ -99,7 +109,7 @@ func (s *storeOptions) load() error {
 // in --data-dir/etcd; who starts the lines it writes to stderr.
 func (s *storeOptions) open(ctx context.Context, who string, stderr io.Writer) (registry.Store, storeEngine, func(), error) {
 	if s.zk.on() {
-		st, closeStore, err := s.zk.open(ctx, who, stderr)
+		st, closeStore, err := s.zk.open(ctx, who, stderr, s.form)
 		return st, engineZooKeeper, closeStore, err
 	}
 	if len(s.etcd.Endpoints) > 0 {
@@ -110,7 +120,7 @@ func (s *storeOptions) open(ctx context.Context, who string, stderr io.Writer) (
 			return nil, storeEngine{}, nil, fmt.Errorf("%w (check --etcd-endpoints, --etcd-cacert/--etcd-cert/--etcd-key and --etcd-user)", err)
 		}
 		fmt.Fprintf(stderr, "%s: using etcd cluster %v\n", who, s.etcd.Endpoints)
-		return etcdstore.New(c, s.etcdPrefix), engineEtcd, func() { c.Close() }, nil
+		return etcdstore.New(c, s.etcdPrefix, etcdstore.WithStoredForm(s.form)), engineEtcd, func() { c.Close() }, nil
 	}
 	dir := filepath.Join(s.dataDir, "etcd")
 	em, err := etcdstore.StartEmbedded(ctx, dir, etcdstore.EmbeddedOptions{UnsafeNoFsync: s.unsafeNoFsync})
@@ -123,5 +133,5 @@ func (s *storeOptions) open(ctx context.Context, who string, stderr io.Writer) (
 		return nil, storeEngine{}, nil, err
 	}
 	fmt.Fprintf(stderr, "%s: embedded etcd in %s\n", who, dir)
-	return etcdstore.New(c, s.etcdPrefix), engineEmbeddedEtcd, func() { c.Close(); em.Close() }, nil
+	return etcdstore.New(c, s.etcdPrefix, etcdstore.WithStoredForm(s.form)), engineEmbeddedEtcd, func() { c.Close(); em.Close() }, nil
 }

@@ -38,6 +38,17 @@ type Options struct {
 	// server fewer, larger transactions cost less per write than
 	// overlapping ones, and a queued commit waits at most one round trip.
 	BatchInflightMax int
+	// Form is how the store writes records and request entries; it reads
+	// every form. Optional, defaults to registry.FormCompact; FormJSON
+	// while replicas of a version before the compact form share the store
+	// (docs/operations.md, "Upgrading the stored form").
+	Form registry.StoredForm
+}
+
+// WithStoredForm sets the form the store writes records and request
+// entries in.
+func WithStoredForm(f registry.StoredForm) Option {
+	return func(o *Options) { o.Form = f }
 }
 
 // Option sets Options at New.

@@ -37,6 +37,7 @@ type Store struct {
 	c      *clientv3.Client
 	kv     etcdserverpb.KVClient // c's connection, without clientv3's request copies
 	prefix string
+	form   registry.StoredForm
 	batch  *batcher // nil: every commit is its own transaction
 }
 
@@ -54,6 +55,7 @@ func New(c *clientv3.Client, prefix string, opts ...Option) *Store {
 	for _, f := range opts {
 		f(&o)
 	}
+	s.form = o.Form
 	if o = o.withDefaults(); o.BatchWritesMax > 1 {
 		s.batch = newBatcher(s, o)
 	}
@@ -102,7 +104,7 @@ func parseSnapshot(rev uint64, rs []*etcdserverpb.ResponseOp, resource string, k
 			if err != nil {
 				return snap, fmt.Errorf("etcdstore: %s: %w", resource, err)
 			}
-			snap.Record, snap.RecordRev = rec, uint64(kvs[0].ModRevision)
+			snap.Record, snap.RecordRev, snap.RecordRaw = rec, uint64(kvs[0].ModRevision), kvs[0].Value
 		}
 		rs = rs[1:]
 	}

@@ -47,14 +47,18 @@ func (s *Store) txnOf(w registry.Write) writeTxn {
 		t.cmps = append(t.cmps, modRevIs(s.recordKey(w.Resource), w.RecordRev))
 	}
 	if w.RecordWas != nil {
-		t.compareValue(s.recordKey(w.Resource), registry.EncodeRecord(w.RecordWas))
+		was := w.RecordWasRaw
+		if was == nil {
+			was = s.form.EncodeRecord(w.RecordWas)
+		}
+		t.compareValue(s.recordKey(w.Resource), was)
 	}
 	t.cmps = append(t.cmps, modRevIs(s.settingsKey(), w.SettingsRev))
 	if w.SettingsWas != nil {
 		t.compareValue(s.settingsKey(), registry.EncodeSettings(w.SettingsWas))
 	}
 	if w.Record != nil {
-		t.put(s.recordKey(w.Resource), registry.EncodeRecord(w.Record))
+		t.put(s.recordKey(w.Resource), s.form.EncodeRecord(w.Record))
 	}
 	if w.Settings != nil {
 		t.put(s.settingsKey(), registry.EncodeSettings(w.Settings))
@@ -68,7 +72,7 @@ func (s *Store) txnOf(w registry.Write) writeTxn {
 			t.then = append(t.then, &pb.RequestOp{Request: &pb.RequestOp_RequestDeleteRange{RequestDeleteRange: &pb.DeleteRangeRequest{Key: []byte(k)}}})
 			t.size += len(k)
 		} else {
-			t.put(k, registry.EncodeRequestEntry(rw.Entry))
+			t.put(k, s.form.EncodeRequestEntry(rw.Entry))
 		}
 	}
 	t.els = s.readOps(w.Resource, w.ReadKeys)

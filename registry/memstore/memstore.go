@@ -1,6 +1,6 @@
 // Package memstore is the in-memory registry.Store: one mutex, one revision
-// counter, values kept in their stored (JSON) form so decoding is as strict
-// as in etcd. It is linearizable because every call takes the mutex, and
+// counter, values kept in their stored form (registry.StoredForm) so
+// decoding is as strict as in etcd. It is linearizable because every call takes the mutex, and
 // it passes testkit/storetest like the etcd and ZooKeeper stores.
 //
 // Beyond the Store contract it offers what tests and the deterministic
@@ -43,18 +43,31 @@ type Store struct {
 	settings item
 	watchers map[string][]*watcher
 	hook     CommitHook // see OnCommit
+	form     registry.StoredForm
 }
 
 var _ registry.Store = (*Store)(nil)
 
+// Option sets a store's options at New.
+type Option func(*Store)
+
+// WithStoredForm sets the form the store writes records and request
+// entries in (it reads every form). Optional, defaults to
+// registry.FormCompact.
+func WithStoredForm(f registry.StoredForm) Option { return func(s *Store) { s.form = f } }
+
 // New returns an empty store at revision 1, as etcd starts.
-func New() *Store {
-	return &Store{
+func New(opts ...Option) *Store {
+	s := &Store{
 		rev:      1,
 		records:  make(map[string]item),
 		requests: make(map[registry.RequestKey]item),
 		watchers: make(map[string][]*watcher),
 	}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
 
 // Revision returns the current revision.
@@ -81,7 +94,7 @@ func (s *Store) snapshotLocked(resource string, keys []registry.RequestKey) (reg
 		if err != nil {
 			return registry.Snapshot{}, err
 		}
-		snap.Record, snap.RecordRev = rec, it.modRev
+		snap.Record, snap.RecordRev, snap.RecordRaw = rec, it.modRev, it.value
 	}
 	set, err := s.settingsLocked()
 	if err != nil {
@@ -118,7 +131,7 @@ func (s *Store) Commit(ctx context.Context, w registry.Write) (registry.CommitRe
 	s.rev++
 	rev := s.rev
 	if w.Record != nil {
-		s.records[w.Resource] = put(s.records[w.Resource], registry.EncodeRecord(w.Record), cloneRecord(w.Record), rev)
+		s.records[w.Resource] = put(s.records[w.Resource], s.form.EncodeRecord(w.Record), cloneRecord(w.Record), rev)
 		s.notifyLocked(w.Resource, w.Record, rev)
 	}
 	if w.Settings != nil {
@@ -130,7 +143,7 @@ func (s *Store) Commit(ctx context.Context, w registry.Write) (registry.CommitRe
 			continue
 		}
 		e := *rw.Entry
-		s.requests[rw.Key] = put(s.requests[rw.Key], registry.EncodeRequestEntry(rw.Entry), &e, rev)
+		s.requests[rw.Key] = put(s.requests[rw.Key], s.form.EncodeRequestEntry(rw.Entry), &e, rev)
 	}
 	s.runHookLocked(&w, rev)
 	return registry.CommitResult{OK: true, Revision: rev}, nil
@@ -156,13 +169,13 @@ func (s *Store) comparesHoldLocked(w registry.Write) bool {
 	if w.Resource != "" && s.records[w.Resource].modRev != w.RecordRev {
 		return false
 	}
-	if w.RecordWas != nil && !holds(s.records[w.Resource], w.RecordWas, registry.EncodeRecord) {
+	if w.RecordWas != nil && !holds(s.records[w.Resource], w.RecordWas, func(b []byte) bool { return registry.StoredRecordIs(b, w.RecordWas, w.RecordWasRaw) }) {
 		return false
 	}
 	if s.settings.modRev != w.SettingsRev {
 		return false
 	}
-	if w.SettingsWas != nil && !holds(s.settings, *w.SettingsWas, func(v registry.Settings) []byte { return registry.EncodeSettings(&v) }) {
+	if w.SettingsWas != nil && !holds(s.settings, *w.SettingsWas, func(b []byte) bool { return bytes.Equal(b, registry.EncodeSettings(w.SettingsWas)) }) {
 		return false
 	}
 	for _, rw := range w.Requests {
@@ -187,15 +200,16 @@ func put(old item, value []byte, decoded any, rev uint64) item {
 // SettingsWas), as etcd's compare of the stored bytes would. Equal values
 // encode alike, so a value equal to the stored one's decoding holds
 // without being encoded (the common case: what a write was decided on is
-// usually what the store holds); any other is encoded and compared.
-func holds[T any](it item, was T, encode func(T) []byte) bool {
+// usually what the store holds); for any other, matches compares the
+// stored bytes.
+func holds[T any](it item, was T, matches func(stored []byte) bool) bool {
 	if it.modRev == 0 {
 		return false
 	}
 	if d, ok := it.decoded.(T); ok && reflect.DeepEqual(d, was) {
 		return true
 	}
-	return bytes.Equal(it.value, encode(was))
+	return matches(it.value)
 }
 
 // ScanRequests implements registry.Store.

@@ -18,6 +18,12 @@ func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) registry.Store { return memstore.New() })
 }
 
+// The JSON form, which a store writes while replicas of a version before
+// the compact form share it, passes the same suite.
+func TestConformanceJSONForm(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) registry.Store { return memstore.New(memstore.WithStoredForm(registry.FormJSON)) })
+}
+
 func TestConformanceRestore(t *testing.T) {
 	storetest.RunRestore(t, func(t *testing.T) storetest.Restorable {
 		s := memstore.New()

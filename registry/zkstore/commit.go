@@ -131,7 +131,7 @@ func (s *Store) holds(w registry.Write, v *view) bool {
 		if n.modRev() != w.RecordRev {
 			return false
 		}
-		if w.RecordWas != nil && (n.modRev() == 0 || !bytes.Equal(n.data, registry.EncodeRecord(w.RecordWas))) {
+		if w.RecordWas != nil && (n.modRev() == 0 || !registry.StoredRecordIs(n.data, w.RecordWas, w.RecordWasRaw)) {
 			return false
 		}
 	}
@@ -159,7 +159,7 @@ func (s *Store) ops(w registry.Write, v *view) []any {
 	if w.Resource != "" {
 		var data []byte
 		if w.Record != nil {
-			data = registry.EncodeRecord(w.Record)
+			data = s.form.EncodeRecord(w.Record)
 		}
 		ops = append(ops, pin(s.recordPath(w.Resource), v.nodes[s.recordPath(w.Resource)], data, w.Record != nil, s.acl))
 	}
@@ -206,11 +206,11 @@ func (s *Store) entryOps(rw registry.RequestWrite, n node) []any {
 	}
 	switch {
 	case !n.ok && rw.Entry != nil:
-		return []any{&zk.CreateRequest{Path: p, Data: registry.EncodeRequestEntry(rw.Entry), Acl: s.acl}}
+		return []any{&zk.CreateRequest{Path: p, Data: s.form.EncodeRequestEntry(rw.Entry), Acl: s.acl}}
 	case !n.ok:
 		return []any{&zk.CreateRequest{Path: p, Acl: s.acl}, &zk.DeleteRequest{Path: p, Version: 0}}
 	case rw.Entry != nil:
-		return []any{&zk.SetDataRequest{Path: p, Data: registry.EncodeRequestEntry(rw.Entry), Version: version}}
+		return []any{&zk.SetDataRequest{Path: p, Data: s.form.EncodeRequestEntry(rw.Entry), Version: version}}
 	default:
 		return []any{&zk.DeleteRequest{Path: p, Version: version}, &zk.SetDataRequest{Path: path.Dir(p), Version: -1}}
 	}

@@ -214,7 +214,7 @@ func (s *Store) snapshotOf(v *view, resource string, keys []registry.RequestKey)
 			if err != nil {
 				return snap, fmt.Errorf("zkstore: %s: %w", resource, err)
 			}
-			snap.Record, snap.RecordRev = rec, n.modRev()
+			snap.Record, snap.RecordRev, snap.RecordRaw = rec, n.modRev(), n.data
 		}
 	}
 	if n := v.nodes[s.settingsPath()]; n.modRev() != 0 {

@@ -132,6 +132,7 @@ type Store struct {
 	c    *zk.Conn
 	root string
 	acl  []zk.ACL
+	form registry.StoredForm
 
 	mu     sync.Mutex
 	dirs   map[string]bool // request directories known to exist (never deleted)
@@ -140,12 +141,22 @@ type Store struct {
 
 var _ registry.Store = (*Store)(nil)
 
+// Option sets a store's options at New.
+type Option func(*Store)
+
+// WithStoredForm sets the form the store writes records and request
+// entries in (it reads every form). Optional, defaults to
+// registry.FormCompact; FormJSON while replicas of a version before the
+// compact form share the store (docs/operations.md, "Upgrading the
+// stored form").
+func WithStoredForm(f registry.StoredForm) Option { return func(s *Store) { s.form = f } }
+
 // New returns a store using c under root ("" means DefaultRoot), creating
 // the root's nodes when missing. acl is given to every node the store
 // creates (nil: zk.WorldACL(zk.PermAll); with digest auth, zk.AuthACL so
 // only the authenticated user reads and writes). The caller keeps
 // ownership of c.
-func New(ctx context.Context, c *zk.Conn, root string, acl []zk.ACL) (*Store, error) {
+func New(ctx context.Context, c *zk.Conn, root string, acl []zk.ACL, opts ...Option) (*Store, error) {
 	if root == "" {
 		root = DefaultRoot
 	}
@@ -156,6 +167,9 @@ func New(ctx context.Context, c *zk.Conn, root string, acl []zk.ACL) (*Store, er
 		acl = zk.WorldACL(zk.PermAll)
 	}
 	s := &Store{c: c, root: strings.TrimSuffix(root, "/"), acl: acl, dirs: map[string]bool{}}
+	for _, o := range opts {
+		o(s)
+	}
 	if err := s.ensureBase(ctx); err != nil {
 		return nil, err
 	}

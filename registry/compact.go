@@ -1,0 +1,350 @@
+package registry
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	"github.com/fencegate/fencegate/grant"
+)
+
+// The compact stored form, version 1: a marker byte naming the kind and
+// version, then the fields in declaration order, with no names:
+//
+//	unsigned integers  uvarint (minimal)
+//	instants (ms)      zig-zag varint (minimal)
+//	strings            uvarint length, then the bytes
+//	digests            0x01 and 32 bytes for "sha256:" + 64 lowercase hex
+//	                   digits (operation roots, parameter digests), else
+//	                   0x00 and a string
+//	states             one byte: 1 HELD, 2 EXPIRED, 3 RELEASED, 4 REVOKED
+//	flags, presence    one byte, 0 or 1
+//	lists              uvarint count, then the elements
+//
+// A record is marker 0x81, then highestFence, floor, policyGeneration,
+// holder presence (and the holder: its grant body, paramsDigest,
+// expiresAtMs), freeAtMs, the waiters, the ended leases. A request entry
+// is marker 0x82, then its grant body, paramsDigest, state and endedAtMs.
+// A grant body is resource, owner, requestId, lease, operationRoot,
+// operationClass, fenceToken, policyGeneration, issuerEpoch, ttlMs,
+// issuedAtMs.
+//
+// Every value has exactly one encoding (minimal varints, the short digest
+// form whenever it applies), so a value read back encodes to the bytes it
+// was read from, as content compares need. JSON never starts with either
+// marker (it starts with '{' or white space), which is how a decoder tells
+// the forms apart.
+const (
+	markRecordV1 = 0x81
+	markEntryV1  = 0x82
+)
+
+const digestPrefix = "sha256:"
+
+var compactStates = [...]grant.State{1: grant.StateHeld, 2: grant.StateExpired, 3: grant.StateReleased, 4: grant.StateRevoked}
+
+// encoder appends the compact form to b.
+type encoder struct{ b []byte }
+
+func (e *encoder) uint(u uint64) { e.b = binary.AppendUvarint(e.b, u) }
+func (e *encoder) int(i int64)   { e.b = binary.AppendVarint(e.b, i) }
+func (e *encoder) str(s string)  { e.uint(uint64(len(s))); e.b = append(e.b, s...) }
+func (e *encoder) flag(set bool) { e.b = append(e.b, b2byte(set)) }
+func (e *encoder) byte(c byte)   { e.b = append(e.b, c) }
+func (e *encoder) state(s grant.State) {
+	for i, st := range compactStates {
+		if i > 0 && st == s {
+			e.byte(byte(i))
+			return
+		}
+	}
+	e.byte(0) // not a state: the decoder refuses it, as JSON's refuses the name
+}
+
+func (e *encoder) digest(s string) {
+	if isShortDigest(s) {
+		e.byte(1)
+		n := len(e.b)
+		e.b = append(e.b, make([]byte, 32)...)
+		_, _ = hex.Decode(e.b[n:], []byte(s[len(digestPrefix):])) // checked: 64 lowercase hex digits
+		return
+	}
+	e.byte(0)
+	e.str(s)
+}
+
+// isShortDigest reports whether s is "sha256:" and 64 lowercase hex
+// digits, the only spelling the short form gives back.
+func isShortDigest(s string) bool {
+	if len(s) != len(digestPrefix)+64 || s[:len(digestPrefix)] != digestPrefix {
+		return false
+	}
+	for i := len(digestPrefix); i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+func b2byte(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func (e *encoder) grantBody(g *GrantBody) {
+	e.str(g.Resource)
+	e.str(g.Owner)
+	e.str(g.RequestID)
+	e.str(g.Lease)
+	e.digest(g.OperationRoot)
+	e.str(g.OperationClass)
+	e.uint(g.FenceToken)
+	e.uint(g.PolicyGeneration)
+	e.uint(g.IssuerEpoch)
+	e.uint(g.TTLMs)
+	e.int(g.IssuedAtMs)
+}
+
+func encodeRecordCompact(rec *Record) []byte {
+	e := encoder{b: make([]byte, 0, 128+96*len(rec.Waiters)+48*len(rec.Ended))}
+	e.byte(markRecordV1)
+	e.uint(rec.HighestFence)
+	e.uint(rec.Floor)
+	e.uint(rec.PolicyGeneration)
+	e.flag(rec.Holder != nil)
+	if h := rec.Holder; h != nil {
+		e.grantBody(&h.Grant)
+		e.digest(h.ParamsDigest)
+		e.int(h.ExpiresAtMs)
+	}
+	e.int(rec.FreeAtMs)
+	e.uint(uint64(len(rec.Waiters)))
+	for i := range rec.Waiters {
+		w := &rec.Waiters[i]
+		e.str(w.Owner)
+		e.str(w.RequestID)
+		e.int(w.DeadlineMs)
+		e.int(w.PollUntilMs)
+		e.int(w.JoinedMs)
+		e.digest(w.OperationRoot)
+		e.str(w.OperationClass)
+		e.uint(w.TTLMs)
+		e.digest(w.ParamsDigest)
+		e.int(w.SeenMs)
+	}
+	e.uint(uint64(len(rec.Ended)))
+	for _, x := range rec.Ended {
+		e.str(x.Lease)
+		e.str(x.Owner)
+		e.state(x.State)
+		e.int(x.AtMs)
+		e.flag(x.Broken)
+	}
+	return e.b
+}
+
+func encodeEntryCompact(en *RequestEntry) []byte {
+	e := encoder{b: make([]byte, 0, 160)}
+	e.byte(markEntryV1)
+	e.grantBody(&en.Grant)
+	e.digest(en.ParamsDigest)
+	e.state(en.State)
+	e.int(en.EndedAtMs)
+	return e.b
+}
+
+// errShort and friends say why compact bytes do not decode.
+var (
+	errShort        = errors.New("truncated")
+	errNonMinimal   = errors.New("non-minimal varint")
+	errNonCanonical = errors.New("digest spelled long where the short form applies")
+)
+
+// decoder reads the compact form; the first error sticks and every later
+// read returns zero values.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) fail(err error) {
+	if d.err == nil {
+		d.err = err
+	}
+}
+
+func (d *decoder) uint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	u, n := binary.Uvarint(d.b)
+	switch {
+	case n <= 0:
+		d.fail(errShort)
+		return 0
+	case n != len(binary.AppendUvarint(nil, u)):
+		d.fail(errNonMinimal)
+		return 0
+	}
+	d.b = d.b[n:]
+	return u
+}
+
+func (d *decoder) int() int64 {
+	if d.err != nil {
+		return 0
+	}
+	i, n := binary.Varint(d.b)
+	switch {
+	case n <= 0:
+		d.fail(errShort)
+		return 0
+	case n != len(binary.AppendVarint(nil, i)):
+		d.fail(errNonMinimal)
+		return 0
+	}
+	d.b = d.b[n:]
+	return i
+}
+
+func (d *decoder) bytes(n uint64) []byte {
+	if d.err != nil {
+		return nil
+	}
+	if n > uint64(len(d.b)) {
+		d.fail(errShort)
+		return nil
+	}
+	out := d.b[:n]
+	d.b = d.b[n:]
+	return out
+}
+
+func (d *decoder) str() string { return string(d.bytes(d.uint())) }
+
+func (d *decoder) byte() byte {
+	if b := d.bytes(1); len(b) == 1 {
+		return b[0]
+	}
+	return 0
+}
+
+func (d *decoder) flag() bool {
+	switch c := d.byte(); c {
+	case 0, 1:
+		return c == 1
+	default:
+		d.fail(fmt.Errorf("flag byte %d", c))
+		return false
+	}
+}
+
+func (d *decoder) state() grant.State {
+	c := d.byte()
+	if d.err == nil && (c == 0 || int(c) >= len(compactStates)) {
+		d.fail(fmt.Errorf("state byte %d", c))
+		return ""
+	}
+	return compactStates[c]
+}
+
+func (d *decoder) digest() string {
+	switch c := d.byte(); c {
+	case 1:
+		raw := d.bytes(32)
+		if raw == nil {
+			return ""
+		}
+		out := make([]byte, len(digestPrefix)+64)
+		copy(out, digestPrefix)
+		hex.Encode(out[len(digestPrefix):], raw)
+		return string(out)
+	case 0:
+		s := d.str()
+		if isShortDigest(s) {
+			d.fail(errNonCanonical)
+		}
+		return s
+	default:
+		d.fail(fmt.Errorf("digest form byte %d", c))
+		return ""
+	}
+}
+
+// count reads a list length, refusing one the remaining bytes cannot hold
+// (each element takes at least minBytes), so no length allocates beyond
+// the input.
+func (d *decoder) count(minBytes int) int {
+	n := d.uint()
+	if n > uint64(len(d.b)/minBytes) {
+		d.fail(fmt.Errorf("%d elements in %d bytes", n, len(d.b)))
+		return 0
+	}
+	return int(n)
+}
+
+func (d *decoder) grantBody() GrantBody {
+	return GrantBody{
+		Resource: d.str(), Owner: d.str(), RequestID: d.str(), Lease: d.str(),
+		OperationRoot: d.digest(), OperationClass: d.str(),
+		FenceToken: d.uint(), PolicyGeneration: d.uint(), IssuerEpoch: d.uint(), TTLMs: d.uint(),
+		IssuedAtMs: d.int(),
+	}
+}
+
+// end fails on trailing bytes and returns the first error.
+func (d *decoder) end() error {
+	if d.err == nil && len(d.b) > 0 {
+		d.fail(fmt.Errorf("%d trailing bytes", len(d.b)))
+	}
+	return d.err
+}
+
+// Minimal sizes of list elements: a waiter is 2 strings, 4 instants, 2
+// digests, a string, a number and an instant; an ended lease 2 strings, a
+// state, an instant and a flag.
+const (
+	waiterBytesMin = 13
+	endedBytesMin  = 5
+)
+
+func decodeRecordCompact(b []byte) (*Record, error) {
+	d := decoder{b: b[1:]}
+	rec := &Record{HighestFence: d.uint(), Floor: d.uint(), PolicyGeneration: d.uint()}
+	if d.flag() {
+		rec.Holder = &Holder{Grant: d.grantBody(), ParamsDigest: d.digest(), ExpiresAtMs: d.int()}
+	}
+	rec.FreeAtMs = d.int()
+	if n := d.count(waiterBytesMin); n > 0 {
+		rec.Waiters = make([]Waiter, n)
+		for i := range rec.Waiters {
+			rec.Waiters[i] = Waiter{
+				Owner: d.str(), RequestID: d.str(), DeadlineMs: d.int(), PollUntilMs: d.int(), JoinedMs: d.int(),
+				OperationRoot: d.digest(), OperationClass: d.str(), TTLMs: d.uint(), ParamsDigest: d.digest(), SeenMs: d.int(),
+			}
+		}
+	}
+	if n := d.count(endedBytesMin); n > 0 {
+		rec.Ended = make([]EndedLease, n)
+		for i := range rec.Ended {
+			rec.Ended[i] = EndedLease{Lease: d.str(), Owner: d.str(), State: d.state(), AtMs: d.int(), Broken: d.flag()}
+		}
+	}
+	if err := d.end(); err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
+func decodeEntryCompact(b []byte) (*RequestEntry, error) {
+	d := decoder{b: b[1:]}
+	e := &RequestEntry{Grant: d.grantBody(), ParamsDigest: d.digest(), State: d.state(), EndedAtMs: d.int()}
+	if err := d.end(); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
