@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/internal/strictjson"
 	"github.com/fencegate/fencegate/wire"
 )
 
@@ -171,14 +171,4 @@ func mustJSON(v any) []byte {
 	return b
 }
 
-func strictDecode(b []byte, v any) error {
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.DisallowUnknownFields()
-	if err := d.Decode(v); err != nil {
-		return err
-	}
-	if _, err := d.Token(); err != io.EOF {
-		return fmt.Errorf("trailing data")
-	}
-	return nil
-}
+func strictDecode(b []byte, v any) error { return strictjson.Decode(b, v) }

@@ -106,6 +106,8 @@ func TestLegacyJSONStillDecodes(t *testing.T) {
 		"bad state":      strings.Replace(rec, "RELEASED", "GONE", 1),
 		"fence above":    strings.Replace(rec, `"highestFence":3`, `"highestFence":2`, 1),
 		"entry as a rec": entry,
+		"re-cased field": strings.Replace(rec, `"highestFence"`, `"HighestFence"`, 1),
+		"field twice":    strings.Replace(rec, `"highestFence":3`, `"highestFence":3,"highestFence":3`, 1),
 	} {
 		if _, err := DecodeRecord([]byte(bad)); !errors.Is(err, wire.ErrCorrupt) {
 			t.Errorf("%s: %v, want ErrCorrupt", name, err)
