@@ -132,6 +132,7 @@ func Cases() []Case {
 		{"LateCopyAfterReleaseDoesNotPause", testLateCopy},
 		{"QuerierSettlesCloseCalls", testQuerier},
 		{"GrantHeldStatement", testGrantHeld},
+		{"GrantHeldRunOutAsksQuerier", testGrantHeldQuerier},
 		{"OldGrantWithoutStatusNotHeld", testOldGrantNotHeld},
 		{"GrantHeldRegression", testGrantHeldRegression},
 		{"ResumeWithFloor", testResume},

@@ -46,11 +46,24 @@ func testGrantHeld(t T, e *Env) {
 	m3 := e.Iss.Later(4*time.Second).WithStatus(e.Iss.Later(4*time.Second).HeldMutation(W(r, 6, "op-b"), 1, "b1"), grant.StateReleased)
 	_, err = apply(t, e, e.H, m3, "b1")
 	wantOutcome(t, err, gate.NotHeld)
-	// With a querier, a statement that ran out is settled by the registry.
+}
+
+// testGrantHeldQuerier: with a querier, a held statement that ran out is
+// settled by the registry's word, as a mutation without any proof is.
+func testGrantHeldQuerier(t T, e *Env) {
+	const r = "conf/held-querier"
+	state := grant.StateReleased
 	h := e.WithQuerier(gate.QuerierFunc(func(context.Context, *grant.Grant) (grant.State, uint64, error) {
-		return grant.StateHeld, e.Iss.Epoch, nil
+		return state, e.Iss.Epoch, nil
 	}))
-	mustAccept(t, e, h, m1, "a1")
+	m := e.Iss.HeldMutation(W(r, 5, "op-a"), 1, "a1")
+	mustAccept(t, e, h, m, "a1") // fresh: the statement suffices, whatever the registry would say
+	e.Clock.Advance(heldUntilOf(t, m).Sub(e.Clock.Now()))
+	m2 := e.Iss.HeldMutation(W(r, 5, "op-a"), 2, "a2")
+	_, err := apply(t, e, h, m2, "a2")
+	wantOutcome(t, err, gate.NotHeld)
+	state = grant.StateHeld
+	mustAccept(t, e, h, m2, "a2")
 }
 
 func testOldGrantNotHeld(t T, e *Env) {
