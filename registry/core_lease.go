@@ -72,7 +72,7 @@ func handOff(next *Record, puts []entryPut, resource string, set Settings, now i
 		return puts // nobody is listening, or its request has an answer: it claims the lease itself
 	}
 	trial := next.clone()
-	_, handed, err := grantLease(trial, puts, resource, set, head, 0, now, cfg.IssuerEpoch)
+	_, handed, err := grantLease(trial, puts, resource, set, head, 0, now, cfg)
 	if err != nil {
 		return puts
 	}
