@@ -33,13 +33,15 @@ const QueryTimeoutDefault = 2 * time.Second
 // DecideLocked is steps 5–6 as every adapter runs them once it holds the
 // resource's state locked (a row lock, a watched key, a conditional
 // write's precondition): it builds the status evidence only when Decide
-// needs it (the mutation's own proof, else the querier's answer), decides
+// needs it (the mutation's own proof; else its grant's held statement
+// while that proves HELD, or while there is no querier; else the
+// querier's answer), decides
 // at now, and settles a Decision.Confirm by asking the querier. A query
 // error never accepts. It does no other I/O.
 func (p *Policy) DecideLocked(ctx context.Context, q Querying, v *Verified, st State, prior *Receipt, now time.Time) Decision {
 	in := Input{Verified: v, State: st, Prior: prior, Now: now, StatusSkewMax: p.StatusSkewMax}
 	if NeedsStatus(in) {
-		in.Status = p.evidence(ctx, q, v)
+		in.Status = p.evidence(ctx, q, v, now)
 	}
 	return p.decideConfirming(ctx, q, in)
 }
@@ -68,10 +70,16 @@ func (p *Policy) Redecide(ctx context.Context, q Querying, in Input, now time.Ti
 	return p.decideConfirming(ctx, q, in)
 }
 
-func (p *Policy) evidence(ctx context.Context, q Querying, v *Verified) StatusEvidence {
+// evidence is the status evidence for v at now. A status proof is used as
+// it is, fresh or not (as before held-form grants). A grant's held
+// statement is used while it proves HELD; once it no longer does, a
+// querier is asked, and without one the statement stands (and Decide
+// rejects it as PROOF_EXPIRED).
+func (p *Policy) evidence(ctx context.Context, q Querying, v *Verified, now time.Time) StatusEvidence {
+	ev, own := v.OwnEvidence()
 	switch {
-	case v.Status != nil:
-		return EvidenceFromProof(v.Status)
+	case own && (ev.Source == StatusFromProof || q.Querier == nil || ev.ProvesHeld(now, p.StatusSkewMax)):
+		return ev
 	case q.Querier == nil:
 		return StatusEvidence{Source: StatusAbsent}
 	}

@@ -8,7 +8,10 @@ import (
 )
 
 // The regression rule. A status proof says "this grant was HELD at
-// issuedAt"; it does not say "this grant is still the newest". It
+// issuedAt"; it does not say "this grant is still the newest". A grant's
+// own held statement (lockGrant.v1 heldUntil, StatusFromGrant) says the
+// same at the grant's IssuedAt, and the rule reads it exactly as a proof:
+// every "HELD statement" and "HELD proof" below is either. It
 // outlives a release: A releases, B is granted a millisecond later, and
 // A's proof stays valid for up to the registry's StatusProofTTLMs. So a
 // lower fence carrying a fresh HELD proof is, on its own, an ordinary late

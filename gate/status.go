@@ -34,6 +34,9 @@ const (
 	StatusAbsent    StatusSource = "absent" // neither a proof nor a querier
 	StatusFromProof StatusSource = "proof"  // a verified grantStatus.v1 in the mutation
 	StatusFromQuery StatusSource = "query"  // a StatusQuerier answer
+	// StatusFromGrant is the grant's own held statement (lockGrant.v1
+	// with heldUntil), for a mutation that carries no status proof.
+	StatusFromGrant StatusSource = "grant"
 )
 
 // StatusEvidence is what the gate knows about the grant's current state.
@@ -44,18 +47,46 @@ type StatusEvidence struct {
 	State       grant.State
 	IssuerEpoch uint64
 	// IssuedAt is when the registry made the statement (registry clock;
-	// proof only). A proof says HELD at IssuedAt, not "still the newest":
-	// the regression rule compares it with the issue time of the grant at
-	// highestFence.
-	IssuedAt     time.Time
-	ValidUntil   time.Time // proof only: the registry's validity bound
-	EpochRevoked bool      // query only: the answer's epoch is revoked by the bundle
-	Failure      string    // query only: why the query gave no answer
+	// proof and grant only: a held-form grant states HELD at its own
+	// IssuedAt). A statement says HELD at IssuedAt, not "still the
+	// newest": the regression rule compares it with the issue time of the
+	// grant at highestFence.
+	IssuedAt time.Time
+	// ValidUntil is the registry's validity bound (proof: validUntil;
+	// grant: heldUntil).
+	ValidUntil time.Time
+	// EpochRevoked: query only, the answer's epoch is revoked by the bundle.
+	EpochRevoked bool
+	Failure      string // query only: why the query gave no answer
 }
 
 // EvidenceFromProof turns a verified status statement into evidence.
 func EvidenceFromProof(s *grant.Status) StatusEvidence {
 	return StatusEvidence{Source: StatusFromProof, State: s.State, IssuerEpoch: s.IssuerEpoch, IssuedAt: s.IssuedAt, ValidUntil: s.ValidUntil}
+}
+
+// EvidenceFromGrant turns a grant's own held statement into evidence: HELD
+// at IssuedAt, to be relied on until HeldUntil, judged exactly as a status
+// proof. A grant without the statement (HeldStatement false) gives
+// StatusAbsent.
+func EvidenceFromGrant(g *grant.Grant) StatusEvidence {
+	if !g.HeldStatement() {
+		return StatusEvidence{Source: StatusAbsent}
+	}
+	return StatusEvidence{Source: StatusFromGrant, State: grant.StateHeld, IssuerEpoch: g.IssuerEpoch, IssuedAt: g.IssuedAt, ValidUntil: g.HeldUntil}
+}
+
+// OwnEvidence is the evidence the mutation carries itself, and whether it
+// carries any: its status proof when present (a renewal's or a query's
+// statement, newer than the grant's), else the grant's held statement.
+// Adapters that judge before any I/O (ProvesHeld) take it from here, as
+// DecideLocked does.
+func (v *Verified) OwnEvidence() (StatusEvidence, bool) {
+	if v.Status != nil {
+		return EvidenceFromProof(v.Status), true
+	}
+	ev := EvidenceFromGrant(v.Grant)
+	return ev, ev.Source == StatusFromGrant
 }
 
 // EvidenceFromQuery turns a querier answer into evidence; revokedBelow is
@@ -87,9 +118,13 @@ func (e StatusEvidence) judge(now time.Time, skew time.Duration) (Outcome, strin
 		return EpochRevoked, fmt.Sprintf("status issuer epoch %d is revoked", e.IssuerEpoch)
 	case e.State != grant.StateHeld:
 		return NotHeld, fmt.Sprintf("grant is %s (status %s)", e.State, e.Source)
-	case e.Source == StatusFromProof && !now.Add(skew).Before(e.ValidUntil):
-		return ProofExpired, fmt.Sprintf("status proof valid until %s, gate clock %s + skew bound %s",
-			e.ValidUntil.UTC().Format(grant.TimeLayout), now.UTC().Format(grant.TimeLayout), skew)
+	case (e.Source == StatusFromProof || e.Source == StatusFromGrant) && !now.Add(skew).Before(e.ValidUntil):
+		what := "status proof valid until"
+		if e.Source == StatusFromGrant {
+			what = "no status proof, and the grant's held statement is valid until"
+		}
+		return ProofExpired, fmt.Sprintf("%s %s, gate clock %s + skew bound %s",
+			what, e.ValidUntil.UTC().Format(grant.TimeLayout), now.UTC().Format(grant.TimeLayout), skew)
 	}
 	return "", ""
 }

@@ -35,6 +35,12 @@ const (
 // and returns the values in order, as substrings of one copy of b. It names
 // the field and reason on failure.
 func splitFields(schema string, names []string, b []byte) ([]string, error) {
+	return splitFieldsMin(schema, names, len(names), b)
+}
+
+// splitFieldsMin is splitFields for a message whose fields after the
+// first required may be left off (together, from the end).
+func splitFieldsMin(schema string, names []string, required int, b []byte) ([]string, error) {
 	fail := func(field string, line int, format string, args ...any) ([]string, error) {
 		return nil, &FieldError{Schema: schema, Field: field, Line: line, Reason: fmt.Sprintf(format, args...)}
 	}
@@ -65,7 +71,7 @@ func splitFields(schema string, names []string, b []byte) ([]string, error) {
 		}
 		values = append(values, value)
 	}
-	if len(values) < len(names) {
+	if len(values) < required {
 		return fail(names[len(values)], 0, "missing")
 	}
 	return values, nil

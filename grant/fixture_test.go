@@ -34,6 +34,15 @@ func testGrant() *Grant {
 	}
 }
 
+// testGrantHeld is testGrant in the held-statement form: HELD from
+// issuedAt for 5 s (a 5 s status TTL, well inside expiresAt minus a
+// 500 ms skew bound).
+func testGrantHeld() *Grant {
+	g := testGrant()
+	g.HeldUntil = fixedTime("2026-07-19T10:00:05.000Z")
+	return g
+}
+
 func testStatus(g *Grant) *Status {
 	return &Status{
 		Grant:           g.Digest(),

@@ -23,6 +23,7 @@ func checkMalformed(t *testing.T, err error) {
 
 func FuzzParseGrant(f *testing.F) {
 	f.Add(testGrant().Encode())
+	f.Add(testGrantHeld().Encode())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		g, err := ParseGrant(b)
 		if err != nil {
@@ -63,10 +64,13 @@ func FuzzParseStatus(f *testing.F) {
 
 func FuzzVerify(f *testing.F) {
 	v, ed, mac := testVerifier(f)
-	g := testGrant()
+	g, gh := testGrant(), testGrantHeld()
 	s := testStatus(g)
-	signed := map[Digest]bool{g.Digest(): true, s.Digest(): true}
+	signed := map[Digest]bool{g.Digest(): true, gh.Digest(): true, s.Digest(): true}
 	f.Add(g.Encode(), mustSign(f, ed, g), false)
+	f.Add(gh.Encode(), mustSign(f, ed, gh), false)
+	f.Add(gh.Encode(), mustSign(f, mac, gh), false)
+	f.Add(g.Encode(), mustSign(f, ed, gh), false) // the held form's proof over the plain form
 	f.Add(g.Encode(), mustSign(f, mac, g), false)
 	f.Add(s.Encode(), mustSign(f, ed, s), true)
 	f.Fuzz(func(t *testing.T, b []byte, proof string, status bool) {

@@ -1,5 +1,6 @@
-// Pins the canonical bytes, digests and proofs of a fixed grant and status
-// under fixed keys (testdata/vectors.json, grant.txt, status.txt), so that
+// Pins the canonical bytes, digests and proofs of a fixed grant (both forms:
+// without and with its held statement) and status under fixed keys
+// (testdata/vectors.json, grant.txt, grant-held.txt, status.txt), so that
 // any change to the encoding shows, and another implementation can check
 // itself against the same vectors. Regenerate with: go test ./grant -update
 package grant
@@ -33,8 +34,9 @@ type vectors struct {
 		OperationID string `json:"operationId"`
 		Root        string `json:"root"`
 	} `json:"operationRoot"`
-	Grant  messageVector `json:"grant"`
-	Status messageVector `json:"status"`
+	Grant     messageVector `json:"grant"`
+	GrantHeld messageVector `json:"grantHeld"`
+	Status    messageVector `json:"status"`
 }
 
 type messageVector struct {
@@ -45,7 +47,7 @@ type messageVector struct {
 	MacProof     string `json:"macProof"`
 }
 
-func makeVectors(t *testing.T) (vectors, []byte, []byte) {
+func makeVectors(t *testing.T) (vectors, map[string][]byte) {
 	ed, mac := testEdKey(t, "k1", 0), testMacKey(t, "m1", 100)
 	g := testGrant()
 	s := testStatus(g)
@@ -62,15 +64,15 @@ func makeVectors(t *testing.T) (vectors, []byte, []byte) {
 			SigningInput: hex.EncodeToString(signingInput(m.Schema(), m.Digest())),
 			SigProof:     mustSign(t, ed, m), MacProof: mustSign(t, mac, m)}
 	}
-	v.Grant, v.Status = vec("grant.txt", g), vec("status.txt", s)
-	return v, g.Encode(), s.Encode()
+	gh := testGrantHeld()
+	v.Grant, v.GrantHeld, v.Status = vec("grant.txt", g), vec("grant-held.txt", gh), vec("status.txt", s)
+	return v, map[string][]byte{"grant.txt": g.Encode(), "grant-held.txt": gh.Encode(), "status.txt": s.Encode()}
 }
 
 func TestGoldenVectors(t *testing.T) {
-	v, gb, sb := makeVectors(t)
+	v, files := makeVectors(t)
 	js, _ := json.MarshalIndent(v, "", "  ")
-	js = append(js, '\n')
-	files := map[string][]byte{"vectors.json": js, "grant.txt": gb, "status.txt": sb}
+	files["vectors.json"] = append(js, '\n')
 	for name, want := range files {
 		path := filepath.Join("testdata", name)
 		if *update {
@@ -102,10 +104,15 @@ func TestGoldenVectorsVerify(t *testing.T) {
 	}
 	ver, _, _ := testVerifier(t)
 	gb, _ := os.ReadFile("testdata/" + v.Grant.File)
+	hb, _ := os.ReadFile("testdata/" + v.GrantHeld.File)
 	sb, _ := os.ReadFile("testdata/" + v.Status.File)
 	g, err := ParseGrant(gb)
 	if err != nil {
 		t.Fatal(err)
+	}
+	gh, err := ParseGrant(hb)
+	if err != nil || !gh.HeldStatement() || g.HeldStatement() {
+		t.Fatalf("grant forms: held %v / %v, err %v", gh != nil && gh.HeldStatement(), g.HeldStatement(), err)
 	}
 	s, err := ParseStatus(sb)
 	if err != nil {
@@ -114,7 +121,7 @@ func TestGoldenVectorsVerify(t *testing.T) {
 	for _, c := range []struct {
 		m  Message
 		mv messageVector
-	}{{g, v.Grant}, {s, v.Status}} {
+	}{{g, v.Grant}, {gh, v.GrantHeld}, {s, v.Status}} {
 		if c.m.Digest().String() != c.mv.Digest {
 			t.Errorf("%s digest %s, vector %s", c.m.Schema(), c.m.Digest(), c.mv.Digest)
 		}

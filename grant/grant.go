@@ -17,8 +17,12 @@ const TTLMsMax = 100 * 365 * 24 * 3600 * 1000
 var grantFields = []string{
 	"schema", "resource", "owner", "requestId", "lease", "operationRoot",
 	"operationClass", "fenceToken", "backendRevision", "policyGeneration",
-	"issuerEpoch", "ttlMs", "issuedAt", "expiresAt",
+	"issuerEpoch", "ttlMs", "issuedAt", "expiresAt", "heldUntil",
 }
+
+// grantFieldsRequired is how many of grantFields every grant has: the
+// last, heldUntil, is present only in the held-statement form.
+const grantFieldsRequired = 14
 
 // Grant is an immutable lockGrant.v1: the registry's signed statement that
 // Owner was granted the lease on Resource with FenceToken. A grant only lets
@@ -27,6 +31,15 @@ var grantFields = []string{
 // Instants are the registry's clock, UTC, millisecond precision. ExpiresAt
 // is the lease's first expiry, IssuedAt + TTLMs; renewals extend the lease
 // in the registry and show in status proofs, never in the grant.
+//
+// A grant with HeldUntil set is also the registry's first HELD statement
+// about itself: HELD at IssuedAt, to be relied on until HeldUntil (registry
+// clock) minus the gate's skew bound, exactly as a grantStatus.v1 with
+// State HELD, IssuedAt and ValidUntil = HeldUntil. The registry never sets
+// it past ExpiresAt minus its skew bound; the format requires
+// IssuedAt <= HeldUntil <= ExpiresAt. A zero HeldUntil is the earlier form
+// (no heldUntil line): the grant proves nothing about its state, and a
+// gate needs a status proof or a query.
 type Grant struct {
 	Resource         string // canonical resource ID (ValidateResource)
 	Owner            string // workload identity (ValidateOwner)
@@ -41,7 +54,12 @@ type Grant struct {
 	TTLMs            uint64 // server-side TTL in milliseconds, >= 1
 	IssuedAt         time.Time
 	ExpiresAt        time.Time
+	HeldUntil        time.Time // zero: the form without a held statement
 }
+
+// HeldStatement reports whether the grant carries its own HELD statement
+// (a heldUntil line).
+func (g *Grant) HeldStatement() bool { return !g.HeldUntil.IsZero() }
 
 // Schema returns SchemaGrant.
 func (g *Grant) Schema() string { return SchemaGrant }
@@ -69,6 +87,9 @@ func (g *Grant) Encode() []byte {
 	w.uint("ttlMs", g.TTLMs)
 	w.time("issuedAt", g.IssuedAt)
 	w.time("expiresAt", g.ExpiresAt)
+	if g.HeldStatement() {
+		w.time("heldUntil", g.HeldUntil)
+	}
 	return w.b
 }
 
@@ -123,6 +144,14 @@ func (g *Grant) validateValues() error {
 	if err := g.checkExpiry(); err != nil {
 		return fe("expiresAt", err.Error())
 	}
+	if g.HeldStatement() {
+		if err := checkInstant(g.HeldUntil); err != nil {
+			return fe("heldUntil", err.Error())
+		}
+		if g.HeldUntil.Before(g.IssuedAt) || g.HeldUntil.After(g.ExpiresAt) {
+			return fe("heldUntil", "must lie within issuedAt..expiresAt")
+		}
+	}
 	return nil
 }
 
@@ -141,7 +170,7 @@ func (g *Grant) checkExpiry() error {
 // not exactly what Encode would produce is rejected with a *FieldError
 // naming the field and the reason.
 func ParseGrant(b []byte) (*Grant, error) {
-	v, err := splitFields(SchemaGrant, grantFields, b)
+	v, err := splitFieldsMin(SchemaGrant, grantFields, grantFieldsRequired, b)
 	if err != nil {
 		return nil, err
 	}
@@ -163,6 +192,9 @@ func ParseGrant(b []byte) (*Grant, error) {
 		TTLMs:            p.uint(11),
 		IssuedAt:         p.time(12),
 		ExpiresAt:        p.time(13),
+	}
+	if len(v) > grantFieldsRequired {
+		g.HeldUntil = p.time(14)
 	}
 	if p.err != nil {
 		return nil, p.err

@@ -24,6 +24,21 @@ func TestGrantRoundTrip(t *testing.T) {
 	}
 }
 
+func TestGrantHeldRoundTrip(t *testing.T) {
+	g := testGrantHeld()
+	b := g.Encode()
+	p, err := ParseGrant(b)
+	if err != nil {
+		t.Fatalf("ParseGrant(Encode(g)): %v", err)
+	}
+	if !bytes.Equal(p.Encode(), b) || !p.HeldUntil.Equal(g.HeldUntil) {
+		t.Fatalf("Encode(Parse(b)) != b:\n%s", p.Encode())
+	}
+	if p.Digest() == testGrant().Digest() {
+		t.Fatal("the held statement is not covered by the digest")
+	}
+}
+
 func TestStatusRoundTrip(t *testing.T) {
 	s := testStatus(testGrant())
 	b := s.Encode()
@@ -98,6 +113,31 @@ func TestParseGrantRejects(t *testing.T) {
 			}
 			if fe.Field != tc.field || !strings.Contains(fe.Reason, tc.reason) {
 				t.Fatalf("got field %q reason %q; want field %q reason containing %q", fe.Field, fe.Reason, tc.field, tc.reason)
+			}
+		})
+	}
+}
+
+// TestParseGrantHeldRejects: the heldUntil line is optional only as the
+// last line, and bounded by issuedAt and expiresAt.
+func TestParseGrantHeldRejects(t *testing.T) {
+	base := string(testGrantHeld().Encode())
+	const held = "heldUntil: 2026-07-19T10:00:05.000Z\n"
+	tests := []struct{ name, old, new, field, reason string }{
+		{"before issuedAt", "heldUntil: 2026-07-19T10:00:05", "heldUntil: 2026-07-19T09:59:59", "heldUntil", "within issuedAt..expiresAt"},
+		{"past expiresAt", "heldUntil: 2026-07-19T10:00:05", "heldUntil: 2026-07-19T10:00:11", "heldUntil", "within issuedAt..expiresAt"},
+		{"before expiresAt", "expiresAt: 2026-07-19T10:00:10.000Z\n" + held, held + "expiresAt: 2026-07-19T10:00:10.000Z\n", "heldUntil", "out of order"},
+		{"duplicate", held, held + held, "heldUntil", "duplicate"},
+		{"bad time", "heldUntil: 2026-07-19T10:00:05.000Z", "heldUntil: 2026-07-19T10:00:05Z", "heldUntil", "UTC instant"},
+		{"empty", "heldUntil: 2026-07-19T10:00:05.000Z", "heldUntil: ", "heldUntil", "empty value"},
+		{"trailing field", held, held + "color: red\n", "color", "unknown field"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseGrant([]byte(strings.Replace(base, tc.old, tc.new, 1)))
+			var fe *FieldError
+			if !errors.As(err, &fe) || fe.Field != tc.field || !strings.Contains(fe.Reason, tc.reason) {
+				t.Fatalf("want FieldError on %s (%s), got %v", tc.field, tc.reason, err)
 			}
 		})
 	}

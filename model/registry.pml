@@ -97,7 +97,11 @@ inline issueStatus(gg, tn) {
 /* grantLease (registry/core_acquire.go): the next fence is
  * max(HighestFence, Floor) + 1 (with RANGE, NEXTFENCE), recorded with the
  * holder and the request entry in the same write; then its HELD
- * statement. */
+ * statement. That statement is the grant's own (lockGrant.v1 heldUntil,
+ * registry.heldUntilMs: issued at the grant's issuedAt, valid until
+ * statusValidUntil of it) or, in the earlier form
+ * (Config.SeparateStatus), a grantStatus.v1 signed with it: the same
+ * (issuedAt, validUntil) either way, so the model covers both. */
 inline grantLease(c, tn) {
   /* non-vacuity: a grant after a release (8), after an expiry (9) */
   if

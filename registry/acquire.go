@@ -95,6 +95,7 @@ func (a *Acquisition) Step(ctx context.Context, cached bool) bool {
 		return true
 	}
 	r, in := a.r, a.in
+	handed := false // a release handed this request the lease: its first answer is fresh
 	for range acquireStepsMax {
 		dec, s, rev, now, err := r.acquireStep(ctx, in, cached, a.queued)
 		if errors.Is(err, wire.ErrConflict) && a.queued && ctx.Err() == nil {
@@ -111,13 +112,18 @@ func (a *Acquisition) Step(ctx context.Context, cached bool) bool {
 			return a.finish(wire.Issued{}, err)
 		}
 		switch dec.outcome {
-		case outPurge, outHanded:
+		case outPurge:
 			cached = false
 			continue
+		case outHanded:
+			cached, handed = false, true
+			continue
 		case outGranted:
-			return a.finish(a.sinceArrival(r.issue(dec.body, rev, grant.StateHeld, now+int64(in.ttlMs), rev, now, s.Settings)))
+			is, err := r.issueFresh(dec.body, rev, now+int64(in.ttlMs), rev, now, s.Settings)
+			return a.finish(a.sinceArrival(now, is, err))
 		case outExisting:
-			return a.finish(a.sinceArrival(r.existing(&s, in.key(), now)))
+			is, err := r.existing(&s, in.key(), now, handed)
+			return a.finish(a.sinceArrival(now, is, err))
 		}
 		a.queued = true
 		a.from = max(rev, s.Revision) + 1
@@ -133,9 +139,10 @@ func (a *Acquisition) Step(ctx context.Context, cached bool) bool {
 // sinceArrival counts a HELD answer's ExpiresAfterMs from the acquire's
 // arrival rather than from the answer: the time the acquire waited in the
 // queue is time the lease has left that the client cannot see.
-func (a *Acquisition) sinceArrival(is wire.Issued, err error) (wire.Issued, error) {
+// now is the instant the answer was made at.
+func (a *Acquisition) sinceArrival(now int64, is wire.Issued, err error) (wire.Issued, error) {
 	if err == nil && is.ExpiresAfterMs > 0 {
-		is.ExpiresAfterMs += max(is.Status.IssuedAt.UnixMilli()-a.in.arrivedMs, 0) // the answer's now, less the arrival
+		is.ExpiresAfterMs += max(now-a.in.arrivedMs, 0)
 	}
 	return is, err
 }
@@ -215,8 +222,10 @@ func writes(w *Write, key RequestKey) bool {
 	return false
 }
 
-// existing answers a retried acquire from the request's entry.
-func (r *Registry) existing(s *Snapshot, key RequestKey, now int64) (wire.Issued, error) {
+// existing answers a retried acquire from the request's entry, with a
+// status; or, when fresh (the request was just handed the lease by a
+// release and still holds it), as issueFresh does.
+func (r *Registry) existing(s *Snapshot, key RequestKey, now int64, fresh bool) (wire.Issued, error) {
 	slot := s.Slot(key)
 	if slot.Entry == nil {
 		return wire.Issued{}, fmt.Errorf("%w: request %s vanished", wire.ErrNotFound, key.RequestID)
@@ -226,6 +235,9 @@ func (r *Registry) existing(s *Snapshot, key RequestKey, now int64) (wire.Issued
 	var expires int64
 	if state == grant.StateHeld {
 		expires = rec.Holder.ExpiresAtMs
+	}
+	if fresh && state == grant.StateHeld {
+		return r.issueFresh(slot.Entry.Grant, slot.CreateRev, expires, s.Revision, now, s.Settings)
 	}
 	return r.issue(slot.Entry.Grant, slot.CreateRev, state, expires, s.Revision, now, s.Settings)
 }

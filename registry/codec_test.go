@@ -35,7 +35,7 @@ func fullRecord() *Record {
 		Holder: &Holder{Grant: GrantBody{
 			Resource: "inv/1", Owner: "spiffe://ex.org/w/1", RequestID: "r-1", Lease: "l3-0a1b2c3d",
 			OperationRoot: digestA, OperationClass: "settle", FenceToken: 1<<40 + 3, PolicyGeneration: 300,
-			IssuerEpoch: 7, TTLMs: 30_000, IssuedAtMs: t0,
+			IssuerEpoch: 7, TTLMs: 30_000, IssuedAtMs: t0, HeldUntilMs: t0 + 9_000,
 		}, ParamsDigest: digestA, ExpiresAtMs: t0 + 30_000},
 		Waiters: []Waiter{
 			{Owner: "w", RequestID: "q2", DeadlineMs: t0 + 8, PollUntilMs: t0 + 7, JoinedMs: t0 + 1,

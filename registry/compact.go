@@ -28,7 +28,8 @@ import (
 // is marker 0x82, then its grant body, paramsDigest, state and endedAtMs.
 // A grant body is resource, owner, requestId, lease, operationRoot,
 // operationClass, fenceToken, policyGeneration, issuerEpoch, ttlMs,
-// issuedAtMs.
+// issuedAtMs, heldUntilMs (0: a grant of the earlier form, without its
+// own HELD statement).
 //
 // Every value has exactly one encoding (minimal varints, the short digest
 // form whenever it applies), so a value read back encodes to the bytes it
@@ -107,6 +108,7 @@ func (e *encoder) grantBody(g *GrantBody) {
 	e.uint(g.IssuerEpoch)
 	e.uint(g.TTLMs)
 	e.int(g.IssuedAtMs)
+	e.int(g.HeldUntilMs)
 }
 
 func encodeRecordCompact(rec *Record) []byte {
@@ -292,7 +294,7 @@ func (d *decoder) grantBody() GrantBody {
 		Resource: d.str(), Owner: d.str(), RequestID: d.str(), Lease: d.str(),
 		OperationRoot: d.digest(), OperationClass: d.str(),
 		FenceToken: d.uint(), PolicyGeneration: d.uint(), IssuerEpoch: d.uint(), TTLMs: d.uint(),
-		IssuedAtMs: d.int(),
+		IssuedAtMs: d.int(), HeldUntilMs: d.int(),
 	}
 }
 

@@ -41,6 +41,14 @@ type Config struct {
 	// defaults to 2000 (2s): short enough that a revoked or released grant
 	// stops verifying soon, long enough to spare a query per write.
 	StatusProofTTLMs uint64
+	// SeparateStatus makes a fresh grant the earlier form: a lockGrant.v1
+	// without heldUntil, answered with a separate signed HELD
+	// grantStatus.v1 (two signatures per acquire). Optional, defaults to
+	// false: a fresh grant carries its own HELD statement (heldUntil, see
+	// heldUntilMs) and is the acquire's one signed message. Set it during
+	// a rollout while gates that predate the held statement remain (they
+	// reject a held-form grant as BAD_PROOF: it does not parse for them).
+	SeparateStatus bool
 
 	// WaitersPerResourceMax bounds the FIFO queue of waiting acquires on
 	// one resource. Optional, defaults to 64.

@@ -236,6 +236,17 @@ func statusValidUntil(state grant.State, expiresAtMs, now int64, cfg Config) int
 	return max(until, now)
 }
 
+// heldUntilMs is the held statement of a grant issued at now with ttlMs:
+// what a status proof issued with it would say (statusValidUntil), never
+// past the lease's first expiry minus the skew bound, never before now.
+// 0 (the earlier form, no statement) when cfg.SeparateStatus.
+func heldUntilMs(now int64, ttlMs uint64, cfg Config) int64 {
+	if cfg.SeparateStatus {
+		return 0
+	}
+	return statusValidUntil(grant.StateHeld, now+int64(ttlMs), now, cfg)
+}
+
 // retained reports whether entry is still inside its retention at now,
 // judged against its resource's record rec.
 func retained(rec *Record, entry *RequestEntry, now int64, cfg Config) bool {

@@ -130,7 +130,7 @@ func decideAcquire(rec *Record, own *RequestEntry, set Settings, in acquireInput
 	}
 	free := next.Holder == nil && now >= next.FreeAtMs
 	if free && (idx == 0 || idx < 0 && len(next.Waiters) == 0) {
-		body, put, err := grantLease(next, in.req.Resource, set, in.ticket(digest, now, cfg), idx, now, cfg.IssuerEpoch)
+		body, put, err := grantLease(next, in.req.Resource, set, in.ticket(digest, now, cfg), idx, now, cfg)
 		if err != nil {
 			return acquireDecision{}, err
 		}
@@ -167,7 +167,7 @@ func decideAcquire(rec *Record, own *RequestEntry, set Settings, in acquireInput
 // the next fence of set's range (nextFence), and returns the grant and the
 // ticket's new entry (whose absence the write compares): the only write of
 // that entry. idx is t's queue position, or -1.
-func grantLease(next *Record, resource string, set Settings, t Waiter, idx int, now int64, epoch uint64) (GrantBody, entryPut, error) {
+func grantLease(next *Record, resource string, set Settings, t Waiter, idx int, now int64, cfg Config) (GrantBody, entryPut, error) {
 	above := max(next.HighestFence, next.Floor)
 	fence, err := nextFence(resource, next, set)
 	if err != nil {
@@ -183,9 +183,10 @@ func grantLease(next *Record, resource string, set Settings, t Waiter, idx int, 
 		OperationClass:   t.OperationClass,
 		FenceToken:       fence,
 		PolicyGeneration: next.PolicyGeneration,
-		IssuerEpoch:      epoch,
+		IssuerEpoch:      cfg.IssuerEpoch,
 		TTLMs:            t.TTLMs,
 		IssuedAtMs:       now,
+		HeldUntilMs:      heldUntilMs(now, t.TTLMs, cfg),
 	}
 	next.Holder = &Holder{Grant: body, ParamsDigest: t.ParamsDigest, ExpiresAtMs: now + int64(t.TTLMs)}
 	next.HighestFence = fence

@@ -72,7 +72,7 @@ func handOff(next *Record, resource string, set Settings, now int64, cfg Config,
 		return nil // nobody is listening, or its request has an answer: it claims the lease itself
 	}
 	trial := next.clone()
-	_, put, err := grantLease(trial, resource, set, head, 0, now, cfg.IssuerEpoch)
+	_, put, err := grantLease(trial, resource, set, head, 0, now, cfg)
 	if err != nil {
 		return nil
 	}

@@ -35,7 +35,9 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println(is.Grant.FenceToken, is.Grant.BackendRevision, is.Status.State, is.Status.ValidUntil.Format(grant.TimeLayout))
+	// A fresh grant is its own HELD statement, valid until heldUntil: no
+	// separate status.
+	fmt.Println(is.Grant.FenceToken, is.Grant.BackendRevision, is.Status == nil, is.Grant.HeldUntil.Format(grant.TimeLayout))
 
 	// The response was lost; the retry returns the same grant.
 	again, _ := reg.Acquire(ctx, "worker-settlement-7", req)
@@ -45,7 +47,7 @@ func Example() {
 	_, err = reg.Renew(ctx, "worker-settlement-7", req.Resource, is.Grant.Lease)
 	fmt.Println(wire.CodeOf(err))
 	// Output:
-	// 1 2 HELD 2026-07-19T10:00:02.000Z
+	// 1 2 true 2026-07-19T10:00:02.000Z
 	// true
 	// NOT_HOLDER
 }

@@ -24,7 +24,7 @@ func TestFenceAssertionsFire(t *testing.T) {
 	}
 
 	next := &Record{HighestFence: 4, Floor: 10}
-	body, _, err := grantLease(next, "r", Settings{}, Waiter{Owner: "w", RequestID: "q", TTLMs: 1000}, -1, t0, 1)
+	body, _, err := grantLease(next, "r", Settings{}, Waiter{Owner: "w", RequestID: "q", TTLMs: 1000}, -1, t0, DefaultConfig(1))
 	if err != nil || body.FenceToken != 11 || next.HighestFence != 11 {
 		t.Fatalf("grantLease above a floor: fence %d, highest %d, %v", body.FenceToken, next.HighestFence, err)
 	}

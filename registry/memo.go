@@ -74,6 +74,21 @@ func (g *grantMemos) remember(body GrantBody, backendRev uint64, d grant.Digest,
 	g.m[k] = grantMemo{body: body, backendRev: backendRev, digest: d, proof: proof}
 }
 
+// signGrant signs the grant unless its proof is remembered, and
+// remembers it: a fresh held-form grant's one signature.
+func (r *Registry) signGrant(body GrantBody, g *grant.Grant) (string, error) {
+	d := g.Digest()
+	if gp, ok := r.memo.proof(body, d); ok {
+		return gp, nil
+	}
+	gp, err := r.signer.Sign(g)
+	if err != nil {
+		return "", fmt.Errorf("registry: sign grant: %w", err)
+	}
+	r.memo.remember(body, g.BackendRevision, d, gp)
+	return gp, nil
+}
+
 // signPair signs the grant (unless its proof is remembered) and the status,
 // the two on separate goroutines when both are needed: they are the bulk
 // of an acquire's CPU outside the store.

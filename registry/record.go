@@ -102,6 +102,11 @@ type GrantBody struct {
 	IssuerEpoch      uint64 `json:"issuerEpoch"`
 	TTLMs            uint64 `json:"ttlMs"`
 	IssuedAtMs       int64  `json:"issuedAtMs"`
+	// HeldUntilMs is the grant's own HELD statement (lockGrant.v1
+	// heldUntil); 0 for the earlier form without one. Stored, never
+	// derived from the configuration, so every replica and every retry
+	// re-creates byte for byte the grant that was signed.
+	HeldUntilMs int64 `json:"heldUntilMs,omitempty"`
 }
 
 // Grant completes the body with the backend revision and validates it.
@@ -117,6 +122,9 @@ func (b GrantBody) Grant(backendRevision uint64) (*grant.Grant, error) {
 		PolicyGeneration: b.PolicyGeneration, IssuerEpoch: b.IssuerEpoch, TTLMs: b.TTLMs,
 		IssuedAt:  fromMs(b.IssuedAtMs),
 		ExpiresAt: fromMs(b.IssuedAtMs + int64(b.TTLMs)),
+	}
+	if b.HeldUntilMs != 0 {
+		g.HeldUntil = fromMs(b.HeldUntilMs)
 	}
 	if err := g.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: stored grant: %w", wire.ErrCorrupt, err)

@@ -22,8 +22,8 @@ func TestAcquireReleaseFencesIncrease(t *testing.T) {
 			t.Fatalf("grant %d: fence %d not above %d", i, is.Grant.FenceToken, last)
 		}
 		last = is.Grant.FenceToken
-		if is.Status.State != grant.StateHeld {
-			t.Fatalf("state %s", is.Status.State)
+		if is.Status != nil || !is.Grant.HeldStatement() {
+			t.Fatalf("a fresh grant must be its own HELD statement, without a status: %+v", is.Status)
 		}
 		if err := e.reg.Release(e.ctx, "worker-a", "inv/1", is.Grant.Lease); err != nil {
 			t.Fatal(err)

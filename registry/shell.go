@@ -131,9 +131,41 @@ func writeFor(s *Snapshot, rec *Record, entries []entryPut) *Write {
 
 func (r *Registry) now() int64 { return toMs(r.clock.Now()) }
 
+// issueFresh answers the request a grant was just made for (an acquire
+// granted, or a waiter handed the lease): a grant carrying its own HELD
+// statement is signed alone, the answer's Status nil; an earlier-form
+// grant (Config.SeparateStatus) gets a HELD status as issue gives it.
+func (r *Registry) issueFresh(body GrantBody, createRev uint64, expiresAtMs int64, statusRev uint64, now int64, set Settings) (wire.Issued, error) {
+	if body.HeldUntilMs == 0 {
+		return r.issue(body, createRev, grant.StateHeld, expiresAtMs, statusRev, now, set)
+	}
+	g, err := body.Grant(createRev)
+	if err != nil {
+		return wire.Issued{}, err
+	}
+	if err := r.checkSigning(set); err != nil {
+		return wire.Issued{}, err
+	}
+	gp, err := r.signGrant(body, g)
+	if err != nil {
+		return wire.Issued{}, err
+	}
+	return wire.Issued{Grant: g, GrantProof: gp, ExpiresAfterMs: max(expiresAtMs-now, 0)}, nil
+}
+
+// checkSigning refuses to sign under a revoked epoch of this registry or
+// under settings older than it has seen (checkGeneration).
+func (r *Registry) checkSigning(set Settings) error {
+	if r.cfg.IssuerEpoch < set.RevokedBelowEpoch {
+		return fmt.Errorf("%w: this registry's epoch %d is below %d", wire.ErrEpochRevoked, r.cfg.IssuerEpoch, set.RevokedBelowEpoch)
+	}
+	return r.checkGeneration(set)
+}
+
 // issue completes a stored grant body with its backend revision and signs
-// it with a fresh status. A revoked grant gets neither proof, and nothing
-// is signed under settings older than the registry has seen
+// it with a fresh status: a retried acquire's answer, a renewal's, a
+// status query's. A revoked grant gets neither proof, and nothing is
+// signed under settings older than the registry has seen
 // (checkGeneration).
 func (r *Registry) issue(body GrantBody, createRev uint64, state grant.State, expiresAtMs int64, statusRev uint64, now int64, set Settings) (wire.Issued, error) {
 	g, err := body.Grant(createRev)
@@ -151,10 +183,7 @@ func (r *Registry) issue(body GrantBody, createRev uint64, state grant.State, ex
 	if state == grant.StateRevoked {
 		return out, nil
 	}
-	if r.cfg.IssuerEpoch < set.RevokedBelowEpoch {
-		return wire.Issued{}, fmt.Errorf("%w: this registry's epoch %d is below %d", wire.ErrEpochRevoked, r.cfg.IssuerEpoch, set.RevokedBelowEpoch)
-	}
-	if err := r.checkGeneration(set); err != nil {
+	if err := r.checkSigning(set); err != nil {
 		return wire.Issued{}, err
 	}
 	if out.GrantProof, out.StatusProof, err = r.signPair(body, g, st); err != nil {

@@ -68,5 +68,5 @@ func (r *Registry) statusAt(s *Snapshot, key RequestKey, now int64) (wire.Issued
 	if slot.Entry == nil || slot.Entry.Grant.Resource != s.Resource || !retained(recordOf(s), slot.Entry, now, r.cfg) {
 		return wire.Issued{}, fmt.Errorf("%w: request %s on %s", wire.ErrNotFound, key.RequestID, s.Resource)
 	}
-	return r.existing(s, key, now)
+	return r.existing(s, key, now, false)
 }

@@ -145,9 +145,9 @@ func (a *adversary) otherGrant(m *gate.Mutation) *gate.Mutation {
 // clock with a second to spare; an attack on a live proof would just be
 // the owner writing, so it is only sent once the proof is dead.
 func (a *adversary) expired(m *gate.Mutation) bool {
-	st, err := grant.ParseStatus(m.Status)
-	if err != nil {
+	ev, ok := evidenceOf(m) // a status proof, or the grant's own held statement
+	if !ok {
 		return false
 	}
-	return st.ValidUntil.UnixMilli()+1000 < a.w.regClock.atMs(a.w.now)
+	return ev.ValidUntil.UnixMilli()+1000 < a.w.regClock.atMs(a.w.now)
 }

@@ -201,7 +201,9 @@ func (k *checker) forgotRenewal(g *grantTruth, e registry.EndedLease) {
 // The grant is revived: live again until its committed expiry, and judged
 // as a regressed grant.
 func (k *checker) said(is wire.Issued) {
-	if is.Grant == nil || is.Status == nil || is.Status.State != grant.StateHeld {
+	// A fresh grant carrying its own held statement says HELD itself.
+	held := is.Grant != nil && (is.Status == nil && is.Grant.HeldStatement() || is.Status != nil && is.Status.State == grant.StateHeld)
+	if !held {
 		return
 	}
 	g := k.grants[is.Grant.Lease]
@@ -285,7 +287,7 @@ func (k *checker) held(lease string, attemptMs int64) {
 // than its skew bound allows: the gate's clock lags the registry's beyond
 // the bound, and status freshness can no longer be trusted.
 func (k *checker) observeStatus(m *gate.Mutation, gateNow time.Time) {
-	if st := statusOf(m); st != nil && st.IssuedAt.UnixMilli()-gateNow.UnixMilli() > k.w.cfg.SkewBoundMs {
+	if ev, ok := evidenceOf(m); ok && ev.IssuedAt.UnixMilli()-gateNow.UnixMilli() > k.w.cfg.SkewBoundMs {
 		k.skewSeen = true
 	}
 }
@@ -340,10 +342,10 @@ func (k *checker) evident(m *gate.Mutation, st gate.State, gateNow time.Time) bo
 	if g, err := grant.ParseGrant(m.Grant); err == nil && m.FenceToken == st.HighestFence && !st.GrantDigest.IsZero() && g.Digest() != st.GrantDigest {
 		return true
 	}
-	s := statusOf(m)
+	ev, ok := evidenceOf(m)
 	skew := k.w.cfg.skewBound()
-	return m.FenceToken < st.HighestFence && s != nil && gate.EvidenceFromProof(s).ProvesHeld(gateNow, skew) &&
-		!st.GrantIssuedAt.IsZero() && s.IssuedAt.After(st.GrantIssuedAt.Add(skew))
+	return m.FenceToken < st.HighestFence && ok && ev.ProvesHeld(gateNow, skew) &&
+		!st.GrantIssuedAt.IsZero() && ev.IssuedAt.After(st.GrantIssuedAt.Add(skew))
 }
 
 // availability counts the two ways a gate can stop a resource without a

@@ -140,6 +140,11 @@ type Config struct {
 	// grant's state at each decision (gate.StatusQuerier) instead of
 	// trusting the status proof in the envelope: no gate clock is then
 	// involved in "is this grant the holder".
+	//
+	// Its registries issue every grant in the earlier form (grant plus
+	// status, registry.Config.SeparateStatus): a grant's own held
+	// statement would be evidence the envelope cannot leave out, and a
+	// gate trusts a fresh one under its own clock, as it trusts a proof.
 	StatusQuery bool
 	// NaiveRecovery makes a restarted worker resume its operation under
 	// whatever grant its journalled request ID returns, even a different

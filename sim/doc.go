@@ -72,7 +72,12 @@
 // write's answer, and that write reaches the gate only after the next
 // owner wrote, its proof still fresh (the late copy that must never pause
 // the resource); the gate's clock lags the registry's near the edge of the
-// bound. A share of the accepted writes hand a job to a downstream worker
+// bound. Grants come in both forms: a registry replica issues a fresh
+// grant as its own HELD statement (lockGrant.v1 heldUntil, no status
+// until the first renewal), or, one replica in four, in the earlier form
+// with a separate status (registry.Config.SeparateStatus), so a round
+// with two replicas, or a restarted one, mixes them as a rollout does.
+// A share of the accepted writes hand a job to a downstream worker
 // in the same step (the transactional outbox); the job travels the
 // network like any message — late, duplicated, lost — and is applied at
 // its target through the adapter's ApplyJob (gate.DecideJob). The

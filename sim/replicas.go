@@ -32,12 +32,24 @@ type replica struct {
 	seenRev uint64
 }
 
+// separateStatusOneIn: one replica in this many issues the earlier form.
+const separateStatusOneIn = 4
+
 // newReplica starts a registry process over the round's store, seen
 // through a view that notes what it sees.
 func (w *world) newReplica() *replica {
 	cfg := registry.DefaultConfig(epochLive)
 	cfg.ClockSkewMaxMs = uint64(w.cfg.SkewBoundMs)
 	cfg.LockDelayMs = max(cfg.LockDelayMs, cfg.ClockSkewMaxMs)
+	// One replica in four issues the earlier grant form (grant plus
+	// status, registry.Config.SeparateStatus), as during a rollout: a
+	// round with two replicas may mix the forms, and a restart may switch
+	// one replica's form, as a rolling upgrade or rollback does. With
+	// StatusQuery every grant is the earlier form: that mode's envelopes
+	// carry no evidence of their own, so that the gate takes the
+	// registry's word alone, and a held statement cannot be taken out of
+	// a signed grant as a status proof can be left out of an envelope.
+	cfg.SeparateStatus = w.rng.r.IntN(separateStatusOneIn) == 0 || w.cfg.StatusQuery
 	rnd := rand.NewPCG(w.rng.r.Uint64(), w.rng.r.Uint64())
 	r := &replica{}
 	var store registry.Store = replicaView{Store: w.store, w: w, r: r}

@@ -127,6 +127,20 @@ func statusOf(m *gate.Mutation) *grant.Status {
 	return s
 }
 
+// evidenceOf is the HELD evidence an envelope carries itself, as the gate
+// takes it (gate.Verified.OwnEvidence): its status statement, else its
+// grant's own held statement; false when it carries neither.
+func evidenceOf(m *gate.Mutation) (gate.StatusEvidence, bool) {
+	if s := statusOf(m); s != nil {
+		return gate.EvidenceFromProof(s), true
+	}
+	g, err := grant.ParseGrant(m.Grant)
+	if err != nil || !g.HeldStatement() {
+		return gate.StatusEvidence{}, false
+	}
+	return gate.EvidenceFromGrant(g), true
+}
+
 func alarmNote(a gate.AlarmKind) string {
 	if a == "" {
 		return ""

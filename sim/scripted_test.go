@@ -26,7 +26,10 @@ func TestScriptedReissuedFenceIsRefusedByTheGate(t *testing.T) {
 		m := &gate.Mutation{
 			Resource: w.res.name, Lease: is.Grant.Lease, OperationID: "op-b", FenceToken: is.Grant.FenceToken,
 			SegmentSeq: seq, PayloadDigest: payloadDigest("op-b", seq, 0), Grant: is.Grant.Encode(),
-			GrantProof: is.GrantProof, Status: is.Status.Encode(), StatusProof: is.StatusProof,
+			GrantProof: is.GrantProof,
+		}
+		if is.Status != nil {
+			m.Status, m.StatusProof = is.Status.Encode(), is.StatusProof
 		}
 		out, _ := w.res.apply(m, k.name, origin{writer: k})
 		return out

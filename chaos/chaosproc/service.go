@@ -175,7 +175,7 @@ func (s *Service) applyLeaseOnly(ctx context.Context, caller string, m *gate.Mut
 	if err != nil {
 		return answer(err)
 	}
-	if v.Status == nil || v.Status.State != grant.StateHeld {
+	if ev, own := v.OwnEvidence(); !own || ev.State != grant.StateHeld { // a status, or the grant's own held statement
 		return WriteResponse{Outcome: string(gate.NotHeld), Reason: "lease-only: no HELD statement"}
 	}
 	if err := insertEffect(ctx, s.cfg.DB, caller, m); err != nil {

@@ -214,11 +214,14 @@ func (a *Acquire) Answer(now time.Time, call Call, is wire.Issued, err error) {
 // the acquire. A grant that already ended (the answer was lost long ago)
 // is a final answer for that ID: a fresh ID is drawn and sent at once.
 func (a *Acquire) answered(now time.Time, is wire.Issued) {
-	if is.Grant == nil || is.Status == nil || is.Grant.RequestID != a.req.RequestID || is.Status.Grant != is.Grant.Digest() {
+	if is.Grant == nil || is.Grant.RequestID != a.req.RequestID || is.Status == nil && !is.Grant.HeldStatement() ||
+		is.Status != nil && is.Status.Grant != is.Grant.Digest() {
 		a.finish(wire.Issued{}, fmt.Errorf("%w: acquire %s: answer is not about request %s", ErrBadAnswer, a.req.Resource, a.req.RequestID))
 		return
 	}
-	if is.Status.State != grant.StateHeld {
+	// A fresh grant carrying its own HELD statement comes without a
+	// status: it says HELD itself.
+	if is.Status != nil && is.Status.State != grant.StateHeld {
 		a.req.RequestID, a.firstSent = a.newID(), time.Time{}
 		a.lost, a.backoff, a.retryAt = false, AcquireBackoffMin, now
 		return

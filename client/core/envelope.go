@@ -35,12 +35,16 @@ func (c *Lease) Envelope(now time.Time, segmentSeq uint64, payload grant.Digest)
 		Resource: g.Resource, Lease: g.Lease, OperationID: c.operation, FenceToken: g.FenceToken,
 		SegmentSeq: segmentSeq, PayloadDigest: payload,
 		Grant: g.Encode(), GrantProof: c.issued.GrantProof,
-		Status: c.issued.Status.Encode(), StatusProof: c.issued.StatusProof,
+	}
+	// Until the first renewal or refresh, a grant carrying its own HELD
+	// statement is the evidence, and the envelope carries no status.
+	if st := c.issued.Status; st != nil {
+		m.Status, m.StatusProof = st.Encode(), c.issued.StatusProof
 	}
 	if err := m.Validate(); err != nil {
 		return gate.Mutation{}, fmt.Errorf("client: envelope: %w", err)
 	}
-	if u := c.issued.Status.ValidUntil; u.After(c.unsettled[segmentSeq]) {
+	if u := EvidenceUntil(g, c.issued.Status); u.After(c.unsettled[segmentSeq]) {
 		c.unsettled[segmentSeq] = u
 	}
 	return m, nil

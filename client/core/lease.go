@@ -84,7 +84,7 @@ func NewLease(o Limits, is wire.Issued, operationID string, from time.Time, jitt
 		jitter = func() float64 { return 0 }
 	}
 	c := &Lease{o: o, m: NewMachine(), issued: is, operation: operationID, jitter: jitter, unsettled: map[uint64]time.Time{}}
-	c.sched = Confirmed(o, from, c.ttl(), is.Status, c.jitter())
+	c.sched = Confirmed(o, from, c.ttl(), EvidenceUntil(is.Grant, is.Status), c.jitter())
 	c.step(EvAcquireOK, from)
 	return c
 }
@@ -272,8 +272,8 @@ func (c *Lease) judge(is wire.Issued, err error) (held, refused bool) {
 func (c *Lease) confirm(is wire.Issued, sent time.Time, statusOnly bool) {
 	c.issued.Status, c.issued.StatusProof = is.Status, is.StatusProof
 	if statusOnly {
-		c.sched = c.sched.Refreshed(is.Status)
+		c.sched = c.sched.Refreshed(is.Status.ValidUntil)
 		return
 	}
-	c.sched = Confirmed(c.o, sent, c.ttl(), is.Status, c.jitter())
+	c.sched = Confirmed(c.o, sent, c.ttl(), is.Status.ValidUntil, c.jitter())
 }

@@ -21,29 +21,46 @@ const (
 // clock except ProofUntil, which is the registry's validUntil: it is only
 // ever compared after subtracting a margin that covers the skew bound.
 type Schedule struct {
-	Deadline   time.Time // no new effects at or after (sent + TTL − ExpiryMargin)
-	RenewAt    time.Time // next renewal
-	ProofUntil time.Time // status proof validUntil (registry clock)
+	Deadline time.Time // no new effects at or after (sent + TTL − ExpiryMargin)
+	RenewAt  time.Time // next renewal
+	// ProofUntil is how long the lease's HELD evidence lasts (registry
+	// clock): the status proof's validUntil, or, after an acquire and
+	// before the first renewal or refresh, the grant's own heldUntil.
+	// DueRefresh comes ProofRefreshLead before it, so a status proof
+	// exists before a grant's held statement runs out.
+	ProofUntil time.Time
 	QueryAt    time.Time // next query while unknown
 }
 
 // Confirmed computes the schedule after the registry confirmed the grant
-// HELD in answer to a renewal (or acquire) sent at sent. jitter is drawn
-// from the lease's seeded rand in [-1, 1). o must have its defaults
-// filled (client.Options.Limits).
-func Confirmed(o Limits, sent time.Time, ttl time.Duration, st *grant.Status, jitter float64) Schedule {
+// HELD in answer to a renewal (or acquire) sent at sent, whose HELD
+// evidence lasts until proofUntil (EvidenceUntil). jitter is drawn from
+// the lease's seeded rand in [-1, 1). o must have its defaults filled
+// (client.Options.Limits).
+func Confirmed(o Limits, sent time.Time, ttl time.Duration, proofUntil time.Time, jitter float64) Schedule {
 	interval := time.Duration(float64(ttl) * o.RenewFraction * (1 + o.RenewJitter*jitter))
 	return Schedule{
 		Deadline:   sent.Add(ttl - o.ExpiryMargin),
 		RenewAt:    sent.Add(interval),
-		ProofUntil: st.ValidUntil,
+		ProofUntil: proofUntil,
 	}
 }
 
-// Refreshed keeps the deadline and renewal time and takes a newer proof.
-func (s Schedule) Refreshed(st *grant.Status) Schedule {
-	s.ProofUntil = st.ValidUntil
+// Refreshed keeps the deadline and renewal time and takes newer evidence
+// lasting until proofUntil.
+func (s Schedule) Refreshed(proofUntil time.Time) Schedule {
+	s.ProofUntil = proofUntil
 	return s
+}
+
+// EvidenceUntil is how long an answer's HELD evidence lasts (registry
+// clock): its status proof's validUntil, else its grant's own heldUntil
+// (a fresh grant answered without a status).
+func EvidenceUntil(g *grant.Grant, st *grant.Status) time.Time {
+	if st != nil {
+		return st.ValidUntil
+	}
+	return g.HeldUntil
 }
 
 // ProofUsable reports whether the status proof may still be sent at now.

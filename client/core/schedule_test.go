@@ -17,11 +17,11 @@ func TestScheduleCheck(t *testing.T) {
 	t0 := time.Date(2026, 7, 19, 10, 0, 0, 0, time.UTC)
 	ttl := 9 * time.Second
 	st := &grant.Status{ValidUntil: t0.Add(2 * time.Second)}
-	s := core.Confirmed(o, t0, ttl, st, 0)
+	s := core.Confirmed(o, t0, ttl, st.ValidUntil, 0)
 	if !s.RenewAt.Equal(t0.Add(3*time.Second)) || !s.Deadline.Equal(t0.Add(8*time.Second)) {
 		t.Fatalf("renewAt %s deadline %s", s.RenewAt, s.Deadline)
 	}
-	if j := core.Confirmed(o, t0, ttl, st, 1); !j.RenewAt.Equal(t0.Add(3300 * time.Millisecond)) {
+	if j := core.Confirmed(o, t0, ttl, st.ValidUntil, 1); !j.RenewAt.Equal(t0.Add(3300 * time.Millisecond)) {
 		t.Fatalf("jitter +1: renewAt %s, want +10%%", j.RenewAt)
 	}
 	cases := []struct {

@@ -90,9 +90,11 @@ func NewClient(baseURL string, opts ...ClientOption) (*Client, error) {
 // Issued is a grant and status as the server sent them, parsed strictly.
 // GrantText and StatusText are the exact bytes the proofs cover.
 type Issued struct {
-	Grant       *grant.Grant
-	GrantText   []byte
-	GrantProof  string // "" when the grant's epoch is revoked
+	Grant      *grant.Grant
+	GrantText  []byte
+	GrantProof string // "" when the grant's epoch is revoked
+	// Status is nil (StatusText and StatusProof empty) in the answer to
+	// an acquire whose grant carries its own HELD statement.
 	Status      *grant.Status
 	StatusText  []byte
 	StatusProof string
@@ -198,24 +200,35 @@ func (c *Client) issued(ctx context.Context, method, path string, in any) (*Issu
 }
 
 // parseIssued parses both messages strictly, checks the status is about
-// this grant and, with a verifier, checks both proofs.
+// this grant and, with a verifier, checks both proofs. A fresh grant
+// carrying its own HELD statement (heldUntil) may come without a status
+// (Issued.Status nil); any other answer must have one.
 func (c *Client) parseIssued(r wire.IssuedResponse) (*Issued, error) {
 	g, err := grant.ParseGrant([]byte(r.Grant))
 	if err != nil {
 		return nil, fmt.Errorf("%w: grant: %w", ErrBadResponse, err)
 	}
-	st, err := grant.ParseStatus([]byte(r.Status))
-	if err != nil {
-		return nil, fmt.Errorf("%w: status: %w", ErrBadResponse, err)
-	}
-	if st.Grant != g.Digest() {
-		return nil, fmt.Errorf("%w: status is about grant %s, not %s", ErrBadResponse, st.Grant, g.Digest())
+	var st *grant.Status
+	switch {
+	case r.Status == "" && r.StatusProof == "" && g.HeldStatement() && r.GrantProof != "":
+	default:
+		if st, err = grant.ParseStatus([]byte(r.Status)); err != nil {
+			return nil, fmt.Errorf("%w: status: %w", ErrBadResponse, err)
+		}
+		if st.Grant != g.Digest() {
+			return nil, fmt.Errorf("%w: status is about grant %s, not %s", ErrBadResponse, st.Grant, g.Digest())
+		}
 	}
 	if c.verifier != nil {
-		for _, p := range []struct {
+		type signed struct {
 			m     grant.Message
 			proof string
-		}{{g, r.GrantProof}, {st, r.StatusProof}} {
+		}
+		check := []signed{{g, r.GrantProof}}
+		if st != nil {
+			check = append(check, signed{st, r.StatusProof})
+		}
+		for _, p := range check {
 			if p.proof == "" {
 				continue // a revoked epoch: no proof, and the status says so
 			}
@@ -224,9 +237,13 @@ func (c *Client) parseIssued(r wire.IssuedResponse) (*Issued, error) {
 			}
 		}
 	}
+	var stText []byte
+	if st != nil {
+		stText = []byte(r.Status)
+	}
 	return &Issued{
 		Grant: g, GrantText: []byte(r.Grant), GrantProof: r.GrantProof,
-		Status: st, StatusText: []byte(r.Status), StatusProof: r.StatusProof,
+		Status: st, StatusText: stText, StatusProof: r.StatusProof,
 		ExpiresAfterMs: max(r.ExpiresAfterMs, 0),
 	}, nil
 }
@@ -304,6 +321,9 @@ func (c *Client) QueryStatus(ctx context.Context, g *grant.Grant) (grant.State, 
 	is, err := c.Status(ctx, g.Encode())
 	if err != nil {
 		return "", 0, err
+	}
+	if is.Status == nil {
+		return "", 0, fmt.Errorf("%w: status query answered without a status", ErrBadResponse)
 	}
 	if is.Status.Grant != g.Digest() {
 		return "", 0, fmt.Errorf("%w: status is about grant %s, not %s", ErrBadResponse, is.Status.Grant, g.Digest())

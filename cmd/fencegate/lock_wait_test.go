@@ -47,7 +47,13 @@ func TestLockQueuedPastItsTTLRunsItsChild(t *testing.T) {
 const settleScript = `"$FG" envelope --seq 1 --payload-digest sha256:2222222222222222222222222222222222222222222222222222222222222222 || exit 3
 if [ "$1" = settle ]; then "$FG" envelope settle --seq 1 --outcome ACCEPTED || exit 4; fi`
 
-var validUntilRe = regexp.MustCompile(`validUntil: ([0-9T:.\-]+Z)`)
+// validUntilRe and heldUntilRe find how long an envelope's HELD evidence
+// lasts: its status proof's validUntil or, with no status (a fresh
+// grant), the grant's own heldUntil.
+var (
+	validUntilRe = regexp.MustCompile(`validUntil: ([0-9T:.\-]+Z)`)
+	heldUntilRe  = regexp.MustCompile(`heldUntil: ([0-9T:.\-]+Z)`)
+)
 
 func TestLockLetsGoWhenItsChildExits(t *testing.T) {
 	// Long status proofs: a drain would hold the lease for about 9 s.
@@ -64,7 +70,10 @@ func TestLockLetsGoWhenItsChildExits(t *testing.T) {
 			}
 			m := validUntilRe.FindStringSubmatch(first.out.String())
 			if m == nil {
-				t.Fatalf("no status proof in the envelope:\n%s", first.out)
+				m = heldUntilRe.FindStringSubmatch(first.out.String())
+			}
+			if m == nil {
+				t.Fatalf("no HELD evidence in the envelope:\n%s", first.out)
 			}
 			validUntil, err := time.Parse(time.RFC3339Nano, m[1])
 			if err != nil {

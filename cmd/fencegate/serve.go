@@ -31,9 +31,12 @@ type serveOptions struct {
 	admins                               []string
 	logFormat, logLevel, otlpEndpoint    string
 	requestLog                           bool
-	dash                                 dashboardOptions
-	authz                                authzOptions
-	dev                                  devOptions
+	// grantHeld is --grant-held-statement: a fresh grant is its own HELD
+	// statement (registry.Config.SeparateStatus false).
+	grantHeld bool
+	dash      dashboardOptions
+	authz     authzOptions
+	dev       devOptions
 	// limits are the registry's limits; zero fields take
 	// registry.DefaultConfig's values.
 	limits registry.Config
@@ -101,6 +104,7 @@ directory is touched.`,
 	fs.Uint64Var(&l.ClockSkewMaxMs, "clock-skew-max-ms", 0, "bound on clock disagreement between registry, clients and gates over one lease (0: 500)")
 	fs.Uint64Var(&l.StatusProofTTLMs, "status-proof-ttl-ms", 0, "longest life of a status proof (0: 2000)")
 	fs.IntVar(&l.WaitersPerResourceMax, "waiters-max", 0, "waiting acquires per resource (0: 64)")
+	fs.BoolVar(&o.grantHeld, "grant-held-statement", true, "a fresh grant carries its own HELD statement (heldUntil) and is an acquire's one signed message; false issues the earlier form, grant plus status, while gates that predate it remain")
 	o.dash.flags(fs)
 	o.authz.flags(fs)
 	o.dev.flags(fs)
@@ -112,6 +116,7 @@ directory is touched.`,
 // network. Its errors are usage errors that say what to change.
 func (o *serveOptions) check() error {
 	o.limits.IssuerEpoch = o.issuerEpoch
+	o.limits.SeparateStatus = !o.grantHeld
 	switch {
 	case o.dataDir == "":
 		return usagef("--data-dir is required: a directory for the embedded etcd, the signing key and the trust bundle (or set FENCEGATE_DATA_DIR)")

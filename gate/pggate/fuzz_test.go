@@ -135,13 +135,28 @@ func (fw *fuzzWorld) build(resource string, d *draw) fuzzCase {
 			c.st.FloorAt = time.Time{}
 		}
 	}
-	switch m := iss.Mutation(w, uint64(1+d.n(4)), []string{"a", "b"}[d.n(2)]); d.n(6) {
-	case 0:
-		c.m = gatetest.WithoutStatus(m)
-	case 1:
-		c.m = iss.WithStatus(m, []grant.State{grant.StateExpired, grant.StateReleased, grant.StateRevoked}[d.n(3)])
-	default:
-		c.m = m
+	seq, payload := uint64(1+d.n(4)), []string{"a", "b"}[d.n(2)]
+	if held := d.n(2) == 1; held {
+		// The held form (lockGrant.v1 with heldUntil): without a status
+		// proof, as after an acquire, or with a renewal's.
+		iss.HeldFor = ms(16)
+		switch m := iss.HeldMutation(w, seq, payload); d.n(4) {
+		case 0:
+			c.m = iss.WithStatus(m, grant.StateHeld)
+		case 1:
+			c.m = iss.WithStatus(m, []grant.State{grant.StateExpired, grant.StateReleased, grant.StateRevoked}[d.n(3)])
+		default:
+			c.m = m
+		}
+	} else {
+		switch m := iss.Mutation(w, seq, payload); d.n(6) {
+		case 0:
+			c.m = gatetest.WithoutStatus(m)
+		case 1:
+			c.m = iss.WithStatus(m, []grant.State{grant.StateExpired, grant.StateReleased, grant.StateRevoked}[d.n(3)])
+		default:
+			c.m = m
+		}
 	}
 	switch d.n(8) {
 	case 0:
@@ -182,8 +197,8 @@ func (fw *fuzzWorld) want(c fuzzCase) (gate.Outcome, gate.State) {
 		return gate.OutcomeOf(err), c.st
 	}
 	in := gate.Input{Verified: v, State: c.st, Prior: c.prior, Now: c.now, StatusSkewMax: fw.policy.StatusSkewMax, Status: gate.StatusEvidence{Source: gate.StatusAbsent}}
-	if v.Status != nil {
-		in.Status = gate.EvidenceFromProof(v.Status)
+	if ev, own := v.OwnEvidence(); own {
+		in.Status = ev
 	}
 	d := gate.Decide(in)
 	if d.Store {

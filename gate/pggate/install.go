@@ -18,6 +18,8 @@ var sqlFiles embed.FS
 // CREATE OR REPLACE). {crypto} is the schema pgcrypto is installed in.
 var migrations = [][]string{
 	1: {"sql/v1_parse.sql", "sql/v1_decide.sql", "sql/v1_apply.sql"},
+	// 2: a lockGrant.v1 may carry its own HELD statement (heldUntil).
+	2: {"sql/v2_parse.sql", "sql/v2_decide.sql"},
 }
 
 // SchemaVersion is the version Install brings a database to.

@@ -71,7 +71,7 @@ func sqlParses(db *sql.DB, kind, s string) (bool, error) {
 	var err error
 	switch kind {
 	case "grant":
-		err = db.QueryRowContext(ctx, `SELECT fencegate.parse_grant($1) IS NOT NULL`, s).Scan(&ok)
+		err = db.QueryRowContext(ctx, `SELECT (fencegate.parse_grant($1)).resource IS NOT NULL`, s).Scan(&ok)
 	case "status":
 		err = db.QueryRowContext(ctx, `SELECT fencegate.parse_status($1) IS NOT NULL`, s).Scan(&ok)
 	case "envelope":
@@ -90,8 +90,10 @@ func parseSeeds() map[string][][]byte {
 	iss := gatetest.NewIssuer("parse")
 	m := iss.Mutation(gatetest.Writer{Resource: "a/b", Owner: "spiffe://td/w/1", Lease: "l-1", OperationID: "op:1", Fence: 9}, 2, "p")
 	env, _ := m.MarshalJSON()
+	h := iss.HeldMutation(gatetest.Writer{Resource: "a/b", Owner: "spiffe://td/w/1", Lease: "l-1", OperationID: "op:1", Fence: 9}, 2, "p")
 	return map[string][][]byte{
-		"grant":  {m.Grant, append(append([]byte(nil), m.Grant...), 'x'), m.Grant[:len(m.Grant)-1]},
+		"grant": {m.Grant, append(append([]byte(nil), m.Grant...), 'x'), m.Grant[:len(m.Grant)-1],
+			h.Grant, append(append([]byte(nil), h.Grant...), m.Grant[len(m.Grant)-37:]...)},
 		"status": {m.Status, []byte("schema: grantStatus.v1\n")},
 		"envelope": {env, []byte(`{"resource":"a","resource":"a"}`), []byte(`{"fenceToken":1.0}`), []byte(`[]`),
 			[]byte(`{"resource":"a","lease":"l","operationId":"o","fenceToken":1,"segmentSeq":1,"payloadDigest":"sha256:` +

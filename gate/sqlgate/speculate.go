@@ -25,11 +25,12 @@ import (
 // decision goes on from there.
 
 // canSpeculate reports whether Run may speculate on v at now: the
-// dialect has the statement and the mutation's own status proof proves
-// the grant HELD, so that the locked state alone settles the decision.
+// dialect has the statement and the mutation's own evidence (its status
+// proof, else its grant's held statement) proves the grant HELD, so that
+// the locked state alone settles the decision.
 func (g *Gate) canSpeculate(v *gate.Verified, now time.Time, ownTx bool) bool {
-	return ownTx && g.stmt.speculate != "" && v.Status != nil &&
-		gate.EvidenceFromProof(v.Status).ProvesHeld(now, g.pol.StatusSkewMax)
+	ev, own := v.OwnEvidence()
+	return ownTx && g.stmt.speculate != "" && own && ev.ProvesHeld(now, g.pol.StatusSkewMax)
 }
 
 // speculateLookup is lockLookup (marking) through the speculate
@@ -74,9 +75,13 @@ func (g *Gate) keepSpeculation(ctx context.Context, v *gate.Verified, st gate.St
 	}
 	// The statement may have waited for the row lock: the proof must
 	// still be fresh now that the lock is held, as the unspeculated path
-	// judges it. If it is not, decide again at this instant.
-	if later := g.clock.Now(); !gate.EvidenceFromProof(v.Status).ProvesHeld(later, g.pol.StatusSkewMax) {
-		d = g.pol.DecideLocked(ctx, g.querying, v, st, prior, later)
+	// judges it. If it is not, decide again at this instant on that
+	// evidence alone (no query: a grant's held statement that ran out
+	// while the lock was waited for is PROOF_EXPIRED here, where the
+	// unspeculated path might have asked the querier; the writer renews).
+	later := g.clock.Now()
+	if ev, _ := v.OwnEvidence(); !ev.ProvesHeld(later, g.pol.StatusSkewMax) {
+		d = g.pol.DecideLocked(ctx, gate.Querying{}, v, st, prior, later)
 		if d.Outcome == gate.Accepted {
 			return d, fmt.Errorf("sqlgate: internal error: %s accepted on a stale proof", m.Resource)
 		}

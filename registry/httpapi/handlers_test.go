@@ -42,15 +42,17 @@ func TestLeaseLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := a.Grant
-	if g.Owner != "alice" || g.FenceToken != 1 || g.Resource != "inv/1" || a.Status.State != grant.StateHeld {
+	// A fresh grant is its own HELD statement: one signed message.
+	if g.Owner != "alice" || g.FenceToken != 1 || g.Resource != "inv/1" || !g.HeldStatement() || a.Status != nil {
 		t.Fatalf("grant %+v status %+v", g, a.Status)
 	}
-	if !bytes.Equal(a.GrantText, g.Encode()) || a.GrantProof == "" || a.StatusProof == "" {
+	if !bytes.Equal(a.GrantText, g.Encode()) || a.GrantProof == "" || a.StatusProof != "" {
 		t.Fatal("grant text is not the canonical bytes, or a proof is missing")
 	}
 
+	// A retry gets the same grant and a signed HELD status.
 	again, err := h.alice.Acquire(bg, acq("inv/1", "r-1"))
-	if err != nil || !bytes.Equal(again.GrantText, a.GrantText) {
+	if err != nil || !bytes.Equal(again.GrantText, a.GrantText) || again.Status == nil || again.Status.State != grant.StateHeld {
 		t.Fatalf("retried acquire: %v; same grant %v", err, err == nil && bytes.Equal(again.GrantText, a.GrantText))
 	}
 	q, err := h.alice.QueryRequest(bg, "r-1")
@@ -65,7 +67,7 @@ func TestLeaseLifecycle(t *testing.T) {
 
 	h.clock.Advance(5 * time.Second)
 	rn, err := h.alice.Renew(bg, "inv/1", g.Lease)
-	if err != nil || rn.Status.State != grant.StateHeld || !rn.Status.IssuedAt.After(a.Status.IssuedAt) {
+	if err != nil || rn.Status.State != grant.StateHeld || !rn.Status.IssuedAt.After(a.Grant.IssuedAt) {
 		t.Fatalf("renew: %v", err)
 	}
 	_, err = h.bob.Renew(bg, "inv/1", g.Lease)

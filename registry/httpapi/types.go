@@ -7,13 +7,14 @@ import (
 )
 
 func issuedResponse(is wire.Issued) (wire.IssuedResponse, error) {
-	if is.Grant == nil || is.Status == nil {
+	// A fresh grant carrying its own HELD statement comes without a
+	// status (status and statusProof ""); every other answer has one.
+	if is.Grant == nil || is.Status == nil && !is.Grant.HeldStatement() {
 		return wire.IssuedResponse{}, fmt.Errorf("httpapi: registry returned no grant or status")
 	}
-	return wire.IssuedResponse{
-		Grant:       string(is.Grant.Encode()),
-		GrantProof:  is.GrantProof,
-		Status:      string(is.Status.Encode()),
-		StatusProof: is.StatusProof, ExpiresAfterMs: is.ExpiresAfterMs,
-	}, nil
+	out := wire.IssuedResponse{Grant: string(is.Grant.Encode()), GrantProof: is.GrantProof, StatusProof: is.StatusProof, ExpiresAfterMs: is.ExpiresAfterMs}
+	if is.Status != nil {
+		out.Status = string(is.Status.Encode())
+	}
+	return out, nil
 }

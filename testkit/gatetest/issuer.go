@@ -28,7 +28,15 @@ type Issuer struct {
 	// StatusValidFor is how long a status proof is valid from Now.
 	// Defaults to 10 s.
 	StatusValidFor time.Duration
+	// HeldFor is how long a held-form grant (HeldGrant) stands as HELD
+	// evidence from Now. Zero takes HeldForDefault.
+	HeldFor time.Duration
 }
+
+// HeldForDefault is the held statement of HeldGrant when Issuer.HeldFor
+// is zero: half the 10 s TTL, so a gate that took the grant as HELD until
+// its expiry instead would show.
+const HeldForDefault = 5 * time.Second
 
 // T0 is the fixed instant issuers start at.
 var T0 = time.Date(2026, 7, 19, 10, 0, 0, 0, time.UTC)
@@ -98,6 +106,29 @@ func (i *Issuer) Grant(w Writer) (*grant.Grant, string) {
 		g.PolicyGeneration = 1
 	}
 	return g, i.sign(g)
+}
+
+// HeldGrant returns the signed grant for w in the held-statement form:
+// HELD from Now until Now + HeldFor (never past its expiry).
+func (i *Issuer) HeldGrant(w Writer) (*grant.Grant, string) {
+	g, _ := i.Grant(w)
+	held := i.HeldFor
+	if held == 0 {
+		held = HeldForDefault
+	}
+	g.HeldUntil = i.Now.Add(min(held, time.Duration(g.TTLMs)*time.Millisecond))
+	return g, i.sign(g)
+}
+
+// HeldMutation returns a genuine mutation by w for segment seq whose grant
+// is its own HELD statement (HeldGrant), carrying no status proof: what
+// a writer sends after an acquire, before its first renewal.
+func (i *Issuer) HeldMutation(w Writer, seq uint64, payload string) *gate.Mutation {
+	g, gp := i.HeldGrant(w)
+	return &gate.Mutation{
+		Resource: w.Resource, Lease: w.Lease, OperationID: w.OperationID, FenceToken: w.Fence,
+		SegmentSeq: seq, PayloadDigest: Payload(payload), Grant: g.Encode(), GrantProof: gp,
+	}
 }
 
 // Status returns a signed status statement about g.

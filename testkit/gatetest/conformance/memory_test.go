@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/gate/gatebreak"
 	"github.com/fencegate/fencegate/testkit/fakeclock"
 	"github.com/fencegate/fencegate/testkit/gatetest/conformance"
 )
@@ -21,10 +22,11 @@ import (
 type mutant int
 
 const (
-	faithful     mutant = iota
-	leaseOnly           // no decision: every authenticated write lands
-	unlocked            // decides on a state read without holding it
-	forgetsPause        // drops Decision.Store for the pause of a regression
+	faithful         mutant = iota
+	leaseOnly               // no decision: every authenticated write lands
+	unlocked                // decides on a state read without holding it
+	forgetsPause            // drops Decision.Store for the pause of a regression
+	ignoresHeldUntil        // takes a held-form grant as HELD until its expiry
 )
 
 type receiptKey struct {
@@ -53,6 +55,14 @@ func newMem(mut mutant) conformance.Factory {
 			res: map[string]*memResource{}, mutant: mut}
 		if err := g.pol.Check(); err != nil {
 			t.Fatal(err)
+		}
+		if mut == ignoresHeldUntil {
+			g.pol = gatebreak.Replace(g.pol, func(in gate.Input) gate.Decision {
+				if in.Status.Source == gate.StatusFromGrant {
+					in.Status.ValidUntil = in.Verified.Grant.ExpiresAt
+				}
+				return gate.Decide(in)
+			})
 		}
 		return g
 	}
@@ -200,6 +210,7 @@ func TestMutantsFail(t *testing.T) {
 		{leaseOnly, []string{"Stale", "SegmentGap", "DifferentPayloadQuarantined", "RegressionPauses", "ShadowThenEnforce"}},
 		{forgetsPause, []string{"RegressionPauses", "ResumeWithFloor"}},
 		{unlocked, []string{"ConcurrentWriters"}},
+		{ignoresHeldUntil, []string{"GrantHeldStatement"}},
 	} {
 		for _, name := range row.cases {
 			why := conformance.Fails(t, newMem(row.mut), name)
