@@ -33,6 +33,7 @@ type serveOptions struct {
 	requestLog                           bool
 	dash                                 dashboardOptions
 	authz                                authzOptions
+	gateKeys                             gateKeysOptions
 	dev                                  devOptions
 	// limits are the registry's limits; zero fields take
 	// registry.DefaultConfig's values.
@@ -103,6 +104,7 @@ directory is touched.`,
 	fs.IntVar(&l.WaitersPerResourceMax, "waiters-max", 0, "waiting acquires per resource (0: 64)")
 	o.dash.flags(fs)
 	o.authz.flags(fs)
+	o.gateKeys.flags(fs)
 	o.dev.flags(fs)
 	bindEnv(fs)
 	return c
@@ -164,7 +166,8 @@ func checkListen(addr string) error {
 type loaded struct {
 	auth   httpapi.Authenticator
 	authz  httpapi.Authorizer
-	policy *httpapi.PolicyFile // nil under --authz-open
+	policy *httpapi.PolicyFile   // nil under --authz-open
+	gates  *httpapi.GateKeysFile // nil without --gate-keys
 	tlsCfg *tls.Config
 	ln     net.Listener
 }
@@ -177,6 +180,9 @@ func (o *serveOptions) load() (*loaded, error) {
 	}
 	ld := &loaded{auth: auth}
 	if ld.authz, ld.policy, err = o.authz.load(); err != nil {
+		return nil, err
+	}
+	if ld.gates, err = o.gateKeys.load(); err != nil {
 		return nil, err
 	}
 	if o.tlsCert != "" {

@@ -15,5 +15,6 @@ func issuedResponse(is wire.Issued) (wire.IssuedResponse, error) {
 		GrantProof:  is.GrantProof,
 		Status:      string(is.Status.Encode()),
 		StatusProof: is.StatusProof, ExpiresAfterMs: is.ExpiresAfterMs,
+		GateProofs: is.GateProofs,
 	}, nil
 }
