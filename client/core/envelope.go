@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/fencegate/fencegate/gate"
@@ -36,6 +37,7 @@ func (c *Lease) Envelope(now time.Time, segmentSeq uint64, payload grant.Digest)
 		SegmentSeq: segmentSeq, PayloadDigest: payload,
 		Grant: g.Encode(), GrantProof: c.issued.GrantProof,
 		Status: c.issued.Status.Encode(), StatusProof: c.issued.StatusProof,
+		GateProofs: slices.Clone(c.issued.GateProofs),
 	}
 	if err := m.Validate(); err != nil {
 		return gate.Mutation{}, fmt.Errorf("client: envelope: %w", err)

@@ -99,6 +99,9 @@ type Issued struct {
 	// ExpiresAfterMs is the answer's IssuedResponse.ExpiresAfterMs (0: not
 	// sent).
 	ExpiresAfterMs int64
+	// GateProofs are the answer's per-gate proofs, checked for shape only
+	// (grant.ValidateGateProofs): only each gate can check its MACs.
+	GateProofs []grant.GateProof
 }
 
 // Acquire calls POST /v1/acquire.
@@ -211,6 +214,12 @@ func (c *Client) parseIssued(r wire.IssuedResponse) (*Issued, error) {
 	if st.Grant != g.Digest() {
 		return nil, fmt.Errorf("%w: status is about grant %s, not %s", ErrBadResponse, st.Grant, g.Digest())
 	}
+	if err := grant.ValidateGateProofs(r.GateProofs, true); err != nil {
+		return nil, fmt.Errorf("%w: gateProofs: %v", ErrBadResponse, err)
+	}
+	if r.GrantProof == "" && len(r.GateProofs) > 0 {
+		return nil, fmt.Errorf("%w: gate proofs for a grant without a proof", ErrBadResponse)
+	}
 	if c.verifier != nil {
 		for _, p := range []struct {
 			m     grant.Message
@@ -227,7 +236,7 @@ func (c *Client) parseIssued(r wire.IssuedResponse) (*Issued, error) {
 	return &Issued{
 		Grant: g, GrantText: []byte(r.Grant), GrantProof: r.GrantProof,
 		Status: st, StatusText: []byte(r.Status), StatusProof: r.StatusProof,
-		ExpiresAfterMs: max(r.ExpiresAfterMs, 0),
+		ExpiresAfterMs: max(r.ExpiresAfterMs, 0), GateProofs: r.GateProofs,
 	}, nil
 }
 
