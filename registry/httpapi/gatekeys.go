@@ -261,12 +261,12 @@ func (lg *loadedGate) signer(epoch uint64) *grant.SigningKey {
 	return nil
 }
 
-// checkSuccessor refuses next as the successor of gk when it would undo a
+// CheckSuccessor refuses next as the successor of gk when it would undo a
 // rotation step: a key ID kept must keep its key material, and its state
 // never moves back (active → verify-only → retired), so a retired key
 // never signs again. Dropping a key or a gate is allowed (the registry
 // stops making its proofs; the gate revokes on its side).
-func (gk *GateKeys) checkSuccessor(next *GateKeys) error {
+func (gk *GateKeys) CheckSuccessor(next *GateKeys) error {
 	rank := map[grant.KeyState]int{grant.KeyActive: 0, grant.KeyVerifyOnly: 1, grant.KeyRetired: 2}
 	old := map[string]loadedGateKey{}
 	for _, g := range gk.gates {

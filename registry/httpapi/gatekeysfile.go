@@ -18,7 +18,7 @@ import (
 // GateKeysFile is the registry's gate keys in a file (serve --gate-keys),
 // reloadable without a restart as the resource policy is: Reload puts a
 // new file in force only if it parses, its key files load, and it undoes
-// no rotation step (GateKeys.checkSuccessor); otherwise the keys before
+// no rotation step (GateKeys.CheckSuccessor); otherwise the keys before
 // it stay in force and Reload says why. GateProofs always answers from
 // the keys last loaded. Safe for concurrent use.
 type GateKeysFile struct {
@@ -93,7 +93,7 @@ func (f *GateKeysFile) Reload() (changed bool, err error) {
 	}
 	gk, err := ParseGateKeys(b, filepath.Dir(f.path))
 	if err == nil {
-		err = f.cur.Load().checkSuccessor(gk)
+		err = f.cur.Load().CheckSuccessor(gk)
 	}
 	if err != nil {
 		return false, fmt.Errorf("%s: %w", f.path, err)
