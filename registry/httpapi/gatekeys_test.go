@@ -68,7 +68,9 @@ func TestGateKeysFileRefusesBadForms(t *testing.T) {
 	gate := func(name, res string, keys ...string) string {
 		return `{"gate": "` + name + `", "resources": [` + res + `], "keys": [` + strings.Join(keys, ",") + `]}`
 	}
-	file := func(gates ...string) string { return `{"schema": "gateKeys.v1", "gates": [` + strings.Join(gates, ",") + `]}` }
+	file := func(gates ...string) string {
+		return `{"schema": "gateKeys.v1", "gates": [` + strings.Join(gates, ",") + `]}`
+	}
 	good := file(gate("a", `"inv/*"`, key("k1", "active"), key("k2", "verify-only")))
 	if _, err := ParseGateKeys([]byte(good), dir); err != nil {
 		t.Fatalf("a good file: %v", err)
