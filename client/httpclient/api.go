@@ -214,7 +214,8 @@ func (c *Client) parseIssued(r wire.IssuedResponse) (*Issued, error) {
 	if st.Grant != g.Digest() {
 		return nil, fmt.Errorf("%w: status is about grant %s, not %s", ErrBadResponse, st.Grant, g.Digest())
 	}
-	if err := grant.ValidateGateProofs(r.GateProofs, true); err != nil {
+	// A gate's status proof travels exactly when the registry's does.
+	if err := grant.ValidateGateProofs(r.GateProofs, r.StatusProof != ""); err != nil {
 		return nil, fmt.Errorf("%w: gateProofs: %v", ErrBadResponse, err)
 	}
 	if r.GrantProof == "" && len(r.GateProofs) > 0 {
