@@ -33,6 +33,9 @@ func TestLeaseCarriesTheAnswersGateProofs(t *testing.T) {
 		t.Fatalf("first envelope: %+v %v", m.GateProofs, err)
 	}
 	m.GateProofs[0].Gate = "changed" // the envelope is the caller's copy
+	if again, _ := l.Envelope(t0, 1, gatetest.Payload("p")); !slices.Equal(again.GateProofs, first) {
+		t.Fatalf("a caller's change reached the lease: %+v", again.GateProofs)
+	}
 	renewed := []grant.GateProof{{Gate: "ledger-db", GrantProof: "mac:l-2:a", StatusProof: "mac:l-2:c"}}
 	for _, want := range [][]grant.GateProof{renewed, nil} {
 		call, at := l.Next(t0)
