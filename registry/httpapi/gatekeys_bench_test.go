@@ -2,9 +2,11 @@
 // acquire and a release on the registry over one in-memory store, with
 // no gate keys (the natural baseline), one gate covering the resource,
 // and four (a grant MAC and a status MAC each). Timings are reported,
-// never asserted:
+// never asserted. BenchmarkGateProofsSigning isolates the signing: one
+// gate's two MACs against the registry's own two Ed25519 signatures of
+// the same grant and status:
 //
-//	go test ./registry/httpapi -run '^$' -bench AcquireGateProofs -benchmem -count 5
+//	go test ./registry/httpapi -run '^$' -bench 'AcquireGateProofs|GateProofsSigning' -benchmem -count 5
 package httpapi
 
 import (
@@ -15,6 +17,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry"
@@ -56,25 +59,57 @@ func benchGateRegistry(b *testing.B, gates int) *registry.Registry {
 	}
 	var opts []registry.Option
 	if gates > 0 {
-		dir := b.TempDir()
-		var entries []string
-		for i := range gates {
-			id := fmt.Sprint("g", i)
-			k, _ := grant.GenerateKey(grant.AlgHMACSHA256, id, rand.Reader)
-			if err := os.WriteFile(filepath.Join(dir, id+".key"), k.MarshalKeyFile(), 0o600); err != nil {
-				b.Fatal(err)
-			}
-			entries = append(entries, `{"gate": "`+id+`", "resources": ["bench/*"], "keys": [{"keyId": "`+id+`", "secretFile": "`+id+`.key", "minEpoch": 1, "maxEpoch": 0, "state": "active"}]}`)
-		}
-		gk, err := ParseGateKeys([]byte(`{"schema": "gateKeys.v1", "gates": [`+strings.Join(entries, ",")+`]}`), dir)
-		if err != nil {
-			b.Fatal(err)
-		}
-		opts = append(opts, registry.WithGateProofs(gk))
+		opts = append(opts, registry.WithGateProofs(benchGateKeys(b, gates)))
 	}
 	reg, err := registry.New(memstore.New(), registry.DefaultConfig(1), registry.SystemClock{}, key, opts...)
 	if err != nil {
 		b.Fatal(err)
 	}
 	return reg
+}
+
+// benchGateKeys enrolls gates gates covering "bench/*".
+func benchGateKeys(b *testing.B, gates int) *GateKeys {
+	dir := b.TempDir()
+	var entries []string
+	for i := range gates {
+		id := fmt.Sprint("g", i)
+		k, _ := grant.GenerateKey(grant.AlgHMACSHA256, id, rand.Reader)
+		if err := os.WriteFile(filepath.Join(dir, id+".key"), k.MarshalKeyFile(), 0o600); err != nil {
+			b.Fatal(err)
+		}
+		entries = append(entries, `{"gate": "`+id+`", "resources": ["bench/*"], "keys": [{"keyId": "`+id+`", "secretFile": "`+id+`.key", "minEpoch": 1, "maxEpoch": 0, "state": "active"}]}`)
+	}
+	gk, err := ParseGateKeys([]byte(`{"schema": "gateKeys.v1", "gates": [`+strings.Join(entries, ",")+`]}`), dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return gk
+}
+
+func BenchmarkGateProofsSigning(b *testing.B) {
+	iss, _ := grant.GenerateKey(grant.AlgEd25519, "reg", rand.Reader)
+	now := time.Date(2026, 7, 19, 10, 0, 0, 0, time.UTC)
+	g := &grant.Grant{Resource: "bench/1", Owner: "alice", RequestID: "r-1", Lease: "l-1", OperationRoot: grant.OperationRoot("bench/1", "op"),
+		OperationClass: "bench", FenceToken: 7, BackendRevision: 9, PolicyGeneration: 1, IssuerEpoch: 1, TTLMs: 30_000,
+		IssuedAt: now, ExpiresAt: now.Add(30 * time.Second)}
+	st := &grant.Status{Grant: g.Digest(), State: grant.StateHeld, BackendRevision: 9, IssuerEpoch: 1, IssuedAt: now, ValidUntil: now.Add(2 * time.Second)}
+	b.Run("ed25519-registry-pair", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := iss.Sign(g); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := iss.Sign(st); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("one-gate-mac-pair", func(b *testing.B) {
+		gk := benchGateKeys(b, 1)
+		for b.Loop() {
+			if ps, err := gk.GateProofs("bench/1", g, st); err != nil || len(ps) != 1 {
+				b.Fatal(ps, err)
+			}
+		}
+	})
 }
