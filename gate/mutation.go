@@ -39,6 +39,12 @@ type Mutation struct {
 	GrantProof    string       // proof over Grant
 	Status        []byte       // canonical grantStatus.v1 bytes, or empty
 	StatusProof   string       // proof over Status, or empty
+	// GateProofs are the per-gate proofs of Grant and Status the registry
+	// sent beside its own (grant.GateProof), passed on untouched. Optional
+	// (nil: none); at most grant.GateProofsMax. A gate that checks HMAC
+	// under its own key (gate/pggate) picks the pair under a key it has
+	// enrolled; this package's Policy ignores them.
+	GateProofs []grant.GateProof
 }
 
 // Validate checks the envelope's own fields (not the grant). The error
@@ -79,6 +85,9 @@ func (m *Mutation) Validate() error {
 	}
 	if (len(m.Status) == 0) != (m.StatusProof == "") {
 		return bad("status", "status and statusProof must both be present or both be empty")
+	}
+	if err := grant.ValidateGateProofs(m.GateProofs, len(m.Status) > 0); err != nil {
+		return bad("gateProofs", "%v", err)
 	}
 	return nil
 }

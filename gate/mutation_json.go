@@ -9,8 +9,13 @@ import (
 )
 
 // MutationJSONBytesMax bounds an encoded mutation: two canonical messages,
-// two proofs and a few identifiers, with room for JSON escaping.
-const MutationJSONBytesMax = 4*GrantBytesMax + 4*ProofBytesMax + 2048
+// two proofs and a few identifiers, with room for JSON escaping, and up
+// to grant.GateProofsMax per-gate proof pairs with their gate names.
+const MutationJSONBytesMax = 4*GrantBytesMax + 4*ProofBytesMax + 2048 + grant.GateProofsMax*gateProofJSONBytesMax
+
+// gateProofJSONBytesMax bounds one encoded grant.GateProof: two proofs, a
+// gate name and the member names.
+const gateProofJSONBytesMax = 2*ProofBytesMax + grant.KeyIDBytesMax + 64
 
 // mutationJSON is the wire form. Messages travel as their canonical text
 // (they are ASCII lines), digests as "sha256:<hex>", counters as JSON
@@ -26,6 +31,9 @@ type mutationJSON struct {
 	GrantProof    string `json:"grantProof"`
 	Status        string `json:"status,omitempty"`
 	StatusProof   string `json:"statusProof,omitempty"`
+	// GateProofs is omitted when empty, so an envelope without them is
+	// byte for byte what it was before the field.
+	GateProofs []grant.GateProof `json:"gateProofs,omitempty"`
 }
 
 // MarshalJSON encodes the wire form. It does not validate.
@@ -36,6 +44,7 @@ func (m Mutation) MarshalJSON() ([]byte, error) {
 		PayloadDigest: m.PayloadDigest.String(),
 		Grant:         string(m.Grant), GrantProof: m.GrantProof,
 		Status: string(m.Status), StatusProof: m.StatusProof,
+		GateProofs: m.GateProofs,
 	})
 }
 
@@ -72,6 +81,9 @@ func DecodeMutation(b []byte) (*Mutation, error) {
 		Resource: w.Resource, Lease: w.Lease, OperationID: w.OperationID,
 		FenceToken: w.FenceToken, SegmentSeq: w.SegmentSeq, PayloadDigest: pd,
 		Grant: []byte(w.Grant), GrantProof: w.GrantProof, StatusProof: w.StatusProof,
+	}
+	if len(w.GateProofs) > 0 {
+		m.GateProofs = w.GateProofs
 	}
 	if w.Status != "" {
 		m.Status = []byte(w.Status)

@@ -9,11 +9,13 @@ package gate_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/testkit/gatetest"
 	"github.com/fencegate/fencegate/testkit/jsonkeys"
 )
@@ -65,11 +67,61 @@ func TestDecodeMutationStrict(t *testing.T) {
 var mutationJSONNames = map[string]bool{
 	"resource": true, "lease": true, "operationId": true, "fenceToken": true, "segmentSeq": true,
 	"payloadDigest": true, "grant": true, "grantProof": true, "status": true, "statusProof": true,
+	"gateProofs": true, "gate": true, // gateProofs' members: gate, grantProof, statusProof
+}
+
+// withGateProofs is m with two gates' proof pairs (shape only).
+func withGateProofs(m *gate.Mutation) *gate.Mutation {
+	c := *m
+	c.GateProofs = []grant.GateProof{{Gate: "ledger-db", GrantProof: "mac:ledger-1:" + strings.Repeat("A", 43), StatusProof: "mac:ledger-1:" + strings.Repeat("B", 43)},
+		{Gate: "other-db", GrantProof: "mac:other-1:x", StatusProof: "mac:other-1:y"}}
+	return &c
+}
+
+func TestMutationJSONGateProofs(t *testing.T) {
+	m := withGateProofs(gatetest.NewIssuer("main").Mutation(writerA(5), 1, "p"))
+	b, _ := json.Marshal(m)
+	back, err := gate.DecodeMutation(b)
+	if err != nil || !reflect.DeepEqual(m, back) {
+		t.Fatalf("round trip: %v\n%+v\n%+v", err, m, back)
+	}
+	plain, _ := json.Marshal(gatetest.NewIssuer("main").Mutation(writerA(5), 1, "p"))
+	if strings.Contains(string(plain), "gateProofs") {
+		t.Fatalf("an envelope without gate proofs names them: %s", plain)
+	}
+	good := string(b)
+	nine := *m
+	for i := range 7 {
+		nine.GateProofs = append(nine.GateProofs, grant.GateProof{Gate: fmt.Sprint("g", i), GrantProof: "p", StatusProof: "s"})
+	}
+	nineJSON, _ := json.Marshal(nine)
+	noStatus := *m
+	noStatus.Status, noStatus.StatusProof = nil, ""
+	noStatusJSON, _ := json.Marshal(noStatus)
+	for name, in := range map[string]string{
+		"unknown member":         strings.Replace(good, `{"gate":"ledger-db"`, `{"key":1,"gate":"ledger-db"`, 1),
+		"duplicate member":       strings.Replace(good, `{"gate":"ledger-db"`, `{"gate":"x","gate":"ledger-db"`, 1),
+		"re-cased member":        strings.Replace(good, `{"gate":"ledger-db"`, `{"Gate":"ledger-db"`, 1),
+		"not an array":           strings.Replace(good, `"gateProofs":[`, `"gateProofs":{"a":[`, 1) + "}",
+		"gate named twice":       strings.Replace(good, `"other-db"`, `"ledger-db"`, 1),
+		"bad gate name":          strings.Replace(good, `"other-db"`, `"other db"`, 1),
+		"empty grant proof":      strings.Replace(good, `"mac:other-1:x"`, `""`, 1),
+		"missing statusProof":    strings.Replace(good, `,"statusProof":"mac:other-1:y"`, ``, 1),
+		"nine gates":             string(nineJSON),
+		"statusProof, no status": string(noStatusJSON),
+		"proof too long":         strings.Replace(good, `"mac:other-1:x"`, `"`+strings.Repeat("x", gate.ProofBytesMax+1)+`"`, 1),
+	} {
+		if _, err := gate.DecodeMutation([]byte(in)); !errors.Is(err, gate.ErrMalformed) {
+			t.Errorf("%s: got %v, want MALFORMED", name, err)
+		}
+	}
 }
 
 func FuzzDecodeMutation(f *testing.F) {
 	f.Add(genuineJSON(f))
 	f.Add([]byte(`{}`))
+	gp, _ := json.Marshal(withGateProofs(gatetest.NewIssuer("main").Mutation(writerA(5), 1, "p")))
+	f.Add(gp)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := gate.DecodeMutation(b)
 		if err != nil {

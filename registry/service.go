@@ -39,6 +39,8 @@ type Registry struct {
 	genSeen uint64
 
 	memo grantMemos // backend revisions and proofs of issued grants
+
+	gates GateProver // per-gate proofs (WithGateProofs); nil: none
 }
 
 type cachedRecord struct {

@@ -189,6 +189,9 @@ func (r *Registry) issue(body GrantBody, createRev uint64, state grant.State, ex
 	if out.GrantProof, out.StatusProof, err = r.signPair(body, g, st); err != nil {
 		return wire.Issued{}, err
 	}
+	if out.GateProofs, err = r.gateProofs(g, st); err != nil {
+		return wire.Issued{}, err
+	}
 	return out, nil
 }
 

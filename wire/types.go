@@ -52,6 +52,11 @@ type Issued struct {
 	// makes a grant after a long wait usable for its whole TTL: the wait
 	// is inside it.
 	ExpiresAfterMs int64
+	// GateProofs are, for each gate enrolled at the registry whose
+	// resources cover the grant's, that gate's own HMAC proofs of Grant
+	// and Status (grant.GateProof), in gate-name order; nil when none is
+	// enrolled for it, and whenever GrantProof is empty.
+	GateProofs []grant.GateProof
 }
 
 // ResourceInfo is an operator's view of one resource (POST
@@ -99,6 +104,9 @@ type IssuedResponse struct {
 	// reached the registry the lease expires (wire.Issued.ExpiresAfterMs);
 	// omitted when not known.
 	ExpiresAfterMs int64 `json:"expiresAfterMs,omitempty"`
+	// GateProofs are the per-gate proofs (wire.Issued.GateProofs); omitted
+	// when there are none.
+	GateProofs []grant.GateProof `json:"gateProofs,omitempty"`
 }
 
 // ReleaseResponse is the answer to a successful POST /v1/release.

@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/fencegate/fencegate/gate"
@@ -35,6 +36,7 @@ func (c *Lease) Envelope(now time.Time, segmentSeq uint64, payload grant.Digest)
 		Resource: g.Resource, Lease: g.Lease, OperationID: c.operation, FenceToken: g.FenceToken,
 		SegmentSeq: segmentSeq, PayloadDigest: payload,
 		Grant: g.Encode(), GrantProof: c.issued.GrantProof,
+		GateProofs: slices.Clone(c.issued.GateProofs),
 	}
 	// Until the first renewal or refresh, a grant carrying its own HELD
 	// statement is the evidence, and the envelope carries no status.

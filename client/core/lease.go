@@ -267,10 +267,13 @@ func (c *Lease) judge(is wire.Issued, err error) (held, refused bool) {
 	return true, false
 }
 
-// confirm records a HELD answer: a fresh status proof and, for a renewal,
-// a new deadline measured from when the renewal was sent.
+// confirm records a HELD answer: a fresh status proof (and the gate
+// proofs that came with it: their status MACs cover this status only)
+// and, for a renewal, a new deadline measured from when the renewal was
+// sent.
 func (c *Lease) confirm(is wire.Issued, sent time.Time, statusOnly bool) {
 	c.issued.Status, c.issued.StatusProof = is.Status, is.StatusProof
+	c.issued.GateProofs = is.GateProofs
 	if statusOnly {
 		c.sched = c.sched.Refreshed(is.Status.ValidUntil)
 		return

@@ -101,6 +101,9 @@ type Issued struct {
 	// ExpiresAfterMs is the answer's IssuedResponse.ExpiresAfterMs (0: not
 	// sent).
 	ExpiresAfterMs int64
+	// GateProofs are the answer's per-gate proofs, checked for shape only
+	// (grant.ValidateGateProofs): only each gate can check its MACs.
+	GateProofs []grant.GateProof
 }
 
 // Acquire calls POST /v1/acquire.
@@ -219,6 +222,13 @@ func (c *Client) parseIssued(r wire.IssuedResponse) (*Issued, error) {
 			return nil, fmt.Errorf("%w: status is about grant %s, not %s", ErrBadResponse, st.Grant, g.Digest())
 		}
 	}
+	// A gate's status proof travels exactly when the registry's does.
+	if err := grant.ValidateGateProofs(r.GateProofs, r.StatusProof != ""); err != nil {
+		return nil, fmt.Errorf("%w: gateProofs: %v", ErrBadResponse, err)
+	}
+	if r.GrantProof == "" && len(r.GateProofs) > 0 {
+		return nil, fmt.Errorf("%w: gate proofs for a grant without a proof", ErrBadResponse)
+	}
 	if c.verifier != nil {
 		type signed struct {
 			m     grant.Message
@@ -244,7 +254,7 @@ func (c *Client) parseIssued(r wire.IssuedResponse) (*Issued, error) {
 	return &Issued{
 		Grant: g, GrantText: []byte(r.Grant), GrantProof: r.GrantProof,
 		Status: st, StatusText: stText, StatusProof: r.StatusProof,
-		ExpiresAfterMs: max(r.ExpiresAfterMs, 0),
+		ExpiresAfterMs: max(r.ExpiresAfterMs, 0), GateProofs: r.GateProofs,
 	}, nil
 }
 

@@ -48,7 +48,7 @@ func toRegistry(is *Issued, err error) (wire.Issued, error) {
 	if err != nil {
 		return wire.Issued{}, registryError(err)
 	}
-	return wire.Issued{Grant: is.Grant, GrantProof: is.GrantProof, Status: is.Status, StatusProof: is.StatusProof, ExpiresAfterMs: is.ExpiresAfterMs}, nil
+	return wire.Issued{Grant: is.Grant, GrantProof: is.GrantProof, Status: is.Status, StatusProof: is.StatusProof, ExpiresAfterMs: is.ExpiresAfterMs, GateProofs: is.GateProofs}, nil
 }
 
 // registrySentinels maps each registry code to its sentinel.

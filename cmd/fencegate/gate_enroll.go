@@ -16,13 +16,16 @@ func init() { gateSubcommands = append(gateSubcommands, newGateEnrollCmd) }
 type enrollOptions struct {
 	keyFile, state, role, identity  string
 	minEpoch, maxEpoch, revokeBelow uint64
+	// the registry half (gate_enroll_registry.go)
+	registryKeys, gate string
+	resources          []string
 }
 
 func newGateEnrollCmd(g *gateFlags) *cobra.Command {
 	o := &enrollOptions{}
 	c := &cobra.Command{
-		Use:   "enroll --db postgres://… (--key FILE --min-epoch N | --role ROLE --identity ID | --revoke-below N)",
-		Short: "give the gate inside PostgreSQL its HMAC key, its callers, its revocations",
+		Use:   "enroll [--db postgres://…] (--key FILE [--registry-keys FILE --gate-name NAME --resources P] | --role ROLE --identity ID | --revoke-below N)",
+		Short: "give the gate inside PostgreSQL its HMAC key (and the registry its half), its callers, its revocations",
 		Long: `Configure the gate inside PostgreSQL (fencegate gate install first), as
 its owner role:
 
@@ -34,10 +37,26 @@ its owner role:
                    verify-only, later retired.
   --role ROLE      map the login role ROLE to the workload identity --identity
                    (the owner its grants name). Grant it fencegate_writer.
-  --revoke-below N refuse every issuer epoch below N (only rises).`,
+  --revoke-below N refuse every issuer epoch below N (only rises).
+
+A key per gate: with --registry-keys FILE --gate-name NAME, the same key is
+also written into the registry's gate-keys file (serve --gate-keys FILE,
+gateKeys.v1) as gate NAME's, for the resources --resources names
+('ledger/*'; required for a new gate). The registry then sends, with
+every grant for those resources, NAME's own HMAC proofs beside its
+Ed25519 ones; the database picks them by key ID. No other gate holds the
+key, so a database that leaks it can forge nothing another gate accepts.
+The file names the key file; the secret stays in it. Without --db only
+the file is written; with both, the database first (a gate must know a
+key before the registry signs with it). A new active key moves the
+gate's old one to verify-only (the registry stops signing with it); once
+no proof under it can still be in flight, retire it with --state retired
+at both. Reload serve (SIGHUP) after each change of the file.`,
 		Example: `  fencegate keys gen --id gate-ledger --alg hmac-sha256 --out gate-ledger.key
   fencegate gate enroll --db postgres://admin@db/ledger --key gate-ledger.key --min-epoch 1
-  fencegate gate enroll --db postgres://admin@db/ledger --role ledger_app --identity spiffe://example.org/ledger`,
+  fencegate gate enroll --db postgres://admin@db/ledger --role ledger_app --identity spiffe://example.org/ledger
+  fencegate gate enroll --db postgres://admin@db/ledger --key gate-ledger.key \
+    --registry-keys /etc/fencegate/gate-keys.json --gate-name ledger-db --resources 'ledger/*'`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if o.keyFile == "" && o.role == "" && o.revokeBelow == 0 {
@@ -45,6 +64,12 @@ its owner role:
 			}
 			if (o.role == "") != (o.identity == "") {
 				return usagef("--role and --identity go together")
+			}
+			if o.registryKeys != "" && (o.keyFile == "" || o.gate == "") {
+				return usagef("--registry-keys needs --key FILE and --gate-name NAME (and --resources for a new gate)")
+			}
+			if o.registryKeys == "" && (o.gate != "" || len(o.resources) > 0) {
+				return usagef("--gate-name and --resources go with --registry-keys FILE")
 			}
 			var key *pggate.Key
 			if o.keyFile != "" {
@@ -54,9 +79,16 @@ its owner role:
 				}
 				key = &k
 			}
-			return withPG(c.Context(), g, func(ctx context.Context, db *sql.DB) error {
+			if o.registryKeys != "" && g.db == "" && o.role == "" && o.revokeBelow == 0 {
+				return enrollAtRegistry(o, c.OutOrStdout())
+			}
+			err := withPG(c.Context(), g, func(ctx context.Context, db *sql.DB) error {
 				return runEnroll(ctx, db, o, key, c)
 			})
+			if err != nil || o.registryKeys == "" {
+				return err
+			}
+			return enrollAtRegistry(o, c.OutOrStdout())
 		},
 	}
 	fs := c.Flags()
@@ -67,6 +99,9 @@ its owner role:
 	fs.StringVar(&o.role, "role", "", "a database login role to map to --identity")
 	fs.StringVar(&o.identity, "identity", "", "with --role: the workload identity its grants name as owner")
 	fs.Uint64Var(&o.revokeBelow, "revoke-below", 0, "revoke every issuer epoch below this one")
+	fs.StringVar(&o.registryKeys, "registry-keys", "", "with --key: also write the key into this registry gate-keys file (serve --gate-keys) as --gate-name's")
+	fs.StringVar(&o.gate, "gate-name", "", "with --registry-keys: the gate's name at the registry")
+	fs.StringSliceVar(&o.resources, "resources", nil, "with --registry-keys: the resource patterns the gate protects ('ledger/*'; repeatable)")
 	return c
 }
 

@@ -40,6 +40,9 @@ assumed in --crypto-schema).`,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if printScript {
 				for v := 1; v <= pggate.SchemaVersion(); v++ {
+					if !pggate.HasVersion(v) {
+						continue
+					}
 					s, err := pggate.Script(v, cryptoSchema)
 					if err != nil {
 						return err

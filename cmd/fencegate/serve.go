@@ -36,6 +36,7 @@ type serveOptions struct {
 	grantHeld bool
 	dash      dashboardOptions
 	authz     authzOptions
+	gateKeys  gateKeysOptions
 	dev       devOptions
 	// limits are the registry's limits; zero fields take
 	// registry.DefaultConfig's values.
@@ -107,6 +108,7 @@ directory is touched.`,
 	fs.BoolVar(&o.grantHeld, "grant-held-statement", true, "a fresh grant carries its own HELD statement (heldUntil) and is an acquire's one signed message; false issues the earlier form, grant plus status, while gates that predate it remain")
 	o.dash.flags(fs)
 	o.authz.flags(fs)
+	o.gateKeys.flags(fs)
 	o.dev.flags(fs)
 	bindEnv(fs)
 	return c
@@ -169,7 +171,8 @@ func checkListen(addr string) error {
 type loaded struct {
 	auth   httpapi.Authenticator
 	authz  httpapi.Authorizer
-	policy *httpapi.PolicyFile // nil under --authz-open
+	policy *httpapi.PolicyFile   // nil under --authz-open
+	gates  *httpapi.GateKeysFile // nil without --gate-keys
 	tlsCfg *tls.Config
 	ln     net.Listener
 }
@@ -182,6 +185,9 @@ func (o *serveOptions) load() (*loaded, error) {
 	}
 	ld := &loaded{auth: auth}
 	if ld.authz, ld.policy, err = o.authz.load(); err != nil {
+		return nil, err
+	}
+	if ld.gates, err = o.gateKeys.load(); err != nil {
 		return nil, err
 	}
 	if o.tlsCert != "" {

@@ -57,7 +57,7 @@ func serveAPI(ctx context.Context, o *serveOptions, ld *loaded, ks *httpapi.KeyS
 	engine.register(metrics.Registry())
 	cfg := o.limits // validated, defaults filled, by check
 	cfg.Observer = metrics
-	reg, err := registry.New(httpapi.InstrumentStore(store, metrics), cfg, registry.SystemClock{}, ks.Key)
+	reg, err := registry.New(httpapi.InstrumentStore(store, metrics), cfg, registry.SystemClock{}, ks.Key, gateKeysRegistryOptions(ld.gates)...)
 	if err != nil {
 		return err
 	}
@@ -75,6 +75,7 @@ func serveAPI(ctx context.Context, o *serveOptions, ld *loaded, ks *httpapi.KeyS
 		_ = shutdownTracing(sctx)
 	}()
 	announceAndWatch(ctx, ld.policy, o.authz.pollMs, logger, stderr)
+	watchGateKeys(ctx, ld.gates, o.gateKeys.pollMs, logger)
 	dash, err := o.newDashboard(reg, store, engine.name, ld, ks, metrics, logger, stderr)
 	if err != nil {
 		return err

@@ -1,6 +1,8 @@
 // This file measures what the gate inside PostgreSQL costs a write: the
 // same one-row INSERT in its own transaction, alone (the natural
-// baseline) and behind fencegate.apply, through database/sql on a real
+// baseline) and behind fencegate.apply, with the proof in the envelope's
+// own fields or as this gate's pair in gateProofs beside the registry's
+// Ed25519 proof (a key per gate), through database/sql on a real
 // PostgreSQL (synchronous_commit=off: the round trips and the PL/pgSQL,
 // not the disk). Run:
 //
@@ -14,6 +16,7 @@ import (
 
 	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/gate/pggate"
+	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/testkit/gatetest/conformance"
 )
 
@@ -37,14 +40,27 @@ func BenchmarkPlainInsert(b *testing.B) {
 
 // BenchmarkApplyInsert accepts segment after segment of one operation
 // under one fence: the common path (status proof, no replay).
-func BenchmarkApplyInsert(b *testing.B) {
+func BenchmarkApplyInsert(b *testing.B) { applyInsert(b, false) }
+
+// BenchmarkApplyInsertGatePair is BenchmarkApplyInsert with the MACs as
+// the gate's pair in gateProofs and the registry's Ed25519 proofs in the
+// single fields: what the database sees under a key per gate.
+func BenchmarkApplyInsertGatePair(b *testing.B) { applyInsert(b, true) }
+
+func applyInsert(b *testing.B, pair bool) {
 	e := conformance.NewEnv(b, newHarness)
 	h := e.H.(*harness)
 	ctx := context.Background()
 	const r = "bench/r"
 	ms := make([]*gate.Mutation, 0, b.N)
 	for i := range b.N {
-		ms = append(ms, macProofs(e.Mut(r, 5, "op-a", uint64(i+1), "p"), h.cfg.Verifier.Bundle()))
+		m := e.Mut(r, 5, "op-a", uint64(i+1), "p")
+		mac := macProofs(m, h.cfg.Verifier.Bundle())
+		if pair {
+			m.GateProofs = []grant.GateProof{{Gate: "bench-db", GrantProof: mac.GrantProof, StatusProof: mac.StatusProof}}
+			mac = m
+		}
+		ms = append(ms, mac)
 	}
 	if err := h.w.setClock(ctx, h.cfg.Clock.Now()); err != nil {
 		b.Fatal(err)

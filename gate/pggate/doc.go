@@ -18,7 +18,10 @@
 //
 // Proofs: PostgreSQL has no Ed25519, so the database checks HMAC-SHA256
 // proofs ("mac:<keyId>:…", grant.AlgHMACSHA256) under the keys enrolled in
-// its own key table (SetKey), which the application's roles cannot read:
+// its own key table (SetKey): the envelope's pair from gateProofs under
+// one of them (a key per gate, which the registry holds too: serve
+// --gate-keys), else its single proofs (EffectiveProofs). The
+// application's roles cannot read the key table:
 // apply, record, receipt and state run as the installing role (SECURITY
 // DEFINER) and are the only functions granted to fencegate_writer. The
 // caller's identity is its login role (session_user), mapped to a

@@ -10,6 +10,7 @@ package pggate_test
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"fmt"
 	"os"
@@ -186,13 +187,76 @@ func (fw *fuzzWorld) build(resource string, d *draw) fuzzCase {
 		}
 		c.prior = &rc
 	}
+	fw.gateProofs(&c, d)
 	return c
 }
+
+// Keys of the gate-proof cases: fuzzGateB is another gate's, never
+// enrolled here; fuzzRegistryKey stands for the registry's Ed25519 key,
+// which PostgreSQL cannot check.
+const (
+	fuzzGateB       = "m-gate-b"
+	fuzzRegistryKey = "k-registry"
+)
+
+// gateProofs draws the envelope's gateProofs (schema version 3): none,
+// this gate's pair beside an Ed25519 proof it cannot check, another
+// gate's pair, both, a damaged pair, or a pair under a retired key.
+func (fw *fuzzWorld) gateProofs(c *fuzzCase, d *draw) {
+	pair := func(gate string, k *grant.SigningKey) grant.GateProof {
+		p := grant.GateProof{Gate: gate, GrantProof: macOver(k, grant.SchemaGrant, c.m.Grant)}
+		if len(c.m.Status) > 0 {
+			p.StatusProof = macOver(k, grant.SchemaStatus, c.m.Status)
+		}
+		return p
+	}
+	key := func(id string) *grant.SigningKey {
+		k, _ := grant.NewSigningKey(grant.AlgHMACSHA256, id, macSecret(id))
+		return k
+	}
+	ed := func() {
+		c.m.GrantProof = grant.Proof{Alg: grant.AlgEd25519, KeyID: fuzzRegistryKey, Bytes: make([]byte, 64)}.String()
+		if len(c.m.Status) > 0 {
+			c.m.StatusProof = c.m.GrantProof
+		}
+	}
+	switch d.n(6) {
+	case 1:
+		c.m.GateProofs = []grant.GateProof{pair("a", fw.key)}
+		ed()
+	case 2:
+		c.m.GateProofs = []grant.GateProof{pair("b", key(fuzzGateB))}
+	case 3:
+		c.m.GateProofs = []grant.GateProof{pair("b", key(fuzzGateB)), pair("a", fw.key)}
+		ed()
+	case 4:
+		p := pair("a", fw.key)
+		p.GrantProof = p.GrantProof[:len(p.GrantProof)-2] + "AA"
+		c.m.GateProofs = []grant.GateProof{p}
+	case 5:
+		c.m.GateProofs = []grant.GateProof{pair("a", key(fuzzOtherKey))}
+	}
+}
+
+// macOver is k's proof over the message text b, whatever b holds (a
+// damaged message still gets a genuine MAC over its digest).
+func macOver(k *grant.SigningKey, schema string, b []byte) string {
+	d := sha256.Sum256(b)
+	in := append(append(append([]byte("fencegate/proof/v1\x00"), schema...), 0), d[:]...)
+	mac := hmac.New(sha256.New, macSecret(k.KeyID))
+	mac.Write(in)
+	return grant.Proof{Alg: grant.AlgHMACSHA256, KeyID: k.KeyID, Bytes: mac.Sum(nil)}.String()
+}
+
+// enrolled are the key IDs the fuzz world's database holds.
+func enrolled(id string) bool { return id == fuzzKeyID || id == fuzzOtherKey }
 
 // want is what gate.Decide says: the outcome and the stored state after
 // (a rejection's pause included: the harness records it).
 func (fw *fuzzWorld) want(c fuzzCase) (gate.Outcome, gate.State) {
-	v, err := fw.policy.Authenticate(c.m, c.caller)
+	m := *c.m // the proofs the database checks (EffectiveProofs)
+	m.GrantProof, m.StatusProof = pggate.EffectiveProofs(c.m, enrolled)
+	v, err := fw.policy.Authenticate(&m, c.caller)
 	if err != nil {
 		return gate.OutcomeOf(err), c.st
 	}
@@ -342,6 +406,10 @@ func TestDecideMatchesSQLFailsOnMutants(t *testing.T) {
   $$ SELECT CASE WHEN NOT v.has_status THEN 'NOT_HELD|none' WHEN v.status_state <> 'HELD' THEN 'NOT_HELD|not held' END $$`,
 		"no regression rule": `CREATE OR REPLACE FUNCTION fencegate.regression(v fencegate.verified, st fencegate.resources, also TEXT, why TEXT) RETURNS fencegate.decision
   LANGUAGE sql IMMUTABLE AS $$ SELECT fencegate.rejected(st, 'STALE_OWNER', why) $$`,
+		"gate proofs ignored": `CREATE OR REPLACE FUNCTION fencegate.effective_proofs(e fencegate.envelope_t) RETURNS TEXT[] LANGUAGE sql STABLE AS
+  $$ SELECT ARRAY[e.grant_proof, e.status_proof] $$`,
+		"another gate's pair picked": `CREATE OR REPLACE FUNCTION fencegate.effective_proofs(e fencegate.envelope_t) RETURNS TEXT[] LANGUAGE sql STABLE AS
+  $$ SELECT coalesce(ARRAY[e.gate_proofs -> 0 ->> 'grantProof', coalesce(e.gate_proofs -> 0 ->> 'statusProof', '')], ARRAY[e.grant_proof, e.status_proof]) $$`,
 		"issue order ignored": `CREATE OR REPLACE FUNCTION fencegate.order_of(t BIGINT, ref BIGINT, skew BIGINT) RETURNS TEXT LANGUAGE sql IMMUTABLE AS
   $$ SELECT 'before' $$`,
 	}

@@ -16,11 +16,19 @@ var sqlFiles embed.FS
 // files, applied in order, each once, in one transaction each. Append;
 // never edit a released one (a later version replaces a function with
 // CREATE OR REPLACE). {crypto} is the schema pgcrypto is installed in.
+// A version without files is not in this build: it is skipped and not
+// recorded, so a later build that has it applies it.
 var migrations = [][]string{
 	1: {"sql/v1_parse.sql", "sql/v1_decide.sql", "sql/v1_apply.sql"},
 	// 2: a lockGrant.v1 may carry its own HELD statement (heldUntil).
 	2: {"sql/v2_parse.sql", "sql/v2_decide.sql"},
+	// 3: each enrolled gate's own HMAC proofs (gateProofs).
+	3: {"sql/v3_gateproofs.sql"},
 }
+
+// HasVersion reports whether this build has schema version v (Install
+// and Script skip a version it lacks).
+func HasVersion(v int) bool { return v >= 1 && v < len(migrations) && migrations[v] != nil }
 
 // SchemaVersion is the version Install brings a database to.
 func SchemaVersion() int { return len(migrations) - 1 }
@@ -28,8 +36,8 @@ func SchemaVersion() int { return len(migrations) - 1 }
 // Script returns the SQL of version v with pgcrypto's schema cryptoSchema
 // filled in: what Install runs, for a DBA who installs with psql.
 func Script(v int, cryptoSchema string) (string, error) {
-	if v < 1 || v > SchemaVersion() {
-		return "", fmt.Errorf("pggate: no schema version %d (1..%d)", v, SchemaVersion())
+	if !HasVersion(v) {
+		return "", fmt.Errorf("pggate: no schema version %d in this build (1..%d)", v, SchemaVersion())
 	}
 	var b strings.Builder
 	for _, name := range migrations[v] {
@@ -64,6 +72,9 @@ func Install(ctx context.Context, db *sql.DB) (Installed, error) {
 	}
 	defer conn.Close()
 	for v := 1; v <= SchemaVersion(); v++ {
+		if !HasVersion(v) {
+			continue
+		}
 		applied, err := installVersion(ctx, conn, v, &in)
 		if err != nil {
 			return in, fmt.Errorf("pggate: install version %d: %w", v, err)

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"testing"
 	"unicode/utf8"
 
@@ -91,13 +92,23 @@ func parseSeeds() map[string][][]byte {
 	m := iss.Mutation(gatetest.Writer{Resource: "a/b", Owner: "spiffe://td/w/1", Lease: "l-1", OperationID: "op:1", Fence: 9}, 2, "p")
 	env, _ := m.MarshalJSON()
 	h := iss.HeldMutation(gatetest.Writer{Resource: "a/b", Owner: "spiffe://td/w/1", Lease: "l-1", OperationID: "op:1", Fence: 9}, 2, "p")
+	gm := *m
+	gm.GateProofs = []grant.GateProof{{Gate: "ledger-db", GrantProof: m.GrantProof, StatusProof: m.StatusProof}, {Gate: "b", GrantProof: "mac:x:y", StatusProof: "z"}}
+	genv, _ := gm.MarshalJSON()
+	withGP := func(gp string) []byte {
+		return append(append([]byte(nil), env[:len(env)-1]...), []byte(`,"gateProofs":`+gp+`}`)...)
+	}
 	return map[string][][]byte{
 		"grant": {m.Grant, append(append([]byte(nil), m.Grant...), 'x'), m.Grant[:len(m.Grant)-1],
 			h.Grant, append(append([]byte(nil), h.Grant...), m.Grant[len(m.Grant)-37:]...)},
 		"status": {m.Status, []byte("schema: grantStatus.v1\n")},
 		"envelope": {env, []byte(`{"resource":"a","resource":"a"}`), []byte(`{"fenceToken":1.0}`), []byte(`[]`),
 			[]byte(`{"resource":"a","lease":"l","operationId":"o","fenceToken":1,"segmentSeq":1,"payloadDigest":"sha256:` +
-				"0101010101010101010101010101010101010101010101010101010101010101" + `","grant":"g","grantProof":"p","status":null}`)},
+				"0101010101010101010101010101010101010101010101010101010101010101" + `","grant":"g","grantProof":"p","status":null}`),
+			genv, withGP(`null`), withGP(`[]`), withGP(`{}`), withGP(`[null]`), withGP(`[{"gate":"a","grantProof":"p","statusProof":"s","gate":"a"}]`),
+			withGP(`[{"gate":"a","grantProof":"p"}]`), withGP(`[{"gate":"a","grantProof":"p","statusProof":"s","Gate":"b"}]`),
+			withGP(`[{"gate":"a","grantProof":"p","statusProof":"s"},{"gate":"a","grantProof":"p","statusProof":"s"}]`),
+			withGP(`[{"gate":null,"grantProof":"p","statusProof":1}]`), withGP(`[` + strings.Repeat(`{"gate":"a","grantProof":"p","statusProof":"s"},`, 8) + `{"gate":"i","grantProof":"p","statusProof":"s"}]`)},
 	}
 }
 

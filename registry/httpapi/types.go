@@ -12,7 +12,8 @@ func issuedResponse(is wire.Issued) (wire.IssuedResponse, error) {
 	if is.Grant == nil || is.Status == nil && !is.Grant.HeldStatement() {
 		return wire.IssuedResponse{}, fmt.Errorf("httpapi: registry returned no grant or status")
 	}
-	out := wire.IssuedResponse{Grant: string(is.Grant.Encode()), GrantProof: is.GrantProof, StatusProof: is.StatusProof, ExpiresAfterMs: is.ExpiresAfterMs}
+	out := wire.IssuedResponse{Grant: string(is.Grant.Encode()), GrantProof: is.GrantProof, StatusProof: is.StatusProof,
+		ExpiresAfterMs: is.ExpiresAfterMs, GateProofs: is.GateProofs}
 	if is.Status != nil {
 		out.Status = string(is.Status.Encode())
 	}
