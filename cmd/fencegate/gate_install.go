@@ -39,7 +39,7 @@ assumed in --crypto-schema).`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if printScript {
-				for v := 1; v <= pggate.SchemaVersion(); v++ {
+				for _, v := range pggate.Versions() {
 					s, err := pggate.Script(v, cryptoSchema)
 					if err != nil {
 						return err

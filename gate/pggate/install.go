@@ -16,18 +16,34 @@ var sqlFiles embed.FS
 // files, applied in order, each once, in one transaction each. Append;
 // never edit a released one (a later version replaces a function with
 // CREATE OR REPLACE). {crypto} is the schema pgcrypto is installed in.
+// A number may be left out (no files): versions are numbered where they
+// were begun, and one begun later can land first; Versions skips it and
+// nothing records it, so it is applied when it lands.
 var migrations = [][]string{
 	1: {"sql/v1_parse.sql", "sql/v1_decide.sql", "sql/v1_apply.sql"},
+	4: {"sql/v4_plpgsql_helpers.sql"},
 }
 
 // SchemaVersion is the version Install brings a database to.
 func SchemaVersion() int { return len(migrations) - 1 }
 
+// Versions returns the schema versions that exist, in the order Install
+// applies them (ascending; a number never used is not listed).
+func Versions() []int {
+	var vs []int
+	for v, files := range migrations {
+		if len(files) > 0 {
+			vs = append(vs, v)
+		}
+	}
+	return vs
+}
+
 // Script returns the SQL of version v with pgcrypto's schema cryptoSchema
 // filled in: what Install runs, for a DBA who installs with psql.
 func Script(v int, cryptoSchema string) (string, error) {
-	if v < 1 || v > SchemaVersion() {
-		return "", fmt.Errorf("pggate: no schema version %d (1..%d)", v, SchemaVersion())
+	if v < 1 || v > SchemaVersion() || len(migrations[v]) == 0 {
+		return "", fmt.Errorf("pggate: no schema version %d (versions %v)", v, Versions())
 	}
 	var b strings.Builder
 	for _, name := range migrations[v] {
@@ -61,7 +77,7 @@ func Install(ctx context.Context, db *sql.DB) (Installed, error) {
 		return in, fmt.Errorf("pggate: install: %w", err)
 	}
 	defer conn.Close()
-	for v := 1; v <= SchemaVersion(); v++ {
+	for _, v := range Versions() {
 		applied, err := installVersion(ctx, conn, v, &in)
 		if err != nil {
 			return in, fmt.Errorf("pggate: install version %d: %w", v, err)
