@@ -72,8 +72,8 @@ assumed in --crypto-schema).`,
 
 // withPG opens the --db PostgreSQL database for fn.
 func withPG(ctx context.Context, g *gateFlags, fn func(context.Context, *sql.DB) error) error {
-	if !strings.HasPrefix(g.db, "postgres://") && !strings.HasPrefix(g.db, "postgresql://") && !strings.Contains(g.db, "=") {
-		return usagef("--db postgres://… (or a key=value DSN) is required: the gate inside PostgreSQL lives in a PostgreSQL database")
+	if err := checkPGDSN(g.db); err != nil {
+		return err
 	}
 	db, err := pggate.Open(g.db, "")
 	if err != nil {
@@ -83,4 +83,12 @@ func withPG(ctx context.Context, g *gateFlags, fn func(context.Context, *sql.DB)
 	ctx, cancel := callContext(ctx)
 	defer cancel()
 	return fn(ctx, db)
+}
+
+// checkPGDSN refuses a --db that names no PostgreSQL database.
+func checkPGDSN(dsn string) error {
+	if !strings.HasPrefix(dsn, "postgres://") && !strings.HasPrefix(dsn, "postgresql://") && !strings.Contains(dsn, "=") {
+		return usagef("--db postgres://… (or a key=value DSN) is required: the gate inside PostgreSQL lives in a PostgreSQL database")
+	}
+	return nil
 }
