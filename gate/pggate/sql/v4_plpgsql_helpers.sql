@@ -154,37 +154,3 @@ BEGIN
   END IF;
   RETURN e;
 END $fg$;
-
--- split_fields, as version 1 wrote it, looped over the lines with five
--- statements each. When every name is a plain word (parse_grant's and
--- parse_status's are), this one matches the whole message against one
--- regular expression built from the names instead (PostgreSQL keeps the
--- compiled expression for the session): the same messages, the same
--- values. Each line is the name, ': ' and a value of printable ASCII
--- without surrounding blanks, which holds no newline, so lines cannot run
--- together; ^ and $ anchor at the text's ends only (no newline-sensitive
--- flag). Other names take version 1's loop, unchanged.
-CREATE OR REPLACE FUNCTION fencegate.split_fields(b TEXT, names TEXT[]) RETURNS TEXT[] LANGUAGE plpgsql IMMUTABLE AS $fg$
-DECLARE
-  lines TEXT[];
-  vals TEXT[] := '{}';
-  i INT;
-  p INT;
-  v TEXT;
-BEGIN
-  IF b IS NULL OR octet_length(b) > 4096 OR right(b, 1) <> E'\n' THEN RETURN NULL; END IF;
-  IF cardinality(names) > 0 AND array_to_string(names, '', '?') ~ '^[A-Za-z0-9]+$' AND cardinality(names) = array_length(names, 1) THEN
-    RETURN regexp_match(b, '^' || array_to_string(names, ': ([\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?)\n')
-      || ': ([\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?)\n$');
-  END IF;
-  lines := string_to_array(left(b, -1), E'\n');
-  IF coalesce(array_length(lines, 1), 0) <> array_length(names, 1) THEN RETURN NULL; END IF;
-  FOR i IN 1 .. array_length(names, 1) LOOP
-    p := position(': ' IN lines[i]);
-    IF p = 0 OR left(lines[i], p - 1) <> names[i] THEN RETURN NULL; END IF;
-    v := substr(lines[i], p + 2);
-    IF v !~ '^[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?$' THEN RETURN NULL; END IF;
-    vals := vals || v;
-  END LOOP;
-  RETURN vals;
-END $fg$;
