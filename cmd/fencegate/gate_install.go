@@ -70,12 +70,9 @@ assumed in --crypto-schema).`,
 	return c
 }
 
-// withPG opens the --db PostgreSQL database for fn.
+// withPG opens the --db PostgreSQL database for fn, bounded as one call.
 func withPG(ctx context.Context, g *gateFlags, fn func(context.Context, *sql.DB) error) error {
-	if err := checkPGDSN(g.db); err != nil {
-		return err
-	}
-	db, err := pggate.Open(g.db, "")
+	db, err := openPG(g)
 	if err != nil {
 		return err
 	}
@@ -85,10 +82,11 @@ func withPG(ctx context.Context, g *gateFlags, fn func(context.Context, *sql.DB)
 	return fn(ctx, db)
 }
 
-// checkPGDSN refuses a --db that names no PostgreSQL database.
-func checkPGDSN(dsn string) error {
-	if !strings.HasPrefix(dsn, "postgres://") && !strings.HasPrefix(dsn, "postgresql://") && !strings.Contains(dsn, "=") {
-		return usagef("--db postgres://… (or a key=value DSN) is required: the gate inside PostgreSQL lives in a PostgreSQL database")
+// openPG opens the --db PostgreSQL database, refusing a --db that names
+// none. Close it when done.
+func openPG(g *gateFlags) (*sql.DB, error) {
+	if !strings.HasPrefix(g.db, "postgres://") && !strings.HasPrefix(g.db, "postgresql://") && !strings.Contains(g.db, "=") {
+		return nil, usagef("--db postgres://… (or a key=value DSN) is required: the gate inside PostgreSQL lives in a PostgreSQL database")
 	}
-	return nil
+	return pggate.Open(g.db, "")
 }

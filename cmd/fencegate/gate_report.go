@@ -53,10 +53,7 @@ decision counts.`,
 			if (o.identity == "") != (o.trustBundle == "") {
 				return usagef("--report-identity and --trust-bundle go together: resumes from the dashboard are verified against the registry's bundle")
 			}
-			if err := checkPGDSN(g.db); err != nil {
-				return err
-			}
-			db, err := pggate.Open(g.db, "")
+			db, err := openPG(g) // not withPG: the reporter runs until stopped, not one call
 			if err != nil {
 				return err
 			}
