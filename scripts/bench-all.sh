@@ -6,7 +6,9 @@
 # (and two bare HTTP exchanges, the hop's floor), each fenced write
 # against the plain write and the fence written by hand on the same
 # database (SQLite FULL/NORMAL, PostgreSQL synchronous_commit on/off
-# through database/sql and pgx), SQLite WAL pages per write — and prints
+# through database/sql and pgx), the gate inside PostgreSQL
+# (fencegate.apply) against the same peers and RunPgx, SQLite WAL pages
+# per write — and prints
 # one Markdown table of medians, ratios, issue 30's goals and whether each
 # holds (a peer whose benchmark this tree lacks reads "not run").
 #
@@ -41,8 +43,9 @@ specs=(
   "./cmd/fencegate fencegate ^BenchmarkServeThroughput64Only$ 5x"
   "./gate/sqlgate sqlgate ^BenchmarkWritePaired(Pgx)?$ 1500x"
   "./gate/sqlgate sqlgate ^BenchmarkWALFrames(Floor)?$ 1500x"
+  "./gate/pggate pggate ^BenchmarkApplyPaired$ 1500x"
 )
-pkgs=(./registry/etcdstore ./cmd/fencegate ./gate/sqlgate)
+pkgs=(./registry/etcdstore ./cmd/fencegate ./gate/sqlgate ./gate/pggate)
 
 build() { # side dir
   local side=$1 dir=$2 pkg
@@ -60,6 +63,7 @@ build() { # side dir
 overlay() {
   local b=$tmp/base pkg f
   for pkg in "${pkgs[@]}"; do
+    [ -d "$b/$pkg" ] || continue # a package the base lacks: its benchmarks are left out
     for f in "$pkg"/bench*_test.go; do cp "$f" "$b/$f"; done
   done
   [ -f "$b/gate/sqlgate/pgx.go" ] || rm -f "$b/gate/sqlgate/bench_pgx_test.go"

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fencegate/fencegate/gate/gateadmin"
+	"github.com/fencegate/fencegate/gate/pggate"
 )
 
 func init() { register(newGateCmd) }
@@ -24,11 +25,14 @@ type gateFlags struct {
 
 func newGateCmd() *cobra.Command {
 	c := parentCommand("gate", "show a resource's state at a gate, resume it after FENCE_REGRESSION",
-		`Administer a gate (package gate/sqlgate) without writing Go, in one of two ways:
+		`Administer a gate without writing Go, in one of two ways:
 
   --db DSN     the gate's database itself: a SQLite file or a postgres://
-               URL. Access to the database is the authentication; name
-               yourself with --operator (--token is not used).
+               URL holding a gate/sqlgate gate, or the gate inside
+               PostgreSQL (fencegate gate install: the schema fencegate,
+               found on its own). Access to the database is the
+               authentication; name yourself with --operator (--token is
+               not used).
   --gate URL   the admin endpoint of the service embedding the gate
                (gateadmin.Handler, mounted at /v1/gate/). Authenticate as
                an admin identity of that service (--token or a client
@@ -131,6 +135,16 @@ func (g *gateFlags) with(ctx context.Context, writes bool, fn func(context.Conte
 			return err
 		}
 		return fn(ctx, &gateadmin.Client{Base: g.ep.url, Token: g.ep.bearer(), HTTP: hc})
+	}
+	if gateadmin.IsPostgres(g.db) {
+		db, inside, err := openGateInsidePG(ctx, g)
+		if err != nil {
+			return err
+		}
+		if inside {
+			defer db.Close()
+			return fn(ctx, &gateadmin.Store{Gate: pggate.Operated{DB: db}, Operator: g.operator})
+		}
 	}
 	l, err := gateadmin.OpenLocal(ctx, g.db, g.prefix, g.operator)
 	if err != nil {

@@ -39,10 +39,7 @@ assumed in --crypto-schema).`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if printScript {
-				for v := 1; v <= pggate.SchemaVersion(); v++ {
-					if !pggate.HasVersion(v) {
-						continue
-					}
+				for _, v := range pggate.Versions() {
 					s, err := pggate.Script(v, cryptoSchema)
 					if err != nil {
 						return err
@@ -73,12 +70,9 @@ assumed in --crypto-schema).`,
 	return c
 }
 
-// withPG opens the --db PostgreSQL database for fn.
+// withPG opens the --db PostgreSQL database for fn, bounded as one call.
 func withPG(ctx context.Context, g *gateFlags, fn func(context.Context, *sql.DB) error) error {
-	if !strings.HasPrefix(g.db, "postgres://") && !strings.HasPrefix(g.db, "postgresql://") && !strings.Contains(g.db, "=") {
-		return usagef("--db postgres://… (or a key=value DSN) is required: the gate inside PostgreSQL lives in a PostgreSQL database")
-	}
-	db, err := pggate.Open(g.db, "")
+	db, err := openPG(g)
 	if err != nil {
 		return err
 	}
@@ -86,4 +80,13 @@ func withPG(ctx context.Context, g *gateFlags, fn func(context.Context, *sql.DB)
 	ctx, cancel := callContext(ctx)
 	defer cancel()
 	return fn(ctx, db)
+}
+
+// openPG opens the --db PostgreSQL database, refusing a --db that names
+// none. Close it when done.
+func openPG(g *gateFlags) (*sql.DB, error) {
+	if !strings.HasPrefix(g.db, "postgres://") && !strings.HasPrefix(g.db, "postgresql://") && !strings.Contains(g.db, "=") {
+		return nil, usagef("--db postgres://… (or a key=value DSN) is required: the gate inside PostgreSQL lives in a PostgreSQL database")
+	}
+	return pggate.Open(g.db, "")
 }

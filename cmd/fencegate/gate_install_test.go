@@ -24,10 +24,11 @@ import (
 
 func TestGateInstallAndEnroll(t *testing.T) {
 	dsn := pgtest.NewDatabase(t)
-	if out := mustRun(t, "gate", "install", "--db", dsn); !strings.Contains(out, fmt.Sprintf("installed schema version %d", pggate.SchemaVersion())) {
+	version := fmt.Sprint(pggate.SchemaVersion())
+	if out := mustRun(t, "gate", "install", "--db", dsn); !strings.Contains(out, "installed schema version "+version) {
 		t.Fatalf("install: %s", out)
 	}
-	if out := mustRun(t, "gate", "install", "--db", dsn); !strings.Contains(out, fmt.Sprintf("already at schema version %d", pggate.SchemaVersion())) {
+	if out := mustRun(t, "gate", "install", "--db", dsn); !strings.Contains(out, "already at schema version "+version) {
 		t.Fatalf("second install: %s", out)
 	}
 	keyFile := filepath.Join(t.TempDir(), "gate.key")

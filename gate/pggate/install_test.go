@@ -1,12 +1,14 @@
 // This file proves the install is versioned and safe to repeat: several
 // processes installing at once leave one schema at SchemaVersion, a
 // second install applies nothing, and the recorded version is what
-// Version reads.
+// Version reads, every version listed and no other recorded.
 package pggate_test
 
 import (
 	"context"
 	"database/sql"
+	"fmt"
+	"slices"
 	"sync"
 	"testing"
 
@@ -59,5 +61,36 @@ func TestInstallConcurrentAndRepeated(t *testing.T) {
 	}
 	if _, err := pggate.Script(0, "public"); err == nil {
 		t.Fatal("Script(0) gave a script")
+	}
+	var recorded []int
+	rows, err := db.QueryContext(ctx, `SELECT version FROM fencegate.schema_version ORDER BY version`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		recorded = append(recorded, v)
+	}
+	if fmt.Sprint(recorded) != fmt.Sprint(pggate.Versions()) {
+		t.Fatalf("recorded versions %v, want %v: a number never used must not be recorded", recorded, pggate.Versions())
+	}
+}
+
+// TestVersionsSkipNumbersNeverUsed: a version number left free for work
+// begun elsewhere has no script and is not applied.
+func TestVersionsSkipNumbersNeverUsed(t *testing.T) {
+	vs := pggate.Versions()
+	if len(vs) == 0 || vs[0] != 1 || vs[len(vs)-1] != pggate.SchemaVersion() {
+		t.Fatalf("versions %v, schema version %d", vs, pggate.SchemaVersion())
+	}
+	for v := 1; v <= pggate.SchemaVersion(); v++ {
+		_, err := pggate.Script(v, "public")
+		if (err == nil) != slices.Contains(vs, v) {
+			t.Fatalf("version %d: script error %v, listed %v", v, err, vs)
+		}
 	}
 }

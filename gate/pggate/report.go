@@ -55,13 +55,7 @@ func (r Reporting) Resources(ctx context.Context, recent []string, limit int) ([
 		if err != nil {
 			return nil, 0, err
 		}
-		v := report.ResourceView{Resource: name, Mode: string(st.Mode), HighestFence: st.HighestFence,
-			LastSegmentSeq: st.LastSegmentSeq, MinPolicyGeneration: st.MinPolicyGeneration, Paused: st.Paused,
-			PausedReason: report.Cut(st.PausedReason), Floor: st.Floor}
-		if !st.FloorAt.IsZero() {
-			v.FloorAtMs = st.FloorAt.UnixMilli()
-		}
-		views = append(views, v)
+		views = append(views, report.ViewOf(name, st))
 	}
 	views = report.Order(views, recent, limit)
 	return views, total, fill(ctx, tx, views)

@@ -1,12 +1,15 @@
 // This file proves the order every gate's report lists resources in:
 // paused first, then recent writes in their order, then by name, cut at
-// the limit.
+// the limit; and the one view of a resource's state they all show.
 package report_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/gate/report"
 )
 
@@ -22,5 +25,21 @@ func TestOrder(t *testing.T) {
 	}
 	if n := len(report.Order(views, nil, -1)); n != 0 {
 		t.Fatalf("a negative limit kept %d views", n)
+	}
+}
+
+func TestViewOf(t *testing.T) {
+	at := time.UnixMilli(1_780_000_000_123).UTC()
+	st := gate.State{Mode: gate.ModeEnforce, HighestFence: 7, LastSegmentSeq: 2, MinPolicyGeneration: 3, Paused: true,
+		PausedReason: strings.Repeat("r", 2*report.TextBytesMax), Floor: 6, FloorAt: at}
+	v := report.ViewOf("a/b", st)
+	want := report.ResourceView{Resource: "a/b", Mode: "enforce", HighestFence: 7, LastSegmentSeq: 2, MinPolicyGeneration: 3,
+		Paused: true, PausedReason: report.Cut(st.PausedReason), Floor: 6, FloorAtMs: at.UnixMilli()}
+	if v.Resource != want.Resource || v.Mode != want.Mode || v.HighestFence != 7 || v.LastSegmentSeq != 2 || v.MinPolicyGeneration != 3 ||
+		!v.Paused || v.PausedReason != want.PausedReason || len(v.PausedReason) > report.TextBytesMax || v.Floor != 6 || v.FloorAtMs != want.FloorAtMs {
+		t.Fatalf("view %+v, want %+v", v, want)
+	}
+	if v := report.ViewOf("a/b", gate.State{Mode: gate.ModeShadow}); v.FloorAtMs != 0 || v.Paused || v.Mode != "shadow" {
+		t.Fatalf("never resumed: %+v", v)
 	}
 }

@@ -1,5 +1,7 @@
 package main
 
+import "slices"
+
 // rows are the comparisons of issue 30, in the order the table shows
 // them, each against the peer a user would pick instead: etcd's
 // concurrency.Mutex in process (the registry's benchmarks), a Mutex over
@@ -7,7 +9,7 @@ package main
 // (`UPDATE fence SET token = $t WHERE resource = $r AND token <= $t` and
 // the write in one transaction; the gate's). Each names the benchmarks
 // scripts/bench-all.sh runs.
-var rows = []row{
+var rows = slices.Concat([]row{
 	{label: "registry acquire+release, one resource (embedded etcd, fsync on)", peer: "Mutex in process",
 		baseBench: "BenchmarkAcquireReleaseInterleaved", baseUnit: "mutex-us/cycle",
 		oursBench: "BenchmarkAcquireReleaseInterleaved", oursUnit: "registry-us/cycle", ratioUnit: "ratio",
@@ -67,6 +69,21 @@ var rows = []row{
 	plainRow("PostgreSQL sync on, pgx RunPgx", "BenchmarkWritePairedPgx/postgres-sync-on"),
 	fenceRow("PostgreSQL sync off, pgx RunPgx", "BenchmarkWritePairedPgx/postgres-sync-off"),
 	plainRow("PostgreSQL sync off, pgx RunPgx", "BenchmarkWritePairedPgx/postgres-sync-off"),
+}, sqlGateRows("on"), sqlGateRows("off"))
+
+// sqlGateRows are issue 29's comparison: the gate inside PostgreSQL (BEGIN,
+// SELECT fencegate.apply, the INSERT, COMMIT) against the hand-rolled
+// fence, the plain write and sqlgate.RunPgx, all four alternating on one
+// pgx connection (gate/pggate's ApplyPaired). No goal: the issue asks for
+// the figures.
+func sqlGateRows(sync string) []row {
+	bench := "BenchmarkApplyPaired/postgres-sync-" + sync
+	label := "fencegate.apply inside PostgreSQL, sync " + sync
+	return []row{
+		{label: label, peer: "hand-rolled fence", baseBench: bench, baseUnit: "fence-µs", oursBench: bench, oursUnit: "apply-µs", ratioUnit: "apply/fence"},
+		{label: "  against the plain write", peer: "plain write", baseBench: bench, baseUnit: "plain-µs", oursBench: bench, oursUnit: "apply-µs", ratioUnit: "apply/plain"},
+		{label: "  against sqlgate.RunPgx", peer: "RunPgx", baseBench: bench, baseUnit: "runpgx-µs", oursBench: bench, oursUnit: "apply-µs", ratioUnit: "apply/runpgx"},
+	}
 }
 
 // fenceRow is the gate against the hand-rolled fence, the issue's goal,

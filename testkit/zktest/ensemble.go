@@ -3,11 +3,9 @@ package zktest
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -62,9 +60,8 @@ type Member struct {
 	ElectionAddr string // where it listens for election votes, host:port
 	Dir          string // zoo.cfg, data/ (myid, snapshots, logs), server-N.log
 
-	cmd    *exec.Cmd // when started by Start
-	exited chan struct{}
-	runs   int
+	proc *process // when started by Start
+	runs int
 }
 
 // StartEnsemble prepares and starts an ensemble for tb, waits until it
@@ -269,46 +266,20 @@ func (m *Member) Command() []string {
 // Start runs the member (it must not be running); its output goes to
 // server-N.log in its directory. It does not wait: see WaitServing.
 func (m *Member) Start() error {
-	select {
-	case <-m.exited:
-	default:
-		if m.cmd != nil {
-			return fmt.Errorf("zktest: member %d is running", m.ID)
-		}
+	if m.proc.running() {
+		return fmt.Errorf("zktest: member %d is running", m.ID)
 	}
 	m.runs++
-	logf, err := os.Create(filepath.Join(m.Dir, fmt.Sprintf("server-%d.log", m.runs)))
+	p, err := startProcess(m.Command(), filepath.Join(m.Dir, fmt.Sprintf("server-%d.log", m.runs)))
 	if err != nil {
-		return err
-	}
-	defer logf.Close()
-	argv := m.Command()
-	m.cmd = exec.Command(argv[0], argv[1:]...)
-	m.cmd.Stdout, m.cmd.Stderr = logf, logf
-	if err := m.cmd.Start(); err != nil {
 		return fmt.Errorf("zktest: start member %d: %w", m.ID, err)
 	}
-	m.exited = make(chan struct{})
-	go func(cmd *exec.Cmd, exited chan struct{}) { _ = cmd.Wait(); close(exited) }(m.cmd, m.exited)
+	m.proc = p
 	return nil
 }
 
 // Kill kills a member Start started (as a crash would) and waits for it.
-func (m *Member) Kill() error {
-	if m.cmd == nil || m.cmd.Process == nil {
-		return nil
-	}
-	select {
-	case <-m.exited:
-		return nil
-	default:
-	}
-	if err := m.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return err
-	}
-	<-m.exited
-	return nil
-}
+func (m *Member) Kill() error { return m.proc.kill() }
 
 // Mode asks the member's four-letter srvr: "leader", "follower" (or
 // "standalone"); an error when it does not answer or does not serve (no

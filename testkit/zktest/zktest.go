@@ -9,7 +9,6 @@ package zktest
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -61,10 +60,9 @@ type Server struct {
 	PKI     *PKI   // nil without TLS
 	Dir     string // config, data and log
 
-	fsync  bool
-	cmd    *exec.Cmd
-	exited chan struct{}
-	runs   int
+	fsync bool
+	proc  *process // nil before the first start
+	runs  int
 }
 
 // Available reports why no server can start here, or nil.
@@ -188,26 +186,17 @@ func (s *Server) start() error {
 	}
 	s.runs++
 	logPath := filepath.Join(s.Dir, fmt.Sprintf("server-%d.log", s.runs))
-	logf, err := os.Create(logPath)
-	if err != nil {
-		return err
-	}
-	defer logf.Close()
-	argv := javaCommand("org.apache.zookeeper.server.ZooKeeperServerMain", cfgPath)
-	s.cmd = exec.Command(argv[0], argv[1:]...)
-	s.cmd.Stdout, s.cmd.Stderr = logf, logf
-	if err := s.cmd.Start(); err != nil {
+	var err error
+	if s.proc, err = startProcess(javaCommand("org.apache.zookeeper.server.ZooKeeperServerMain", cfgPath), logPath); err != nil {
 		return fmt.Errorf("zktest: start java: %w", err)
 	}
-	s.exited = make(chan struct{})
-	go func(cmd *exec.Cmd, exited chan struct{}) { _ = cmd.Wait(); close(exited) }(s.cmd, s.exited)
 	deadline := time.Now().Add(StartTimeout)
 	for {
 		if ruok(s.Addr) {
 			return nil
 		}
 		select {
-		case <-s.exited:
+		case <-s.proc.exited:
 			log, _ := os.ReadFile(logPath)
 			return fmt.Errorf("zktest: ZooKeeper exited before serving:\n%s", tail(log))
 		case <-time.After(100 * time.Millisecond):
@@ -220,21 +209,7 @@ func (s *Server) start() error {
 }
 
 // Stop kills the server (as a crash would) and waits for it to exit.
-func (s *Server) Stop() error {
-	if s.cmd == nil || s.cmd.Process == nil {
-		return nil
-	}
-	select {
-	case <-s.exited:
-		return nil
-	default:
-	}
-	if err := s.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return err
-	}
-	<-s.exited
-	return nil
-}
+func (s *Server) Stop() error { return s.proc.kill() }
 
 // Restart starts the server again on the same ports, with the data it
 // has (or the data put into Dir/data while it was stopped).

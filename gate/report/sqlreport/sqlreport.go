@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/fencegate/fencegate/gate/report"
 	"github.com/fencegate/fencegate/gate/sqlgate"
@@ -64,9 +63,7 @@ func (g *Gate) Resources(ctx context.Context, recent []string, limit int) ([]rep
 		if err != nil {
 			return nil, 0, err
 		}
-		views = append(views, report.ResourceView{Resource: name, Mode: string(st.Mode), HighestFence: st.HighestFence,
-			LastSegmentSeq: st.LastSegmentSeq, MinPolicyGeneration: st.MinPolicyGeneration, Paused: st.Paused,
-			PausedReason: report.Cut(st.PausedReason), Floor: st.Floor, FloorAtMs: ms(st.FloorAt)})
+		views = append(views, report.ViewOf(name, st))
 	}
 	views = report.Order(views, recent, limit)
 	byName := make(map[string]int, len(views))
@@ -132,11 +129,4 @@ func (g *Gate) Resume(ctx context.Context, resource string, floor uint64, operat
 		return errors.New("sqlreport: Gate and Write are required to resume")
 	}
 	return g.Gate.Resume(ctx, g.Write, resource, floor, operator, note)
-}
-
-func ms(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixMilli()
 }

@@ -124,7 +124,7 @@ func (s *Source) Resources(ctx context.Context, recent []string, limit int) ([]r
 	s.mu.Unlock()
 	views := make([]report.ResourceView, 0, len(shown))
 	for _, name := range shown {
-		views = append(views, view(name, states[name]))
+		views = append(views, report.ViewOf(name, states[name]))
 	}
 	views = report.Order(views, recent, limit)
 	if err := s.records(ctx, views, states); err != nil {
@@ -201,15 +201,6 @@ func (s *Source) records(ctx context.Context, views []report.ResourceView, state
 		v.Alarms, v.Quarantined, v.Recent, v.LastAction = r.Alarms, r.Quarantined, r.Recent, r.LastAction
 		return nil
 	})
-}
-
-func view(name string, st gate.State) report.ResourceView {
-	v := report.ResourceView{Resource: name, Mode: string(st.Mode), HighestFence: st.HighestFence, LastSegmentSeq: st.LastSegmentSeq,
-		MinPolicyGeneration: st.MinPolicyGeneration, Paused: st.Paused, PausedReason: report.Cut(st.PausedReason), Floor: st.Floor}
-	if !st.FloorAt.IsZero() {
-		v.FloorAtMs = st.FloorAt.UnixMilli()
-	}
-	return v
 }
 
 // RecordView is an alarm or quarantine row as a report shows it.
