@@ -150,7 +150,11 @@ func (r *Registry) issueFresh(body GrantBody, createRev uint64, expiresAtMs int6
 	if err != nil {
 		return wire.Issued{}, err
 	}
-	return wire.Issued{Grant: g, GrantProof: gp, ExpiresAfterMs: max(expiresAtMs-now, 0)}, nil
+	gates, err := r.gateProofs(g, nil)
+	if err != nil {
+		return wire.Issued{}, err
+	}
+	return wire.Issued{Grant: g, GrantProof: gp, ExpiresAfterMs: max(expiresAtMs-now, 0), GateProofs: gates}, nil
 }
 
 // checkSigning refuses to sign under a revoked epoch of this registry or
