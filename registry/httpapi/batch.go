@@ -93,10 +93,10 @@ func (s *Server) batch(ctx context.Context, caller string, _ *http.Request, body
 	var wg sync.WaitGroup
 	for i := 1; i < n; i++ {
 		wg.Add(1)
-		go func() {
+		s.workers.run(func() {
 			defer wg.Done()
 			answers[i] = s.batchOne(ctx, caller, req.Operations[i])
-		}()
+		})
 	}
 	answers[0] = s.batchOne(ctx, caller, req.Operations[0])
 	wg.Wait()

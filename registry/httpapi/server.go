@@ -73,10 +73,11 @@ type Config struct {
 
 // Server is the HTTP API. It holds no state of its own.
 type Server struct {
-	cfg    Config
-	mux    *http.ServeMux
-	tracer trace.Tracer
-	ops    map[string]batchOp // what POST /v1/batch carries
+	cfg     Config
+	mux     *http.ServeMux
+	tracer  trace.Tracer
+	ops     map[string]batchOp // what POST /v1/batch carries
+	workers *batchWorkers      // run a batch's operations
 }
 
 // NewServer checks cfg and builds the routes.
@@ -101,7 +102,7 @@ func NewServer(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux(), tracer: cfg.TracerProvider.Tracer(TracerName)}
 	s.routes()
-	s.ops = s.batchOps()
+	s.ops, s.workers = s.batchOps(), newBatchWorkers()
 	return s, nil
 }
 
