@@ -25,7 +25,7 @@ func (s *Server) endpoints() []endpoint {
 		{path: "/v1/renew", method: http.MethodPost, call: s.renew, count: m.renew},
 		{path: "/v1/release", method: http.MethodPost, call: s.release, count: m.release},
 		{path: "/v1/status", method: http.MethodPost, call: s.status},
-		{path: "/v1/batch", method: http.MethodPost, call: s.batch, bodyBytesMax: BatchRequestBytesMax},
+		{path: "/v1/batch", method: http.MethodPost, call: s.batch, bodyBytesMax: BatchRequestBytesMax, manyResources: true},
 		{path: "/v1/requests/{requestId}", method: http.MethodGet, call: s.queryRequest},
 		{path: "/v1/admin/revoke-epochs", method: http.MethodPost, admin: true, action: "revoke-epochs", mutates: true, call: s.revokeEpochs},
 		{path: "/v1/admin/policy", method: http.MethodPost, admin: true, action: "set-policy-generation", mutates: true, call: s.setPolicy},

@@ -202,6 +202,9 @@ type endpoint struct {
 	// audited: audited as an admin call is, though not only admins may
 	// make it (a break, which the resource policy may allow).
 	audited bool
+	// manyResources: the body names no one resource (a batch, whose
+	// operations note their own), so it is not searched for one.
+	manyResources bool
 	// bodyBytesMax bounds the body; 0 means RequestBytesMax.
 	bodyBytesMax int
 	// call does the work for an authenticated caller; body is at most
@@ -258,7 +261,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, e endpoint) strin
 	}
 	ctx := withIdentity(r.Context(), caller)
 	resp, err := e.call(ctx, caller, r, body)
-	noteBody(ctx, body) // after the call: one that decoded its body noted its resource already
+	if !e.manyResources {
+		noteBody(ctx, body) // after the call: one that decoded its body noted its resource already
+	}
 	if err != nil {
 		return writeError(w, err)
 	}
