@@ -64,7 +64,7 @@ func newServePair(b *testing.B) *servePair {
 	p := &servePair{}
 	// The SDK's default HTTP client, with the calls its goroutines make
 	// while a request is in flight coalesced into POST /v1/batch.
-	c, err := httpclient.NewClient(url, httpclient.WithBearerToken(serveToken), httpclient.WithBatching(httpclient.BatchOptions{}))
+	c, err := httpclient.NewClient(url, append(serveBatching(), httpclient.WithBearerToken(serveToken))...)
 	if err != nil {
 		b.Fatal(err)
 	}
