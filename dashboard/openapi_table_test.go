@@ -77,6 +77,10 @@ func endpointRows() []endpointRow {
 				b, _ := json.Marshal(wire.StatusRequest{Grant: string(is.Grant.Encode())})
 				return "/v1/status", string(b)
 			}},
+		{method: "POST", path: "/v1/batch", role: anyone, caller: tokWorker, bodyMax: httpapi.BatchRequestBytesMax, unknownCode: "BAD_REQUEST",
+			call: func(h *harness, _ string) (string, string) { // the policy is asked per operation, answered in the batch
+				return "/v1/batch", `{"operations":[{"op":"renew","request":` + h.leaseBody() + `}]}`
+			}},
 		{method: "GET", path: "/v1/requests/{requestId}", role: anyone, verb: httpapi.VerbAcquire, caller: tokWorker, denied: tokViewer,
 			call: func(h *harness, tok string) (string, string) {
 				// A request of the caller's own (request IDs are scoped to

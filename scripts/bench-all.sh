@@ -67,6 +67,9 @@ overlay() {
     for f in "$pkg"/bench*_test.go; do cp "$f" "$b/$f"; done
   done
   [ -f "$b/gate/sqlgate/pgx.go" ] || rm -f "$b/gate/sqlgate/bench_pgx_test.go"
+  if [ ! -f "$b/client/httpclient/batch.go" ]; then
+    printf 'package main\n\nimport "github.com/fencegate/fencegate/client/httpclient"\n\nfunc serveBatching() []httpclient.ClientOption { return nil }\n' >"$b/cmd/fencegate/zz_servebatch_test.go"
+  fi
   if [ ! -f "$b/registry/etcdstore/batch.go" ]; then
     printf 'package etcdstore\n\nfunc batchStats(*Store) (uint64, uint64) { return 0, 0 }\n' >"$b/registry/etcdstore/zz_batchstats_test.go"
   fi

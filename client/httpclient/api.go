@@ -42,6 +42,8 @@ type Client struct {
 	verifier *grant.Verifier
 	// headers, when set, adds headers to every request (trace context).
 	headers func(context.Context, http.Header)
+	// batch, when set, coalesces concurrent calls (WithBatching).
+	batch *batcher
 }
 
 // ClientOption configures a Client.
@@ -106,26 +108,32 @@ type Issued struct {
 	GateProofs []grant.GateProof
 }
 
-// Acquire calls POST /v1/acquire.
+// Acquire calls POST /v1/acquire (with WithBatching and no wait, maybe
+// as one operation of POST /v1/batch).
 func (c *Client) Acquire(ctx context.Context, req wire.AcquireRequest) (*Issued, error) {
-	return c.issued(ctx, http.MethodPost, "/v1/acquire", req)
+	if req.WaitMs > 0 {
+		return c.issued(ctx, http.MethodPost, "/v1/acquire", req)
+	}
+	return c.postIssued(ctx, wire.BatchAcquire, "/v1/acquire", req)
 }
 
-// Renew calls POST /v1/renew.
+// Renew calls POST /v1/renew (or, with WithBatching, maybe POST
+// /v1/batch).
 func (c *Client) Renew(ctx context.Context, resource, lease string) (*Issued, error) {
-	return c.issued(ctx, http.MethodPost, "/v1/renew", wire.LeaseRequest{Resource: resource, Lease: lease})
+	return c.postIssued(ctx, wire.BatchRenew, "/v1/renew", wire.LeaseRequest{Resource: resource, Lease: lease})
 }
 
-// Release calls POST /v1/release.
+// Release calls POST /v1/release (or, with WithBatching, maybe POST
+// /v1/batch).
 func (c *Client) Release(ctx context.Context, resource, lease string) error {
 	var out wire.ReleaseResponse
-	return c.do(ctx, http.MethodPost, "/v1/release", wire.LeaseRequest{Resource: resource, Lease: lease}, &out)
+	return c.post(ctx, wire.BatchRelease, "/v1/release", wire.LeaseRequest{Resource: resource, Lease: lease}, &out)
 }
 
 // Status calls POST /v1/status, the linearizable status query, with the
-// grant's canonical text.
+// grant's canonical text (or, with WithBatching, maybe POST /v1/batch).
 func (c *Client) Status(ctx context.Context, grantText []byte) (*Issued, error) {
-	return c.issued(ctx, http.MethodPost, "/v1/status", wire.StatusRequest{Grant: string(grantText)})
+	return c.postIssued(ctx, wire.BatchStatus, "/v1/status", wire.StatusRequest{Grant: string(grantText)})
 }
 
 // QueryRequest calls GET /v1/requests/{requestId}: the grant issued to
@@ -197,6 +205,15 @@ func (c *Client) FenceRange(ctx context.Context) (wire.FenceRange, error) {
 func (c *Client) issued(ctx context.Context, method, path string, in any) (*Issued, error) {
 	var out wire.IssuedResponse
 	if err := c.do(ctx, method, path, in, &out); err != nil {
+		return nil, err
+	}
+	return c.parseIssued(out)
+}
+
+// postIssued is issued for a call a batch may carry as operation op.
+func (c *Client) postIssued(ctx context.Context, op, path string, in any) (*Issued, error) {
+	var out wire.IssuedResponse
+	if err := c.post(ctx, op, path, in, &out); err != nil {
 		return nil, err
 	}
 	return c.parseIssued(out)
@@ -296,10 +313,10 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	}
 	if resp.StatusCode != http.StatusOK {
 		var eb wire.ErrorBody
-		if err := json.Unmarshal(b, &eb); err != nil || eb.Code == "" {
-			return &APIError{Status: resp.StatusCode, Code: wire.CodeInternal, Message: strings.TrimSpace(string(b))}
+		if json.Unmarshal(b, &eb) != nil {
+			eb = wire.ErrorBody{}
 		}
-		return &APIError{Status: resp.StatusCode, Code: eb.Code, Message: eb.Message, Busy: eb.Busy}
+		return apiError(resp.StatusCode, eb, strings.TrimSpace(string(b)))
 	}
 	if err := json.Unmarshal(b, out); err != nil {
 		return fmt.Errorf("%w: %s %s: %v", ErrBadResponse, method, path, err)
@@ -348,6 +365,15 @@ func (c *Client) TrustBundle(ctx context.Context) (grant.SignedBundle, error) {
 	var sb grant.SignedBundle
 	err := c.do(ctx, http.MethodGet, "/v1/trust-bundle", nil, &sb)
 	return sb, err
+}
+
+// apiError is the error response eb with HTTP status, or, when eb has
+// no code, an INTERNAL one whose message is raw.
+func apiError(status int, eb wire.ErrorBody, raw string) *APIError {
+	if eb.Code == "" {
+		return &APIError{Status: status, Code: wire.CodeInternal, Message: raw}
+	}
+	return &APIError{Status: status, Code: eb.Code, Message: eb.Message, Busy: eb.Busy}
 }
 
 // APIError is an error response as the Client returns it. It carries the

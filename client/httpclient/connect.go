@@ -40,9 +40,12 @@ type Worker struct {
 // bundle with grant.LoadBundle instead) — then follows the registry's key
 // rotations until ctx ends, taking a newer bundle only when the one in
 // force vouches for it (grant.Bundle.VerifyUpdate). opts configure the
-// HTTP client; the session takes client.Options{} defaults.
+// HTTP client, which coalesces the calls the worker's goroutines make
+// while a request is in flight (WithBatching, on by default here: a lone
+// call still goes at once, alone; pass WithBatching to tune it); the
+// session takes client.Options{} defaults.
 func Connect(ctx context.Context, baseURL string, opts ...ClientOption) (*Worker, error) {
-	c, err := NewClient(baseURL, opts...)
+	c, err := NewClient(baseURL, append([]ClientOption{WithBatching(BatchOptions{})}, opts...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -19,18 +19,19 @@ const RequestBytesMax = 64 << 10
 // data, a missing required field). The wire code is CodeBadRequest.
 var ErrBadRequest = errors.New("httpapi: bad request")
 
-// ErrTooLarge: the request body is above RequestBytesMax. The wire code is
-// CodeTooLarge.
+// ErrTooLarge: the request body is above RequestBytesMax
+// (BatchRequestBytesMax for a batch), or a batch carries more than
+// BatchOperationsMax operations. The wire code is CodeTooLarge.
 var ErrTooLarge = errors.New("httpapi: request body too large")
 
-// readBody reads at most RequestBytesMax bytes of the body.
-func readBody(r *http.Request) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(r.Body, RequestBytesMax+1))
+// readBody reads at most bytesMax bytes of the body.
+func readBody(r *http.Request, bytesMax int) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r.Body, int64(bytesMax)+1))
 	if err != nil {
 		return nil, fmt.Errorf("%w: reading body: %v", ErrBadRequest, err)
 	}
-	if len(b) > RequestBytesMax {
-		return nil, fmt.Errorf("%w: limit %d bytes", ErrTooLarge, RequestBytesMax)
+	if len(b) > bytesMax {
+		return nil, fmt.Errorf("%w: limit %d bytes", ErrTooLarge, bytesMax)
 	}
 	return b, nil
 }

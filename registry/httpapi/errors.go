@@ -57,12 +57,18 @@ func writeError(w http.ResponseWriter, err error) string {
 	if retryable[code] {
 		w.Header().Set("Retry-After", "1")
 	}
+	writeJSON(w, status, errorBody(code, err))
+	return code
+}
+
+// errorBody is err's ErrorBody under code (codeOf(err)): a batch's
+// operation answers its error with the same body as its own endpoint.
+func errorBody(code string, err error) wire.ErrorBody {
 	body := wire.ErrorBody{Code: code, Message: err.Error()}
 	if be := (*wire.BusyError)(nil); errors.As(err, &be) {
 		body.Message, body.Busy = be.Error(), &be.BusyDetail
 	}
-	writeJSON(w, status, body)
-	return code
+	return body
 }
 
 // transportCode maps this package's sentinels to wire codes.

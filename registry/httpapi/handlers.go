@@ -25,6 +25,7 @@ func (s *Server) endpoints() []endpoint {
 		{path: "/v1/renew", method: http.MethodPost, call: s.renew, count: m.renew},
 		{path: "/v1/release", method: http.MethodPost, call: s.release, count: m.release},
 		{path: "/v1/status", method: http.MethodPost, call: s.status},
+		{path: "/v1/batch", method: http.MethodPost, call: s.batch, bodyBytesMax: BatchRequestBytesMax, manyResources: true},
 		{path: "/v1/requests/{requestId}", method: http.MethodGet, call: s.queryRequest},
 		{path: "/v1/admin/revoke-epochs", method: http.MethodPost, admin: true, action: "revoke-epochs", mutates: true, call: s.revokeEpochs},
 		{path: "/v1/admin/policy", method: http.MethodPost, admin: true, action: "set-policy-generation", mutates: true, call: s.setPolicy},
@@ -40,11 +41,17 @@ func (s *Server) endpoints() []endpoint {
 
 func (s *Server) acquire(ctx context.Context, caller string, r *http.Request, body []byte) (any, error) {
 	req, err := decode[wire.AcquireRequest](body)
-	if err == nil {
-		noteResource(ctx, req.Resource)
-		err = s.authorize(ctx, r.URL.Path, caller, VerbAcquire, req.Resource)
-	}
 	if err != nil {
+		return nil, err
+	}
+	return s.acquireDecoded(ctx, caller, r.URL.Path, req)
+}
+
+// acquireDecoded is an acquire after its body decoded: /v1/acquire's and
+// a batch's.
+func (s *Server) acquireDecoded(ctx context.Context, caller, path string, req *wire.AcquireRequest) (any, error) {
+	noteResource(ctx, req.Resource)
+	if err := s.authorize(ctx, path, caller, VerbAcquire, req.Resource); err != nil {
 		return nil, err
 	}
 	waitMs := min(req.WaitMs, s.cfg.Registry.Config().WaitMsMax)

@@ -50,7 +50,7 @@ const (
 )
 
 type harness struct {
-	t          *testing.T
+	t          testing.TB
 	srv        *httptest.Server
 	store      *countingStore
 	flaky      *flakyStore
@@ -69,10 +69,10 @@ type harness struct {
 	policyPath string
 }
 
-func newHarness(t *testing.T) *harness { return newHarnessWith(t, nil) }
+func newHarness(t testing.TB) *harness { return newHarnessWith(t, nil) }
 
 // newHarnessWith lets a test change the registry's config (epoch 1).
-func newHarnessWith(t *testing.T, tune func(*registry.Config)) *harness {
+func newHarnessWith(t testing.TB, tune func(*registry.Config)) *harness {
 	t.Helper()
 	h := &harness{t: t, clock: fakeclock.New(time.Date(2026, 7, 19, 10, 0, 0, 0, time.UTC))}
 	key, err := grant.GenerateKey(grant.AlgEd25519, "test-key", rand.Reader)

@@ -73,6 +73,8 @@ func TestOpenAPISchemasMatchTypes(t *testing.T) {
 		"Issued": wire.IssuedResponse{}, "ResourceInfo": wire.ResourceInfo{}, "ReleaseResponse": wire.ReleaseResponse{},
 		"Error": wire.ErrorBody{}, "Health": wire.Health{},
 		"FenceRangeBumpRequest": wire.FenceRangeBumpRequest{}, "FenceRange": wire.FenceRange{},
+		"BatchRequest": wire.BatchRequest{}, "BatchOperation": wire.BatchOperation{},
+		"BatchResponse": wire.BatchResponse{}, "BatchAnswer": wire.BatchAnswer{},
 	} {
 		sc, ok := d.Components.Schemas[name]
 		if !ok {

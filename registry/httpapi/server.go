@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -72,9 +73,11 @@ type Config struct {
 
 // Server is the HTTP API. It holds no state of its own.
 type Server struct {
-	cfg    Config
-	mux    *http.ServeMux
-	tracer trace.Tracer
+	cfg     Config
+	mux     *http.ServeMux
+	tracer  trace.Tracer
+	ops     map[string]batchOp // what POST /v1/batch carries
+	workers *batchWorkers      // run a batch's operations
 }
 
 // NewServer checks cfg and builds the routes.
@@ -99,6 +102,7 @@ func NewServer(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux(), tracer: cfg.TracerProvider.Tracer(TracerName)}
 	s.routes()
+	s.ops, s.workers = s.batchOps(), newBatchWorkers()
 	return s, nil
 }
 
@@ -198,8 +202,13 @@ type endpoint struct {
 	// audited: audited as an admin call is, though not only admins may
 	// make it (a break, which the resource policy may allow).
 	audited bool
+	// manyResources: the body names no one resource (a batch, whose
+	// operations note their own), so it is not searched for one.
+	manyResources bool
+	// bodyBytesMax bounds the body; 0 means RequestBytesMax.
+	bodyBytesMax int
 	// call does the work for an authenticated caller; body is at most
-	// RequestBytesMax bytes (empty for GET).
+	// bodyBytesMax bytes (empty for GET).
 	call func(ctx context.Context, caller string, r *http.Request, body []byte) (any, error)
 	// count, when set, records the outcome code ("" for ok) in a metric.
 	count func(code string)
@@ -246,13 +255,15 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, e endpoint) strin
 	if e.admin && !s.cfg.Admins.Has(caller) {
 		return writeError(w, fmt.Errorf("%w: %s is not an admin identity", errForbidden, caller))
 	}
-	body, err := readBody(r)
+	body, err := readBody(r, cmp.Or(e.bodyBytesMax, RequestBytesMax))
 	if err != nil {
 		return writeError(w, err)
 	}
 	ctx := withIdentity(r.Context(), caller)
 	resp, err := e.call(ctx, caller, r, body)
-	noteBody(ctx, body) // after the call: one that decoded its body noted its resource already
+	if !e.manyResources {
+		noteBody(ctx, body) // after the call: one that decoded its body noted its resource already
+	}
 	if err != nil {
 		return writeError(w, err)
 	}

@@ -35,4 +35,4 @@ func (s *flakyStore) Commit(ctx context.Context, w registry.Write) (registry.Com
 	return s.Store.Commit(ctx, w)
 }
 
-func newTestStore(t *testing.T) *flakyStore { return &flakyStore{Store: memstore.New()} }
+func newTestStore(t testing.TB) *flakyStore { return &flakyStore{Store: memstore.New()} }

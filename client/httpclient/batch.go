@@ -1,0 +1,263 @@
+package httpclient
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+
+	"github.com/fencegate/fencegate/wire"
+)
+
+// Coalescing (WithBatching). A call that finds fewer than InflightMax
+// requests in flight goes at once, alone, to its own endpoint: an idle
+// client sends exactly what it sent without batching, with no added
+// latency. Calls that arrive while InflightMax requests are in flight
+// queue; the first free slot sends the queue, up to OperationsMax
+// operations, as one POST /v1/batch, and each caller gets its own
+// operation's answer, decoded and classified exactly as the answer of its
+// own endpoint would be. Every per-call guarantee stays the call's: an
+// acquire keeps its request ID, so a lost batch answer (a timeout, a
+// broken connection) is, for each of its operations, the same lost answer
+// a single call can get, retried the same way; a refusal or a registry
+// error reaches the one caller whose operation it answers. A batch
+// orders nothing: its callers were concurrent.
+
+// BatchOptions tunes WithBatching.
+type BatchOptions struct {
+	// InflightMax is how many requests (single or batched) the Client
+	// has in flight before further calls queue for the next batch.
+	// Optional, defaults to 1: on a CPU-bound machine fewer, larger
+	// batches cost less per call, and a queued call waits at most one
+	// exchange.
+	InflightMax int
+	// OperationsMax is how many calls one batch carries. Optional,
+	// defaults to 64, the server's limit (httpapi.BatchOperationsMax).
+	OperationsMax int
+}
+
+// batchOperationsMax is the server's limit on one batch's operations
+// (httpapi.BatchOperationsMax, which the SDK does not link).
+const batchOperationsMax = 64
+
+// WithBatching coalesces the acquire (without a wait), renew, release
+// and status calls this Client's callers make concurrently into POST
+// /v1/batch requests, as described above. Against a server without
+// /v1/batch (404, an older version) the Client goes back to one request
+// per call for good. An acquire with WaitMs > 0 and every other call go
+// alone, as without batching. Trace headers (WithHeaders) of a batch are
+// its first call's.
+func WithBatching(o BatchOptions) ClientOption {
+	if o.InflightMax <= 0 {
+		o.InflightMax = 1
+	}
+	if o.OperationsMax <= 0 || o.OperationsMax > batchOperationsMax {
+		o.OperationsMax = batchOperationsMax
+	}
+	return func(c *Client) { c.batch = &batcher{c: c, opt: o} }
+}
+
+// batcher queues a Client's calls and sends them in batches.
+type batcher struct {
+	c   *Client
+	opt BatchOptions
+
+	mu       sync.Mutex
+	queue    []*batchCall
+	inflight int // requests in flight, <= opt.InflightMax
+
+	// unsupported: the server answered /v1/batch with 404; every call
+	// goes alone from then on.
+	unsupported atomic.Bool
+}
+
+// batchCall is one caller's call, queued or in a batch.
+type batchCall struct {
+	ctx     context.Context
+	op      string // a wire.Batch* name
+	path    string // its own endpoint
+	in, out any
+	done    chan struct{} // closed once err is set
+	err     error
+}
+
+func (c *batchCall) finish(err error) {
+	c.err = err
+	close(c.done)
+}
+
+// post sends in to path, or hands it to the batcher as operation op.
+func (c *Client) post(ctx context.Context, op, path string, in, out any) error {
+	if c.batch == nil || c.batch.unsupported.Load() {
+		return c.do(ctx, http.MethodPost, path, in, out)
+	}
+	return c.batch.do(&batchCall{ctx: ctx, op: op, path: path, in: in, out: out, done: make(chan struct{})})
+}
+
+// do sends call alone when a slot is free (its own endpoint, on the
+// caller's goroutine), else queues it for the next batch, and waits for
+// its answer or the end of its context.
+func (b *batcher) do(call *batchCall) error {
+	b.mu.Lock()
+	if b.inflight < b.opt.InflightMax {
+		b.inflight++
+		group := b.takeLocked(call)
+		b.mu.Unlock()
+		if len(group) == 1 {
+			b.send(group)
+			b.handOff()
+			return call.err
+		}
+		go func() {
+			b.send(group)
+			b.handOff()
+		}()
+	} else {
+		b.queue = append(b.queue, call)
+		b.mu.Unlock()
+	}
+	select {
+	case <-call.done:
+		return call.err
+	case <-call.ctx.Done():
+		if b.withdraw(call) {
+			return fmt.Errorf("httpclient: client: POST %s: not sent: %w", call.path, call.ctx.Err())
+		}
+		// Sent: it may have been applied, as a single call cancelled in
+		// flight may have been.
+		return fmt.Errorf("httpclient: client: POST %s: %w", call.path, call.ctx.Err())
+	}
+}
+
+// takeLocked returns first (nil for none) and then queued calls in
+// order, up to OperationsMax; the rest stay queued.
+func (b *batcher) takeLocked(first *batchCall) []*batchCall {
+	var group []*batchCall
+	if first != nil {
+		group = append(group, first)
+	}
+	n := min(len(b.queue), b.opt.OperationsMax-len(group))
+	group = append(group, b.queue[:n]...)
+	rest := copy(b.queue, b.queue[n:])
+	clear(b.queue[rest:])
+	b.queue = b.queue[:rest]
+	return group
+}
+
+// handOff gives a finished request's slot to the queue: a goroutine
+// keeps sending while calls wait, and frees the slot when none do.
+func (b *batcher) handOff() {
+	b.mu.Lock()
+	group := b.takeLocked(nil)
+	if len(group) == 0 {
+		b.inflight--
+		b.mu.Unlock()
+		return
+	}
+	b.mu.Unlock()
+	go func() {
+		b.send(group)
+		b.handOff()
+	}()
+}
+
+// withdraw removes call from the queue; false when it was already sent.
+func (b *batcher) withdraw(call *batchCall) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i, q := range b.queue {
+		if q == call {
+			b.queue = append(b.queue[:i], b.queue[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// send sends one call to its own endpoint, several as one batch, and
+// delivers every call's outcome.
+func (b *batcher) send(group []*batchCall) {
+	if len(group) == 1 {
+		c := group[0]
+		c.finish(b.c.do(c.ctx, http.MethodPost, c.path, c.in, c.out))
+		return
+	}
+	req := wire.BatchRequest{Operations: make([]wire.BatchOperation, len(group))}
+	for i, c := range group {
+		raw, err := json.Marshal(c.in)
+		if err != nil { // the SDK's own request types always marshal
+			raw = nil
+		}
+		req.Operations[i] = wire.BatchOperation{Op: c.op, Request: raw}
+	}
+	ctx, stop := groupContext(group)
+	defer stop()
+	var resp wire.BatchResponse
+	err := b.c.do(ctx, http.MethodPost, "/v1/batch", req, &resp)
+	if ae := (*APIError)(nil); errors.As(err, &ae) && ae.Status == http.StatusNotFound {
+		b.unsupported.Store(true)
+		b.sendEach(group)
+		return
+	}
+	if err == nil && len(resp.Answers) != len(group) {
+		err = fmt.Errorf("%w: POST /v1/batch: %d answers to %d operations", ErrBadResponse, len(resp.Answers), len(group))
+	}
+	for i, c := range group {
+		if err != nil {
+			c.finish(err) // the whole batch's outcome is each call's: refused, or unknown
+			continue
+		}
+		c.finish(answerOf(resp.Answers[i], c.out))
+	}
+}
+
+// sendEach sends every call of group alone and concurrently, as they
+// would have gone without batching.
+func (b *batcher) sendEach(group []*batchCall) {
+	var wg sync.WaitGroup
+	for _, c := range group {
+		wg.Go(func() { c.finish(b.c.do(c.ctx, http.MethodPost, c.path, c.in, c.out)) })
+	}
+	wg.Wait()
+}
+
+// answerOf decodes one operation's answer into out, or returns its error
+// as the operation's own endpoint's error response would come back.
+func answerOf(a wire.BatchAnswer, out any) error {
+	if a.Status == http.StatusOK {
+		if err := json.Unmarshal(a.Answer, out); err != nil {
+			return fmt.Errorf("%w: POST /v1/batch: an answer: %v", ErrBadResponse, err)
+		}
+		return nil
+	}
+	if a.Error == nil {
+		return apiError(a.Status, wire.ErrorBody{}, "httpclient: batch answer without an error body")
+	}
+	return apiError(a.Status, *a.Error, "")
+}
+
+// groupContext is a batch's context: the values (trace context) of its
+// first call's, cancelled once every call's context has ended, so a batch
+// lives while any caller still waits for it.
+func groupContext(group []*batchCall) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(group[0].ctx))
+	var left atomic.Int64
+	left.Store(int64(len(group)))
+	stops := make([]func() bool, len(group))
+	for i, c := range group {
+		stops[i] = context.AfterFunc(c.ctx, func() {
+			if left.Add(-1) == 0 {
+				cancel()
+			}
+		})
+	}
+	return ctx, func() {
+		for _, s := range stops {
+			s()
+		}
+		cancel()
+	}
+}
