@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/fencegate/fencegate/grant"
 )
@@ -108,34 +107,10 @@ func (f *GateKeysFile) Reload() (changed bool, err error) {
 // gate count; never a secret) and each reason a reload failed, once until
 // it changes, at ERROR, with the digest of the keys kept in force.
 func (f *GateKeysFile) Watch(ctx context.Context, intervalMs uint64, reload <-chan os.Signal, logger *slog.Logger) {
-	var tick <-chan time.Time
-	if intervalMs > 0 {
-		t := time.NewTicker(time.Duration(intervalMs) * time.Millisecond)
-		defer t.Stop()
-		tick = t.C
-	}
-	logged := ""
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick:
-		case <-reload:
-			logged = "" // asked for: always say how it went
-		}
-		changed, err := f.Reload()
-		switch {
-		case err != nil && err.Error() != logged:
-			logged = err.Error()
-			logger.LogAttrs(ctx, slog.LevelError, "gate keys not reloaded: keeping the keys in force",
-				slog.String("file", f.path), slog.String("error", logged), slog.String("kept", f.Keys().Digest()))
-		case err == nil:
-			logged = ""
-			if changed {
-				f.logLoaded(ctx, logger)
-			}
-		}
-	}
+	watchReloads(ctx, intervalMs, reload, f.Reload, func(reason string) {
+		logger.LogAttrs(ctx, slog.LevelError, "gate keys not reloaded: keeping the keys in force",
+			slog.String("file", f.path), slog.String("error", reason), slog.String("kept", f.Keys().Digest()))
+	}, func() { f.logLoaded(ctx, logger) })
 }
 
 // logLoaded logs the keys in force ("gate keys loaded").

@@ -9,7 +9,6 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
-	"time"
 )
 
 // PolicyPollIntervalMsDefault is how often serve has PolicyFile.Watch
@@ -96,34 +95,12 @@ func (f *PolicyFile) Reload() (changed bool, err error) {
 // digest and rule count) and each reason a reload failed, once until it
 // changes, at ERROR, with the digest of the policy kept in force.
 func (f *PolicyFile) Watch(ctx context.Context, intervalMs uint64, reload <-chan os.Signal, logger *slog.Logger) {
-	var tick <-chan time.Time
-	if intervalMs > 0 {
-		t := time.NewTicker(time.Duration(intervalMs) * time.Millisecond)
-		defer t.Stop()
-		tick = t.C
-	}
-	logged := ""
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick:
-		case <-reload:
-			logged = "" // asked for: always say how it went
-		}
-		changed, err := f.Reload()
-		switch {
-		case err != nil && err.Error() != logged:
-			logged = err.Error()
-			logger.LogAttrs(ctx, slog.LevelError, "resource policy not reloaded: keeping the policy in force",
-				slog.String("file", f.path), slog.String("error", logged), slog.String("kept", f.Policy().Digest()))
-		case err == nil:
-			logged = ""
-			if changed {
-				p := f.Policy()
-				logger.LogAttrs(ctx, slog.LevelInfo, "resource policy loaded",
-					slog.String("file", f.path), slog.String("digest", p.Digest()), slog.Int("rules", p.Rules()))
-			}
-		}
-	}
+	watchReloads(ctx, intervalMs, reload, f.Reload, func(reason string) {
+		logger.LogAttrs(ctx, slog.LevelError, "resource policy not reloaded: keeping the policy in force",
+			slog.String("file", f.path), slog.String("error", reason), slog.String("kept", f.Policy().Digest()))
+	}, func() {
+		p := f.Policy()
+		logger.LogAttrs(ctx, slog.LevelInfo, "resource policy loaded",
+			slog.String("file", f.path), slog.String("digest", p.Digest()), slog.Int("rules", p.Rules()))
+	})
 }
