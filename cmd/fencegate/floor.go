@@ -53,28 +53,10 @@ func newFloorRaiseCmd(reg *endpointFlags) *cobra.Command {
 			if above == 0 || note == "" {
 				return usagef("--above N and --note TEXT are required: the fence every later grant must exceed, and why")
 			}
-			rc, err := reg.registryClient()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := callContext(c.Context())
-			defer cancel()
-			before, err := rc.Resource(ctx, args[0])
-			if err != nil {
-				return adminErr(err)
-			}
-			after, err := rc.Floor(ctx, wire.FloorRequest{Resource: args[0], Fence: above, Note: note})
-			if err != nil {
-				return adminErr(err)
-			}
-			w := c.OutOrStdout()
-			if after.Floor == before.Floor {
-				fmt.Fprintf(w, "floor of %s unchanged at %d (already at or above %d)\n", args[0], after.Floor, above)
-			} else {
-				fmt.Fprintf(w, "floor of %s raised %d → %d\n", args[0], before.Floor, after.Floor)
-			}
-			printResourceInfo(w, after)
-			return nil
+			return adminRaise(c, reg, args[0], "floor", func(ri wire.ResourceInfo) uint64 { return ri.Floor },
+				func(ctx context.Context, rc *httpclient.Client) (wire.ResourceInfo, error) {
+					return rc.Floor(ctx, wire.FloorRequest{Resource: args[0], Fence: above, Note: note})
+				})
 		},
 	}
 	raise.Flags().Uint64Var(&above, "above", 0, "every later fence of the resource exceeds this (the gate's highestFence + 1 after a regression)")
@@ -118,6 +100,35 @@ func printResourceInfo(w io.Writer, ri wire.ResourceInfo) {
 	}
 	fmt.Fprintf(w, "resource:         %s\nhighestFence:     %d\nfloor:            %d\nnext fence:       %s\npolicyGeneration: %d\nholder:           %s\nwaiters:          %d\n",
 		ri.Resource, ri.HighestFence, ri.Floor, next, ri.PolicyGeneration, holder, ri.Waiters)
+}
+
+// adminRaise runs an admin call that raises one of resource's numbers
+// (what, read by field) through call, and prints it before → after and the
+// resource's view.
+func adminRaise(c *cobra.Command, reg *endpointFlags, resource, what string, field func(wire.ResourceInfo) uint64,
+	call func(context.Context, *httpclient.Client) (wire.ResourceInfo, error)) error {
+	rc, err := reg.registryClient()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := callContext(c.Context())
+	defer cancel()
+	before, err := rc.Resource(ctx, resource)
+	if err != nil {
+		return adminErr(err)
+	}
+	after, err := call(ctx, rc)
+	if err != nil {
+		return adminErr(err)
+	}
+	w := c.OutOrStdout()
+	if field(after) == field(before) {
+		fmt.Fprintf(w, "%s of %s unchanged at %d\n", what, resource, field(after))
+	} else {
+		fmt.Fprintf(w, "%s of %s raised %d → %d\n", what, resource, field(before), field(after))
+	}
+	printResourceInfo(w, after)
+	return nil
 }
 
 // checkResourceArg validates a RESOURCE argument before anything is sent.

@@ -1,10 +1,11 @@
 package main
 
 import (
-	"fmt"
+	"context"
 
 	"github.com/spf13/cobra"
 
+	"github.com/fencegate/fencegate/client/httpclient"
 	"github.com/fencegate/fencegate/wire"
 )
 
@@ -45,28 +46,10 @@ func newPolicyRaiseCmd(reg *endpointFlags) *cobra.Command {
 			if gen == 0 || note == "" {
 				return usagef("--generation N and --note TEXT are required: the generation every later grant carries, and why")
 			}
-			rc, err := reg.registryClient()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := callContext(c.Context())
-			defer cancel()
-			before, err := rc.Resource(ctx, args[0])
-			if err != nil {
-				return adminErr(err)
-			}
-			after, err := rc.SetPolicy(ctx, wire.PolicyRequest{Resource: args[0], Generation: gen, Note: note})
-			if err != nil {
-				return adminErr(err)
-			}
-			w := c.OutOrStdout()
-			if after.PolicyGeneration == before.PolicyGeneration {
-				fmt.Fprintf(w, "policy generation of %s unchanged at %d\n", args[0], after.PolicyGeneration)
-			} else {
-				fmt.Fprintf(w, "policy generation of %s raised %d → %d\n", args[0], before.PolicyGeneration, after.PolicyGeneration)
-			}
-			printResourceInfo(w, after)
-			return nil
+			return adminRaise(c, reg, args[0], "policy generation", func(ri wire.ResourceInfo) uint64 { return ri.PolicyGeneration },
+				func(ctx context.Context, rc *httpclient.Client) (wire.ResourceInfo, error) {
+					return rc.SetPolicy(ctx, wire.PolicyRequest{Resource: args[0], Generation: gen, Note: note})
+				})
 		},
 	}
 	raise.Flags().Uint64Var(&gen, "generation", 0, "the policy generation every later grant carries (raise only)")
