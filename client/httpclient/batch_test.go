@@ -187,7 +187,7 @@ func TestBatchingCoalescesWhileARequestIsInFlight(t *testing.T) {
 		}
 	}
 	for i, is := range grants {
-		if is.Grant.Resource != fmt.Sprint("res/", i) || is.Grant.FenceToken == 0 || is.Status.State != grant.StateHeld || is.GrantProof == "" {
+		if is.Grant.Resource != fmt.Sprint("res/", i) || is.Grant.FenceToken == 0 || is.Status != nil || is.Grant.HeldUntil.IsZero() || is.GrantProof == "" {
 			t.Fatalf("grant %d: %+v", i, is.Grant)
 		}
 	}
