@@ -73,7 +73,7 @@ func TestLockRunsChildAndReleases(t *testing.T) {
 	if code := waitExit(t, done, "first", out, errOut); code != 7 {
 		t.Fatalf("exit %d, want the child's 7:\n%s%s", code, out, errOut)
 	}
-	for _, want := range []string{"fence=1 resource=inv/lock owner=worker-1 op=nightly", "grant-ok", `"fenceToken":1`, `"segmentSeq":1`, `"statusProof":"sig:`} {
+	for _, want := range []string{"fence=1 resource=inv/lock owner=worker-1 op=nightly", "grant-ok", `"fenceToken":1`, `"segmentSeq":1`, `"grantProof":"sig:`, `heldUntil: `} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("child output lacks %q:\n%s", want, out)
 		}

@@ -75,12 +75,16 @@ func (w *world) acquire(owner, op string) wire.Issued {
 }
 
 // envelope is what a worker sends for segment seq under is (its latest
-// status proof included).
+// status proof included; none while a fresh grant is its own HELD
+// statement).
 func envelope(is wire.Issued, seq uint64, payload string) *gate.Mutation {
 	g := is.Grant
-	return &gate.Mutation{Resource: g.Resource, Lease: g.Lease, OperationID: "op-" + g.Owner, FenceToken: g.FenceToken,
-		SegmentSeq: seq, PayloadDigest: gatetest.Payload(payload), Grant: g.Encode(), GrantProof: is.GrantProof,
-		Status: is.Status.Encode(), StatusProof: is.StatusProof}
+	m := &gate.Mutation{Resource: g.Resource, Lease: g.Lease, OperationID: "op-" + g.Owner, FenceToken: g.FenceToken,
+		SegmentSeq: seq, PayloadDigest: gatetest.Payload(payload), Grant: g.Encode(), GrantProof: is.GrantProof}
+	if is.Status != nil {
+		m.Status, m.StatusProof = is.Status.Encode(), is.StatusProof
+	}
+	return m
 }
 
 func (w *world) write(m *gate.Mutation, payload string) error {
