@@ -2,9 +2,27 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"os"
 	"time"
 )
+
+// readKeptFile reads one of the files serve keeps in force (what names it
+// in errors), at most bytesMax+1 bytes: its parser refuses a file above
+// bytesMax, and reading no further bounds what a huge file costs.
+func readKeptFile(path, what string, bytesMax int) ([]byte, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("httpapi: %s: %w", what, err)
+	}
+	defer fh.Close()
+	b, err := io.ReadAll(io.LimitReader(fh, int64(bytesMax)+1))
+	if err != nil {
+		return nil, fmt.Errorf("httpapi: %s: %s: %w", what, path, err)
+	}
+	return b, nil
+}
 
 // watchReloads calls reload every intervalMs (0: never by itself) and
 // whenever signal receives (serve sends SIGHUP there), until ctx ends: the

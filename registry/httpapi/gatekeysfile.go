@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -39,7 +38,7 @@ func LoadGateKeysFile(path string) (*GateKeysFile, error) {
 }
 
 func readGateKeys(path string) (*GateKeys, error) {
-	b, err := readGateKeysBytes(path)
+	b, err := readKeptFile(path, "gate keys", GateKeysFileBytesMax)
 	if err != nil {
 		return nil, err
 	}
@@ -48,19 +47,6 @@ func readGateKeys(path string) (*GateKeys, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return gk, nil
-}
-
-func readGateKeysBytes(path string) ([]byte, error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("httpapi: gate keys: %w", err)
-	}
-	defer fh.Close()
-	b, err := io.ReadAll(io.LimitReader(fh, GateKeysFileBytesMax+1))
-	if err != nil {
-		return nil, fmt.Errorf("httpapi: gate keys: %s: %w", path, err)
-	}
-	return b, nil
 }
 
 // Path is the file's path.
@@ -83,7 +69,7 @@ func (f *GateKeysFile) GateProofs(resource string, g, status grant.Message) ([]g
 func (f *GateKeysFile) Reload() (changed bool, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	b, err := readGateKeysBytes(f.path)
+	b, err := readKeptFile(f.path, "gate keys", GateKeysFileBytesMax)
 	if err != nil {
 		return false, err
 	}

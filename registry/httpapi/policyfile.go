@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"sync"
@@ -30,7 +29,7 @@ type PolicyFile struct {
 // LoadPolicyFile reads and parses the policy at path; the file must
 // parse (ParsePolicy) for serve to start with it.
 func LoadPolicyFile(path string) (*PolicyFile, error) {
-	b, err := readPolicyFile(path)
+	b, err := readKeptFile(path, "resource policy", PolicyFileBytesMax)
 	if err != nil {
 		return nil, err
 	}
@@ -41,19 +40,6 @@ func LoadPolicyFile(path string) (*PolicyFile, error) {
 	f := &PolicyFile{path: path}
 	f.cur.Store(p)
 	return f, nil
-}
-
-func readPolicyFile(path string) ([]byte, error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("httpapi: resource policy: %w", err)
-	}
-	defer fh.Close()
-	b, err := io.ReadAll(io.LimitReader(fh, PolicyFileBytesMax+1))
-	if err != nil {
-		return nil, fmt.Errorf("httpapi: resource policy: %s: %w", path, err)
-	}
-	return b, nil
 }
 
 // Path is the policy's file.
@@ -74,7 +60,7 @@ func (f *PolicyFile) Authorize(identity string, verb Verb, resource string) erro
 func (f *PolicyFile) Reload() (changed bool, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	b, err := readPolicyFile(f.path)
+	b, err := readKeptFile(f.path, "resource policy", PolicyFileBytesMax)
 	if err != nil {
 		return false, err
 	}
