@@ -202,8 +202,7 @@ func (k *checker) forgotRenewal(g *grantTruth, e registry.EndedLease) {
 // as a regressed grant.
 func (k *checker) said(is wire.Issued) {
 	// A fresh grant carrying its own held statement says HELD itself.
-	held := is.Grant != nil && (is.Status == nil && is.Grant.HeldStatement() || is.Status != nil && is.Status.State == grant.StateHeld)
-	if !held {
+	if st, _, _, ok := is.Statement(); !ok || st != grant.StateHeld {
 		return
 	}
 	g := k.grants[is.Grant.Lease]

@@ -59,6 +59,21 @@ type Issued struct {
 	GateProofs []grant.GateProof
 }
 
+// Statement is the answer's own statement about the grant: its status
+// when it carries one (a retry's, renewal's or status query's answer),
+// else a fresh grant's held statement (HELD from IssuedAt until
+// HeldUntil); ok is false when it carries neither (no grant, or an
+// earlier-form grant answered without a status).
+func (is Issued) Statement() (state grant.State, issuedAt, validUntil time.Time, ok bool) {
+	switch {
+	case is.Status != nil:
+		return is.Status.State, is.Status.IssuedAt, is.Status.ValidUntil, true
+	case is.Grant != nil && is.Grant.HeldStatement():
+		return grant.StateHeld, is.Grant.IssuedAt, is.Grant.HeldUntil, true
+	}
+	return "", time.Time{}, time.Time{}, false
+}
+
 // ResourceInfo is an operator's view of one resource (POST
 // /v1/admin/resource).
 type ResourceInfo struct {

@@ -67,13 +67,8 @@ func (t *Transport) emit(e record.Event, is wire.Issued, err error) {
 		e.GrantDigest, e.TTLMs, e.PolicyGen = g.Digest().String(), g.TTLMs, g.PolicyGeneration
 		e.GrantIssuedMs, e.GrantExpiresMs = g.IssuedAt.UnixMilli(), g.ExpiresAt.UnixMilli()
 	}
-	switch s, g := is.Status, is.Grant; {
-	case err != nil:
-	case s != nil:
-		e.State, e.StatusIssuedMs, e.ValidUntilMs = string(s.State), s.IssuedAt.UnixMilli(), s.ValidUntil.UnixMilli()
-	case g != nil && g.HeldStatement():
-		// A fresh grant is its own HELD statement: the answer has no status.
-		e.State, e.StatusIssuedMs, e.ValidUntilMs = string(grant.StateHeld), g.IssuedAt.UnixMilli(), g.HeldUntil.UnixMilli()
+	if st, at, until, ok := is.Statement(); ok && err == nil {
+		e.State, e.StatusIssuedMs, e.ValidUntilMs = string(st), at.UnixMilli(), until.UnixMilli()
 	}
 	t.Rec.Emit(e)
 	if e.Result == record.ResultLost {

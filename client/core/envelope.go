@@ -46,7 +46,7 @@ func (c *Lease) Envelope(now time.Time, segmentSeq uint64, payload grant.Digest)
 	if err := m.Validate(); err != nil {
 		return gate.Mutation{}, fmt.Errorf("client: envelope: %w", err)
 	}
-	if u := EvidenceUntil(g, c.issued.Status); u.After(c.unsettled[segmentSeq]) {
+	if u := evidenceUntil(c.issued); u.After(c.unsettled[segmentSeq]) {
 		c.unsettled[segmentSeq] = u
 	}
 	return m, nil

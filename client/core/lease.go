@@ -84,7 +84,7 @@ func NewLease(o Limits, is wire.Issued, operationID string, from time.Time, jitt
 		jitter = func() float64 { return 0 }
 	}
 	c := &Lease{o: o, m: NewMachine(), issued: is, operation: operationID, jitter: jitter, unsettled: map[uint64]time.Time{}}
-	c.sched = Confirmed(o, from, c.ttl(), EvidenceUntil(is.Grant, is.Status), c.jitter())
+	c.sched = Confirmed(o, from, c.ttl(), evidenceUntil(is), c.jitter())
 	c.step(EvAcquireOK, from)
 	return c
 }

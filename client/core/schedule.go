@@ -3,7 +3,7 @@ package core
 import (
 	"time"
 
-	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // Due is what a lease's timers ask for at a given instant.
@@ -53,14 +53,11 @@ func (s Schedule) Refreshed(proofUntil time.Time) Schedule {
 	return s
 }
 
-// EvidenceUntil is how long an answer's HELD evidence lasts (registry
-// clock): its status proof's validUntil, else its grant's own heldUntil
-// (a fresh grant answered without a status).
-func EvidenceUntil(g *grant.Grant, st *grant.Status) time.Time {
-	if st != nil {
-		return st.ValidUntil
-	}
-	return g.HeldUntil
+// evidenceUntil is how long an answer's HELD evidence lasts (registry
+// clock): its statement's validUntil (wire.Issued.Statement).
+func evidenceUntil(is wire.Issued) time.Time {
+	_, _, until, _ := is.Statement()
+	return until
 }
 
 // ProofUsable reports whether the status proof may still be sent at now.
