@@ -21,6 +21,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fencegate/fencegate/testkit/pgtest"
 )
@@ -47,8 +48,11 @@ func newGateKeyWorld(t *testing.T) *gateKeyWorld {
 		"--token-file", tokens, "--unsafe-no-fsync", "--authz-open", "--admin", "ops-admin",
 		"--status-proof-ttl-ms", "5000") // three psql runs on one proof, on a loaded machine
 	w := &gateKeyWorld{pyWorld: &pyWorld{t: t, registry: serve.waitOutput(t, listenLine)}, dir: dir}
-	if !strings.Contains(serve.err.String(), `msg="gate keys loaded"`) {
-		t.Fatalf("serve does not say it loaded the gate keys:\n%s", serve.err.String())
+	// serve logs the keys it loaded beside its listen line, not before it.
+	for deadline := time.Now().Add(procWaitMax); !strings.Contains(serve.err.String(), `msg="gate keys loaded"`); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("serve does not say it loaded the gate keys:\n%s", serve.err.String())
+		}
 	}
 	w.dsn = w.database(filepath.Join(dir, "gate-report-1.key"))
 	w.other = w.database(filepath.Join(dir, "gate-other-1.key"))
