@@ -34,9 +34,12 @@ type Options struct {
 	// --max-txn-ops of 128 must cover it plus one write's operations.
 	BatchWritesMax int
 	// BatchInflightMax is how many transactions are in flight before
-	// commits queue for the next. Optional, defaults to 1: on a CPU-bound
-	// server fewer, larger transactions cost less per write than
-	// overlapping ones, and a queued commit waits at most one round trip.
+	// commits queue for the next. Optional, defaults to 2: etcd appends a
+	// transaction to its log while it applies the one before, so a second
+	// in flight overlaps the two where one alone leaves the queue waiting
+	// a whole round trip (at 64 resources about 1.2x the cycles per
+	// second of one in flight, docs/performance.md); a queued commit waits
+	// at most one round trip either way.
 	BatchInflightMax int
 	// Form is how the store writes records and request entries; it reads
 	// every form. Optional, defaults to registry.FormCompact; FormJSON
@@ -70,7 +73,7 @@ func (o Options) withDefaults() Options {
 		o.BatchWritesMax = 32
 	}
 	if o.BatchInflightMax <= 0 {
-		o.BatchInflightMax = 1
+		o.BatchInflightMax = 2
 	}
 	return o
 }

@@ -12,6 +12,7 @@ package etcdstore
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -82,7 +83,7 @@ func BenchmarkThroughput64Paired(b *testing.B) {
 }
 
 func registryLockers(b *testing.B) (*Store, []locker) {
-	st := New(benchEtcd(b), fmt.Sprintf("/bench-%d/", prefixSeq.Add(1)))
+	st := New(benchEtcd(b), fmt.Sprintf("/bench-%d/", prefixSeq.Add(1)), benchBatching(b)...)
 	reg := storetest.NewRegistry(b, st, nil)
 	var ls []locker
 	for i := 0; i < throughputResources; i++ {
@@ -165,6 +166,23 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// benchBatching reads FENCEGATE_BENCH_BATCHING ("writes,inflight", as
+// WithBatching takes them), so one binary measures other group-commit
+// settings against the defaults:
+//
+//	FENCEGATE_BENCH_BATCHING=32,1 go test ./registry/etcdstore -run '^$' -bench Throughput64Paired
+func benchBatching(b *testing.B) []Option {
+	v := os.Getenv("FENCEGATE_BENCH_BATCHING")
+	if v == "" {
+		return nil
+	}
+	var writes, inflight int
+	if n, err := fmt.Sscanf(v, "%d,%d", &writes, &inflight); n != 2 || err != nil {
+		b.Fatalf("FENCEGATE_BENCH_BATCHING=%q: want WRITES,INFLIGHT (%v)", v, err)
+	}
+	return []Option{WithBatching(writes, inflight)}
 }
 
 // reportBatching reports how many commits one etcd transaction carried.
