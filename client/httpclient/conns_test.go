@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/fencegate/fencegate/client/httpclient"
+	"github.com/fencegate/fencegate/registry/httpapi"
 	"github.com/fencegate/fencegate/wire"
 )
 
@@ -27,13 +28,14 @@ const (
 // connsOpened runs the cycles through a Client built with opts and
 // returns how many connections the server accepted.
 func connsOpened(t *testing.T, opts ...httpclient.ClientOption) int64 {
-	w := newWorld(t)
 	var opened atomic.Int64
-	w.srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			opened.Add(1)
+	w := newWorldServer(t, httpapi.AllowAll{}, func(srv *http.Server) {
+		srv.ConnState = func(_ net.Conn, s http.ConnState) {
+			if s == http.StateNew {
+				opened.Add(1)
+			}
 		}
-	}
+	})
 	c, err := httpclient.NewClient(w.srv.URL, append([]httpclient.ClientOption{httpclient.WithBearerToken(tokA)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -36,6 +37,12 @@ func newWorld(t *testing.T) *world { return newWorldWith(t, httpapi.AllowAll{}) 
 
 // newWorldWith serves the registry under the resource policy authz.
 func newWorldWith(t *testing.T, authz httpapi.Authorizer) *world {
+	return newWorldServer(t, authz, nil)
+}
+
+// newWorldServer is newWorldWith with setup applied to the HTTP server
+// before it starts (hooks set on a running server race its connections).
+func newWorldServer(t *testing.T, authz httpapi.Authorizer, setup func(*http.Server)) *world {
 	env := clienttest.NewEnv(t, nil)
 	auth, err := httpapi.ParseTokenFile([]byte(tokA + " " + clienttest.OwnerA + "\n" + tokB + " " + clienttest.OwnerB + "\n"))
 	if err != nil {
@@ -45,7 +52,11 @@ func newWorldWith(t *testing.T, authz httpapi.Authorizer) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(s)
+	srv := httptest.NewUnstartedServer(s)
+	if setup != nil {
+		setup(srv.Config)
+	}
+	srv.Start()
 	t.Cleanup(srv.Close)
 	return &world{env: env, srv: srv}
 }
