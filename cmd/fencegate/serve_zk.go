@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -30,6 +31,8 @@ func (z *zkOptions) flags(fs *pflag.FlagSet) {
 	fs.StringVar(&z.passwordFile, "zookeeper-password-file", "", "file holding the ZooKeeper digest user's password (one line)")
 	fs.StringVar(&z.cfg.Password, "zookeeper-password", "", "ZooKeeper digest user's password; prefer FENCEGATE_ZOOKEEPER_PASSWORD or --zookeeper-password-file (a flag shows in ps)")
 	_ = fs.MarkHidden("zookeeper-password") // settable, but through the environment
+	fs.DurationVar(&z.cfg.DialTimeout, "zookeeper-dial-timeout", zkstore.DialTimeoutMsDefault*time.Millisecond,
+		"how long serve waits at start for a ZooKeeper session, its authentication and a read of --zookeeper-root")
 }
 
 func (z *zkOptions) on() bool { return len(z.servers) > 0 }
@@ -43,6 +46,8 @@ func (z *zkOptions) check(etcdToo bool) error {
 		return usagef("--zookeeper-cacert, --zookeeper-cert, --zookeeper-key, --zookeeper-user and --zookeeper-password-file need --zookeeper")
 	case !z.on():
 		return nil
+	case z.cfg.DialTimeout <= 0:
+		return usagef("--zookeeper-dial-timeout must be positive, got %s", z.cfg.DialTimeout)
 	case z.passwordFile != "" && z.cfg.Password != "":
 		return usagef("give the ZooKeeper password once: --zookeeper-password-file or FENCEGATE_ZOOKEEPER_PASSWORD, not both")
 	case (z.passwordFile != "" || z.cfg.Password != "") && z.cfg.Username == "":

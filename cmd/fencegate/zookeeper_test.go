@@ -27,7 +27,7 @@ func TestServeOnZooKeeper(t *testing.T) {
 	const root, user, password = "/apps/fencegate", "fencegate", "zk-password-for-tests"
 	zkFlags := []string{"--zookeeper", zk.TLSAddr, "--zookeeper-root", root,
 		"--zookeeper-cacert", zk.PKI.CAFile, "--zookeeper-cert", zk.PKI.ClientCert, "--zookeeper-key", zk.PKI.ClientKey,
-		"--zookeeper-user", user}
+		"--zookeeper-user", user, "--zookeeper-dial-timeout", "60s"} // a JVM's TLS handshake under CI's load
 	t.Setenv("FENCEGATE_ZOOKEEPER_PASSWORD", password)
 	serve, url := serveProc(t, append([]string{"--viewer", "worker-1"}, zkFlags...)...)
 	for i, want := range []string{"fence=1", "fence=2"} {
@@ -103,6 +103,7 @@ func TestServeZooKeeperFlags(t *testing.T) {
 		{[]string{"--zookeeper", "zk:2181/chroot"}, regexp.MustCompile(`chroot goes in the root`)},
 		{[]string{"--zookeeper", "zk:2181", "--zookeeper-user", "u"}, regexp.MustCompile(`needs a password`)},
 		{[]string{"--zookeeper", "zk:2181", "--zookeeper-cert", "c.pem"}, regexp.MustCompile(`go together`)},
+		{[]string{"--zookeeper", "zk:2181", "--zookeeper-dial-timeout", "0s"}, regexp.MustCompile(`dial-timeout must be positive, got 0s`)},
 	} {
 		_, errOut, code := runCLI(append(append([]string{}, base...), c.flags...)...)
 		if code != 2 || !c.want.MatchString(errOut) {
