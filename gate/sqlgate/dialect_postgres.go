@@ -137,13 +137,13 @@ const postgresIssueTimes = `ALTER TABLE {p}resources ADD COLUMN last_grant_issue
 
 // postgresStateInOrder is PostgreSQL's migration 7. The receipt trigger of
 // migration 4 called a PL/pgSQL function for every receipt after a fence's
-// first (about 30 µs of the store statement's 75, EXPLAIN ANALYZE); it
+// first (20–30 µs of the store statement's 60–75, EXPLAIN ANALYZE); it
 // goes. In its place the fence row refuses any move of (highest_fence,
 // last_seq) that is not segment 1 of a higher fence or the next segment
 // under the same fence and root, in a trigger whose WHEN clause
 // PostgreSQL evaluates inline (the function runs only to refuse). The
 // clause is kept to that rule because its cost grows with its size: it is
-// compiled on every execution of the statement (about 7 µs as written;
+// compiled on every execution of the statement (about 10 µs as written;
 // with the floor, pause, grant and digest-length conditions too, 24 µs).
 // Every accept the gate stores moves this row and inserts its receipt in
 // one statement with the same fence, segment and root, so a receipt
