@@ -94,6 +94,9 @@ type Dialect struct {
 	// kept with the fence state, and the floor and instant of the last
 	// Resume in the resource row (the regression rule needs both).
 	issueTimes string
+	// stateInOrder is migration 7: where the database checks segment
+	// order ("" where migration 4's receipt trigger still does).
+	stateInOrder string
 }
 
 // Name returns "sqlite" or "postgres".

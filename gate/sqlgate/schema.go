@@ -14,7 +14,8 @@ import (
 // its triggers that hold the gate's storage invariants, {accept} what its
 // one-statement finish of an accept needs, {segmentChain} its trigger
 // refusing a receipt whose previous segment is missing, {compact} its
-// schema-5 layout, {issueTimes} its schema-6 columns.
+// schema-5 layout, {issueTimes} its schema-6 columns, {stateInOrder} its
+// schema-7 check of segment order.
 var migrations = []string{
 	1: `
 CREATE TABLE {p}resources (
@@ -123,6 +124,15 @@ DROP INDEX {p}receipts_by_operation;
 	// grant at highestFence keeps its IssuedAt, and Resume records the
 	// floor it was given and when.
 	6: `{issueTimes}`,
+	// 7: PostgreSQL checks segment order on the fence row instead of on
+	// each receipt (Dialect.stateInOrder): every accept moves the row and
+	// inserts its receipt in one statement with the same fence, segment
+	// and root, and the row's trigger, whose condition PostgreSQL
+	// evaluates without a function call, refuses a move the gate never
+	// makes; one PL/pgSQL call less per accept. A receipt inserted
+	// directly, bypassing the row, is no longer checked. SQLite keeps
+	// migration 4's trigger (nothing here).
+	7: `{stateInOrder}`,
 }
 
 // SchemaVersion is the schema version this package migrates to.
@@ -171,7 +181,7 @@ func (g *Gate) migrateTo(ctx context.Context, db *sql.DB, v int) error {
 	if n > 0 {
 		return nil
 	}
-	ddl := strings.NewReplacer("{serial}", g.d.serial, "{guard}", g.d.guardSetup, "{clustered}", g.d.clustered, "{invariants}", g.d.invariants, "{accept}", g.d.acceptEntry, "{segmentChain}", g.d.segmentChain, "{compact}", g.d.compact, "{issueTimes}", g.d.issueTimes).Replace(migrations[v])
+	ddl := strings.NewReplacer("{serial}", g.d.serial, "{guard}", g.d.guardSetup, "{clustered}", g.d.clustered, "{invariants}", g.d.invariants, "{accept}", g.d.acceptEntry, "{segmentChain}", g.d.segmentChain, "{compact}", g.d.compact, "{issueTimes}", g.d.issueTimes, "{stateInOrder}", g.d.stateInOrder).Replace(migrations[v])
 	for _, stmt := range splitStatements(g.q(ddl)) {
 		if _, err := tx.ExecContext(ctx, stmt); err != nil {
 			return fmt.Errorf("%w\n%s", err, stmt)

@@ -42,8 +42,10 @@ WHERE r.resource = $1` + d.forUpdate
 		ensureState:       g.q(`INSERT INTO {p}resources (resource, mode) VALUES ($1, $2) ON CONFLICT (resource) DO NOTHING`),
 		receiptAt:         g.q(`SELECT ` + receiptCols + ` FROM {p}receipts WHERE resource = $1 AND fence = $2 AND seq = $3`),
 		// The fences come from the partial index of first segments
-		// (migration 4); the chain trigger guarantees each fence's later
-		// segments are there under the same operation.
+		// (migration 4); the gate stores a fence's later segments only
+		// after its first, under the same root, which the database
+		// enforces too (SQLite: the receipts' chain trigger; PostgreSQL:
+		// the fence row's, migration 7).
 		receiptsByOp: g.q(`SELECT ` + receiptCols + ` FROM {p}receipts WHERE resource = $1 AND operation_id = $2 AND fence IN
   (SELECT fence FROM {p}receipts WHERE resource = $1 AND operation_id = $2 AND seq < 2) ORDER BY fence, seq`),
 		storePause:       g.q(`UPDATE {p}resources SET paused = $2, paused_reason = $3 WHERE resource = $1`),

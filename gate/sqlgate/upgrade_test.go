@@ -6,8 +6,11 @@
 // compact layout:
 // the state (last grant included) carries over, the next segment is
 // accepted, the old receipt still answers a replay and an operation
-// query; and that skipping the guard marker where no table is protected
-// never lets an ungated write into a table protected later.
+// query; that the database refuses an out-of-order segment from outside
+// the gate (SQLite: a receipt without its predecessor; PostgreSQL, schema
+// 7: a fence-row update that skips, with a negative control); and that
+// skipping the guard marker where no table is protected never lets an
+// ungated write into a table protected later.
 package sqlgate_test
 
 import (
@@ -85,8 +88,12 @@ VALUES ($1, $2, 5, $3, 'op-a', 1, $4, $5, $6, 'enforce', 'ACCEPTED')`,
 	if err != nil || a.Verdict != gate.VerdictAccepted || len(a.Receipts) != 2 || a.Receipts[0].ID() != old.ID() {
 		t.Fatalf("operation after upgrade: %+v, %v", a, err)
 	}
-	// The database refuses a receipt whose previous segment is missing
-	// (the operation query relies on it), even from outside the gate.
+	if b.dialect == sqlgate.Postgres {
+		testFenceStateInOrder(t, db, r)
+		return
+	}
+	// SQLite refuses a receipt whose previous segment is missing (the
+	// operation query relies on it), even from outside the gate.
 	d := make([]byte, 32)
 	for _, row := range []struct {
 		fence, seq int
@@ -98,6 +105,41 @@ VALUES ($1, $2, 5, $3, 'op-a', 1, $4, $5, $6, 'enforce', 'ACCEPTED')`,
 	}
 	if _, err := db.ExecContext(ctx, rebind(b, directReceipt), r, 5, 3, "op-a", d); err != nil {
 		t.Fatalf("the next segment must still be insertable: %v", err)
+	}
+}
+
+// testFenceStateInOrder: PostgreSQL (schema 7) refuses, even from outside
+// the gate, a fence-row update the gate never makes, and admits the two
+// it does (a lower fence is migration 2's trigger's); the row of r is at
+// fence 5, segment 2. Negative control: with the schema-7 trigger
+// dropped, the skipped segment is stored.
+func testFenceStateInOrder(t *testing.T, db *sql.DB, r string) {
+	ctx := context.Background()
+	update := func(set string) error {
+		_, err := db.ExecContext(ctx, `UPDATE fencegate_resources SET `+set+` WHERE resource = $1`, r)
+		return err
+	}
+	const refusal = "the fence state moves only to"
+	for _, set := range []string{
+		"last_seq = 4",                            // a skipped segment
+		"last_seq = 2",                            // the same segment again
+		"highest_fence = 6, last_seq = 2",         // a higher fence not at segment 1
+		"root = sha256('x'::bytea), last_seq = 3", // the next segment under another root
+	} {
+		if err := update(set); err == nil || !strings.Contains(err.Error(), refusal) {
+			t.Fatalf("SET %s: %v, want the database's refusal", set, err)
+		}
+	}
+	for _, set := range []string{"last_seq = 3", "highest_fence = 8, last_seq = 1", "paused = 1, mode = mode"} {
+		if err := update(set); err != nil {
+			t.Fatalf("SET %s (what the gate does) refused: %v", set, err)
+		}
+	}
+	if _, err := db.ExecContext(ctx, `DROP TRIGGER fencegate_fence_state_in_order ON fencegate_resources`); err != nil {
+		t.Fatal(err)
+	}
+	if err := update("last_seq = 4"); err != nil {
+		t.Fatalf("negative control: without the trigger the skip should be stored: %v", err)
 	}
 }
 
