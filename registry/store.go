@@ -16,11 +16,15 @@ import (
 //   - Read returns the record, the settings and the listed request entries
 //     as of one revision, which is at least every revision committed before
 //     Read was called (a linearizable read).
-//   - Commit applies all of a Write or none of it: it succeeds only if the
-//     record's, the settings' and each compared request entry's mod
-//     revisions equal the Write's, and, where the Write names the record
-//     or the settings it was decided on (RecordWas, SettingsWas), their
-//     stored contents equal those too. On a failed compare it returns, read in
+//   - Commit applies all of a Write or none of it: it succeeds only if each
+//     compared request entry's mod revision equals the Write's and, for
+//     the record and the settings, their stored contents equal the ones
+//     the Write names it was decided on (RecordWas, SettingsWas) or, where
+//     it names none, their mod revisions equal the Write's (0: absent).
+//     Contents decide where given: the core's decisions are functions of
+//     what they read, so a write decided on contents the store still holds
+//     is right whatever happened in between, and contents, unlike
+//     revisions, are not handed out again by a restore. On a failed compare it returns, read in
 //     the same linearizable step, the current snapshot of the Write's
 //     resource, settings and ReadKeys, so the caller retries without
 //     another round trip.
@@ -98,16 +102,18 @@ type Snapshot struct {
 // Write is one atomic compare-and-swap.
 type Write struct {
 	Resource    string  // "" when the write neither compares nor writes a record
-	RecordRev   uint64  // compare: the record's mod revision (0: absent)
+	RecordRev   uint64  // compare: the record's mod revision (0: absent), unless RecordWas is set
 	Record      *Record // the new record; nil leaves it as it is
-	SettingsRev uint64  // compare: the settings' mod revision, always checked
+	SettingsRev uint64  // compare: the settings' mod revision, unless SettingsWas is set
 	Settings    *Settings
 	// RecordWas and SettingsWas, when set, are the record and settings the
-	// write was decided on; the store compares their contents as well as
-	// the revisions. A restored etcd (a snapshot restore without
-	// --bump-revision) hands out revisions again, so a revision alone can
-	// match a different record: a replica deciding on a record it cached
-	// before the restore would otherwise commit over the restored one.
+	// write was decided on; the store compares their contents instead of
+	// the revisions (a set one requires the item to exist). A restored
+	// etcd (a snapshot restore without --bump-revision) hands out
+	// revisions again, so a revision alone can match a different record: a
+	// replica deciding on a record it cached before the restore would
+	// otherwise commit over the restored one. The contents are also the
+	// cheaper compare to keep alone: etcd reads the key once per compare.
 	RecordWas   *Record
 	SettingsWas *Settings
 	// RecordWasRaw, when set with RecordWas, is the stored bytes RecordWas

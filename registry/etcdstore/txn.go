@@ -43,19 +43,23 @@ func (t *writeTxn) request() *pb.TxnRequest {
 
 func (s *Store) txnOf(w registry.Write) writeTxn {
 	var t writeTxn
-	if w.Resource != "" {
-		t.cmps = append(t.cmps, modRevIs(s.recordKey(w.Resource), w.RecordRev))
-	}
-	if w.RecordWas != nil {
+	// Contents, where the write names them, instead of revisions
+	// (registry.Write): each compare is one more read of the key in etcd.
+	// A value compare fails on an absent key.
+	switch {
+	case w.RecordWas != nil:
 		was := w.RecordWasRaw
 		if was == nil {
 			was = s.form.EncodeRecord(w.RecordWas)
 		}
 		t.compareValue(s.recordKey(w.Resource), was)
+	case w.Resource != "":
+		t.cmps = append(t.cmps, modRevIs(s.recordKey(w.Resource), w.RecordRev))
 	}
-	t.cmps = append(t.cmps, modRevIs(s.settingsKey(), w.SettingsRev))
 	if w.SettingsWas != nil {
 		t.compareValue(s.settingsKey(), registry.EncodeSettings(w.SettingsWas))
+	} else {
+		t.cmps = append(t.cmps, modRevIs(s.settingsKey(), w.SettingsRev))
 	}
 	if w.Record != nil {
 		t.put(s.recordKey(w.Resource), s.form.EncodeRecord(w.Record))

@@ -166,16 +166,21 @@ func checkWrite(w registry.Write) error {
 }
 
 func (s *Store) comparesHoldLocked(w registry.Write) bool {
-	if w.Resource != "" && s.records[w.Resource].modRev != w.RecordRev {
+	// Contents, where the write names them, instead of revisions
+	// (registry.Write), as etcdstore compares.
+	switch {
+	case w.RecordWas != nil:
+		if !holds(s.records[w.Resource], w.RecordWas, func(b []byte) bool { return registry.StoredRecordIs(b, w.RecordWas, w.RecordWasRaw) }) {
+			return false
+		}
+	case w.Resource != "" && s.records[w.Resource].modRev != w.RecordRev:
 		return false
 	}
-	if w.RecordWas != nil && !holds(s.records[w.Resource], w.RecordWas, func(b []byte) bool { return registry.StoredRecordIs(b, w.RecordWas, w.RecordWasRaw) }) {
-		return false
-	}
-	if s.settings.modRev != w.SettingsRev {
-		return false
-	}
-	if w.SettingsWas != nil && !holds(s.settings, *w.SettingsWas, func(b []byte) bool { return bytes.Equal(b, registry.EncodeSettings(w.SettingsWas)) }) {
+	if w.SettingsWas != nil {
+		if !holds(s.settings, *w.SettingsWas, func(b []byte) bool { return bytes.Equal(b, registry.EncodeSettings(w.SettingsWas)) }) {
+			return false
+		}
+	} else if s.settings.modRev != w.SettingsRev {
 		return false
 	}
 	for _, rw := range w.Requests {

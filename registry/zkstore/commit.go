@@ -126,20 +126,24 @@ func (s *Store) look(ctx context.Context, w registry.Write) (*view, error) {
 
 // holds decides w's compares on v.
 func (s *Store) holds(w registry.Write, v *view) bool {
+	// Contents, where the write names them, instead of revisions
+	// (registry.Write), as etcdstore compares.
 	if w.Resource != "" {
 		n := v.nodes[s.recordPath(w.Resource)]
-		if n.modRev() != w.RecordRev {
-			return false
-		}
-		if w.RecordWas != nil && (n.modRev() == 0 || !registry.StoredRecordIs(n.data, w.RecordWas, w.RecordWasRaw)) {
+		if w.RecordWas != nil {
+			if n.modRev() == 0 || !registry.StoredRecordIs(n.data, w.RecordWas, w.RecordWasRaw) {
+				return false
+			}
+		} else if n.modRev() != w.RecordRev {
 			return false
 		}
 	}
 	n := v.nodes[s.settingsPath()]
-	if n.modRev() != w.SettingsRev {
-		return false
-	}
-	if w.SettingsWas != nil && (n.modRev() == 0 || !bytes.Equal(n.data, registry.EncodeSettings(w.SettingsWas))) {
+	if w.SettingsWas != nil {
+		if n.modRev() == 0 || !bytes.Equal(n.data, registry.EncodeSettings(w.SettingsWas)) {
+			return false
+		}
+	} else if n.modRev() != w.SettingsRev {
 		return false
 	}
 	for _, rw := range w.Requests {

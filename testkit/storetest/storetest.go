@@ -24,6 +24,7 @@ func Run(t *testing.T, newStore NewStore) {
 	t.Run("EmptyRead", func(t *testing.T) { testEmptyRead(t, newStore(t)) })
 	t.Run("CommitThenRead", func(t *testing.T) { testCommitThenRead(t, newStore(t)) })
 	t.Run("FailedCompareReturnsCurrent", func(t *testing.T) { testFailedCompare(t, newStore(t)) })
+	t.Run("ContentsDecideWhereGiven", func(t *testing.T) { testContentsDecide(t, newStore(t)) })
 	t.Run("CreateRevisionSurvivesPut", func(t *testing.T) { testCreateRevision(t, newStore(t)) })
 	t.Run("SettingsCompare", func(t *testing.T) { testSettings(t, newStore(t)) })
 	t.Run("ConcurrentCASLosesNoUpdate", func(t *testing.T) { testConcurrentCAS(t, newStore(t)) })
@@ -107,6 +108,37 @@ func testCommitThenRead(t *testing.T, s registry.Store) {
 	}
 	if got := mustRead(t, s, "a/b").RecordRev; got != res.Revision {
 		t.Fatalf("record revision moved to %d", got)
+	}
+}
+
+// testContentsDecide: a write naming the contents it was decided on is
+// judged by them, not by the revision: the record and the settings move
+// away and back to the same contents, and a write decided on the first
+// version commits. Negative control: the same write on the revision alone
+// fails, so the case cannot pass on a store where the revisions did not
+// move.
+func testContentsDecide(t *testing.T, s registry.Store) {
+	one, two := &registry.Record{HighestFence: 1}, &registry.Record{HighestFence: 2}
+	e1, e2 := &registry.Settings{RevokedBelowEpoch: 1}, &registry.Settings{RevokedBelowEpoch: 2}
+	first := mustCommit(t, s, registry.Write{Resource: "aba/1", Record: one, Settings: e1})
+	away := mustCommit(t, s, registry.Write{Resource: "aba/1", RecordRev: first.Revision, Record: two,
+		SettingsRev: first.Revision, Settings: e2})
+	back := mustCommit(t, s, registry.Write{Resource: "aba/1", RecordRev: away.Revision, Record: one,
+		SettingsRev: away.Revision, Settings: e1})
+	if !first.OK || !away.OK || !back.OK {
+		t.Fatalf("setup: %+v %+v %+v", first, away, back)
+	}
+	decidedOn := registry.Write{Resource: "aba/1", RecordRev: first.Revision, Record: &registry.Record{HighestFence: 3},
+		SettingsRev: first.Revision}
+	if got := mustCommit(t, s, decidedOn); got.OK {
+		t.Fatal("negative control: a write on revisions that moved committed")
+	}
+	decidedOn.RecordWas, decidedOn.SettingsWas = one, e1
+	if got := mustCommit(t, s, decidedOn); !got.OK {
+		t.Fatalf("a write decided on the contents the store holds failed: %+v", got.Current)
+	}
+	if snap := mustRead(t, s, "aba/1"); snap.Record.HighestFence != 3 {
+		t.Fatalf("fence %d after the write, want 3", snap.Record.HighestFence)
 	}
 }
 
