@@ -10,7 +10,6 @@ package httpapi
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -23,32 +22,19 @@ import (
 // decoded answer (a BatchResponse on 200, else an ErrorBody).
 func (h *harness) batchRaw(tok, body string) (int, wire.BatchResponse, wire.ErrorBody) {
 	h.t.Helper()
-	req, err := http.NewRequest(http.MethodPost, h.srv.URL+"/v1/batch", strings.NewReader(body))
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if tok != "" {
-		req.Header.Set("Authorization", "Bearer "+tok)
-	}
-	resp, err := h.srv.Client().Do(req)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	status, b, _ := h.exchange(http.MethodPost, "/v1/batch", tok, "application/json", body)
 	var (
 		br wire.BatchResponse
 		eb wire.ErrorBody
 	)
 	out := any(&eb)
-	if resp.StatusCode == http.StatusOK {
+	if status == http.StatusOK {
 		out = &br
 	}
 	if err := json.Unmarshal(b, out); err != nil {
-		h.t.Fatalf("batch: %d body %q: %v", resp.StatusCode, b, err)
+		h.t.Fatalf("batch: %d body %q: %v", status, b, err)
 	}
-	return resp.StatusCode, br, eb
+	return status, br, eb
 }
 
 // batchOf builds a batch body from (op, request) pairs; a request that

@@ -28,6 +28,21 @@ func (h *harness) raw(method, path, tok, body string) (int, wire.ErrorBody, http
 // rawAs is raw with the Content-Type ctype ("": none).
 func (h *harness) rawAs(method, path, tok, ctype, body string) (int, wire.ErrorBody, http.Header) {
 	h.t.Helper()
+	status, b, header := h.exchange(method, path, tok, ctype, body)
+	var eb wire.ErrorBody
+	if status != http.StatusOK {
+		if err := json.Unmarshal(b, &eb); err != nil {
+			h.t.Fatalf("%s %s: %d body %q is not JSON {code, message}: %v", method, path, status, b, err)
+		}
+	}
+	return status, eb, header
+}
+
+// exchange sends body to path as tok ("": no Authorization) with the
+// Content-Type ctype ("": none) and returns the status, the whole body
+// and the headers.
+func (h *harness) exchange(method, path, tok, ctype, body string) (int, []byte, http.Header) {
+	h.t.Helper()
 	req, err := http.NewRequest(method, h.srv.URL+path, strings.NewReader(body))
 	if err != nil {
 		h.t.Fatal(err)
@@ -43,14 +58,11 @@ func (h *harness) rawAs(method, path, tok, ctype, body string) (int, wire.ErrorB
 		h.t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	var eb wire.ErrorBody
-	if resp.StatusCode != http.StatusOK {
-		if err := json.Unmarshal(b, &eb); err != nil {
-			h.t.Fatalf("%s %s: %d body %q is not JSON {code, message}: %v", method, path, resp.StatusCode, b, err)
-		}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		h.t.Fatalf("%s %s: reading the answer: %v", method, path, err)
 	}
-	return resp.StatusCode, eb, resp.Header
+	return resp.StatusCode, b, resp.Header
 }
 
 func TestRefusedBeforeTheRegistry(t *testing.T) {
