@@ -30,14 +30,20 @@ import (
 type BatchOptions struct {
 	// InflightMax is how many requests (single or batched) the Client
 	// has in flight before further calls queue for the next batch.
-	// Optional, defaults to 1: on a CPU-bound machine fewer, larger
-	// batches cost less per call, and a queued call waits at most one
-	// exchange.
+	// Optional, defaults to InflightMaxDefault (2): with one, every
+	// queued call waits for the whole exchange in flight, the slowest of
+	// its operations included, and the server's store idles between
+	// batches; with two, one batch is answered while the next runs
+	// (docs/performance.md). More send smaller batches for no more
+	// throughput.
 	InflightMax int
 	// OperationsMax is how many calls one batch carries. Optional,
 	// defaults to 64, the server's limit (httpapi.BatchOperationsMax).
 	OperationsMax int
 }
+
+// InflightMaxDefault is BatchOptions.InflightMax when unset.
+const InflightMaxDefault = 2
 
 // batchOperationsMax is the server's limit on one batch's operations
 // (httpapi.BatchOperationsMax, which the SDK does not link).
@@ -52,7 +58,7 @@ const batchOperationsMax = 64
 // its first call's.
 func WithBatching(o BatchOptions) ClientOption {
 	if o.InflightMax <= 0 {
-		o.InflightMax = 1
+		o.InflightMax = InflightMaxDefault
 	}
 	if o.OperationsMax <= 0 || o.OperationsMax > batchOperationsMax {
 		o.OperationsMax = batchOperationsMax

@@ -167,9 +167,74 @@ func acquireReq(resource, requestID string) wire.AcquireRequest {
 	return wire.AcquireRequest{Resource: resource, OperationID: "op-" + requestID, OperationClass: "settle", RequestID: requestID}
 }
 
+// oneInFlight is the coalescing whose shape the tests below pin: one
+// request in flight, every other call queued behind it.
+var oneInFlight = httpclient.BatchOptions{InflightMax: 1}
+
+// By default a second call goes alone, and is answered, while the first
+// is in flight (InflightMaxDefault). Negative control: with one slot the
+// second call queues behind the first.
+func TestBatchingDefaultKeepsTwoRequestsInFlight(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		opt        httpclient.BatchOptions
+		secondGoes bool
+	}{{"default", httpclient.BatchOptions{}, true}, {"one slot", oneInFlight, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newBatchWorld(t)
+			c := w.client(t, tokA, httpclient.WithBatching(tc.opt))
+			tr := httpclient.Transport{C: c}
+			ctx := context.Background()
+			var wg sync.WaitGroup
+			var firstErr error
+			wg.Go(func() { _, firstErr = tr.Acquire(ctx, acquireReq("res/0", "r-0")) })
+			<-w.g.arrived // held at the server
+			defer func() { // also when the test fails below
+				select {
+				case <-w.g.release:
+				default:
+					close(w.g.release)
+				}
+			}()
+			second := make(chan error, 1)
+			wg.Go(func() { _, err := tr.Acquire(ctx, acquireReq("res/1", "r-1")); second <- err })
+			if tc.secondGoes {
+				select {
+				case err := <-second:
+					if err != nil {
+						t.Fatalf("second call: %v", err)
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatalf("the second call is not answered while the first is held (queued: %d)", httpclient.QueuedCalls(c))
+				}
+				// The held request is noted once released.
+				if got := fmt.Sprint(w.g.seen()); got != "[/v1/acquire]" {
+					t.Fatalf("requests %s, want the second call sent alone and answered while the first is held", got)
+				}
+			} else {
+				for deadline := time.Now().Add(10 * time.Second); httpclient.QueuedCalls(c) < 1; time.Sleep(time.Millisecond) {
+					if time.Now().After(deadline) {
+						t.Fatal("the second call neither queued nor went")
+					}
+				}
+			}
+			close(w.g.release)
+			wg.Wait()
+			if firstErr != nil {
+				t.Fatalf("first call: %v", firstErr)
+			}
+			if !tc.secondGoes {
+				if err := <-second; err != nil {
+					t.Fatalf("second call: %v", err)
+				}
+			}
+		})
+	}
+}
+
 func TestBatchingCoalescesWhileARequestIsInFlight(t *testing.T) {
 	w := newBatchWorld(t)
-	c := w.client(t, tokA, httpclient.WithBatching(httpclient.BatchOptions{}))
+	c := w.client(t, tokA, httpclient.WithBatching(oneInFlight))
 	tr := httpclient.Transport{C: c}
 	ctx := context.Background()
 	grants := make([]wire.Issued, 6)
@@ -216,7 +281,7 @@ func TestBatchOneFailureLeavesOthersIntact(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.g.rearm()
-	c := w.client(t, tokA, httpclient.WithBatching(httpclient.BatchOptions{}))
+	c := w.client(t, tokA, httpclient.WithBatching(oneInFlight))
 	tr := httpclient.Transport{C: c}
 	var (
 		ok, status wire.Issued
@@ -253,7 +318,7 @@ func TestBatchOneFailureLeavesOthersIntact(t *testing.T) {
 func TestBatchLostAnswerRetriedGivesSameGrants(t *testing.T) {
 	w := newBatchWorld(t)
 	ctx := context.Background()
-	c := w.client(t, tokA, httpclient.WithBatching(httpclient.BatchOptions{}))
+	c := w.client(t, tokA, httpclient.WithBatching(oneInFlight))
 	tr := httpclient.Transport{C: c}
 	w.g.mu.Lock()
 	w.g.dropNext = true
@@ -316,7 +381,7 @@ func TestBatchLostAnswerRetriedGivesSameGrants(t *testing.T) {
 func TestBatchCallerThatGivesUpIsWithdrawn(t *testing.T) {
 	w := newBatchWorld(t)
 	ctx := context.Background()
-	c := w.client(t, tokA, httpclient.WithBatching(httpclient.BatchOptions{}))
+	c := w.client(t, tokA, httpclient.WithBatching(oneInFlight))
 	tr := httpclient.Transport{C: c}
 	gone, cancel := context.WithCancel(ctx)
 	errs := make([]error, 4)
@@ -361,7 +426,7 @@ func TestBatchingFallsBackOnAnOlderServer(t *testing.T) {
 	w.g.noBatch = true
 	w.g.mu.Unlock()
 	ctx := context.Background()
-	c := w.client(t, tokA, httpclient.WithBatching(httpclient.BatchOptions{}))
+	c := w.client(t, tokA, httpclient.WithBatching(oneInFlight))
 	tr := httpclient.Transport{C: c}
 	calls := func(from int) []func() error {
 		var fs []func() error
