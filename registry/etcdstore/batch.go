@@ -21,7 +21,12 @@ import (
 // state before the whole transaction and applies each one's then or else
 // branch alone, so each write still succeeds or fails by its own compares
 // (a failed one reads its fresh snapshot in its else branch, as a lone
-// commit does) and no write waits for a retry of another. Writes in one
+// commit does) and no write waits for a retry of another. Where every
+// write in the group expects the same settings (the rule: settings move
+// only by an operator), the group compares them once, in the enclosing
+// transaction, and reads them once for every member's snapshot; should
+// they have moved, nothing applies and the group goes again with each
+// write's own compare. Writes in one
 // transaction touch disjoint keys (settings are only compared), so the
 // outcome is that of running them one after another in any order; they
 // share one revision, which is each one's commit revision. A commit that
@@ -223,11 +228,22 @@ func (b *batcher) send(group []*pending) {
 		close(p.done)
 		return
 	}
-	ops := make([]*pb.RequestOp, len(group))
-	for i, p := range group {
-		ops[i] = &pb.RequestOp{Request: &pb.RequestOp_RequestTxn{RequestTxn: p.t.request()}}
+	shared := sharedSettings(group)
+	req, first := &pb.TxnRequest{Success: make([]*pb.RequestOp, 0, len(group)+1)}, 0
+	if shared {
+		// One settings compare and one get of them for the whole group;
+		// the members compare and read only their own keys.
+		req.Compare = []*pb.Compare{group[0].t.setCmp}
+		req.Success, first = append(req.Success, get(b.s.settingsKey())), 1
 	}
-	resp, err := b.s.txn(ctx, &pb.TxnRequest{Success: ops})
+	for _, p := range group {
+		t := p.t.request()
+		if shared {
+			t = p.t.nested(p.w.Resource)
+		}
+		req.Success = append(req.Success, &pb.RequestOp{Request: &pb.RequestOp_RequestTxn{RequestTxn: t}})
+	}
+	resp, err := b.s.txn(ctx, req)
 	if err != nil && refused(err) {
 		// etcd checked the request and applied none of it (a server with
 		// lower limits than ours): send each write alone.
@@ -236,18 +252,61 @@ func (b *batcher) send(group []*pending) {
 		}
 		return
 	}
+	if err == nil && shared && !resp.Succeeded {
+		// The settings moved since the members read them (rare: an
+		// operator's change). Nothing was applied; send the group again
+		// with each member's own compare, so each fails with its own
+		// fresh snapshot as a lone commit would.
+		b.sendUnshared(ctx, group)
+		return
+	}
+	var settings *pb.RangeResponse
+	if shared && err == nil && len(resp.Responses) > 0 {
+		settings = resp.Responses[0].GetResponseRange()
+	}
+	b.deliver(group, resp, err, first, settings)
+}
+
+// sendUnshared sends group with every member's own settings compare.
+func (b *batcher) sendUnshared(ctx context.Context, group []*pending) {
+	ops := make([]*pb.RequestOp, len(group))
+	for i, p := range group {
+		ops[i] = &pb.RequestOp{Request: &pb.RequestOp_RequestTxn{RequestTxn: p.t.request()}}
+	}
+	resp, err := b.s.txn(ctx, &pb.TxnRequest{Success: ops})
+	b.deliver(group, resp, err, 0, nil)
+}
+
+// deliver gives each member its outcome: its nested transaction's
+// response, the first at resp.Responses[first]; settings is the group's
+// read of them when the members did not read their own.
+func (b *batcher) deliver(group []*pending, resp *pb.TxnResponse, err error, first int, settings *pb.RangeResponse) {
+	if err == nil && settings == nil && first > 0 {
+		err = errors.New("the settings' response is missing")
+	}
 	for i, p := range group {
 		switch {
 		case err != nil:
 			p.err = fmt.Errorf("etcdstore: commit: %w", err)
-		case i >= len(resp.Responses) || resp.Responses[i].GetResponseTxn() == nil:
+		case first+i >= len(resp.Responses) || resp.Responses[first+i].GetResponseTxn() == nil:
 			p.err = fmt.Errorf("etcdstore: commit: grouped response %d of %d missing", i, len(group))
 		default:
-			sub := resp.Responses[i].GetResponseTxn()
-			p.res, p.err = b.s.commitResult(p.w, uint64(resp.Header.Revision), sub.Succeeded, sub.Responses)
+			sub := resp.Responses[first+i].GetResponseTxn()
+			p.res, p.err = b.s.commitResult(p.w, uint64(resp.Header.Revision), sub.Succeeded, sub.Responses, settings)
 		}
 		close(p.done)
 	}
+}
+
+// sharedSettings reports whether every member of group expects the same
+// settings, so that one compare stands for all of them.
+func sharedSettings(group []*pending) bool {
+	for _, p := range group[1:] {
+		if p.t.setWant != group[0].t.setWant {
+			return false
+		}
+	}
+	return true
 }
 
 // refused reports an error etcd returns before applying anything because

@@ -1,7 +1,8 @@
 // This file proves group commit keeps each write's own outcome: writes
 // sent in one etcd transaction succeed or fail by their own compares (a
 // failed one gets its own fresh snapshot), share one revision, and never
-// share a key; a group etcd refuses (a duplicate key) is resent write by
+// share a key; writes expecting the same settings share one compare of
+// them, and none commits once they moved; a group etcd refuses (a duplicate key) is resent write by
 // write; a commit withdrawn while queued is never sent; and the store
 // passes the conformance suite with grouping off as well as on.
 package etcdstore
@@ -74,6 +75,81 @@ func TestGroupKeepsEachWritesOutcome(t *testing.T) {
 	}
 	if old, _ := s.Read(ctx, "g/old", nil); old.Record.HighestFence != 4 {
 		t.Fatal("the failed write landed")
+	}
+}
+
+// A group whose writes expect the same settings compares them once: a
+// member failing its own compare still gets the settings in its snapshot
+// (read once for the group). When the settings moved after the members
+// read them, no member commits and each gets the new settings, as a lone
+// commit would. Negative control: without the group's settings compare
+// the stale writes below commit.
+func TestGroupSharesOneSettingsCompare(t *testing.T) {
+	for _, moved := range []bool{false, true} {
+		t.Run(fmt.Sprint("moved=", moved), func(t *testing.T) {
+			s := freshStore(t)
+			ctx := context.Background()
+			set, err := s.Commit(ctx, registry.Write{Settings: &registry.Settings{RevokedBelowEpoch: 1}})
+			if err != nil || !set.OK {
+				t.Fatalf("setup: %+v %v", set, err)
+			}
+			old, err := s.Commit(ctx, registry.Write{Resource: "s/old", Record: &registry.Record{HighestFence: 4}, SettingsRev: set.Revision})
+			if err != nil || !old.OK {
+				t.Fatalf("setup: %+v %v", old, err)
+			}
+			ws := []registry.Write{
+				{Resource: "s/a", Record: &registry.Record{HighestFence: 1}, SettingsRev: set.Revision},
+				{Resource: "s/old", Record: &registry.Record{HighestFence: 9}, SettingsRev: set.Revision}, // stale record
+				{Resource: "s/b", Record: &registry.Record{HighestFence: 2}, SettingsRev: set.Revision},
+			}
+			wantSet, wantRev := uint64(1), set.Revision
+			if moved {
+				now, err := s.Commit(ctx, registry.Write{Settings: &registry.Settings{RevokedBelowEpoch: 2}, SettingsRev: set.Revision})
+				if err != nil || !now.OK {
+					t.Fatalf("moving the settings: %+v %v", now, err)
+				}
+				wantSet, wantRev = 2, now.Revision
+			}
+			g := groupOf(s, ws...)
+			if !sharedSettings(g) {
+				t.Fatal("the writes expect the same settings but do not share their compare")
+			}
+			s.batch.send(g)
+			for i, p := range g {
+				if p.err != nil {
+					t.Fatalf("write %d: %v", i, p.err)
+				}
+				stale := moved || i == 1
+				if p.res.OK == stale {
+					t.Fatalf("write %d: committed %v, want %v", i, p.res.OK, !stale)
+				}
+				if cur := p.res.Current; stale && (cur.Settings.RevokedBelowEpoch != wantSet || cur.SettingsRev != wantRev) {
+					t.Fatalf("write %d's snapshot shows settings %+v at %d, want epoch %d at %d", i, cur.Settings, cur.SettingsRev, wantSet, wantRev)
+				}
+			}
+			if moved {
+				if snap, _ := s.Read(ctx, "s/a", nil); snap.Record != nil {
+					t.Fatal("a write decided on moved settings landed")
+				}
+			}
+		})
+	}
+}
+
+// Writes expecting different settings (a revision, contents) each keep
+// their own compare.
+func TestGroupOfDifferentSettingsKeepsOwnCompares(t *testing.T) {
+	s := freshStore(t)
+	g := groupOf(s,
+		registry.Write{Resource: "d/a", Record: &registry.Record{HighestFence: 1}},
+		registry.Write{Resource: "d/b", Record: &registry.Record{HighestFence: 1}, SettingsWas: &registry.Settings{}},
+	)
+	if sharedSettings(g) {
+		t.Fatal("a revision compare and a contents compare were taken for one")
+	}
+	s.batch.send(g)
+	if g[0].err != nil || g[1].err != nil || !g[0].res.OK || g[1].res.OK {
+		t.Fatalf("outcomes: %+v %v, %+v %v (the second names settings that do not exist)", g[0].res, g[0].err, g[1].res, g[1].err)
 	}
 }
 

@@ -75,7 +75,7 @@ func (s *Store) Read(ctx context.Context, resource string, keys []registry.Reque
 	if err != nil {
 		return registry.Snapshot{}, fmt.Errorf("etcdstore: read: %w", err)
 	}
-	return parseSnapshot(uint64(resp.Header.Revision), resp.Responses, resource, keys)
+	return parseSnapshot(uint64(resp.Header.Revision), resp.Responses, resource, keys, nil)
 }
 
 // Commit implements registry.Store. Commits made while others are in
@@ -91,11 +91,13 @@ func (s *Store) Commit(ctx context.Context, w registry.Write) (registry.CommitRe
 	return s.batch.commit(ctx, w)
 }
 
-// parseSnapshot decodes the responses of readOps.
-// rev is the revision of the transaction that read them.
-func parseSnapshot(rev uint64, rs []*etcdserverpb.ResponseOp, resource string, keys []registry.RequestKey) (registry.Snapshot, error) {
+// parseSnapshot decodes the responses of readOps, rev being the revision
+// of the transaction that read them; or, when settings is not nil, of
+// readOps without the settings' get, with settings read apart at the
+// same revision.
+func parseSnapshot(rev uint64, rs []*etcdserverpb.ResponseOp, resource string, keys []registry.RequestKey, settings *etcdserverpb.RangeResponse) (registry.Snapshot, error) {
 	snap := registry.Snapshot{Revision: rev, Resource: resource}
-	if want := 1 + len(keys) + b2i(resource != ""); len(rs) != want {
+	if want := b2i(settings == nil) + len(keys) + b2i(resource != ""); len(rs) != want {
 		return snap, fmt.Errorf("etcdstore: %d responses, want %d", len(rs), want)
 	}
 	if resource != "" {
@@ -108,7 +110,10 @@ func parseSnapshot(rev uint64, rs []*etcdserverpb.ResponseOp, resource string, k
 		}
 		rs = rs[1:]
 	}
-	if kvs := rs[0].GetResponseRange().Kvs; len(kvs) == 1 {
+	if settings == nil {
+		settings, rs = rs[0].GetResponseRange(), rs[1:]
+	}
+	if kvs := settings.GetKvs(); len(kvs) == 1 {
 		set, err := registry.DecodeSettings(kvs[0].Value)
 		if err != nil {
 			return snap, fmt.Errorf("etcdstore: %w", err)
@@ -117,7 +122,7 @@ func parseSnapshot(rev uint64, rs []*etcdserverpb.ResponseOp, resource string, k
 	}
 	for i, k := range keys {
 		slot := registry.RequestSlot{Key: k}
-		if kvs := rs[1+i].GetResponseRange().Kvs; len(kvs) == 1 {
+		if kvs := rs[i].GetResponseRange().Kvs; len(kvs) == 1 {
 			e, err := registry.DecodeRequestEntry(kvs[0].Value)
 			if err != nil {
 				return snap, fmt.Errorf("etcdstore: request %s: %w", k.RequestID, err)

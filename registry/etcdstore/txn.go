@@ -30,15 +30,32 @@ func (s *Store) txn(ctx context.Context, req *pb.TxnRequest) (*pb.TxnResponse, e
 }
 
 // writeTxn is one Write as an etcd transaction: the compares, the writes
-// when they hold, the reads of the fresh snapshot when they do not.
+// when they hold, the reads of the fresh snapshot when they do not. The
+// settings compare is kept apart (setCmp): writes in one group that
+// expect the same settings share one (batch.go).
 type writeTxn struct {
-	cmps      []*pb.Compare
+	cmps      []*pb.Compare // but the settings'
+	setCmp    *pb.Compare
+	setWant   string // what setCmp expects, as a comparable key
 	then, els []*pb.RequestOp
 	size      int // bytes of keys and values written
 }
 
+// request is the write as a transaction of its own: its else branch reads
+// the settings with the rest of the snapshot (readOps).
 func (t *writeTxn) request() *pb.TxnRequest {
-	return &pb.TxnRequest{Compare: t.cmps, Success: t.then, Failure: t.els}
+	return &pb.TxnRequest{Compare: append([]*pb.Compare{t.setCmp}, t.cmps...), Success: t.then, Failure: t.els}
+}
+
+// nested is the write inside a group whose enclosing transaction has
+// compared the settings and reads them once for every member: no
+// settings compare, and an else branch without the settings' get.
+func (t *writeTxn) nested(resource string) *pb.TxnRequest {
+	els := t.els
+	if i := b2i(resource != ""); len(els) > i {
+		els = append(els[:i:i], els[i+1:]...)
+	}
+	return &pb.TxnRequest{Compare: t.cmps, Success: t.then, Failure: els}
 }
 
 func (s *Store) txnOf(w registry.Write) writeTxn {
@@ -57,9 +74,11 @@ func (s *Store) txnOf(w registry.Write) writeTxn {
 		t.cmps = append(t.cmps, modRevIs(s.recordKey(w.Resource), w.RecordRev))
 	}
 	if w.SettingsWas != nil {
-		t.compareValue(s.settingsKey(), registry.EncodeSettings(w.SettingsWas))
+		v := registry.EncodeSettings(w.SettingsWas)
+		t.setCmp, t.setWant = valueIs(s.settingsKey(), v), "contents "+string(v)
+		t.size += len(s.settingsKey()) + len(v)
 	} else {
-		t.cmps = append(t.cmps, modRevIs(s.settingsKey(), w.SettingsRev))
+		t.setCmp, t.setWant = modRevIs(s.settingsKey(), w.SettingsRev), fmt.Sprint("revision ", w.SettingsRev)
 	}
 	if w.Record != nil {
 		t.put(s.recordKey(w.Resource), s.form.EncodeRecord(w.Record))
@@ -92,11 +111,15 @@ func (t *writeTxn) put(key string, value []byte) {
 // repeat after an etcd restore, the contents a decision read cannot
 // (registry.Write.RecordWas). The bytes count toward the batch's size.
 func (t *writeTxn) compareValue(key string, value []byte) {
-	t.cmps = append(t.cmps, &pb.Compare{
+	t.cmps = append(t.cmps, valueIs(key, value))
+	t.size += len(key) + len(value)
+}
+
+func valueIs(key string, value []byte) *pb.Compare {
+	return &pb.Compare{
 		Result: pb.Compare_EQUAL, Target: pb.Compare_VALUE, Key: []byte(key),
 		TargetUnion: &pb.Compare_Value{Value: value},
-	})
-	t.size += len(key) + len(value)
+	}
 }
 
 func modRevIs(key string, rev uint64) *pb.Compare {
@@ -129,15 +152,16 @@ func (s *Store) commitOne(ctx context.Context, w registry.Write, t *writeTxn) (r
 	if err != nil {
 		return registry.CommitResult{}, fmt.Errorf("etcdstore: commit: %w", err)
 	}
-	return s.commitResult(w, uint64(resp.Header.Revision), resp.Succeeded, resp.Responses)
+	return s.commitResult(w, uint64(resp.Header.Revision), resp.Succeeded, resp.Responses, nil)
 }
 
 // commitResult decodes one write's outcome: its transaction's revision,
-// whether its compares held and, when not, the reads of its else branch.
-func (s *Store) commitResult(w registry.Write, rev uint64, ok bool, rs []*pb.ResponseOp) (registry.CommitResult, error) {
+// whether its compares held and, when not, the reads of its else branch
+// (with the settings as the enclosing group read them, when it did).
+func (s *Store) commitResult(w registry.Write, rev uint64, ok bool, rs []*pb.ResponseOp, settings *pb.RangeResponse) (registry.CommitResult, error) {
 	if ok {
 		return registry.CommitResult{OK: true, Revision: rev}, nil
 	}
-	cur, err := parseSnapshot(rev, rs, w.Resource, w.ReadKeys)
+	cur, err := parseSnapshot(rev, rs, w.Resource, w.ReadKeys, settings)
 	return registry.CommitResult{Current: cur}, err
 }
