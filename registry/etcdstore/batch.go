@@ -273,7 +273,14 @@ func (b *batcher) sendUnshared(ctx context.Context, group []*pending) {
 	for i, p := range group {
 		ops[i] = &pb.RequestOp{Request: &pb.RequestOp_RequestTxn{RequestTxn: p.t.request()}}
 	}
+	b.txns.Add(1)
 	resp, err := b.s.txn(ctx, &pb.TxnRequest{Success: ops})
+	if err != nil && refused(err) {
+		for _, p := range group {
+			b.send([]*pending{p})
+		}
+		return
+	}
 	b.deliver(group, resp, err, 0, nil)
 }
 
