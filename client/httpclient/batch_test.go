@@ -188,7 +188,7 @@ func TestBatchingDefaultKeepsTwoRequestsInFlight(t *testing.T) {
 			var wg sync.WaitGroup
 			var firstErr error
 			wg.Go(func() { _, firstErr = tr.Acquire(ctx, acquireReq("res/0", "r-0")) })
-			<-w.g.arrived // held at the server
+			<-w.g.arrived  // held at the server
 			defer func() { // also when the test fails below
 				select {
 				case <-w.g.release:
