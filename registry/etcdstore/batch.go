@@ -1,6 +1,7 @@
 package etcdstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -308,8 +309,10 @@ func (b *batcher) deliver(group []*pending, resp *pb.TxnResponse, err error, fir
 // sharedSettings reports whether every member of group expects the same
 // settings, so that one compare stands for all of them.
 func sharedSettings(group []*pending) bool {
+	a := &group[0].t
 	for _, p := range group[1:] {
-		if p.t.setWant != group[0].t.setWant {
+		b := &p.t
+		if (a.setVal == nil) != (b.setVal == nil) || a.setRev != b.setRev || !bytes.Equal(a.setVal, b.setVal) {
 			return false
 		}
 	}

@@ -36,7 +36,8 @@ func (s *Store) txn(ctx context.Context, req *pb.TxnRequest) (*pb.TxnResponse, e
 type writeTxn struct {
 	cmps      []*pb.Compare // but the settings'
 	setCmp    *pb.Compare
-	setWant   string // what setCmp expects, as a comparable key
+	setRev    uint64 // what setCmp expects: this revision, unless setVal is set
+	setVal    []byte // these contents (registry.Write.SettingsWas)
 	then, els []*pb.RequestOp
 	size      int // bytes of keys and values written
 }
@@ -75,10 +76,10 @@ func (s *Store) txnOf(w registry.Write) writeTxn {
 	}
 	if w.SettingsWas != nil {
 		v := registry.EncodeSettings(w.SettingsWas)
-		t.setCmp, t.setWant = valueIs(s.settingsKey(), v), "contents "+string(v)
+		t.setCmp, t.setVal = valueIs(s.settingsKey(), v), v
 		t.size += len(s.settingsKey()) + len(v)
 	} else {
-		t.setCmp, t.setWant = modRevIs(s.settingsKey(), w.SettingsRev), fmt.Sprint("revision ", w.SettingsRev)
+		t.setCmp, t.setRev = modRevIs(s.settingsKey(), w.SettingsRev), w.SettingsRev
 	}
 	if w.Record != nil {
 		t.put(s.recordKey(w.Resource), s.form.EncodeRecord(w.Record))
