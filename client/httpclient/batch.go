@@ -191,13 +191,9 @@ func (b *batcher) send(group []*batchCall) {
 		c.finish(b.c.do(c.ctx, http.MethodPost, c.path, c.in, c.out))
 		return
 	}
-	req := wire.BatchRequest{Operations: make([]wire.BatchOperation, len(group))}
+	req := batchRequest{Operations: make([]batchOperation, len(group))}
 	for i, c := range group {
-		raw, err := json.Marshal(c.in)
-		if err != nil { // the SDK's own request types always marshal
-			raw = nil
-		}
-		req.Operations[i] = wire.BatchOperation{Op: c.op, Request: raw}
+		req.Operations[i] = batchOperation{Op: c.op, Request: c.in}
 	}
 	ctx, stop := groupContext(group)
 	defer stop()
@@ -218,6 +214,19 @@ func (b *batcher) send(group []*batchCall) {
 		}
 		c.finish(answerOf(resp.Answers[i], c.out))
 	}
+}
+
+// batchRequest and batchOperation are wire.BatchRequest and
+// wire.BatchOperation as the SDK writes them: each operation's request is
+// the call's own value, encoded once with the whole batch (wire's
+// RawMessage would be encoded apart, then scanned and copied again).
+type batchRequest struct {
+	Operations []batchOperation `json:"operations"`
+}
+
+type batchOperation struct {
+	Op      string `json:"op"`
+	Request any    `json:"request"`
 }
 
 // sendEach sends every call of group alone and concurrently, as they

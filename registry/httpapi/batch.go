@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -89,7 +88,7 @@ func (s *Server) batch(ctx context.Context, caller string, _ *http.Request, body
 	case n > BatchOperationsMax:
 		return nil, fmt.Errorf("%w: batch: %d operations, limit %d", ErrTooLarge, n, BatchOperationsMax)
 	}
-	answers := make([]wire.BatchAnswer, n)
+	answers := make([]batchAnswer, n)
 	var wg sync.WaitGroup
 	for i := 1; i < n; i++ {
 		wg.Add(1)
@@ -100,29 +99,41 @@ func (s *Server) batch(ctx context.Context, caller string, _ *http.Request, body
 	}
 	answers[0] = s.batchOne(ctx, caller, req.Operations[0])
 	wg.Wait()
-	return wire.BatchResponse{Answers: answers}, nil
+	return batchResponse{Answers: answers}, nil
+}
+
+// batchResponse and batchAnswer are wire.BatchResponse and
+// wire.BatchAnswer as the server writes them: each answer is the
+// endpoint's own answer value, encoded once with the whole response
+// (wire's RawMessage would be encoded apart, then scanned and copied
+// again into the response).
+type batchResponse struct {
+	Answers []batchAnswer `json:"answers"`
+}
+
+type batchAnswer struct {
+	Status int             `json:"status"`
+	Answer any             `json:"answer,omitempty"`
+	Error  *wire.ErrorBody `json:"error,omitempty"`
 }
 
 // batchOne runs one operation as its endpoint would and records it as
 // the endpoint records a call: its verb's outcome counter, the resource
 // it was about (Config.Seen) and, with RequestLog, a request line.
-func (s *Server) batchOne(ctx context.Context, caller string, o wire.BatchOperation) wire.BatchAnswer {
+func (s *Server) batchOne(ctx context.Context, caller string, o wire.BatchOperation) batchAnswer {
 	op, ok := s.ops[o.Op]
 	if !ok {
 		err := fmt.Errorf("%w: batch: no operation %q (acquire, renew, release, status)", ErrBadRequest, o.Op)
-		return wire.BatchAnswer{Status: statusFor(wire.CodeBadRequest), Error: new(errorBody(wire.CodeBadRequest, err))}
+		return batchAnswer{Status: statusFor(wire.CodeBadRequest), Error: new(errorBody(wire.CodeBadRequest, err))}
 	}
 	start := time.Now()
 	rec := &callRecord{caller: caller}
 	resp, err := op.call(withRecord(ctx, rec), caller, op.req, o.Request)
-	a := wire.BatchAnswer{Status: http.StatusOK}
-	if err == nil {
-		a.Answer, err = json.Marshal(resp)
-	}
+	a := batchAnswer{Status: http.StatusOK, Answer: resp}
 	code := ""
 	if err != nil {
 		code = codeOf(err)
-		a = wire.BatchAnswer{Status: statusFor(code), Error: new(errorBody(code, err))}
+		a = batchAnswer{Status: statusFor(code), Error: new(errorBody(code, err))}
 	}
 	if op.e.count != nil {
 		op.e.count(code)

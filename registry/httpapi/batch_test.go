@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -210,4 +211,24 @@ func FuzzBatch(f *testing.F) {
 			}
 		}
 	})
+}
+
+// The server writes batches with its own types (one encoding pass); their
+// JSON fields must be wire's, name for name. Negative control: a renamed
+// field fails here before any client could misread it.
+func TestBatchAnswerTypesMatchWire(t *testing.T) {
+	for _, pair := range [][2]reflect.Type{
+		{reflect.TypeFor[batchResponse](), reflect.TypeFor[wire.BatchResponse]()},
+		{reflect.TypeFor[batchAnswer](), reflect.TypeFor[wire.BatchAnswer]()},
+	} {
+		ours, theirs := pair[0], pair[1]
+		if ours.NumField() != theirs.NumField() {
+			t.Fatalf("%v has %d fields, %v %d", ours, ours.NumField(), theirs, theirs.NumField())
+		}
+		for i := range ours.NumField() {
+			if a, b := ours.Field(i).Tag.Get("json"), theirs.Field(i).Tag.Get("json"); a != b {
+				t.Fatalf("%v field %d is %q, %v's %q", ours, i, a, theirs, b)
+			}
+		}
+	}
 }
