@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/fencegate/fencegate/testkit/jsonkeys"
 	"github.com/fencegate/fencegate/wire"
 )
 
@@ -15,14 +16,8 @@ func TestBatchRequestTypesMatchWire(t *testing.T) {
 		{reflect.TypeFor[batchRequest](), reflect.TypeFor[wire.BatchRequest]()},
 		{reflect.TypeFor[batchOperation](), reflect.TypeFor[wire.BatchOperation]()},
 	} {
-		ours, theirs := pair[0], pair[1]
-		if ours.NumField() != theirs.NumField() {
-			t.Fatalf("%v has %d fields, %v %d", ours, ours.NumField(), theirs, theirs.NumField())
-		}
-		for i := range ours.NumField() {
-			if a, b := ours.Field(i).Tag.Get("json"), theirs.Field(i).Tag.Get("json"); a != b {
-				t.Fatalf("%v field %d is %q, %v's %q", ours, i, a, theirs, b)
-			}
+		if d := jsonkeys.FieldsDiffer(pair[0], pair[1]); d != "" {
+			t.Fatal(d)
 		}
 	}
 }

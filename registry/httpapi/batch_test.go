@@ -16,6 +16,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fencegate/fencegate/testkit/jsonkeys"
 	"github.com/fencegate/fencegate/wire"
 )
 
@@ -221,14 +222,8 @@ func TestBatchAnswerTypesMatchWire(t *testing.T) {
 		{reflect.TypeFor[batchResponse](), reflect.TypeFor[wire.BatchResponse]()},
 		{reflect.TypeFor[batchAnswer](), reflect.TypeFor[wire.BatchAnswer]()},
 	} {
-		ours, theirs := pair[0], pair[1]
-		if ours.NumField() != theirs.NumField() {
-			t.Fatalf("%v has %d fields, %v %d", ours, ours.NumField(), theirs, theirs.NumField())
-		}
-		for i := range ours.NumField() {
-			if a, b := ours.Field(i).Tag.Get("json"), theirs.Field(i).Tag.Get("json"); a != b {
-				t.Fatalf("%v field %d is %q, %v's %q", ours, i, a, theirs, b)
-			}
+		if d := jsonkeys.FieldsDiffer(pair[0], pair[1]); d != "" {
+			t.Fatal(d)
 		}
 	}
 }

@@ -2,13 +2,16 @@
 // kept apart from the decoder it judges (internal/strictjson): a token
 // walk that finds a key given twice in one object or not exactly one of
 // the names the form allows, at any depth, or data after the value. A
-// decoder that accepts an input Problem flags is not strict.
+// decoder that accepts an input Problem flags is not strict. FieldsDiffer
+// holds a package's own types for a wire form to the wire's JSON names.
 package jsonkeys
 
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
+	"reflect"
 )
 
 // Problem walks b independently of the decoder under test and names
@@ -63,4 +66,19 @@ func Problem(b []byte, names map[string]bool) string {
 			return ""
 		}
 	}
+}
+
+// FieldsDiffer compares two struct types' JSON field tags in order and
+// describes the first difference, "" when there is none: a package that
+// writes a wire form with types of its own holds them to the wire's.
+func FieldsDiffer(ours, theirs reflect.Type) string {
+	if ours.NumField() != theirs.NumField() {
+		return fmt.Sprintf("%v has %d fields, %v %d", ours, ours.NumField(), theirs, theirs.NumField())
+	}
+	for i := range ours.NumField() {
+		if a, b := ours.Field(i).Tag.Get("json"), theirs.Field(i).Tag.Get("json"); a != b {
+			return fmt.Sprintf("%v field %d is %q, %v's %q", ours, i, a, theirs, b)
+		}
+	}
+	return ""
 }
