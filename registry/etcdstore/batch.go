@@ -235,12 +235,14 @@ func (b *batcher) send(group []*pending) {
 		// One settings compare and one get of them for the whole group;
 		// the members compare and read only their own keys.
 		req.Compare = []*pb.Compare{group[0].t.setCmp}
-		req.Success, first = append(req.Success, get(b.s.settingsKey())), 1
+		req.Success, first = append(req.Success, group[0].t.setGet), 1
 	}
 	for _, p := range group {
-		t := p.t.request()
+		var t *pb.TxnRequest
 		if shared {
-			t = p.t.nested(p.w.Resource)
+			t = p.t.nested()
+		} else {
+			t = p.t.request()
 		}
 		req.Success = append(req.Success, &pb.RequestOp{Request: &pb.RequestOp_RequestTxn{RequestTxn: t}})
 	}

@@ -93,22 +93,11 @@ func (s *Store) Commit(ctx context.Context, w registry.Write) (registry.CommitRe
 
 // parseSnapshot decodes the responses of readOps, rev being the revision
 // of the transaction that read them; or, when settings is not nil, of
-// readOps without the settings' get, with settings read apart at the
-// same revision.
+// ownReadOps, with settings read apart at the same revision.
 func parseSnapshot(rev uint64, rs []*etcdserverpb.ResponseOp, resource string, keys []registry.RequestKey, settings *etcdserverpb.RangeResponse) (registry.Snapshot, error) {
 	snap := registry.Snapshot{Revision: rev, Resource: resource}
 	if want := b2i(settings == nil) + len(keys) + b2i(resource != ""); len(rs) != want {
 		return snap, fmt.Errorf("etcdstore: %d responses, want %d", len(rs), want)
-	}
-	if resource != "" {
-		if kvs := rs[0].GetResponseRange().Kvs; len(kvs) == 1 {
-			rec, err := registry.DecodeRecord(kvs[0].Value)
-			if err != nil {
-				return snap, fmt.Errorf("etcdstore: %s: %w", resource, err)
-			}
-			snap.Record, snap.RecordRev, snap.RecordRaw = rec, uint64(kvs[0].ModRevision), kvs[0].Value
-		}
-		rs = rs[1:]
 	}
 	if settings == nil {
 		settings, rs = rs[0].GetResponseRange(), rs[1:]
@@ -119,6 +108,16 @@ func parseSnapshot(rev uint64, rs []*etcdserverpb.ResponseOp, resource string, k
 			return snap, fmt.Errorf("etcdstore: %w", err)
 		}
 		snap.Settings, snap.SettingsRev = set, uint64(kvs[0].ModRevision)
+	}
+	if resource != "" {
+		if kvs := rs[0].GetResponseRange().Kvs; len(kvs) == 1 {
+			rec, err := registry.DecodeRecord(kvs[0].Value)
+			if err != nil {
+				return snap, fmt.Errorf("etcdstore: %s: %w", resource, err)
+			}
+			snap.Record, snap.RecordRev, snap.RecordRaw = rec, uint64(kvs[0].ModRevision), kvs[0].Value
+		}
+		rs = rs[1:]
 	}
 	for i, k := range keys {
 		slot := registry.RequestSlot{Key: k}

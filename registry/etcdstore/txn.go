@@ -34,29 +34,27 @@ func (s *Store) txn(ctx context.Context, req *pb.TxnRequest) (*pb.TxnResponse, e
 // settings compare is kept apart (setCmp): writes in one group that
 // expect the same settings share one (batch.go).
 type writeTxn struct {
-	cmps      []*pb.Compare // but the settings'
-	setCmp    *pb.Compare
-	setRev    uint64 // what setCmp expects: this revision, unless setVal is set
-	setVal    []byte // these contents (registry.Write.SettingsWas)
-	then, els []*pb.RequestOp
-	size      int // bytes of keys and values written
+	cmps   []*pb.Compare // but the settings'
+	setCmp *pb.Compare
+	setRev uint64        // what setCmp expects: this revision, unless setVal is set
+	setVal []byte        // these contents (registry.Write.SettingsWas)
+	setGet *pb.RequestOp // the settings' get: first in a lone write's else branch
+	then   []*pb.RequestOp
+	els    []*pb.RequestOp // the snapshot's reads but the settings' (ownReadOps)
+	size   int             // bytes of keys and values written
 }
 
-// request is the write as a transaction of its own: its else branch reads
-// the settings with the rest of the snapshot (readOps).
+// request is the write as a transaction of its own: it compares the
+// settings and its else branch reads them first (readOps' order).
 func (t *writeTxn) request() *pb.TxnRequest {
-	return &pb.TxnRequest{Compare: append([]*pb.Compare{t.setCmp}, t.cmps...), Success: t.then, Failure: t.els}
+	return &pb.TxnRequest{Compare: append([]*pb.Compare{t.setCmp}, t.cmps...), Success: t.then,
+		Failure: append([]*pb.RequestOp{t.setGet}, t.els...)}
 }
 
 // nested is the write inside a group whose enclosing transaction has
-// compared the settings and reads them once for every member: no
-// settings compare, and an else branch without the settings' get.
-func (t *writeTxn) nested(resource string) *pb.TxnRequest {
-	els := t.els
-	if i := b2i(resource != ""); len(els) > i {
-		els = append(els[:i:i], els[i+1:]...)
-	}
-	return &pb.TxnRequest{Compare: t.cmps, Success: t.then, Failure: els}
+// compared the settings and reads them once for every member.
+func (t *writeTxn) nested() *pb.TxnRequest {
+	return &pb.TxnRequest{Compare: t.cmps, Success: t.then, Failure: t.els}
 }
 
 func (s *Store) txnOf(w registry.Write) writeTxn {
@@ -99,7 +97,7 @@ func (s *Store) txnOf(w registry.Write) writeTxn {
 			t.put(k, s.form.EncodeRequestEntry(rw.Entry))
 		}
 	}
-	t.els = s.readOps(w.Resource, w.ReadKeys)
+	t.setGet, t.els = get(s.settingsKey()), s.ownReadOps(w.Resource, w.ReadKeys)
 	return t
 }
 
@@ -130,13 +128,19 @@ func modRevIs(key string, rev uint64) *pb.Compare {
 	}
 }
 
-// readOps are the gets of a snapshot, in the order parseSnapshot expects.
+// readOps are the gets of a snapshot, in the order parseSnapshot
+// expects: the settings, then ownReadOps.
 func (s *Store) readOps(resource string, keys []registry.RequestKey) []*pb.RequestOp {
-	ops := make([]*pb.RequestOp, 0, 2+len(keys))
+	return append([]*pb.RequestOp{get(s.settingsKey())}, s.ownReadOps(resource, keys)...)
+}
+
+// ownReadOps are the gets of a snapshot's record (when resource is set)
+// and request entries.
+func (s *Store) ownReadOps(resource string, keys []registry.RequestKey) []*pb.RequestOp {
+	ops := make([]*pb.RequestOp, 0, 1+len(keys))
 	if resource != "" {
 		ops = append(ops, get(s.recordKey(resource)))
 	}
-	ops = append(ops, get(s.settingsKey()))
 	for _, k := range keys {
 		ops = append(ops, get(s.requestKey(k)))
 	}
