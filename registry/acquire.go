@@ -103,7 +103,11 @@ func (a *Acquisition) Step(ctx context.Context, cached bool) bool {
 			continue
 		}
 		if err != nil {
-			if a.queued && !errors.Is(err, wire.ErrWaitTimeout) {
+			// A waiting acquire whose caller gave up while its first
+			// commit was in flight may have a ticket it never heard of
+			// (the commit applied, its answer came too late): withdraw
+			// that too. Best effort, and no write where there is none.
+			if (a.queued || in.wait && ctx.Err() != nil) && !errors.Is(err, wire.ErrWaitTimeout) {
 				// A wait that ran out keeps its ticket for WaiterGraceMs, so
 				// the same request asking again keeps its place; any other
 				// end withdraws it.
