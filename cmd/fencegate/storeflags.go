@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -127,11 +128,9 @@ func (s *storeOptions) open(ctx context.Context, who string, stderr io.Writer) (
 	if err != nil {
 		return nil, storeEngine{}, nil, err
 	}
-	c, err := em.Client()
-	if err != nil {
-		em.Close()
-		return nil, storeEngine{}, nil, err
-	}
-	fmt.Fprintf(stderr, "%s: embedded etcd in %s\n", who, dir)
-	return etcdstore.New(c, s.etcdPrefix, etcdstore.WithStoredForm(s.form)), engineEmbeddedEtcd, func() { c.Close(); em.Close() }, nil
+	// The registry calls the member in process: a commit takes no
+	// loopback gRPC exchange. etcdctl still reaches it on its endpoint.
+	c, inProcess := em.InProcess()
+	fmt.Fprintf(stderr, "%s: embedded etcd in %s (etcd clients: %s)\n", who, dir, strings.Join(em.Endpoints(), ","))
+	return etcdstore.New(c, s.etcdPrefix, inProcess, etcdstore.WithStoredForm(s.form)), engineEmbeddedEtcd, func() { c.Close(); em.Close() }, nil
 }

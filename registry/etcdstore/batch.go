@@ -52,6 +52,8 @@ type Options struct {
 	// while replicas of a version before the compact form share the store
 	// (docs/operations.md, "Upgrading the stored form").
 	Form registry.StoredForm
+
+	kv pb.KVClient // Embedded.InProcess's; nil: the client's connection
 }
 
 // WithStoredForm sets the form the store writes records and request

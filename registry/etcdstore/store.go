@@ -9,11 +9,13 @@ package etcdstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
 
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/wire"
@@ -44,22 +46,41 @@ type Store struct {
 var _ registry.Store = (*Store)(nil)
 
 // New returns a store using c under prefix ("" means DefaultPrefix). The
-// caller keeps ownership of c. Commits are grouped (Options) unless an
+// caller keeps ownership of c. A client without a gRPC connection (an
+// in-process one) needs the Option Embedded.InProcess returns with it;
+// without it every call fails with ErrNoConnection. Commits are grouped (Options) unless an
 // option turns it off.
 func New(c *clientv3.Client, prefix string, opts ...Option) *Store {
 	if prefix == "" {
 		prefix = DefaultPrefix
 	}
-	s := &Store{c: c, kv: etcdserverpb.NewKVClient(c.ActiveConnection()), prefix: prefix}
+	s := &Store{c: c, prefix: prefix}
 	o := Options{}
 	for _, f := range opts {
 		f(&o)
 	}
-	s.form = o.Form
+	s.form, s.kv = o.Form, o.kv
+	if s.kv == nil {
+		s.kv = noConnection{}
+		if conn := c.ActiveConnection(); conn != nil {
+			s.kv = etcdserverpb.NewKVClient(conn)
+		}
+	}
 	if o = o.withDefaults(); o.BatchWritesMax > 1 {
 		s.batch = newBatcher(s, o)
 	}
 	return s
+}
+
+// ErrNoConnection: New was given a client without a gRPC connection (an
+// in-process client) and no Option saying how to reach its server.
+var ErrNoConnection = errors.New("etcdstore: the client has no gRPC connection; an in-process client needs the Option Embedded.InProcess returns with it")
+
+// noConnection is the KV client of a store whose client has none.
+type noConnection struct{ etcdserverpb.KVClient }
+
+func (noConnection) Txn(context.Context, *etcdserverpb.TxnRequest, ...grpc.CallOption) (*etcdserverpb.TxnResponse, error) {
+	return nil, ErrNoConnection
 }
 
 func (s *Store) recordKey(resource string) string { return s.prefix + recordDir + resource }
