@@ -3,7 +3,8 @@
 # pick instead, in the same run — the registry against etcd's
 # concurrency.Mutex in process on one embedded etcd (fsync on),
 # `fencegate serve` over HTTP against a Mutex over a real etcd client
-# (and two bare HTTP exchanges, the hop's floor), each fenced write
+# (serve on its embedded etcd, the quick start's, and on an etcd of its
+# own; and two bare HTTP exchanges, the hop's floor), each fenced write
 # against the plain write and the fence written by hand on the same
 # database (SQLite FULL/NORMAL, PostgreSQL synchronous_commit on/off
 # through database/sql and pgx), the gate inside PostgreSQL
@@ -38,8 +39,8 @@ specs=(
   "./registry/etcdstore etcdstore ^BenchmarkAcquireReleaseInterleaved$ 300x"
   "./registry/etcdstore etcdstore ^BenchmarkThroughput64Paired$ 5x"
   "./registry/etcdstore etcdstore ^BenchmarkHandoff$ 300x"
-  "./cmd/fencegate fencegate ^BenchmarkServeCycle$ 300x"
-  "./cmd/fencegate fencegate ^BenchmarkServeThroughput64$ 5x"
+  "./cmd/fencegate fencegate ^BenchmarkServeCycle(ExternalEtcd)?$ 300x"
+  "./cmd/fencegate fencegate ^BenchmarkServeThroughput64(ExternalEtcd)?$ 5x"
   "./cmd/fencegate fencegate ^BenchmarkServeThroughput64Only$ 5x"
   "./gate/sqlgate sqlgate ^BenchmarkWritePaired(Pgx)?$ 1500x"
   "./gate/sqlgate sqlgate ^BenchmarkWALFrames(Floor)?$ 1500x"

@@ -22,6 +22,7 @@ import (
 	"net/http/httptrace"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -31,7 +32,9 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
+	"go.uber.org/zap"
 
 	"github.com/fencegate/fencegate/client/httpclient"
 	"github.com/fencegate/fencegate/registry/etcdstore"
@@ -52,15 +55,41 @@ type servePair struct {
 	trace   httptrace.ClientTrace
 }
 
-func newServePair(b *testing.B) *servePair {
+// serveEtcd is where serve's etcd runs in a servePair.
+type serveEtcd int
+
+const (
+	// embeddedEtcd: serve on its own member, as the quick start runs it
+	// (the registry calls it in process), the Mutex's client dialing that
+	// member: each side one hop from its client to the process that
+	// commits.
+	embeddedEtcd serveEtcd = iota
+	// externalEtcd: an etcd of its own, serve and the Mutex both its
+	// clients: serve's calls take one hop more, HTTP to serve and gRPC on.
+	externalEtcd
+)
+
+func newServePair(b *testing.B, where serveEtcd) *servePair {
 	dir := b.TempDir()
-	em, err := etcdstore.StartEmbedded(context.Background(), filepath.Join(dir, "etcd"), etcdstore.EmbeddedOptions{})
-	if err != nil {
-		b.Fatal(err)
+	args := []string{"--data-dir", filepath.Join(dir, "serve"), "--listen", "127.0.0.1:0", "--token-file", benchTokenFile(b, dir), "--authz-open"}
+	var endpoints []string
+	if where == externalEtcd {
+		em, err := etcdstore.StartEmbedded(context.Background(), filepath.Join(dir, "etcd"), etcdstore.EmbeddedOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { em.Close() })
+		endpoints = em.Endpoints()
+		args = append(args, "--etcd-endpoints", strings.Join(endpoints, ","))
 	}
-	b.Cleanup(func() { em.Close() })
-	url := startServeBench(b, "--data-dir", filepath.Join(dir, "serve"), "--listen", "127.0.0.1:0", "--token-file", benchTokenFile(b, dir),
-		"--etcd-endpoints", strings.Join(em.Endpoints(), ","), "--authz-open")
+	url, stderr := startServeBench(b, args...)
+	if where == embeddedEtcd {
+		m := embeddedLine.FindStringSubmatch(stderr.String())
+		if m == nil {
+			b.Skipf("serve names no endpoint of its embedded etcd:\n%s", stderr)
+		}
+		endpoints = strings.Split(m[1], ",")
+	}
 	p := &servePair{}
 	// The SDK's default HTTP client, with the calls its goroutines make
 	// while a request is in flight coalesced into POST /v1/batch.
@@ -68,7 +97,7 @@ func newServePair(b *testing.B) *servePair {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ec, err := em.Client()
+	ec, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -88,9 +117,12 @@ func newServePair(b *testing.B) *servePair {
 	return p
 }
 
+// embeddedLine is serve's line naming its embedded member's endpoints.
+var embeddedLine = regexp.MustCompile(`embedded etcd in .* \(etcd clients: ([^)]+)\)`)
+
 // startServeBench runs serve in-process with args until the benchmark
-// ends and returns its URL.
-func startServeBench(b *testing.B, args ...string) string {
+// ends and returns its URL and what it wrote to stderr.
+func startServeBench(b *testing.B, args ...string) (string, *syncBuffer) {
 	ctx, cancel := context.WithCancel(context.Background())
 	stdout, stderr := &syncBuffer{}, &syncBuffer{}
 	done := make(chan int, 1)
@@ -98,7 +130,7 @@ func startServeBench(b *testing.B, args ...string) string {
 	b.Cleanup(func() { cancel(); <-done })
 	for range 1200 { // bounded: serve starts in well under a minute
 		if m := listenLine.FindStringSubmatch(stdout.String()); m != nil {
-			return m[1]
+			return m[1], stderr
 		}
 		select {
 		case c := <-done:
@@ -108,7 +140,7 @@ func startServeBench(b *testing.B, args ...string) string {
 		}
 	}
 	b.Fatalf("serve never printed its listen address:\n%s%s", stdout, stderr)
-	return ""
+	return "", nil
 }
 
 func benchTokenFile(b *testing.B, dir string) string {
@@ -212,8 +244,14 @@ func mutexCycle(ctx context.Context, m *concurrency.Mutex) error {
 // BenchmarkServeCycle alternates one acquire+release through serve over
 // HTTP and one Mutex Lock+Unlock, and reports both medians and their
 // ratio; and, third, the HTTP floor's two exchanges (httpFloor).
-func BenchmarkServeCycle(b *testing.B) {
-	p := newServePair(b)
+func BenchmarkServeCycle(b *testing.B) { benchServeCycle(b, embeddedEtcd) }
+
+// BenchmarkServeCycleExternalEtcd is BenchmarkServeCycle with serve on
+// an etcd of its own, one hop further from its clients than the Mutex.
+func BenchmarkServeCycleExternalEtcd(b *testing.B) { benchServeCycle(b, externalEtcd) }
+
+func benchServeCycle(b *testing.B, where serveEtcd) {
+	p := newServePair(b, where)
 	ctx := context.Background()
 	m := concurrency.NewMutex(p.session, "/bench-mutex/cycle")
 	floor := newHTTPFloor(b)
@@ -249,8 +287,14 @@ func BenchmarkServeCycle(b *testing.B) {
 // A third phase runs the HTTP floor's cycles (httpFloor) on 64
 // goroutines: the CPU two bare HTTP/1.1 exchanges take, which serve's
 // path pays on top of the registry's.
-func BenchmarkServeThroughput64(b *testing.B) {
-	p := newServePair(b)
+func BenchmarkServeThroughput64(b *testing.B) { benchServeThroughput64(b, embeddedEtcd) }
+
+// BenchmarkServeThroughput64ExternalEtcd is BenchmarkServeThroughput64
+// with serve on an etcd of its own (externalEtcd).
+func BenchmarkServeThroughput64ExternalEtcd(b *testing.B) { benchServeThroughput64(b, externalEtcd) }
+
+func benchServeThroughput64(b *testing.B, where serveEtcd) {
+	p := newServePair(b, where)
 	ctx := context.Background()
 	var mutexes []*concurrency.Mutex
 	for i := range serveBenchResources {
@@ -301,7 +345,7 @@ func BenchmarkServeThroughput64(b *testing.B) {
 // store's group commit, reached from HTTP; http-requests/cycle how many
 // HTTP requests the SDK sent per cycle (2 without batching).
 func BenchmarkServeThroughput64Only(b *testing.B) {
-	p := newServePair(b)
+	p := newServePair(b, embeddedEtcd)
 	ctx := context.Background()
 	phase := func() (time.Duration, time.Duration) {
 		return servePhase(b, func(g int) error { return p.registryCycle(ctx, fmt.Sprint("tp/", g)) })
