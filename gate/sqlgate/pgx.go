@@ -159,7 +159,7 @@ func (t *pgxTxn) execLast(ctx context.Context, q string, args ...any) error {
 	return nil
 }
 
-// commit sends the held statement and COMMIT in one round trip. held
+// commit sends the held statement, if any, and COMMIT in one round trip. held
 // reports that the held statement itself failed: nothing was committed.
 func (t *pgxTxn) commit(ctx context.Context) (held bool, err error) {
 	if !t.begun {
@@ -168,7 +168,14 @@ func (t *pgxTxn) commit(ctx context.Context) (held bool, err error) {
 	b := t.last
 	t.last = nil
 	if b == nil {
-		b = &pgx.Batch{}
+		// Nothing held: COMMIT alone, in the simple protocol as pgx's own
+		// Tx.Commit sends it (a batch of one would take the extended
+		// protocol's pipeline, with its Parse/Bind/Sync, on both sides).
+		tag, err := t.conn.Exec(ctx, "COMMIT")
+		if err == nil && tag.String() == "ROLLBACK" {
+			err = errors.New("the server rolled the transaction back")
+		}
+		return false, err
 	}
 	n := b.Len()
 	b.Queue("COMMIT")
