@@ -46,10 +46,10 @@ type Store struct {
 var _ registry.Store = (*Store)(nil)
 
 // New returns a store using c under prefix ("" means DefaultPrefix). The
-// caller keeps ownership of c. A client without a gRPC connection (an
-// in-process one) needs the Option Embedded.InProcess returns with it;
-// without it every call fails with ErrNoConnection. Commits are grouped (Options) unless an
-// option turns it off.
+// caller keeps ownership of c. Commits are grouped (Options) unless an
+// option turns it off. A client without a gRPC connection (an in-process
+// one) needs the Option Embedded.InProcess returns with it: without it
+// the store's reads and commits fail with ErrNoConnection.
 func New(c *clientv3.Client, prefix string, opts ...Option) *Store {
 	if prefix == "" {
 		prefix = DefaultPrefix
