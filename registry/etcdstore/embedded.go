@@ -9,9 +9,6 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
-	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
-	"go.etcd.io/etcd/server/v3/etcdserver/api/v3rpc"
-	"go.etcd.io/etcd/server/v3/proxy/grpcproxy/adapter"
 	"go.uber.org/zap"
 )
 
@@ -41,6 +38,7 @@ type EmbeddedOptions struct {
 type Embedded struct {
 	etcd      *embed.Etcd
 	endpoints []string
+	calls     callGate // InProcess's calls (inprocess.go)
 }
 
 // StartEmbedded starts (or restarts, keeping everything in dataDir) a
@@ -132,19 +130,11 @@ func (e *Embedded) Client() (*clientv3.Client, error) {
 	return c, nil
 }
 
-// InProcess returns a client of this member that calls its server in
-// this process (etcd's v3client: no socket, no gRPC encoding on either
-// side) and the Option with which New's store sends its transactions the
-// same way; pass both to New. A commit so saves a loopback gRPC exchange
-// each way (docs/performance.md, "One hop"). Close the client before the
-// member.
-func (e *Embedded) InProcess() (*clientv3.Client, Option) {
-	kv := adapter.KvServerToKvClient(v3rpc.NewQuotaKVServer(e.etcd.Server))
-	return v3client.New(e.etcd.Server), func(o *Options) { o.kv = kv }
-}
-
-// Close stops the member; everything committed stays in its data directory.
+// Close stops the member; everything committed stays in its data
+// directory. In-process calls in flight return first; later ones are
+// refused.
 func (e *Embedded) Close() error {
+	e.calls.shutAndDrain()
 	e.etcd.Close()
 	return nil
 }

@@ -2,11 +2,13 @@ package etcdstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
 
 	"github.com/fencegate/fencegate/registry"
 )
@@ -23,6 +25,11 @@ func (s *Store) txn(ctx context.Context, req *pb.TxnRequest) (*pb.TxnResponse, e
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			// The member's own request timeout, not the caller's: over
+			// gRPC it arrives as a status, and so it does in process.
+			err = status.FromContextError(err).Err()
 		}
 		return nil, rpctypes.Error(err)
 	}
