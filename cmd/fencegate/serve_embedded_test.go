@@ -22,7 +22,11 @@ import (
 
 func TestServeEmbeddedMemberIsTheOneItNames(t *testing.T) {
 	p, url := serveProc(t)
-	m := embeddedLine.FindStringSubmatch(p.err.String())
+	// stderr is copied apart from stdout: the line may trail the listen line.
+	var m []string
+	for deadline := time.Now().Add(10 * time.Second); m == nil && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		m = embeddedLine.FindStringSubmatch(p.err.String())
+	}
 	if m == nil {
 		t.Fatalf("serve's stderr names no embedded etcd endpoint:\n%s", p.err)
 	}
