@@ -97,22 +97,38 @@ func TestChaos(t *testing.T) {
 	t.Logf("TOTAL %d runs, %d operations checked, verdicts %v\n  faults %v\n  counts %+v", len(reports), ops, verdicts, faults, counts)
 }
 
+// mutantRunsMax bounds the mutant's runs. A stale write needs a worker
+// frozen with a built envelope at the right moment; on a loaded machine
+// a whole run can pass without one (seen once in CI: seed 1 on
+// ZooKeeper, 14 worker stops, none while a write was ready). A quiet run
+// (no stale accept, porcupine Ok) proves nothing either way, so the next
+// seed runs; any other disagreement fails at once.
+const mutantRunsMax = 3
+
 func TestChaosMutant(t *testing.T) {
 	d := envDuration(t, EnvMutant, 30*time.Second)
 	if d == 0 {
 		t.Skip(EnvMutant + "=0")
 	}
 	bins := setup(t)
-	r := run(t, bins, 1, d, true)
-	if r.Verdict != porcupine.Illegal {
-		t.Errorf("mutant (no fence check): porcupine says %s, want Illegal", r.Verdict)
+	for seed := uint64(1); seed <= mutantRunsMax; seed++ {
+		r := run(t, bins, seed, d, true)
+		if r.Verdict == porcupine.Ok && r.Counts.StaleAccepts == 0 {
+			t.Logf("mutant seed %d: no stale write came to the gate; next seed", seed)
+			continue
+		}
+		if r.Verdict != porcupine.Illegal {
+			t.Errorf("mutant (no fence check) seed %d: porcupine says %s with %d stale accepts, want Illegal", seed, r.Verdict, r.Counts.StaleAccepts)
+		}
+		if r.Counts.StaleAccepts == 0 {
+			t.Errorf("mutant seed %d: porcupine says Illegal but no stale accept counted", seed)
+		}
+		if _, err := os.Stat(r.Visualization); err != nil {
+			t.Errorf("mutant: no porcupine visualization: %v", err)
+		}
+		return
 	}
-	if r.Counts.StaleAccepts == 0 {
-		t.Errorf("mutant: no stale accept counted")
-	}
-	if _, err := os.Stat(r.Visualization); err != nil {
-		t.Errorf("mutant: no porcupine visualization: %v", err)
-	}
+	t.Errorf("mutant (no fence check): no stale accept in %d runs", mutantRunsMax)
 }
 
 // run is one seeded run in a fresh database and directory.
