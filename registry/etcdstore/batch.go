@@ -231,7 +231,13 @@ func (b *batcher) send(group []*pending) {
 		close(p.done)
 		return
 	}
-	shared := sharedSettings(group)
+	b.sendGroup(ctx, group, sharedSettings(group))
+}
+
+// sendGroup sends a group of two or more as one transaction: with shared,
+// the settings compared and read once for all (sharedSettings), else each
+// member with its own compare and read of them.
+func (b *batcher) sendGroup(ctx context.Context, group []*pending, shared bool) {
 	req, first := &pb.TxnRequest{Success: make([]*pb.RequestOp, 0, len(group)+1)}, 0
 	if shared {
 		// One settings compare and one get of them for the whole group;
@@ -262,7 +268,8 @@ func (b *batcher) send(group []*pending) {
 		// operator's change). Nothing was applied; send the group again
 		// with each member's own compare, so each fails with its own
 		// fresh snapshot as a lone commit would.
-		b.sendUnshared(ctx, group)
+		b.txns.Add(1)
+		b.sendGroup(ctx, group, false)
 		return
 	}
 	var settings *pb.RangeResponse
@@ -270,23 +277,6 @@ func (b *batcher) send(group []*pending) {
 		settings = resp.Responses[0].GetResponseRange()
 	}
 	b.deliver(group, resp, err, first, settings)
-}
-
-// sendUnshared sends group with every member's own settings compare.
-func (b *batcher) sendUnshared(ctx context.Context, group []*pending) {
-	ops := make([]*pb.RequestOp, len(group))
-	for i, p := range group {
-		ops[i] = &pb.RequestOp{Request: &pb.RequestOp_RequestTxn{RequestTxn: p.t.request()}}
-	}
-	b.txns.Add(1)
-	resp, err := b.s.txn(ctx, &pb.TxnRequest{Success: ops})
-	if err != nil && refused(err) {
-		for _, p := range group {
-			b.send([]*pending{p})
-		}
-		return
-	}
-	b.deliver(group, resp, err, 0, nil)
 }
 
 // deliver gives each member its outcome: its nested transaction's
