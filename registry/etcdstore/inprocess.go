@@ -60,12 +60,18 @@ type gatedKV struct {
 	gate                     *callGate
 }
 
-func (k gatedKV) Range(ctx context.Context, r *pb.RangeRequest) (*pb.RangeResponse, error) {
-	if err := k.gate.enter(); err != nil {
-		return nil, err
+// through runs one unary call past the gate.
+func through[Req, Resp any](g *callGate, ctx context.Context, r Req, call func(context.Context, Req) (Resp, error)) (Resp, error) {
+	if err := g.enter(); err != nil {
+		var none Resp
+		return none, err
 	}
-	defer k.gate.exit()
-	return k.kv.Range(ctx, r)
+	defer g.exit()
+	return call(ctx, r)
+}
+
+func (k gatedKV) Range(ctx context.Context, r *pb.RangeRequest) (*pb.RangeResponse, error) {
+	return through(k.gate, ctx, r, k.kv.Range)
 }
 
 func (k gatedKV) RangeStream(r *pb.RangeRequest, stream grpc.ServerStreamingServer[pb.RangeStreamResponse]) error {
@@ -77,35 +83,19 @@ func (k gatedKV) RangeStream(r *pb.RangeRequest, stream grpc.ServerStreamingServ
 }
 
 func (k gatedKV) Put(ctx context.Context, r *pb.PutRequest) (*pb.PutResponse, error) {
-	if err := k.gate.enter(); err != nil {
-		return nil, err
-	}
-	defer k.gate.exit()
-	return k.kv.Put(ctx, r)
+	return through(k.gate, ctx, r, k.kv.Put)
 }
 
 func (k gatedKV) DeleteRange(ctx context.Context, r *pb.DeleteRangeRequest) (*pb.DeleteRangeResponse, error) {
-	if err := k.gate.enter(); err != nil {
-		return nil, err
-	}
-	defer k.gate.exit()
-	return k.kv.DeleteRange(ctx, r)
+	return through(k.gate, ctx, r, k.kv.DeleteRange)
 }
 
 func (k gatedKV) Txn(ctx context.Context, r *pb.TxnRequest) (*pb.TxnResponse, error) {
-	if err := k.gate.enter(); err != nil {
-		return nil, err
-	}
-	defer k.gate.exit()
-	return k.kv.Txn(ctx, r)
+	return through(k.gate, ctx, r, k.kv.Txn)
 }
 
 func (k gatedKV) Compact(ctx context.Context, r *pb.CompactionRequest) (*pb.CompactionResponse, error) {
-	if err := k.gate.enter(); err != nil {
-		return nil, err
-	}
-	defer k.gate.exit()
-	return k.kv.Compact(ctx, r)
+	return through(k.gate, ctx, r, k.kv.Compact)
 }
 
 // InProcess returns a client of this member that calls its server in
