@@ -370,6 +370,30 @@ func BenchmarkServeThroughput64Only(b *testing.B) {
 	b.ReportMetric(float64(p.dials.Load())/float64((b.N+1)*servePhaseCycles), "dials/cycle")
 }
 
+// BenchmarkServeThroughput64MutexOnly runs only the Mutex's side of
+// BenchmarkServeThroughput64 (64 Mutexes over an etcd client of serve's
+// member), one phase per op: the peer's trace or profile, to set beside
+// BenchmarkServeThroughput64Only's (scripts/schedtrace).
+func BenchmarkServeThroughput64MutexOnly(b *testing.B) {
+	p := newServePair(b, embeddedEtcd)
+	ctx := context.Background()
+	var mutexes []*concurrency.Mutex
+	for i := range serveBenchResources {
+		mutexes = append(mutexes, concurrency.NewMutex(p.session, fmt.Sprint("/bench-mutex/tp/", i)))
+	}
+	phase := func() (time.Duration, time.Duration) {
+		return servePhase(b, func(g int) error { return mutexCycle(ctx, mutexes[g]) })
+	}
+	phase()
+	var rate, cpu []float64
+	for b.Loop() {
+		d, c := phase()
+		rate, cpu = append(rate, servePhaseCycles/d.Seconds()), append(cpu, float64(c.Microseconds())/servePhaseCycles)
+	}
+	b.ReportMetric(medianOf(rate), "mutex-cycles/s")
+	b.ReportMetric(medianOf(cpu), "mutex-cpu-us/cycle")
+}
+
 // servePhaseCycles is one side's share of a throughput pair.
 const servePhaseCycles = 10 * serveBenchResources
 
