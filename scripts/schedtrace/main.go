@@ -18,9 +18,12 @@
 //   - fdatasync calls: how many and how long;
 //   - per goroutine, its running time named by the innermost frame of
 //     interest where it stopped running (blocked, was preempted, or
-//     entered a system call): its share of the window spent running, and its share
-//     of the time it was the only goroutine running with none runnable
-//     (the pipeline's serial stages).
+//     entered a system call): its share of the window spent running,
+//     and its share of the time it was the only goroutine running with
+//     none runnable (the pipeline's serial stages).
+//
+// With -timeline, it first prints the share of each interval of the
+// whole trace with no goroutine running, to find the window.
 package main
 
 import (
@@ -70,14 +73,15 @@ func main() {
 	}
 	if *step > 0 {
 		for i, idle := range r.idleSteps {
-			fmt.Printf("%8v  none running %3.0f%%\n", time.Duration(i)*(*step), min(100, 100*idle/float64(*step))) // an idle stretch across a boundary counts in its first interval
+			fmt.Printf("%8v  none running %3.0f%%\n", time.Duration(i)*(*step), 100*idle/float64(*step))
 		}
 		fmt.Println()
 	}
 	r.print(os.Stdout, *top)
 }
 
-// window is the part of a trace analyzed, as offsets from its first event.
+// window is the part of a trace analyzed, as offsets from its first
+// event, and the interval of the whole trace's idle timeline (0: none).
 type window struct{ skip, until, step time.Duration }
 
 func (w window) has(d time.Duration) bool { return d >= w.skip && (w.until == 0 || d < w.until) }
@@ -133,11 +137,7 @@ func analyze(rd io.Reader, w window, focus *regexp.Regexp) (*report, error) {
 			first = t
 		}
 		if last != 0 && w.step > 0 && running == 0 {
-			i := int(time.Duration(last-first) / w.step)
-			for len(rep.idleSteps) <= i {
-				rep.idleSteps = append(rep.idleSteps, 0)
-			}
-			rep.idleSteps[i] += float64(t - last)
+			rep.addIdle(time.Duration(last-first), time.Duration(t-first), w.step)
 		}
 		if last != 0 && w.has(time.Duration(last-first)) {
 			d := float64(t - last)
@@ -218,6 +218,20 @@ func (p *runTime) addTo(rep *report, name string) {
 	}
 	rep.busy[name] += p.busy
 	rep.alone[name] += p.alone
+}
+
+// addIdle adds the idle stretch [from, to) to the intervals of length
+// step it covers.
+func (r *report) addIdle(from, to, step time.Duration) {
+	for from < to {
+		i := int(from / step)
+		end := min(to, time.Duration(i+1)*step)
+		for len(r.idleSteps) <= i {
+			r.idleSteps = append(r.idleSteps, 0)
+		}
+		r.idleSteps[i] += float64(end - from)
+		from = end
+	}
 }
 
 // frameOf is the innermost function of stk that focus matches.

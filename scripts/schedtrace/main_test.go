@@ -96,3 +96,18 @@ func TestFdatasyncsAreCounted(t *testing.T) {
 		t.Errorf("%d fdatasync calls counted, want %d", rep.syncs, calls)
 	}
 }
+
+func TestIdleStretchesSplitAcrossIntervals(t *testing.T) {
+	var r report
+	r.addIdle(150*time.Millisecond, 450*time.Millisecond, 100*time.Millisecond)
+	r.addIdle(460*time.Millisecond, 470*time.Millisecond, 100*time.Millisecond)
+	want := []time.Duration{0, 50, 100, 100, 60}
+	if len(r.idleSteps) != len(want) {
+		t.Fatalf("%d intervals, want %d: %v", len(r.idleSteps), len(want), r.idleSteps)
+	}
+	for i, ms := range want {
+		if got := time.Duration(r.idleSteps[i]); got != ms*time.Millisecond {
+			t.Errorf("interval %d idle %v, want %v", i, got, ms*time.Millisecond)
+		}
+	}
+}
