@@ -298,10 +298,7 @@ func BenchmarkServeThroughput64ExternalEtcd(b *testing.B) { benchServeThroughput
 func benchServeThroughput64(b *testing.B, where serveEtcd) {
 	p := newServePair(b, where)
 	ctx := context.Background()
-	var mutexes []*concurrency.Mutex
-	for i := range serveBenchResources {
-		mutexes = append(mutexes, concurrency.NewMutex(p.session, fmt.Sprint("/bench-mutex/tp/", i)))
-	}
+	mutexes := p.benchMutexes()
 	regPhase := func() (time.Duration, time.Duration) {
 		return servePhase(b, func(g int) error { return p.registryCycle(ctx, fmt.Sprint("tp/", g)) })
 	}
@@ -370,6 +367,16 @@ func BenchmarkServeThroughput64Only(b *testing.B) {
 	b.ReportMetric(float64(p.dials.Load())/float64((b.N+1)*servePhaseCycles), "dials/cycle")
 }
 
+// benchMutexes are the throughput benchmarks' Mutexes, one per resource,
+// on the pair's session.
+func (p *servePair) benchMutexes() []*concurrency.Mutex {
+	var mutexes []*concurrency.Mutex
+	for i := range serveBenchResources {
+		mutexes = append(mutexes, concurrency.NewMutex(p.session, fmt.Sprint("/bench-mutex/tp/", i)))
+	}
+	return mutexes
+}
+
 // BenchmarkServeThroughput64MutexOnly runs only the Mutex's side of
 // BenchmarkServeThroughput64 (64 Mutexes over an etcd client of serve's
 // member), one phase per op: the peer's trace or profile, to set beside
@@ -377,10 +384,7 @@ func BenchmarkServeThroughput64Only(b *testing.B) {
 func BenchmarkServeThroughput64MutexOnly(b *testing.B) {
 	p := newServePair(b, embeddedEtcd)
 	ctx := context.Background()
-	var mutexes []*concurrency.Mutex
-	for i := range serveBenchResources {
-		mutexes = append(mutexes, concurrency.NewMutex(p.session, fmt.Sprint("/bench-mutex/tp/", i)))
-	}
+	mutexes := p.benchMutexes()
 	phase := func() (time.Duration, time.Duration) {
 		return servePhase(b, func(g int) error { return mutexCycle(ctx, mutexes[g]) })
 	}
