@@ -32,9 +32,7 @@ import (
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
-	"go.uber.org/zap"
 
 	"github.com/fencegate/fencegate/client/httpclient"
 	"github.com/fencegate/fencegate/registry/etcdstore"
@@ -99,7 +97,7 @@ func newServePair(b *testing.B, where serveEtcd) *servePair {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ec, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	ec, err := etcdstore.Dial(context.Background(), etcdstore.ClientConfig{Endpoints: endpoints}, "/bench-mutex/")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -12,9 +12,6 @@ import (
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
-
 	"github.com/fencegate/fencegate/client/httpclient"
 	"github.com/fencegate/fencegate/registry/etcdstore"
 	"github.com/fencegate/fencegate/wire"
@@ -39,7 +36,7 @@ func TestServeEmbeddedMemberIsTheOneItNames(t *testing.T) {
 	if _, err := c.Acquire(ctx, wire.AcquireRequest{Resource: "etcdctl/1", OperationID: "op", OperationClass: "test", RequestID: "r1", TTLMs: 30_000}); err != nil {
 		t.Fatal(err)
 	}
-	ec, err := clientv3.New(clientv3.Config{Endpoints: strings.Split(m[1], ","), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	ec, err := etcdstore.Dial(ctx, etcdstore.ClientConfig{Endpoints: strings.Split(m[1], ",")}, etcdstore.DefaultPrefix)
 	if err != nil {
 		t.Fatal(err)
 	}
