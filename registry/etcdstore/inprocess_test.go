@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -31,8 +30,10 @@ func TestConformanceInProcess(t *testing.T) {
 	if conn := c.ActiveConnection(); conn != nil {
 		t.Fatalf("the in-process client has a gRPC connection to %s", conn.Target())
 	}
-	if kv := fmt.Sprintf("%T", New(c, "/x/", inProcess).kv); strings.Contains(kv, "kVClient") {
-		t.Fatalf("the in-process store sends on %s, etcd's gRPC client", kv)
+	var o Options
+	inProcess(&o)
+	if kv := New(c, "/x/", inProcess).kv; kv != o.kv {
+		t.Fatalf("the in-process store sends on %T, not the member's in-process server", kv)
 	}
 	storetest.Run(t, func(t *testing.T) registry.Store {
 		return New(c, fmt.Sprintf("/test-%d/", prefixSeq.Add(1)), inProcess)
