@@ -171,11 +171,7 @@ func (t *pgxTxn) commit(ctx context.Context) (held bool, err error) {
 		// Nothing held: COMMIT alone, in the simple protocol as pgx's own
 		// Tx.Commit sends it (a batch of one would take the extended
 		// protocol's pipeline, with its Parse/Bind/Sync, on both sides).
-		tag, err := t.conn.Exec(ctx, "COMMIT")
-		if err == nil && tag.String() == "ROLLBACK" {
-			err = errors.New("the server rolled the transaction back")
-		}
-		return false, err
+		return false, committed(t.conn.Exec(ctx, "COMMIT"))
 	}
 	n := b.Len()
 	b.Queue("COMMIT")
@@ -188,11 +184,18 @@ func (t *pgxTxn) commit(ctx context.Context) (held bool, err error) {
 			return true, err
 		}
 	}
-	tag, err := br.Exec()
+	return false, committed(br.Exec())
+}
+
+// errRolledBack: COMMIT answered ROLLBACK (the transaction had failed).
+var errRolledBack = errors.New("the server rolled the transaction back")
+
+// committed is COMMIT's outcome from its command tag and error.
+func committed(tag pgconn.CommandTag, err error) error {
 	if err == nil && tag.String() == "ROLLBACK" {
-		err = errors.New("the server rolled the transaction back")
+		return errRolledBack
 	}
-	return false, err
+	return err
 }
 
 // rollback ends the transaction, if it began, best effort.
