@@ -9,7 +9,8 @@
 # database (SQLite FULL/NORMAL, PostgreSQL synchronous_commit on/off
 # through database/sql and pgx), the gate inside PostgreSQL
 # (fencegate.apply) against the same peers and RunPgx, SQLite WAL pages
-# per write — and prints
+# per write, the Redis gate against MULTI/EXEC and a hand-rolled fence
+# script on one redis-server — and prints
 # one Markdown table of medians, ratios, issue 30's goals and whether each
 # holds (a peer whose benchmark this tree lacks reads "not run").
 #
@@ -45,8 +46,9 @@ specs=(
   "./gate/sqlgate sqlgate ^BenchmarkWritePaired(Pgx)?$ 1500x"
   "./gate/sqlgate sqlgate ^BenchmarkWALFrames(Floor)?$ 1500x"
   "./gate/pggate pggate ^BenchmarkApplyPaired$ 1500x"
+  "./gate/redisgate redisgate ^BenchmarkWritePaired$ 3000x"
 )
-pkgs=(./registry/etcdstore ./cmd/fencegate ./gate/sqlgate ./gate/pggate)
+pkgs=(./registry/etcdstore ./cmd/fencegate ./gate/sqlgate ./gate/pggate ./gate/redisgate)
 
 build() { # side dir
   local side=$1 dir=$2 pkg

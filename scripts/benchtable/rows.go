@@ -78,7 +78,14 @@ var rows = slices.Concat([]row{
 	plainRow("PostgreSQL sync on, pgx RunPgx", "BenchmarkWritePairedPgx/postgres-sync-on"),
 	fenceRow("PostgreSQL sync off, pgx RunPgx", "BenchmarkWritePairedPgx/postgres-sync-off"),
 	plainRow("PostgreSQL sync off, pgx RunPgx", "BenchmarkWritePairedPgx/postgres-sync-off"),
-}, sqlGateRows("on"), sqlGateRows("off"))
+}, sqlGateRows("on"), sqlGateRows("off"), []row{
+	// The Redis gate (gate/redisgate): no goal in issue 30, which names
+	// the SQL backends; its peer is the fence a Redis user writes by hand,
+	// one Lua script.
+	{label: "fenced write, Redis (appendfsync always)", peer: "hand-rolled fence", baseBench: "BenchmarkWritePaired/redis", baseUnit: "fence-µs",
+		oursBench: "BenchmarkWritePaired/redis", oursUnit: "fenced-µs", ratioUnit: "fenced/fence"},
+	plainRow("Redis", "BenchmarkWritePaired/redis"),
+})
 
 // sqlGateRows are issue 29's comparison: the gate inside PostgreSQL (BEGIN,
 // SELECT fencegate.apply, the INSERT, COMMIT) against the hand-rolled
