@@ -108,6 +108,7 @@ func New(cfg Config) (*Dashboard, error) {
 	if len(cfg.Admins)+len(cfg.Viewers) == 0 {
 		return nil, errors.New("dashboard: name at least one admin or viewer identity, or nobody can see it")
 	}
+	pages() // parsed now: a bad template stops serve at start, not at a first page
 	for _, ids := range [][]string{cfg.Admins, cfg.Viewers, cfg.GateReporters} {
 		if err := httpapi.ValidateAdmins(ids); err != nil {
 			return nil, fmt.Errorf("dashboard: %w", err)

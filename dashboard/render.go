@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -30,15 +31,21 @@ func assetServer() http.Handler {
 	})
 }
 
-var pages = template.Must(template.New("").Funcs(template.FuncMap{
-	"ms":       ms,
-	"clock":    func(atMs int64) string { return time.UnixMilli(atMs).UTC().Format("15:04:05.000") },
-	"time":     func(t time.Time) string { return t.UTC().Format("15:04:05 UTC") },
-	"outcome":  outcomeClass,
-	"join":     strings.Join,
-	"paused":   anyPaused,
-	"ageSince": func(nowMs, atMs int64) string { return ms(max(nowMs-atMs, 0)) },
-}).ParseFS(templateFS, "templates/*.html"))
+// pages are the parsed templates, parsed on first use (New parses them,
+// so serve fails at start on a bad template): every command of the
+// binary links this package, and parsing at init cost each of them
+// about a millisecond before main.
+var pages = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("").Funcs(template.FuncMap{
+		"ms":       ms,
+		"clock":    func(atMs int64) string { return time.UnixMilli(atMs).UTC().Format("15:04:05.000") },
+		"time":     func(t time.Time) string { return t.UTC().Format("15:04:05 UTC") },
+		"outcome":  outcomeClass,
+		"join":     strings.Join,
+		"paused":   anyPaused,
+		"ageSince": func(nowMs, atMs int64) string { return ms(max(nowMs-atMs, 0)) },
+	}).ParseFS(templateFS, "templates/*.html"))
+})
 
 // outcomeClass is the CSS class of an outcome's colour: ok (ACCEPTED,
 // REPLAYED), stale (the expected rejection of a former owner), alarm
@@ -68,7 +75,7 @@ func anyPaused(cells []GateCell) bool {
 // and answers 500 with nothing of the half-written page.
 func (d *Dashboard) render(w http.ResponseWriter, status int, name string, v any) {
 	var buf bytes.Buffer
-	if err := pages.ExecuteTemplate(&buf, name, v); err != nil {
+	if err := pages().ExecuteTemplate(&buf, name, v); err != nil {
 		http.Error(w, "dashboard: render "+name+": "+err.Error(), http.StatusInternalServerError)
 		return
 	}
@@ -144,7 +151,7 @@ func (d *Dashboard) events(w http.ResponseWriter, r *http.Request) {
 	quiet := 0
 	for {
 		var buf bytes.Buffer
-		if err := pages.ExecuteTemplate(&buf, "live", d.pageFor(r)); err != nil {
+		if err := pages().ExecuteTemplate(&buf, "live", d.pageFor(r)); err != nil {
 			return
 		}
 		if frag := buf.Bytes(); !bytes.Equal(frag, last) {
