@@ -4,7 +4,8 @@
 # concurrency.Mutex in process on one embedded etcd (fsync on),
 # `fencegate serve` over HTTP against a Mutex over a real etcd client
 # (serve on its embedded etcd, the quick start's, and on an etcd of its
-# own; and two bare HTTP exchanges, the hop's floor), each fenced write
+# own; and two bare HTTP exchanges, the hop's floor), `fencegate lock`
+# against `etcdctl lock` as whole processes, each fenced write
 # against the plain write and the fence written by hand on the same
 # database (SQLite FULL/NORMAL, PostgreSQL synchronous_commit on/off
 # through database/sql and pgx), the gate inside PostgreSQL
@@ -43,6 +44,7 @@ specs=(
   "./cmd/fencegate fencegate ^BenchmarkServeCycle(ExternalEtcd)?$ 300x"
   "./cmd/fencegate fencegate ^BenchmarkServeThroughput64(ExternalEtcd)?$ 5x"
   "./cmd/fencegate fencegate ^BenchmarkServeThroughput64Only$ 5x"
+  "./cmd/fencegate fencegate ^BenchmarkLockCommand$ 30x"
   "./gate/sqlgate sqlgate ^BenchmarkWritePaired(Pgx)?$ 1500x"
   "./gate/sqlgate sqlgate ^BenchmarkWALFrames(Floor)?$ 1500x"
   "./gate/pggate pggate ^BenchmarkApplyPaired$ 1500x"
