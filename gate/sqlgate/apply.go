@@ -51,6 +51,9 @@ func (g *Gate) Run(ctx context.Context, db *sql.DB, caller string, m *gate.Mutat
 	if err != nil {
 		return gate.Receipt{}, fmt.Errorf("sqlgate: begin: %w", err)
 	}
+	// After a commit a no-op; should fn panic, it ends the transaction
+	// and returns the connection to the pool.
+	defer tx.Rollback()
 	r, err := g.applyIn(ctx, sqlTxn{g, tx}, caller, m, onTx(fn, tx), true)
 	if !keepTx(err) {
 		tx.Rollback()

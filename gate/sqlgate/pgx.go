@@ -45,6 +45,15 @@ func (g *Gate) RunPgx(ctx context.Context, conn *pgx.Conn, caller string, m *gat
 		return gate.Receipt{}, ErrNotPostgres
 	}
 	t := &pgxTxn{conn: conn}
+	defer func() {
+		// Should fn panic, the connection leaves in no transaction: the
+		// caller may recover and use it again, and a later COMMIT on it
+		// must not commit this one's speculative accept and partial writes.
+		if p := recover(); p != nil {
+			t.rollback(ctx)
+			panic(p)
+		}
+	}()
 	r, err := g.applyIn(ctx, t, caller, m, func(ctx context.Context) error { return fn(ctx, conn) }, true)
 	if !keepTx(err) {
 		t.rollback(ctx)
