@@ -46,15 +46,35 @@ func (g *Gate) Apply(ctx context.Context, tx *sql.Tx, caller string, m *gate.Mut
 // and commits when the write stands or the decision recorded something
 // (quarantine, alarm, pause, shadow log); otherwise it rolls back. Owning
 // the transaction, it needs no savepoint: a failed fn rolls everything back.
+//
+// On PostgreSQL through pgx's database/sql driver, Run pins a connection
+// and pipelines the gate's statements on the pgx connection under it
+// (sqlpgx.go).
 func (g *Gate) Run(ctx context.Context, db *sql.DB, caller string, m *gate.Mutation, fn BusinessFunc) (gate.Receipt, error) {
-	tx, err := db.BeginTx(ctx, nil)
+	begin, pin := db.BeginTx, (*sql.Conn)(nil)
+	if g.stmt.speculateStore != "" {
+		c, err := db.Conn(ctx)
+		if err != nil {
+			return gate.Receipt{}, fmt.Errorf("sqlgate: begin: %w", err)
+		}
+		defer c.Close()
+		begin = c.BeginTx
+		if pinnedPgx(c) {
+			pin = c
+		}
+	}
+	tx, err := begin(ctx, nil)
 	if err != nil {
 		return gate.Receipt{}, fmt.Errorf("sqlgate: begin: %w", err)
 	}
-	// After a commit a no-op; should fn panic, it ends the transaction
-	// and returns the connection to the pool.
+	// After a commit a no-op; should fn panic, it ends the transaction,
+	// which a pinned connection's Close would otherwise wait for forever.
 	defer tx.Rollback()
-	r, err := g.applyIn(ctx, sqlTxn{g, tx}, caller, m, onTx(fn, tx), true)
+	var t txn = sqlTxn{g, tx}
+	if pin != nil {
+		t = sqlPgxTxn{sqlTxn: sqlTxn{g, tx}, conn: pin}
+	}
+	r, err := g.applyIn(ctx, t, caller, m, onTx(fn, tx), true)
 	if !keepTx(err) {
 		tx.Rollback()
 		return r, err

@@ -28,3 +28,6 @@ func BreakSpeculation(d *Dialect, old, new string) *Dialect {
 // SpeculateStoreSQL is the gate's pipelined store statement, prefix and
 // placeholders resolved.
 func SpeculateStoreSQL(g *Gate) string { return g.stmt.speculateStore }
+
+// PinnedPgx exposes pinnedPgx: whether Run pipelines on c.
+func PinnedPgx(c *sql.Conn) bool { return pinnedPgx(c) }

@@ -3,12 +3,15 @@
 // gate.Decide would not: a status proof that goes stale while the
 // statement waits for the row lock is rejected with nothing written, and
 // a statement loosened on purpose stores an accept that Decide refuses,
-// which is rolled back. Each test runs through database/sql and pgx.
+// which is rolled back. Each test runs through database/sql on pgx's
+// driver (the pipelined pair), through database/sql on a driver that is
+// not pgx's (the one-statement CTE), and through RunPgx.
 package sqlgate_test
 
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"strings"
@@ -17,6 +20,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/gate"
@@ -51,7 +55,8 @@ func (c *stepClock) Now() time.Time {
 }
 
 // specEnv is a PostgreSQL gate on dialect d with clock c and a ledger,
-// applying through database/sql's Run or, with via "pgx", RunPgx.
+// applying through database/sql's Run (on pgx's driver, or with via
+// "database-sql-cte" on one that hides it) or, with via "pgx", RunPgx.
 func specEnv(t *testing.T, d *sqlgate.Dialect, c clock.Clock, via string) (*specE, *gatetest.Issuer) {
 	iss := gatetest.NewIssuer("main")
 	g, err := sqlgate.New(sqlgate.Config{Dialect: d, Policy: gate.Policy{Verifier: iss.Verifier}, Clock: c})
@@ -59,7 +64,11 @@ func specEnv(t *testing.T, d *sqlgate.Dialect, c clock.Clock, via string) (*spec
 		t.Fatal(err)
 	}
 	dsn := pgtest.WithParam(pgtest.NewDatabase(t), "synchronous_commit", "off")
-	db, err := sql.Open("pgx", dsn)
+	driverName := "pgx"
+	if via == "database-sql-cte" {
+		driverName = hiddenPgxDriver
+	}
+	db, err := sql.Open(driverName, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +104,61 @@ func (e *specE) apply(caller string, m *gate.Mutation, payload string) (gate.Rec
 	})
 }
 
-var vias = []string{"database-sql", "pgx"}
+var vias = []string{"database-sql", "database-sql-cte", "pgx"}
+
+// hiddenPgxDriver is pgx's database/sql driver with its connections
+// wrapped so that they offer every database/sql interface but not the pgx
+// connection under them: Run takes the one-statement CTE on it, as it
+// does on any driver that is not pgx's.
+const hiddenPgxDriver = "pgx-hidden"
+
+func init() { sql.Register(hiddenPgxDriver, hiddenDriver{stdlib.GetDefaultDriver()}) }
+
+type hiddenDriver struct{ driver.Driver }
+
+// driverConn is what pgx's driver connection offers database/sql, less
+// its Conn method.
+type driverConn interface {
+	driver.Conn
+	driver.ConnBeginTx
+	driver.ConnPrepareContext
+	driver.ExecerContext
+	driver.QueryerContext
+	driver.Pinger
+	driver.SessionResetter
+	driver.NamedValueChecker
+}
+
+type hiddenConn struct{ driverConn }
+
+func (d hiddenDriver) Open(name string) (driver.Conn, error) {
+	c, err := d.Driver.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	return hiddenConn{c.(driverConn)}, nil
+}
+
+// TestRunPipelinesOnlyOnPgxDriver: Run's pipelined path is taken on pgx's
+// driver and not on the wrapped one (the vias above rely on it).
+func TestRunPipelinesOnlyOnPgxDriver(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	for name, want := range map[string]bool{"pgx": true, hiddenPgxDriver: false} {
+		db, err := sql.Open(name, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		c, err := db.Conn(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sqlgate.PinnedPgx(c); got != want {
+			t.Errorf("driver %s: pipelines %v, want %v", name, got, want)
+		}
+		c.Close()
+	}
+}
 
 // nothingWritten fails unless resource r has no receipt, no ledger row
 // and highestFence want.
