@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -28,9 +29,14 @@ func BenchmarkLockCommand(b *testing.B) {
 	if err != nil {
 		b.Skip("etcdctl not on PATH (Debian: apt-get install etcd-client)")
 	}
+	// Built from this file's own directory: scripts/bench-all.sh runs the
+	// test binary elsewhere.
+	_, self, _, _ := runtime.Caller(0)
 	bin := filepath.Join(b.TempDir(), "fencegate")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		b.Fatalf("go build: %v\n%s", err, out)
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Dir = filepath.Dir(self)
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("go build in %s: %v\n%s", build.Dir, err, out)
 	}
 	dir := b.TempDir()
 	url, stderr := startServeBench(b, "--data-dir", filepath.Join(dir, "serve"), "--listen", "127.0.0.1:0",
