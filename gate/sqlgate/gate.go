@@ -26,7 +26,9 @@
 // resources proceed in parallel. Run, holding a status proof, locks the
 // row and stores the accept in one statement where the locked state
 // admits it, and keeps it only if gate.Decide agrees (speculate.go): one
-// round trip fewer per accepted write. SQLite: one writer at a time for the
+// round trip fewer per accepted write. On pgx's database/sql driver Run
+// sends those two statements as one pgx batch on the connection under
+// its transaction (sqlpgx.go); on any other driver, as one CTE. SQLite: one writer at a time for the
 // whole database; open it with OpenSQLite (WAL, BEGIN IMMEDIATE, busy
 // timeout, a pool of one connection).
 //
