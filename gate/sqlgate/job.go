@@ -31,6 +31,7 @@ func (g *Gate) RunJob(ctx context.Context, db *sql.DB, hop string, j *gate.Job, 
 	if err != nil {
 		return gate.Receipt{}, fmt.Errorf("sqlgate: begin: %w", err)
 	}
+	defer tx.Rollback() // after a commit a no-op; ends the transaction should fn panic
 	r, err := g.applyJobIn(ctx, sqlTxn{g, tx}, hop, j, upstream, onTx(fn, tx), true)
 	if !keepTx(err) {
 		tx.Rollback()
