@@ -23,7 +23,10 @@
 # copied in; a benchmark the revision cannot build is left out), each
 # round alternating base and work tree, and the table gains the ratio
 # before. PostgreSQL runs when initdb is found (FENCEGATE_REQUIRE_PG=1 to
-# insist). Output: bench-all/{new,base}.txt and bench-all/table.md.
+# insist). Output: bench-all/{new,base}.txt and bench-all/table.md. A
+# benchmark that fails is named on stderr and the rest still run; the
+# script then prints the table (its rows read "not run" where nothing
+# came out) and exits 1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-5} base=${2:-}
@@ -87,6 +90,7 @@ if [ -n "$base" ]; then
   build base "$tmp/base"
 fi
 
+failed=""
 : >"$out/new.txt"
 [ -n "$base" ] && : >"$out/base.txt"
 for i in $(seq 1 "$rounds"); do
@@ -95,9 +99,16 @@ for i in $(seq 1 "$rounds"); do
     for side in ${base:+base} new; do
       [ -x "$tmp/$side/$bin.test" ] || continue
       echo "round $i/$rounds: $side $bench" >&2
-      (cd "$tmp" && "./$side/$bin.test" -test.run '^$' -test.bench "$bench" -test.benchtime "$benchtime" -test.count 1) >>"$out/$side.txt"
+      if ! (cd "$tmp" && "./$side/$bin.test" -test.run '^$' -test.bench "$bench" -test.benchtime "$benchtime" -test.count 1) >>"$out/$side.txt"; then
+        echo "bench-all: round $i: $side $bench failed (its output is in $out/$side.txt); the rounds go on" >&2
+        failed="$failed $side:$bench"
+      fi
     done
   done
 done
 
 go run ./scripts/benchtable "$out/new.txt" ${base:+"$out/base.txt"} | tee "$out/table.md"
+if [ -n "$failed" ]; then
+  echo "bench-all: failed:$failed" >&2
+  exit 1
+fi
