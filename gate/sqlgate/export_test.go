@@ -29,5 +29,16 @@ func BreakSpeculation(d *Dialect, old, new string) *Dialect {
 // placeholders resolved.
 func SpeculateStoreSQL(g *Gate) string { return g.stmt.speculateStore }
 
+// BreakSpeculateStore is BreakSpeculation for the pipelined store
+// statement alone: the way to tell which of the two forms ran.
+func BreakSpeculateStore(d *Dialect, old, new string) *Dialect {
+	if !strings.Contains(d.speculateStore, old) {
+		panic(fmt.Sprintf("speculate-store statement has no %q", old))
+	}
+	c := *d
+	c.speculateStore = strings.Replace(c.speculateStore, old, new, 1)
+	return &c
+}
+
 // PinnedPgx exposes pinnedPgx: whether Run pipelines on c.
 func PinnedPgx(c *sql.Conn) bool { return pinnedPgx(c) }

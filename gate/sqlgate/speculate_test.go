@@ -140,7 +140,12 @@ func (d hiddenDriver) Open(name string) (driver.Conn, error) {
 }
 
 // TestRunPipelinesOnlyOnPgxDriver: Run's pipelined path is taken on pgx's
-// driver and not on the wrapped one (the vias above rely on it).
+// driver and not on the wrapped one (the vias above rely on it). With the
+// pipelined store statement alone loosened (it forgets the minimum policy
+// generation), Run on pgx's driver stores what Decide refuses and rolls
+// it back, which only that statement can have done; on the wrapped
+// driver the CTE, untouched, stores nothing and Decide answers
+// POLICY_STALE.
 func TestRunPipelinesOnlyOnPgxDriver(t *testing.T) {
 	dsn := pgtest.NewDatabase(t)
 	for name, want := range map[string]bool{"pgx": true, hiddenPgxDriver: false} {
@@ -157,6 +162,26 @@ func TestRunPipelinesOnlyOnPgxDriver(t *testing.T) {
 			t.Errorf("driver %s: pipelines %v, want %v", name, got, want)
 		}
 		c.Close()
+	}
+	for _, via := range []string{"database-sql", "database-sql-cte"} {
+		t.Run(via, func(t *testing.T) {
+			const r = "spec/which"
+			d := sqlgate.BreakSpeculateStore(sqlgate.Postgres, "AND s.min_policy_generation <= $10", "AND $10 >= 0")
+			iss0 := gatetest.NewIssuer("main")
+			e, iss := specEnv(t, d, &stepClock{ts: []time.Time{iss0.Now.Add(time.Second)}}, via)
+			if _, err := e.apply(owner, iss.Mutation(wr(r, 5, "op-a"), 1, "p"), "p"); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.g.SetMinPolicyGeneration(e.ctx, e.db, r, 1000, "ops"); err != nil {
+				t.Fatal(err)
+			}
+			_, err := e.apply(owner, iss.Mutation(wr(r, 6, "op-b"), 1, "p"), "p")
+			pipelined := strings.Contains(fmt.Sprint(err), "disagrees with the decision POLICY_STALE")
+			if pipelined != (via == "database-sql") || !pipelined && !errors.Is(err, gate.ErrPolicyStale) {
+				t.Fatalf("%s: %v", via, err)
+			}
+			nothingWritten(e.env, r, 5)
+		})
 	}
 }
 
