@@ -167,14 +167,7 @@ func TestRunPipelinesOnlyOnPgxDriver(t *testing.T) {
 		t.Run(via, func(t *testing.T) {
 			const r = "spec/which"
 			d := sqlgate.BreakSpeculateStore(sqlgate.Postgres, "AND s.min_policy_generation <= $10", "AND $10 >= 0")
-			iss0 := gatetest.NewIssuer("main")
-			e, iss := specEnv(t, d, &stepClock{ts: []time.Time{iss0.Now.Add(time.Second)}}, via)
-			if _, err := e.apply(owner, iss.Mutation(wr(r, 5, "op-a"), 1, "p"), "p"); err != nil {
-				t.Fatal(err)
-			}
-			if err := e.g.SetMinPolicyGeneration(e.ctx, e.db, r, 1000, "ops"); err != nil {
-				t.Fatal(err)
-			}
+			e, iss := policyRaised(t, d, via, r)
 			_, err := e.apply(owner, iss.Mutation(wr(r, 6, "op-b"), 1, "p"), "p")
 			pipelined := strings.Contains(fmt.Sprint(err), "disagrees with the decision POLICY_STALE")
 			if pipelined != (via == "database-sql") || !pipelined && !errors.Is(err, gate.ErrPolicyStale) {
@@ -225,6 +218,22 @@ func testRechecksProofUnderLock(t *testing.T, via string) {
 	nothingWritten(e.env, r, 0)
 }
 
+// policyRaised is a specEnv on dialect d where resource r holds one
+// accept at fence 5 (segment 1 of op-a) and its minimum policy generation
+// was then raised to 1000, above every grant's.
+func policyRaised(t *testing.T, d *sqlgate.Dialect, via, r string) (*specE, *gatetest.Issuer) {
+	t.Helper()
+	iss0 := gatetest.NewIssuer("main")
+	e, iss := specEnv(t, d, &stepClock{ts: []time.Time{iss0.Now.Add(time.Second)}}, via)
+	if _, err := e.apply(owner, iss.Mutation(wr(r, 5, "op-a"), 1, "p"), "p"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.g.SetMinPolicyGeneration(e.ctx, e.db, r, 1000, "ops"); err != nil {
+		t.Fatal(err)
+	}
+	return e, iss
+}
+
 func TestPostgresSpeculationLoosenedIsCaughtByDecide(t *testing.T) {
 	for _, via := range vias {
 		t.Run(via, func(t *testing.T) { testLoosenedIsCaughtByDecide(t, via) })
@@ -239,14 +248,7 @@ func testLoosenedIsCaughtByDecide(t *testing.T, via string) {
 			if loose { // forget the minimum policy generation
 				d = sqlgate.BreakSpeculation(d, "AND s.min_policy_generation <= $10", "AND $10 >= 0")
 			}
-			iss0 := gatetest.NewIssuer("main")
-			e, iss := specEnv(t, d, &stepClock{ts: []time.Time{iss0.Now.Add(time.Second)}}, via)
-			if _, err := e.apply(owner, iss.Mutation(wr(r, 5, "op-a"), 1, "p"), "p"); err != nil {
-				t.Fatal(err)
-			}
-			if err := e.g.SetMinPolicyGeneration(e.ctx, e.db, r, 1000, "ops"); err != nil {
-				t.Fatal(err)
-			}
+			e, iss := policyRaised(t, d, via, r)
 			for _, m := range []*gate.Mutation{iss.Mutation(wr(r, 6, "op-b"), 1, "p"), iss.Mutation(wr(r, 5, "op-a"), 2, "p")} {
 				_, err := e.apply(owner, m, "p")
 				switch {
