@@ -51,36 +51,43 @@ func (g *Gate) Apply(ctx context.Context, tx *sql.Tx, caller string, m *gate.Mut
 // and pipelines the gate's statements on the pgx connection under it
 // (sqlpgx.go).
 func (g *Gate) Run(ctx context.Context, db *sql.DB, caller string, m *gate.Mutation, fn BusinessFunc) (gate.Receipt, error) {
+	return g.inOwnTx(ctx, db, true, "query receipts by operation ID", func(t txn, tx *sql.Tx) (gate.Receipt, error) {
+		return g.applyIn(ctx, t, caller, m, onTx(fn, tx), true)
+	})
+}
+
+// inOwnTx is Run's and RunJob's transaction: it begins one on db, runs
+// apply in it, and commits when keepTx says the outcome stands, else
+// rolls back; the rollback is deferred too, so a panic in apply ends the
+// transaction and frees its connection. With pipeline, on pgx's
+// database/sql driver, the transaction runs on a pinned connection and
+// apply's txn pipelines on the pgx connection under it (sqlpgx.go).
+// unknown says how to learn the outcome of a commit that failed.
+func (g *Gate) inOwnTx(ctx context.Context, db *sql.DB, pipeline bool, unknown string, apply func(t txn, tx *sql.Tx) (gate.Receipt, error)) (gate.Receipt, error) {
 	begin, pin := db.BeginTx, (*sql.Conn)(nil)
-	if g.stmt.speculateStore != "" {
+	if pipeline && g.stmt.speculateStore != "" && pgxDriver(db) {
 		c, err := db.Conn(ctx)
 		if err != nil {
 			return gate.Receipt{}, fmt.Errorf("sqlgate: begin: %w", err)
 		}
-		defer c.Close()
-		begin = c.BeginTx
-		if pinnedPgx(c) {
-			pin = c
-		}
+		defer c.Close() // after the deferred rollback below: Close waits for an open transaction
+		begin, pin = c.BeginTx, c
 	}
 	tx, err := begin(ctx, nil)
 	if err != nil {
 		return gate.Receipt{}, fmt.Errorf("sqlgate: begin: %w", err)
 	}
-	// After a commit a no-op; should fn panic, it ends the transaction,
-	// which a pinned connection's Close would otherwise wait for forever.
-	defer tx.Rollback()
+	defer tx.Rollback() // after a commit, a no-op
 	var t txn = sqlTxn{g, tx}
 	if pin != nil {
 		t = sqlPgxTxn{sqlTxn: sqlTxn{g, tx}, conn: pin}
 	}
-	r, err := g.applyIn(ctx, t, caller, m, onTx(fn, tx), true)
+	r, err := apply(t, tx)
 	if !keepTx(err) {
-		tx.Rollback()
 		return r, err
 	}
 	if cerr := tx.Commit(); cerr != nil {
-		return gate.Receipt{}, fmt.Errorf("sqlgate: commit (outcome unknown: query receipts by operation ID): %w", cerr)
+		return gate.Receipt{}, fmt.Errorf("sqlgate: commit (outcome unknown: %s): %w", unknown, cerr)
 	}
 	return r, err
 }

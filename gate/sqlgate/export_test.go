@@ -40,5 +40,5 @@ func BreakSpeculateStore(d *Dialect, old, new string) *Dialect {
 	return &c
 }
 
-// PinnedPgx exposes pinnedPgx: whether Run pipelines on c.
-func PinnedPgx(c *sql.Conn) bool { return pinnedPgx(c) }
+// PipelinesOn exposes pgxDriver: whether Run pipelines on db.
+func PipelinesOn(db *sql.DB) bool { return pgxDriver(db) }

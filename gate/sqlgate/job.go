@@ -27,20 +27,9 @@ func (g *Gate) ApplyJob(ctx context.Context, tx *sql.Tx, hop string, j *gate.Job
 
 // RunJob is ApplyJob in a transaction of its own, committed as Run commits.
 func (g *Gate) RunJob(ctx context.Context, db *sql.DB, hop string, j *gate.Job, upstream gate.UpstreamReceipts, fn BusinessFunc) (gate.Receipt, error) {
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return gate.Receipt{}, fmt.Errorf("sqlgate: begin: %w", err)
-	}
-	defer tx.Rollback() // after a commit a no-op; ends the transaction should fn panic
-	r, err := g.applyJobIn(ctx, sqlTxn{g, tx}, hop, j, upstream, onTx(fn, tx), true)
-	if !keepTx(err) {
-		tx.Rollback()
-		return r, err
-	}
-	if cerr := tx.Commit(); cerr != nil {
-		return gate.Receipt{}, fmt.Errorf("sqlgate: commit (outcome unknown: query the target's receipts): %w", cerr)
-	}
-	return r, err
+	return g.inOwnTx(ctx, db, false, "query the target's receipts", func(t txn, tx *sql.Tx) (gate.Receipt, error) {
+		return g.applyJobIn(ctx, t, hop, j, upstream, onTx(fn, tx), true)
+	})
 }
 
 func (g *Gate) applyJobIn(ctx context.Context, tx txn, hop string, j *gate.Job, upstream gate.UpstreamReceipts, fn func(context.Context) error, ownTx bool) (gate.Receipt, error) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 )
 
 // Run on PostgreSQL through pgx's database/sql driver (pgx/v5/stdlib, the
@@ -22,14 +23,11 @@ import (
 // pgx connection under it.
 type pgxDriverConn interface{ Conn() *pgx.Conn }
 
-// pinnedPgx reports whether c is a connection of pgx's database/sql
-// driver.
-func pinnedPgx(c *sql.Conn) bool {
-	ok := false
-	_ = c.Raw(func(dc any) error {
-		_, ok = dc.(pgxDriverConn)
-		return nil
-	})
+// pgxDriver reports whether db is on pgx's database/sql driver, whose
+// every connection is a pgxDriverConn. A driver wrapping it (a tracing
+// wrapper, say) is not recognised, and Run takes the CTE there.
+func pgxDriver(db *sql.DB) bool {
+	_, ok := db.Driver().(*stdlib.Driver)
 	return ok
 }
 
@@ -68,7 +66,8 @@ type rawBatchRow struct {
 	affected    *int64
 }
 
-// errNotPgx: the pinned connection is not pgx's (a bug: Run checked).
+// errNotPgx: the pinned connection is not pgx's (a bug: inOwnTx checked
+// the driver).
 var errNotPgx = errors.New("sqlgate: internal error: the pinned connection is not pgx's")
 
 func (r rawBatchRow) Scan(dest ...any) error {
