@@ -72,7 +72,7 @@ func BenchmarkLockCommand(b *testing.B) {
 	}
 	var ratio []float64
 	for i := 0; b.Loop(); i++ {
-		var ms [4]float64
+		ms := make([]float64, len(commands))
 		for j := range commands {
 			k := (i + j) % len(commands)
 			ms[k] = run(k)
