@@ -1,7 +1,8 @@
 // This file counts the SQLite pages a write appends to the WAL (each is a
 // frame: two write syscalls, and an fsync's worth of data under FULL), for
-// the plain write, the hand-rolled fence (bench_pair_test.go) and the
-// fenced write on the same schema, and for the fenced write to a table
+// the plain write, the hand-rolled fence (bench_pair_test.go), the same
+// fence counting its writes (bench_floor_test.go) and the fenced write on
+// the same schema, and for the fenced write to a table
 // the coverage guard protects. Unlike a
 // timing, the count does not depend on the machine's load: it is the
 // number the gate's storage layout decides.
@@ -23,7 +24,7 @@ import (
 const walFrameBytes = 24 + 4096
 
 func BenchmarkWALFrames(b *testing.B) {
-	for _, name := range []string{"plain", "hand-fence", "fenced", "fenced-guarded"} {
+	for _, name := range []string{"plain", "hand-fence", "hand-fence-counted", "fenced", "fenced-guarded"} {
 		fenced := name == "fenced" || name == "fenced-guarded"
 		b.Run(name, func(b *testing.B) {
 			path := filepath.Join(b.TempDir(), "frames.db")
@@ -47,6 +48,7 @@ func BenchmarkWALFrames(b *testing.B) {
 			}
 			ms := segments(e, b.N)
 			e.seedFence(ms)
+			e.seedCountedFence(ms)
 			e.exec("PRAGMA wal_checkpoint(TRUNCATE)")
 			b.ResetTimer()
 			for _, m := range ms {
@@ -56,6 +58,8 @@ func BenchmarkWALFrames(b *testing.B) {
 					_, err = e.g.Run(e.ctx, e.db, owner, m, write(m, "x"))
 				case name == "hand-fence":
 					err = handFencedWrite(e.ctx, e.db, m)
+				case name == "hand-fence-counted":
+					err = countedFencedWrite(e.ctx, e.db, m)
 				default:
 					err = plainWrite(e.ctx, e.db, m)
 				}
