@@ -21,9 +21,13 @@ var SQLite = &Dialect{
 	placeholders: func(q string) string { return strings.ReplaceAll(q, "$", "?") },
 	stateCols: `r.resource, r.mode, coalesce(l.fence, 0), l.operation_root, coalesce(l.seq, 0), l.grant_digest,
   r.min_policy_generation, r.paused, r.paused_reason, coalesce(l.grant_issued_at_ms, 0), r.fence_floor, r.floor_at_ms`,
-	// The primary key (resource, fence, seq) read backwards: one seek.
-	stateFrom: `{p}resources r LEFT JOIN (SELECT fence, seq, operation_root, grant_digest, grant_issued_at_ms FROM {p}receipts
-  WHERE resource = $1 ORDER BY fence DESC, seq DESC LIMIT 1) l ON 1`,
+	// The last receipt's key is the primary key (resource, fence, seq)
+	// read backwards (one seek, evaluated once: it names only $1); the
+	// join then fetches that receipt by its whole key. A join on a
+	// subquery with ORDER BY … LIMIT would be materialized into a
+	// temporary b-tree on every execution (about 1 µs more).
+	stateFrom: `{p}resources r LEFT JOIN {p}receipts l ON l.resource = r.resource
+  AND (l.fence, l.seq) = (SELECT fence, seq FROM {p}receipts WHERE resource = $1 ORDER BY fence DESC, seq DESC LIMIT 1)`,
 	serial: "INTEGER PRIMARY KEY",
 	// WITHOUT ROWID: receipts live in their primary-key b-tree, one page
 	// write per receipt instead of two.
