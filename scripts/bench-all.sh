@@ -50,7 +50,7 @@ specs=(
   "./cmd/fencegate fencegate ^BenchmarkLockCommand$ 30x"
   "./gate/sqlgate sqlgate ^BenchmarkWritePaired(Pgx)?$ 1500x"
   "./gate/sqlgate sqlgate ^BenchmarkWALFrames(Floor)?$ 1500x"
-  "./gate/sqlgate sqlgate ^BenchmarkWriteFloor$ 1500x"
+  "./gate/sqlgate sqlgate ^BenchmarkWriteFloor(Pgx)?$ 1500x"
   "./gate/pggate pggate ^BenchmarkApplyPaired$ 1500x"
   "./gate/redisgate redisgate ^BenchmarkWritePaired$ 3000x"
 )

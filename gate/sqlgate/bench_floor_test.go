@@ -1,18 +1,22 @@
-// This file measures the floor under the SQLite rows of WritePaired: what
-// the hand-rolled fence costs once it, too, keeps a record of each write.
+// This file measures the floors under WritePaired's rows: what the
+// hand-rolled fence costs once it, too, keeps a record of each write.
 //
-// The hand-rolled fence's UPDATE sets the token its row already holds
-// whenever the lock has not changed hands, as in WritePaired and in any
-// run of writes under one lock. SQLite compares the new record with the
-// stored one and leaves the page clean when they are equal, so the peer
-// appends the plain write's one WAL page (BenchmarkWALFrames/hand-fence).
-// A gate that keeps anything per write (a segment number, a receipt, the
-// last receipts held in the fence row) changes a row on every write, so
-// at least one more page. The floor here is the least such record: the
-// same fence UPDATE also counting its writes (one column of the same row,
-// changed in place). It is the peer's own statement; only the page it
-// dirties differs. Beside it, the naive receipt design the issue measured:
-// the peer plus one receipt row, shaped like the gate's, in a table keyed
+// SQLite: the hand-rolled fence's UPDATE sets the token its row already
+// holds whenever the lock has not changed hands, as in WritePaired and in
+// any run of writes under one lock. SQLite compares the new record with
+// the stored one and leaves the page clean when they are equal, so the
+// peer appends the plain write's one WAL page
+// (BenchmarkWALFrames/hand-fence). A gate that keeps anything per write (a
+// segment number, a receipt, the last receipts held in the fence row)
+// changes a row on every write, so at least one more page. The floor here
+// is the least such record: the same fence UPDATE also counting its
+// writes (one column of the same row, changed in place). It is the peer's
+// own statement; only the page it dirties differs. PostgreSQL writes a
+// new row version even when nothing changed, so there the peer already
+// pays for that row.
+//
+// Beside it, on both, the naive receipt design the issue measured: the
+// peer plus one receipt row, shaped like the gate's, in a table keyed
 // like the gate's. Nothing is asserted.
 package sqlgate_test
 
@@ -20,10 +24,15 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/gate/sqlgate"
+	"github.com/fencegate/fencegate/testkit/pgtest"
 )
 
 // countedFenceSQL is the hand-rolled fence that also counts its writes.
@@ -50,10 +59,20 @@ func countedFencedWrite(ctx context.Context, db *sql.DB, m *gate.Mutation) error
 }
 
 // receiptDDL is a receipts table shaped and keyed like the gate's
-// (schema 5 on SQLite), without its triggers.
+// (schema 5), without its triggers; %s is the digests' type and %s what
+// follows the table's definition.
 const receiptDDL = `CREATE TABLE floor_receipts (resource TEXT NOT NULL, fence BIGINT NOT NULL, seq BIGINT NOT NULL,
-  operation_id TEXT NOT NULL, operation_root BLOB NOT NULL, payload_digest BLOB NOT NULL, grant_digest BLOB NOT NULL,
-  accepted_at_ms BIGINT NOT NULL, mode TEXT NOT NULL, PRIMARY KEY (resource, fence, seq)) WITHOUT ROWID`
+  operation_id TEXT NOT NULL, operation_root %[1]s NOT NULL, payload_digest %[1]s NOT NULL, grant_digest %[1]s NOT NULL,
+  accepted_at_ms BIGINT NOT NULL, mode TEXT NOT NULL, PRIMARY KEY (resource, fence, seq))%[2]s`
+
+// insertReceiptSQL stores one receipt into floor_receipts.
+const insertReceiptSQL = `INSERT INTO floor_receipts VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'enforce')`
+
+// receiptArgs are m's receipt's values for insertReceiptSQL.
+func receiptArgs(m *gate.Mutation) []any {
+	return []any{m.Resource, int64(m.FenceToken), int64(m.SegmentSeq), m.OperationID, m.PayloadDigest[:], m.PayloadDigest[:],
+		m.PayloadDigest[:], time.Now().UnixMilli()}
+}
 
 // receiptedWrite is handFencedWrite plus one receipt row for m.
 func receiptedWrite(ctx context.Context, db *sql.DB, m *gate.Mutation) error {
@@ -72,12 +91,33 @@ func receiptedWrite(ctx context.Context, db *sql.DB, m *gate.Mutation) error {
 	if err := write(m, "x")(ctx, tx); err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO floor_receipts VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'enforce')`,
-		m.Resource, int64(m.FenceToken), int64(m.SegmentSeq), m.OperationID, m.PayloadDigest[:], m.PayloadDigest[:],
-		m.PayloadDigest[:], time.Now().UnixMilli()); err != nil {
+	if _, err := tx.ExecContext(ctx, insertReceiptSQL, receiptArgs(m)...); err != nil {
 		return err
 	}
 	return tx.Commit()
+}
+
+// pgxReceiptedWrite is pgxHandFencedWrite plus one receipt row for m.
+func pgxReceiptedWrite(ctx context.Context, conn *pgx.Conn, m *gate.Mutation) error {
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(ctx)
+	tag, err := tx.Exec(ctx, handFenceSQL, int64(m.FenceToken), m.Resource)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() != 1 {
+		return errFenced
+	}
+	if err := pgxWrite(m)(ctx, tx); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, insertReceiptSQL, receiptArgs(m)...); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
 }
 
 // seedCountedFence creates the counted fence's table with a row for the
@@ -85,6 +125,38 @@ func receiptedWrite(ctx context.Context, db *sql.DB, m *gate.Mutation) error {
 func (e *env) seedCountedFence(ms []*gate.Mutation) {
 	e.exec(`CREATE TABLE fence_counted (resource TEXT PRIMARY KEY, token BIGINT NOT NULL, writes BIGINT NOT NULL)`)
 	e.exec(`INSERT INTO fence_counted (resource, token, writes) VALUES ($1, 0, 0)`, ms[0].Resource)
+}
+
+// lane is one write of a floor benchmark and its times.
+type lane struct {
+	name  string // its metrics' prefix; the first lane is the peer
+	write func(i int) error
+	times []time.Duration
+}
+
+// runLanes does write i of every lane, in an order that rotates with i,
+// for b.N iterations, then reports each lane's median and its ratio to
+// the first lane's.
+func runLanes(b *testing.B, lanes []*lane) {
+	b.ResetTimer()
+	for i := range b.N {
+		for k := range lanes {
+			l := lanes[(i+k)%len(lanes)]
+			t0 := time.Now()
+			if err := l.write(i); err != nil {
+				b.Fatal(err)
+			}
+			l.times = append(l.times, time.Since(t0))
+		}
+	}
+	peer := median(lanes[0].times)
+	for k, l := range lanes {
+		m := median(l.times)
+		b.ReportMetric(float64(m.Microseconds()), l.name+"-µs")
+		if k > 0 {
+			b.ReportMetric(float64(m)/float64(peer), l.name+"/"+lanes[0].name)
+		}
+	}
 }
 
 // BenchmarkWriteFloor times, op by op in rotating order on one SQLite
@@ -99,37 +171,54 @@ func BenchmarkWriteFloor(b *testing.B) {
 			e.seedFence(hand)
 			e.exec(`INSERT INTO fence (resource, token) VALUES ($1, 0)`, receipted[0].Resource)
 			e.seedCountedFence(counted)
-			e.exec(receiptDDL)
-			times := [4][]time.Duration{}
-			writes := [4]func(i int) error{
-				func(i int) error { return handFencedWrite(e.ctx, e.db, hand[i]) },
-				func(i int) error { return countedFencedWrite(e.ctx, e.db, counted[i]) },
-				func(i int) error { return receiptedWrite(e.ctx, e.db, receipted[i]) },
-				func(i int) error {
+			e.exec(fmt.Sprintf(receiptDDL, "BLOB", " WITHOUT ROWID"))
+			runLanes(b, []*lane{
+				{name: "fence", write: func(i int) error { return handFencedWrite(e.ctx, e.db, hand[i]) }},
+				{name: "counted", write: func(i int) error { return countedFencedWrite(e.ctx, e.db, counted[i]) }},
+				{name: "receipted", write: func(i int) error { return receiptedWrite(e.ctx, e.db, receipted[i]) }},
+				{name: "fenced", write: func(i int) error {
 					_, err := e.g.Run(e.ctx, e.db, owner, fenced[i], write(fenced[i], "x"))
 					return err
-				},
-			}
-			b.ResetTimer()
-			for i := range b.N {
-				for k := range writes {
-					w := (i + k) % len(writes)
-					t0 := time.Now()
-					if err := writes[w](i); err != nil {
-						b.Fatal(err)
-					}
-					times[w] = append(times[w], time.Since(t0))
+				}},
+			})
+		})
+	}
+}
+
+// BenchmarkWriteFloorPgx is WriteFloor on PostgreSQL through pgx's own
+// interface, as WritePairedPgx: the hand-rolled fence, the peer with one
+// receipt row, and RunPgx, on one connection, synchronous_commit on and
+// off. (A counted fence would measure nothing here: the peer's UPDATE
+// already writes a new row version every time.)
+func BenchmarkWriteFloorPgx(b *testing.B) {
+	for _, on := range []string{"on", "off"} {
+		b.Run("postgres-sync-"+on, func(b *testing.B) {
+			dsn := pgtest.WithParam(pgtest.NewDatabase(b), "synchronous_commit", on)
+			e := newEnv(b, backend{"postgres", sqlgate.Postgres, func(t testing.TB) *sql.DB {
+				db, err := sql.Open("pgx", dsn)
+				if err != nil {
+					t.Fatal(err)
 				}
+				t.Cleanup(func() { db.Close() })
+				return db
+			}}, nil)
+			conn, err := pgx.Connect(e.ctx, dsn)
+			if err != nil {
+				b.Fatal(err)
 			}
-			mh := median(times[0])
-			b.ReportMetric(float64(mh.Microseconds()), "fence-µs")
-			for k, name := range []string{"", "counted", "receipted", "fenced"} {
-				if k > 0 {
-					m := median(times[k])
-					b.ReportMetric(float64(m.Microseconds()), name+"-µs")
-					b.ReportMetric(float64(m)/float64(mh), name+"/fence")
-				}
-			}
+			defer conn.Close(e.ctx)
+			hand, receipted, fenced := segments(e, b.N), segments(e, b.N), segments(e, b.N)
+			e.seedFence(hand)
+			e.exec(`INSERT INTO fence (resource, token) VALUES ($1, 0)`, receipted[0].Resource)
+			e.exec(fmt.Sprintf(receiptDDL, "BYTEA", ""))
+			runLanes(b, []*lane{
+				{name: "fence", write: func(i int) error { return pgxHandFencedWrite(e.ctx, conn, hand[i]) }},
+				{name: "receipted", write: func(i int) error { return pgxReceiptedWrite(e.ctx, conn, receipted[i]) }},
+				{name: "fenced", write: func(i int) error {
+					_, err := e.g.RunPgx(e.ctx, conn, owner, fenced[i], pgxWrite(fenced[i]))
+					return err
+				}},
+			})
 		})
 	}
 }
