@@ -24,7 +24,6 @@ package sqlgate_test
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -32,7 +31,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/fencegate/fencegate/gate"
-	"github.com/fencegate/fencegate/gate/sqlgate"
 	"github.com/fencegate/fencegate/testkit/pgtest"
 )
 
@@ -41,27 +39,12 @@ const countedFenceSQL = `UPDATE fence_counted SET token = $1, writes = writes + 
 
 // countedFencedWrite is handFencedWrite with countedFenceSQL.
 func countedFencedWrite(ctx context.Context, db *sql.DB, m *gate.Mutation) error {
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	res, err := tx.ExecContext(ctx, countedFenceSQL, int64(m.FenceToken), m.Resource)
-	if err != nil {
-		return err
-	}
-	if n, err := res.RowsAffected(); err != nil || n != 1 {
-		return errors.Join(errFenced, err)
-	}
-	if err := write(m, "x")(ctx, tx); err != nil {
-		return err
-	}
-	return tx.Commit()
+	return fencedWrite(ctx, db, m, countedFenceSQL, nil)
 }
 
 // receiptDDL is a receipts table shaped and keyed like the gate's
-// (schema 5), without its triggers; %s is the digests' type and %s what
-// follows the table's definition.
+// (schema 5), without its triggers; %[1]s is the digests' type and %[2]s
+// what follows the table's definition.
 const receiptDDL = `CREATE TABLE floor_receipts (resource TEXT NOT NULL, fence BIGINT NOT NULL, seq BIGINT NOT NULL,
   operation_id TEXT NOT NULL, operation_root %[1]s NOT NULL, payload_digest %[1]s NOT NULL, grant_digest %[1]s NOT NULL,
   accepted_at_ms BIGINT NOT NULL, mode TEXT NOT NULL, PRIMARY KEY (resource, fence, seq))%[2]s`
@@ -77,25 +60,10 @@ func receiptArgs(m *gate.Mutation) []any {
 
 // receiptedWrite is handFencedWrite plus one receipt row for m.
 func receiptedWrite(ctx context.Context, db *sql.DB, m *gate.Mutation) error {
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
+	return fencedWrite(ctx, db, m, handFenceSQL, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, insertReceiptSQL, receiptArgs(m)...)
 		return err
-	}
-	defer tx.Rollback()
-	res, err := tx.ExecContext(ctx, handFenceSQL, int64(m.FenceToken), m.Resource)
-	if err != nil {
-		return err
-	}
-	if n, err := res.RowsAffected(); err != nil || n != 1 {
-		return errors.Join(errFenced, err)
-	}
-	if err := write(m, "x")(ctx, tx); err != nil {
-		return err
-	}
-	if _, err := tx.ExecContext(ctx, insertReceiptSQL, receiptArgs(m)...); err != nil {
-		return err
-	}
-	return tx.Commit()
+	})
 }
 
 // pgxReceiptedFenceSQL is the hand-rolled fence's UPDATE and the receipt's
@@ -108,22 +76,7 @@ INSERT INTO floor_receipts SELECT f.resource, $2, $3, $4, $5, $6, $7, $8, 'enfor
 // pgxReceiptedWrite is pgxHandFencedWrite storing one receipt row for m
 // with its fence UPDATE.
 func pgxReceiptedWrite(ctx context.Context, conn *pgx.Conn, m *gate.Mutation) error {
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback(ctx)
-	tag, err := tx.Exec(ctx, pgxReceiptedFenceSQL, receiptArgs(m)...)
-	if err != nil {
-		return err
-	}
-	if tag.RowsAffected() != 1 {
-		return errFenced
-	}
-	if err := pgxWrite(m)(ctx, tx); err != nil {
-		return err
-	}
-	return tx.Commit(ctx)
+	return pgxFencedWrite(ctx, conn, m, pgxReceiptedFenceSQL, receiptArgs(m)...)
 }
 
 // seedCountedFence creates the counted fence's table with a row for the
@@ -199,20 +152,8 @@ func BenchmarkWriteFloor(b *testing.B) {
 func BenchmarkWriteFloorPgx(b *testing.B) {
 	for _, on := range []string{"on", "off"} {
 		b.Run("postgres-sync-"+on, func(b *testing.B) {
-			dsn := pgtest.WithParam(pgtest.NewDatabase(b), "synchronous_commit", on)
-			e := newEnv(b, backend{"postgres", sqlgate.Postgres, func(t testing.TB) *sql.DB {
-				db, err := sql.Open("pgx", dsn)
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { db.Close() })
-				return db
-			}}, nil)
-			conn, err := pgx.Connect(e.ctx, dsn)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer conn.Close(e.ctx)
+			p := newPgxEnvDSN(b, pgtest.WithParam(pgtest.NewDatabase(b), "synchronous_commit", on))
+			e, conn := p.env, p.conn
 			hand, receipted, fenced := segments(e, b.N), segments(e, b.N), segments(e, b.N)
 			e.seedFence(hand)
 			e.exec(`INSERT INTO fence (resource, token) VALUES ($1, 0)`, receipted[0].Resource)

@@ -34,12 +34,19 @@ const handFenceSQL = `UPDATE fence SET token = $1 WHERE resource = $2 AND token 
 // fence to the mutation's token (refused if a newer one was seen), then
 // the business write.
 func handFencedWrite(ctx context.Context, db *sql.DB, m *gate.Mutation) error {
+	return fencedWrite(ctx, db, m, handFenceSQL, nil)
+}
+
+// fencedWrite is a hand-rolled fence: in one transaction, fence (a
+// statement taking the token and the resource, which must update one row,
+// else a newer token was seen), the business write, then after, if any.
+func fencedWrite(ctx context.Context, db *sql.DB, m *gate.Mutation, fence string, after func(*sql.Tx) error) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	res, err := tx.ExecContext(ctx, handFenceSQL, int64(m.FenceToken), m.Resource)
+	res, err := tx.ExecContext(ctx, fence, int64(m.FenceToken), m.Resource)
 	if err != nil {
 		return err
 	}
@@ -48,6 +55,11 @@ func handFencedWrite(ctx context.Context, db *sql.DB, m *gate.Mutation) error {
 	}
 	if err := write(m, "x")(ctx, tx); err != nil {
 		return err
+	}
+	if after != nil {
+		if err := after(tx); err != nil {
+			return err
+		}
 	}
 	return tx.Commit()
 }

@@ -5,13 +5,11 @@ package sqlgate_test
 
 import (
 	"context"
-	"database/sql"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/fencegate/fencegate/gate"
-	"github.com/fencegate/fencegate/gate/sqlgate"
 	"github.com/fencegate/fencegate/testkit/pgtest"
 )
 
@@ -22,20 +20,8 @@ import (
 func BenchmarkWritePairedPgx(b *testing.B) {
 	for _, on := range []string{"on", "off"} {
 		b.Run("postgres-sync-"+on, func(b *testing.B) {
-			dsn := pgtest.WithParam(pgtest.NewDatabase(b), "synchronous_commit", on)
-			e := newEnv(b, backend{"postgres", sqlgate.Postgres, func(t testing.TB) *sql.DB {
-				db, err := sql.Open("pgx", dsn)
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { db.Close() })
-				return db
-			}}, nil)
-			conn, err := pgx.Connect(e.ctx, dsn)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer conn.Close(e.ctx)
+			p := newPgxEnvDSN(b, pgtest.WithParam(pgtest.NewDatabase(b), "synchronous_commit", on))
+			e, conn := p.env, p.conn
 			plain, hand, fenced := segments(e, b.N), segments(e, b.N), segments(e, b.N)
 			e.seedFence(hand)
 			t := newTrio(b.N)
@@ -56,12 +42,18 @@ func BenchmarkWritePairedPgx(b *testing.B) {
 // pgxHandFencedWrite is handFencedWrite through pgx's own interface, as a
 // pgx user writes it: Begin, the fence UPDATE, the write, Commit.
 func pgxHandFencedWrite(ctx context.Context, conn *pgx.Conn, m *gate.Mutation) error {
+	return pgxFencedWrite(ctx, conn, m, handFenceSQL, int64(m.FenceToken), m.Resource)
+}
+
+// pgxFencedWrite is fencedWrite through pgx's own interface: Begin, fence
+// with args (it must affect one row), the write, Commit.
+func pgxFencedWrite(ctx context.Context, conn *pgx.Conn, m *gate.Mutation, fence string, args ...any) error {
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback(ctx)
-	tag, err := tx.Exec(ctx, handFenceSQL, int64(m.FenceToken), m.Resource)
+	tag, err := tx.Exec(ctx, fence, args...)
 	if err != nil {
 		return err
 	}

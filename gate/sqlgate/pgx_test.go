@@ -78,7 +78,7 @@ func newPgxEnv(t *testing.T) *pgxEnv {
 	return newPgxEnvDSN(t, pgtest.WithParam(pgtest.NewDatabase(t), "synchronous_commit", "off"))
 }
 
-func newPgxEnvDSN(t *testing.T, dsn string) *pgxEnv {
+func newPgxEnvDSN(t testing.TB, dsn string) *pgxEnv {
 	e := newEnv(t, backend{"postgres", sqlgate.Postgres, func(t testing.TB) *sql.DB {
 		db, err := sql.Open("pgx", dsn)
 		if err != nil {
