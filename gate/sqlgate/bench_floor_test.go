@@ -52,7 +52,8 @@ const receiptDDL = `CREATE TABLE floor_receipts (resource TEXT NOT NULL, fence B
 // insertReceiptSQL stores one receipt into floor_receipts.
 const insertReceiptSQL = `INSERT INTO floor_receipts VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'enforce')`
 
-// receiptArgs are m's receipt's values for insertReceiptSQL.
+// receiptArgs are m's receipt's values for insertReceiptSQL (its payload
+// digest stands in for all three 32-byte digests).
 func receiptArgs(m *gate.Mutation) []any {
 	return []any{m.Resource, int64(m.FenceToken), int64(m.SegmentSeq), m.OperationID, m.PayloadDigest[:], m.PayloadDigest[:],
 		m.PayloadDigest[:], time.Now().UnixMilli()}
@@ -86,38 +87,6 @@ func (e *env) seedCountedFence(ms []*gate.Mutation) {
 	e.exec(`INSERT INTO fence_counted (resource, token, writes) VALUES ($1, 0, 0)`, ms[0].Resource)
 }
 
-// lane is one write of a floor benchmark and its times.
-type lane struct {
-	name  string // its metrics' prefix; the first lane is the peer
-	write func(i int) error
-	times []time.Duration
-}
-
-// runLanes does write i of every lane, in an order that rotates with i,
-// for b.N iterations, then reports each lane's median and its ratio to
-// the first lane's.
-func runLanes(b *testing.B, lanes []*lane) {
-	b.ResetTimer()
-	for i := range b.N {
-		for k := range lanes {
-			l := lanes[(i+k)%len(lanes)]
-			t0 := time.Now()
-			if err := l.write(i); err != nil {
-				b.Fatal(err)
-			}
-			l.times = append(l.times, time.Since(t0))
-		}
-	}
-	peer := median(lanes[0].times)
-	for k, l := range lanes {
-		m := median(l.times)
-		b.ReportMetric(float64(m.Microseconds()), l.name+"-µs")
-		if k > 0 {
-			b.ReportMetric(float64(m)/float64(peer), l.name+"/"+lanes[0].name)
-		}
-	}
-}
-
 // BenchmarkWriteFloor times, op by op in rotating order on one SQLite
 // database, the hand-rolled fence (the peer), the same fence counting its
 // writes (the floor of any gate that records each write), the peer with
@@ -131,15 +100,14 @@ func BenchmarkWriteFloor(b *testing.B) {
 			e.exec(`INSERT INTO fence (resource, token) VALUES ($1, 0)`, receipted[0].Resource)
 			e.seedCountedFence(counted)
 			e.exec(fmt.Sprintf(receiptDDL, "BLOB", " WITHOUT ROWID"))
-			runLanes(b, []*lane{
-				{name: "fence", write: func(i int) error { return handFencedWrite(e.ctx, e.db, hand[i]) }},
-				{name: "counted", write: func(i int) error { return countedFencedWrite(e.ctx, e.db, counted[i]) }},
-				{name: "receipted", write: func(i int) error { return receiptedWrite(e.ctx, e.db, receipted[i]) }},
-				{name: "fenced", write: func(i int) error {
+			runLanes(b,
+				&lane{name: "fence", write: func(i int) error { return handFencedWrite(e.ctx, e.db, hand[i]) }},
+				&lane{name: "counted", write: func(i int) error { return countedFencedWrite(e.ctx, e.db, counted[i]) }},
+				&lane{name: "receipted", write: func(i int) error { return receiptedWrite(e.ctx, e.db, receipted[i]) }},
+				&lane{name: "fenced", write: func(i int) error {
 					_, err := e.g.Run(e.ctx, e.db, owner, fenced[i], write(fenced[i], "x"))
 					return err
-				}},
-			})
+				}})
 		})
 	}
 }
@@ -158,14 +126,13 @@ func BenchmarkWriteFloorPgx(b *testing.B) {
 			e.seedFence(hand)
 			e.exec(`INSERT INTO fence (resource, token) VALUES ($1, 0)`, receipted[0].Resource)
 			e.exec(fmt.Sprintf(receiptDDL, "BYTEA", ""))
-			runLanes(b, []*lane{
-				{name: "fence", write: func(i int) error { return pgxHandFencedWrite(e.ctx, conn, hand[i]) }},
-				{name: "receipted", write: func(i int) error { return pgxReceiptedWrite(e.ctx, conn, receipted[i]) }},
-				{name: "fenced", write: func(i int) error {
+			runLanes(b,
+				&lane{name: "fence", write: func(i int) error { return pgxHandFencedWrite(e.ctx, conn, hand[i]) }},
+				&lane{name: "receipted", write: func(i int) error { return pgxReceiptedWrite(e.ctx, conn, receipted[i]) }},
+				&lane{name: "fenced", write: func(i int) error {
 					_, err := e.g.RunPgx(e.ctx, conn, owner, fenced[i], pgxWrite(fenced[i]))
 					return err
-				}},
-			})
+				}})
 		})
 	}
 }

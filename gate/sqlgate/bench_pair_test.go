@@ -70,39 +70,42 @@ func (e *env) seedFence(ms []*gate.Mutation) {
 	e.exec(`INSERT INTO fence (resource, token) VALUES ($1, 0)`, ms[0].Resource)
 }
 
-// trio times the three writes of iteration i in an order that rotates
-// with i, and keeps each one's duration.
-type trio struct{ plain, fence, gate []time.Duration }
-
-func newTrio(n int) *trio {
-	return &trio{make([]time.Duration, 0, n), make([]time.Duration, 0, n), make([]time.Duration, 0, n)}
+// lane is one of the writes a paired benchmark rotates, and its times.
+type lane struct {
+	name  string // its metrics' prefix
+	write func(i int) error
+	times []time.Duration
 }
 
-func (t *trio) run(b *testing.B, i int, plain, fence, gated func() error) {
-	steps := []struct {
-		f   func() error
-		dst *[]time.Duration
-	}{{plain, &t.plain}, {fence, &t.fence}, {gated, &t.gate}}
-	for k := range steps {
-		s := steps[(i+k)%len(steps)]
-		t0 := time.Now()
-		if err := s.f(); err != nil {
-			b.Fatal(err)
-		}
-		*s.dst = append(*s.dst, time.Since(t0))
+// runLanes does write i of every lane, in an order that rotates with i,
+// for b.N iterations, so that all of them see the same load on a shared
+// machine. It then reports each lane's median (name-µs) and, for each
+// pair, the later lane's median over the earlier's (later/earlier: with
+// lanes plain, fence, fenced, the gate against the hand-rolled fence is
+// fenced/fence, the issue's goal).
+func runLanes(b *testing.B, lanes ...*lane) {
+	for _, l := range lanes {
+		l.times = make([]time.Duration, 0, b.N)
 	}
-}
-
-// report reports the three medians and the ratios: fenced/fence is the
-// gate against the hand-rolled fence, the issue's goal.
-func (t *trio) report(b *testing.B) {
-	mp, mh, mf := median(t.plain), median(t.fence), median(t.gate)
-	b.ReportMetric(float64(mp.Microseconds()), "plain-µs")
-	b.ReportMetric(float64(mh.Microseconds()), "fence-µs")
-	b.ReportMetric(float64(mf.Microseconds()), "fenced-µs")
-	b.ReportMetric(float64(mf)/float64(mp), "fenced/plain")
-	b.ReportMetric(float64(mh)/float64(mp), "fence/plain")
-	b.ReportMetric(float64(mf)/float64(mh), "fenced/fence")
+	b.ResetTimer()
+	for i := range b.N {
+		for k := range lanes {
+			l := lanes[(i+k)%len(lanes)]
+			t0 := time.Now()
+			if err := l.write(i); err != nil {
+				b.Fatal(err)
+			}
+			l.times = append(l.times, time.Since(t0))
+		}
+	}
+	meds := make([]time.Duration, len(lanes))
+	for k, l := range lanes {
+		meds[k] = median(l.times)
+		b.ReportMetric(float64(meds[k].Microseconds()), l.name+"-µs")
+		for j := range k {
+			b.ReportMetric(float64(meds[k])/float64(meds[j]), l.name+"/"+lanes[j].name)
+		}
+	}
 }
 
 func BenchmarkWritePaired(b *testing.B) {
@@ -112,20 +115,16 @@ func BenchmarkWritePaired(b *testing.B) {
 			log := benchReporter(b, e, be)
 			plain, hand, fenced := segments(e, b.N), segments(e, b.N), segments(e, b.N)
 			e.seedFence(hand)
-			t := newTrio(b.N)
-			b.ResetTimer()
-			for i := range b.N {
-				t.run(b, i, func() error { return plainWrite(e.ctx, e.db, plain[i]) },
-					func() error { return handFencedWrite(e.ctx, e.db, hand[i]) },
-					func() error {
-						_, err := e.g.Run(e.ctx, e.db, owner, fenced[i], write(fenced[i], "x"))
-						if log != nil {
-							log.Note(owner, fenced[i], err)
-						}
-						return err
-					})
-			}
-			t.report(b)
+			runLanes(b,
+				&lane{name: "plain", write: func(i int) error { return plainWrite(e.ctx, e.db, plain[i]) }},
+				&lane{name: "fence", write: func(i int) error { return handFencedWrite(e.ctx, e.db, hand[i]) }},
+				&lane{name: "fenced", write: func(i int) error {
+					_, err := e.g.Run(e.ctx, e.db, owner, fenced[i], write(fenced[i], "x"))
+					if log != nil {
+						log.Note(owner, fenced[i], err)
+					}
+					return err
+				}})
 		})
 	}
 }

@@ -24,17 +24,13 @@ func BenchmarkWritePairedPgx(b *testing.B) {
 			e, conn := p.env, p.conn
 			plain, hand, fenced := segments(e, b.N), segments(e, b.N), segments(e, b.N)
 			e.seedFence(hand)
-			t := newTrio(b.N)
-			b.ResetTimer()
-			for i := range b.N {
-				t.run(b, i, func() error { return pgxPlainWrite(e.ctx, conn, plain[i]) },
-					func() error { return pgxHandFencedWrite(e.ctx, conn, hand[i]) },
-					func() error {
-						_, err := e.g.RunPgx(e.ctx, conn, owner, fenced[i], pgxWrite(fenced[i]))
-						return err
-					})
-			}
-			t.report(b)
+			runLanes(b,
+				&lane{name: "plain", write: func(i int) error { return pgxPlainWrite(e.ctx, conn, plain[i]) }},
+				&lane{name: "fence", write: func(i int) error { return pgxHandFencedWrite(e.ctx, conn, hand[i]) }},
+				&lane{name: "fenced", write: func(i int) error {
+					_, err := e.g.RunPgx(e.ctx, conn, owner, fenced[i], pgxWrite(fenced[i]))
+					return err
+				}})
 		})
 	}
 }
