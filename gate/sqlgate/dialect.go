@@ -97,6 +97,9 @@ type Dialect struct {
 	// stateInOrder is migration 7: where the database checks segment
 	// order ("" where migration 4's receipt trigger still does).
 	stateInOrder string
+	// dropImplied is migration 8: it drops an invariant trigger that
+	// another one implies ("" where there is none).
+	dropImplied string
 }
 
 // Name returns "sqlite" or "postgres".

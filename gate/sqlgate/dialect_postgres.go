@@ -57,6 +57,7 @@ CREATE TRIGGER {p}receipts_never_truncated BEFORE TRUNCATE ON {p}receipts FOR EA
 	compact:      postgresCompact,
 	issueTimes:   postgresIssueTimes,
 	stateInOrder: postgresStateInOrder,
+	dropImplied:  postgresDropImplied,
 	guard: func(p, table, mode string) []string {
 		name := p + "guard_" + table
 		return []string{
@@ -155,3 +156,14 @@ CREATE TRIGGER {p}fence_state_in_order BEFORE UPDATE OF highest_fence, root, las
   WHEN (NOT (NEW.highest_fence > OLD.highest_fence AND NEW.last_seq = 1
     OR NEW.highest_fence = OLD.highest_fence AND NEW.root = OLD.root AND NEW.last_seq = OLD.last_seq + 1))
   EXECUTE FUNCTION {p}refuse('the fence state moves only to segment 1 of a higher fence or to the next segment under the same fence and root');`
+
+// postgresDropImplied is PostgreSQL's migration 8. Migration 2's
+// fence_never_decreases refuses an update that lowers highest_fence;
+// migration 7's fence_state_in_order refuses every move of the fence
+// state other than segment 1 of a higher fence or the next segment under
+// the same fence and root, a lower fence among them, and fires on the
+// same updates (it lists highest_fence too). PostgreSQL rebuilds a
+// trigger's WHEN clause from its stored text for every statement that
+// fires it, so the first trigger cost every accept for nothing
+// (docs/performance.md, "A receipt row beside the peer").
+const postgresDropImplied = `DROP TRIGGER {p}fence_never_decreases ON {p}resources;`

@@ -15,7 +15,8 @@ import (
 // one-statement finish of an accept needs, {segmentChain} its trigger
 // refusing a receipt whose previous segment is missing, {compact} its
 // schema-5 layout, {issueTimes} its schema-6 columns, {stateInOrder} its
-// schema-7 check of segment order.
+// schema-7 check of segment order, {dropImplied} its schema-8 drop of an
+// implied trigger.
 var migrations = []string{
 	1: `
 CREATE TABLE {p}resources (
@@ -133,6 +134,11 @@ DROP INDEX {p}receipts_by_operation;
 	// directly, bypassing the row, is no longer checked. SQLite keeps
 	// migration 4's trigger (nothing here).
 	7: `{stateInOrder}`,
+	// 8: the database's refusals without one that another implies
+	// (Dialect.dropImplied): on PostgreSQL, migration 7's order check
+	// refuses a lower fence, so migration 2's trigger for it goes. SQLite
+	// dropped its own in migration 5 (nothing here).
+	8: `{dropImplied}`,
 }
 
 // SchemaVersion is the schema version this package migrates to.
@@ -181,7 +187,7 @@ func (g *Gate) migrateTo(ctx context.Context, db *sql.DB, v int) error {
 	if n > 0 {
 		return nil
 	}
-	ddl := strings.NewReplacer("{serial}", g.d.serial, "{guard}", g.d.guardSetup, "{clustered}", g.d.clustered, "{invariants}", g.d.invariants, "{accept}", g.d.acceptEntry, "{segmentChain}", g.d.segmentChain, "{compact}", g.d.compact, "{issueTimes}", g.d.issueTimes, "{stateInOrder}", g.d.stateInOrder).Replace(migrations[v])
+	ddl := strings.NewReplacer("{serial}", g.d.serial, "{guard}", g.d.guardSetup, "{clustered}", g.d.clustered, "{invariants}", g.d.invariants, "{accept}", g.d.acceptEntry, "{segmentChain}", g.d.segmentChain, "{compact}", g.d.compact, "{issueTimes}", g.d.issueTimes, "{stateInOrder}", g.d.stateInOrder, "{dropImplied}", g.d.dropImplied).Replace(migrations[v])
 	for _, stmt := range splitStatements(g.q(ddl)) {
 		if _, err := tx.ExecContext(ctx, stmt); err != nil {
 			return fmt.Errorf("%w\n%s", err, stmt)

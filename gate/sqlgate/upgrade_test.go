@@ -109,10 +109,11 @@ VALUES ($1, $2, 5, $3, 'op-a', 1, $4, $5, $6, 'enforce', 'ACCEPTED')`,
 }
 
 // testFenceStateInOrder: PostgreSQL (schema 7) refuses, even from outside
-// the gate, a fence-row update the gate never makes, and admits the two
-// it does (a lower fence is migration 2's trigger's); the row of r is at
-// fence 5, segment 2. Negative control: with the schema-7 trigger
-// dropped, the skipped segment is stored.
+// the gate, a fence-row update the gate never makes, a lower fence among
+// them (schema 8 dropped migration 2's trigger for it), and admits the
+// two it does; the row of r is at fence 5, segment 2. Negative control:
+// with the schema-7 trigger dropped, the skipped segment is stored, and
+// so is a lower fence: no other trigger refuses it.
 func testFenceStateInOrder(t *testing.T, db *sql.DB, r string) {
 	ctx := context.Background()
 	update := func(set string) error {
@@ -125,6 +126,7 @@ func testFenceStateInOrder(t *testing.T, db *sql.DB, r string) {
 		"last_seq = 2",                            // the same segment again
 		"highest_fence = 6, last_seq = 2",         // a higher fence not at segment 1
 		"root = sha256('x'::bytea), last_seq = 3", // the next segment under another root
+		"highest_fence = 4, last_seq = 1",         // a lower fence
 	} {
 		if err := update(set); err == nil || !strings.Contains(err.Error(), refusal) {
 			t.Fatalf("SET %s: %v, want the database's refusal", set, err)
@@ -140,6 +142,9 @@ func testFenceStateInOrder(t *testing.T, db *sql.DB, r string) {
 	}
 	if err := update("last_seq = 4"); err != nil {
 		t.Fatalf("negative control: without the trigger the skip should be stored: %v", err)
+	}
+	if err := update("highest_fence = 4"); err != nil {
+		t.Fatalf("negative control: without the trigger a lower fence should be stored: %v", err)
 	}
 }
 
