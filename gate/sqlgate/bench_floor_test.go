@@ -120,8 +120,7 @@ func BenchmarkWriteFloor(b *testing.B) {
 func BenchmarkWriteFloorPgx(b *testing.B) {
 	for _, on := range []string{"on", "off"} {
 		b.Run("postgres-sync-"+on, func(b *testing.B) {
-			p := newPgxEnvDSN(b, pgtest.WithParam(pgtest.NewDatabase(b), "synchronous_commit", on))
-			e, conn := p.env, p.conn
+			e, conn := openPgxEnv(b, pgtest.WithParam(pgtest.NewDatabase(b), "synchronous_commit", on), nil)
 			hand, receipted, fenced := segments(e, b.N), segments(e, b.N), segments(e, b.N)
 			e.seedFence(hand)
 			e.exec(`INSERT INTO fence (resource, token) VALUES ($1, 0)`, receipted[0].Resource)

@@ -5,11 +5,13 @@ package sqlgate_test
 
 import (
 	"context"
+	"database/sql"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/gate/sqlgate"
 	"github.com/fencegate/fencegate/testkit/pgtest"
 )
 
@@ -20,8 +22,7 @@ import (
 func BenchmarkWritePairedPgx(b *testing.B) {
 	for _, on := range []string{"on", "off"} {
 		b.Run("postgres-sync-"+on, func(b *testing.B) {
-			p := newPgxEnvDSN(b, pgtest.WithParam(pgtest.NewDatabase(b), "synchronous_commit", on))
-			e, conn := p.env, p.conn
+			e, conn := openPgxEnv(b, pgtest.WithParam(pgtest.NewDatabase(b), "synchronous_commit", on), nil)
 			plain, hand, fenced := segments(e, b.N), segments(e, b.N), segments(e, b.N)
 			e.seedFence(hand)
 			runLanes(b,
@@ -33,6 +34,32 @@ func BenchmarkWritePairedPgx(b *testing.B) {
 				}})
 		})
 	}
+}
+
+// openPgxEnv is a PostgreSQL gate on dsn, migrated through database/sql,
+// and one pgx connection to the same database, traced by tracer if not
+// nil. (It lives with the benchmarks, which scripts/bench-all.sh copies
+// onto older trees, so that they need nothing newer from the tests.)
+func openPgxEnv(t testing.TB, dsn string, tracer pgx.QueryTracer) (*env, *pgx.Conn) {
+	e := newEnv(t, backend{"postgres", sqlgate.Postgres, func(t testing.TB) *sql.DB {
+		db, err := sql.Open("pgx", dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	}}, nil)
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Tracer = tracer
+	conn, err := pgx.ConnectConfig(e.ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return e, conn
 }
 
 // pgxHandFencedWrite is handFencedWrite through pgx's own interface, as a

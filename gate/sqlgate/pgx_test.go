@@ -78,26 +78,9 @@ func newPgxEnv(t *testing.T) *pgxEnv {
 	return newPgxEnvDSN(t, pgtest.WithParam(pgtest.NewDatabase(t), "synchronous_commit", "off"))
 }
 
-func newPgxEnvDSN(t testing.TB, dsn string) *pgxEnv {
-	e := newEnv(t, backend{"postgres", sqlgate.Postgres, func(t testing.TB) *sql.DB {
-		db, err := sql.Open("pgx", dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		return db
-	}}, nil)
-	cfg, err := pgx.ParseConfig(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
+func newPgxEnvDSN(t *testing.T, dsn string) *pgxEnv {
 	trips := &atomic.Int64{}
-	cfg.Tracer = tripCounter{trips}
-	conn, err := pgx.ConnectConfig(e.ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close(context.Background()) })
+	e, conn := openPgxEnv(t, dsn, tripCounter{trips})
 	return &pgxEnv{env: e, conn: conn, trips: trips}
 }
 
