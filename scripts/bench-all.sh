@@ -68,13 +68,15 @@ build() { # side dir
 }
 
 # overlay copies this tree's benchmark files into the base worktree, with
-# a stub where the base lacks what a benchmark only reports on.
+# testkit/benchpair, which rotates their writes, and a stub where the base
+# lacks what a benchmark only reports on.
 overlay() {
   local b=$tmp/base pkg f
   for pkg in "${pkgs[@]}"; do
     [ -d "$b/$pkg" ] || continue # a package the base lacks: its benchmarks are left out
     for f in "$pkg"/bench*_test.go; do cp "$f" "$b/$f"; done
   done
+  mkdir -p "$b/testkit/benchpair" && cp testkit/benchpair/*.go "$b/testkit/benchpair/" # their rotation
   [ -f "$b/gate/sqlgate/pgx.go" ] || rm -f "$b/gate/sqlgate/bench_pgx_test.go"
   if [ ! -f "$b/client/httpclient/batch.go" ]; then
     printf 'package main\n\nimport "github.com/fencegate/fencegate/client/httpclient"\n\nfunc serveBatching() []httpclient.ClientOption { return nil }\n' >"$b/cmd/fencegate/zz_servebatch_test.go"

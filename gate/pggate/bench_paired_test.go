@@ -12,7 +12,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"slices"
 	"testing"
 	"time"
 
@@ -21,6 +20,7 @@ import (
 	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/gate/pggate"
 	"github.com/fencegate/fencegate/gate/sqlgate"
+	"github.com/fencegate/fencegate/testkit/benchpair"
 	"github.com/fencegate/fencegate/testkit/fakeclock"
 	"github.com/fencegate/fencegate/testkit/gatetest"
 	"github.com/fencegate/fencegate/testkit/pgtest"
@@ -174,60 +174,11 @@ func BenchmarkApplyPaired(b *testing.B) {
 				}
 				envs[i] = string(j)
 			}
-			r := newRotation(b.N, "plain", "fence", "runpgx", "apply")
-			b.ResetTimer()
-			for i := range b.N {
-				r.run(b, i,
-					func() error { return e.plain(plain[i]) },
-					func() error { return e.hand(hand[i]) },
-					func() error { return e.runPgx(viaGo[i]) },
-					func() error { return e.apply(viaSQL[i], envs[i]) })
-			}
-			r.report(b)
+			benchpair.Run(b,
+				benchpair.Lane{Name: "plain", Write: func(i int) error { return e.plain(plain[i]) }},
+				benchpair.Lane{Name: "fence", Write: func(i int) error { return e.hand(hand[i]) }},
+				benchpair.Lane{Name: "runpgx", Write: func(i int) error { return e.runPgx(viaGo[i]) }},
+				benchpair.Lane{Name: "apply", Write: func(i int) error { return e.apply(viaSQL[i], envs[i]) }})
 		})
 	}
-}
-
-// rotation times n writers per iteration in an order that rotates with
-// the iteration, and keeps each one's durations.
-type rotation struct {
-	names []string
-	ds    [][]time.Duration
-}
-
-func newRotation(n int, names ...string) *rotation {
-	r := &rotation{names: names, ds: make([][]time.Duration, len(names))}
-	for k := range r.ds {
-		r.ds[k] = make([]time.Duration, 0, n)
-	}
-	return r
-}
-
-func (r *rotation) run(b *testing.B, i int, fs ...func() error) {
-	for k := range fs {
-		j := (i + k) % len(fs)
-		t0 := time.Now()
-		if err := fs[j](); err != nil {
-			b.Fatalf("%s: %v", r.names[j], err)
-		}
-		r.ds[j] = append(r.ds[j], time.Since(t0))
-	}
-}
-
-// report reports each writer's median and the last writer's ratio to
-// each of the others (apply/plain, apply/fence, apply/runpgx), and the
-// Go gate's to the hand-rolled fence for reference.
-func (r *rotation) report(b *testing.B) {
-	ms := make([]time.Duration, len(r.ds))
-	for k, ds := range r.ds {
-		s := slices.Clone(ds)
-		slices.Sort(s)
-		ms[k] = s[len(s)/2]
-		b.ReportMetric(float64(ms[k].Microseconds()), r.names[k]+"-µs")
-	}
-	last := len(ms) - 1
-	for k := range last {
-		b.ReportMetric(float64(ms[last])/float64(ms[k]), r.names[last]+"/"+r.names[k])
-	}
-	b.ReportMetric(float64(ms[2])/float64(ms[1]), r.names[2]+"/"+r.names[1])
 }

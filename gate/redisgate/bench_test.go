@@ -11,7 +11,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"testing"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 
 	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/gate/redisgate"
+	"github.com/fencegate/fencegate/testkit/benchpair"
 	"github.com/fencegate/fencegate/testkit/fakeclock"
 	"github.com/fencegate/fencegate/testkit/gatetest"
 	"github.com/fencegate/fencegate/testkit/redistest"
@@ -58,56 +58,31 @@ func benchWritePaired(b *testing.B) {
 	base := iss.Mutation(gatetest.Writer{Resource: r, Owner: "worker-a", Lease: "l", OperationID: "op", Fence: 5}, 1, "")
 	tag := g.KeysOf(r).Tag
 	plainKey, handKey, tokenKey, fencedKey := tag+":plain", tag+":hand", tag+":hand-token", tag+":fenced"
-	times := [3][]time.Duration{} // plain, hand-rolled fence, fenced
-	for i := range times {
-		times[i] = make([]time.Duration, 0, b.N)
-	}
-	b.ResetTimer()
-	for i := range b.N {
+	ms := make([]*gate.Mutation, b.N) // made before the clock starts
+	for i := range ms {
 		m := *base
 		m.SegmentSeq, m.PayloadDigest = uint64(i+1), gatetest.Payload(fmt.Sprint(i))
-		steps := [3]func() error{
-			func() error {
-				_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-					p.HSet(ctx, plainKey, "total", i)
-					return nil
-				})
-				return err
-			},
-			func() error {
-				ok, err := handFence.Run(ctx, c, []string{tokenKey, handKey}, int64(m.FenceToken), "total", i).Int()
-				if err == nil && ok != 1 {
-					err = errFenced
-				}
-				return err
-			},
-			func() error {
-				_, err := g.Apply(ctx, "worker-a", &m, func(context.Context) ([]redisgate.Command, error) {
-					return []redisgate.Command{{"HSET", fencedKey, "total", i}}, nil
-				})
-				return err
-			},
-		}
-		for k := range steps {
-			s := (i + k) % len(steps)
-			t0 := time.Now()
-			if err := steps[s](); err != nil {
-				b.Fatal(err)
-			}
-			times[s] = append(times[s], time.Since(t0))
-		}
+		ms[i] = &m
 	}
-	mp, mh, mf := median(times[0]), median(times[1]), median(times[2])
-	b.ReportMetric(float64(mp.Microseconds()), "plain-µs")
-	b.ReportMetric(float64(mh.Microseconds()), "fence-µs")
-	b.ReportMetric(float64(mf.Microseconds()), "fenced-µs")
-	b.ReportMetric(float64(mf)/float64(mp), "fenced/plain")
-	b.ReportMetric(float64(mh)/float64(mp), "fence/plain")
-	b.ReportMetric(float64(mf)/float64(mh), "fenced/fence")
-}
-
-func median(ds []time.Duration) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[len(s)/2]
+	benchpair.Run(b,
+		benchpair.Lane{Name: "plain", Write: func(i int) error {
+			_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				p.HSet(ctx, plainKey, "total", i)
+				return nil
+			})
+			return err
+		}},
+		benchpair.Lane{Name: "fence", Write: func(i int) error {
+			ok, err := handFence.Run(ctx, c, []string{tokenKey, handKey}, int64(base.FenceToken), "total", i).Int()
+			if err == nil && ok != 1 {
+				err = errFenced
+			}
+			return err
+		}},
+		benchpair.Lane{Name: "fenced", Write: func(i int) error {
+			_, err := g.Apply(ctx, "worker-a", ms[i], func(context.Context) ([]redisgate.Command, error) {
+				return []redisgate.Command{{"HSET", fencedKey, "total", i}}, nil
+			})
+			return err
+		}})
 }

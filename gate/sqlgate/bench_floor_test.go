@@ -31,6 +31,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/testkit/benchpair"
 	"github.com/fencegate/fencegate/testkit/pgtest"
 )
 
@@ -100,11 +101,11 @@ func BenchmarkWriteFloor(b *testing.B) {
 			e.exec(`INSERT INTO fence (resource, token) VALUES ($1, 0)`, receipted[0].Resource)
 			e.seedCountedFence(counted)
 			e.exec(fmt.Sprintf(receiptDDL, "BLOB", " WITHOUT ROWID"))
-			runLanes(b,
-				&lane{name: "fence", write: func(i int) error { return handFencedWrite(e.ctx, e.db, hand[i]) }},
-				&lane{name: "counted", write: func(i int) error { return countedFencedWrite(e.ctx, e.db, counted[i]) }},
-				&lane{name: "receipted", write: func(i int) error { return receiptedWrite(e.ctx, e.db, receipted[i]) }},
-				&lane{name: "fenced", write: func(i int) error {
+			benchpair.Run(b,
+				benchpair.Lane{Name: "fence", Write: func(i int) error { return handFencedWrite(e.ctx, e.db, hand[i]) }},
+				benchpair.Lane{Name: "counted", Write: func(i int) error { return countedFencedWrite(e.ctx, e.db, counted[i]) }},
+				benchpair.Lane{Name: "receipted", Write: func(i int) error { return receiptedWrite(e.ctx, e.db, receipted[i]) }},
+				benchpair.Lane{Name: "fenced", Write: func(i int) error {
 					_, err := e.g.Run(e.ctx, e.db, owner, fenced[i], write(fenced[i], "x"))
 					return err
 				}})
@@ -125,10 +126,10 @@ func BenchmarkWriteFloorPgx(b *testing.B) {
 			e.seedFence(hand)
 			e.exec(`INSERT INTO fence (resource, token) VALUES ($1, 0)`, receipted[0].Resource)
 			e.exec(fmt.Sprintf(receiptDDL, "BYTEA", ""))
-			runLanes(b,
-				&lane{name: "fence", write: func(i int) error { return pgxHandFencedWrite(e.ctx, conn, hand[i]) }},
-				&lane{name: "receipted", write: func(i int) error { return pgxReceiptedWrite(e.ctx, conn, receipted[i]) }},
-				&lane{name: "fenced", write: func(i int) error {
+			benchpair.Run(b,
+				benchpair.Lane{Name: "fence", Write: func(i int) error { return pgxHandFencedWrite(e.ctx, conn, hand[i]) }},
+				benchpair.Lane{Name: "receipted", Write: func(i int) error { return pgxReceiptedWrite(e.ctx, conn, receipted[i]) }},
+				benchpair.Lane{Name: "fenced", Write: func(i int) error {
 					_, err := e.g.RunPgx(e.ctx, conn, owner, fenced[i], pgxWrite(fenced[i]))
 					return err
 				}})

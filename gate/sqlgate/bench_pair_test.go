@@ -13,11 +13,10 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"slices"
 	"testing"
-	"time"
 
 	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/testkit/benchpair"
 )
 
 // fenceDDL is the hand-rolled fence's table: one row per resource, the
@@ -70,44 +69,6 @@ func (e *env) seedFence(ms []*gate.Mutation) {
 	e.exec(`INSERT INTO fence (resource, token) VALUES ($1, 0)`, ms[0].Resource)
 }
 
-// lane is one of the writes a paired benchmark rotates, and its times.
-type lane struct {
-	name  string // its metrics' prefix
-	write func(i int) error
-	times []time.Duration
-}
-
-// runLanes does write i of every lane, in an order that rotates with i,
-// for b.N iterations, so that all of them see the same load on a shared
-// machine. It then reports each lane's median (name-µs) and, for each
-// pair, the later lane's median over the earlier's (later/earlier: with
-// lanes plain, fence, fenced, the gate against the hand-rolled fence is
-// fenced/fence, the issue's goal).
-func runLanes(b *testing.B, lanes ...*lane) {
-	for _, l := range lanes {
-		l.times = make([]time.Duration, 0, b.N)
-	}
-	b.ResetTimer()
-	for i := range b.N {
-		for k := range lanes {
-			l := lanes[(i+k)%len(lanes)]
-			t0 := time.Now()
-			if err := l.write(i); err != nil {
-				b.Fatal(err)
-			}
-			l.times = append(l.times, time.Since(t0))
-		}
-	}
-	meds := make([]time.Duration, len(lanes))
-	for k, l := range lanes {
-		meds[k] = median(l.times)
-		b.ReportMetric(float64(meds[k].Microseconds()), l.name+"-µs")
-		for j := range k {
-			b.ReportMetric(float64(meds[k])/float64(meds[j]), l.name+"/"+lanes[j].name)
-		}
-	}
-}
-
 func BenchmarkWritePaired(b *testing.B) {
 	for _, be := range benchBackends() {
 		b.Run(be.name, func(b *testing.B) {
@@ -115,10 +76,10 @@ func BenchmarkWritePaired(b *testing.B) {
 			log := benchReporter(b, e, be)
 			plain, hand, fenced := segments(e, b.N), segments(e, b.N), segments(e, b.N)
 			e.seedFence(hand)
-			runLanes(b,
-				&lane{name: "plain", write: func(i int) error { return plainWrite(e.ctx, e.db, plain[i]) }},
-				&lane{name: "fence", write: func(i int) error { return handFencedWrite(e.ctx, e.db, hand[i]) }},
-				&lane{name: "fenced", write: func(i int) error {
+			benchpair.Run(b,
+				benchpair.Lane{Name: "plain", Write: func(i int) error { return plainWrite(e.ctx, e.db, plain[i]) }},
+				benchpair.Lane{Name: "fence", Write: func(i int) error { return handFencedWrite(e.ctx, e.db, hand[i]) }},
+				benchpair.Lane{Name: "fenced", Write: func(i int) error {
 					_, err := e.g.Run(e.ctx, e.db, owner, fenced[i], write(fenced[i], "x"))
 					if log != nil {
 						log.Note(owner, fenced[i], err)
@@ -127,10 +88,4 @@ func BenchmarkWritePaired(b *testing.B) {
 				}})
 		})
 	}
-}
-
-func median(ds []time.Duration) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[len(s)/2]
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/gate/sqlgate"
+	"github.com/fencegate/fencegate/testkit/benchpair"
 	"github.com/fencegate/fencegate/testkit/pgtest"
 )
 
@@ -25,10 +26,10 @@ func BenchmarkWritePairedPgx(b *testing.B) {
 			e, conn := openPgxEnv(b, pgtest.WithParam(pgtest.NewDatabase(b), "synchronous_commit", on), nil)
 			plain, hand, fenced := segments(e, b.N), segments(e, b.N), segments(e, b.N)
 			e.seedFence(hand)
-			runLanes(b,
-				&lane{name: "plain", write: func(i int) error { return pgxPlainWrite(e.ctx, conn, plain[i]) }},
-				&lane{name: "fence", write: func(i int) error { return pgxHandFencedWrite(e.ctx, conn, hand[i]) }},
-				&lane{name: "fenced", write: func(i int) error {
+			benchpair.Run(b,
+				benchpair.Lane{Name: "plain", Write: func(i int) error { return pgxPlainWrite(e.ctx, conn, plain[i]) }},
+				benchpair.Lane{Name: "fence", Write: func(i int) error { return pgxHandFencedWrite(e.ctx, conn, hand[i]) }},
+				benchpair.Lane{Name: "fenced", Write: func(i int) error {
 					_, err := e.g.RunPgx(e.ctx, conn, owner, fenced[i], pgxWrite(fenced[i]))
 					return err
 				}})
