@@ -19,12 +19,8 @@ import (
 // same connection and in the same transaction; round trips are
 // unchanged. Any other driver takes the CTE.
 
-// pgxDriverConn is what pgx/v5/stdlib's driver connection offers: the
-// pgx connection under it.
-type pgxDriverConn interface{ Conn() *pgx.Conn }
-
 // pgxDriver reports whether db is on pgx's database/sql driver, whose
-// every connection is a pgxDriverConn. A driver wrapping it (a tracing
+// every connection is a *stdlib.Conn. A driver wrapping it (a tracing
 // wrapper, say) is not recognised, and Run takes the CTE there.
 func pgxDriver(db *sql.DB) bool {
 	_, ok := db.Driver().(*stdlib.Driver)
@@ -72,7 +68,7 @@ var errNotPgx = errors.New("sqlgate: internal error: the pinned connection is no
 
 func (r rawBatchRow) Scan(dest ...any) error {
 	return r.conn.Raw(func(dc any) error {
-		pc, ok := dc.(pgxDriverConn)
+		pc, ok := dc.(*stdlib.Conn)
 		if !ok {
 			return errNotPgx
 		}
