@@ -16,13 +16,20 @@ func (g *Gate) MigrateUpTo(ctx context.Context, db *sql.DB, max int) error {
 // one-statement form and the pipelined store) have their first old
 // replaced by new: the speculation tests' way to loosen them.
 func BreakSpeculation(d *Dialect, old, new string) *Dialect {
-	if !strings.Contains(d.speculate, old) {
-		panic(fmt.Sprintf("speculate statement has no %q", old))
-	}
 	c := *d
-	c.speculate = strings.Replace(c.speculate, old, new, 1)
-	c.speculateStore = strings.Replace(c.speculateStore, old, new, 1)
+	loosen(&c.speculate, "speculate", old, new)
+	loosen(&c.speculateStore, "speculate-store", old, new)
 	return &c
+}
+
+// loosen replaces the first old in the statement *q by new, and panics if
+// there is none: a loosening that changes nothing would let a test pass
+// on the statement it meant to break.
+func loosen(q *string, name, old, new string) {
+	if !strings.Contains(*q, old) {
+		panic(fmt.Sprintf("%s statement has no %q", name, old))
+	}
+	*q = strings.Replace(*q, old, new, 1)
 }
 
 // SpeculateStoreSQL is the gate's pipelined store statement, prefix and
@@ -32,11 +39,8 @@ func SpeculateStoreSQL(g *Gate) string { return g.stmt.speculateStore }
 // BreakSpeculateStore is BreakSpeculation for the pipelined store
 // statement alone: the way to tell which of the two forms ran.
 func BreakSpeculateStore(d *Dialect, old, new string) *Dialect {
-	if !strings.Contains(d.speculateStore, old) {
-		panic(fmt.Sprintf("speculate-store statement has no %q", old))
-	}
 	c := *d
-	c.speculateStore = strings.Replace(c.speculateStore, old, new, 1)
+	loosen(&c.speculateStore, "speculate-store", old, new)
 	return &c
 }
 
