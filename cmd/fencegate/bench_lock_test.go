@@ -43,6 +43,8 @@ func BenchmarkLockCommand(b *testing.B) {
 		"--token-file", benchTokenFile(b, dir), "--authz-open")
 	m := embeddedLine.FindStringSubmatch(stderr.String())
 	if m == nil {
+		// A serve from before it named the endpoint: a base revision that
+		// scripts/bench-all.sh compares against, where the row is "not run".
 		b.Skipf("serve names no endpoint of its embedded etcd:\n%s", stderr)
 	}
 	env := append(os.Environ(), "FENCEGATE_REGISTRY="+url, "FENCEGATE_TOKEN="+serveToken, "ETCDCTL_API=3")
