@@ -72,9 +72,11 @@ type Installed struct {
 // the connecting role, which becomes the gate's owner (it needs CREATE on
 // the database, and CREATEROLE the first time, for fencegate_writer).
 // pgcrypto is created in the fencegate schema unless the database already
-// has it. It is safe to run from several processes at once (a
-// transaction-level advisory lock) and to run again (applied versions are
-// skipped).
+// has it. It is safe to run from several processes at once and to run
+// again: a session-level advisory lock, held from the first version read
+// to the last version applied, makes concurrent installs take turns, so
+// exactly one of them applies the versions missing and the others find
+// them applied (Installed.From is the version each found).
 func Install(ctx context.Context, db *sql.DB) (Installed, error) {
 	var in Installed
 	conn, err := db.Conn(ctx)
@@ -82,12 +84,16 @@ func Install(ctx context.Context, db *sql.DB) (Installed, error) {
 		return in, fmt.Errorf("pggate: install: %w", err)
 	}
 	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock(hashtext('fencegate/pggate/install'))`); err != nil {
+		return in, fmt.Errorf("pggate: install: lock: %w", err)
+	}
+	defer conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(hashtext('fencegate/pggate/install'))`)
 	for _, v := range Versions() {
 		applied, err := installVersion(ctx, conn, v, &in)
 		if err != nil {
 			return in, fmt.Errorf("pggate: install version %d: %w", v, err)
 		}
-		if !applied {
+		if !applied { // under the lock, the applied versions are a prefix
 			in.From = v
 		}
 	}
@@ -96,7 +102,8 @@ func Install(ctx context.Context, db *sql.DB) (Installed, error) {
 }
 
 // installVersion applies version v unless it is, and reports whether it
-// did.
+// did. The caller holds the install lock; each version is a transaction
+// of its own, so a failure leaves the versions before it applied.
 func installVersion(ctx context.Context, conn *sql.Conn, v int, in *Installed) (bool, error) {
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
@@ -104,7 +111,6 @@ func installVersion(ctx context.Context, conn *sql.Conn, v int, in *Installed) (
 	}
 	defer tx.Rollback()
 	setup := []string{
-		`SELECT pg_advisory_xact_lock(hashtext('fencegate/pggate/install'))`,
 		`CREATE SCHEMA IF NOT EXISTS fencegate`,
 		`CREATE TABLE IF NOT EXISTS fencegate.schema_version (version INT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())`,
 		`REVOKE ALL ON fencegate.schema_version FROM PUBLIC`,
