@@ -3,6 +3,8 @@ package core
 import (
 	"errors"
 	"fmt"
+
+	"github.com/fencegate/fencegate/wire"
 )
 
 // The cores' errors. client re-exports them (client.ErrNotHeld is
@@ -44,3 +46,32 @@ func (e *NotHeldError) Error() string {
 
 // Unwrap returns ErrNotHeld.
 func (e *NotHeldError) Unwrap() error { return ErrNotHeld }
+
+// ErrSettings: a client setting (a time limit, a fraction, a lease's
+// TTL) cannot work; the error is a *SettingsError naming the range that
+// can. Nothing was sent.
+var ErrSettings = errors.New("client: setting cannot work")
+
+// SettingsError says which setting cannot work, and what would.
+type SettingsError struct {
+	Setting string // the Options field, or "TTL" for an acquire's TTL
+	Value   string // as given
+	Want    string // the range that works, e.g. "at least 2s"
+	Why     string // where the range comes from
+	// TTL marks a lease TTL below what the client's margins allow: the
+	// error then also matches wire.ErrTTLOutOfRange, as the registry's
+	// own refusal of a TTL outside its range does.
+	TTL bool
+}
+
+func (e *SettingsError) Error() string {
+	return fmt.Sprintf("client: %s %s cannot work: want %s (%s)", e.Setting, e.Value, e.Want, e.Why)
+}
+
+// Unwrap returns ErrSettings, and wire.ErrTTLOutOfRange for a TTL.
+func (e *SettingsError) Unwrap() []error {
+	if e.TTL {
+		return []error{ErrSettings, wire.ErrTTLOutOfRange}
+	}
+	return []error{ErrSettings}
+}

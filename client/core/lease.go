@@ -21,7 +21,11 @@ import (
 // most one is ever in flight), then give its answer to Answer, or Lost
 // once Call.Timeout has passed without one; when it returns none, look
 // again at the instant it names (or when something changes: an envelope
-// was refused at the deadline, Release began).
+// was refused at the deadline, Release began). While a call is in flight
+// Next names the local deadline: a driver that also looks then (a timer
+// beside the call's) reports the loss at the deadline itself. Readers
+// between steps use StateAt and CertainAt, which see the deadline at
+// once.
 type Lease struct {
 	o         Limits
 	m         Machine
@@ -126,9 +130,8 @@ func (c *Lease) ttl() time.Duration {
 	return time.Duration(c.issued.Grant.TTLMs) * time.Millisecond
 }
 
-// callTimeout is CallTimeout, but at most a quarter of the TTL, so that a
-// short lease learns of a lost renewal well before its deadline.
-func (c *Lease) callTimeout() time.Duration { return min(c.o.CallTimeout, c.ttl()/4) }
+// callTimeout is how long the lease's calls wait (Limits.LeaseCallTimeout).
+func (c *Lease) callTimeout() time.Duration { return c.o.LeaseCallTimeout(c.ttl()) }
 
 func (c *Lease) step(ev Event, now time.Time) {
 	from := c.m.state
@@ -147,22 +150,30 @@ func (c *Lease) send(k CallKind, now time.Time) Call {
 
 // Next returns the call to make at now, recording it as in flight, or
 // CallNone and the instant to look again (zero: only when something
-// changes). While a call is in flight it returns none: answer it first.
+// changes). It first notices the local deadline: HELD or RENEWING at or
+// past it becomes OWNERSHIP_UNKNOWN, whether or not a call is in flight.
+// While a call is in flight it makes no other call (answer it first) and
+// names the deadline as the instant to look again while ownership is
+// certain: a driver that waits on that instant as well as on the call
+// reports the loss at the deadline itself.
 func (c *Lease) Next(now time.Time) (Call, time.Time) {
-	st := c.m.state
-	switch {
-	case c.inflight.Kind != CallNone || st.Terminal():
+	if c.m.state.Terminal() {
 		return Call{}, time.Time{}
+	}
+	c.observe(now)
+	switch {
+	case c.inflight.Kind != CallNone:
+		return Call{}, c.deadlineWake()
 	case c.releasing && now.Before(c.releaseAt):
+		if dl := c.deadlineWake(); !dl.IsZero() && dl.Before(c.releaseAt) {
+			return Call{}, dl
+		}
 		return Call{}, c.releaseAt
 	case c.releasing:
 		return c.send(CallRelease, now), time.Time{}
 	}
-	due, wake := c.sched.Check(c.o, st, now)
+	due, wake := c.sched.Check(c.o, c.m.state, now)
 	switch due {
-	case DueDeadline:
-		c.step(EvDeadline, now)
-		return c.send(CallQuery, now), time.Time{}
 	case DueRenew:
 		c.step(EvRenewDue, now)
 		return c.send(CallRenew, now), time.Time{}
@@ -174,6 +185,44 @@ func (c *Lease) Next(now time.Time) (Call, time.Time) {
 	}
 	return Call{}, wake
 }
+
+// observe steps the local deadline if it passed at now while ownership
+// was certain (OWNERSHIP_UNKNOWN, and a query is due at once).
+func (c *Lease) observe(now time.Time) {
+	if !c.m.state.Certain() {
+		return
+	}
+	if due, _ := c.sched.Check(c.o, c.m.state, now); due == DueDeadline {
+		c.step(EvDeadline, now)
+	}
+}
+
+// deadlineWake is the local deadline while ownership is certain (zero
+// otherwise): the instant a driver must look again even with a call in
+// flight.
+func (c *Lease) deadlineWake() time.Time {
+	if c.m.state.Certain() {
+		return c.sched.Deadline
+	}
+	return time.Time{}
+}
+
+// StateAt is the state a reader sees at now: the machine's, except that
+// HELD or RENEWING at or past the local deadline reads OWNERSHIP_UNKNOWN,
+// the step the machine takes at its next Next or Answer. It changes
+// nothing: the shell's State reads it, so that no reader ever sees HELD
+// after the deadline, however late a timer fires.
+func (c *Lease) StateAt(now time.Time) State {
+	if c.m.state.Certain() && !now.Before(c.sched.Deadline) {
+		return StateUnknown
+	}
+	return c.m.state
+}
+
+// CertainAt reports whether the client may produce new effects at now:
+// StateAt(now) is HELD or RENEWING and no release begun. The driver's
+// ownership context lives exactly while this is true.
+func (c *Lease) CertainAt(now time.Time) bool { return c.StateAt(now).Certain() && !c.releasing }
 
 // Lost records that call got no answer within its timeout: it may or may
 // not have been applied.
@@ -188,6 +237,7 @@ func (c *Lease) Answer(now time.Time, call Call, is wire.Issued, err error) {
 		return
 	}
 	c.inflight = Call{}
+	c.observe(now)
 	late := now.Sub(call.Sent) > call.Timeout
 	switch call.Kind {
 	case CallRenew, CallRefresh:
@@ -200,6 +250,10 @@ func (c *Lease) Answer(now time.Time, call Call, is wire.Issued, err error) {
 }
 
 func (c *Lease) renewAnswer(now time.Time, call Call, is wire.Issued, err error, late bool) {
+	if c.m.state == StateUnknown {
+		c.deadlineAnswer(now, call, is, err, late)
+		return
+	}
 	if c.m.state != StateRenewing {
 		return
 	}
@@ -213,6 +267,25 @@ func (c *Lease) renewAnswer(now time.Time, call Call, is wire.Issued, err error,
 		c.step(EvRenewLate, now)
 	default:
 		c.step(EvRenewLost, now)
+	}
+}
+
+// deadlineAnswer reads the answer to a renewal or refresh during which
+// the local deadline passed (the lease went OWNERSHIP_UNKNOWN with the
+// call in flight). A renewal is the very call a query is: a timely HELD
+// answer confirms the grant with a new deadline. A refresh does not renew:
+// only its definite refusal counts. Otherwise the query the deadline
+// asked for is still due at once.
+func (c *Lease) deadlineAnswer(now time.Time, call Call, is wire.Issued, err error, late bool) {
+	held, refused := c.judge(is, err)
+	switch {
+	case refused:
+		c.step(EvQueryExpired, now)
+	case held && !late && call.Kind == CallRenew:
+		c.confirm(is, call.Sent, false)
+		c.step(EvQueryHeld, now)
+	case call.Kind == CallRenew:
+		c.step(EvQueryUnavailable, now)
 	}
 }
 
@@ -275,7 +348,7 @@ func (c *Lease) confirm(is wire.Issued, sent time.Time, statusOnly bool) {
 	c.issued.Status, c.issued.StatusProof = is.Status, is.StatusProof
 	c.issued.GateProofs = is.GateProofs
 	if statusOnly {
-		c.sched = c.sched.Refreshed(is.Status.ValidUntil)
+		c.sched = c.sched.Refreshed(c.o, is.Status.ValidUntil)
 		return
 	}
 	c.sched = Confirmed(c.o, sent, c.ttl(), is.Status.ValidUntil, c.jitter())

@@ -20,6 +20,13 @@ const (
 // Schedule is the pure timing of one lease, all instants by the client's
 // clock except ProofUntil, which is the registry's validUntil: it is only
 // ever compared after subtracting a margin that covers the skew bound.
+//
+// The clock (docs/guarantees.md, "The lease clock"): a confirmation of a
+// renewal sent at s gives the lease the local life L = TTL −
+// ExpiryMargin: Deadline = s + L; the next renewal goes at s +
+// RenewFraction × L × (1 ± RenewJitter), at most RenewLatestMax × L, and
+// its answer is timely only within a quarter of L (LeaseCallTimeout), so
+// a renewal answered in time always lands before the deadline.
 type Schedule struct {
 	Deadline time.Time // no new effects at or after (sent + TTL − ExpiryMargin)
 	RenewAt  time.Time // next renewal
@@ -29,7 +36,16 @@ type Schedule struct {
 	// DueRefresh comes ProofRefreshLead before it, so a status proof
 	// exists before a grant's held statement runs out.
 	ProofUntil time.Time
-	QueryAt    time.Time // next query while unknown
+	// ProofCapped: a refresh since the last renewal moved the proof by
+	// less than ProofRefreshLead − ProofMargin. The registry never lets a
+	// proof pass the lease's expiry less its skew bound, so such a proof
+	// already reaches (about) as far as this renewal lets it: only the
+	// next renewal extends it, and no refresh is due before then. Without
+	// the mark a refresh would be answered with the same proof, at once,
+	// again and again; with it refreshes never come closer together than
+	// ProofRefreshLead − ProofMargin.
+	ProofCapped bool
+	QueryAt     time.Time // next query while unknown
 }
 
 // Confirmed computes the schedule after the registry confirmed the grant
@@ -38,17 +54,23 @@ type Schedule struct {
 // the lease's seeded rand in [-1, 1). o must have its defaults filled
 // (client.Options.Limits).
 func Confirmed(o Limits, sent time.Time, ttl time.Duration, proofUntil time.Time, jitter float64) Schedule {
-	interval := time.Duration(float64(ttl) * o.RenewFraction * (1 + o.RenewJitter*jitter))
+	life := o.Life(ttl)
+	interval := time.Duration(float64(life) * o.RenewFraction * (1 + o.RenewJitter*jitter))
 	return Schedule{
-		Deadline:   sent.Add(ttl - o.ExpiryMargin),
+		Deadline:   sent.Add(life),
 		RenewAt:    sent.Add(interval),
 		ProofUntil: proofUntil,
 	}
 }
 
 // Refreshed keeps the deadline and renewal time and takes newer evidence
-// lasting until proofUntil.
-func (s Schedule) Refreshed(proofUntil time.Time) Schedule {
+// lasting until proofUntil. Evidence that lasts less than ProofRefreshLead
+// − ProofMargin longer than the evidence it replaces marks the proof
+// capped until the next renewal.
+func (s Schedule) Refreshed(o Limits, proofUntil time.Time) Schedule {
+	if proofUntil.Sub(s.ProofUntil) < o.ProofRefreshLead-o.ProofMargin {
+		s.ProofCapped = true
+	}
 	s.ProofUntil = proofUntil
 	return s
 }
@@ -65,21 +87,39 @@ func (s Schedule) ProofUsable(o Limits, now time.Time) bool {
 	return now.Before(s.ProofUntil.Add(-o.ProofMargin))
 }
 
+// refreshAt is when the status proof should be refreshed, and whether a
+// refresh can help at all: not once the proof stays usable up to the
+// deadline (nothing past the deadline can be used before a renewal, which
+// brings its own proof), and not once a refresh brought no later proof
+// (ProofCapped).
+func (s Schedule) refreshAt(o Limits) (time.Time, bool) {
+	useful := !s.ProofCapped && s.ProofUntil.Add(-o.ProofMargin).Before(s.Deadline)
+	return s.ProofUntil.Add(-o.ProofRefreshLead), useful
+}
+
 // Check returns what is due at now in state st, and when to look again
-// (zero when nothing will ever be due).
+// (zero when nothing will ever be due). The deadline is checked in every
+// state that lets the client produce effects, RENEWING included: a call
+// in flight never keeps ownership certain past it.
 func (s Schedule) Check(o Limits, st State, now time.Time) (Due, time.Time) {
 	switch st {
-	case StateHeld:
-		refreshAt := s.ProofUntil.Add(-o.ProofRefreshLead)
-		switch {
-		case !now.Before(s.Deadline):
+	case StateHeld, StateRenewing:
+		if !now.Before(s.Deadline) {
 			return DueDeadline, now
+		}
+		if st == StateRenewing {
+			return DueNothing, s.Deadline // the call in flight is answered or lost first
+		}
+		refreshAt, refresh := s.refreshAt(o)
+		switch {
 		case !now.Before(s.RenewAt):
 			return DueRenew, now
-		case !now.Before(refreshAt):
+		case refresh && !now.Before(refreshAt):
 			return DueRefresh, now
+		case refresh:
+			return DueNothing, earliest(s.Deadline, s.RenewAt, refreshAt)
 		}
-		return DueNothing, earliest(s.Deadline, s.RenewAt, refreshAt)
+		return DueNothing, earliest(s.Deadline, s.RenewAt)
 	case StateUnknown:
 		if !now.Before(s.QueryAt) {
 			return DueQuery, now
