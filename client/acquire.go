@@ -23,6 +23,11 @@ import (
 // A definite refusal (BUSY, WAIT_TIMEOUT, TTL_OUT_OF_RANGE, …) is final and
 // returned wrapped; errors.Is against the registry sentinels works. Every
 // decision is the AcquireCore's; this is its driver.
+//
+// Before anything is sent, a TTL shorter than the session's margins
+// allow (TTLMin) and options no lease can work with (Options.Validate)
+// are refused with a *SettingsError (ErrSettings; for the TTL also
+// wire.ErrTTLOutOfRange) that names the range that works.
 func (s *Session) Acquire(ctx context.Context, r AcquireRequest) (*Lease, error) {
 	return s.acquire(ctx, r, nil)
 }
@@ -58,7 +63,7 @@ func (s *Session) acquire(ctx context.Context, r AcquireRequest, mode func(*core
 			continue
 		}
 		req := a.core.Request()
-		is, err := timedCall(ctx, s.o.Clock, call.Timeout, func(c context.Context) (wire.Issued, error) {
+		is, err := timedCall(ctx, s.o.Clock, call.Timeout, time.Time{}, nil, func(c context.Context) (wire.Issued, error) {
 			if call.Kind == core.CallQueryRequest {
 				return s.t.QueryRequest(c, req.RequestID)
 			}
@@ -111,6 +116,12 @@ func (s *Session) begin(r AcquireRequest) (*attempt, error) {
 	}
 	if err := grant.ValidateResource(r.Resource); err != nil {
 		return nil, fmt.Errorf("client: acquire: %w: %w", wire.ErrInvalid, err)
+	}
+	if err := s.o.Validate(); err != nil {
+		return nil, err
+	}
+	if err := s.o.Limits().CheckTTL(r.TTL); err != nil {
+		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -41,6 +41,10 @@ var (
 	// answer yet and asked for something else; its request ID is kept until
 	// it has one or until it is presumed over.
 	ErrAcquirePending = errors.New("client: acquire pending")
+	// ErrSettings: a setting (an Options field, an acquire's TTL) cannot
+	// work; the error is a *SettingsError naming the range that can.
+	// Nothing was sent.
+	ErrSettings = core.ErrSettings
 	// ErrSuperseded: the resource answered with a higher fence (or stale
 	// owner, or fence regression): the rest of the work is abandoned.
 	ErrSuperseded = errors.New("client: superseded")
@@ -49,6 +53,11 @@ var (
 // NotHeldError says why an envelope or call was refused; it wraps
 // ErrNotHeld.
 type NotHeldError = core.NotHeldError
+
+// SettingsError names a setting that cannot work, its value and the
+// range that works; it wraps ErrSettings (and, for an acquire's TTL,
+// wire.ErrTTLOutOfRange).
+type SettingsError = core.SettingsError
 
 // PendingError names the request ID an earlier acquire still owns and the
 // instant (client clock) after which it is presumed over.

@@ -86,22 +86,34 @@ func (l *Lease) Unsettled() int {
 // OperationID returns the operation the grant's operation root binds.
 func (l *Lease) OperationID() string { return l.core.OperationID() }
 
-// State returns the current local state.
+// Fence returns the grant's fence token: the per-resource number the
+// gate orders writes by (Grant().FenceToken). Put it in your own writes
+// where the protected resource checks a fence itself.
+func (l *Lease) Fence() uint64 { return l.core.Grant().FenceToken }
+
+// State returns the current local state. It is never HELD or RENEWING
+// at or after the local deadline (Deadline): from that instant it reads
+// OWNERSHIP_UNKNOWN, even before the lease's own timer has fired.
 func (l *Lease) State() State {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.core.State()
+	return l.core.StateAt(l.o.Clock.Now())
 }
 
 // Ctx returns the ownership context: it is cancelled the instant ownership
-// stops being certain (OWNERSHIP_UNKNOWN, EXPIRED, RELEASED, or a release
-// begins). When the registry confirms the same grant HELD again after
+// stops being certain (OWNERSHIP_UNKNOWN, EXPIRED, RELEASED, a release
+// begins, or the local deadline passes: a timer on the deadline itself
+// cancels it, even while a renewal is in flight). When the registry confirms the same grant HELD again after
 // OWNERSHIP_UNKNOWN, a NEW context is issued; a cancelled one is never
 // revived, so work bound to the old context stays stopped. Call Ctx again
 // to get the current one.
 func (l *Lease) Ctx() context.Context {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.ctx.Err() == nil && !l.core.CertainAt(l.o.Clock.Now()) {
+		l.cancel() // the deadline passed and the timer has not run yet
+		l.wake()
+	}
 	return l.ctx
 }
 
@@ -142,13 +154,13 @@ func (l *Lease) jitter() float64 {
 }
 
 // syncLocked applies what the core did since the last sync: the ownership
-// context follows core.Certain (cancelled when it turns false; a fresh one
+// context follows core.CertainAt (cancelled when it turns false; a fresh one
 // when it turns true again), Done closes when the lease ends. It returns
 // the notifications (OnTransition, the session's bookkeeping) to run once
 // l.mu is released, so hooks may call back into the lease.
 func (l *Lease) syncLocked() func() {
 	trans := l.core.Transitions()
-	certain, live := l.core.Certain(), l.ctx.Err() == nil
+	certain, live := l.core.CertainAt(l.o.Clock.Now()), l.ctx.Err() == nil
 	switch {
 	case live && !certain:
 		l.cancel()

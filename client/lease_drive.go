@@ -26,11 +26,12 @@ func (l *Lease) Tick(ctx context.Context) State {
 }
 
 // tick is Tick; it returns when the core next wants to be asked (zero:
-// only when something changes).
+// only when something changes). After callsPerTickMax calls it returns
+// now, so that the loop asks again at once: a Tick never spins, and the
+// loop never forgets the core.
 func (l *Lease) tick(ctx context.Context) time.Time {
 	l.opMu.Lock()
 	defer l.opMu.Unlock()
-	var wake time.Time
 	for range callsPerTickMax {
 		l.mu.Lock()
 		call, at := l.core.Next(l.o.Clock.Now())
@@ -42,13 +43,32 @@ func (l *Lease) tick(ctx context.Context) time.Time {
 		}
 		l.do(ctx, call)
 	}
-	return wake
+	return l.o.Clock.Now()
 }
 
-// do makes one call the core asked for and gives it the answer.
+// do makes one call the core asked for and gives it the answer. While the
+// call is in flight a timer on the local deadline stands guard: if the
+// deadline comes first, the core steps it at once (Next, with the call
+// still in flight, makes no other call) and the ownership context is
+// cancelled then, not when the call's answer or timeout comes.
 func (l *Lease) do(ctx context.Context, call core.Call) error {
 	g := l.core.Grant()
-	is, err := timedCall(ctx, l.o.Clock, call.Timeout, func(c context.Context) (wire.Issued, error) {
+	var deadline time.Time // zero: nothing to guard (ownership is not certain)
+	l.mu.Lock()
+	if l.core.Certain() {
+		deadline = l.core.Schedule().Deadline
+	}
+	l.mu.Unlock()
+	guard := func() {
+		l.mu.Lock()
+		if l.core.Inflight() == call {
+			l.core.Next(l.o.Clock.Now())
+		}
+		notify := l.syncLocked()
+		l.mu.Unlock()
+		notify()
+	}
+	is, err := timedCall(ctx, l.o.Clock, call.Timeout, deadline, guard, func(c context.Context) (wire.Issued, error) {
 		switch call.Kind {
 		case core.CallRefresh:
 			return l.t.Status(c, g)
@@ -66,20 +86,38 @@ func (l *Lease) do(ctx context.Context, call core.Call) error {
 }
 
 // timedCall runs fn with a deadline by the injected clock, so a simulated
-// network's delay is judged in the clock's time, not the machine's.
-func timedCall(ctx context.Context, c Clock, d time.Duration, fn func(context.Context) (wire.Issued, error)) (wire.Issued, error) {
+// network's delay is judged in the clock's time, not the machine's. If
+// at is not zero, guard runs once the clock reaches it while fn is still
+// running (a lease's local deadline); timedCall returns only after guard
+// did, if it started.
+func timedCall(ctx context.Context, c Clock, d time.Duration, at time.Time, guard func(), fn func(context.Context) (wire.Issued, error)) (wire.Issued, error) {
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stop := make(chan struct{})
-	defer close(stop)
+	stop, watched := make(chan struct{}), make(chan struct{})
+	timeout := c.After(d) // set before fn starts: the call's time counts from now
+	var alarm <-chan time.Time
+	if !at.IsZero() {
+		alarm = c.After(at.Sub(c.Now()))
+	}
 	go func() {
-		select {
-		case <-c.After(d):
-			cancel()
-		case <-stop:
+		defer close(watched)
+		for {
+			select {
+			case <-timeout:
+				cancel()
+				return
+			case <-alarm:
+				alarm = nil
+				guard()
+			case <-stop:
+				return
+			}
 		}
 	}()
-	return fn(cctx)
+	is, err := fn(cctx)
+	close(stop)
+	<-watched
+	return is, err
 }
 
 // Release gives the lease up, after draining: ownership stops being

@@ -3,6 +3,7 @@ package client
 import (
 	"crypto/rand"
 	"encoding/binary"
+	"fmt"
 	mrand "math/rand/v2"
 	"time"
 
@@ -40,31 +41,43 @@ type Options struct {
 	// generator seeded from crypto/rand (request IDs of two processes of
 	// one owner must not collide). The simulator passes a seeded one.
 	Rand *mrand.Rand
-	// RenewFraction: renew when this fraction of the server TTL has passed
-	// since the last confirmed renewal was sent. Optional, defaults to 1/3
-	// (as etcd's KeepAlive): two more tries fit before the lease ends.
+	// RenewFraction: renew when this fraction of the lease's local life
+	// (TTL − ExpiryMargin) has passed since the last confirmed renewal was
+	// sent. Optional, defaults to 1/3 (as etcd's KeepAlive, of the TTL):
+	// after a lost renewal a query still fits before the deadline.
+	// RenewFraction × (1 + RenewJitter) must be at most 3/4
+	// (core.RenewLatestMax): the latest renewal and its timeout, a quarter
+	// of the local life, then end by the deadline.
 	RenewFraction float64
 	// RenewJitter spreads renewals by ± this fraction of the interval so
-	// that many leases do not renew in step. Optional, defaults to 0.1.
+	// that many leases do not renew in step. Optional, defaults to 0.1;
+	// must be below 1.
 	RenewJitter float64
 	// CallTimeout: a registry call without an answer after this long is
 	// lost; an answer that comes later is late, and treated as lost.
 	// Optional, defaults to 2s; an acquire adds its WaitMs; a lease's calls
-	// use at most TTL/4.
+	// use at most a quarter of its local life (TTL − ExpiryMargin).
 	CallTimeout time.Duration
 	// ExpiryMargin: the local deadline is (send time of the last confirmed
-	// renewal) + TTL − ExpiryMargin by the client's clock. It absorbs clock
-	// rate error over one TTL. Optional, defaults to 1s (twice the
-	// registry's default ClockSkewMaxMs). Leases much shorter than
-	// 3 × ExpiryMargin spend most of their life past the local deadline.
+	// renewal) + TTL − ExpiryMargin by the client's clock. It covers the
+	// registry's skew bound (ClockSkewMaxMs: another replica may judge the
+	// expiry by its own clock) and clock rate error over one TTL.
+	// Optional, defaults to 1s (twice the registry's default
+	// ClockSkewMaxMs). It is also the first term of the shortest TTL a
+	// lease can keep (TTLMin).
 	ExpiryMargin time.Duration
 	// ProofMargin: an envelope is built only while the status proof's
 	// validUntil − ProofMargin is after the client's now, leaving the gate
-	// time to receive it. Optional, defaults to 500ms.
+	// time to receive it. Optional, defaults to 500ms. A status proof ends
+	// at the lease's expiry less the registry's skew bound at the latest,
+	// so with ExpiryMargin ≥ ClockSkewMaxMs + ProofMargin (the defaults:
+	// 1s = 500ms + 500ms) it stays usable up to the local deadline.
 	ProofMargin time.Duration
 	// ProofRefreshLead: refresh the status proof when its validUntil −
-	// ProofRefreshLead is reached. Optional, defaults to 1s; raised to
-	// ProofMargin + 100ms if not above ProofMargin.
+	// ProofRefreshLead is reached, unless it stays usable up to the local
+	// deadline anyway (then only the next renewal brings a newer one).
+	// Optional, defaults to 1s; raised to ProofMargin + 100ms if not above
+	// ProofMargin.
 	ProofRefreshLead time.Duration
 	// QueryInterval: while OWNERSHIP_UNKNOWN, ask the registry again after
 	// this long. Optional, defaults to 500ms.
@@ -118,21 +131,21 @@ func (o Options) WithDefaults() Options {
 		o.Rand = mrand.New(mrand.NewPCG(binary.LittleEndian.Uint64(seed[:8]), binary.LittleEndian.Uint64(seed[8:])))
 	}
 	def := func(d *time.Duration, v time.Duration) {
-		if *d <= 0 {
+		if *d == 0 {
 			*d = v
 		}
 	}
-	if o.RenewFraction <= 0 || o.RenewFraction >= 1 {
+	if o.RenewFraction == 0 {
 		o.RenewFraction = RenewFractionDefault
 	}
-	if o.RenewJitter <= 0 || o.RenewJitter >= 1 {
+	if o.RenewJitter == 0 {
 		o.RenewJitter = RenewJitterDefault
 	}
 	def(&o.CallTimeout, CallTimeoutDefault)
 	def(&o.ExpiryMargin, ExpiryMarginDefault)
 	def(&o.ProofMargin, ProofMarginDefault)
 	def(&o.ProofRefreshLead, ProofRefreshLeadDefault)
-	if o.ProofRefreshLead <= o.ProofMargin {
+	if o.ProofRefreshLead <= o.ProofMargin && o.ProofMargin > 0 {
 		o.ProofRefreshLead = o.ProofMargin + 100*time.Millisecond
 	}
 	def(&o.QueryInterval, QueryIntervalDefault)
@@ -140,11 +153,32 @@ func (o Options) WithDefaults() Options {
 	def(&o.TTLDefault, TTLDefault)
 	def(&o.DrainMargin, DrainMarginDefault)
 	def(&o.LockWaitChunk, LockWaitChunkDefault)
-	if o.AcquireLostMax <= 0 {
+	if o.AcquireLostMax == 0 {
 		o.AcquireLostMax = AcquireLostMaxDefault
 	}
 	return o
 }
+
+// Validate refuses options no lease can work with (a negative time
+// limit, a fraction out of range, renewals so late that a timely answer
+// could land after the deadline: core.Limits.Check), with a
+// *SettingsError naming the setting and the range that works. Zero fields
+// take their defaults first. Session.Acquire calls it before it sends
+// anything.
+func (o Options) Validate() error {
+	o = o.WithDefaults()
+	if o.TTLDefault <= 0 || o.LockWaitChunk <= 0 {
+		return &SettingsError{Setting: "TTLDefault/LockWaitChunk", Value: fmt.Sprint(o.TTLDefault, "/", o.LockWaitChunk),
+			Want: "above 0", Why: "a time limit"}
+	}
+	return o.Limits().Check()
+}
+
+// TTLMin is the shortest lease TTL o's margins allow
+// (core.Limits.TTLMin): ExpiryMargin + max(4 × min(CallTimeout, 250ms),
+// 2 × ProofMargin), 2s with the defaults, the registry's default minimum
+// too. Session.Acquire refuses a shorter TTL before it sends anything.
+func TTLMin(o Options) time.Duration { return o.Limits().TTLMin() }
 
 // Limits returns the time limits the cores read (o's defaults filled).
 func (o Options) Limits() core.Limits {

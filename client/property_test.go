@@ -37,7 +37,7 @@ func TestPropertyNoEnvelopeWithoutRegistryHold(t *testing.T) {
 func TestCheckerCatchesClockDriftBeyondBound(t *testing.T) {
 	f := clienttest.NewEnv(t, nil)
 	s := client.NewSession(registry.Direct{Registry: f.Reg.Registry, Owner: clienttest.OwnerA},
-		client.Options{Clock: driftClock{f.Clock, 0.5}, Manual: true, RenewFraction: 0.9})
+		client.Options{Clock: driftClock{f.Clock, 0.5}, Manual: true, RenewFraction: 0.68})
 	l, err := s.Acquire(f.Ctx, clienttest.Request("op"))
 	if err != nil {
 		t.Fatal(err)

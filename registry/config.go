@@ -16,8 +16,13 @@ type Config struct {
 	IssuerEpoch uint64
 
 	// TTLMsMin is the shortest lease a client may ask for. Optional,
-	// defaults to 1000 (1s): shorter leases expire before a renewal
-	// round trip can land.
+	// defaults to 2000 (2s), the shortest the Go client keeps with its
+	// default margins (client.TTLMin: a 1s expiry margin, then a local
+	// life holding a renewal and its whole call timeout, and a status
+	// proof usable for half of it). A 1s lease with the default skew
+	// bound could never be used: its proofs end 500ms after issue, and a
+	// gate subtracts its own 500ms bound (docs/guarantees.md, "The lease
+	// clock"). Must exceed ClockSkewMaxMs.
 	TTLMsMin uint64
 	// TTLMsMax is the longest lease. Optional, defaults to 600000 (10 min):
 	// a crashed owner blocks its resource at most this long.
@@ -100,6 +105,11 @@ type Config struct {
 	Observer Observer
 }
 
+// TTLMsMinDefault is Config.TTLMsMin's default: the Go client's shortest
+// TTL with its default margins (client.TTLMin(client.Options{})), which
+// a client test pins to this value.
+const TTLMsMinDefault = 2000
+
 // EndedLeasesMax is how many ended leases a resource record remembers, so
 // a retried Release is idempotent, Renew can say EXPIRED rather than
 // NOT_HOLDER, and a request's entry, written once, answers how its lease
@@ -122,7 +132,7 @@ func (c *Config) fill() {
 			*v = d
 		}
 	}
-	def(&c.TTLMsMin, 1000)
+	def(&c.TTLMsMin, TTLMsMinDefault)
 	def(&c.TTLMsMax, 600_000)
 	def(&c.TTLMsDefault, 15_000)
 	def(&c.LockDelayMs, 1000)

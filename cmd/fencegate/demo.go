@@ -36,7 +36,7 @@ example on its own.`
 
 // Demo limits.
 const (
-	demoTTLMsDefault   = 2000             // worker A's lease; the registry's minimum is 1000
+	demoTTLMsDefault   = 2000             // worker A's lease; the registry's minimum (registry.TTLMsMinDefault)
 	demoTTLMsSuccessor = 15000            // worker B's lease (the registry's default TTL)
 	demoStartTimeout   = 20 * time.Second // serve (embedded etcd) and the ledgers must be listening by then
 	demoStepTimeout    = 15 * time.Second // any one step of a story

@@ -98,7 +98,7 @@ directory is touched.`,
 	fs.StringVar(&o.otlpEndpoint, "otlp-endpoint", "", "export traces over OTLP/HTTP to this collector, e.g. http://otel-collector:4318 (default: no traces exported)")
 	fs.BoolVar(&o.unsafeNoFsync, "unsafe-no-fsync", false, "turn off the embedded etcd's fsync (tests only: a crash loses grants)")
 	l := &o.limits
-	fs.Uint64Var(&l.TTLMsMin, "ttl-min-ms", 0, "shortest lease a client may ask for (0: 1000)")
+	fs.Uint64Var(&l.TTLMsMin, "ttl-min-ms", 0, "shortest lease a client may ask for (0: 2000)")
 	fs.Uint64Var(&l.TTLMsMax, "ttl-max-ms", 0, "longest lease (0: 600000)")
 	fs.Uint64Var(&l.TTLMsDefault, "ttl-default-ms", 0, "lease TTL when a request names none (0: 15000)")
 	fs.Uint64Var(&l.LockDelayMs, "lock-delay-ms", 0, "how long a resource stays ungrantable after an expiry, never after a release; >= --clock-skew-max-ms (0: 1000)")
