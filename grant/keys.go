@@ -2,14 +2,16 @@ package grant
 
 import (
 	"bytes"
+	"context"
 	"crypto/ed25519"
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 
+	"github.com/fencegate/fencegate/internal/keptfile"
 	"github.com/fencegate/fencegate/internal/strictjson"
 )
 
@@ -116,11 +118,40 @@ func ParseKeyFile(b []byte) (*SigningKey, error) {
 	return NewSigningKey(f.Alg, f.KeyID, secret)
 }
 
-// LoadKeyFile reads and parses a key file.
+// KeyFileBytesMax bounds a key file, 4 KiB: a generated one is about 100
+// bytes, and the bound leaves room for HMAC secrets of some 3,000 bytes.
+const KeyFileBytesMax = 4096
+
+// LoadKeyFile reads and parses a key file: a regular file (a symbolic
+// link to one is followed) of at most KeyFileBytesMax bytes, read within
+// keptfile.ReadTimeoutMs. A FIFO, device or directory is refused at once,
+// naming the path.
 func LoadKeyFile(path string) (*SigningKey, error) {
-	b, err := os.ReadFile(path)
+	return LoadKeyFileContext(context.Background(), path)
+}
+
+// LoadKeyFileContext is LoadKeyFile, also ending when ctx does.
+func LoadKeyFileContext(ctx context.Context, path string) (*SigningKey, error) {
+	b, err := keptfile.Read(ctx, path, KeyFileBytesMax)
 	if err != nil {
-		return nil, fmt.Errorf("grant: %w", err)
+		return nil, fmt.Errorf("grant: key file: %w", err)
 	}
 	return ParseKeyFile(b)
+}
+
+// secretDigestDomain separates SecretDigest's hash from every other use
+// of SHA-256 over the same secret.
+const secretDigestDomain = "fencegate.keySecretDigest.v1\x00"
+
+// SecretDigest identifies the key's secret without revealing it:
+// "sha256:" and the lowercase hex of SHA-256 over the domain string
+// "fencegate.keySecretDigest.v1", a zero byte, and the secret (an HMAC
+// secret, or an Ed25519 seed). Two keys with one digest hold one secret.
+// The registry's key history and the gate inside PostgreSQL record it to
+// refuse a key ID that comes back with another secret.
+func (k *SigningKey) SecretDigest() string {
+	h := sha256.New()
+	h.Write([]byte(secretDigestDomain))
+	h.Write(k.secret)
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }

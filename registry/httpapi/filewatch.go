@@ -3,23 +3,25 @@ package httpapi
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"time"
+
+	"github.com/fencegate/fencegate/internal/keptfile"
 )
 
 // readKeptFile reads one of the files serve keeps in force (what names it
-// in errors), at most bytesMax+1 bytes: its parser refuses a file above
-// bytesMax, and reading no further bounds what a huge file costs.
+// in errors): a regular file of at most bytesMax bytes, read within
+// keptfile.ReadTimeoutMs, so a FIFO, a device, a huge file or a stalled
+// file system is refused rather than stalling a reload or filling memory.
 func readKeptFile(path, what string, bytesMax int) ([]byte, error) {
-	fh, err := os.Open(path)
+	return readKeptFileContext(context.Background(), path, what, bytesMax)
+}
+
+// readKeptFileContext is readKeptFile, also ending when ctx does.
+func readKeptFileContext(ctx context.Context, path, what string, bytesMax int) ([]byte, error) {
+	b, err := keptfile.Read(ctx, path, bytesMax)
 	if err != nil {
 		return nil, fmt.Errorf("httpapi: %s: %w", what, err)
-	}
-	defer fh.Close()
-	b, err := io.ReadAll(io.LimitReader(fh, int64(bytesMax)+1))
-	if err != nil {
-		return nil, fmt.Errorf("httpapi: %s: %s: %w", what, path, err)
 	}
 	return b, nil
 }
