@@ -31,6 +31,13 @@ import (
 //   - Revisions only grow; a successful Commit returns its own revision,
 //     which becomes the mod revision of everything it wrote.
 //   - An error other than a failed compare leaves the outcome unknown.
+//   - The gate key history (KeyHistory) is one more item under the same
+//     revisions, read and written on its own: ReadKeyHistory is a
+//     linearizable read of it; CommitKeyHistory writes it, as a commit of
+//     its own revision, only if its stored bytes equal the ones the write
+//     names (absent when none), and on a failed compare returns, read in
+//     the same linearizable step, the current history. Records, request
+//     entries and settings never change it, nor it them.
 //
 // The safety rules live in the core, never in a store.
 type Store interface {
@@ -52,6 +59,38 @@ type Store interface {
 	// of one linearizable read, for listing locks. Resources without a
 	// record are not listed.
 	ScanRecords(ctx context.Context, prefix, after string, limit int) ([]RecordSlot, error)
+	// ReadKeyHistory returns the gate key history as of one linearizable
+	// read.
+	ReadKeyHistory(ctx context.Context) (KeyHistorySlot, error)
+	// CommitKeyHistory compares the stored history's bytes with w.WasRaw
+	// and, if they are equal, writes w.History.
+	CommitKeyHistory(ctx context.Context, w KeyHistoryWrite) (KeyHistoryResult, error)
+}
+
+// KeyHistorySlot is the gate key history as read.
+type KeyHistorySlot struct {
+	Revision uint64      // store revision of the read, >= 1
+	History  *KeyHistory // nil when none was ever written
+	// Raw is the history's stored bytes (nil when absent): a write decided
+	// on this slot names them (KeyHistoryWrite.WasRaw).
+	Raw    []byte
+	ModRev uint64 // the history's mod revision, 0 when absent
+}
+
+// KeyHistoryWrite replaces the gate key history by compare-and-swap on
+// its contents.
+type KeyHistoryWrite struct {
+	// WasRaw is the stored bytes the write was decided on
+	// (KeyHistorySlot.Raw); nil: the history must be absent.
+	WasRaw  []byte
+	History *KeyHistory // the new history; required
+}
+
+// KeyHistoryResult is a CommitKeyHistory's outcome.
+type KeyHistoryResult struct {
+	OK       bool
+	Revision uint64         // the commit's revision when OK
+	Current  KeyHistorySlot // when !OK: the history now
 }
 
 // RecordSlot is one resource record as listed.

@@ -7,9 +7,10 @@ import (
 	"github.com/fencegate/fencegate/registry"
 )
 
-// InstrumentStore wraps s so that every Read, Commit and ScanRequests is
-// timed into m's store-latency histogram (op "read", "commit", "scan";
-// outcome "ok", "conflict" for a failed compare, or the error's code).
+// InstrumentStore wraps s so that every Read, Commit, scan and key
+// history call is timed into m's store-latency histogram (op "read",
+// "commit", "scan", "scan_records", "read_key_history",
+// "commit_key_history"; outcome "ok", "conflict" for a failed compare, or the error's code).
 // Watch is passed through untimed: its latency is the wait for a change.
 // The wrapper changes no result.
 func InstrumentStore(s registry.Store, m *Metrics) registry.Store {
@@ -63,4 +64,22 @@ func (t *timedStore) ScanRecords(ctx context.Context, prefix, after string, limi
 	slots, err := t.s.ScanRecords(ctx, prefix, after, limit)
 	t.m.StoreCall("scan_records", time.Since(start), storeOutcome(err))
 	return slots, err
+}
+
+func (t *timedStore) ReadKeyHistory(ctx context.Context) (registry.KeyHistorySlot, error) {
+	start := time.Now()
+	slot, err := t.s.ReadKeyHistory(ctx)
+	t.m.StoreCall("read_key_history", time.Since(start), storeOutcome(err))
+	return slot, err
+}
+
+func (t *timedStore) CommitKeyHistory(ctx context.Context, w registry.KeyHistoryWrite) (registry.KeyHistoryResult, error) {
+	start := time.Now()
+	res, err := t.s.CommitKeyHistory(ctx, w)
+	outcome := storeOutcome(err)
+	if err == nil && !res.OK {
+		outcome = "conflict"
+	}
+	t.m.StoreCall("commit_key_history", time.Since(start), outcome)
+	return res, err
 }

@@ -21,11 +21,15 @@ type Committed struct {
 	RecordWritten   bool                  // the write put the resource's record
 	SettingsWritten bool                  // the write put the settings
 	Requests        []registry.RequestKey // request entries the write put or deleted, in its order
+	// KeyHistoryWritten: the commit was a CommitKeyHistory (which writes
+	// nothing else).
+	KeyHistoryWritten bool
 
 	s *Store
 }
 
-// CommitHook is called once for each successful Commit, with the store's
+// CommitHook is called once for each successful Commit (and
+// CommitKeyHistory), with the store's
 // lock held: in revision order, after the write is applied and before
 // Commit returns, so the state it reads is exactly the commit's. It must
 // not call the store (that would deadlock) and should be quick, since

@@ -41,6 +41,7 @@ type Store struct {
 	records  map[string]item
 	requests map[registry.RequestKey]item
 	settings item
+	keys     item // the gate key history (keyhistory.go)
 	watchers map[string][]*watcher
 	hook     CommitHook // see OnCommit
 	form     registry.StoredForm

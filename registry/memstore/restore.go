@@ -7,7 +7,8 @@ import (
 )
 
 // Image is a store's whole state at one revision, as a backup holds it:
-// every record, request entry and the settings, with their revisions.
+// every record, request entry, the settings and the gate key history, with
+// their revisions.
 // An image never changes once taken, and may be restored any number of
 // times, into the store it came from or another.
 type Image struct {
@@ -15,6 +16,7 @@ type Image struct {
 	records  map[string]item
 	requests map[registry.RequestKey]item
 	settings item
+	keys     item
 }
 
 // Image returns the store's current state. Stored values are never
@@ -22,7 +24,7 @@ type Image struct {
 func (s *Store) Image() *Image {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return &Image{rev: s.rev, records: maps.Clone(s.records), requests: maps.Clone(s.requests), settings: s.settings}
+	return &Image{rev: s.rev, records: maps.Clone(s.records), requests: maps.Clone(s.requests), settings: s.settings, keys: s.keys}
 }
 
 // RestoreKind is what a restore does to the revision counter, the one
@@ -67,5 +69,5 @@ func (s *Store) Restore(img *Image, kind RestoreKind) {
 	if kind == BumpRevisions {
 		rev = max(s.rev, img.rev) + 1
 	}
-	s.rev, s.records, s.requests, s.settings = rev, maps.Clone(img.records), maps.Clone(img.requests), img.settings
+	s.rev, s.records, s.requests, s.settings, s.keys = rev, maps.Clone(img.records), maps.Clone(img.requests), img.settings, img.keys
 }

@@ -8,6 +8,7 @@
 //
 //	<root>/rev                          empty; every commit sets it, so its mzxid is the last commit's revision
 //	<root>/settings                     the settings (registry.EncodeSettings); empty data: none yet
+//	<root>/keyhistory                   the gate key history (registry.EncodeKeyHistory); empty data: none yet
 //	<root>/r/<resource>                 one record per resource (registry.EncodeRecord); empty data: none yet
 //	<root>/q/<owner>/<bucket>/<request> one request entry (registry.EncodeRequestEntry)
 //
@@ -29,8 +30,8 @@
 // is one transaction with one zxid, so everything a commit writes shares
 // it. Every commit's multi also sets <root>/rev, whose reply carries that
 // zxid: the commit's revision. A node with empty data is an absent item
-// (mod revision 0): the settings node is made empty when the store is
-// first opened, and a record is made empty by a commit that compares it
+// (mod revision 0): the settings and key history nodes are made empty
+// when the store is first opened, and a record is made empty by a commit that compares it
 // as absent without writing it.
 //
 // # Compares (commit.go)
@@ -185,7 +186,7 @@ func (s *Store) ensureBase(ctx context.Context) error {
 			paths = append(paths, "/"+strings.Join(parts[:i+1], "/"))
 		}
 	}
-	paths = append(paths, s.root+revNode, s.root+settingsNode, s.root+recordDir, s.root+requestDir)
+	paths = append(paths, s.root+revNode, s.root+settingsNode, s.root+recordDir, s.root+requestDir, s.keyHistoryPath())
 	for _, p := range paths {
 		if err := s.create(ctx, p); err != nil {
 			return fmt.Errorf("zkstore: create %s: %w", p, err)

@@ -1,6 +1,6 @@
 // Package storetest is the conformance suite every registry.Store must
-// pass: linearizable compare-and-swap over records, request entries and
-// settings under one growing revision, create revisions that survive a put,
+// pass: linearizable compare-and-swap over records, request entries,
+// settings and the gate key history under one growing revision, create revisions that survive a put,
 // the failed compare's fresh snapshot, ordered scans and coalescing watches.
 // Run calls it from each store's tests (memory, etcd, ZooKeeper), so the
 // store the simulator runs (registry/memstore) and production's cannot
@@ -32,6 +32,9 @@ func Run(t *testing.T, newStore NewStore) {
 	t.Run("ScanOrderAndLimit", func(t *testing.T) { testScan(t, newStore(t)) })
 	t.Run("ScanRecordsPrefixOrderLimit", func(t *testing.T) { testScanRecords(t, newStore(t)) })
 	t.Run("WatchDeliversLatest", func(t *testing.T) { testWatch(t, newStore(t)) })
+	t.Run("KeyHistoryCommitThenRead", func(t *testing.T) { testKeyHistoryCommitThenRead(t, newStore(t)) })
+	t.Run("KeyHistoryComparesBytes", func(t *testing.T) { testKeyHistoryCompare(t, newStore(t)) })
+	t.Run("KeyHistoryConcurrentCASLosesNoUpdate", func(t *testing.T) { testKeyHistoryConcurrent(t, newStore(t)) })
 	RunRegistry(t, newStore)
 }
 
