@@ -24,8 +24,8 @@ type gateKeysOptions struct {
 }
 
 func (g *gateKeysOptions) flags(fs *pflag.FlagSet) {
-	fs.StringVar(&g.file, "gate-keys", "", "gate keys (JSON, gateKeys.v1; fencegate gate enroll --registry-keys writes it): each enrolled gate's own HMAC key and resources; answers carry its proofs (gateProofs); reloaded on SIGHUP and when the file changes")
-	fs.Uint64Var(&g.pollMs, "gate-keys-poll-ms", httpapi.PolicyPollIntervalMsDefault, "how often the --gate-keys file is checked for a change (0: only on SIGHUP)")
+	fs.StringVar(&g.file, "gate-keys", "", "gate keys (JSON, gateKeys.v1; fencegate gate enroll --registry-keys writes it): each enrolled gate's own HMAC key and resources; answers carry its proofs (gateProofs); reloaded on SIGHUP and when it or a key file it names changes; a key ID is used once, forever (the store's key history)")
+	fs.Uint64Var(&g.pollMs, "gate-keys-poll-ms", httpapi.PolicyPollIntervalMsDefault, "how often the --gate-keys file and its key files are checked for a change (0: only on SIGHUP)")
 }
 
 // load reads the gate-keys file and its key files; they must load for
@@ -49,17 +49,29 @@ func gateKeysRegistryOptions(f *httpapi.GateKeysFile) []registry.Option {
 	return []registry.Option{registry.WithGateProofs(f)}
 }
 
-// watchGateKeys says which gate keys are in force and keeps the file
-// reloaded (SIGHUP, or a change of the file) until ctx ends.
-func watchGateKeys(ctx context.Context, f *httpapi.GateKeysFile, pollMs uint64, logger *slog.Logger) {
+// watchGateKeys checks the gate keys loaded against the registry's key
+// history (a key ID is used once, forever: a start that brings back a
+// dropped or retired ID, or one with another secret, fails here, before
+// serve answers), says which keys are in force, and keeps the file
+// reloaded (SIGHUP, or a change of the file or of a key file it names)
+// until ctx ends, each reload checked against the history too.
+func watchGateKeys(ctx context.Context, f *httpapi.GateKeysFile, reg *registry.Registry, pollMs uint64, logger *slog.Logger) error {
 	if f == nil {
-		return
+		return nil
+	}
+	a, err := f.Admit(ctx, reg)
+	if err != nil {
+		logger.LogAttrs(ctx, slog.LevelError, "gate keys refused by the key history: not starting",
+			slog.String("file", f.Path()), slog.String("error", err.Error()))
+		return fmt.Errorf("--gate-keys: %w", err)
 	}
 	f.LogLoaded(ctx, logger)
+	logger.LogAttrs(ctx, slog.LevelInfo, "gate key history", slog.Int("keys", a.Keys), slog.Bool("changed", a.Changed), slog.Uint64("revision", a.Revision))
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	go func() {
 		defer signal.Stop(hup)
 		f.Watch(ctx, pollMs, hup, logger)
 	}()
+	return nil
 }

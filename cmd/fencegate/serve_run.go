@@ -75,7 +75,9 @@ func serveAPI(ctx context.Context, o *serveOptions, ld *loaded, ks *httpapi.KeyS
 		_ = shutdownTracing(sctx)
 	}()
 	announceAndWatch(ctx, ld.policy, o.authz.pollMs, logger, stderr)
-	watchGateKeys(ctx, ld.gates, o.gateKeys.pollMs, logger)
+	if err := watchGateKeys(ctx, ld.gates, reg, o.gateKeys.pollMs, logger); err != nil {
+		return err
+	}
 	dash, err := o.newDashboard(reg, store, engine.name, ld, ks, metrics, logger, stderr)
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/internal/strictjson"
+	"github.com/fencegate/fencegate/registry"
 )
 
 // SchemaGateKeys names the gate-keys file form.
@@ -157,6 +159,10 @@ type GateKeys struct {
 	form  GateKeysForm
 	gates []loadedGate // sorted by name
 	sum   [sha256.Size]byte
+	// material identifies what the keys in force were loaded from: the
+	// file's bytes and each key file's key ID and secret digest, so a
+	// key file rewritten in place is a change though the file is not.
+	material [sha256.Size]byte
 }
 
 type loadedGate struct {
@@ -172,37 +178,48 @@ type loadedGateKey struct {
 
 // ParseGateKeys parses a gate-keys file and reads its key files, relative
 // to dir. Every key file must hold an hmac-sha256 key of the ID its entry
-// names.
+// names, and is read as grant.LoadKeyFile reads (a regular file of at
+// most grant.KeyFileBytesMax bytes, within a time limit).
 func ParseGateKeys(b []byte, dir string) (*GateKeys, error) {
+	return ParseGateKeysContext(context.Background(), b, dir)
+}
+
+// ParseGateKeysContext is ParseGateKeys, its key file reads also ending
+// when ctx does.
+func ParseGateKeysContext(ctx context.Context, b []byte, dir string) (*GateKeys, error) {
 	f, err := ParseGateKeysForm(b)
 	if err != nil {
 		return nil, err
 	}
 	gk := &GateKeys{form: f, sum: sha256.Sum256(b)}
+	material := sha256.New()
+	material.Write(gk.sum[:])
 	for _, g := range f.Gates {
 		lg := loadedGate{name: g.Gate}
 		lg.resources, _ = compilePatterns("resource", g.Resources, resourcePattern) // checked by Validate
 		for _, k := range g.Keys {
-			sk, err := loadGateKey(k, dir)
+			sk, err := loadGateKey(ctx, k, dir)
 			if err != nil {
-				return nil, fmt.Errorf("%w: gate %s: %v", ErrBadGateKeys, g.Gate, err)
+				return nil, fmt.Errorf("%w: gate %s: %w", ErrBadGateKeys, g.Gate, err)
 			}
+			fmt.Fprintf(material, "%s\x00%s\x00", sk.KeyID, sk.SecretDigest())
 			lg.keys = append(lg.keys, loadedGateKey{GateKeyForm: k, signer: sk})
 		}
 		gk.gates = append(gk.gates, lg)
 	}
+	material.Sum(gk.material[:0])
 	slices.SortFunc(gk.gates, func(a, b loadedGate) int { return strings.Compare(a.name, b.name) })
 	return gk, nil
 }
 
-func loadGateKey(k GateKeyForm, dir string) (*grant.SigningKey, error) {
+func loadGateKey(ctx context.Context, k GateKeyForm, dir string) (*grant.SigningKey, error) {
 	path := k.SecretFile
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(dir, path)
 	}
-	sk, err := grant.LoadKeyFile(path)
+	sk, err := grant.LoadKeyFileContext(ctx, path)
 	if err != nil {
-		return nil, fmt.Errorf("key %s: secretFile: %v", k.KeyID, err)
+		return nil, fmt.Errorf("key %s: secretFile: %w", k.KeyID, err)
 	}
 	if sk.KeyID != k.KeyID || sk.Alg != grant.AlgHMACSHA256 {
 		return nil, fmt.Errorf("key %s: secretFile holds key %s (%s), want hmac-sha256 %s", k.KeyID, sk.KeyID, sk.Alg, k.KeyID)
@@ -215,6 +232,18 @@ func (gk *GateKeys) Form() GateKeysForm { return gk.form }
 
 // Gates returns how many gates are enrolled.
 func (gk *GateKeys) Gates() int { return len(gk.gates) }
+
+// Uses returns every key of every gate as the registry's key history
+// records it (registry.AdmitGateKeys): ID, gate, secret digest and state.
+func (gk *GateKeys) Uses() []registry.GateKeyUse {
+	var out []registry.GateKeyUse
+	for _, g := range gk.gates {
+		for _, k := range g.keys {
+			out = append(out, registry.GateKeyUse{KeyID: k.KeyID, Gate: g.name, Digest: k.signer.SecretDigest(), State: k.State})
+		}
+	}
+	return out
+}
 
 // Digest identifies the file's bytes (which hold no secret), for logs.
 func (gk *GateKeys) Digest() string { return "sha256:" + hex.EncodeToString(gk.sum[:]) }

@@ -4,8 +4,10 @@
 // gate's MAC of the grant and of the status, which verifies under that
 // gate's key and under no other gate's (the negative control); a gate with
 // no active key gets none; a reload rotates, and a reload that undoes a
-// rotation step or changes a key's material is refused with the keys in
-// force kept; no log line carries a secret.
+// rotation step or changes a key's material (a key file rewritten in
+// place, the gate-keys file untouched, included) is refused with the keys
+// in force kept; no log line carries a secret. gatekeys_history_test.go
+// has the key history and the key files' bounds.
 package httpapi
 
 import (
@@ -125,6 +127,9 @@ func newGateWorld(t *testing.T) *gateWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, err := w.file.Admit(context.Background(), reg); err != nil {
+		t.Fatal(err)
+	}
 	tokens, _ := ParseTokenFile([]byte(tokenTable))
 	policy, _ := ParsePolicy([]byte(harnessPolicy))
 	srv, err := NewServer(Config{Registry: reg, Auth: tokens, Authorizer: policy, Metrics: NewMetrics(), Logger: slog.New(slog.DiscardHandler)})
@@ -229,7 +234,7 @@ func TestGateKeysReloadRotatesAndRefusesRollback(t *testing.T) {
 		`"keys": [{"keyId": "ledger-2", "secretFile": "ledger-2.key", "minEpoch": 1, "maxEpoch": 0, "state": "active"},
 		          {"keyId": "ledger-1", "secretFile": "ledger-1.key", "minEpoch": 1, "maxEpoch": 0, "state": "verify-only"}]`, 1)
 	writeGateKeys(t, filepath.Dir(w.path), rotated)
-	if changed, err := w.file.Reload(); !changed || err != nil {
+	if changed, err := w.file.Reload(ctx); !changed || err != nil {
 		t.Fatalf("rotation: %v %v", changed, err)
 	}
 	a, err := w.alice.Acquire(ctx, wire.AcquireRequest{Resource: "inv/ledger/2", OperationID: "op", OperationClass: "settle", RequestID: "r-1"})
@@ -244,7 +249,7 @@ func TestGateKeysReloadRotatesAndRefusesRollback(t *testing.T) {
 	for name, edit := range map[string]func(){
 		"a verify-only key made active again": func() { writeGateKeys(t, filepath.Dir(w.path), back) },
 		"a key's material changed": func() {
-			writeGateKeys(t, filepath.Dir(w.path), rotated+" ")
+			writeGateKeys(t, filepath.Dir(w.path), rotated) // the bytes in force: only the key file changes
 			if err := os.WriteFile(filepath.Join(filepath.Dir(w.path), "ledger-2.key"), other.MarshalKeyFile(), 0o600); err != nil {
 				t.Fatal(err)
 			}
@@ -252,7 +257,7 @@ func TestGateKeysReloadRotatesAndRefusesRollback(t *testing.T) {
 		"not JSON": func() { writeGateKeys(t, filepath.Dir(w.path), rotated[:40]) },
 	} {
 		edit()
-		if changed, err := w.file.Reload(); changed || !errors.Is(err, ErrBadGateKeys) && !strings.Contains(name, "JSON") || err == nil {
+		if changed, err := w.file.Reload(ctx); changed || !errors.Is(err, ErrBadGateKeys) && !strings.Contains(name, "JSON") || err == nil {
 			t.Errorf("%s: changed %v, %v; want refused", name, changed, err)
 		}
 		if w.file.Keys().Digest() != inForce {
