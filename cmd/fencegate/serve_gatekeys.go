@@ -65,10 +65,12 @@ func watchGateKeys(ctx context.Context, f *httpapi.GateKeysFile, reg *registry.R
 			slog.String("file", f.Path()), slog.String("error", err.Error()))
 		return fmt.Errorf("--gate-keys: %w", err)
 	}
-	f.LogLoaded(ctx, logger)
-	logger.LogAttrs(ctx, slog.LevelInfo, "gate key history", slog.Int("keys", a.Keys), slog.Bool("changed", a.Changed), slog.Uint64("revision", a.Revision))
+	// SIGHUP is caught before the keys are announced: once the log says
+	// they are loaded, a SIGHUP reloads them and never ends serve.
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
+	logger.LogAttrs(ctx, slog.LevelInfo, "gate key history", slog.Int("keys", a.Keys), slog.Bool("changed", a.Changed), slog.Uint64("revision", a.Revision))
+	f.LogLoaded(ctx, logger)
 	go func() {
 		defer signal.Stop(hup)
 		f.Watch(ctx, pollMs, hup, logger)
