@@ -51,7 +51,12 @@ the file is written; with both, the database first (a gate must know a
 key before the registry signs with it). A new active key moves the
 gate's old one to verify-only (the registry stops signing with it); once
 no proof under it can still be in flight, retire it with --state retired
-at both. Reload serve (SIGHUP) after each change of the file.`,
+at both. Reload serve (SIGHUP) after each change of the file.
+
+A key ID is used once, forever: the database (schema version 5) and
+serve's key history refuse an ID that comes back with another secret,
+after it was removed, or in a state before one it reached (retired →
+active); give a new secret a new ID (fencegate keys gen --id NEW).`,
 		Example: `  fencegate keys gen --id gate-ledger --alg hmac-sha256 --out gate-ledger.key
   fencegate gate enroll --db postgres://admin@db/ledger --key gate-ledger.key --min-epoch 1
   fencegate gate enroll --db postgres://admin@db/ledger --role ledger_app --identity spiffe://example.org/ledger

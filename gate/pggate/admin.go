@@ -151,8 +151,17 @@ type Key struct {
 	State    grant.KeyState
 }
 
+// ErrKeyReused is wrapped by a key the database refuses because it has
+// seen its ID before (schema version 5): with another secret, dropped,
+// or in a later state. The message carries the registry's key history
+// code (KEY_OTHER_SECRET, KEY_DROPPED, KEY_STATE_BACK).
+var ErrKeyReused = errors.New("pggate: key refused: a key ID is used once, forever")
+
 // SetKey enrolls or changes one key (rotation: the new key active, the
-// old one verify-only, then retired). Only the gate's owner may.
+// old one verify-only, then retired). Only the gate's owner may. A key ID
+// the database has enrolled before comes back only with the same secret
+// and a state no earlier than it reached, and never once its row was
+// removed: otherwise SetKey wraps ErrKeyReused and nothing changes.
 func SetKey(ctx context.Context, q DBTX, k Key) error {
 	if err := grant.ValidateKeyID(k.ID); err != nil {
 		return fmt.Errorf("pggate: key ID %q: %w", k.ID, err)
@@ -161,10 +170,36 @@ func SetKey(ctx context.Context, q DBTX, k Key) error {
 		return fmt.Errorf("pggate: key %s: secret of %d bytes (want >= %d), epochs %d..%d", k.ID, len(k.Secret), grant.SecretBytes, k.MinEpoch, k.MaxEpoch)
 	}
 	_, err := q.ExecContext(ctx, `SELECT fencegate.set_key($1, $2, $3, $4, $5)`, k.ID, k.Secret, int64(k.MinEpoch), int64(k.MaxEpoch), string(k.State))
+	return operatorError("set key "+k.ID, err, ErrKeyReused)
+}
+
+// KeyUse is one key ID in the database's key history.
+type KeyUse struct {
+	ID     string
+	Digest string         // grant.SigningKey.SecretDigest of its secret
+	State  grant.KeyState // active, verify-only, retired, or "dropped"
+}
+
+// KeyHistory lists every key ID the gate has enrolled, in ID order
+// (schema version 5; the gate's owner only).
+func KeyHistory(ctx context.Context, q *sql.DB) ([]KeyUse, error) {
+	rows, err := q.QueryContext(ctx, `SELECT key_id, secret_digest, state FROM fencegate.key_history ORDER BY key_id`)
 	if err != nil {
-		return fmt.Errorf("pggate: set key %s: %w", k.ID, err)
+		return nil, fmt.Errorf("pggate: key history: %w", err)
 	}
-	return nil
+	defer rows.Close()
+	var out []KeyUse
+	for rows.Next() {
+		var k KeyUse
+		if err := rows.Scan(&k.ID, &k.Digest, &k.State); err != nil {
+			return nil, fmt.Errorf("pggate: key history: %w", err)
+		}
+		out = append(out, k)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("pggate: key history: %w", err)
+	}
+	return out, nil
 }
 
 // SetRevokedBelow revokes every issuer epoch below epoch (it only rises).

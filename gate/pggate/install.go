@@ -27,6 +27,8 @@ var migrations = [][]string{
 	3: {"sql/v3_gateproofs.sql"},
 	// 4: the same functions in PL/pgSQL, a third cheaper per apply.
 	4: {"sql/v4_plpgsql_helpers.sql"},
+	// 5: a key ID is used once, forever (fencegate.key_history).
+	5: {"sql/v5_key_history.sql"},
 }
 
 // SchemaVersion is the version Install brings a database to.

@@ -54,6 +54,9 @@ var forbidden = map[string]string{
 	"resume":                 `SELECT fencegate.resume('r', 10, 'me', 'x')`,
 	"map itself":             `SELECT fencegate.map_caller('x', 'worker-b')`,
 	"decide in record mode":  `SELECT fencegate.run('{}', '', TRUE)`,
+	"read the key history":   `SELECT secret_digest FROM fencegate.key_history`,
+	"forget a key ID":        `DELETE FROM fencegate.key_history`,
+	"digest a secret":        `SELECT fencegate.key_secret_digest('\x00')`,
 }
 
 func TestWriterCannot(t *testing.T) {
