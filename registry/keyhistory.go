@@ -38,10 +38,10 @@ const KeyHistoryBytesMax = 768 << 10
 // GateKeyUse is one gate key in the history, or as a gate-keys file puts
 // it in force.
 type GateKeyUse struct {
-	KeyID  string         // grant.ValidateKeyID rules; unique across gates
-	Gate   string         // the gate that holds it (grant.ValidateKeyID rules)
-	Digest string         // grant.SigningKey.SecretDigest: "sha256:" and 64 hex digits
-	State  grant.KeyState // active, verify-only, retired; or, in the history, dropped
+	KeyID  string         `json:"keyId"`  // grant.ValidateKeyID rules; unique across gates
+	Gate   string         `json:"gate"`   // the gate that holds it (grant.ValidateKeyID rules)
+	Digest string         `json:"digest"` // grant.SigningKey.SecretDigest: "sha256:" and 64 hex digits
+	State  grant.KeyState `json:"state"`  // active, verify-only, retired; or, in the history, dropped
 }
 
 // KeyHistory is every gate key ID the registry has put in force, in key
@@ -235,4 +235,44 @@ func (h *KeyHistory) Lookup(keyID string) (GateKeyUse, bool) {
 		return GateKeyUse{}, false
 	}
 	return h.Keys[i], true
+}
+
+// merge returns h with keys (entries of another store's history, each ID
+// once, valid) merged in, never lowering anything: an ID h lacks is added,
+// one it has takes the later of the two states. counts says which. It
+// refuses (a *KeyHistoryError) an ID the two hold for other gates or
+// secrets, and a history that would exceed KeyHistoryBytesMax.
+func (h *KeyHistory) merge(keys []GateKeyUse) (*KeyHistory, ImportCounts, error) {
+	var counts ImportCounts
+	next := &KeyHistory{}
+	if h != nil {
+		next.Keys = slices.Clone(h.Keys)
+	}
+	var refused []KeyRefusal
+	for _, k := range keys {
+		i, found := slices.BinarySearchFunc(next.Keys, k.KeyID, func(e GateKeyUse, id string) int { return strings.Compare(e.KeyID, id) })
+		switch {
+		case !found:
+			next.Keys = slices.Insert(next.Keys, i, k)
+			counts.Added++
+		case next.Keys[i].Gate != k.Gate || next.Keys[i].Digest != k.Digest:
+			r, _ := refuseKey(next.Keys[i], GateKeyUse{KeyID: k.KeyID, Gate: k.Gate, Digest: k.Digest, State: KeyDropped})
+			refused = append(refused, r)
+		case keyRank(k.State) > keyRank(next.Keys[i].State):
+			next.Keys[i].State = k.State
+			counts.Raised++
+		case k.State == next.Keys[i].State:
+			counts.Same++
+		default:
+			counts.Kept++
+		}
+	}
+	if len(refused) > 0 {
+		return nil, counts, &KeyHistoryError{Refusals: refused}
+	}
+	if n := len(EncodeKeyHistory(next)); n > KeyHistoryBytesMax {
+		return nil, counts, &KeyHistoryError{Refusals: []KeyRefusal{{Code: KeyCodeHistoryFull,
+			Detail: fmt.Sprintf("the merged history would hold %d key IDs in %d bytes, limit %d", len(next.Keys), n, KeyHistoryBytesMax)}}}
+	}
+	return next, counts, nil
 }

@@ -14,15 +14,16 @@ import (
 // Export and import: a store's whole state as JSON lines, to move a
 // registry between stores (embedded etcd → a cluster, one cluster to
 // another, etcd ↔ ZooKeeper) or back. The first line is the header, then
-// the settings, every record in name order, every request entry in key
-// order, and an end line with the counts, so an export cut short is told
-// from a whole one:
+// the settings, the gate key history's entries in key ID order, every
+// record in name order, every request entry in key order, and an end line
+// with the counts, so an export cut short is told from a whole one:
 //
 //	{"kind":"header","schema":"fencegateExport.v1","revision":1042}
 //	{"kind":"settings","settings":{"revokedBelowEpoch":0,"fenceGeneration":1784455200}}
+//	{"kind":"key","key":{"keyId":"gk-1","gate":"ledger-db","digest":"sha256:…","state":"dropped"}}
 //	{"kind":"record","resource":"invoice-batch/2026-07-19","record":{"highestFence":…}}
 //	{"kind":"request","owner":"worker-7","requestId":"r-…","entry":{"grant":{…},…}}
-//	{"kind":"end","records":1,"requests":1}
+//	{"kind":"end","keys":1,"records":1,"requests":1}
 //
 // The values are the stored types as JSON (FormJSON's), whatever form
 // either store keeps, so an export moves between stores of any form. An
@@ -34,7 +35,9 @@ import (
 // (compared absent), an equal one is left alone, and where the target has
 // its own record the higher floor and policy generation are kept (the
 // target's floor is raised to the imported highest fence), settings take
-// the higher value field by field, and a request entry the target has is
+// the higher value field by field, a gate key takes the later state (a
+// key ID the target holds with another secret or gate stops the import:
+// a key ID is used once, forever), and a request entry the target has is
 // kept. So an import can be run again, or continued after an interruption
 // from any line at or before the last one it applied (ImportOptions.
 // ResumeAfter), with the same result. After any switch, copied or not,
@@ -53,10 +56,12 @@ const exportPageMax = 256
 
 // ExportLine is one line of an export; Kind says which fields it has.
 type ExportLine struct {
-	Kind      string        `json:"kind"`               // header, settings, record, request, end
+	Kind      string        `json:"kind"`               // header, settings, key, record, request, end
 	Schema    string        `json:"schema,omitempty"`   // header: ExportSchema
 	Revision  uint64        `json:"revision,omitempty"` // header: the store's revision when the export began
 	Settings  *Settings     `json:"settings,omitempty"` // settings
+	Key       *GateKeyUse   `json:"key,omitempty"`      // key: one entry of the gate key history
+	Keys      int           `json:"keys,omitempty"`     // end: how many key lines came before
 	Resource  string        `json:"resource,omitempty"` // record
 	Record    *Record       `json:"record,omitempty"`   // record
 	Owner     string        `json:"owner,omitempty"`    // request
@@ -70,6 +75,7 @@ type ExportLine struct {
 const (
 	LineHeader   = "header"
 	LineSettings = "settings"
+	LineKey      = "key"
 	LineRecord   = "record"
 	LineRequest  = "request"
 	LineEnd      = "end"
@@ -77,12 +83,13 @@ const (
 
 // ExportCounts is what an export wrote.
 type ExportCounts struct {
-	Records, Requests int
-	Revision          uint64 // the store's revision when it began
+	Keys, Records, Requests int
+	Revision                uint64 // the store's revision when it began
 }
 
-// Export writes store's settings, records and request entries to w as
-// JSON lines, page by page (memory stays bounded by a page).
+// Export writes store's settings, gate key history, records and request
+// entries to w as JSON lines, page by page (memory stays bounded by a
+// page, and the key history, bounded by KeyHistoryBytesMax).
 func Export(ctx context.Context, store Store, w io.Writer) (ExportCounts, error) {
 	bw := bufio.NewWriter(w)
 	put := func(l ExportLine) error {
@@ -104,16 +111,35 @@ func Export(ctx context.Context, store Store, w io.Writer) (ExportCounts, error)
 	if err := put(ExportLine{Kind: LineSettings, Settings: &s.Settings}); err != nil {
 		return n, err
 	}
+	if n.Keys, err = exportKeys(ctx, store, put); err != nil {
+		return n, err
+	}
 	if n.Records, err = exportRecords(ctx, store, put); err != nil {
 		return n, err
 	}
 	if n.Requests, err = exportRequests(ctx, store, put); err != nil {
 		return n, err
 	}
-	if err := put(ExportLine{Kind: LineEnd, Records: n.Records, Requests: n.Requests}); err != nil {
+	if err := put(ExportLine{Kind: LineEnd, Keys: n.Keys, Records: n.Records, Requests: n.Requests}); err != nil {
 		return n, err
 	}
 	return n, bw.Flush()
+}
+
+func exportKeys(ctx context.Context, store Store, put func(ExportLine) error) (int, error) {
+	slot, err := store.ReadKeyHistory(ctx)
+	switch {
+	case err != nil:
+		return 0, storeError("read key history", err)
+	case slot.History == nil:
+		return 0, nil
+	}
+	for i := range slot.History.Keys {
+		if err := put(ExportLine{Kind: LineKey, Key: &slot.History.Keys[i]}); err != nil {
+			return i, err
+		}
+	}
+	return len(slot.History.Keys), nil
 }
 
 func exportRecords(ctx context.Context, store Store, put func(ExportLine) error) (int, error) {
@@ -183,6 +209,12 @@ func parseExportLine(b []byte, n int) (ExportLine, error) {
 		}
 		if err == nil {
 			err = l.Record.check()
+		}
+	case LineKey:
+		if l.Key == nil {
+			err = fmt.Errorf("key line without a key")
+		} else {
+			err = l.Key.check()
 		}
 	case LineRequest:
 		err = checkExportedEntry(l)

@@ -13,6 +13,10 @@ import (
 // ImportProgressLines is how often (in lines) an import reports progress.
 const ImportProgressLines = 1000
 
+// importKeysBatchMax is how many gate key lines one import commit merges
+// into the target's key history (each commit rewrites the whole history).
+const importKeysBatchMax = 1024
+
 // importBatchMax is how many request entries one import commit writes,
 // each compared absent: 32 puts and their compares stay well inside
 // etcd's default --max-txn-ops of 128.
@@ -45,15 +49,15 @@ type ImportReport struct {
 	// Settings is what became of the settings: "added", "raised" (some
 	// field taken from the export), "same" or "kept" (the target's were
 	// higher or equal field by field).
-	Settings          string
-	Records, Requests ImportCounts
+	Settings                string
+	Keys, Records, Requests ImportCounts
 }
 
 // ImportCounts counts an import's items by outcome.
 type ImportCounts struct {
 	Added  int // the target had none: written as exported
 	Same   int // the target had the same (applied before)
-	Raised int // records: the target's floor or policy generation raised to the export's
+	Raised int // records: the target's floor or policy generation raised to the export's; keys: its state moved on to the export's
 	Kept   int // the target's own was kept: as high or higher, or (a request entry) another
 }
 
@@ -64,9 +68,11 @@ type importer struct {
 	rep       ImportReport
 	pending   []ExportLine // request lines not yet committed, the last one at line pendingTo
 	pendingTo int
-	// records and requests count the lines of each kind read, applied
-	// or not, for the end line's check.
-	records, requests int
+	keys      []GateKeyUse // key lines not yet merged, the last one at line keysTo
+	keysTo    int
+	// keyLines, records and requests count the lines of each kind read,
+	// applied or not, for the end line's check.
+	keyLines, records, requests int
 }
 
 // Import applies an export read from r to store, never lowering anything
@@ -96,6 +102,9 @@ func Import(ctx context.Context, store Store, r io.Reader, opt ImportOptions) (I
 	if err := im.flush(ctx); err != nil {
 		return im.rep, err
 	}
+	if err := im.flushKeys(ctx); err != nil {
+		return im.rep, err
+	}
 	if opt.Progress != nil {
 		opt.Progress(im.rep)
 	}
@@ -112,6 +121,8 @@ func (im *importer) line(ctx context.Context, l ExportLine, n int, skip bool) er
 		return fmt.Errorf("%w: export line %d: data after the end line", wire.ErrInvalid, n)
 	case (n == 1) != (l.Kind == LineHeader):
 		return fmt.Errorf("%w: export line %d: %s line; an export starts with its header, once", wire.ErrInvalid, n, l.Kind)
+	case l.Kind == LineKey:
+		im.keyLines++
 	case l.Kind == LineRecord:
 		im.records++
 	case l.Kind == LineRequest:
@@ -119,6 +130,11 @@ func (im *importer) line(ctx context.Context, l ExportLine, n int, skip bool) er
 	}
 	if l.Kind != LineRequest {
 		if err := im.flush(ctx); err != nil {
+			return err
+		}
+	}
+	if l.Kind != LineKey {
+		if err := im.flushKeys(ctx); err != nil {
 			return err
 		}
 	}
@@ -132,6 +148,12 @@ func (im *importer) line(ctx context.Context, l ExportLine, n int, skip bool) er
 		err = im.settings(ctx, *l.Settings)
 	case LineRecord:
 		err = im.record(ctx, l.Resource, l.Record)
+	case LineKey:
+		im.keys, im.keysTo = append(im.keys, *l.Key), n
+		if len(im.keys) >= importKeysBatchMax {
+			return im.flushKeys(ctx)
+		}
+		return nil
 	case LineRequest:
 		im.pending, im.pendingTo = append(im.pending, l), n
 		if len(im.pending) >= importBatchMax {
@@ -139,9 +161,9 @@ func (im *importer) line(ctx context.Context, l ExportLine, n int, skip bool) er
 		}
 		return nil
 	case LineEnd:
-		if l.Records != im.records || l.Requests != im.requests {
-			return fmt.Errorf("%w: export line %d: the end line counts %d records and %d request entries, the export has %d and %d: not one export",
-				wire.ErrInvalid, n, l.Records, l.Requests, im.records, im.requests)
+		if l.Keys != im.keyLines || l.Records != im.records || l.Requests != im.requests {
+			return fmt.Errorf("%w: export line %d: the end line counts %d keys, %d records and %d request entries, the export has %d, %d and %d: not one export",
+				wire.ErrInvalid, n, l.Keys, l.Records, l.Requests, im.keyLines, im.records, im.requests)
 		}
 		im.rep.Complete = true
 	}
@@ -291,6 +313,46 @@ func (im *importer) flush(ctx context.Context) error {
 	}
 	im.rep.Line = im.pendingTo
 	return nil
+}
+
+// flushKeys merges the pending gate key lines into the target's key
+// history by compare-and-swap (KeyHistory.merge: never lowering a state);
+// an ID the target holds with another secret or gate stops the import.
+func (im *importer) flushKeys(ctx context.Context) error {
+	if len(im.keys) == 0 {
+		return nil
+	}
+	batch := im.keys
+	im.keys = nil
+	slot, err := im.store.ReadKeyHistory(ctx)
+	for try := 0; err == nil; try++ {
+		next, counts, merr := slot.History.merge(batch)
+		if merr != nil {
+			return fmt.Errorf("registry: import: gate keys up to line %d: %w", im.keysTo, merr)
+		}
+		if counts.Added+counts.Raised == 0 {
+			im.rep.Keys.Same += counts.Same
+			im.rep.Keys.Kept += counts.Kept
+			im.rep.Line = im.keysTo
+			return nil
+		}
+		res, cerr := im.store.CommitKeyHistory(ctx, KeyHistoryWrite{WasRaw: slot.Raw, History: next})
+		switch {
+		case cerr != nil:
+			return storeError("commit key history", cerr)
+		case res.OK:
+			im.rep.Keys.Added += counts.Added
+			im.rep.Keys.Same += counts.Same
+			im.rep.Keys.Raised += counts.Raised
+			im.rep.Keys.Kept += counts.Kept
+			im.rep.Line = im.keysTo
+			return nil
+		case try >= importRetriesMax:
+			return fmt.Errorf("%w: import: gate key history: %d compare-and-swap retries", wire.ErrConflict, try)
+		}
+		slot = res.Current
+	}
+	return storeError("read key history", err)
 }
 
 // request puts one request entry where the target has none; an entry the

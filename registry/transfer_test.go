@@ -1,10 +1,14 @@
 // This file proves export and import between memory stores: a whole
 // registry (records with floors, policy generations, a held lease and
-// waiters, request entries, revoked epochs, a bumped range) comes out of
+// waiters, request entries, revoked epochs, a bumped range, the gate key
+// history) comes out of
 // an import as it went in, line for line; importing again changes
 // nothing; an import cut short continues from the line it reports (or
 // any earlier one) to the same end; an import never lowers what the
-// target has; and a broken export is refused at the line that breaks it.
+// target has (a gate key's state included, and a key ID the target holds
+// with another secret stops the import: the switch cannot launder a
+// resurrected key); and a broken export is refused at the line that
+// breaks it.
 package registry_test
 
 import (
@@ -17,6 +21,7 @@ import (
 	"testing/synctest"
 
 	"github.com/fencegate/fencegate/clock"
+	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/memstore"
 	"github.com/fencegate/fencegate/wire"
@@ -58,6 +63,11 @@ func populate(t *testing.T, store registry.Store) uint64 {
 	if _, err := reg.SetPolicyGeneration(ctx, "jobs/001", 4); err != nil {
 		t.Fatal(err)
 	}
+	for _, f := range [][]registry.GateKeyUse{issue43F1, issue43F2} { // gk-1 dropped, gk-2 active
+		if _, err := reg.AdmitGateKeys(ctx, f); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return highest + 40
 }
 
@@ -82,19 +92,19 @@ func TestExportImportRoundTrip(t *testing.T) {
 		src := memstore.New()
 		populate(t, src)
 		out := export(t, src)
-		if n := strings.Count(out, "\n"); n != 1+1+301+300+1 {
-			t.Fatalf("export has %d lines, want header, settings, 301 records, 300 request entries, end", n)
+		if n := strings.Count(out, "\n"); n != 1+1+2+301+300+1 {
+			t.Fatalf("export has %d lines, want header, settings, 2 gate keys, 301 records, 300 request entries, end", n)
 		}
 		dst := memstore.New()
 		rep, err := registry.Import(ctx, dst, strings.NewReader(out), registry.ImportOptions{})
-		if err != nil || !rep.Complete || rep.Records.Added != 301 || rep.Requests.Added != 300 || rep.Settings != "added" {
+		if err != nil || !rep.Complete || rep.Keys.Added != 2 || rep.Records.Added != 301 || rep.Requests.Added != 300 || rep.Settings != "added" {
 			t.Fatalf("import: %+v %v", rep, err)
 		}
 		if got := export(t, dst); body(got) != body(out) {
 			t.Fatalf("the target's export differs from the source's")
 		}
 		again, err := registry.Import(ctx, dst, strings.NewReader(out), registry.ImportOptions{})
-		if err != nil || again.Records.Same != 301 || again.Requests.Same != 300 || again.Settings != "same" {
+		if err != nil || again.Keys.Same != 2 || again.Records.Same != 301 || again.Requests.Same != 300 || again.Settings != "same" {
 			t.Fatalf("import again: %+v %v, want every item the same", again, err)
 		}
 	})
@@ -246,6 +256,57 @@ func TestImportNeverLowers(t *testing.T) {
 	})
 }
 
+// TestImportMergesTheKeyHistory: a target that knows gk-2 retired keeps
+// it retired and learns gk-1 dropped; a target that never had gk-1 takes
+// it as dropped, so the resurrected file is refused there; a target that
+// loaded gk-1 with another secret stops the import at the key lines,
+// naming the key, its history unchanged.
+func TestImportMergesTheKeyHistory(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		src := memstore.New()
+		populate(t, src)
+		out := export(t, src)
+
+		ahead := memstore.New()
+		if _, err := registry.AdmitGateKeys(ctx, ahead, []registry.GateKeyUse{use("gk-2", "two", grant.KeyRetired)}); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := registry.Import(ctx, ahead, strings.NewReader(out), registry.ImportOptions{})
+		if err != nil || rep.Keys.Added != 1 || rep.Keys.Kept != 1 {
+			t.Fatalf("import into a target ahead on gk-2: %+v %v", rep.Keys, err)
+		}
+		slot, _ := ahead.ReadKeyHistory(ctx)
+		if k, _ := slot.History.Lookup("gk-2"); k.State != grant.KeyRetired {
+			t.Fatalf("gk-2 lowered to %s", k.State)
+		}
+		if k, _ := slot.History.Lookup("gk-1"); k.State != registry.KeyDropped {
+			t.Fatalf("gk-1 imported as %s", k.State)
+		}
+
+		fresh := memstore.New()
+		if _, err := registry.Import(ctx, fresh, strings.NewReader(out), registry.ImportOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := registry.AdmitGateKeys(ctx, fresh, issue43F3); !errors.Is(err, registry.ErrKeyReused) {
+			t.Fatalf("the resurrected file on the store switched to: %v", err)
+		}
+
+		other := memstore.New()
+		if _, err := registry.AdmitGateKeys(ctx, other, []registry.GateKeyUse{use("gk-1", "another", grant.KeyActive)}); err != nil {
+			t.Fatal(err)
+		}
+		before, _ := other.ReadKeyHistory(ctx)
+		rep, err = registry.Import(ctx, other, strings.NewReader(out), registry.ImportOptions{})
+		if !errors.Is(err, registry.ErrKeyReused) || !strings.Contains(err.Error(), "gk-1") || rep.Records.Added != 0 {
+			t.Fatalf("import into a target with gk-1 under another secret: %+v %v", rep, err)
+		}
+		if after, _ := other.ReadKeyHistory(ctx); after.ModRev != before.ModRev {
+			t.Fatal("a refused import changed the key history")
+		}
+	})
+}
+
 func resourceOf(t *testing.T, store registry.Store, resource string) wire.ResourceInfo {
 	t.Helper()
 	k, _ := testKey(t)
@@ -283,6 +344,9 @@ func TestImportRefusesABrokenExport(t *testing.T) {
 		"a bad resource name": {head + `{"kind":"record","resource":"../etc","record":{}}` + "\n", 2},
 		"two headers":         {head + head, 2},
 		"counts that differ":  {head + rec + `{"kind":"end","records":2}` + "\n", 3},
+		"keys counted wrong":  {head + rec + `{"kind":"end","keys":1,"records":1}` + "\n", 3},
+		"a bad key":           {head + `{"kind":"key","key":{"keyId":"gk-1","gate":"g","digest":"sha256:00","state":"active"}}` + "\n", 2},
+		"a key line, no key":  {head + `{"kind":"key"}` + "\n", 2},
 		"data after the end":  {head + rec + `{"kind":"end","records":1}` + "\n" + rec, 4},
 		"a misfiled entry":    {head + `{"kind":"request","owner":"a","requestId":"r1","entry":{"grant":{"owner":"b","requestId":"r1"},"paramsDigest":"","state":"HELD","endedAtMs":0}}` + "\n", 2},
 	} {

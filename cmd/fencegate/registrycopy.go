@@ -67,7 +67,7 @@ bump that follows every switch covers what moved meanwhile).`,
 			err = withStore(c.Context(), s, who, c.ErrOrStderr(), true, func(st registry.Store) error {
 				n, err := registry.Export(c.Context(), st, w)
 				if err == nil {
-					fmt.Fprintf(c.ErrOrStderr(), "%s: %d records, %d request entries (store revision %d)\n", who, n.Records, n.Requests, n.Revision)
+					fmt.Fprintf(c.ErrOrStderr(), "%s: %d gate keys, %d records, %d request entries (store revision %d)\n", who, n.Keys, n.Records, n.Requests, n.Revision)
 				}
 				return err
 			})
@@ -158,8 +158,8 @@ func runImport(ctx context.Context, st registry.Store, r io.Reader, resumeAfter 
 	rep, err := registry.Import(ctx, st, r, registry.ImportOptions{ResumeAfter: resumeAfter, Progress: func(p registry.ImportReport) {
 		fmt.Fprintf(stderr, "%s: applied through line %d\n", who, p.Line)
 	}})
-	fmt.Fprintf(stderr, "%s: settings %s; records: %s; request entries: %d added, %d same, %d kept\n", who, orNone(rep.Settings), counts(rep.Records),
-		rep.Requests.Added, rep.Requests.Same, rep.Requests.Kept)
+	fmt.Fprintf(stderr, "%s: settings %s; gate keys: %s; records: %s; request entries: %d added, %d same, %d kept\n", who, orNone(rep.Settings), counts(rep.Keys),
+		counts(rep.Records), rep.Requests.Added, rep.Requests.Same, rep.Requests.Kept)
 	if err != nil {
 		return fmt.Errorf("%w\n(lines 1 to %d are applied: run again with --resume-after %d to continue)", err, rep.Line, rep.Line)
 	}
