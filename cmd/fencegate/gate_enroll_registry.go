@@ -1,15 +1,16 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/internal/keptfile"
 	"github.com/fencegate/fencegate/registry/httpapi"
 )
 
@@ -64,7 +65,7 @@ func enrollAtRegistry(o *enrollOptions, out io.Writer) error {
 // does not exist yet) and as its form.
 func readGateKeysForm(path string) (*httpapi.GateKeys, httpapi.GateKeysForm, error) {
 	empty := httpapi.GateKeysForm{Schema: httpapi.SchemaGateKeys, Gates: []httpapi.GateForm{}}
-	b, err := os.ReadFile(path)
+	b, err := keptfile.Read(context.Background(), path, httpapi.GateKeysFileBytesMax)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, empty, nil
 	}

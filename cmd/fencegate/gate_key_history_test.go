@@ -233,3 +233,19 @@ func TestGateKeyResurrectionRefusedAcrossReplicas(t *testing.T) {
 		t.Fatalf("negative control: replica C signs with %s, want gk-1", got)
 	}
 }
+
+// TestGateEnrollRefusesAFIFOAsTheGateKeysFile: enroll reads the
+// registry's gate-keys file as serve does, so a FIFO there is refused at
+// once, naming it, instead of stalling the command.
+func TestGateEnrollRefusesAFIFOAsTheGateKeysFile(t *testing.T) {
+	w := newKeyWorld(t)
+	fifo := filepath.Join(w.dir, "gate-keys.json")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	out, code := fencegate(t, "gate", "enroll", "--key", filepath.Join(w.dir, "gk-2.key"), "--registry-keys", fifo, "--gate-name", "ledger-db", "--resources", "ledger/*")
+	if code == 0 || !strings.Contains(out, fifo) || !strings.Contains(out, "FIFO") || time.Since(start) > 5*time.Second {
+		t.Fatalf("a FIFO as --registry-keys: exit %d after %v\n%s", code, time.Since(start), out)
+	}
+}
