@@ -25,7 +25,7 @@ type gateKeysOptions struct {
 
 func (g *gateKeysOptions) flags(fs *pflag.FlagSet) {
 	fs.StringVar(&g.file, "gate-keys", "", "gate keys (JSON, gateKeys.v1; fencegate gate enroll --registry-keys writes it): each enrolled gate's own HMAC key and resources; answers carry its proofs (gateProofs); reloaded on SIGHUP and when it or a key file it names changes; a key ID is used once, forever (the store's key history)")
-	fs.Uint64Var(&g.pollMs, "gate-keys-poll-ms", httpapi.PolicyPollIntervalMsDefault, "how often the --gate-keys file and its key files are checked for a change (0: only on SIGHUP)")
+	fs.Uint64Var(&g.pollMs, "gate-keys-poll-ms", httpapi.PolicyPollIntervalMsDefault, "how often the --gate-keys file is checked for a change, and its key files' status (0: only on SIGHUP, which reads them all)")
 }
 
 // load reads the gate-keys file and its key files; they must load for

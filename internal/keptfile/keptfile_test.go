@@ -117,7 +117,7 @@ func TestTimesOutWhenTheFileSystemDoesNotAnswer(t *testing.T) {
 	})
 	const timeoutMs = 100
 	start := time.Now()
-	_, err := read(context.Background(), fifo, limit, timeoutMs, os.Open)
+	_, _, err := read(context.Background(), fifo, limit, timeoutMs, os.Open)
 	took := time.Since(start)
 	if !errors.Is(err, ErrTimeout) || !strings.Contains(err.Error(), fifo) {
 		t.Fatalf("blocking open of a FIFO: %v, want ErrTimeout naming the path", err)
@@ -128,7 +128,54 @@ func TestTimesOutWhenTheFileSystemDoesNotAnswer(t *testing.T) {
 	// A caller's context that ends first ends the read too.
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := read(ctx, fifo, limit, timeoutMs, os.Open); !errors.Is(err, context.Canceled) {
+	if _, _, err := read(ctx, fifo, limit, timeoutMs, os.Open); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled: %v", err)
+	}
+}
+
+// TestUnchangedSeesAReplacedOrRewrittenFile: the status ReadInfo took
+// still matches an untouched file, and no longer matches once the file is
+// rewritten with another size or time, or replaced by a rename (another
+// inode); a rewrite keeping size, time and inode is the one it cannot
+// see (the negative control: why a reload on SIGHUP reads the file).
+func TestUnchangedSeesAReplacedOrRewrittenFile(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "k")
+	write := func(s string) {
+		if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("one")
+	_, info, err := ReadInfo(context.Background(), p, limit)
+	if err != nil || !Unchanged(p, info) {
+		t.Fatalf("untouched: %v", err)
+	}
+	write("three") // another size
+	if Unchanged(p, info) {
+		t.Fatal("a rewrite of another size is unchanged")
+	}
+	write("one")
+	_, info, _ = ReadInfo(context.Background(), p, limit)
+	other := filepath.Join(dir, "k.new")
+	if err := os.WriteFile(other, []byte("one"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(other, info.ModTime(), info.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(other, p); err != nil {
+		t.Fatal(err)
+	}
+	if Unchanged(p, info) {
+		t.Fatal("a file renamed over it (same size and time) is unchanged")
+	}
+	_, info, _ = ReadInfo(context.Background(), p, limit)
+	write("owe") // same size, same inode: put the time back
+	if err := os.Chtimes(p, info.ModTime(), info.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	if !Unchanged(p, info) {
+		t.Fatal("negative control: a rewrite keeping size, time and inode was seen by status alone")
 	}
 }

@@ -8,11 +8,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/internal/keptfile"
 	"github.com/fencegate/fencegate/internal/strictjson"
 	"github.com/fencegate/fencegate/registry"
 )
@@ -174,6 +176,8 @@ type loadedGate struct {
 type loadedGateKey struct {
 	GateKeyForm
 	signer *grant.SigningKey
+	path   string      // the key file, as opened
+	info   os.FileInfo // its status when read (keptfile.ReadInfo)
 }
 
 // ParseGateKeys parses a gate-keys file and reads its key files, relative
@@ -198,12 +202,12 @@ func ParseGateKeysContext(ctx context.Context, b []byte, dir string) (*GateKeys,
 		lg := loadedGate{name: g.Gate}
 		lg.resources, _ = compilePatterns("resource", g.Resources, resourcePattern) // checked by Validate
 		for _, k := range g.Keys {
-			sk, err := loadGateKey(ctx, k, dir)
+			lk, err := loadGateKey(ctx, k, dir)
 			if err != nil {
 				return nil, fmt.Errorf("%w: gate %s: %w", ErrBadGateKeys, g.Gate, err)
 			}
-			fmt.Fprintf(material, "%s\x00%s\x00", sk.KeyID, sk.SecretDigest())
-			lg.keys = append(lg.keys, loadedGateKey{GateKeyForm: k, signer: sk})
+			fmt.Fprintf(material, "%s\x00%s\x00", lk.signer.KeyID, lk.signer.SecretDigest())
+			lg.keys = append(lg.keys, lk)
 		}
 		gk.gates = append(gk.gates, lg)
 	}
@@ -212,19 +216,40 @@ func ParseGateKeysContext(ctx context.Context, b []byte, dir string) (*GateKeys,
 	return gk, nil
 }
 
-func loadGateKey(ctx context.Context, k GateKeyForm, dir string) (*grant.SigningKey, error) {
-	path := k.SecretFile
-	if !filepath.IsAbs(path) {
-		path = filepath.Join(dir, path)
+// loadGateKey reads k's key file (relative to dir) as grant.LoadKeyFile
+// does, keeping its status for keyFilesUnchanged.
+func loadGateKey(ctx context.Context, k GateKeyForm, dir string) (loadedGateKey, error) {
+	lk := loadedGateKey{GateKeyForm: k, path: k.SecretFile}
+	if !filepath.IsAbs(lk.path) {
+		lk.path = filepath.Join(dir, lk.path)
 	}
-	sk, err := grant.LoadKeyFileContext(ctx, path)
+	b, info, err := keptfile.ReadInfo(ctx, lk.path, grant.KeyFileBytesMax)
 	if err != nil {
-		return nil, fmt.Errorf("key %s: secretFile: %w", k.KeyID, err)
+		return lk, fmt.Errorf("key %s: secretFile: %w", k.KeyID, err)
+	}
+	sk, err := grant.ParseKeyFile(b)
+	if err != nil {
+		return lk, fmt.Errorf("key %s: secretFile %s: %w", k.KeyID, lk.path, err)
 	}
 	if sk.KeyID != k.KeyID || sk.Alg != grant.AlgHMACSHA256 {
-		return nil, fmt.Errorf("key %s: secretFile holds key %s (%s), want hmac-sha256 %s", k.KeyID, sk.KeyID, sk.Alg, k.KeyID)
+		return lk, fmt.Errorf("key %s: secretFile holds key %s (%s), want hmac-sha256 %s", k.KeyID, sk.KeyID, sk.Alg, k.KeyID)
 	}
-	return sk, nil
+	lk.signer, lk.info = sk, info
+	return lk, nil
+}
+
+// keyFilesUnchanged reports whether every key file's status is as it was
+// when read (keptfile.Unchanged): the cheap check a poll makes before
+// reading them all again.
+func (gk *GateKeys) keyFilesUnchanged() bool {
+	for _, g := range gk.gates {
+		for _, k := range g.keys {
+			if !keptfile.Unchanged(k.path, k.info) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // Form returns the file form (no secrets).

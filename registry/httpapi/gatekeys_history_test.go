@@ -9,7 +9,10 @@
 // resurrected file. Negative control: without the history bound (Admit
 // never called), the same two reloads succeed and grants carry gk-1's
 // proofs under the new secret. Also: a key file rewritten in place is
-// noticed though the gate-keys file is unchanged; the gate-keys file and
+// noticed though the gate-keys file is unchanged (by a reload, as SIGHUP
+// does, always; by a poll when the file was replaced or its size or time
+// moved, and the rewrite that keeps all three is the poll's negative
+// control); the gate-keys file and
 // key files must be regular files of bounded size (a FIFO, /dev/zero and
 // a 256 MiB file are refused at once, naming the path), and a refused
 // FIFO leaves later reloads working.
@@ -223,6 +226,63 @@ func TestGateKeysKeyFileRewrittenInPlaceIsNoticed(t *testing.T) {
 	}
 	if changed, err := f.Reload(ctx); changed || err != nil {
 		t.Fatalf("gk-2.key back as it was: %v %v, want no change", changed, err)
+	}
+}
+
+func TestGateKeysPollSeesAKeyFileReplaced(t *testing.T) {
+	ctx := context.Background()
+	dir, files := issue43Files(t)
+	path := writeGateKeys(t, dir, files[0])
+	f, err := LoadGateKeysFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if changed, err := f.Poll(ctx); changed || err != nil {
+		t.Fatalf("nothing changed: %v %v", changed, err)
+	}
+	keyPath := filepath.Join(dir, "gk-2.key")
+	orig, _ := os.ReadFile(keyPath)
+	st, _ := os.Stat(keyPath)
+	other, _ := grant.GenerateKey(grant.AlgHMACSHA256, "gk-2", rand.Reader)
+	if len(other.MarshalKeyFile()) != len(orig) {
+		t.Fatal("key files of one ID differ in length")
+	}
+	// Replaced by a rename (a ConfigMap's or Secret's swap), same size
+	// and time: the poll sees another file.
+	tmp := keyPath + ".new"
+	if err := os.WriteFile(tmp, other.MarshalKeyFile(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(tmp, st.ModTime(), st.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, keyPath); err != nil {
+		t.Fatal(err)
+	}
+	if changed, err := f.Poll(ctx); changed || !errors.Is(err, ErrBadGateKeys) {
+		t.Fatalf("gk-2.key replaced: poll %v %v, want refused", changed, err)
+	}
+	// Back as it was (a reload reads it: unchanged), then rewritten in
+	// place keeping size, time and inode: the poll cannot tell; a reload
+	// (SIGHUP) reads it and refuses.
+	if err := os.WriteFile(keyPath, orig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if changed, err := f.Reload(ctx); changed || err != nil {
+		t.Fatalf("gk-2.key back: %v %v", changed, err)
+	}
+	st, _ = os.Stat(keyPath)
+	if err := os.WriteFile(keyPath, other.MarshalKeyFile(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(keyPath, st.ModTime(), st.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	if changed, err := f.Poll(ctx); changed || err != nil {
+		t.Fatalf("negative control: a poll saw a rewrite keeping size, time and inode: %v %v", changed, err)
+	}
+	if changed, err := f.Reload(ctx); changed || !errors.Is(err, ErrBadGateKeys) {
+		t.Fatalf("the same rewrite on reload: %v %v, want refused", changed, err)
 	}
 }
 

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"log/slog"
 	"os"
@@ -97,24 +98,48 @@ func (f *GateKeysFile) Admit(ctx context.Context, h KeyHistorian) (registry.KeyA
 	return a, nil
 }
 
-// Reload reads the file and every key file it names again. When they
-// hold what is in force (the file's bytes, each key's ID and secret) it
-// changes nothing and returns false, nil; so a key file rewritten in
-// place is noticed though the file is not. When the new keys load, undo
-// no rotation step and (after Admit) the key history admits them, they
-// are in force on return (true, nil). Otherwise the keys in force stay
-// and the error says why.
+// Reload reads the file and every key file it names again (what serve
+// does on SIGHUP). When they hold what is in force (the file's bytes,
+// each key's ID and secret) it changes nothing and returns false, nil; so
+// a key file rewritten in place is noticed though the file is not. When
+// the new keys load, undo no rotation step and (after Admit) the key
+// history admits them, they are in force on return (true, nil).
+// Otherwise the keys in force stay and the error says why.
 func (f *GateKeysFile) Reload(ctx context.Context) (changed bool, err error) {
+	return f.reload(ctx, true)
+}
+
+// Poll is Reload made cheap for the periodic check: when the file's
+// bytes are those in force and no key file's status (keptfile.Unchanged)
+// has moved since it was read, it reads no key file and returns false,
+// nil. A key file replaced, or rewritten with another size or time, is
+// read again as Reload reads it; one rewritten keeping all three is seen
+// on the next Reload.
+func (f *GateKeysFile) Poll(ctx context.Context) (changed bool, err error) {
+	return f.reload(ctx, false)
+}
+
+func (f *GateKeysFile) reload(ctx context.Context, full bool) (bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, GateKeysReloadTimeoutMs*time.Millisecond)
 	defer cancel()
-	gk, err := readGateKeys(ctx, f.path)
+	b, err := readKeptFileContext(ctx, f.path, "gate keys", GateKeysFileBytesMax)
 	if err != nil {
 		return false, err
 	}
 	cur := f.cur.Load()
+	if !full && sha256.Sum256(b) == cur.sum && cur.keyFilesUnchanged() {
+		return false, nil
+	}
+	gk, err := ParseGateKeysContext(ctx, b, filepath.Dir(f.path))
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", f.path, err)
+	}
 	if gk.material == cur.material {
+		// The same keys: keep the key files' statuses as read now, so the
+		// next poll compares with them.
+		f.cur.Store(gk)
 		return false, nil
 	}
 	if err := cur.CheckSuccessor(gk); err != nil {
@@ -129,13 +154,14 @@ func (f *GateKeysFile) Reload(ctx context.Context) (changed bool, err error) {
 	return true, nil
 }
 
-// Watch reloads the file every intervalMs (0: never by itself) and
-// whenever reload receives (serve sends SIGHUP there), until ctx ends. It
+// Watch polls the file every intervalMs (0: never by itself; Poll) and
+// reloads it whenever reload receives (serve sends SIGHUP there; Reload),
+// until ctx ends. It
 // logs each file put in force ("gate keys loaded", with its digest and
 // gate count; never a secret) and each reason a reload failed, once until
 // it changes, at ERROR, with the digest of the keys kept in force.
 func (f *GateKeysFile) Watch(ctx context.Context, intervalMs uint64, reload <-chan os.Signal, logger *slog.Logger) {
-	watchReloads(ctx, intervalMs, reload, func() (bool, error) { return f.Reload(ctx) }, func(reason string) {
+	watchReloads(ctx, intervalMs, reload, func(signalled bool) (bool, error) { return f.reload(ctx, signalled) }, func(reason string) {
 		logger.LogAttrs(ctx, slog.LevelError, "gate keys not reloaded: keeping the keys in force",
 			slog.String("file", f.path), slog.String("error", reason), slog.String("kept", f.Keys().Digest()))
 	}, func() { f.logLoaded(ctx, logger) })

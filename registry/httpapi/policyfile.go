@@ -81,7 +81,7 @@ func (f *PolicyFile) Reload() (changed bool, err error) {
 // digest and rule count) and each reason a reload failed, once until it
 // changes, at ERROR, with the digest of the policy kept in force.
 func (f *PolicyFile) Watch(ctx context.Context, intervalMs uint64, reload <-chan os.Signal, logger *slog.Logger) {
-	watchReloads(ctx, intervalMs, reload, f.Reload, func(reason string) {
+	watchReloads(ctx, intervalMs, reload, func(bool) (bool, error) { return f.Reload() }, func(reason string) {
 		logger.LogAttrs(ctx, slog.LevelError, "resource policy not reloaded: keeping the policy in force",
 			slog.String("file", f.path), slog.String("error", reason), slog.String("kept", f.Policy().Digest()))
 	}, func() {
