@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // Named limits on identifiers, in bytes. All identifiers are ASCII.
@@ -21,6 +22,17 @@ const (
 	// KeyIDBytesMax bounds a trust-bundle key ID.
 	KeyIDBytesMax = 64
 )
+
+// charAt names the character of s that starts at byte i as the user typed
+// it: 'é' rather than its first byte read as Latin-1 ('Ã'), and the byte
+// in hex when s is not valid UTF-8 there.
+func charAt(s string, i int) string {
+	r, n := utf8.DecodeRuneInString(s[i:])
+	if r == utf8.RuneError && n <= 1 {
+		return fmt.Sprintf("byte 0x%02x (not UTF-8)", s[i])
+	}
+	return fmt.Sprintf("character %q", r)
+}
 
 func isLowerAlnum(c byte) bool { return 'a' <= c && c <= 'z' || '0' <= c && c <= '9' }
 func isAlnum(c byte) bool      { return isLowerAlnum(c) || 'A' <= c && c <= 'Z' }
@@ -44,7 +56,7 @@ func ValidateResource(s string) error {
 			if 'A' <= c && c <= 'Z' {
 				return fmt.Errorf("resource ID not canonical: upper-case %q at byte %d (use lower case)", c, i)
 			}
-			return fmt.Errorf("resource ID not canonical: character %q at byte %d not allowed", c, i)
+			return fmt.Errorf("resource ID not canonical: %s at byte %d not allowed", charAt(s, i), i)
 		}
 	}
 	return checkSegments("resource ID", s)
@@ -96,7 +108,7 @@ func ValidateOwner(s string) error {
 	}
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; !(isAlnum(c) || c == '.' || c == '-' || c == '_') {
-			return fmt.Errorf("owner: character %q at byte %d not allowed", c, i)
+			return fmt.Errorf("owner: %s at byte %d not allowed", charAt(s, i), i)
 		}
 	}
 	return nil
@@ -109,7 +121,7 @@ func validateSPIFFE(rest string) error {
 	}
 	for i := 0; i < len(td); i++ {
 		if c := td[i]; !(isLowerAlnum(c) || c == '.' || c == '-' || c == '_') {
-			return fmt.Errorf("owner: SPIFFE trust domain: character %q not allowed (lowercase letters, digits, '.', '-', '_')", c)
+			return fmt.Errorf("owner: SPIFFE trust domain: %s not allowed (lowercase letters, digits, '.', '-', '_')", charAt(td, i))
 		}
 	}
 	if !ok || path == "" {
@@ -117,7 +129,7 @@ func validateSPIFFE(rest string) error {
 	}
 	for i := 0; i < len(path); i++ {
 		if c := path[i]; !(isAlnum(c) || c == '.' || c == '-' || c == '_' || c == '/') {
-			return fmt.Errorf("owner: SPIFFE path: character %q not allowed", c)
+			return fmt.Errorf("owner: SPIFFE path: %s not allowed", charAt(path, i))
 		}
 	}
 	return checkSegments("owner SPIFFE path", path)
@@ -154,7 +166,7 @@ func validateCharset(s string, max int, upper bool, extra string) error {
 		ok := isLowerAlnum(c) || c == '.' || c == '-' || c == '_' ||
 			upper && 'A' <= c && c <= 'Z' || strings.IndexByte(extra, c) >= 0
 		if !ok {
-			return fmt.Errorf("character %q at byte %d not allowed", c, i)
+			return fmt.Errorf("%s at byte %d not allowed", charAt(s, i), i)
 		}
 	}
 	return nil

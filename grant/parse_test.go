@@ -195,3 +195,25 @@ func TestOperationRootFraming(t *testing.T) {
 		}
 	}
 }
+
+// TestRejectedCharacterIsTheOneTyped: an identifier's refusal names the
+// character the user typed, not its first byte read as Latin-1, and a byte
+// that is not UTF-8 in hex.
+func TestRejectedCharacterIsTheOneTyped(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{ValidateResource("jobs/é"), `character 'é' at byte 5`},
+		{ValidateResource("jobs/a b"), `character ' ' at byte 6`},
+		{ValidateResource("jobs/\xff"), `byte 0xff (not UTF-8) at byte 5`},
+		{ValidateOwner("wörker"), `character 'ö' at byte 1`},
+		{ValidateOwner("spiffe://tdé/w"), `trust domain: character 'é'`},
+		{ValidateOwner("spiffe://td/wé"), `path: character 'é'`},
+		{ValidateKeyID("k€y"), `character '€' at byte 1`},
+	} {
+		if c.err == nil || !strings.Contains(c.err.Error(), c.want) || strings.Contains(c.err.Error(), "Ã") {
+			t.Errorf("error %v, want it to contain %q", c.err, c.want)
+		}
+	}
+}
