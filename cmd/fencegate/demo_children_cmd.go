@@ -32,7 +32,7 @@ func newDemoLedgerCmd() *cobra.Command {
 	fs.StringVar(&o.TokenFile, "token-file", "", "bearer tokens → identities, as for serve (required)")
 	fs.BoolVar(&o.LeaseOnly, "lease-only", false, "negative control: no gate, every authenticated write lands")
 	fs.StringVar(&o.TrustBundleURL, "trust-bundle-url", "", "a registry to poll for newer signed trust bundles (written back to --trust-bundle)")
-	fs.DurationVar(&o.TrustBundleInterval, "trust-bundle-interval", 0, "how often to poll --trust-bundle-url (0: 30s)")
+	durationVar(fs, &o.TrustBundleInterval, "trust-bundle-interval", 0, "how often to poll --trust-bundle-url", durationRange{zero: "30s"})
 	fs.StringSliceVar(&o.Admins, "admin", nil, "identity allowed at the gate's admin endpoint /v1/gate/ (fencegate gate --gate URL); repeatable")
 	reportFlags(fs, &o.Report) // the dashboard (serve_dashboard.go)
 	return c

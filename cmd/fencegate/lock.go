@@ -99,10 +99,10 @@ func newLockCmd() *cobra.Command {
 	tokenFlag(fs, reg)
 	fs.StringVar(&op, "op", "", "operation ID the grant binds (default: lock-<random>)")
 	fs.StringVar(&class, "class", "lock", "operation class (a gate may allow only some)")
-	fs.DurationVar(&ttl, "ttl", 15*time.Second, "lease TTL (the registry's limits apply)")
-	fs.DurationVar(&wait, "wait", 0, "queue at most this long for the resource (0: as long as it takes)")
+	durationVar(fs, &ttl, "ttl", 15*time.Second, "lease TTL, whole milliseconds (the registry's limits apply: 1s to 10m unless serve sets others)", ttlRange)
+	durationVar(fs, &wait, "wait", 0, "queue at most this long for the resource", durationRange{zero: "as long as it takes"})
 	fs.BoolVar(&noWait, "no-wait", false, "fail at once if the resource is held")
-	fs.DurationVar(&grace, "grace", lockexec.GraceDefault, "time between SIGTERM and SIGKILL when ownership is lost")
+	durationVar(fs, &grace, "grace", lockexec.GraceDefault, "time between SIGTERM and SIGKILL when ownership is lost or the wrapper is told to stop", graceRange)
 	return c
 }
 

@@ -31,8 +31,8 @@ func (z *zkOptions) flags(fs *pflag.FlagSet) {
 	fs.StringVar(&z.passwordFile, "zookeeper-password-file", "", "file holding the ZooKeeper digest user's password (one line)")
 	fs.StringVar(&z.cfg.Password, "zookeeper-password", "", "ZooKeeper digest user's password; prefer FENCEGATE_ZOOKEEPER_PASSWORD or --zookeeper-password-file (a flag shows in ps)")
 	_ = fs.MarkHidden("zookeeper-password") // settable, but through the environment
-	fs.DurationVar(&z.cfg.DialTimeout, "zookeeper-dial-timeout", zkstore.DialTimeoutMsDefault*time.Millisecond,
-		"how long to wait at start for a ZooKeeper session, its authentication and a read of --zookeeper-root")
+	durationVar(fs, &z.cfg.DialTimeout, "zookeeper-dial-timeout", zkstore.DialTimeoutMsDefault*time.Millisecond,
+		"how long to wait at start for a ZooKeeper session, its authentication and a read of --zookeeper-root", durationRange{})
 }
 
 func (z *zkOptions) on() bool { return len(z.servers) > 0 }
