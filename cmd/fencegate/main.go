@@ -107,7 +107,10 @@ the command line wins.`,
 		Args:          noArgs,
 		RunE:          func(c *cobra.Command, _ []string) error { return c.Help() },
 		PersistentPreRunE: func(c *cobra.Command, _ []string) error {
-			return applyEnv(c, os.LookupEnv)
+			if err := applyEnv(c, os.LookupEnv); err != nil {
+				return err
+			}
+			return absPaths(c)
 		},
 	}
 	root.SetOut(stdout) // before the completion command, which keeps the writer it sees

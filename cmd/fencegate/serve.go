@@ -65,8 +65,10 @@ file changes; a bad edit keeps the policy in force. serve refuses to start
 without one unless --authz-open says every identity may lock everything.
 Admin calls (--admin) are not scoped by the policy.
 
-Every flag is checked, and the listen address bound, before the data
-directory is touched.`,
+Every flag is checked, every file it names read, the listen address bound
+and the store reached before the data directory is written: a serve that
+cannot start leaves it as it found it. A relative path in any flag is
+from the working directory.`,
 		Example: `  fencegate serve --dev     # a registry to try things with: loopback, one identity, its token printed
   fencegate serve --data-dir /var/lib/fencegate --token-file /etc/fencegate/tokens --authz-policy /etc/fencegate/policy.json
   FENCEGATE_DATA_DIR=/var/lib/fencegate FENCEGATE_TOKEN_FILE=tokens FENCEGATE_AUTHZ_OPEN=true fencegate serve
@@ -111,6 +113,8 @@ directory is touched.`,
 	o.gateKeys.flags(fs)
 	o.dev.flags(fs)
 	bindEnv(fs)
+	pathFlags(fs, "data-dir", "key", "token-file", "tls-cert", "tls-key", "client-ca", "authz-policy", "gate-keys",
+		"etcd-cacert", "etcd-cert", "etcd-key", "etcd-password-file", "zookeeper-cacert", "zookeeper-cert", "zookeeper-key", "zookeeper-password-file")
 	return c
 }
 
@@ -128,7 +132,7 @@ func (o *serveOptions) check() error {
 		return usagef("--tls-cert and --tls-key go together: give both to serve HTTPS, or neither")
 	case o.clientCA != "" && o.tlsCert == "":
 		return usagef("--client-ca needs --tls-cert and --tls-key (client certificates need HTTPS)")
-	case o.tokenFile == "" && o.clientCA == "":
+	case o.tokenFile == "" && o.clientCA == "" && !o.dev.on:
 		return usagef("no identity, no service: give --token-file (development) or --tls-cert, --tls-key and --client-ca (mTLS)")
 	}
 	if err := checkListen(o.listen); err != nil {
@@ -179,9 +183,9 @@ type loaded struct {
 
 // load reads the credentials and binds the listener; nothing is written.
 func (o *serveOptions) load() (*loaded, error) {
-	auth, err := httpapi.NewAuthenticator(o.tokenFile, o.clientCA != "")
+	auth, err := o.authenticator()
 	if err != nil {
-		return nil, fmt.Errorf("--token-file: %w", err)
+		return nil, err
 	}
 	ld := &loaded{auth: auth}
 	if ld.authz, ld.policy, err = o.authz.load(); err != nil {
@@ -209,6 +213,19 @@ func (o *serveOptions) load() (*loaded, error) {
 		return nil, fmt.Errorf("--listen: %w (is another serve running? pick another address, or port 0)", err)
 	}
 	return ld, nil
+}
+
+// authenticator is --dev's identity, or the token file's and client
+// certificates'.
+func (o *serveOptions) authenticator() (httpapi.Authenticator, error) {
+	if o.dev.on {
+		return devAuth()
+	}
+	auth, err := httpapi.NewAuthenticator(o.tokenFile, o.clientCA != "")
+	if err != nil {
+		return nil, fmt.Errorf("--token-file: %w", err)
+	}
+	return auth, nil
 }
 
 func trimNewline(b []byte) []byte {

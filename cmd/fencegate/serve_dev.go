@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 
 	"github.com/spf13/pflag"
+
+	"github.com/fencegate/fencegate/registry/httpapi"
 )
 
 // DevToken is the bearer token of `serve --dev`'s one identity, "dev": a
@@ -27,7 +29,7 @@ func (d *devOptions) flags(fs *pflag.FlagSet) {
 }
 
 // apply fills what --dev implies, refusing what it cannot be combined
-// with, and writes its token file.
+// with. It writes nothing: the identity is served from memory (devAuth).
 func (d *devOptions) apply(o *serveOptions, stderr io.Writer) error {
 	if !d.on {
 		return nil
@@ -42,16 +44,18 @@ func (d *devOptions) apply(o *serveOptions, stderr io.Writer) error {
 	if o.dataDir == "" {
 		o.dataDir = filepath.Join(os.TempDir(), "fencegate-dev")
 	}
-	if err := os.MkdirAll(o.dataDir, 0o700); err != nil {
-		return fmt.Errorf("--dev: %w", err)
-	}
-	o.tokenFile = filepath.Join(o.dataDir, "dev-tokens")
-	if err := os.WriteFile(o.tokenFile, []byte(DevToken+" "+devIdentity+"\n"), 0o600); err != nil {
-		return fmt.Errorf("--dev: %w", err)
-	}
 	o.authz.open = true
 	o.admins = append(o.admins, devIdentity)
 	fmt.Fprintf(stderr, "fencegate serve: development registry (--dev): export FENCEGATE_REGISTRY=http://%s FENCEGATE_TOKEN=%s; data in %s; never for production\n",
 		o.listen, DevToken, o.dataDir)
 	return nil
+}
+
+// devAuth is --dev's one identity, from memory.
+func devAuth() (httpapi.Authenticator, error) {
+	t, err := httpapi.ParseTokenFile([]byte(DevToken + " " + devIdentity + "\n"))
+	if err != nil {
+		return nil, err
+	}
+	return httpapi.Chain{t}, nil
 }

@@ -29,18 +29,17 @@ func runServe(ctx context.Context, o *serveOptions, stdout, stderr io.Writer) er
 		return err
 	}
 	defer ld.ln.Close()
-	if err := os.MkdirAll(o.dataDir, 0o700); err != nil {
-		return fmt.Errorf("--data-dir: %w", err)
-	}
-	ks, err := httpapi.SetupKey(o.dataDir, o.keyFile, o.issuerEpoch, nil)
+	// The key and the bundle are made and checked in memory; they are
+	// written once everything else is ready (serveAPI), so a serve that
+	// cannot start leaves --data-dir as it found it.
+	ks, err := httpapi.PlanKey(o.dataDir, o.keyFile, o.issuerEpoch, nil)
 	if err != nil {
 		return err
 	}
-	if ks.Generated {
-		fmt.Fprintf(stderr, "fencegate serve: generated signing key %s in %s\n", ks.Key.KeyID, ks.KeyPath)
-	}
-	if ks.WroteBundle {
-		fmt.Fprintf(stderr, "fencegate serve: wrote trust bundle %s\n", ks.BundlePath)
+	if !o.external() { // the embedded etcd lives in it
+		if err := os.MkdirAll(o.dataDir, 0o700); err != nil {
+			return fmt.Errorf("--data-dir: %w", err)
+		}
 	}
 	store, engine, closeStore, err := openStore(ctx, o, stderr)
 	if err != nil {
@@ -91,6 +90,9 @@ func serveAPI(ctx context.Context, o *serveOptions, ld *loaded, ks *httpapi.KeyS
 	if err != nil {
 		return err
 	}
+	if err := writeKeySetup(ks, stderr); err != nil {
+		return err
+	}
 	if ld.tlsCfg == nil && !isLoopback(ld.ln.Addr()) {
 		fmt.Fprintf(stderr, "fencegate serve: warning: bearer tokens travel in clear text on %s; use --tls-cert and --tls-key beyond development\n", ld.ln.Addr())
 	}
@@ -111,6 +113,20 @@ func serveAPI(ctx context.Context, o *serveOptions, ld *loaded, ks *httpapi.KeyS
 		}
 	})
 	return httpapi.Serve(ctx, ld.ln, withDashboard(ctx, dash, srv), ld.tlsCfg)
+}
+
+// writeKeySetup stores the key and bundle PlanKey made, saying so.
+func writeKeySetup(ks *httpapi.KeySetup, stderr io.Writer) error {
+	if err := ks.Write(); err != nil {
+		return fmt.Errorf("--data-dir: %w", err)
+	}
+	if ks.Generated {
+		fmt.Fprintf(stderr, "fencegate serve: generated signing key %s in %s\n", ks.Key.KeyID, ks.KeyPath)
+	}
+	if ks.WroteBundle {
+		fmt.Fprintf(stderr, "fencegate serve: wrote trust bundle %s\n", ks.BundlePath)
+	}
+	return nil
 }
 
 // publisher signs the data directory's bundle file on each GET

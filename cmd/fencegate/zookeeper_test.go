@@ -103,7 +103,7 @@ func TestServeZooKeeperFlags(t *testing.T) {
 		{[]string{"--zookeeper", "zk:2181/chroot"}, regexp.MustCompile(`chroot goes in the root`)},
 		{[]string{"--zookeeper", "zk:2181", "--zookeeper-user", "u"}, regexp.MustCompile(`needs a password`)},
 		{[]string{"--zookeeper", "zk:2181", "--zookeeper-cert", "c.pem"}, regexp.MustCompile(`go together`)},
-		{[]string{"--zookeeper", "zk:2181", "--zookeeper-dial-timeout", "0s"}, regexp.MustCompile(`dial-timeout must be positive, got 0s`)},
+		{[]string{"--zookeeper", "zk:2181", "--zookeeper-dial-timeout", "0s"}, regexp.MustCompile(`--zookeeper-dial-timeout" flag: 0 is not accepted`)},
 	} {
 		_, errOut, code := runCLI(append(append([]string{}, base...), c.flags...)...)
 		if code != 2 || !c.want.MatchString(errOut) {

@@ -27,49 +27,94 @@ type KeySetup struct {
 	Key         *grant.SigningKey
 	KeyPath     string
 	BundlePath  string
-	Generated   bool // the key was made by this call
-	WroteBundle bool // the bundle was written by this call
+	Generated   bool // the key is (PlanKey: will be) made by this setup
+	WroteBundle bool // the bundle is (PlanKey: will be) written by this setup
+
+	keyFile, bundleFile []byte // what Write writes, nil once written or when nothing is to be
 }
 
-// SetupKey finds or makes the signing key and its trust bundle.
+// SetupKey finds or makes the signing key and its trust bundle: PlanKey,
+// then Write.
+func SetupKey(dataDir, keyPath string, issuerEpoch uint64, rand io.Reader) (*KeySetup, error) {
+	ks, err := PlanKey(dataDir, keyPath, issuerEpoch, rand)
+	if err != nil {
+		return nil, err
+	}
+	return ks, ks.Write()
+}
+
+// PlanKey finds or makes the signing key and its trust bundle, and checks
+// them, without writing anything: a server that cannot start leaves its
+// data directory as it found it. Write then stores what it made.
 //
 // With keyPath empty, the key is dataDir/KeyFileName, generated (Ed25519,
 // from rand; crypto/rand when nil) if it does not exist. The bundle is
-// dataDir/BundleFileName: written, trusting the key for epochs from 1 up,
-// if it does not exist; if it does, it must already trust the key (not
-// retired, same public key) for issuerEpoch, or SetupKey fails rather than
-// serve grants no gate would accept. An existing bundle is never rewritten:
-// rotation is the operator's, through `fencegate keys bundle`.
-func SetupKey(dataDir, keyPath string, issuerEpoch uint64, rand io.Reader) (*KeySetup, error) {
+// dataDir/BundleFileName: made, trusting the key for epochs from 1 up, if
+// it does not exist; if it does, it must already trust the key (not
+// retired, same public key) for issuerEpoch, or PlanKey fails rather than
+// serve grants no gate would accept. An existing bundle is never
+// rewritten: rotation is the operator's, through `fencegate keys bundle`.
+// A bundle made here must load as written (an HMAC key's secretFile is
+// resolved from dataDir): dataDir and keyPath should be absolute.
+func PlanKey(dataDir, keyPath string, issuerEpoch uint64, rand io.Reader) (*KeySetup, error) {
 	ks := &KeySetup{KeyPath: keyPath, BundlePath: filepath.Join(dataDir, BundleFileName)}
 	if keyPath == "" {
 		ks.KeyPath = filepath.Join(dataDir, KeyFileName)
-		gen, err := generateKeyIfMissing(ks.KeyPath, rand)
+		if !fileExists(ks.KeyPath) {
+			k, err := generateKey(rand)
+			if err != nil {
+				return nil, err
+			}
+			ks.Key, ks.keyFile, ks.Generated = k, k.MarshalKeyFile(), true
+		}
+	}
+	if ks.Key == nil {
+		key, err := grant.LoadKeyFile(ks.KeyPath)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("httpapi: signing key: %w", err)
 		}
-		ks.Generated = gen
+		ks.Key = key
 	}
-	key, err := grant.LoadKeyFile(ks.KeyPath)
-	if err != nil {
-		return nil, fmt.Errorf("httpapi: signing key: %w", err)
+	var b *grant.Bundle
+	var err error
+	if fileExists(ks.BundlePath) {
+		b, err = grant.LoadBundle(ks.BundlePath)
+	} else {
+		f := BundleFor(ks.Key, ks.KeyPath, dataDir)
+		ks.bundleFile, ks.WroteBundle = f.Marshal(), true
+		b, err = grant.ParseBundle(ks.bundleFile, dataDir)
 	}
-	ks.Key = key
-	if !fileExists(ks.BundlePath) {
-		f := BundleFor(key, ks.KeyPath, dataDir)
-		if err := writeFileAtomic(ks.BundlePath, f.Marshal(), 0o644); err != nil {
-			return nil, fmt.Errorf("httpapi: trust bundle: %w", err)
-		}
-		ks.WroteBundle = true
-	}
-	b, err := grant.LoadBundle(ks.BundlePath)
 	if err != nil {
 		return nil, fmt.Errorf("httpapi: trust bundle %s: %w", ks.BundlePath, err)
 	}
-	if err := checkTrusts(b, key, issuerEpoch); err != nil {
+	if err := checkTrusts(b, ks.Key, issuerEpoch); err != nil {
 		return nil, fmt.Errorf("httpapi: trust bundle %s: %w", ks.BundlePath, err)
 	}
 	return ks, nil
+}
+
+// Write stores the key and the bundle PlanKey made (nothing when it found
+// both), creating the data directory if need be. It writes each once.
+func (ks *KeySetup) Write() error {
+	if ks.keyFile != nil {
+		if err := os.MkdirAll(filepath.Dir(ks.KeyPath), 0o700); err != nil {
+			return fmt.Errorf("httpapi: signing key: %w", err)
+		}
+		if err := writeFileAtomic(ks.KeyPath, ks.keyFile, 0o600); err != nil {
+			return fmt.Errorf("httpapi: signing key: %w", err)
+		}
+		ks.keyFile = nil
+	}
+	if ks.bundleFile != nil {
+		if err := os.MkdirAll(filepath.Dir(ks.BundlePath), 0o700); err != nil {
+			return fmt.Errorf("httpapi: trust bundle: %w", err)
+		}
+		if err := writeFileAtomic(ks.BundlePath, ks.bundleFile, 0o644); err != nil {
+			return fmt.Errorf("httpapi: trust bundle: %w", err)
+		}
+		ks.bundleFile = nil
+	}
+	return nil
 }
 
 // BundleFor returns a version-1 bundle trusting k for every epoch from 1.
@@ -111,32 +156,19 @@ func checkTrusts(b *grant.Bundle, k *grant.SigningKey, epoch uint64) error {
 	return fmt.Errorf("does not hold signing key %s", k.KeyID)
 }
 
-// generateKeyIfMissing makes an Ed25519 key at path unless one is there.
-// Its ID is "registry-" and 8 hex digits of its public key's SHA-256, so
-// two generated keys are told apart in a bundle.
-func generateKeyIfMissing(path string, r io.Reader) (bool, error) {
-	if fileExists(path) {
-		return false, nil
-	}
+// generateKey makes an Ed25519 key. Its ID is "registry-" and 8 hex
+// digits of its public key's SHA-256, so two generated keys are told
+// apart in a bundle.
+func generateKey(r io.Reader) (*grant.SigningKey, error) {
 	if r == nil {
 		r = rand.Reader
 	}
 	seed := make([]byte, ed25519.SeedSize)
 	if _, err := io.ReadFull(r, seed); err != nil {
-		return false, fmt.Errorf("httpapi: signing key: %w", err)
+		return nil, fmt.Errorf("httpapi: signing key: %w", err)
 	}
 	sum := sha256.Sum256(ed25519.NewKeyFromSeed(seed).Public().(ed25519.PublicKey))
-	k, err := grant.NewSigningKey(grant.AlgEd25519, "registry-"+hex.EncodeToString(sum[:4]), seed)
-	if err != nil {
-		return false, err
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return false, fmt.Errorf("httpapi: signing key: %w", err)
-	}
-	if err := writeFileAtomic(path, k.MarshalKeyFile(), 0o600); err != nil {
-		return false, fmt.Errorf("httpapi: signing key: %w", err)
-	}
-	return true, nil
+	return grant.NewSigningKey(grant.AlgEd25519, "registry-"+hex.EncodeToString(sum[:4]), seed)
 }
 
 func fileExists(path string) bool {

@@ -92,3 +92,37 @@ func TestSetupKeyHMAC(t *testing.T) {
 		t.Fatalf("secretFile %q, want the key file relative to the bundle", sf)
 	}
 }
+
+// TestPlanKeyWritesNothing: PlanKey makes and checks the key and bundle
+// in memory; a data directory it refuses, or one it has only planned for,
+// is left as it was, and Write then stores exactly what a SetupKey would.
+func TestPlanKeyWritesNothing(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	ks, err := PlanKey(dir, "", 1, nil)
+	if err != nil || !ks.Generated || !ks.WroteBundle {
+		t.Fatalf("%+v %v", ks, err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("PlanKey touched the data directory: %v", err)
+	}
+	// An HMAC key whose file is missing by the time the bundle loads: refused, nothing written.
+	k, _ := grant.GenerateKey(grant.AlgHMACSHA256, "mac-1", rand.Reader)
+	keyPath := filepath.Join(t.TempDir(), "mac.json")
+	os.WriteFile(keyPath, k.MarshalKeyFile(), 0o600)
+	if _, err := PlanKey(dir, "relative-nowhere.json", 1, nil); err == nil {
+		t.Fatal("a missing key file was planned")
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("a refused plan touched the data directory: %v", err)
+	}
+	if err := ks.Write(); err != nil {
+		t.Fatal(err)
+	}
+	again, err := PlanKey(dir, "", 1, nil)
+	if err != nil || again.Generated || again.WroteBundle || again.Key.KeyID != ks.Key.KeyID {
+		t.Fatalf("after Write: %+v %v", again, err)
+	}
+	if _, err := PlanKey(dir, keyPath, 1, nil); err == nil || !strings.Contains(err.Error(), "does not hold signing key mac-1") {
+		t.Fatalf("a key the existing bundle does not trust: %v", err)
+	}
+}
