@@ -19,7 +19,8 @@ import (
 // supervise runs the child while the lease is certain. It stops the
 // child when the lease's ownership context ends (OWNERSHIP_UNKNOWN,
 // EXPIRED, a release) or ctx ends (the wrapper was told to stop), and
-// returns once the child has exited.
+// returns once the child has exited and nothing is left of its process
+// group (EndGroup: the child's own children too).
 func supervise(ctx context.Context, cfg Config, l *client.Lease) (Result, error) {
 	own := l.Ctx() // taken before the child starts: a later renewal never revives it
 	if cfg.ignoreOwnership {
@@ -35,22 +36,23 @@ func supervise(ctx context.Context, cfg Config, l *client.Lease) (Result, error)
 		return Result{}, err
 	}
 	defer helper.Close()
-
-	cmd := exec.Command(cfg.Command, cfg.Args...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = cfg.Stdin, cfg.Stdout, cfg.Stderr
-	env, err := childEnv(l, helper.path)
-	if err != nil { // ownership already uncertain: start nothing
-		return Result{ExitCode: 1, Lost: true, LostState: l.State()}, fmt.Errorf("lockexec: %w", err)
+	var g *guardian
+	if len(cfg.Guardian) > 0 { // first: without it, start nothing
+		if g, err = startGuardian(cfg.Guardian, cfg.Log); err != nil {
+			return Result{}, err
+		}
 	}
-	cmd.Env = append(os.Environ(), env...)
-	cmd.SysProcAttr = childproc.SysProcAttr() // dies with the wrapper: no renewals, no child
-	if cmd.SysProcAttr == nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	defer g.done()
+	std, err := newStdio(cfg.Stdin, cfg.Stdout, cfg.Stderr)
+	if err != nil {
+		return Result{}, fmt.Errorf("lockexec: %w", err)
 	}
-	cmd.SysProcAttr.Setpgid = true // its own group: a shell's children are stopped too
-	if err := cmd.Start(); err != nil {
-		return Result{}, fmt.Errorf("lockexec: start %s: %w", cfg.Command, err)
+	defer std.drain()
+	cmd, err := startChild(cfg, l, helper.path, std)
+	if err != nil { // nothing ran; ownership may already be uncertain
+		return Result{ExitCode: 1, Lost: l.Ctx().Err() != nil, LostState: l.State()}, err
 	}
+	g.watch(cmd.Process.Pid)
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
 
@@ -67,7 +69,36 @@ func supervise(ctx context.Context, cfg Config, l *client.Lease) (Result, error)
 	}
 	<-exited
 	res.ExitCode = exitCode(cmd.ProcessState)
+	switch term, kill := childproc.EndGroup(cmd.Process.Pid, cfg.Grace); {
+	case kill:
+		fmt.Fprintf(cfg.Log, "%s: the child left processes in its process group: SIGTERM, then SIGKILL after %s\n", cfg.Name, cfg.Grace)
+	case term:
+		fmt.Fprintf(cfg.Log, "%s: the child left processes in its process group: SIGTERM\n", cfg.Name)
+	}
 	return res, nil
+}
+
+// startChild starts the child in a process group of its own (so that a
+// shell's children are stopped with it), with the grant in its
+// environment. It starts nothing when ownership is already uncertain.
+func startChild(cfg Config, l *client.Lease, socket string, std *stdio) (*exec.Cmd, error) {
+	defer std.started()
+	env, err := childEnv(l, socket)
+	if err != nil {
+		return nil, fmt.Errorf("lockexec: %w", err)
+	}
+	cmd := exec.Command(cfg.Command, cfg.Args...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = std.in, std.out, std.errOut
+	cmd.Env = append(os.Environ(), env...)
+	cmd.SysProcAttr = childproc.SysProcAttr() // dies with the wrapper: no renewals, no child
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid = true
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("lockexec: start %s: %w", cfg.Command, err)
+	}
+	return cmd, nil
 }
 
 // stop sends SIGTERM to the child's process group, and SIGKILL if it has

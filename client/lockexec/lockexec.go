@@ -55,9 +55,17 @@ type Config struct {
 	// Command and Args are the child; Command is looked up in PATH.
 	Command string
 	Args    []string
-	// Grace is how long the child has between SIGTERM and SIGKILL.
+	// Grace is how long the child has between SIGTERM and SIGKILL, and
+	// what the child leaves in its process group once it exits.
 	// Optional, defaults to GraceDefault.
 	Grace time.Duration
+	// Guardian is the command (argv) of a guardian process that ends the
+	// child's process group if this process dies without doing so (see
+	// Guard; `fencegate lock` runs its own binary's hidden
+	// `lock-guardian`). Optional: without one, only the child itself dies
+	// with this process (the kernel's parent-death signal, on Linux), and
+	// the processes it started run on.
+	Guardian []string
 	// ReleaseTimeout bounds the release (at most the lease's TTL once
 	// ownership was lost). Optional, defaults to ReleaseTimeoutDefault.
 	ReleaseTimeout time.Duration

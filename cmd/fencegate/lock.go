@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,7 +17,7 @@ import (
 	"github.com/fencegate/fencegate/client/lockexec"
 )
 
-func init() { register(newLockCmd) }
+func init() { register(newLockCmd, newLockGuardianCmd) }
 
 // lockReadyTimeout bounds the registry check before queueing, 5s.
 const lockReadyTimeout = 5 * time.Second
@@ -88,7 +89,7 @@ func newLockCmd() *cobra.Command {
 			s := client.NewSession(httpclient.Transport{C: rc}, client.Options{})
 			res, err := lockexec.Run(c.Context(), lockexec.Config{
 				Session: s, Request: client.AcquireRequest{Resource: args[0], OperationID: op, OperationClass: class, TTL: ttl},
-				Wait: wait, Command: args[1], Args: args[2:], Grace: grace,
+				Wait: wait, Command: args[1], Args: args[2:], Grace: grace, Guardian: guardianArgv(c),
 				Stdin: c.InOrStdin(), Stdout: c.OutOrStdout(), Stderr: c.ErrOrStderr(), Log: c.ErrOrStderr(),
 			})
 			return childExit(c, res, err)
@@ -140,6 +141,37 @@ func childExit(c *cobra.Command, res lockexec.Result, err error) error {
 		return &exitError{code: code}
 	}
 	return nil
+}
+
+// lockGuardianUse is the hidden command lock and elect run as their
+// guardian (lockexec.Guard).
+const lockGuardianUse = "lock-guardian"
+
+// guardianArgv is this binary's guardian command, or nil (no guardian:
+// the child still dies with the wrapper, its children do not) when the
+// binary cannot name itself.
+func guardianArgv(c *cobra.Command) []string {
+	exe, err := os.Executable()
+	if err != nil {
+		fmt.Fprintf(c.ErrOrStderr(), "%s: warning: no guardian (%v): if this process is killed, what the child started runs on\n", c.CommandPath(), err)
+		return nil
+	}
+	return []string{exe, lockGuardianUse}
+}
+
+// newLockGuardianCmd is the guardian: not for people (hidden).
+func newLockGuardianCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:    lockGuardianUse,
+		Short:  "the guardian fencegate lock and elect start beside their child (internal)",
+		Hidden: true,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if code := lockexec.Guard(c.InOrStdin(), c.ErrOrStderr()); code != 0 {
+				return &exitError{code: code}
+			}
+			return nil
+		},
+	}
 }
 
 func randomHex(n int) string {

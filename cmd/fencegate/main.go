@@ -29,7 +29,7 @@ import (
 var subcommands []func() *cobra.Command
 
 // register adds a top-level command constructor.
-func register(newCmd func() *cobra.Command) { subcommands = append(subcommands, newCmd) }
+func register(newCmd ...func() *cobra.Command) { subcommands = append(subcommands, newCmd...) }
 
 // usageError is a mistake in the command line: exit status 2, and the
 // message ends with where to read the usage.

@@ -21,7 +21,10 @@ func TestMain(m *testing.M) {
 	if os.Getenv(envChild) == "ledger-write" && len(os.Args) == 1 {
 		os.Exit(ledgerWriteChild())
 	}
-	if os.Getenv(envTestAsCLI) == "1" {
+	// The lock wrapper's guardian is this binary's hidden command, run
+	// without the wrapper's environment variables when the wrapper runs
+	// in-process.
+	if os.Getenv(envTestAsCLI) == "1" || len(os.Args) == 2 && os.Args[1] == lockGuardianUse {
 		// As main does: SIGTERM and SIGINT cancel the command (a lock
 		// wrapper then stops its child and releases).
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
