@@ -34,7 +34,9 @@ because their term is lower. Take each write's envelope from the helper
 
 COMMAND runs as under fencegate lock: the same environment, the same
 envelope socket, stopped (SIGTERM, then SIGKILL after --grace) the moment
-leadership is no longer certain; the exit status is COMMAND's.
+leadership is no longer certain, its process group ended before the
+release and killed by a guardian if elect itself is killed; the same exit
+status (docs/operations.md, "What happens when").
 
 NAME is a resource ID (election/web-primary, say): the resource policy's
 rules and fencegate status apply to it.`
@@ -48,7 +50,7 @@ func newElectCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "elect NAME [flags] -- COMMAND [ARG...]\n  fencegate elect --observe NAME",
 		Short: "lead election NAME and run a command while leading; or watch who leads",
-		Long:  electLong,
+		Long:  electLong + "\n\n" + exitStatusHelp(),
 		Example: `  fencegate elect election/scheduler --ttl 10s -- ./scheduler
   fencegate elect --observe election/scheduler`,
 		Args: func(c *cobra.Command, args []string) error {

@@ -26,17 +26,22 @@ const lockLong = `Run COMMAND while holding the lease on RESOURCE, as etcdctl lo
 lock do: acquire (queueing up to --wait; a lease granted after any wait is
 good for its whole TTL), renew in the background, run the child, release
 when it exits, and exit with the child's status (128+N if signal N ended
-it). The release is at once unless the child took an envelope it did not
-settle: then it waits until that envelope's proof can no longer be
-accepted (about three seconds), because the write may still land.
+it). Before the release, what the child started and left in its process
+group gets SIGTERM (SIGKILL after --grace): nothing of it runs on once
+the lease is given up. The release is at once unless the child took an
+envelope it did not settle: then it waits until that envelope's proof can
+no longer be accepted (about three seconds), because the write may still
+land. If the wrapper itself is killed (kill -9), a guardian process it
+started beside the child kills the child's whole process group at once.
 
 The moment ownership stops being certain (a renewal without an answer:
-OWNERSHIP_UNKNOWN; the lease expired; the registry unreachable), the child's
-process group gets SIGTERM, and SIGKILL after --grace. A lease can be lost
-without anyone knowing (a pause, a partition), so stopping the child is
-best effort: what keeps a late write out is the gate at the resource. A
-child that writes to a protected service should take each write's envelope
-from the helper, send it with the write, and report the answer:
+OWNERSHIP_UNKNOWN; the lease expired or was broken; the lease's local
+deadline passed), the child's process group gets SIGTERM, and SIGKILL
+after --grace. A lease can be lost without anyone knowing (a pause, a
+partition), so stopping the child is best effort: what keeps a late write
+out is the gate at the resource. A child that writes to a protected
+service should take each write's envelope from the helper, send it with
+the write, and report the answer:
 
   fencegate envelope --seq 1 --payload-digest sha256:…   (JSON gate.Mutation)
   fencegate envelope settle --seq 1 --outcome ACCEPTED   (the gate's outcome code)
@@ -55,8 +60,8 @@ The child's environment:
                              POST /v1/settle {"seq":N,"outcome":"ACCEPTED"},
                              GET /v1/lease
 
-Exit status: the child's; 1 if the lease was lost and the child then exited
-0; 1 if the lease could not be acquired (nothing ran); 2 for a usage error.`
+docs/operations.md ("What happens when") has the whole contract: every way
+a run ends, what the child gets and when, and when the next waiter runs.`
 
 func newLockCmd() *cobra.Command {
 	reg := &endpointFlags{name: "registry"}
@@ -66,7 +71,7 @@ func newLockCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "lock RESOURCE [flags] -- COMMAND [ARG...]",
 		Short: "run a command while holding a lease; stop it when ownership is lost",
-		Long:  lockLong,
+		Long:  lockLong + "\n\n" + exitStatusHelp(),
 		Example: `  fencegate lock invoice-batch/2026-07-19 -- ./settle.sh 2026-07-19
   FENCEGATE_TOKEN=… fencegate lock --registry https://registry:7420 --ttl 30s reports/daily -- make report`,
 		Args: func(c *cobra.Command, args []string) error {
