@@ -106,6 +106,9 @@ type Leader struct {
 	Since    time.Time // registry clock: when it was granted
 	ReadAt   time.Time // registry clock: the read
 	Revision uint64    // the election's record revision at the read
+	// Err, on the last value Observe sends before it closes the channel,
+	// is the refusal that ended the stream (the other fields are zero).
+	Err error `json:"-"`
 }
 
 // leaderOf is who v says leads.
@@ -141,40 +144,70 @@ func (e *Election) Leader(ctx context.Context) (Leader, error) {
 // Observe streams who leads: the leader now, then each change (a new
 // term, or nobody leading), until ctx ends, when the channel closes. It
 // long-polls the registry (ObserveWaitDefault a poll; a renewal also wakes
-// it, and is not sent on). A failed poll is retried after
-// ObserveRetryDefault. A slow reader sees every change in order; the
+// it, and is not sent on). A poll that fails for want of an answer is
+// retried after ObserveRetryDefault. A refusal is not retried: it would
+// be refused again forever (the identity may not see the election:
+// FORBIDDEN_RESOURCE; its credentials are wrong: UNAUTHENTICATED; any
+// error wrapping ErrRefused or wire.ErrInvalid). Observe returns it when
+// the first read is refused; a later one ends the stream with a last
+// Leader whose Err is set. A slow reader sees every change in order; the
 // stream does not skip terms it saw.
 func (e *Election) Observe(ctx context.Context) (<-chan Leader, error) {
 	lv, err := e.viewer()
 	if err != nil {
 		return nil, err
 	}
+	first, err := lv.LockStatus(ctx, e.resource)
+	if err != nil && refused(err) {
+		return nil, fmt.Errorf("client: observe %s: %w", e.resource, err)
+	}
 	ch := make(chan Leader)
-	go func() {
-		defer close(ch)
-		var last Leader
-		var rev uint64
-		first := true
-		for ctx.Err() == nil {
-			v, err := lv.WatchLock(ctx, e.resource, rev, ObserveWaitDefault)
-			if err != nil {
-				select {
-				case <-ctx.Done():
-				case <-e.s.o.Clock.After(ObserveRetryDefault):
-				}
-				continue
-			}
+	go e.observe(ctx, lv, first, err == nil, ch)
+	return ch, nil
+}
+
+// observe feeds ch from long polls, starting after first (when ok).
+func (e *Election) observe(ctx context.Context, lv LockViewer, first wire.LockStatus, ok bool, ch chan<- Leader) {
+	defer close(ch)
+	var last Leader
+	var rev uint64
+	sent := false
+	send := func(l Leader) bool {
+		select {
+		case ch <- l:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	v, err := first, error(nil)
+	for ctx.Err() == nil {
+		if ok {
 			rev = v.Revision
-			l := leaderOf(v)
-			if !first && l.Lease == last.Lease {
-				continue
-			}
-			select {
-			case ch <- l:
-				first, last = false, l
-			case <-ctx.Done():
+			if l := leaderOf(v); !sent || l.Lease != last.Lease {
+				if !send(l) {
+					return
+				}
+				sent, last = true, l
 			}
 		}
-	}()
-	return ch, nil
+		v, err = lv.WatchLock(ctx, e.resource, rev, ObserveWaitDefault)
+		if ok = err == nil; ok {
+			continue
+		}
+		if refused(err) {
+			send(Leader{Err: fmt.Errorf("client: observe %s: %w", e.resource, err)})
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-e.s.o.Clock.After(ObserveRetryDefault):
+		}
+	}
+}
+
+// refused reports whether err is an answer that asking again would only
+// repeat: a refusal of the caller or of its request.
+func refused(err error) bool {
+	return errors.Is(err, ErrRefused) || errors.Is(err, wire.ErrInvalid)
 }

@@ -80,7 +80,7 @@ func WithVerifier(v *grant.Verifier) ClientOption { return func(c *Client) { c.v
 func NewClient(baseURL string, opts ...ClientOption) (*Client, error) {
 	u, err := url.Parse(baseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("httpclient: client: base URL %q: want http(s)://host[:port]", baseURL)
+		return nil, fmt.Errorf("httpclient: base URL %q: want http(s)://host[:port]", baseURL)
 	}
 	c := &Client{base: strings.TrimRight(baseURL, "/"), http: sharedHTTPClient()}
 	for _, o := range opts {
@@ -282,13 +282,13 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
-			return fmt.Errorf("httpclient: client: %w", err)
+			return fmt.Errorf("httpclient: %w", err)
 		}
 		body = bytes.NewReader(b)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
 	if err != nil {
-		return fmt.Errorf("httpclient: client: %w", err)
+		return fmt.Errorf("httpclient: %w", err)
 	}
 	if in != nil {
 		req.Header["Content-Type"] = headerJSON
@@ -301,12 +301,12 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("httpclient: client: %s %s: %w", method, path, err)
+		return fmt.Errorf("httpclient: %w", err) // *url.Error: it names the method and URL
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, ResponseBytesMax+1))
 	if err != nil {
-		return fmt.Errorf("httpclient: client: %s %s: reading response: %w", method, path, err)
+		return fmt.Errorf("httpclient: %s %s: reading response: %w", method, path, err)
 	}
 	if len(b) > ResponseBytesMax {
 		return fmt.Errorf("%w: %s %s: above %d bytes", ErrBadResponse, method, path, ResponseBytesMax)
@@ -332,7 +332,7 @@ func (c *Client) Ready(ctx context.Context) error {
 	var h wire.Health
 	err := c.do(ctx, http.MethodGet, "/readyz", nil, &h)
 	if err != nil {
-		return fmt.Errorf("httpclient: registry %s not ready: %w", c.base, err)
+		return &layered{words: "registry " + c.base + " not ready: ", err: err}
 	}
 	return nil
 }
@@ -388,7 +388,7 @@ type APIError struct {
 }
 
 func (e *APIError) Error() string {
-	return "httpclient: " + http.StatusText(e.Status) + ": " + e.Code + ": " + e.Message
+	return fmt.Sprintf("httpclient: %s (%d %s): %s", e.Code, e.Status, http.StatusText(e.Status), e.Message)
 }
 
 // Is makes errors.Is(err, &APIError{Code: c}) match by code alone, so

@@ -130,11 +130,11 @@ func (b *batcher) do(call *batchCall) error {
 		return call.err
 	case <-call.ctx.Done():
 		if b.withdraw(call) {
-			return fmt.Errorf("httpclient: client: POST %s: not sent: %w", call.path, call.ctx.Err())
+			return fmt.Errorf("httpclient: POST %s: not sent: %w", call.path, call.ctx.Err())
 		}
 		// Sent: it may have been applied, as a single call cancelled in
 		// flight may have been.
-		return fmt.Errorf("httpclient: client: POST %s: %w", call.path, call.ctx.Err())
+		return fmt.Errorf("httpclient: POST %s: %w", call.path, call.ctx.Err())
 	}
 }
 

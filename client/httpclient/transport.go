@@ -83,9 +83,9 @@ func mapErr(err error) error {
 	case wire.CodeOf(err) != "":
 		return fmt.Errorf("httpclient: %w", err)
 	case errors.As(err, &api) && refusedCodes[api.Code]:
-		return fmt.Errorf("httpclient: %w: %w", client.ErrRefused, err)
+		return &layered{class: client.ErrRefused, err: err}
 	}
-	return fmt.Errorf("httpclient: %w: %w", client.ErrOutcomeUnknown, err)
+	return &layered{class: client.ErrOutcomeUnknown, err: err, words: "outcome unknown: "}
 }
 
 var _ client.LockViewer = Transport{}

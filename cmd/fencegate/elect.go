@@ -19,7 +19,8 @@ func init() { register(newElectCmd) }
 
 const electLong = `Campaign to lead the election NAME and run COMMAND while leading, as
 etcdctl elect does; or, with --observe, print who leads NAME and each
-change of leader, until interrupted.
+change of leader, until interrupted (or refused: an identity the resource
+policy does not let see NAME, or a bad token, ends it with exit 1).
 
 Candidates queue at the registry in the order they came (each keeps its
 place however long it waits); the first leads until its COMMAND exits,
@@ -97,7 +98,8 @@ func newElectCmd() *cobra.Command {
 	return c
 }
 
-// observeElection prints the leader and each change until ctx ends.
+// observeElection prints the leader and each change until ctx ends, or
+// until the registry refuses the identity (exit 1, the refusal printed).
 func observeElection(c *cobra.Command, s *client.Session, name string, out outputFlag) error {
 	e, err := client.NewElection(s, name)
 	if err != nil {
@@ -105,9 +107,12 @@ func observeElection(c *cobra.Command, s *client.Session, name string, out outpu
 	}
 	leaders, err := e.Observe(c.Context())
 	if err != nil {
-		return err
+		return refusalErr(err)
 	}
 	for l := range leaders {
+		if l.Err != nil {
+			return refusalErr(l.Err)
+		}
 		printLeader(c.OutOrStdout(), name, l, out)
 	}
 	return nil

@@ -139,6 +139,27 @@ func checkResourceArg(r string) error {
 	return nil
 }
 
+// devTokenHint names serve --dev's token, which a first-hour user is
+// most likely to be missing.
+const devTokenHint = "fencegate serve --dev's is " + DevToken
+
+// refusalErr says what to do about a refusal of the caller's identity by
+// a worker's command (lock, elect, status): which flag carries the token,
+// or which policy refused it.
+func refusalErr(err error) error {
+	var api *httpclient.APIError
+	if !errors.As(err, &api) {
+		return err
+	}
+	switch api.Code {
+	case wire.CodeUnauthenticated:
+		return fmt.Errorf("%w: give your identity's token with --token or FENCEGATE_TOKEN (%s), or a client certificate", err, devTokenHint)
+	case wire.CodeForbidden, wire.CodeForbiddenResource:
+		return fmt.Errorf("%w: the registry's resource policy (serve --authz-policy) does not let your identity do this to this resource", err)
+	}
+	return err
+}
+
 // adminErr says what to do about the registry's refusals an operator meets.
 func adminErr(err error) error {
 	var api *httpclient.APIError
@@ -150,7 +171,7 @@ func adminErr(err error) error {
 	}
 	switch api.Code {
 	case wire.CodeUnauthenticated:
-		return fmt.Errorf("%w: give the token of an admin identity (--token or FENCEGATE_TOKEN) or a client certificate", err)
+		return fmt.Errorf("%w: give the token of an admin identity (--token or FENCEGATE_TOKEN; %s) or a client certificate", err, devTokenHint)
 	case wire.CodeForbidden:
 		return fmt.Errorf("%w: the registry names its admins with serve --admin IDENTITY", err)
 	}

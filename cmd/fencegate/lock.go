@@ -132,6 +132,9 @@ func readyRegistry(c *cobra.Command, reg *endpointFlags) (*httpclient.Client, er
 // status (1 when ownership was lost and it exited 0), the wrapper's error
 // when nothing ran.
 func childExit(c *cobra.Command, res lockexec.Result, err error) error {
+	if err != nil {
+		err = refusalErr(err)
+	}
 	if err != nil && res.ExitCode == 0 {
 		return err
 	}
