@@ -23,7 +23,7 @@ func newLsCmd() *cobra.Command {
 	var out outputFlag
 	var after string
 	var limit int
-	var all bool
+	var all, held bool
 	c := &cobra.Command{
 		Use:   "ls [PREFIX]",
 		Short: "list locks (under PREFIX): holder, held for, waiters",
@@ -31,9 +31,11 @@ func newLsCmd() *cobra.Command {
 registry's resource policy lets you see, in name order, a page at a time
 (--limit, default and most 100; --after continues after a resource;
 --all follows every page). A resource is listed once it was acquired or
-given a floor.`,
+given a floor; --held lists only those held now (by the registry's clock
+at the read), in pages of --limit held ones, with -o json too.`,
 		Example: `  fencegate ls jobs/
-  fencegate ls --all -o json | jq -r '.locks[] | select(.holder) | .resource'`,
+  fencegate ls --held                      # what is locked right now
+  fencegate ls --held --all -o json | jq -r '.locks[].resource'`,
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return usagef("want at most one PREFIX")
@@ -55,7 +57,7 @@ given a floor.`,
 			if err != nil {
 				return err
 			}
-			list, err := listLocks(c, rc, prefix, after, limit, all)
+			list, err := listLocks(c, rc, lsQuery{prefix: prefix, after: after, limit: limit, all: all, held: held})
 			if err != nil {
 				return viewErr(err)
 			}
@@ -72,22 +74,45 @@ given a floor.`,
 	c.Flags().StringVar(&after, "after", "", "list resources after this one (the last of the previous page)")
 	c.Flags().IntVar(&limit, "limit", lsPageMax, "resources per page, 1 to 100")
 	c.Flags().BoolVar(&all, "all", false, "follow every page")
+	c.Flags().BoolVar(&held, "held", false, "only the locks held now")
 	return c
 }
 
-// listLocks reads one page, or every page with all.
-func listLocks(c *cobra.Command, rc *httpclient.Client, prefix, after string, limit int, all bool) (wire.LockList, error) {
-	var out wire.LockList
+// lsQuery is what ls lists.
+type lsQuery struct {
+	prefix, after string
+	limit         int
+	all, held     bool
+}
+
+// listLocks reads one page, or every page with all. With held it keeps
+// the held locks only, reading pages until it has limit of them (or
+// every page with all); Next then continues after the last one kept.
+func listLocks(c *cobra.Command, rc *httpclient.Client, q lsQuery) (wire.LockList, error) {
+	out := wire.LockList{Locks: []wire.LockStatus{}}
+	after := q.after
 	for {
 		ctx, cancel := callContext(c.Context())
-		page, err := rc.ListLocks(ctx, prefix, after, limit)
+		page, err := rc.ListLocks(ctx, q.prefix, after, q.limit)
 		cancel()
 		if err != nil {
 			return out, err
 		}
-		out.Locks = append(out.Locks, page.Locks...)
 		out.Next = page.Next
-		if !all || page.Next == "" {
+		for _, v := range page.Locks {
+			if q.held && v.Holder == nil {
+				continue
+			}
+			out.Locks = append(out.Locks, v)
+			if q.held && !q.all && len(out.Locks) == q.limit {
+				out.Next = v.Resource
+				if v.Resource == page.Locks[len(page.Locks)-1].Resource {
+					out.Next = page.Next // the page's last: whatever follows it
+				}
+				return out, nil
+			}
+		}
+		if page.Next == "" || !q.all && !q.held {
 			return out, nil
 		}
 		after = page.Next
