@@ -21,8 +21,9 @@ import (
 
 func TestWhoMaySeeAndAct(t *testing.T) {
 	h := newHarness(t, nil)
-	if code, body, _ := h.do(http.MethodGet, "/ui/", "", nil); code != http.StatusUnauthorized || !strings.Contains(body, `id="login"`) {
-		t.Errorf("no identity: %d, want 401 and the login form", code)
+	if code, body, _ := h.do(http.MethodGet, "/ui/", "", nil); code != http.StatusUnauthorized || !strings.Contains(body, `id="login"`) ||
+		!strings.Contains(body, "fencegate serve --dev") || !strings.Contains(body, "fencegate-dev-token") {
+		t.Errorf("no identity: %d, want 401 and the login form, saying what opens a --dev registry", code)
 	}
 	if code, body, _ := h.do(http.MethodGet, "/ui/", "not-a-token-0123456789", nil); code != http.StatusUnauthorized || !strings.Contains(body, "bad credentials") {
 		t.Errorf("bad token: %d\n%s", code, body)

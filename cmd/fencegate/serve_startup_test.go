@@ -201,3 +201,15 @@ func treeDigest(t *testing.T, root string) string {
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
+
+// TestDashboardLoginNamesDevToken: the dashboard's login page names the
+// token serve --dev gives its admin, as serve defines it.
+func TestDashboardLoginNamesDevToken(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "dashboard", "templates", "login.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), DevToken) || !strings.Contains(string(b), "serve --dev") {
+		t.Fatalf("the login page does not name serve --dev's token %s:\n%s", DevToken, b)
+	}
+}
