@@ -2,15 +2,18 @@
 
 // Proves `fencegate demo` end to end with real processes: the built binary
 // exits 0, the fenced run rejects the paused worker A with STALE_OWNER and
-// keeps B's result, and the lease-only run lets A overwrite it; and that
-// the verdict fails when either run tells the other story.
+// keeps B's result, and the lease-only run lets A overwrite it, printing
+// the README's lines; and that the verdict fails when either run tells
+// the other story.
 package main
 
 import (
 	"bytes"
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -47,6 +50,41 @@ func TestDemoEndToEnd(t *testing.T) {
 			t.Errorf("demo output lacks %q", want)
 		}
 	}
+	for _, re := range readmeDemoLines(t) {
+		if !re.Match(out) {
+			t.Errorf("README's demo line %s is not what the demo prints", re)
+		}
+	}
+}
+
+// readmeDemoLines are the README's lines of demo output as patterns: the
+// elapsed time ("t+ 3.69s") and "…" stand for whatever the run prints.
+func readmeDemoLines(t *testing.T) []*regexp.Regexp {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), "lease-only run lost it")
+	_, rest, ok2 := strings.Cut(rest, "```\n")
+	block, _, ok3 := strings.Cut(rest, "```")
+	if !ok || !ok2 || !ok3 {
+		t.Fatal("README.md: no demo output block after \"lease-only run lost it\"")
+	}
+	var out []*regexp.Regexp
+	elapsed := regexp.MustCompile(`^t\+\s*\d+\.\d+s`)
+	for _, line := range strings.Split(strings.TrimSpace(block), "\n") {
+		pat := regexp.QuoteMeta(line)
+		pat = strings.ReplaceAll(pat, "…", ".*")
+		if elapsed.MatchString(line) {
+			pat = `t\+\s*\d+\.\d+s` + strings.TrimPrefix(pat, regexp.QuoteMeta(elapsed.FindString(line)))
+		}
+		out = append(out, regexp.MustCompile("(?m)^"+pat+"$"))
+	}
+	if len(out) == 0 {
+		t.Fatal("README.md: an empty demo output block")
+	}
+	return out
 }
 
 func TestDemoVerdictFailsUnlessBothRunsTellTheStory(t *testing.T) {
