@@ -89,7 +89,7 @@ func startChild(cfg Config, l *client.Lease, socket string, std *stdio) (*exec.C
 	}
 	cmd := exec.Command(cfg.Command, cfg.Args...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = std.in, std.out, std.errOut
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(append(os.Environ(), cfg.Env...), env...)
 	cmd.SysProcAttr = childproc.SysProcAttr() // dies with the wrapper: no renewals, no child
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}

@@ -55,6 +55,9 @@ type Config struct {
 	// Command and Args are the child; Command is looked up in PATH.
 	Command string
 	Args    []string
+	// Env is added to the child's environment (this process's, then
+	// the grant's). Optional.
+	Env []string
 	// Grace is how long the child has between SIGTERM and SIGKILL, and
 	// what the child leaves in its process group once it exits.
 	// Optional, defaults to GraceDefault.

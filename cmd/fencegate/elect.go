@@ -81,7 +81,7 @@ func newElectCmd() *cobra.Command {
 			res, err := lockexec.Run(c.Context(), lockexec.Config{
 				Session: s, Name: "fencegate elect",
 				Request: client.AcquireRequest{Resource: args[0], OperationID: op, OperationClass: client.CampaignClassDefault, TTL: ttl},
-				Command: args[1], Args: args[2:], Grace: grace, Guardian: guardianArgv(c),
+				Command: args[1], Args: args[2:], Env: childExtraEnv(), Grace: grace, Guardian: guardianArgv(c),
 				Stdin: c.InOrStdin(), Stdout: c.OutOrStdout(), Stderr: c.ErrOrStderr(), Log: c.ErrOrStderr(),
 			})
 			return childExit(c, res, err)

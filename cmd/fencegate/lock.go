@@ -59,6 +59,9 @@ The child's environment:
                              GET /v1/envelope?seq=N&payloadDigest=D,
                              POST /v1/settle {"seq":N,"outcome":"ACCEPTED"},
                              GET /v1/lease
+  FENCEGATE_BIN              this fencegate binary, for "$FENCEGATE_BIN"
+                             envelope without fencegate on PATH (kept if
+                             already set)
 
 docs/operations.md ("What happens when") has the whole contract: every way
 a run ends, what the child gets and when, and when the next waiter runs.`
@@ -94,7 +97,7 @@ func newLockCmd() *cobra.Command {
 			s := client.NewSession(httpclient.Transport{C: rc}, client.Options{})
 			res, err := lockexec.Run(c.Context(), lockexec.Config{
 				Session: s, Request: client.AcquireRequest{Resource: args[0], OperationID: op, OperationClass: class, TTL: ttl},
-				Wait: wait, Command: args[1], Args: args[2:], Grace: grace, Guardian: guardianArgv(c),
+				Wait: wait, Command: args[1], Args: args[2:], Env: childExtraEnv(), Grace: grace, Guardian: guardianArgv(c),
 				Stdin: c.InOrStdin(), Stdout: c.OutOrStdout(), Stderr: c.ErrOrStderr(), Log: c.ErrOrStderr(),
 			})
 			return childExit(c, res, err)
@@ -149,6 +152,23 @@ func childExit(c *cobra.Command, res lockexec.Result, err error) error {
 		return &exitError{code: code}
 	}
 	return nil
+}
+
+// envBin names, in the child's environment, the fencegate binary that
+// runs it, so a child calls `"$FENCEGATE_BIN" envelope` without fencegate
+// on PATH (a binary built in place, or go run). One already set is kept.
+const envBin = "FENCEGATE_BIN"
+
+// childExtraEnv is what lock and elect add to the child's environment.
+func childExtraEnv() []string {
+	if os.Getenv(envBin) != "" {
+		return nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil
+	}
+	return []string{envBin + "=" + exe}
 }
 
 // lockGuardianUse is the hidden command lock and elect run as their

@@ -9,8 +9,8 @@ envelope of each write:
 Environment: PG_DSN, the libpq connection string of the worker's own
 login role (granted fencegate_writer and mapped to the workload identity
 its grants name: fencegate gate enroll --role ROLE --identity ID); VALUE,
-what to write; FENCEGATE_BIN, the fencegate binary (default: fencegate on
-PATH); HOLD=true stops the worker between taking its envelope and
+what to write; FENCEGATE_BIN, the fencegate binary (fencegate lock sets
+it to its own; default: fencegate on PATH); HOLD=true stops the worker between taking its envelope and
 writing until a line arrives on stdin, ignoring the wrapper's SIGTERM (a
 pause of its machine, in tests: a paused process sees no signal, and
 what must stop its late write is the gate).
