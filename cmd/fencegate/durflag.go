@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/fencegate/fencegate/client"
 )
 
 // Duration flags are checked where they are parsed: a value the command
@@ -112,10 +114,12 @@ func (d *durationValue) String() string {
 }
 
 // ttlRange is a lease TTL on the command line: whole milliseconds (it
-// travels as ttlMs), positive, at most the grant format's limit; the
-// registry's own limits (serve --ttl-min-ms, 1s, and --ttl-max-ms, 10m,
-// by default) are its to judge, and its refusal names them.
-var ttlRange = durationRange{min: time.Millisecond, max: 100 * 365 * 24 * time.Hour, wholeMs: true}
+// travels as ttlMs), at least the shortest the client's margins can keep
+// (client.TTLMin, 2s: a shorter lease could not renew before its local
+// deadline), at most the grant format's limit. The registry's own limits
+// (serve --ttl-min-ms and --ttl-max-ms, 2s and 10m by default) are its
+// to judge, and its refusal names them.
+var ttlRange = durationRange{min: client.TTLMin(client.Options{}), max: 100 * 365 * 24 * time.Hour, wholeMs: true}
 
 // graceRange is the time between SIGTERM and SIGKILL: 1ms (SIGKILL at
 // once) or more.

@@ -37,7 +37,8 @@ func TestDurationFlagsRefusedBeforeAnyCall(t *testing.T) {
 	for _, c := range []struct{ flag, value, want string }{
 		{"--ttl", "-5s", "negative"},
 		{"--ttl", "0", "0 is not accepted"},
-		{"--ttl", "1500us", "whole number of milliseconds"},
+		{"--ttl", "2000500us", "whole number of milliseconds"},
+		{"--ttl", "1s", "below 2s"},
 		{"--ttl", "1000000d", "want a duration"},
 		{"--ttl", "876001h", "above"},
 		{"--grace", "-1s", "negative"},
@@ -69,6 +70,7 @@ func TestDurationFlagsRefusedBeforeAnyCall(t *testing.T) {
 func TestDurationRangeOverItsWholeDomain(t *testing.T) {
 	rng := rand.New(rand.NewPCG(42, 43))
 	edges := []time.Duration{0, 1, -1, time.Microsecond, time.Millisecond - 1, time.Millisecond, time.Millisecond + 1,
+		ttlRange.min - time.Millisecond, ttlRange.min, ttlRange.min + time.Microsecond,
 		ttlRange.max, ttlRange.max + time.Millisecond, ttlRange.max - time.Millisecond, 1<<63 - 1, -1 << 63}
 	for i := 0; i < 20000; i++ {
 		var v time.Duration

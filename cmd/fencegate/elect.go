@@ -91,7 +91,7 @@ func newElectCmd() *cobra.Command {
 	reg.add(fs, registryDefault, "the registry's URL")
 	tokenFlag(fs, reg)
 	fs.StringVar(&op, "op", "lead", "operation ID the leader's grant binds")
-	durationVar(fs, &ttl, "ttl", 15*time.Second, "the leader's lease, whole milliseconds: how long a leader that stops renewing keeps the others waiting (the registry's limits apply: 1s to 10m unless serve sets others)", ttlRange)
+	durationVar(fs, &ttl, "ttl", 15*time.Second, "the leader's lease, whole milliseconds: how long a leader that stops renewing keeps the others waiting (at least 2s, the shortest a lease can renew in time; the registry's limits apply: 2s to 10m unless serve sets others)", ttlRange)
 	durationVar(fs, &grace, "grace", lockexec.GraceDefault, "time between SIGTERM and SIGKILL when leadership is lost or the wrapper is told to stop", graceRange)
 	fs.BoolVar(&observe, "observe", false, "print who leads NAME, then each change, until interrupted")
 	out.add(fs)

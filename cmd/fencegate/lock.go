@@ -108,7 +108,7 @@ func newLockCmd() *cobra.Command {
 	tokenFlag(fs, reg)
 	fs.StringVar(&op, "op", "", "operation ID the grant binds (default: lock-<random>)")
 	fs.StringVar(&class, "class", "lock", "operation class (a gate may allow only some)")
-	durationVar(fs, &ttl, "ttl", 15*time.Second, "lease TTL, whole milliseconds (the registry's limits apply: 1s to 10m unless serve sets others)", ttlRange)
+	durationVar(fs, &ttl, "ttl", 15*time.Second, "lease TTL, whole milliseconds (at least 2s, the shortest a lease can renew in time; the registry's limits apply: 2s to 10m unless serve sets others)", ttlRange)
 	durationVar(fs, &wait, "wait", 0, "queue at most this long for the resource", durationRange{zero: "as long as it takes"})
 	fs.BoolVar(&noWait, "no-wait", false, "fail at once if the resource is held")
 	durationVar(fs, &grace, "grace", lockexec.GraceDefault, "time between SIGTERM and SIGKILL when ownership is lost or the wrapper is told to stop", graceRange)
