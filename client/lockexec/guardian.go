@@ -21,7 +21,7 @@ import (
 // the lease.
 //
 // It is a process of its own (Config.Guardian; `fencegate lock` runs its
-// own binary's hidden `lock-guardian`), started before the child in a
+// own binary's hidden `lock-guard`), started before the child in a
 // process group of its own, so a signal to the wrapper's group does not
 // reach it; it ignores SIGINT, SIGTERM, SIGHUP and SIGQUIT. Its stdin is
 // a pipe only the wrapper holds the other end of. The wrapper writes
@@ -112,7 +112,7 @@ func Guard(in io.Reader, log io.Writer) int {
 	}
 	err := syscall.Kill(-pgid, syscall.SIGKILL)
 	if err == nil {
-		fmt.Fprintf(log, "fencegate lock-guardian: the wrapper is gone: killed the child's process group %d\n", pgid)
+		fmt.Fprintf(log, "fencegate lock-guard: the wrapper is gone: killed the child's process group %d\n", pgid)
 	}
 	return 0
 }

@@ -65,7 +65,7 @@ type Config struct {
 	// Guardian is the command (argv) of a guardian process that ends the
 	// child's process group if this process dies without doing so (see
 	// Guard; `fencegate lock` runs its own binary's hidden
-	// `lock-guardian`). Optional: without one, only the child itself dies
+	// `lock-guard`). Optional: without one, only the child itself dies
 	// with this process (the kernel's parent-death signal, on Linux), and
 	// the processes it started run on.
 	Guardian []string

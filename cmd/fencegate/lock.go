@@ -173,7 +173,7 @@ func childExtraEnv() []string {
 
 // lockGuardianUse is the hidden command lock and elect run as their
 // guardian (lockexec.Guard).
-const lockGuardianUse = "lock-guardian"
+const lockGuardianUse = "lock-guard"
 
 // guardianArgv is this binary's guardian command, or nil (no guardian:
 // the child still dies with the wrapper, its children do not) when the

@@ -4,7 +4,8 @@
 // named from the working directory (a relative --key starts serve, and
 // starts it again), and a serve refused at start — each invalid flag in
 // turn, and a store that does not answer — leaves its data directory
-// byte for byte as it found it, absent when it was absent.
+// byte for byte as it found it, absent when it was absent; and that the
+// dashboard's login page names the token a --dev registry gives.
 package main
 
 import (
