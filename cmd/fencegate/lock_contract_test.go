@@ -267,7 +267,7 @@ func runContractRow(t *testing.T, reg *contractRegistry, c contractCase, resourc
 	r := &contractRun{c: c, reg: reg, resource: resource, logA: filepath.Join(dir, "a.log"), logB: filepath.Join(dir, "b.log")}
 	r.a = startProcWith(t, contractEnv(r.logA, c.onTerm, c.exitCode), wrapperArgs(c, reg.url, resource, contractChild)...)
 	var err error
-	if r.la, err = waitLog(r.logA, "grandchild", 60*time.Second, r.a.done); err != nil {
+	if r.la, err = waitChildLog(r.logA, "grandchild", 60*time.Second, r.a.done); err != nil {
 		return nil, fmt.Errorf("holder: %w\n%s", err, r.a.err)
 	}
 	b := startProcWith(t, contractEnv(r.logB, "exit0", 0), wrapperArgs(c, reg.url, resource, contractNext)...)
@@ -364,7 +364,7 @@ func (r *contractRun) stopRegistry() error {
 	if err := syscall.Kill(r.reg.pid(), sig); err != nil {
 		return err
 	}
-	_, werr := waitLog(r.logA, "term", r.c.ttl+5*time.Second, r.a.done)
+	_, werr := waitChildLog(r.logA, "term", r.c.ttl+5*time.Second, r.a.done)
 	if r.c.event == evRegistryStop {
 		_ = syscall.Kill(r.reg.pid(), syscall.SIGCONT)
 	} else {
@@ -427,7 +427,7 @@ func (r *contractRun) finish() (*contractOutcome, error) {
 
 // waitNext waits up to d for the next waiter's child to start.
 func (r *contractRun) waitNext(d time.Duration) {
-	if l, err := waitLog(r.logB, "start", d, nil); err == nil {
+	if l, err := waitChildLog(r.logB, "start", d, nil); err == nil {
 		r.o.nextStart = l.start
 	}
 }
@@ -468,10 +468,10 @@ func unixNano(s string) time.Time {
 	return time.Unix(0, n)
 }
 
-// waitLog waits up to d until the log at path has a line starting with
+// waitChildLog waits up to d until the log at path has a line starting with
 // word, or the process whose child writes it has exited (gone: nil for
 // none).
-func waitLog(path, word string, d time.Duration, gone <-chan struct{}) (contractLog, error) {
+func waitChildLog(path, word string, d time.Duration, gone <-chan struct{}) (contractLog, error) {
 	deadline := time.Now().Add(d)
 	for {
 		l, _ := readContractLog(path)
