@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/lockstate"
 )
 
 // Bounds of the resource list.
@@ -34,7 +35,7 @@ const (
 type knownSet struct {
 	mu     sync.Mutex
 	seen   map[string]int64 // resource → last seen, Unix ms
-	cursor registry.RequestKey
+	cursor lockstate.RequestKey
 }
 
 func newKnownSet() *knownSet { return &knownSet{seen: map[string]int64{}} }
@@ -116,7 +117,7 @@ func (d *Dashboard) discover(ctx context.Context) {
 		}
 		read += len(page)
 		if len(page) == 0 {
-			after = registry.RequestKey{} // walked to the end: start over next time
+			after = lockstate.RequestKey{} // walked to the end: start over next time
 			break
 		}
 		after = page[len(page)-1].Key

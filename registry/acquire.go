@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/registry/lockstate"
 	"github.com/fencegate/fencegate/wire"
 )
 
@@ -36,7 +37,7 @@ func (r *Registry) Acquire(ctx context.Context, owner string, req wire.AcquireRe
 	cached := true
 	for !a.Step(ctx, cached) {
 		if events == nil {
-			if events, err = r.store.Watch(wctx, req.Resource, a.WatchFrom()); err != nil {
+			if events, err = r.store.Watch(wctx, req.Resource, a.watchFrom()); err != nil {
 				events = nil // poll instead
 			}
 		}
@@ -48,16 +49,16 @@ func (r *Registry) Acquire(ctx context.Context, owner string, req wire.AcquireRe
 	return a.Result()
 }
 
-// Acquisition is one acquire in progress: a waiting acquire's core, which
-// Acquire drives with a store watch and timers and the simulator drives
-// with its event queue. Each Step decides once (and commits: joining the
+// Acquisition is one acquire in progress, stepped one decision
+// (lockstate.DecideAcquire) at a time: Acquire drives it with a store
+// watch and timers, the simulator with its event queue. Each Step decides once (and commits: joining the
 // queue, keeping its place, taking the lease) without sleeping; between
 // steps the caller waits for the resource's record to change (a store
-// event from WatchFrom) or the registry clock to reach WakeAt. Not safe for
+// event from the revision it last saw on) or the registry clock to reach WakeAt. Not safe for
 // concurrent use.
 type Acquisition struct {
 	r      *Registry
-	in     acquireInput
+	in     lockstate.AcquireInput
 	queued bool
 	done   bool
 	issued wire.Issued
@@ -72,15 +73,11 @@ type Acquisition struct {
 const acquireStepsMax = 16
 
 // StartAcquire validates an acquire and fixes its wait's deadline by the
-// registry clock. It touches no store.
+// registry clock (lockstate.NewAcquireInput). It touches no store.
 func (r *Registry) StartAcquire(owner string, req wire.AcquireRequest) (*Acquisition, error) {
-	ttl, err := validateAcquire(owner, req, r.cfg)
+	in, err := lockstate.NewAcquireInput(owner, req, r.now(), r.lim)
 	if err != nil {
 		return nil, err
-	}
-	in := acquireInput{owner: owner, req: req, ttlMs: ttl, wait: req.WaitMs > 0, arrivedMs: r.now()}
-	if in.wait {
-		in.deadlineMs = in.arrivedMs + int64(min(req.WaitMs, r.cfg.WaitMsMax))
 	}
 	return &Acquisition{r: r, in: in}, nil
 }
@@ -107,7 +104,7 @@ func (a *Acquisition) Step(ctx context.Context, cached bool) bool {
 			// commit was in flight may have a ticket it never heard of
 			// (the commit applied, its answer came too late): withdraw
 			// that too. Best effort, and no write where there is none.
-			if (a.queued || in.wait && ctx.Err() != nil) && !errors.Is(err, wire.ErrWaitTimeout) {
+			if (a.queued || in.Wait && ctx.Err() != nil) && !errors.Is(err, wire.ErrWaitTimeout) {
 				// A wait that ran out keeps its ticket for WaiterGraceMs, so
 				// the same request asking again keeps its place; any other
 				// end withdraws it.
@@ -115,18 +112,18 @@ func (a *Acquisition) Step(ctx context.Context, cached bool) bool {
 			}
 			return a.finish(wire.Issued{}, err)
 		}
-		switch dec.outcome {
-		case outPurge:
+		switch dec.Outcome {
+		case lockstate.AcquirePurge:
 			cached = false
 			continue
-		case outHanded:
+		case lockstate.AcquireHanded:
 			cached, handed = false, true
 			continue
-		case outGranted:
-			is, err := r.issueFresh(dec.body, rev, now+int64(in.ttlMs), rev, now, s.Settings)
+		case lockstate.AcquireGranted:
+			is, err := r.issueFresh(dec.Body, rev, now+int64(in.TTLMs), rev, now, s.Settings)
 			return a.finish(a.sinceArrival(now, is, err))
-		case outExisting:
-			is, err := r.existing(&s, in.key(), now, handed)
+		case lockstate.AcquireExisting:
+			is, err := r.existing(&s, in.Key(), now, handed)
 			return a.finish(a.sinceArrival(now, is, err))
 		}
 		a.queued = true
@@ -137,7 +134,7 @@ func (a *Acquisition) Step(ctx context.Context, cached bool) bool {
 	if a.queued {
 		r.cancelWait(ctx, in)
 	}
-	return a.finish(wire.Issued{}, fmt.Errorf("%w: %s: %d decisions in a row without an answer", wire.ErrConflict, in.req.Resource, acquireStepsMax))
+	return a.finish(wire.Issued{}, fmt.Errorf("%w: %s: %d decisions in a row without an answer", wire.ErrConflict, in.Req.Resource, acquireStepsMax))
 }
 
 // sinceArrival counts a HELD answer's ExpiresAfterMs from the acquire's
@@ -146,7 +143,7 @@ func (a *Acquisition) Step(ctx context.Context, cached bool) bool {
 // now is the instant the answer was made at.
 func (a *Acquisition) sinceArrival(now int64, is wire.Issued, err error) (wire.Issued, error) {
 	if err == nil && is.ExpiresAfterMs > 0 {
-		is.ExpiresAfterMs += max(now-a.in.arrivedMs, 0)
+		is.ExpiresAfterMs += max(now-a.in.ArrivedMs, 0)
 	}
 	return is, err
 }
@@ -169,9 +166,9 @@ func (a *Acquisition) Queued() bool { return a.queued && !a.done }
 // WaitPollMsMax after the last step.
 func (a *Acquisition) WakeAt() time.Time { return fromMs(a.wakeMs) }
 
-// WatchFrom is the store revision from which a write to the resource's
+// watchFrom is the store revision from which a write to the resource's
 // record is news to a queued acquire.
-func (a *Acquisition) WatchFrom() uint64 { return a.from }
+func (a *Acquisition) watchFrom() uint64 { return a.from }
 
 // Abandon withdraws a queued acquire's ticket because its caller gave up
 // (best effort: a ticket that cannot be withdrawn lapses at its deadline,
@@ -179,30 +176,30 @@ func (a *Acquisition) WatchFrom() uint64 { return a.from }
 func (a *Acquisition) Abandon(ctx context.Context) {
 	if a.queued && !a.done {
 		a.r.cancelWait(ctx, a.in)
-		a.done, a.err = true, fmt.Errorf("registry: acquire %s: abandoned", a.in.req.Resource)
+		a.done, a.err = true, fmt.Errorf("registry: acquire %s: abandoned", a.in.Req.Resource)
 	}
 }
 
 // acquireStep runs one acquire decision to its commit.
-func (r *Registry) acquireStep(ctx context.Context, in acquireInput, cached, queued bool) (acquireDecision, Snapshot, uint64, int64, error) {
+func (r *Registry) acquireStep(ctx context.Context, in lockstate.AcquireInput, cached, queued bool) (lockstate.AcquireDecision, Snapshot, uint64, int64, error) {
 	var (
-		dec acquireDecision
+		dec lockstate.AcquireDecision
 		at  int64
 	)
-	key := in.key()
-	s, rev, err := r.casLoopMode(ctx, in.req.Resource, []RequestKey{key}, cached, queued, func(s *Snapshot, now int64) (*Write, error) {
+	key := in.Key()
+	s, rev, err := r.casLoopMode(ctx, in.Req.Resource, []lockstate.RequestKey{key}, cached, queued, func(s *Snapshot, now int64) (*Write, error) {
 		var err error
 		at = now
-		slot := s.Slot(key)
-		dec, err = decideAcquire(recordOf(s), slot.Entry, s.Settings, in, now, r.cfg)
+		slot := s.slot(key)
+		dec, err = lockstate.DecideAcquire(recordOf(s), slot.Entry, s.Settings, in, now, r.lim)
 		if err != nil {
 			return nil, err
 		}
-		if dec.outcome == outPurge {
+		if dec.Outcome == lockstate.AcquirePurge {
 			return &Write{SettingsRev: s.SettingsRev, Requests: []RequestWrite{{Key: key, Compare: true, ModRev: slot.ModRev}}}, nil
 		}
-		w := writeFor(s, dec.record, dec.entries)
-		if dec.outcome == outQueued && w != nil && !writes(w, key) {
+		w := writeFor(s, dec.Record, dec.Entries)
+		if dec.Outcome == lockstate.AcquireQueued && w != nil && !writes(w, key) {
 			// Joining (or staying in) the queue compares the request's own
 			// entry as absent (deleting an absent entry writes nothing): a
 			// request that already has an answer, whose entry a cached
@@ -217,7 +214,7 @@ func (r *Registry) acquireStep(ctx context.Context, in acquireInput, cached, que
 }
 
 // writes reports whether w already writes key's entry.
-func writes(w *Write, key RequestKey) bool {
+func writes(w *Write, key lockstate.RequestKey) bool {
 	for _, rw := range w.Requests {
 		if rw.Key == key {
 			return true
@@ -229,13 +226,13 @@ func writes(w *Write, key RequestKey) bool {
 // existing answers a retried acquire from the request's entry, with a
 // status; or, when fresh (the request was just handed the lease by a
 // release and still holds it), as issueFresh does.
-func (r *Registry) existing(s *Snapshot, key RequestKey, now int64, fresh bool) (wire.Issued, error) {
-	slot := s.Slot(key)
+func (r *Registry) existing(s *Snapshot, key lockstate.RequestKey, now int64, fresh bool) (wire.Issued, error) {
+	slot := s.slot(key)
 	if slot.Entry == nil {
 		return wire.Issued{}, fmt.Errorf("%w: request %s vanished", wire.ErrNotFound, key.RequestID)
 	}
 	rec := recordOf(s)
-	state := entryState(rec, slot.Entry, s.Settings, now)
+	state := lockstate.EntryState(rec, slot.Entry, s.Settings, now)
 	var expires int64
 	if state == grant.StateHeld {
 		expires = rec.Holder.ExpiresAtMs
@@ -262,7 +259,7 @@ func (r *Registry) sleep(ctx context.Context, a *Acquisition, events *<-chan Rec
 				*events = nil
 				continue
 			}
-			r.rememberRecord(a.in.req.Resource, ev.Record, ev.ModRev)
+			r.rememberRecord(a.in.Req.Resource, ev.Record, ev.ModRev)
 			return true, nil
 		case <-timer:
 			return false, nil
@@ -274,39 +271,26 @@ func (r *Registry) sleep(ctx context.Context, a *Acquisition, events *<-chan Rec
 // without a write: its holder expiring, lock-delay ending, the head
 // waiter's claim window closing, or the wait's deadline; at most
 // WaitPollMsMax away, at least a millisecond.
-func (r *Registry) nextWake(in acquireInput, now int64) int64 {
-	wake := min(now+int64(r.cfg.WaitPollMsMax), in.deadlineMs)
+func (r *Registry) nextWake(in lockstate.AcquireInput, now int64) int64 {
+	wake := min(now+int64(r.cfg.WaitPollMsMax), in.DeadlineMs)
 	r.mu.Lock()
-	c, ok := r.cache[in.req.Resource]
+	c, ok := r.cache[in.Req.Resource]
 	r.mu.Unlock()
 	if ok && c.record != nil {
-		rec := c.record
-		for _, t := range []int64{
-			holderExpiry(rec), holderExpiry(rec) + int64(r.cfg.LockDelayMs),
-			rec.FreeAtMs, rec.FreeAtMs + int64(r.cfg.HandoffClaimMs)/2, rec.FreeAtMs + int64(r.cfg.HandoffClaimMs),
-		} {
-			if t > now {
-				wake = min(wake, t)
-			}
+		if at, changes := lockstate.ChangesAt(c.record, now, r.lim); changes {
+			wake = min(wake, at)
 		}
 	}
 	return max(wake, now+1)
 }
 
-func holderExpiry(rec *Record) int64 {
-	if rec.Holder == nil {
-		return -1 << 40 // far in the past: never a wake candidate
-	}
-	return rec.Holder.ExpiresAtMs
-}
-
 // cancelWait withdraws the caller's ticket, best effort, even though ctx
 // may be over: a ticket left behind only lapses at its deadline.
-func (r *Registry) cancelWait(ctx context.Context, in acquireInput) {
+func (r *Registry) cancelWait(ctx context.Context, in lockstate.AcquireInput) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelWaitTimeoutMs*time.Millisecond)
 	defer cancel()
-	_, _, _ = r.casLoop(ctx, in.req.Resource, nil, true, func(s *Snapshot, now int64) (*Write, error) {
-		d := decideCancelWait(recordOf(s), s.Settings, in.key(), in.deadlineMs, now, r.cfg)
-		return writeFor(s, d.record, d.entries), nil
+	_, _, _ = r.casLoop(ctx, in.Req.Resource, nil, true, func(s *Snapshot, now int64) (*Write, error) {
+		d := lockstate.DecideCancelWait(recordOf(s), s.Settings, in.Key(), in.DeadlineMs, now, r.lim)
+		return writeFor(s, d.Record, d.Entries), nil
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/registry/lockstate"
 	"github.com/fencegate/fencegate/wire"
 )
 
@@ -17,7 +18,7 @@ func (r *Registry) RevokeEpochsBelow(ctx context.Context, epoch uint64) (uint64,
 	var line uint64
 	_, _, err := r.casLoop(ctx, "", nil, false, func(s *Snapshot, now int64) (*Write, error) {
 		line = s.Settings.RevokedBelowEpoch
-		set := decideRevoke(s.Settings, epoch)
+		set := lockstate.DecideRevoke(s.Settings, epoch)
 		if set == nil {
 			return nil, nil
 		}
@@ -30,8 +31,8 @@ func (r *Registry) RevokeEpochsBelow(ctx context.Context, epoch uint64) (uint64,
 // SetPolicyGeneration raises the resource's policy generation, stamped into
 // every later grant. Raise only: a lower value is ErrInvalid.
 func (r *Registry) SetPolicyGeneration(ctx context.Context, resource string, gen uint64) (wire.ResourceInfo, error) {
-	return r.adminRecord(ctx, resource, func(rec *Record, _ Settings) (*Record, error) {
-		return decidePolicyGeneration(rec, gen)
+	return r.adminRecord(ctx, resource, func(rec *lockstate.Record, _ lockstate.Settings) (*lockstate.Record, error) {
+		return lockstate.DecidePolicyGeneration(rec, gen)
 	})
 }
 
@@ -42,17 +43,17 @@ func (r *Registry) SetPolicyGeneration(ctx context.Context, resource string, gen
 // current fence range is ErrFenceRange: bump the range instead
 // (BumpFenceRange), which moves every resource at once.
 func (r *Registry) RaiseFloor(ctx context.Context, resource string, fence uint64) (wire.ResourceInfo, error) {
-	return r.adminRecord(ctx, resource, func(rec *Record, set Settings) (*Record, error) {
-		return decideRaiseFloor(resource, rec, set, fence)
+	return r.adminRecord(ctx, resource, func(rec *lockstate.Record, set lockstate.Settings) (*lockstate.Record, error) {
+		return lockstate.DecideRaiseFloor(resource, rec, set, fence)
 	})
 }
 
 // Resource returns a linearizable operator's view of resource.
 func (r *Registry) Resource(ctx context.Context, resource string) (wire.ResourceInfo, error) {
-	return r.adminRecord(ctx, resource, func(*Record, Settings) (*Record, error) { return nil, nil })
+	return r.adminRecord(ctx, resource, func(*lockstate.Record, lockstate.Settings) (*lockstate.Record, error) { return nil, nil })
 }
 
-func (r *Registry) adminRecord(ctx context.Context, resource string, decide func(*Record, Settings) (*Record, error)) (wire.ResourceInfo, error) {
+func (r *Registry) adminRecord(ctx context.Context, resource string, decide func(*lockstate.Record, lockstate.Settings) (*lockstate.Record, error)) (wire.ResourceInfo, error) {
 	if err := grant.ValidateResource(resource); err != nil {
 		return wire.ResourceInfo{}, fmt.Errorf("%w: resource: %v", wire.ErrInvalid, err)
 	}
@@ -63,10 +64,10 @@ func (r *Registry) adminRecord(ctx context.Context, resource string, decide func
 			return nil, err
 		}
 		if rec == nil {
-			info = resourceInfo(resource, recordOf(s), s.Settings, now, s.Revision, r.cfg)
+			info = lockstate.ResourceInfo(resource, recordOf(s), s.Settings, now, s.Revision, r.lim)
 			return nil, nil
 		}
-		info = resourceInfo(resource, rec, s.Settings, now, 0, r.cfg)
+		info = lockstate.ResourceInfo(resource, rec, s.Settings, now, 0, r.lim)
 		return &Write{Resource: resource, RecordRev: s.RecordRev, Record: rec, SettingsRev: s.SettingsRev}, nil
 	})
 	if rev != 0 {

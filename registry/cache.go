@@ -1,14 +1,17 @@
 package registry
 
-// The cache holds the last record (and settings) this Registry saw, so a
-// warm acquire or release is one compare-and-swap instead of a read and a
-// compare-and-swap. It is never trusted for an answer: a write decided on
-// it is compared at the revisions it saw, and an answer that writes
-// nothing is re-decided on a linearizable read (see casLoop).
+import (
+	"github.com/fencegate/fencegate/registry/lockstate"
+	// The cache holds the last record (and settings) this Registry saw, so a
+	// warm acquire or release is one compare-and-swap instead of a read and a
+	// compare-and-swap. It is never trusted for an answer: a write decided on
+	// it is compared at the revisions it saw, and an answer that writes
+	// nothing is re-decided on a linearizable read (see casLoop).
+)
 
 // cachedSnapshot builds a snapshot from the cache, with every request entry
 // assumed absent (a wrong guess fails the entry's compare).
-func (r *Registry) cachedSnapshot(resource string, keys []RequestKey) (Snapshot, bool) {
+func (r *Registry) cachedSnapshot(resource string, keys []lockstate.RequestKey) (Snapshot, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	c, ok := r.cache[resource]
@@ -26,7 +29,7 @@ func (r *Registry) cachedSnapshot(resource string, keys []RequestKey) (Snapshot,
 }
 
 // newerCached returns the cached snapshot if its record is newer than rev.
-func (r *Registry) newerCached(resource string, keys []RequestKey, rev uint64) (Snapshot, bool) {
+func (r *Registry) newerCached(resource string, keys []lockstate.RequestKey, rev uint64) (Snapshot, bool) {
 	r.mu.Lock()
 	c, ok := r.cache[resource]
 	r.mu.Unlock()
@@ -47,7 +50,7 @@ func (r *Registry) rememberSnapshot(s *Snapshot) {
 }
 
 // rememberRecord records a record seen by a watch.
-func (r *Registry) rememberRecord(resource string, rec *Record, rev uint64) {
+func (r *Registry) rememberRecord(resource string, rec *lockstate.Record, rev uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.putRecordLocked(resource, rec, nil, rev)
@@ -67,7 +70,7 @@ func (r *Registry) rememberWrite(w *Write, rev uint64) {
 // putRecordLocked keeps the newer of the cached and the given record, with
 // its stored bytes when known (raw). An absent record (rev 0) is cached as
 // such, so a first acquire of a new resource is one round trip too.
-func (r *Registry) putRecordLocked(resource string, rec *Record, raw []byte, rev uint64) {
+func (r *Registry) putRecordLocked(resource string, rec *lockstate.Record, raw []byte, rev uint64) {
 	if c, ok := r.cache[resource]; ok && c.rev > rev {
 		return
 	}
@@ -77,7 +80,7 @@ func (r *Registry) putRecordLocked(resource string, rec *Record, raw []byte, rev
 	r.cache[resource] = cachedRecord{record: rec, raw: raw, rev: rev}
 }
 
-func (r *Registry) putSettingsLocked(s Settings, rev uint64) {
+func (r *Registry) putSettingsLocked(s lockstate.Settings, rev uint64) {
 	r.genSeen = max(r.genSeen, s.FenceGeneration)
 	if r.sets.known && r.sets.rev > rev {
 		return

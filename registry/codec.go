@@ -7,6 +7,7 @@ import (
 
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/internal/strictjson"
+	"github.com/fencegate/fencegate/registry/lockstate"
 	"github.com/fencegate/fencegate/wire"
 )
 
@@ -55,7 +56,7 @@ func (f StoredForm) String() string {
 }
 
 // EncodeRecord returns rec's stored form in form f.
-func (f StoredForm) EncodeRecord(rec *Record) []byte {
+func (f StoredForm) EncodeRecord(rec *lockstate.Record) []byte {
 	if f == FormJSON {
 		return mustJSON(rec)
 	}
@@ -63,7 +64,7 @@ func (f StoredForm) EncodeRecord(rec *Record) []byte {
 }
 
 // EncodeRequestEntry returns e's stored form in form f.
-func (f StoredForm) EncodeRequestEntry(e *RequestEntry) []byte {
+func (f StoredForm) EncodeRequestEntry(e *lockstate.RequestEntry) []byte {
 	if f == FormJSON {
 		return mustJSON(e)
 	}
@@ -71,12 +72,12 @@ func (f StoredForm) EncodeRequestEntry(e *RequestEntry) []byte {
 }
 
 // EncodeRecord returns rec's stored form in the default form.
-func EncodeRecord(rec *Record) []byte { return FormCompact.EncodeRecord(rec) }
+func EncodeRecord(rec *lockstate.Record) []byte { return FormCompact.EncodeRecord(rec) }
 
 // DecodeRecord strictly decodes a stored record, in either form, and
 // checks its invariants.
-func DecodeRecord(b []byte) (*Record, error) {
-	var rec *Record
+func DecodeRecord(b []byte) (*lockstate.Record, error) {
+	var rec *lockstate.Record
 	var err error
 	switch {
 	case len(b) > 0 && b[0] == markRecordV1:
@@ -84,13 +85,13 @@ func DecodeRecord(b []byte) (*Record, error) {
 	case len(b) > 0 && b[0] == markEntryV1:
 		err = fmt.Errorf("a request entry's bytes")
 	default:
-		rec = new(Record)
+		rec = new(lockstate.Record)
 		err = strictDecode(b, rec)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: record: %v", wire.ErrCorrupt, err)
 	}
-	if err := rec.check(); err != nil {
+	if err := checkRecord(rec); err != nil {
 		return nil, fmt.Errorf("%w: record: %v", wire.ErrCorrupt, err)
 	}
 	return rec, nil
@@ -103,7 +104,7 @@ func DecodeRecord(b []byte) (*Record, error) {
 // compares equal during an upgrade. Stores that compare contents on their
 // side use it (memstore, zkstore); etcd, which compares on its server,
 // sends wasRaw or was in the form the store writes.
-func StoredRecordIs(stored []byte, was *Record, wasRaw []byte) bool {
+func StoredRecordIs(stored []byte, was *lockstate.Record, wasRaw []byte) bool {
 	if wasRaw != nil {
 		return bytes.Equal(stored, wasRaw)
 	}
@@ -111,12 +112,12 @@ func StoredRecordIs(stored []byte, was *Record, wasRaw []byte) bool {
 }
 
 // EncodeRequestEntry returns e's stored form in the default form.
-func EncodeRequestEntry(e *RequestEntry) []byte { return FormCompact.EncodeRequestEntry(e) }
+func EncodeRequestEntry(e *lockstate.RequestEntry) []byte { return FormCompact.EncodeRequestEntry(e) }
 
 // DecodeRequestEntry strictly decodes a stored request entry, in either
 // form.
-func DecodeRequestEntry(b []byte) (*RequestEntry, error) {
-	var e *RequestEntry
+func DecodeRequestEntry(b []byte) (*lockstate.RequestEntry, error) {
+	var e *lockstate.RequestEntry
 	var err error
 	switch {
 	case len(b) > 0 && b[0] == markEntryV1:
@@ -124,7 +125,7 @@ func DecodeRequestEntry(b []byte) (*RequestEntry, error) {
 	case len(b) > 0 && b[0] == markRecordV1:
 		err = fmt.Errorf("a record's bytes")
 	default:
-		e = new(RequestEntry)
+		e = new(lockstate.RequestEntry)
 		err = strictDecode(b, e)
 	}
 	if err != nil {
@@ -137,19 +138,19 @@ func DecodeRequestEntry(b []byte) (*RequestEntry, error) {
 }
 
 // EncodeSettings returns s's stored form.
-func EncodeSettings(s *Settings) []byte { return mustJSON(s) }
+func EncodeSettings(s *lockstate.Settings) []byte { return mustJSON(s) }
 
 // DecodeSettings strictly decodes stored settings.
-func DecodeSettings(b []byte) (Settings, error) {
-	var s Settings
+func DecodeSettings(b []byte) (lockstate.Settings, error) {
+	var s lockstate.Settings
 	if err := strictDecode(b, &s); err != nil {
-		return Settings{}, fmt.Errorf("%w: settings: %v", wire.ErrCorrupt, err)
+		return lockstate.Settings{}, fmt.Errorf("%w: settings: %v", wire.ErrCorrupt, err)
 	}
 	return s, nil
 }
 
-// check verifies what every record must satisfy.
-func (r *Record) check() error {
+// checkRecord verifies what every stored record must satisfy.
+func checkRecord(r *lockstate.Record) error {
 	if h := r.Holder; h != nil {
 		if h.Grant.FenceToken == 0 || h.Grant.FenceToken > r.HighestFence {
 			return fmt.Errorf("holder fence %d outside [1, highest %d]", h.Grant.FenceToken, r.HighestFence)

@@ -9,17 +9,15 @@ package registry
 
 import (
 	"testing"
+
+	"github.com/fencegate/fencegate/registry/lockstate"
 )
 
 // typicalRecord is a held lease, one waiter, two ended leases.
-func typicalRecord() *Record {
+func typicalRecord() *lockstate.Record {
 	rec := held("spiffe://ex.org/w/1", 42, t0)
-	d, err := decideAcquire(rec, nil, Settings{}, input("spiffe://ex.org/w/2", "req-w2", true, t0+5000), t0+1, testCfg())
-	if err != nil || d.record == nil {
-		panic("fixture")
-	}
-	rec = d.record
-	rec.Ended = []EndedLease{
+	rec = acquireAt(rec, "spiffe://ex.org/w/2", "req-w2", t0+5000, t0+1).Record
+	rec.Ended = []lockstate.EndedLease{
 		{Lease: "l40-0a1b2c3d", Owner: "spiffe://ex.org/w/3", State: "RELEASED", AtMs: t0 - 2000},
 		{Lease: "l41-0a1b2c3e", Owner: "spiffe://ex.org/w/1", State: "EXPIRED", AtMs: t0 - 1000},
 	}
@@ -28,7 +26,7 @@ func typicalRecord() *Record {
 
 func BenchmarkStoredForm(b *testing.B) {
 	rec := typicalRecord()
-	entry := &RequestEntry{Grant: rec.Holder.Grant, ParamsDigest: rec.Holder.ParamsDigest, State: "HELD"}
+	entry := &lockstate.RequestEntry{Grant: rec.Holder.Grant, ParamsDigest: rec.Holder.ParamsDigest, State: "HELD"}
 	for _, f := range []StoredForm{FormJSON, FormCompact} {
 		rb, eb := f.EncodeRecord(rec), f.EncodeRequestEntry(entry)
 		b.Run(f.String()+"/encode", func(b *testing.B) {

@@ -19,43 +19,70 @@ import (
 	"testing"
 
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/registry/lockstate"
 	"github.com/fencegate/fencegate/testkit/fuzzseed"
 	"github.com/fencegate/fencegate/wire"
 )
 
 var update = flag.Bool("update", false, "rewrite the fuzz seed corpus")
 
+const t0 = int64(1_780_000_000_000) // a fixed registry instant, ms
+
+// acquireAt decides owner's acquire of res/1 (waiting until waitUntil, if
+// not 0) against rec at now, with the default limits.
+func acquireAt(rec *lockstate.Record, owner, requestID string, waitUntil, now int64) lockstate.AcquireDecision {
+	req := wire.AcquireRequest{Resource: "res/1", OperationID: "op-" + requestID, OperationClass: "settle", RequestID: requestID, TTLMs: 10_000}
+	if waitUntil != 0 {
+		req.WaitMs = uint64(waitUntil - now)
+	}
+	lim := DefaultConfig(5).limits()
+	in, err := lockstate.NewAcquireInput(owner, req, now, lim)
+	if err != nil {
+		panic(err)
+	}
+	d, err := lockstate.DecideAcquire(rec, nil, lockstate.Settings{}, in, now, lim)
+	if err != nil || d.Record == nil {
+		panic(fmt.Sprintf("fixture: %v", err))
+	}
+	return d
+}
+
+// held returns a record held by owner since at, with fence.
+func held(owner string, fence uint64, at int64) *lockstate.Record {
+	return acquireAt(&lockstate.Record{HighestFence: fence - 1}, owner, "req-"+owner, 0, at).Record
+}
+
 const digestA = "sha256:0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0"
 
 // fullRecord sets every field of a record, negative instants and
 // non-digest strings where digests usually go included.
-func fullRecord() *Record {
-	return &Record{
+func fullRecord() *lockstate.Record {
+	return &lockstate.Record{
 		HighestFence: 1<<40 + 3, Floor: 2, PolicyGeneration: 300, FreeAtMs: t0 + 5,
-		Holder: &Holder{Grant: GrantBody{
+		Holder: &lockstate.Holder{Grant: lockstate.GrantBody{
 			Resource: "inv/1", Owner: "spiffe://ex.org/w/1", RequestID: "r-1", Lease: "l3-0a1b2c3d",
 			OperationRoot: digestA, OperationClass: "settle", FenceToken: 1<<40 + 3, PolicyGeneration: 300,
 			IssuerEpoch: 7, TTLMs: 30_000, IssuedAtMs: t0, HeldUntilMs: t0 + 9_000,
 		}, ParamsDigest: digestA, ExpiresAtMs: t0 + 30_000},
-		Waiters: []Waiter{
+		Waiters: []lockstate.Waiter{
 			{Owner: "w", RequestID: "q2", DeadlineMs: t0 + 8, PollUntilMs: t0 + 7, JoinedMs: t0 + 1,
 				OperationRoot: "sha256:NOT-HEX", OperationClass: "c", TTLMs: 9, ParamsDigest: "p2", SeenMs: -10},
 			{Owner: "v", RequestID: "q3", OperationRoot: strings.ToUpper(digestA), ParamsDigest: digestA},
 		},
-		Ended: []EndedLease{
+		Ended: []lockstate.EndedLease{
 			{Lease: "l1", Owner: "o0", State: grant.StateReleased, AtMs: t0 - 11},
 			{Lease: "l2", Owner: "o1", State: grant.StateExpired, AtMs: t0 - 1, Broken: true},
 		},
 	}
 }
 
-func fullEntry() *RequestEntry {
+func fullEntry() *lockstate.RequestEntry {
 	h := fullRecord().Holder
-	return &RequestEntry{Grant: h.Grant, ParamsDigest: h.ParamsDigest, State: grant.StateRevoked, EndedAtMs: t0 + 9}
+	return &lockstate.RequestEntry{Grant: h.Grant, ParamsDigest: h.ParamsDigest, State: grant.StateRevoked, EndedAtMs: t0 + 9}
 }
 
 func TestStoredFormsRoundTrip(t *testing.T) {
-	recs := map[string]*Record{"full": fullRecord(), "empty": {}, "held": held("a", 4, t0)}
+	recs := map[string]*lockstate.Record{"full": fullRecord(), "empty": {}, "held": held("a", 4, t0)}
 	for name, rec := range recs {
 		for _, f := range []StoredForm{FormCompact, FormJSON} {
 			b := f.EncodeRecord(rec)
@@ -140,11 +167,11 @@ func TestCompactDecoderIsStrict(t *testing.T) {
 	corrupt("an entry read as a record", entry, true)
 	corrupt("a record read as an entry", rec, false)
 	// highestFence 0 spelled in two bytes.
-	corrupt("non-minimal varint", append([]byte{markRecordV1, 0x80, 0x00}, EncodeRecord(&Record{})[2:]...), true)
+	corrupt("non-minimal varint", append([]byte{markRecordV1, 0x80, 0x00}, EncodeRecord(&lockstate.Record{})[2:]...), true)
 	// A short digest spelled long.
-	long := EncodeRequestEntry(&RequestEntry{State: grant.StateHeld})
+	long := EncodeRequestEntry(&lockstate.RequestEntry{State: grant.StateHeld})
 	e := encoder{b: []byte{markEntryV1}}
-	e.grantBody(&GrantBody{})
+	e.grantBody(&lockstate.GrantBody{})
 	e.byte(0)
 	e.str(digestA)
 	e.state(grant.StateHeld)
@@ -152,7 +179,7 @@ func TestCompactDecoderIsStrict(t *testing.T) {
 	corrupt("digest spelled long", e.b, false)
 	corrupt("state byte 0", append(long[:len(long)-2:len(long)-2], 0, 0), false)
 	corrupt("state byte 5", append(long[:len(long)-2:len(long)-2], 5, 0), false)
-	corrupt("holder flag 2", append([]byte{markRecordV1, 0, 0, 0, 2}, EncodeRecord(&Record{})[5:]...), true)
+	corrupt("holder flag 2", append([]byte{markRecordV1, 0, 0, 0, 2}, EncodeRecord(&lockstate.Record{})[5:]...), true)
 	// A holder whose fence is above the highest: the invariant, not the form.
 	bad := fullRecord()
 	bad.HighestFence = 1
@@ -166,7 +193,7 @@ func fuzzSeeds() map[string][]byte {
 	return map[string][]byte{
 		"record-compact":   EncodeRecord(fullRecord()),
 		"record-json":      FormJSON.EncodeRecord(fullRecord()),
-		"record-empty":     EncodeRecord(&Record{}),
+		"record-empty":     EncodeRecord(&lockstate.Record{}),
 		"entry-compact":    EncodeRequestEntry(fullEntry()),
 		"entry-json":       FormJSON.EncodeRequestEntry(fullEntry()),
 		"record-truncated": EncodeRecord(fullRecord())[:40],

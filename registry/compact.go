@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/registry/lockstate"
 )
 
 // The compact stored form, version 1: a marker byte naming the kind and
@@ -96,7 +97,7 @@ func b2byte(b bool) byte {
 	return 0
 }
 
-func (e *encoder) grantBody(g *GrantBody) {
+func (e *encoder) grantBody(g *lockstate.GrantBody) {
 	e.str(g.Resource)
 	e.str(g.Owner)
 	e.str(g.RequestID)
@@ -111,7 +112,7 @@ func (e *encoder) grantBody(g *GrantBody) {
 	e.int(g.HeldUntilMs)
 }
 
-func encodeRecordCompact(rec *Record) []byte {
+func encodeRecordCompact(rec *lockstate.Record) []byte {
 	e := encoder{b: make([]byte, 0, 128+96*len(rec.Waiters)+48*len(rec.Ended))}
 	e.byte(markRecordV1)
 	e.uint(rec.HighestFence)
@@ -149,7 +150,7 @@ func encodeRecordCompact(rec *Record) []byte {
 	return e.b
 }
 
-func encodeEntryCompact(en *RequestEntry) []byte {
+func encodeEntryCompact(en *lockstate.RequestEntry) []byte {
 	e := encoder{b: make([]byte, 0, 160)}
 	e.byte(markEntryV1)
 	e.grantBody(&en.Grant)
@@ -289,8 +290,8 @@ func (d *decoder) count(minBytes int) int {
 	return int(n)
 }
 
-func (d *decoder) grantBody() GrantBody {
-	return GrantBody{
+func (d *decoder) grantBody() lockstate.GrantBody {
+	return lockstate.GrantBody{
 		Resource: d.str(), Owner: d.str(), RequestID: d.str(), Lease: d.str(),
 		OperationRoot: d.digest(), OperationClass: d.str(),
 		FenceToken: d.uint(), PolicyGeneration: d.uint(), IssuerEpoch: d.uint(), TTLMs: d.uint(),
@@ -314,26 +315,26 @@ const (
 	endedBytesMin  = 5
 )
 
-func decodeRecordCompact(b []byte) (*Record, error) {
+func decodeRecordCompact(b []byte) (*lockstate.Record, error) {
 	d := decoder{b: b[1:]}
-	rec := &Record{HighestFence: d.uint(), Floor: d.uint(), PolicyGeneration: d.uint()}
+	rec := &lockstate.Record{HighestFence: d.uint(), Floor: d.uint(), PolicyGeneration: d.uint()}
 	if d.flag() {
-		rec.Holder = &Holder{Grant: d.grantBody(), ParamsDigest: d.digest(), ExpiresAtMs: d.int()}
+		rec.Holder = &lockstate.Holder{Grant: d.grantBody(), ParamsDigest: d.digest(), ExpiresAtMs: d.int()}
 	}
 	rec.FreeAtMs = d.int()
 	if n := d.count(waiterBytesMin); n > 0 {
-		rec.Waiters = make([]Waiter, n)
+		rec.Waiters = make([]lockstate.Waiter, n)
 		for i := range rec.Waiters {
-			rec.Waiters[i] = Waiter{
+			rec.Waiters[i] = lockstate.Waiter{
 				Owner: d.str(), RequestID: d.str(), DeadlineMs: d.int(), PollUntilMs: d.int(), JoinedMs: d.int(),
 				OperationRoot: d.digest(), OperationClass: d.str(), TTLMs: d.uint(), ParamsDigest: d.digest(), SeenMs: d.int(),
 			}
 		}
 	}
 	if n := d.count(endedBytesMin); n > 0 {
-		rec.Ended = make([]EndedLease, n)
+		rec.Ended = make([]lockstate.EndedLease, n)
 		for i := range rec.Ended {
-			rec.Ended[i] = EndedLease{Lease: d.str(), Owner: d.str(), State: d.state(), AtMs: d.int(), Broken: d.flag()}
+			rec.Ended[i] = lockstate.EndedLease{Lease: d.str(), Owner: d.str(), State: d.state(), AtMs: d.int(), Broken: d.flag()}
 		}
 	}
 	if err := d.end(); err != nil {
@@ -342,9 +343,9 @@ func decodeRecordCompact(b []byte) (*Record, error) {
 	return rec, nil
 }
 
-func decodeEntryCompact(b []byte) (*RequestEntry, error) {
+func decodeEntryCompact(b []byte) (*lockstate.RequestEntry, error) {
 	d := decoder{b: b[1:]}
-	e := &RequestEntry{Grant: d.grantBody(), ParamsDigest: d.digest(), State: d.state(), EndedAtMs: d.int()}
+	e := &lockstate.RequestEntry{Grant: d.grantBody(), ParamsDigest: d.digest(), State: d.state(), EndedAtMs: d.int()}
 	if err := d.end(); err != nil {
 		return nil, err
 	}

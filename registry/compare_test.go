@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/lockstate"
 	"github.com/fencegate/fencegate/wire"
 )
 
@@ -18,7 +19,7 @@ import (
 type blindStore struct{ registry.Store }
 
 func (b blindStore) Commit(ctx context.Context, w registry.Write) (registry.CommitResult, error) {
-	var keys []registry.RequestKey
+	var keys []lockstate.RequestKey
 	for _, rw := range w.Requests {
 		keys = append(keys, rw.Key)
 	}
@@ -28,7 +29,7 @@ func (b blindStore) Commit(ctx context.Context, w registry.Write) (registry.Comm
 	}
 	w.RecordRev, w.SettingsRev = cur.RecordRev, cur.SettingsRev
 	for i := range w.Requests {
-		w.Requests[i].ModRev = cur.Slot(w.Requests[i].Key).ModRev
+		w.Requests[i].ModRev = cur.Requests[i].ModRev // Read answers one slot per key, in order
 	}
 	return b.Store.Commit(ctx, w)
 }

@@ -3,6 +3,7 @@ package registry
 import (
 	"fmt"
 
+	"github.com/fencegate/fencegate/registry/lockstate"
 	"github.com/fencegate/fencegate/wire"
 )
 
@@ -83,7 +84,7 @@ type Config struct {
 	// RequestRetentionMs is how long a request ID is remembered after its
 	// grant ended (expired, released or revoked); a retry within it gets
 	// the same grant and its final state (EXPIRED for a lease older than
-	// the record's EndedLeasesMax ended ones), never a new grant. A
+	// the record's lockstate.EndedLeasesMax ended ones), never a new grant. A
 	// request whose grant is still HELD is never forgotten. Retention
 	// counts from the end as the record places it: for a lease out of its
 	// record's Ended, from the oldest end Ended remembers (endedAtMs), so
@@ -109,15 +110,6 @@ type Config struct {
 // TTL with its default margins (client.TTLMin(client.Options{})), which
 // a client test pins to this value.
 const TTLMsMinDefault = 2000
-
-// EndedLeasesMax is how many ended leases a resource record remembers, so
-// a retried Release is idempotent, Renew can say EXPIRED rather than
-// NOT_HOLDER, and a request's entry, written once, answers how its lease
-// ended. An older lease answers EXPIRED through the request-ID index
-// (QueryRequest, a retried Acquire): ended, whatever ended it. Kept small:
-// the record is rewritten on every acquire and release, and its size is
-// paid in every fsync'd write.
-const EndedLeasesMax = 2
 
 // DefaultConfig returns the defaults for the given issuer epoch.
 func DefaultConfig(issuerEpoch uint64) Config {
@@ -153,6 +145,17 @@ func (c *Config) fill() {
 		c.CacheResourcesMax = 4096
 	}
 	c.TTLMsDefault = min(max(c.TTLMsDefault, c.TTLMsMin), c.TTLMsMax)
+}
+
+// limits is what the decisions (package lockstate) read of c.
+func (c Config) limits() lockstate.Limits {
+	return lockstate.Limits{
+		IssuerEpoch: c.IssuerEpoch, SeparateStatus: c.SeparateStatus,
+		TTLMsMin: c.TTLMsMin, TTLMsMax: c.TTLMsMax, TTLMsDefault: c.TTLMsDefault,
+		LockDelayMs: c.LockDelayMs, ClockSkewMaxMs: c.ClockSkewMaxMs, StatusProofTTLMs: c.StatusProofTTLMs,
+		WaitersPerResourceMax: c.WaitersPerResourceMax, WaitMsMax: c.WaitMsMax,
+		HandoffClaimMs: c.HandoffClaimMs, WaiterGraceMs: c.WaiterGraceMs, RequestRetentionMs: c.RequestRetentionMs,
+	}
 }
 
 // Validate fills defaults and checks the limits against each other.

@@ -6,14 +6,17 @@
 //
 // # Core and shell
 //
-// The decisions are pure functions of (record, input, now, config) in the
-// core_*.go files: no I/O, no clock, no randomness. The Registry methods are
-// the shell: read from a Store, decide, compare-and-swap, sign. Time comes
-// only from the injected Clock (expiry, the waits' timers, the sweep) and
-// randomness only from WithRand (the backoff between retries). A waiting
-// acquire is an Acquisition, stepped by Acquire with store watches and
-// timers, and by the simulator with its event queue: the simulator runs
-// the same core, waiters and handoffs included.
+// The decisions are pure functions of (record, settings, input, now,
+// limits) in package lockstate, which imports no I/O and reads no clock
+// (its deps_test.go pins both). The Registry methods are the shell: read
+// a Snapshot from the Store, call one decision with the clock's now,
+// compare-and-swap what it returns, sign the answer; a decision never
+// calls back into the shell. Time comes only from the injected Clock
+// (expiry, the waits' timers, the sweep) and randomness only from
+// WithRand (the backoff between retries). A waiting acquire is an
+// Acquisition, stepped by Acquire with store watches and timers, and by
+// the simulator with its event queue: the simulator runs the same shell
+// and core, waiters and handoffs included.
 //
 // # Backend revision
 //
@@ -58,12 +61,16 @@
 // # Request IDs
 //
 // A request ID is scoped to its owner. Its entry (the grant, a digest of
-// the parameters, the state) is written in the granting transaction and
-// updated in the transaction that ends the lease; a retry with the same
-// parameters gets the same grant with a fresh status, other parameters get
-// ErrRequestMismatch. Entries are kept RequestRetentionMs after the lease
-// ended (SweepRequests deletes them later); a live grant's entry is never
-// removed.
+// the parameters, the state HELD) is written once, in the granting
+// transaction, and never again: how and when its lease ended is read from
+// the resource's record (its holder, the ended leases it remembers, its
+// fences: lockstate.EntryState), so a lock cycle writes its record twice
+// and its entry once (an entry an earlier version wrote again at its
+// lease's end keeps the final state it holds). A retry with the same
+// parameters gets the same grant with a fresh status, other parameters
+// get ErrRequestMismatch. Entries are kept RequestRetentionMs after the
+// lease ended, as the record places that end (SweepRequests deletes them
+// later); a live grant's entry is never removed.
 //
 // # What a lease does not do
 //

@@ -18,6 +18,7 @@ import (
 	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/lockstate"
 	"github.com/fencegate/fencegate/registry/memstore"
 	"github.com/fencegate/fencegate/wire"
 )
@@ -33,7 +34,7 @@ type watchingStore struct {
 	commits    int
 }
 
-func (s *watchingStore) Read(ctx context.Context, res string, keys []registry.RequestKey) (registry.Snapshot, error) {
+func (s *watchingStore) Read(ctx context.Context, res string, keys []lockstate.RequestKey) (registry.Snapshot, error) {
 	s.mu.Lock()
 	s.calls++
 	s.mu.Unlock()

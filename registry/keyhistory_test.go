@@ -22,6 +22,7 @@ import (
 
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/lockstate"
 	"github.com/fencegate/fencegate/wire"
 )
 
@@ -273,7 +274,7 @@ func TestKeyHistoryStoredFormIsStrict(t *testing.T) {
 	for name, b := range map[string][]byte{
 		"empty":         {},
 		"JSON":          []byte(`{"keys":[]}`),
-		"a record":      registry.EncodeRecord(&registry.Record{}),
+		"a record":      registry.EncodeRecord(&lockstate.Record{}),
 		"trailing byte": append(bytes.Clone(good), 0),
 		"truncated":     good[:len(good)-1],
 		"out of order":  swapped,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/registry/lockstate"
 	"github.com/fencegate/fencegate/wire"
 )
 
@@ -17,40 +18,40 @@ func (r *Registry) Renew(ctx context.Context, owner, resource, lease string) (wi
 		return wire.Issued{}, err
 	}
 	var (
-		dec leaseDecision
+		dec lockstate.LeaseDecision
 		at  int64
 	)
 	s, rev, err := r.casLoop(ctx, resource, nil, true, func(s *Snapshot, now int64) (*Write, error) {
 		var err error
 		at = now
-		if dec, err = decideRenew(recordOf(s), s.Settings, owner, lease, now, r.cfg); err != nil {
+		if dec, err = lockstate.DecideRenew(recordOf(s), s.Settings, owner, lease, now, r.lim); err != nil {
 			return nil, err
 		}
-		return writeFor(s, dec.record, dec.entries), nil
+		return writeFor(s, dec.Record, dec.Entries), nil
 	})
 	if err != nil {
 		return wire.Issued{}, err
 	}
-	backendRev, err := r.backendRevision(ctx, owner, dec.holder.Grant)
+	backendRev, err := r.backendRevision(ctx, owner, dec.Holder.Grant)
 	if err != nil {
 		return wire.Issued{}, err
 	}
-	return r.issue(dec.holder.Grant, backendRev, grant.StateHeld, dec.holder.ExpiresAtMs, max(rev, s.Revision), at, s.Settings)
+	return r.issue(dec.Holder.Grant, backendRev, grant.StateHeld, dec.Holder.ExpiresAtMs, max(rev, s.Revision), at, s.Settings)
 }
 
 // backendRevision is the create revision of the held grant's request
 // entry: remembered when this Registry issued or answered for the grant,
 // read otherwise.
-func (r *Registry) backendRevision(ctx context.Context, owner string, body GrantBody) (uint64, error) {
+func (r *Registry) backendRevision(ctx context.Context, owner string, body lockstate.GrantBody) (uint64, error) {
 	if rev, ok := r.memo.backendRev(body); ok {
 		return rev, nil
 	}
-	key := RequestKey{Owner: owner, RequestID: body.RequestID}
-	es, err := r.read(ctx, "", []RequestKey{key})
+	key := lockstate.RequestKey{Owner: owner, RequestID: body.RequestID}
+	es, err := r.read(ctx, "", []lockstate.RequestKey{key})
 	if err != nil {
 		return 0, err
 	}
-	slot := es.Slot(key)
+	slot := es.slot(key)
 	if slot.Entry == nil || slot.Entry.Grant.Lease != body.Lease {
 		return 0, fmt.Errorf("%w: lease %s has no request entry", wire.ErrCorrupt, body.Lease)
 	}
@@ -67,11 +68,11 @@ func (r *Registry) Release(ctx context.Context, owner, resource, lease string) e
 		return err
 	}
 	_, _, err := r.casLoop(ctx, resource, nil, true, func(s *Snapshot, now int64) (*Write, error) {
-		dec, err := decideRelease(recordOf(s), s.Settings, owner, lease, now, r.cfg, s.taken)
+		dec, err := lockstate.DecideRelease(recordOf(s), s.Settings, owner, lease, now, r.lim, takenKeys(s))
 		if err != nil {
 			return nil, err
 		}
-		return writeFor(s, dec.record, dec.entries), nil
+		return writeFor(s, dec.Record, dec.Entries), nil
 	})
 	return err
 }

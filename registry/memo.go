@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/registry/lockstate"
 )
 
 // The grant memo keeps, per lease this Registry issued or answered for,
@@ -24,7 +25,7 @@ import (
 const grantMemosMax = 16_384
 
 type grantMemo struct {
-	body       GrantBody
+	body       lockstate.GrantBody
 	backendRev uint64
 	digest     grant.Digest
 	proof      string
@@ -38,7 +39,7 @@ type grantMemos struct {
 func memoKey(resource, lease string) string { return resource + "\x00" + lease }
 
 // backendRev returns the remembered backend revision of body's grant.
-func (g *grantMemos) backendRev(body GrantBody) (uint64, bool) {
+func (g *grantMemos) backendRev(body lockstate.GrantBody) (uint64, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	e, ok := g.m[memoKey(body.Resource, body.Lease)]
@@ -49,7 +50,7 @@ func (g *grantMemos) backendRev(body GrantBody) (uint64, bool) {
 }
 
 // proof returns the remembered proof of the grant with digest d.
-func (g *grantMemos) proof(body GrantBody, d grant.Digest) (string, bool) {
+func (g *grantMemos) proof(body lockstate.GrantBody, d grant.Digest) (string, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	e, ok := g.m[memoKey(body.Resource, body.Lease)]
@@ -61,7 +62,7 @@ func (g *grantMemos) proof(body GrantBody, d grant.Digest) (string, bool) {
 
 // remember records a grant as issued: its body, backend revision, digest
 // and proof.
-func (g *grantMemos) remember(body GrantBody, backendRev uint64, d grant.Digest, proof string) {
+func (g *grantMemos) remember(body lockstate.GrantBody, backendRev uint64, d grant.Digest, proof string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	k := memoKey(body.Resource, body.Lease)
@@ -76,7 +77,7 @@ func (g *grantMemos) remember(body GrantBody, backendRev uint64, d grant.Digest,
 
 // signGrant signs the grant unless its proof is remembered, and
 // remembers it: a fresh held-form grant's one signature.
-func (r *Registry) signGrant(body GrantBody, g *grant.Grant) (string, error) {
+func (r *Registry) signGrant(body lockstate.GrantBody, g *grant.Grant) (string, error) {
 	d := g.Digest()
 	if gp, ok := r.memo.proof(body, d); ok {
 		return gp, nil
@@ -92,7 +93,7 @@ func (r *Registry) signGrant(body GrantBody, g *grant.Grant) (string, error) {
 // signPair signs the grant (unless its proof is remembered) and the status,
 // the two on separate goroutines when both are needed: they are the bulk
 // of an acquire's CPU outside the store.
-func (r *Registry) signPair(body GrantBody, g *grant.Grant, st *grant.Status) (string, string, error) {
+func (r *Registry) signPair(body lockstate.GrantBody, g *grant.Grant, st *grant.Status) (string, string, error) {
 	d := g.Digest()
 	if gp, ok := r.memo.proof(body, d); ok {
 		sp, err := r.signer.Sign(st)

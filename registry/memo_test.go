@@ -15,6 +15,7 @@ import (
 
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/lockstate"
 	"github.com/fencegate/fencegate/registry/memstore"
 	"github.com/fencegate/fencegate/testkit/fakeclock"
 	"github.com/fencegate/fencegate/wire"
@@ -26,7 +27,7 @@ type countingStore struct {
 	reads atomic.Int64
 }
 
-func (c *countingStore) Read(ctx context.Context, resource string, keys []registry.RequestKey) (registry.Snapshot, error) {
+func (c *countingStore) Read(ctx context.Context, resource string, keys []lockstate.RequestKey) (registry.Snapshot, error) {
 	c.reads.Add(1)
 	return c.Store.Read(ctx, resource, keys)
 }

@@ -6,7 +6,7 @@ import (
 	"github.com/fencegate/fencegate/grant"
 )
 
-// Observer hears of the events only the registry core sees. Each event is
+// Observer hears of the events only the registry sees. Each event is
 // reported by the registry that committed it, once per commit, so the sum
 // over replicas counts every event once.
 type Observer interface {

@@ -1,8 +1,9 @@
 // This file proves a lock cycle writes each request entry once, at grant:
 // an acquire puts the record and the new entry, a release puts the
-// record alone, never the ended lease's entry again (core_test.go shows
-// the same of a handoff, an expiry and a revocation, decision by decision). A negative control replays the
-// old release, which wrote the entry again, and shows the count catch it.
+// record alone, never the ended lease's entry again
+// (lockstate/decide_test.go shows the same of a handoff, an expiry and a
+// revocation, decision by decision). A negative control replays the old
+// release, which wrote the entry again, and shows the count catch it.
 package registry_test
 
 import (
@@ -13,6 +14,7 @@ import (
 
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/lockstate"
 	"github.com/fencegate/fencegate/registry/memstore"
 	"github.com/fencegate/fencegate/testkit/fakeclock"
 )
@@ -22,7 +24,7 @@ type putCount struct {
 	records  int // record puts
 	entries  int // request-entry puts
 	rewrites int // puts over an entry that already existed
-	live     map[registry.RequestKey]bool
+	live     map[lockstate.RequestKey]bool
 }
 
 func (p *putCount) hook(c *memstore.Committed) {
@@ -53,7 +55,7 @@ func cycles(t *testing.T, n int, wrap func(registry.Store) registry.Store) *putC
 	ctx := context.Background()
 	k, _ := testKey(t)
 	mem := memstore.New()
-	count := &putCount{live: map[registry.RequestKey]bool{}}
+	count := &putCount{live: map[lockstate.RequestKey]bool{}}
 	mem.OnCommit(count.hook)
 	clk := fakeclock.New(time.Date(2026, 7, 19, 10, 0, 0, 0, time.UTC))
 	reg, err := registry.New(wrap(mem), registry.DefaultConfig(epoch), clk, k)
@@ -102,8 +104,8 @@ func (s *rewritingStore) Commit(ctx context.Context, w registry.Write) (registry
 	if w.Record != nil && w.RecordWas != nil && w.RecordWas.Holder != nil && w.Record.Holder == nil {
 		h := w.RecordWas.Holder
 		w.Requests = append(w.Requests, registry.RequestWrite{
-			Key: registry.RequestKey{Owner: h.Grant.Owner, RequestID: h.Grant.RequestID},
-			Entry: &registry.RequestEntry{Grant: h.Grant, ParamsDigest: h.ParamsDigest,
+			Key: lockstate.RequestKey{Owner: h.Grant.Owner, RequestID: h.Grant.RequestID},
+			Entry: &lockstate.RequestEntry{Grant: h.Grant, ParamsDigest: h.ParamsDigest,
 				State: grant.StateReleased, EndedAtMs: 1},
 		})
 	}

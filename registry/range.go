@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/fencegate/fencegate/registry/lockstate"
 	"github.com/fencegate/fencegate/wire"
 )
 
@@ -14,8 +15,8 @@ import (
 // that went back) is reported rather than waited for.
 const bumpWaitMsMax = 2500
 
-func rangeOf(set Settings, rev uint64) wire.FenceRange {
-	first, last := FenceRangeOf(set.FenceGeneration)
+func rangeOf(set lockstate.Settings, rev uint64) wire.FenceRange {
+	first, last := lockstate.FenceRangeOf(set.FenceGeneration)
 	fr := wire.FenceRange{Generation: set.FenceGeneration, First: first, Last: last, Revision: rev}
 	if set.FenceBumpedAtMs != 0 {
 		at := fromMs(set.FenceBumpedAtMs)
@@ -56,9 +57,9 @@ func ReadFenceRange(ctx context.Context, store Store) (wire.FenceRange, error) {
 // bump returns only once the clock has passed that second by the skew
 // bound, so a later bump anywhere (clocks in bound) takes a higher one.
 func (r *Registry) BumpFenceRange(ctx context.Context, above uint64) (wire.FenceRange, error) {
-	var out Settings
+	var out lockstate.Settings
 	_, rev, err := r.casLoop(ctx, "", nil, false, func(s *Snapshot, now int64) (*Write, error) {
-		next, err := decideBump(s.Settings, BumpInput{NowMs: now, Above: above, Seen: r.generationSeen()})
+		next, err := lockstate.DecideBump(s.Settings, lockstate.BumpInput{NowMs: now, Above: above, Seen: r.generationSeen()})
 		if err != nil {
 			return nil, err
 		}
@@ -82,7 +83,7 @@ func BumpFenceRange(ctx context.Context, store Store, clk Clock, above, skewMaxM
 	const retriesMax = 32
 	s, err := store.Read(ctx, "", nil)
 	for try := 0; err == nil; try++ {
-		next, derr := decideBump(s.Settings, BumpInput{NowMs: toMs(clk.Now()), Above: above})
+		next, derr := lockstate.DecideBump(s.Settings, lockstate.BumpInput{NowMs: toMs(clk.Now()), Above: above})
 		if derr != nil {
 			return wire.FenceRange{}, derr
 		}
@@ -141,7 +142,7 @@ func (r *Registry) generationSeen() uint64 {
 // old range signed after a newer range was in use is a gate's proof of a
 // regression, and pauses the resource. Refusing instead keeps the
 // resource running once an operator bumps the range again.
-func (r *Registry) checkGeneration(set Settings) error {
+func (r *Registry) checkGeneration(set lockstate.Settings) error {
 	if seen := r.generationSeen(); set.FenceGeneration < seen {
 		return fmt.Errorf("%w: the store's fence generation is %d, below %d, which this registry has read before: the store went back (a restore?); bump the range (fencegate fence-range bump)",
 			wire.ErrFenceRange, set.FenceGeneration, seen)

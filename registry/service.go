@@ -8,13 +8,15 @@ import (
 	"sync"
 
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/registry/lockstate"
 	"github.com/fencegate/fencegate/wire"
 )
 
-// Registry is the imperative shell around the registry core: it reads a
-// resource's record from the Store, applies a pure decision at the clock's
-// now, compare-and-swaps the result (retrying a bounded number of times on
-// conflict), and signs what it issues. It keeps no state of its own beyond
+// Registry is the imperative shell around the registry's decisions
+// (package lockstate): it reads a resource's record from the Store,
+// applies a pure decision at the clock's now, compare-and-swaps the result
+// (retrying a bounded number of times on conflict), and signs what it
+// issues. It keeps no state of its own beyond
 // a cache of records that only saves round trips, so any number of
 // Registries may share one Store.
 //
@@ -23,6 +25,7 @@ import (
 type Registry struct {
 	store  Store
 	cfg    Config
+	lim    lockstate.Limits // what the decisions read of cfg
 	clock  Clock
 	signer *grant.SigningKey
 
@@ -44,13 +47,13 @@ type Registry struct {
 }
 
 type cachedRecord struct {
-	record *Record
+	record *lockstate.Record
 	raw    []byte // its stored bytes, when it came from a read
 	rev    uint64
 }
 
 type cachedSettings struct {
-	settings Settings
+	settings lockstate.Settings
 	rev      uint64
 	known    bool
 }
@@ -67,16 +70,16 @@ func WithRand(src rand.Source) Option {
 
 // New returns a Registry over store. cfg is validated and its defaults
 // filled; signer signs every grant and status proof under cfg.IssuerEpoch;
-// clock is the registry's only time source (expiry, waits, sweeps).
-func New(store Store, cfg Config, clock Clock, signer *grant.SigningKey, opts ...Option) (*Registry, error) {
-	if store == nil || clock == nil || signer == nil {
+// clk is the registry's only time source (expiry, waits, sweeps).
+func New(store Store, cfg Config, clk Clock, signer *grant.SigningKey, opts ...Option) (*Registry, error) {
+	if store == nil || clk == nil || signer == nil {
 		return nil, fmt.Errorf("%w: new: store, clock and signer are required", wire.ErrInvalid)
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	r := &Registry{
-		store: store, cfg: cfg, clock: clock, signer: signer,
+		store: store, cfg: cfg, lim: cfg.limits(), clock: clk, signer: signer,
 		cache: make(map[string]cachedRecord),
 	}
 	for _, o := range opts {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/registry/lockstate"
 	"github.com/fencegate/fencegate/wire"
 )
 
@@ -21,14 +22,14 @@ type decideFunc func(s *Snapshot, now int64) (*Write, error)
 // a fresh, linearizable snapshot: a stale cache may cost a failed compare,
 // never a wrong answer. It returns the snapshot decided on and, when a
 // write committed, its revision (0 otherwise).
-func (r *Registry) casLoop(ctx context.Context, resource string, keys []RequestKey, cached bool, decide decideFunc) (Snapshot, uint64, error) {
+func (r *Registry) casLoop(ctx context.Context, resource string, keys []lockstate.RequestKey, cached bool, decide decideFunc) (Snapshot, uint64, error) {
 	return r.casLoopMode(ctx, resource, keys, cached, false, decide)
 }
 
 // casLoopMode is casLoop; with staleOK a decision that writes nothing may
 // stand on the cache (a waiter that stays queued needs no fresh read: the
 // next event or poll brings one).
-func (r *Registry) casLoopMode(ctx context.Context, resource string, keys []RequestKey, cached, staleOK bool, decide decideFunc) (Snapshot, uint64, error) {
+func (r *Registry) casLoopMode(ctx context.Context, resource string, keys []lockstate.RequestKey, cached, staleOK bool, decide decideFunc) (Snapshot, uint64, error) {
 	s, fresh := Snapshot{}, false
 	if cached {
 		s, cached = r.cachedSnapshot(resource, keys)
@@ -95,7 +96,7 @@ func (r *Registry) casLoopMode(ctx context.Context, resource string, keys []Requ
 }
 
 // read takes a linearizable snapshot and refreshes the cache from it.
-func (r *Registry) read(ctx context.Context, resource string, keys []RequestKey) (Snapshot, error) {
+func (r *Registry) read(ctx context.Context, resource string, keys []lockstate.RequestKey) (Snapshot, error) {
 	s, err := r.store.Read(ctx, resource, keys)
 	if err != nil {
 		return s, storeError("read", err)
@@ -117,14 +118,14 @@ func storeError(op string, err error) error {
 // writeFor builds the compare-and-swap of a decision made on s: the record
 // and settings compared at the revisions s saw, each granted request's new
 // entry compared as s saw it (absent, unless s is wrong).
-func writeFor(s *Snapshot, rec *Record, entries []entryPut) *Write {
+func writeFor(s *Snapshot, rec *lockstate.Record, entries []lockstate.EntryPut) *Write {
 	if rec == nil && len(entries) == 0 {
 		return nil
 	}
 	w := &Write{Resource: s.Resource, RecordRev: s.RecordRev, Record: rec, SettingsRev: s.SettingsRev}
 	for _, p := range entries {
-		e := p.entry
-		w.Requests = append(w.Requests, RequestWrite{Key: p.key, Entry: &e, Compare: true, ModRev: s.Slot(p.key).ModRev})
+		e := p.Entry
+		w.Requests = append(w.Requests, RequestWrite{Key: p.Key, Entry: &e, Compare: true, ModRev: s.slot(p.Key).ModRev})
 	}
 	return w
 }
@@ -135,7 +136,7 @@ func (r *Registry) now() int64 { return toMs(r.clock.Now()) }
 // granted, or a waiter handed the lease): a grant carrying its own HELD
 // statement is signed alone, the answer's Status nil; an earlier-form
 // grant (Config.SeparateStatus) gets a HELD status as issue gives it.
-func (r *Registry) issueFresh(body GrantBody, createRev uint64, expiresAtMs int64, statusRev uint64, now int64, set Settings) (wire.Issued, error) {
+func (r *Registry) issueFresh(body lockstate.GrantBody, createRev uint64, expiresAtMs int64, statusRev uint64, now int64, set lockstate.Settings) (wire.Issued, error) {
 	if body.HeldUntilMs == 0 {
 		return r.issue(body, createRev, grant.StateHeld, expiresAtMs, statusRev, now, set)
 	}
@@ -159,7 +160,7 @@ func (r *Registry) issueFresh(body GrantBody, createRev uint64, expiresAtMs int6
 
 // checkSigning refuses to sign under a revoked epoch of this registry or
 // under settings older than it has seen (checkGeneration).
-func (r *Registry) checkSigning(set Settings) error {
+func (r *Registry) checkSigning(set lockstate.Settings) error {
 	if r.cfg.IssuerEpoch < set.RevokedBelowEpoch {
 		return fmt.Errorf("%w: this registry's epoch %d is below %d", wire.ErrEpochRevoked, r.cfg.IssuerEpoch, set.RevokedBelowEpoch)
 	}
@@ -171,14 +172,14 @@ func (r *Registry) checkSigning(set Settings) error {
 // status query's. A revoked grant gets neither proof, and nothing is
 // signed under settings older than the registry has seen
 // (checkGeneration).
-func (r *Registry) issue(body GrantBody, createRev uint64, state grant.State, expiresAtMs int64, statusRev uint64, now int64, set Settings) (wire.Issued, error) {
+func (r *Registry) issue(body lockstate.GrantBody, createRev uint64, state grant.State, expiresAtMs int64, statusRev uint64, now int64, set lockstate.Settings) (wire.Issued, error) {
 	g, err := body.Grant(createRev)
 	if err != nil {
 		return wire.Issued{}, err
 	}
 	st := &grant.Status{
 		Grant: g.Digest(), State: state, BackendRevision: statusRev, IssuerEpoch: r.cfg.IssuerEpoch,
-		IssuedAt: fromMs(now), ValidUntil: fromMs(statusValidUntil(state, expiresAtMs, now, r.cfg)),
+		IssuedAt: fromMs(now), ValidUntil: fromMs(lockstate.StatusValidUntil(state, expiresAtMs, now, r.lim)),
 	}
 	out := wire.Issued{Grant: g, Status: st}
 	if state == grant.StateHeld {
@@ -222,8 +223,8 @@ func (r *Registry) backoff(ctx context.Context, conflicts int) error {
 
 // readKeys is keys plus every request key the write compares, so a failed
 // compare returns what the next decision needs to see.
-func readKeys(keys []RequestKey, w *Write) []RequestKey {
-	out := append([]RequestKey(nil), keys...)
+func readKeys(keys []lockstate.RequestKey, w *Write) []lockstate.RequestKey {
+	out := append([]lockstate.RequestKey(nil), keys...)
 	for _, rw := range w.Requests {
 		if rw.Compare && !slices.Contains(out, rw.Key) {
 			out = append(out, rw.Key)

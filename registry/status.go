@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/registry/lockstate"
 	"github.com/fencegate/fencegate/wire"
 )
 
@@ -19,8 +20,8 @@ func (r *Registry) Status(ctx context.Context, g *grant.Grant) (wire.Issued, err
 	if err := g.Validate(); err != nil {
 		return wire.Issued{}, fmt.Errorf("%w: status: %w", wire.ErrInvalid, err)
 	}
-	key := RequestKey{Owner: g.Owner, RequestID: g.RequestID}
-	s, err := r.read(ctx, g.Resource, []RequestKey{key})
+	key := lockstate.RequestKey{Owner: g.Owner, RequestID: g.RequestID}
+	s, err := r.read(ctx, g.Resource, []lockstate.RequestKey{key})
 	if err != nil {
 		return wire.Issued{}, err
 	}
@@ -45,17 +46,17 @@ func (r *Registry) QueryRequest(ctx context.Context, owner, requestID string) (w
 	if err := grant.ValidateToken(requestID); err != nil {
 		return wire.Issued{}, fmt.Errorf("%w: requestId: %v", wire.ErrInvalid, err)
 	}
-	key := RequestKey{Owner: owner, RequestID: requestID}
-	es, err := r.read(ctx, "", []RequestKey{key})
+	key := lockstate.RequestKey{Owner: owner, RequestID: requestID}
+	es, err := r.read(ctx, "", []lockstate.RequestKey{key})
 	if err != nil {
 		return wire.Issued{}, err
 	}
-	e := es.Slot(key).Entry
+	e := es.slot(key).Entry
 	if e == nil {
 		return wire.Issued{}, fmt.Errorf("%w: request %s", wire.ErrNotFound, requestID)
 	}
 	// Read the entry again with its resource, at one revision.
-	s, err := r.read(ctx, e.Grant.Resource, []RequestKey{key})
+	s, err := r.read(ctx, e.Grant.Resource, []lockstate.RequestKey{key})
 	if err != nil {
 		return wire.Issued{}, err
 	}
@@ -63,9 +64,9 @@ func (r *Registry) QueryRequest(ctx context.Context, owner, requestID string) (w
 }
 
 // statusAt answers the state of key's grant in s at now.
-func (r *Registry) statusAt(s *Snapshot, key RequestKey, now int64) (wire.Issued, error) {
-	slot := s.Slot(key)
-	if slot.Entry == nil || slot.Entry.Grant.Resource != s.Resource || !retained(recordOf(s), slot.Entry, now, r.cfg) {
+func (r *Registry) statusAt(s *Snapshot, key lockstate.RequestKey, now int64) (wire.Issued, error) {
+	slot := s.slot(key)
+	if slot.Entry == nil || slot.Entry.Grant.Resource != s.Resource || !lockstate.Retained(recordOf(s), slot.Entry, now, r.lim) {
 		return wire.Issued{}, fmt.Errorf("%w: request %s on %s", wire.ErrNotFound, key.RequestID, s.Resource)
 	}
 	return r.existing(s, key, now, false)

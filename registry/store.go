@@ -2,6 +2,8 @@ package registry
 
 import (
 	"context"
+
+	"github.com/fencegate/fencegate/registry/lockstate"
 )
 
 // Store is the registry's only state: linearizable compare-and-swap over
@@ -39,11 +41,11 @@ import (
 //     the same linearizable step, the current history. Records, request
 //     entries and settings never change it, nor it them.
 //
-// The safety rules live in the core, never in a store.
+// The safety rules live in the core (package lockstate), never in a store.
 type Store interface {
 	// Read returns a linearizable snapshot of resource ("" for none) and of
 	// the request entries keys, in order.
-	Read(ctx context.Context, resource string, keys []RequestKey) (Snapshot, error)
+	Read(ctx context.Context, resource string, keys []lockstate.RequestKey) (Snapshot, error)
 	// Commit compares and, if all compares hold, writes.
 	Commit(ctx context.Context, w Write) (CommitResult, error)
 	// Watch reports the resource's record each time it changes at or after
@@ -53,7 +55,7 @@ type Store interface {
 	Watch(ctx context.Context, resource string, fromRev uint64) (<-chan RecordEvent, error)
 	// ScanRequests lists up to limit request entries with keys after after
 	// (in key order, Owner then RequestID), for retention sweeps.
-	ScanRequests(ctx context.Context, after RequestKey, limit int) ([]RequestSlot, error)
+	ScanRequests(ctx context.Context, after lockstate.RequestKey, limit int) ([]RequestSlot, error)
 	// ScanRecords lists up to limit resource records whose names begin
 	// with prefix and sort after after (byte order), in name order, all as
 	// of one linearizable read, for listing locks. Resources without a
@@ -96,55 +98,40 @@ type KeyHistoryResult struct {
 // RecordSlot is one resource record as listed.
 type RecordSlot struct {
 	Resource string
-	Record   *Record
+	Record   *lockstate.Record
 	ModRev   uint64
-}
-
-// RequestKey names one request-ID entry: request IDs are scoped to their
-// owner, so one owner can neither read nor collide with another's.
-type RequestKey struct {
-	Owner     string
-	RequestID string
-}
-
-// Less orders keys by owner, then request ID.
-func (k RequestKey) Less(o RequestKey) bool {
-	if k.Owner != o.Owner {
-		return k.Owner < o.Owner
-	}
-	return k.RequestID < o.RequestID
 }
 
 // RequestSlot is one request entry as read.
 type RequestSlot struct {
-	Key       RequestKey
-	Entry     *RequestEntry // nil when absent
-	ModRev    uint64        // 0 when absent
-	CreateRev uint64        // revision that created it: the grant's BackendRevision
+	Key       lockstate.RequestKey
+	Entry     *lockstate.RequestEntry // nil when absent
+	ModRev    uint64                  // 0 when absent
+	CreateRev uint64                  // revision that created it: the grant's BackendRevision
 }
 
 // Snapshot is state read at one revision.
 type Snapshot struct {
 	Revision  uint64 // store revision of the read, >= 1
 	Resource  string
-	Record    *Record // nil when the resource has no record yet
-	RecordRev uint64  // mod revision, 0 when absent
+	Record    *lockstate.Record // nil when the resource has no record yet
+	RecordRev uint64            // mod revision, 0 when absent
 	// RecordRaw is the record's stored bytes as read (nil when absent, or
 	// when the snapshot came from a cache that kept none). Read only: a
 	// write decided on the snapshot names them (Write.RecordWasRaw).
 	RecordRaw   []byte
-	Settings    Settings
+	Settings    lockstate.Settings
 	SettingsRev uint64
 	Requests    []RequestSlot // one per requested key, in order
 }
 
 // Write is one atomic compare-and-swap.
 type Write struct {
-	Resource    string  // "" when the write neither compares nor writes a record
-	RecordRev   uint64  // compare: the record's mod revision (0: absent), unless RecordWas is set
-	Record      *Record // the new record; nil leaves it as it is
-	SettingsRev uint64  // compare: the settings' mod revision, unless SettingsWas is set
-	Settings    *Settings
+	Resource    string            // "" when the write neither compares nor writes a record
+	RecordRev   uint64            // compare: the record's mod revision (0: absent), unless RecordWas is set
+	Record      *lockstate.Record // the new record; nil leaves it as it is
+	SettingsRev uint64            // compare: the settings' mod revision, unless SettingsWas is set
+	Settings    *lockstate.Settings
 	// RecordWas and SettingsWas, when set, are the record and settings the
 	// write was decided on; the store compares their contents instead of
 	// the revisions (a set one requires the item to exist). A restored
@@ -153,8 +140,8 @@ type Write struct {
 	// replica deciding on a record it cached before the restore would
 	// otherwise commit over the restored one. The contents are also the
 	// cheaper compare to keep alone: etcd reads the key once per compare.
-	RecordWas   *Record
-	SettingsWas *Settings
+	RecordWas   *lockstate.Record
+	SettingsWas *lockstate.Settings
 	// RecordWasRaw, when set with RecordWas, is the stored bytes RecordWas
 	// was decoded from (Snapshot.RecordRaw): the store compares them, not
 	// an encoding of RecordWas, so a record stored in another form than
@@ -165,15 +152,15 @@ type Write struct {
 	Requests     []RequestWrite
 	// ReadKeys are the request entries to return in CommitResult.Current
 	// when a compare fails, in order; written keys are not added.
-	ReadKeys []RequestKey
+	ReadKeys []lockstate.RequestKey
 }
 
 // RequestWrite puts (or, with a nil Entry, deletes) one request entry.
 type RequestWrite struct {
-	Key     RequestKey
+	Key     lockstate.RequestKey
 	Compare bool   // when set, the entry's mod revision must equal ModRev
 	ModRev  uint64 // 0: must be absent
-	Entry   *RequestEntry
+	Entry   *lockstate.RequestEntry
 }
 
 // CommitResult is a Commit's outcome.
@@ -185,13 +172,13 @@ type CommitResult struct {
 
 // RecordEvent is a record as a watch saw it.
 type RecordEvent struct {
-	Record   *Record
+	Record   *lockstate.Record
 	ModRev   uint64
 	Revision uint64
 }
 
-// Slot returns the snapshot's entry for key (absent when not read).
-func (s *Snapshot) Slot(key RequestKey) RequestSlot {
+// slot returns the snapshot's entry for key (absent when not read).
+func (s *Snapshot) slot(key lockstate.RequestKey) RequestSlot {
 	for _, sl := range s.Requests {
 		if sl.Key == key {
 			return sl
@@ -201,13 +188,23 @@ func (s *Snapshot) Slot(key RequestKey) RequestSlot {
 }
 
 // recordOf returns the snapshot's record, or an empty one.
-func recordOf(s *Snapshot) *Record {
+func recordOf(s *Snapshot) *lockstate.Record {
 	if s.Record == nil {
-		return &Record{}
+		return &lockstate.Record{}
 	}
 	return s.Record
 }
 
-// taken reports whether key's request entry exists in the snapshot (a key
-// not read counts as absent; the write's compare catches a wrong guess).
-func (s *Snapshot) taken(key RequestKey) bool { return s.Slot(key).Entry != nil }
+// takenKeys lists the request keys whose entries the snapshot shows to
+// exist, for a decision that must not hand a lease to a request that has
+// an answer (a key not read counts as absent; the write's compare of its
+// absence catches a wrong guess).
+func takenKeys(s *Snapshot) []lockstate.RequestKey {
+	var out []lockstate.RequestKey
+	for _, sl := range s.Requests {
+		if sl.Entry != nil {
+			out = append(out, sl.Key)
+		}
+	}
+	return out
+}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/registry/lockstate"
 	"github.com/fencegate/fencegate/wire"
 )
 
@@ -26,13 +27,13 @@ const SweepScanMax = 512
 // retention ago (none younger can be due). A holder past its expiry with
 // no write to say so makes the sweep settle its resource (write down the
 // expiry the clock already decided) before judging the entry.
-func (r *Registry) SweepRequests(ctx context.Context, after RequestKey) (RequestKey, int, error) {
+func (r *Registry) SweepRequests(ctx context.Context, after lockstate.RequestKey) (lockstate.RequestKey, int, error) {
 	page, err := r.store.ScanRequests(ctx, after, SweepScanMax)
 	if err != nil {
 		return after, 0, storeError("scan", err)
 	}
 	if len(page) == 0 {
-		return RequestKey{}, 0, nil
+		return lockstate.RequestKey{}, 0, nil
 	}
 	set, err := r.read(ctx, "", nil)
 	if err != nil {
@@ -62,7 +63,7 @@ func (r *Registry) SweepRequests(ctx context.Context, after RequestKey) (Request
 	}
 	next := page[len(page)-1].Key
 	if len(page) < SweepScanMax {
-		next = RequestKey{}
+		next = lockstate.RequestKey{}
 	}
 	return next, deleted, nil
 }
@@ -90,7 +91,7 @@ func (r *Registry) sweepDue(ctx context.Context, sl RequestSlot, records map[str
 		records[resource] = s
 	}
 	rec := recordOf(&s)
-	if next, _ := normalize(rec, s.Settings, now, r.cfg); holdsEntry(rec, e) && !holdsEntry(next, e) {
+	if next, _ := lockstate.Normalize(rec, s.Settings, now, r.lim); lockstate.HoldsEntry(rec, e) && !lockstate.HoldsEntry(next, e) {
 		// Ended by the clock with no write yet: write it down, so the
 		// record says when, and judge the record it left.
 		if err := r.settle(ctx, resource); err != nil {
@@ -102,7 +103,7 @@ func (r *Registry) sweepDue(ctx context.Context, sl RequestSlot, records map[str
 		}
 		records[resource], rec = s, recordOf(&s)
 	}
-	return !retained(rec, e, now, r.cfg), nil
+	return !lockstate.Retained(rec, e, now, r.lim), nil
 }
 
 // SweepLoop sweeps the whole request index every interval until ctx ends,
@@ -127,11 +128,11 @@ func (r *Registry) SweepLoop(ctx context.Context, interval time.Duration, report
 
 func (r *Registry) sweepAll(ctx context.Context) (int, error) {
 	total := 0
-	after := RequestKey{}
+	after := lockstate.RequestKey{}
 	for {
 		next, n, err := r.SweepRequests(ctx, after)
 		total += n
-		if err != nil || next == (RequestKey{}) {
+		if err != nil || next == (lockstate.RequestKey{}) {
 			return total, err
 		}
 		after = next
@@ -142,7 +143,7 @@ func (r *Registry) sweepAll(ctx context.Context) (int, error) {
 // that expired or was revoked ends, dead waiters leave. Nothing else moves.
 func (r *Registry) settle(ctx context.Context, resource string) error {
 	_, _, err := r.casLoop(ctx, resource, nil, false, func(s *Snapshot, now int64) (*Write, error) {
-		rec, changed := normalize(recordOf(s), s.Settings, now, r.cfg)
+		rec, changed := lockstate.Normalize(recordOf(s), s.Settings, now, r.lim)
 		if !changed {
 			return nil, nil
 		}

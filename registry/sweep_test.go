@@ -9,6 +9,7 @@ import (
 
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/lockstate"
 )
 
 func TestSweepDeletesOnlyPastRetention(t *testing.T) {
@@ -30,8 +31,8 @@ func TestSweepDeletesOnlyPastRetention(t *testing.T) {
 	if err := e.reg.Release(e.ctx, "worker-b", "inv/recent", recent.Grant.Lease); err != nil {
 		t.Fatal(err)
 	}
-	next, n, err := e.reg.SweepRequests(e.ctx, registry.RequestKey{})
-	if err != nil || n != 3 || next != (registry.RequestKey{}) {
+	next, n, err := e.reg.SweepRequests(e.ctx, lockstate.RequestKey{})
+	if err != nil || n != 3 || next != (lockstate.RequestKey{}) {
 		t.Fatalf("sweep: deleted %d, next %v, %v", n, next, err)
 	}
 	for _, c := range []struct{ owner, id string }{{"worker-a", "live"}, {"worker-b", "recent"}} {
@@ -39,7 +40,7 @@ func TestSweepDeletesOnlyPastRetention(t *testing.T) {
 			t.Fatalf("%s swept: %v", c.id, err)
 		}
 	}
-	if _, n, _ := e.reg.SweepRequests(e.ctx, registry.RequestKey{}); n != 0 {
+	if _, n, _ := e.reg.SweepRequests(e.ctx, lockstate.RequestKey{}); n != 0 {
 		t.Fatalf("second sweep deleted %d", n)
 	}
 }
@@ -48,12 +49,12 @@ func TestSweepSettlesLazilyExpiredLeases(t *testing.T) {
 	e := newEnv(t, nil)
 	a := e.mustAcquire("worker-a", req("inv/1", "a1")) // never released
 	e.clock.Advance(time.Duration(a.Grant.TTLMs) * time.Millisecond)
-	if _, n, err := e.reg.SweepRequests(e.ctx, registry.RequestKey{}); err != nil || n != 0 {
+	if _, n, err := e.reg.SweepRequests(e.ctx, lockstate.RequestKey{}); err != nil || n != 0 {
 		t.Fatalf("first sweep: %d %v", n, err)
 	}
 	retention := time.Duration(e.reg.Config().RequestRetentionMs) * time.Millisecond
 	e.clock.Advance(retention)
-	if _, n, err := e.reg.SweepRequests(e.ctx, registry.RequestKey{}); err != nil || n != 1 {
+	if _, n, err := e.reg.SweepRequests(e.ctx, lockstate.RequestKey{}); err != nil || n != 1 {
 		t.Fatalf("sweep after retention: deleted %d, %v", n, err)
 	}
 	if info, _ := e.reg.Resource(e.ctx, "inv/1"); info.HighestFence != a.Grant.FenceToken || info.HolderLease != "" {
@@ -78,7 +79,7 @@ func TestSweepReadsEndsFromTheRecord(t *testing.T) {
 	// c-0..c-2 count from c-3's end plus the skew (4.5 s).
 	for i := range 61 { // keep the holder alive past every retention
 		if i == 59 { // 64 s
-			if _, n, err := e.reg.SweepRequests(e.ctx, registry.RequestKey{}); err != nil || n != 1 {
+			if _, n, err := e.reg.SweepRequests(e.ctx, lockstate.RequestKey{}); err != nil || n != 1 {
 				t.Fatalf("sweep at 64 s: deleted %d, %v; want c-3 alone", n, err)
 			}
 		}
@@ -87,7 +88,7 @@ func TestSweepReadsEndsFromTheRecord(t *testing.T) {
 		}
 		e.clock.Advance(time.Second)
 	}
-	if _, n, err := e.reg.SweepRequests(e.ctx, registry.RequestKey{}); err != nil || n != 4 {
+	if _, n, err := e.reg.SweepRequests(e.ctx, lockstate.RequestKey{}); err != nil || n != 4 {
 		t.Fatalf("sweep at 66 s: deleted %d, %v; want the other 4 ended", n, err)
 	}
 	if q, err := e.reg.QueryRequest(e.ctx, "worker-a", "holder"); err != nil || q.Status.State != grant.StateHeld {
@@ -103,8 +104,8 @@ func TestSweepKeepsEarlierVersionsEndedEntries(t *testing.T) {
 	if err := e.reg.Release(e.ctx, "worker-a", "inv/1", a.Grant.Lease); err != nil {
 		t.Fatal(err)
 	}
-	key := registry.RequestKey{Owner: "worker-a", RequestID: "a1"}
-	snap, err := e.store.Read(e.ctx, "", []registry.RequestKey{key})
+	key := lockstate.RequestKey{Owner: "worker-a", RequestID: "a1"}
+	snap, err := e.store.Read(e.ctx, "", []lockstate.RequestKey{key})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,14 +117,14 @@ func TestSweepKeepsEarlierVersionsEndedEntries(t *testing.T) {
 	}
 	retention := time.Duration(e.reg.Config().RequestRetentionMs) * time.Millisecond
 	e.clock.Advance(retention + 59*time.Second)
-	if _, n, err := e.reg.SweepRequests(e.ctx, registry.RequestKey{}); err != nil || n != 0 {
+	if _, n, err := e.reg.SweepRequests(e.ctx, lockstate.RequestKey{}); err != nil || n != 0 {
 		t.Fatalf("sweep before the entry's own end plus retention: deleted %d, %v", n, err)
 	}
 	if q, err := e.reg.QueryRequest(e.ctx, "worker-a", "a1"); err != nil || q.Status.State != grant.StateReleased {
 		t.Fatalf("query of the earlier version's entry: %v %v", q.Status, err)
 	}
 	e.clock.Advance(time.Second)
-	if _, n, err := e.reg.SweepRequests(e.ctx, registry.RequestKey{}); err != nil || n != 1 {
+	if _, n, err := e.reg.SweepRequests(e.ctx, lockstate.RequestKey{}); err != nil || n != 1 {
 		t.Fatalf("sweep at its end plus retention: deleted %d, %v", n, err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/registry/lockstate"
 	"github.com/fencegate/fencegate/wire"
 )
 
@@ -56,19 +57,19 @@ const exportPageMax = 256
 
 // ExportLine is one line of an export; Kind says which fields it has.
 type ExportLine struct {
-	Kind      string        `json:"kind"`               // header, settings, key, record, request, end
-	Schema    string        `json:"schema,omitempty"`   // header: ExportSchema
-	Revision  uint64        `json:"revision,omitempty"` // header: the store's revision when the export began
-	Settings  *Settings     `json:"settings,omitempty"` // settings
-	Key       *GateKeyUse   `json:"key,omitempty"`      // key: one entry of the gate key history
-	Keys      int           `json:"keys,omitempty"`     // end: how many key lines came before
-	Resource  string        `json:"resource,omitempty"` // record
-	Record    *Record       `json:"record,omitempty"`   // record
-	Owner     string        `json:"owner,omitempty"`    // request
-	RequestID string        `json:"requestId,omitempty"`
-	Entry     *RequestEntry `json:"entry,omitempty"`    // request
-	Records   int           `json:"records,omitempty"`  // end: how many record lines came before
-	Requests  int           `json:"requests,omitempty"` // end: how many request lines came before
+	Kind      string                  `json:"kind"`               // header, settings, key, record, request, end
+	Schema    string                  `json:"schema,omitempty"`   // header: ExportSchema
+	Revision  uint64                  `json:"revision,omitempty"` // header: the store's revision when the export began
+	Settings  *lockstate.Settings     `json:"settings,omitempty"` // settings
+	Key       *GateKeyUse             `json:"key,omitempty"`      // key: one entry of the gate key history
+	Keys      int                     `json:"keys,omitempty"`     // end: how many key lines came before
+	Resource  string                  `json:"resource,omitempty"` // record
+	Record    *lockstate.Record       `json:"record,omitempty"`   // record
+	Owner     string                  `json:"owner,omitempty"`    // request
+	RequestID string                  `json:"requestId,omitempty"`
+	Entry     *lockstate.RequestEntry `json:"entry,omitempty"`    // request
+	Records   int                     `json:"records,omitempty"`  // end: how many record lines came before
+	Requests  int                     `json:"requests,omitempty"` // end: how many request lines came before
 }
 
 // Line kinds.
@@ -163,7 +164,7 @@ func exportRecords(ctx context.Context, store Store, put func(ExportLine) error)
 }
 
 func exportRequests(ctx context.Context, store Store, put func(ExportLine) error) (int, error) {
-	count, after := 0, RequestKey{}
+	count, after := 0, lockstate.RequestKey{}
 	for {
 		page, err := store.ScanRequests(ctx, after, exportPageMax)
 		if err != nil {
@@ -208,7 +209,7 @@ func parseExportLine(b []byte, n int) (ExportLine, error) {
 			err = fmt.Errorf("record line without a record")
 		}
 		if err == nil {
-			err = l.Record.check()
+			err = checkRecord(l.Record)
 		}
 	case LineKey:
 		if l.Key == nil {

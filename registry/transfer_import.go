@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/fencegate/fencegate/registry/lockstate"
 	"github.com/fencegate/fencegate/wire"
 )
 
@@ -184,7 +185,7 @@ func (im *importer) readSettings(ctx context.Context) (Snapshot, error) {
 }
 
 // settings raises the target's settings to the export's, field by field.
-func (im *importer) settings(ctx context.Context, imp Settings) error {
+func (im *importer) settings(ctx context.Context, imp lockstate.Settings) error {
 	s, err := im.readSettings(ctx)
 	for try := 0; err == nil; try++ {
 		merged, outcome := mergeSettings(s.Settings, s.SettingsRev != 0, imp)
@@ -211,7 +212,7 @@ func (im *importer) settings(ctx context.Context, imp Settings) error {
 
 // mergeSettings is the higher of cur and imp, field by field, and what
 // that did: added (the target had none), raised, same or kept.
-func mergeSettings(cur Settings, exists bool, imp Settings) (Settings, string) {
+func mergeSettings(cur lockstate.Settings, exists bool, imp lockstate.Settings) (lockstate.Settings, string) {
 	out := cur
 	out.RevokedBelowEpoch = max(cur.RevokedBelowEpoch, imp.RevokedBelowEpoch)
 	if imp.FenceGeneration > cur.FenceGeneration {
@@ -230,7 +231,7 @@ func mergeSettings(cur Settings, exists bool, imp Settings) (Settings, string) {
 
 // record puts resource's record as exported where the target has none,
 // and otherwise keeps the target's, raised (mergeRecord).
-func (im *importer) record(ctx context.Context, resource string, imp *Record) error {
+func (im *importer) record(ctx context.Context, resource string, imp *lockstate.Record) error {
 	w := Write{Resource: resource, Record: imp, SettingsRev: im.setRev}
 	for try := 0; ; try++ {
 		res, err := im.store.Commit(ctx, w)
@@ -271,13 +272,13 @@ func (im *importer) record(ctx context.Context, resource string, imp *Record) er
 // fence imp knows (when cur's next fence is not already above them) and
 // its policy generation to imp's; nil when cur is already as high. The
 // target's holder and waiters stay its own.
-func mergeRecord(cur, imp *Record) *Record {
+func mergeRecord(cur, imp *lockstate.Record) *lockstate.Record {
 	known := max(imp.HighestFence, imp.Floor)
 	raise := known > max(cur.Floor, cur.HighestFence)
 	if !raise && imp.PolicyGeneration <= cur.PolicyGeneration {
 		return nil
 	}
-	next := cur.clone()
+	next := cur.Clone()
 	if raise {
 		next.Floor = known
 	}
@@ -295,7 +296,7 @@ func (im *importer) flush(ctx context.Context) error {
 	im.pending = nil
 	w := Write{SettingsRev: im.setRev}
 	for _, l := range batch {
-		w.Requests = append(w.Requests, RequestWrite{Key: RequestKey{Owner: l.Owner, RequestID: l.RequestID}, Compare: true, Entry: l.Entry})
+		w.Requests = append(w.Requests, RequestWrite{Key: lockstate.RequestKey{Owner: l.Owner, RequestID: l.RequestID}, Compare: true, Entry: l.Entry})
 	}
 	res, err := im.store.Commit(ctx, w)
 	if err != nil {
@@ -358,10 +359,10 @@ func (im *importer) flushKeys(ctx context.Context) error {
 // request puts one request entry where the target has none; an entry the
 // target has is kept.
 func (im *importer) request(ctx context.Context, l ExportLine) error {
-	key := RequestKey{Owner: l.Owner, RequestID: l.RequestID}
+	key := lockstate.RequestKey{Owner: l.Owner, RequestID: l.RequestID}
 	for try := 0; ; try++ {
 		res, err := im.store.Commit(ctx, Write{SettingsRev: im.setRev,
-			Requests: []RequestWrite{{Key: key, Compare: true, Entry: l.Entry}}, ReadKeys: []RequestKey{key}})
+			Requests: []RequestWrite{{Key: key, Compare: true, Entry: l.Entry}}, ReadKeys: []lockstate.RequestKey{key}})
 		if err != nil {
 			return storeError("commit", err)
 		}
@@ -373,7 +374,7 @@ func (im *importer) request(ctx context.Context, l ExportLine) error {
 			return fmt.Errorf("%w: import: request %s/%s: %d compare-and-swap retries", wire.ErrConflict, l.Owner, l.RequestID, try)
 		}
 		im.setRev = res.Current.SettingsRev
-		if have := res.Current.Slot(key).Entry; have != nil {
+		if have := res.Current.slot(key).Entry; have != nil {
 			if bytes.Equal(EncodeRequestEntry(have), EncodeRequestEntry(l.Entry)) {
 				im.rep.Requests.Same++
 			} else {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/registry/lockstate"
 	"github.com/fencegate/fencegate/wire"
 )
 
@@ -37,8 +38,8 @@ func (r *Registry) LockStatus(ctx context.Context, resource string) (wire.LockSt
 // viewOf is the lock view of snapshot s at the registry's now.
 func (r *Registry) viewOf(s *Snapshot) wire.LockStatus {
 	now := r.now()
-	next, _ := normalize(recordOf(s), s.Settings, now, r.cfg)
-	return lockView(s.Resource, next, now, s.RecordRev)
+	next, _ := lockstate.Normalize(recordOf(s), s.Settings, now, r.lim)
+	return lockstate.LockView(s.Resource, next, now, s.RecordRev)
 }
 
 // ListLocks lists, linearizably, the locks of the resources whose names
@@ -70,8 +71,8 @@ func (r *Registry) ListLocks(ctx context.Context, prefix, after string, limit in
 		if see != nil && !see(sl.Resource) {
 			continue
 		}
-		next, _ := normalize(recordOrEmpty(sl.Record), set.Settings, now, r.cfg)
-		out.Locks = append(out.Locks, lockView(sl.Resource, next, now, sl.ModRev))
+		next, _ := lockstate.Normalize(recordOrEmpty(sl.Record), set.Settings, now, r.lim)
+		out.Locks = append(out.Locks, lockstate.LockView(sl.Resource, next, now, sl.ModRev))
 	}
 	if len(slots) == limit {
 		out.Next = slots[len(slots)-1].Resource
@@ -79,9 +80,9 @@ func (r *Registry) ListLocks(ctx context.Context, prefix, after string, limit in
 	return out, nil
 }
 
-func recordOrEmpty(rec *Record) *Record {
+func recordOrEmpty(rec *lockstate.Record) *lockstate.Record {
 	if rec == nil {
-		return &Record{}
+		return &lockstate.Record{}
 	}
 	return rec
 }
@@ -173,12 +174,12 @@ func (r *Registry) Break(ctx context.Context, resource string) (wire.BreakRespon
 	}
 	var out wire.BreakResponse
 	s, rev, err := r.casLoop(ctx, resource, nil, false, func(s *Snapshot, now int64) (*Write, error) {
-		dec, ended := decideBreak(recordOf(s), s.Settings, now, r.cfg, s.taken)
+		dec, ended := lockstate.DecideBreak(recordOf(s), s.Settings, now, r.lim, takenKeys(s))
 		out.Broken = nil
 		if ended != nil {
-			out.Broken = holderView(ended)
+			out.Broken = lockstate.HolderView(ended)
 		}
-		return writeFor(s, dec.record, dec.entries), nil
+		return writeFor(s, dec.Record, dec.Entries), nil
 	})
 	if err != nil {
 		return wire.BreakResponse{}, err

@@ -8,7 +8,7 @@ import (
 
 	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/grant"
-	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/lockstate"
 	"github.com/fencegate/fencegate/wire"
 )
 
@@ -33,10 +33,10 @@ type checker struct {
 	regressions int                        // grants the registry issued at or below a fence it had issued before
 	alarms      int                        // FENCE_REGRESSION and REGRESSION_SUSPECTED decisions this round
 	slipped     int                        // accepts that only the clock bound would have stopped
-	ghosts      map[registry.RequestKey]bool
+	ghosts      map[lockstate.RequestKey]bool
 	jobsDone    map[[2]uint64]bool // (fence, job) applied at the job target
 	jobFenceMax uint64             // highest fence of a job applied there
-	record      *registry.Record   // the main resource's record as last committed or restored
+	record      *lockstate.Record  // the main resource's record as last committed or restored
 }
 
 type fenceLease struct {
@@ -67,7 +67,7 @@ func newChecker(w *world, c *Counts) *checker {
 		acceptedMax: make(map[*resource]uint64, 2),
 		acceptedBy:  make(map[*resource][]fenceLease, 2),
 		lastSeq:     make(map[string]uint64, 4),
-		ghosts:      make(map[registry.RequestKey]bool, 2),
+		ghosts:      make(map[lockstate.RequestKey]bool, 2),
 		jobsDone:    make(map[[2]uint64]bool, 4),
 	}
 }
@@ -76,7 +76,7 @@ func newChecker(w *world, c *Counts) *checker {
 // (the store's commit hook). It also counts ghost waiters: tickets in the
 // queue of requests that already have an answer (an entry in the request
 // index, as answered tells), which must never exist.
-func (k *checker) committed(rec *registry.Record, answered func(registry.RequestKey) bool) {
+func (k *checker) committed(rec *lockstate.Record, answered func(lockstate.RequestKey) bool) {
 	k.extended(rec)
 	if h := rec.Holder; h != nil {
 		g := k.grants[h.Grant.Lease]
@@ -99,7 +99,7 @@ func (k *checker) committed(rec *registry.Record, answered func(registry.Request
 		}
 	}
 	for _, wt := range rec.Waiters {
-		key := registry.RequestKey{Owner: wt.Owner, RequestID: wt.RequestID}
+		key := lockstate.RequestKey{Owner: wt.Owner, RequestID: wt.RequestID}
 		if !k.ghosts[key] && answered(key) {
 			k.ghosts[key] = true
 			k.c.GhostWaiters++
@@ -118,7 +118,7 @@ func (k *checker) committed(rec *registry.Record, answered func(registry.Request
 // with other contents after a restore (only a store's content compares
 // stop that). Such a commit loses what the record it replaced held: a
 // live holder (two holders at once), an end, a floor an operator raised.
-func (k *checker) extended(rec *registry.Record) {
+func (k *checker) extended(rec *lockstate.Record) {
 	prev := k.record
 	k.record = rec
 	if prev == nil {
@@ -131,7 +131,7 @@ func (k *checker) extended(rec *registry.Record) {
 }
 
 // notExtending says how rec fails to extend prev ("" when it does).
-func notExtending(prev, rec *registry.Record) string {
+func notExtending(prev, rec *lockstate.Record) string {
 	switch {
 	case rec.HighestFence < prev.HighestFence:
 		return fmt.Sprintf("highest fence %d → %d", prev.HighestFence, rec.HighestFence)
@@ -150,10 +150,10 @@ func notExtending(prev, rec *registry.Record) string {
 		}
 	}
 	if h := prev.Holder; h != nil && (rec.Holder == nil || rec.Holder.Grant.Lease != h.Grant.Lease) &&
-		!slices.ContainsFunc(rec.Ended, func(e registry.EndedLease) bool { return e.Lease == h.Grant.Lease }) {
+		!slices.ContainsFunc(rec.Ended, func(e lockstate.EndedLease) bool { return e.Lease == h.Grant.Lease }) {
 		return fmt.Sprintf("holder %s (fence %d) dropped without an end", h.Grant.Lease, h.Grant.FenceToken)
 	}
-	ended = ended[max(len(ended)-registry.EndedLeasesMax, 0):]
+	ended = ended[max(len(ended)-lockstate.EndedLeasesMax, 0):]
 	got := make([]string, len(rec.Ended))
 	for i, e := range rec.Ended {
 		got[i] = e.Lease
@@ -180,7 +180,7 @@ func (k *checker) restored() {
 // restore), which is the registry going backwards. The grant stays live,
 // for the checker, until its committed expiry, as a grant a restore
 // forgot does, and overlapping grants are judged by their fences.
-func (k *checker) forgotRenewal(g *grantTruth, e registry.EndedLease) {
+func (k *checker) forgotRenewal(g *grantTruth, e lockstate.EndedLease) {
 	if e.State != grant.StateExpired || e.AtMs >= g.lastExpMs || g.endForgot {
 		return
 	}

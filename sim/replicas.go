@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/lockstate"
 )
 
 // The registry runs as one replica, or, in a share of the restore fault's
@@ -128,7 +129,7 @@ type replicaView struct {
 	r *replica
 }
 
-func (v replicaView) Read(ctx context.Context, resource string, keys []registry.RequestKey) (registry.Snapshot, error) {
+func (v replicaView) Read(ctx context.Context, resource string, keys []lockstate.RequestKey) (registry.Snapshot, error) {
 	snap, err := v.Store.Read(ctx, resource, keys)
 	if err == nil && resource == v.w.res.name {
 		v.r.seenRev = snap.RecordRev

@@ -6,7 +6,7 @@ import (
 	"hash"
 	"hash/fnv"
 
-	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/lockstate"
 	"github.com/fencegate/fencegate/registry/memstore"
 	"github.com/fencegate/fencegate/wire"
 )
@@ -114,7 +114,7 @@ func (w *world) committed(c *memstore.Committed) {
 		w.tracef("store commit rev %d: holder %v waiters %v freeAt %d", c.Revision, rec.Holder != nil, ws, rec.FreeAtMs-epochBase.UnixMilli())
 	}
 	w.recordAt(c.Revision)
-	w.chk.committed(rec, func(k registry.RequestKey) bool {
+	w.chk.committed(rec, func(k lockstate.RequestKey) bool {
 		e, err := c.Request(k)
 		return err == nil && e != nil
 	})

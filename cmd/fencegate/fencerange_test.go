@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/client/httpclient"
-	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/lockstate"
 )
 
 // serveAt starts `fencegate serve` as a process on data at addr (fixed,
@@ -107,8 +107,8 @@ func TestFenceRangeBumpAndShowProcesses(t *testing.T) {
 	if g1 < before {
 		t.Fatalf("bumped to generation %d, below the clock's %d:\n%s", g1, before, out)
 	}
-	if f := lockFence(t, url, res); f != g1<<registry.FenceCounterBits|1 {
-		t.Fatalf("fence after the bump: %d, want %d<<32|1 = %d", f, g1, g1<<registry.FenceCounterBits|1)
+	if f := lockFence(t, url, res); f != g1<<lockstate.FenceCounterBits|1 {
+		t.Fatalf("fence after the bump: %d, want %d<<32|1 = %d", f, g1, g1<<lockstate.FenceCounterBits|1)
 	}
 	if !strings.Contains(serve.err.String(), "bump-fence-range") {
 		t.Errorf("serve's audit log does not record the bump:\n%s", serve.err)
@@ -127,11 +127,11 @@ func TestFenceRangeBumpAndShowProcesses(t *testing.T) {
 		t.Fatalf("bump on the data dir: generation %d after %d; stderr:\n%s", g2, g1, errOut)
 	}
 	serveAt(t, data, addr)
-	if f := lockFence(t, url, res); f != g2<<registry.FenceCounterBits|1 {
-		t.Fatalf("fence after the direct bump: %d, want %d", f, g2<<registry.FenceCounterBits|1)
+	if f := lockFence(t, url, res); f != g2<<lockstate.FenceCounterBits|1 {
+		t.Fatalf("fence after the direct bump: %d, want %d", f, g2<<lockstate.FenceCounterBits|1)
 	}
 	rc := adminClient(t, url)
-	if info, err := rc.Resource(context.Background(), res); err != nil || info.FenceGeneration != g2 || info.NextFence != g2<<registry.FenceCounterBits|2 {
+	if info, err := rc.Resource(context.Background(), res); err != nil || info.FenceGeneration != g2 || info.NextFence != g2<<lockstate.FenceCounterBits|2 {
 		t.Fatalf("resource after the direct bump: %+v, %v", info, err)
 	}
 

@@ -27,6 +27,7 @@ import (
 	"testing"
 
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/lockstate"
 	"github.com/fencegate/fencegate/wire"
 )
 
@@ -67,9 +68,9 @@ func fillRegistry(t *testing.T, url string, n int) {
 
 // exportContent is an export's content by kind.
 type exportContent struct {
-	settings registry.Settings
-	records  map[string]*registry.Record
-	requests map[string]*registry.RequestEntry
+	settings lockstate.Settings
+	records  map[string]*lockstate.Record
+	requests map[string]*lockstate.RequestEntry
 	raw      map[string]string // record and request lines as written, by key
 	end      registry.ExportLine
 }
@@ -82,7 +83,7 @@ func readExport(t *testing.T, path string) exportContent {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	ex := exportContent{records: map[string]*registry.Record{}, requests: map[string]*registry.RequestEntry{}, raw: map[string]string{}}
+	ex := exportContent{records: map[string]*lockstate.Record{}, requests: map[string]*lockstate.RequestEntry{}, raw: map[string]string{}}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, registry.ExportLineBytesMax)
 	for sc.Scan() {

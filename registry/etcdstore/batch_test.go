@@ -16,6 +16,7 @@ import (
 
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/lockstate"
 	"github.com/fencegate/fencegate/testkit/storetest"
 )
 
@@ -37,15 +38,15 @@ func groupOf(s *Store, ws ...registry.Write) []*pending {
 func TestGroupKeepsEachWritesOutcome(t *testing.T) {
 	s := freshStore(t)
 	ctx := context.Background()
-	base, err := s.Commit(ctx, registry.Write{Resource: "g/old", Record: &registry.Record{HighestFence: 4}})
+	base, err := s.Commit(ctx, registry.Write{Resource: "g/old", Record: &lockstate.Record{HighestFence: 4}})
 	if err != nil || !base.OK {
 		t.Fatalf("setup: %+v %v", base, err)
 	}
-	k := registry.RequestKey{Owner: "w", RequestID: "r1"}
+	k := lockstate.RequestKey{Owner: "w", RequestID: "r1"}
 	ws := []registry.Write{
-		{Resource: "g/a", Record: &registry.Record{HighestFence: 1}},
-		{Resource: "g/old", Record: &registry.Record{HighestFence: 9}, ReadKeys: []registry.RequestKey{k}}, // stale: compares absent
-		{Resource: "g/b", Record: &registry.Record{HighestFence: 2},
+		{Resource: "g/a", Record: &lockstate.Record{HighestFence: 1}},
+		{Resource: "g/old", Record: &lockstate.Record{HighestFence: 9}, ReadKeys: []lockstate.RequestKey{k}}, // stale: compares absent
+		{Resource: "g/b", Record: &lockstate.Record{HighestFence: 2},
 			Requests: []registry.RequestWrite{{Key: k, Compare: true, Entry: heldEntry("g/b", "w", "r1", 2)}}},
 	}
 	g := groupOf(s, ws...)
@@ -69,7 +70,7 @@ func TestGroupKeepsEachWritesOutcome(t *testing.T) {
 	if cur.Requests[0].Entry != nil || cur.Revision < base.Revision {
 		t.Fatalf("the stale write's snapshot shows another write's entry or an old revision: %+v", cur)
 	}
-	snap, err := s.Read(ctx, "g/b", []registry.RequestKey{k})
+	snap, err := s.Read(ctx, "g/b", []lockstate.RequestKey{k})
 	if err != nil || snap.RecordRev != g[2].res.Revision || snap.Requests[0].CreateRev != g[2].res.Revision {
 		t.Fatalf("read back: %+v %v", snap, err)
 	}
@@ -89,22 +90,22 @@ func TestGroupSharesOneSettingsCompare(t *testing.T) {
 		t.Run(fmt.Sprint("moved=", moved), func(t *testing.T) {
 			s := freshStore(t)
 			ctx := context.Background()
-			set, err := s.Commit(ctx, registry.Write{Settings: &registry.Settings{RevokedBelowEpoch: 1}})
+			set, err := s.Commit(ctx, registry.Write{Settings: &lockstate.Settings{RevokedBelowEpoch: 1}})
 			if err != nil || !set.OK {
 				t.Fatalf("setup: %+v %v", set, err)
 			}
-			old, err := s.Commit(ctx, registry.Write{Resource: "s/old", Record: &registry.Record{HighestFence: 4}, SettingsRev: set.Revision})
+			old, err := s.Commit(ctx, registry.Write{Resource: "s/old", Record: &lockstate.Record{HighestFence: 4}, SettingsRev: set.Revision})
 			if err != nil || !old.OK {
 				t.Fatalf("setup: %+v %v", old, err)
 			}
 			ws := []registry.Write{
-				{Resource: "s/a", Record: &registry.Record{HighestFence: 1}, SettingsRev: set.Revision},
-				{Resource: "s/old", Record: &registry.Record{HighestFence: 9}, SettingsRev: set.Revision}, // stale record
-				{Resource: "s/b", Record: &registry.Record{HighestFence: 2}, SettingsRev: set.Revision},
+				{Resource: "s/a", Record: &lockstate.Record{HighestFence: 1}, SettingsRev: set.Revision},
+				{Resource: "s/old", Record: &lockstate.Record{HighestFence: 9}, SettingsRev: set.Revision}, // stale record
+				{Resource: "s/b", Record: &lockstate.Record{HighestFence: 2}, SettingsRev: set.Revision},
 			}
 			wantSet, wantRev := uint64(1), set.Revision
 			if moved {
-				now, err := s.Commit(ctx, registry.Write{Settings: &registry.Settings{RevokedBelowEpoch: 2}, SettingsRev: set.Revision})
+				now, err := s.Commit(ctx, registry.Write{Settings: &lockstate.Settings{RevokedBelowEpoch: 2}, SettingsRev: set.Revision})
 				if err != nil || !now.OK {
 					t.Fatalf("moving the settings: %+v %v", now, err)
 				}
@@ -141,8 +142,8 @@ func TestGroupSharesOneSettingsCompare(t *testing.T) {
 func TestGroupOfDifferentSettingsKeepsOwnCompares(t *testing.T) {
 	s := freshStore(t)
 	g := groupOf(s,
-		registry.Write{Resource: "d/a", Record: &registry.Record{HighestFence: 1}},
-		registry.Write{Resource: "d/b", Record: &registry.Record{HighestFence: 1}, SettingsWas: &registry.Settings{}},
+		registry.Write{Resource: "d/a", Record: &lockstate.Record{HighestFence: 1}},
+		registry.Write{Resource: "d/b", Record: &lockstate.Record{HighestFence: 1}, SettingsWas: &lockstate.Settings{}},
 	)
 	if sharedSettings(g) {
 		t.Fatal("a revision compare and a contents compare were taken for one")
@@ -155,13 +156,13 @@ func TestGroupOfDifferentSettingsKeepsOwnCompares(t *testing.T) {
 
 func TestGroupNeverSharesAKey(t *testing.T) {
 	s := freshStore(t)
-	k := registry.RequestKey{Owner: "w", RequestID: "r1"}
+	k := lockstate.RequestKey{Owner: "w", RequestID: "r1"}
 	g := groupOf(s,
-		registry.Write{Resource: "k/a", Record: &registry.Record{HighestFence: 1}},
-		registry.Write{Resource: "k/a", Record: &registry.Record{HighestFence: 2}},                  // same record
+		registry.Write{Resource: "k/a", Record: &lockstate.Record{HighestFence: 1}},
+		registry.Write{Resource: "k/a", Record: &lockstate.Record{HighestFence: 2}},                 // same record
 		registry.Write{Resource: "k/b", Requests: []registry.RequestWrite{{Key: k, Compare: true}}}, // compares r1
-		registry.Write{Resource: "k/c", ReadKeys: []registry.RequestKey{k}},                         // reads r1
-		registry.Write{Resource: "k/d", Record: &registry.Record{HighestFence: 1}},
+		registry.Write{Resource: "k/c", ReadKeys: []lockstate.RequestKey{k}},                        // reads r1
+		registry.Write{Resource: "k/d", Record: &lockstate.Record{HighestFence: 1}},
 	)
 	b := s.batch
 	b.queue = append([]*pending(nil), g[1:]...)
@@ -181,8 +182,8 @@ func TestRefusedGroupIsResentWriteByWrite(t *testing.T) {
 	// as a whole, applying nothing; resent alone, the first wins and the
 	// second fails its compare.
 	g := groupOf(s,
-		registry.Write{Resource: "dup/1", Record: &registry.Record{HighestFence: 1}},
-		registry.Write{Resource: "dup/1", Record: &registry.Record{HighestFence: 2}},
+		registry.Write{Resource: "dup/1", Record: &lockstate.Record{HighestFence: 1}},
+		registry.Write{Resource: "dup/1", Record: &lockstate.Record{HighestFence: 2}},
 	)
 	s.batch.send(g)
 	if g[0].err != nil || g[1].err != nil {
@@ -202,7 +203,7 @@ func TestWithdrawnWhileQueuedIsNeverSent(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		_, err := s.Commit(ctx, registry.Write{Resource: "wd/1", Record: &registry.Record{HighestFence: 1}})
+		_, err := s.Commit(ctx, registry.Write{Resource: "wd/1", Record: &lockstate.Record{HighestFence: 1}})
 		done <- err
 	}()
 	for queued := 0; queued == 0; {
@@ -236,7 +237,7 @@ func TestQueuedCommitsGoInOneTransaction(t *testing.T) {
 	errs := make(chan error, n)
 	for i := range n {
 		go func() {
-			res, err := s.Commit(context.Background(), registry.Write{Resource: fmt.Sprint("q/", i), Record: &registry.Record{HighestFence: 1}})
+			res, err := s.Commit(context.Background(), registry.Write{Resource: fmt.Sprint("q/", i), Record: &lockstate.Record{HighestFence: 1}})
 			if err == nil && !res.OK {
 				err = fmt.Errorf("write %d failed its compare", i)
 			}
@@ -275,9 +276,9 @@ func TestQueuedCommitsGoInOneTransaction(t *testing.T) {
 	}
 }
 
-func heldEntry(resource, owner, id string, fence uint64) *registry.RequestEntry {
-	return &registry.RequestEntry{
-		Grant: registry.GrantBody{
+func heldEntry(resource, owner, id string, fence uint64) *lockstate.RequestEntry {
+	return &lockstate.RequestEntry{
+		Grant: lockstate.GrantBody{
 			Resource: resource, Owner: owner, RequestID: id, Lease: "l1",
 			OperationRoot: grant.OperationRoot(resource, "op").String(), OperationClass: "settle",
 			FenceToken: fence, IssuerEpoch: 1, TTLMs: 1000, IssuedAtMs: 1_700_000_000_000,

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/lockstate"
 	"github.com/fencegate/fencegate/wire"
 )
 
@@ -85,13 +86,13 @@ func (noConnection) Txn(context.Context, *etcdserverpb.TxnRequest, ...grpc.CallO
 
 func (s *Store) recordKey(resource string) string { return s.prefix + recordDir + resource }
 func (s *Store) settingsKey() string              { return s.prefix + settingsKey }
-func (s *Store) requestKey(k registry.RequestKey) string {
+func (s *Store) requestKey(k lockstate.RequestKey) string {
 	return s.prefix + requestDir + k.Owner + "#" + k.RequestID
 }
 
 // Read implements registry.Store: one read-only transaction, so every get
 // sees the same revision; etcd serves it linearizably by default.
-func (s *Store) Read(ctx context.Context, resource string, keys []registry.RequestKey) (registry.Snapshot, error) {
+func (s *Store) Read(ctx context.Context, resource string, keys []lockstate.RequestKey) (registry.Snapshot, error) {
 	resp, err := s.txn(ctx, &etcdserverpb.TxnRequest{Success: s.readOps(resource, keys)})
 	if err != nil {
 		return registry.Snapshot{}, fmt.Errorf("etcdstore: read: %w", err)
@@ -115,7 +116,7 @@ func (s *Store) Commit(ctx context.Context, w registry.Write) (registry.CommitRe
 // parseSnapshot decodes the responses of readOps, rev being the revision
 // of the transaction that read them; or, when settings is not nil, of
 // ownReadOps, with settings read apart at the same revision.
-func parseSnapshot(rev uint64, rs []*etcdserverpb.ResponseOp, resource string, keys []registry.RequestKey, settings *etcdserverpb.RangeResponse) (registry.Snapshot, error) {
+func parseSnapshot(rev uint64, rs []*etcdserverpb.ResponseOp, resource string, keys []lockstate.RequestKey, settings *etcdserverpb.RangeResponse) (registry.Snapshot, error) {
 	snap := registry.Snapshot{Revision: rev, Resource: resource}
 	if want := b2i(settings == nil) + len(keys) + b2i(resource != ""); len(rs) != want {
 		return snap, fmt.Errorf("etcdstore: %d responses, want %d", len(rs), want)
@@ -185,10 +186,10 @@ func (s *Store) ScanRecords(ctx context.Context, prefix, after string, limit int
 }
 
 // ScanRequests implements registry.Store.
-func (s *Store) ScanRequests(ctx context.Context, after registry.RequestKey, limit int) ([]registry.RequestSlot, error) {
+func (s *Store) ScanRequests(ctx context.Context, after lockstate.RequestKey, limit int) ([]registry.RequestSlot, error) {
 	dir := s.prefix + requestDir
 	from := dir
-	if after != (registry.RequestKey{}) {
+	if after != (lockstate.RequestKey{}) {
 		from = s.requestKey(after) + "\x00"
 	}
 	resp, err := s.c.Get(ctx, from, clientv3.WithRange(clientv3.GetPrefixRangeEnd(dir)), clientv3.WithLimit(int64(limit)))
@@ -207,7 +208,7 @@ func (s *Store) ScanRequests(ctx context.Context, after registry.RequestKey, lim
 			return nil, fmt.Errorf("etcdstore: scan %q: %w", kv.Key, err)
 		}
 		out = append(out, registry.RequestSlot{
-			Key: registry.RequestKey{Owner: name[:i], RequestID: name[i+1:]}, Entry: e,
+			Key: lockstate.RequestKey{Owner: name[:i], RequestID: name[i+1:]}, Entry: e,
 			ModRev: uint64(kv.ModRevision), CreateRev: uint64(kv.CreateRevision),
 		})
 	}

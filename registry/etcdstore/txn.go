@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/lockstate"
 )
 
 // The store builds etcd's protocol messages itself and sends them on the
@@ -137,13 +138,13 @@ func modRevIs(key string, rev uint64) *pb.Compare {
 
 // readOps are the gets of a snapshot, in the order parseSnapshot
 // expects: the settings, then ownReadOps.
-func (s *Store) readOps(resource string, keys []registry.RequestKey) []*pb.RequestOp {
+func (s *Store) readOps(resource string, keys []lockstate.RequestKey) []*pb.RequestOp {
 	return append([]*pb.RequestOp{get(s.settingsKey())}, s.ownReadOps(resource, keys)...)
 }
 
 // ownReadOps are the gets of a snapshot's record (when resource is set)
 // and request entries.
-func (s *Store) ownReadOps(resource string, keys []registry.RequestKey) []*pb.RequestOp {
+func (s *Store) ownReadOps(resource string, keys []lockstate.RequestKey) []*pb.RequestOp {
 	ops := make([]*pb.RequestOp, 0, 1+len(keys))
 	if resource != "" {
 		ops = append(ops, get(s.recordKey(resource)))

@@ -8,16 +8,17 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/lockstate"
 )
 
 func TestWatchFromCompactedRevisionCloses(t *testing.T) {
 	ctx := context.Background()
 	s := freshStore(t)
-	first, err := s.Commit(ctx, registry.Write{Resource: "w/1", Record: &registry.Record{HighestFence: 1}})
+	first, err := s.Commit(ctx, registry.Write{Resource: "w/1", Record: &lockstate.Record{HighestFence: 1}})
 	if err != nil || !first.OK {
 		t.Fatal(err)
 	}
-	second, err := s.Commit(ctx, registry.Write{Resource: "w/1", RecordRev: first.Revision, Record: &registry.Record{HighestFence: 2}})
+	second, err := s.Commit(ctx, registry.Write{Resource: "w/1", RecordRev: first.Revision, Record: &lockstate.Record{HighestFence: 2}})
 	if err != nil || !second.OK {
 		t.Fatal(err)
 	}

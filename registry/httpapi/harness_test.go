@@ -17,6 +17,7 @@ import (
 	"github.com/fencegate/fencegate/client/httpclient"
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/lockstate"
 	"github.com/fencegate/fencegate/testkit/fakeclock"
 )
 
@@ -26,7 +27,7 @@ type countingStore struct {
 	calls atomic.Int64
 }
 
-func (s *countingStore) Read(ctx context.Context, res string, keys []registry.RequestKey) (registry.Snapshot, error) {
+func (s *countingStore) Read(ctx context.Context, res string, keys []lockstate.RequestKey) (registry.Snapshot, error) {
 	s.calls.Add(1)
 	return s.Store.Read(ctx, res, keys)
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/lockstate"
 )
 
 // InstrumentStore wraps s so that every Read, Commit, scan and key
@@ -30,7 +31,7 @@ func storeOutcome(err error) string {
 	return codeOf(err)
 }
 
-func (t *timedStore) Read(ctx context.Context, resource string, keys []registry.RequestKey) (registry.Snapshot, error) {
+func (t *timedStore) Read(ctx context.Context, resource string, keys []lockstate.RequestKey) (registry.Snapshot, error) {
 	start := time.Now()
 	snap, err := t.s.Read(ctx, resource, keys)
 	t.m.StoreCall("read", time.Since(start), storeOutcome(err))
@@ -52,7 +53,7 @@ func (t *timedStore) Watch(ctx context.Context, resource string, fromRev uint64)
 	return t.s.Watch(ctx, resource, fromRev)
 }
 
-func (t *timedStore) ScanRequests(ctx context.Context, after registry.RequestKey, limit int) ([]registry.RequestSlot, error) {
+func (t *timedStore) ScanRequests(ctx context.Context, after lockstate.RequestKey, limit int) ([]registry.RequestSlot, error) {
 	start := time.Now()
 	slots, err := t.s.ScanRequests(ctx, after, limit)
 	t.m.StoreCall("scan", time.Since(start), storeOutcome(err))

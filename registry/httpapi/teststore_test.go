@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/lockstate"
 	"github.com/fencegate/fencegate/registry/memstore"
 )
 
@@ -21,7 +22,7 @@ type flakyStore struct {
 
 var errStoreDown = errors.New("test: store unreachable")
 
-func (s *flakyStore) Read(ctx context.Context, res string, keys []registry.RequestKey) (registry.Snapshot, error) {
+func (s *flakyStore) Read(ctx context.Context, res string, keys []lockstate.RequestKey) (registry.Snapshot, error) {
 	if s.down.Load() {
 		return registry.Snapshot{}, errStoreDown
 	}

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/lockstate"
 )
 
 // Every stored value is kept twice: in its stored form (the bytes etcd
@@ -17,12 +18,12 @@ import (
 // reads on nearly every registry call).
 
 // recordLocked returns resource's record (a copy) and its item.
-func (s *Store) recordLocked(resource string) (*registry.Record, item, error) {
+func (s *Store) recordLocked(resource string) (*lockstate.Record, item, error) {
 	it, ok := s.records[resource]
 	if !ok {
 		return nil, it, nil
 	}
-	rec, ok := it.decoded.(*registry.Record)
+	rec, ok := it.decoded.(*lockstate.Record)
 	if !ok {
 		var err error
 		if rec, err = registry.DecodeRecord(it.value); err != nil {
@@ -35,12 +36,12 @@ func (s *Store) recordLocked(resource string) (*registry.Record, item, error) {
 }
 
 // requestLocked returns key's request entry (a copy) and its item.
-func (s *Store) requestLocked(key registry.RequestKey) (*registry.RequestEntry, item, error) {
+func (s *Store) requestLocked(key lockstate.RequestKey) (*lockstate.RequestEntry, item, error) {
 	it, ok := s.requests[key]
 	if !ok {
 		return nil, it, nil
 	}
-	e, ok := it.decoded.(*registry.RequestEntry)
+	e, ok := it.decoded.(*lockstate.RequestEntry)
 	if !ok {
 		var err error
 		if e, err = registry.DecodeRequestEntry(it.value); err != nil {
@@ -54,15 +55,15 @@ func (s *Store) requestLocked(key registry.RequestKey) (*registry.RequestEntry, 
 }
 
 // settingsLocked returns the settings (a value) and their item.
-func (s *Store) settingsLocked() (registry.Settings, error) {
+func (s *Store) settingsLocked() (lockstate.Settings, error) {
 	if s.settings.modRev == 0 {
-		return registry.Settings{}, nil
+		return lockstate.Settings{}, nil
 	}
-	set, ok := s.settings.decoded.(registry.Settings)
+	set, ok := s.settings.decoded.(lockstate.Settings)
 	if !ok {
 		var err error
 		if set, err = registry.DecodeSettings(s.settings.value); err != nil {
-			return registry.Settings{}, err
+			return lockstate.Settings{}, err
 		}
 		s.settings.decoded = set
 	}
@@ -73,7 +74,7 @@ func (s *Store) settingsLocked() (registry.Settings, error) {
 // fields are values but for Holder, Waiters and Ended, whose elements are
 // values (TestCopiesShareNothing fails when a field that would be shared
 // is added).
-func cloneRecord(rec *registry.Record) *registry.Record {
+func cloneRecord(rec *lockstate.Record) *lockstate.Record {
 	c := *rec
 	if rec.Holder != nil {
 		h := *rec.Holder

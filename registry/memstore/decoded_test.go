@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/lockstate"
 )
 
 // TestCopiesShareNothing walks the stored types: every field must be a
@@ -39,9 +40,9 @@ func TestCopiesShareNothing(t *testing.T) {
 			}
 		}
 	}
-	walk(reflect.TypeFor[registry.Record](), true)
-	walk(reflect.TypeFor[registry.RequestEntry](), false)
-	walk(reflect.TypeFor[registry.Settings](), false)
+	walk(reflect.TypeFor[lockstate.Record](), true)
+	walk(reflect.TypeFor[lockstate.RequestEntry](), false)
+	walk(reflect.TypeFor[lockstate.Settings](), false)
 }
 
 // TestReadersCannotChangeTheStore changes every part of what two reads
@@ -49,16 +50,16 @@ func TestCopiesShareNothing(t *testing.T) {
 func TestReadersCannotChangeTheStore(t *testing.T) {
 	ctx := context.Background()
 	s := New()
-	key := registry.RequestKey{Owner: "o", RequestID: "1"}
-	rec := &registry.Record{HighestFence: 2, Holder: &registry.Holder{Grant: registry.GrantBody{FenceToken: 2, Lease: "l2"}, ExpiresAtMs: 5},
-		Waiters: []registry.Waiter{{Owner: "w"}}, Ended: []registry.EndedLease{{Lease: "l1", State: "RELEASED"}}}
+	key := lockstate.RequestKey{Owner: "o", RequestID: "1"}
+	rec := &lockstate.Record{HighestFence: 2, Holder: &lockstate.Holder{Grant: lockstate.GrantBody{FenceToken: 2, Lease: "l2"}, ExpiresAtMs: 5},
+		Waiters: []lockstate.Waiter{{Owner: "w"}}, Ended: []lockstate.EndedLease{{Lease: "l1", State: "RELEASED"}}}
 	if res, err := s.Commit(ctx, registry.Write{Resource: "r", Record: rec,
-		Requests: []registry.RequestWrite{{Key: key, Entry: &registry.RequestEntry{State: "HELD"}}}}); err != nil || !res.OK {
+		Requests: []registry.RequestWrite{{Key: key, Entry: &lockstate.RequestEntry{State: "HELD"}}}}); err != nil || !res.OK {
 		t.Fatalf("commit: %+v %v", res, err)
 	}
 	want := registry.EncodeRecord(rec)
 	for range 2 { // the first read decodes, the second copies the decoding
-		snap, err := s.Read(ctx, "r", []registry.RequestKey{key})
+		snap, err := s.Read(ctx, "r", []lockstate.RequestKey{key})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,7 +67,7 @@ func TestReadersCannotChangeTheStore(t *testing.T) {
 		snap.Record.HighestFence = 7
 		snap.Requests[0].Entry.State = "EXPIRED"
 	}
-	snap, err := s.Read(ctx, "r", []registry.RequestKey{key})
+	snap, err := s.Read(ctx, "r", []lockstate.RequestKey{key})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,15 +98,15 @@ func TestCopiesAreTheDecoding(t *testing.T) {
 			}
 		}
 	}
-	walk(reflect.TypeFor[registry.Record]())
-	walk(reflect.TypeFor[registry.RequestEntry]())
-	walk(reflect.TypeFor[registry.Settings]())
+	walk(reflect.TypeFor[lockstate.Record]())
+	walk(reflect.TypeFor[lockstate.RequestEntry]())
+	walk(reflect.TypeFor[lockstate.Settings]())
 
 	s := New()
-	rec := &registry.Record{HighestFence: 3, Floor: 1, PolicyGeneration: 2, FreeAtMs: 4,
-		Holder:  &registry.Holder{Grant: registry.GrantBody{Resource: "r", Owner: "o", RequestID: "q", Lease: "l", OperationRoot: "x", OperationClass: "c", FenceToken: 3, PolicyGeneration: 2, IssuerEpoch: 1, TTLMs: 5, IssuedAtMs: 6}, ParamsDigest: "p", ExpiresAtMs: 7},
-		Waiters: []registry.Waiter{{Owner: "w", RequestID: "q2", DeadlineMs: 8, OperationRoot: "y", OperationClass: "c", TTLMs: 9, ParamsDigest: "p2", SeenMs: 10}},
-		Ended:   []registry.EndedLease{{Lease: "l0", Owner: "o0", State: "RELEASED", AtMs: 11}}}
+	rec := &lockstate.Record{HighestFence: 3, Floor: 1, PolicyGeneration: 2, FreeAtMs: 4,
+		Holder:  &lockstate.Holder{Grant: lockstate.GrantBody{Resource: "r", Owner: "o", RequestID: "q", Lease: "l", OperationRoot: "x", OperationClass: "c", FenceToken: 3, PolicyGeneration: 2, IssuerEpoch: 1, TTLMs: 5, IssuedAtMs: 6}, ParamsDigest: "p", ExpiresAtMs: 7},
+		Waiters: []lockstate.Waiter{{Owner: "w", RequestID: "q2", DeadlineMs: 8, OperationRoot: "y", OperationClass: "c", TTLMs: 9, ParamsDigest: "p2", SeenMs: 10}},
+		Ended:   []lockstate.EndedLease{{Lease: "l0", Owner: "o0", State: "RELEASED", AtMs: 11}}}
 	if res, err := s.Commit(context.Background(), registry.Write{Resource: "r", Record: rec}); err != nil || !res.OK {
 		t.Fatalf("commit: %+v %v", res, err)
 	}

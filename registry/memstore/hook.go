@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/lockstate"
 )
 
 // errAfterHook: a Committed read after its hook returned, when the state
@@ -17,10 +18,10 @@ var errAfterHook = errors.New("memstore: Committed read after its hook returned"
 // the hook runs.
 type Committed struct {
 	Revision        uint64
-	Resource        string                // the write's resource ("" for none)
-	RecordWritten   bool                  // the write put the resource's record
-	SettingsWritten bool                  // the write put the settings
-	Requests        []registry.RequestKey // request entries the write put or deleted, in its order
+	Resource        string                 // the write's resource ("" for none)
+	RecordWritten   bool                   // the write put the resource's record
+	SettingsWritten bool                   // the write put the settings
+	Requests        []lockstate.RequestKey // request entries the write put or deleted, in its order
 	// KeyHistoryWritten: the commit was a CommitKeyHistory (which writes
 	// nothing else).
 	KeyHistoryWritten bool
@@ -47,7 +48,7 @@ func (s *Store) OnCommit(h CommitHook) {
 
 // Record returns the resource's record as stored after the commit (nil
 // when the resource has none).
-func (c *Committed) Record() (*registry.Record, error) {
+func (c *Committed) Record() (*lockstate.Record, error) {
 	switch {
 	case c.s == nil:
 		return nil, errAfterHook
@@ -59,16 +60,16 @@ func (c *Committed) Record() (*registry.Record, error) {
 }
 
 // Settings returns the settings as stored after the commit.
-func (c *Committed) Settings() (registry.Settings, error) {
+func (c *Committed) Settings() (lockstate.Settings, error) {
 	if c.s == nil {
-		return registry.Settings{}, errAfterHook
+		return lockstate.Settings{}, errAfterHook
 	}
 	return c.s.settingsLocked()
 }
 
 // Request returns the request entry stored under key after the commit
 // (nil when absent), whether or not this commit wrote it.
-func (c *Committed) Request(key registry.RequestKey) (*registry.RequestEntry, error) {
+func (c *Committed) Request(key lockstate.RequestKey) (*lockstate.RequestEntry, error) {
 	if c.s == nil {
 		return nil, errAfterHook
 	}
@@ -83,7 +84,7 @@ func (s *Store) runHookLocked(w *registry.Write, rev uint64) {
 	}
 	c := &Committed{Revision: rev, Resource: w.Resource, RecordWritten: w.Record != nil, SettingsWritten: w.Settings != nil, s: s}
 	if len(w.Requests) > 0 {
-		c.Requests = make([]registry.RequestKey, len(w.Requests))
+		c.Requests = make([]lockstate.RequestKey, len(w.Requests))
 		for i, rw := range w.Requests {
 			c.Requests[i] = rw.Key
 		}

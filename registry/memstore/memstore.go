@@ -20,6 +20,7 @@ import (
 	"sync"
 
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/lockstate"
 )
 
 // item is one stored value with its revisions.
@@ -39,7 +40,7 @@ type Store struct {
 	mu       sync.Mutex
 	rev      uint64
 	records  map[string]item
-	requests map[registry.RequestKey]item
+	requests map[lockstate.RequestKey]item
 	settings item
 	keys     item // the gate key history (keyhistory.go)
 	watchers map[string][]*watcher
@@ -62,7 +63,7 @@ func New(opts ...Option) *Store {
 	s := &Store{
 		rev:      1,
 		records:  make(map[string]item),
-		requests: make(map[registry.RequestKey]item),
+		requests: make(map[lockstate.RequestKey]item),
 		watchers: make(map[string][]*watcher),
 	}
 	for _, o := range opts {
@@ -79,7 +80,7 @@ func (s *Store) Revision() uint64 {
 }
 
 // Read implements registry.Store.
-func (s *Store) Read(ctx context.Context, resource string, keys []registry.RequestKey) (registry.Snapshot, error) {
+func (s *Store) Read(ctx context.Context, resource string, keys []lockstate.RequestKey) (registry.Snapshot, error) {
 	if err := ctx.Err(); err != nil {
 		return registry.Snapshot{}, err
 	}
@@ -88,7 +89,7 @@ func (s *Store) Read(ctx context.Context, resource string, keys []registry.Reque
 	return s.snapshotLocked(resource, keys)
 }
 
-func (s *Store) snapshotLocked(resource string, keys []registry.RequestKey) (registry.Snapshot, error) {
+func (s *Store) snapshotLocked(resource string, keys []lockstate.RequestKey) (registry.Snapshot, error) {
 	snap := registry.Snapshot{Revision: s.rev, Resource: resource}
 	if resource != "" {
 		rec, it, err := s.recordLocked(resource)
@@ -156,7 +157,7 @@ func checkWrite(w registry.Write) error {
 	if w.Record != nil && w.Resource == "" {
 		return fmt.Errorf("memstore: record write without a resource")
 	}
-	seen := make(map[registry.RequestKey]bool, len(w.Requests))
+	seen := make(map[lockstate.RequestKey]bool, len(w.Requests))
 	for _, rw := range w.Requests {
 		if seen[rw.Key] {
 			return fmt.Errorf("memstore: request %s/%s written twice in one commit", rw.Key.Owner, rw.Key.RequestID)
@@ -219,13 +220,13 @@ func holds[T any](it item, was T, matches func(stored []byte) bool) bool {
 }
 
 // ScanRequests implements registry.Store.
-func (s *Store) ScanRequests(ctx context.Context, after registry.RequestKey, limit int) ([]registry.RequestSlot, error) {
+func (s *Store) ScanRequests(ctx context.Context, after lockstate.RequestKey, limit int) ([]registry.RequestSlot, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	keys := make([]registry.RequestKey, 0, len(s.requests))
+	keys := make([]lockstate.RequestKey, 0, len(s.requests))
 	for k := range s.requests {
 		if after.Less(k) {
 			keys = append(keys, k)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/lockstate"
 	"github.com/fencegate/fencegate/registry/memstore"
 	"github.com/fencegate/fencegate/testkit/storetest"
 )
@@ -48,9 +49,9 @@ func commit(t *testing.T, s *memstore.Store, w registry.Write) registry.CommitRe
 // the restore fails on its revision alone.
 func TestRestoreBumpingRevisions(t *testing.T) {
 	s := memstore.New()
-	first := commit(t, s, registry.Write{Resource: "r", Record: &registry.Record{HighestFence: 1}})
+	first := commit(t, s, registry.Write{Resource: "r", Record: &lockstate.Record{HighestFence: 1}})
 	img := s.Image()
-	cached := commit(t, s, registry.Write{Resource: "r", RecordRev: first.Revision, Record: &registry.Record{HighestFence: 2}})
+	cached := commit(t, s, registry.Write{Resource: "r", RecordRev: first.Revision, Record: &lockstate.Record{HighestFence: 2}})
 	s.Restore(img, memstore.BumpRevisions)
 	snap, err := s.Read(ctx, "r", nil)
 	if err != nil {
@@ -59,11 +60,11 @@ func TestRestoreBumpingRevisions(t *testing.T) {
 	if snap.Record.HighestFence != 1 || snap.RecordRev != first.Revision || snap.Revision <= cached.Revision {
 		t.Fatalf("after the restore: fence %d at %d, store revision %d (was %d)", snap.Record.HighestFence, snap.RecordRev, snap.Revision, cached.Revision)
 	}
-	other := commit(t, s, registry.Write{Resource: "r", RecordRev: first.Revision, Record: &registry.Record{HighestFence: 3}})
+	other := commit(t, s, registry.Write{Resource: "r", RecordRev: first.Revision, Record: &lockstate.Record{HighestFence: 3}})
 	if other.Revision <= snap.Revision {
 		t.Fatalf("commit after the restore at %d, not above %d", other.Revision, snap.Revision)
 	}
-	stale, err := s.Commit(ctx, registry.Write{Resource: "r", RecordRev: cached.Revision, Record: &registry.Record{HighestFence: 4}})
+	stale, err := s.Commit(ctx, registry.Write{Resource: "r", RecordRev: cached.Revision, Record: &lockstate.Record{HighestFence: 4}})
 	if err != nil || stale.OK {
 		t.Fatalf("a write on the revision read before the restore: %+v %v", stale, err)
 	}
@@ -86,15 +87,15 @@ func TestCommitHook(t *testing.T) {
 		if c.RecordWritten {
 			rec.HighestFence = 99 // a copy: the store keeps its own
 		}
-		if e, err := c.Request(registry.RequestKey{Owner: "o", RequestID: "1"}); err != nil || (len(c.Requests) > 0) != (e != nil) {
+		if e, err := c.Request(lockstate.RequestKey{Owner: "o", RequestID: "1"}); err != nil || (len(c.Requests) > 0) != (e != nil) {
 			t.Fatalf("revision %d: request entry %+v (%v) after writing %v", c.Revision, e, err, c.Requests)
 		}
 	})
-	first := commit(t, s, registry.Write{Resource: "r", Record: &registry.Record{HighestFence: 1}})
-	entry := &registry.RequestEntry{State: "HELD"}
-	second := commit(t, s, registry.Write{Resource: "r", RecordRev: first.Revision, Record: &registry.Record{HighestFence: 2},
-		Requests: []registry.RequestWrite{{Key: registry.RequestKey{Owner: "o", RequestID: "1"}, Entry: entry}}})
-	if res, _ := s.Commit(ctx, registry.Write{Resource: "r", RecordRev: first.Revision, Record: &registry.Record{HighestFence: 7}}); res.OK {
+	first := commit(t, s, registry.Write{Resource: "r", Record: &lockstate.Record{HighestFence: 1}})
+	entry := &lockstate.RequestEntry{State: "HELD"}
+	second := commit(t, s, registry.Write{Resource: "r", RecordRev: first.Revision, Record: &lockstate.Record{HighestFence: 2},
+		Requests: []registry.RequestWrite{{Key: lockstate.RequestKey{Owner: "o", RequestID: "1"}, Entry: entry}}})
+	if res, _ := s.Commit(ctx, registry.Write{Resource: "r", RecordRev: first.Revision, Record: &lockstate.Record{HighestFence: 7}}); res.OK {
 		t.Fatal("stale compare committed")
 	}
 	if len(seen) != 2 || seen[0] != first.Revision || seen[1] != second.Revision {
@@ -108,7 +109,7 @@ func TestCommitHook(t *testing.T) {
 		t.Fatal("a Committed read after its hook returned")
 	}
 	s.OnCommit(nil)
-	commit(t, s, registry.Write{Resource: "r", RecordRev: second.Revision, Record: &registry.Record{HighestFence: 3}})
+	commit(t, s, registry.Write{Resource: "r", RecordRev: second.Revision, Record: &lockstate.Record{HighestFence: 3}})
 	if len(seen) != 2 {
 		t.Fatal("a removed hook still ran")
 	}

@@ -3,7 +3,7 @@ package memstore
 import (
 	"maps"
 
-	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/lockstate"
 )
 
 // Image is a store's whole state at one revision, as a backup holds it:
@@ -14,7 +14,7 @@ import (
 type Image struct {
 	rev      uint64
 	records  map[string]item
-	requests map[registry.RequestKey]item
+	requests map[lockstate.RequestKey]item
 	settings item
 	keys     item
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/lockstate"
 )
 
 // watcher is one Watch: a one-slot mailbox that always holds the latest
@@ -60,7 +61,7 @@ func (w *watcher) offer(ev registry.RecordEvent) {
 	}
 }
 
-func (s *Store) notifyLocked(resource string, rec *registry.Record, rev uint64) {
+func (s *Store) notifyLocked(resource string, rec *lockstate.Record, rev uint64) {
 	for _, w := range s.watchers[resource] {
 		// Each watcher gets its own copy: nobody shares a record.
 		w.offer(registry.RecordEvent{Record: cloneRecord(rec), ModRev: rev, Revision: rev})

@@ -10,6 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/lockstate"
 )
 
 // commitAttemptsMax bounds how many multis one Commit sends when a pin is
@@ -65,7 +66,7 @@ func checkWrite(w registry.Write) error {
 	if (w.Record != nil || w.RecordWas != nil) && w.Resource == "" {
 		return fmt.Errorf("zkstore: record write without a resource")
 	}
-	seen := make(map[registry.RequestKey]bool, len(w.Requests))
+	seen := make(map[lockstate.RequestKey]bool, len(w.Requests))
 	for _, rw := range w.Requests {
 		if seen[rw.Key] {
 			return fmt.Errorf("zkstore: request %s/%s written twice in one commit", rw.Key.Owner, rw.Key.RequestID)
@@ -75,8 +76,8 @@ func checkWrite(w registry.Write) error {
 	return nil
 }
 
-func writtenKeys(w registry.Write) []registry.RequestKey {
-	keys := make([]registry.RequestKey, len(w.Requests))
+func writtenKeys(w registry.Write) []lockstate.RequestKey {
+	keys := make([]lockstate.RequestKey, len(w.Requests))
 	for i, rw := range w.Requests {
 		keys[i] = rw.Key
 	}
@@ -85,7 +86,7 @@ func writtenKeys(w registry.Write) []registry.RequestKey {
 
 // commitPaths are the nodes a commit of w reads: its record, the
 // settings, its entries and extra (the keys a failed compare returns).
-func (s *Store) commitPaths(w registry.Write, extra []registry.RequestKey) []string {
+func (s *Store) commitPaths(w registry.Write, extra []lockstate.RequestKey) []string {
 	return s.readPaths(w.Resource, append(writtenKeys(w), extra...))
 }
 

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/lockstate"
 	"github.com/fencegate/fencegate/testkit/storetest"
 	"github.com/fencegate/fencegate/testkit/zktest"
 	"github.com/fencegate/fencegate/wire"
@@ -67,7 +68,7 @@ func TestDialTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res, err := s.Commit(ctx, registry.Write{Resource: "tls/1", Record: &registry.Record{HighestFence: 1}}); err != nil || !res.OK {
+	if res, err := s.Commit(ctx, registry.Write{Resource: "tls/1", Record: &lockstate.Record{HighestFence: 1}}); err != nil || !res.OK {
 		t.Fatalf("commit over TLS: %+v %v", res, err)
 	}
 	for _, c := range []struct {

@@ -10,6 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/lockstate"
 )
 
 // readAttemptsMax bounds how often Read starts over because a node it
@@ -108,7 +109,7 @@ func (s *Store) revision(ctx context.Context) (uint64, error) {
 }
 
 // readPaths are the nodes a snapshot of resource and keys needs.
-func (s *Store) readPaths(resource string, keys []registry.RequestKey) []string {
+func (s *Store) readPaths(resource string, keys []lockstate.RequestKey) []string {
 	var ps []string
 	if resource != "" {
 		ps = append(ps, s.recordPath(resource))
@@ -197,7 +198,7 @@ func parentsQuiet(dirs map[string]node, rev uint64) bool {
 }
 
 // Read implements registry.Store.
-func (s *Store) Read(ctx context.Context, resource string, keys []registry.RequestKey) (registry.Snapshot, error) {
+func (s *Store) Read(ctx context.Context, resource string, keys []lockstate.RequestKey) (registry.Snapshot, error) {
 	v, err := s.readView(ctx, s.readPaths(resource, keys), nil, true)
 	if err != nil {
 		return registry.Snapshot{}, fmt.Errorf("zkstore: read: %w", err)
@@ -206,7 +207,7 @@ func (s *Store) Read(ctx context.Context, resource string, keys []registry.Reque
 }
 
 // snapshotOf decodes a consistent view.
-func (s *Store) snapshotOf(v *view, resource string, keys []registry.RequestKey) (registry.Snapshot, error) {
+func (s *Store) snapshotOf(v *view, resource string, keys []lockstate.RequestKey) (registry.Snapshot, error) {
 	snap := registry.Snapshot{Revision: v.rev, Resource: resource}
 	if resource != "" {
 		if n := v.nodes[s.recordPath(resource)]; n.modRev() != 0 {
@@ -235,7 +236,7 @@ func (s *Store) snapshotOf(v *view, resource string, keys []registry.RequestKey)
 }
 
 // slotOf decodes one request entry's node.
-func slotOf(k registry.RequestKey, n node) (registry.RequestSlot, error) {
+func slotOf(k lockstate.RequestKey, n node) (registry.RequestSlot, error) {
 	slot := registry.RequestSlot{Key: k}
 	if n.modRev() == 0 {
 		return slot, nil

@@ -20,6 +20,7 @@ import (
 
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/lockstate"
 	"github.com/fencegate/fencegate/testkit/storetest"
 	"github.com/fencegate/fencegate/testkit/zktest"
 	"github.com/fencegate/fencegate/wire"
@@ -93,7 +94,7 @@ func TestRestoredServerDoesNotReviveACachedRecord(t *testing.T) {
 func pad(t *testing.T, ctx context.Context, s *Store) {
 	t.Helper()
 	for i := range restorePadCommits {
-		w := registry.Write{Requests: []registry.RequestWrite{{Key: registry.RequestKey{Owner: "pad", RequestID: fmt.Sprint(i)}, Entry: padEntry}}}
+		w := registry.Write{Requests: []registry.RequestWrite{{Key: lockstate.RequestKey{Owner: "pad", RequestID: fmt.Sprint(i)}, Entry: padEntry}}}
 		for {
 			res, err := s.Commit(ctx, w) // blind: a retry after an unknown outcome is harmless
 			if err == nil && res.OK {
@@ -146,7 +147,7 @@ func acquireEventually(ctx context.Context, reg *registry.Registry, owner, id st
 // restored server spends on sessions and on B's first grant.
 const restorePadCommits = 20
 
-var padEntry = &registry.RequestEntry{Grant: registry.GrantBody{Resource: "pad", Owner: "pad"}, ParamsDigest: "p", State: grant.StateReleased}
+var padEntry = &lockstate.RequestEntry{Grant: lockstate.GrantBody{Resource: "pad", Owner: "pad"}, ParamsDigest: "p", State: grant.StateReleased}
 
 func acquireReq(id string) wire.AcquireRequest {
 	return wire.AcquireRequest{Resource: "restore/x", OperationID: "op-" + id, OperationClass: "test", RequestID: id, TTLMs: 30_000}

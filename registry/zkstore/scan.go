@@ -9,6 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/lockstate"
 	"github.com/fencegate/fencegate/wire"
 )
 
@@ -16,7 +17,7 @@ import (
 // request IDs in order (its buckets listed and merged), then the entries
 // of the page read. Entries deleted between the listing and the read are
 // skipped.
-func (s *Store) ScanRequests(ctx context.Context, after registry.RequestKey, limit int) ([]registry.RequestSlot, error) {
+func (s *Store) ScanRequests(ctx context.Context, after lockstate.RequestKey, limit int) ([]registry.RequestSlot, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
@@ -40,9 +41,9 @@ func (s *Store) ScanRequests(ctx context.Context, after registry.RequestKey, lim
 		if err != nil {
 			return nil, err
 		}
-		var keys []registry.RequestKey
+		var keys []lockstate.RequestKey
 		for _, id := range ids {
-			if k := (registry.RequestKey{Owner: owner, RequestID: id}); after.Less(k) {
+			if k := (lockstate.RequestKey{Owner: owner, RequestID: id}); after.Less(k) {
 				keys = append(keys, k)
 			}
 		}
@@ -54,7 +55,7 @@ func (s *Store) ScanRequests(ctx context.Context, after registry.RequestKey, lim
 }
 
 // readSlots appends the present entries of keys, in order, up to limit.
-func (s *Store) readSlots(ctx context.Context, keys []registry.RequestKey, limit int, out []registry.RequestSlot) ([]registry.RequestSlot, error) {
+func (s *Store) readSlots(ctx context.Context, keys []lockstate.RequestKey, limit int, out []registry.RequestSlot) ([]registry.RequestSlot, error) {
 	for len(keys) > 0 && len(out) < limit {
 		batch := keys[:min(len(keys), limit-len(out))]
 		keys = keys[len(batch):]

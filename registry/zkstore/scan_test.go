@@ -11,18 +11,19 @@ import (
 
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/lockstate"
 )
 
-func scanEntry(k registry.RequestKey) *registry.RequestEntry {
-	return &registry.RequestEntry{Grant: registry.GrantBody{Resource: "x", Owner: k.Owner, RequestID: k.RequestID}, ParamsDigest: "p", State: grant.StateReleased}
+func scanEntry(k lockstate.RequestKey) *lockstate.RequestEntry {
+	return &lockstate.RequestEntry{Grant: lockstate.GrantBody{Resource: "x", Owner: k.Owner, RequestID: k.RequestID}, ParamsDigest: "p", State: grant.StateReleased}
 }
 
 func TestScanPagesThroughBuckets(t *testing.T) {
 	s := freshStore(t)
 	ctx := context.Background()
 	const n, page = 300, 7
-	key := func(i int) registry.RequestKey {
-		return registry.RequestKey{Owner: "spiffe://ex.org/w", RequestID: fmt.Sprintf("req-%016x%016x", uint64(i)*0x9e3779b97f4a7c15, i)}
+	key := func(i int) lockstate.RequestKey {
+		return lockstate.RequestKey{Owner: "spiffe://ex.org/w", RequestID: fmt.Sprintf("req-%016x%016x", uint64(i)*0x9e3779b97f4a7c15, i)}
 	}
 	put := func(lo, hi int) {
 		var ws []registry.RequestWrite
@@ -40,8 +41,8 @@ func TestScanPagesThroughBuckets(t *testing.T) {
 	if err != nil || len(buckets) < Buckets/2 || len(buckets) > Buckets {
 		t.Fatalf("%d entries in %d buckets (%v), want them spread over at most %d", n, len(buckets), err, Buckets)
 	}
-	seen, deleted := map[registry.RequestKey]bool{}, map[registry.RequestKey]bool{}
-	var last registry.RequestKey
+	seen, deleted := map[lockstate.RequestKey]bool{}, map[lockstate.RequestKey]bool{}
+	var last lockstate.RequestKey
 	for round := 0; ; round++ {
 		got, err := s.ScanRequests(ctx, last, page)
 		if err != nil {

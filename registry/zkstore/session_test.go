@@ -17,6 +17,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/lockstate"
 	"github.com/fencegate/fencegate/testkit/zktest"
 )
 
@@ -39,7 +40,7 @@ func TestPartitionThenSessionExpiry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first, err := cut.Commit(ctx, registry.Write{Resource: "p/1", Record: &registry.Record{HighestFence: 1}})
+	first, err := cut.Commit(ctx, registry.Write{Resource: "p/1", Record: &lockstate.Record{HighestFence: 1}})
 	if err != nil || !first.OK {
 		t.Fatalf("first commit: %+v %v", first, err)
 	}
@@ -52,7 +53,7 @@ func TestPartitionThenSessionExpiry(t *testing.T) {
 
 	proxy.Cut()
 	cctx, ccancel := context.WithTimeout(ctx, 2*time.Second)
-	res, err := cut.Commit(cctx, registry.Write{Resource: "p/1", RecordRev: first.Revision, Record: &registry.Record{HighestFence: 2}})
+	res, err := cut.Commit(cctx, registry.Write{Resource: "p/1", RecordRev: first.Revision, Record: &lockstate.Record{HighestFence: 2}})
 	ccancel()
 	if err == nil {
 		t.Fatalf("a commit into a partition answered %+v: it can know neither success nor a failed compare", res)
@@ -65,7 +66,7 @@ func TestPartitionThenSessionExpiry(t *testing.T) {
 	if refused || !errors.Is(err, ErrOutcomeUnknown) {
 		t.Fatalf("multi into the partition: refused %v, %v; want ErrOutcomeUnknown", refused, err)
 	}
-	won, err := other.Commit(ctx, registry.Write{Resource: "p/1", RecordRev: first.Revision, Record: &registry.Record{HighestFence: 3}})
+	won, err := other.Commit(ctx, registry.Write{Resource: "p/1", RecordRev: first.Revision, Record: &lockstate.Record{HighestFence: 3}})
 	if err != nil || !won.OK {
 		t.Fatalf("the other replica's commit: %+v %v", won, err)
 	}
@@ -77,7 +78,7 @@ func TestPartitionThenSessionExpiry(t *testing.T) {
 	if snap.Record.HighestFence != 3 || snap.RecordRev != won.Revision {
 		t.Fatalf("after the partition: fence %d at %d, want the other replica's 3 at %d", snap.Record.HighestFence, snap.RecordRev, won.Revision)
 	}
-	again, err := cut.Commit(ctx, registry.Write{Resource: "p/1", RecordRev: snap.RecordRev, RecordWas: snap.Record, Record: &registry.Record{HighestFence: 4}})
+	again, err := cut.Commit(ctx, registry.Write{Resource: "p/1", RecordRev: snap.RecordRev, RecordWas: snap.Record, Record: &lockstate.Record{HighestFence: 4}})
 	if err != nil || !again.OK {
 		t.Fatalf("commit in the new session: %+v %v", again, err)
 	}

@@ -104,6 +104,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/lockstate"
 )
 
 // DefaultRoot is where the registry's nodes live unless told otherwise.
@@ -214,10 +215,10 @@ func (s *Store) recordPath(resource string) string {
 
 // ownerPath, bucketPath and requestPath place a request entry.
 func (s *Store) ownerPath(owner string) string { return s.root + requestDir + "/" + nameOf(owner) }
-func (s *Store) bucketPath(k registry.RequestKey) string {
+func (s *Store) bucketPath(k lockstate.RequestKey) string {
 	return s.ownerPath(k.Owner) + "/" + bucketOf(k.RequestID)
 }
-func (s *Store) requestPath(k registry.RequestKey) string {
+func (s *Store) requestPath(k lockstate.RequestKey) string {
 	return s.bucketPath(k) + "/" + nameOf(k.RequestID)
 }
 
@@ -231,7 +232,7 @@ func bucketOf(id string) string {
 
 // ensureDirs creates the owner and bucket nodes of keys that are not
 // known to exist. They are never deleted, so they are created once.
-func (s *Store) ensureDirs(ctx context.Context, keys []registry.RequestKey) error {
+func (s *Store) ensureDirs(ctx context.Context, keys []lockstate.RequestKey) error {
 	for _, k := range keys {
 		for _, p := range []string{s.ownerPath(k.Owner), s.bucketPath(k)} {
 			s.mu.Lock()

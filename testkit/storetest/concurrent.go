@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/lockstate"
 )
 
 // independentWriters is how many goroutines commit at once, each on its own
@@ -69,19 +70,19 @@ func independentFence(i, round int) int {
 func independentStep(s registry.Store, i, round int, revs []uint64) error {
 	resource := fmt.Sprint("ind/", i)
 	good := round == 0 || (i+round)%2 == 0
-	w := registry.Write{Resource: resource, Record: &registry.Record{HighestFence: uint64(independentFence(i, round))}}
+	w := registry.Write{Resource: resource, Record: &lockstate.Record{HighestFence: uint64(independentFence(i, round))}}
 	switch {
 	case good:
 		w.RecordRev = revs[i]
 		if round > 0 {
-			w.RecordWas = &registry.Record{HighestFence: uint64(independentFence(i, round-1))}
+			w.RecordWas = &lockstate.Record{HighestFence: uint64(independentFence(i, round-1))}
 		}
 	case i%4 < 2: // the right revision, other contents (an etcd restore)
 		w.RecordRev = revs[i]
-		w.RecordWas = &registry.Record{HighestFence: 999}
-		w.Record = &registry.Record{HighestFence: 999}
+		w.RecordWas = &lockstate.Record{HighestFence: 999}
+		w.Record = &lockstate.Record{HighestFence: 999}
 	default: // as if the record were absent
-		w.Record = &registry.Record{HighestFence: 999}
+		w.Record = &lockstate.Record{HighestFence: 999}
 	}
 	res, err := s.Commit(ctx, w)
 	switch {
@@ -117,7 +118,7 @@ func testConcurrentCAS(t *testing.T, s registry.Store) {
 					errs <- err
 					return
 				}
-				rec := &registry.Record{}
+				rec := &lockstate.Record{}
 				if snap.Record != nil {
 					rec.HighestFence = snap.Record.HighestFence
 				}

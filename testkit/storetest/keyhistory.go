@@ -12,6 +12,7 @@ import (
 
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/lockstate"
 )
 
 // The gate key history's rows: one item under the store's revisions,
@@ -53,7 +54,7 @@ func testKeyHistoryCommitThenRead(t *testing.T, s registry.Store) {
 	if empty.History != nil || empty.Raw != nil || empty.ModRev != 0 || empty.Revision < 1 {
 		t.Fatalf("empty store: %+v", empty)
 	}
-	rec := mustCommit(t, s, registry.Write{Resource: "k/1", Record: &registry.Record{HighestFence: 1}})
+	rec := mustCommit(t, s, registry.Write{Resource: "k/1", Record: &lockstate.Record{HighestFence: 1}})
 	h := &registry.KeyHistory{Keys: []registry.GateKeyUse{keyUse("gk-1", "ledger-db", "one", grant.KeyRetired), keyUse("gk-2", "ledger-db", "two", grant.KeyActive)}}
 	res := mustCommitKeys(t, s, registry.KeyHistoryWrite{History: h})
 	if !res.OK || res.Revision <= rec.Revision {
@@ -67,7 +68,7 @@ func testKeyHistoryCommitThenRead(t *testing.T, s registry.Store) {
 	if snap := mustRead(t, s, "k/1"); snap.RecordRev != rec.Revision {
 		t.Fatalf("the history's commit moved the record's revision to %d", snap.RecordRev)
 	}
-	rec2 := mustCommit(t, s, registry.Write{Resource: "k/1", RecordRev: rec.Revision, Record: &registry.Record{HighestFence: 2}})
+	rec2 := mustCommit(t, s, registry.Write{Resource: "k/1", RecordRev: rec.Revision, Record: &lockstate.Record{HighestFence: 2}})
 	if again := mustReadKeys(t, s); !rec2.OK || again.ModRev != res.Revision || again.Revision < rec2.Revision {
 		t.Fatalf("a record's commit moved the history: %+v", again)
 	}

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/lockstate"
 )
 
 // Restorable is a store that can be put back to an earlier state with the
@@ -34,21 +35,21 @@ func RunRestore(t *testing.T, newStore NewRestorable) {
 // on the revision alone would succeed (shown last, so the case cannot
 // pass on a restore that does not really reuse revisions).
 func testRestoredRecord(t *testing.T, s Restorable) {
-	first := mustCommit(t, s, registry.Write{Resource: "r/1", Record: &registry.Record{HighestFence: 1}})
+	first := mustCommit(t, s, registry.Write{Resource: "r/1", Record: &lockstate.Record{HighestFence: 1}})
 	restore := s.Backup()
-	cached := mustCommit(t, s, registry.Write{Resource: "r/1", RecordRev: first.Revision, Record: &registry.Record{HighestFence: 2},
-		RecordWas: &registry.Record{HighestFence: 1}})
+	cached := mustCommit(t, s, registry.Write{Resource: "r/1", RecordRev: first.Revision, Record: &lockstate.Record{HighestFence: 2},
+		RecordWas: &lockstate.Record{HighestFence: 1}})
 	restore()
 	if snap := mustRead(t, s, "r/1"); snap.RecordRev != first.Revision || snap.Record.HighestFence != 1 {
 		t.Fatalf("after the restore: fence %d at %d, want fence 1 at %d", snap.Record.HighestFence, snap.RecordRev, first.Revision)
 	}
-	other := mustCommit(t, s, registry.Write{Resource: "r/1", RecordRev: first.Revision, Record: &registry.Record{HighestFence: 3},
-		RecordWas: &registry.Record{HighestFence: 1}})
+	other := mustCommit(t, s, registry.Write{Resource: "r/1", RecordRev: first.Revision, Record: &lockstate.Record{HighestFence: 3},
+		RecordWas: &lockstate.Record{HighestFence: 1}})
 	if !other.OK || other.Revision != cached.Revision {
 		t.Fatalf("commit after the restore: %+v, want revision %d handed out again", other, cached.Revision)
 	}
-	stale := registry.Write{Resource: "r/1", RecordRev: cached.Revision, Record: &registry.Record{HighestFence: 4},
-		RecordWas: &registry.Record{HighestFence: 2}}
+	stale := registry.Write{Resource: "r/1", RecordRev: cached.Revision, Record: &lockstate.Record{HighestFence: 4},
+		RecordWas: &lockstate.Record{HighestFence: 2}}
 	got := mustCommit(t, s, stale)
 	if got.OK {
 		t.Fatal("a write decided on the record read before the restore committed over the restored one")
@@ -64,18 +65,18 @@ func testRestoredRecord(t *testing.T, s Restorable) {
 
 // testRestoredSettings is testRestoredRecord for the settings.
 func testRestoredSettings(t *testing.T, s Restorable) {
-	first := mustCommit(t, s, registry.Write{Settings: &registry.Settings{RevokedBelowEpoch: 1}})
+	first := mustCommit(t, s, registry.Write{Settings: &lockstate.Settings{RevokedBelowEpoch: 1}})
 	restore := s.Backup()
-	cached := mustCommit(t, s, registry.Write{SettingsRev: first.Revision, Settings: &registry.Settings{RevokedBelowEpoch: 2},
-		SettingsWas: &registry.Settings{RevokedBelowEpoch: 1}})
+	cached := mustCommit(t, s, registry.Write{SettingsRev: first.Revision, Settings: &lockstate.Settings{RevokedBelowEpoch: 2},
+		SettingsWas: &lockstate.Settings{RevokedBelowEpoch: 1}})
 	restore()
-	other := mustCommit(t, s, registry.Write{SettingsRev: first.Revision, Settings: &registry.Settings{RevokedBelowEpoch: 3},
-		SettingsWas: &registry.Settings{RevokedBelowEpoch: 1}})
+	other := mustCommit(t, s, registry.Write{SettingsRev: first.Revision, Settings: &lockstate.Settings{RevokedBelowEpoch: 3},
+		SettingsWas: &lockstate.Settings{RevokedBelowEpoch: 1}})
 	if !other.OK || other.Revision != cached.Revision {
 		t.Fatalf("commit after the restore: %+v, want revision %d handed out again", other, cached.Revision)
 	}
-	stale := registry.Write{SettingsRev: cached.Revision, Settings: &registry.Settings{RevokedBelowEpoch: 4},
-		SettingsWas: &registry.Settings{RevokedBelowEpoch: 2}}
+	stale := registry.Write{SettingsRev: cached.Revision, Settings: &lockstate.Settings{RevokedBelowEpoch: 4},
+		SettingsWas: &lockstate.Settings{RevokedBelowEpoch: 2}}
 	got := mustCommit(t, s, stale)
 	if got.OK {
 		t.Fatal("a write decided on the settings read before the restore committed over the restored ones")

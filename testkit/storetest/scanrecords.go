@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/lockstate"
 )
 
 // testScanRecords: ScanRecords lists only the records under its prefix,
@@ -13,7 +14,7 @@ func testScanRecords(t *testing.T, s registry.Store) {
 	names := []string{"jobs/b", "jobs/a", "jobs/a/1", "jobsx/c", "other/z", "jobs/c"}
 	revs := map[string]uint64{}
 	for i, n := range names {
-		res := mustCommit(t, s, registry.Write{Resource: n, Record: &registry.Record{HighestFence: uint64(i + 1)}})
+		res := mustCommit(t, s, registry.Write{Resource: n, Record: &lockstate.Record{HighestFence: uint64(i + 1)}})
 		revs[n] = res.Revision
 	}
 	var got []string

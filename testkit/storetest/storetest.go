@@ -14,6 +14,7 @@ import (
 
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/lockstate"
 )
 
 // NewStore returns an empty store for one subtest; cleanup goes to t.Cleanup.
@@ -40,13 +41,13 @@ func Run(t *testing.T, newStore NewStore) {
 
 var ctx = context.Background()
 
-func key(owner, id string) registry.RequestKey {
-	return registry.RequestKey{Owner: owner, RequestID: id}
+func key(owner, id string) lockstate.RequestKey {
+	return lockstate.RequestKey{Owner: owner, RequestID: id}
 }
 
-func entry(resource, owner, id string, fence uint64) *registry.RequestEntry {
-	return &registry.RequestEntry{
-		Grant: registry.GrantBody{
+func entry(resource, owner, id string, fence uint64) *lockstate.RequestEntry {
+	return &lockstate.RequestEntry{
+		Grant: lockstate.GrantBody{
 			Resource: resource, Owner: owner, RequestID: id, Lease: "l1",
 			OperationRoot: grant.OperationRoot(resource, "op").String(), OperationClass: "settle",
 			FenceToken: fence, IssuerEpoch: 1, TTLMs: 1000, IssuedAtMs: 1_700_000_000_000,
@@ -55,7 +56,7 @@ func entry(resource, owner, id string, fence uint64) *registry.RequestEntry {
 	}
 }
 
-func mustRead(t *testing.T, s registry.Store, resource string, keys ...registry.RequestKey) registry.Snapshot {
+func mustRead(t *testing.T, s registry.Store, resource string, keys ...lockstate.RequestKey) registry.Snapshot {
 	t.Helper()
 	snap, err := s.Read(ctx, resource, keys)
 	if err != nil {
@@ -85,7 +86,7 @@ func testEmptyRead(t *testing.T, s registry.Store) {
 
 func testCommitThenRead(t *testing.T, s registry.Store) {
 	before := mustRead(t, s, "a/b")
-	rec := &registry.Record{HighestFence: 3, Floor: 1, PolicyGeneration: 2}
+	rec := &lockstate.Record{HighestFence: 3, Floor: 1, PolicyGeneration: 2}
 	res := mustCommit(t, s, registry.Write{
 		Resource: "a/b", Record: rec,
 		Requests: []registry.RequestWrite{{Key: key("w", "r1"), Compare: true, Entry: entry("a/b", "w", "r1", 3)}},
@@ -121,8 +122,8 @@ func testCommitThenRead(t *testing.T, s registry.Store) {
 // fails, so the case cannot pass on a store where the revisions did not
 // move.
 func testContentsDecide(t *testing.T, s registry.Store) {
-	one, two := &registry.Record{HighestFence: 1}, &registry.Record{HighestFence: 2}
-	e1, e2 := &registry.Settings{RevokedBelowEpoch: 1}, &registry.Settings{RevokedBelowEpoch: 2}
+	one, two := &lockstate.Record{HighestFence: 1}, &lockstate.Record{HighestFence: 2}
+	e1, e2 := &lockstate.Settings{RevokedBelowEpoch: 1}, &lockstate.Settings{RevokedBelowEpoch: 2}
 	first := mustCommit(t, s, registry.Write{Resource: "aba/1", Record: one, Settings: e1})
 	away := mustCommit(t, s, registry.Write{Resource: "aba/1", RecordRev: first.Revision, Record: two,
 		SettingsRev: first.Revision, Settings: e2})
@@ -131,7 +132,7 @@ func testContentsDecide(t *testing.T, s registry.Store) {
 	if !first.OK || !away.OK || !back.OK {
 		t.Fatalf("setup: %+v %+v %+v", first, away, back)
 	}
-	decidedOn := registry.Write{Resource: "aba/1", RecordRev: first.Revision, Record: &registry.Record{HighestFence: 3},
+	decidedOn := registry.Write{Resource: "aba/1", RecordRev: first.Revision, Record: &lockstate.Record{HighestFence: 3},
 		SettingsRev: first.Revision}
 	if got := mustCommit(t, s, decidedOn); got.OK {
 		t.Fatal("negative control: a write on revisions that moved committed")
@@ -146,23 +147,23 @@ func testContentsDecide(t *testing.T, s registry.Store) {
 }
 
 func testFailedCompare(t *testing.T, s registry.Store) {
-	res := mustCommit(t, s, registry.Write{Resource: "a/b", Record: &registry.Record{HighestFence: 1}})
+	res := mustCommit(t, s, registry.Write{Resource: "a/b", Record: &lockstate.Record{HighestFence: 1}})
 	mustCommit(t, s, registry.Write{Requests: []registry.RequestWrite{{Key: key("w", "r1"), Entry: entry("a/b", "w", "r1", 1)}}})
 	for name, w := range map[string]registry.Write{
-		"stale record": {Resource: "a/b", RecordRev: res.Revision - 1, Record: &registry.Record{HighestFence: 9},
+		"stale record": {Resource: "a/b", RecordRev: res.Revision - 1, Record: &lockstate.Record{HighestFence: 9},
 			Requests: []registry.RequestWrite{{Key: key("w", "r9"), Entry: entry("a/b", "w", "r9", 9)}}},
-		"record absent": {Resource: "a/b", RecordRev: 0, Record: &registry.Record{HighestFence: 9}},
-		"entry exists": {Resource: "a/b", RecordRev: res.Revision, Record: &registry.Record{HighestFence: 9},
+		"record absent": {Resource: "a/b", RecordRev: 0, Record: &lockstate.Record{HighestFence: 9}},
+		"entry exists": {Resource: "a/b", RecordRev: res.Revision, Record: &lockstate.Record{HighestFence: 9},
 			Requests: []registry.RequestWrite{{Key: key("w", "r1"), Compare: true, ModRev: 0, Entry: entry("a/b", "w", "r1", 9)}}},
-		"settings moved": {Resource: "a/b", RecordRev: res.Revision, SettingsRev: 42, Record: &registry.Record{HighestFence: 9}},
+		"settings moved": {Resource: "a/b", RecordRev: res.Revision, SettingsRev: 42, Record: &lockstate.Record{HighestFence: 9}},
 		// The revision matches, the contents the write was decided on do
 		// not: what a record cached before an etcd restore looks like.
-		"record contents differ": {Resource: "a/b", RecordRev: res.Revision, RecordWas: &registry.Record{HighestFence: 7},
-			Record: &registry.Record{HighestFence: 9}},
-		"settings contents differ": {Resource: "a/b", RecordRev: res.Revision, Record: &registry.Record{HighestFence: 9},
-			SettingsWas: &registry.Settings{RevokedBelowEpoch: 5}},
+		"record contents differ": {Resource: "a/b", RecordRev: res.Revision, RecordWas: &lockstate.Record{HighestFence: 7},
+			Record: &lockstate.Record{HighestFence: 9}},
+		"settings contents differ": {Resource: "a/b", RecordRev: res.Revision, Record: &lockstate.Record{HighestFence: 9},
+			SettingsWas: &lockstate.Settings{RevokedBelowEpoch: 5}},
 	} {
-		w.ReadKeys = []registry.RequestKey{key("w", "r1"), key("w", "r9")}
+		w.ReadKeys = []lockstate.RequestKey{key("w", "r1"), key("w", "r9")}
 		got := mustCommit(t, s, w)
 		if got.OK {
 			t.Fatalf("%s: commit succeeded", name)
@@ -174,8 +175,8 @@ func testFailedCompare(t *testing.T, s registry.Store) {
 		}
 	}
 	// The same write naming the contents it really read goes through.
-	if got := mustCommit(t, s, registry.Write{Resource: "a/b", RecordRev: res.Revision, RecordWas: &registry.Record{HighestFence: 1},
-		Record: &registry.Record{HighestFence: 2}}); !got.OK {
+	if got := mustCommit(t, s, registry.Write{Resource: "a/b", RecordRev: res.Revision, RecordWas: &lockstate.Record{HighestFence: 1},
+		Record: &lockstate.Record{HighestFence: 2}}); !got.OK {
 		t.Fatalf("a write naming the stored contents failed: %+v", got.Current)
 	}
 	// Nothing of the failed writes landed.
@@ -206,11 +207,11 @@ func testCreateRevision(t *testing.T, s registry.Store) {
 }
 
 func testSettings(t *testing.T, s registry.Store) {
-	r1 := mustCommit(t, s, registry.Write{Settings: &registry.Settings{RevokedBelowEpoch: 3}})
+	r1 := mustCommit(t, s, registry.Write{Settings: &lockstate.Settings{RevokedBelowEpoch: 3}})
 	if !r1.OK {
 		t.Fatal("settings commit failed")
 	}
-	if got := mustCommit(t, s, registry.Write{Settings: &registry.Settings{RevokedBelowEpoch: 4}}); got.OK || got.Current.Settings.RevokedBelowEpoch != 3 {
+	if got := mustCommit(t, s, registry.Write{Settings: &lockstate.Settings{RevokedBelowEpoch: 4}}); got.OK || got.Current.Settings.RevokedBelowEpoch != 3 {
 		t.Fatalf("stale settings compare: %+v", got)
 	}
 	snap := mustRead(t, s, "")
@@ -230,8 +231,8 @@ func testScan(t *testing.T, s registry.Store) {
 		}
 	}
 	mustCommit(t, s, registry.Write{Requests: ws})
-	var got []registry.RequestKey
-	after := registry.RequestKey{}
+	var got []lockstate.RequestKey
+	after := lockstate.RequestKey{}
 	for {
 		page, err := s.ScanRequests(ctx, after, 3)
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/lockstate"
 )
 
 // watchWaitMs bounds how long a test waits for a watch event; generous,
@@ -13,7 +14,7 @@ import (
 const watchWaitMs = 10_000
 
 func testWatch(t *testing.T, s registry.Store) {
-	first := mustCommit(t, s, registry.Write{Resource: "w/1", Record: &registry.Record{HighestFence: 1}})
+	first := mustCommit(t, s, registry.Write{Resource: "w/1", Record: &lockstate.Record{HighestFence: 1}})
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// From an old revision: the change at first.Revision is reported.
@@ -24,7 +25,7 @@ func testWatch(t *testing.T, s registry.Store) {
 	waitFence(t, ch, 1)
 	rev := first.Revision
 	for f := uint64(2); f <= 5; f++ {
-		res := mustCommit(t, s, registry.Write{Resource: "w/1", RecordRev: rev, Record: &registry.Record{HighestFence: f}})
+		res := mustCommit(t, s, registry.Write{Resource: "w/1", RecordRev: rev, Record: &lockstate.Record{HighestFence: f}})
 		if !res.OK {
 			t.Fatal("commit failed")
 		}
@@ -33,7 +34,7 @@ func testWatch(t *testing.T, s registry.Store) {
 	// Coalesced or not, the latest record arrives, in order.
 	waitFence(t, ch, 5)
 	// Writes to other resources do not wake this watch with their records.
-	mustCommit(t, s, registry.Write{Resource: "w/2", Record: &registry.Record{HighestFence: 99}})
+	mustCommit(t, s, registry.Write{Resource: "w/2", Record: &lockstate.Record{HighestFence: 99}})
 	cancel()
 	for ev := range ch { // closes after cancel
 		if ev.Record.HighestFence == 99 {

@@ -1,4 +1,4 @@
-package registry
+package lockstate
 
 import (
 	"fmt"
@@ -6,37 +6,37 @@ import (
 	"github.com/fencegate/fencegate/wire"
 )
 
-// decideRaiseFloor raises rec's fence floor to fence. Raise only: a lower
+// DecideRaiseFloor raises rec's fence floor to fence. Raise only: a lower
 // or equal value changes nothing (nil record). A floor no fence of the
 // current range can exceed is refused: that is what a bump is for.
-func decideRaiseFloor(resource string, rec *Record, set Settings, fence uint64) (*Record, error) {
+func DecideRaiseFloor(resource string, rec *Record, set Settings, fence uint64) (*Record, error) {
 	if fence <= rec.Floor {
 		return nil, nil
 	}
 	if err := checkFloorInRange(resource, fence, set); err != nil {
 		return nil, err
 	}
-	next := rec.clone()
+	next := rec.Clone()
 	next.Floor = fence
 	return next, nil
 }
 
-// decidePolicyGeneration raises rec's policy generation. Lowering it would
+// DecidePolicyGeneration raises rec's policy generation. Lowering it would
 // let grants pass a gate's minimum that an operator meant to retire.
-func decidePolicyGeneration(rec *Record, gen uint64) (*Record, error) {
+func DecidePolicyGeneration(rec *Record, gen uint64) (*Record, error) {
 	switch {
 	case gen < rec.PolicyGeneration:
 		return nil, fmt.Errorf("%w: policy generation %d below current %d (raise only)", wire.ErrInvalid, gen, rec.PolicyGeneration)
 	case gen == rec.PolicyGeneration:
 		return nil, nil
 	}
-	next := rec.clone()
+	next := rec.Clone()
 	next.PolicyGeneration = gen
 	return next, nil
 }
 
-// decideRevoke raises the revoked-epoch line. Raise only.
-func decideRevoke(set Settings, epoch uint64) *Settings {
+// DecideRevoke raises the revoked-epoch line. Raise only.
+func DecideRevoke(set Settings, epoch uint64) *Settings {
 	if epoch <= set.RevokedBelowEpoch {
 		return nil
 	}
@@ -45,9 +45,9 @@ func decideRevoke(set Settings, epoch uint64) *Settings {
 	return &next
 }
 
-// resourceInfo summarizes rec as judged at now.
-func resourceInfo(resource string, rec *Record, set Settings, now int64, rev uint64, cfg Config) wire.ResourceInfo {
-	next, _ := normalize(rec, set, now, cfg)
+// ResourceInfo summarizes rec as judged at now.
+func ResourceInfo(resource string, rec *Record, set Settings, now int64, rev uint64, lim Limits) wire.ResourceInfo {
+	next, _ := Normalize(rec, set, now, lim)
 	info := wire.ResourceInfo{
 		Resource: resource, HighestFence: next.HighestFence, Floor: next.Floor,
 		PolicyGeneration: next.PolicyGeneration, Waiters: len(next.Waiters), Revision: rev,

@@ -2,7 +2,7 @@
 // max(highestFence, floor), and a record that does not hold the fence it
 // granted, each panic with an assertion failure, and the records
 // grantLease itself leaves pass.
-package registry
+package lockstate
 
 import (
 	"testing"
@@ -24,7 +24,7 @@ func TestFenceAssertionsFire(t *testing.T) {
 	}
 
 	next := &Record{HighestFence: 4, Floor: 10}
-	body, _, err := grantLease(next, "r", Settings{}, Waiter{Owner: "w", RequestID: "q", TTLMs: 1000}, -1, t0, DefaultConfig(1))
+	body, _, err := grantLease(next, "r", Settings{}, Waiter{Owner: "w", RequestID: "q", TTLMs: 1000}, -1, t0, testLimits())
 	if err != nil || body.FenceToken != 11 || next.HighestFence != 11 {
 		t.Fatalf("grantLease above a floor: fence %d, highest %d, %v", body.FenceToken, next.HighestFence, err)
 	}

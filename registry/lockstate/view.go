@@ -1,20 +1,22 @@
-package registry
+package lockstate
 
 import (
+	"time"
+
 	"github.com/fencegate/fencegate/wire"
 )
 
-// lockView is what anyone allowed to see resource may know of rec, a
+// LockView is what anyone allowed to see resource may know of rec, a
 // normalized record, at now: the holder, since when and until when, the
 // fences, lock-delay, and the queue (owners and since when, never request
 // IDs). rev is the store revision it was read at.
-func lockView(resource string, rec *Record, now int64, rev uint64) wire.LockStatus {
+func LockView(resource string, rec *Record, now int64, rev uint64) wire.LockStatus {
 	v := wire.LockStatus{
 		Resource: resource, HighestFence: rec.HighestFence, Floor: rec.Floor,
 		Waiters: make([]wire.LockWaiter, 0, len(rec.Waiters)), ReadAt: fromMs(now), Revision: rev,
 	}
 	if h := rec.Holder; h != nil {
-		v.Holder = holderView(h)
+		v.Holder = HolderView(h)
 	}
 	if rec.Holder == nil && rec.FreeAtMs > now {
 		at := fromMs(rec.FreeAtMs)
@@ -30,9 +32,15 @@ func lockView(resource string, rec *Record, now int64, rev uint64) wire.LockStat
 	return v
 }
 
-func holderView(h *Holder) *wire.LockHolder {
+// HolderView is what a lock view shows of the holder h: who, which lease
+// and fence, since when and until when (its expiry as last renewed).
+func HolderView(h *Holder) *wire.LockHolder {
 	return &wire.LockHolder{
 		Owner: h.Grant.Owner, Lease: h.Grant.Lease, Fence: h.Grant.FenceToken, OperationClass: h.Grant.OperationClass,
 		Since: fromMs(h.Grant.IssuedAtMs), ExpiresAt: fromMs(h.ExpiresAtMs),
 	}
 }
+
+// fromMs converts the registry's Unix milliseconds to the UTC instant the
+// views and grants carry. It reads no clock.
+func fromMs(ms int64) time.Time { return time.UnixMilli(ms).UTC() }

@@ -1,4 +1,4 @@
-package registry
+package lockstate
 
 import (
 	"fmt"
@@ -78,14 +78,14 @@ type BumpInput struct {
 	Seen uint64
 }
 
-// decideBump returns the settings after a bump: the generation is the
+// DecideBump returns the settings after a bump: the generation is the
 // highest of the current one + 1, the clock's Unix seconds, the
 // generation above Above's, and the one above Seen. The clock term is
 // what lets a bump know nothing of other stores: a bump taken later by
 // the clock is in a higher generation, as long as clocks do not go back
 // across bumps by more than the skew bound (Registry.BumpFenceRange waits
 // out the rest of its second for that). It never lowers the generation.
-func decideBump(set Settings, in BumpInput) (Settings, error) {
+func DecideBump(set Settings, in BumpInput) (Settings, error) {
 	gen := set.FenceGeneration
 	if gen == FenceGenerationMax {
 		return set, fmt.Errorf("%w: the fence generation is at its maximum %d", wire.ErrFenceRange, gen)

@@ -1,4 +1,4 @@
-package registry
+package lockstate
 
 import (
 	"fmt"
@@ -9,7 +9,7 @@ import (
 
 // Record is one resource's state in the store: its fence sequence, floor,
 // policy generation, current holder, lock-delay and FIFO of waiters. The
-// core reads and returns Records; it never mutates one in place.
+// decisions read and return Records; they never mutate one in place.
 type Record struct {
 	// HighestFence is the highest fence ever issued for the resource. The
 	// next grant gets max(HighestFence, Floor, the range's start) + 1
@@ -55,7 +55,7 @@ type Waiter struct {
 	Owner     string `json:"owner"`
 	RequestID string `json:"requestId"`
 	// DeadlineMs is when the ticket leaves the queue: the end of its wait
-	// plus Config.WaiterGraceMs, time for the same request to ask again
+	// plus Limits.WaiterGraceMs, time for the same request to ask again
 	// and keep its place.
 	DeadlineMs int64 `json:"deadlineMs"`
 	// PollUntilMs is when the acquire that holds the ticket stops
@@ -135,7 +135,7 @@ func (b GrantBody) Grant(backendRevision uint64) (*grant.Grant, error) {
 // RequestEntry is the request-ID index entry of one granted acquire. It is
 // created in the transaction that grants, and that transaction's revision
 // is the grant's BackendRevision. It is written once: how and when its
-// lease ended is read from the resource's record (entryState, endedAtMs),
+// lease ended is read from the resource's record (EntryState, endedAtMs),
 // so a cycle puts its record twice and its entry once.
 type RequestEntry struct {
 	Grant GrantBody `json:"grant"`
@@ -167,8 +167,9 @@ type Settings struct {
 	FenceBumpedAtMs int64 `json:"fenceBumpedAtMs,omitempty"`
 }
 
-// clone returns a deep copy, so a decision never aliases its input.
-func (r *Record) clone() *Record {
+// Clone returns a deep copy, so a decision never aliases its input. A nil
+// record clones to an empty one.
+func (r *Record) Clone() *Record {
 	if r == nil {
 		return &Record{}
 	}
@@ -180,4 +181,28 @@ func (r *Record) clone() *Record {
 	c.Waiters = append([]Waiter(nil), r.Waiters...)
 	c.Ended = append([]EndedLease(nil), r.Ended...)
 	return &c
+}
+
+// EndedLeasesMax is how many ended leases a resource record remembers, so
+// a retried Release is idempotent, Renew can say EXPIRED rather than
+// NOT_HOLDER, and a request's entry, written once, answers how its lease
+// ended. An older lease answers EXPIRED through the request-ID index
+// (QueryRequest, a retried Acquire): ended, whatever ended it. Kept small:
+// the record is rewritten on every acquire and release, and its size is
+// paid in every fsync'd write.
+const EndedLeasesMax = 2
+
+// RequestKey names one request-ID entry: request IDs are scoped to their
+// owner, so one owner can neither read nor collide with another's.
+type RequestKey struct {
+	Owner     string
+	RequestID string
+}
+
+// Less orders keys by owner, then request ID.
+func (k RequestKey) Less(o RequestKey) bool {
+	if k.Owner != o.Owner {
+		return k.Owner < o.Owner
+	}
+	return k.RequestID < o.RequestID
 }

@@ -1,86 +1,90 @@
-package registry
+package lockstate
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/wire"
 )
 
-// leaseDecision is the outcome of a renew, release or wait cancellation.
-type leaseDecision struct {
-	record  *Record // nil: nothing to write
-	entries []entryPut
-	holder  Holder // renew: the renewed holder
+// LeaseDecision is the outcome of a renew, release, break or wait
+// cancellation: the writes it asks for.
+type LeaseDecision struct {
+	Record  *Record    // the resource's new record; nil: nothing to write
+	Entries []EntryPut // request entries to create (a handoff's grant)
+	Holder  Holder     // renew: the renewed holder
 }
 
-// decideRenew extends owner's live lease to now + its TTL. Expiry is judged
+// DecideRenew extends owner's live lease to now + its TTL. Expiry is judged
 // only here, by the registry clock: a lease with expiresAt <= now is over.
-func decideRenew(rec *Record, set Settings, owner, lease string, now int64, cfg Config) (leaseDecision, error) {
-	if cfg.IssuerEpoch < set.RevokedBelowEpoch {
-		return leaseDecision{}, fmt.Errorf("%w: this registry's epoch %d is below %d", wire.ErrEpochRevoked, cfg.IssuerEpoch, set.RevokedBelowEpoch)
+func DecideRenew(rec *Record, set Settings, owner, lease string, now int64, lim Limits) (LeaseDecision, error) {
+	if lim.IssuerEpoch < set.RevokedBelowEpoch {
+		return LeaseDecision{}, fmt.Errorf("%w: this registry's epoch %d is below %d", wire.ErrEpochRevoked, lim.IssuerEpoch, set.RevokedBelowEpoch)
 	}
-	next, _ := normalize(rec, set, now, cfg)
+	next, _ := Normalize(rec, set, now, lim)
 	if h := next.Holder; h != nil && h.Grant.Lease == lease {
 		if h.Grant.Owner != owner {
-			return leaseDecision{}, fmt.Errorf("%w: lease %s belongs to another owner", wire.ErrNotHolder, lease)
+			return LeaseDecision{}, fmt.Errorf("%w: lease %s belongs to another owner", wire.ErrNotHolder, lease)
 		}
 		// Never shorten: another replica's clock may lag a little.
 		h.ExpiresAtMs = max(h.ExpiresAtMs, now+int64(h.Grant.TTLMs))
-		return leaseDecision{record: next, holder: *h}, nil
+		return LeaseDecision{Record: next, Holder: *h}, nil
 	}
-	return leaseDecision{}, endedError(next, owner, lease)
+	return LeaseDecision{}, endedError(next, owner, lease)
 }
 
-// decideRelease ends owner's live lease now. A release frees the resource
+// DecideRelease ends owner's live lease now. A release frees the resource
 // at once: lock-delay follows only an expiry, because after a release the
 // owner itself said it stopped. Releasing an already released lease again
 // is a no-op (the retry of a release whose response was lost).
 //
 // If waiters are queued, the same transaction grants the lease to the head
-// waiter (handOff), unless taken reports that its request ID already has
-// an entry (then the head claims it itself, or is skipped).
-func decideRelease(rec *Record, set Settings, owner, lease string, now int64, cfg Config, taken func(RequestKey) bool) (leaseDecision, error) {
-	next, _ := normalize(rec, set, now, cfg)
+// waiter (handOff), unless taken lists its request ID as having an entry
+// already (then the head claims it itself, or is skipped). taken is the
+// request keys the caller knows to have an entry; a key not listed counts
+// as absent, and the write's compare of its absence catches a wrong guess.
+func DecideRelease(rec *Record, set Settings, owner, lease string, now int64, lim Limits, taken []RequestKey) (LeaseDecision, error) {
+	next, _ := Normalize(rec, set, now, lim)
 	if h := next.Holder; h != nil && h.Grant.Lease == lease {
 		if h.Grant.Owner != owner {
-			return leaseDecision{}, fmt.Errorf("%w: lease %s belongs to another owner", wire.ErrNotHolder, lease)
+			return LeaseDecision{}, fmt.Errorf("%w: lease %s belongs to another owner", wire.ErrNotHolder, lease)
 		}
 		resource := h.Grant.Resource
 		endHolder(next, grant.StateReleased, now)
 		next.FreeAtMs = max(next.FreeAtMs, now)
-		return leaseDecision{record: next, entries: handOff(next, resource, set, now, cfg, taken)}, nil
+		return LeaseDecision{Record: next, Entries: handOff(next, resource, set, now, lim, taken)}, nil
 	}
 	if e, ok := findEnded(next, lease); ok && e.Owner == owner && e.State == grant.StateReleased {
-		return leaseDecision{}, nil
+		return LeaseDecision{}, nil
 	}
-	return leaseDecision{}, endedError(next, owner, lease)
+	return LeaseDecision{}, endedError(next, owner, lease)
 }
 
 // handOff grants a resource just freed by a release to the head of its
 // queue in the same write, so the next owner holds it without a second
-// round trip. The head's deadline is still ahead (normalize pruned the
+// round trip. The head's deadline is still ahead (Normalize pruned the
 // rest); if its request ID is taken, or this registry may not issue, the
 // head claims the lease itself as after an expiry. It returns the head's
 // new entry to write, if it was handed the lease.
-func handOff(next *Record, resource string, set Settings, now int64, cfg Config, taken func(RequestKey) bool) []entryPut {
-	if next.Holder != nil || len(next.Waiters) == 0 || now < next.FreeAtMs || cfg.IssuerEpoch < set.RevokedBelowEpoch {
+func handOff(next *Record, resource string, set Settings, now int64, lim Limits, taken []RequestKey) []EntryPut {
+	if next.Holder != nil || len(next.Waiters) == 0 || now < next.FreeAtMs || lim.IssuerEpoch < set.RevokedBelowEpoch {
 		return nil
 	}
 	head := next.Waiters[0]
-	if head.TTLMs == 0 || now >= head.pollUntil() || taken(RequestKey{Owner: head.Owner, RequestID: head.RequestID}) {
+	if head.TTLMs == 0 || now >= head.pollUntil() || slices.Contains(taken, RequestKey{Owner: head.Owner, RequestID: head.RequestID}) {
 		return nil // nobody is listening, or its request has an answer: it claims the lease itself
 	}
-	trial := next.clone()
-	_, put, err := grantLease(trial, resource, set, head, 0, now, cfg)
+	trial := next.Clone()
+	_, put, err := grantLease(trial, resource, set, head, 0, now, lim)
 	if err != nil {
 		return nil
 	}
 	*next = *trial
-	return []entryPut{put}
+	return []EntryPut{put}
 }
 
-// decideBreak ends rec's live lease now, whoever holds it, as an operator
+// DecideBreak ends rec's live lease now, whoever holds it, as an operator
 // asked (fencegate break): the ended lease is EXPIRED to every status
 // query, marked broken, and the resource is free at once — no lock-delay:
 // the next grant's fence is higher, so the old holder's late writes are
@@ -88,23 +92,23 @@ func handOff(next *Record, resource string, set Settings, now int64, cfg Config,
 // clock says. In the same write the head waiter gets the lease, as after
 // a release. It returns the holder it ended (nil, and no record, when the
 // resource was already free).
-func decideBreak(rec *Record, set Settings, now int64, cfg Config, taken func(RequestKey) bool) (leaseDecision, *Holder) {
-	next, changed := normalize(rec, set, now, cfg)
+func DecideBreak(rec *Record, set Settings, now int64, lim Limits, taken []RequestKey) (LeaseDecision, *Holder) {
+	next, changed := Normalize(rec, set, now, lim)
 	h := next.Holder
 	if h == nil {
 		if !changed {
-			return leaseDecision{}, nil
+			return LeaseDecision{}, nil
 		}
-		return leaseDecision{record: next}, nil
+		return LeaseDecision{Record: next}, nil
 	}
 	ended := *h
 	endHolder(next, grant.StateExpired, now)
 	next.Ended[len(next.Ended)-1].Broken = true
 	next.FreeAtMs = max(next.FreeAtMs, now)
-	return leaseDecision{record: next, entries: handOff(next, ended.Grant.Resource, set, now, cfg, taken)}, &ended
+	return LeaseDecision{Record: next, Entries: handOff(next, ended.Grant.Resource, set, now, lim, taken)}, &ended
 }
 
-// decideCancelWait withdraws the waiter key, whose wait ends at
+// DecideCancelWait withdraws the waiter key, whose wait ends at
 // deadlineMs, from the queue. A head waiter leaving a free resource
 // restarts the next head's claim window. A ticket whose deadline a later
 // call of the same request moved past deadlineMs is that call's and stays.
@@ -115,8 +119,8 @@ func decideBreak(rec *Record, set Settings, now int64, cfg Config, taken func(Re
 // another call of the same request (the client's retry after a timeout)
 // may already have returned — two holders at once, which the chaos
 // suite's history checker caught.
-func decideCancelWait(rec *Record, set Settings, key RequestKey, deadlineMs, now int64, cfg Config) leaseDecision {
-	next, changed := normalize(rec, set, now, cfg)
+func DecideCancelWait(rec *Record, set Settings, key RequestKey, deadlineMs, now int64, lim Limits) LeaseDecision {
+	next, changed := Normalize(rec, set, now, lim)
 	if i := waiterIndex(next, key); i >= 0 && next.Waiters[i].pollUntil() <= deadlineMs {
 		next.Waiters = append(next.Waiters[:i:i], next.Waiters[i+1:]...)
 		if i == 0 && next.Holder == nil {
@@ -125,9 +129,9 @@ func decideCancelWait(rec *Record, set Settings, key RequestKey, deadlineMs, now
 		changed = true
 	}
 	if !changed {
-		return leaseDecision{}
+		return LeaseDecision{}
 	}
-	return leaseDecision{record: next}
+	return LeaseDecision{Record: next}
 }
 
 // endedError says how a lease that is not the live holder ended.

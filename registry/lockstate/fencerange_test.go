@@ -2,7 +2,7 @@
 // and the range compose into the next fence, that a counter never crosses
 // into the next generation's range, how a bump picks its generation, and
 // that a bump ends the leases granted before it.
-package registry
+package lockstate
 
 import (
 	"errors"
@@ -68,28 +68,28 @@ func TestDecideBump(t *testing.T) {
 		{name: "above what this registry has seen", cur: 3, in: BumpInput{NowMs: nowMs, Seen: nowS + 7}, want: nowS + 8},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := decideBump(Settings{FenceGeneration: c.cur, RevokedBelowEpoch: 9}, c.in)
+			got, err := DecideBump(Settings{FenceGeneration: c.cur, RevokedBelowEpoch: 9}, c.in)
 			if err != nil || got.FenceGeneration != c.want || got.RevokedBelowEpoch != 9 || got.FenceBumpedAtMs != c.in.NowMs {
 				t.Fatalf("got %+v, %v; want generation %d, the rest kept", got, err, c.want)
 			}
 		})
 	}
 	for _, in := range []BumpInput{{Above: ^uint64(0)}, {Seen: FenceGenerationMax}} {
-		if _, err := decideBump(Settings{}, in); !errors.Is(err, wire.ErrFenceRange) {
+		if _, err := DecideBump(Settings{}, in); !errors.Is(err, wire.ErrFenceRange) {
 			t.Errorf("bump %+v beyond the last generation: %v, want ErrFenceRange", in, err)
 		}
 	}
-	if _, err := decideBump(Settings{FenceGeneration: FenceGenerationMax}, BumpInput{}); !errors.Is(err, wire.ErrFenceRange) {
+	if _, err := DecideBump(Settings{FenceGeneration: FenceGenerationMax}, BumpInput{}); !errors.Is(err, wire.ErrFenceRange) {
 		t.Errorf("bump from the last generation: %v, want ErrFenceRange", err)
 	}
 }
 
 func TestFloorBeyondTheRangeAsksForABump(t *testing.T) {
 	rec := &Record{HighestFence: 3}
-	if _, err := decideRaiseFloor("r", rec, Settings{}, 1<<40); !errors.Is(err, wire.ErrFenceRange) {
+	if _, err := DecideRaiseFloor("r", rec, Settings{}, 1<<40); !errors.Is(err, wire.ErrFenceRange) {
 		t.Fatalf("floor beyond generation 0's range: %v, want ErrFenceRange", err)
 	}
-	next, err := decideRaiseFloor("r", rec, Settings{FenceGeneration: 1 << 9}, 1<<40)
+	next, err := DecideRaiseFloor("r", rec, Settings{FenceGeneration: 1 << 9}, 1<<40)
 	if err != nil || next.Floor != 1<<40 {
 		t.Fatalf("floor inside generation 512's range: %+v, %v", next, err)
 	}
@@ -99,27 +99,27 @@ func TestFloorBeyondTheRangeAsksForABump(t *testing.T) {
 // decision (normalize) and at once for every answer about it (entryState),
 // without lock-delay, as a break does.
 func TestBumpEndsOlderLeases(t *testing.T) {
-	cfg := testCfg()
+	lim := testLimits()
 	rec := held("a", 3, t0)
 	entry := &RequestEntry{Grant: rec.Holder.Grant, ParamsDigest: rec.Holder.ParamsDigest, State: grant.StateHeld}
 	bumped := Settings{FenceGeneration: 2}
-	if st := entryState(rec, entry, Settings{}, t0+1); st != grant.StateHeld {
+	if st := EntryState(rec, entry, Settings{}, t0+1); st != grant.StateHeld {
 		t.Fatalf("before the bump: %s", st)
 	}
-	if st := entryState(rec, entry, bumped, t0+1); st != grant.StateExpired {
+	if st := EntryState(rec, entry, bumped, t0+1); st != grant.StateExpired {
 		t.Fatalf("after the bump: %s, want EXPIRED", st)
 	}
-	if _, err := decideRenew(rec, bumped, "a", rec.Holder.Grant.Lease, t0+1, cfg); !errors.Is(err, wire.ErrLeaseBroken) {
+	if _, err := DecideRenew(rec, bumped, "a", rec.Holder.Grant.Lease, t0+1, lim); !errors.Is(err, wire.ErrLeaseBroken) {
 		t.Fatalf("renew after the bump: %v, want ErrLeaseBroken", err)
 	}
-	d, err := decideAcquire(rec, nil, bumped, input("b", "rb", false, 0), t0+2, cfg)
-	if err != nil || d.outcome != outGranted {
-		t.Fatalf("acquire after the bump: %v %v, want granted at once (no lock-delay)", d.outcome, err)
+	d, err := DecideAcquire(rec, nil, bumped, input("b", "rb", false, 0), t0+2, lim)
+	if err != nil || d.Outcome != AcquireGranted {
+		t.Fatalf("acquire after the bump: %v %v, want granted at once (no lock-delay)", d.Outcome, err)
 	}
-	if want := uint64(2)<<32 + 1; d.body.FenceToken != want {
-		t.Fatalf("fence %d, want %d", d.body.FenceToken, want)
+	if want := uint64(2)<<32 + 1; d.Body.FenceToken != want {
+		t.Fatalf("fence %d, want %d", d.Body.FenceToken, want)
 	}
-	if e := d.record.Ended[len(d.record.Ended)-1]; e.State != grant.StateExpired || !e.Broken || e.AtMs != t0+2 {
+	if e := d.Record.Ended[len(d.Record.Ended)-1]; e.State != grant.StateExpired || !e.Broken || e.AtMs != t0+2 {
 		t.Fatalf("the ended lease: %+v", e)
 	}
 }

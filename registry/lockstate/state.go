@@ -1,4 +1,4 @@
-package registry
+package lockstate
 
 import (
 	"crypto/sha256"
@@ -10,27 +10,26 @@ import (
 )
 
 // This file holds what every decision shares: bringing a record up to the
-// clock (normalize) and the derived names a grant carries. Everything in the
-// core_*.go files is a pure function of its arguments: no I/O, no clock, no
-// randomness, no map iteration.
+// clock (Normalize), the state of a request entry judged against its
+// record (EntryState, Retained), and the derived names a grant carries.
 
-// entryPut is the request entry of a grant, which the core wants written
-// once, in the granting write; the write compares its absence. A lease's
-// end is never written to its entry: entryState and endedAtMs read it
-// from the record (its holder, its ended leases, its fences).
-type entryPut struct {
-	key   RequestKey
-	entry RequestEntry
+// EntryPut is the request entry of a grant, which a decision wants
+// written once, in the granting write; the write compares its absence. A
+// lease's end is never written to its entry: EntryState and endedAtMs
+// read it from the record (its holder, its ended leases, its fences).
+type EntryPut struct {
+	Key   RequestKey
+	Entry RequestEntry
 }
 
-// normalize brings rec up to now: a holder whose epoch is revoked, whose
+// Normalize brings rec up to now: a holder whose epoch is revoked, whose
 // fence is from a generation before the current one (a bump ended it, as
 // an operator's break would), or whose lease expired ends (expiry opens
 // lock-delay, revocation and a bump do not: the fence keeps the old
 // holder's writes out), and waiters past their deadline leave the queue.
 // It returns a new record and whether anything changed.
-func normalize(rec *Record, set Settings, now int64, cfg Config) (*Record, bool) {
-	out := rec.clone()
+func Normalize(rec *Record, set Settings, now int64, lim Limits) (*Record, bool) {
+	out := rec.Clone()
 	changed := false
 	if h := out.Holder; h != nil {
 		state, at, bumped := grant.State(""), int64(0), false
@@ -43,7 +42,7 @@ func normalize(rec *Record, set Settings, now int64, cfg Config) (*Record, bool)
 			out.FreeAtMs = max(out.FreeAtMs, now)
 		case now >= h.ExpiresAtMs:
 			state, at = grant.StateExpired, h.ExpiresAtMs
-			out.FreeAtMs = max(out.FreeAtMs, h.ExpiresAtMs+int64(cfg.LockDelayMs))
+			out.FreeAtMs = max(out.FreeAtMs, h.ExpiresAtMs+int64(lim.LockDelayMs))
 		}
 		if state != "" {
 			endHolder(out, state, at)
@@ -79,8 +78,8 @@ func normalize(rec *Record, set Settings, now int64, cfg Config) (*Record, bool)
 // stampDue reports whether the waiter at idx should stamp itself alive:
 // the resource is free, its head has had half the claim window, and the
 // waiter has not been seen since it became free.
-func stampDue(rec *Record, idx int, now int64, cfg Config) bool {
-	return idx > 0 && rec.Holder == nil && now >= rec.FreeAtMs+int64(cfg.HandoffClaimMs)/2 &&
+func stampDue(rec *Record, idx int, now int64, lim Limits) bool {
+	return idx > 0 && rec.Holder == nil && now >= rec.FreeAtMs+int64(lim.HandoffClaimMs)/2 &&
 		rec.Waiters[idx].SeenMs < rec.FreeAtMs
 }
 
@@ -90,8 +89,8 @@ func stampDue(rec *Record, idx int, now int64, cfg Config) bool {
 // seen since the resource became free. The next head gets a full window.
 // rec must be a private, normalized copy; only a caller that is not the
 // head calls this, so nobody skips itself.
-func skipVanishedWaiters(rec *Record, keep RequestKey, now int64, cfg Config) bool {
-	if rec.Holder != nil || len(rec.Waiters) == 0 || now < rec.FreeAtMs+int64(cfg.HandoffClaimMs) {
+func skipVanishedWaiters(rec *Record, keep RequestKey, now int64, lim Limits) bool {
+	if rec.Holder != nil || len(rec.Waiters) == 0 || now < rec.FreeAtMs+int64(lim.HandoffClaimMs) {
 		return false
 	}
 	live := rec.Waiters[:0:0]
@@ -107,7 +106,7 @@ func skipVanishedWaiters(rec *Record, keep RequestKey, now int64, cfg Config) bo
 
 // endHolder moves rec's holder to Ended in state at instant at. rec must
 // be a private copy. The lease's request entry is not written again: its
-// end is read from Ended (entryState).
+// end is read from Ended (EntryState).
 func endHolder(rec *Record, state grant.State, at int64) {
 	h := rec.Holder
 	rec.Holder = nil
@@ -162,15 +161,36 @@ func leaseID(resource, owner, requestID string, fence uint64, issuedAtMs int64) 
 	return fmt.Sprintf("l%d-%s", fence, hex.EncodeToString(sum[:4]))
 }
 
-// holdsEntry reports whether entry's grant is rec's holder (live, or
+// ChangesAt is the earliest instant after now at which rec changes with
+// no write: its holder expiring, lock-delay ending, the resource coming
+// free, the head waiter's claim window reaching its half or its end
+// (the instants a queued waiter must look again). changes is false when
+// none is ahead.
+func ChangesAt(rec *Record, now int64, lim Limits) (at int64, changes bool) {
+	expiry := int64(-1 << 40) // no holder: far in the past, never a candidate
+	if rec.Holder != nil {
+		expiry = rec.Holder.ExpiresAtMs
+	}
+	for _, t := range []int64{
+		expiry, expiry + int64(lim.LockDelayMs),
+		rec.FreeAtMs, rec.FreeAtMs + int64(lim.HandoffClaimMs)/2, rec.FreeAtMs + int64(lim.HandoffClaimMs),
+	} {
+		if t > now && (!changes || t < at) {
+			at, changes = t, true
+		}
+	}
+	return at, changes
+}
+
+// HoldsEntry reports whether entry's grant is rec's holder (live, or
 // expired by the clock with no write yet to say so).
-func holdsEntry(rec *Record, entry *RequestEntry) bool {
+func HoldsEntry(rec *Record, entry *RequestEntry) bool {
 	h := rec.Holder
 	return h != nil && h.Grant.Lease == entry.Grant.Lease &&
 		h.Grant.Owner == entry.Grant.Owner && h.Grant.RequestID == entry.Grant.RequestID
 }
 
-// entryState is the state of the grant recorded in entry, judged against
+// EntryState is the state of the grant recorded in entry, judged against
 // the resource record and settings at now. An entry is written once, at
 // grant (State HELD); its end is read from the record: the holder (expiry
 // judged lazily), or the ended lease Ended remembers. A lease that fell
@@ -179,15 +199,15 @@ func holdsEntry(rec *Record, entry *RequestEntry) bool {
 // record cannot place (a record older than the entry): never HELD unless
 // it is the holder. An entry an older registry wrote again at the lease's
 // end (State not HELD) keeps the state it holds.
-func entryState(rec *Record, entry *RequestEntry, set Settings, now int64) grant.State {
+func EntryState(rec *Record, entry *RequestEntry, set Settings, now int64) grant.State {
 	switch {
 	case entry.Grant.IssuerEpoch < set.RevokedBelowEpoch:
 		return grant.StateRevoked
 	case entry.State != grant.StateHeld:
 		return entry.State
-	case holdsEntry(rec, entry):
+	case HoldsEntry(rec, entry):
 		if now >= rec.Holder.ExpiresAtMs || endsWithBump(entry.Grant.FenceToken, set) {
-			return grant.StateExpired // a bump ends it as a break does (normalize, at the next write)
+			return grant.StateExpired // a bump ends it as a break does (Normalize, at the next write)
 		}
 		return grant.StateHeld
 	}
@@ -204,11 +224,11 @@ func entryState(rec *Record, entry *RequestEntry, set Settings, now int64) grant
 // remembers was granted, so before that lease ended (and before the
 // holder's grant): that instant, plus the clock skew between the replicas
 // that wrote them, bounds it from above, and retention counts from there.
-func endedAtMs(rec *Record, entry *RequestEntry, cfg Config) (int64, bool) {
+func endedAtMs(rec *Record, entry *RequestEntry, lim Limits) (int64, bool) {
 	if entry.State != grant.StateHeld {
 		return entry.EndedAtMs, true
 	}
-	if holdsEntry(rec, entry) {
+	if HoldsEntry(rec, entry) {
 		return 0, false
 	}
 	if e, ok := findEnded(rec, entry.Grant.Lease); ok && e.Owner == entry.Grant.Owner {
@@ -219,37 +239,37 @@ func endedAtMs(rec *Record, entry *RequestEntry, cfg Config) (int64, bool) {
 	}
 	switch {
 	case len(rec.Ended) > 0:
-		return rec.Ended[0].AtMs + int64(cfg.ClockSkewMaxMs), true
+		return rec.Ended[0].AtMs + int64(lim.ClockSkewMaxMs), true
 	case rec.Holder != nil:
-		return rec.Holder.Grant.IssuedAtMs + int64(cfg.ClockSkewMaxMs), true
+		return rec.Holder.Grant.IssuedAtMs + int64(lim.ClockSkewMaxMs), true
 	}
 	return 0, false
 }
 
-// statusValidUntil is how long a status proof issued at now may be relied
+// StatusValidUntil is how long a status proof issued at now may be relied
 // on: never past the lease's expiry minus the skew bound, never before now.
-func statusValidUntil(state grant.State, expiresAtMs, now int64, cfg Config) int64 {
-	until := now + int64(cfg.StatusProofTTLMs)
+func StatusValidUntil(state grant.State, expiresAtMs, now int64, lim Limits) int64 {
+	until := now + int64(lim.StatusProofTTLMs)
 	if state == grant.StateHeld {
-		until = min(until, expiresAtMs-int64(cfg.ClockSkewMaxMs))
+		until = min(until, expiresAtMs-int64(lim.ClockSkewMaxMs))
 	}
 	return max(until, now)
 }
 
 // heldUntilMs is the held statement of a grant issued at now with ttlMs:
-// what a status proof issued with it would say (statusValidUntil), never
+// what a status proof issued with it would say (StatusValidUntil), never
 // past the lease's first expiry minus the skew bound, never before now.
-// 0 (the earlier form, no statement) when cfg.SeparateStatus.
-func heldUntilMs(now int64, ttlMs uint64, cfg Config) int64 {
-	if cfg.SeparateStatus {
+// 0 (the earlier form, no statement) when lim.SeparateStatus.
+func heldUntilMs(now int64, ttlMs uint64, lim Limits) int64 {
+	if lim.SeparateStatus {
 		return 0
 	}
-	return statusValidUntil(grant.StateHeld, now+int64(ttlMs), now, cfg)
+	return StatusValidUntil(grant.StateHeld, now+int64(ttlMs), now, lim)
 }
 
-// retained reports whether entry is still inside its retention at now,
+// Retained reports whether entry is still inside its retention at now,
 // judged against its resource's record rec.
-func retained(rec *Record, entry *RequestEntry, now int64, cfg Config) bool {
-	at, ended := endedAtMs(rec, entry, cfg)
-	return !ended || now < at+int64(cfg.RequestRetentionMs)
+func Retained(rec *Record, entry *RequestEntry, now int64, lim Limits) bool {
+	at, ended := endedAtMs(rec, entry, lim)
+	return !ended || now < at+int64(lim.RequestRetentionMs)
 }
