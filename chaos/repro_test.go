@@ -11,6 +11,7 @@ import (
 	"crypto/rand"
 	"testing"
 
+	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/memstore"
@@ -23,7 +24,7 @@ func TestReproCancelWaitReleasesRetriedGrant(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := registry.New(memstore.New(), registry.DefaultConfig(1), registry.SystemClock{}, key)
+	reg, err := registry.New(memstore.New(), registry.DefaultConfig(1), clock.System{}, key)
 	if err != nil {
 		t.Fatal(err)
 	}

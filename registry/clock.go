@@ -2,19 +2,12 @@ package registry
 
 import (
 	"time"
-
-	"github.com/fencegate/fencegate/clock"
 )
 
-// Clock is the registry's only source of time (the module's one clock
-// interface): it alone judges lease expiry, and the waiting acquire's
-// timers and the request sweep run on it. A client's clock is never
-// consulted. Production uses SystemClock; tests and the simulator inject
-// a fake.
-type Clock = clock.Clock
-
-// SystemClock reads the machine's wall clock.
-type SystemClock = clock.System
+// The registry's only source of time is the clock.Clock given to New: it
+// alone judges lease expiry, and the waiting acquire's timers and the
+// request sweep run on it. A client's clock is never consulted.
+// Production passes clock.System; tests and the simulator inject a fake.
 
 // toMs is the registry's instant in Unix milliseconds; grant instants carry
 // millisecond precision, so every decision works in whole milliseconds.

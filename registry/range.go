@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/registry/lockstate"
 	"github.com/fencegate/fencegate/wire"
 )
@@ -79,7 +80,7 @@ func (r *Registry) BumpFenceRange(ctx context.Context, above uint64) (wire.Fence
 // a restore, before serve starts, as etcdutl's --bump-revision is done
 // before etcd starts. It retries a failed compare up to retriesMax times
 // and waits for the clock as Registry.BumpFenceRange does.
-func BumpFenceRange(ctx context.Context, store Store, clk Clock, above, skewMaxMs uint64) (wire.FenceRange, error) {
+func BumpFenceRange(ctx context.Context, store Store, clk clock.Clock, above, skewMaxMs uint64) (wire.FenceRange, error) {
 	const retriesMax = 32
 	s, err := store.Read(ctx, "", nil)
 	for try := 0; err == nil; try++ {
@@ -108,7 +109,7 @@ func BumpFenceRange(ctx context.Context, store Store, clk Clock, above, skewMaxM
 // waitForGeneration waits until clk has passed the end of second gen by
 // skewMaxMs, when that is at most bumpWaitMsMax away, and returns how far
 // (ms) the generation is still ahead of the clock then (0 when passed).
-func waitForGeneration(ctx context.Context, clk Clock, gen, skewMaxMs uint64) (int64, error) {
+func waitForGeneration(ctx context.Context, clk clock.Clock, gen, skewMaxMs uint64) (int64, error) {
 	passAtMs := int64(gen+1)*1000 + int64(skewMaxMs)
 	waitMs := passAtMs - toMs(clk.Now())
 	if waitMs <= 0 {

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"sync"
 
+	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry/lockstate"
 	"github.com/fencegate/fencegate/wire"
@@ -26,7 +27,7 @@ type Registry struct {
 	store  Store
 	cfg    Config
 	lim    lockstate.Limits // what the decisions read of cfg
-	clock  Clock
+	clock  clock.Clock
 	signer *grant.SigningKey
 
 	locks keyLocks // one compare-and-swap per resource at a time, in this process
@@ -70,8 +71,9 @@ func WithRand(src rand.Source) Option {
 
 // New returns a Registry over store. cfg is validated and its defaults
 // filled; signer signs every grant and status proof under cfg.IssuerEpoch;
-// clk is the registry's only time source (expiry, waits, sweeps).
-func New(store Store, cfg Config, clk Clock, signer *grant.SigningKey, opts ...Option) (*Registry, error) {
+// clk is the registry's only time source (expiry, waits, sweeps;
+// clock.System in production).
+func New(store Store, cfg Config, clk clock.Clock, signer *grant.SigningKey, opts ...Option) (*Registry, error) {
 	if store == nil || clk == nil || signer == nil {
 		return nil, fmt.Errorf("%w: new: store, clock and signer are required", wire.ErrInvalid)
 	}

@@ -36,7 +36,8 @@ func (c partyClock) durationMs(localMs int64) int64 {
 	return int64(math.Ceil(float64(localMs) / (1 + c.driftPpm/1e6)))
 }
 
-// registryClock adapts the round's notion of now to registry.Clock.
+// registryClock adapts the round's notion of now to clock.Clock, the
+// registry's clock.
 type registryClock struct{ w *world }
 
 func (c registryClock) Now() time.Time { return c.w.regClock.at(c.w.now) }

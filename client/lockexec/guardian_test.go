@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/client"
+	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/internal/childproc"
 	"github.com/fencegate/fencegate/registry"
@@ -50,7 +51,7 @@ func testSession() (*client.Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	reg, err := registry.New(memstore.New(), registry.DefaultConfig(1), registry.SystemClock{}, key)
+	reg, err := registry.New(memstore.New(), registry.DefaultConfig(1), clock.System{}, key)
 	if err != nil {
 		return nil, err
 	}

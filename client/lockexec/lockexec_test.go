@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/client"
+	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/memstore"
@@ -43,7 +44,7 @@ func run(t *testing.T, ignore bool, until time.Duration) (Result, *client.Lease,
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := registry.New(memstore.New(), registry.DefaultConfig(1), registry.SystemClock{}, key)
+	reg, err := registry.New(memstore.New(), registry.DefaultConfig(1), clock.System{}, key)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/wire"
 )
@@ -186,7 +187,7 @@ func bumpStore(ctx context.Context, s registry.Store, above, skewMs uint64, note
 	if err != nil {
 		return before, wire.FenceRange{}, err
 	}
-	after, err := registry.BumpFenceRange(ctx, s, registry.SystemClock{}, above, skew)
+	after, err := registry.BumpFenceRange(ctx, s, clock.System{}, above, skew)
 	outcome, value := "ok", after.Generation
 	if err != nil {
 		outcome, value = wire.CodeOf(err), above

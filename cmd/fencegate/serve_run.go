@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/dashboard"
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/internal/telemetry"
@@ -56,7 +57,7 @@ func serveAPI(ctx context.Context, o *serveOptions, ld *loaded, ks *httpapi.KeyS
 	engine.register(metrics.Registry())
 	cfg := o.limits // validated, defaults filled, by check
 	cfg.Observer = metrics
-	reg, err := registry.New(httpapi.InstrumentStore(store, metrics), cfg, registry.SystemClock{}, ks.Key, gateKeysRegistryOptions(ld.gates)...)
+	reg, err := registry.New(httpapi.InstrumentStore(store, metrics), cfg, clock.System{}, ks.Key, gateKeysRegistryOptions(ld.gates)...)
 	if err != nil {
 		return err
 	}

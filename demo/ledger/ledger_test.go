@@ -20,6 +20,7 @@ import (
 
 	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/client/httpclient"
+	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/demo/ledger"
 	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/grant"
@@ -53,7 +54,7 @@ func newWorld(t *testing.T, postgres bool) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := registry.New(memstore.New(), registry.DefaultConfig(1), registry.SystemClock{}, key)
+	reg, err := registry.New(memstore.New(), registry.DefaultConfig(1), clock.System{}, key)
 	if err != nil {
 		t.Fatal(err)
 	}

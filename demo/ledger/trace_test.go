@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/fencegate/fencegate/client/httpclient"
+	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/demo/ledger"
 	"github.com/fencegate/fencegate/gate/gatetrace"
 	"github.com/fencegate/fencegate/grant"
@@ -39,7 +40,7 @@ func tracedWorld(t *testing.T, tp *sdktrace.TracerProvider) (regURL, ledgerURL s
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := registry.New(memstore.New(), registry.DefaultConfig(1), registry.SystemClock{}, key)
+	reg, err := registry.New(memstore.New(), registry.DefaultConfig(1), clock.System{}, key)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/dashboard"
 	"github.com/fencegate/fencegate/gate/report"
 	"github.com/fencegate/fencegate/gate/report/sqlreport"
@@ -37,7 +38,7 @@ func benchReporter(b *testing.B, e *env, be backend) *report.Log {
 		return nil
 	}
 	store := memstore.New()
-	reg, err := registry.New(store, registry.DefaultConfig(e.iss.Epoch), registry.SystemClock{}, e.iss.Key)
+	reg, err := registry.New(store, registry.DefaultConfig(e.iss.Epoch), clock.System{}, e.iss.Key)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/etcdstore"
@@ -34,7 +35,7 @@ func TestExternalEtcdTLSAndAuth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := registry.New(etcdstore.New(cli, etcdtest.Prefix), registry.DefaultConfig(1), registry.SystemClock{}, key)
+	reg, err := registry.New(etcdstore.New(cli, etcdtest.Prefix), registry.DefaultConfig(1), clock.System{}, key)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/memstore"
@@ -36,7 +37,7 @@ func benchServerWith(b *testing.B, requestLog bool) (*Server, *registry.Registry
 		b.Fatal(err)
 	}
 	m := NewMetrics()
-	reg, err := registry.New(InstrumentStore(memstore.New(), m), registry.DefaultConfig(1), registry.SystemClock{}, key)
+	reg, err := registry.New(InstrumentStore(memstore.New(), m), registry.DefaultConfig(1), clock.System{}, key)
 	if err != nil {
 		b.Fatal(err)
 	}

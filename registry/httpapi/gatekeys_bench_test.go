@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/memstore"
@@ -61,7 +62,7 @@ func benchGateRegistry(b *testing.B, gates int) *registry.Registry {
 	if gates > 0 {
 		opts = append(opts, registry.WithGateProofs(benchGateKeys(b, gates)))
 	}
-	reg, err := registry.New(memstore.New(), registry.DefaultConfig(1), registry.SystemClock{}, key, opts...)
+	reg, err := registry.New(memstore.New(), registry.DefaultConfig(1), clock.System{}, key, opts...)
 	if err != nil {
 		b.Fatal(err)
 	}

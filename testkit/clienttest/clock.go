@@ -13,7 +13,7 @@ import (
 var T0 = time.Date(2026, 7, 19, 10, 0, 0, 0, time.UTC)
 
 // FakeClock is a clock that moves only when told (fakeclock.Clock). It
-// satisfies clock.Clock (client.Clock, registry.Clock, every gate
+// satisfies clock.Clock (client.Clock, the registry's, every gate
 // adapter's Config.Clock). Safe for concurrent use.
 type FakeClock = fakeclock.Clock
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 
+	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/memstore"
@@ -20,9 +21,9 @@ type Registry struct {
 	Verifier *grant.Verifier
 }
 
-// NewRegistry returns a fixture registry on clock over store (nil: a new
+// NewRegistry returns a fixture registry on clk over store (nil: a new
 // memory store). mutate, if not nil, adjusts the default configuration.
-func NewRegistry(clock registry.Clock, store registry.Store, mutate func(*registry.Config)) (*Registry, error) {
+func NewRegistry(clk clock.Clock, store registry.Store, mutate func(*registry.Config)) (*Registry, error) {
 	seed := sha256.Sum256([]byte("clienttest/registry"))
 	k, err := grant.GenerateKey(grant.AlgEd25519, "reg-1", bytes.NewReader(seed[:]))
 	if err != nil {
@@ -43,7 +44,7 @@ func NewRegistry(clock registry.Clock, store registry.Store, mutate func(*regist
 	if store == nil {
 		store = memstore.New()
 	}
-	r, err := registry.New(store, cfg, clock, k)
+	r, err := registry.New(store, cfg, clk, k)
 	if err != nil {
 		return nil, err
 	}

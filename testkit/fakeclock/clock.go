@@ -10,7 +10,7 @@ import (
 )
 
 // Clock is a clock that moves only when told. It satisfies
-// clock.Clock (which client.Clock and registry.Clock name too), the
+// clock.Clock (which client.Clock names too), the
 // time source every gate adapter takes. Safe for concurrent use.
 type Clock struct {
 	mu     sync.Mutex

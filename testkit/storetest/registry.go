@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/wire"
@@ -27,19 +28,19 @@ func RunRegistry(t *testing.T, newStore NewStore) {
 }
 
 // NewRegistry returns a registry over s with a fixed Ed25519 key, epoch 1,
-// and the system clock unless clock is given.
-func NewRegistry(t testing.TB, s registry.Store, clock registry.Clock) *registry.Registry {
+// and the system clock unless clk is given.
+func NewRegistry(t testing.TB, s registry.Store, clk clock.Clock) *registry.Registry {
 	t.Helper()
 	k, err := grant.GenerateKey(grant.AlgEd25519, "storetest", bytes.NewReader(bytes.Repeat([]byte{1}, 32)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if clock == nil {
-		clock = registry.SystemClock{}
+	if clk == nil {
+		clk = clock.System{}
 	}
 	cfg := registry.DefaultConfig(1)
 	cfg.WaitPollMsMax = 50
-	r, err := registry.New(s, cfg, clock, k)
+	r, err := registry.New(s, cfg, clk, k)
 	if err != nil {
 		t.Fatal(err)
 	}
