@@ -45,7 +45,7 @@ inline newAttempt(c, tt) {
   cl[c].g = NONE; cl[c].s = 0; cl[c].v = 0; cl[c].regr = 0; cl[c].next = 0; cl[c].rn = 0
 }
 
-/* Registry.Acquire (decideAcquire) answered to Session.Acquire: a
+/* Registry.Acquire (lockstate.DecideAcquire) answered to Session.Acquire: a
  * retried request ID gets its existing grant (outExisting) with its
  * current state, a free resource a new grant (outGranted), a busy one
  * nothing (the client keeps its ID and tries again). */
@@ -79,7 +79,7 @@ inline acquire(c, r, lost) {
   fi
 }
 
-/* Lease renewal (decideRenew): HELD -> RENEWING -> HELD | UNKNOWN | EXPIRED. */
+/* Lease renewal (lockstate.DecideRenew): HELD -> RENEWING -> HELD | UNKNOWN | EXPIRED. */
 inline renew(c, r, lost) {
   cl[c].rn++;
   tnow = RNOW(r);
@@ -102,7 +102,7 @@ inline renew(c, r, lost) {
   fi
 }
 
-/* Lease.Release (decideRelease): frees the resource at once. */
+/* Lease.Release (lockstate.DecideRelease): frees the resource at once. */
 inline release(c, r, lost) {
   tnow = RNOW(r);
   readSettings(r);
@@ -119,7 +119,7 @@ inline release(c, r, lost) {
   fi
 }
 
-/* decideRelease with a waiter queued: handOff grants the freed resource
+/* DecideRelease with a waiter queued: handOff grants the freed resource
  * to the head waiter k in the same store write (grantLease, the next
  * fence, k's request entry). k is any client whose current request has
  * no grant yet: a REQUESTED client may have queued (Acquire with a wait),

@@ -1,7 +1,7 @@
 /* The operator's fence-range bump (-DRANGE, issue 28), then the
  * Operator process: a restore, the bump, the FENCE_REGRESSION runbook. */
 #ifdef RANGE
-/* BUMPGEN(r, above, fast): the generation decideBump takes: the highest
+/* BUMPGEN(r, above, fast): the generation lockstate.DecideBump takes: the highest
  * of the store's + 1, the clock's (the bumper's clock reads clk, or clk +
  * 1 when it is fast by up to the skew bound across a second's edge), the
  * one above the gate's highest fence (above: --above), and, for a bump by

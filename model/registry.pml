@@ -1,21 +1,21 @@
-/* The registry core (registry/core*.go) as inlines over the store record.
+/* The registry core (registry/lockstate) as inlines over the store record.
  * Each runs inside one client step (client.pml) as one linearizable store
  * transaction at replica r, whose clock is RNOW(r); the client may lose
  * the answer. */
 
-/* registry/core.go statusValidUntil for a HELD statement. */
+/* registry/lockstate/state.go StatusValidUntil for a HELD statement. */
 #define VALID_UNTIL(tn, exp) max(min((tn) + PTTL, (exp) - M), (tn))
 
-/* entryState == HELD: the record's live holder is grant gg at tn. */
+/* EntryState == HELD: the record's live holder is grant gg at tn. */
 #define LIVE(gg, tn) ((gg) != NONE && rec.holder == (gg) && (tn) < rec.expires)
 
-/* decideAcquire's "free" after normalize: no live holder and lock-delay
+/* DecideAcquire's "free" after Normalize: no live holder and lock-delay
  * over (an expiry frees at expires + LD, a release at freeAt). */
 #define FREE(tn) (!LIVE(rec.holder, tn) && \
   (tn) >= (rec.holder != NONE -> max(rec.freeAt, rec.expires + LD) : rec.freeAt))
 
 #ifdef RANGE
-/* nextFence (registry/core_range.go): max(HighestFence, Floor,
+/* nextFence (registry/lockstate/fencerange.go): max(HighestFence, Floor,
  * generation<<32) + 1, the floor and the range composing by max; a fence
  * past the range's last counter is refused (FENCE_RANGE) until a bump. */
 #ifdef MUTANT_NOGENBASE
@@ -56,7 +56,7 @@ inline canonSeen() {
 #endif
 }
 
-/* endOldRange: normalize's endsWithBump, applied at once to the record
+/* endOldRange: Normalize's endsWithBump, applied at once to the record
  * rather than at its next write: a holder whose fence is from a
  * generation below the store's ends (EXPIRED, broken), free at once (no
  * lock-delay: the fence keeps its writes out). */
@@ -75,7 +75,7 @@ inline endOldRange() {
 }
 
 /* issueStatus: Registry.issue signs "gg is HELD" at tn, valid until
- * statusValidUntil, into (vs, vv, vr). vr is the ghost "issued when a
+ * StatusValidUntil, into (vs, vv, vr). vr is the ghost "issued when a
  * fence above gg's had already been issued": a statement only a registry
  * that went backwards can sign. */
 inline issueStatus(gg, tn) {
@@ -94,12 +94,12 @@ inline issueStatus(gg, tn) {
   if :: vv <= T + goff + M -> vs = 0; vv = 1; vr = 0 :: else -> skip fi
 }
 
-/* grantLease (registry/core_acquire.go): the next fence is
+/* grantLease (registry/lockstate/acquire.go): the next fence is
  * max(HighestFence, Floor) + 1 (with RANGE, NEXTFENCE), recorded with the
  * holder and the request entry in the same write; then its HELD
  * statement. That statement is the grant's own (lockGrant.v1 heldUntil,
  * registry.heldUntilMs: issued at the grant's issuedAt, valid until
- * statusValidUntil of it) or, in the earlier form
+ * StatusValidUntil of it) or, in the earlier form
  * (Config.SeparateStatus), a grantStatus.v1 signed with it: the same
  * (issuedAt, validUntil) either way, so the model covers both. */
 inline grantLease(c, tn) {

@@ -7,8 +7,8 @@ unsigned goff : 2;   /* gate clock offset, 0 or M */
 
 /* registry.Record of the one resource, as kept in the store (etcd). A
  * holder is live while the reading replica's clock is below expires; an
- * expired holder stays in the record until overwritten, as normalize
- * would end it on the next write (registry/core.go). e[c]: the
+ * expired holder stays in the record until overwritten, as Normalize
+ * would end it on the next write (registry/lockstate/state.go). e[c]: the
  * request-ID index, client c's last granted request number and grant. */
 /* one request-ID index entry per client */
 typedef Entry { unsigned rq : 2; unsigned rg : 3 }

@@ -162,7 +162,7 @@ func minTime(a, b time.Time) time.Time {
 }
 
 // Break ends resource's current lease now, whoever holds it, and hands the
-// resource to the next waiter in the same write (decideBreak): an
+// resource to the next waiter in the same write (lockstate.DecideBreak): an
 // operator's way out of a lock held by a stuck process. It is safe here
 // and nowhere else because the next grant's fence is higher, so the old
 // holder's late writes are refused at every gate once the next holder has

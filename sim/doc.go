@@ -1,7 +1,8 @@
 // Package sim is fencegate's deterministic fault-injection simulator. It
 // runs the product's own code: the registry (registry.Registry over
-// registry/memstore, its waiting acquires stepped as registry.Acquisition,
-// so FIFO waiters and the warm handoff are real), the client's cores
+// registry/memstore, deciding with registry/lockstate, its waiting
+// acquires stepped as registry.Acquisition, so FIFO waiters and the warm
+// handoff are real), the client's cores
 // (core.Acquire and core.Lease: every lease decision,
 // envelope check and release drain), and a real gate adapter
 // (gate/memgate; gate/sqlgate on in-memory SQLite with --sql; or, with
