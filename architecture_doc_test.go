@@ -158,8 +158,8 @@ var goKeywords = []string{"break", "case", "chan", "const", "continue", "default
 // last named; a Go name qualified by a package (gate.Decide,
 // client/core.Lease) in that package, an unqualified one in the
 // directories (and those below them) the text names, or anywhere when
-// it names none; a glob must match a file. Anything else in backticks (an expression, a flag, a
-// command line) is prose.
+// it names none; a glob must match a file. Anything else in backticks
+// (an expression, a flag, a command line) is prose.
 func (ix *codeIndex) checkText(text string) []string {
 	var (
 		missing []string

@@ -51,10 +51,11 @@ func (r *Registry) Acquire(ctx context.Context, owner string, req wire.AcquireRe
 
 // Acquisition is one acquire in progress, stepped one decision
 // (lockstate.DecideAcquire) at a time: Acquire drives it with a store
-// watch and timers, the simulator with its event queue. Each Step decides once (and commits: joining the
-// queue, keeping its place, taking the lease) without sleeping; between
-// steps the caller waits for the resource's record to change (a store
-// event from the revision it last saw on) or the registry clock to reach WakeAt. Not safe for
+// watch and timers, the simulator with its event queue. Each Step
+// decides once (and commits: joining the queue, keeping its place,
+// taking the lease) without sleeping; between steps the caller waits for
+// the resource's record to change (a store event after the revision the
+// step decided on) or the registry clock to reach WakeAt. Not safe for
 // concurrent use.
 type Acquisition struct {
 	r      *Registry

@@ -48,8 +48,9 @@ func ReadFenceRange(ctx context.Context, store Store) (wire.FenceRange, error) {
 // BumpFenceRange moves the registry's fence range above every fence any
 // earlier store or range issued (lockstate.DecideBump): from its commit
 // on, every resource's next fence is above generation<<32, and every
-// lease granted before it has ended (its renewals answer ErrLeaseBroken, its status is
-// EXPIRED; the fence, not a lock-delay, keeps its writes out). No
+// lease granted before it has ended (its renewals answer ErrLeaseBroken,
+// its status is EXPIRED; the fence, not a lock-delay, keeps its writes
+// out). No
 // per-resource write is needed: every replica's next write compares the
 // settings' revision and decides again on the new range.
 //

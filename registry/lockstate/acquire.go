@@ -61,20 +61,21 @@ func (w Waiter) pollUntil() int64 {
 type AcquireOutcome int
 
 const (
-	// AcquireGranted: commit the record and the new request entry; the commit's
-	// revision is the grant's BackendRevision.
+	// AcquireGranted: commit the record and the new request entry; the
+	// commit's revision is the grant's BackendRevision.
 	AcquireGranted AcquireOutcome = iota + 1
-	// AcquireExisting: the request already has a grant; answer from its entry.
+	// AcquireExisting: the request already has a grant; answer from its
+	// entry.
 	AcquireExisting
-	// AcquireQueued: the caller waits in the queue; commit the record first
-	// when it is non-nil (joined the queue, or cleaned it).
+	// AcquireQueued: the caller waits in the queue; commit the record
+	// first when it is non-nil (joined the queue, or cleaned it).
 	AcquireQueued
-	// AcquirePurge: the request's old entry is past retention; delete it (its
-	// revision must not become the new grant's), then decide again.
+	// AcquirePurge: the request's old entry is past retention; delete it
+	// (its revision must not become the new grant's), then decide again.
 	AcquirePurge
-	// AcquireHanded: the record shows the caller holds the lease (a release
-	// handed it over) or held it until it expired, but the snapshot lacks
-	// its entry; read again.
+	// AcquireHanded: the record shows the caller holds the lease (a
+	// release handed it over) or held it until it expired, but the
+	// snapshot lacks its entry; read again.
 	AcquireHanded
 )
 
