@@ -34,6 +34,9 @@ const RequestBytesMax = gate.MutationJSONBytesMax + 64<<10
 const EntriesMax = 100
 
 // Table is the business table; the gate's coverage guard protects it.
+// Each row names the resource it was written under (column resource):
+// the guard admits a row only under an accept of that resource, so a key
+// written under one resource is not overwritten under another's lock.
 const Table = "ledger_values"
 
 // Config configures a Server.
@@ -78,7 +81,7 @@ func NewServer(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux()}
 	if _, err := cfg.DB.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+Table+` (
-		key TEXT PRIMARY KEY, value TEXT NOT NULL, writer TEXT NOT NULL, fence BIGINT NOT NULL)`); err != nil {
+		key TEXT PRIMARY KEY, value TEXT NOT NULL, writer TEXT NOT NULL, fence BIGINT NOT NULL, resource TEXT NOT NULL)`); err != nil {
 		return nil, fmt.Errorf("ledger: create table: %w", err)
 	}
 	if !cfg.LeaseOnly {
@@ -151,7 +154,7 @@ func (s *Server) handleWrite(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if s.cfg.LeaseOnly { // the negative control: no fence, no proof, no receipt
-		err := s.upsert(r.Context(), s.cfg.DB, caller, 0, req.Entries)
+		err := s.upsert(r.Context(), s.cfg.DB, caller, "", 0, req.Entries)
 		if err != nil {
 			writeJSON(w, http.StatusInternalServerError, WriteResponse{Outcome: "ERROR", Reason: err.Error()})
 			return
@@ -173,7 +176,7 @@ func (s *Server) handleWrite(w http.ResponseWriter, r *http.Request) {
 	// The worker's trace (W3C traceparent) continues into the decision span.
 	ctx := otel.GetTextMapPropagator().Extract(r.Context(), propagation.HeaderCarrier(r.Header))
 	rcpt, err := gatetrace.Tracer{Provider: s.cfg.TracerProvider}.Run(ctx, s.g, s.cfg.DB, caller, m, func(ctx context.Context, tx *sql.Tx) error {
-		return s.upsert(ctx, tx, caller, m.FenceToken, req.Entries)
+		return s.upsert(ctx, tx, caller, m.Resource, m.FenceToken, req.Entries)
 	})
 	s.log.Note(caller, m, err) // after the decision: a copy into a ring, for the dashboard
 	s.answerGate(w, rcpt, err)
@@ -196,16 +199,17 @@ func (s *Server) answerGate(w http.ResponseWriter, rcpt gate.Receipt, err error)
 	writeJSON(w, http.StatusInternalServerError, WriteResponse{Outcome: "ERROR", Reason: err.Error()})
 }
 
-// upsert is the business change. Inside Run, q is the gate's transaction.
-func (s *Server) upsert(ctx context.Context, q sqlgate.DBTX, writer string, fence uint64, entries []Entry) error {
-	stmt := `INSERT INTO ` + Table + ` (key, value, writer, fence) VALUES (?, ?, ?, ?)
-		ON CONFLICT (key) DO UPDATE SET value = excluded.value, writer = excluded.writer, fence = excluded.fence`
+// upsert is the business change: each entry's row, written under
+// resource. Inside Run, q is the gate's transaction.
+func (s *Server) upsert(ctx context.Context, q sqlgate.DBTX, writer, resource string, fence uint64, entries []Entry) error {
+	stmt := `INSERT INTO ` + Table + ` (key, value, writer, fence, resource) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (key) DO UPDATE SET value = excluded.value, writer = excluded.writer, fence = excluded.fence, resource = excluded.resource`
 	if s.cfg.Postgres {
-		stmt = `INSERT INTO ` + Table + ` (key, value, writer, fence) VALUES ($1, $2, $3, $4)
-		ON CONFLICT (key) DO UPDATE SET value = excluded.value, writer = excluded.writer, fence = excluded.fence`
+		stmt = `INSERT INTO ` + Table + ` (key, value, writer, fence, resource) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (key) DO UPDATE SET value = excluded.value, writer = excluded.writer, fence = excluded.fence, resource = excluded.resource`
 	}
 	for _, e := range entries {
-		if _, err := q.ExecContext(ctx, stmt, e.Key, e.Value, writer, int64(fence)); err != nil {
+		if _, err := q.ExecContext(ctx, stmt, e.Key, e.Value, writer, int64(fence), resource); err != nil {
 			return fmt.Errorf("ledger: write %q: %w", e.Key, err)
 		}
 	}

@@ -121,14 +121,12 @@ func (g *Gate) apply(ctx context.Context, tx txn, caller string, m *gate.Mutatio
 	}
 	var st gate.State
 	var prior *gate.Receipt
-	guarded, marked, stored := true, ownTx && g.d.markLocked != "", false
+	var guarded, stored bool
 	now := g.clock.Now()
-	speculate := g.canSpeculate(v, now, ownTx)
-	if speculate {
-		st, prior, stored, err = g.speculateLookup(ctx, tx, v, now)
-		marked = true
+	if g.canSpeculate(v, now, ownTx) {
+		st, prior, guarded, stored, err = g.speculateLookup(ctx, tx, v, now)
 	} else {
-		st, prior, guarded, err = g.lockLookup(ctx, tx, m, ownTx)
+		st, prior, guarded, err = g.lockLookup(ctx, tx, m)
 	}
 	if err != nil {
 		return gate.Decision{}, err
@@ -151,7 +149,7 @@ func (g *Gate) apply(ctx context.Context, tx txn, caller string, m *gate.Mutatio
 		}
 		return d, d.Err
 	}
-	b := business{g: g, tx: tx, d: d, v: v, prior: prior, ownTx: ownTx, marked: marked, guarded: guarded, stored: stored}
+	b := business{g: g, tx: tx, d: d, v: v, prior: prior, ownTx: ownTx, guarded: guarded, stored: stored}
 	if err := b.run(ctx, fn); err != nil {
 		return d, err
 	}

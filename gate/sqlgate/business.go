@@ -4,25 +4,29 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/fencegate/fencegate/gate"
 )
 
 // business runs one business function for a decision that proceeds: an
-// accept (the transaction marked as inside an accepting Apply, so the
-// coverage guard lets protected writes through and counts them) or a
-// shadow-mode rejection (unmarked: protected writes count as ungated).
+// accept, whose mark lets the coverage guard admit the protected rows of
+// its own resource and count them (PostgreSQL: the receipt, stored
+// first; SQLite: a mark row, until the receipt), or a shadow-mode
+// rejection, which has no mark: its protected writes are refused
+// (enforce-mode tables) or counted as ungated (shadow-mode tables).
 type business struct {
-	g      *Gate
-	tx     txn
-	d      gate.Decision
-	v      *gate.Verified
-	prior  *gate.Receipt
-	ownTx  bool // Run owns tx: no savepoint needed, a failure rolls back all
-	marked bool // lockLookup already marked tx
-	// guarded: some table is protected, so an accept must mark tx. When
-	// none is, no guard trigger exists to read the mark, and the marker
-	// statement is skipped (the count of guarded writes is then 0).
+	g     *Gate
+	tx    txn
+	d     gate.Decision
+	v     *gate.Verified
+	prior *gate.Receipt
+	ownTx bool // Run owns tx: no savepoint needed, a failure rolls back all
+	// guarded: some table is protected, so an accept must mark tx before
+	// the business change. When none is, no guard exists to look, and the
+	// accept is stored after the change (with the COMMIT, on pgx).
 	guarded bool
 	// stored: the accept is already stored (a kept speculation), so no
 	// finishAccept follows the business change.
@@ -38,14 +42,20 @@ func (b *business) run(ctx context.Context, fn func(context.Context) error) (err
 		}
 		defer func() { err = b.endSavepoint(ctx, err) }()
 	}
-	if err := b.setMark(ctx); err != nil {
-		return err
+	accept := b.d.Outcome == gate.Accepted
+	if accept && b.guarded && !b.stored {
+		if err := b.mark(ctx); err != nil {
+			return err
+		}
 	}
 	if err := fn(withAccepting(ctx, b.v, b.d)); err != nil {
+		if isUnguarded(err) {
+			return fmt.Errorf("%w: %w: %w", ErrBusiness, ErrUnguarded, err)
+		}
 		return fmt.Errorf("%w: %w", ErrBusiness, err)
 	}
 	switch {
-	case b.d.Outcome != gate.Accepted:
+	case !accept:
 		return b.g.record(ctx, b.tx, b.d, b.v, b.prior)
 	case b.stored:
 		return nil
@@ -53,38 +63,43 @@ func (b *business) run(ctx context.Context, fn func(context.Context) error) (err
 	return b.finishAccept(ctx)
 }
 
-// setMark marks the transaction for an accept and unmarks it for a
-// shadow-mode rejection.
-func (b *business) setMark(ctx context.Context) error {
-	g := b.g
-	accept := b.d.Outcome == gate.Accepted
-	switch {
-	case accept && (b.marked || !b.guarded):
-	case accept:
-		if err := b.tx.exec(ctx, g.stmt.mark); err != nil {
-			return fmt.Errorf("sqlgate: mark apply: %w", err)
+// mark marks the transaction for the coverage guard as inside an accept
+// of the resource: where the receipt is the mark (PostgreSQL), by storing
+// the accept now; else by the dialect's mark statement, which
+// finishAccept undoes.
+func (b *business) mark(ctx context.Context) error {
+	if b.g.d.storesMarkFirst {
+		if err := b.store(ctx, b.tx.exec); err != nil {
+			return err
 		}
-	case b.marked:
-		if err := b.tx.exec(ctx, g.stmt.unmark); err != nil {
-			return fmt.Errorf("sqlgate: unmark apply: %w", err)
-		}
+		b.stored = true
+		return nil
+	}
+	r := &b.d.Receipt
+	if err := b.tx.exec(ctx, b.g.stmt.mark, r.Resource, r.Mode == gate.ModeEnforce); err != nil {
+		return fmt.Errorf("sqlgate: mark apply: %w", err)
 	}
 	return nil
 }
 
-// finishAccept stores the receipt and the new fence state, clearing the
-// mark and counting the guarded writes when the transaction may be
-// marked: one statement on every dialect, the last before the commit when
-// the gate owns the transaction.
+// finishAccept stores the receipt and the new fence state (SQLite: also
+// counts the guarded writes on the mark and deletes it): one statement on
+// every dialect, the last before the commit when the gate owns the
+// transaction.
 func (b *business) finishAccept(ctx context.Context) error {
+	exec := b.tx.exec
+	if b.ownTx {
+		exec = b.tx.execLast
+	}
+	return b.store(ctx, exec)
+}
+
+// store runs the dialect's statement that stores the accept through exec.
+func (b *business) store(ctx context.Context, exec func(ctx context.Context, q string, args ...any) error) error {
 	g, r := b.g, &b.d.Receipt
 	q := g.stmt.finishAccept
 	if !b.guarded {
 		q = g.stmt.finishAcceptUnguarded
-	}
-	exec := b.tx.exec
-	if b.ownTx {
-		exec = b.tx.execLast
 	}
 	err := exec(ctx, q, r.Resource, int64(r.FenceToken), int64(r.SegmentSeq), r.OperationID,
 		r.OperationRoot[:], r.PayloadDigest[:], r.GrantDigest[:], r.AcceptedAt.UnixMilli(), string(r.Mode), timeMs(b.d.State.GrantIssuedAt))
@@ -92,6 +107,16 @@ func (b *business) finishAccept(ctx context.Context) error {
 		return fmt.Errorf("sqlgate: record ACCEPTED: %w", err)
 	}
 	return nil
+}
+
+// isUnguarded reports whether err is the coverage guard's refusal
+// (PostgreSQL: SQLSTATE FG020; SQLite: its message).
+func isUnguarded(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code == UnguardedState
+	}
+	return strings.Contains(err.Error(), "fencegate: FG020: ")
 }
 
 // endSavepoint undoes everything since the savepoint if err is set, and

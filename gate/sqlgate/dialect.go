@@ -7,8 +7,8 @@ import (
 
 // Dialect is what differs between the SQL databases the gate runs on:
 // placeholders, row locking, where the fence state lives, identity
-// columns, and how the coverage guard knows it is inside an accepting
-// Apply. Use SQLite or Postgres.
+// columns, and what the coverage guard takes as the mark of an accept.
+// Use SQLite or Postgres.
 //
 // Since schema version 5 the two keep the fence state differently, each
 // the cheaper way for its own locking. SQLite has one writer at a time, so
@@ -32,50 +32,62 @@ type Dialect struct {
 	// issued-at ms, fence floor, floor-at ms; stateFrom
 	// names {p}resources as r, and may use $1 (the resource).
 	stateCols, stateFrom string
-	// markLocked is appended to the fence-row read's columns when Run owns
-	// the transaction: it marks the transaction as inside an accepting
-	// Apply in the same round trip ("" where marking is separate).
-	markLocked string
-	// guardProbe, if set, is appended to the fence-row read's columns: a
-	// boolean "some table is protected", read under the same lock as the
-	// row, so an apply skips marking where no guard could look at the mark.
+	// guardProbe is appended to the fence-row read's columns: a boolean
+	// "some table is protected", read under the same lock as the row, so
+	// an apply marks (or stores first) only where a guard could look.
 	guardProbe string
-	// mark marks the transaction as inside an accepting Apply (no
-	// savepoint); unmark clears the mark.
-	mark, unmark string
-	// finishAccept is one statement that stores an accept: the receipt and
-	// the new fence state, clearing the mark and adding the counted
-	// guarded writes to the resource. Arguments: resource, fence, seq,
-	// operation ID, operation root, payload digest, grant digest,
-	// accepted-at ms, mode, grant issued-at ms (the new state is the receipt's fence, seq,
-	// root and grant). finishAcceptUnguarded, if set, is the same for a
-	// transaction never marked (no table is protected).
+	// mark (SQLite) marks an accept of a resource for the coverage guard:
+	// a row of {p}apply_marks naming the resource ($1) and whether the
+	// accept was in enforce mode ($2), which finishAccept deletes. ""
+	// where the stored accept is itself the mark (PostgreSQL): there a
+	// guarded accept is stored before the business change
+	// (storesMarkFirst).
+	mark string
+	// storesMarkFirst: the accept's receipt is the guard's mark, so an
+	// accept where some table is protected stores before the business
+	// change rather than after it.
+	storesMarkFirst bool
+	// finishAccept is one statement that stores an accept: the receipt
+	// and the new fence state (SQLite: also the mark's count of guarded
+	// writes added to the resource, and the mark deleted). Arguments:
+	// resource, fence, seq, operation ID, operation root, payload digest,
+	// grant digest, accepted-at ms, mode, grant issued-at ms (the new
+	// state is the receipt's fence, seq, root and grant).
+	// finishAcceptUnguarded, if set, is the same for a transaction never
+	// marked (no table is protected).
 	finishAccept, finishAcceptUnguarded string
-	// speculate, if set, is lockLookupMarking that also stores the accept
-	// the locked state admits, in the same round trip ("" where the dialect
-	// does not speculate). It reads what lockLookupMarking reads plus the
-	// number of receipts it inserted (0 or 1), and inserts only where
+	// speculate, if set, is lockLookup that also stores the accept the
+	// locked state admits, in the same round trip ("" where the dialect
+	// does not speculate). It reads what lockLookup reads plus the number
+	// of receipts it inserted (0 or 1), and inserts only where
 	// gate.Decide is certain to accept once the status is proven: an
 	// enforced, unpaused resource, policy generation at or above its
 	// minimum, the fence above highestFence at segment 1 or the next
-	// segment under the same root and grant, and no table protected (the
-	// count of guarded writes needs a statement after the business
-	// change). Arguments: finishAccept's first nine, the grant's policy
-	// generation, then its issued-at ms. See Gate.speculate.
+	// segment under the same root and grant. Stored before the business
+	// change, the receipt is also the coverage guard's mark. Arguments:
+	// finishAccept's first nine, the grant's policy generation, then its
+	// issued-at ms, then the skew bound in ms. See Gate.speculate.
 	speculate string
 	// speculateStore, if set, is speculate's storing half alone (same
 	// arguments), for transactions that send it in one round trip behind
-	// lockLookupMarking: by then the row is locked, and it stores exactly
-	// where speculate would. Its row count is the receipts it inserted.
+	// lockLookup: by then the row is locked, and it stores exactly where
+	// speculate would. Its row count is the receipts it inserted.
 	speculateStore string
 	// serial is the type of an auto-assigned integer primary key.
 	serial string
 	// clustered follows CREATE TABLE (…) for tables stored in key order.
 	clustered string
-	// guard returns the DDL that (re)installs the coverage guard on table.
-	guard func(p, table string, mode string) []string
-	// guardSetup is DDL run once by the migration (trigger function, marker).
+	// guard returns the DDL that (re)installs the coverage guard of one
+	// protected table (guard.go).
+	guard func(s guardSpec) []string
+	// guardSetup is migration 1's guard DDL (trigger function, marker),
+	// which migration 9 replaces.
 	guardSetup string
+	// guardRows is migration 9: the guard admits a protected row only
+	// under an accept of the row's own resource in this transaction
+	// (guard.go); Gate.reguard then reinstalls every protected table's
+	// guard and drops dropGuardSetup's leftovers.
+	guardRows, dropGuardSetup string
 	// invariants is migration 2: triggers refusing a lower highest_fence
 	// and any change to a receipt. One statement per line.
 	invariants string

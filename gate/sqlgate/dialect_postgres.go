@@ -15,13 +15,11 @@ var Postgres = &Dialect{
 	forUpdate:    " FOR UPDATE OF r",
 	stateCols: `r.resource, r.mode, r.highest_fence, r.root, r.last_seq, r.last_grant, r.min_policy_generation, r.paused, r.paused_reason,
   r.last_grant_issued_at_ms, r.fence_floor, r.floor_at_ms`,
-	stateFrom:  `{p}resources r`,
-	markLocked: ", set_config('fencegate.apply', '1', true), set_config('fencegate.writes', '0', true)",
-	mark:       "SELECT set_config('fencegate.apply', '1', true), set_config('fencegate.writes', '0', true)",
-	unmark:     "SELECT set_config('fencegate.apply', '', true)",
-	finishAccept: `WITH w AS (SELECT current_setting('fencegate.writes')::bigint AS n, set_config('fencegate.apply', '', true) AS cleared),
-u AS (UPDATE {p}resources SET highest_fence = $2, root = $5, last_seq = $3, last_grant = $7, last_grant_issued_at_ms = $10,
-  gated_writes = gated_writes + (SELECT n FROM w WHERE cleared IS NOT NULL) WHERE resource = $1)
+	stateFrom:       `{p}resources r`,
+	guardProbe:      ", EXISTS (SELECT 1 FROM {p}protected)",
+	storesMarkFirst: true,
+	finishAccept: `WITH u AS (UPDATE {p}resources SET highest_fence = $2, root = $5, last_seq = $3, last_grant = $7, last_grant_issued_at_ms = $10
+  WHERE resource = $1)
 INSERT INTO {p}receipts (resource, fence, seq, operation_id, operation_root, payload_digest, grant_digest, accepted_at_ms, mode)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
 	speculate:      postgresSpeculate,
@@ -35,8 +33,8 @@ BEGIN
   RETURN NEW;
 END $fg$;
 CREATE TRIGGER {p}receipts_segment_chain BEFORE INSERT ON {p}receipts FOR EACH ROW WHEN (NEW.seq > 1) EXECUTE FUNCTION {p}segment_chain();`,
-	// Transaction-local settings: rolled back with a savepoint, gone at
-	// commit, invisible to every other transaction.
+	// Migration 1's guard: a transaction-local setting as the mark, which
+	// any statement could set (migration 9 replaces it).
 	guardSetup: `CREATE OR REPLACE FUNCTION {p}guard() RETURNS trigger LANGUAGE plpgsql AS $fg$
 BEGIN
   IF coalesce(current_setting('fencegate.apply', true), '') = '1' THEN
@@ -54,18 +52,27 @@ END $fg$`,
 CREATE TRIGGER {p}fence_never_decreases BEFORE UPDATE OF highest_fence ON {p}resources FOR EACH ROW WHEN (NEW.highest_fence < OLD.highest_fence) EXECUTE FUNCTION {p}refuse('highest_fence never decreases');
 CREATE TRIGGER {p}receipts_never_changed BEFORE UPDATE OR DELETE ON {p}receipts FOR EACH ROW EXECUTE FUNCTION {p}refuse('receipts are never updated or deleted');
 CREATE TRIGGER {p}receipts_never_truncated BEFORE TRUNCATE ON {p}receipts FOR EACH STATEMENT EXECUTE FUNCTION {p}refuse('receipts are never deleted');`,
-	compact:      postgresCompact,
-	issueTimes:   postgresIssueTimes,
-	stateInOrder: postgresStateInOrder,
-	dropImplied:  postgresDropImplied,
-	guard: func(p, table, mode string) []string {
-		name := p + "guard_" + table
-		return []string{
-			"DROP TRIGGER IF EXISTS " + name + " ON " + table,
-			"CREATE TRIGGER " + name + " BEFORE INSERT OR UPDATE OR DELETE ON " + table + " FOR EACH ROW EXECUTE FUNCTION " + p + "guard('" + mode + "')",
-		}
-	},
+	compact:        postgresCompact,
+	issueTimes:     postgresIssueTimes,
+	stateInOrder:   postgresStateInOrder,
+	dropImplied:    postgresDropImplied,
+	guard:          postgresGuard,
+	guardRows:      postgresGuardRows,
+	dropGuardSetup: `DROP FUNCTION {p}guard();`,
 }
+
+// postgresGuardRows is PostgreSQL's migration 9. Each receipt keeps the
+// ID of the transaction that stored it (xid8, which never wraps; NULL
+// for receipts from before): the guard of a protected table admits a
+// row when its resource's last receipt, the one at the fence row's state,
+// was stored by the writing transaction — a mark no setting creates,
+// that names its resource, and that lives exactly as long as that
+// transaction (Gate.reguard then reinstalls every protected table's
+// guard that way; postgresGuard). A protected table records the column or
+// expression naming its rows' resource.
+const postgresGuardRows = `ALTER TABLE {p}receipts ADD COLUMN xid xid8;
+ALTER TABLE {p}receipts ALTER COLUMN xid SET DEFAULT pg_current_xact_id();
+ALTER TABLE {p}protected ADD COLUMN resource_expr TEXT NOT NULL DEFAULT 'resource';`
 
 // postgresCompact is PostgreSQL's migration 5: the last accepted grant
 // moves into the resource row, digests become 32-byte bytea, and receipts
@@ -88,19 +95,20 @@ ALTER TABLE {p}receipts DROP COLUMN id, DROP COLUMN outcome,
 // in ms: a higher fence whose grant was issued more than that long before
 // the grant at highest is a regression (gate/regression.go), never stored.
 const postgresAdmits = `s.mode = 'enforce' AND s.paused = 0 AND s.min_policy_generation <= $10
-    AND s.fence_floor < $2 AND NOT EXISTS (SELECT 1 FROM {p}protected)
+    AND s.fence_floor < $2
     AND (s.highest_fence < $2 AND $3 = 1 AND NOT (s.last_grant_issued_at_ms <> 0 AND $11::bigint + $12::bigint < s.last_grant_issued_at_ms)
       OR s.highest_fence = $2 AND s.root = $5 AND (s.last_grant = ''::bytea OR s.last_grant = $7) AND s.last_seq + 1 = $3)`
 
-// postgresSpeculate locks and reads the fence row as lockLookupMarking
-// does (s) and, where the locked state admits the accept, stores it (u, i).
+// postgresSpeculate locks and reads the fence row as lockLookup does (s,
+// with its guard probe) and, where the locked state admits the accept,
+// stores it (u, i).
 // After a wait for the lock, FOR UPDATE returns the row's latest version,
 // and u's UPDATE re-checks its condition against that version too, so the
 // condition is judged on current state, never on the statement's older
 // snapshot. The receipt's mode is $9, 'enforce': u requires it.
 const postgresSpeculate = `WITH s AS (
   SELECT r.resource, r.mode, r.highest_fence, r.root, r.last_seq, r.last_grant, r.min_policy_generation, r.paused, r.paused_reason,
-    r.last_grant_issued_at_ms, r.fence_floor, r.floor_at_ms, set_config('fencegate.apply', '1', true) AS m1, set_config('fencegate.writes', '0', true) AS m2
+    r.last_grant_issued_at_ms, r.fence_floor, r.floor_at_ms
   FROM {p}resources r WHERE r.resource = $1 FOR UPDATE OF r),
 u AS (
   UPDATE {p}resources p SET highest_fence = $2, root = $5, last_seq = $3, last_grant = $7, last_grant_issued_at_ms = $11 FROM s
@@ -110,22 +118,24 @@ i AS (
   INSERT INTO {p}receipts (resource, fence, seq, operation_id, operation_root, payload_digest, grant_digest, accepted_at_ms, mode)
   SELECT u.resource, $2, $3, $4, $5, $6, $7, $8, $9 FROM u RETURNING 1)
 SELECT s.resource, s.mode, s.highest_fence, s.root, s.last_seq, s.last_grant, s.min_policy_generation, s.paused, s.paused_reason,
-  s.last_grant_issued_at_ms, s.fence_floor, s.floor_at_ms, s.m1, s.m2, (SELECT count(*) FROM i) FROM s`
+  s.last_grant_issued_at_ms, s.fence_floor, s.floor_at_ms, EXISTS (SELECT 1 FROM {p}protected), (SELECT count(*) FROM i) FROM s`
 
 // postgresSpeculateStore is postgresSpeculate's storing half, for a
-// transaction that pipelines it behind lockLookupMarking: that statement
-// has locked the row, so this one (a later statement of the same READ
+// transaction that pipelines it behind lockLookup: that statement has
+// locked the row, so this one (a later statement of the same READ
 // COMMITTED transaction, on a newer snapshot) judges the same condition
 // on the same, current row version, and stores where it admits the
-// accept. It stores nothing unless that statement returned the row: its
-// mark (fencegate.apply, set in its select list, so only for a row it
-// returned) must be there. Without the check, a row another transaction
-// created after the lock statement found none would be updated here
-// unlocked-and-unread, and the retried lookup would find this very
-// accept. Its row count is the receipts it inserted, 0 or 1.
+// accept. It stores nothing unless that statement locked the row: the
+// row version it sees must carry this transaction's lock (xmax, the
+// transaction's own ID; Run's transaction has no savepoint). Without the
+// check, a row another transaction created after the lock statement
+// found none would be updated here unlocked-and-unread, and the retried
+// lookup would find this very accept. (Until schema 9 the check was a
+// setting the lock statement set, which a session could have set
+// beforehand.) Its row count is the receipts it inserted, 0 or 1.
 const postgresSpeculateStore = `WITH u AS (
   UPDATE {p}resources s SET highest_fence = $2, root = $5, last_seq = $3, last_grant = $7, last_grant_issued_at_ms = $11
-  WHERE s.resource = $1 AND coalesce(current_setting('fencegate.apply', true), '') = '1' AND ` + postgresAdmits + `
+  WHERE s.resource = $1 AND s.xmax = pg_current_xact_id()::xid AND ` + postgresAdmits + `
   RETURNING s.resource)
 INSERT INTO {p}receipts (resource, fence, seq, operation_id, operation_root, payload_digest, grant_digest, accepted_at_ms, mode)
 SELECT u.resource, $2, $3, $4, $5, $6, $7, $8, $9 FROM u`

@@ -1,7 +1,6 @@
 package sqlgate
 
 import (
-	"fmt"
 	"strings"
 )
 
@@ -32,14 +31,15 @@ var SQLite = &Dialect{
 	// WITHOUT ROWID: receipts live in their primary-key b-tree, one page
 	// write per receipt instead of two.
 	clustered: " WITHOUT ROWID",
-	// The marker is a gate-owned row that exists only between mark
-	// and finishAccept inside one transaction: SQLite has one writer at a
-	// time, so no other connection's write can see it. It is only written
-	// when some table is protected, which guardProbe reads with the fence
-	// row under the same write lock (Protect cannot slip in between), so
-	// an apply where no table is protected runs no marker statement at
-	// all; mark keeps its own EXISTS for Apply in a caller's transaction.
-	mark:       "INSERT INTO {p}apply_marker(id, writes) SELECT 1, 0 WHERE EXISTS (SELECT 1 FROM {p}protected)",
+	// The mark is a gate-owned row of apply_marks (migration 9) naming the
+	// accepted resource, which exists only between mark and finishAccept
+	// inside one transaction: SQLite has one writer at a time, so no other
+	// connection's write can see it, and a deferred foreign key fails any
+	// commit that still holds one. It is only written when some table is
+	// protected, which guardProbe reads with the fence row under the same
+	// write lock (Protect cannot slip in between), so an apply where no
+	// table is protected runs no marker statement at all.
+	mark:       "INSERT INTO {p}apply_marks (resource, enforce) VALUES ($1, $2) ON CONFLICT (resource) DO NOTHING",
 	guardProbe: ", EXISTS (SELECT 1 FROM {p}protected)",
 	// Through the write-only view of migration 5, whose INSTEAD OF trigger
 	// reads and deletes the marker, adds its count to the resource (only
@@ -59,8 +59,12 @@ CREATE TRIGGER {p}accept_insert INSTEAD OF INSERT ON {p}accept BEGIN
     VALUES (NEW.id, NEW.resource, NEW.fence, NEW.operation_root, NEW.operation_id, NEW.seq, NEW.payload_digest, NEW.grant_digest, NEW.accepted_at_ms, NEW.mode, NEW.outcome)
   ; END;`,
 	segmentChain: sqliteSegmentChain,
-	guardSetup:   "CREATE TABLE {p}apply_marker (id INTEGER PRIMARY KEY CHECK (id = 1), writes INTEGER NOT NULL)",
-	guard:        sqliteGuard,
+	// Migration 1's mark: one row for any accept, whatever its resource
+	// (migration 9 replaces it).
+	guardSetup:     "CREATE TABLE {p}apply_marker (id INTEGER PRIMARY KEY CHECK (id = 1), writes INTEGER NOT NULL)",
+	guard:          sqliteGuard,
+	guardRows:      sqliteGuardRows,
+	dropGuardSetup: "DROP TABLE {p}apply_marker;",
 	invariants: `CREATE TRIGGER {p}fence_never_decreases BEFORE UPDATE OF highest_fence ON {p}resources WHEN NEW.highest_fence < OLD.highest_fence BEGIN SELECT RAISE(ABORT, 'fencegate: highest_fence never decreases'); END;
 ` + sqliteReceiptsImmutable,
 	compact:    sqliteCompact,
@@ -143,17 +147,30 @@ CREATE TRIGGER {p}accept_insert INSTEAD OF INSERT ON {p}accept BEGIN
     VALUES (NEW.resource, NEW.fence, NEW.seq, NEW.operation_id, NEW.operation_root, NEW.payload_digest, NEW.grant_digest, NEW.accepted_at_ms, NEW.mode, NEW.grant_issued_at_ms)
   ; END;`
 
-func sqliteGuard(p, table, mode string) []string {
-	var ddl []string
-	for _, op := range []string{"INSERT", "UPDATE", "DELETE"} {
-		name := fmt.Sprintf("%sguard_%s_%s", p, table, strings.ToLower(op))
-		check := fmt.Sprintf("SELECT RAISE(ABORT, 'fencegate: %s on protected table %s outside an accepting gate Apply') WHERE NOT EXISTS (SELECT 1 FROM %sapply_marker);", op, table, p)
-		if mode == "shadow" {
-			check = fmt.Sprintf("UPDATE %sprotected SET ungated = ungated + 1 WHERE table_name = '%s' AND NOT EXISTS (SELECT 1 FROM %sapply_marker);", p, table, p)
-		}
-		ddl = append(ddl,
-			"DROP TRIGGER IF EXISTS "+name,
-			fmt.Sprintf("CREATE TRIGGER %s BEFORE %s ON %s BEGIN %s UPDATE %sapply_marker SET writes = writes + 1; END", name, op, table, check, p))
-	}
-	return ddl
-}
+// sqliteGuardRows is SQLite's migration 9: the mark names the accepted
+// resource and whether its accept was in enforce mode (apply_marks
+// replaces migration 1's single apply_marker row); a mark that would
+// outlive its transaction fails the commit (a deferred foreign key to a
+// table that is always empty), and cannot be written on a connection
+// without foreign keys (which would not check it); the accept entry
+// counts and deletes the mark of its own resource; a protected table
+// records the column or expression naming its rows' resource. Then
+// Gate.reguard reinstalls every protected table's guard (sqliteGuard).
+const sqliteGuardRows = `CREATE TABLE {p}never_committed (id INTEGER PRIMARY KEY);
+CREATE TABLE {p}apply_marks (
+  resource TEXT PRIMARY KEY,
+  enforce INTEGER NOT NULL,
+  writes INTEGER NOT NULL DEFAULT 0,
+  uncommitted INTEGER NOT NULL DEFAULT 0 REFERENCES {p}never_committed (id) DEFERRABLE INITIALLY DEFERRED
+) WITHOUT ROWID;
+CREATE TRIGGER {p}apply_marks_need_foreign_keys BEFORE INSERT ON {p}apply_marks WHEN (SELECT foreign_keys FROM pragma_foreign_keys) = 0
+  BEGIN SELECT RAISE(ABORT, 'fencegate: the coverage guard needs PRAGMA foreign_keys = ON on this connection (sqlgate.OpenSQLite sets it)'); END;
+ALTER TABLE {p}protected ADD COLUMN resource_expr TEXT NOT NULL DEFAULT 'resource';
+DROP TRIGGER {p}accept_insert;
+CREATE TRIGGER {p}accept_insert INSTEAD OF INSERT ON {p}accept BEGIN
+  UPDATE {p}resources SET gated_writes = gated_writes + (SELECT writes FROM {p}apply_marks WHERE resource = NEW.resource)
+    WHERE resource = NEW.resource AND (SELECT writes FROM {p}apply_marks WHERE resource = NEW.resource) > 0
+  ; DELETE FROM {p}apply_marks WHERE resource = NEW.resource
+  ; INSERT INTO {p}receipts (resource, fence, seq, operation_id, operation_root, payload_digest, grant_digest, accepted_at_ms, mode, grant_issued_at_ms)
+    VALUES (NEW.resource, NEW.fence, NEW.seq, NEW.operation_id, NEW.operation_root, NEW.payload_digest, NEW.grant_digest, NEW.accepted_at_ms, NEW.mode, NEW.grant_issued_at_ms)
+  ; END;`

@@ -32,7 +32,8 @@ func ExampleGate_Run() {
 		Clock:   fixedClock{iss.Now},
 	})
 	g.Migrate(ctx, db)
-	g.Protect(ctx, db, "invoices", gate.ModeEnforce, "ops") // direct writes now fail
+	// A row's resource is its batch's; direct writes now fail.
+	g.ProtectResource(ctx, db, "invoices", "'invoice-batch/' || batch", gate.ModeEnforce, "ops")
 
 	settle := func(total int) sqlgate.BusinessFunc {
 		return func(ctx context.Context, tx *sql.Tx) error {

@@ -47,8 +47,7 @@ func (g *Gate) applyJob(ctx context.Context, tx txn, hop string, j *gate.Job, up
 	if err != nil {
 		return gate.Decision{Outcome: gate.OutcomeOf(err), Err: err}, err
 	}
-	marked := ownTx && g.d.markLocked != ""
-	st, prior, guarded, err := g.lockLookup(ctx, tx, &v.Mutation, ownTx)
+	st, prior, guarded, err := g.lockLookup(ctx, tx, &v.Mutation)
 	if err != nil {
 		return gate.Decision{}, err
 	}
@@ -67,7 +66,7 @@ func (g *Gate) applyJob(ctx context.Context, tx txn, hop string, j *gate.Job, up
 		return d, d.Err
 	}
 	jobFn := func(ctx context.Context) error { return fn(context.WithValue(ctx, jobKey{}, j)) }
-	b := business{g: g, tx: tx, d: d, v: v, prior: prior, ownTx: ownTx, marked: marked, guarded: guarded}
+	b := business{g: g, tx: tx, d: d, v: v, prior: prior, ownTx: ownTx, guarded: guarded}
 	if err := b.run(ctx, jobFn); err != nil {
 		return d, err
 	}

@@ -2,7 +2,6 @@ package sqlgate
 
 import (
 	"context"
-	"database/sql"
 
 	"github.com/fencegate/fencegate/gate"
 )
@@ -13,23 +12,19 @@ import (
 // exist: fence below highestFence, or at it with seq at most
 // lastSegmentSeq (receipts are written with the state that covers them
 // and never deleted). A new segment, the common case, costs one
-// statement. With marking, the same statement marks the transaction as
-// inside an accepting Apply (dialects with markLocked). guarded reports
-// whether some table is protected (always true for dialects without a
-// guardProbe): read under the lock that keeps Protect out until commit,
-// it is exact for this transaction, which no per-Gate cache shared with
-// other processes could be.
+// statement. guarded reports whether some table is protected: read under
+// the lock that keeps Protect out until commit (SQLite) or with the row
+// (PostgreSQL, where a Protect that commits meanwhile can only make the
+// guard refuse this write, never admit one), it is exact for this
+// transaction, which no per-Gate cache shared with other processes could
+// be.
 //
 // On PostgreSQL the receipt read is a statement of its own, after the row
 // lock is held, so its snapshot includes what the transaction we waited
 // for committed.
-func (g *Gate) lockLookup(ctx context.Context, t txn, m *gate.Mutation, marking bool) (st gate.State, prior *gate.Receipt, guarded bool, err error) {
-	q := g.stmt.lockLookup
-	if marking && g.d.markLocked != "" {
-		q = g.stmt.lockLookupMarking
-	}
+func (g *Gate) lockLookup(ctx context.Context, t txn, m *gate.Mutation) (st gate.State, prior *gate.Receipt, guarded bool, err error) {
 	return g.lookupCreating(ctx, t, m, func() (gate.State, bool, error) {
-		return g.scanLockLookup(ctx, t, q, marking && g.d.markLocked != "", []any{m.Resource})
+		return g.scanLockLookup(ctx, t, g.stmt.lockLookup, []any{m.Resource})
 	})
 }
 
@@ -55,17 +50,10 @@ func (g *Gate) lookupCreating(ctx context.Context, t txn, m *gate.Mutation, look
 
 // scanLockLookup runs a lockLookup statement q with args and scans it;
 // extra receives the columns after the guard probe.
-func (g *Gate) scanLockLookup(ctx context.Context, t txn, q string, marked bool, args []any, extra ...any) (gate.State, bool, error) {
+func (g *Gate) scanLockLookup(ctx context.Context, t txn, q string, args []any, extra ...any) (gate.State, bool, error) {
 	var sc stateScan
-	guarded := true
-	dest := sc.dest()
-	if marked {
-		var a, b sql.NullString
-		dest = append(dest, &a, &b)
-	}
-	if g.d.guardProbe != "" {
-		dest = append(dest, &guarded)
-	}
+	var guarded bool
+	dest := append(sc.dest(), &guarded)
 	if err := t.queryRow(ctx, q, args...).Scan(append(dest, extra...)...); err != nil {
 		return gate.State{}, true, err
 	}

@@ -14,9 +14,11 @@ const SQLiteBusyTimeoutMs = 10000
 
 // OpenSQLite opens (creating if needed) the SQLite database at path with
 // what the gate needs: WAL, transactions that take the write lock at BEGIN
-// (_txlock=immediate), a busy timeout, and the given synchronous level
-// ("FULL" for durability of every commit, "NORMAL" to fsync only at WAL
-// checkpoints).
+// (_txlock=immediate), a busy timeout, foreign keys enforced (the
+// coverage guard's mark fails any commit that still holds one, by a
+// deferred foreign key; so are the application's own foreign keys), and
+// the given synchronous level ("FULL" for durability of every commit,
+// "NORMAL" to fsync only at WAL checkpoints).
 //
 // The pool holds one connection. SQLite admits one writer at a time, and
 // every transaction here is a writer; with more connections, waiting
@@ -30,6 +32,7 @@ func OpenSQLite(path, synchronous string) (*sql.DB, error) {
 	v.Set("_journal_mode", "WAL")
 	v.Set("_synchronous", synchronous)
 	v.Set("_busy_timeout", fmt.Sprint(SQLiteBusyTimeoutMs))
+	v.Set("_foreign_keys", "on")
 	db, err := sql.Open("sqlite", "file:"+path+"?"+v.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("sqlgate: open sqlite: %w", err)

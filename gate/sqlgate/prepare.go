@@ -12,8 +12,8 @@ import (
 func (g *Gate) prepare(ctx context.Context, db *sql.DB) error {
 	s := &g.stmt
 	prepared := map[string]*sql.Stmt{}
-	for _, q := range []string{s.lockLookup, s.lockLookupMarking, s.ensureState, s.receiptAt,
-		s.mark, s.unmark, s.finishAccept, s.finishAcceptUnguarded, s.speculate} {
+	for _, q := range []string{s.lockLookup, s.ensureState, s.receiptAt,
+		s.mark, s.finishAccept, s.finishAcceptUnguarded, s.speculate} {
 		if q == "" || prepared[q] != nil {
 			continue
 		}

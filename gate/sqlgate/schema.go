@@ -16,7 +16,7 @@ import (
 // refusing a receipt whose previous segment is missing, {compact} its
 // schema-5 layout, {issueTimes} its schema-6 columns, {stateInOrder} its
 // schema-7 check of segment order, {dropImplied} its schema-8 drop of an
-// implied trigger.
+// implied trigger, {guardRows} its schema-9 guard per resource.
 var migrations = []string{
 	1: `
 CREATE TABLE {p}resources (
@@ -139,7 +139,19 @@ DROP INDEX {p}receipts_by_operation;
 	// refuses a lower fence, so migration 2's trigger for it goes. SQLite
 	// dropped its own in migration 5 (nothing here).
 	8: `{dropImplied}`,
+	// 9: the coverage guard admits a protected row only under an accept
+	// of the row's own resource in the same transaction
+	// (Dialect.guardRows): PostgreSQL marks each receipt with its
+	// transaction, and the receipt is the mark; SQLite's mark names the
+	// resource and can never be committed. Protected tables record what
+	// names a row's resource (the column resource, until protected again
+	// with another); Gate.reguard then reinstalls every guard.
+	9: `{guardRows}`,
 }
+
+// guardRowsVersion is the migration after whose DDL every protected
+// table's guard is reinstalled (Gate.reguard).
+const guardRowsVersion = 9
 
 // SchemaVersion is the schema version this package migrates to.
 func SchemaVersion() int { return len(migrations) - 1 }
@@ -187,10 +199,15 @@ func (g *Gate) migrateTo(ctx context.Context, db *sql.DB, v int) error {
 	if n > 0 {
 		return nil
 	}
-	ddl := strings.NewReplacer("{serial}", g.d.serial, "{guard}", g.d.guardSetup, "{clustered}", g.d.clustered, "{invariants}", g.d.invariants, "{accept}", g.d.acceptEntry, "{segmentChain}", g.d.segmentChain, "{compact}", g.d.compact, "{issueTimes}", g.d.issueTimes, "{stateInOrder}", g.d.stateInOrder, "{dropImplied}", g.d.dropImplied).Replace(migrations[v])
+	ddl := strings.NewReplacer("{serial}", g.d.serial, "{guard}", g.d.guardSetup, "{clustered}", g.d.clustered, "{invariants}", g.d.invariants, "{accept}", g.d.acceptEntry, "{segmentChain}", g.d.segmentChain, "{compact}", g.d.compact, "{issueTimes}", g.d.issueTimes, "{stateInOrder}", g.d.stateInOrder, "{dropImplied}", g.d.dropImplied, "{guardRows}", g.d.guardRows).Replace(migrations[v])
 	for _, stmt := range splitStatements(g.q(ddl)) {
 		if _, err := tx.ExecContext(ctx, stmt); err != nil {
 			return fmt.Errorf("%w\n%s", err, stmt)
+		}
+	}
+	if v == guardRowsVersion {
+		if err := g.reguard(ctx, tx); err != nil {
+			return err
 		}
 	}
 	if _, err := tx.ExecContext(ctx, g.q(`INSERT INTO {p}schema_migrations (version, applied_at_ms) VALUES ($1, $2)`), v, g.nowMs()); err != nil {

@@ -20,9 +20,10 @@ import (
 // caller's transaction never speculates.
 //
 // A resource whose state does not admit the accept (a replay, a stale
-// fence, shadow mode, a pause, a protected table) costs nothing extra: the
-// statement has read and locked everything lockLookup reads, and the
-// decision goes on from there.
+// fence, shadow mode, a pause) costs nothing extra: the statement has
+// read and locked everything lockLookup reads, and the decision goes on
+// from there. A stored speculation is also the coverage guard's mark on
+// PostgreSQL (the receipt, stored before the business change).
 
 // canSpeculate reports whether Run may speculate on v at now: the
 // dialect has the statement and the mutation's own evidence (its status
@@ -33,24 +34,23 @@ func (g *Gate) canSpeculate(v *gate.Verified, now time.Time, ownTx bool) bool {
 	return ownTx && g.stmt.speculate != "" && own && ev.ProvesHeld(now, g.pol.StatusSkewMax)
 }
 
-// speculateLookup is lockLookup (marking) through the speculate
-// statement; stored reports whether it stored the accept, with receipt
-// time now.
-func (g *Gate) speculateLookup(ctx context.Context, t txn, v *gate.Verified, now time.Time) (st gate.State, prior *gate.Receipt, stored bool, err error) {
+// speculateLookup is lockLookup through the speculate statement; stored
+// reports whether it stored the accept, with receipt time now.
+func (g *Gate) speculateLookup(ctx context.Context, t txn, v *gate.Verified, now time.Time) (st gate.State, prior *gate.Receipt, guarded, stored bool, err error) {
 	m := &v.Mutation
 	args := []any{m.Resource, int64(m.FenceToken), int64(m.SegmentSeq), m.OperationID, v.Root[:], m.PayloadDigest[:],
 		v.GrantDigest[:], acceptedAt(now).UnixMilli(), string(gate.ModeEnforce), int64(v.Grant.PolicyGeneration), timeMs(v.Grant.IssuedAt),
 		g.pol.StatusSkewMax.Milliseconds()}
 	var n int64
-	lookup := func() (gate.State, bool, error) { return g.scanLockLookup(ctx, t, g.stmt.speculate, true, args, &n) }
+	lookup := func() (gate.State, bool, error) { return g.scanLockLookup(ctx, t, g.stmt.speculate, args, &n) }
 	if p, ok := t.(pipeliner); ok && g.stmt.speculateStore != "" {
 		// One round trip, two statements: lock and read, then store.
 		lookup = func() (gate.State, bool, error) {
-			return g.scanLockLookup(ctx, p.then(g.stmt.speculateStore, args, &n), g.stmt.lockLookupMarking, true, []any{m.Resource})
+			return g.scanLockLookup(ctx, p.then(g.stmt.speculateStore, args, &n), g.stmt.lockLookup, []any{m.Resource})
 		}
 	}
-	st, prior, _, err = g.lookupCreating(ctx, t, m, lookup)
-	return st, prior, n == 1, err
+	st, prior, guarded, err = g.lookupCreating(ctx, t, m, lookup)
+	return st, prior, guarded, n == 1, err
 }
 
 // pipeliner is a transaction that can send a statement behind a query in

@@ -13,13 +13,13 @@ import (
 
 // statements are the gate's queries with prefix and placeholders resolved.
 type statements struct {
-	lockLookup, lockLookupMarking, ensureState, lockState, readState string
-	receiptAt, receiptsByOp                                          string
-	storePause, storeResume                                          string
-	insertQuarantine, insertAlarm                                    string
-	insertShadow, insertAction                                       string
-	mark, unmark, finishAccept, finishAcceptUnguarded                string
-	speculate, speculateStore                                        string
+	lockLookup, ensureState, lockState, readState string
+	receiptAt, receiptsByOp                       string
+	storePause, storeResume                       string
+	insertQuarantine, insertAlarm                 string
+	insertShadow, insertAction                    string
+	mark, finishAccept, finishAcceptUnguarded     string
+	speculate, speculateStore                     string
 }
 
 // receiptCols are a receipt's stored columns, in receiptScan's order.
@@ -30,17 +30,16 @@ func newStatements(g *Gate) statements {
 	// lockLookup reads and locks the fence state (Dialect.stateCols). The
 	// receipt at (resource, fence, seq) is read only when the state says
 	// one can exist (see Gate.lockLookup): most writes are new segments.
-	lockLookup := `SELECT ` + d.stateCols + `%s` + d.guardProbe + `
+	lockLookup := `SELECT ` + d.stateCols + d.guardProbe + `
 FROM ` + d.stateFrom + `
 WHERE r.resource = $1` + d.forUpdate
 	readState := `SELECT ` + d.stateCols + ` FROM ` + d.stateFrom + ` WHERE r.resource = $1`
 	s := statements{
-		lockLookup:        g.q(fmt.Sprintf(lockLookup, "")),
-		lockLookupMarking: g.q(fmt.Sprintf(lockLookup, d.markLocked)),
-		readState:         g.q(readState),
-		lockState:         g.q(readState + d.forUpdate),
-		ensureState:       g.q(`INSERT INTO {p}resources (resource, mode) VALUES ($1, $2) ON CONFLICT (resource) DO NOTHING`),
-		receiptAt:         g.q(`SELECT ` + receiptCols + ` FROM {p}receipts WHERE resource = $1 AND fence = $2 AND seq = $3`),
+		lockLookup:  g.q(lockLookup),
+		readState:   g.q(readState),
+		lockState:   g.q(readState + d.forUpdate),
+		ensureState: g.q(`INSERT INTO {p}resources (resource, mode) VALUES ($1, $2) ON CONFLICT (resource) DO NOTHING`),
+		receiptAt:   g.q(`SELECT ` + receiptCols + ` FROM {p}receipts WHERE resource = $1 AND fence = $2 AND seq = $3`),
 		// The fences come from the partial index of first segments
 		// (migration 4); the gate stores a fence's later segments only
 		// after its first, under the same root, which the database
@@ -54,9 +53,10 @@ WHERE r.resource = $1` + d.forUpdate
 		insertAlarm:      g.q(`INSERT INTO {p}alarms (resource, kind, fence, highest_fence, grant_digest, detail, raised_at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7)`),
 		insertShadow:     g.q(`INSERT INTO {p}shadow_log (resource, fence, seq, operation_id, outcome, reason, at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7)`),
 		insertAction:     g.q(`INSERT INTO {p}operator_actions (subject, action, operator, detail, at_ms) VALUES ($1, $2, $3, $4, $5)`),
-		mark:             g.q(d.mark),
-		unmark:           g.q(d.unmark),
 		finishAccept:     g.q(d.finishAccept),
+	}
+	if d.mark != "" {
+		s.mark = g.q(d.mark)
 	}
 	if d.speculate != "" {
 		s.speculate = g.q(d.speculate)

@@ -21,6 +21,7 @@ func runSuite(t *testing.T, b backend) {
 	t.Run("RegressionPausesUntilResume", func(t *testing.T) { testRegression(t, b) })
 	t.Run("BusinessFailureWritesNothing", func(t *testing.T) { testBusinessFailure(t, b) })
 	t.Run("CoverageGuard", func(t *testing.T) { testCoverage(t, b) })
+	t.Run("ProtectResource", func(t *testing.T) { testProtectResource(t, b) })
 	t.Run("ShadowThenEnforce", func(t *testing.T) { testModes(t, b) })
 	t.Run("OperationVerdicts", func(t *testing.T) { testVerdicts(t, b) })
 	t.Run("StatusQuerier", func(t *testing.T) { testQuerier(t, b) })
@@ -29,6 +30,7 @@ func runSuite(t *testing.T, b backend) {
 	t.Run("SchemaUpgradeAndInvariants", func(t *testing.T) { testUpgrade(t, b) })
 	t.Run("UpgradeToOneStatementAccept", func(t *testing.T) { testUpgradeToOneStatementAccept(t, b) })
 	t.Run("GuardAfterUnguardedAccepts", func(t *testing.T) { testGuardAfterUnguardedAccepts(t, b) })
+	t.Run("GuardUpgrade", func(t *testing.T) { testGuardUpgrade(t, b) })
 }
 
 const owner = "worker-a"

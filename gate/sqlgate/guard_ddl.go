@@ -1,0 +1,144 @@
+package sqlgate
+
+import (
+	"fmt"
+	"strings"
+)
+
+// guardSpec is one protected table's guard, as Dialect.guard installs it.
+type guardSpec struct {
+	prefix string
+	// schema is the schema of the gate's tables, quoted (PostgreSQL; ""
+	// on SQLite, whose triggers name their own database's tables).
+	schema string
+	table  string
+	// resource is the column or expression naming a row's resource; ""
+	// when unknown: no row is admitted (enforce) or every row is counted
+	// ungated (shadow).
+	resource string
+	// cols are the table's columns, over which an expression is
+	// evaluated.
+	cols []string
+	mode string
+}
+
+// refusalFormat is the message of a refused write (its code first), a
+// format of the statement kind, the table and the resource.
+const refusalFormat = "fencegate: FG020: %s on protected table %s: the resource of the row (%s) was not accepted by the gate in this transaction in enforce mode"
+
+// postgresRowResource is the resource of trigger row row (NEW or OLD) as
+// text.
+func postgresRowResource(s guardSpec, row string) string {
+	switch {
+	case s.resource == "":
+		return "NULL::text"
+	case identRE.MatchString(s.resource):
+		return "(" + row + "." + s.resource + ")::text"
+	}
+	// An expression over the row's columns: evaluated on the row alone.
+	return "(SELECT (" + s.resource + ")::text FROM (SELECT " + row + ".*) AS t)"
+}
+
+// postgresGuard is PostgreSQL's guard of one table: a trigger function
+// of its own, SECURITY DEFINER as the gate's owner with a fixed
+// search_path (a writer's own search_path or temporary tables cannot
+// change what it reads), that admits a row when its resource's last
+// receipt was stored by this transaction — the accept is the mark — and
+// counts it as gated; or refuses it (enforce, SQLSTATE FG020), or counts
+// it as ungated (shadow). An UPDATE that moves a row to another resource
+// needs both accepted.
+func postgresGuard(s guardSpec) []string {
+	name := s.prefix + "guard_" + s.table
+	accepted := `EXISTS (SELECT FROM ` + s.schema + `.` + s.prefix + `receipts c WHERE c.resource = r.resource AND c.fence = r.highest_fence
+      AND c.seq = r.last_seq AND c.xid = pg_current_xact_id()`
+	if s.mode == "enforce" {
+		accepted += ` AND c.mode = 'enforce'`
+	}
+	accepted += `)`
+	otherwise := `UPDATE ` + s.schema + `.` + s.prefix + `protected SET ungated = ungated + 1 WHERE table_name = '` + s.table + `';`
+	if s.mode == "enforce" {
+		otherwise = `RAISE EXCEPTION USING ERRCODE = '` + UnguardedState + `',
+      MESSAGE = format('` + refusalFormat + `', TG_OP, TG_TABLE_NAME, coalesce(quote_literal(res), 'NULL')),
+      HINT = 'write a protected row inside the business function of a gate Apply accepted for the resource of the row';`
+	}
+	fn := `CREATE OR REPLACE FUNCTION ` + s.schema + `.` + name + `() RETURNS trigger LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fg$
+DECLARE
+  res TEXT;
+  was TEXT;
+  ok BOOLEAN := TRUE;
+BEGIN
+  IF TG_OP = 'DELETE' THEN res := ` + postgresRowResource(s, "OLD") + `; ELSE res := ` + postgresRowResource(s, "NEW") + `; END IF;
+  IF TG_OP = 'UPDATE' THEN
+    was := ` + postgresRowResource(s, "OLD") + `;
+    IF was IS DISTINCT FROM res THEN
+      PERFORM FROM ` + s.schema + `.` + s.prefix + `resources r WHERE r.resource = was AND ` + accepted + `;
+      ok := FOUND;
+      IF NOT ok THEN res := was; END IF;
+    END IF;
+  END IF;
+  IF ok THEN
+    UPDATE ` + s.schema + `.` + s.prefix + `resources r SET gated_writes = r.gated_writes + 1 WHERE r.resource = res AND ` + accepted + `;
+    ok := FOUND;
+  END IF;
+  IF NOT ok THEN
+    ` + otherwise + `
+  END IF;
+  IF TG_OP = 'DELETE' THEN RETURN OLD; END IF;
+  RETURN NEW;
+END $fg$`
+	return []string{
+		"DROP TRIGGER IF EXISTS " + name + " ON " + s.table,
+		fn,
+		"REVOKE ALL ON FUNCTION " + s.schema + "." + name + "() FROM PUBLIC",
+		"CREATE TRIGGER " + name + " BEFORE INSERT OR UPDATE OR DELETE ON " + s.table + " FOR EACH ROW EXECUTE FUNCTION " + s.schema + "." + name + "()",
+	}
+}
+
+// sqliteRowResource is the resource of trigger row row (NEW or OLD).
+func sqliteRowResource(s guardSpec, row string) string {
+	switch {
+	case s.resource == "":
+		return "NULL"
+	case identRE.MatchString(s.resource):
+		return row + "." + s.resource
+	}
+	cols := make([]string, len(s.cols))
+	for i, c := range s.cols {
+		cols[i] = fmt.Sprintf(`%s."%s" AS "%s"`, row, c, c)
+	}
+	return "(SELECT (" + s.resource + ") FROM (SELECT " + strings.Join(cols, ", ") + "))"
+}
+
+// sqliteGuard is SQLite's guard of one table: a trigger per statement
+// kind that admits a row when the gate marked its resource (a row of
+// apply_marks, which exists only between an accept and its receipt in
+// one write transaction, and which a commit refuses) and counts it on the
+// mark; or refuses it (enforce) or counts it as ungated (shadow). An
+// UPDATE needs the old row's resource marked too.
+func sqliteGuard(s guardSpec) []string {
+	var ddl []string
+	for _, op := range []string{"INSERT", "UPDATE", "DELETE"} {
+		name := fmt.Sprintf("%sguard_%s_%s", s.prefix, s.table, strings.ToLower(op))
+		rows := map[string][]string{"INSERT": {"NEW"}, "UPDATE": {"OLD", "NEW"}, "DELETE": {"OLD"}}[op]
+		var ok []string
+		for _, row := range rows {
+			cond := "resource = " + sqliteRowResource(s, row)
+			if s.mode == "enforce" {
+				cond += " AND enforce"
+			}
+			ok = append(ok, fmt.Sprintf("EXISTS (SELECT 1 FROM %sapply_marks WHERE %s)", s.prefix, cond))
+		}
+		admitted := strings.Join(ok, " AND ")
+		last := sqliteRowResource(s, rows[len(rows)-1])
+		check := fmt.Sprintf("SELECT RAISE(ABORT, '%s') WHERE NOT (%s);", fmt.Sprintf(refusalFormat, op, s.table, strings.ReplaceAll(s.resource, "'", "''")), admitted)
+		if s.mode != "enforce" {
+			check = fmt.Sprintf("UPDATE %sprotected SET ungated = ungated + 1 WHERE table_name = '%s' AND NOT (%s);", s.prefix, s.table, admitted)
+		}
+		ddl = append(ddl,
+			"DROP TRIGGER IF EXISTS "+name,
+			fmt.Sprintf("CREATE TRIGGER %s BEFORE %s ON %s BEGIN %s UPDATE %sapply_marks SET writes = writes + 1 WHERE resource = %s AND (%s); END",
+				name, op, s.table, check, s.prefix, last, admitted))
+	}
+	return ddl
+}
