@@ -121,11 +121,48 @@ func SetMinPolicyGeneration(ctx context.Context, q DBTX, resource string, gen ui
 	return operatorError("set min policy generation", err, ErrRefused)
 }
 
-// Protect registers table and installs its coverage guard in mode
-// (shadow → enforce only; a downgrade wraps gate.ErrModeDowngrade).
+// Protect is ProtectResource with the rows' resource in the column
+// "resource".
 func Protect(ctx context.Context, q DBTX, table string, mode gate.Mode, operator string) error {
-	_, err := q.ExecContext(ctx, `SELECT fencegate.protect($1::regclass, $2, $3)`, table, string(mode), operator)
+	return ProtectResource(ctx, q, table, "resource", mode, operator)
+}
+
+// ProtectResource registers table and installs its coverage guard in
+// mode (shadow → enforce only; a downgrade wraps gate.ErrModeDowngrade):
+// the database then admits a row only when fencegate.apply accepted the
+// row's own resource earlier in the same transaction (in enforce mode,
+// for a table in enforce mode), which resource names (a column, or an
+// SQL expression over the row's columns evaluated with search_path
+// pg_catalog; one that does not evaluate on the table is refused,
+// wrapping ErrRefused). Other rows are refused with StateUnguarded
+// (enforce) or counted as ungated (shadow).
+func ProtectResource(ctx context.Context, q DBTX, table, resource string, mode gate.Mode, operator string) error {
+	_, err := q.ExecContext(ctx, `SELECT fencegate.protect($1::regclass, $2, $3, $4)`, table, string(mode), operator, resource)
 	return operatorError("protect", err, gate.ErrModeDowngrade)
+}
+
+// Coverage reads the guard's counters: rows of protected tables written
+// under an accept of their own resource (gated, per resource) and
+// without one (ungated, per table: shadow-mode tables only). Read as the
+// gate's owner.
+func Coverage(ctx context.Context, q DBTX) (gate.Coverage, error) {
+	c := gate.Coverage{Tables: []gate.ProtectedTable{}}
+	var gated int64
+	var tables []byte
+	err := q.QueryRowContext(ctx, `SELECT (SELECT coalesce(sum(gated_writes), 0) FROM fencegate.resources),
+  (SELECT coalesce(jsonb_agg(jsonb_build_object('table', table_name::text, 'mode', mode, 'resource', resource_expr, 'ungated', ungated)
+    ORDER BY table_name::text), '[]') FROM fencegate.protected)`).Scan(&gated, &tables)
+	if err == nil {
+		err = json.Unmarshal(tables, &c.Tables)
+	}
+	if err != nil {
+		return c, fmt.Errorf("pggate: coverage: %w", err)
+	}
+	c.Gated = uint64(gated)
+	for _, t := range c.Tables {
+		c.Ungated += t.Ungated
+	}
+	return c, nil
 }
 
 func operatorError(what string, err error, sentinel error) error {

@@ -36,7 +36,10 @@ type world struct {
 
 // newWorld installs the gate on a fresh database and creates the
 // business table effects, writable by every role.
-func newWorld(t testing.TB) *world {
+func newWorld(t testing.TB) *world { return newWorldAt(t, pggate.SchemaVersion()) }
+
+// newWorldAt is newWorld with the gate at schema version v.
+func newWorldAt(t testing.TB, v int) *world {
 	t.Helper()
 	// No WAL flush per commit: the tests check decisions, not the disk.
 	db, err := sql.Open("pgx", pgtest.WithParam(pgtest.NewDatabase(t), "synchronous_commit", "off"))
@@ -45,7 +48,7 @@ func newWorld(t testing.TB) *world {
 	}
 	t.Cleanup(func() { db.Close() })
 	ctx := context.Background()
-	if _, err := pggate.Install(ctx, db); err != nil {
+	if _, err := pggate.InstallUpTo(ctx, db, v); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range []string{
