@@ -28,6 +28,7 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 // world is one database with the gate installed.
 type world struct {
 	db *sql.DB
+	t  testing.TB
 
 	mu      sync.Mutex
 	roles   map[string]string // workload identity → role
@@ -53,13 +54,13 @@ func newWorldAt(t testing.TB, v int) *world {
 	}
 	for _, s := range []string{
 		`CREATE TABLE effects (id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, resource TEXT NOT NULL, payload TEXT NOT NULL)`,
-		`GRANT SELECT, INSERT ON effects TO PUBLIC`,
+		`GRANT SELECT, INSERT, UPDATE ON effects TO PUBLIC`,
 	} {
 		if _, err := db.ExecContext(ctx, s); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return &world{db: db, roles: map[string]string{}}
+	return &world{db: db, t: t, roles: map[string]string{}}
 }
 
 // roleOf returns the database role of a workload identity, creating it

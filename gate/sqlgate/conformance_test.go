@@ -20,14 +20,17 @@ func TestConformancePostgres(t *testing.T) { conformance.Run(t, conformanceFacto
 // sqlHarness drives a Gate on a fresh database whose business table is
 // the effect log.
 type sqlHarness struct {
-	g  *sqlgate.Gate
-	db *sql.DB
+	g      *sqlgate.Gate
+	db     *sql.DB
+	t      testing.TB
+	cfg    sqlgate.Config // g's
+	sqlite bool
 }
 
 func conformanceFactory(b backend) conformance.Factory {
 	return func(t testing.TB, cfg conformance.Config) conformance.Harness {
-		g, err := sqlgate.New(sqlgate.Config{Dialect: b.dialect, Policy: gate.Policy{Verifier: cfg.Verifier},
-			Querier: cfg.Querier, Clock: cfg.Clock})
+		gcfg := sqlgate.Config{Dialect: b.dialect, Policy: gate.Policy{Verifier: cfg.Verifier}, Querier: cfg.Querier, Clock: cfg.Clock}
+		g, err := sqlgate.New(gcfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -43,7 +46,12 @@ func conformanceFactory(b backend) conformance.Factory {
 		if _, err := db.ExecContext(ctx, fmt.Sprintf(`CREATE TABLE conf_effects (id %s, resource TEXT NOT NULL, payload TEXT NOT NULL)`, serial)); err != nil {
 			t.Fatal(err)
 		}
-		return &sqlHarness{g: g, db: db}
+		if b.dialect == sqlgate.Postgres {
+			if err := grantApp(ctx, db); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return &sqlHarness{g: g, db: db, t: t, cfg: gcfg, sqlite: b.dialect == sqlgate.SQLite}
 	}
 }
 

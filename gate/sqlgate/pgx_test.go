@@ -30,8 +30,11 @@ type pgxHarness struct {
 	pool *pgxpool.Pool
 }
 
-func TestConformancePostgresPgx(t *testing.T) {
-	conformance.Run(t, func(t testing.TB, cfg conformance.Config) conformance.Harness {
+func TestConformancePostgresPgx(t *testing.T) { conformance.Run(t, pgxConformanceFactory) }
+
+// pgxConformanceFactory is the conformance factory of RunPgx.
+func pgxConformanceFactory(t testing.TB, cfg conformance.Config) conformance.Harness {
+	{
 		dsn := pgtest.WithParam(pgtest.NewDatabase(t), "synchronous_commit", "off")
 		db, err := sql.Open("pgx", dsn)
 		if err != nil {
@@ -45,7 +48,7 @@ func TestConformancePostgresPgx(t *testing.T) {
 		}
 		t.Cleanup(pool.Close)
 		return &pgxHarness{sqlHarness: *base, pool: pool}
-	})
+	}
 }
 
 func (h *pgxHarness) Apply(ctx context.Context, caller string, m *gate.Mutation, payload string) (r gate.Receipt, err error) {

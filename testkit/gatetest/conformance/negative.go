@@ -14,23 +14,28 @@ import (
 func Fails(t *testing.T, newHarness Factory, name string) string {
 	t.Helper()
 	for _, c := range Cases() {
-		if c.Name != name {
-			continue
+		if c.Name == name {
+			return failures(func(rec T) { c.Run(rec, NewEnv(t, newHarness)) })
 		}
-		rec := &recorder{}
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			c.Run(rec, NewEnv(t, newHarness))
-		}()
-		<-done
-		if len(rec.failed) == 0 {
-			return ""
-		}
-		return rec.failed[0]
 	}
 	t.Fatalf("conformance: no case %q", name)
 	return ""
+}
+
+// failures runs run against a recorder on a goroutine of its own (its
+// Fatalf ends that goroutine) and returns the first failure, or "".
+func failures(run func(T)) string {
+	rec := &recorder{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		run(rec)
+	}()
+	<-done
+	if len(rec.failed) == 0 {
+		return ""
+	}
+	return rec.failed[0]
 }
 
 // recorder is a T that remembers failures; Fatalf ends the case's
