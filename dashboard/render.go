@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -44,6 +45,7 @@ var pages = sync.OnceValue(func() *template.Template {
 		"join":     strings.Join,
 		"paused":   anyPaused,
 		"ageSince": func(nowMs, atMs int64) string { return ms(max(nowMs-atMs, 0)) },
+		"percent":  func(f float64) string { return strconv.FormatFloat(100*f, 'f', 2, 64) + "%" },
 	}).ParseFS(templateFS, "templates/*.html"))
 })
 

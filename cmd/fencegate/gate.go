@@ -169,6 +169,7 @@ func printGateStatus(w io.Writer, st gateadmin.Status, asJSON bool) error {
 	if st.Floor > 0 {
 		fmt.Fprintf(w, "resumed with floor:  %d at %s\n", st.Floor, st.FloorAt)
 	}
+	printCoverage(w, st.Coverage)
 	for _, a := range st.Alarms {
 		fmt.Fprintf(w, "alarm   %s  %s fence %d: %s\n", msTime(a.AtMs), a.Kind, a.Fence, a.Detail)
 	}
@@ -180,6 +181,24 @@ func printGateStatus(w io.Writer, st gateadmin.Status, asJSON bool) error {
 			st.Resource, st.HighestFence+1, st.Resource, st.HighestFence+1)
 	}
 	return nil
+}
+
+// printCoverage prints the gate's coverage count: this resource's gated
+// rows, the gate's share of protected writes fenced, and each protected
+// table (its mode, what names a row's resource, its ungated rows).
+func printCoverage(w io.Writer, c *gateadmin.Coverage) {
+	if c == nil {
+		return
+	}
+	fmt.Fprintf(w, "gated writes:        %d (rows of protected tables written under an accept of this resource)\n", c.ResourceGated)
+	fmt.Fprintf(w, "coverage:            %.2f%% of protected writes fenced at this gate (gated %d, ungated %d)\n", 100*c.Ratio(), c.Gated, c.Ungated)
+	for _, t := range c.Tables {
+		res := t.Resource
+		if res == "" {
+			res = "unknown: no row is gated until the table is protected again naming it"
+		}
+		fmt.Fprintf(w, "protected table      %s (%s, resource %s): %d ungated\n", t.Table, t.Mode, res, t.Ungated)
+	}
 }
 
 func msTime(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z") }

@@ -79,9 +79,22 @@ func TestGateStatusResumeInsidePostgres(t *testing.T) {
 	const res = "ledger/paused"
 	dsn := pausedInsidePG(t, res)
 
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, s := range []string{`CREATE TABLE report (resource TEXT NOT NULL, v TEXT NOT NULL)`,
+		`SELECT fencegate.protect('report', 'shadow', 'test')`, `INSERT INTO report VALUES ('ledger/paused', 'direct')`} {
+		if _, err := db.Exec(s); err != nil {
+			t.Fatal(err)
+		}
+	}
 	out, code := gateCLI(t, "status", res, "--db", dsn)
 	if code != 0 || !strings.Contains(out, "paused:              YES: FENCE_REGRESSION") ||
-		!strings.Contains(out, "highestFence:        5") || !strings.Contains(out, "FENCE_REGRESSION fence 3") {
+		!strings.Contains(out, "highestFence:        5") || !strings.Contains(out, "FENCE_REGRESSION fence 3") ||
+		!strings.Contains(out, "coverage:            0.00% of protected writes fenced at this gate (gated 0, ungated 1)") ||
+		!strings.Contains(out, "protected table      report (shadow, resource resource): 1 ungated") {
 		t.Fatalf("status of the paused resource: exit %d\n%s", code, out)
 	}
 

@@ -75,6 +75,18 @@ type Status struct {
 	FloorAt             string   `json:"floorAt"`
 	Alarms              []Alarm  `json:"alarms"`
 	Actions             []Action `json:"actions"`
+	// Coverage is the gate's count of protected-table writes, with this
+	// resource's own gated rows; absent where the gate guards no tables
+	// (objgate, redisgate).
+	Coverage *Coverage `json:"coverage,omitempty"`
+}
+
+// Coverage is a Status's coverage: the gate's (gate.Coverage: gated and
+// ungated rows of its protected tables, and the tables) and the rows
+// written under accepts of the resource.
+type Coverage struct {
+	gate.Coverage
+	ResourceGated uint64 `json:"resourceGated"`
 }
 
 // Alarm is one alarm row (FENCE_REGRESSION, REGRESSION_SUSPECTED).
@@ -118,6 +130,15 @@ func statusOf(ctx context.Context, g *sqlgate.Gate, q sqlgate.DBTX, resource str
 	for _, a := range acts {
 		out.Actions = append(out.Actions, Action{Action: a.Action, Operator: a.Operator, Detail: a.Detail, AtMs: a.AtMs})
 	}
+	c, err := g.Coverage(ctx, q)
+	if err != nil {
+		return Status{}, err
+	}
+	n, err := g.GatedWrites(ctx, q, resource)
+	if err != nil {
+		return Status{}, err
+	}
+	out.Coverage = &Coverage{Coverage: c, ResourceGated: n}
 	return out, nil
 }
 

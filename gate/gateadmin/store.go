@@ -23,6 +23,17 @@ type RecordingGate interface {
 	Resume(ctx context.Context, resource string, registryFloor uint64, operator, note string) error
 }
 
+// CoverageGate is a RecordingGate that guards protected tables (the gate
+// inside PostgreSQL): Store's Status then carries its coverage.
+type CoverageGate interface {
+	RecordingGate
+	// Coverage reads the gate's coverage counts and protected tables.
+	Coverage(ctx context.Context) (gate.Coverage, error)
+	// GatedWrites counts the protected rows written under accepts of
+	// resource.
+	GatedWrites(ctx context.Context, resource string) (uint64, error)
+}
+
 // Store is Admin on a RecordingGate. Operator is recorded with every
 // action; the store's own access control is the authentication (mount
 // Handler with HandlerConfig.Store to offer it over HTTP instead).
@@ -57,6 +68,17 @@ func (s *Store) Status(ctx context.Context, resource string) (Status, error) {
 	}
 	for _, a := range acts[max(0, len(acts)-RecordsMax):] {
 		out.Actions = append(out.Actions, Action{Action: a.Outcome, Operator: a.Operator, Detail: a.Detail, AtMs: a.AtMs})
+	}
+	if cg, ok := s.Gate.(CoverageGate); ok {
+		c, err := cg.Coverage(ctx)
+		if err != nil {
+			return Status{}, fmt.Errorf("gateadmin: %w", err)
+		}
+		n, err := cg.GatedWrites(ctx, resource)
+		if err != nil {
+			return Status{}, fmt.Errorf("gateadmin: %w", err)
+		}
+		out.Coverage = &Coverage{Coverage: c, ResourceGated: n}
 	}
 	return out, nil
 }

@@ -165,6 +165,18 @@ func Coverage(ctx context.Context, q DBTX) (gate.Coverage, error) {
 	return c, nil
 }
 
+// GatedWrites returns how many protected rows were written under an
+// accept of resource (0 for a resource the gate never saw). Read as the
+// gate's owner.
+func GatedWrites(ctx context.Context, q DBTX, resource string) (uint64, error) {
+	var n int64
+	err := q.QueryRowContext(ctx, `SELECT coalesce((SELECT gated_writes FROM fencegate.resources WHERE resource = $1), 0)`, resource).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("pggate: gated writes: %w", err)
+	}
+	return uint64(n), nil
+}
+
 func operatorError(what string, err error, sentinel error) error {
 	var pe *pgconn.PgError
 	switch {

@@ -27,6 +27,22 @@ func (o Operated) State(ctx context.Context, resource string) (gate.State, error
 	return State(ctx, o.DB, resource)
 }
 
+// Coverage implements gateadmin.CoverageGate (Coverage).
+func (o Operated) Coverage(ctx context.Context) (gate.Coverage, error) {
+	if o.DB == nil {
+		return gate.Coverage{}, errors.New("pggate: Operated.DB is required")
+	}
+	return Coverage(ctx, o.DB)
+}
+
+// GatedWrites implements gateadmin.CoverageGate (GatedWrites).
+func (o Operated) GatedWrites(ctx context.Context, resource string) (uint64, error) {
+	if o.DB == nil {
+		return 0, errors.New("pggate: Operated.DB is required")
+	}
+	return GatedWrites(ctx, o.DB, resource)
+}
+
 // recordQueries select one kind's rows of a resource, oldest first, as
 // the columns scanned by Records (the unused ones constant).
 var recordQueries = map[string]string{

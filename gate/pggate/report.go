@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/gate/report"
 )
 
@@ -20,9 +21,17 @@ type Reporting struct {
 }
 
 var (
-	_ report.Source  = Reporting{}
-	_ report.Resumer = Reporting{}
+	_ report.CoverageSource = Reporting{}
+	_ report.Resumer        = Reporting{}
 )
+
+// Coverage implements report.CoverageSource.
+func (r Reporting) Coverage(ctx context.Context) (gate.Coverage, error) {
+	if r.DB == nil {
+		return gate.Coverage{}, errors.New("pggate: Reporting.DB is required")
+	}
+	return Coverage(ctx, r.DB)
+}
 
 // Resources implements report.Source: paused resources first, then those
 // named in recent, then the others by name, at most limit; each with its

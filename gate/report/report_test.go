@@ -1,5 +1,5 @@
 // Proves the report format's bounds on the receiving side (Decode refuses
-// whatever breaks them, and nothing else) and that the decision Log keeps
+// whatever breaks them, coverage included, and nothing else) and that the decision Log keeps
 // exactly the last LogMax answers with their codes and reasons.
 package report_test
 
@@ -22,7 +22,8 @@ func validReport() report.Report {
 		Resources:      []report.ResourceView{{Resource: "invoice-batch/2026-07-19", Mode: "enforce", HighestFence: 2}},
 		ResourcesTotal: 1,
 		Decisions:      []report.Decision{{Seq: 1, Resource: "invoice-batch/2026-07-19", Fence: 1, Outcome: "STALE_OWNER", Reason: "fence 1 < highest 2"}},
-		Unknown:        []report.UnknownOp{}, Results: []report.Result{}}
+		Unknown:        []report.UnknownOp{}, Results: []report.Result{},
+		Coverage: &gate.Coverage{Gated: 4, Ungated: 1, Tables: []gate.ProtectedTable{{Table: "ledger", Mode: gate.ModeShadow, Resource: "resource", Ungated: 1}}}}
 }
 
 func TestDecodeKeepsBounds(t *testing.T) {
@@ -48,6 +49,13 @@ func TestDecodeKeepsBounds(t *testing.T) {
 		},
 		"too many records": func(r *report.Report) {
 			r.Resources[0].Recent = make([]report.RecordView, report.RecordsPerResourceMax+1)
+		},
+		"table mode":         func(r *report.Report) { r.Coverage.Tables[0].Mode = "off" },
+		"unnamed table":      func(r *report.Report) { r.Coverage.Tables[0].Table = "" },
+		"long resource expr": func(r *report.Report) { r.Coverage.Tables[0].Resource = long },
+		"ungated over total": func(r *report.Report) { r.Coverage.Tables[0].Ungated = 2 },
+		"too many tables": func(r *report.Report) {
+			r.Coverage.Tables = make([]gate.ProtectedTable, report.TablesPerReportMax+1)
 		},
 	} {
 		r := validReport()

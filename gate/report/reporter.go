@@ -24,6 +24,14 @@ type Source interface {
 	Resources(ctx context.Context, recent []string, limit int) ([]ResourceView, int, error)
 }
 
+// CoverageSource is a Source that also reads the gate's coverage counts
+// (a SQL gate's protected tables): the Reporter adds them to each report.
+type CoverageSource interface {
+	Source
+	// Coverage reads the gate's coverage (gate.Coverage).
+	Coverage(ctx context.Context) (gate.Coverage, error)
+}
+
 // Config wires a Reporter.
 type Config struct {
 	// URL is the registry's base URL (https://registry:7420). Required.

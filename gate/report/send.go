@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/grant"
 )
 
@@ -41,6 +42,13 @@ func (r *Reporter) build(ctx context.Context) (*Report, int, error) {
 		return nil, 0, fmt.Errorf("report: read the gate's state: %w", err)
 	}
 	rep.Resources, rep.ResourcesTotal = views[:min(len(views), ResourcesPerReportMax)], max(total, len(views))
+	if cs, ok := r.cfg.Source.(CoverageSource); ok {
+		c, err := cs.Coverage(ctx)
+		if err != nil {
+			return nil, 0, fmt.Errorf("report: read the gate's coverage: %w", err)
+		}
+		rep.Coverage = coverageView(c)
+	}
 	if u := r.cfg.Unknown; u != nil {
 		n, _ := u.Open()
 		rep.UnknownOpen = n
@@ -116,4 +124,17 @@ func (r *Reporter) post(ctx context.Context, rep *Report) (*Answer, error) {
 		return nil, fmt.Errorf("report: answer: %w", err)
 	}
 	return &ans, nil
+}
+
+// coverageView is c bounded for a report: at most TablesPerReportMax
+// tables (the counts still cover them all), texts cut.
+func coverageView(c gate.Coverage) *gate.Coverage {
+	c.Tables = slices.Clone(c.Tables[:min(len(c.Tables), TablesPerReportMax)])
+	if c.Tables == nil {
+		c.Tables = []gate.ProtectedTable{}
+	}
+	for i := range c.Tables {
+		c.Tables[i].Table, c.Tables[i].Resource = Cut(c.Tables[i].Table), Cut(c.Tables[i].Resource)
+	}
+	return &c
 }

@@ -65,6 +65,9 @@ func (r *Report) Check() error {
 			return err
 		}
 	}
+	if err := checkCoverage(r.Coverage); err != nil {
+		return err
+	}
 	for _, d := range r.Decisions {
 		if d.Resource != "" { // "": the envelope named no valid resource
 			if err := resource(d.Resource); err != nil {
@@ -153,4 +156,32 @@ func Cut(s string) string {
 		s = s[:len(s)-1]
 	}
 	return s + "…"
+}
+
+// checkCoverage bounds a report's coverage: the tables listed, their
+// texts and modes, and counts that add up.
+func checkCoverage(c *gate.Coverage) error {
+	if c == nil {
+		return nil
+	}
+	if len(c.Tables) > TablesPerReportMax {
+		return invalid("%d protected tables, at most %d", len(c.Tables), TablesPerReportMax)
+	}
+	var ungated uint64
+	for _, t := range c.Tables {
+		if t.Mode != gate.ModeShadow && t.Mode != gate.ModeEnforce {
+			return invalid("protected table %q: mode %q", t.Table, t.Mode)
+		}
+		if t.Table == "" {
+			return invalid("a protected table without a name")
+		}
+		if err := texts("table", t.Table, "resource", t.Resource); err != nil {
+			return err
+		}
+		ungated += t.Ungated
+	}
+	if ungated > c.Ungated {
+		return invalid("the tables' ungated writes (%d) exceed the total (%d)", ungated, c.Ungated)
+	}
+	return nil
 }

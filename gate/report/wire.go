@@ -1,5 +1,7 @@
 package report
 
+import "github.com/fencegate/fencegate/gate"
+
 // ReportPath is the registry endpoint a Reporter POSTs to.
 const ReportPath = "/v1/gates/report"
 
@@ -22,6 +24,9 @@ const (
 	RecordsPerResourceMax = 3
 	// ResultsPerReportMax bounds the command results one report returns.
 	ResultsPerReportMax = 16
+	// TablesPerReportMax bounds the protected tables one report lists
+	// (the counts cover all of them).
+	TablesPerReportMax = 16
 	// CommandsPerAnswerMax bounds the commands one answer carries.
 	CommandsPerAnswerMax = 4
 	// TextBytesMax bounds every free-text field (reasons, details,
@@ -64,6 +69,11 @@ type Report struct {
 	Unknown        []UnknownOp       `json:"unknown"`        // oldest first
 	UnknownOpen    int               `json:"unknownOpen"`
 	Results        []Result          `json:"results"` // outcomes of commands since the last report
+	// Coverage is the SQL gate's count of protected-table writes with and
+	// without an accept of their resource (gate.Coverage), at most
+	// TablesPerReportMax tables; absent where the gate has no protected
+	// tables to guard (objgate, redisgate) or its Source does not read it.
+	Coverage *gate.Coverage `json:"coverage,omitempty"`
 }
 
 // ResourceView is one resource's state at the gate.

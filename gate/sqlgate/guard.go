@@ -265,6 +265,17 @@ func (g *Gate) Coverage(ctx context.Context, q DBTX) (gate.Coverage, error) {
 	return c, rows.Err()
 }
 
+// GatedWrites returns how many protected rows were written under an accept
+// of resource (0 for a resource the gate never saw).
+func (g *Gate) GatedWrites(ctx context.Context, q DBTX, resource string) (uint64, error) {
+	var n int64
+	err := q.QueryRowContext(ctx, g.q(`SELECT coalesce((SELECT gated_writes FROM {p}resources WHERE resource = $1), 0)`), resource).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("sqlgate: gated writes: %w", err)
+	}
+	return uint64(n), nil
+}
+
 // Record is one quarantine, alarm or shadow-log row.
 type Record struct {
 	Resource   string

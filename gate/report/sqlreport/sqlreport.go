@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/gate/report"
 	"github.com/fencegate/fencegate/gate/sqlgate"
 )
@@ -30,9 +31,17 @@ type Gate struct {
 }
 
 var (
-	_ report.Source  = (*Gate)(nil)
-	_ report.Resumer = (*Gate)(nil)
+	_ report.CoverageSource = (*Gate)(nil)
+	_ report.Resumer        = (*Gate)(nil)
 )
+
+// Coverage implements report.CoverageSource.
+func (g *Gate) Coverage(ctx context.Context) (gate.Coverage, error) {
+	if g.Gate == nil || g.Read == nil {
+		return gate.Coverage{}, errors.New("sqlreport: Gate and Read are required")
+	}
+	return g.Gate.Coverage(ctx, g.Read)
+}
 
 // recentRowsMax is how many of the last alarm, quarantine and action rows
 // one report reads to pick each resource's last ones.
