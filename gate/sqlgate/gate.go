@@ -40,10 +40,13 @@
 // keyed by (resource, fence, seq), digests as 32 bytes; each fence's
 // first segment indexed by operation ID, no segment without its previous
 // one, none that does not follow its resource's last; never updated or
-// deleted), quarantine, alarms, shadow_log, operator_actions, protected
-// (coverage guard registrations), apply_marker (SQLite guard marker,
-// always empty between transactions) and schema_migrations. Migrate
-// applies the numbered migrations.
+// deleted; on PostgreSQL each also keeps the ID of the transaction that
+// stored it, the coverage guard's mark), quarantine, alarms, shadow_log,
+// operator_actions, protected (coverage guard registrations: mode, what
+// names a row's resource, the ungated count), apply_marks (SQLite's guard
+// marks, always empty between transactions), never_committed (SQLite,
+// always empty) and schema_migrations. Migrate applies the numbered
+// migrations.
 //
 // Where the fence state lives is the dialect's (see Dialect): on SQLite
 // it is the resource's last receipt, read under the database's one write
@@ -67,15 +70,22 @@
 //
 // # Coverage guard
 //
-// Protect installs a trigger on a business table. In enforce mode every
-// INSERT, UPDATE or DELETE not made inside an accepting Apply of the same
-// transaction fails in the database; in shadow mode it is counted.
-// Coverage reports gate-accepted protected writes / all protected writes
-// as a number. The guard stops mistakes and unreviewed code paths, not a
-// database user who can drop triggers; TRUNCATE is not guarded. On
-// PostgreSQL "inside an accepting Apply" is a transaction-local setting
-// (set_config(…, true)); on SQLite, a gate-owned marker row that exists
-// only between the accept and the receipt within one write transaction.
+// ProtectResource installs a trigger on a business table, naming the
+// column (or expression) that names a row's resource; Protect takes the
+// column "resource". The database then admits an INSERT, UPDATE or
+// DELETE of a row only when the gate accepted the row's own resource
+// earlier in the same transaction (before and after, for an UPDATE), in
+// enforce mode for a table in enforce mode; any other row fails
+// (ErrUnguarded, FG020) in enforce mode and is counted in shadow mode.
+// Coverage reports gate-accepted protected rows / all protected rows as
+// a number. The mark of an accept is never a setting: on PostgreSQL it is
+// the accept's receipt, which keeps the ID of the transaction that stored
+// it (a guarded accept is stored before the business change); on SQLite
+// a row of apply_marks naming the resource, between the accept and its
+// receipt, which a deferred foreign key keeps from being committed. SQL
+// that writes the gate's own tables by hand can forge it (on PostgreSQL,
+// by recording an accept in the ledger), as the table's owner can drop
+// the trigger; TRUNCATE is not guarded (docs/guarantees.md, "Coverage").
 //
 // # Modes and operator actions
 //
