@@ -101,3 +101,52 @@ SELECT $1, u.highest_fence, 1, 'forged', 'x', 'x', 'x', 0, 'enforce' FROM u`, re
 	h.w.t.Cleanup(s.Close)
 	return s, nil
 }
+
+// TestGuardIgnoresTheWritersOperators: a writer that owns a schema
+// defines an equality on transaction IDs that is always true and puts it
+// first in its search_path, so that any old receipt would look like its
+// own transaction's; the guard runs with search_path pg_catalog and
+// refuses the write. Negative control: the same guard without its
+// search_path takes the writer's equality and admits it.
+func TestGuardIgnoresTheWritersOperators(t *testing.T) {
+	ctx := context.Background()
+	e := conformance.NewEnv(t, newHarness)
+	h := e.H.(*harness)
+	if _, err := h.Apply(ctx, conformance.Owner, e.Mut("ops/r", 5, "op-a", 1, "a1"), "a1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Protect(ctx, gate.ModeEnforce); err != nil {
+		t.Fatal(err)
+	}
+	role, err := h.w.roleOf(ctx, conformance.Owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{
+		`CREATE SCHEMA schemer AUTHORIZATION ` + role,
+		`SET ROLE ` + role,
+		`CREATE FUNCTION schemer.always(xid8, xid8) RETURNS boolean LANGUAGE sql IMMUTABLE AS 'SELECT true'`,
+		`CREATE OPERATOR schemer.= (LEFTARG = xid8, RIGHTARG = xid8, FUNCTION = schemer.always)`,
+		`RESET ROLE`,
+	} {
+		if _, err := h.w.db.Exec(s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	attempt := func() string {
+		return asWriter(t, h.w, `SET LOCAL search_path = schemer, pg_catalog, public; INSERT INTO effects (resource, payload) VALUES ('ops/r', 'hijacked')`)
+	}
+	if code := attempt(); code != pggate.StateUnguarded {
+		t.Fatalf("a write with the writer's own equality first in its search_path: SQLSTATE %q", code)
+	}
+	var fn string
+	if err := h.w.db.QueryRow(`SELECT tgfoid::regproc::text FROM pg_trigger WHERE tgname = 'fencegate_guard'`).Scan(&fn); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.w.db.Exec(`ALTER FUNCTION ` + fn + `() RESET search_path`); err != nil {
+		t.Fatal(err)
+	}
+	if code := attempt(); code != "" {
+		t.Fatalf("negative control: without its search_path the guard should take the writer's equality: SQLSTATE %q", code)
+	}
+}

@@ -31,60 +31,73 @@ const refusalFormat = "fencegate: FG020: %s on protected table %s: the resource 
 func postgresRowResource(s guardSpec, row string) string {
 	switch {
 	case s.resource == "":
-		return "NULL::text"
+		return "NULL::pg_catalog.text"
 	case identRE.MatchString(s.resource):
-		return "(" + row + "." + s.resource + ")::text"
+		return "(" + row + "." + s.resource + ")::pg_catalog.text"
 	}
 	// An expression over the row's columns: evaluated on the row alone.
-	return "(SELECT (" + s.resource + ")::text FROM (SELECT " + row + ".*) AS t)"
+	return "(SELECT (" + s.resource + ")::pg_catalog.text FROM (SELECT " + row + ".*) AS t)"
 }
 
+// pgEq is PostgreSQL's equality operator named so that no search_path
+// can put another in its place.
+const pgEq = " OPERATOR(pg_catalog.=) "
+
 // postgresGuard is PostgreSQL's guard of one table: a trigger function
-// of its own, SECURITY DEFINER as the gate's owner with a fixed
-// search_path (a writer's own search_path or temporary tables cannot
-// change what it reads), that admits a row when its resource's last
-// receipt was stored by this transaction — the accept is the mark — and
-// counts it as gated; or refuses it (enforce, SQLSTATE FG020), or counts
-// it as ungated (shadow). An UPDATE that moves a row to another resource
-// needs both accepted.
+// of its own, SECURITY DEFINER as the gate's owner, that admits a row
+// when its resource's last receipt was stored by this transaction — the
+// accept is the mark — and counts it as gated; or refuses it (enforce,
+// SQLSTATE FG020), or counts it as ungated (shadow). An UPDATE that moves
+// a row to another resource needs both accepted.
+//
+// Nothing a writer's session sets changes what it reads or how it
+// compares: every table, type, function and operator it names is
+// qualified (a writer's search_path, temporary tables and operators of
+// its own are never looked at). A resource given as an expression, which
+// may name anything, runs with search_path pg_catalog instead (the SET
+// clause costs about 20 µs a call, which a column does not pay).
 func postgresGuard(s guardSpec) []string {
 	name := s.prefix + "guard_" + s.table
-	accepted := `EXISTS (SELECT FROM ` + s.schema + `.` + s.prefix + `receipts c WHERE c.resource = r.resource AND c.fence = r.highest_fence
-      AND c.seq = r.last_seq AND c.xid = pg_current_xact_id()`
+	accepted := `EXISTS (SELECT FROM ` + s.schema + `.` + s.prefix + `receipts c WHERE c.resource` + pgEq + `r.resource AND c.fence` + pgEq + `r.highest_fence
+      AND c.seq` + pgEq + `r.last_seq AND c.xid` + pgEq + `pg_catalog.pg_current_xact_id()`
 	if s.mode == "enforce" {
-		accepted += ` AND c.mode = 'enforce'`
+		accepted += ` AND c.mode` + pgEq + `'enforce'`
 	}
 	accepted += `)`
-	otherwise := `UPDATE ` + s.schema + `.` + s.prefix + `protected SET ungated = ungated + 1 WHERE table_name = '` + s.table + `';`
+	otherwise := `UPDATE ` + s.schema + `.` + s.prefix + `protected SET ungated = ungated OPERATOR(pg_catalog.+) 1 WHERE table_name` + pgEq + `'` + s.table + `';`
 	if s.mode == "enforce" {
 		otherwise = `RAISE EXCEPTION USING ERRCODE = '` + UnguardedState + `',
-      MESSAGE = format('` + refusalFormat + `', TG_OP, TG_TABLE_NAME, coalesce(quote_literal(res), 'NULL')),
+      MESSAGE = pg_catalog.format('` + refusalFormat + `', TG_OP, TG_TABLE_NAME, coalesce(pg_catalog.quote_literal(res), 'NULL')),
       HINT = 'write a protected row inside the business function of a gate Apply accepted for the resource of the row';`
 	}
+	set := ""
+	if s.resource != "" && !identRE.MatchString(s.resource) {
+		set = " SET search_path = pg_catalog, pg_temp"
+	}
 	fn := `CREATE OR REPLACE FUNCTION ` + s.schema + `.` + name + `() RETURNS trigger LANGUAGE plpgsql
-SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fg$
+SECURITY DEFINER` + set + ` AS $fg$
 DECLARE
-  res TEXT;
-  was TEXT;
-  ok BOOLEAN := TRUE;
+  res pg_catalog.text;
+  was pg_catalog.text;
+  ok pg_catalog.bool := TRUE;
 BEGIN
-  IF TG_OP = 'DELETE' THEN res := ` + postgresRowResource(s, "OLD") + `; ELSE res := ` + postgresRowResource(s, "NEW") + `; END IF;
-  IF TG_OP = 'UPDATE' THEN
+  IF TG_OP` + pgEq + `'DELETE' THEN res := ` + postgresRowResource(s, "OLD") + `; ELSE res := ` + postgresRowResource(s, "NEW") + `; END IF;
+  IF TG_OP` + pgEq + `'UPDATE' THEN
     was := ` + postgresRowResource(s, "OLD") + `;
-    IF was IS DISTINCT FROM res THEN
-      PERFORM FROM ` + s.schema + `.` + s.prefix + `resources r WHERE r.resource = was AND ` + accepted + `;
+    IF (was` + pgEq + `res) IS NOT TRUE THEN
+      PERFORM FROM ` + s.schema + `.` + s.prefix + `resources r WHERE r.resource` + pgEq + `was AND ` + accepted + `;
       ok := FOUND;
       IF NOT ok THEN res := was; END IF;
     END IF;
   END IF;
   IF ok THEN
-    UPDATE ` + s.schema + `.` + s.prefix + `resources r SET gated_writes = r.gated_writes + 1 WHERE r.resource = res AND ` + accepted + `;
+    UPDATE ` + s.schema + `.` + s.prefix + `resources r SET gated_writes = r.gated_writes OPERATOR(pg_catalog.+) 1 WHERE r.resource` + pgEq + `res AND ` + accepted + `;
     ok := FOUND;
   END IF;
   IF NOT ok THEN
     ` + otherwise + `
   END IF;
-  IF TG_OP = 'DELETE' THEN RETURN OLD; END IF;
+  IF TG_OP` + pgEq + `'DELETE' THEN RETURN OLD; END IF;
   RETURN NEW;
 END $fg$`
 	return []string{

@@ -167,3 +167,61 @@ func testProtectResource(t *testing.T, b backend) {
 		t.Fatalf("%d rows of account 7", n)
 	}
 }
+
+// TestPostgresGuardIgnoresTheWritersOperators: a writer that owns a schema
+// defines an equality on transaction IDs that is always true and puts
+// its schema first in its search_path, so that any old receipt would
+// look like its own transaction's. The guard names pg_catalog's operator
+// and refuses the write. Negative control: the same guard with bare
+// operators takes the writer's and admits it.
+func TestPostgresGuardIgnoresTheWritersOperators(t *testing.T) {
+	e := newEnv(t, postgresBackend, nil)
+	if err := e.g.Protect(e.ctx, e.db, "ledger", gate.ModeEnforce, "ops"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.apply(owner, e.iss.Mutation(wr("ops/r", 5, "op-a"), 1, "p"), "p"); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{
+		`DO $$ BEGIN CREATE ROLE fg_schemer NOLOGIN; EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$`,
+		`GRANT USAGE ON SCHEMA public TO fg_schemer`,
+		`GRANT SELECT, INSERT ON ledger TO fg_schemer`,
+		`GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO fg_schemer`,
+		`CREATE SCHEMA schemer AUTHORIZATION fg_schemer`,
+		`SET ROLE fg_schemer`,
+		`CREATE FUNCTION schemer.always(xid8, xid8) RETURNS boolean LANGUAGE sql IMMUTABLE AS 'SELECT true'`,
+		`CREATE OPERATOR schemer.= (LEFTARG = xid8, RIGHTARG = xid8, FUNCTION = schemer.always)`,
+		`RESET ROLE`,
+	} {
+		e.exec(s)
+	}
+	attempt := func() error {
+		tx, err := e.db.BeginTx(e.ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		for _, s := range []string{`SET LOCAL ROLE fg_schemer`, `SET LOCAL search_path = schemer, pg_catalog, public`} {
+			if _, err := tx.ExecContext(e.ctx, s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, err = tx.ExecContext(e.ctx, `INSERT INTO ledger (resource, fence, seq, payload) VALUES ('ops/r', 0, 0, 'hijacked')`)
+		return err
+	}
+	if err := attempt(); !isRefusal(err) {
+		t.Fatalf("a write with the writer's own equality first in its search_path: %v", err)
+	}
+	var def string
+	if err := e.db.QueryRow(`SELECT pg_get_functiondef('fencegate_guard_ledger'::regproc)`).Scan(&def); err != nil {
+		t.Fatal(err)
+	}
+	bare := strings.ReplaceAll(def, "OPERATOR(pg_catalog.=)", "=")
+	if bare == def {
+		t.Fatal("the guard names no qualified operator")
+	}
+	e.exec(bare)
+	if err := attempt(); err != nil {
+		t.Fatalf("negative control: with bare operators the writer's equality should admit the write: %v", err)
+	}
+}
