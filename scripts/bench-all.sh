@@ -49,6 +49,7 @@ specs=(
   "./cmd/fencegate fencegate ^BenchmarkServeThroughput64Only$ 5x"
   "./cmd/fencegate fencegate ^BenchmarkLockCommand$ 30x"
   "./gate/sqlgate sqlgate ^BenchmarkWritePaired(Pgx)?$ 1500x"
+  "./gate/sqlgate sqlgate ^BenchmarkWritePairedGuarded(Pgx)?$ 1500x"
   "./gate/sqlgate sqlgate ^BenchmarkWALFrames(Floor)?$ 1500x"
   "./gate/sqlgate sqlgate ^BenchmarkWriteFloor(Pgx)?$ 1500x"
   "./gate/pggate pggate ^BenchmarkApplyPaired$ 1500x"

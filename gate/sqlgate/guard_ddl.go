@@ -58,12 +58,16 @@ const pgEq = " OPERATOR(pg_catalog.=) "
 // clause costs about 20 µs a call, which a column does not pay).
 func postgresGuard(s guardSpec) []string {
 	name := s.prefix + "guard_" + s.table
-	accepted := `EXISTS (SELECT FROM ` + s.schema + `.` + s.prefix + `receipts c WHERE c.resource` + pgEq + `r.resource AND c.fence` + pgEq + `r.highest_fence
-      AND c.seq` + pgEq + `r.last_seq AND c.xid` + pgEq + `pg_catalog.pg_current_xact_id()`
+	// The receipt at the fence row's state, read by a subquery correlated
+	// with the row (a point lookup on the receipts' key for each row),
+	// not an EXISTS: PostgreSQL turns that into a join whose generic plan
+	// reads every receipt of the resource.
+	mode := ""
 	if s.mode == "enforce" {
-		accepted += ` AND c.mode` + pgEq + `'enforce'`
+		mode = ` AND c.mode` + pgEq + `'enforce'`
 	}
-	accepted += `)`
+	accepted := `(SELECT c.xid FROM ` + s.schema + `.` + s.prefix + `receipts c WHERE c.resource` + pgEq + `r.resource AND c.fence` + pgEq + `r.highest_fence
+      AND c.seq` + pgEq + `r.last_seq` + mode + `)` + pgEq + `pg_catalog.pg_current_xact_id()`
 	otherwise := `UPDATE ` + s.schema + `.` + s.prefix + `protected SET ungated = ungated OPERATOR(pg_catalog.+) 1 WHERE table_name` + pgEq + `'` + s.table + `';`
 	if s.mode == "enforce" {
 		otherwise = `RAISE EXCEPTION USING ERRCODE = '` + UnguardedState + `',

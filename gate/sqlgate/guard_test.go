@@ -225,3 +225,66 @@ func TestPostgresGuardIgnoresTheWritersOperators(t *testing.T) {
 		t.Fatalf("negative control: with bare operators the writer's equality should admit the write: %v", err)
 	}
 }
+
+// TestPostgresGuardReadsOneReceiptPerRow: the guard finds the accept's
+// receipt by its key, whatever the number of receipts the resource has:
+// over writes of one resource's segments, the receipts' index returns one
+// entry per write. Negative control: the same condition as an EXISTS,
+// planned generically as the guard's statements are, returns every
+// receipt of the resource.
+func TestPostgresGuardReadsOneReceiptPerRow(t *testing.T) {
+	const writes = 120
+	e := newEnv(t, postgresBackend, nil)
+	if err := e.g.Protect(e.ctx, e.db, "ledger", gate.ModeEnforce, "ops"); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := e.db.Conn(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	read := func() int64 {
+		var n int64
+		for _, q := range []string{`SELECT pg_stat_force_next_flush()`, `SELECT pg_stat_clear_snapshot()`} {
+			if _, err := conn.ExecContext(e.ctx, q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := conn.QueryRowContext(e.ctx, `SELECT coalesce(sum(idx_tup_read), 0)::bigint FROM pg_stat_user_indexes WHERE relname = 'fencegate_receipts'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	ms := segments(e, writes)
+	before := read()
+	for _, m := range ms {
+		tx, err := conn.BeginTx(e.ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.g.Apply(e.ctx, tx, owner, m, write(m, "x")); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := read() - before; n > 2*writes {
+		t.Fatalf("%d writes read %d receipt index entries: the guard scans the resource's receipts", writes, n)
+	}
+	exists := `SELECT FROM fencegate_resources r WHERE r.resource = $1 AND EXISTS (SELECT FROM fencegate_receipts c
+  WHERE c.resource = r.resource AND c.fence = r.highest_fence AND c.seq = r.last_seq AND c.xid = pg_current_xact_id())`
+	for _, q := range []string{`SET plan_cache_mode = force_generic_plan`, `PREPARE guard_exists(text) AS ` + exists} {
+		if _, err := conn.ExecContext(e.ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before = read()
+	if _, err := conn.ExecContext(e.ctx, `EXECUTE guard_exists('`+ms[0].Resource+`')`); err != nil {
+		t.Fatal(err)
+	}
+	if n := read() - before; n < writes {
+		t.Fatalf("negative control: the EXISTS form read %d receipt index entries, want all %d of the resource's", n, writes)
+	}
+	conn.ExecContext(e.ctx, `RESET plan_cache_mode`)
+}

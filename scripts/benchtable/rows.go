@@ -93,7 +93,7 @@ var rows = slices.Concat([]row{
 }, floorRows("BenchmarkWriteFloorPgx/postgres-sync-on", false), []row{
 	fenceRow("PostgreSQL sync off, pgx RunPgx", "BenchmarkWritePairedPgx/postgres-sync-off"),
 	plainRow("PostgreSQL sync off, pgx RunPgx", "BenchmarkWritePairedPgx/postgres-sync-off"),
-}, floorRows("BenchmarkWriteFloorPgx/postgres-sync-off", false), sqlGateRows("on"), sqlGateRows("off"), []row{
+}, floorRows("BenchmarkWriteFloorPgx/postgres-sync-off", false), guardedRows(), sqlGateRows("on"), sqlGateRows("off"), []row{
 	// The Redis gate (gate/redisgate): no goal in issue 30, which names
 	// the SQL backends; its peer is the fence a Redis user writes by hand,
 	// one Lua script.
@@ -101,6 +101,24 @@ var rows = slices.Concat([]row{
 		oursBench: "BenchmarkWritePaired/redis", oursUnit: "fenced-µs", ratioUnit: "fenced/fence"},
 	plainRow("Redis", "BenchmarkWritePaired/redis"),
 })
+
+// guardedRows are the fenced write into a table the coverage guard
+// protects (WritePairedGuarded), against the hand-rolled fence and the
+// plain write into its unprotected twin: what the guard adds (issue 43).
+// No goal: issue 30's are for the write alone.
+func guardedRows() []row {
+	var rows []row
+	for _, c := range []struct{ label, bench string }{
+		{"SQLite, synchronous NORMAL", "BenchmarkWritePairedGuarded/sqlite-NORMAL"},
+		{"PostgreSQL sync off, database/sql Run", "BenchmarkWritePairedGuarded/postgres-sync-off"},
+		{"PostgreSQL sync off, pgx RunPgx", "BenchmarkWritePairedGuardedPgx"},
+	} {
+		f := fenceRow(c.label+", into a protected table", c.bench)
+		f.goal, f.goalMax = "", 0
+		rows = append(rows, f, plainRow(c.label+", into a protected table", c.bench))
+	}
+	return rows
+}
 
 // sqlGateRows are issue 29's comparison: the gate inside PostgreSQL (BEGIN,
 // SELECT fencegate.apply, the INSERT, COMMIT) against the hand-rolled

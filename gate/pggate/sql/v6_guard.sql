@@ -87,8 +87,11 @@ $fg$;
 CREATE FUNCTION fencegate.install_guard(tbl REGCLASS, mode TEXT, resource TEXT) RETURNS VOID LANGUAGE plpgsql AS $fg$
 DECLARE
   fn TEXT := format('fencegate.guard_%s', tbl::oid);
-  accepted TEXT := 'EXISTS (SELECT FROM fencegate.receipts c WHERE c.resource = r.resource AND c.fence = r.highest_fence'
-    || ' AND c.seq = r.last_seq AND c.xid = pg_current_xact_id()' || CASE WHEN mode = 'enforce' THEN ' AND c.mode = ''enforce''' ELSE '' END || ')';
+  -- The receipt at the fence row's state, by a subquery correlated with
+  -- the row (a point lookup on the receipts' key), not an EXISTS, whose
+  -- generic plan is a join reading every receipt of the resource.
+  accepted TEXT := '(SELECT c.xid FROM fencegate.receipts c WHERE c.resource = r.resource AND c.fence = r.highest_fence'
+    || ' AND c.seq = r.last_seq' || CASE WHEN mode = 'enforce' THEN ' AND c.mode = ''enforce''' ELSE '' END || ') = pg_current_xact_id()';
   otherwise TEXT := 'UPDATE fencegate.protected SET ungated = ungated + 1 WHERE table_name = TG_RELID::regclass;';
 BEGIN
   IF mode = 'enforce' THEN
