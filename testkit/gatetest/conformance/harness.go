@@ -5,6 +5,10 @@
 // and checks the outcome, the whole stored gate.State, the business
 // effects and the records (alarms, quarantine, shadow log) it left.
 //
+// The SQL adapters also run the coverage guard's table (guard.go,
+// RunGuard): the attacks on the guard of a protected table, each with a
+// negative control.
+//
 // The suite never re-implements the decision: it knows the outcomes the
 // spec requires (accept, stale, next segment, gap, replay, quarantine,
 // regression and pause, late copy, authentication failures, concurrent
