@@ -190,7 +190,7 @@ func TestRefusals(t *testing.T) {
 	if _, err := asA.Write(ctx, &m, entries(2)); !errors.Is(err, gate.ErrMalformed) {
 		t.Errorf("entries that are not the digest: %v, want MALFORMED", err)
 	}
-	if _, err := w.db.ExecContext(ctx, `INSERT INTO `+ledger.Table+` (key, value, writer, fence, resource) VALUES ('x', 'y', 'z', 0, 'r')`); err == nil {
+	if _, err := w.db.ExecContext(ctx, `INSERT INTO `+ledger.Table+` (resource, key, value, writer, fence, written) VALUES ('r', 'x', 'y', 'z', 0, 1)`); err == nil {
 		t.Error("a direct write to the protected table succeeded")
 	}
 	if _, err := asA.Write(ctx, &m, es); err != nil {

@@ -15,6 +15,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/gate/gateadmin"
@@ -34,9 +35,11 @@ const RequestBytesMax = gate.MutationJSONBytesMax + 64<<10
 const EntriesMax = 100
 
 // Table is the business table; the gate's coverage guard protects it.
-// Each row names the resource it was written under (column resource):
-// the guard admits a row only under an accept of that resource, so a key
-// written under one resource is not overwritten under another's lock.
+// Each resource keeps its own row of a key (the column resource names
+// it): the guard admits a row only under an accept of its own resource,
+// so one resource's lock never writes another's rows. A key's value is
+// its latest row (the column written orders them), whichever resource
+// wrote it.
 const Table = "ledger_values"
 
 // Config configures a Server.
@@ -80,9 +83,13 @@ func NewServer(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, errors.New("ledger: Config.DB and Config.Auth are required")
 	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux()}
-	if _, err := cfg.DB.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+Table+` (
-		key TEXT PRIMARY KEY, value TEXT NOT NULL, writer TEXT NOT NULL, fence BIGINT NOT NULL, resource TEXT NOT NULL)`); err != nil {
-		return nil, fmt.Errorf("ledger: create table: %w", err)
+	for _, ddl := range []string{`CREATE TABLE IF NOT EXISTS ` + Table + ` (
+		resource TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, writer TEXT NOT NULL, fence BIGINT NOT NULL, written BIGINT NOT NULL,
+		PRIMARY KEY (resource, key))`,
+		`CREATE INDEX IF NOT EXISTS ` + Table + `_by_key ON ` + Table + ` (key, written)`} {
+		if _, err := cfg.DB.ExecContext(ctx, ddl); err != nil {
+			return nil, fmt.Errorf("ledger: create table: %w", err)
+		}
 	}
 	if !cfg.LeaseOnly {
 		if cfg.Verifier == nil {
@@ -199,17 +206,17 @@ func (s *Server) answerGate(w http.ResponseWriter, rcpt gate.Receipt, err error)
 	writeJSON(w, http.StatusInternalServerError, WriteResponse{Outcome: "ERROR", Reason: err.Error()})
 }
 
-// upsert is the business change: each entry's row, written under
-// resource. Inside Run, q is the gate's transaction.
+// upsert is the business change: each entry's row of resource, the
+// latest of its key. Inside Run, q is the gate's transaction.
 func (s *Server) upsert(ctx context.Context, q sqlgate.DBTX, writer, resource string, fence uint64, entries []Entry) error {
-	stmt := `INSERT INTO ` + Table + ` (key, value, writer, fence, resource) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (key) DO UPDATE SET value = excluded.value, writer = excluded.writer, fence = excluded.fence, resource = excluded.resource`
+	stmt := `INSERT INTO ` + Table + ` (resource, key, value, writer, fence, written)
+		VALUES (?, ?, ?, ?, ?, (SELECT coalesce(max(written), 0) + 1 FROM ` + Table + `))
+		ON CONFLICT (resource, key) DO UPDATE SET value = excluded.value, writer = excluded.writer, fence = excluded.fence, written = excluded.written`
 	if s.cfg.Postgres {
-		stmt = `INSERT INTO ` + Table + ` (key, value, writer, fence, resource) VALUES ($1, $2, $3, $4, $5)
-		ON CONFLICT (key) DO UPDATE SET value = excluded.value, writer = excluded.writer, fence = excluded.fence, resource = excluded.resource`
+		stmt = strings.NewReplacer("?, ?, ?, ?, ?,", "$1, $2, $3, $4, $5,").Replace(stmt)
 	}
 	for _, e := range entries {
-		if _, err := q.ExecContext(ctx, stmt, e.Key, e.Value, writer, int64(fence), resource); err != nil {
+		if _, err := q.ExecContext(ctx, stmt, resource, e.Key, e.Value, writer, int64(fence)); err != nil {
 			return fmt.Errorf("ledger: write %q: %w", e.Key, err)
 		}
 	}
@@ -255,9 +262,9 @@ type Value struct {
 
 func (s *Server) handleValue(w http.ResponseWriter, r *http.Request) {
 	key := r.URL.Query().Get("key")
-	stmt := `SELECT value, writer, fence FROM ` + Table + ` WHERE key = ?`
+	stmt := `SELECT value, writer, fence FROM ` + Table + ` WHERE key = ? ORDER BY written DESC LIMIT 1`
 	if s.cfg.Postgres {
-		stmt = `SELECT value, writer, fence FROM ` + Table + ` WHERE key = $1`
+		stmt = `SELECT value, writer, fence FROM ` + Table + ` WHERE key = $1 ORDER BY written DESC LIMIT 1`
 	}
 	v := Value{Key: key}
 	var fence int64

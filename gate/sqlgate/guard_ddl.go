@@ -24,7 +24,7 @@ type guardSpec struct {
 
 // refusalFormat is the message of a refused write (its code first), a
 // format of the statement kind, the table and the resource.
-const refusalFormat = "fencegate: FG020: %s on protected table %s: the resource of the row (%s) was not accepted by the gate in this transaction in enforce mode"
+const refusalFormat = "fencegate: FG020: %s on protected table %s outside an accepting gate Apply of the resource of the row (%s) in this transaction, in enforce mode"
 
 // postgresRowResource is the resource of trigger row row (NEW or OLD) as
 // text.

@@ -96,7 +96,7 @@ DECLARE
 BEGIN
   IF mode = 'enforce' THEN
     otherwise := $o$RAISE EXCEPTION USING ERRCODE = 'FG020',
-      MESSAGE = format('fencegate: FG020: %s on protected table %s: the resource of the row (%s) was not accepted by fencegate.apply in this transaction in enforce mode',
+      MESSAGE = format('fencegate: FG020: %s on protected table %s outside an accepting fencegate.apply of the resource of the row (%s) in this transaction, in enforce mode',
         TG_OP, TG_RELID::regclass, coalesce(quote_literal(res), 'NULL')),
       HINT = 'call fencegate.apply for the resource of the row earlier in the same transaction';$o$;
   END IF;
