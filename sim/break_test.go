@@ -1,7 +1,8 @@
 // This file proves each checker count can fail: with one protection
 // disabled on purpose, the faults that protection answers make the
-// matching count non-zero (and the run report violations), and a gate
-// clock beyond the skew bound is detected and reported, never silent.
+// matching count non-zero (and the run report violations), the lease
+// clock before issue 42 is caught at short TTLs, and a gate clock beyond
+// the skew bound is detected and reported, never silent.
 package sim
 
 import "testing"
@@ -44,6 +45,29 @@ func TestBrokenProtectionIsCaught(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLeaseClockBreakIsCaughtAtShortTTLs restores the lease clock as it
+// was before issue 42 (--break lease-clock: renewals at a share of the
+// TTL, no look at the deadline while a call is in flight, the state as
+// last stepped, no TTL refused): the checker must count leases reporting
+// HELD past their local deadline and effects started after it, both at
+// TTLs below 3 s; the product's clock must give none.
+func TestLeaseClockBreakIsCaughtAtShortTTLs(t *testing.T) {
+	cfg := Config{Rounds: 1500, Seed: 3, Rates: DefaultRates, Parallel: 2}
+	fixed := run(t, cfg)
+	if !fixed.OK() || fixed.HeldPastDeadline != 0 || fixed.EffectsPastDeadline != 0 || fixed.TTLRefused == 0 {
+		t.Fatalf("the product's clock: %d held past the deadline, %d effects after it, %d violations, %d TTLs refused",
+			fixed.HeldPastDeadline, fixed.EffectsPastDeadline, fixed.ViolationsTotal, fixed.TTLRefused)
+	}
+	cfg.Break = BreakLeaseClock
+	broken := run(t, cfg)
+	if broken.HeldPastDeadlineShort == 0 || broken.EffectsPastDeadlineShort == 0 || broken.OK() {
+		t.Fatalf("the clock before issue 42: %d held past the deadline (%d below 3 s), %d effects after it (%d below 3 s): the checker cannot fail",
+			broken.HeldPastDeadline, broken.HeldPastDeadlineShort, broken.EffectsPastDeadline, broken.EffectsPastDeadlineShort)
+	}
+	t.Logf("caught: %d held past the deadline (%d below 3 s), %d effects after it (%d below 3 s)",
+		broken.HeldPastDeadline, broken.HeldPastDeadlineShort, broken.EffectsPastDeadline, broken.EffectsPastDeadlineShort)
 }
 
 func TestClockBeyondBoundIsDetected(t *testing.T) {

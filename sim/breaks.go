@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/fencegate/fencegate/client/core"
 	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/gate/gatebreak"
 	"github.com/fencegate/fencegate/gate/memgate"
@@ -14,7 +15,8 @@ import (
 	"github.com/fencegate/fencegate/registry"
 )
 
-// This file builds the round's gate: the product's adapter (memgate, or
+// This file holds the simulator's negative controls (--break). Most
+// build the round's gate: the product's adapter (memgate, or
 // sqlgate in the SQL mode) with the product's policy — or, for a negative
 // control, the same adapter with one protection removed. A broken
 // protection is never a change to product code: lease-only is the
@@ -23,7 +25,10 @@ import (
 // gate/gatebreak.Replace by wrappers that call gate.Decide on a
 // doctored input or doctor its output. One protection is the registry
 // store's: content-compare puts a wrapper between the registry and
-// registry/memstore that drops what each write was decided on.
+// registry/memstore that drops what each write was decided on. Two are
+// the client's, restored from outside its cores: first-send counts a
+// lease from its acquire's first send, and lease-clock runs the lease
+// clock as it was before issue 42 (at the end of this file).
 
 // gateAdapter returns the round's adapter: the goroutine's SQL
 // environment when there is one, two objgates on a fresh bucket in the
@@ -201,3 +206,59 @@ func (s revisionsOnly) Commit(ctx context.Context, w registry.Write) (registry.C
 	w.RecordWas, w.SettingsWas = nil, nil
 	return s.Store.Commit(ctx, w)
 }
+
+// leaseFrom is the instant the new lease's TTL counts from: the product's
+// rule (AcquireCore.LeaseFrom), or, with the first-send break, the rule
+// before it, which left grants after long waits unusable.
+func (k *worker) leaseFrom(a *core.Acquire) time.Time {
+	if k.w.cfg.Break == BreakFirstSend {
+		return a.FirstSent()
+	}
+	return a.LeaseFrom(k.localNow())
+}
+
+// The lease clock before issue 42 (--break lease-clock), restored from
+// outside the client's core, as a driver saw it: renewals at a share of
+// the TTL rather than of the local life (the core's RenewFraction scaled
+// by TTL / (TTL − ExpiryMargin) for each lease), no look at the lease
+// while a call is in flight (the core then named no instant), the state
+// as the machine last stepped it (core.Lease.Certain, not CertainAt), and
+// no TTL refused below the client's margins. The checker's
+// held-past-deadline and effect-past-deadline counts must then be
+// non-zero at short TTLs (sim/break_test.go).
+
+// refusesTTL is the client's refusal of a TTL its margins cannot keep
+// (core.Limits.CheckTTL), or nothing under the lease-clock break.
+func (w *world) refusesTTL(o core.Limits, ttl time.Duration) error {
+	if w.cfg.Break == BreakLeaseClock {
+		return nil
+	}
+	return o.CheckTTL(ttl)
+}
+
+// leaseLimits are the limits a lease of ttlMs runs under: the worker's,
+// or under the lease-clock break the same with renewals at a share of
+// the TTL.
+func (k *worker) leaseLimits(ttlMs uint64) core.Limits {
+	o := k.limits
+	ttl := time.Duration(ttlMs) * time.Millisecond
+	if life := o.Life(ttl); k.w.cfg.Break == BreakLeaseClock && life > 0 {
+		o.RenewFraction *= float64(ttl) / float64(life)
+	}
+	return o
+}
+
+// reportsCertain is what the lease reports to the worker deciding
+// whether to start an effect: core.Lease.CertainAt at its now, or under
+// the lease-clock break the machine's last step.
+func (k *worker) reportsCertain(l *core.Lease) bool {
+	if k.w.cfg.Break == BreakLeaseClock {
+		return l.Certain()
+	}
+	return l.CertainAt(k.localNow())
+}
+
+// wakesWhileInFlight reports whether the driver looks at a lease again
+// at the instant its core names while a call is in flight (its
+// deadline); not under the lease-clock break.
+func (w *world) wakesWhileInFlight() bool { return w.cfg.Break != BreakLeaseClock }

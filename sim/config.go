@@ -73,18 +73,19 @@ const (
 	BreakHop                  // the downstream worker applies every job it is handed, with no gate at the target
 	BreakFirstSend            // a lease counts its TTL from its acquire's first send, the rule before Issued.ExpiresAfterMs
 	BreakContentCompare       // the registry's store compares revisions only, not the contents a write was decided on (RecordWas, SettingsWas)
+	BreakLeaseClock           // the lease clock before issue 42: renewals at a share of the TTL, no look at the deadline while a call is in flight, the state as last stepped, no TTL refused
 )
 
 var breakNames = map[string]Break{
 	"": BreakNone, "none": BreakNone, "fence": BreakFence, "auth": BreakAuth,
 	"pollute": BreakPollution, "segments": BreakSegments, "regression": BreakRegression,
 	"old-rule": BreakOldRule, "no-alarm": BreakNoAlarm, "hop": BreakHop, "first-send": BreakFirstSend,
-	"content-compare": BreakContentCompare,
+	"content-compare": BreakContentCompare, "lease-clock": BreakLeaseClock,
 }
 
 // BreakNames lists the protections that can be broken, in a fixed order.
 func BreakNames() []string {
-	return []string{"none", "fence", "auth", "pollute", "segments", "regression", "old-rule", "no-alarm", "hop", "first-send", "content-compare"}
+	return []string{"none", "fence", "auth", "pollute", "segments", "regression", "old-rule", "no-alarm", "hop", "first-send", "content-compare", "lease-clock"}
 }
 
 // ParseBreak accepts one of BreakNames.
@@ -96,8 +97,8 @@ func ParseBreak(s string) (Break, error) {
 }
 
 // Skew bound limits. The registry refuses a bound at or above its
-// shortest TTL (1 s by default); the simulated workers' 3 s leases need a
-// status proof to outlive the bound by their write round trip.
+// shortest TTL (2 s by default); the shortest leases need a status proof
+// to outlive the bound by their write round trip.
 const (
 	SkewBoundMsDefault = 500
 	SkewBoundMsMax     = 900
@@ -246,7 +247,7 @@ func (c *Config) fill() error {
 	if c.PG && (c.Alg != grant.AlgHMACSHA256 || c.StatusQuery) {
 		return errors.New("sim: --pg needs hmac-sha256 proofs and no --status-query (PostgreSQL checks no Ed25519 and cannot ask the registry)")
 	}
-	if (c.SQL || c.Objects || c.PG) && c.Break != BreakNone && c.Break != BreakFence && c.Break != BreakAuth && c.Break != BreakHop && c.Break != BreakContentCompare {
+	if (c.SQL || c.Objects || c.PG) && c.Break != BreakNone && c.Break != BreakFence && c.Break != BreakAuth && c.Break != BreakHop && c.Break != BreakContentCompare && c.Break != BreakLeaseClock {
 		return fmt.Errorf("sim: --break %s runs only on gate/memgate, without --sql or --obj (an adapter's own checks may refuse what it would let through)", breakName(c.Break))
 	}
 	return nil

@@ -35,6 +35,19 @@ type Counts struct {
 	GhostWaiters    int // a queued ticket of a request that already had an answer
 	UnusableGrants  int // a grant whose local deadline had passed when it arrived: given up unused
 
+	// The lease clock (issue 42): each must be 0.
+	HeldPastDeadline    int // a lease reported HELD or RENEWING after its local deadline (and its driver's timer on it)
+	EffectsPastDeadline int // a worker started an effect after its lease's local deadline
+	// Of which under leases shorter than shortTTLMs.
+	HeldPastDeadlineShort, EffectsPastDeadlineShort int
+
+	// The settings swept: acquires whose TTL the client refused before
+	// sending (below client.TTLMin for the worker's margins), and the
+	// TTLs drawn, by band: at the client's minimum (within 1 ms), below
+	// 3 s, below 15 s, below 60 s, 60 s and above.
+	TTLRefused int
+	TTLDrawn   [5]int
+
 	// The downstream hop: stale and duplicate effects must be 0.
 	JobsHandedOff    int
 	JobsApplied      int
@@ -69,8 +82,11 @@ type Counts struct {
 	ClientSawForgottenRequest int
 	OperatorResumes           int
 
-	HandoffMs    []int64 // lease end → next holder HELD
-	FirstWriteMs []int64 // lease end → next holder's first accepted write
+	HandoffMs []int64 // lease end → next holder HELD
+	// HandoffExcusedMs: the same, across a partition between the next
+	// holder and the registry or after a restore (not budgeted).
+	HandoffExcusedMs []int64
+	FirstWriteMs     []int64 // lease end → next holder's first accepted write
 
 	UnknownEntered    int   // OWNERSHIP_UNKNOWN entries
 	UnknownMaxMs      int64 `merge:"max"` // longest OWNERSHIP_UNKNOWN or MUTATION_UNKNOWN until resolved
@@ -108,6 +124,23 @@ func (c *Counts) violation(round int, roundSeed uint64, kind, detail string) {
 }
 
 func (c *Counts) unknownResolved(ms int64) { c.UnknownMaxMs = max(c.UnknownMaxMs, ms) }
+
+// ttlDrawn counts a drawn TTL in its band (TTLDrawn); least is the
+// client's shortest for the worker's margins.
+func (c *Counts) ttlDrawn(ttlMs, least int64) {
+	switch {
+	case ttlMs <= least+1:
+		c.TTLDrawn[0]++
+	case ttlMs < 3000:
+		c.TTLDrawn[1]++
+	case ttlMs < 15_000:
+		c.TTLDrawn[2]++
+	case ttlMs < 60_000:
+		c.TTLDrawn[3]++
+	default:
+		c.TTLDrawn[4]++
+	}
+}
 
 func (c *Counts) reconciled(ms int64) {
 	c.Reconciles++

@@ -21,6 +21,7 @@
 //	fencegate sim --rounds 5000 --unsafe            # negative control: must report stale writes
 //	fencegate sim --rounds 5000 --break old-rule    # negative control: the old regression rule pauses on late copies
 //	fencegate sim --rounds 2000 --faults restore=1 --break content-compare  # the store compares revisions only: lost updates
+//	fencegate sim --rounds 2000 --break lease-clock  # the lease clock before issue 42: HELD and effects past the deadline
 //	fencegate sim --rounds 20000 --skew-beyond-bound  # gate clock beyond the bound: detected, reported
 //	fencegate sim --seed S --rounds N --round K --trace  # replay one round, event by event
 //
@@ -48,7 +49,8 @@
 // # A round
 //
 // Worker A acquires a resource and writes an operation of 2–6 segments
-// through the gate, renewing every TTL/3; worker B starts within four
+// through the gate, its lease's core renewing as it does in production;
+// worker B starts within four
 // seconds (or exactly when A releases, with FaultReleaseRace), queues in
 // the registry's FIFO behind A for up to two seconds at a time and does
 // the same; worker C joins only a registry restored from an old snapshot. Each
@@ -89,6 +91,28 @@
 // signed by an unknown or a retired key, another grant's status proof, and
 // an expired status proof.
 //
+// # Every setting, not one
+//
+// A proof at one comfortable setting says nothing about the others
+// (issue 42: every simulated lease had a 3 s TTL, and a 2 s lease that
+// never renewed went unseen). Each acquire draws its TTL from the whole
+// range the registry accepts (2 s to 10 min), log-uniformly, with the
+// ends and the edges between the worker's margins drawn a third of the
+// time: the client's shortest TTL for those margins (client.TTLMin),
+// where its calls stop being a quarter of the local life, where the
+// status proof stops being capped by the expiry (proof life + skew
+// bound), the 3 s of before and the registry's default. A TTL below the
+// worker's minimum is refused by the client's own rule
+// (core.Limits.CheckTTL) before anything is sent, counted, and drawn
+// again. Each worker draws its client options (settings.go): renew
+// fraction and jitter up to RenewFraction × (1 + RenewJitter) = 3/4,
+// call timeout 50–300 ms, expiry and drain margins from the skew bound
+// to 3 s, proof margin 10 ms – 1 s, refresh lead, query interval; each
+// round the registry's status-proof life (1.5–10 s); clock skew within
+// the bound is FaultSkew's. Faults scale with the drawn TTL: a pause
+// lasts the lease's TTL and 0.5–8 s more, a long hold 2–5 TTLs (at most
+// a minute). The report shows the TTLs drawn by band.
+//
 // # Ground truth and the checker
 //
 // The checker learns leases only from what the registry committed (the
@@ -102,6 +126,11 @@
 // and the fence check, over all applied writes), handoff latency (lease
 // end → next holder HELD, and → its first accepted write), and the time to
 // resolve OWNERSHIP_UNKNOWN and MUTATION_UNKNOWN, all in simulated time.
+// The handoff budget times the protocol, not outages: a handoff during
+// which a partition cut the next holder from the registry, or after a
+// restore, is reported apart and not budgeted (with long leases the
+// resource waits for a holder that cannot hear of its grant, or for the
+// restored record's holder, as it would in production).
 //
 // Availability is counted as strictly, each required to be 0: spurious
 // pauses (the resource paused while the registry never went backwards),
@@ -112,7 +141,13 @@
 // already passed although the lease, counted from when the answered
 // request reached the registry, had more than the expiry margin left:
 // time the client's own rule threw away, not the network; the long-hold
-// fault makes waiters queue past their TTL), and regressions not alarmed (a re-issued grant that gave the gate proof of
+// fault makes waiters queue past their TTL), leases held past their
+// local deadline (a probe a few ms after each local deadline, once the
+// driver's own timer on it had its turn, finds the lease's state or what
+// it reports a reader — core.Lease.CertainAt, what Lease.State and Ctx
+// say — still HELD or RENEWING), effects started past the local deadline
+// (a worker starting its next segment because the lease said it could,
+// after the deadline), and regressions not alarmed (a re-issued grant that gave the gate proof of
 // the regression — by the gate's own definitions, through its exported
 // gate.StatusEvidence — and no alarm of either kind). Downstream, stale
 // effects (a job applied after a job of a higher fence at its target) and
@@ -213,8 +248,12 @@
 // was decided on (RecordWas, SettingsWas), so after a restore that reuses
 // revisions a replica that kept its cache commits over the restored
 // record (replicas.go), and the checker counts the updates those commits
-// lose. Each must make its checker count
-// non-zero, or the checker proves nothing (TestBrokenProtectionIsCaught).
+// lose; lease-clock runs the lease clock as it was before issue 42, from
+// outside the client's core (renewals at a share of the TTL, no look at
+// the deadline while a call is in flight, the state as last stepped, no
+// TTL refused). Each must make its checker count
+// non-zero, or the checker proves nothing (TestBrokenProtectionIsCaught,
+// TestLeaseClockBreakIsCaughtAtShortTTLs).
 //
 // # What is real and what is simulated
 //

@@ -71,6 +71,17 @@ func (w *world) cut(a, b party, t int64) bool {
 	return false
 }
 
+// cutDuring reports whether a and b were partitioned at any instant of
+// the true interval [fromMs, toMs].
+func (w *world) cutDuring(a, b party, fromMs, toMs int64) bool {
+	for _, p := range w.partitions {
+		if (p.a == a && p.b == b || p.a == b && p.b == a) && p.fromMs <= toMs && p.toMs > fromMs {
+			return true
+		}
+	}
+	return false
+}
+
 // send delivers a message from one party to another after a simulated
 // delay, unless a fault loses it; it may deliver a copy too. A partition
 // drops messages sent while it is up and messages that arrive while it is.

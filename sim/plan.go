@@ -30,10 +30,10 @@ func (w *world) plan() {
 	if w.on[FaultPause] {
 		k := victim()
 		k.pauseAtWrite = int(w.rng.between(1, 4))
-		k.pauseMs = w.rng.between(leaseTTLMs+500, leaseTTLMs+8000)
+		k.pauseOverMs = w.rng.between(500, 8000) // past the lease's TTL
 	}
 	if w.on[FaultLongHold] {
-		victim().holdMs = w.rng.between(2*leaseTTLMs, 5*leaseTTLMs)
+		victim().holdTTLs = w.rng.between(2, 5)
 	}
 	if w.on[FaultReorder] {
 		victim().reorderAt = uint64(w.rng.between(1, 3))

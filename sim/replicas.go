@@ -41,6 +41,7 @@ const separateStatusOneIn = 4
 func (w *world) newReplica() *replica {
 	cfg := registry.DefaultConfig(epochLive)
 	cfg.ClockSkewMaxMs = uint64(w.cfg.SkewBoundMs)
+	cfg.StatusProofTTLMs = w.proofTTLMs
 	cfg.LockDelayMs = max(cfg.LockDelayMs, cfg.ClockSkewMaxMs)
 	// One replica in four issues the earlier grant form (grant plus
 	// status, registry.Config.SeparateStatus), as during a rollout: a

@@ -47,6 +47,18 @@ type Report struct {
 	GhostWaiters    int `json:"ghostWaiters"`
 	UnusableGrants  int `json:"unusableGrants"`
 
+	// The lease clock, each required to be 0: a lease that reported HELD
+	// or RENEWING after its local deadline, an effect started after it.
+	HeldPastDeadline    int `json:"heldPastDeadline"`
+	EffectsPastDeadline int `json:"effectsPastDeadline"`
+	// Of which under leases shorter than 3 s.
+	HeldPastDeadlineShort    int `json:"heldPastDeadlineShortTTL"`
+	EffectsPastDeadlineShort int `json:"effectsPastDeadlineShortTTL"`
+	// The settings swept: acquires whose TTL the client refused before
+	// sending, and the TTLs drawn by band (TTLBands names them).
+	TTLRefused int    `json:"ttlRefusedUpFront"`
+	TTLDrawn   [5]int `json:"ttlDrawn"`
+
 	// The downstream hop: jobs handed off by accepted writes and applied at
 	// their target; stale and duplicate downstream effects must be 0.
 	JobsHandedOff    int `json:"jobsHandedOff"`
@@ -69,15 +81,20 @@ type Report struct {
 	WritesApplied        int     `json:"writesApplied"`
 	WritesFenced         int     `json:"writesFenced"`
 
-	HandoffP50Ms      int64   `json:"handoffP50Ms"`
-	HandoffP99Ms      int64   `json:"handoffP99Ms"`
-	HandoffBudgetMs   int64   `json:"handoffBudgetMs"`
-	Handoffs          int     `json:"handoffs"`
-	FirstWriteP99Ms   int64   `json:"firstWriteP99Ms"`
-	UnknownEntered    int     `json:"unknownEntered"`
-	Reconciles        int     `json:"mutationUnknownReconciles"`
-	UnknownReconcileS float64 `json:"unknownReconcileMaxS"`
-	UnknownUnresolved int     `json:"unknownUnresolved"`
+	HandoffP50Ms    int64 `json:"handoffP50Ms"`
+	HandoffP99Ms    int64 `json:"handoffP99Ms"`
+	HandoffBudgetMs int64 `json:"handoffBudgetMs"`
+	Handoffs        int   `json:"handoffs"`
+	// Handoffs across a partition between the next holder and the
+	// registry, or after a restore: the outage's, not the handoff's; not
+	// budgeted.
+	HandoffsExcused     int     `json:"handoffsNotBudgeted"`
+	HandoffExcusedP99Ms int64   `json:"handoffNotBudgetedP99Ms"`
+	FirstWriteP99Ms     int64   `json:"firstWriteP99Ms"`
+	UnknownEntered      int     `json:"unknownEntered"`
+	Reconciles          int     `json:"mutationUnknownReconciles"`
+	UnknownReconcileS   float64 `json:"unknownReconcileMaxS"`
+	UnknownUnresolved   int     `json:"unknownUnresolved"`
 
 	RegressionAlarms    int `json:"regressionAlarms"`
 	RegressionSuspected int `json:"regressionSuspectedAlarms"`
@@ -137,12 +154,15 @@ func newReport(cfg *Config, c *Counts, elapsed time.Duration) *Report {
 		ForgedAccepted: c.ForgedAccepted, HighestFencePolluted: c.HighestFencePolluted,
 		SegmentSkipAccepted: c.SegmentSkipAccepted, RegressionAccepted: c.RegressionAccepted, LostUpdates: c.LostUpdates,
 		SpuriousPauses: c.SpuriousPauses, BlockedHandoffs: c.BlockedHandoffs, GhostWaiters: c.GhostWaiters, UnusableGrants: c.UnusableGrants,
+		HeldPastDeadline: c.HeldPastDeadline, EffectsPastDeadline: c.EffectsPastDeadline, TTLRefused: c.TTLRefused, TTLDrawn: c.TTLDrawn,
+		HeldPastDeadlineShort: c.HeldPastDeadlineShort, EffectsPastDeadlineShort: c.EffectsPastDeadlineShort,
 		JobsHandedOff: c.JobsHandedOff, JobsApplied: c.JobsApplied, StaleDownstream: c.StaleDownstream, DuplicateEffects: c.DuplicateEffects,
 		AdapterInconsistent: c.AdapterInconsistent, StoreBatchFailed: c.StoreBatchFailed, StoreLost412: c.StoreLost412, StoreLostError: c.StoreLostError,
 		RegressionSuspected: c.RegressionSuspected, SQL: cfg.SQL, Objects: cfg.Objects, PG: cfg.PG, StoreFaults: cfg.StoreFaults,
 		WritesApplied: c.Applied, WritesFenced: c.Fenced, ProtectedCoveragePct: 100,
 		HandoffBudgetMs: cfg.HandoffBudgetMs, Handoffs: len(c.HandoffMs),
 		HandoffP50Ms: percentile(c.HandoffMs, 50), HandoffP99Ms: percentile(c.HandoffMs, 99),
+		HandoffsExcused: len(c.HandoffExcusedMs), HandoffExcusedP99Ms: percentile(c.HandoffExcusedMs, 99),
 		FirstWriteP99Ms: percentile(c.FirstWriteMs, 99),
 		UnknownEntered:  c.UnknownEntered, Reconciles: c.Reconciles,
 		UnknownReconcileS: float64(c.UnknownMaxMs) / 1000, UnknownUnresolved: c.UnknownUnresolved,
@@ -271,6 +291,8 @@ func (r *Report) WriteText(w io.Writer) {
 	row("ghost waiters", r.GhostWaiters, zero(r.GhostWaiters))
 	row("unusable grants", r.UnusableGrants, zero(r.UnusableGrants))
 	row("regressions not alarmed", r.RegressionNotAlarmed, zero(r.RegressionNotAlarmed))
+	row("leases HELD past their local deadline", r.HeldPastDeadline, fmt.Sprintf("%s; %d with a TTL below 3 s", zero(r.HeldPastDeadline), r.HeldPastDeadlineShort))
+	row("effects started past the local deadline", r.EffectsPastDeadline, fmt.Sprintf("%s; %d with a TTL below 3 s", zero(r.EffectsPastDeadline), r.EffectsPastDeadlineShort))
 	row("stale downstream effects", r.StaleDownstream, zero(r.StaleDownstream))
 	row("duplicate downstream effects", r.DuplicateEffects, fmt.Sprintf("%s; %d jobs handed off, %d applied at their target", zero(r.DuplicateEffects), r.JobsHandedOff, r.JobsApplied))
 	row("adapter inconsistencies", r.AdapterInconsistent, zero(r.AdapterInconsistent))
@@ -278,8 +300,14 @@ func (r *Report) WriteText(w io.Writer) {
 		row("store faults injected", r.StoreBatchFailed+r.StoreLost412+r.StoreLostError,
 			fmt.Sprintf("%d batch PUTs failed; %d landed manifest PUTs answered 412, %d an error", r.StoreBatchFailed, r.StoreLost412, r.StoreLostError))
 	}
+	var bands []string
+	for i, n := range r.TTLDrawn {
+		bands = append(bands, fmt.Sprintf("%s %d", TTLBands[i], n))
+	}
+	row("lease TTLs drawn", sum(r.TTLDrawn[:]), fmt.Sprintf("%s; %d refused before sending (below the client's minimum)", strings.Join(bands, ", "), r.TTLRefused))
 	row("protected-mutation coverage", fmt.Sprintf("%.2f%%", r.ProtectedCoveragePct), fmt.Sprintf("%d of %d applied writes", r.WritesFenced, r.WritesApplied))
-	row("handoff p50 / p99", fmt.Sprintf("%d / %d ms", r.HandoffP50Ms, r.HandoffP99Ms), fmt.Sprintf("budget %d ms, %d handoffs; first write p99 %d ms", r.HandoffBudgetMs, r.Handoffs, r.FirstWriteP99Ms))
+	row("handoff p50 / p99", fmt.Sprintf("%d / %d ms", r.HandoffP50Ms, r.HandoffP99Ms), fmt.Sprintf("budget %d ms, %d handoffs; first write p99 %d ms; %d across a partition or restore (not budgeted), p99 %d ms",
+		r.HandoffBudgetMs, r.Handoffs, r.FirstWriteP99Ms, r.HandoffsExcused, r.HandoffExcusedP99Ms))
 	row("UNKNOWN reconcile max", fmt.Sprintf("%.1f s", r.UnknownReconcileS), fmt.Sprintf("budget %d s; %d entered, %d reconciles, %d unresolved", UnknownReconcileBudgetS, r.UnknownEntered, r.Reconciles, r.UnknownUnresolved))
 	row("fence regressions alarmed", r.RegressionAlarms, fmt.Sprintf("%d grants re-issued at an old fence; %d operator resumes", r.RegressedGrants, r.OperatorResumes))
 	row("  suspected (alarm, no pause)", r.RegressionSuspected, "a lower fence whose HELD proof was within the skew bound of the highest grant")
@@ -330,3 +358,14 @@ func faultsLine(m map[string]float64) string {
 }
 
 func hex16(d uint64) string { return fmt.Sprintf("%016x", d) }
+
+// TTLBands names the bands of Report.TTLDrawn.
+var TTLBands = [5]string{"at the client's minimum", "below 3 s", "3-15 s", "15-60 s", "60 s-10 min"}
+
+func sum(xs []int) int {
+	n := 0
+	for _, x := range xs {
+		n += x
+	}
+	return n
+}

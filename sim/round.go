@@ -47,6 +47,7 @@ type world struct {
 	digest hash.Hash64
 
 	regClock    partyClock
+	proofTTLMs  uint64 // the registry's StatusProofTTLMs this round (settings.go)
 	beyondBound bool
 	store       *memstore.Store
 	regs        []*replica        // the registry's replicas (replicas.go)
@@ -76,6 +77,7 @@ func newWorld(cfg *Config, keys *keySet, round int, c *Counts, env *sqlEnv) *wor
 		w.on[f] = w.rng.chance(cfg.Rates[f])
 	}
 	w.chk = newChecker(w, c)
+	w.proofTTLMs = w.drawProofTTLMs()
 	w.store = memstore.New()
 	w.store.OnCommit(w.committed)
 	w.regs = []*replica{w.newReplica()}

@@ -21,7 +21,7 @@ func TestScriptedReissuedFenceIsRefusedByTheGate(t *testing.T) {
 	w := scriptedWorld(t)
 	k := w.workers[1]
 	empty := w.store.Image()
-	req := wire.AcquireRequest{Resource: w.res.name, OperationID: "op-b", OperationClass: "settle", RequestID: "req-b", TTLMs: leaseTTLMs}
+	req := wire.AcquireRequest{Resource: w.res.name, OperationID: "op-b", OperationClass: "settle", RequestID: "req-b", TTLMs: scriptedTTLMs}
 	write := func(is wire.Issued, seq uint64) gate.Outcome {
 		m := &gate.Mutation{
 			Resource: w.res.name, Lease: is.Grant.Lease, OperationID: "op-b", FenceToken: is.Grant.FenceToken,
@@ -76,11 +76,11 @@ func TestScriptedCopyAfterReleaseIsStale(t *testing.T) {
 		w := scriptedWorld(t)
 		k := w.workers[0]
 		ctx := context.Background()
-		is, err := w.regs[0].Acquire(ctx, k.name, wire.AcquireRequest{Resource: w.res.name, OperationID: "op-a", OperationClass: "settle", RequestID: "req-a", TTLMs: leaseTTLMs})
+		is, err := w.regs[0].Acquire(ctx, k.name, wire.AcquireRequest{Resource: w.res.name, OperationID: "op-a", OperationClass: "settle", RequestID: "req-a", TTLMs: scriptedTTLMs})
 		if err != nil {
 			t.Fatal(err)
 		}
-		l := core.NewLease(clientOptions, is, "op-a", k.localNow(), nil)
+		l := core.NewLease(k.limits, is, "op-a", k.localNow(), nil)
 		env := func(seq uint64) *gate.Mutation {
 			m, err := l.Envelope(k.localNow(), seq, payloadDigest("op-a", seq, 0))
 			if err != nil {
@@ -113,6 +113,9 @@ func TestScriptedCopyAfterReleaseIsStale(t *testing.T) {
 		}
 	}
 }
+
+// scriptedTTLMs is the scripted stories' lease TTL.
+const scriptedTTLMs = 3000
 
 // scriptedWorld is one round's world with default configuration, for
 // tests that script the parties by hand instead of letting faults fire.

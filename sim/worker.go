@@ -3,25 +3,27 @@ package sim
 import (
 	"time"
 
-	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/client/core"
 	"github.com/fencegate/fencegate/wire"
 )
 
-// Worker timing, in milliseconds of the worker's own clock.
+// Worker timing, in milliseconds of the worker's own clock. A lease's TTL
+// and the client's margins are drawn (settings.go).
 const (
-	leaseTTLMs    = 3000 // requested server-side TTL
 	acquireWaitMs = 1000 // a worker queues this long behind the holder (the registry's FIFO waiters), then asks again
-	// longWaitMs is the queueing of a long-hold round (FaultLongHold):
-	// longer than the TTL, so a grant may come after more than a TTL of
-	// waiting; not Session.Lock's 25 s chunk, because a lost answer to a
-	// long poll costs the whole chunk before the worker asks again.
-	longWaitMs      = 2 * leaseTTLMs
-	callTimeoutMs   = 300  // client.Options.CallTimeout: a registry call with no answer by then is lost
-	ackTimeoutMs    = 300  // a write with no answer by then is MUTATION_UNKNOWN
-	busyRetryMsMin  = 150  // acquire retry after a refusal, jittered up to twice this
-	reconcileMs     = 1000 // MUTATION_UNKNOWN: ask the resource this often
-	computeMsMin    = 50   // time to compute one segment
+	// longWaitTTLs: in a long-hold round (FaultLongHold) a worker queues
+	// this many of its own TTLs (at most longWaitMsMax), so a grant may
+	// come after more than a TTL of waiting; not Session.Lock's 25 s
+	// chunk, because a lost answer to a long poll costs the whole wait
+	// before the worker asks again.
+	longWaitTTLs    = 2
+	longWaitMsMax   = 6000   // as before the sweep (two 3 s TTLs): a lost answer to a long poll costs the whole wait
+	longHoldMsMax   = 60_000 // a long hold lasts 2-5 of the holder's TTLs, at most this
+	callTimeoutMs   = 300    // the call timeout before the sweep: one of the edges drawn
+	ackTimeoutMs    = 300    // a write with no answer by then is MUTATION_UNKNOWN
+	busyRetryMsMin  = 150    // acquire retry after a refusal, jittered up to twice this
+	reconcileMs     = 1000   // MUTATION_UNKNOWN: ask the resource this often
+	computeMsMin    = 50     // time to compute one segment
 	computeMsMax    = 250
 	opsPerWorker    = 3 // operations a worker attempts before giving up
 	giveUpMs        = 60_000
@@ -30,11 +32,6 @@ const (
 	segmentsMax     = 6
 	gapStreakMax    = 5 // SEGMENT_GAP this often in a row: the grant cannot continue
 )
-
-// clientOptions are the client's own defaults, with the call timeout the
-// simulated network's round trips call for (the lease core caps it at
-// TTL/4 anyway). The cores draw their jitter from the round's PRNG.
-var clientOptions = client.Options{CallTimeout: callTimeoutMs * time.Millisecond}.Limits()
 
 // worker is a client process: it acquires the lease (queueing behind the
 // holder), writes its operation in segments through the gate, renews, and
@@ -51,6 +48,10 @@ type worker struct {
 	name  string
 	clock partyClock
 
+	// limits are the worker's client options, drawn (settings.go); the
+	// cores draw their jitter from the round's PRNG.
+	limits core.Limits
+
 	inc         int // incarnation: bumps at each crash, voids old timers and answers
 	crashed     bool
 	pausedUntil int64
@@ -58,6 +59,7 @@ type worker struct {
 	// The journal survives a crash: written before each request is sent.
 	reqN     int
 	reqID    string
+	reqTTLMs uint64 // the request's TTL, drawn with it: a retry asks for the same
 	opID     string
 	ackedSeq uint64
 	sentSeq  uint64
@@ -66,6 +68,10 @@ type worker struct {
 	// under request journalReq.
 	journalLease string
 	journalReq   string
+
+	// probedDeadline is the local deadline the checker's last probe
+	// watches (checkDeadline).
+	probedDeadline time.Time
 
 	// Volatile state.
 	acq       *core.Acquire // while acquiring
@@ -92,8 +98,8 @@ type worker struct {
 
 	// Faults armed for this worker.
 	pauseAtWrite int
-	pauseMs      int64
-	holdMs       int64 // FaultLongHold: before its first write, keep the lease (renewing) this long
+	pauseOverMs  int64 // FaultPause: the pause lasts the lease's TTL plus this
+	holdTTLs     int64 // FaultLongHold: before its first write, keep the lease (renewing) this many TTLs
 	holdUntil    int64 // true ms: the long hold ends
 	reorderAt    uint64
 	payloadAt    uint64
@@ -102,7 +108,8 @@ type worker struct {
 }
 
 func newWorker(w *world, id party, clock partyClock) *worker {
-	return &worker{w: w, id: id, name: "worker-" + id.String(), clock: clock, opsLeft: opsPerWorker, unknownMs: -1}
+	return &worker{w: w, id: id, name: "worker-" + id.String(), clock: clock, opsLeft: opsPerWorker, unknownMs: -1,
+		limits: w.drawClientLimits()}
 }
 
 // timer runs fn after localMs of the worker's clock, unless it crashed
@@ -131,4 +138,7 @@ func (k *worker) run(inc int, fn func()) {
 
 func (k *worker) localNow() time.Time { return k.clock.at(k.w.now) }
 
-func (k *worker) certain() bool { return k.lease != nil && k.lease.Certain() }
+// certain reports whether the lease lets the worker start an effect now:
+// what the client reports (core.Lease.CertainAt, what Lease.State and
+// Lease.Ctx say), or under --break lease-clock what it reported before.
+func (k *worker) certain() bool { return k.lease != nil && k.reportsCertain(k.lease) }

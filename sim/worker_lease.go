@@ -36,19 +36,20 @@ func (k *worker) newRequest() {
 	k.ackedSeq, k.sentSeq = 0, 0
 	k.attemptMs = k.w.now
 	k.segs = uint64(k.w.rng.between(segmentsMin, segmentsMax))
+	k.reqTTLMs = k.drawTTLMs()
 }
 
 // acquire starts an acquire of the journalled request, waiting in the
 // registry's queue behind the holder.
 func (k *worker) acquire() {
 	req := wire.AcquireRequest{Resource: k.w.res.name, OperationID: k.opID, OperationClass: "settle",
-		RequestID: k.reqID, TTLMs: leaseTTLMs, WaitMs: acquireWaitMs}
+		RequestID: k.reqID, TTLMs: k.reqTTLMs, WaitMs: acquireWaitMs}
 	if k.w.on[FaultLongHold] {
 		// Queue for longer than the lease's own TTL, as Session.Lock does
 		// behind a long hold.
-		req.WaitMs = longWaitMs
+		req.WaitMs = min(longWaitTTLs*k.reqTTLMs, longWaitMsMax)
 	}
-	k.acq = core.NewAcquire(clientOptions, req, k.nextRequestID, func() float64 { return k.w.rng.float(0, 1) })
+	k.acq = core.NewAcquire(k.limits, req, k.nextRequestID, func() float64 { return k.w.rng.float(0, 1) })
 	k.driveAcquire()
 }
 
@@ -149,16 +150,6 @@ func endedGrant(is wire.Issued, err error, request string) *grant.Grant {
 	return is.Grant
 }
 
-// leaseFrom is the instant the new lease's TTL counts from: the product's
-// rule (AcquireCore.LeaseFrom), or, with the first-send break, the rule
-// before it, which left grants after long waits unusable.
-func (k *worker) leaseFrom(a *core.Acquire) time.Time {
-	if k.w.cfg.Break == BreakFirstSend {
-		return a.FirstSent()
-	}
-	return a.LeaseFrom(k.localNow())
-}
-
 // acquired ends an acquire: the lease, or a definite refusal, after which
 // the same journalled request is tried again (nothing was granted under
 // it) until the worker gives up.
@@ -183,7 +174,7 @@ func (k *worker) held(is wire.Issued, from time.Time) {
 		k.journalLease, k.journalReq, k.ackedSeq, k.sentSeq = is.Grant.Lease, is.Grant.RequestID, 0, 0
 	}
 	k.is = is
-	k.lease = core.NewLease(clientOptions, is, k.opID, from, func() float64 { return k.w.rng.float(-1, 1) })
+	k.lease = core.NewLease(k.leaseLimits(is.Grant.TTLMs), is, k.opID, from, func() float64 { return k.w.rng.float(-1, 1) })
 	k.checkUsable(is)
 	k.book()
 	if forgot && !k.w.cfg.NaiveRecovery {
@@ -196,7 +187,7 @@ func (k *worker) held(is wire.Issued, from time.Time) {
 		k.release()
 		return
 	}
-	k.w.chk.held(is.Grant.Lease, k.attemptMs)
+	k.w.chk.held(is.Grant.Lease, k.attemptMs, k.id)
 	k.w.heldHook(k)
 	k.w.tracef("%s HELD fence %d lease %s", k.name, is.Grant.FenceToken, is.Grant.Lease)
 	k.driveLease()
@@ -218,7 +209,7 @@ func (k *worker) checkUsable(is wire.Issued) {
 		return
 	}
 	left := time.Duration(k.w.chk.expiresMs(is.Grant.Lease)-k.answeredArrived) * time.Millisecond
-	best := k.answeredSent.Add(left - clientOptions.ExpiryMargin)
+	best := k.answeredSent.Add(left - k.limits.ExpiryMargin)
 	if now.Before(best.Add(-usableToleranceMs * time.Millisecond)) {
 		k.w.chk.unusable(k.name, is.Grant, k.w.now-k.attemptMs)
 	}
@@ -228,7 +219,10 @@ func (k *worker) checkUsable(is wire.Issued) {
 // in checkUsable.
 const usableToleranceMs = 20
 
-// driveLease asks the lease's core what to do now.
+// driveLease asks the lease's core what to do now. While a call is in
+// flight the core names its local deadline, and the worker looks again
+// then, beside the call's own timeout: the lease reports the loss at the
+// deadline itself.
 func (k *worker) driveLease() {
 	l := k.lease
 	if l == nil {
@@ -238,11 +232,15 @@ func (k *worker) driveLease() {
 	if k.book(); k.lease != l {
 		return // it ended
 	}
-	if call.Kind == core.CallNone {
-		k.armWake(wake, k.driveLease)
-		return
+	if call.Kind != core.CallNone {
+		k.sendLeaseCall(l, call)
+		_, wake = l.Next(k.localNow()) // in flight: only the deadline to watch
+		if !k.w.wakesWhileInFlight() {
+			wake = time.Time{}
+		}
 	}
-	k.sendLeaseCall(l, call)
+	k.armWake(wake, k.driveLease)
+	k.probeDeadline(l)
 }
 
 func (k *worker) sendLeaseCall(l *core.Lease, call core.Call) {

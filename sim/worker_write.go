@@ -22,6 +22,7 @@ func (k *worker) writeNext() {
 		return
 	}
 	seq := k.ackedSeq + 1
+	k.effectStarted()
 	if k.reorderAt == seq && seq < k.segs {
 		k.reorderAt = 0
 		k.sendSeg(seq+1, payloadDigest(k.opID, seq+1, 0), false) // computed concurrently, sent early
@@ -33,8 +34,9 @@ func (k *worker) writeNext() {
 // starting it before the first write: its lease's core keeps renewing
 // meanwhile, and the writes begin when the hold ends.
 func (k *worker) holding() bool {
-	if k.holdMs > 0 {
-		k.holdUntil, k.holdMs = k.w.now+k.holdMs, 0
+	if k.holdTTLs > 0 {
+		holdMs := min(k.holdTTLs*int64(k.is.Grant.TTLMs), longHoldMsMax)
+		k.holdUntil, k.holdTTLs = k.w.now+holdMs, 0
 		k.w.chk.heldLong(k.is.Grant.Lease)
 		k.w.tracef("%s holds its lease %d ms before writing", k.name, k.holdUntil-k.w.now)
 		k.w.after(k.holdUntil-k.w.now, func() { k.run(k.inc, k.writeNext) })
@@ -115,8 +117,9 @@ func (k *worker) sendSeg(seq uint64, payload grant.Digest, tracked bool) {
 	if k.pauseAtWrite == k.writes {
 		// Frozen between deciding to write and sending: the classic
 		// stale writer. Everything else of this worker waits too.
-		k.pausedUntil = k.w.now + k.pauseMs
-		k.w.tracef("%s paused %d ms before sending segment %d", k.name, k.pauseMs, seq)
+		pauseMs := int64(k.lease.Grant().TTLMs) + k.pauseOverMs
+		k.pausedUntil = k.w.now + pauseMs
+		k.w.tracef("%s paused %d ms before sending segment %d", k.name, pauseMs, seq)
 		k.w.at(k.pausedUntil, send)
 		return
 	}
