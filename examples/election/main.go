@@ -28,7 +28,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Printf("leading term=%d at=%d\n", lead.Grant().FenceToken, time.Now().UnixMilli())
+	fmt.Printf("leading term=%d at=%d\n", lead.Fence(), time.Now().UnixMilli())
 	select {
 	case <-time.After(time.Second): // the leader's work; lead.Ctx() ends if leadership is lost
 	case <-lead.Ctx().Done():
@@ -37,7 +37,7 @@ func main() {
 	if l, err := e.Leader(ctx); err == nil {
 		fmt.Printf("leader %s term=%d\n", l.Identity, l.Term)
 	}
-	fmt.Printf("resigning term=%d at=%d\n", lead.Grant().FenceToken, time.Now().UnixMilli())
+	fmt.Printf("resigning term=%d at=%d\n", lead.Fence(), time.Now().UnixMilli())
 	if err := lead.Release(ctx); err != nil {
 		log.Fatal(err)
 	}

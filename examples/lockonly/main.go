@@ -26,11 +26,11 @@ func main() {
 		log.Fatal(err)
 	}
 	defer lease.Release(ctx)
-	fmt.Printf("start fence=%d at=%d\n", lease.Grant().FenceToken, time.Now().UnixMilli())
+	fmt.Printf("start fence=%d at=%d\n", lease.Fence(), time.Now().UnixMilli())
 	select {
 	case <-time.After(time.Second): // the job
 	case <-lease.Ctx().Done():
 		log.Fatal("the lock is no longer certain: stop")
 	}
-	fmt.Printf("done fence=%d at=%d\n", lease.Grant().FenceToken, time.Now().UnixMilli())
+	fmt.Printf("done fence=%d at=%d\n", lease.Fence(), time.Now().UnixMilli())
 }

@@ -52,5 +52,5 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Printf("wrote total=%d under fence %d\n", total, lease.Grant().FenceToken)
+	fmt.Printf("wrote total=%d under fence %d\n", total, lease.Fence())
 }
