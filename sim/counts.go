@@ -88,10 +88,14 @@ type Counts struct {
 	HandoffExcusedMs []int64
 	FirstWriteMs     []int64 // lease end → next holder's first accepted write
 
-	UnknownEntered    int   // OWNERSHIP_UNKNOWN entries
-	UnknownMaxMs      int64 `merge:"max"` // longest OWNERSHIP_UNKNOWN or MUTATION_UNKNOWN until resolved
-	Reconciles        int   // MUTATION_UNKNOWN reconciles completed
-	UnknownUnresolved int   // unresolved at a round's end
+	UnknownEntered int   // OWNERSHIP_UNKNOWN entries
+	UnknownMaxMs   int64 `merge:"max"` // longest OWNERSHIP_UNKNOWN or MUTATION_UNKNOWN until resolved
+	// UnknownAfterRestoreMaxMs: the same, for those resolved after the
+	// store was restored in their round (not budgeted: a revived lease
+	// holds its resource for whatever TTL it had, up to 10 min).
+	UnknownAfterRestoreMaxMs int64 `merge:"max"`
+	Reconciles               int   // MUTATION_UNKNOWN reconciles completed
+	UnknownUnresolved        int   // unresolved at a round's end
 
 	BeyondBoundRounds   int // rounds whose gate clock lagged beyond the skew bound
 	BeyondBoundDetected int // of which the skew monitor noticed
@@ -123,7 +127,14 @@ func (c *Counts) violation(round int, roundSeed uint64, kind, detail string) {
 	}
 }
 
-func (c *Counts) unknownResolved(ms int64) { c.UnknownMaxMs = max(c.UnknownMaxMs, ms) }
+// unknownResolved records how long an UNKNOWN took to resolve.
+func (c *Counts) unknownResolved(ms int64, afterRestore bool) {
+	if afterRestore {
+		c.UnknownAfterRestoreMaxMs = max(c.UnknownAfterRestoreMaxMs, ms)
+		return
+	}
+	c.UnknownMaxMs = max(c.UnknownMaxMs, ms)
+}
 
 // ttlDrawn counts a drawn TTL in its band (TTLDrawn); least is the
 // client's shortest for the worker's margins.
@@ -142,9 +153,9 @@ func (c *Counts) ttlDrawn(ttlMs, least int64) {
 	}
 }
 
-func (c *Counts) reconciled(ms int64) {
+func (c *Counts) reconciled(ms int64, afterRestore bool) {
 	c.Reconciles++
-	c.UnknownMaxMs = max(c.UnknownMaxMs, ms)
+	c.unknownResolved(ms, afterRestore)
 }
 
 // merge adds o (a later round) into c, field by field as countsMerge

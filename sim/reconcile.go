@@ -35,7 +35,7 @@ func (w *world) reconcile(k *worker, u client.Unknown) {
 				}
 				done = true
 				w.reconcilesUp--
-				w.counts.reconciled(w.now - since)
+				w.counts.reconciled(w.now-since, w.chk.afterRestore)
 				w.tracef("%s: MUTATION_UNKNOWN of %s fence %d segment %d resolved %s", k.name, u.OperationID, u.FenceToken, u.SegmentSeq, res.Verdict)
 			})
 		})

@@ -319,7 +319,7 @@ func (k *worker) book() {
 
 func (k *worker) resolveUnknown() {
 	if k.unknownMs >= 0 {
-		k.w.counts.unknownResolved(k.w.now - k.unknownMs)
+		k.w.counts.unknownResolved(k.w.now-k.unknownMs, k.w.chk.afterRestore)
 		k.unknownMs = -1
 	}
 }
