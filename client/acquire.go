@@ -12,104 +12,116 @@ import (
 
 // Acquire obtains a lease on r.Resource and returns it HELD.
 //
-// The request ID is kept until the registry gives a final answer: after a
-// lost answer the client asks for the grant by the same request ID
-// (QueryRequest) and, if none exists yet, sends the same acquire again; it
-// never switches IDs while the old attempt could still be granted. If ctx
-// ends first, the session remembers the ID: a later Acquire with the same
-// parameters reuses it, and one with other parameters gets *PendingError
-// until TTL + Wait + AcquireMargin passed since the ID was last sent.
+// The session fills r: TTLMs 0 takes Options.TTLDefault (the client
+// always names the TTL, so an acquire whose answer was lost is waited out
+// for exactly that long), OperationID "" a fresh "op-…", OperationClass ""
+// OperationClassDefault. RequestID is the session's: it draws one and
+// keeps it until the registry gives a final answer; a request that sets
+// one is refused (wire.ErrInvalid). WaitMs is how long to queue behind
+// other holders (0: fail at once with BUSY).
+//
+// After a lost answer the client asks for the grant by the same request
+// ID (QueryRequest) and, if none exists yet, sends the same acquire again;
+// it never switches IDs while the old attempt could still be granted. If
+// ctx ends first, the session remembers the ID: a later Acquire with the
+// same parameters reuses it, and one with other parameters gets
+// *PendingError until TTL + Wait + AcquireMargin passed since the ID was
+// last sent.
 //
 // A definite refusal (BUSY, WAIT_TIMEOUT, TTL_OUT_OF_RANGE, …) is final and
 // returned wrapped; errors.Is against the registry sentinels works. Every
-// decision is the AcquireCore's; this is its driver.
+// decision is the acquire's core's (core.Acquire); this is its shell.
 //
 // Before anything is sent, a TTL shorter than the session's margins
 // allow (TTLMin) and options no lease can work with (Options.Validate)
 // are refused with a *SettingsError (ErrSettings; for the TTL also
 // wire.ErrTTLOutOfRange) that names the range that works.
-func (s *Session) Acquire(ctx context.Context, r AcquireRequest) (*Lease, error) {
-	return s.acquire(ctx, r, nil)
+func (s *Session) Acquire(ctx context.Context, r wire.AcquireRequest) (*Lease, error) {
+	return s.acquire(ctx, r, core.Begin{})
 }
 
-// acquire is Acquire, with mode (if not nil) applied to the acquire's core
-// before each call of it (Lock's WaitAsLock).
-func (s *Session) acquire(ctx context.Context, r AcquireRequest, mode func(*core.Acquire)) (*Lease, error) {
+// acquire is Acquire, the core told how this call queues (Lock's
+// LockChunk). The shell feeds the core and performs what it asks for:
+// Next, the call, Step its answer, Next again, until Next hands over the
+// grant or the error that ends the acquire.
+func (s *Session) acquire(ctx context.Context, r wire.AcquireRequest, begin core.Begin) (*Lease, error) {
 	a, err := s.begin(r)
 	if err != nil {
 		return nil, err
 	}
-	if mode != nil {
-		s.mu.Lock()
-		mode(a.core)
-		s.mu.Unlock()
-	}
+	s.mu.Lock()
+	a.core.Step(s.o.Clock.Now(), begin)
+	s.mu.Unlock()
 	for {
 		s.mu.Lock()
-		call, wake := a.core.Next(s.o.Clock.Now())
+		rd := a.core.Next(s.o.Clock.Now())
 		s.mu.Unlock()
-		if call.Kind == core.CallNone {
-			if done, is, err := a.core.Done(); done {
-				return s.answered(a, is, err)
-			}
-			if err := a.core.Unreachable(); err != nil {
-				s.finish(a, false) // the request ID stays pending: it may still be granted
-				return nil, err
-			}
-			if err := s.sleepUntil(ctx, wake); err != nil {
-				s.finish(a, false)
-				return nil, fmt.Errorf("client: acquire %s: request %s has no final answer: %w", r.Resource, a.core.Request().RequestID, err)
-			}
+		if rd.NeedsRequestID {
+			s.mu.Lock()
+			a.core.Step(s.o.Clock.Now(), core.NewRequest{RequestID: s.rnd.requestID()})
+			s.mu.Unlock()
 			continue
 		}
-		req := a.core.Request()
-		is, err := timedCall(ctx, s.o.Clock, call.Timeout, time.Time{}, nil, func(c context.Context) (wire.Issued, error) {
-			if call.Kind == core.CallQueryRequest {
-				return s.t.QueryRequest(c, req.RequestID)
-			}
-			return s.t.Acquire(c, req)
-		})
-		s.mu.Lock()
-		a.core.Answer(s.o.Clock.Now(), call, is, err)
-		trans := a.core.Transitions()
-		s.mu.Unlock()
-		s.notify(req.RequestID, trans)
+		if rd.Call.Kind != core.CallNone {
+			is, err := timedCall(ctx, s.o.Clock, s.t, rd.Call, time.Time{}, nil)
+			s.mu.Lock()
+			out := a.core.Step(s.o.Clock.Now(), core.Answer{Call: rd.Call, Issued: is, Err: err})
+			s.mu.Unlock()
+			s.notify(rd.Call.Request.RequestID, out)
+			continue
+		}
+		switch {
+		case rd.Granted != nil:
+			return s.granted(a, *rd.Granted), nil
+		case rd.Err != nil:
+			s.finish(a, true)
+			return nil, rd.Err
+		case rd.Unreachable != nil:
+			s.finish(a, false) // the request ID stays pending: it may still be granted
+			return nil, rd.Unreachable
+		}
+		if err := s.sleepUntil(ctx, rd.Wake); err != nil {
+			s.finish(a, false)
+			s.mu.Lock()
+			id := a.core.View().Request.RequestID
+			s.mu.Unlock()
+			return nil, fmt.Errorf("client: acquire %s: request %s has no final answer: %w", r.Resource, id, err)
+		}
 	}
 }
 
-// answered ends an Acquire on the core's final answer: the lease, or the
-// error (and the request ID is forgotten either way).
-func (s *Session) answered(a *attempt, is wire.Issued, err error) (*Lease, error) {
-	if err != nil {
-		s.finish(a, true)
-		return nil, err
-	}
-	// The lease's TTL counts from an instant the registry's own start of
-	// the lease cannot precede (AcquireCore.LeaseFrom): after a wait of any
-	// length the lease is usable for its whole TTL.
-	l := newLease(s, s.t, s.o, is, a.req.OperationID, a.core.LeaseFrom(s.o.Clock.Now()))
+// granted starts the lease the acquire's core handed over and forgets the
+// request ID.
+func (s *Session) granted(a *attempt, g core.Granted) *Lease {
+	l := newLease(s, s.t, s.o, g)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.pending, a.req.Resource)
 	s.live[a.req.Resource] = l
-	return l, nil
+	return l
 }
 
-func (s *Session) notify(requestID string, trans []core.Transition) {
+// notify hands an acquire's transitions to OnTransition: under the
+// request ID, and the last, REQUESTED → HELD, under the granted lease's.
+func (s *Session) notify(requestID string, out core.AcquireReady) {
 	if s.o.OnTransition == nil {
 		return
 	}
-	for _, t := range trans {
-		s.o.OnTransition(requestID, t.From, t.To, t.Event)
+	for _, t := range out.Transitions {
+		key := requestID
+		if t.Event == core.EvAcquireOK && out.Granted != nil {
+			key = out.Granted.Issued.Grant.Lease
+		}
+		s.o.OnTransition(key, t.From, t.To, t.Event)
 	}
 }
 
 // begin reserves the resource for one acquire: it reuses the pending
 // request ID when the parameters match, and refuses while another attempt
 // or a live lease exists.
-func (s *Session) begin(r AcquireRequest) (*attempt, error) {
-	if r.TTL == 0 {
-		r.TTL = s.o.TTLDefault // always explicit: a lost answer is waited out for exactly this
+func (s *Session) begin(r wire.AcquireRequest) (*attempt, error) {
+	if r.TTLMs == 0 {
+		r.TTLMs = uint64(s.o.TTLDefault / time.Millisecond) // always explicit: a lost answer is waited out for exactly this
 	}
 	if r.OperationClass == "" {
 		r.OperationClass = OperationClassDefault
@@ -117,10 +129,13 @@ func (s *Session) begin(r AcquireRequest) (*attempt, error) {
 	if err := grant.ValidateResource(r.Resource); err != nil {
 		return nil, fmt.Errorf("client: acquire: %w: %w", wire.ErrInvalid, err)
 	}
+	if r.RequestID != "" {
+		return nil, fmt.Errorf("client: acquire %s: %w: RequestID %q: the session draws and keeps request IDs; leave it empty", r.Resource, wire.ErrInvalid, r.RequestID)
+	}
 	if err := s.o.Validate(); err != nil {
 		return nil, err
 	}
-	if err := s.o.Limits().CheckTTL(r.TTL); err != nil {
+	if err := s.o.Limits().CheckTTL(time.Duration(r.TTLMs) * time.Millisecond); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
@@ -133,13 +148,13 @@ func (s *Session) begin(r AcquireRequest) (*attempt, error) {
 		if r.OperationID == "" {
 			r.OperationID = a.req.OperationID // left to the session: the pending acquire's
 		}
-		pe := &PendingError{Resource: r.Resource, RequestID: a.core.Request().RequestID, ReusableAt: a.core.ReusableAt()}
+		v := a.core.View()
+		pe := &PendingError{Resource: r.Resource, RequestID: v.Request.RequestID, ReusableAt: v.ReusableAt}
 		switch {
 		case a.active:
 			return nil, pe
-		case sameParams(a.req, r.wire("")):
-			a.active = true
-			a.core.Restart()
+		case sameParams(a.req, r):
+			a.active = true // Begin lets it ask at once
 			return a, nil
 		case now.Before(pe.ReusableAt):
 			return nil, pe
@@ -147,10 +162,10 @@ func (s *Session) begin(r AcquireRequest) (*attempt, error) {
 		delete(s.pending, r.Resource) // presumed over: whatever it did has expired
 	}
 	if r.OperationID == "" {
-		r.OperationID = "op-" + s.newRequestIDLocked()[len("req-"):]
+		r.OperationID = "op-" + s.rnd.requestID()[len("req-"):]
 	}
-	req := r.wire(s.newRequestIDLocked())
-	a := &attempt{req: req, active: true, core: core.NewAcquire(s.o.Limits(), req, s.newRequestIDLocked, s.o.Rand.Float64)}
+	r.RequestID = s.rnd.requestID()
+	a := &attempt{req: r, active: true, core: core.NewAcquire(s.o.Limits(), r, s.rnd.float64)}
 	s.pending[r.Resource] = a
 	return a, nil
 }
@@ -177,7 +192,7 @@ func (s *Session) sleepUntil(ctx context.Context, t time.Time) error {
 
 // Lock acquires r.Resource, waiting for it as long as ctx allows — there
 // is no cap of its own. It queues at the registry in long polls of at most
-// Options.LockWaitChunk (r.Wait is ignored), each asking again with the
+// Options.LockWaitChunk (r.WaitMs is ignored), each asking again with the
 // same request ID, so the waiter keeps the place in the FIFO queue where it
 // joined, however long it waits. It returns the lease HELD, or the first
 // error that is not a wait running out. When ctx has a deadline, the
@@ -186,13 +201,13 @@ func (s *Session) sleepUntil(ctx context.Context, t time.Time) error {
 // holds the resource. If ctx ends first (cancelled, or no answer in
 // time), its error is returned wrapped and the request ID stays pending,
 // as for Acquire.
-func (s *Session) Lock(ctx context.Context, r AcquireRequest) (*Lease, error) {
-	r.Wait = s.o.LockWaitChunk
+func (s *Session) Lock(ctx context.Context, r wire.AcquireRequest) (*Lease, error) {
+	r.WaitMs = uint64(s.o.LockWaitChunk / time.Millisecond)
 	var until time.Time
 	if dl, ok := ctx.Deadline(); ok {
 		until = dl.Add(-s.o.CallTimeout)
 	}
-	l, err := s.acquire(ctx, r, func(a *core.Acquire) { a.WaitAsLock(s.o.LockWaitChunk, until) })
+	l, err := s.acquire(ctx, r, core.Begin{LockChunk: s.o.LockWaitChunk, LockUntil: until})
 	if err != nil && ctx.Err() != nil {
 		return nil, fmt.Errorf("client: lock %s: %w", r.Resource, ctx.Err())
 	}

@@ -1,6 +1,6 @@
 // This file proves, over random holds, waits, network delays, lost
 // answers and client clocks (offset anywhere, rate within the bound), the
-// two halves of AcquireCore.LeaseFrom against a real registry stepped in
+// two halves of Granted.From (the acquire core's hand-off) against a real registry stepped in
 // virtual time: safety — a lease's local deadline never falls after the
 // registry's own expiry of that grant; and usability — a grant whose
 // answer came back (not lost) is usable for about its whole TTL however
@@ -32,7 +32,7 @@ const rateErrorMax = 0.002
 func TestPropertyLeaseFromIsSafeAndUsable(t *testing.T) {
 	waited := 0
 	rapid.Check(t, func(rt *rapid.T) {
-		out := runAcquireStory(rt, func(a *core.Acquire, now time.Time) time.Time { return a.LeaseFrom(now) })
+		out := runAcquireStory(rt, func(r core.AcquireReady, _ core.AcquireView) time.Time { return r.Granted.From })
 		if out.granted && out.waitedMs > int64(out.ttlMs) {
 			waited++
 		}
@@ -55,7 +55,7 @@ func TestPropertyLeaseFromIsSafeAndUsable(t *testing.T) {
 func TestPropertyFirstSentRuleLeavesGrantsUnusable(t *testing.T) {
 	unusable := 0
 	rapid.Check(t, func(rt *rapid.T) {
-		out := runAcquireStory(rt, func(a *core.Acquire, _ time.Time) time.Time { return a.FirstSent() })
+		out := runAcquireStory(rt, func(_ core.AcquireReady, v core.AcquireView) time.Time { return v.FirstSent })
 		if out.granted && out.usable <= 0 {
 			unusable++
 		}
@@ -81,10 +81,11 @@ type storyOutcome struct {
 }
 
 // runAcquireStory lets a holder keep the resource for a random time while
-// a waiter's AcquireCore queues for it over a network with random delays
+// a waiter's acquire core queues for it over a network with random delays
 // and, sometimes, a lost answer; from computes the instant the lease's TTL
-// counts from.
-func runAcquireStory(rt *rapid.T, from func(*core.Acquire, time.Time) time.Time) storyOutcome {
+// counts from, out of the core's last answer (Granted.From: the step that
+// took the answer, at its arrival) and its view.
+func runAcquireStory(rt *rapid.T, from func(core.AcquireReady, core.AcquireView) time.Time) storyOutcome {
 	ctx := context.Background()
 	clock := clienttest.NewFakeClock()
 	reg, err := clienttest.NewRegistry(clock, nil, nil)
@@ -105,7 +106,7 @@ func runAcquireStory(rt *rapid.T, from func(*core.Acquire, time.Time) time.Time)
 	req := wire.AcquireRequest{Resource: clienttest.Resource, OperationID: "op-b", OperationClass: "settle",
 		RequestID: "req-b", TTLMs: ttlMs, WaitMs: uint64(rapid.Int64Range(1000, 30_000).Draw(rt, "waitMs"))}
 	n := 0
-	a := core.NewAcquire(o.Limits(), req, func() string { n++; return "req-b-" + string(rune('a'+n)) }, func() float64 { return 0.5 })
+	a := core.NewAcquire(o.Limits(), req, func() float64 { return 0.5 })
 	out := storyOutcome{ttlMs: ttlMs, ttl: time.Duration(ttlMs) * time.Millisecond}
 	started, renewed := clock.Now(), clock.Now()
 	var (
@@ -113,6 +114,7 @@ func runAcquireStory(rt *rapid.T, from func(*core.Acquire, time.Time) time.Time)
 		call     core.Call
 		arriveAt time.Time // registry clock: the call reaches the registry
 		answered bool
+		last     core.AcquireReady // the core's answer to the last Step
 	)
 	for step := 0; step < 10_000; step++ {
 		now := clock.Now()
@@ -123,26 +125,33 @@ func runAcquireStory(rt *rapid.T, from func(*core.Acquire, time.Time) time.Time)
 			_, _ = reg.Renew(ctx, clienttest.OwnerA, clienttest.Resource, holder.Grant.Lease)
 			renewed = now
 		}
-		if done, is, err := a.Done(); done {
-			if err != nil || is.Grant == nil {
+		if last.Done() {
+			if last.Err != nil {
 				return out
 			}
+			is := last.Granted.Issued
 			out.granted = true
 			out.waitedMs = is.Grant.IssuedAt.Sub(started).Milliseconds()
-			deadline := from(a, out.receivedAt).Add(out.ttl - o.ExpiryMargin)
+			deadline := from(last, a.View()).Add(out.ttl - o.ExpiryMargin)
 			out.usable = deadline.Sub(out.receivedAt)
 			out.deadlineReg = c.toRegistry(deadline)
 			out.expiresReg = is.Grant.ExpiresAt
 			return out
 		}
 		if inflight == nil && !answered {
-			if k, _ := a.Next(c.now()); k.Kind != core.CallNone {
+			rd := a.Next(c.now())
+			if rd.NeedsRequestID {
+				n++
+				a.Step(c.now(), core.NewRequest{RequestID: "req-b-" + string(rune('a'+n))})
+				rd = a.Next(c.now())
+			}
+			if k := rd.Call; k.Kind != core.CallNone {
 				call, answered = k, false
 				arriveAt = now.Add(time.Duration(rapid.Int64Range(0, 300).Draw(rt, "delayMs")) * time.Millisecond)
 			}
 		}
 		if call.Kind != core.CallNone && !answered && !now.Before(arriveAt) {
-			answered = deliver(rt, reg, &inflight, call, req, a, c, &out)
+			answered = deliver(rt, reg, &inflight, call, req, a, c, &out, &last)
 		}
 		if answered {
 			answered, call = false, core.Call{}
@@ -155,9 +164,10 @@ func runAcquireStory(rt *rapid.T, from func(*core.Acquire, time.Time) time.Time)
 
 // deliver hands the call in flight to the registry (or steps its waiting
 // acquire) and, once it has an answer, gives it to the core after a
-// random delay, or loses it. It reports whether the call is over.
+// random delay, or loses it (last is the core's answer to that step). It
+// reports whether the call is over.
 func deliver(rt *rapid.T, reg *clienttest.Registry, inflight **registry.Acquisition, call core.Call,
-	req wire.AcquireRequest, a *core.Acquire, c *storyClock, out *storyOutcome) bool {
+	req wire.AcquireRequest, a *core.Acquire, c *storyClock, out *storyOutcome, last *core.AcquireReady) bool {
 	ctx := context.Background()
 	var (
 		is  wire.Issued
@@ -166,10 +176,10 @@ func deliver(rt *rapid.T, reg *clienttest.Registry, inflight **registry.Acquisit
 	switch call.Kind {
 	case core.CallQueryRequest:
 		c.arrived = c.now()
-		is, err = reg.QueryRequest(ctx, clienttest.OwnerB, a.Request().RequestID)
+		is, err = reg.QueryRequest(ctx, clienttest.OwnerB, call.Request.RequestID)
 	default:
 		if *inflight == nil {
-			r := a.Request()
+			r := call.Request
 			r.WaitMs = req.WaitMs
 			c.arrived = c.now()
 			if *inflight, err = reg.StartAcquire(clienttest.OwnerB, r); err != nil {
@@ -186,12 +196,12 @@ func deliver(rt *rapid.T, reg *clienttest.Registry, inflight **registry.Acquisit
 	c.skip(time.Duration(rapid.Int64Range(0, 300).Draw(rt, "backMs")) * time.Millisecond)
 	if rapid.IntRange(0, 5).Draw(rt, "lose") == 0 {
 		out.lost = true
-		a.Lost(c.now(), call)
+		*last = a.Step(c.now(), core.Lost{Call: call})
 		return true
 	}
 	out.receivedAt = c.now()
 	out.rtt = c.arrived.Sub(call.Sent) + out.receivedAt.Sub(answerAt) // the flights, not the wait in the queue
-	a.Answer(out.receivedAt, call, is, err)
+	*last = a.Step(out.receivedAt, core.Answer{Call: call, Issued: is, Err: err})
 	return true
 }
 
@@ -238,20 +248,21 @@ func (c *storyClock) toRegistry(t time.Time) time.Time {
 func TestLeaseFromAfterARestart(t *testing.T) {
 	o := client.Options{}.WithDefaults()
 	req := wire.AcquireRequest{Resource: clienttest.Resource, OperationID: "op", OperationClass: "settle", RequestID: "req-journalled", TTLMs: 10_000}
-	a := core.NewAcquire(o.Limits(), req, func() string { return "req-next" }, func() float64 { return 0.5 })
+	a := core.NewAcquire(o.Limits(), req, func() float64 { return 0.5 })
 	sent := clienttest.T0.Add(time.Minute)
-	call, _ := a.Next(sent)
+	call := a.Next(sent).Call
 	iss := gatetest.NewIssuer("restart")
 	iss.Now = sent.Add(-8 * time.Second) // granted to the process before the restart
 	g, gp := iss.Grant(gatetest.Writer{Resource: req.Resource, Owner: "worker", Lease: "lease-old", OperationID: "op", Fence: 3})
 	g.RequestID, g.TTLMs, g.ExpiresAt = req.RequestID, req.TTLMs, iss.Now.Add(10*time.Second)
 	iss.Now, iss.StatusValidFor = sent, time.Second
 	st, sp := iss.Status(g, grant.StateHeld)
-	a.Answer(sent.Add(10*time.Millisecond), call, wire.Issued{Grant: g, GrantProof: gp, Status: st, StatusProof: sp, ExpiresAfterMs: 2000}, nil)
-	if done, _, err := a.Done(); !done || err != nil {
-		t.Fatalf("the core did not take the grant: %v", err)
+	r := a.Step(sent.Add(10*time.Millisecond), core.Answer{Call: call,
+		Issued: wire.Issued{Grant: g, GrantProof: gp, Status: st, StatusProof: sp, ExpiresAfterMs: 2000}})
+	if r.Granted == nil {
+		t.Fatalf("the core did not take the grant: %v", r.Err)
 	}
-	if from := a.LeaseFrom(sent.Add(10 * time.Millisecond)); !from.Equal(sent.Add(-8 * time.Second)) {
+	if from := r.Granted.From; !from.Equal(sent.Add(-8 * time.Second)) {
 		t.Fatalf("LeaseFrom %s, want %s: 2 s before expiry less the 10 s TTL", from.Sub(sent), -8*time.Second)
 	}
 }

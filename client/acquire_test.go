@@ -208,7 +208,7 @@ func TestDefaultTTLIsSentAndWaitedOut(t *testing.T) {
 		return clienttest.DropRequest
 	}
 	r := clienttest.Request("op-1")
-	r.TTL = 0
+	r.TTLMs = 0
 	sent := f.Clock.Now()
 	if _, err := f.Acquire(ctx, w, r); err == nil {
 		t.Fatal("acquire succeeded with every answer lost")

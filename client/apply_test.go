@@ -20,6 +20,7 @@ import (
 	"github.com/fencegate/fencegate/gate/sqlgate"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/testkit/clienttest"
+	"github.com/fencegate/fencegate/wire"
 )
 
 func TestApplyWritesSettlesAndFences(t *testing.T) {
@@ -46,7 +47,7 @@ func TestApplyWritesSettlesAndFences(t *testing.T) {
 			return err
 		}
 	}
-	a, err := session(clienttest.OwnerA, 1).Lock(ctx, client.AcquireRequest{Resource: "totals/b"})
+	a, err := session(clienttest.OwnerA, 1).Lock(ctx, wire.AcquireRequest{Resource: "totals/b"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +70,7 @@ func TestApplyWritesSettlesAndFences(t *testing.T) {
 	if _, err := reg.Break(ctx, "totals/b"); err != nil {
 		t.Fatal(err)
 	}
-	b, err := session(clienttest.OwnerB, 2).Lock(ctx, client.AcquireRequest{Resource: "totals/b"})
+	b, err := session(clienttest.OwnerB, 2).Lock(ctx, wire.AcquireRequest{Resource: "totals/b"})
 	if err != nil {
 		t.Fatal(err)
 	}

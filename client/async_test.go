@@ -68,8 +68,8 @@ func TestAsyncWorkerEnvelopesGetTheSameChecks(t *testing.T) {
 	// Segment 2 cannot be refreshed (the lease is released); sent as it
 	// is, the gate rejects it (stale proof, and a fence below the highest).
 	m2 := <-queue
-	if err := worker(m2); !errors.Is(err, client.ErrNotHeld) {
-		t.Fatalf("refresh of a released lease: %v, want ErrNotHeld", err)
+	if err := worker(m2); !errors.Is(err, client.ErrNotCertain) {
+		t.Fatalf("refresh of a released lease: %v, want ErrNotCertain", err)
 	}
 	if _, err := res.Write(f.Ctx, clienttest.OwnerA, m2, "queued"); gate.IsSuccess(err) || gate.OutcomeOf(err) == "" {
 		t.Fatalf("stale queued segment: %v, want a gate rejection", err)

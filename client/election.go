@@ -91,7 +91,8 @@ func (e *Election) Campaign(ctx context.Context, c Campaign) (*Lease, error) {
 	if c.OperationClass == "" {
 		c.OperationClass = CampaignClassDefault
 	}
-	l, err := e.s.Lock(ctx, AcquireRequest{Resource: e.resource, OperationID: c.OperationID, OperationClass: c.OperationClass, TTL: c.TTL})
+	l, err := e.s.Lock(ctx, wire.AcquireRequest{Resource: e.resource, OperationID: c.OperationID, OperationClass: c.OperationClass,
+		TTLMs: uint64(c.TTL / time.Millisecond)})
 	if err != nil {
 		return nil, fmt.Errorf("client: campaign %s: %w", e.resource, err)
 	}

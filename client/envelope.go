@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/fencegate/fencegate/client/core"
 	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/grant"
 )
@@ -13,7 +14,7 @@ import (
 // its proof, the latest HELD status proof, the operation ID, the fence and
 // the segment, all together.
 //
-// It refuses with *NotHeldError unless ownership is certain (HELD or
+// It refuses with *NotCertainError unless ownership is certain (HELD or
 // RENEWING, not releasing) and the local deadline is ahead, and with
 // ErrProofStale unless the status proof's validUntil − ProofMargin is
 // still ahead by the client's clock. The check is made here, at the
@@ -29,14 +30,12 @@ import (
 // gate applies exactly the same checks to it whenever it arrives. If it
 // waits past its status proof, the holder refreshes it with Refresh.
 func (l *Lease) Envelope(segmentSeq uint64, payload grant.Digest) (gate.Mutation, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	m, err := l.core.Envelope(l.o.Clock.Now(), segmentSeq, payload)
-	var nh *NotHeldError
-	if errors.As(err, &nh) && nh.Reason == "local deadline passed" || errors.Is(err, ErrProofStale) {
+	rd := l.step(core.BuildEnvelope{Segment: segmentSeq, Payload: payload})
+	var nc *NotCertainError
+	if errors.As(rd.Err, &nc) && nc.Reason == "local deadline passed" || errors.Is(rd.Err, ErrProofStale) {
 		l.wake() // the loop will step Deadline and query, or refresh the proof
 	}
-	return m, err
+	return rd.Envelope, rd.Err
 }
 
 // Settle records the resource's answer to segment segmentSeq of this
@@ -46,9 +45,7 @@ func (l *Lease) Envelope(segmentSeq uint64, payload grant.Digest) (gate.Mutation
 // in the network could be accepted later. Never settle a write whose
 // answer was lost.
 func (l *Lease) Settle(segmentSeq uint64, answer gate.Outcome) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.core.Settle(segmentSeq, answer)
+	l.step(core.Settle{Segment: segmentSeq, Outcome: answer})
 }
 
 // Refresh rebuilds m, an envelope of this lease that waited (in a queue,
@@ -73,9 +70,5 @@ func (l *Lease) Refresh(m gate.Mutation) (gate.Mutation, error) {
 }
 
 // forget drops segmentSeq's envelope from the release's drain: it never
-// left the process (core.Lease.Forget).
-func (l *Lease) forget(segmentSeq uint64) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.core.Forget(segmentSeq)
-}
+// left the process (core.Forget).
+func (l *Lease) forget(segmentSeq uint64) { l.step(core.Forget{Segment: segmentSeq}) }

@@ -18,10 +18,12 @@ var (
 	// the registry acted on it (bad request, not authenticated, forbidden).
 	// Transports wrap it; the client treats it as a final "no".
 	ErrRefused = core.ErrRefused
-	// ErrNotHeld: the lease does not let the client produce effects now
-	// (state not HELD/RENEWING, local deadline passed, or releasing). The
-	// error is a *NotHeldError saying why.
-	ErrNotHeld = core.ErrNotHeld
+	// ErrNotCertain: the lease does not let the client produce effects
+	// now: ownership is not certain (state not HELD/RENEWING, local
+	// deadline passed, or releasing). The error is a *NotCertainError
+	// saying why. Not the gate's NOT_HELD (gate.ErrNotHeld), the
+	// registry's word on a grant that a gate passes on.
+	ErrNotCertain = core.ErrNotCertain
 	// ErrProofStale: the status proof is too close to its validUntil to
 	// send; the lease refreshes it on its own schedule: ask again.
 	ErrProofStale = core.ErrProofStale
@@ -50,9 +52,9 @@ var (
 	ErrSuperseded = errors.New("client: superseded")
 )
 
-// NotHeldError says why an envelope or call was refused; it wraps
-// ErrNotHeld.
-type NotHeldError = core.NotHeldError
+// NotCertainError says why an envelope was refused; it wraps
+// ErrNotCertain.
+type NotCertainError = core.NotCertainError
 
 // SettingsError names a setting that cannot work, its value and the
 // range that works; it wraps ErrSettings (and, for an acquire's TTL,

@@ -17,6 +17,7 @@ import (
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/testkit/clienttest"
 	"github.com/fencegate/fencegate/testkit/gatetest"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // Acquire, build a fenced envelope, release.
@@ -27,8 +28,8 @@ func Example() {
 	s := client.NewSession(registry.Direct{Registry: reg.Registry, Owner: "worker-settlement-7"},
 		client.Options{Clock: clock, Rand: rand.New(rand.NewPCG(1, 1)), Manual: true})
 
-	l, err := s.Acquire(ctx, client.AcquireRequest{
-		Resource: "invoice-batch/2026-07-19", OperationID: "settle-42", OperationClass: "settle", TTL: 10 * time.Second,
+	l, err := s.Acquire(ctx, wire.AcquireRequest{
+		Resource: "invoice-batch/2026-07-19", OperationID: "settle-42", OperationClass: "settle", TTLMs: 10_000,
 	})
 	if err != nil {
 		fmt.Println(err)
@@ -57,12 +58,12 @@ func ExampleLease_Tick() {
 	reg, _ := clienttest.NewRegistry(clock, nil, nil)
 	net := &clienttest.Lossy{Inner: registry.Direct{Registry: reg.Registry, Owner: "worker-settlement-7"}}
 	s := client.NewSession(net, client.Options{Clock: clock, Rand: rand.New(rand.NewPCG(1, 1)), Manual: true,
-		OnTransition: func(_ string, from, to client.State, ev client.Event) {
-			if ev != client.EvRenewDue && ev != client.EvRenewOK {
+		OnTransition: func(_ string, from, to client.LeaseState, ev client.LeaseEvent) {
+			if ev != "RenewDue" && ev != "RenewOK" {
 				fmt.Printf("%s -%s-> %s\n", from, ev, to)
 			}
 		}})
-	l, _ := s.Acquire(ctx, client.AcquireRequest{Resource: "invoice-batch/2026-07-19", OperationID: "settle-42", OperationClass: "settle", TTL: 10 * time.Second})
+	l, _ := s.Acquire(ctx, wire.AcquireRequest{Resource: "invoice-batch/2026-07-19", OperationID: "settle-42", OperationClass: "settle", TTLMs: 10_000})
 	held := l.Ctx()
 
 	net.Fault = func(op, _ string) clienttest.Fault { return clienttest.DropResponse } // the network eats every answer
@@ -101,7 +102,7 @@ func ExampleResolver_Resolve() {
 
 	s := client.NewSession(registry.Direct{Registry: reg.Registry, Owner: "worker-settlement-7"},
 		client.Options{Clock: clock, Rand: rand.New(rand.NewPCG(1, 1)), Manual: true})
-	l, _ := s.Acquire(ctx, client.AcquireRequest{Resource: "invoice-batch/2026-07-19", OperationID: "settle-42", OperationClass: "settle", TTL: 10 * time.Second})
+	l, _ := s.Acquire(ctx, wire.AcquireRequest{Resource: "invoice-batch/2026-07-19", OperationID: "settle-42", OperationClass: "settle", TTLMs: 10_000})
 	m, _ := l.Envelope(1, gatetest.Payload("rows 1-1000"))
 	noop := func(context.Context, *sql.Tx) error { return nil }
 	_, _ = g.Run(ctx, db, "worker-settlement-7", &m, noop) // committed, but the ACK never arrives

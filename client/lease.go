@@ -7,15 +7,15 @@ import (
 
 	"github.com/fencegate/fencegate/client/core"
 	"github.com/fencegate/fencegate/grant"
-	"github.com/fencegate/fencegate/wire"
 )
 
 // Lease is one held grant and the shell that keeps it: it renews at a
 // fraction of the server TTL, refreshes the status proof before it
 // expires, and the moment ownership is no longer certain it cancels Ctx()
-// and refuses envelopes. Every decision is its LeaseCore's; the shell owns
-// the clock, the Transport, the goroutine and the locks. The simulator
-// drives the same core.
+// and refuses envelopes. Every decision is its core's (core.Lease); the
+// shell owns the clock, the Transport, the goroutine and the locks: it
+// feeds the core what happened and performs the call the core asks for.
+// The simulator drives the same core.
 //
 // A lease can be lost at any moment without the client knowing (a pause,
 // a partition). Ctx() and State() say what the client knows; the gate's
@@ -25,13 +25,15 @@ type Lease struct {
 	o     Options
 	owner *Session
 
-	// Lock order: opMu, then mu, then the session's lock (jitter draws
-	// from the session's rand under mu); the session never takes a lease
-	// lock while holding its own.
+	// Lock order: opMu, then mu, then the session's lock; the session
+	// never takes a lease lock while holding its own. The session's draws
+	// (the core's renewal jitter) lock a leaf of their own.
 	opMu sync.Mutex // serializes registry calls: at most one in flight per lease
 
 	mu       sync.Mutex
 	core     *core.Lease
+	grant    *grant.Grant // immutable, as operation
+	op       string
 	ctx      context.Context
 	cancel   context.CancelFunc
 	done     chan struct{}
@@ -45,15 +47,18 @@ type Lease struct {
 	applied uint64
 }
 
-// newLease builds a HELD lease from an acquire answer whose TTL counts
-// from from (core.Acquire.LeaseFrom).
-func newLease(s *Session, t Transport, o Options, is wire.Issued, operationID string, from time.Time) *Lease {
-	l := &Lease{t: t, o: o, owner: s, done: make(chan struct{}), kick: make(chan struct{}, 1)}
+// newLease starts the HELD lease an acquire's core handed over.
+func newLease(s *Session, t Transport, o Options, g core.Granted) *Lease {
+	l := &Lease{t: t, o: o, owner: s, grant: g.Issued.Grant, op: g.OperationID, done: make(chan struct{}), kick: make(chan struct{}, 1)}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	l.cancel() // replaced below: a context exists only while ownership is certain
 	l.mu.Lock()
-	l.core = core.NewLease(o.Limits(), is, operationID, from, l.jitter)
-	notify := l.syncLocked()
+	var jitter func() float64 // in [-1, 1) from the session's seeded rand; nil: none
+	if s != nil {
+		jitter = func() float64 { return s.rnd.float64()*2 - 1 }
+	}
+	l.core = core.NewLease(o.Limits(), g, jitter)
+	notify := l.syncLocked(core.LeaseReady{})
 	l.mu.Unlock()
 	notify()
 	if !o.Manual {
@@ -65,14 +70,14 @@ func newLease(s *Session, t Transport, o Options, is wire.Issued, operationID st
 }
 
 // Grant returns the grant this lease holds (immutable).
-func (l *Lease) Grant() *grant.Grant { return l.core.Grant() }
+func (l *Lease) Grant() *grant.Grant { return l.grant }
 
 // GrantProof returns the registry's proof over the grant (the one every
 // envelope carries).
 func (l *Lease) GrantProof() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.core.Issued().GrantProof
+	return l.core.View().Issued.GrantProof
 }
 
 // Unsettled returns how many envelopes await a final answer (Settle):
@@ -80,24 +85,24 @@ func (l *Lease) GrantProof() string {
 func (l *Lease) Unsettled() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.core.Unsettled()
+	return l.core.View().Unsettled
 }
 
 // OperationID returns the operation the grant's operation root binds.
-func (l *Lease) OperationID() string { return l.core.OperationID() }
+func (l *Lease) OperationID() string { return l.op }
 
 // Fence returns the grant's fence token: the per-resource number the
 // gate orders writes by (Grant().FenceToken). Put it in your own writes
 // where the protected resource checks a fence itself.
-func (l *Lease) Fence() uint64 { return l.core.Grant().FenceToken }
+func (l *Lease) Fence() uint64 { return l.grant.FenceToken }
 
 // State returns the current local state. It is never HELD or RENEWING
 // at or after the local deadline (Deadline): from that instant it reads
 // OWNERSHIP_UNKNOWN, even before the lease's own timer has fired.
-func (l *Lease) State() State {
+func (l *Lease) State() LeaseState {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.core.StateAt(l.o.Clock.Now())
+	return l.core.View().StateAt(l.o.Clock.Now())
 }
 
 // Ctx returns the ownership context: it is cancelled the instant ownership
@@ -110,7 +115,7 @@ func (l *Lease) State() State {
 func (l *Lease) Ctx() context.Context {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.ctx.Err() == nil && !l.core.CertainAt(l.o.Clock.Now()) {
+	if l.ctx.Err() == nil && !l.core.View().CertainAt(l.o.Clock.Now()) {
 		l.cancel() // the deadline passed and the timer has not run yet
 		l.wake()
 	}
@@ -122,7 +127,7 @@ func (l *Lease) Ctx() context.Context {
 func (l *Lease) Releasing() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.core.Releasing()
+	return l.core.View().Releasing
 }
 
 // DrainUntil is when Release would send the release if it began now: the
@@ -131,7 +136,7 @@ func (l *Lease) Releasing() bool {
 func (l *Lease) DrainUntil() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.core.DrainUntil()
+	return l.core.View().DrainUntil
 }
 
 // Done is closed when the lease ends: EXPIRED or RELEASED.
@@ -142,32 +147,25 @@ func (l *Lease) Done() <-chan struct{} { return l.done }
 func (l *Lease) Deadline() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.core.Schedule().Deadline
+	return l.core.View().Schedule.Deadline
 }
 
-// jitter draws from the session's seeded rand in [-1, 1).
-func (l *Lease) jitter() float64 {
-	if l.owner == nil {
-		return 0
-	}
-	return l.owner.float64()*2 - 1
-}
-
-// syncLocked applies what the core did since the last sync: the ownership
-// context follows core.CertainAt (cancelled when it turns false; a fresh one
-// when it turns true again), Done closes when the lease ends. It returns
-// the notifications (OnTransition, the session's bookkeeping) to run once
-// l.mu is released, so hooks may call back into the lease.
-func (l *Lease) syncLocked() func() {
-	trans := l.core.Transitions()
-	certain, live := l.core.CertainAt(l.o.Clock.Now()), l.ctx.Err() == nil
+// syncLocked applies what a step of the core left (rd) and where it
+// stands: the ownership context follows CertainAt (cancelled when it turns
+// false; a fresh one when it turns true again), Done closes when the
+// lease ends. It returns the notifications (OnTransition, the session's
+// bookkeeping) to run once l.mu is released, so hooks may call back into
+// the lease.
+func (l *Lease) syncLocked(rd core.LeaseReady) func() {
+	trans, v := rd.Transitions, l.core.View()
+	certain, live := v.CertainAt(l.o.Clock.Now()), l.ctx.Err() == nil
 	switch {
 	case live && !certain:
 		l.cancel()
 	case !live && certain:
 		l.ctx, l.cancel = context.WithCancel(context.Background())
 	}
-	ending := !l.ended && l.core.State().Terminal()
+	ending := !l.ended && v.State.Terminal()
 	if ending {
 		l.ended = true
 		close(l.done)
@@ -175,7 +173,7 @@ func (l *Lease) syncLocked() func() {
 			l.stopLoop()
 		}
 	}
-	hook, lease := l.o.OnTransition, l.core.Grant().Lease
+	hook, lease := l.o.OnTransition, l.grant.Lease
 	return func() {
 		if ending && l.owner != nil {
 			l.owner.ended(l)
@@ -188,7 +186,7 @@ func (l *Lease) syncLocked() func() {
 	}
 }
 
-// loop runs Tick whenever the core asks, until the lease ends.
+// loop ticks the lease whenever its core asks, until the lease ends.
 func (l *Lease) loop(ctx context.Context) {
 	for {
 		wake := l.tick(ctx)

@@ -75,19 +75,19 @@ func renewsForLives(t *testing.T, ttl time.Duration, lives int) {
 	var unknown, renewals int
 	s := client.NewSession(registry.Direct{Registry: reg.Registry, Owner: clienttest.OwnerA}, client.Options{
 		Rand: rand.New(rand.NewPCG(uint64(ttl), 1)),
-		OnTransition: func(_ string, from, to client.State, ev client.Event) {
+		OnTransition: func(_ string, from, to client.LeaseState, ev client.LeaseEvent) {
 			mu.Lock()
 			defer mu.Unlock()
 			if to == client.StateUnknown {
 				unknown++
 			}
-			if ev == client.EvRenewOK {
+			if ev == "RenewOK" {
 				renewals++
 			}
 		},
 	})
 	r := clienttest.Request("op-clock")
-	r.TTL = ttl
+	r.TTLMs = uint64(ttl.Milliseconds())
 	l, err := s.Acquire(context.Background(), r)
 	if err != nil {
 		t.Fatal(err)
@@ -130,7 +130,7 @@ func TestTTLBelowTheMarginsIsRefusedBeforeAnyCall(t *testing.T) {
 	} {
 		c.o.Clock, c.o.Manual = f.Clock, true
 		r := clienttest.Request("op-short")
-		r.TTL = c.ttl
+		r.TTLMs = uint64(c.ttl.Milliseconds())
 		_, err := client.NewSession(tr, c.o).Acquire(f.Ctx, r)
 		var se *client.SettingsError
 		if !errors.As(err, &se) || se.Want != c.want || !errors.Is(err, wire.ErrTTLOutOfRange) {
@@ -171,14 +171,14 @@ func TestDeadlineTimerWhileRenewing(t *testing.T) {
 	s := client.NewSession(hang,
 		client.Options{Clock: f.Clock, Rand: rand.New(rand.NewPCG(3, 3)), Manual: true})
 	r := clienttest.Request("op-hang")
-	r.TTL = 2 * time.Second // local life 1 s, calls time out after 250 ms
+	r.TTLMs = 2000 // local life 1 s, calls time out after 250 ms
 	l, err := s.Acquire(f.Ctx, r)
 	if err != nil {
 		t.Fatal(err)
 	}
 	deadline, ctx := l.Deadline(), l.Ctx()
 	f.Clock.Advance(deadline.Sub(f.Clock.Now()) - 100*time.Millisecond) // renewal long due, not sent: the loop stalled
-	ticked := make(chan client.State)
+	ticked := make(chan client.LeaseState)
 	go func() { ticked <- l.Tick(f.Ctx) }() // sends the renewal, which hangs for its 250 ms
 	<-hang.got
 	f.Clock.Advance(100 * time.Millisecond) // the deadline; the renewal's timeout is 150 ms away

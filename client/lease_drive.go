@@ -20,7 +20,7 @@ const callsPerTickMax = 4
 // synchronously, and returns the state after. The background loop calls
 // it; with Options.Manual the caller (a deterministic test) does. ctx
 // bounds the calls.
-func (l *Lease) Tick(ctx context.Context) State {
+func (l *Lease) Tick(ctx context.Context) LeaseState {
 	l.tick(ctx)
 	return l.State()
 }
@@ -33,98 +33,108 @@ func (l *Lease) tick(ctx context.Context) time.Time {
 	l.opMu.Lock()
 	defer l.opMu.Unlock()
 	for range callsPerTickMax {
-		l.mu.Lock()
-		call, at := l.core.Next(l.o.Clock.Now())
-		notify := l.syncLocked()
-		l.mu.Unlock()
-		notify()
-		if call.Kind == core.CallNone {
-			return at
+		rd := l.next()
+		if rd.Call.Kind == core.CallNone {
+			return rd.Wake
 		}
-		l.do(ctx, call)
+		l.do(ctx, rd)
 	}
 	return l.o.Clock.Now()
 }
 
-// do makes one call the core asked for and gives it the answer. While the
-// call is in flight a timer on the local deadline stands guard: if the
-// deadline comes first, the core steps it at once (Next, with the call
-// still in flight, makes no other call) and the ownership context is
-// cancelled then, not when the call's answer or timeout comes.
-func (l *Lease) do(ctx context.Context, call core.Call) error {
-	g := l.core.Grant()
-	var deadline time.Time // zero: nothing to guard (ownership is not certain)
+// next feeds the core the clock's now (Next: the tick) and applies what
+// it left.
+func (l *Lease) next() core.LeaseReady {
 	l.mu.Lock()
-	if l.core.Certain() {
-		deadline = l.core.Schedule().Deadline
-	}
-	l.mu.Unlock()
-	guard := func() {
-		l.mu.Lock()
-		if l.core.Inflight() == call {
-			l.core.Next(l.o.Clock.Now())
-		}
-		notify := l.syncLocked()
-		l.mu.Unlock()
-		notify()
-	}
-	is, err := timedCall(ctx, l.o.Clock, call.Timeout, deadline, guard, func(c context.Context) (wire.Issued, error) {
-		switch call.Kind {
-		case core.CallRefresh:
-			return l.t.Status(c, g)
-		case core.CallRelease:
-			return wire.Issued{}, l.t.Release(c, g.Resource, g.Lease)
-		}
-		return l.t.Renew(c, g.Resource, g.Lease)
-	})
-	l.mu.Lock()
-	l.core.Answer(l.o.Clock.Now(), call, is, err)
-	notify := l.syncLocked()
+	rd := l.core.Next(l.o.Clock.Now())
+	notify := l.syncLocked(rd)
 	l.mu.Unlock()
 	notify()
+	return rd
+}
+
+// step feeds the core one input at the clock's now and applies what it
+// left.
+func (l *Lease) step(in core.LeaseInput) core.LeaseReady {
+	l.mu.Lock()
+	rd := l.core.Step(l.o.Clock.Now(), in)
+	notify := l.syncLocked(rd)
+	l.mu.Unlock()
+	notify()
+	return rd
+}
+
+// do makes the call the core asked for (rd.Call) and feeds it the answer.
+// While the call is in flight a timer on the local deadline (rd.Wake,
+// while ownership is certain) stands guard: if the deadline comes first,
+// the shell ticks the core then (Next, with the call in flight, makes no
+// other call and steps the deadline), and the ownership context is
+// cancelled at the deadline, not when the call's answer or timeout comes.
+func (l *Lease) do(ctx context.Context, rd core.LeaseReady) error {
+	is, err := timedCall(ctx, l.o.Clock, l.t, rd.Call, rd.Wake, func() { l.next() })
+	l.step(core.Answer{Call: rd.Call, Issued: is, Err: err})
 	return err
 }
 
-// timedCall runs fn with a deadline by the injected clock, so a simulated
-// network's delay is judged in the clock's time, not the machine's. If
-// at is not zero, guard runs once the clock reaches it while fn is still
-// running (a lease's local deadline); timedCall returns only after guard
-// did, if it started.
-func timedCall(ctx context.Context, c Clock, d time.Duration, at time.Time, guard func(), fn func(context.Context) (wire.Issued, error)) (wire.Issued, error) {
+// timedCall makes call over t with its timeout by the injected clock, so
+// a simulated network's delay is judged in the clock's time, not the
+// machine's, and returns its answer (a call past its timeout is
+// cancelled, and answers with ctx's error: lost). The call runs on a
+// goroutine of its own; if alarm is not zero, tick runs on this one once
+// the clock reaches it while the call is still in flight (a lease's local
+// deadline), so the core is only ever fed from here.
+func timedCall(ctx context.Context, c Clock, t Transport, call core.Call, alarm time.Time, tick func()) (wire.Issued, error) {
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stop, watched := make(chan struct{}), make(chan struct{})
-	timeout := c.After(d) // set before fn starts: the call's time counts from now
-	var alarm <-chan time.Time
-	if !at.IsZero() {
-		alarm = c.After(at.Sub(c.Now()))
+	timeout := c.After(call.Timeout) // set before the call starts: its time counts from now
+	var alarmC <-chan time.Time
+	if !alarm.IsZero() {
+		alarmC = c.After(alarm.Sub(c.Now()))
 	}
+	type answer struct {
+		is  wire.Issued
+		err error
+	}
+	answered := make(chan answer, 1)
 	go func() {
-		defer close(watched)
-		for {
-			select {
-			case <-timeout:
-				cancel()
-				return
-			case <-alarm:
-				alarm = nil
-				guard()
-			case <-stop:
-				return
-			}
-		}
+		is, err := perform(cctx, t, call)
+		answered <- answer{is, err}
 	}()
-	is, err := fn(cctx)
-	close(stop)
-	<-watched
-	return is, err
+	for {
+		select {
+		case a := <-answered:
+			return a.is, a.err
+		case <-timeout:
+			timeout, alarmC = nil, nil
+			cancel()
+		case <-alarmC:
+			alarmC = nil
+			tick()
+		}
+	}
+}
+
+// perform makes one call a core asked for over t: the one place a core's
+// call becomes a Transport call.
+func perform(ctx context.Context, t Transport, call core.Call) (wire.Issued, error) {
+	switch call.Kind {
+	case core.CallAcquire:
+		return t.Acquire(ctx, call.Request)
+	case core.CallQueryRequest:
+		return t.QueryRequest(ctx, call.Request.RequestID)
+	case core.CallRefresh:
+		return t.Status(ctx, call.Grant)
+	case core.CallRelease:
+		return wire.Issued{}, t.Release(ctx, call.Grant.Resource, call.Grant.Lease)
+	}
+	return t.Renew(ctx, call.Grant.Resource, call.Grant.Lease) // CallRenew, CallQuery
 }
 
 // Release gives the lease up, after draining: ownership stops being
 // certain at once (Ctx() is cancelled, envelopes are refused), and the
 // release is sent once no envelope built by Envelope and not Settled can
 // still be accepted — its status proof's validUntil plus DrainMargin
-// (LeaseCore.DrainUntil). A status proof outlives a release, so without
+// (DrainUntil). A status proof outlives a release, so without
 // the drain a copy of a write whose answer was lost could be accepted
 // after the registry freed the resource and before the next owner wrote.
 // Settle every envelope the resource answered, and Release returns at
@@ -146,41 +156,35 @@ func (l *Lease) Release(ctx context.Context) error { return l.release(ctx, true)
 func (l *Lease) ReleaseNoDrain(ctx context.Context) error { return l.release(ctx, false) }
 
 func (l *Lease) release(ctx context.Context, drain bool) error {
-	l.mu.Lock()
-	l.core.BeginRelease(l.o.Clock.Now(), drain)
-	notify := l.syncLocked()
-	l.mu.Unlock()
-	notify()
+	l.step(core.Release{Drain: drain})
 	l.wake()
 	var last error
 	for {
 		l.opMu.Lock()
+		rd := l.next()
 		l.mu.Lock()
-		call, wake := l.core.Next(l.o.Clock.Now())
-		notify := l.syncLocked()
-		st := l.core.State()
+		ended := l.core.View().State.Terminal()
 		l.mu.Unlock()
-		notify()
-		if st.Terminal() {
+		if ended {
 			l.opMu.Unlock()
 			return nil
 		}
-		if call.Kind != core.CallNone {
-			err := l.do(ctx, call)
+		if rd.Call.Kind != core.CallNone {
+			err := l.do(ctx, rd)
 			l.opMu.Unlock()
 			if err != nil && ctx.Err() == nil {
-				last = fmt.Errorf("client: release %s: %w", l.core.Grant().Lease, err)
+				last = fmt.Errorf("client: release %s: %w", l.grant.Lease, err)
 			}
 			continue
 		}
 		l.opMu.Unlock()
 		var timer <-chan time.Time
-		if !wake.IsZero() {
-			timer = l.o.Clock.After(wake.Sub(l.o.Clock.Now()))
+		if !rd.Wake.IsZero() {
+			timer = l.o.Clock.After(rd.Wake.Sub(l.o.Clock.Now()))
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("client: release %s: %w (last: %w)", l.core.Grant().Lease, ctx.Err(), last)
+			return fmt.Errorf("client: release %s: %w (last: %w)", l.grant.Lease, ctx.Err(), last)
 		case <-timer:
 		}
 	}

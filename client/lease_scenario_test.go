@@ -9,7 +9,7 @@
 //	lease ttl=SECONDS sent=SECONDS at=SECONDS expires-after=SECONDS [proof=SECONDS]
 //	                     granted at at in answer to an acquire sent at sent, whose answer says the
 //	                     lease expires expires-after seconds after the acquire reached the registry;
-//	                     an AcquireCore reads the answer and the lease counts from its LeaseFrom
+//	                     an acquire's core reads the answer and the lease counts from its Granted.From
 //	next at=T            -> none [wake=T] | renew | refresh | query | release
 //	answer KIND at=T [proof=T]   KIND: held, expired, refused, ok, lost
 //	                     -> STATE (REQUESTED, HELD, RENEWING, OWNERSHIP_UNKNOWN, EXPIRED, RELEASED)
@@ -52,16 +52,15 @@ func TestLeaseScenarios(t *testing.T) {
 }
 
 type leaseScenario struct {
-	t     *testing.T
-	iss   *gatetest.Issuer
-	g     *grant.Grant
-	gp    string
-	core  *core.Lease
-	call  core.Call // the call in flight
-	got   string    // what the last step produced, for its expectation
-	step  string
-	o     client.Options
-	trans []core.Transition
+	t    *testing.T
+	iss  *gatetest.Issuer
+	g    *grant.Grant
+	gp   string
+	core *core.Lease
+	call core.Call // the call in flight
+	got  string    // what the last step produced, for its expectation
+	step string
+	o    client.Options
 }
 
 func secs(v string) time.Time {
@@ -129,28 +128,27 @@ func (s *leaseScenario) do(a scenariotext.Args) {
 		if v, ok := a.Opts["proof"]; ok {
 			proof = secs(v)
 		}
-		is, from := s.issued(grant.StateHeld, sent, proof), sent
+		hand := core.Granted{Issued: s.issued(grant.StateHeld, sent, proof), OperationID: "op-a", From: sent}
 		if v, ok := a.Opts["sent"]; ok {
-			is.ExpiresAfterMs = secs(a.Opts["expires-after"]).Sub(gatetest.T0).Milliseconds()
-			from = s.acquired(secs(v), sent, is)
+			hand.Issued.ExpiresAfterMs = secs(a.Opts["expires-after"]).Sub(gatetest.T0).Milliseconds()
+			hand = s.acquired(secs(v), sent, hand.Issued)
 		}
-		s.core = core.NewLease(s.o.Limits(), is, "op-a", from, nil)
-		s.got = s.states()
+		s.core = core.NewLease(s.o.Limits(), hand, nil)
+		s.got = s.state()
 	case "next":
-		call, wake := s.core.Next(at())
-		s.got = call.Kind.String()
-		if call.Kind == core.CallNone && !wake.IsZero() {
-			s.got += " wake=" + stamp(wake)
+		rd := s.core.Next(at())
+		s.got = rd.Call.Kind.String()
+		if rd.Call.Kind == core.CallNone && !rd.Wake.IsZero() {
+			s.got += " wake=" + stamp(rd.Wake)
 		}
-		if call.Kind != core.CallNone {
-			s.call = call
+		if rd.Call.Kind != core.CallNone {
+			s.call = rd.Call
 		}
-		s.states() // transitions a Next made are shown by the answer's step
 	case "answer":
 		s.answer(a.Words[1], at(), a.Opts)
 	case "envelope":
-		_, err := s.core.Envelope(at(), uint64(a.Uint("seq", 1)), gatetest.Payload("p"))
-		var nh *client.NotHeldError
+		err := s.core.Step(at(), core.BuildEnvelope{Segment: uint64(a.Uint("seq", 1)), Payload: gatetest.Payload("p")}).Err
+		var nh *client.NotCertainError
 		switch {
 		case err == nil:
 			s.got = "ok"
@@ -162,11 +160,11 @@ func (s *leaseScenario) do(a scenariotext.Args) {
 			s.got = err.Error()
 		}
 	case "settle":
-		s.core.Settle(uint64(a.Uint("seq", 1)), gate.Outcome(a.Words[1]))
+		s.core.Step(gatetest.T0, core.Settle{Segment: uint64(a.Uint("seq", 1)), Outcome: gate.Outcome(a.Words[1])})
 		s.got = ""
 	case "release":
-		s.core.BeginRelease(at(), len(a.Words) < 2 || a.Words[1] != "nodrain")
-		s.got = "releasing until=" + stamp(s.core.ReleaseAt())
+		s.core.Step(at(), core.Release{Drain: len(a.Words) < 2 || a.Words[1] != "nodrain"})
+		s.got = "releasing until=" + stamp(s.core.View().ReleaseAt)
 	default:
 		s.t.Fatalf("%s: unknown command %q", s.step, cmd)
 	}
@@ -175,37 +173,34 @@ func (s *leaseScenario) do(a scenariotext.Args) {
 func (s *leaseScenario) answer(kind string, at time.Time, opts map[string]string) {
 	switch kind {
 	case "lost":
-		s.core.Lost(at, s.call)
+		s.core.Step(at, core.Lost{Call: s.call})
 	case "held":
-		s.core.Answer(at, s.call, s.issued(grant.StateHeld, at, secs(opts["proof"])), nil)
+		s.core.Step(at, core.Answer{Call: s.call, Issued: s.issued(grant.StateHeld, at, secs(opts["proof"]))})
 	case "expired":
-		s.core.Answer(at, s.call, s.issued(grant.StateExpired, at, at), nil)
+		s.core.Step(at, core.Answer{Call: s.call, Issued: s.issued(grant.StateExpired, at, at)})
 	case "refused":
-		s.core.Answer(at, s.call, wire.Issued{}, fmt.Errorf("%w: lease expired", wire.ErrLeaseExpired))
+		s.core.Step(at, core.Answer{Call: s.call, Err: fmt.Errorf("%w: lease expired", wire.ErrLeaseExpired)})
 	case "ok":
-		s.core.Answer(at, s.call, wire.Issued{}, nil)
+		s.core.Step(at, core.Answer{Call: s.call})
 	default:
 		s.t.Fatalf("%s: unknown answer %q", s.step, kind)
 	}
-	s.got = s.states()
+	s.got = s.state()
 }
 
 // acquired runs the acquire's core for an acquire sent at sent and
-// answered with is at at, and returns the instant the lease counts from.
-func (s *leaseScenario) acquired(sent, at time.Time, is wire.Issued) time.Time {
+// answered with is at at, and returns its hand-off to the lease.
+func (s *leaseScenario) acquired(sent, at time.Time, is wire.Issued) core.Granted {
 	req := wire.AcquireRequest{Resource: s.g.Resource, OperationID: "op-a", OperationClass: s.g.OperationClass,
 		RequestID: s.g.RequestID, TTLMs: s.g.TTLMs, WaitMs: 30_000}
-	a := core.NewAcquire(s.o.Limits(), req, func() string { return "req-next" }, func() float64 { return 0.5 })
-	call, _ := a.Next(sent)
-	a.Answer(at, call, is, nil)
-	if done, _, err := a.Done(); !done || err != nil {
-		s.t.Fatalf("%s: the acquire's core did not take the grant: %v", s.step, err)
+	a := core.NewAcquire(s.o.Limits(), req, func() float64 { return 0.5 })
+	call := a.Next(sent).Call
+	r := a.Step(at, core.Answer{Call: call, Issued: is})
+	if r.Granted == nil {
+		s.t.Fatalf("%s: the acquire's core did not take the grant: %v", s.step, r.Err)
 	}
-	return a.LeaseFrom(at)
+	return *r.Granted
 }
 
-// states returns the state after the transitions since the last step.
-func (s *leaseScenario) states() string {
-	s.trans = s.core.Transitions()
-	return string(s.core.State())
-}
+// state returns the machine's state after the step.
+func (s *leaseScenario) state() string { return string(s.core.View().State) }

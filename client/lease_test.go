@@ -52,8 +52,8 @@ func TestHappyPathRenewsAndReleases(t *testing.T) {
 	if ctx.Err() == nil || l.State() != client.StateReleased {
 		t.Fatalf("after release: %s, ctx %v", l.State(), ctx.Err())
 	}
-	if _, err := l.Envelope(1, gatetest.Payload("x")); !errors.Is(err, client.ErrNotHeld) {
-		t.Fatalf("envelope after release: %v, want ErrNotHeld", err)
+	if _, err := l.Envelope(1, gatetest.Payload("x")); !errors.Is(err, client.ErrNotCertain) {
+		t.Fatalf("envelope after release: %v, want ErrNotCertain", err)
 	}
 	want := []string{"REQUESTED -AcquireOK-> HELD", "HELD -ReleaseOK-> RELEASED"}
 	if got := clienttest.Compact(w.Rec.Lines()); !slices.Equal(got, want) {

@@ -160,7 +160,7 @@ func lockAfterWait(t *testing.T, wait time.Duration) {
 		_ = holder.ReleaseNoDrain(ctx)
 	}()
 	req := clienttest.Request("op-b")
-	req.TTL = 5 * time.Second
+	req.TTLMs = 5000
 	l, err := session(clienttest.OwnerB, 2).Lock(ctx, req)
 	if err != nil {
 		t.Fatal(err)

@@ -106,7 +106,7 @@ type Options struct {
 	LockWaitChunk time.Duration
 	// DrainMargin is added to the latest status-proof validUntil of the
 	// envelopes still unsettled when Release begins; the release is sent
-	// only after that (LeaseCore.DrainUntil). It covers the registry↔
+	// only after that (Lease.DrainUntil). It covers the registry↔
 	// client and registry↔gate skew. Optional, defaults to 1s (twice the
 	// registry's default ClockSkewMaxMs, as ExpiryMargin).
 	DrainMargin time.Duration
@@ -115,8 +115,9 @@ type Options struct {
 	// defaults to false.
 	Manual bool
 	// OnTransition, if set, is called (without locks held) after every
-	// state transition. Optional.
-	OnTransition func(lease string, from, to State, ev Event)
+	// state transition, with the lease's ID, or, for an acquire's
+	// REQUESTED → REQUESTED steps, its request ID. Optional.
+	OnTransition func(lease string, from, to LeaseState, ev LeaseEvent)
 }
 
 // WithDefaults returns o with every zero field set to its default (what

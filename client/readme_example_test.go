@@ -7,7 +7,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"time"
 
 	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/client/httpclient"
@@ -15,6 +14,7 @@ import (
 	"github.com/fencegate/fencegate/gate/sqlgate"
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/testkit/gatetest"
+	"github.com/fencegate/fencegate/wire"
 )
 
 func Example_readme() {
@@ -25,9 +25,9 @@ func Example_readme() {
 
 	// README: a worker.
 	rc, _ := httpclient.NewClient("https://registry:7420", httpclient.WithBearerToken(token))
-	s := client.NewSession(httpclient.Transport{C: rc}, client.Options{})
-	l, err := s.Lock(ctx, client.AcquireRequest{Resource: "invoice-batch/2026-07-19", // waits while another worker holds it
-		OperationID: "settle-42", OperationClass: "settle", TTL: 10 * time.Second})
+	s := client.NewSession(rc, client.Options{})
+	l, err := s.Lock(ctx, wire.AcquireRequest{Resource: "invoice-batch/2026-07-19", // waits while another worker holds it
+		OperationID: "settle-42", OperationClass: "settle", TTLMs: 10_000})
 	if err != nil {
 		return // ctx ended, or the registry said no (errors.Is against registry.Err…)
 	}

@@ -32,7 +32,7 @@ func TestLostReleaseAnswerIsRetriedUntilConfirmed(t *testing.T) {
 	if l.State() != client.StateUnknown || held.Err() == nil {
 		t.Fatalf("after a lost release: %s, ctx %v; want OWNERSHIP_UNKNOWN, cancelled", l.State(), held.Err())
 	}
-	if _, err := l.Envelope(1, gatetest.Payload("x")); !errors.Is(err, client.ErrNotHeld) {
+	if _, err := l.Envelope(1, gatetest.Payload("x")); !errors.Is(err, client.ErrNotCertain) {
 		t.Fatalf("envelope while releasing: %v", err)
 	}
 	w.Net.Fault, w.Net.After = nil, nil

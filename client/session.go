@@ -2,8 +2,8 @@ package client
 
 import (
 	"fmt"
+	mrand "math/rand/v2"
 	"sync"
-	"time"
 
 	"github.com/fencegate/fencegate/client/core"
 	"github.com/fencegate/fencegate/wire"
@@ -14,8 +14,9 @@ import (
 // identities at once — at most one live lease, and at most one request ID
 // without a final answer. Safe for concurrent use.
 type Session struct {
-	t Transport
-	o Options
+	t   Transport
+	o   Options
+	rnd *draws // the cores' numbers: backoff and renewal jitter, request IDs
 
 	mu      sync.Mutex
 	pending map[string]*attempt // resource → acquire without a final answer
@@ -23,8 +24,7 @@ type Session struct {
 }
 
 // attempt is an acquire whose request ID is kept until a final answer:
-// its parameters and its core (AcquireCore), used under the session's
-// lock.
+// its parameters and its core, used under the session's lock.
 type attempt struct {
 	req    wire.AcquireRequest // as first asked (the core may change the request ID)
 	active bool                // an Acquire call is working on it
@@ -34,7 +34,8 @@ type attempt struct {
 // NewSession returns a session over t. opts' zero fields take their
 // defaults (see Options).
 func NewSession(t Transport, opts Options) *Session {
-	return &Session{t: t, o: opts.WithDefaults(), pending: make(map[string]*attempt), live: make(map[string]*Lease)}
+	o := opts.WithDefaults()
+	return &Session{t: t, o: o, rnd: &draws{r: o.Rand}, pending: make(map[string]*attempt), live: make(map[string]*Lease)}
 }
 
 // Options returns the options in force, defaults filled.
@@ -43,36 +44,9 @@ func (s *Session) Options() Options { return s.o }
 // Transport returns the session's transport.
 func (s *Session) Transport() Transport { return s.t }
 
-// AcquireRequest asks for a lease. TTL 0 takes Options.TTLDefault; the
-// client always names the TTL, so an acquire whose answer was lost is
-// waited out for exactly that long.
-type AcquireRequest struct {
-	// Resource is the canonical resource ID (lower case, digits, '-',
-	// '_', '.', '/'), e.g. "invoice-batch/2026-07-19". Required.
-	Resource string
-	// OperationID names the work done under the lease: the grant binds
-	// OperationRoot(Resource, OperationID), every write of the lease is a
-	// segment of it, and the resource's receipts are found by it (the
-	// MUTATION_UNKNOWN recovery). Optional, defaults to a fresh "op-…" for
-	// each new acquire.
-	OperationID string
-	// OperationClass is the kind of work (a gate's Policy may allow only
-	// some classes). Optional, defaults to OperationClassDefault.
-	OperationClass string
-	TTL            time.Duration // server-side TTL; 0 = Options.TTLDefault
-	Wait           time.Duration // queue at most this long behind other holders; 0 = fail at once (BUSY)
-}
-
 // OperationClassDefault is an acquire's operation class when the request
 // names none. Gates allow every class unless their Policy lists some.
 const OperationClassDefault = "default"
-
-func (r AcquireRequest) wire(requestID string) wire.AcquireRequest {
-	return wire.AcquireRequest{
-		Resource: r.Resource, OperationID: r.OperationID, OperationClass: r.OperationClass,
-		RequestID: requestID, TTLMs: uint64(r.TTL / time.Millisecond), WaitMs: uint64(r.Wait / time.Millisecond),
-	}
-}
 
 // sameParams reports whether two wire requests differ only in request ID.
 func sameParams(a, b wire.AcquireRequest) bool {
@@ -80,16 +54,26 @@ func sameParams(a, b wire.AcquireRequest) bool {
 	return a == b
 }
 
-// float64 draws from the session's seeded rand.
-func (s *Session) float64() float64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.o.Rand.Float64()
+// draws is the session's seeded rand (Options.Rand) behind a lock of its
+// own, a leaf: the cores draw from it (a number source, never the shell)
+// and so does the session, whatever locks they hold.
+type draws struct {
+	mu sync.Mutex
+	r  *mrand.Rand
 }
 
-// newRequestIDLocked draws a request ID from the seeded rand.
-func (s *Session) newRequestIDLocked() string {
-	return fmt.Sprintf("req-%016x%016x", s.o.Rand.Uint64(), s.o.Rand.Uint64())
+// float64 draws in [0, 1).
+func (d *draws) float64() float64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.r.Float64()
+}
+
+// requestID draws a request ID.
+func (d *draws) requestID() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return fmt.Sprintf("req-%016x%016x", d.r.Uint64(), d.r.Uint64())
 }
 
 // ended forgets a lease once it is EXPIRED or RELEASED.
@@ -107,7 +91,7 @@ func (s *Session) Pending(resource string) (requestID string, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if a := s.pending[resource]; a != nil {
-		return a.core.Request().RequestID, true
+		return a.core.View().Request.RequestID, true
 	}
 	return "", false
 }

@@ -2,11 +2,13 @@ package client
 
 import "github.com/fencegate/fencegate/client/core"
 
-// State is a lease's state, as the specification names it: REQUESTED →
-// HELD → RENEWING → HELD; an uncertain renewal or query → OWNERSHIP_UNKNOWN;
-// registry-confirmed expiry → EXPIRED; a successful release → RELEASED.
-// The transitions are one table in client/core.
-type State = core.State
+// LeaseState is a lease's local state, as the specification names it:
+// REQUESTED → HELD → RENEWING → HELD; an uncertain renewal or query →
+// OWNERSHIP_UNKNOWN; registry-confirmed expiry → EXPIRED; a successful
+// release → RELEASED. The transitions are one table in client/core. Not
+// grant.State (the registry's word on a grant) nor gate.State (a
+// resource's gate state).
+type LeaseState = core.LeaseState
 
 // The states.
 const (
@@ -18,30 +20,7 @@ const (
 	StateReleased  = core.StateReleased
 )
 
-// States lists every state, in the specification's order.
-var States = core.States
-
-// Event is what moves a lease from one state to the next
-// (Options.OnTransition hears each).
-type Event = core.Event
-
-// The events.
-const (
-	EvAcquireOK        = core.EvAcquireOK
-	EvAcquireLost      = core.EvAcquireLost
-	EvRenewDue         = core.EvRenewDue
-	EvRenewOK          = core.EvRenewOK
-	EvRenewLost        = core.EvRenewLost
-	EvRenewLate        = core.EvRenewLate
-	EvRenewRefused     = core.EvRenewRefused
-	EvDeadline         = core.EvDeadline
-	EvQueryHeld        = core.EvQueryHeld
-	EvQueryExpired     = core.EvQueryExpired
-	EvQueryUnavailable = core.EvQueryUnavailable
-	EvReleaseOK        = core.EvReleaseOK
-	EvReleaseLost      = core.EvReleaseLost
-	EvReleaseRefused   = core.EvReleaseRefused
-)
-
-// Events lists every event.
-var Events = core.Events
+// LeaseEvent is what moves a lease from one state to the next, as
+// Options.OnTransition hears it: "RenewOK", "Deadline", … (client/core
+// lists them, with the table they drive).
+type LeaseEvent = core.Event

@@ -208,13 +208,16 @@ func (s revisionsOnly) Commit(ctx context.Context, w registry.Write) (registry.C
 }
 
 // leaseFrom is the instant the new lease's TTL counts from: the product's
-// rule (AcquireCore.LeaseFrom), or, with the first-send break, the rule
-// before it, which left grants after long waits unusable.
-func (k *worker) leaseFrom(a *core.Acquire) time.Time {
+// rule (the core's hand-off, Granted.From), or, with the first-send
+// break, the rule before it, which left grants after long waits unusable.
+func (k *worker) leaseFrom(a *core.Acquire, rd core.AcquireReady) time.Time {
 	if k.w.cfg.Break == BreakFirstSend {
-		return a.FirstSent()
+		return a.View().FirstSent
 	}
-	return a.LeaseFrom(k.localNow())
+	if rd.Granted == nil {
+		return time.Time{}
+	}
+	return rd.Granted.From
 }
 
 // The lease clock before issue 42 (--break lease-clock), restored from
@@ -222,7 +225,7 @@ func (k *worker) leaseFrom(a *core.Acquire) time.Time {
 // the TTL rather than of the local life (the core's RenewFraction scaled
 // by TTL / (TTL − ExpiryMargin) for each lease), no look at the lease
 // while a call is in flight (the core then named no instant), the state
-// as the machine last stepped it (core.Lease.Certain, not CertainAt), and
+// as the machine last stepped it (core.LeaseView.Certain, not CertainAt), and
 // no TTL refused below the client's margins. The checker's
 // held-past-deadline and effect-past-deadline counts must then be
 // non-zero at short TTLs (sim/break_test.go).
@@ -249,13 +252,13 @@ func (k *worker) leaseLimits(ttlMs uint64) core.Limits {
 }
 
 // reportsCertain is what the lease reports to the worker deciding
-// whether to start an effect: core.Lease.CertainAt at its now, or under
+// whether to start an effect: core.LeaseView.CertainAt at its now, or under
 // the lease-clock break the machine's last step.
 func (k *worker) reportsCertain(l *core.Lease) bool {
 	if k.w.cfg.Break == BreakLeaseClock {
-		return l.Certain()
+		return l.View().Certain()
 	}
-	return l.CertainAt(k.localNow())
+	return l.View().CertainAt(k.localNow())
 }
 
 // wakesWhileInFlight reports whether the driver looks at a lease again

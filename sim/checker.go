@@ -493,7 +493,7 @@ const shortTTLMs = 3000
 // heldPastDeadline counts a lease that still reported HELD or RENEWING
 // (its state, or what a reader is told) after its local deadline and
 // after the driver's timer on the deadline had its turn.
-func (k *checker) heldPastDeadline(worker string, g *grant.Grant, st core.State, past time.Duration) {
+func (k *checker) heldPastDeadline(worker string, g *grant.Grant, st core.LeaseState, past time.Duration) {
 	k.c.HeldPastDeadline++
 	if g.TTLMs < shortTTLMs {
 		k.c.HeldPastDeadlineShort++

@@ -144,7 +144,7 @@
 // fault makes waiters queue past their TTL), leases held past their
 // local deadline (a probe a few ms after each local deadline, once the
 // driver's own timer on it had its turn, finds the lease's state or what
-// it reports a reader — core.Lease.CertainAt, what Lease.State and Ctx
+// it reports a reader — core.LeaseView.CertainAt, what Lease.State and Ctx
 // say — still HELD or RENEWING), effects started past the local deadline
 // (a worker starting its next segment because the lease said it could,
 // after the deadline), and regressions not alarmed (a re-issued grant that gave the gate proof of
@@ -220,7 +220,7 @@
 // grant is not the holder, and before the next holder's first write,
 // which the fence cannot order. The client's Release drains: it sends the
 // release only once no unsettled envelope's proof can be accepted (the
-// formula is core.Lease.DrainUntil, the only one); NaiveRelease
+// formula is core.LeaseView.DrainUntil, the only one); NaiveRelease
 // turns that off and the checker counts the resulting stale writes.
 //
 // A late copy whose proof is still fresh once the next owner has written
@@ -259,8 +259,8 @@
 //
 // Real: the registry and its waiters (stepped by the event queue through
 // registry.Acquisition instead of Acquire's goroutine), the client's
-// AcquireCore and LeaseCore (driven by the workers, which carry their
-// calls over the simulated network and their timers on each worker's own
+// core.Acquire and core.Lease (driven by the workers, which feed them
+// their answers and carry their calls over the simulated network and their timers on each worker's own
 // clock, as client.Session and client.Lease do with a Transport and real
 // timers), the gate adapter and its decision, the signatures. Simulated:
 // time (per-party clocks with offset and drift), the network (delay,

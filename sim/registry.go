@@ -106,7 +106,7 @@ func (w *world) recordChanged() {
 // holdCopy keeps a write's original in the network until a write under
 // another grant is accepted (the next owner wrote), then delivers it.
 func (w *world) holdCopy(k *worker, deliver func()) {
-	w.held = append(w.held, heldCopy{lease: k.lease.Grant().Lease, deliver: deliver})
+	w.held = append(w.held, heldCopy{lease: k.lease.View().Issued.Grant.Lease, deliver: deliver})
 }
 
 type heldCopy struct {

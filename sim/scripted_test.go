@@ -80,22 +80,22 @@ func TestScriptedCopyAfterReleaseIsStale(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		l := core.NewLease(k.limits, is, "op-a", k.localNow(), nil)
+		l := core.NewLease(k.limits, core.Granted{Issued: is, OperationID: "op-a", From: k.localNow()}, nil)
 		env := func(seq uint64) *gate.Mutation {
-			m, err := l.Envelope(k.localNow(), seq, payloadDigest("op-a", seq, 0))
-			if err != nil {
-				t.Fatal(err)
+			rd := l.Step(k.localNow(), core.BuildEnvelope{Segment: seq, Payload: payloadDigest("op-a", seq, 0)})
+			if rd.Err != nil {
+				t.Fatal(rd.Err)
 			}
-			return &m
+			return &rd.Envelope
 		}
 		if out, _ := w.res.apply(env(1), k.name, origin{writer: k}); out != gate.Accepted {
 			t.Fatalf("segment 1: %s", out)
 		}
-		l.Settle(1, gate.Accepted)
+		l.Step(k.localNow(), core.Settle{Segment: 1, Outcome: gate.Accepted})
 		copy2 := env(2) // sent; its answer is lost, so it stays unsettled
 		w.now += 10
-		l.BeginRelease(k.localNow(), drain)
-		if call, _ := l.Next(k.localNow()); drain == (call.Kind == core.CallRelease) {
+		l.Step(k.localNow(), core.Release{Drain: drain})
+		if call := l.Next(k.localNow()).Call; drain == (call.Kind == core.CallRelease) {
 			t.Fatalf("drain %v: the core asked for %s at once", drain, call.Kind)
 		}
 		if drain {

@@ -139,6 +139,6 @@ func (k *worker) run(inc int, fn func()) {
 func (k *worker) localNow() time.Time { return k.clock.at(k.w.now) }
 
 // certain reports whether the lease lets the worker start an effect now:
-// what the client reports (core.Lease.CertainAt, what Lease.State and
+// what the client reports (core.LeaseView.CertainAt, what Lease.State and
 // Lease.Ctx say), or under --break lease-clock what it reported before.
 func (k *worker) certain() bool { return k.lease != nil && k.reportsCertain(k.lease) }

@@ -9,7 +9,7 @@ import (
 // This file watches the lease clock from outside the client (issue 42):
 // what the lease reports at and after its local deadline, and whether a
 // worker starts an effect after it. The local deadline is the client's
-// own (core.Lease.Schedule), on the worker's clock.
+// own (core.LeaseView.Schedule), on the worker's clock.
 
 // probeLagMs is how long after a local deadline its probe looks: the
 // driver's own timer on the deadline fires within a millisecond of it
@@ -20,17 +20,17 @@ const probeLagMs = 3
 // deadline: a renewal confirmed before it moves the deadline, and the
 // probe of the old one finds nothing to judge.
 func (k *worker) probeDeadline(l *core.Lease) {
-	dl := l.Schedule().Deadline
+	dl := l.View().Schedule.Deadline
 	if dl.Equal(k.probedDeadline) {
 		return
 	}
 	k.probedDeadline = dl
 	k.timerAt(dl.Add(probeLagMs*time.Millisecond), func() {
-		if k.lease != l || !l.Schedule().Deadline.Equal(dl) {
+		if k.lease != l || !l.View().Schedule.Deadline.Equal(dl) {
 			return // ended, or renewed: a newer deadline has its own probe
 		}
-		if l.State().Certain() || k.reportsCertain(l) {
-			k.w.chk.heldPastDeadline(k.name, l.Grant(), l.State(), k.localNow().Sub(dl))
+		if v := l.View(); v.State.Certain() || k.reportsCertain(l) {
+			k.w.chk.heldPastDeadline(k.name, v.Issued.Grant, v.State, k.localNow().Sub(dl))
 		}
 	})
 }
@@ -39,7 +39,7 @@ func (k *worker) probeDeadline(l *core.Lease) {
 // segment) because the lease said it may: it must be before the local
 // deadline.
 func (k *worker) effectStarted() {
-	if past := k.localNow().Sub(k.lease.Schedule().Deadline); past >= 0 {
-		k.w.chk.effectPastDeadline(k.name, k.lease.Grant(), past)
+	if past := k.localNow().Sub(k.lease.View().Schedule.Deadline); past >= 0 {
+		k.w.chk.effectPastDeadline(k.name, k.lease.View().Issued.Grant, past)
 	}
 }

@@ -2,21 +2,26 @@ package sim
 
 import (
 	"github.com/fencegate/fencegate/client"
+	"github.com/fencegate/fencegate/client/core"
 	"github.com/fencegate/fencegate/grant"
 )
 
 // release gives the lease back once the operation is finished or
-// hopeless: the core's BeginRelease, with its drain (the release is sent
-// only once no unsettled write's proof can still be accepted), unless the
-// run is NaiveRelease.
+// hopeless: the core's Release, with its drain (the release is sent only
+// once no unsettled write's proof can still be accepted), unless the run
+// is NaiveRelease.
 func (k *worker) release() { k.releaseWith(!k.w.cfg.NaiveRelease) }
 
 func (k *worker) releaseWith(drain bool) {
 	l := k.lease
-	if l == nil || !l.BeginRelease(k.localNow(), drain) {
+	if l == nil {
 		return
 	}
-	if until := l.ReleaseAt(); until.After(k.localNow()) {
+	if v := l.View(); v.State.Terminal() || v.Releasing {
+		return // nothing to begin
+	}
+	l.Step(k.localNow(), core.Release{Drain: drain})
+	if until := l.View().ReleaseAt; until.After(k.localNow()) {
 		k.w.tracef("%s drains until %s before releasing", k.name, until.Format(grant.TimeLayout))
 	}
 	k.driveLease()
@@ -25,11 +30,11 @@ func (k *worker) releaseWith(drain bool) {
 // leaseEnded is the end of the lease (its core reached EXPIRED or
 // RELEASED): the operation is done, or what was in flight is unknown and
 // a new request follows.
-func (k *worker) leaseEnded(how client.Event) {
-	g := k.lease.Grant()
+func (k *worker) leaseEnded(how core.Event) {
+	g := k.lease.View().Issued.Grant
 	k.lease = nil
 	k.wakeTok++
-	if how == client.EvReleaseOK && k.ackedSeq >= k.segs {
+	if how == core.EvReleaseOK && k.ackedSeq >= k.segs {
 		k.finishOps()
 		return
 	}

@@ -5,18 +5,18 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/client/core"
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/wire"
 )
 
-// This file drives the client's cores: it carries the calls an
-// AcquireCore or a LeaseCore asks for over the simulated network, gives
-// them their answers (or Lost once a call's timeout passes on the
-// worker's clock), and wakes them when they asked to be looked at again.
-// Every decision — what to send, how to read an answer, which state
-// follows — is the core's.
+// This file drives the client's cores as client.Session and client.Lease
+// do: it asks a core.Acquire or a core.Lease what to do (Next), carries
+// the call over the simulated network, feeds the core its answer (Step:
+// Answer, or Lost once a call's timeout passes on the worker's clock),
+// and wakes it when it asked to be looked at again. Every decision —
+// what to send, how to read an answer, which state follows — is the
+// core's.
 
 // start begins the worker's first operation.
 func (k *worker) start() {
@@ -49,15 +49,9 @@ func (k *worker) acquire() {
 		// behind a long hold.
 		req.WaitMs = min(longWaitTTLs*k.reqTTLMs, longWaitMsMax)
 	}
-	k.acq = core.NewAcquire(k.limits, req, k.nextRequestID, func() float64 { return k.w.rng.float(0, 1) })
+	k.acq = core.NewAcquire(k.limits, req, func() float64 { return k.w.rng.float(0, 1) })
 	k.driveAcquire()
 }
-
-// nextRequestID is what the AcquireCore draws when the registry answers
-// that the journalled request's grant already ended. The worker notices
-// the switch after the answer and starts a new operation instead
-// (lostRequest), as the journal of a careful application would.
-func (k *worker) nextRequestID() string { return k.reqID + "-superseded" }
 
 // armWake sets the one live wake timer of the current core.
 func (k *worker) armWake(at time.Time, fn func()) {
@@ -78,24 +72,28 @@ func (k *worker) driveAcquire() {
 	if a == nil {
 		return
 	}
-	call, wake := a.Next(k.localNow())
-	for _, t := range a.Transitions() {
+	rd := a.Next(k.localNow())
+	k.traceTransitions(rd.Transitions)
+	if rd.Call.Kind != core.CallNone {
+		k.sendAcquireCall(a, rd.Call)
+		return
+	}
+	if rd.Done() {
+		k.acq = nil
+		k.acquired(rd, k.leaseFrom(a, rd))
+		return
+	}
+	k.armWake(rd.Wake, k.driveAcquire)
+}
+
+func (k *worker) traceTransitions(ts []core.Transition) {
+	for _, t := range ts {
 		k.w.tracef("%s %s --%s--> %s", k.name, t.From, t.Event, t.To)
 	}
-	if call.Kind != core.CallNone {
-		k.sendAcquireCall(a, call)
-		return
-	}
-	if done, is, err := a.Done(); done {
-		k.acq = nil
-		k.acquired(is, err, k.leaseFrom(a))
-		return
-	}
-	k.armWake(wake, k.driveAcquire)
 }
 
 func (k *worker) sendAcquireCall(a *core.Acquire, call core.Call) {
-	inc, req := k.inc, a.Request()
+	inc, req := k.inc, call.Request
 	var arrived int64 // registry clock: when the call reached the registry
 	answer := func(is wire.Issued, err error) {
 		k.run(inc, func() {
@@ -103,11 +101,15 @@ func (k *worker) sendAcquireCall(a *core.Acquire, call core.Call) {
 				return
 			}
 			ended := endedGrant(is, err, req.RequestID)
-			a.Answer(k.localNow(), call, is, err)
-			if done, _, _ := a.Done(); done {
+			rd := a.Step(k.localNow(), core.Answer{Call: call, Issued: is, Err: err})
+			k.traceTransitions(rd.Transitions)
+			if rd.Done() {
 				k.answeredSent, k.answeredArrived = call.Sent, arrived
 			}
-			if a.Request().RequestID != req.RequestID {
+			if rd.NeedsRequestID {
+				// The journalled request's grant already ended: rather than
+				// go on under a fresh request ID, the worker starts a new
+				// operation, as the journal of a careful application would.
 				k.acq = nil
 				k.lost(ended) // the request's grant already ended: whatever was in flight under it is unknown
 				return
@@ -135,7 +137,8 @@ func (k *worker) sendAcquireCall(a *core.Acquire, call core.Call) {
 			k.w.after(k.w.delayMs(), cancel)
 		}
 		if k.acq == a {
-			a.Lost(k.localNow(), call) // ignored if it was answered
+			rd := a.Step(k.localNow(), core.Lost{Call: call}) // ignored if it was answered
+			k.traceTransitions(rd.Transitions)
 			k.driveAcquire()
 		}
 	})
@@ -153,8 +156,8 @@ func endedGrant(is wire.Issued, err error, request string) *grant.Grant {
 // acquired ends an acquire: the lease, or a definite refusal, after which
 // the same journalled request is tried again (nothing was granted under
 // it) until the worker gives up.
-func (k *worker) acquired(is wire.Issued, err error, sent time.Time) {
-	if err != nil {
+func (k *worker) acquired(rd core.AcquireReady, sent time.Time) {
+	if rd.Err != nil {
 		if k.w.now > giveUpMs && !k.fencing {
 			k.finishOps()
 			return
@@ -162,7 +165,7 @@ func (k *worker) acquired(is wire.Issued, err error, sent time.Time) {
 		k.timer(k.w.rng.between(busyRetryMsMin, 2*busyRetryMsMin), k.acquire)
 		return
 	}
-	k.held(is, sent)
+	k.held(rd.Granted.Issued, sent)
 }
 
 // held makes the worker the holder under is, whose TTL counts from from
@@ -174,9 +177,8 @@ func (k *worker) held(is wire.Issued, from time.Time) {
 		k.journalLease, k.journalReq, k.ackedSeq, k.sentSeq = is.Grant.Lease, is.Grant.RequestID, 0, 0
 	}
 	k.is = is
-	k.lease = core.NewLease(k.leaseLimits(is.Grant.TTLMs), is, k.opID, from, func() float64 { return k.w.rng.float(-1, 1) })
+	k.lease = core.NewLease(k.leaseLimits(is.Grant.TTLMs), core.Granted{Issued: is, OperationID: k.opID, From: from}, func() float64 { return k.w.rng.float(-1, 1) })
 	k.checkUsable(is)
-	k.book()
 	if forgot && !k.w.cfg.NaiveRecovery {
 		// The registry answered a journalled request ID with a different
 		// grant: it lost its state (a restore). Resuming the operation
@@ -205,7 +207,7 @@ func (k *worker) held(is wire.Issued, from time.Time) {
 // forgot, and the registry going backwards is counted on its own.
 func (k *worker) checkUsable(is wire.Issued) {
 	now := k.localNow()
-	if now.Before(k.lease.Schedule().Deadline) || k.w.chk.revived(is.Grant.Lease) {
+	if now.Before(k.lease.View().Schedule.Deadline) || k.w.chk.revived(is.Grant.Lease) {
 		return
 	}
 	left := time.Duration(k.w.chk.expiresMs(is.Grant.Lease)-k.answeredArrived) * time.Millisecond
@@ -223,28 +225,31 @@ const usableToleranceMs = 20
 // flight the core names its local deadline, and the worker looks again
 // then, beside the call's own timeout: the lease reports the loss at the
 // deadline itself.
-func (k *worker) driveLease() {
+func (k *worker) driveLease() { k.driveLeaseAfter(nil) }
+
+// driveLeaseAfter is driveLease after a step whose transitions (stepped)
+// are booked with the tick's.
+func (k *worker) driveLeaseAfter(stepped []core.Transition) {
 	l := k.lease
 	if l == nil {
 		return
 	}
-	call, wake := l.Next(k.localNow())
-	if k.book(); k.lease != l {
+	rd := l.Next(k.localNow())
+	if k.book(append(stepped, rd.Transitions...)); k.lease != l {
 		return // it ended
 	}
-	if call.Kind != core.CallNone {
-		k.sendLeaseCall(l, call)
-		_, wake = l.Next(k.localNow()) // in flight: only the deadline to watch
+	if rd.Call.Kind != core.CallNone {
+		k.sendLeaseCall(l, rd.Call)
 		if !k.w.wakesWhileInFlight() {
-			wake = time.Time{}
+			rd.Wake = time.Time{}
 		}
 	}
-	k.armWake(wake, k.driveLease)
+	k.armWake(rd.Wake, k.driveLease)
 	k.probeDeadline(l)
 }
 
 func (k *worker) sendLeaseCall(l *core.Lease, call core.Call) {
-	inc, g := k.inc, l.Grant()
+	inc, g := k.inc, call.Grant
 	kind := msgRenew
 	if call.Kind == core.CallRelease {
 		kind = msgRelease
@@ -265,8 +270,8 @@ func (k *worker) sendLeaseCall(l *core.Lease, call core.Call) {
 		k.w.send(pRegistry, k.id, kind+1, func() {
 			k.run(inc, func() {
 				if k.lease == l {
-					l.Answer(k.localNow(), call, is, err)
-					k.driveLease()
+					rd := l.Step(k.localNow(), core.Answer{Call: call, Issued: is, Err: err})
+					k.driveLeaseAfter(rd.Transitions)
 				}
 			})
 		})
@@ -278,8 +283,8 @@ func (k *worker) sendLeaseCall(l *core.Lease, call core.Call) {
 	}
 	k.timer(call.Timeout.Milliseconds(), func() {
 		if k.lease == l {
-			l.Lost(k.localNow(), call) // ignored if it was answered
-			k.driveLease()
+			rd := l.Step(k.localNow(), core.Lost{Call: call}) // ignored if it was answered
+			k.driveLeaseAfter(rd.Transitions)
 		}
 	})
 }
@@ -287,21 +292,20 @@ func (k *worker) sendLeaseCall(l *core.Lease, call core.Call) {
 // book reads the transitions the lease's core made: the OWNERSHIP_UNKNOWN
 // books, writes resumed once ownership is certain again, and the lease's
 // end.
-func (k *worker) book() {
-	l := k.lease
-	resume, ended, how := false, false, client.Event("")
-	for _, t := range l.Transitions() {
+func (k *worker) book(trans []core.Transition) {
+	resume, ended, how := false, false, core.Event("")
+	for _, t := range trans {
 		if t.From != t.To {
 			k.w.tracef("%s %s --%s--> %s", k.name, t.From, t.Event, t.To)
 		}
 		switch {
-		case t.To == client.StateUnknown && t.From != client.StateUnknown:
+		case t.To == core.StateUnknown && t.From != core.StateUnknown:
 			k.unknownMs = k.w.now
 			k.w.counts.UnknownEntered++
-		case t.From == client.StateUnknown && t.To != client.StateUnknown:
+		case t.From == core.StateUnknown && t.To != core.StateUnknown:
 			k.resolveUnknown()
 		}
-		if t.To == client.StateHeld && t.From != client.StateRequested {
+		if t.To == core.StateHeld && t.From != core.StateRequested {
 			resume = true
 		}
 		if t.To.Terminal() {

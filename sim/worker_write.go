@@ -59,9 +59,10 @@ func payloadDigest(op string, seq uint64, variant byte) grant.Digest {
 // driveLease steps the deadline or refreshes, and a confirmation resumes
 // the writes.
 func (k *worker) sendSeg(seq uint64, payload grant.Digest, tracked bool) {
-	env, err := k.lease.Envelope(k.localNow(), seq, payload)
+	rd := k.lease.Step(k.localNow(), core.BuildEnvelope{Segment: seq, Payload: payload})
+	env, err := rd.Envelope, rd.Err
 	if err != nil {
-		var nh *client.NotHeldError
+		var nh *client.NotCertainError
 		if tracked && (errors.As(err, &nh) || errors.Is(err, client.ErrProofStale)) {
 			k.driveLease()
 		}
@@ -111,13 +112,13 @@ func (k *worker) sendSeg(seq uint64, payload grant.Digest, tracked bool) {
 		// Without the drain only if this is the one unanswered write, so
 		// that nothing else of this grant can land after the release.
 		k.w.tracef("%s sends segment %d (held back in the network) and releases without waiting", k.name, seq)
-		k.releaseWith(k.lease.Unsettled() > 1)
+		k.releaseWith(k.lease.View().Unsettled > 1)
 		return
 	}
 	if k.pauseAtWrite == k.writes {
 		// Frozen between deciding to write and sending: the classic
 		// stale writer. Everything else of this worker waits too.
-		pauseMs := int64(k.lease.Grant().TTLMs) + k.pauseOverMs
+		pauseMs := int64(k.lease.View().Issued.Grant.TTLMs) + k.pauseOverMs
 		k.pausedUntil = k.w.now + pauseMs
 		k.w.tracef("%s paused %d ms before sending segment %d", k.name, pauseMs, seq)
 		k.w.at(k.pausedUntil, send)
@@ -129,7 +130,7 @@ func (k *worker) sendSeg(seq uint64, payload grant.Digest, tracked bool) {
 // onAck reads the resource's answer to a tracked segment.
 func (k *worker) onAck(l *core.Lease, tok int, seq uint64, out gate.Outcome) {
 	if l != nil && k.lease == l {
-		l.Settle(seq, out) // the core decides whether this answer lets Release skip its proof
+		l.Step(k.localNow(), core.Settle{Segment: seq, Outcome: out}) // the core decides whether this answer lets the release skip its proof
 	}
 	if tok == 0 || tok != k.ackTok || seq != k.inflight {
 		return

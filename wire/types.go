@@ -12,9 +12,10 @@ import (
 // rule is the registry's (a bad value is INVALID, 400), the JSON shape is
 // the HTTP layer's (a bad shape is BAD_REQUEST, 400).
 
-// AcquireRequest asks for the lease on a resource: POST /v1/acquire, and
-// the registry's Acquire in process. The owner is the caller's identity,
-// never a field.
+// AcquireRequest asks for the lease on a resource: POST /v1/acquire, the
+// registry's Acquire in process, and the Go SDK's Session.Acquire and
+// Session.Lock — one request, one shape, from the caller to the registry.
+// The owner is the caller's identity, never a field.
 type AcquireRequest struct {
 	Resource       string `json:"resource"`       // canonical resource ID (grant.ValidateResource)
 	OperationID    string `json:"operationId"`    // names the operation; the grant binds OperationRoot(Resource, OperationID)
@@ -22,9 +23,12 @@ type AcquireRequest struct {
 	// RequestID is the idempotency key, scoped to the owner: a retry with
 	// the same ID returns the same grant while it lives, or its final
 	// state; never a second grant. Retry a lost answer with the same one.
+	// The Go SDK's Session draws and keeps it: leave it empty there.
 	RequestID string `json:"requestId"`
 	// TTLMs is the lease's server-side TTL. Optional: 0 means the
-	// registry's default; otherwise it must lie in its [TTLMsMin, TTLMsMax].
+	// registry's default (the Go SDK's Session sends its
+	// Options.TTLDefault instead); otherwise it must lie in the registry's
+	// [TTLMsMin, TTLMsMax].
 	TTLMs uint64 `json:"ttlMs,omitempty"`
 	// WaitMs is how long to wait, FIFO behind other waiters, for the lease
 	// to become free: 0 means fail at once with ErrBusy; larger values are

@@ -10,6 +10,7 @@ import (
 	"github.com/fencegate/fencegate/chaos/record"
 	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // Worker limits, sized for the suite's 3 s leases (as the ledger example's
@@ -65,7 +66,7 @@ func RunWorker(ctx context.Context, cfg WorkerConfig) error {
 // operation is one lease: acquire, write its segments in order, release.
 func (w *worker) operation(ctx context.Context, opID string) {
 	res := w.cfg.Resources[w.rng.IntN(len(w.cfg.Resources))]
-	l, err := w.s.Acquire(ctx, client.AcquireRequest{Resource: res, OperationID: opID, OperationClass: "settle", TTL: w.cfg.TTL, Wait: w.cfg.Wait})
+	l, err := w.s.Acquire(ctx, wire.AcquireRequest{Resource: res, OperationID: opID, OperationClass: "settle", TTLMs: uint64(w.cfg.TTL.Milliseconds()), WaitMs: uint64(w.cfg.Wait.Milliseconds())})
 	var pe *client.PendingError
 	if errors.As(err, &pe) { // an earlier acquire has no final answer: wait it out
 		w.sleep(ctx, time.Until(pe.ReusableAt))

@@ -118,7 +118,7 @@ func leaseClockStory(rt *rapid.T, lossy bool) {
 		rt.Fatalf("acquire of %s: %v", ttl, err)
 	}
 	rnd := mrand.New(mrand.NewPCG(rapid.Uint64().Draw(rt, "seed"), 1))
-	l := core.NewLease(o, is, "op", sent, func() float64 { return rnd.Float64()*2 - 1 })
+	l := core.NewLease(o, core.Granted{Issued: is, OperationID: "op", From: sent}, func() float64 { return rnd.Float64()*2 - 1 })
 	d := &clockDriver{rt: rt, l: l, clock: clock, tr: tr, rnd: rnd, lossy: lossy, o: o, ttl: ttl}
 	d.run(sent.Add(3 * time.Duration(ttl.Milliseconds()) * time.Millisecond))
 }
@@ -159,16 +159,17 @@ func (d *clockDriver) callsMax(span time.Duration) int {
 func (d *clockDriver) run(until time.Time) {
 	start := d.clock.Now()
 	limit := d.callsMax(until.Sub(start))
-	for d.clock.Now().Before(until) && !d.l.State().Terminal() && d.calls < storyCallsMax {
+	for d.clock.Now().Before(until) && !d.l.View().State.Terminal() && d.calls < storyCallsMax {
 		now := d.clock.Now()
-		call, wake := d.l.Next(now)
+		rd := d.l.Next(now)
+		call, wake, v := rd.Call, rd.Wake, d.l.View()
 		d.check(now, "next")
 		if call.Kind == core.CallNone {
-			if d.l.Certain() && (wake.IsZero() || wake.After(d.l.Schedule().Deadline)) {
-				d.rt.Fatalf("certain with deadline %s, but the core asks to be woken at %s", d.l.Schedule().Deadline, wake)
+			if v.Certain() && (wake.IsZero() || wake.After(v.Schedule.Deadline)) {
+				d.rt.Fatalf("certain with deadline %s, but the core asks to be woken at %s", v.Schedule.Deadline, wake)
 			}
 			if wake.IsZero() {
-				d.rt.Fatalf("%s: nothing will ever be due", d.l.State())
+				d.rt.Fatalf("%s: nothing will ever be due", v.State)
 			}
 			d.clock.Advance(max(wake.Sub(now), time.Microsecond))
 			continue
@@ -202,19 +203,19 @@ func (d *clockDriver) answer(call core.Call) {
 	d.clock.Advance(delay - delay/2)
 	now := d.clock.Now()
 	if lost && d.rnd.IntN(2) == 0 {
-		d.l.Lost(now, call)
+		d.l.Step(now, core.Lost{Call: call})
 	} else {
-		d.l.Answer(now, call, is, err)
+		d.l.Step(now, core.Answer{Call: call, Issued: is, Err: err})
 	}
 	d.check(now, "answer "+call.Kind.String())
-	if !d.lossy && d.l.State() == core.StateUnknown {
+	if !d.lossy && d.l.View().State == core.StateUnknown {
 		d.rt.Fatalf("healthy registry, %s lease: OWNERSHIP_UNKNOWN after a %s answered in %s (timeout %s)",
 			d.ttl, call.Kind, delay, call.Timeout)
 	}
 }
 
 func (d *clockDriver) do(call core.Call) (wire.Issued, error) {
-	ctx, g := context.Background(), d.l.Grant()
+	ctx, g := context.Background(), call.Grant
 	switch call.Kind {
 	case core.CallRefresh:
 		return d.tr.Status(ctx, g)
@@ -228,11 +229,12 @@ func (d *clockDriver) do(call core.Call) (wire.Issued, error) {
 // is not HELD or RENEWING at or past its deadline, and what a reader
 // sees agrees.
 func (d *clockDriver) check(now time.Time, step string) {
-	dl := d.l.Schedule().Deadline
-	if d.l.State().Certain() && !now.Before(dl) {
-		d.rt.Fatalf("after %s at %s: %s with the deadline %s behind (TTL %s)", step, now, d.l.State(), now.Sub(dl), d.ttl)
+	v := d.l.View()
+	dl := v.Schedule.Deadline
+	if v.State.Certain() && !now.Before(dl) {
+		d.rt.Fatalf("after %s at %s: %s with the deadline %s behind (TTL %s)", step, now, v.State, now.Sub(dl), d.ttl)
 	}
-	if d.l.StateAt(now) != d.l.State() {
-		d.rt.Fatalf("after %s: StateAt %s, machine %s", step, d.l.StateAt(now), d.l.State())
+	if v.StateAt(now) != v.State {
+		d.rt.Fatalf("after %s: StateAt %s, machine %s", step, v.StateAt(now), v.State)
 	}
 }

@@ -9,21 +9,18 @@ import (
 	"github.com/fencegate/fencegate/grant"
 )
 
-// Envelope builds the gate.Mutation for segment segmentSeq of the lease's
-// operation at now, with the payload's digest, and records it as
-// unsettled until Settle: Release waits for unsettled envelopes' proofs
-// to lapse. It refuses with *NotHeldError unless ownership is certain and
-// the local deadline is ahead (the driver should then look at Next: the
-// deadline is due), and with ErrProofStale unless the status proof's
-// validUntil − ProofMargin is still ahead (a refresh is due).
-func (c *Lease) Envelope(now time.Time, segmentSeq uint64, payload grant.Digest) (gate.Mutation, error) {
+// envelope builds the gate.Mutation for segment segmentSeq of the
+// lease's operation at now, with the payload's digest, and records it as
+// unsettled until Settle: a drained release waits for unsettled
+// envelopes' proofs to lapse (BuildEnvelope says when it refuses).
+func (c *Lease) envelope(now time.Time, segmentSeq uint64, payload grant.Digest) (gate.Mutation, error) {
 	g := c.issued.Grant
 	refuse := func(why string) (gate.Mutation, error) {
-		return gate.Mutation{}, &NotHeldError{Lease: g.Lease, State: c.m.state, Reason: why}
+		return gate.Mutation{}, &NotCertainError{Lease: g.Lease, State: c.m.state, Reason: why}
 	}
 	switch {
 	case !c.m.state.Certain():
-		return refuse("ownership not certain")
+		return refuse("state not HELD or RENEWING")
 	case c.releasing:
 		return refuse("releasing")
 	case !now.Before(c.sched.Deadline):
@@ -52,33 +49,8 @@ func (c *Lease) Envelope(now time.Time, segmentSeq uint64, payload grant.Digest)
 	return m, nil
 }
 
-// Settle records the resource's answer to segment segmentSeq. A final
-// answer (gate.Outcome.Final: accepted, replayed, or a rejection no copy
-// can ever escape) settles it, so Release need not wait for its proof; a
-// non-final one (SEGMENT_GAP, RESOURCE_PAUSED, NOT_HELD) leaves it
-// unsettled, because a copy still in the network could be accepted later.
-// A write whose answer was lost must not be settled at all.
-func (c *Lease) Settle(segmentSeq uint64, answer gate.Outcome) {
-	if answer.Final() {
-		delete(c.unsettled, segmentSeq)
-	}
-}
-
-// Forget drops segment segmentSeq's envelope from what Release waits for:
-// it never left the process and cannot be sent again (a gate in the
-// worker's own process rolled the write back because the worker's own
-// business change failed).
-func (c *Lease) Forget(segmentSeq uint64) { delete(c.unsettled, segmentSeq) }
-
-// Unsettled returns how many envelopes await an answer.
-func (c *Lease) Unsettled() int { return len(c.unsettled) }
-
-// DrainUntil is the instant (client clock) after which no unsettled
-// envelope's status proof can still be accepted by a gate: the latest
-// validUntil attached to one, plus DrainMargin for the skew between the
-// registry's clock and the client's and the gate's. Zero when every
-// envelope is settled.
-func (c *Lease) DrainUntil() time.Time {
+// drainUntil is LeaseView.DrainUntil.
+func (c *Lease) drainUntil() time.Time {
 	var until time.Time
 	for _, u := range c.unsettled {
 		if u.After(until) {
@@ -91,23 +63,13 @@ func (c *Lease) DrainUntil() time.Time {
 	return until.Add(c.o.DrainMargin)
 }
 
-// BeginRelease starts giving the lease up at now: from here on ownership
-// is not certain (envelopes are refused, no renewal is sent). With drain,
-// the release is sent once DrainUntil has passed: a status proof outlives
-// a release, so a copy of an unsettled write could otherwise be accepted
-// after the registry let the lease go and before the next owner writes.
-// Without drain it is sent at once. It reports whether it began (false
-// for a lease already ended or releasing).
-func (c *Lease) BeginRelease(now time.Time, drain bool) bool {
+// beginRelease starts giving the lease up at now (Release says how).
+func (c *Lease) beginRelease(now time.Time, drain bool) {
 	if c.m.state.Terminal() || c.releasing {
-		return false
+		return
 	}
 	c.releasing, c.releaseAt = true, now
-	if until := c.DrainUntil(); drain && until.After(now) {
+	if until := c.drainUntil(); drain && until.After(now) {
 		c.releaseAt = until
 	}
-	return true
 }
-
-// ReleaseAt is when the release will be sent (zero unless releasing).
-func (c *Lease) ReleaseAt() time.Time { return c.releaseAt }

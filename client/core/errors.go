@@ -7,8 +7,8 @@ import (
 	"github.com/fencegate/fencegate/wire"
 )
 
-// The cores' errors. client re-exports them (client.ErrNotHeld is
-// ErrNotHeld): callers branch with errors.Is against either.
+// The cores' errors. client re-exports them (client.ErrNotCertain is
+// ErrNotCertain): callers branch with errors.Is against either.
 var (
 	// ErrOutcomeUnknown: a registry call's answer was lost (timeout, reset
 	// connection, unavailable store): it may or may not have been applied.
@@ -19,9 +19,11 @@ var (
 	// the registry acted on it (bad request, not authenticated, forbidden).
 	// Transports wrap it; the client treats it as a final "no".
 	ErrRefused = errors.New("client: refused")
-	// ErrNotHeld: the lease does not let the client produce effects now
-	// (state not HELD/RENEWING, local deadline passed, or releasing).
-	ErrNotHeld = errors.New("client: not held")
+	// ErrNotCertain: the lease does not let the client produce effects
+	// now: ownership is not certain (state not HELD/RENEWING, local
+	// deadline passed, or releasing). Not the gate's NOT_HELD
+	// (gate.ErrNotHeld), which is the registry's word on a grant.
+	ErrNotCertain = errors.New("client: ownership not certain")
 	// ErrProofStale: the status proof is too close to its validUntil to
 	// send; the lease refreshes it on its own schedule.
 	ErrProofStale = errors.New("client: status proof stale")
@@ -33,19 +35,20 @@ var (
 	ErrUnreachable = errors.New("client: registry unreachable")
 )
 
-// NotHeldError says why an envelope or call was refused.
-type NotHeldError struct {
+// NotCertainError says why an envelope was refused: which lease, in
+// which state, and why ownership is not certain.
+type NotCertainError struct {
 	Lease  string
-	State  State
-	Reason string
+	State  LeaseState
+	Reason string // "state not HELD or RENEWING", "releasing", "local deadline passed"
 }
 
-func (e *NotHeldError) Error() string {
-	return fmt.Sprintf("client: not held: lease %s is %s: %s", e.Lease, e.State, e.Reason)
+func (e *NotCertainError) Error() string {
+	return fmt.Sprintf("client: ownership not certain: lease %s is %s: %s", e.Lease, e.State, e.Reason)
 }
 
-// Unwrap returns ErrNotHeld.
-func (e *NotHeldError) Unwrap() error { return ErrNotHeld }
+// Unwrap returns ErrNotCertain.
+func (e *NotCertainError) Unwrap() error { return ErrNotCertain }
 
 // ErrSettings: a client setting (a time limit, a fraction, a lease's
 // TTL) cannot work; the error is a *SettingsError naming the range that

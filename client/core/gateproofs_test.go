@@ -11,6 +11,7 @@ import (
 
 	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/client/core"
+	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/testkit/gatetest"
 	"github.com/fencegate/fencegate/wire"
@@ -27,24 +28,29 @@ func TestLeaseCarriesTheAnswersGateProofs(t *testing.T) {
 	}
 	first := []grant.GateProof{{Gate: "ledger-db", GrantProof: "mac:l-1:a", StatusProof: "mac:l-1:b"}}
 	t0 := iss.Now
-	l := core.NewLease(client.Options{}.Limits(), answer(t0, first), "op", t0, nil)
-	m, err := l.Envelope(t0, 1, gatetest.Payload("p"))
+	l := core.NewLease(client.Options{}.Limits(), core.Granted{Issued: answer(t0, first), OperationID: "op", From: t0}, nil)
+	envelope := func(at time.Time, seq uint64) (gate.Mutation, error) {
+		rd := l.Step(at, core.BuildEnvelope{Segment: seq, Payload: gatetest.Payload("p")})
+		return rd.Envelope, rd.Err
+	}
+	m, err := envelope(t0, 1)
 	if err != nil || !slices.Equal(m.GateProofs, first) {
 		t.Fatalf("first envelope: %+v %v", m.GateProofs, err)
 	}
 	m.GateProofs[0].Gate = "changed" // the envelope is the caller's copy
-	if again, _ := l.Envelope(t0, 1, gatetest.Payload("p")); !slices.Equal(again.GateProofs, first) {
+	if again, _ := envelope(t0, 1); !slices.Equal(again.GateProofs, first) {
 		t.Fatalf("a caller's change reached the lease: %+v", again.GateProofs)
 	}
 	renewed := []grant.GateProof{{Gate: "ledger-db", GrantProof: "mac:l-2:a", StatusProof: "mac:l-2:c"}}
 	for _, want := range [][]grant.GateProof{renewed, nil} {
-		call, at := l.Next(t0)
-		for call.Kind == core.CallNone {
-			call, at = l.Next(at.Add(time.Millisecond - 1).Truncate(time.Millisecond)) // statements are in whole ms
+		rd := l.Next(t0)
+		for rd.Call.Kind == core.CallNone {
+			rd = l.Next(rd.Wake.Add(time.Millisecond - 1).Truncate(time.Millisecond)) // statements are in whole ms
 		}
-		at = call.Sent
-		l.Answer(at, call, answer(at, want), nil)
-		m, err := l.Envelope(at, 2, gatetest.Payload("p"))
+		call := rd.Call
+		at := call.Sent
+		l.Step(at, core.Answer{Call: call, Issued: answer(at, want)})
+		m, err := envelope(at, 2)
 		if err != nil || !slices.Equal(m.GateProofs, want) {
 			t.Fatalf("after the answer at %s: %+v %v, want %+v", at, m.GateProofs, err, want)
 		}

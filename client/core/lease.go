@@ -11,21 +11,20 @@ import (
 // node's: the state machine (Machine), the timing (Schedule), which
 // registry call to make next and how to read its answer, whether an
 // envelope may be built, and what a release must wait for. It does no
-// I/O, reads no clock, starts no goroutine and takes no lock: every
-// method takes the client's now, and the driver makes the calls it asks
-// for. Lease drives it with real time and a Transport; the simulator
+// I/O, reads no clock, starts no goroutine and takes no lock: every step
+// takes the client's now, and the shell makes the calls it asks for.
+// client.Lease drives it with real time and a Transport; the simulator
 // drives it with simulated time and a simulated network. Not safe for
-// concurrent use: the driver serializes.
+// concurrent use: the shell serializes.
 //
-// The driving loop: call Next(now); when it returns a call, make it (at
-// most one is ever in flight), then give its answer to Answer, or Lost
-// once Call.Timeout has passed without one; when it returns none, look
-// again at the instant it names (or when something changes: an envelope
-// was refused at the deadline, Release began). While a call is in flight
-// Next names the local deadline: a driver that also looks then (a timer
-// beside the call's) reports the loss at the deadline itself. Readers
-// between steps use StateAt and CertainAt, which see the deadline at
-// once.
+// The driving loop: call Next(now); when its Call is not CallNone, make
+// it (at most one is ever in flight), then Step the Answer, or Lost once
+// Call.Timeout has passed without one; otherwise call Next again at its
+// Wake (or when something changes: an envelope was refused at the
+// deadline, a Release was stepped). While a call is in flight Wake names
+// the local deadline: a shell that also looks then (a timer beside the
+// call's) reports the loss at the deadline itself. Readers between steps
+// use View, whose StateAt and CertainAt see the deadline at once.
 type Lease struct {
 	o         Limits
 	m         Machine
@@ -61,69 +60,79 @@ var callNames = [...]string{"none", "renew", "refresh", "query", "release", "acq
 
 func (k CallKind) String() string { return callNames[k] }
 
-// Call is one registry call the core asked for: what, when (client
-// clock) and how long its answer may take before it counts as lost (an
-// answer after Timeout is late and treated as lost).
+// Call is one registry call a core asked for: what, about what, when
+// (client clock) and how long its answer may take before it counts as
+// lost (an answer after Timeout is late and treated as lost). It carries
+// everything the call sends: the shell performs it without asking the
+// core again.
 type Call struct {
 	Kind    CallKind
 	Sent    time.Time
 	Timeout time.Duration
+	// Grant is the lease's grant (CallRenew, CallRefresh, CallQuery,
+	// CallRelease): renew and release name its resource and lease, a
+	// refresh sends it whole.
+	Grant *grant.Grant
+	// Request is the acquire to send (CallAcquire), or whose grant to ask
+	// for by its RequestID (CallQueryRequest).
+	Request wire.AcquireRequest
 	n       uint64 // matches the answer to the call
 }
 
-// Transition is one step of the lease's machine, for the driver's hooks.
+// Transition is one step of the lease's machine, for the shell's hooks.
 type Transition struct {
-	From, To State
+	From, To LeaseState
 	Event    Event
 }
 
-// NewLease returns the core of a lease the registry granted in is, for
-// operationID, whose TTL counts from from (client clock): an instant the
-// registry's start of the lease cannot precede, Acquire.LeaseFrom
-// (the send of the acquire, when nothing better is known). o must have
-// its defaults filled (client.Options.Limits); jitter draws from the
-// caller's seeded rand in [-1, 1) (nil: none). The core starts HELD.
-func NewLease(o Limits, is wire.Issued, operationID string, from time.Time, jitter func() float64) *Lease {
+// NewLease returns the core of the lease g hands over (the acquire core's
+// AcquireReady.Granted), HELD: its TTL counts from g.From. o must have its
+// defaults filled (client.Options.Limits); jitter draws from the shell's
+// seeded rand in [-1, 1) (nil: none).
+func NewLease(o Limits, g Granted, jitter func() float64) *Lease {
 	if jitter == nil {
 		jitter = func() float64 { return 0 }
 	}
-	c := &Lease{o: o, m: NewMachine(), issued: is, operation: operationID, jitter: jitter, unsettled: map[uint64]time.Time{}}
-	c.sched = Confirmed(o, from, c.ttl(), evidenceUntil(is), c.jitter())
-	c.step(EvAcquireOK, from)
+	c := &Lease{o: o, m: Machine{state: StateHeld}, issued: g.Issued, operation: g.OperationID, jitter: jitter, unsettled: map[uint64]time.Time{}}
+	c.sched = Confirmed(o, g.From, c.ttl(), evidenceUntil(g.Issued), c.jitter())
 	return c
 }
 
-// State returns the machine's state.
-func (c *Lease) State() State { return c.m.state }
+// View returns the lease as its shell reads it between steps.
+func (c *Lease) View() LeaseView {
+	return LeaseView{
+		State: c.m.state, Releasing: c.releasing, Issued: c.issued, OperationID: c.operation,
+		Schedule: c.sched, ReleaseAt: c.releaseAt, Unsettled: len(c.unsettled), DrainUntil: c.drainUntil(),
+	}
+}
 
-// Certain reports whether the client may produce new effects: HELD or
-// RENEWING, and no release begun. The driver's ownership context lives
-// exactly while this is true.
-func (c *Lease) Certain() bool { return c.m.state.Certain() && !c.releasing }
+// ready hands out what the steps since the last one left the shell.
+func (c *Lease) ready(r LeaseReady) LeaseReady {
+	r.Transitions, c.trans = c.trans, nil
+	return r
+}
 
-// Releasing reports whether Release began.
-func (c *Lease) Releasing() bool { return c.releasing }
-
-// Issued returns the grant, its proof and the latest HELD status.
-func (c *Lease) Issued() wire.Issued { return c.issued }
-
-// Grant returns the grant (immutable).
-func (c *Lease) Grant() *grant.Grant { return c.issued.Grant }
-
-// OperationID returns the operation the grant's root binds.
-func (c *Lease) OperationID() string { return c.operation }
-
-// Schedule returns the lease's timing.
-func (c *Lease) Schedule() Schedule { return c.sched }
-
-// Inflight returns the call in flight (Kind CallNone if none).
-func (c *Lease) Inflight() Call { return c.inflight }
-
-// Transitions returns and forgets the transitions since the last call.
-func (c *Lease) Transitions() []Transition {
-	t := c.trans
-	c.trans = nil
-	return t
+// Step feeds the lease one input at now and returns what follows (no
+// call: Next says which call is due).
+func (c *Lease) Step(now time.Time, in LeaseInput) LeaseReady {
+	var r LeaseReady
+	switch in := in.(type) {
+	case Answer:
+		c.answer(now, in.Call, in.Issued, in.Err)
+	case Lost:
+		c.answer(now, in.Call, wire.Issued{}, ErrOutcomeUnknown)
+	case Release:
+		c.beginRelease(now, in.Drain)
+	case BuildEnvelope:
+		r.Envelope, r.Err = c.envelope(now, in.Segment, in.Payload)
+	case Settle:
+		if in.Outcome.Final() {
+			delete(c.unsettled, in.Segment)
+		}
+	case Forget:
+		delete(c.unsettled, in.Segment)
+	}
+	return c.ready(r)
 }
 
 func (c *Lease) ttl() time.Duration {
@@ -144,19 +153,29 @@ func (c *Lease) step(ev Event, now time.Time) {
 
 func (c *Lease) send(k CallKind, now time.Time) Call {
 	c.callN++
-	c.inflight = Call{Kind: k, Sent: now, Timeout: c.callTimeout(), n: c.callN}
+	c.inflight = Call{Kind: k, Sent: now, Timeout: c.callTimeout(), Grant: c.issued.Grant, n: c.callN}
 	return c.inflight
 }
 
-// Next returns the call to make at now, recording it as in flight, or
-// CallNone and the instant to look again (zero: only when something
-// changes). It first notices the local deadline: HELD or RENEWING at or
-// past it becomes OWNERSHIP_UNKNOWN, whether or not a call is in flight.
-// While a call is in flight it makes no other call (answer it first) and
-// names the deadline as the instant to look again while ownership is
-// certain: a driver that waits on that instant as well as on the call
-// reports the loss at the deadline itself.
-func (c *Lease) Next(now time.Time) (Call, time.Time) {
+// Next is the lease's tick: it returns the call to make at now,
+// recording it as in flight (with the local deadline as Wake while
+// ownership is certain), or none and the instant to look again (zero:
+// only when something changes), with the transitions since the last
+// LeaseReady. It first notices the local deadline: HELD or RENEWING
+// at or past it becomes OWNERSHIP_UNKNOWN, whether or not a call is in
+// flight. While a call is in flight it makes no other call (answer it
+// first) and names the deadline as the instant to look again while
+// ownership is certain: a shell that waits on that instant as well as on
+// the call reports the loss at the deadline itself.
+func (c *Lease) Next(now time.Time) LeaseReady {
+	call, wake := c.next(now)
+	if call.Kind != CallNone && c.m.state.Certain() && !c.releasing {
+		wake = c.sched.Deadline // the guard beside the call
+	}
+	return c.ready(LeaseReady{Call: call, Wake: wake})
+}
+
+func (c *Lease) next(now time.Time) (Call, time.Time) {
 	if c.m.state.Terminal() {
 		return Call{}, time.Time{}
 	}
@@ -207,32 +226,9 @@ func (c *Lease) deadlineWake() time.Time {
 	return time.Time{}
 }
 
-// StateAt is the state a reader sees at now: the machine's, except that
-// HELD or RENEWING at or past the local deadline reads OWNERSHIP_UNKNOWN,
-// the step the machine takes at its next Next or Answer. It changes
-// nothing: the shell's State reads it, so that no reader ever sees HELD
-// after the deadline, however late a timer fires.
-func (c *Lease) StateAt(now time.Time) State {
-	if c.m.state.Certain() && !now.Before(c.sched.Deadline) {
-		return StateUnknown
-	}
-	return c.m.state
-}
-
-// CertainAt reports whether the client may produce new effects at now:
-// StateAt(now) is HELD or RENEWING and no release begun. The driver's
-// ownership context lives exactly while this is true.
-func (c *Lease) CertainAt(now time.Time) bool { return c.StateAt(now).Certain() && !c.releasing }
-
-// Lost records that call got no answer within its timeout: it may or may
-// not have been applied.
-func (c *Lease) Lost(now time.Time, call Call) {
-	c.Answer(now, call, wire.Issued{}, ErrOutcomeUnknown)
-}
-
-// Answer reads the answer to call, received at now. An answer to a call
+// answer reads the answer to call, received at now. An answer to a call
 // that is no longer in flight (already answered, or lost) is ignored.
-func (c *Lease) Answer(now time.Time, call Call, is wire.Issued, err error) {
+func (c *Lease) answer(now time.Time, call Call, is wire.Issued, err error) {
 	if call.n == 0 || call.n != c.inflight.n {
 		return
 	}

@@ -101,7 +101,7 @@ func (s Schedule) refreshAt(o Limits) (time.Time, bool) {
 // (zero when nothing will ever be due). The deadline is checked in every
 // state that lets the client produce effects, RENEWING included: a call
 // in flight never keeps ownership certain past it.
-func (s Schedule) Check(o Limits, st State, now time.Time) (Due, time.Time) {
+func (s Schedule) Check(o Limits, st LeaseState, now time.Time) (Due, time.Time) {
 	switch st {
 	case StateHeld, StateRenewing:
 		if !now.Before(s.Deadline) {

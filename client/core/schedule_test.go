@@ -27,7 +27,7 @@ func TestScheduleCheck(t *testing.T) {
 		t.Fatalf("jitter +1: renewAt %s, want +10%%", j.RenewAt)
 	}
 	cases := []struct {
-		state core.State
+		state core.LeaseState
 		at    time.Duration
 		want  core.Due
 		wake  time.Duration // 0: at once; -1: never

@@ -6,41 +6,42 @@ import (
 	"github.com/fencegate/fencegate/internal/assert"
 )
 
-// State is a lease's local state, named exactly as the specification
-// names it. Only HELD and RENEWING mean the client may produce new
-// effects; every other state means it must not.
-type State string
+// LeaseState is a lease's local state, named exactly as the specification
+// names it (not grant.State, the registry's word on a grant, nor
+// gate.State, a resource's gate state). Only HELD and RENEWING mean the
+// client may produce new effects; every other state means it must not.
+type LeaseState string
 
 // The six client states.
 const (
 	// StateRequested: an acquire is in flight or its answer was lost; the
 	// request ID is kept until a final answer.
-	StateRequested State = "REQUESTED"
+	StateRequested LeaseState = "REQUESTED"
 	// StateHeld: the registry confirmed this grant HELD and the local
 	// deadline has not passed.
-	StateHeld State = "HELD"
+	StateHeld LeaseState = "HELD"
 	// StateRenewing: a renewal or status refresh is in flight; ownership is
 	// still certain until its answer is lost or late.
-	StateRenewing State = "RENEWING"
+	StateRenewing LeaseState = "RENEWING"
 	// StateUnknown: a renewal or query result is uncertain (lost, late, or
 	// the local deadline passed). No new effects; writes already sent are
 	// NOT assumed revoked. Left only on the registry's word.
-	StateUnknown State = "OWNERSHIP_UNKNOWN"
+	StateUnknown LeaseState = "OWNERSHIP_UNKNOWN"
 	// StateExpired: the registry confirmed the grant is no longer held
 	// (expired, revoked, superseded). Terminal.
-	StateExpired State = "EXPIRED"
+	StateExpired LeaseState = "EXPIRED"
 	// StateReleased: a voluntary release succeeded. Terminal.
-	StateReleased State = "RELEASED"
+	StateReleased LeaseState = "RELEASED"
 )
 
 // States lists every state in a fixed order (for tables and docs).
-var States = []State{StateRequested, StateHeld, StateRenewing, StateUnknown, StateExpired, StateReleased}
+var States = []LeaseState{StateRequested, StateHeld, StateRenewing, StateUnknown, StateExpired, StateReleased}
 
 // Certain reports whether s lets the client produce new effects.
-func (s State) Certain() bool { return s == StateHeld || s == StateRenewing }
+func (s LeaseState) Certain() bool { return s == StateHeld || s == StateRenewing }
 
 // Terminal reports whether no event can leave s.
-func (s State) Terminal() bool { return s == StateExpired || s == StateReleased }
+func (s LeaseState) Terminal() bool { return s == StateExpired || s == StateReleased }
 
 // Event is an input to the lease state machine: an answer (or its absence)
 // from the registry, or a local timer.
@@ -74,7 +75,7 @@ var Events = []Event{
 
 // transitions is the whole machine. A (state, event) pair that is not here
 // is an illegal transition: the shell has a bug, and step panics.
-var transitions = map[State]map[Event]State{
+var transitions = map[LeaseState]map[Event]LeaseState{
 	StateRequested: {
 		EvAcquireOK:   StateHeld,
 		EvAcquireLost: StateRequested,
@@ -122,13 +123,13 @@ type Effects struct {
 }
 
 // next returns the state ev leads to from s, and whether it is legal.
-func next(s State, ev Event) (State, bool) {
+func next(s LeaseState, ev Event) (LeaseState, bool) {
 	to, ok := transitions[s][ev]
 	return to, ok
 }
 
 // effects of moving from one state to another.
-func effects(from, to State) Effects {
+func effects(from, to LeaseState) Effects {
 	return Effects{
 		CancelCtx: from.Certain() && !to.Certain(),
 		NewCtx:    !from.Certain() && to.Certain(),
@@ -142,18 +143,18 @@ func effects(from, to State) Effects {
 // models the network as events may drive it directly, with Schedule for
 // the timing, and run exactly this transition table.
 type Machine struct {
-	state State
+	state LeaseState
 }
 
 // NewMachine returns a machine in REQUESTED.
 func NewMachine() Machine { return Machine{state: StateRequested} }
 
 // State returns the current state.
-func (m *Machine) State() State { return m.state }
+func (m *Machine) State() LeaseState { return m.state }
 
 // Step applies ev and returns the new state and what the caller must do.
 // An illegal transition is a programmer error and panics through assert.
-func (m *Machine) Step(ev Event) (State, Effects) {
+func (m *Machine) Step(ev Event) (LeaseState, Effects) {
 	from := m.state
 	to, ok := next(from, ev)
 	assert.That(ok, "client: illegal transition %s --%s-->", from, ev)

@@ -10,9 +10,9 @@ import (
 )
 
 type transition struct {
-	from State
+	from LeaseState
 	ev   Event
-	to   State
+	to   LeaseState
 	fx   Effects
 }
 

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/wire"
 )
@@ -29,9 +30,18 @@ const ResponseBytesMax = 1 << 20
 // status about another grant, a proof that does not verify).
 var ErrBadResponse = errors.New("httpclient: bad response")
 
-// Client is a small typed client of /v1. The client SDK builds on it; it
-// does no retries of its own (an acquire is retried by the caller with the
-// same request ID).
+// Client is a small typed client of /v1, and the SDK's client.Transport
+// (and client.LockViewer) over HTTP: its lease calls (Acquire, Renew,
+// Release, Status, QueryRequest) and lock views (LockStatus, WatchLock)
+// answer in the registry's own Go terms — a grant parsed straight into
+// wire.Issued, and errors in the client's contract (callError): a
+// registry code comes back as its registry sentinel (errors.Is(err,
+// wire.ErrBusy), wire.CodeOf(err) == "BUSY"), a refusal by the HTTP layer
+// wraps client.ErrRefused, and everything that may or may not have been
+// applied wraps client.ErrOutcomeUnknown. Each keeps the *APIError, when
+// there is one, for errors.As. The admin calls return their *APIError
+// as it came. It does no retries of its own (an acquire is retried by
+// the caller with the same request ID).
 type Client struct {
 	base  string
 	http  *http.Client
@@ -89,28 +99,14 @@ func NewClient(baseURL string, opts ...ClientOption) (*Client, error) {
 	return c, nil
 }
 
-// Issued is a grant and status as the server sent them, parsed strictly.
-// GrantText and StatusText are the exact bytes the proofs cover.
-type Issued struct {
-	Grant      *grant.Grant
-	GrantText  []byte
-	GrantProof string // "" when the grant's epoch is revoked
-	// Status is nil (StatusText and StatusProof empty) in the answer to
-	// an acquire whose grant carries its own HELD statement.
-	Status      *grant.Status
-	StatusText  []byte
-	StatusProof string
-	// ExpiresAfterMs is the answer's IssuedResponse.ExpiresAfterMs (0: not
-	// sent).
-	ExpiresAfterMs int64
-	// GateProofs are the answer's per-gate proofs, checked for shape only
-	// (grant.ValidateGateProofs): only each gate can check its MACs.
-	GateProofs []grant.GateProof
-}
+var (
+	_ client.Transport  = (*Client)(nil)
+	_ client.LockViewer = (*Client)(nil)
+)
 
 // Acquire calls POST /v1/acquire (with WithBatching and no wait, maybe
 // as one operation of POST /v1/batch).
-func (c *Client) Acquire(ctx context.Context, req wire.AcquireRequest) (*Issued, error) {
+func (c *Client) Acquire(ctx context.Context, req wire.AcquireRequest) (wire.Issued, error) {
 	if req.WaitMs > 0 {
 		return c.issued(ctx, http.MethodPost, "/v1/acquire", req)
 	}
@@ -119,7 +115,7 @@ func (c *Client) Acquire(ctx context.Context, req wire.AcquireRequest) (*Issued,
 
 // Renew calls POST /v1/renew (or, with WithBatching, maybe POST
 // /v1/batch).
-func (c *Client) Renew(ctx context.Context, resource, lease string) (*Issued, error) {
+func (c *Client) Renew(ctx context.Context, resource, lease string) (wire.Issued, error) {
 	return c.postIssued(ctx, wire.BatchRenew, "/v1/renew", wire.LeaseRequest{Resource: resource, Lease: lease})
 }
 
@@ -127,18 +123,18 @@ func (c *Client) Renew(ctx context.Context, resource, lease string) (*Issued, er
 // /v1/batch).
 func (c *Client) Release(ctx context.Context, resource, lease string) error {
 	var out wire.ReleaseResponse
-	return c.post(ctx, wire.BatchRelease, "/v1/release", wire.LeaseRequest{Resource: resource, Lease: lease}, &out)
+	return callError(c.post(ctx, wire.BatchRelease, "/v1/release", wire.LeaseRequest{Resource: resource, Lease: lease}, &out))
 }
 
-// Status calls POST /v1/status, the linearizable status query, with the
-// grant's canonical text (or, with WithBatching, maybe POST /v1/batch).
-func (c *Client) Status(ctx context.Context, grantText []byte) (*Issued, error) {
-	return c.postIssued(ctx, wire.BatchStatus, "/v1/status", wire.StatusRequest{Grant: string(grantText)})
+// Status calls POST /v1/status, the linearizable status query, with g's
+// canonical text (or, with WithBatching, maybe POST /v1/batch).
+func (c *Client) Status(ctx context.Context, g *grant.Grant) (wire.Issued, error) {
+	return c.postIssued(ctx, wire.BatchStatus, "/v1/status", wire.StatusRequest{Grant: string(g.Encode())})
 }
 
 // QueryRequest calls GET /v1/requests/{requestId}: the grant issued to
 // this caller under requestID, for recovery after a lost acquire response.
-func (c *Client) QueryRequest(ctx context.Context, requestID string) (*Issued, error) {
+func (c *Client) QueryRequest(ctx context.Context, requestID string) (wire.Issued, error) {
 	return c.issued(ctx, http.MethodGet, "/v1/requests/"+url.PathEscape(requestID), nil)
 }
 
@@ -202,77 +198,90 @@ func (c *Client) FenceRange(ctx context.Context) (wire.FenceRange, error) {
 	return out, err
 }
 
-func (c *Client) issued(ctx context.Context, method, path string, in any) (*Issued, error) {
+// issued sends a call answered with a grant and parses the answer
+// (parseIssued); its error is the client's contract (callError).
+func (c *Client) issued(ctx context.Context, method, path string, in any) (wire.Issued, error) {
 	var out wire.IssuedResponse
 	if err := c.do(ctx, method, path, in, &out); err != nil {
-		return nil, err
+		return wire.Issued{}, callError(err)
 	}
-	return c.parseIssued(out)
+	is, err := c.parseIssued(out)
+	return is, callError(err)
 }
 
 // postIssued is issued for a call a batch may carry as operation op.
-func (c *Client) postIssued(ctx context.Context, op, path string, in any) (*Issued, error) {
+func (c *Client) postIssued(ctx context.Context, op, path string, in any) (wire.Issued, error) {
 	var out wire.IssuedResponse
 	if err := c.post(ctx, op, path, in, &out); err != nil {
-		return nil, err
+		return wire.Issued{}, callError(err)
 	}
-	return c.parseIssued(out)
+	is, err := c.parseIssued(out)
+	return is, callError(err)
 }
 
-// parseIssued parses both messages strictly, checks the status is about
-// this grant and, with a verifier, checks both proofs. A fresh grant
-// carrying its own HELD statement (heldUntil) may come without a status
-// (Issued.Status nil); any other answer must have one.
-func (c *Client) parseIssued(r wire.IssuedResponse) (*Issued, error) {
+// parseIssued parses the answer straight into wire.Issued: both messages
+// strictly (so each re-encodes to the exact bytes its proof covers),
+// the status checked to be about this grant and, with a verifier, both
+// proofs checked. A fresh grant carrying its own HELD statement
+// (heldUntil) may come without a status (Issued.Status nil); any other
+// answer must have one.
+func (c *Client) parseIssued(r wire.IssuedResponse) (wire.Issued, error) {
+	bad := func(format string, args ...any) (wire.Issued, error) {
+		return wire.Issued{}, fmt.Errorf("%w: "+format, append([]any{ErrBadResponse}, args...)...)
+	}
 	g, err := grant.ParseGrant([]byte(r.Grant))
 	if err != nil {
-		return nil, fmt.Errorf("%w: grant: %w", ErrBadResponse, err)
+		return bad("grant: %w", err)
 	}
 	var st *grant.Status
 	switch {
 	case r.Status == "" && r.StatusProof == "" && g.HeldStatement() && r.GrantProof != "":
 	default:
 		if st, err = grant.ParseStatus([]byte(r.Status)); err != nil {
-			return nil, fmt.Errorf("%w: status: %w", ErrBadResponse, err)
+			return bad("status: %w", err)
 		}
 		if st.Grant != g.Digest() {
-			return nil, fmt.Errorf("%w: status is about grant %s, not %s", ErrBadResponse, st.Grant, g.Digest())
+			return bad("status is about grant %s, not %s", st.Grant, g.Digest())
 		}
 	}
 	// A gate's status proof travels exactly when the registry's does.
 	if err := grant.ValidateGateProofs(r.GateProofs, r.StatusProof != ""); err != nil {
-		return nil, fmt.Errorf("%w: gateProofs: %v", ErrBadResponse, err)
+		return bad("gateProofs: %v", err)
 	}
 	if r.GrantProof == "" && len(r.GateProofs) > 0 {
-		return nil, fmt.Errorf("%w: gate proofs for a grant without a proof", ErrBadResponse)
+		return bad("gate proofs for a grant without a proof")
 	}
-	if c.verifier != nil {
-		type signed struct {
-			m     grant.Message
-			proof string
-		}
-		check := []signed{{g, r.GrantProof}}
-		if st != nil {
-			check = append(check, signed{st, r.StatusProof})
-		}
-		for _, p := range check {
-			if p.proof == "" {
-				continue // a revoked epoch: no proof, and the status says so
-			}
-			if err := c.verifier.Verify(p.m, p.proof); err != nil {
-				return nil, fmt.Errorf("%w: %s proof: %w", ErrBadResponse, p.m.Schema(), err)
-			}
-		}
+	if err := c.verify(g, r.GrantProof, st, r.StatusProof); err != nil {
+		return wire.Issued{}, err
 	}
-	var stText []byte
+	return wire.Issued{Grant: g, GrantProof: r.GrantProof, Status: st, StatusProof: r.StatusProof,
+		ExpiresAfterMs: max(r.ExpiresAfterMs, 0), GateProofs: r.GateProofs}, nil
+}
+
+// verify checks the grant's and the status's proofs with the Client's
+// verifier, if it has one. An empty proof is a revoked epoch's: no proof,
+// and the status says so.
+func (c *Client) verify(g *grant.Grant, grantProof string, st *grant.Status, statusProof string) error {
+	if c.verifier == nil {
+		return nil
+	}
+	type signed struct {
+		m     grant.Message
+		proof string
+	}
+	check := []signed{{g, grantProof}}
 	if st != nil {
-		stText = []byte(r.Status)
+		check = append(check, signed{st, statusProof})
 	}
-	return &Issued{
-		Grant: g, GrantText: []byte(r.Grant), GrantProof: r.GrantProof,
-		Status: st, StatusText: stText, StatusProof: r.StatusProof,
-		ExpiresAfterMs: max(r.ExpiresAfterMs, 0), GateProofs: r.GateProofs,
-	}, nil
+	for _, p := range check {
+		if p.proof == "" {
+			continue
+		}
+		if err := c.verifier.Verify(p.m, p.proof); err != nil {
+			return fmt.Errorf("%w: %s proof: %w", ErrBadResponse, p.m.Schema(), err)
+		}
+	}
+	return nil
 }
 
 // do sends in as JSON (none when nil) and decodes a 200 into out, or an
@@ -345,7 +354,7 @@ func (c *Client) Ready(ctx context.Context) error {
 // statement about another grant is ErrBadResponse; any error means
 // "cannot prove HELD", which the gate never accepts on.
 func (c *Client) QueryStatus(ctx context.Context, g *grant.Grant) (grant.State, uint64, error) {
-	is, err := c.Status(ctx, g.Encode())
+	is, err := c.Status(ctx, g)
 	if err != nil {
 		return "", 0, err
 	}
@@ -383,7 +392,7 @@ type APIError struct {
 	Code    string
 	Message string
 	// Busy, with BUSY and WAIT_TIMEOUT, is who holds the resource: the
-	// Transport's errors carry it as a *wire.BusyError.
+	// lease calls' errors carry it as a *wire.BusyError.
 	Busy *wire.BusyDetail
 }
 
@@ -470,7 +479,7 @@ func (f ClientTLSFiles) HTTPClient() (*http.Client, error) {
 func (c *Client) LockStatus(ctx context.Context, resource string) (wire.LockStatus, error) {
 	var v wire.LockStatus
 	err := c.do(ctx, http.MethodGet, "/v1/locks/"+resource, nil, &v)
-	return v, err
+	return v, callError(err)
 }
 
 // WatchLock calls GET /v1/locks/{resource}?waitMs=&afterRevision=: it
@@ -481,7 +490,7 @@ func (c *Client) WatchLock(ctx context.Context, resource string, afterRevision u
 	var v wire.LockStatus
 	q := url.Values{"waitMs": {strconv.FormatInt(wait.Milliseconds(), 10)}, "afterRevision": {strconv.FormatUint(afterRevision, 10)}}
 	err := c.do(ctx, http.MethodGet, "/v1/locks/"+resource+"?"+q.Encode(), nil, &v)
-	return v, err
+	return v, callError(err)
 }
 
 // ListLocks calls GET /v1/locks: one page of the locks under prefix that

@@ -183,11 +183,10 @@ func TestBatchingDefaultKeepsTwoRequestsInFlight(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newBatchWorld(t)
 			c := w.client(t, tokA, httpclient.WithBatching(tc.opt))
-			tr := httpclient.Transport{C: c}
 			ctx := context.Background()
 			var wg sync.WaitGroup
 			var firstErr error
-			wg.Go(func() { _, firstErr = tr.Acquire(ctx, acquireReq("res/0", "r-0")) })
+			wg.Go(func() { _, firstErr = c.Acquire(ctx, acquireReq("res/0", "r-0")) })
 			<-w.g.arrived  // held at the server
 			defer func() { // also when the test fails below
 				select {
@@ -197,7 +196,7 @@ func TestBatchingDefaultKeepsTwoRequestsInFlight(t *testing.T) {
 				}
 			}()
 			second := make(chan error, 1)
-			wg.Go(func() { _, err := tr.Acquire(ctx, acquireReq("res/1", "r-1")); second <- err })
+			wg.Go(func() { _, err := c.Acquire(ctx, acquireReq("res/1", "r-1")); second <- err })
 			if tc.secondGoes {
 				select {
 				case err := <-second:
@@ -235,17 +234,16 @@ func TestBatchingDefaultKeepsTwoRequestsInFlight(t *testing.T) {
 func TestBatchingCoalescesWhileARequestIsInFlight(t *testing.T) {
 	w := newBatchWorld(t)
 	c := w.client(t, tokA, httpclient.WithBatching(oneInFlight))
-	tr := httpclient.Transport{C: c}
 	ctx := context.Background()
 	grants := make([]wire.Issued, 6)
 	calls := make([]func() error, 5)
 	for i := range calls {
 		calls[i] = func() (err error) {
-			grants[i+1], err = tr.Acquire(ctx, acquireReq(fmt.Sprint("res/", i+1), fmt.Sprint("r-", i+1)))
+			grants[i+1], err = c.Acquire(ctx, acquireReq(fmt.Sprint("res/", i+1), fmt.Sprint("r-", i+1)))
 			return err
 		}
 	}
-	errs := w.coalesce(t, c, func() (err error) { grants[0], err = tr.Acquire(ctx, acquireReq("res/0", "r-0")); return err }, calls...)
+	errs := w.coalesce(t, c, func() (err error) { grants[0], err = c.Acquire(ctx, acquireReq("res/0", "r-0")); return err }, calls...)
 	for i, err := range errs {
 		if err != nil {
 			t.Fatalf("call %d: %v", i, err)
@@ -263,7 +261,7 @@ func TestBatchingCoalescesWhileARequestIsInFlight(t *testing.T) {
 	w.g.mu.Lock()
 	w.g.paths = nil
 	w.g.mu.Unlock()
-	if err := tr.Release(ctx, "res/1", grants[1].Grant.Lease); err != nil {
+	if err := c.Release(ctx, "res/1", grants[1].Grant.Lease); err != nil {
 		t.Fatal(err)
 	}
 	if got := fmt.Sprint(w.g.seen()); got != "[/v1/release]" {
@@ -274,7 +272,7 @@ func TestBatchingCoalescesWhileARequestIsInFlight(t *testing.T) {
 func TestBatchOneFailureLeavesOthersIntact(t *testing.T) {
 	w := newBatchWorld(t)
 	ctx := context.Background()
-	bob := httpclient.Transport{C: w.client(t, tokB)}
+	bob := w.client(t, tokB)
 	w.g.held.Store(true) // bob's acquire is not the one to hold
 	held, err := bob.Acquire(ctx, acquireReq("res/held", "b-1"))
 	if err != nil {
@@ -282,17 +280,16 @@ func TestBatchOneFailureLeavesOthersIntact(t *testing.T) {
 	}
 	w.g.rearm()
 	c := w.client(t, tokA, httpclient.WithBatching(oneInFlight))
-	tr := httpclient.Transport{C: c}
 	var (
 		ok, status wire.Issued
 		errBusy    error
 	)
-	errs := w.coalesce(t, c, func() error { _, err := tr.Acquire(ctx, acquireReq("res/0", "a-0")); return err },
-		func() (err error) { ok, err = tr.Acquire(ctx, acquireReq("res/1", "a-1")); return err },
-		func() error { _, errBusy = tr.Acquire(ctx, acquireReq("res/held", "a-2")); return nil },
-		func() error { return tr.Release(ctx, "res/held", held.Grant.Lease) },
-		func() (err error) { status, err = tr.Status(ctx, held.Grant); return err },
-		func() error { _, err := tr.Acquire(ctx, acquireReq("Res/Not-Canonical", "a-3")); return err },
+	errs := w.coalesce(t, c, func() error { _, err := c.Acquire(ctx, acquireReq("res/0", "a-0")); return err },
+		func() (err error) { ok, err = c.Acquire(ctx, acquireReq("res/1", "a-1")); return err },
+		func() error { _, errBusy = c.Acquire(ctx, acquireReq("res/held", "a-2")); return nil },
+		func() error { return c.Release(ctx, "res/held", held.Grant.Lease) },
+		func() (err error) { status, err = c.Status(ctx, held.Grant); return err },
+		func() error { _, err := c.Acquire(ctx, acquireReq("Res/Not-Canonical", "a-3")); return err },
 	)
 	if got := fmt.Sprint(w.g.seen()); got != "[/v1/acquire /v1/batch:5]" {
 		t.Fatalf("requests %s, want one batch of five", got)
@@ -319,7 +316,6 @@ func TestBatchLostAnswerRetriedGivesSameGrants(t *testing.T) {
 	w := newBatchWorld(t)
 	ctx := context.Background()
 	c := w.client(t, tokA, httpclient.WithBatching(oneInFlight))
-	tr := httpclient.Transport{C: c}
 	w.g.mu.Lock()
 	w.g.dropNext = true
 	w.g.mu.Unlock()
@@ -327,13 +323,13 @@ func TestBatchLostAnswerRetriedGivesSameGrants(t *testing.T) {
 		var fs []func() error
 		for i := range into {
 			fs = append(fs, func() (err error) {
-				into[i], err = tr.Acquire(ctx, acquireReq(fmt.Sprint("res/", i+1), fmt.Sprint("r-", i+1)))
+				into[i], err = c.Acquire(ctx, acquireReq(fmt.Sprint("res/", i+1), fmt.Sprint("r-", i+1)))
 				return err
 			})
 		}
 		return fs
 	}
-	first := func() error { _, err := tr.Acquire(ctx, acquireReq("res/0", "r-0")); return err }
+	first := func() error { _, err := c.Acquire(ctx, acquireReq("res/0", "r-0")); return err }
 	errs := w.coalesce(t, c, first, acquireAll(make([]wire.Issued, 4))...)
 	for i, err := range errs[:4] {
 		if !errors.Is(err, client.ErrOutcomeUnknown) {
@@ -373,7 +369,7 @@ func TestBatchLostAnswerRetriedGivesSameGrants(t *testing.T) {
 	}
 	// The negative control: a fresh request ID instead of the same one
 	// is a second acquire, refused, since the lost grant holds the lease.
-	if _, err := tr.Acquire(ctx, acquireReq("res/1", "r-fresh")); !errors.Is(err, wire.ErrBusy) {
+	if _, err := c.Acquire(ctx, acquireReq("res/1", "r-fresh")); !errors.Is(err, wire.ErrBusy) {
 		t.Fatalf("a fresh request ID after a lost grant: %v, want BUSY", err)
 	}
 }
@@ -382,11 +378,10 @@ func TestBatchCallerThatGivesUpIsWithdrawn(t *testing.T) {
 	w := newBatchWorld(t)
 	ctx := context.Background()
 	c := w.client(t, tokA, httpclient.WithBatching(oneInFlight))
-	tr := httpclient.Transport{C: c}
 	gone, cancel := context.WithCancel(ctx)
 	errs := make([]error, 4)
 	var wg sync.WaitGroup
-	wg.Go(func() { _, errs[0] = tr.Acquire(ctx, acquireReq("res/0", "r-0")) })
+	wg.Go(func() { _, errs[0] = c.Acquire(ctx, acquireReq("res/0", "r-0")) })
 	<-w.g.arrived
 	for i := 1; i <= 3; i++ {
 		wg.Go(func() {
@@ -394,7 +389,7 @@ func TestBatchCallerThatGivesUpIsWithdrawn(t *testing.T) {
 			if i == 3 {
 				cctx = gone
 			}
-			_, errs[i] = tr.Acquire(cctx, acquireReq(fmt.Sprint("res/", i), fmt.Sprint("r-", i)))
+			_, errs[i] = c.Acquire(cctx, acquireReq(fmt.Sprint("res/", i), fmt.Sprint("r-", i)))
 		})
 	}
 	waitQueued := func(n int) {
@@ -415,7 +410,7 @@ func TestBatchCallerThatGivesUpIsWithdrawn(t *testing.T) {
 	if got := fmt.Sprint(w.g.seen()); got != "[/v1/acquire /v1/batch:2]" {
 		t.Fatalf("requests %s: the withdrawn call was sent", got)
 	}
-	if _, err := tr.Acquire(ctx, acquireReq("res/3", "r-4")); err != nil {
+	if _, err := c.Acquire(ctx, acquireReq("res/3", "r-4")); err != nil {
 		t.Fatalf("the withdrawn acquire was applied: %v", err)
 	}
 }
@@ -427,18 +422,17 @@ func TestBatchingFallsBackOnAnOlderServer(t *testing.T) {
 	w.g.mu.Unlock()
 	ctx := context.Background()
 	c := w.client(t, tokA, httpclient.WithBatching(oneInFlight))
-	tr := httpclient.Transport{C: c}
 	calls := func(from int) []func() error {
 		var fs []func() error
 		for i := from; i < from+3; i++ {
 			fs = append(fs, func() error {
-				_, err := tr.Acquire(ctx, acquireReq(fmt.Sprint("res/", i), fmt.Sprint("r-", i)))
+				_, err := c.Acquire(ctx, acquireReq(fmt.Sprint("res/", i), fmt.Sprint("r-", i)))
 				return err
 			})
 		}
 		return fs
 	}
-	first := func() error { _, err := tr.Acquire(ctx, acquireReq("res/0", "r-0")); return err }
+	first := func() error { _, err := c.Acquire(ctx, acquireReq("res/0", "r-0")); return err }
 	for _, err := range w.coalesce(t, c, first, calls(1)...) {
 		if err != nil {
 			t.Fatal(err)

@@ -60,7 +60,7 @@ func Connect(ctx context.Context, baseURL string, opts ...ClientOption) (*Worker
 	if err != nil {
 		return nil, fmt.Errorf("httpclient: connect: trust bundle of %s: %w", baseURL, err)
 	}
-	w := &Worker{Session: client.NewSession(Transport{C: c}, client.Options{}), Client: c, Verifier: grant.NewVerifier(b, verifierCacheEntriesMax)}
+	w := &Worker{Session: client.NewSession(c, client.Options{}), Client: c, Verifier: grant.NewVerifier(b, verifierCacheEntriesMax)}
 	f := &bundlefetch.Fetcher{Source: c.TrustBundle, Verifier: w.Verifier, Interval: TrustRefreshInterval}
 	go f.Run(ctx)
 	return w, nil

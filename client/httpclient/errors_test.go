@@ -13,8 +13,8 @@ import (
 )
 
 func TestTransportErrorsSayEachLayerOnce(t *testing.T) {
-	refused := mapErr(&APIError{Status: http.StatusUnauthorized, Code: wire.CodeUnauthenticated, Message: "httpapi: no credentials"})
-	lost := mapErr(errors.New(`httpclient: Post "http://r/v1/acquire": dial tcp: connection refused`))
+	refused := callError(&APIError{Status: http.StatusUnauthorized, Code: wire.CodeUnauthenticated, Message: "httpapi: no credentials"})
+	lost := callError(errors.New(`httpclient: Post "http://r/v1/acquire": dial tcp: connection refused`))
 	for _, c := range []struct {
 		err  error
 		is   []error

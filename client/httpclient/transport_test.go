@@ -61,12 +61,12 @@ func newWorldServer(t *testing.T, authz httpapi.Authorizer, setup func(*http.Ser
 	return &world{env: env, srv: srv}
 }
 
-func (w *world) transport(t *testing.T, token string) httpclient.Transport {
+func (w *world) transport(t *testing.T, token string) *httpclient.Client {
 	c, err := httpclient.NewClient(w.srv.URL, httpclient.WithBearerToken(token), httpclient.WithVerifier(w.env.Reg.Verifier))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return httpclient.Transport{C: c}
+	return c
 }
 
 func (w *world) session(t *testing.T, tr client.Transport, seed uint64) *client.Session {

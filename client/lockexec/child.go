@@ -135,7 +135,7 @@ func exitCode(ps *os.ProcessState) int {
 func childEnv(l *client.Lease, socket string) ([]string, error) {
 	g := l.Grant()
 	if err := l.Ctx().Err(); err != nil {
-		return nil, fmt.Errorf("%w: lease %s is %s", client.ErrNotHeld, g.Lease, l.State())
+		return nil, fmt.Errorf("%w: lease %s is %s", client.ErrNotCertain, g.Lease, l.State())
 	}
 	return []string{
 		EnvResource + "=" + g.Resource,

@@ -29,6 +29,7 @@ import (
 	"github.com/fencegate/fencegate/internal/childproc"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/memstore"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // envTestRole makes this test binary a wrapper ("wrapper-guarded",
@@ -65,7 +66,7 @@ func testWrapper(guarded bool, script string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	cfg := Config{Session: s, Request: client.AcquireRequest{Resource: "lx/guard", TTL: 10 * time.Second},
+	cfg := Config{Session: s, Request: wire.AcquireRequest{Resource: "lx/guard", TTLMs: 10_000},
 		Command: "sh", Args: []string{"-c", script}, Grace: time.Second}
 	if guarded {
 		os.Setenv(envTestRole, "guardian")
@@ -159,7 +160,7 @@ func TestChildsLeftoversEndedBeforeRunReturns(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := &lockedBuf{}
-	res, err := Run(context.Background(), Config{Session: s, Request: client.AcquireRequest{Resource: "lx/left", TTL: 10 * time.Second},
+	res, err := Run(context.Background(), Config{Session: s, Request: wire.AcquireRequest{Resource: "lx/left", TTLMs: 10_000},
 		Command: "sh", Args: []string{"-c", `sleep 60 & echo "grandchild $!"; sh -c 'trap "" TERM; echo "stubborn $$"; exec sleep 60' & sleep 0.2; exit 3`},
 		Grace: 300 * time.Millisecond, Stdout: out, Stderr: out, Log: out})
 	if err != nil || res.ExitCode != 3 {

@@ -111,7 +111,7 @@ func serveEnvelopes(path string, l *client.Lease) (*helper, error) {
 		switch {
 		case errors.Is(err, client.ErrProofStale):
 			writeJSON(w, http.StatusConflict, HelperError{"PROOF_STALE", err.Error()})
-		case errors.Is(err, client.ErrNotHeld):
+		case errors.Is(err, client.ErrNotCertain):
 			writeJSON(w, http.StatusConflict, HelperError{"NOT_HELD", err.Error()})
 		case err != nil:
 			writeJSON(w, http.StatusBadRequest, HelperError{"BAD_REQUEST", err.Error()})

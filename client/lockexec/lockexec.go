@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/client"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // Environment variables the child receives.
@@ -47,8 +48,8 @@ const (
 
 // Config is one `fencegate lock` run.
 type Config struct {
-	Session *client.Session       // required
-	Request client.AcquireRequest // Wait is ignored: see Wait
+	Session *client.Session     // required
+	Request wire.AcquireRequest // WaitMs is ignored: see Wait
 	// Wait is how long to queue for the resource: 0 waits until ctx ends;
 	// negative does not wait (a held resource fails at once).
 	Wait time.Duration
@@ -94,7 +95,7 @@ type Result struct {
 	// ran (the child was stopped for it).
 	Lost bool
 	// LostState is the lease state that stopped the child.
-	LostState client.State
+	LostState client.LeaseState
 }
 
 // ErrAcquire wraps a failure to get the lease (nothing was started).
@@ -159,7 +160,7 @@ func (c *Config) defaults() {
 func acquire(ctx context.Context, cfg Config) (*client.Lease, error) {
 	if cfg.Wait < 0 {
 		req := cfg.Request
-		req.Wait = 0
+		req.WaitMs = 0
 		l, err := cfg.Session.Acquire(ctx, req)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrAcquire, err)

@@ -22,6 +22,7 @@ import (
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/memstore"
 	"github.com/fencegate/fencegate/testkit/clienttest"
+	"github.com/fencegate/fencegate/wire"
 )
 
 type lockedBuf struct {
@@ -67,7 +68,7 @@ func run(t *testing.T, ignore bool, until time.Duration) (Result, *client.Lease,
 		lost = time.Now()
 		silent.Store(true)
 	}()
-	res, _ := Run(ctx, Config{Session: s, Request: client.AcquireRequest{Resource: "lx/one", OperationID: "op", OperationClass: "lock", TTL: 3 * time.Second},
+	res, _ := Run(ctx, Config{Session: s, Request: wire.AcquireRequest{Resource: "lx/one", OperationID: "op", OperationClass: "lock", TTLMs: 3000},
 		Command: "sh", Args: []string{"-c", "echo started; exec sleep 30"}, Grace: time.Second, ReleaseTimeout: time.Second,
 		Stdout: out, Stderr: out, Log: out, ignoreOwnership: ignore})
 	l, _ := s.Lease("lx/one")

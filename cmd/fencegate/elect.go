@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fencegate/fencegate/client"
-	"github.com/fencegate/fencegate/client/httpclient"
 	"github.com/fencegate/fencegate/client/lockexec"
+	"github.com/fencegate/fencegate/wire"
 )
 
 func init() { register(newElectCmd) }
@@ -74,13 +74,13 @@ func newElectCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			s := client.NewSession(httpclient.Transport{C: rc}, client.Options{})
+			s := client.NewSession(rc, client.Options{})
 			if observe {
 				return observeElection(c, s, args[0], out)
 			}
 			res, err := lockexec.Run(c.Context(), lockexec.Config{
 				Session: s, Name: "fencegate elect",
-				Request: client.AcquireRequest{Resource: args[0], OperationID: op, OperationClass: client.CampaignClassDefault, TTL: ttl},
+				Request: wire.AcquireRequest{Resource: args[0], OperationID: op, OperationClass: client.CampaignClassDefault, TTLMs: uint64(ttl.Milliseconds())},
 				Command: args[1], Args: args[2:], Env: childExtraEnv(), Grace: grace, Guardian: guardianArgv(c),
 				Stdin: c.InOrStdin(), Stdout: c.OutOrStdout(), Stderr: c.ErrOrStderr(), Log: c.ErrOrStderr(),
 			})

@@ -15,6 +15,7 @@ import (
 	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/client/httpclient"
 	"github.com/fencegate/fencegate/client/lockexec"
+	"github.com/fencegate/fencegate/wire"
 )
 
 func init() { register(newLockCmd, newLockGuardianCmd) }
@@ -94,9 +95,9 @@ func newLockCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			s := client.NewSession(httpclient.Transport{C: rc}, client.Options{})
+			s := client.NewSession(rc, client.Options{})
 			res, err := lockexec.Run(c.Context(), lockexec.Config{
-				Session: s, Request: client.AcquireRequest{Resource: args[0], OperationID: op, OperationClass: class, TTL: ttl},
+				Session: s, Request: wire.AcquireRequest{Resource: args[0], OperationID: op, OperationClass: class, TTLMs: uint64(ttl.Milliseconds())},
 				Wait: wait, Command: args[1], Args: args[2:], Env: childExtraEnv(), Grace: grace, Guardian: guardianArgv(c),
 				Stdin: c.InOrStdin(), Stdout: c.OutOrStdout(), Stderr: c.ErrOrStderr(), Log: c.ErrOrStderr(),
 			})

@@ -29,11 +29,11 @@ import (
 
 // envelopeOf builds the write's envelope from a grant as issued and the
 // latest status the registry gave for it.
-func envelopeOf(is, st *httpclient.Issued, op string, seq uint64, entries []ledger.Entry) *gate.Mutation {
+func envelopeOf(is, st wire.Issued, op string, seq uint64, entries []ledger.Entry) *gate.Mutation {
 	g := is.Grant
 	return &gate.Mutation{Resource: g.Resource, Lease: g.Lease, OperationID: op, FenceToken: g.FenceToken, SegmentSeq: seq,
-		PayloadDigest: ledger.PayloadDigest(entries), Grant: is.GrantText, GrantProof: is.GrantProof,
-		Status: st.StatusText, StatusProof: st.StatusProof}
+		PayloadDigest: ledger.PayloadDigest(entries), Grant: is.Grant.Encode(), GrantProof: is.GrantProof,
+		Status: st.Status.Encode(), StatusProof: st.StatusProof}
 }
 
 func TestKeyRotationWithBundleDistribution(t *testing.T) {
@@ -77,9 +77,9 @@ func TestKeyRotationWithBundleDistribution(t *testing.T) {
 		}
 		return c
 	}
-	write := func(l *served, is *httpclient.Issued, op string, seq uint64) error {
+	write := func(l *served, is wire.Issued, op string, seq uint64) error {
 		t.Helper()
-		st, err := reg().Status(ctx, is.GrantText) // a fresh status proof, by the key signing now
+		st, err := reg().Status(ctx, is.Grant) // a fresh status proof, by the key signing now
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -230,7 +230,7 @@ func TestServeRestartKeepsEverything(t *testing.T) {
 	}
 	c := s2.client(t, bundle) // the old bundle still verifies what the new process signs
 	again, err := c.QueryRequest(ctx, "req-1")
-	if err != nil || !bytes.Equal(again.GrantText, first.GrantText) || again.Status.State != grant.StateHeld {
+	if err != nil || !bytes.Equal(again.Grant.Encode(), first.Grant.Encode()) || again.Status.State != grant.StateHeld {
 		t.Fatalf("request ID after restart: %v", err)
 	}
 	if err := c.Release(ctx, req.Resource, first.Grant.Lease); err != nil {
@@ -329,7 +329,7 @@ func contend(t *testing.T, clients []*httpclient.Client, workers, rounds int) []
 					return
 				}
 				// While holding, the other replica must agree it is HELD.
-				st, err := clients[(w+1)%2].Status(context.Background(), is.GrantText)
+				st, err := clients[(w+1)%2].Status(context.Background(), is.Grant)
 				if err != nil || st.Status.State != grant.StateHeld {
 					fail <- fmt.Errorf("worker %d: other replica's status: %v", w, err)
 					return

@@ -28,6 +28,7 @@ import (
 	"github.com/fencegate/fencegate/registry/httpapi"
 	"github.com/fencegate/fencegate/registry/memstore"
 	"github.com/fencegate/fencegate/testkit/pgtest"
+	"github.com/fencegate/fencegate/wire"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
@@ -87,12 +88,12 @@ func newWorld(t *testing.T, postgres bool) *world {
 	return &world{registry: rsrv.URL, ledger: lsrv.URL, db: db}
 }
 
-func (w *world) transport(t *testing.T, tok string) httpclient.Transport {
+func (w *world) transport(t *testing.T, tok string) *httpclient.Client {
 	c, err := httpclient.NewClient(w.registry, httpclient.WithBearerToken(tok))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return httpclient.Transport{C: c}
+	return c
 }
 
 func entries(n int) []ledger.Entry {
@@ -172,7 +173,7 @@ func TestRefusals(t *testing.T) {
 	w := newWorld(t, false)
 	ctx := context.Background()
 	s := client.NewSession(w.transport(t, tokA), client.Options{})
-	l, err := s.Acquire(ctx, client.AcquireRequest{Resource: "invoice-batch/2026-07-21", OperationID: "settle-3", OperationClass: "settle", TTL: 10 * time.Second})
+	l, err := s.Acquire(ctx, wire.AcquireRequest{Resource: "invoice-batch/2026-07-21", OperationID: "settle-3", OperationClass: "settle", TTLMs: 10_000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +209,7 @@ func TestQueuedLongerThanTTL(t *testing.T) {
 	w := newWorld(t, false)
 	ctx := context.Background()
 	gone := client.NewSession(w.transport(t, tokA), client.Options{Manual: true}) // never renews: its lease just expires
-	if _, err := gone.Acquire(ctx, client.AcquireRequest{Resource: "invoice-batch/2026-07-22", OperationID: "settle-4", OperationClass: "settle", TTL: 2 * time.Second}); err != nil {
+	if _, err := gone.Acquire(ctx, wire.AcquireRequest{Resource: "invoice-batch/2026-07-22", OperationID: "settle-4", OperationClass: "settle", TTLMs: 2000}); err != nil {
 		t.Fatal(err)
 	}
 	res, err := ledger.RunWorker(ctx, ledger.WorkerConfig{Name: "B", Registry: w.transport(t, tokB), Ledger: &ledger.Client{Base: w.ledger, Token: tokB},

@@ -128,7 +128,7 @@ func WorkerProcess(ctx context.Context, o WorkerOptions, stdin io.Reader, stdout
 	var mu sync.Mutex
 	enc := json.NewEncoder(stdout)
 	cfg := WorkerConfig{
-		Name: o.Name, Registry: httpclient.Transport{C: rc}, Ledger: &Client{Base: o.Ledger, Token: o.Token},
+		Name: o.Name, Registry: rc, Ledger: &Client{Base: o.Ledger, Token: o.Token},
 		Resource: o.Resource, OperationID: o.OperationID, Entries: o.Entries, Segments: o.Segments,
 		TTL: msDuration(o.TTLMs), Wait: msDuration(o.WaitMs), LeaseOnly: o.LeaseOnly,
 		Emit: func(e Event) { mu.Lock(); defer mu.Unlock(); _ = enc.Encode(e) },

@@ -85,7 +85,7 @@ func settle(t *testing.T, prop propagation.TextMapPropagator) (spans []sdktrace.
 		t.Fatal(err)
 	}
 	ctx, span := tp.Tracer("worker").Start(context.Background(), "settle invoices")
-	res, err := ledger.RunWorker(ctx, ledger.WorkerConfig{Name: "A", Registry: httpclient.Transport{C: rc}, Ledger: &ledger.Client{Base: ledgerURL, Token: tokA},
+	res, err := ledger.RunWorker(ctx, ledger.WorkerConfig{Name: "A", Registry: rc, Ledger: &ledger.Client{Base: ledgerURL, Token: tokA},
 		Resource: "invoice-batch/2026-07-19", OperationID: "settle-1", Entries: entries(1), TTL: 10 * time.Second})
 	span.End()
 	if err != nil || !res.Written {

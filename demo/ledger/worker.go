@@ -8,6 +8,7 @@ import (
 
 	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // Worker timing for short demo leases: a 2s lease renews every ~0.7s, so
@@ -34,7 +35,7 @@ type Event struct {
 // lease on Resource.
 type WorkerConfig struct {
 	Name        string           // shown in events
-	Registry    client.Transport // the registry (httpclient.Transport in production). Required.
+	Registry    client.Transport // the registry (an *httpclient.Client in production). Required.
 	Ledger      *Client          // the protected service. Required.
 	Resource    string           // the registry resource that guards the ledger rows
 	OperationID string           // names this operation; receipts are found by it
@@ -88,8 +89,8 @@ func RunWorker(ctx context.Context, cfg WorkerConfig) (Result, error) {
 	}
 	w := &worker{cfg: cfg}
 	s := client.NewSession(cfg.Registry, cfg.Options)
-	l, err := s.Acquire(ctx, client.AcquireRequest{
-		Resource: cfg.Resource, OperationID: cfg.OperationID, OperationClass: "settle", TTL: cfg.TTL, Wait: cfg.Wait,
+	l, err := s.Acquire(ctx, wire.AcquireRequest{
+		Resource: cfg.Resource, OperationID: cfg.OperationID, OperationClass: "settle", TTLMs: uint64(cfg.TTL.Milliseconds()), WaitMs: uint64(cfg.Wait.Milliseconds()),
 	})
 	if err != nil {
 		return Result{}, fmt.Errorf("ledger: worker %s: acquire %s: %w", cfg.Name, cfg.Resource, err)

@@ -11,8 +11,8 @@ import (
 	"log"
 	"time"
 
-	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/client/httpclient"
+	"github.com/fencegate/fencegate/wire"
 )
 
 func main() {
@@ -21,7 +21,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	lease, err := w.Lock(ctx, client.AcquireRequest{Resource: "jobs/nightly-report", TTL: 10 * time.Second})
+	lease, err := w.Lock(ctx, wire.AcquireRequest{Resource: "jobs/nightly-report", TTLMs: 10_000})
 	if err != nil {
 		log.Fatal(err)
 	}

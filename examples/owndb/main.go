@@ -10,6 +10,7 @@ import (
 	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/client/httpclient"
 	"github.com/fencegate/fencegate/gate/sqlgate"
+	"github.com/fencegate/fencegate/wire"
 )
 
 func main() {
@@ -18,7 +19,7 @@ func main() {
 	must(err)
 	db, err := sqlgate.OpenLocal(ctx, "totals.db", w.Verifier) // SQLite, or a postgres:// URL
 	must(err)
-	lease, err := w.Lock(ctx, client.AcquireRequest{Resource: "totals/2026-07-19"}) // waits its turn
+	lease, err := w.Lock(ctx, wire.AcquireRequest{Resource: "totals/2026-07-19"}) // waits its turn
 	must(err)
 	defer lease.Release(ctx)
 	_, err = client.Apply(ctx, lease, db, []byte("total=200"), func(ctx context.Context, tx *sql.Tx) error {

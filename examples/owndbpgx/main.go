@@ -11,6 +11,7 @@ import (
 	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/client/httpclient"
 	"github.com/fencegate/fencegate/gate/sqlgate"
+	"github.com/fencegate/fencegate/wire"
 )
 
 func main() {
@@ -22,7 +23,7 @@ func main() {
 	defer db.Close(ctx)
 	_, err = db.Conn.Exec(ctx, "CREATE TABLE IF NOT EXISTS totals (day TEXT PRIMARY KEY, total INT)")
 	must(err)
-	lease, err := w.Lock(ctx, client.AcquireRequest{Resource: "totals/pgx/2026-07-19"})
+	lease, err := w.Lock(ctx, wire.AcquireRequest{Resource: "totals/pgx/2026-07-19"})
 	must(err)
 	defer lease.Release(ctx)
 	_, err = client.Apply(ctx, lease, db, []byte("total=300"), func(ctx context.Context, q sqlgate.PgxQuerier) error {

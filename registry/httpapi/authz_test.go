@@ -46,9 +46,9 @@ func TestResourcePolicyScopesEveryCall(t *testing.T) {
 	wantForbidden(t, err, "bob", VerbAcquire, res)
 	err = h.bob.Release(bg, res, a.Grant.Lease)
 	wantForbidden(t, err, "bob", VerbAcquire, res)
-	_, err = h.bob.Status(bg, a.GrantText)
+	_, err = h.bob.Status(bg, a.Grant)
 	wantForbidden(t, err, "bob", VerbSee, res)
-	if _, err := h.alice.Status(bg, a.GrantText); err != nil {
+	if _, err := h.alice.Status(bg, a.Grant); err != nil {
 		t.Errorf("alice's status of her own grant: %v", err)
 	}
 	if _, err := h.admin.Floor(bg, wire.FloorRequest{Resource: res, Fence: 5, Note: "admins are not scoped"}); err != nil {

@@ -75,7 +75,7 @@ func TestBatchAnswersEachOperationAsItsEndpoint(t *testing.T) {
 		wire.BatchAcquire, acq("inv/held", "a-2"), // BUSY, with who holds it
 		wire.BatchAcquire, acq("alice-only/x", "a-3"), // ok: alice may
 		wire.BatchRelease, wire.LeaseRequest{Resource: "inv/held", Lease: held.Grant.Lease}, // NOT_HOLDER
-		wire.BatchStatus, wire.StatusRequest{Grant: string(held.GrantText)}, // ok: alice may see inv/*
+		wire.BatchStatus, wire.StatusRequest{Grant: string(held.Grant.Encode())}, // ok: alice may see inv/*
 		wire.BatchAcquire, waiting, // refused alone: a batch does not wait
 		wire.BatchAcquire, `{"resource":"inv/2","bogus":1}`, // refused alone: strict decoding
 		"lock", acq("inv/3", "a-4"), // refused alone: no such operation
@@ -112,7 +112,7 @@ func TestBatchAnswersEachOperationAsItsEndpoint(t *testing.T) {
 			t.Fatal(err)
 		}
 		single, err := h.alice.Acquire(bg, req)
-		if err != nil || string(single.GrantText) != batched.Grant {
+		if err != nil || string(single.Grant.Encode()) != batched.Grant {
 			t.Fatalf("%s: single endpoint answers %v / another grant than the batch", req.Resource, err)
 		}
 	}

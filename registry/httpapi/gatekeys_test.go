@@ -160,7 +160,7 @@ func verifierOf(t *testing.T, k *grant.SigningKey) *grant.Verifier {
 
 // checkGateProofs requires is to carry exactly the named gates' pairs,
 // each verifying under its own key (gate → key ID).
-func (w *gateWorld) checkGateProofs(t *testing.T, is *httpclient.Issued, want [][2]string) {
+func (w *gateWorld) checkGateProofs(t *testing.T, is wire.Issued, want [][2]string) {
 	t.Helper()
 	if len(is.GateProofs) != len(want) {
 		t.Fatalf("%s: gate proofs %+v, want gates %v", is.Grant.Resource, is.GateProofs, want)
@@ -214,7 +214,7 @@ func TestAnswersCarryTheProofsOfEachGateCoveringTheResource(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.checkGateProofs(t, r, [][2]string{{"all-db", "all-1"}, {"ledger-db", "ledger-1"}})
-	s, err := w.alice.Status(ctx, a.GrantText)
+	s, err := w.alice.Status(ctx, a.Grant)
 	if err != nil {
 		t.Fatal(err)
 	}

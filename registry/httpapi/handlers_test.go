@@ -46,17 +46,17 @@ func TestLeaseLifecycle(t *testing.T) {
 	if g.Owner != "alice" || g.FenceToken != 1 || g.Resource != "inv/1" || !g.HeldStatement() || a.Status != nil {
 		t.Fatalf("grant %+v status %+v", g, a.Status)
 	}
-	if !bytes.Equal(a.GrantText, g.Encode()) || a.GrantProof == "" || a.StatusProof != "" {
+	if !bytes.Equal(a.Grant.Encode(), g.Encode()) || a.GrantProof == "" || a.StatusProof != "" {
 		t.Fatal("grant text is not the canonical bytes, or a proof is missing")
 	}
 
 	// A retry gets the same grant and a signed HELD status.
 	again, err := h.alice.Acquire(bg, acq("inv/1", "r-1"))
-	if err != nil || !bytes.Equal(again.GrantText, a.GrantText) || again.Status == nil || again.Status.State != grant.StateHeld {
-		t.Fatalf("retried acquire: %v; same grant %v", err, err == nil && bytes.Equal(again.GrantText, a.GrantText))
+	if err != nil || !bytes.Equal(again.Grant.Encode(), a.Grant.Encode()) || again.Status == nil || again.Status.State != grant.StateHeld {
+		t.Fatalf("retried acquire: %v; same grant %v", err, err == nil && bytes.Equal(again.Grant.Encode(), a.Grant.Encode()))
 	}
 	q, err := h.alice.QueryRequest(bg, "r-1")
-	if err != nil || !bytes.Equal(q.GrantText, a.GrantText) {
+	if err != nil || !bytes.Equal(q.Grant.Encode(), a.Grant.Encode()) {
 		t.Fatalf("query request: %v", err)
 	}
 	_, err = h.bob.QueryRequest(bg, "r-1") // request IDs are scoped to their owner
@@ -76,7 +76,7 @@ func TestLeaseLifecycle(t *testing.T) {
 	wantAPIError(t, err, 403, "NOT_HOLDER")
 
 	// A gate (any identity) asks about the grant by its canonical text.
-	st, err := h.bob.Status(bg, a.GrantText)
+	st, err := h.bob.Status(bg, a.Grant)
 	if err != nil || st.Status.State != grant.StateHeld || st.Status.Grant != g.Digest() {
 		t.Fatalf("status: %v", err)
 	}
@@ -87,7 +87,7 @@ func TestLeaseLifecycle(t *testing.T) {
 	if err := h.alice.Release(bg, "inv/1", g.Lease); err != nil {
 		t.Fatalf("release again: %v", err)
 	}
-	st, err = h.bob.Status(bg, a.GrantText)
+	st, err = h.bob.Status(bg, a.Grant)
 	if err != nil || st.Status.State != grant.StateReleased {
 		t.Fatalf("status after release: %v %+v", err, st)
 	}
@@ -106,7 +106,7 @@ func TestExpiry(t *testing.T) {
 	h.clock.Advance(3 * time.Second)
 	_, err = h.alice.Renew(bg, "inv/2", a.Grant.Lease)
 	wantAPIError(t, err, 410, "LEASE_EXPIRED")
-	st, err := h.bob.Status(bg, a.GrantText)
+	st, err := h.bob.Status(bg, a.Grant)
 	if err != nil || st.Status.State != grant.StateExpired {
 		t.Fatalf("status: %v", err)
 	}
@@ -142,7 +142,7 @@ func TestInvalidRequests(t *testing.T) {
 		FenceToken: 99, BackendRevision: 1, IssuerEpoch: 1, TTLMs: 1000,
 		IssuedAt: h.clock.Now(), ExpiresAt: h.clock.Now().Add(time.Second),
 	}
-	_, err = h.alice.Status(bg, forged.Encode())
+	_, err = h.alice.Status(bg, forged)
 	wantAPIError(t, err, 404, "NOT_FOUND")
 }
 
@@ -172,7 +172,7 @@ func TestWaiting(t *testing.T) {
 		t.Fatal(err)
 	}
 	type result struct {
-		is  *httpclient.Issued
+		is  wire.Issued
 		err error
 	}
 	got := make(chan result, 1)
@@ -255,7 +255,7 @@ func TestAdmin(t *testing.T) {
 	if err != nil || line != 2 {
 		t.Fatalf("revoke: %v %d", err, line)
 	}
-	st, err := h.alice.Status(bg, b.GrantText)
+	st, err := h.alice.Status(bg, b.Grant)
 	if err != nil || st.Status.State != grant.StateRevoked || st.GrantProof != "" || st.StatusProof != "" {
 		t.Fatalf("status of a revoked epoch's grant: %v %+v", err, st)
 	}

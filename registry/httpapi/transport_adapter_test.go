@@ -1,6 +1,6 @@
-// Tests that httpclient.Transport gives callers over HTTP the registry's own Go
-// contract: the same Issued values, and errors that match the registry's
-// sentinels and codes.
+// Tests that httpclient.Client, the SDK's transport, gives callers over
+// HTTP the registry's own Go contract: the same wire.Issued values, and
+// errors that match the registry's sentinels and codes.
 package httpapi
 
 import (
@@ -14,7 +14,7 @@ import (
 
 func TestTransportSpeaksRegistryErrors(t *testing.T) {
 	h := newHarness(t)
-	alice, bob := httpclient.Transport{C: h.alice}, httpclient.Transport{C: h.bob}
+	alice, bob := h.alice, h.bob
 	req := wire.AcquireRequest{Resource: "inv/t", OperationID: "op", OperationClass: "settle", RequestID: "r-1"}
 	is, err := alice.Acquire(bg, req)
 	if err != nil || is.Grant.Owner != "alice" {
@@ -40,7 +40,7 @@ func TestTransportSpeaksRegistryErrors(t *testing.T) {
 	if err != nil || !bytes.Equal(q.Grant.Encode(), is.Grant.Encode()) {
 		t.Fatalf("query: %v", err)
 	}
-	if _, err := (httpclient.Transport{C: h.anon}).Renew(bg, "inv/t", is.Grant.Lease); wire.CodeOf(err) != "" || !errors.Is(err, &httpclient.APIError{Code: wire.CodeUnauthenticated}) {
+	if _, err := h.anon.Renew(bg, "inv/t", is.Grant.Lease); wire.CodeOf(err) != "" || !errors.Is(err, &httpclient.APIError{Code: wire.CodeUnauthenticated}) {
 		t.Fatalf("401 must carry no registry code: %v", err)
 	}
 	h.flaky.down.Store(true)

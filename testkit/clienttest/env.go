@@ -15,6 +15,7 @@ import (
 	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/gate/sqlgate"
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // Fixture constants shared by the client's tests and scenarios.
@@ -69,13 +70,13 @@ func (e *Env) Worker(owner string, seed uint64, manual bool) *Worker {
 }
 
 // Request is an acquire of Resource for operation op with TTL.
-func Request(op string) client.AcquireRequest {
-	return client.AcquireRequest{Resource: Resource, OperationID: op, OperationClass: "settle", TTL: TTL}
+func Request(op string) wire.AcquireRequest {
+	return wire.AcquireRequest{Resource: Resource, OperationID: op, OperationClass: "settle", TTLMs: uint64(TTL / time.Millisecond)}
 }
 
 // Acquire runs Session.Acquire while advancing the fake clock in small
 // steps, so backoffs pass without real waiting.
-func (e *Env) Acquire(ctx context.Context, w *Worker, r client.AcquireRequest) (*client.Lease, error) {
+func (e *Env) Acquire(ctx context.Context, w *Worker, r wire.AcquireRequest) (*client.Lease, error) {
 	type result struct {
 		l   *client.Lease
 		err error
@@ -115,7 +116,7 @@ type Recorder struct {
 }
 
 // Add is a client.Options.OnTransition.
-func (r *Recorder) Add(lease string, from, to client.State, ev client.Event) {
+func (r *Recorder) Add(lease string, from, to client.LeaseState, ev client.LeaseEvent) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.log = append(r.log, fmt.Sprintf("%s -%s-> %s", from, ev, to))

@@ -89,7 +89,7 @@ func scenarioLostRenewalGoesUnknownThenHeldOnConfirmation(t *testing.T, f *Env) 
 	if first.Err() == nil {
 		t.Fatal("ownership context not cancelled at once")
 	}
-	if _, err := l.Envelope(1, gatetest.Payload("x")); !errors.Is(err, client.ErrNotHeld) {
+	if _, err := l.Envelope(1, gatetest.Payload("x")); !errors.Is(err, client.ErrNotCertain) {
 		t.Fatalf("envelope while unknown: %v, want ErrNotHeld", err)
 	}
 	// Queries keep failing: it stays UNKNOWN, never guesses.
@@ -163,7 +163,7 @@ func scenarioPausePastTTL(t *testing.T, f *Env) {
 	}
 
 	// A resumes. Before its loop has run, it already refuses new effects.
-	if _, err := la.Envelope(2, gatetest.Payload("a2")); !errors.Is(err, client.ErrNotHeld) {
+	if _, err := la.Envelope(2, gatetest.Payload("a2")); !errors.Is(err, client.ErrNotCertain) {
 		t.Fatalf("envelope after the pause: %v, want ErrNotHeld", err)
 	}
 	if st := la.Tick(f.Ctx); st != client.StateExpired {

@@ -79,7 +79,7 @@ func worker(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		t.Replicas = append(t.Replicas, httpclient.Transport{C: c})
+		t.Replicas = append(t.Replicas, c)
 	}
 	var svcs []*chaosproc.ServiceClient
 	for _, u := range strings.Split(*services, ",") {

@@ -16,6 +16,7 @@ import (
 	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/client/httpclient"
 	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/wire"
 )
 
 func main() {
@@ -28,7 +29,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	lease, err := w.Lock(ctx, client.AcquireRequest{Resource: "totals/remote/2026-07-19"})
+	lease, err := w.Lock(ctx, wire.AcquireRequest{Resource: "totals/remote/2026-07-19"})
 	if err != nil {
 		log.Fatal(err)
 	}
