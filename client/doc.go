@@ -91,6 +91,6 @@
 //   - client/lockexec: run a command under a lease (fencegate lock, elect).
 //   - client/reconcile: the durable SQLite reconciliation queue.
 //   - testkit/clienttest: fake clock, lossy transport, fixtures and the
-//     end-to-end scenarios run on every registry store.
-//   - client/etcdtest: those scenarios on embedded etcd.
+//     end-to-end scenarios run on every registry store (its etcd_test.go:
+//     on embedded etcd).
 package client

@@ -16,7 +16,7 @@ import (
 // response, lost renewal, pause past TTL, and each MUTATION_UNKNOWN branch
 // — against a real registry over the store newStore returns (nil: memory)
 // and a real gate on SQLite. The client package runs it on the memory
-// store; client/etcdtest runs it on embedded etcd.
+// store; etcd_test.go here runs it on embedded etcd.
 func RunScenarios(t *testing.T, newStore func(t testing.TB) registry.Store) {
 	for _, sc := range []struct {
 		name string

@@ -1,7 +1,9 @@
 // This file proves the client scenarios (lost acquire response, lost
 // renewal, pause past TTL, each MUTATION_UNKNOWN branch with a real gate on
-// SQLite) hold with the registry on a real embedded etcd.
-package etcdtest
+// SQLite) hold with the registry on a real embedded etcd. It lives with
+// the kit (a test of its own package, so nothing else links an etcd
+// server); client/scenarios_test.go runs them on the memory store.
+package clienttest_test
 
 import (
 	"context"
