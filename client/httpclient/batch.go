@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/fencegate/fencegate/internal/batch"
 	"github.com/fencegate/fencegate/wire"
 )
 
@@ -63,21 +64,27 @@ func WithBatching(o BatchOptions) ClientOption {
 	if o.OperationsMax <= 0 || o.OperationsMax > batchOperationsMax {
 		o.OperationsMax = batchOperationsMax
 	}
-	return func(c *Client) { c.batch = &batcher{c: c, opt: o} }
+	return func(c *Client) { c.batch = newBatcher(c, o) }
 }
 
-// batcher queues a Client's calls and sends them in batches.
+// batcher coalesces a Client's calls (internal/batch: the slots, the
+// queue and the hand-off the etcd store's group commit shares).
 type batcher struct {
-	c   *Client
-	opt BatchOptions
-
-	mu       sync.Mutex
-	queue    []*batchCall
-	inflight int // requests in flight, <= opt.InflightMax
+	c *Client
+	q batch.Queue[*batchCall]
 
 	// unsupported: the server answered /v1/batch with 404; every call
 	// goes alone from then on.
 	unsupported atomic.Bool
+}
+
+func newBatcher(c *Client, o BatchOptions) *batcher {
+	b := &batcher{c: c}
+	b.q = batch.Queue[*batchCall]{InflightMax: o.InflightMax, Send: b.send, Group: func() func(*batchCall) bool {
+		n := 0
+		return func(*batchCall) bool { n++; return n <= o.OperationsMax }
+	}}
+	return b
 }
 
 // batchCall is one caller's call, queued or in a batch.
@@ -100,87 +107,17 @@ func (c *Client) post(ctx context.Context, op, path string, in, out any) error {
 	if c.batch == nil || c.batch.unsupported.Load() {
 		return c.do(ctx, http.MethodPost, path, in, out)
 	}
-	return c.batch.do(&batchCall{ctx: ctx, op: op, path: path, in: in, out: out, done: make(chan struct{})})
-}
-
-// do sends call alone when a slot is free (its own endpoint, on the
-// caller's goroutine), else queues it for the next batch, and waits for
-// its answer or the end of its context.
-func (b *batcher) do(call *batchCall) error {
-	b.mu.Lock()
-	if b.inflight < b.opt.InflightMax {
-		b.inflight++
-		group := b.takeLocked(call)
-		b.mu.Unlock()
-		if len(group) == 1 {
-			b.send(group)
-			b.handOff()
-			return call.err
-		}
-		go func() {
-			b.send(group)
-			b.handOff()
-		}()
-	} else {
-		b.queue = append(b.queue, call)
-		b.mu.Unlock()
-	}
-	select {
-	case <-call.done:
+	call := &batchCall{ctx: ctx, op: op, path: path, in: in, out: out, done: make(chan struct{})}
+	switch sent, err := c.batch.q.Do(ctx, call, call.done); {
+	case err == nil:
 		return call.err
-	case <-call.ctx.Done():
-		if b.withdraw(call) {
-			return fmt.Errorf("httpclient: POST %s: not sent: %w", call.path, call.ctx.Err())
-		}
+	case !sent:
+		return fmt.Errorf("httpclient: POST %s: not sent: %w", path, err)
+	default:
 		// Sent: it may have been applied, as a single call cancelled in
 		// flight may have been.
-		return fmt.Errorf("httpclient: POST %s: %w", call.path, call.ctx.Err())
+		return fmt.Errorf("httpclient: POST %s: %w", path, err)
 	}
-}
-
-// takeLocked returns first (nil for none) and then queued calls in
-// order, up to OperationsMax; the rest stay queued.
-func (b *batcher) takeLocked(first *batchCall) []*batchCall {
-	var group []*batchCall
-	if first != nil {
-		group = append(group, first)
-	}
-	n := min(len(b.queue), b.opt.OperationsMax-len(group))
-	group = append(group, b.queue[:n]...)
-	rest := copy(b.queue, b.queue[n:])
-	clear(b.queue[rest:])
-	b.queue = b.queue[:rest]
-	return group
-}
-
-// handOff gives a finished request's slot to the queue: a goroutine
-// keeps sending while calls wait, and frees the slot when none do.
-func (b *batcher) handOff() {
-	b.mu.Lock()
-	group := b.takeLocked(nil)
-	if len(group) == 0 {
-		b.inflight--
-		b.mu.Unlock()
-		return
-	}
-	b.mu.Unlock()
-	go func() {
-		b.send(group)
-		b.handOff()
-	}()
-}
-
-// withdraw removes call from the queue; false when it was already sent.
-func (b *batcher) withdraw(call *batchCall) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for i, q := range b.queue {
-		if q == call {
-			b.queue = append(b.queue[:i], b.queue[i+1:]...)
-			return true
-		}
-	}
-	return false
 }
 
 // send sends one call to its own endpoint, several as one batch, and
@@ -195,7 +132,11 @@ func (b *batcher) send(group []*batchCall) {
 	for i, c := range group {
 		req.Operations[i] = batchOperation{Op: c.op, Request: c.in}
 	}
-	ctx, stop := groupContext(group)
+	ctxs := make([]context.Context, len(group))
+	for i, c := range group {
+		ctxs[i] = c.ctx
+	}
+	ctx, stop := batch.Context(group[0].ctx, ctxs)
 	defer stop()
 	var resp wire.BatchResponse
 	err := b.c.do(ctx, http.MethodPost, "/v1/batch", req, &resp)
@@ -252,27 +193,4 @@ func answerOf(a wire.BatchAnswer, out any) error {
 		return apiError(a.Status, wire.ErrorBody{}, "httpclient: batch answer without an error body")
 	}
 	return apiError(a.Status, *a.Error, "")
-}
-
-// groupContext is a batch's context: the values (trace context) of its
-// first call's, cancelled once every call's context has ended, so a batch
-// lives while any caller still waits for it.
-func groupContext(group []*batchCall) (context.Context, func()) {
-	ctx, cancel := context.WithCancel(context.WithoutCancel(group[0].ctx))
-	var left atomic.Int64
-	left.Store(int64(len(group)))
-	stops := make([]func() bool, len(group))
-	for i, c := range group {
-		stops[i] = context.AfterFunc(c.ctx, func() {
-			if left.Add(-1) == 0 {
-				cancel()
-			}
-		})
-	}
-	return ctx, func() {
-		for _, s := range stops {
-			s()
-		}
-		cancel()
-	}
 }

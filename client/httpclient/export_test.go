@@ -6,7 +6,5 @@ func QueuedCalls(c *Client) int {
 	if c.batch == nil {
 		return 0
 	}
-	c.batch.mu.Lock()
-	defer c.batch.mu.Unlock()
-	return len(c.batch.queue)
+	return c.batch.q.Queued()
 }

@@ -5,12 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 
+	"github.com/fencegate/fencegate/internal/batch"
 	"github.com/fencegate/fencegate/registry"
 )
 
@@ -86,14 +86,12 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// batcher queues commits and sends them in groups.
+// batcher groups commits (internal/batch: the slots, the queue and the
+// hand-off the SDK's HTTP batching shares).
 type batcher struct {
 	s   *Store
 	opt Options
-
-	mu       sync.Mutex
-	queue    []*pending
-	inflight int // slots taken, <= opt.BatchInflightMax
+	q   batch.Queue[*pending]
 
 	txns, writes atomic.Uint64 // transactions sent and writes they carried
 }
@@ -110,31 +108,23 @@ type pending struct {
 	err  error
 }
 
-func newBatcher(s *Store, o Options) *batcher { return &batcher{s: s, opt: o} }
+func newBatcher(s *Store, o Options) *batcher {
+	b := &batcher{s: s, opt: o}
+	b.q = batch.Queue[*pending]{InflightMax: o.BatchInflightMax, Group: b.group, Send: b.send}
+	return b
+}
 
-// commit queues w and waits for its outcome; when a slot is free the
-// caller sends at once, its own write first.
+// commit sends w at once when a slot is free (its own write first in the
+// group), else queues it, and waits for its outcome.
 func (b *batcher) commit(ctx context.Context, w registry.Write) (registry.CommitResult, error) {
 	p := b.s.newPending(ctx, w)
-	b.mu.Lock()
-	if b.inflight < b.opt.BatchInflightMax {
-		b.inflight++
-		group := b.takeLocked(p)
-		b.mu.Unlock()
-		b.send(group)
-		b.handOff()
+	switch sent, err := b.q.Do(ctx, p, p.done); {
+	case err == nil:
 		return p.res, p.err
-	}
-	b.queue = append(b.queue, p)
-	b.mu.Unlock()
-	select {
-	case <-p.done:
-		return p.res, p.err
-	case <-ctx.Done():
-		if b.withdraw(p) {
-			return registry.CommitResult{}, fmt.Errorf("etcdstore: commit: not sent: %w", ctx.Err())
-		}
-		return registry.CommitResult{}, fmt.Errorf("etcdstore: commit: outcome unknown: %w", ctx.Err())
+	case !sent:
+		return registry.CommitResult{}, fmt.Errorf("etcdstore: commit: not sent: %w", err)
+	default:
+		return registry.CommitResult{}, fmt.Errorf("etcdstore: commit: outcome unknown: %w", err)
 	}
 }
 
@@ -153,15 +143,14 @@ func (s *Store) newPending(ctx context.Context, w registry.Write) *pending {
 	return p
 }
 
-// takeLocked returns first (nil for none) and then queued writes in order
-// whose keys no taken write shares, within the group's bounds; the rest
-// stay queued.
-func (b *batcher) takeLocked(first *pending) []*pending {
-	var group []*pending
+// group admits, for one group being formed, the writes whose keys no
+// write already in it shares, within BatchWritesMax writes and
+// batchBytesMax bytes (the first always).
+func (b *batcher) group() func(*pending) bool {
 	taken := map[string]bool{}
-	size := 0
-	add := func(p *pending) bool {
-		if len(group) >= b.opt.BatchWritesMax || len(group) > 0 && size+p.size > batchBytesMax {
+	n, size := 0, 0
+	return func(p *pending) bool {
+		if n >= b.opt.BatchWritesMax || n > 0 && size+p.size > batchBytesMax {
 			return false
 		}
 		for _, k := range p.keys {
@@ -172,57 +161,19 @@ func (b *batcher) takeLocked(first *pending) []*pending {
 		for _, k := range p.keys {
 			taken[k] = true
 		}
-		group, size = append(group, p), size+p.size
+		n, size = n+1, size+p.size
 		return true
 	}
-	if first != nil {
-		add(first)
-	}
-	rest := b.queue[:0]
-	for _, p := range b.queue {
-		if !add(p) {
-			rest = append(rest, p)
-		}
-	}
-	clear(b.queue[len(rest):])
-	b.queue = rest
-	return group
-}
-
-// handOff gives the caller's slot to the queue: a goroutine keeps sending
-// while commits wait, and frees the slot when none do.
-func (b *batcher) handOff() {
-	b.mu.Lock()
-	group := b.takeLocked(nil)
-	if len(group) == 0 {
-		b.inflight--
-		b.mu.Unlock()
-		return
-	}
-	b.mu.Unlock()
-	go func() {
-		b.send(group)
-		b.handOff()
-	}()
-}
-
-// withdraw removes p from the queue; false when it was already sent.
-func (b *batcher) withdraw(p *pending) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for i, q := range b.queue {
-		if q == p {
-			b.queue = append(b.queue[:i], b.queue[i+1:]...)
-			return true
-		}
-	}
-	return false
 }
 
 // send commits the group and delivers each write's outcome.
 func (b *batcher) send(group []*pending) {
-	ctx, cancel := groupContext(group)
-	defer cancel()
+	ctxs := make([]context.Context, len(group))
+	for i, p := range group {
+		ctxs[i] = p.ctx
+	}
+	ctx, stop := batch.Context(group[0].ctx, ctxs)
+	defer stop()
 	b.txns.Add(1)
 	b.writes.Add(uint64(len(group)))
 	if len(group) == 1 {
@@ -317,28 +268,4 @@ func sharedSettings(group []*pending) bool {
 // of the request's shape: too many operations, a duplicate key, too large.
 func refused(err error) bool {
 	return errors.Is(err, rpctypes.ErrTooManyOps) || errors.Is(err, rpctypes.ErrDuplicateKey) || errors.Is(err, rpctypes.ErrRequestTooLarge)
-}
-
-// groupContext ends when every member's context has ended, so one caller
-// giving up never cancels the others' writes.
-func groupContext(group []*pending) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(context.Background())
-	var mu sync.Mutex
-	left := len(group)
-	stops := make([]func() bool, len(group))
-	for i, p := range group {
-		stops[i] = context.AfterFunc(p.ctx, func() {
-			mu.Lock()
-			defer mu.Unlock()
-			if left--; left == 0 {
-				cancel()
-			}
-		})
-	}
-	return ctx, func() {
-		for _, stop := range stops {
-			stop()
-		}
-		cancel()
-	}
 }

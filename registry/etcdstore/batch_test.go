@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -164,16 +165,21 @@ func TestGroupNeverSharesAKey(t *testing.T) {
 		registry.Write{Resource: "k/c", ReadKeys: []lockstate.RequestKey{k}},                        // reads r1
 		registry.Write{Resource: "k/d", Record: &lockstate.Record{HighestFence: 1}},
 	)
-	b := s.batch
-	b.queue = append([]*pending(nil), g[1:]...)
-	taken := b.takeLocked(g[0])
+	admit := s.batch.group()
+	var taken, left []*pending
+	for _, p := range g {
+		if admit(p) {
+			taken = append(taken, p)
+		} else {
+			left = append(left, p)
+		}
+	}
 	if len(taken) != 3 || taken[0] != g[0] || taken[1] != g[2] || taken[2] != g[4] {
 		t.Fatalf("took %d writes: %v", len(taken), taken)
 	}
-	if len(b.queue) != 2 || b.queue[0] != g[1] || b.queue[1] != g[3] {
-		t.Fatalf("left %d queued", len(b.queue))
+	if len(left) != 2 || left[0] != g[1] || left[1] != g[3] {
+		t.Fatalf("left %d queued", len(left))
 	}
-	b.queue = nil
 }
 
 func TestRefusedGroupIsResentWriteByWrite(t *testing.T) {
@@ -194,34 +200,67 @@ func TestRefusedGroupIsResentWriteByWrite(t *testing.T) {
 	}
 }
 
+// holdSlots makes every one of s's grouping slots busy with a commit
+// that waits (before it is sent) until release is called; the commits
+// made meanwhile queue. release lets them go and waits for their
+// outcomes.
+func holdSlots(t *testing.T, s *Store) (release func()) {
+	b := s.batch
+	gate, held := make(chan struct{}), make(chan struct{}, b.opt.BatchInflightMax)
+	send := b.q.Send
+	b.q.Send = func(g []*pending) {
+		select {
+		case held <- struct{}{}:
+		default:
+		}
+		<-gate
+		send(g)
+	}
+	var wg sync.WaitGroup
+	for i := range b.opt.BatchInflightMax {
+		wg.Go(func() {
+			if _, err := s.Commit(context.Background(), registry.Write{Resource: fmt.Sprint("hold/", i), Record: &lockstate.Record{HighestFence: 1}}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	for range b.opt.BatchInflightMax {
+		<-held
+	}
+	return func() {
+		close(gate)
+		wg.Wait()
+	}
+}
+
+// waitQueued waits until n commits of s are queued.
+func waitQueued(t *testing.T, s *Store, n int) {
+	for i := 0; s.batch.q.Queued() < n; i++ {
+		if i == 10_000 {
+			t.Fatalf("%d commits queued, want %d", s.batch.q.Queued(), n)
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
 func TestWithdrawnWhileQueuedIsNeverSent(t *testing.T) {
 	s := freshStore(t)
-	b := s.batch
-	b.mu.Lock()
-	b.inflight = b.opt.BatchInflightMax // every slot busy: the commit queues
-	b.mu.Unlock()
+	release := holdSlots(t, s) // every slot busy: the commit queues
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
 		_, err := s.Commit(ctx, registry.Write{Resource: "wd/1", Record: &lockstate.Record{HighestFence: 1}})
 		done <- err
 	}()
-	for queued := 0; queued == 0; {
-		b.mu.Lock()
-		queued = len(b.queue)
-		b.mu.Unlock()
-	}
+	waitQueued(t, s, 1)
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("err %v, want context.Canceled", err)
 	}
-	b.mu.Lock()
-	b.inflight = 0
-	left := len(b.queue)
-	b.mu.Unlock()
-	if left != 0 {
+	if left := s.batch.q.Queued(); left != 0 {
 		t.Fatalf("%d commits still queued", left)
 	}
+	release()
 	if snap, err := s.Read(context.Background(), "wd/1", nil); err != nil || snap.Record != nil {
 		t.Fatalf("the withdrawn write landed: %+v %v", snap.Record, err)
 	}
@@ -229,10 +268,7 @@ func TestWithdrawnWhileQueuedIsNeverSent(t *testing.T) {
 
 func TestQueuedCommitsGoInOneTransaction(t *testing.T) {
 	s := freshStore(t)
-	b := s.batch
-	b.mu.Lock()
-	b.inflight = b.opt.BatchInflightMax // every slot busy: commits queue
-	b.mu.Unlock()
+	release := holdSlots(t, s) // every slot busy: commits queue
 	const n = 12
 	errs := make(chan error, n)
 	for i := range n {
@@ -244,35 +280,18 @@ func TestQueuedCommitsGoInOneTransaction(t *testing.T) {
 			errs <- err
 		}()
 	}
-	for queued := 0; queued < n; {
-		b.mu.Lock()
-		queued = len(b.queue)
-		b.mu.Unlock()
-	}
+	waitQueued(t, s, n)
+	b := s.batch
 	txns := b.txns.Load()
-	b.handOff() // the busy slot frees: its successor sends the queue
+	release() // the busy slots free: the first to finish sends the queue
 	for range n {
 		if err := <-errs; err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got := b.txns.Load() - txns; got != 1 {
-		t.Fatalf("%d queued commits took %d transactions, want 1", n, got)
-	}
-	// The sender frees its slot just after delivering: wait for it.
-	for i := 0; ; i++ {
-		b.mu.Lock()
-		inflight, queued := b.inflight, len(b.queue)
-		if inflight == b.opt.BatchInflightMax-1 && queued == 0 {
-			b.inflight = 0 // the other slots this test held
-			b.mu.Unlock()
-			return
-		}
-		b.mu.Unlock()
-		if i == 1000 {
-			t.Fatalf("after the group: %d in flight, %d queued", inflight, queued)
-		}
-		time.Sleep(time.Millisecond)
+	// Each held commit is a transaction of its own; the queue is one more.
+	if got, want := b.txns.Load()-txns, uint64(b.opt.BatchInflightMax)+1; got != want {
+		t.Fatalf("%d held and %d queued commits took %d transactions, want %d", b.opt.BatchInflightMax, n, got, want)
 	}
 }
 
