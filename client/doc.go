@@ -14,7 +14,7 @@
 //
 //	w, err := httpclient.Connect(ctx, "http://127.0.0.1:7420", httpclient.WithBearerToken(token))
 //	db, err := sqlgate.OpenLocal(ctx, "totals.db", w.Verifier) // or a postgres:// URL
-//	lease, err := w.Lock(ctx, client.AcquireRequest{Resource: "totals/2026-07-19"})
+//	lease, err := w.Lock(ctx, wire.AcquireRequest{Resource: "totals/2026-07-19"})
 //	defer lease.Release(ctx)
 //	_, err = client.Apply(ctx, lease, db, payload, func(ctx context.Context, tx *sql.Tx) error {
 //		_, err := tx.ExecContext(ctx, `UPDATE totals SET total = 200 WHERE day = '2026-07-19'`)
@@ -55,11 +55,14 @@
 // renewal and proof timing, which call to make next and how to read its
 // answer, whether an envelope may be built, what Release must wait for)
 // and a core.Acquire per acquire (the request ID kept until a final
-// answer, the query by request ID after a lost answer, the backoff). They
-// do no I/O and read no clock. Session and Lease are their shells: a
-// goroutine, timers, locks and a Transport. The simulator drives the same
-// cores with simulated time and a simulated network, so what it checks is
-// this code. A program that only takes locks needs none of client/core.
+// answer, the query by request ID after a lost answer, the backoff, the
+// hand-off of a grant to its lease). They do no I/O, read no clock and
+// never call their shell. Session and Lease are their shells — a
+// goroutine, timers, locks and a Transport — and only feed them: Next
+// names the call to make, the shell makes it, Step takes its answer. The
+// simulator drives the same cores the same way with simulated time and a
+// simulated network, so what it checks is this code. A program that only
+// takes locks needs none of client/core.
 //
 // # Release drains
 //

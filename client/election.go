@@ -21,7 +21,7 @@ import (
 // Session.Lock does, in long polls, keeping its place); the holder of the
 // resource leads until it resigns (Lease.Release) or its lease ends.
 // Leader and Observe read the registry's view of the resource and need a
-// Transport that serves lock views (LockViewer: httpclient.Transport and
+// Transport that serves lock views (LockViewer: *httpclient.Client and
 // registry.Direct do).
 type Election struct {
 	s        *Session

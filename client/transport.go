@@ -8,9 +8,10 @@ import (
 )
 
 // Transport carries the client's calls to the registry. Its methods mirror
-// the registry's, with the owner fixed by the transport: httpclient.Transport
+// the registry's, with the owner fixed by the transport: *httpclient.Client
 // over HTTP (its identity is its client certificate or token), or
-// registry.Direct in process.
+// registry.Direct in process. They speak the registry's own types: the
+// request as wire.AcquireRequest, the answer as wire.Issued.
 //
 // Contract: a definite registry answer is returned as an error carrying a
 // registry code (wire.CodeOf), a definite refusal by the transport

@@ -36,7 +36,7 @@ const (
 // worker is a client process: it acquires the lease (queueing behind the
 // holder), writes its operation in segments through the gate, renews, and
 // releases. Every lease decision is the client package's own: an
-// AcquireCore while it acquires, a LeaseCore while it holds (state
+// core.Acquire while it acquires, a core.Lease while it holds (state
 // machine, renewal timing, envelope checks, the release's drain). The
 // worker is their driver — it carries their calls over the simulated
 // network and their timers on its own clock — plus the application around
