@@ -9,6 +9,7 @@ import (
 // Due is what a lease's timers ask for at a given instant.
 type Due int
 
+// What can be due: nothing, or one of the four below.
 const (
 	DueNothing  Due = iota
 	DueDeadline     // the local deadline passed: stop, then query
