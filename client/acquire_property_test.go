@@ -29,7 +29,7 @@ import (
 // waits and TTLs drawn here.
 const rateErrorMax = 0.002
 
-func TestPropertyLeaseFromIsSafeAndUsable(t *testing.T) {
+func TestPropertyGrantedFromIsSafeAndUsable(t *testing.T) {
 	waited := 0
 	rapid.Check(t, func(rt *rapid.T) {
 		out := runAcquireStory(rt, func(r core.AcquireReady, _ core.AcquireView) time.Time { return r.Granted.From })
@@ -239,13 +239,13 @@ func (c *storyClock) toRegistry(t time.Time) time.Time {
 	return clienttest.T0.Add(time.Duration(float64(since) / c.rate))
 }
 
-// TestLeaseFromAfterARestart: a worker that restarted asks again with its
+// TestGrantedFromAfterARestart: a worker that restarted asks again with its
 // journalled request ID, and the registry answers the grant an earlier
 // process of it got, 2 s from its expiry. The new process's first send
 // came long after the grant, so the deadline must count from before it:
 // from the answered send plus those 2 s, less the TTL. Counting from the
 // first send would put the deadline 8 s past the registry's expiry.
-func TestLeaseFromAfterARestart(t *testing.T) {
+func TestGrantedFromAfterARestart(t *testing.T) {
 	o := client.Options{}.WithDefaults()
 	req := wire.AcquireRequest{Resource: clienttest.Resource, OperationID: "op", OperationClass: "settle", RequestID: "req-journalled", TTLMs: 10_000}
 	a := core.NewAcquire(o.Limits(), req, func() float64 { return 0.5 })
@@ -263,6 +263,6 @@ func TestLeaseFromAfterARestart(t *testing.T) {
 		t.Fatalf("the core did not take the grant: %v", r.Err)
 	}
 	if from := r.Granted.From; !from.Equal(sent.Add(-8 * time.Second)) {
-		t.Fatalf("LeaseFrom %s, want %s: 2 s before expiry less the 10 s TTL", from.Sub(sent), -8*time.Second)
+		t.Fatalf("Granted.From %s, want %s: 2 s before expiry less the 10 s TTL", from.Sub(sent), -8*time.Second)
 	}
 }

@@ -35,7 +35,7 @@ type LocalGate[T any] interface {
 // unsettled (Release waits for its proof), and the write must be settled
 // by operation ID (Resolver), never blindly retried. A lease whose
 // ownership is not certain refuses before anything is sent
-// (*NotHeldError).
+// (*NotCertainError).
 func Apply[T any](ctx context.Context, l *Lease, g LocalGate[T], payload []byte, fn func(context.Context, T) error) (gate.Receipt, error) {
 	var r gate.Receipt
 	err := l.write(ctx, payload, func(ctx context.Context, m *gate.Mutation) error {
