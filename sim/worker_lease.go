@@ -238,13 +238,16 @@ func (k *worker) driveLeaseAfter(stepped []core.Transition) {
 	if k.book(append(stepped, rd.Transitions...)); k.lease != l {
 		return // it ended
 	}
+	wake := rd.Wake
 	if rd.Call.Kind != core.CallNone {
 		k.sendLeaseCall(l, rd.Call)
-		if !k.w.wakesWhileInFlight() {
-			rd.Wake = time.Time{}
+		// In flight: only the deadline to watch, while ownership is certain
+		// by the machine (a release in flight included).
+		if wake = l.Next(k.localNow()).Wake; !k.w.wakesWhileInFlight() {
+			wake = time.Time{}
 		}
 	}
-	k.armWake(rd.Wake, k.driveLease)
+	k.armWake(wake, k.driveLease)
 	k.probeDeadline(l)
 }
 
