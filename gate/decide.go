@@ -8,8 +8,8 @@ import (
 // Input is everything one decision depends on. Decide is a pure function
 // of it: no clock, no I/O, no randomness.
 type Input struct {
-	Verified *Verified // from Policy.Authenticate
-	State    State     // the resource's fence state, read with its row locked
+	Verified *Verified  // from Policy.Authenticate
+	State    FenceState // the resource's fence state, read with its row locked
 	// Prior is the receipt stored for (resource, fence, segmentSeq), if any.
 	Prior *Receipt
 	// Status is the evidence about the grant's current state. It is only
@@ -32,7 +32,7 @@ type Decision struct {
 	Err error
 	// State is the resource's state after the decision. It differs from
 	// Input.State only when Store is set.
-	State State
+	State FenceState
 	// Receipt is the new receipt (ACCEPTED) or the original (REPLAYED).
 	Receipt Receipt
 	// Proceed: run the business change. True for ACCEPTED, and for every

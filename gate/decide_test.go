@@ -27,7 +27,7 @@ func newFixture(t testing.TB) *fixture {
 }
 
 // input authenticates m and builds a decision input at the issuer's clock.
-func (f *fixture) input(t *testing.T, m *gate.Mutation, st gate.State, prior *gate.Receipt) gate.Input {
+func (f *fixture) input(t *testing.T, m *gate.Mutation, st gate.FenceState, prior *gate.Receipt) gate.Input {
 	t.Helper()
 	v, err := f.pol.Authenticate(m, owner)
 	if err != nil {
@@ -42,8 +42,8 @@ func (f *fixture) input(t *testing.T, m *gate.Mutation, st gate.State, prior *ga
 
 // held is the state after an accept of fence under opID by a grant the
 // fixture's issuer made at its clock (gatetest.T0).
-func held(fence, last uint64, opID string) gate.State {
-	return gate.State{Resource: res, Mode: gate.ModeEnforce, HighestFence: fence, LastSegmentSeq: last,
+func held(fence, last uint64, opID string) gate.FenceState {
+	return gate.FenceState{Resource: res, Mode: gate.ModeEnforce, HighestFence: fence, LastSegmentSeq: last,
 		Root: grant.OperationRoot(res, opID), GrantIssuedAt: gatetest.T0}
 }
 
@@ -79,7 +79,7 @@ func TestDecideRules(t *testing.T) {
 	cases := []struct {
 		name  string
 		mut   *gate.Mutation
-		state gate.State
+		state gate.FenceState
 		prior *gate.Receipt
 		want  gate.Outcome
 		also  error

@@ -40,7 +40,7 @@ type envelopeFixture struct {
 	// seeds are the genuine envelopes and signed near-misses, each with
 	// the answer the gate must give: the fuzzers' seed corpus.
 	seeds  []seedEnvelope
-	states map[string]gate.State
+	states map[string]gate.FenceState
 	now    time.Time
 }
 
@@ -55,7 +55,7 @@ type seedEnvelope struct {
 func newEnvelopeFixture() *envelopeFixture {
 	iss := gatetest.NewIssuer("main")
 	iss.RevokeBelow(fixtureEpochRevokedBelow)
-	fx := &envelopeFixture{states: map[string]gate.State{}, now: gatetest.T0.Add(time.Second)}
+	fx := &envelopeFixture{states: map[string]gate.FenceState{}, now: gatetest.T0.Add(time.Second)}
 	policy := func(cacheEntriesMax int) *gate.Policy {
 		p := &gate.Policy{Verifier: iss.Verifier, OperationClasses: []string{"settle"}, ParsedCacheEntriesMax: cacheEntriesMax}
 		if err := p.Check(); err != nil {
@@ -73,10 +73,10 @@ func newEnvelopeFixture() *envelopeFixture {
 		fx.seeds = append(fx.seeds, seedEnvelope{name, fx.genuine[i], gate.Accepted})
 	}
 	for _, r := range []string{res, resOther} {
-		fx.states[r] = gate.State{Resource: r, Mode: gate.ModeEnforce, HighestFence: 4, LastSegmentSeq: 2,
+		fx.states[r] = gate.FenceState{Resource: r, Mode: gate.ModeEnforce, HighestFence: 4, LastSegmentSeq: 2,
 			Root: grant.OperationRoot(r, "op-old"), GrantIssuedAt: gatetest.T0.Add(-time.Minute), MinPolicyGeneration: 1}
 	}
-	fx.states[resEqual] = gate.State{Resource: resEqual, Mode: gate.ModeEnforce, HighestFence: 7, LastSegmentSeq: 2,
+	fx.states[resEqual] = gate.FenceState{Resource: resEqual, Mode: gate.ModeEnforce, HighestFence: 7, LastSegmentSeq: 2,
 		Root: gEqual.OperationRoot, GrantDigest: gEqual.Digest(), GrantIssuedAt: gEqual.IssuedAt, MinPolicyGeneration: 3}
 	fx.seeds = append(fx.seeds, fx.signedNearMisses(iss, a, equal)...)
 	return fx
@@ -145,7 +145,7 @@ func (fx *envelopeFixture) judge(auth authFunc, m *gate.Mutation) (gate.Outcome,
 	}
 	st, ok := fx.states[v.Mutation.Resource]
 	if !ok { // a resource no write has reached
-		st = gate.State{Resource: v.Mutation.Resource, Mode: gate.ModeEnforce}
+		st = gate.FenceState{Resource: v.Mutation.Resource, Mode: gate.ModeEnforce}
 	}
 	in := gate.Input{Verified: v, State: st, Now: fx.now, StatusSkewMax: gate.StatusSkewMaxDefault}
 	if v.Status != nil {

@@ -37,7 +37,7 @@ func assertDecided(in Input, d Decision) {
 // A policy whose decision a negative control replaced (gate/gatebreak)
 // checks nothing: the control's broken state must reach the simulator's
 // checker, which is what the control tests.
-func (p *Policy) CheckStore(read, next State) {
+func (p *Policy) CheckStore(read, next FenceState) {
 	if p.decide != nil {
 		return
 	}

@@ -13,10 +13,10 @@ import (
 func TestAssertDecidedFires(t *testing.T) {
 	in := func(fence, highest, floor uint64) Input {
 		return Input{Verified: &Verified{Mutation: Mutation{FenceToken: fence}},
-			State: State{Resource: "r", HighestFence: highest, Floor: floor}}
+			State: FenceState{Resource: "r", HighestFence: highest, Floor: floor}}
 	}
 	decided := func(o Outcome, highest uint64) Decision {
-		return Decision{Outcome: o, State: State{Resource: "r", HighestFence: highest}}
+		return Decision{Outcome: o, State: FenceState{Resource: "r", HighestFence: highest}}
 	}
 	for name, broken := range map[string]struct {
 		in Input

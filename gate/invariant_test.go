@@ -17,12 +17,12 @@ func panicsWithAssertion(f func()) bool { return assert.Catch(f) != nil }
 
 func TestCheckStoreFires(t *testing.T) {
 	p := &gate.Policy{Verifier: gatetest.NewIssuer("check").Verifier}
-	read := gate.State{Resource: "r", HighestFence: 7}
+	read := gate.FenceState{Resource: "r", HighestFence: 7}
 	lower, other, higher := read, read, read
 	lower.HighestFence, other.Resource, higher.HighestFence = 6, "s", 8
 	for _, c := range []struct {
 		name string
-		next gate.State
+		next gate.FenceState
 		fire bool
 	}{{"lower highestFence", lower, true}, {"another resource", other, true}, {"higher", higher, false}, {"equal", read, false}} {
 		if got := panicsWithAssertion(func() { p.CheckStore(read, c.next) }); got != c.fire {

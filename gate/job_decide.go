@@ -19,8 +19,8 @@ type UpstreamReceipts interface {
 // function of it.
 type JobInput struct {
 	Job      *Job
-	Verified *Verified // from Policy.AuthenticateJob
-	State    State     // the target's fence state, read with its row locked
+	Verified *Verified  // from Policy.AuthenticateJob
+	State    FenceState // the target's fence state, read with its row locked
 	// Prior is the target's receipt for (target, fence, jobSeq), if any.
 	Prior *Receipt
 	// Upstream is the upstream receipt for (resource, fence, segmentSeq)

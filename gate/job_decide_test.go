@@ -36,9 +36,9 @@ func jobOf(t testing.TB, f *fixture, fence, seg, jobSeq uint64, op, payload stri
 		PayloadDigest: gatetest.Payload(payload), UpstreamReceipt: up.Digest(), Grant: m.Grant, GrantProof: m.GrantProof}, up
 }
 
-func targetState(t *testing.T, fence, last uint64, op string) gate.State {
+func targetState(t *testing.T, fence, last uint64, op string) gate.FenceState {
 	target, _ := gate.JobTarget(res, hop)
-	return gate.State{Resource: target, Mode: gate.ModeEnforce, HighestFence: fence, LastSegmentSeq: last,
+	return gate.FenceState{Resource: target, Mode: gate.ModeEnforce, HighestFence: fence, LastSegmentSeq: last,
 		Root: grant.OperationRoot(res, op)}
 }
 
@@ -58,7 +58,7 @@ func TestDecideJobRules(t *testing.T) {
 		name  string
 		job   func() (*gate.Job, *gate.Receipt)
 		prior *gate.Receipt
-		state gate.State
+		state gate.FenceState
 		want  gate.Outcome
 	}{
 		{"next job, proofs long expired: accepted on the upstream receipt", func() (*gate.Job, *gate.Receipt) { return jobOf(t, f, 5, 2, 3, "op-a", "j3") }, nil, targetState(t, 5, 2, "op-a"), gate.Accepted},
@@ -81,12 +81,12 @@ func TestDecideJobRules(t *testing.T) {
 			up.AcceptedAt = up.AcceptedAt.Add(time.Millisecond)
 			return j, up
 		}, nil, targetState(t, 5, 2, "op-a"), gate.NotHeld},
-		{"at the floor of the target's last resume", func() (*gate.Job, *gate.Receipt) { return jobOf(t, f, 6, 1, 1, "op-b", "b1") }, nil, func() gate.State {
+		{"at the floor of the target's last resume", func() (*gate.Job, *gate.Receipt) { return jobOf(t, f, 6, 1, 1, "op-b", "b1") }, nil, func() gate.FenceState {
 			s := targetState(t, 5, 2, "op-a")
 			s.Floor = 6
 			return s
 		}(), gate.StaleOwner},
-		{"paused target", func() (*gate.Job, *gate.Receipt) { return jobOf(t, f, 6, 1, 1, "op-b", "b1") }, nil, func() gate.State {
+		{"paused target", func() (*gate.Job, *gate.Receipt) { return jobOf(t, f, 6, 1, 1, "op-b", "b1") }, nil, func() gate.FenceState {
 			s := targetState(t, 5, 2, "op-a")
 			s.Paused = true
 			return s

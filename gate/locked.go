@@ -38,7 +38,7 @@ const QueryTimeoutDefault = 2 * time.Second
 // querier's answer), decides
 // at now, and settles a Decision.Confirm by asking the querier. A query
 // error never accepts. It does no other I/O.
-func (p *Policy) DecideLocked(ctx context.Context, q Querying, v *Verified, st State, prior *Receipt, now time.Time) Decision {
+func (p *Policy) DecideLocked(ctx context.Context, q Querying, v *Verified, st FenceState, prior *Receipt, now time.Time) Decision {
 	in := Input{Verified: v, State: st, Prior: prior, Now: now, StatusSkewMax: p.StatusSkewMax}
 	if NeedsStatus(in) {
 		in.Status = p.evidence(ctx, q, v, now)

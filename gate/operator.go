@@ -10,7 +10,7 @@ import (
 // adapter records with the operator's name, or an error and no change.
 
 // SetModeAction moves st to mode (shadow → enforce only; ChangeMode).
-func SetModeAction(st State, mode Mode) (State, string, error) {
+func SetModeAction(st FenceState, mode Mode) (FenceState, string, error) {
 	next, err := ChangeMode(st.Mode, mode)
 	if err != nil {
 		return st, "", err
@@ -22,7 +22,7 @@ func SetModeAction(st State, mode Mode) (State, string, error) {
 
 // RaiseMinPolicyAction raises st's minimum grant policy generation to gen
 // (it only rises, and stays within CounterMax).
-func RaiseMinPolicyAction(st State, gen uint64) (State, string, error) {
+func RaiseMinPolicyAction(st FenceState, gen uint64) (FenceState, string, error) {
 	if gen < st.MinPolicyGeneration || gen > CounterMax {
 		return st, "", fmt.Errorf("gate: min policy generation %d: must be between the current %d and %d", gen, st.MinPolicyGeneration, uint64(CounterMax))
 	}
@@ -33,7 +33,7 @@ func RaiseMinPolicyAction(st State, gen uint64) (State, string, error) {
 
 // ResumeAction lifts st's pause with the registry floor an operator
 // states (Resume), at now by the gate's clock.
-func ResumeAction(st State, registryFloor uint64, now time.Time, note string) (State, string, error) {
+func ResumeAction(st FenceState, registryFloor uint64, now time.Time, note string) (FenceState, string, error) {
 	next, err := Resume(st, registryFloor, now)
 	if err != nil {
 		return st, "", err

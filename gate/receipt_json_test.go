@@ -29,7 +29,7 @@ import (
 // shadow mode returns for a stale segment it let through.
 func decidedReceipts(t testing.TB) (accepts []gate.Receipt, shadow gate.Receipt) {
 	f := newFixture(t)
-	st := gate.State{Resource: res, Mode: gate.ModeEnforce}
+	st := gate.FenceState{Resource: res, Mode: gate.ModeEnforce}
 	for seq := uint64(1); seq <= 2; seq++ {
 		m := f.iss.Mutation(writerA(5), seq, "p"+string(rune('0'+seq)))
 		d := decideOn(t, f, m, st)
@@ -47,7 +47,7 @@ func decidedReceipts(t testing.TB) (accepts []gate.Receipt, shadow gate.Receipt)
 	return accepts, shadow
 }
 
-func decideOn(t testing.TB, f *fixture, m *gate.Mutation, st gate.State) gate.Decision {
+func decideOn(t testing.TB, f *fixture, m *gate.Mutation, st gate.FenceState) gate.Decision {
 	v, err := f.pol.Authenticate(m, owner)
 	if err != nil {
 		t.Fatal(err)

@@ -33,7 +33,7 @@ func TestRegressionRule(t *testing.T) {
 	cases := []struct {
 		name    string
 		mut     *gate.Mutation
-		state   gate.State
+		state   gate.FenceState
 		status  *gate.StatusEvidence // replaces the proof's evidence
 		confirm *gate.StatusEvidence
 		want    gate.Outcome
@@ -122,7 +122,7 @@ func TestHigherFenceIssuedBefore(t *testing.T) {
 	cases := []struct {
 		name  string
 		mut   *gate.Mutation
-		state gate.State
+		state gate.FenceState
 		want  gate.Outcome
 	}{
 		{"issued well before the grant at highest", higher(-5 * time.Second), held(5, 2, "op-a"), gate.FenceRegression},

@@ -48,9 +48,9 @@ func ChangeMode(from, to Mode) (Mode, error) {
 	return to, nil
 }
 
-// State is one resource's fence state: what the gate stores per resource
+// FenceState is one resource's fence state: what the gate stores per resource
 // and locks for the duration of a decision.
-type State struct {
+type FenceState struct {
 	Resource string
 	Mode     Mode
 	// HighestFence is the largest fence ever accepted. It only rises.
@@ -97,7 +97,7 @@ var ErrResumeRefused = errors.New("gate: resume refused")
 // and now (the gate's clock) are recorded as Floor and FloorAt: grants at
 // or below the floor are from before the repair and stay rejected without
 // pausing again, unless one was issued after it.
-func Resume(s State, registryFloor uint64, now time.Time) (State, error) {
+func Resume(s FenceState, registryFloor uint64, now time.Time) (FenceState, error) {
 	if !s.Paused {
 		return s, fmt.Errorf("%w: resource %s is not paused", ErrResumeRefused, s.Resource)
 	}

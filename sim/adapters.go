@@ -23,7 +23,7 @@ func (a memAdapter) applyJob(hop string, j *gate.Job, business func()) (gate.Rec
 	return a.g.ApplyJob(context.Background(), hop, j, nil, func() error { business(); return nil })
 }
 
-func (a memAdapter) state(resource string) gate.State { return a.g.State(resource) }
+func (a memAdapter) state(resource string) gate.FenceState { return a.g.State(resource) }
 
 func (a memAdapter) query(resource, op string, fence uint64) gate.Answer {
 	return a.g.QueryOperation(resource, op, fence)
@@ -109,7 +109,7 @@ func (a sqlAdapter) applyJob(hop string, j *gate.Job, business func()) (gate.Rec
 	return a.env.g.RunJob(context.Background(), a.env.db, hop, j, nil, func(context.Context, *sql.Tx) error { business(); return nil })
 }
 
-func (a sqlAdapter) state(resource string) gate.State {
+func (a sqlAdapter) state(resource string) gate.FenceState {
 	st, err := a.env.g.State(context.Background(), a.env.db, resource)
 	if err != nil {
 		panic("sim: sql state: " + err.Error())

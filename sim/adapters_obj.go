@@ -106,7 +106,7 @@ func (a *objAdapter) applyJob(hop string, j *gate.Job, business func()) (gate.Re
 }
 
 // state reads the stored manifest (gate 0 and 1 read the same bucket).
-func (a *objAdapter) state(resource string) gate.State {
+func (a *objAdapter) state(resource string) gate.FenceState {
 	st, err := a.gates[0].State(context.Background(), resource)
 	if err != nil {
 		panic("sim: objgate state: " + err.Error())

@@ -179,7 +179,7 @@ func (a pgAdapter) applyJob(hop string, j *gate.Job, business func()) (gate.Rece
 	return a.jobs.g.ApplyJob(context.Background(), hop, j, pggate.Upstream{Q: a.env.pg.db}, func() error { business(); return nil })
 }
 
-func (a pgAdapter) state(resource string) gate.State {
+func (a pgAdapter) state(resource string) gate.FenceState {
 	st, err := pggate.State(context.Background(), a.env.pg.db, resource)
 	if err != nil {
 		panic("sim: pggate state: " + err.Error())

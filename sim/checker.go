@@ -351,7 +351,7 @@ func (k *checker) decision(r *resource, m *gate.Mutation, o origin, d decided) {
 // more than the skew bound after the grant at highest. A regressed grant
 // whose fence the gate has not seen, or whose proof proves nothing, gives
 // none, and no alarm is owed.
-func (k *checker) evident(m *gate.Mutation, st gate.State, gateNow time.Time) bool {
+func (k *checker) evident(m *gate.Mutation, st gate.FenceState, gateNow time.Time) bool {
 	if m.FenceToken > st.HighestFence || m.FenceToken <= st.Floor {
 		return false
 	}

@@ -28,7 +28,7 @@ type resource struct {
 type gateAdapter interface {
 	apply(m *gate.Mutation, caller string, business func()) (gate.Receipt, error)
 	applyJob(hop string, j *gate.Job, business func()) (gate.Receipt, error)
-	state(resource string) gate.State
+	state(resource string) gate.FenceState
 	query(resource, operationID string, fence uint64) gate.Answer
 	resume(resource string, floor uint64) error
 }
@@ -112,7 +112,7 @@ type decided struct {
 	out           gate.Outcome
 	applied       bool // the business change happened (ACCEPTED, or shadow mode let it through)
 	alarm         gate.AlarmKind
-	before, after gate.State
+	before, after gate.FenceState
 }
 
 // statusOf parses an envelope's status statement, if any.

@@ -143,7 +143,7 @@ func statusOf(ctx context.Context, g *sqlgate.Gate, q sqlgate.DBTX, resource str
 }
 
 // statusFrom is the Status of a resource in state st, without records.
-func statusFrom(resource string, st gate.State) Status {
+func statusFrom(resource string, st gate.FenceState) Status {
 	out := Status{
 		Resource: resource, Mode: string(st.Mode), HighestFence: st.HighestFence, LastSegmentSeq: st.LastSegmentSeq,
 		MinPolicyGeneration: st.MinPolicyGeneration, Paused: st.Paused, PausedReason: st.PausedReason,

@@ -14,7 +14,7 @@ import (
 // database: *objgate.Gate and *redisgate.Gate.
 type RecordingGate interface {
 	// State reads the resource's stored state.
-	State(ctx context.Context, resource string) (gate.State, error)
+	State(ctx context.Context, resource string) (gate.FenceState, error)
 	// Records lists the resource's records of one kind ("alarm",
 	// "action", …), oldest first.
 	Records(ctx context.Context, kind, resource string) ([]stored.Record, error)

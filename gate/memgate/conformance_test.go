@@ -42,7 +42,7 @@ func (h *memHarness) Apply(ctx context.Context, caller string, m *gate.Mutation,
 	})
 }
 
-func (h *memHarness) State(_ context.Context, resource string) (gate.State, error) {
+func (h *memHarness) State(_ context.Context, resource string) (gate.FenceState, error) {
 	return h.g.State(resource), nil
 }
 

@@ -15,7 +15,7 @@ func TestCommitAssertsHighestFenceKept(t *testing.T) {
 	pol := &gate.Policy{Verifier: gatetest.NewIssuer("mem").Verifier}
 	r := newResource("mem/one", gate.ModeEnforce)
 	r.state.HighestFence = 7
-	d := gate.Decision{Outcome: gate.Accepted, Store: true, State: gate.State{Resource: "mem/one", Mode: gate.ModeEnforce, HighestFence: 6}}
+	d := gate.Decision{Outcome: gate.Accepted, Store: true, State: gate.FenceState{Resource: "mem/one", Mode: gate.ModeEnforce, HighestFence: 6}}
 	if assert.Catch(func() { r.commit(pol, d, &gate.Verified{}, nil, gatetest.T0) }) == nil {
 		t.Fatal("a lowered highestFence was stored without an assertion failure")
 	}

@@ -127,14 +127,14 @@ func (g *Gate) Apply(ctx context.Context, caller string, m *gate.Mutation, fn Bu
 	return d.Result(m)
 }
 
-// State returns the resource's fence state (a zero State in the default
+// State returns the resource's fence state (a zero gate.FenceState in the default
 // mode if the gate has never seen it).
-func (g *Gate) State(resource string) gate.State {
+func (g *Gate) State(resource string) gate.FenceState {
 	g.mu.Lock()
 	r := g.resources[resource]
 	g.mu.Unlock()
 	if r == nil {
-		return gate.State{Resource: resource, Mode: g.mode}
+		return gate.FenceState{Resource: resource, Mode: g.mode}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

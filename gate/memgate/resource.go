@@ -38,14 +38,14 @@ type receiptKey struct{ fence, seq uint64 }
 // segment and by operation), and its records. mu is its row lock.
 type resource struct {
 	mu       sync.Mutex
-	state    gate.State
+	state    gate.FenceState
 	receipts map[receiptKey]gate.Receipt
 	byOp     map[string][]gate.Receipt // in acceptance order: fence, then segment
 	records  []Record
 }
 
 func newResource(name string, mode gate.Mode) *resource {
-	return &resource{state: gate.State{Resource: name, Mode: mode},
+	return &resource{state: gate.FenceState{Resource: name, Mode: mode},
 		receipts: map[receiptKey]gate.Receipt{}, byOp: map[string][]gate.Receipt{}}
 }
 

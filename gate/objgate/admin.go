@@ -11,8 +11,8 @@ import (
 )
 
 // State returns the resource's stored gate state, read from the store
-// (zero State with the default mode for a resource it never saw).
-func (g *Gate) State(ctx context.Context, resource string) (gate.State, error) {
+// (zero gate.FenceState with the default mode for a resource it never saw).
+func (g *Gate) State(ctx context.Context, resource string) (gate.FenceState, error) {
 	h, err := g.fetch(ctx, resource)
 	return h.st, err
 }

@@ -3,7 +3,7 @@
 // conditional writes). State, receipts and small contents live in the
 // resource's manifest, and atomicity comes from one conditional write of
 // it, as Delta Lake and SlateDB commit: the manifest — the whole
-// gate.State, the last receipts, and the business bytes themselves up to
+// gate.FenceState, the last receipts, and the business bytes themselves up to
 // InlineBytesMax (else the key of a new immutable object holding them,
 // written first) — is replaced with If-Match: <its ETag> (created with
 // If-None-Match: *). A 412 means another writer committed first: read the

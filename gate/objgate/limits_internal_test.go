@@ -62,7 +62,7 @@ func TestWorstCaseObjectsFitTheLimits(t *testing.T) {
 func TestFormat1ParserIsStrict(t *testing.T) {
 	g := parserGate(t)
 	const res = "obj/v1"
-	canon := string(stored.Encode(manifestV1{Version: 3, State: stored.FromState(gate.State{Resource: res, Mode: gate.ModeEnforce})}))
+	canon := string(stored.Encode(manifestV1{Version: 3, State: stored.FromState(gate.FenceState{Resource: res, Mode: gate.ModeEnforce})}))
 	if _, err := g.parseManifest(res, []byte(canon)); err != nil {
 		t.Fatalf("format 1 as written refused: %v", err)
 	}

@@ -68,7 +68,7 @@ type held struct {
 	etag     string
 	version  uint64
 	tag      string // the replace's random tag ("" before the first)
-	st       gate.State
+	st       gate.FenceState
 	receipts []heldReceipt // oldest first
 	data     string        // key of the content when not inline
 	inline   []byte        // the content when inline
@@ -85,7 +85,7 @@ func (h held) receiptAt(fence, seq uint64) *gate.Receipt {
 }
 
 func (g *Gate) newHeld(resource string, mode gate.Mode) held {
-	return held{st: gate.State{Resource: resource, Mode: mode}}
+	return held{st: gate.FenceState{Resource: resource, Mode: mode}}
 }
 
 // encode writes h as format 3.

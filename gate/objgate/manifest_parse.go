@@ -96,7 +96,7 @@ func (g *Gate) parseBody(resource string, rest []byte, entries entriesReader) (h
 	return h, g.checkHeld(resource, h)
 }
 
-func (g *Gate) manifestState(resource string, j stored.State) (gate.State, error) {
+func (g *Gate) manifestState(resource string, j stored.State) (gate.FenceState, error) {
 	st, err := j.GateState()
 	if err != nil {
 		return st, fmt.Errorf("%w: %w", ErrManifest, err)

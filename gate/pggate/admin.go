@@ -32,18 +32,18 @@ type stateJSON struct {
 	FloorAtMs           *int64 `json:"floor_at_ms"`
 }
 
-// State returns the resource's stored fence state (a zero State in the
+// State returns the resource's stored fence state (a zero gate.FenceState in the
 // default mode for a resource the gate never saw).
-func State(ctx context.Context, q DBTX, resource string) (gate.State, error) {
+func State(ctx context.Context, q DBTX, resource string) (gate.FenceState, error) {
 	var b string
 	if err := q.QueryRowContext(ctx, `SELECT fencegate.state($1)::text`, resource).Scan(&b); err != nil {
-		return gate.State{}, fmt.Errorf("pggate: state: %w", err)
+		return gate.FenceState{}, fmt.Errorf("pggate: state: %w", err)
 	}
 	var s stateJSON
 	if err := json.Unmarshal([]byte(b), &s); err != nil {
-		return gate.State{}, fmt.Errorf("pggate: state: %w", err)
+		return gate.FenceState{}, fmt.Errorf("pggate: state: %w", err)
 	}
-	st := gate.State{Resource: s.Resource, Mode: gate.Mode(s.Mode), HighestFence: s.HighestFence, LastSegmentSeq: s.LastSeq,
+	st := gate.FenceState{Resource: s.Resource, Mode: gate.Mode(s.Mode), HighestFence: s.HighestFence, LastSegmentSeq: s.LastSeq,
 		MinPolicyGeneration: s.MinPolicyGeneration, Paused: s.Paused, PausedReason: s.PausedReason, Floor: s.FenceFloor,
 		GrantIssuedAt: fromMs(s.GrantIssuedAtMs), FloorAt: fromMs(s.FloorAtMs)}
 	var err error

@@ -54,7 +54,7 @@ func (h *harness) Apply(ctx context.Context, caller string, m *gate.Mutation, pa
 	return h.w.run(ctx, caller, h.cfg.Clock.Now(), macProofs(m, h.cfg.Verifier.Bundle()), payload, fail)
 }
 
-func (h *harness) State(ctx context.Context, resource string) (gate.State, error) {
+func (h *harness) State(ctx context.Context, resource string) (gate.FenceState, error) {
 	return pggate.State(ctx, h.w.db, resource)
 }
 

@@ -98,7 +98,7 @@ func (d *draw) n(k int) int {
 // fuzzCase is one input: a state, a prior receipt, a mutation, a caller
 // and the gate clock.
 type fuzzCase struct {
-	st     gate.State
+	st     gate.FenceState
 	prior  *gate.Receipt
 	m      *gate.Mutation
 	caller string
@@ -110,7 +110,7 @@ var fuzzT0 = gatetest.T0
 func (fw *fuzzWorld) build(resource string, d *draw) fuzzCase {
 	ms := func(k int) time.Duration { return time.Duration(d.n(k)*250) * time.Millisecond }
 	c := fuzzCase{caller: fuzzOwner, now: fuzzT0.Add(time.Duration(d.n(8)) * 500 * time.Millisecond)}
-	c.st = gate.State{Resource: resource, Mode: []gate.Mode{gate.ModeEnforce, gate.ModeShadow}[d.n(2)],
+	c.st = gate.FenceState{Resource: resource, Mode: []gate.Mode{gate.ModeEnforce, gate.ModeShadow}[d.n(2)],
 		HighestFence: uint64(d.n(6)), LastSegmentSeq: uint64(d.n(4)), MinPolicyGeneration: uint64(d.n(3))}
 	op := []string{"op-a", "op-b"}[d.n(2)]
 	w := gatetest.Writer{Resource: resource, Owner: fuzzOwner, Lease: fmt.Sprintf("lease-%d", d.n(3)), OperationID: op,
@@ -253,7 +253,7 @@ func enrolled(id string) bool { return id == fuzzKeyID || id == fuzzOtherKey }
 
 // want is what gate.Decide says: the outcome and the stored state after
 // (a rejection's pause included: the harness records it).
-func (fw *fuzzWorld) want(c fuzzCase) (gate.Outcome, gate.State) {
+func (fw *fuzzWorld) want(c fuzzCase) (gate.Outcome, gate.FenceState) {
 	m := *c.m // the proofs the database checks (EffectiveProofs)
 	m.GrantProof, m.StatusProof = pggate.EffectiveProofs(c.m, enrolled)
 	v, err := fw.policy.Authenticate(&m, c.caller)
@@ -328,12 +328,12 @@ func (fw *fuzzWorld) check(data []byte) error {
 	return nil
 }
 
-func sameState(a, b gate.State) bool {
+func sameState(a, b gate.FenceState) bool {
 	return a.GrantIssuedAt.Equal(b.GrantIssuedAt) && a.FloorAt.Equal(b.FloorAt) &&
 		withoutTimes(a) == withoutTimes(b)
 }
 
-func withoutTimes(s gate.State) gate.State {
+func withoutTimes(s gate.FenceState) gate.FenceState {
 	s.GrantIssuedAt, s.FloorAt = time.Time{}, time.Time{}
 	return s
 }

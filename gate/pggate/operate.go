@@ -20,9 +20,9 @@ type Operated struct {
 }
 
 // State implements gateadmin.RecordingGate (fencegate.state).
-func (o Operated) State(ctx context.Context, resource string) (gate.State, error) {
+func (o Operated) State(ctx context.Context, resource string) (gate.FenceState, error) {
 	if o.DB == nil {
-		return gate.State{}, errors.New("pggate: Operated.DB is required")
+		return gate.FenceState{}, errors.New("pggate: Operated.DB is required")
 	}
 	return State(ctx, o.DB, resource)
 }

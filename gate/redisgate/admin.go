@@ -13,12 +13,12 @@ import (
 	"github.com/fencegate/fencegate/gate/internal/stored"
 )
 
-// State returns the resource's stored gate state (zero State with the
+// State returns the resource's stored gate state (zero gate.FenceState with the
 // gate's default mode for a resource it never saw). It takes no lock.
-func (g *Gate) State(ctx context.Context, resource string) (gate.State, error) {
+func (g *Gate) State(ctx context.Context, resource string) (gate.FenceState, error) {
 	blob, err := g.c.Get(ctx, g.KeysOf(resource).State).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return gate.State{}, fmt.Errorf("redisgate: read state: %w", err)
+		return gate.FenceState{}, fmt.Errorf("redisgate: read state: %w", err)
 	}
 	return g.decodeState(resource, blob)
 }
@@ -162,7 +162,7 @@ func (g *Gate) operatorOnce(ctx context.Context, tx *redis.Tx, k Keys, a adapter
 		return err
 	}
 	now := g.clock.Now()
-	var next gate.State
+	var next gate.FenceState
 	var rec stored.Record
 	if why, seen := g.wentBack(resource, snapshot{blob: blob, st: st}); why != "" {
 		next = restore(st, seen, why)

@@ -165,7 +165,7 @@ func (g *Gate) cached(ctx context.Context, k Keys, field string, v *gate.Verifie
 func (g *Gate) decide(ctx context.Context, k Keys, v *gate.Verified, snap snapshot) (gate.Decision, []Command, string, error) {
 	now := g.clock.Now()
 	var d gate.Decision
-	why, seen := "", gate.State{}
+	why, seen := "", gate.FenceState{}
 	if snap.fresh {
 		why, seen = g.wentBack(v.Mutation.Resource, snap)
 	}

@@ -20,8 +20,8 @@ import (
 
 // snapshot is a state to decide on.
 type snapshot struct {
-	blob string     // the state key's bytes ("": no state yet)
-	st   gate.State // blob decoded
+	blob string          // the state key's bytes ("": no state yet)
+	st   gate.FenceState // blob decoded
 	// fresh: read from Redis in this Apply (a WATCH read or a lost
 	// compare-and-set's reply), so prior is the stored receipt at the
 	// mutation's (fence, segment); a cached snapshot has no prior.
@@ -57,9 +57,9 @@ type cacheEntry struct {
 	resource string
 	held     bool // blob and st are a state to decide on
 	blob     string
-	st       gate.State
-	seenAny  bool       // a stored state was seen
-	seen     gate.State // the furthest of them (behind says what is further)
+	st       gate.FenceState
+	seenAny  bool            // a stored state was seen
+	seen     gate.FenceState // the furthest of them (behind says what is further)
 }
 
 // newStateCache holds up to max states; max < 0 holds none but still
@@ -96,7 +96,7 @@ func (c *stateCache) get(resource string) (snapshot, bool) {
 // state behind it (a late put, or a store that went back) leaves it and
 // drops the state to decide on: were the store to go back to exactly
 // those bytes, a compare-and-set on them would succeed unchecked.
-func (c *stateCache) put(resource, blob string, st gate.State) {
+func (c *stateCache) put(resource, blob string, st gate.FenceState) {
 	if c == nil {
 		return
 	}
@@ -115,7 +115,7 @@ func (c *stateCache) put(resource, blob string, st gate.State) {
 		e.seenAny, e.seen = true, st
 		e.held, e.blob, e.st = c.states, blob, st
 	case e.seenAny: // behind what was seen: a late put, or a store that went back
-		e.held, e.blob, e.st = false, "", gate.State{} // decide on a fresh read, which is checked
+		e.held, e.blob, e.st = false, "", gate.FenceState{} // decide on a fresh read, which is checked
 	default: // no state stored, none seen
 		e.held, e.blob, e.st = c.states, blob, st
 	}
@@ -136,20 +136,20 @@ func (c *stateCache) forget(resource string) {
 	defer c.mu.Unlock()
 	if el, ok := c.by[resource]; ok {
 		e := el.Value.(*cacheEntry)
-		e.held, e.blob, e.st = false, "", gate.State{}
+		e.held, e.blob, e.st = false, "", gate.FenceState{}
 	}
 }
 
 // seen returns the furthest state this Gate saw stored for resource.
-func (c *stateCache) seen(resource string) (gate.State, bool) {
+func (c *stateCache) seen(resource string) (gate.FenceState, bool) {
 	if c == nil {
-		return gate.State{}, false
+		return gate.FenceState{}, false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	el, ok := c.by[resource]
 	if !ok {
-		return gate.State{}, false
+		return gate.FenceState{}, false
 	}
 	e := el.Value.(*cacheEntry)
 	return e.seen, e.seenAny

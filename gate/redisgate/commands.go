@@ -90,7 +90,7 @@ func (g *Gate) gateWrites(k Keys, blob string, d gate.Decision, recs []stored.Re
 
 // stateBlob is the state's stored bytes: the value of the state key, and
 // what the compare-and-set compares byte for byte.
-func stateBlob(st gate.State) string { return string(stored.Encode(stored.FromState(st))) }
+func stateBlob(st gate.FenceState) string { return string(stored.Encode(stored.FromState(st))) }
 
 // flatten lays commands out for the script: each as its argument count,
 // then its arguments.

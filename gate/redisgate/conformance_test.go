@@ -47,7 +47,7 @@ func (h *harness) Apply(ctx context.Context, caller string, m *gate.Mutation, pa
 	})
 }
 
-func (h *harness) State(ctx context.Context, resource string) (gate.State, error) {
+func (h *harness) State(ctx context.Context, resource string) (gate.FenceState, error) {
 	return h.g.State(ctx, resource)
 }
 

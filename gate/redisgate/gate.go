@@ -32,7 +32,7 @@
 //
 // Per resource, under Config.Prefix and the hash tag {resource} (so that
 // a Redis Cluster keeps them, and business keys tagged the same way, in
-// one slot): state (gate.State as JSON; the key WATCH guards and the
+// one slot): state (gate.FenceState as JSON; the key WATCH guards and the
 // script compares), receipts (a hash "fence:seq" → receipt JSON, never
 // updated or deleted), op:<id> (a list of the receipt fields of one
 // operation), and the lists alarms, quarantine, shadow and actions.

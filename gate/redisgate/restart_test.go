@@ -275,7 +275,7 @@ func (s *restartStory) value(t *testing.T) string {
 }
 
 // stored reads the resource's state from Redis.
-func (s *restartStory) stored(t *testing.T) gate.State {
+func (s *restartStory) stored(t *testing.T) gate.FenceState {
 	t.Helper()
 	st, err := s.g.State(context.Background(), s.r)
 	if err != nil {

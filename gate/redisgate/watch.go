@@ -140,13 +140,13 @@ func (g *Gate) decodeSnapshot(resource, blob, receipt string) (snapshot, error) 
 
 // decodeState turns the state key's bytes into the state; "" (no key) is
 // a resource seen for the first time.
-func (g *Gate) decodeState(resource, blob string) (gate.State, error) {
+func (g *Gate) decodeState(resource, blob string) (gate.FenceState, error) {
 	if blob == "" {
-		return gate.State{Resource: resource, Mode: g.mode}, nil
+		return gate.FenceState{Resource: resource, Mode: g.mode}, nil
 	}
 	var j stored.State
 	if err := stored.Decode([]byte(blob), &j); err != nil {
-		return gate.State{}, err
+		return gate.FenceState{}, err
 	}
 	st, err := j.GateState()
 	if err == nil && st.Resource != resource {

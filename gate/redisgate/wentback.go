@@ -46,7 +46,7 @@ import (
 // floor of the one before changes only the floor's instant, which two
 // gates' clocks need not order; a store that lost a pause lost it with
 // the write that made it, and only appendfsync always keeps that.
-func behind(st, seen gate.State) string {
+func behind(st, seen gate.FenceState) string {
 	switch {
 	case st.HighestFence < seen.HighestFence:
 		return fmt.Sprintf("it holds highestFence %d, below the %d this gate saw stored", st.HighestFence, seen.HighestFence)
@@ -69,7 +69,7 @@ func behind(st, seen gate.State) string {
 // Gate saw stored; "" if it does not. After the store check found that
 // Redis lost its data (storecheck.go), a resource with no state is such
 // a loss too, whether this Gate saw it or not.
-func (g *Gate) wentBack(resource string, snap snapshot) (string, gate.State) {
+func (g *Gate) wentBack(resource string, snap snapshot) (string, gate.FenceState) {
 	seen, ok := g.cache.seen(resource)
 	switch lost := g.lostData(); {
 	case !ok && snap.blob == "" && lost != "":
@@ -85,7 +85,7 @@ func (g *Gate) wentBack(resource string, snap snapshot) (string, gate.State) {
 
 // restore returns st raised to seen wherever seen is further, and paused
 // with why in enforce mode. highestFence is never lowered.
-func restore(st, seen gate.State, why string) gate.State {
+func restore(st, seen gate.FenceState, why string) gate.FenceState {
 	out := st
 	if seen.HighestFence > st.HighestFence || seen.HighestFence == st.HighestFence && seen.LastSegmentSeq > st.LastSegmentSeq {
 		out.HighestFence, out.Root, out.LastSegmentSeq = seen.HighestFence, seen.Root, seen.LastSegmentSeq
@@ -110,7 +110,7 @@ func restore(st, seen gate.State, why string) gate.State {
 // restored and, in enforce mode, paused, with an alarm. In shadow mode
 // the business change goes through, as for any shadow rejection, with
 // the state restored and a shadow-log entry.
-func storeRegression(v *gate.Verified, st, seen gate.State, why string) gate.Decision {
+func storeRegression(v *gate.Verified, st, seen gate.FenceState, why string) gate.Decision {
 	m := &v.Mutation
 	next := restore(st, seen, why)
 	rej := &gate.Rejection{Outcome: gate.FenceRegression, Resource: m.Resource, FenceToken: m.FenceToken, SegmentSeq: m.SegmentSeq,

@@ -69,7 +69,7 @@ func (w *world) apply(ctx context.Context, i int, m *gate.Mutation, payload stri
 
 // view is everything a world stores about the resource.
 type view struct {
-	State   gate.State
+	State   gate.FenceState
 	Effects []string
 	Records map[string][]redisgate.Record
 	Answers []gate.Answer // QueryOperation for each op under each fence

@@ -36,7 +36,7 @@ func Order(views []ResourceView, recent []string, limit int) []ResourceView {
 // shows it: the state's fields, the paused reason cut to TextBytesMax,
 // the instant of the last resume in Unix ms (0: never resumed). Counts,
 // rows and the last action are the source's to add.
-func ViewOf(resource string, st gate.State) ResourceView {
+func ViewOf(resource string, st gate.FenceState) ResourceView {
 	v := ResourceView{Resource: resource, Mode: string(st.Mode), HighestFence: st.HighestFence, LastSegmentSeq: st.LastSegmentSeq,
 		MinPolicyGeneration: st.MinPolicyGeneration, Paused: st.Paused, PausedReason: Cut(st.PausedReason), Floor: st.Floor}
 	if !st.FloorAt.IsZero() {

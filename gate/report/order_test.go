@@ -30,7 +30,7 @@ func TestOrder(t *testing.T) {
 
 func TestViewOf(t *testing.T) {
 	at := time.UnixMilli(1_780_000_000_123).UTC()
-	st := gate.State{Mode: gate.ModeEnforce, HighestFence: 7, LastSegmentSeq: 2, MinPolicyGeneration: 3, Paused: true,
+	st := gate.FenceState{Mode: gate.ModeEnforce, HighestFence: 7, LastSegmentSeq: 2, MinPolicyGeneration: 3, Paused: true,
 		PausedReason: strings.Repeat("r", 2*report.TextBytesMax), Floor: 6, FloorAt: at}
 	v := report.ViewOf("a/b", st)
 	want := report.ResourceView{Resource: "a/b", Mode: "enforce", HighestFence: 7, LastSegmentSeq: 2, MinPolicyGeneration: 3,
@@ -39,7 +39,7 @@ func TestViewOf(t *testing.T) {
 		!v.Paused || v.PausedReason != want.PausedReason || len(v.PausedReason) > report.TextBytesMax || v.Floor != 6 || v.FloorAtMs != want.FloorAtMs {
 		t.Fatalf("view %+v, want %+v", v, want)
 	}
-	if v := report.ViewOf("a/b", gate.State{Mode: gate.ModeShadow}); v.FloorAtMs != 0 || v.Paused || v.Mode != "shadow" {
+	if v := report.ViewOf("a/b", gate.FenceState{Mode: gate.ModeShadow}); v.FloorAtMs != 0 || v.Paused || v.Mode != "shadow" {
 		t.Fatalf("never resumed: %+v", v)
 	}
 }

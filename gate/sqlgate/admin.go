@@ -11,12 +11,12 @@ import (
 	"github.com/fencegate/fencegate/gate/internal/adapter"
 )
 
-// State returns the resource's fence state (zero State with the gate's
+// State returns the resource's fence state (zero gate.FenceState with the gate's
 // default mode if the gate has never seen it). It takes no lock.
-func (g *Gate) State(ctx context.Context, q DBTX, resource string) (gate.State, error) {
+func (g *Gate) State(ctx context.Context, q DBTX, resource string) (gate.FenceState, error) {
 	st, err := g.scanState(ctx, q, g.stmt.readState, resource)
 	if errors.Is(err, sql.ErrNoRows) {
-		return gate.State{Resource: resource, Mode: g.mode}, nil
+		return gate.FenceState{Resource: resource, Mode: g.mode}, nil
 	}
 	if err != nil {
 		return st, fmt.Errorf("sqlgate: read state: %w", err)
@@ -55,7 +55,7 @@ func (g *Gate) isolationForRead() sql.IsolationLevel {
 // SetMode moves a resource to mode and records who did it. Moving from
 // enforce to anything else is refused with gate.ErrModeDowngrade.
 func (g *Gate) SetMode(ctx context.Context, db *sql.DB, resource string, mode gate.Mode, operator string) error {
-	return g.operatorTx(ctx, db, adapter.SetMode(resource, operator, mode), func(tx *sql.Tx, next gate.State) error {
+	return g.operatorTx(ctx, db, adapter.SetMode(resource, operator, mode), func(tx *sql.Tx, next gate.FenceState) error {
 		_, err := tx.ExecContext(ctx, g.q(`UPDATE {p}resources SET mode = $2 WHERE resource = $1`), resource, string(next.Mode))
 		return err
 	})
@@ -64,7 +64,7 @@ func (g *Gate) SetMode(ctx context.Context, db *sql.DB, resource string, mode ga
 // SetMinPolicyGeneration raises the lowest grant policy generation the
 // resource accepts. It only rises.
 func (g *Gate) SetMinPolicyGeneration(ctx context.Context, db *sql.DB, resource string, gen uint64, operator string) error {
-	return g.operatorTx(ctx, db, adapter.RaiseMinPolicy(resource, operator, gen, g.mode), func(tx *sql.Tx, next gate.State) error {
+	return g.operatorTx(ctx, db, adapter.RaiseMinPolicy(resource, operator, gen, g.mode), func(tx *sql.Tx, next gate.FenceState) error {
 		_, err := tx.ExecContext(ctx, g.q(`UPDATE {p}resources SET min_policy_generation = $2 WHERE resource = $1`), resource, int64(next.MinPolicyGeneration))
 		return err
 	})
@@ -76,7 +76,7 @@ func (g *Gate) SetMinPolicyGeneration(ctx context.Context, db *sql.DB, resource 
 // resume (grants at or below it stay rejected without pausing again). The
 // action is recorded in operator_actions.
 func (g *Gate) Resume(ctx context.Context, db *sql.DB, resource string, registryFloor uint64, operator, note string) error {
-	return g.operatorTx(ctx, db, adapter.Resume(resource, operator, registryFloor, note, g.mode), func(tx *sql.Tx, next gate.State) error {
+	return g.operatorTx(ctx, db, adapter.Resume(resource, operator, registryFloor, note, g.mode), func(tx *sql.Tx, next gate.FenceState) error {
 		_, err := tx.ExecContext(ctx, g.stmt.storeResume, resource, int64(next.Floor), timeMs(next.FloorAt))
 		return err
 	})
@@ -85,7 +85,7 @@ func (g *Gate) Resume(ctx context.Context, db *sql.DB, resource string, registry
 // operatorTx runs one recorded operator action on a locked resource row,
 // creating the row in the action's mode if the gate has never seen the
 // resource; store writes the columns the action changed.
-func (g *Gate) operatorTx(ctx context.Context, db *sql.DB, a adapter.Action, store func(*sql.Tx, gate.State) error) error {
+func (g *Gate) operatorTx(ctx context.Context, db *sql.DB, a adapter.Action, store func(*sql.Tx, gate.FenceState) error) error {
 	if err := a.Check("sqlgate"); err != nil {
 		return err
 	}

@@ -119,7 +119,7 @@ func (g *Gate) apply(ctx context.Context, tx txn, caller string, m *gate.Mutatio
 	if err != nil {
 		return gate.Decision{Outcome: gate.OutcomeOf(err), Err: err}, err
 	}
-	var st gate.State
+	var st gate.FenceState
 	var prior *gate.Receipt
 	var guarded, stored bool
 	now := g.clock.Now()

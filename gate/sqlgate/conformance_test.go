@@ -67,7 +67,7 @@ func (h *sqlHarness) Apply(ctx context.Context, caller string, m *gate.Mutation,
 	})
 }
 
-func (h *sqlHarness) State(ctx context.Context, resource string) (gate.State, error) {
+func (h *sqlHarness) State(ctx context.Context, resource string) (gate.FenceState, error) {
 	return h.g.State(ctx, h.db, resource)
 }
 

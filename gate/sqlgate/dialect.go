@@ -26,7 +26,7 @@ type Dialect struct {
 	placeholders func(q string) string
 	// forUpdate is appended to the fence-row read (alias r) to lock the row.
 	forUpdate string
-	// stateCols and stateFrom read a resource's gate.State: stateCols
+	// stateCols and stateFrom read a resource's gate.FenceState: stateCols
 	// selects resource, mode, highest fence, root, last segment, last
 	// grant, min policy generation, paused, paused reason, last grant's
 	// issued-at ms, fence floor, floor-at ms; stateFrom

@@ -116,7 +116,7 @@ func (e *env) apply(caller string, m *gate.Mutation, payload string) (gate.Recei
 	return e.g.Run(e.ctx, e.db, caller, m, write(m, payload))
 }
 
-func (e *env) state(resource string) gate.State {
+func (e *env) state(resource string) gate.FenceState {
 	e.t.Helper()
 	st, err := e.g.State(e.ctx, e.db, resource)
 	if err != nil {

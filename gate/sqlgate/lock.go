@@ -22,8 +22,8 @@ import (
 // On PostgreSQL the receipt read is a statement of its own, after the row
 // lock is held, so its snapshot includes what the transaction we waited
 // for committed.
-func (g *Gate) lockLookup(ctx context.Context, t txn, m *gate.Mutation) (st gate.State, prior *gate.Receipt, guarded bool, err error) {
-	return g.lookupCreating(ctx, t, m, func() (gate.State, bool, error) {
+func (g *Gate) lockLookup(ctx context.Context, t txn, m *gate.Mutation) (st gate.FenceState, prior *gate.Receipt, guarded bool, err error) {
+	return g.lookupCreating(ctx, t, m, func() (gate.FenceState, bool, error) {
 		return g.scanLockLookup(ctx, t, g.stmt.lockLookup, []any{m.Resource})
 	})
 }
@@ -31,8 +31,8 @@ func (g *Gate) lockLookup(ctx context.Context, t txn, m *gate.Mutation) (st gate
 // lookupCreating runs a lockLookup, creating the fence row and running it
 // again if the row is missing, and reads the receipt at (resource, fence,
 // seq) when the locked state says one can exist.
-func (g *Gate) lookupCreating(ctx context.Context, t txn, m *gate.Mutation, lookup func() (gate.State, bool, error)) (gate.State, *gate.Receipt, bool, error) {
-	var st gate.State
+func (g *Gate) lookupCreating(ctx context.Context, t txn, m *gate.Mutation, lookup func() (gate.FenceState, bool, error)) (gate.FenceState, *gate.Receipt, bool, error) {
+	var st gate.FenceState
 	guarded := true
 	err := g.creatingRow(ctx, t, m.Resource, g.mode, func() (err error) {
 		st, guarded, err = lookup()
@@ -50,12 +50,12 @@ func (g *Gate) lookupCreating(ctx context.Context, t txn, m *gate.Mutation, look
 
 // scanLockLookup runs a lockLookup statement q with args and scans it;
 // extra receives the columns after the guard probe.
-func (g *Gate) scanLockLookup(ctx context.Context, t txn, q string, args []any, extra ...any) (gate.State, bool, error) {
+func (g *Gate) scanLockLookup(ctx context.Context, t txn, q string, args []any, extra ...any) (gate.FenceState, bool, error) {
 	var sc stateScan
 	var guarded bool
 	dest := append(sc.dest(), &guarded)
 	if err := t.queryRow(ctx, q, args...).Scan(append(dest, extra...)...); err != nil {
-		return gate.State{}, true, err
+		return gate.FenceState{}, true, err
 	}
 	st, err := sc.state()
 	return st, guarded, err

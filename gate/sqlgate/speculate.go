@@ -36,16 +36,16 @@ func (g *Gate) canSpeculate(v *gate.Verified, now time.Time, ownTx bool) bool {
 
 // speculateLookup is lockLookup through the speculate statement; stored
 // reports whether it stored the accept, with receipt time now.
-func (g *Gate) speculateLookup(ctx context.Context, t txn, v *gate.Verified, now time.Time) (st gate.State, prior *gate.Receipt, guarded, stored bool, err error) {
+func (g *Gate) speculateLookup(ctx context.Context, t txn, v *gate.Verified, now time.Time) (st gate.FenceState, prior *gate.Receipt, guarded, stored bool, err error) {
 	m := &v.Mutation
 	args := []any{m.Resource, int64(m.FenceToken), int64(m.SegmentSeq), m.OperationID, v.Root[:], m.PayloadDigest[:],
 		v.GrantDigest[:], acceptedAt(now).UnixMilli(), string(gate.ModeEnforce), int64(v.Grant.PolicyGeneration), timeMs(v.Grant.IssuedAt),
 		g.pol.StatusSkewMax.Milliseconds()}
 	var n int64
-	lookup := func() (gate.State, bool, error) { return g.scanLockLookup(ctx, t, g.stmt.speculate, args, &n) }
+	lookup := func() (gate.FenceState, bool, error) { return g.scanLockLookup(ctx, t, g.stmt.speculate, args, &n) }
 	if p, ok := t.(pipeliner); ok && g.stmt.speculateStore != "" {
 		// One round trip, two statements: lock and read, then store.
-		lookup = func() (gate.State, bool, error) {
+		lookup = func() (gate.FenceState, bool, error) {
 			return g.scanLockLookup(ctx, p.then(g.stmt.speculateStore, args, &n), g.stmt.lockLookup, []any{m.Resource})
 		}
 	}
@@ -67,7 +67,7 @@ type pipeliner interface {
 // returns the decision to act on: d when the accept stands; else a
 // decision to roll back (a rejection, or an error if the statement and
 // Decide disagree, which is a bug in the statement).
-func (g *Gate) keepSpeculation(ctx context.Context, v *gate.Verified, st gate.State, prior *gate.Receipt, now time.Time, d gate.Decision) (gate.Decision, error) {
+func (g *Gate) keepSpeculation(ctx context.Context, v *gate.Verified, st gate.FenceState, prior *gate.Receipt, now time.Time, d gate.Decision) (gate.Decision, error) {
 	r, m := d.Receipt, &v.Mutation
 	if d.Outcome != gate.Accepted || r.Mode != gate.ModeEnforce || !r.AcceptedAt.Equal(acceptedAt(now)) {
 		return d, fmt.Errorf("sqlgate: internal error: the speculative accept of %s fence %d segment %d disagrees with the decision %s (rolled back)",

@@ -73,7 +73,7 @@ WHERE r.resource = $1` + d.forUpdate
 
 // lockStateCreating reads the resource's fence state with its row
 // locked, creating the row in mode on first sight.
-func (g *Gate) lockStateCreating(ctx context.Context, tx *sql.Tx, resource string, mode gate.Mode) (st gate.State, err error) {
+func (g *Gate) lockStateCreating(ctx context.Context, tx *sql.Tx, resource string, mode gate.Mode) (st gate.FenceState, err error) {
 	err = g.creatingRow(ctx, sqlTxn{g, tx}, resource, mode, func() (err error) {
 		st, err = g.scanState(ctx, tx, g.stmt.lockState, resource)
 		return err
@@ -97,10 +97,10 @@ func (g *Gate) creatingRow(ctx context.Context, t txn, resource string, mode gat
 	return nil
 }
 
-func (g *Gate) scanState(ctx context.Context, tx DBTX, query, resource string) (gate.State, error) {
+func (g *Gate) scanState(ctx context.Context, tx DBTX, query, resource string) (gate.FenceState, error) {
 	var sc stateScan
 	if err := tx.QueryRowContext(ctx, query, resource).Scan(sc.dest()...); err != nil {
-		return gate.State{}, err
+		return gate.FenceState{}, err
 	}
 	return sc.state()
 }
@@ -118,8 +118,8 @@ func (s *stateScan) dest() []any {
 		&s.grantIssuedMs, &s.floor, &s.floorMs}
 }
 
-func (s *stateScan) state() (gate.State, error) {
-	st := gate.State{Resource: s.resource, Mode: gate.Mode(s.mode), HighestFence: uint64(s.highest), LastSegmentSeq: uint64(s.last),
+func (s *stateScan) state() (gate.FenceState, error) {
+	st := gate.FenceState{Resource: s.resource, Mode: gate.Mode(s.mode), HighestFence: uint64(s.highest), LastSegmentSeq: uint64(s.last),
 		MinPolicyGeneration: uint64(s.minPol), Paused: s.paused != 0, PausedReason: s.reason,
 		GrantIssuedAt: msTime(s.grantIssuedMs), Floor: uint64(s.floor), FloorAt: msTime(s.floorMs)}
 	var err error

@@ -301,7 +301,7 @@ VALUES ('x', 'up/one', 9, $1, 'op-9', 1, $1, $1, 0, 'enforce', 'ACCEPTED')`,
 	}
 }
 
-func e2state(t *testing.T, g *sqlgate.Gate, db *sql.DB, resource string) gate.State {
+func e2state(t *testing.T, g *sqlgate.Gate, db *sql.DB, resource string) gate.FenceState {
 	t.Helper()
 	st, err := g.State(context.Background(), db, resource)
 	if err != nil {

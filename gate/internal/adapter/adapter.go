@@ -66,14 +66,16 @@ func (c Common) Resolve() (Base, error) {
 type Action struct {
 	Resource, Operator string
 	CreateMode         gate.Mode
-	step               func(st gate.State, now time.Time) (gate.State, string, error)
+	step               func(st gate.FenceState, now time.Time) (gate.FenceState, string, error)
 }
 
 // SetMode moves a resource to mode (gate.SetModeAction); a resource never
 // seen is created in it.
 func SetMode(resource, operator string, mode gate.Mode) Action {
 	return Action{Resource: resource, Operator: operator, CreateMode: mode,
-		step: func(st gate.State, _ time.Time) (gate.State, string, error) { return gate.SetModeAction(st, mode) }}
+		step: func(st gate.FenceState, _ time.Time) (gate.FenceState, string, error) {
+			return gate.SetModeAction(st, mode)
+		}}
 }
 
 // RaiseMinPolicy raises a resource's minimum grant policy generation to
@@ -81,7 +83,7 @@ func SetMode(resource, operator string, mode gate.Mode) Action {
 // the gate's mode.
 func RaiseMinPolicy(resource, operator string, gen uint64, mode gate.Mode) Action {
 	return Action{Resource: resource, Operator: operator, CreateMode: mode,
-		step: func(st gate.State, _ time.Time) (gate.State, string, error) {
+		step: func(st gate.FenceState, _ time.Time) (gate.FenceState, string, error) {
 			return gate.RaiseMinPolicyAction(st, gen)
 		}}
 }
@@ -90,7 +92,7 @@ func RaiseMinPolicy(resource, operator string, gen uint64, mode gate.Mode) Actio
 // states (gate.ResumeAction), at the instant Step is given.
 func Resume(resource, operator string, registryFloor uint64, note string, mode gate.Mode) Action {
 	return Action{Resource: resource, Operator: operator, CreateMode: mode,
-		step: func(st gate.State, now time.Time) (gate.State, string, error) {
+		step: func(st gate.FenceState, now time.Time) (gate.FenceState, string, error) {
 			return gate.ResumeAction(st, registryFloor, now, note)
 		}}
 }
@@ -117,7 +119,7 @@ func CheckResource(pkg, resource string) error {
 // the store has none, and the resource is created in CreateMode), at now
 // by the gate's clock. It returns the next state and the line to record
 // with the operator's name, or an error and no change.
-func (a Action) Step(st gate.State, seen bool, now time.Time) (gate.State, string, error) {
+func (a Action) Step(st gate.FenceState, seen bool, now time.Time) (gate.FenceState, string, error) {
 	if !seen {
 		st.Mode = a.CreateMode
 	}

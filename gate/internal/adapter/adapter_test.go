@@ -36,14 +36,14 @@ func TestResolve(t *testing.T) {
 func TestAction(t *testing.T) {
 	now := time.Date(2026, 7, 19, 10, 0, 0, 0, time.UTC)
 	a := adapter.SetMode("res/one", "ops", gate.ModeEnforce)
-	next, detail, err := a.Step(gate.State{Resource: "res/one"}, false, now)
+	next, detail, err := a.Step(gate.FenceState{Resource: "res/one"}, false, now)
 	if err != nil || next.Mode != gate.ModeEnforce || !strings.HasPrefix(detail, "set-mode") {
 		t.Fatalf("set-mode on an unseen resource: %+v %q %v", next, detail, err)
 	}
 	if r := a.Record(detail, now); r.Kind != stored.RecordAction || r.Outcome != "set-mode" || r.Operator != "ops" || r.AtMs != now.UnixMilli() {
 		t.Fatalf("record: %+v", r)
 	}
-	st := gate.State{Resource: "res/one", Mode: gate.ModeEnforce, HighestFence: 4, Paused: true}
+	st := gate.FenceState{Resource: "res/one", Mode: gate.ModeEnforce, HighestFence: 4, Paused: true}
 	if next, _, err := adapter.Resume("res/one", "ops", 9, "restore", gate.ModeShadow).Step(st, true, now); err != nil || next.Paused || next.Floor != 9 || !next.FloorAt.Equal(now) {
 		t.Fatalf("resume: %+v %v", next, err)
 	}

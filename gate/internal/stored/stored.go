@@ -1,6 +1,6 @@
 // Package stored is the byte form in which the key-value adapters
 // (gate/objgate, gate/redisgate) keep the gate's state and records: JSON
-// with every gate.State field, digests as "sha256:…", instants in
+// with every gate.FenceState field, digests as "sha256:…", instants in
 // grant.TimeLayout. Decoding is strict (unknown fields, malformed digests
 // or instants are errors): what a store hands back is checked, never
 // trusted into a decision half-read. Receipts they keep in gate's own
@@ -17,7 +17,7 @@ import (
 	"github.com/fencegate/fencegate/grant"
 )
 
-// State is gate.State on the store.
+// State is gate.FenceState on the store.
 type State struct {
 	Resource            string `json:"resource"`
 	Mode                string `json:"mode"`
@@ -34,7 +34,7 @@ type State struct {
 }
 
 // FromState converts every field of s.
-func FromState(s gate.State) State {
+func FromState(s gate.FenceState) State {
 	return State{Resource: s.Resource, Mode: string(s.Mode), HighestFence: s.HighestFence, Root: digest(s.Root),
 		LastSegmentSeq: s.LastSegmentSeq, GrantDigest: digest(s.GrantDigest), GrantIssuedAt: instant(s.GrantIssuedAt),
 		MinPolicyGeneration: s.MinPolicyGeneration, Paused: s.Paused, PausedReason: s.PausedReason,
@@ -42,8 +42,8 @@ func FromState(s gate.State) State {
 }
 
 // GateState converts back, checking every field.
-func (j State) GateState() (gate.State, error) {
-	s := gate.State{Resource: j.Resource, Mode: gate.Mode(j.Mode), HighestFence: j.HighestFence, LastSegmentSeq: j.LastSegmentSeq,
+func (j State) GateState() (gate.FenceState, error) {
+	s := gate.FenceState{Resource: j.Resource, Mode: gate.Mode(j.Mode), HighestFence: j.HighestFence, LastSegmentSeq: j.LastSegmentSeq,
 		MinPolicyGeneration: j.MinPolicyGeneration, Paused: j.Paused, PausedReason: j.PausedReason, Floor: j.Floor}
 	if _, err := gate.ParseMode(j.Mode); err != nil {
 		return s, fmt.Errorf("stored: state of %s: %w", j.Resource, err)

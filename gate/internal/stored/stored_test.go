@@ -1,4 +1,4 @@
-// Proves the stored form keeps every gate.State field, and that decoding
+// Proves the stored form keeps every gate.FenceState field, and that decoding
 // refuses what a store should never hand back.
 package stored_test
 
@@ -13,7 +13,7 @@ import (
 
 func TestRoundTrip(t *testing.T) {
 	at := time.Date(2026, 7, 19, 10, 0, 0, 123e6, time.UTC)
-	st := gate.State{Resource: "a/b", Mode: gate.ModeShadow, HighestFence: 9, Root: grant.OperationRoot("a/b", "op"),
+	st := gate.FenceState{Resource: "a/b", Mode: gate.ModeShadow, HighestFence: 9, Root: grant.OperationRoot("a/b", "op"),
 		LastSegmentSeq: 3, GrantDigest: grant.Digest{1}, GrantIssuedAt: at, MinPolicyGeneration: 4, Paused: true,
 		PausedReason: "why", Floor: 20, FloorAt: at.Add(time.Second)}
 	var js stored.State

@@ -76,8 +76,8 @@ type store struct {
 
 // kept is what is remembered of one resource's records.
 type kept struct {
-	st     gate.State // at the last refresh
-	readAt time.Time  // zero: never read
+	st     gate.FenceState // at the last refresh
+	readAt time.Time       // zero: never read
 	kinds  [len(kinds)]kindRecords
 	used   uint64 // for the least-recently-shown eviction
 }
@@ -96,7 +96,7 @@ func (s *store) Names(ctx context.Context, cursor string, limit int) ([]string, 
 	return s.g.ResourceNames(ctx, cursor, limit)
 }
 
-func (s *store) State(ctx context.Context, resource string) (gate.State, error) {
+func (s *store) State(ctx context.Context, resource string) (gate.FenceState, error) {
 	return s.g.State(ctx, resource)
 }
 
@@ -105,7 +105,7 @@ func (s *store) Resume(ctx context.Context, resource string, floor uint64, opera
 }
 
 // Records implements storereport.Store.
-func (s *store) Records(ctx context.Context, resource string, st gate.State) (storereport.Records, error) {
+func (s *store) Records(ctx context.Context, resource string, st gate.FenceState) (storereport.Records, error) {
 	k := s.take(resource)
 	now := s.clk.Now()
 	due := k.readAt.IsZero() || !sameState(k.st, st) || now.Sub(k.readAt) >= RecordsRefreshMs*time.Millisecond
@@ -195,7 +195,7 @@ func (s *store) refresh(ctx context.Context, resource, kind string, n int, kr *k
 }
 
 // sameState reports whether a and b are the same as a report shows them.
-func sameState(a, b gate.State) bool {
+func sameState(a, b gate.FenceState) bool {
 	return a.HighestFence == b.HighestFence && a.LastSegmentSeq == b.LastSegmentSeq && a.Paused == b.Paused &&
 		a.PausedReason == b.PausedReason && a.Floor == b.Floor && a.Mode == b.Mode && a.MinPolicyGeneration == b.MinPolicyGeneration
 }

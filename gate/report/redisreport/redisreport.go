@@ -31,7 +31,7 @@ func (s store) Names(ctx context.Context, cursor string, limit int) ([]string, s
 	return s.g.ResourceNames(ctx, cursor, limit)
 }
 
-func (s store) State(ctx context.Context, resource string) (gate.State, error) {
+func (s store) State(ctx context.Context, resource string) (gate.FenceState, error) {
 	return s.g.State(ctx, resource)
 }
 
@@ -40,7 +40,7 @@ func (s store) Resume(ctx context.Context, resource string, floor uint64, operat
 }
 
 // Records implements storereport.Store.
-func (s store) Records(ctx context.Context, resource string, _ gate.State) (storereport.Records, error) {
+func (s store) Records(ctx context.Context, resource string, _ gate.FenceState) (storereport.Records, error) {
 	var out storereport.Records
 	alarms, n, err := s.g.LastRecords(ctx, stored.RecordAlarm, resource, report.RecordsPerResourceMax)
 	if err != nil {

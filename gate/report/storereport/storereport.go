@@ -58,12 +58,12 @@ type Store interface {
 	Names(ctx context.Context, cursor string, limit int) (names []string, next string, err error)
 	// State reads one resource's gate state (a zero state for a resource
 	// the gate never stored).
-	State(ctx context.Context, resource string) (gate.State, error)
+	State(ctx context.Context, resource string) (gate.FenceState, error)
 	// Records reads resource's alarm and quarantine counts, its last rows
 	// and its last operator action, with a bounded number of store calls;
 	// st is the state just read (a Store may keep what it read, and read
 	// again when st changed).
-	Records(ctx context.Context, resource string, st gate.State) (Records, error)
+	Records(ctx context.Context, resource string, st gate.FenceState) (Records, error)
 	// Resume applies the gate's recorded resume (report.Resumer).
 	Resume(ctx context.Context, resource string, floor uint64, operator, note string) error
 }
@@ -163,13 +163,13 @@ func (s *Source) totalOf(first int, truncated bool) int {
 }
 
 // states reads names' states, ReadsParallelMax at a time.
-func (s *Source) states(ctx context.Context, names []string) (map[string]gate.State, error) {
-	out := make([]gate.State, len(names))
+func (s *Source) states(ctx context.Context, names []string) (map[string]gate.FenceState, error) {
+	out := make([]gate.FenceState, len(names))
 	err := parallel(len(names), func(i int) (err error) {
 		out[i], err = s.store.State(ctx, names[i])
 		return err
 	})
-	m := make(map[string]gate.State, len(names))
+	m := make(map[string]gate.FenceState, len(names))
 	for i, n := range names {
 		m[n] = out[i]
 	}
@@ -177,7 +177,7 @@ func (s *Source) states(ctx context.Context, names []string) (map[string]gate.St
 }
 
 // notePaused remembers the paused among states and forgets the resumed.
-func (s *Source) notePaused(states map[string]gate.State) {
+func (s *Source) notePaused(states map[string]gate.FenceState) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, name := range sortedKeys(states) {
@@ -191,7 +191,7 @@ func (s *Source) notePaused(states map[string]gate.State) {
 }
 
 // records fills the views' counts, rows and last actions.
-func (s *Source) records(ctx context.Context, views []report.ResourceView, states map[string]gate.State) error {
+func (s *Source) records(ctx context.Context, views []report.ResourceView, states map[string]gate.FenceState) error {
 	return parallel(len(views), func(i int) error {
 		v := &views[i]
 		r, err := s.store.Records(ctx, v.Resource, states[v.Resource])

@@ -79,7 +79,7 @@ func wantOutcome(t T, err error, want gate.Outcome) {
 	}
 }
 
-func state(t T, e *Env, h Harness, resource string) gate.State {
+func state(t T, e *Env, h Harness, resource string) gate.FenceState {
 	t.Helper()
 	st, err := h.State(e.Ctx, resource)
 	if err != nil {
@@ -108,7 +108,7 @@ func records(t T, e *Env, h Harness, resource string) Records {
 
 // snapshot is everything a rejection must leave as it was.
 type snapshot struct {
-	State   gate.State
+	State   gate.FenceState
 	Effects []string
 	Records Records
 }
@@ -139,12 +139,12 @@ func sameRecords(a, b Records) bool {
 }
 
 // sameState compares two states field by field (instants with Equal).
-func sameState(a, b gate.State) bool {
+func sameState(a, b gate.FenceState) bool {
 	return a.GrantIssuedAt.Equal(b.GrantIssuedAt) && a.FloorAt.Equal(b.FloorAt) &&
 		withoutTimes(a) == withoutTimes(b)
 }
 
-func withoutTimes(s gate.State) gate.State {
+func withoutTimes(s gate.FenceState) gate.FenceState {
 	s.GrantIssuedAt, s.FloorAt = time.Time{}, time.Time{}
 	return s
 }

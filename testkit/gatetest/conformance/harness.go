@@ -2,7 +2,7 @@
 // runs: sqlgate on SQLite and PostgreSQL, objgate on an S3-compatible
 // store, redisgate on redis-server. An adapter's test implements Harness
 // over a real store and calls Run; each case starts a resource of its own
-// and checks the outcome, the whole stored gate.State, the business
+// and checks the outcome, the whole stored gate.FenceState, the business
 // effects and the records (alarms, quarantine, shadow log) it left.
 //
 // The SQL adapters also run the coverage guard's table (guard.go,
@@ -43,7 +43,7 @@ type Harness interface {
 	Apply(ctx context.Context, caller string, m *gate.Mutation, payload string) (gate.Receipt, error)
 	// State returns the resource's stored gate state (zero State with the
 	// adapter's default mode for a resource it never saw).
-	State(ctx context.Context, resource string) (gate.State, error)
+	State(ctx context.Context, resource string) (gate.FenceState, error)
 	// QueryOperation answers MUTATION_UNKNOWN recovery (gate.Judge).
 	QueryOperation(ctx context.Context, resource, operationID string, fence uint64) (gate.Answer, error)
 	// Resume lifts a pause with the registry fence floor stated by an

@@ -34,7 +34,7 @@ type receiptKey struct {
 }
 
 type memResource struct {
-	st       gate.State
+	st       gate.FenceState
 	receipts map[receiptKey]gate.Receipt
 	effects  []string
 	records  conformance.Records
@@ -71,7 +71,7 @@ func newMem(mut mutant) conformance.Factory {
 func (g *memGate) get(r string) *memResource {
 	x := g.res[r]
 	if x == nil {
-		x = &memResource{st: gate.State{Resource: r, Mode: gate.ModeEnforce}, receipts: map[receiptKey]gate.Receipt{}}
+		x = &memResource{st: gate.FenceState{Resource: r, Mode: gate.ModeEnforce}, receipts: map[receiptKey]gate.Receipt{}}
 		g.res[r] = x
 	}
 	return x
@@ -130,7 +130,7 @@ func (g *memGate) Apply(ctx context.Context, caller string, m *gate.Mutation, pa
 	return gate.Receipt{}, d.Err
 }
 
-func (g *memGate) State(_ context.Context, r string) (gate.State, error) {
+func (g *memGate) State(_ context.Context, r string) (gate.FenceState, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.get(r).st, nil

@@ -25,7 +25,7 @@ func testAccept(t T, e *Env) {
 		t.Fatalf("receipt %+v", rc)
 	}
 	st := state(t, e, e.H, r)
-	want := gate.State{Resource: r, Mode: gate.ModeEnforce, HighestFence: 5, Root: g.OperationRoot, LastSegmentSeq: 1,
+	want := gate.FenceState{Resource: r, Mode: gate.ModeEnforce, HighestFence: 5, Root: g.OperationRoot, LastSegmentSeq: 1,
 		GrantDigest: g.Digest(), GrantIssuedAt: g.IssuedAt}
 	if !sameState(st, want) {
 		t.Fatalf("stored state\n %+v\nwant\n %+v", st, want)
