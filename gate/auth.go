@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/fencegate/fencegate/gate/internal/replaced"
 	"github.com/fencegate/fencegate/grant"
 )
 
@@ -34,11 +35,13 @@ type Policy struct {
 	// ParsedCacheEntriesDefault; negative disables both.
 	ParsedCacheEntriesMax int
 
-	// decide replaces Decide in DecideLocked and Redecide for a negative
-	// control; nil is Decide. Only gate/gatebreak sets it (through
-	// gate/internal/seam), and only the simulator and tests import that:
-	// no configuration can switch the decision.
-	decide func(Input) Decision
+	// NegativeControl is zero in every gate a deployment builds, and no
+	// package outside gate/ can make it anything else: its type is in
+	// gate/internal, which Go lets no other package import. It is how
+	// gate/gatebreak (imported only by the simulator and tests) puts a
+	// negative control's function in place of Decide; gate/adapt's
+	// Decider then decides with it and checks nothing it stores.
+	NegativeControl replaced.Decide[Input, Decision]
 
 	grants   *parsedCache[grant.Grant]
 	statuses *parsedCache[grant.Status]

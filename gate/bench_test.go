@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/gate/adapt"
 	"github.com/fencegate/fencegate/testkit/gatetest"
 )
 
@@ -18,7 +19,7 @@ func BenchmarkDecide(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	in := gate.Input{Verified: v, State: held(6, 2, "op-a"), Status: gate.EvidenceFromProof(v.Status),
+	in := gate.Input{Verified: v, State: held(6, 2, "op-a"), Status: adapt.EvidenceFromProof(v.Status),
 		Now: f.iss.Now, StatusSkewMax: f.pol.StatusSkewMax}
 	b.ReportAllocs()
 	for b.Loop() {
@@ -40,7 +41,7 @@ func BenchmarkAuthenticateAndDecide(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		in := gate.Input{Verified: v, State: st, Status: gate.EvidenceFromProof(v.Status), Now: iss.Now, StatusSkewMax: pol.StatusSkewMax}
+		in := gate.Input{Verified: v, State: st, Status: adapt.EvidenceFromProof(v.Status), Now: iss.Now, StatusSkewMax: pol.StatusSkewMax}
 		if d := gate.Decide(in); d.Outcome != gate.Accepted {
 			b.Fatal(d.Err)
 		}

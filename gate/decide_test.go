@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/gate/adapt"
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/testkit/gatetest"
 )
@@ -35,7 +36,7 @@ func (f *fixture) input(t *testing.T, m *gate.Mutation, st gate.FenceState, prio
 	}
 	in := gate.Input{Verified: v, State: st, Prior: prior, Now: f.iss.Now, StatusSkewMax: f.pol.StatusSkewMax}
 	if v.Status != nil {
-		in.Status = gate.EvidenceFromProof(v.Status)
+		in.Status = adapt.EvidenceFromProof(v.Status)
 	}
 	return in
 }
@@ -180,10 +181,10 @@ func TestDecideQueryEvidence(t *testing.T) {
 		ev   gate.StatusEvidence
 		want gate.Outcome
 	}{
-		{gate.EvidenceFromQuery(grant.StateHeld, 7, nil, 0), gate.Accepted},
-		{gate.EvidenceFromQuery(grant.StateHeld, 7, nil, 8), gate.EpochRevoked},
-		{gate.EvidenceFromQuery("", 0, errors.New("registry unreachable"), 0), gate.NotHeld},
-		{gate.EvidenceFromQuery(grant.StateExpired, 7, nil, 0), gate.NotHeld},
+		{adapt.EvidenceFromQuery(grant.StateHeld, 7, nil, 0), gate.Accepted},
+		{adapt.EvidenceFromQuery(grant.StateHeld, 7, nil, 8), gate.EpochRevoked},
+		{adapt.EvidenceFromQuery("", 0, errors.New("registry unreachable"), 0), gate.NotHeld},
+		{adapt.EvidenceFromQuery(grant.StateExpired, 7, nil, 0), gate.NotHeld},
 	} {
 		in.Status = c.ev
 		if d := gate.Decide(in); d.Outcome != c.want {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/gate/adapt"
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/testkit/gatetest"
 )
@@ -149,7 +150,7 @@ func (fx *envelopeFixture) judge(auth authFunc, m *gate.Mutation) (gate.Outcome,
 	}
 	in := gate.Input{Verified: v, State: st, Now: fx.now, StatusSkewMax: gate.StatusSkewMaxDefault}
 	if v.Status != nil {
-		in.Status = gate.EvidenceFromProof(v.Status)
+		in.Status = adapt.EvidenceFromProof(v.Status)
 	}
 	d := gate.Decide(in)
 	if d.Outcome != gate.Accepted {

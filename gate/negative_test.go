@@ -4,12 +4,12 @@
 package gate_test
 
 import (
-	"github.com/fencegate/fencegate/testkit/gatetest"
 	"testing"
 	"time"
 
 	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/testkit/gatetest"
 )
 
 // leaseOnly is the unsafe baseline: accept whenever the status says HELD

@@ -21,6 +21,7 @@ import (
 	"testing"
 
 	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/gate/adapt"
 	"github.com/fencegate/fencegate/testkit/jsonkeys"
 )
 
@@ -40,7 +41,7 @@ func decidedReceipts(t testing.TB) (accepts []gate.Receipt, shadow gate.Receipt)
 	}
 	st.Mode = gate.ModeShadow
 	m := f.iss.Mutation(writerA(4), 1, "late")
-	shadow, err := decideOn(t, f, m, st).Result(m)
+	shadow, err := adapt.Result(decideOn(t, f, m, st), m)
 	if err != nil || shadow.Outcome != gate.StaleOwner {
 		t.Fatalf("shadow: %+v, %v", shadow, err)
 	}
@@ -53,7 +54,7 @@ func decideOn(t testing.TB, f *fixture, m *gate.Mutation, st gate.FenceState) ga
 		t.Fatal(err)
 	}
 	return gate.Decide(gate.Input{Verified: v, State: st, Now: f.iss.Now, StatusSkewMax: f.pol.StatusSkewMax,
-		Status: gate.EvidenceFromProof(v.Status)})
+		Status: adapt.EvidenceFromProof(v.Status)})
 }
 
 func TestReceiptJSONRoundTrip(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/gate/adapt"
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/testkit/gatetest"
 )
@@ -27,9 +28,9 @@ func TestRegressionRule(t *testing.T) {
 	unknownIssue.GrantIssuedAt = time.Time{}
 	resumed := held(5, 2, "op-a")
 	resumed.Floor, resumed.FloorAt = 9, gatetest.T0
-	queryHeld := gate.EvidenceFromQuery(grant.StateHeld, gatetest.Epoch, nil, 0)
-	queryReleased := gate.EvidenceFromQuery(grant.StateReleased, gatetest.Epoch, nil, 0)
-	queryFailed := gate.EvidenceFromQuery("", 0, errors.New("registry unreachable"), 0)
+	queryHeld := adapt.EvidenceFromQuery(grant.StateHeld, gatetest.Epoch, nil, 0)
+	queryReleased := adapt.EvidenceFromQuery(grant.StateReleased, gatetest.Epoch, nil, 0)
+	queryFailed := adapt.EvidenceFromQuery("", 0, errors.New("registry unreachable"), 0)
 	cases := []struct {
 		name    string
 		mut     *gate.Mutation
@@ -139,7 +140,7 @@ func TestHigherFenceIssuedBefore(t *testing.T) {
 			if c.want == gate.Accepted {
 				// An accept needs a fresh proof; the regression rows must
 				// not, so they keep the grant's own (possibly stale) one.
-				in.Status = gate.EvidenceFromQuery(grant.StateHeld, gatetest.Epoch, nil, 0)
+				in.Status = adapt.EvidenceFromQuery(grant.StateHeld, gatetest.Epoch, nil, 0)
 			}
 			d := gate.Decide(in)
 			if d.Outcome != c.want {

@@ -60,44 +60,6 @@ type StatusEvidence struct {
 	Failure      string // query only: why the query gave no answer
 }
 
-// EvidenceFromProof turns a verified status statement into evidence.
-func EvidenceFromProof(s *grant.Status) StatusEvidence {
-	return StatusEvidence{Source: StatusFromProof, State: s.State, IssuerEpoch: s.IssuerEpoch, IssuedAt: s.IssuedAt, ValidUntil: s.ValidUntil}
-}
-
-// EvidenceFromGrant turns a grant's own held statement into evidence: HELD
-// at IssuedAt, to be relied on until HeldUntil, judged exactly as a status
-// proof. A grant without the statement (HeldStatement false) gives
-// StatusAbsent.
-func EvidenceFromGrant(g *grant.Grant) StatusEvidence {
-	if !g.HeldStatement() {
-		return StatusEvidence{Source: StatusAbsent}
-	}
-	return StatusEvidence{Source: StatusFromGrant, State: grant.StateHeld, IssuerEpoch: g.IssuerEpoch, IssuedAt: g.IssuedAt, ValidUntil: g.HeldUntil}
-}
-
-// OwnEvidence is the evidence the mutation carries itself, and whether it
-// carries any: its status proof when present (a renewal's or a query's
-// statement, newer than the grant's), else the grant's held statement.
-// Adapters that judge before any I/O (ProvesHeld) take it from here, as
-// DecideLocked does.
-func (v *Verified) OwnEvidence() (StatusEvidence, bool) {
-	if v.Status != nil {
-		return EvidenceFromProof(v.Status), true
-	}
-	ev := EvidenceFromGrant(v.Grant)
-	return ev, ev.Source == StatusFromGrant
-}
-
-// EvidenceFromQuery turns a querier answer into evidence; revokedBelow is
-// the trust bundle's revokedBelowEpoch.
-func EvidenceFromQuery(state grant.State, epoch uint64, err error, revokedBelow uint64) StatusEvidence {
-	if err != nil {
-		return StatusEvidence{Source: StatusFromQuery, Failure: err.Error()}
-	}
-	return StatusEvidence{Source: StatusFromQuery, State: state, IssuerEpoch: epoch, EpochRevoked: epoch < revokedBelow}
-}
-
 // ProvesHeld reports whether e proves the grant HELD at now under the
 // skew bound: whether Decide's status step passes. Adapters use it to
 // decide before any I/O whether an accept is possible at all.
@@ -127,16 +89,4 @@ func (e StatusEvidence) judge(now time.Time, skew time.Duration) (Outcome, strin
 			what, e.ValidUntil.UTC().Format(grant.TimeLayout), now.UTC().Format(grant.TimeLayout), skew)
 	}
 	return "", ""
-}
-
-// QueryEvidence asks q about grant g, bounded by timeout,
-// and turns the answer into evidence (revokedBelow is the trust bundle's
-// revokedBelowEpoch). Adapters call it with the fence row locked: for a
-// mutation without a status proof, and to settle a decision that asks for
-// confirmation (Decision.Confirm).
-func QueryEvidence(ctx context.Context, q StatusQuerier, timeout time.Duration, g *grant.Grant, revokedBelow uint64) StatusEvidence {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	state, epoch, err := q.QueryStatus(ctx, g)
-	return EvidenceFromQuery(state, epoch, err, revokedBelow)
 }

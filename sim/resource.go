@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/gate/adapt"
 	"github.com/fencegate/fencegate/grant"
 )
 
@@ -128,17 +129,17 @@ func statusOf(m *gate.Mutation) *grant.Status {
 }
 
 // evidenceOf is the HELD evidence an envelope carries itself, as the gate
-// takes it (gate.Verified.OwnEvidence): its status statement, else its
+// takes it (adapt.OwnEvidence): its status statement, else its
 // grant's own held statement; false when it carries neither.
 func evidenceOf(m *gate.Mutation) (gate.StatusEvidence, bool) {
 	if s := statusOf(m); s != nil {
-		return gate.EvidenceFromProof(s), true
+		return adapt.EvidenceFromProof(s), true
 	}
 	g, err := grant.ParseGrant(m.Grant)
 	if err != nil || !g.HeldStatement() {
 		return gate.StatusEvidence{}, false
 	}
-	return gate.EvidenceFromGrant(g), true
+	return adapt.EvidenceFromGrant(g), true
 }
 
 func alarmNote(a gate.AlarmKind) string {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/fencegate/fencegate/chaos/record"
 	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/gate/adapt"
 	"github.com/fencegate/fencegate/gate/sqlgate"
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry/httpapi"
@@ -175,7 +176,7 @@ func (s *Service) applyLeaseOnly(ctx context.Context, caller string, m *gate.Mut
 	if err != nil {
 		return answer(err)
 	}
-	if ev, own := v.OwnEvidence(); !own || ev.State != grant.StateHeld { // a status, or the grant's own held statement
+	if ev, own := adapt.OwnEvidence(v); !own || ev.State != grant.StateHeld { // a status, or the grant's own held statement
 		return WriteResponse{Outcome: string(gate.NotHeld), Reason: "lease-only: no HELD statement"}
 	}
 	if err := insertEffect(ctx, s.cfg.DB, caller, m); err != nil {

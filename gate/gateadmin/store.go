@@ -18,7 +18,7 @@ type RecordingGate interface {
 	// Records lists the resource's records of one kind ("alarm",
 	// "action", …), oldest first.
 	Records(ctx context.Context, kind, resource string) ([]stored.Record, error)
-	// Resume applies gate.ResumeAction and records it with operator and
+	// Resume applies adapt.ResumeAction and records it with operator and
 	// note.
 	Resume(ctx context.Context, resource string, registryFloor uint64, operator, note string) error
 }

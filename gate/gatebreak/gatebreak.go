@@ -1,22 +1,26 @@
 // Package gatebreak replaces gate.Decide in a gate.Policy, for negative
-// controls only: the simulator's --break modes, and tests that must show
-// a checker catching a broken decision while every other step (parsing,
-// proofs, binding, the adapter's locking and storage) runs the product's
-// code. It is not configuration: no field of gate.Policy can replace
-// Decide, and imports_test.go (at the root) fails if any package but the
-// simulator (sim/) and tests imports this one.
+// controls only: the simulator's decision breaks (sim/negative), and
+// tests that must show a checker catching a broken decision while every
+// other step (parsing, proofs, binding, the adapter's locking and
+// storage) runs the product's code. It is not configuration: the policy's
+// NegativeControl field has a type only packages under gate/ can make,
+// and imports_test.go (at the root) fails if any package but the
+// simulator's negative controls and tests imports this one, directly or
+// through another package — so the binary never links it.
 package gatebreak
 
 import (
 	"github.com/fencegate/fencegate/gate"
-	"github.com/fencegate/fencegate/gate/internal/seam"
+	"github.com/fencegate/fencegate/gate/internal/replaced"
 )
 
-// Replace returns a copy of p whose DecideLocked and Redecide call d
-// instead of gate.Decide. p itself is unchanged. The returned policy's
-// CheckStore asserts nothing, so that a replacement that breaks the fence
-// invariants on purpose reaches the checker that must catch it; Decide
-// itself, which d may call, still asserts them on its own input.
+// Replace returns a copy of p that gate/adapt's Decider decides with d
+// instead of gate.Decide; p itself is unchanged. A Decider on the
+// returned policy checks nothing it stores (adapt.Decider.CheckStore),
+// so that a replacement that breaks the fence invariants on purpose
+// reaches the checker that must catch it; gate.Decide, which d may call,
+// still asserts them on its own input.
 func Replace(p gate.Policy, d func(gate.Input) gate.Decision) gate.Policy {
-	return seam.ReplaceDecide(p, d)
+	p.NegativeControl = replaced.With(d)
+	return p
 }

@@ -7,16 +7,17 @@ import (
 	"testing"
 
 	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/gate/adapt"
 	"github.com/fencegate/fencegate/internal/assert"
 	"github.com/fencegate/fencegate/testkit/gatetest"
 )
 
 func TestCommitAssertsHighestFenceKept(t *testing.T) {
-	pol := &gate.Policy{Verifier: gatetest.NewIssuer("mem").Verifier}
+	dec := &adapt.Decider{Policy: gate.Policy{Verifier: gatetest.NewIssuer("mem").Verifier}}
 	r := newResource("mem/one", gate.ModeEnforce)
 	r.state.HighestFence = 7
 	d := gate.Decision{Outcome: gate.Accepted, Store: true, State: gate.FenceState{Resource: "mem/one", Mode: gate.ModeEnforce, HighestFence: 6}}
-	if assert.Catch(func() { r.commit(pol, d, &gate.Verified{}, nil, gatetest.T0) }) == nil {
+	if assert.Catch(func() { r.commit(dec, d, &gate.Verified{}, nil, gatetest.T0) }) == nil {
 		t.Fatal("a lowered highestFence was stored without an assertion failure")
 	}
 	if r.state.HighestFence != 7 {

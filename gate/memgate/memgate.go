@@ -1,6 +1,6 @@
 // Package memgate is applyFencedMutation over process memory: the same
 // authentication and decision as every adapter (gate.Policy.Authenticate
-// and gate.Policy.DecideLocked), with each resource's fence state,
+// and adapt.Decider.DecideLocked), with each resource's fence state,
 // receipts, alarms, quarantine and shadow log kept in memory and changed
 // atomically with the business change under the resource's lock.
 //
@@ -30,6 +30,7 @@ import (
 
 	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/gate/adapt"
 	"github.com/fencegate/fencegate/gate/internal/adapter"
 )
 
@@ -43,7 +44,7 @@ type Config struct {
 	// called with the resource locked. Optional.
 	Querier gate.StatusQuerier
 	// StatusQueryTimeout bounds one Querier call. Optional, defaults to
-	// gate.QueryTimeoutDefault.
+	// adapt.QueryTimeoutDefault.
 	StatusQueryTimeout time.Duration
 	// Clock is the gate's clock. Optional, defaults to the system clock.
 	Clock clock.Clock
@@ -64,8 +65,7 @@ var ErrBusiness = errors.New("memgate: business change failed")
 // Gate applies fenced mutations to in-memory resources. Safe for
 // concurrent use: applies on one resource serialize, others proceed.
 type Gate struct {
-	pol      gate.Policy
-	querying gate.Querying
+	dec      adapt.Decider
 	clock    clock.Clock
 	mode     gate.Mode
 	counters gate.Counters
@@ -81,7 +81,7 @@ func New(cfg Config) (*Gate, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Gate{pol: b.Pol, querying: b.Querying, clock: b.Clock, mode: b.Mode, resources: map[string]*resource{}}, nil
+	return &Gate{dec: b.Decider, clock: b.Clock, mode: b.Mode, resources: map[string]*resource{}}, nil
 }
 
 // Counters returns the per-outcome decision counters.
@@ -106,7 +106,7 @@ func (g *Gate) resourceIn(name string, mode gate.Mode) *resource {
 // caller; fn is the business change (see the package doc for what each
 // outcome returns).
 func (g *Gate) Apply(ctx context.Context, caller string, m *gate.Mutation, fn BusinessFunc) (gate.Receipt, error) {
-	v, err := g.pol.Authenticate(m, caller)
+	v, err := g.dec.Policy.Authenticate(m, caller)
 	if err != nil {
 		g.counters.Add(gate.OutcomeOf(err))
 		return gate.Receipt{}, err
@@ -116,15 +116,15 @@ func (g *Gate) Apply(ctx context.Context, caller string, m *gate.Mutation, fn Bu
 	defer r.mu.Unlock()
 	prior := r.receipt(m.FenceToken, m.SegmentSeq)
 	now := g.clock.Now()
-	d := g.pol.DecideLocked(ctx, g.querying, v, r.state, prior, now)
+	d := g.dec.DecideLocked(ctx, v, r.state, prior, now)
 	if d.Proceed {
 		if err := fn(); err != nil {
 			return gate.Receipt{}, fmt.Errorf("%w: %w", ErrBusiness, err)
 		}
 	}
-	r.commit(&g.pol, d, v, prior, now)
+	r.commit(&g.dec, d, v, prior, now)
 	g.counters.Add(d.Outcome)
-	return d.Result(m)
+	return adapt.Result(d, m)
 }
 
 // State returns the resource's fence state (a zero gate.FenceState in the default
@@ -185,7 +185,7 @@ func (g *Gate) operator(a adapter.Action) error {
 	if err != nil {
 		return err
 	}
-	g.pol.CheckStore(r.state, next)
+	g.dec.CheckStore(r.state, next)
 	r.state = next
 	r.record(Record{Kind: KindOperator, Detail: a.Operator + ": " + detail, At: now})
 	return nil
@@ -215,7 +215,7 @@ func (g *Gate) Records(resource, kind string) []Record {
 // for a job of a superseded owner, SEGMENT_GAP for a job whose
 // predecessor under its fence has not been applied yet.
 func (g *Gate) ApplyJob(ctx context.Context, hop string, j *gate.Job, upstream gate.UpstreamReceipts, fn BusinessFunc) (gate.Receipt, error) {
-	v, err := g.pol.AuthenticateJob(j, hop)
+	v, err := g.dec.Policy.AuthenticateJob(j, hop)
 	if err != nil {
 		g.counters.Add(gate.OutcomeOf(err))
 		return gate.Receipt{}, err
@@ -238,9 +238,9 @@ func (g *Gate) ApplyJob(ctx context.Context, hop string, j *gate.Job, upstream g
 			return gate.Receipt{}, fmt.Errorf("%w: %w", ErrBusiness, err)
 		}
 	}
-	r.commit(&g.pol, d, v, prior, now)
+	r.commit(&g.dec, d, v, prior, now)
 	g.counters.Add(d.Outcome)
-	return d.Result(&v.Mutation)
+	return adapt.Result(d, &v.Mutation)
 }
 
 // ReceiptAt returns the receipt for (resource, fence, seq), or nil: the

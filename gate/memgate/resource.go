@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/gate/adapt"
 )
 
 // Record kinds.
@@ -58,12 +59,12 @@ func (r *resource) receipt(fence, seq uint64) *gate.Receipt {
 
 // commit writes what decision d asks for, after the business change (if
 // it proceeded) succeeded: the accept's state and receipt, a pause, and
-// the alarm, quarantine and shadow-log records. pol checks the state it
+// the alarm, quarantine and shadow-log records. dec checks the state it
 // stores.
-func (r *resource) commit(pol *gate.Policy, d gate.Decision, v *gate.Verified, prior *gate.Receipt, now time.Time) {
+func (r *resource) commit(dec *adapt.Decider, d gate.Decision, v *gate.Verified, prior *gate.Receipt, now time.Time) {
 	m := &v.Mutation
 	if d.Store {
-		pol.CheckStore(r.state, d.State)
+		dec.CheckStore(r.state, d.State)
 		r.state = d.State
 	}
 	if d.Outcome == gate.Accepted {

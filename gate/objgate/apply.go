@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/gate/adapt"
 	"github.com/fencegate/fencegate/gate/internal/retry"
 	"github.com/fencegate/fencegate/gate/internal/stored"
 )
@@ -41,7 +42,7 @@ type BusinessFunc func(ctx context.Context, cur Current) ([]byte, error)
 // unknown if the manifest replace was sent (query receipts by operation
 // ID).
 func (g *Gate) Apply(ctx context.Context, caller string, m *gate.Mutation, fn BusinessFunc) (gate.Receipt, error) {
-	v, err := g.pol.Authenticate(m, caller)
+	v, err := g.dec.Policy.Authenticate(m, caller)
 	if err != nil {
 		g.counters.Add(gate.OutcomeOf(err))
 		return gate.Receipt{}, err
@@ -101,7 +102,7 @@ func (g *Gate) decide(ctx context.Context, v *gate.Verified, fresh *held) (held,
 		if err != nil {
 			return h, gate.Decision{}, nil, err
 		}
-		d := g.pol.DecideLocked(ctx, g.querying, v, h.st, prior, g.clock.Now())
+		d := g.dec.DecideLocked(ctx, v, h.st, prior, g.clock.Now())
 		if !cached || g.trustHeld || d.Store || d.Proceed || d.Outcome == gate.Replayed {
 			return h, d, prior, nil
 		}
@@ -189,7 +190,7 @@ func (c current) Bytes(ctx context.Context) ([]byte, error) {
 }
 
 // answer turns a committed decision into Apply's result.
-func answer(m *gate.Mutation, d gate.Decision) (gate.Receipt, error) { return d.Result(m) }
+func answer(m *gate.Mutation, d gate.Decision) (gate.Receipt, error) { return adapt.Result(d, m) }
 
 // take returns the manifest this Gate holds for resource, or reads it.
 func (g *Gate) take(ctx context.Context, resource string) (held, bool, error) {

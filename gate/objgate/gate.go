@@ -32,7 +32,7 @@
 // Apply authenticates (gate.Policy.Authenticate), takes the manifest —
 // the one it committed last, if it holds it (up to CachedManifestsMax
 // resources), else a fresh GET — and decides with
-// gate.Policy.DecideLocked on its state. What the decision writes is
+// adapt.Decider.DecideLocked on its state. What the decision writes is
 // committed by the conditional replace, which fails unless the manifest
 // is still the one decided on. A rejection that writes nothing decided on
 // a held manifest is decided again on a fresh one before it is answered,
@@ -65,6 +65,7 @@ import (
 
 	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/gate/adapt"
 	"github.com/fencegate/fencegate/gate/internal/adapter"
 	"github.com/fencegate/fencegate/gate/internal/stored"
 )
@@ -105,7 +106,7 @@ type Config struct {
 	// Optional.
 	Querier gate.StatusQuerier
 	// StatusQueryTimeout bounds one Querier call. Optional, defaults to
-	// gate.QueryTimeoutDefault.
+	// adapt.QueryTimeoutDefault.
 	StatusQueryTimeout time.Duration
 	// Clock is the gate's clock. Optional, defaults to the system clock.
 	Clock clock.Clock
@@ -128,15 +129,14 @@ type Config struct {
 // use; the manifests it holds are only a shortcut, checked by every
 // conditional write.
 type Gate struct {
-	api      API
-	bucket   string
-	prefix   string
-	pol      gate.Policy
-	querying gate.Querying
-	clock    clock.Clock
-	mode     gate.Mode
-	retries  int
-	held     int // Config.ReceiptsHeld
+	api     API
+	bucket  string
+	prefix  string
+	dec     adapt.Decider
+	clock   clock.Clock
+	mode    gate.Mode
+	retries int
+	held    int // Config.ReceiptsHeld
 	// probeErr is why the store failed Probe (nil: it honours
 	// conditional writes); enforce mode is refused while it is set.
 	probeErr  error
@@ -177,7 +177,7 @@ func open(ctx context.Context, cfg Config, probe bool) (*Gate, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &Gate{api: cfg.Client, bucket: cfg.Bucket, prefix: cfg.Prefix, pol: b.Pol, querying: b.Querying, clock: b.Clock,
+	g := &Gate{api: cfg.Client, bucket: cfg.Bucket, prefix: cfg.Prefix, dec: b.Decider, clock: b.Clock,
 		mode: b.Mode, retries: cfg.RetriesMax, cache: map[string]held{}}
 	if g.prefix == "" {
 		g.prefix = PrefixDefault

@@ -7,12 +7,13 @@ import (
 	"testing"
 
 	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/gate/adapt"
 	"github.com/fencegate/fencegate/internal/assert"
 	"github.com/fencegate/fencegate/testkit/gatetest"
 )
 
 func TestReplaceAssertsHighestFenceKept(t *testing.T) {
-	g := &Gate{pol: gate.Policy{Verifier: gatetest.NewIssuer("obj").Verifier}} // no store: the assertion comes first
+	g := &Gate{dec: adapt.Decider{Policy: gate.Policy{Verifier: gatetest.NewIssuer("obj").Verifier}}} // no store: the assertion comes first
 	h := g.newHeld("obj/one", gate.ModeEnforce)
 	h.st.HighestFence = 7
 	next := h

@@ -145,7 +145,7 @@ func (g *Gate) readHeld(resource string, b []byte, etag string) (held, error) {
 // another writer committed first; it is a *lostRace carrying the
 // manifest read back when that read succeeded.
 func (g *Gate) replace(ctx context.Context, resource string, h, next held) (held, error) {
-	g.pol.CheckStore(h.st, next.st)
+	g.dec.CheckStore(h.st, next.st)
 	next.version, next.tag = h.version+1, newTag()
 	body := next.encode()
 	in := &s3.PutObjectInput{Bucket: &g.bucket, Key: aws.String(g.manifestKey(resource)), Body: bytes.NewReader(body)}

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/gate/adapt"
 	"github.com/fencegate/fencegate/gate/pggate"
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/testkit/gatetest"
@@ -261,7 +262,7 @@ func (fw *fuzzWorld) want(c fuzzCase) (gate.Outcome, gate.FenceState) {
 		return gate.OutcomeOf(err), c.st
 	}
 	in := gate.Input{Verified: v, State: c.st, Prior: c.prior, Now: c.now, StatusSkewMax: fw.policy.StatusSkewMax, Status: gate.StatusEvidence{Source: gate.StatusAbsent}}
-	if ev, own := v.OwnEvidence(); own {
+	if ev, own := adapt.OwnEvidence(v); own {
 		in.Status = ev
 	}
 	d := gate.Decide(in)

@@ -177,7 +177,7 @@ func (g *Gate) operatorOnce(ctx context.Context, tx *redis.Tx, k Keys, a adapter
 		}
 		rec = a.Record(detail, now)
 	}
-	g.pol.CheckStore(st, next)
+	g.dec.CheckStore(st, next)
 	nextBlob := stateBlob(next)
 	if _, xerr := tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.Set(ctx, k.State, nextBlob, 0)

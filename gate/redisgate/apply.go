@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/gate/adapt"
 	"github.com/fencegate/fencegate/gate/internal/retry"
 	"github.com/fencegate/fencegate/gate/internal/stored"
 )
@@ -44,7 +45,7 @@ import (
 // rejection only a fresh read may give) — Apply reads under WATCH and
 // commits with MULTI/EXEC.
 func (g *Gate) Apply(ctx context.Context, caller string, m *gate.Mutation, fn BusinessFunc) (gate.Receipt, error) {
-	v, err := g.pol.Authenticate(m, caller)
+	v, err := g.dec.Policy.Authenticate(m, caller)
 	if err != nil {
 		g.counters.Add(gate.OutcomeOf(err))
 		return gate.Receipt{}, err
@@ -175,10 +176,10 @@ func (g *Gate) decide(ctx context.Context, k Keys, v *gate.Verified, snap snapsh
 	case err != nil && snap.st.Mode == gate.ModeEnforce:
 		return d, nil, "", fmt.Errorf("%w (resource %s is in enforce mode; Config.AcceptFenceLoss accepts the risk)", err, v.Mutation.Resource)
 	default:
-		d = g.pol.DecideLocked(ctx, g.querying, v, snap.st, snap.prior, now)
+		d = g.dec.DecideLocked(ctx, v, snap.st, snap.prior, now)
 	}
 	if d.Store {
-		g.pol.CheckStore(snap.st, d.State)
+		g.dec.CheckStore(snap.st, d.State)
 	}
 	writes, after := g.gateWrites(k, snap.blob, d, stored.Records(d, v, snap.prior, now.UnixMilli()))
 	return d, writes, after, nil
@@ -188,7 +189,7 @@ func (g *Gate) decide(ctx context.Context, k Keys, v *gate.Verified, snap snapsh
 // partial commit or an unconfirmed replication, reported instead of the
 // outcome.
 func (g *Gate) answer(m *gate.Mutation, d gate.Decision, execErr error) (gate.Receipt, error) {
-	r, err := d.Result(m)
+	r, err := adapt.Result(d, m)
 	if execErr != nil {
 		return r, execErr
 	}

@@ -1,6 +1,6 @@
 // Package redisgate runs the gate decision for a resource kept in Redis:
 // Apply verifies a mutation (gate.Policy.Authenticate), decides in Go
-// (gate.Policy.DecideLocked, the one decision implementation) on the
+// (adapt.Decider.DecideLocked, the one decision implementation) on the
 // resource's stored gate state, and commits the business commands, the
 // new state and the receipt in one atomic step that happens only if the
 // state is still the one decided on. No gate rule runs in Redis.
@@ -98,6 +98,7 @@ import (
 
 	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/gate/adapt"
 	"github.com/fencegate/fencegate/gate/internal/adapter"
 	"github.com/fencegate/fencegate/gate/internal/stored"
 )
@@ -129,10 +130,10 @@ type Config struct {
 	// and status skew bound. Required (Policy.Verifier at least).
 	Policy gate.Policy
 	// Querier, if set, is the registry's linearizable status query, asked
-	// while the state is watched (see gate.Querying). Optional.
+	// while the state is watched (see adapt.Decider). Optional.
 	Querier gate.StatusQuerier
 	// StatusQueryTimeout bounds one Querier call. Optional, defaults to
-	// gate.QueryTimeoutDefault.
+	// adapt.QueryTimeoutDefault.
 	StatusQueryTimeout time.Duration
 	// Clock is the gate's clock. Optional, defaults to the system clock.
 	Clock clock.Clock
@@ -175,8 +176,7 @@ type Config struct {
 // the states it caches are only a shortcut, checked by every commit.
 type Gate struct {
 	c        redis.UniversalClient
-	pol      gate.Policy
-	querying gate.Querying
+	dec      adapt.Decider
 	clock    clock.Clock
 	prefix   string
 	mode     gate.Mode
@@ -244,7 +244,7 @@ func New(cfg Config) (*Gate, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &Gate{c: cfg.Client, pol: b.Pol, querying: b.Querying, clock: b.Clock, prefix: cfg.Prefix, mode: b.Mode,
+	g := &Gate{c: cfg.Client, dec: b.Decider, clock: b.Clock, prefix: cfg.Prefix, mode: b.Mode,
 		retries: cfg.RetriesMax, replicas: cfg.ReplicasMin, waitFor: cfg.ReplicasTimeout, script: casScript,
 		accept: cfg.AcceptFenceLoss, log: cfg.Logger}
 	if g.log == nil {

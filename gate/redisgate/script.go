@@ -10,7 +10,7 @@ import (
 
 // casSource is the compare-and-set script. It holds no gate rule — no
 // fence, segment, receipt, mode or pause logic: every decision is made
-// in Go by gate.Policy.DecideLocked, and the script only makes sure the
+// in Go by adapt.Decider.DecideLocked, and the script only makes sure the
 // state that decision was made on is still the stored one. It compares
 // the state key (KEYS[1]) with ARGV[1] byte for byte ("" for absent: a
 // stored state is never empty). If equal, it runs the commands that

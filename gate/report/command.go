@@ -18,7 +18,7 @@ const CommandBytesMax = 4096
 
 // Resumer applies a resume at the gate and records it with the operator
 // and note in the gate's own operator actions (sqlgate.Gate.Resume, which
-// applies gate.ResumeAction). It must refuse with an error wrapping
+// applies adapt.ResumeAction). It must refuse with an error wrapping
 // gate.ErrResumeRefused when the gate's rule refuses.
 type Resumer interface {
 	Resume(ctx context.Context, resource string, floor uint64, operator, note string) error

@@ -26,7 +26,7 @@
 // gate, not expired, not seen before and issued after the Reporter
 // started (what it has seen is kept in memory, so a command from before
 // a restart is refused rather than risk applying it twice), applies it
-// through the gate's recorded resume (gate.ResumeAction: refused unless
+// through the gate's recorded resume (adapt.ResumeAction: refused unless
 // the floor is above highestFence), and reports the outcome in its next
 // report. Without
 // CommandConfig every command is answered "disabled" and nothing changes.

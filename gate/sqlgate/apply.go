@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/gate/adapt"
 )
 
 // BusinessFunc makes the protected change. It runs in the caller's
@@ -111,11 +112,11 @@ func (g *Gate) applyIn(ctx context.Context, tx txn, caller string, m *gate.Mutat
 		return gate.Receipt{}, err
 	}
 	g.counters.Add(d.Outcome)
-	return d.Result(m)
+	return adapt.Result(d, m)
 }
 
 func (g *Gate) apply(ctx context.Context, tx txn, caller string, m *gate.Mutation, fn func(context.Context) error, ownTx bool) (gate.Decision, error) {
-	v, err := g.pol.Authenticate(m, caller)
+	v, err := g.dec.Policy.Authenticate(m, caller)
 	if err != nil {
 		return gate.Decision{Outcome: gate.OutcomeOf(err), Err: err}, err
 	}
@@ -134,14 +135,14 @@ func (g *Gate) apply(ctx context.Context, tx txn, caller string, m *gate.Mutatio
 	if !stored {
 		now = g.clock.Now() // the lock may have been waited for
 	}
-	d := g.pol.DecideLocked(ctx, g.querying, v, st, prior, now)
+	d := g.dec.DecideLocked(ctx, v, st, prior, now)
 	if stored {
 		if d, err = g.keepSpeculation(ctx, v, st, prior, now, d); err != nil {
 			return d, err
 		}
 	}
 	if d.Store {
-		g.pol.CheckStore(st, d.State) // the accept's fence state, or the pause
+		g.dec.CheckStore(st, d.State) // the accept's fence state, or the pause
 	}
 	if !d.Proceed {
 		if err := g.record(ctx, tx, d, v, prior); err != nil {

@@ -111,6 +111,7 @@ import (
 
 	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/gate/adapt"
 	"github.com/fencegate/fencegate/gate/internal/adapter"
 )
 
@@ -118,8 +119,8 @@ import (
 const PrefixDefault = "fencegate_"
 
 // StatusQueryTimeoutDefault bounds a status query when
-// Config.StatusQueryTimeout is zero (gate.QueryTimeoutDefault).
-const StatusQueryTimeoutDefault = gate.QueryTimeoutDefault
+// Config.StatusQueryTimeout is zero (adapt.QueryTimeoutDefault).
+const StatusQueryTimeoutDefault = adapt.QueryTimeoutDefault
 
 // Config configures a Gate.
 type Config struct {
@@ -153,8 +154,7 @@ type Config struct {
 // concurrent use; it holds no per-resource state in memory.
 type Gate struct {
 	d        *Dialect
-	pol      gate.Policy
-	querying gate.Querying
+	dec      adapt.Decider
 	clock    clock.Clock
 	prefix   string
 	mode     gate.Mode
@@ -174,7 +174,7 @@ func New(cfg Config) (*Gate, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &Gate{d: cfg.Dialect, pol: b.Pol, querying: b.Querying, clock: b.Clock, prefix: cfg.Prefix, mode: b.Mode}
+	g := &Gate{d: cfg.Dialect, dec: b.Decider, clock: b.Clock, prefix: cfg.Prefix, mode: b.Mode}
 	if g.prefix == "" {
 		g.prefix = PrefixDefault
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/gate/adapt"
 )
 
 // ApplyJob is Apply for a job that an accepted upstream write handed off:
@@ -38,12 +39,12 @@ func (g *Gate) applyJobIn(ctx context.Context, tx txn, hop string, j *gate.Job, 
 		return gate.Receipt{}, err
 	}
 	g.counters.Add(d.Outcome)
-	return d.Result(&gate.Mutation{Resource: j.Target, FenceToken: j.FenceToken, OperationID: j.OperationID,
+	return adapt.Result(d, &gate.Mutation{Resource: j.Target, FenceToken: j.FenceToken, OperationID: j.OperationID,
 		SegmentSeq: j.JobSeq, PayloadDigest: j.PayloadDigest})
 }
 
 func (g *Gate) applyJob(ctx context.Context, tx txn, hop string, j *gate.Job, upstream gate.UpstreamReceipts, fn func(context.Context) error, ownTx bool) (gate.Decision, error) {
-	v, err := g.pol.AuthenticateJob(j, hop)
+	v, err := g.dec.Policy.AuthenticateJob(j, hop)
 	if err != nil {
 		return gate.Decision{Outcome: gate.OutcomeOf(err), Err: err}, err
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/gate/adapt"
 )
 
 // Speculation: on dialects with a speculate statement (PostgreSQL), Run
@@ -30,8 +31,8 @@ import (
 // proof, else its grant's held statement) proves the grant HELD, so that
 // the locked state alone settles the decision.
 func (g *Gate) canSpeculate(v *gate.Verified, now time.Time, ownTx bool) bool {
-	ev, own := v.OwnEvidence()
-	return ownTx && g.stmt.speculate != "" && own && ev.ProvesHeld(now, g.pol.StatusSkewMax)
+	ev, own := adapt.OwnEvidence(v)
+	return ownTx && g.stmt.speculate != "" && own && ev.ProvesHeld(now, g.dec.Policy.StatusSkewMax)
 }
 
 // speculateLookup is lockLookup through the speculate statement; stored
@@ -40,7 +41,7 @@ func (g *Gate) speculateLookup(ctx context.Context, t txn, v *gate.Verified, now
 	m := &v.Mutation
 	args := []any{m.Resource, int64(m.FenceToken), int64(m.SegmentSeq), m.OperationID, v.Root[:], m.PayloadDigest[:],
 		v.GrantDigest[:], acceptedAt(now).UnixMilli(), string(gate.ModeEnforce), int64(v.Grant.PolicyGeneration), timeMs(v.Grant.IssuedAt),
-		g.pol.StatusSkewMax.Milliseconds()}
+		g.dec.Policy.StatusSkewMax.Milliseconds()}
 	var n int64
 	lookup := func() (gate.FenceState, bool, error) { return g.scanLockLookup(ctx, t, g.stmt.speculate, args, &n) }
 	if p, ok := t.(pipeliner); ok && g.stmt.speculateStore != "" {
@@ -80,8 +81,10 @@ func (g *Gate) keepSpeculation(ctx context.Context, v *gate.Verified, st gate.Fe
 	// while the lock was waited for is PROOF_EXPIRED here, where the
 	// unspeculated path might have asked the querier; the writer renews).
 	later := g.clock.Now()
-	if ev, _ := v.OwnEvidence(); !ev.ProvesHeld(later, g.pol.StatusSkewMax) {
-		d = g.pol.DecideLocked(ctx, gate.Querying{}, v, st, prior, later)
+	if ev, _ := adapt.OwnEvidence(v); !ev.ProvesHeld(later, g.dec.Policy.StatusSkewMax) {
+		proofsOnly := g.dec
+		proofsOnly.Querier = nil
+		d = proofsOnly.DecideLocked(ctx, v, st, prior, later)
 		if d.Outcome == gate.Accepted {
 			return d, fmt.Errorf("sqlgate: internal error: %s accepted on a stale proof", m.Resource)
 		}

@@ -1,5 +1,6 @@
-// Package adapter is what the gate adapters (gate/memgate, gate/sqlgate,
-// gate/objgate, gate/redisgate) share besides package gate itself: the
+// Package adapter is what the gate adapters in this tree (gate/memgate,
+// gate/sqlgate, gate/objgate, gate/redisgate) share besides packages gate
+// and gate/adapt, which any adapter may use: the
 // part of their Config that is the gate's own, checked and defaulted in
 // one place (Common.Resolve), and the operator actions as they run them
 // (Action): one pure step on the resource's state and the record of it.
@@ -15,6 +16,7 @@ import (
 
 	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/gate/adapt"
 	"github.com/fencegate/fencegate/gate/internal/stored"
 	"github.com/fencegate/fencegate/grant"
 )
@@ -31,21 +33,20 @@ type Common struct {
 
 // Base is Common checked, with its defaults filled in.
 type Base struct {
-	Pol      gate.Policy
-	Querying gate.Querying
-	Clock    clock.Clock
-	Mode     gate.Mode
+	Decider adapt.Decider
+	Clock   clock.Clock
+	Mode    gate.Mode
 }
 
 // Resolve checks c — the policy (gate.Policy.Check, which also fills in
 // its own defaults) and the mode — and fills in the defaults every
 // adapter documents: the system clock, enforce mode for a resource seen
-// for the first time, gate.QueryTimeoutDefault (gate.Querying's own).
+// for the first time, adapt.QueryTimeoutDefault (adapt.Decider's own).
 func (c Common) Resolve() (Base, error) {
 	if err := c.Policy.Check(); err != nil {
 		return Base{}, err
 	}
-	b := Base{Pol: c.Policy, Querying: gate.Querying{Querier: c.Querier, Timeout: c.StatusQueryTimeout}, Clock: c.Clock, Mode: c.DefaultMode}
+	b := Base{Decider: adapt.Decider{Policy: c.Policy, Querier: c.Querier, QueryTimeout: c.StatusQueryTimeout}, Clock: c.Clock, Mode: c.DefaultMode}
 	if b.Clock == nil {
 		b.Clock = clock.System{}
 	}
@@ -60,7 +61,7 @@ func (c Common) Resolve() (Base, error) {
 
 // Action is one recorded operator action: who asks, on which resource,
 // the mode a resource never seen is created in, and the pure step on the
-// resource's state (gate.SetModeAction and its kind). Each adapter reads
+// resource's state (adapt.SetModeAction and its kind). Each adapter reads
 // the state its own way, runs Step, and stores the result with a record
 // of it.
 type Action struct {
@@ -69,31 +70,31 @@ type Action struct {
 	step               func(st gate.FenceState, now time.Time) (gate.FenceState, string, error)
 }
 
-// SetMode moves a resource to mode (gate.SetModeAction); a resource never
+// SetMode moves a resource to mode (adapt.SetModeAction); a resource never
 // seen is created in it.
 func SetMode(resource, operator string, mode gate.Mode) Action {
 	return Action{Resource: resource, Operator: operator, CreateMode: mode,
 		step: func(st gate.FenceState, _ time.Time) (gate.FenceState, string, error) {
-			return gate.SetModeAction(st, mode)
+			return adapt.SetModeAction(st, mode)
 		}}
 }
 
 // RaiseMinPolicy raises a resource's minimum grant policy generation to
-// gen (gate.RaiseMinPolicyAction); a resource never seen is created in
+// gen (adapt.RaiseMinPolicyAction); a resource never seen is created in
 // the gate's mode.
 func RaiseMinPolicy(resource, operator string, gen uint64, mode gate.Mode) Action {
 	return Action{Resource: resource, Operator: operator, CreateMode: mode,
 		step: func(st gate.FenceState, _ time.Time) (gate.FenceState, string, error) {
-			return gate.RaiseMinPolicyAction(st, gen)
+			return adapt.RaiseMinPolicyAction(st, gen)
 		}}
 }
 
 // Resume lifts a resource's pause with the registry floor the operator
-// states (gate.ResumeAction), at the instant Step is given.
+// states (adapt.ResumeAction), at the instant Step is given.
 func Resume(resource, operator string, registryFloor uint64, note string, mode gate.Mode) Action {
 	return Action{Resource: resource, Operator: operator, CreateMode: mode,
 		step: func(st gate.FenceState, now time.Time) (gate.FenceState, string, error) {
-			return gate.ResumeAction(st, registryFloor, now, note)
+			return adapt.ResumeAction(st, registryFloor, now, note)
 		}}
 }
 

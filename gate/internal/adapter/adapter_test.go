@@ -20,7 +20,7 @@ import (
 func TestResolve(t *testing.T) {
 	v := gatetest.NewIssuer("adapter").Verifier
 	b, err := adapter.Common{Policy: gate.Policy{Verifier: v}}.Resolve()
-	if err != nil || b.Mode != gate.ModeEnforce || b.Clock != (clock.System{}) || b.Pol.StatusSkewMax != gate.StatusSkewMaxDefault {
+	if err != nil || b.Mode != gate.ModeEnforce || b.Clock != (clock.System{}) || b.Decider.Policy.StatusSkewMax != gate.StatusSkewMaxDefault {
 		t.Fatalf("defaults: %+v, %v", b, err)
 	}
 	for name, c := range map[string]adapter.Common{

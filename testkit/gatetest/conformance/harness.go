@@ -14,7 +14,7 @@
 // regression and pause, late copy, authentication failures, concurrent
 // writers, receipt verdicts, one-way modes, resume with a floor) and
 // asserts that the adapter, running gate.Policy.Authenticate and
-// gate.Policy.DecideLocked on the state it stores, produces them.
+// adapt.Decider.DecideLocked on the state it stores, produces them.
 package conformance
 
 import (

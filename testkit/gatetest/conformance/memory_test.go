@@ -1,7 +1,8 @@
 // This file proves the table can fail: it passes on a minimal in-memory
 // adapter built the way every adapter must be (Authenticate, then
-// DecideLocked on the locked state, then store what the decision says),
-// and named cases fail on mutants of it with one protection removed.
+// adapt.Decider.DecideLocked on the locked state, then store what the
+// decision says), and named cases fail on mutants of it with one
+// protection removed.
 package conformance_test
 
 import (
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/gate/adapt"
 	"github.com/fencegate/fencegate/gate/gatebreak"
 	"github.com/fencegate/fencegate/testkit/fakeclock"
 	"github.com/fencegate/fencegate/testkit/gatetest/conformance"
@@ -42,8 +44,7 @@ type memResource struct {
 
 type memGate struct {
 	mu     sync.Mutex
-	pol    gate.Policy
-	q      gate.Querying
+	dec    adapt.Decider
 	clock  *fakeclock.Clock
 	res    map[string]*memResource
 	mutant mutant
@@ -51,13 +52,13 @@ type memGate struct {
 
 func newMem(mut mutant) conformance.Factory {
 	return func(t testing.TB, cfg conformance.Config) conformance.Harness {
-		g := &memGate{pol: gate.Policy{Verifier: cfg.Verifier}, q: gate.Querying{Querier: cfg.Querier}, clock: cfg.Clock,
+		g := &memGate{dec: adapt.Decider{Policy: gate.Policy{Verifier: cfg.Verifier}, Querier: cfg.Querier}, clock: cfg.Clock,
 			res: map[string]*memResource{}, mutant: mut}
-		if err := g.pol.Check(); err != nil {
+		if err := g.dec.Policy.Check(); err != nil {
 			t.Fatal(err)
 		}
 		if mut == ignoresHeldUntil {
-			g.pol = gatebreak.Replace(g.pol, func(in gate.Input) gate.Decision {
+			g.dec.Policy = gatebreak.Replace(g.dec.Policy, func(in gate.Input) gate.Decision {
 				if in.Status.Source == gate.StatusFromGrant {
 					in.Status.ValidUntil = in.Verified.Grant.ExpiresAt
 				}
@@ -78,7 +79,7 @@ func (g *memGate) get(r string) *memResource {
 }
 
 func (g *memGate) Apply(ctx context.Context, caller string, m *gate.Mutation, payload string) (gate.Receipt, error) {
-	v, err := g.pol.Authenticate(m, caller)
+	v, err := g.dec.Policy.Authenticate(m, caller)
 	if err != nil {
 		return gate.Receipt{}, err
 	}
@@ -95,7 +96,7 @@ func (g *memGate) Apply(ctx context.Context, caller string, m *gate.Mutation, pa
 		g.mu.Lock()
 	}
 	defer g.mu.Unlock()
-	d := g.pol.DecideLocked(ctx, g.q, v, st, prior, g.clock.Now())
+	d := g.dec.DecideLocked(ctx, v, st, prior, g.clock.Now())
 	if g.mutant == leaseOnly {
 		d = gate.Decision{Outcome: gate.Accepted, Proceed: true, Store: true, State: st, Receipt: gate.Receipt{Resource: m.Resource,
 			FenceToken: m.FenceToken, SegmentSeq: m.SegmentSeq, OperationID: m.OperationID, Outcome: gate.Accepted}}
