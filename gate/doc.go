@@ -6,6 +6,16 @@
 // as production does. It does no I/O and reads no clock: time comes in as
 // an argument and status comes in as evidence.
 //
+// A service author configures an adapter with a Policy (and optionally a
+// StatusQuerier), sends it Mutations, branches on the Outcome of its
+// answer (OutcomeOf, errors.Is with ErrStaleOwner and the other
+// sentinels), and reads a resource's FenceState and a lost write's
+// Answer. Decide is the decision itself, documented below and on the
+// function. How an adapter runs it inside its store's atomic step —
+// the status evidence, the registry query with the state locked, the
+// invariant checked before a store — is package gate/adapt, for adapter
+// authors.
+//
 // # The decision
 //
 // Steps 1–4 (Policy.Authenticate) never read or write resource state:
