@@ -38,9 +38,10 @@ type Policy struct {
 	// NegativeControl is zero in every gate a deployment builds, and no
 	// package outside gate/ can make it anything else: its type is in
 	// gate/internal, which Go lets no other package import. It is how
-	// gate/gatebreak (imported only by the simulator and tests) puts a
-	// negative control's function in place of Decide; gate/adapt's
-	// Decider then decides with it and checks nothing it stores.
+	// gate/gatebreak (linked only by the simulator's negative controls,
+	// sim/negative, and by tests) puts a negative control's function in
+	// place of Decide; gate/adapt's Decider then decides with it and
+	// checks nothing it stores.
 	NegativeControl replaced.Decide[Input, Decision]
 
 	grants   *parsedCache[grant.Grant]

@@ -72,7 +72,7 @@ func (p *pgEnv) setUp(ctx context.Context, cfg *Config, keys *keySet) error {
 	}
 	entries := []entry{{keys.registry, epochLive, 0, grant.KeyActive}, {keys.old, 1, epochRevoked, grant.KeyVerifyOnly}, {keys.retired, 1, 0, grant.KeyRetired}}
 	revokedBelow := uint64(epochLive)
-	if cfg.Break == BreakAuth { // the trust-all bundle of the no-authentication control
+	if cfg.Negative != nil && cfg.Negative.TrustEveryKey { // the trust-all bundle of the no-authentication control
 		entries = []entry{{keys.registry, 1, 0, grant.KeyActive}, {keys.old, 1, 0, grant.KeyActive}, {keys.retired, 1, 0, grant.KeyActive}, {keys.evil, 1, 0, grant.KeyActive}}
 		revokedBelow = 0
 	}

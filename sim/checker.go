@@ -437,7 +437,7 @@ func (k *checker) accepted(r *resource, m *gate.Mutation) {
 		c.StaleAccepted++
 		c.StaleAfterHigherFence++
 		k.violate("stale-accepted", "fence %d segment %d accepted after fence %d", fence, m.SegmentSeq, k.acceptedMax[r])
-	case !k.live(m.Lease) && k.w.beyondBound && k.w.cfg.Break != BreakFence:
+	case !k.live(m.Lease) && k.w.beyondBound && k.w.cfg.mode() != gate.ModeShadow:
 		k.slipped++
 	case !k.live(m.Lease):
 		c.StaleAccepted++

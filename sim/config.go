@@ -55,47 +55,6 @@ func (f Fault) String() string { return faultNames[f] }
 // FaultNames lists every fault name in a fixed order.
 func FaultNames() []string { return slices.Clone(faultNames[:]) }
 
-// Break disables one protection on purpose, to show that the checker
-// catches what it would let through. Production never has these; each is
-// built from product parts (see breaks.go), never by editing them.
-type Break int
-
-// Protections that can be broken.
-const (
-	BreakNone           Break = iota
-	BreakFence                // lease-only: the resource runs in shadow mode and applies every write (--unsafe)
-	BreakAuth                 // the gate's trust bundle trusts every key and epoch
-	BreakPollution            // a rejection still raises highestFence
-	BreakSegments             // the gate ignores segment order
-	BreakRegression           // the gate lets a current holder below highestFence through
-	BreakOldRule              // any lower fence proven HELD pauses the resource (the rule before the regression rule)
-	BreakNoAlarm              // evidence of a regression is refused without an alarm
-	BreakHop                  // the downstream worker applies every job it is handed, with no gate at the target
-	BreakFirstSend            // a lease counts its TTL from its acquire's first send, the rule before Issued.ExpiresAfterMs
-	BreakContentCompare       // the registry's store compares revisions only, not the contents a write was decided on (RecordWas, SettingsWas)
-	BreakLeaseClock           // the lease clock before issue 42: renewals at a share of the TTL, no look at the deadline while a call is in flight, the state as last stepped, no TTL refused
-)
-
-var breakNames = map[string]Break{
-	"": BreakNone, "none": BreakNone, "fence": BreakFence, "auth": BreakAuth,
-	"pollute": BreakPollution, "segments": BreakSegments, "regression": BreakRegression,
-	"old-rule": BreakOldRule, "no-alarm": BreakNoAlarm, "hop": BreakHop, "first-send": BreakFirstSend,
-	"content-compare": BreakContentCompare, "lease-clock": BreakLeaseClock,
-}
-
-// BreakNames lists the protections that can be broken, in a fixed order.
-func BreakNames() []string {
-	return []string{"none", "fence", "auth", "pollute", "segments", "regression", "old-rule", "no-alarm", "hop", "first-send", "content-compare", "lease-clock"}
-}
-
-// ParseBreak accepts one of BreakNames.
-func ParseBreak(s string) (Break, error) {
-	if b, ok := breakNames[s]; ok {
-		return b, nil
-	}
-	return 0, fmt.Errorf("sim: unknown protection %q (%s)", s, strings.Join(BreakNames(), ", "))
-}
-
 // Skew bound limits. The registry refuses a bound at or above its
 // shortest TTL (2 s by default); the shortest leases need a status proof
 // to outlive the bound by their write round trip.
@@ -118,8 +77,9 @@ type Config struct {
 	// Rates holds each fault's per-round rate in [0, 1]. Use DefaultRates
 	// for every fault.
 	Rates [faultCount]float64
-	// Break disables one protection (BreakFence is --unsafe).
-	Break Break
+	// Negative is the negative control the run makes, or nil for none:
+	// one protection off on purpose (sim/negative builds them).
+	Negative *Negative
 	// SkewBeyondBound gives the gate a clock that lags the registry by more
 	// than ClockSkewMaxMs in BeyondBoundRate of the rounds. Its effect is
 	// detected and reported, never silently accepted.
@@ -238,7 +198,7 @@ func (c *Config) fill() error {
 	if c.Parallel < 1 {
 		c.Parallel = 1
 	}
-	if c.StoreFaults && (!c.Objects || c.Break != BreakNone) {
+	if c.StoreFaults && (!c.Objects || c.Negative != nil) {
 		return errors.New("sim: --store-faults needs --obj, and no --unsafe or --break")
 	}
 	if c.SQL && c.Objects || c.PG && (c.SQL || c.Objects) {
@@ -247,8 +207,8 @@ func (c *Config) fill() error {
 	if c.PG && (c.Alg != grant.AlgHMACSHA256 || c.StatusQuery) {
 		return errors.New("sim: --pg needs hmac-sha256 proofs and no --status-query (PostgreSQL checks no Ed25519 and cannot ask the registry)")
 	}
-	if (c.SQL || c.Objects || c.PG) && c.Break != BreakNone && c.Break != BreakFence && c.Break != BreakAuth && c.Break != BreakHop && c.Break != BreakContentCompare && c.Break != BreakLeaseClock {
-		return fmt.Errorf("sim: --break %s runs only on gate/memgate, without --sql or --obj (an adapter's own checks may refuse what it would let through)", breakName(c.Break))
+	if (c.SQL || c.Objects || c.PG) && c.Negative != nil && c.Negative.MemgateOnly {
+		return fmt.Errorf("sim: --break %s runs only on gate/memgate, without --sql, --obj or --pg (an adapter's own checks may refuse what it would let through)", c.Negative.Name)
 	}
 	return nil
 }

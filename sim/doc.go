@@ -18,12 +18,15 @@
 //	fencegate sim --rounds 10000 --sql              # the same on gate/sqlgate over SQLite (same counts)
 //	fencegate sim --rounds 10000 --obj              # the same on two objgates sharing a bucket (same counts)
 //	fencegate sim --rounds 2000 --pg --pg-dsn DSN   # the same inside PostgreSQL (a superuser DSN; same digest)
-//	fencegate sim --rounds 5000 --unsafe            # negative control: must report stale writes
-//	fencegate sim --rounds 5000 --break old-rule    # negative control: the old regression rule pauses on late copies
-//	fencegate sim --rounds 2000 --faults restore=1 --break content-compare  # the store compares revisions only: lost updates
-//	fencegate sim --rounds 2000 --break lease-clock  # the lease clock before issue 42: HELD and effects past the deadline
 //	fencegate sim --rounds 20000 --skew-beyond-bound  # gate clock beyond the bound: detected, reported
 //	fencegate sim --seed S --rounds N --round K --trace  # replay one round, event by event
+//
+// The negative controls are not in the fencegate binary; from a checkout:
+//
+//	go run ./sim/cmd/simbreak --rounds 5000 --unsafe          # must report stale writes
+//	go run ./sim/cmd/simbreak --rounds 5000 --break old-rule  # the old regression rule pauses on late copies
+//	go run ./sim/cmd/simbreak --rounds 2000 --faults restore=1 --break content-compare  # lost updates
+//	go run ./sim/cmd/simbreak --rounds 2000 --break lease-clock  # the lease clock before issue 42: HELD and effects past the deadline
 //
 // CI runs four seeds of 25,000 rounds (.ci/run); the long run, several
 // seeds of a million rounds each, is in docs/guarantees.md ("The
@@ -234,25 +237,29 @@
 //
 // # Negative controls
 //
-// Break disables one protection on purpose, built from product parts
-// (breaks.go), never by editing them: --unsafe (BreakFence) runs the
-// resources in shadow mode, applying whatever a writer that believes it
-// holds the lease sends; auth trusts every key; the others replace
-// gate.Decide through gate/gatebreak.Replace by a wrapper that doctors
-// its input or output: a rejection that raises highestFence, segment
-// order ignored, a regressed holder let through, the old regression rule,
-// regressions refused without an alarm; hop makes the downstream worker
-// apply every job it is handed, with no gate at the target; first-send
-// counts a lease from its acquire's first send; content-compare puts a
-// wrapper between the registry and its store that drops what each write
-// was decided on (RecordWas, SettingsWas), so after a restore that reuses
-// revisions a replica that kept its cache commits over the restored
-// record (replicas.go), and the checker counts the updates those commits
-// lose; lease-clock runs the lease clock as it was before issue 42, from
-// outside the client's core (renewals at a share of the TTL, no look at
-// the deadline while a call is in flight, the state as last stepped, no
-// TTL refused). Each must make its checker count
-// non-zero, or the checker proves nothing (TestBrokenProtectionIsCaught,
+// A negative control (Config.Negative) turns one protection off on
+// purpose, built from product parts, never by editing them, and never
+// linked into the fencegate binary: package sim/negative builds each one
+// and fills in the hooks of Negative (breaks.go), and sim/cmd/simbreak
+// runs them. lease-only (--unsafe) runs the resources in shadow mode,
+// applying whatever a writer that believes it holds the lease sends;
+// auth trusts every key; pollute, segments, regression, old-rule and
+// no-alarm replace gate.Decide through gate/gatebreak.Replace by a
+// wrapper that doctors its input or output: a rejection that raises
+// highestFence, segment order ignored, a regressed holder let through,
+// the old regression rule, regressions refused without an alarm; hop
+// makes the downstream worker apply every job it is handed, with no gate
+// at the target; first-send counts a lease from its acquire's first
+// send; content-compare puts a wrapper between the registry and its
+// store that drops what each write was decided on (RecordWas,
+// SettingsWas), so after a restore that reuses revisions a replica that
+// kept its cache commits over the restored record (replicas.go), and the
+// checker counts the updates those commits lose; lease-clock runs the
+// lease clock as it was before issue 42, from outside the client's core
+// (renewals at a share of the TTL, no look at the deadline while a call
+// is in flight, the state as last stepped, no TTL refused). Each must
+// make its checker count non-zero, or the checker proves nothing
+// (sim/negative's TestBrokenProtectionIsCaught and
 // TestLeaseClockBreakIsCaughtAtShortTTLs).
 //
 // # What is real and what is simulated

@@ -54,10 +54,7 @@ func (w *world) newReplica() *replica {
 	cfg.SeparateStatus = w.rng.r.IntN(separateStatusOneIn) == 0 || w.cfg.StatusQuery
 	rnd := rand.NewPCG(w.rng.r.Uint64(), w.rng.r.Uint64())
 	r := &replica{}
-	var store registry.Store = replicaView{Store: w.store, w: w, r: r}
-	if w.cfg.Break == BreakContentCompare {
-		store = revisionsOnly{store}
-	}
+	store := w.registryStore(replicaView{Store: w.store, w: w, r: r})
 	reg, err := registry.New(store, cfg, registryClock{w}, w.keys.registry, registry.WithRand(rnd))
 	if err != nil {
 		panic("sim: registry: " + err.Error())

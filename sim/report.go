@@ -151,7 +151,7 @@ type BeyondBound struct {
 
 func newReport(cfg *Config, c *Counts, elapsed time.Duration) *Report {
 	r := &Report{
-		Rounds: c.Rounds, Seed: cfg.Seed, Round: cfg.Round, Unsafe: cfg.Break == BreakFence,
+		Rounds: c.Rounds, Seed: cfg.Seed, Round: cfg.Round, Unsafe: cfg.mode() == gate.ModeShadow,
 		Faults: map[string]float64{}, SkewBeyondBound: cfg.SkewBeyondBound, Alg: string(cfg.Alg), StatusQuery: cfg.StatusQuery, SkewBoundMs: cfg.SkewBoundMs,
 		StaleAccepted: c.StaleAccepted, StaleNotHolder: c.StaleNotHolder, StaleAfterHigherFence: c.StaleAfterHigherFence,
 		ForgedAccepted: c.ForgedAccepted, HighestFencePolluted: c.HighestFencePolluted,
@@ -177,8 +177,8 @@ func newReport(cfg *Config, c *Counts, elapsed time.Duration) *Report {
 		ElapsedS:   elapsed.Seconds(),
 		Violations: c.Violations, ViolationsTotal: c.ViolationsTotal,
 	}
-	if cfg.Break != BreakNone && cfg.Break != BreakFence {
-		r.Broken = breakName(cfg.Break)
+	if n := cfg.Negative; n != nil && !n.Shadow {
+		r.Broken = n.Name
 	}
 	if elapsed > 0 {
 		r.RoundsPerSecond = float64(c.Rounds) / elapsed.Seconds()

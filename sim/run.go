@@ -62,7 +62,7 @@ func newEnv(keys *keySet, cfg *Config) (*sqlEnv, error) {
 	if cfg.PG {
 		return newPGEnv(cfg, keys)
 	}
-	return newSQLEnv(keys.gatePolicy(cfg.Break), cfg)
+	return newSQLEnv(keys.gatePolicy(cfg.Negative), cfg)
 }
 
 // runChunk runs rounds lo..hi on cfg.Parallel goroutines; results come
@@ -145,12 +145,11 @@ func playRound(cfg *Config, keys *keySet, env *sqlEnv, r int, c *Counts) (err er
 
 // reproCommand is the one line that replays round r exactly.
 func reproCommand(cfg *Config, r int) string {
-	cmd := fmt.Sprintf("fencegate sim --seed %d --rounds %d --round %d --faults %s", cfg.Seed, cfg.Rounds, r, FaultsString(cfg.Rates))
-	if cfg.Break == BreakFence {
-		cmd += " --unsafe"
-	} else if cfg.Break != BreakNone {
-		cmd += " --break " + breakName(cfg.Break)
+	cmd := "fencegate sim"
+	if n := cfg.negativeName(); n != "" {
+		cmd = "go run ./sim/cmd/simbreak --break " + n // the negative controls are not in the binary
 	}
+	cmd += fmt.Sprintf(" --seed %d --rounds %d --round %d --faults %s", cfg.Seed, cfg.Rounds, r, FaultsString(cfg.Rates))
 	if cfg.SkewBeyondBound {
 		cmd += " --skew-beyond-bound"
 	}
@@ -182,13 +181,4 @@ func reproCommand(cfg *Config, r int) string {
 		cmd += " --store-faults"
 	}
 	return cmd + " --trace"
-}
-
-func breakName(b Break) string {
-	for n, v := range breakNames {
-		if v == b && n != "" && n != "none" {
-			return n
-		}
-	}
-	return "none"
 }

@@ -1,6 +1,6 @@
 // Tests the sim subcommand: a short run passes with exit 0 and prints the
-// JSON fields the issue names; the lease-only negative control exits 1
-// and reports stale writes with the seed; a round replays with a trace.
+// JSON fields the issue names; the negative controls are refused with
+// their new home (sim/cmd/simbreak); a round replays with a trace.
 package main
 
 import (
@@ -27,14 +27,11 @@ func TestSimJSON(t *testing.T) {
 	}
 }
 
-func TestSimUnsafeFails(t *testing.T) {
-	out, code := fencegate(t, "sim", "--rounds", "1000", "--seed", "42", "--unsafe")
-	if code != 1 {
-		t.Fatalf("unsafe run exited %d, want 1\n%s", code, out)
-	}
-	for _, want := range []string{"UNSAFE", "stale writes accepted", "--seed 42", "--round "} {
-		if !strings.Contains(out, want) {
-			t.Errorf("unsafe report lacks %q\n%s", want, out)
+func TestSimHasNoNegativeControls(t *testing.T) {
+	for _, args := range [][]string{{"--unsafe"}, {"--break", "pollute"}} {
+		out, code := fencegate(t, append([]string{"sim", "--rounds", "10"}, args...)...)
+		if code != 2 || !strings.Contains(out, "go run ./sim/cmd/simbreak") {
+			t.Errorf("sim %v: exit %d, want 2 and the controls' new home\n%s", args, code, out)
 		}
 	}
 }

@@ -1,0 +1,125 @@
+// Package negative builds the simulator's negative controls: runs with
+// one protection off on purpose, each to show that the checker catches
+// what that protection stops (sim/negative's tests; by hand with
+// `go run ./sim/cmd/simbreak --break NAME`). None changes product code.
+// Where the protection is a configuration a deployment could get wrong,
+// the control says so and the simulator sets the product up that way:
+//
+//   - fence (--unsafe): every resource in shadow mode, so the gate
+//     decides and records and every write lands — a lease alone;
+//   - auth: a trust bundle that trusts every key, the attacker's too;
+//   - hop: a downstream worker that applies every job it is handed, with
+//     no gate at its target.
+//
+// Where the protection is a product part, the control replaces it from
+// outside with a function of its own:
+//
+//   - pollute, segments, regression, old-rule, no-alarm: gate.Decide,
+//     replaced through gate/gatebreak by a wrapper that calls it on a
+//     doctored input or doctors its output (a rejection that raises
+//     highestFence; segment order ignored; a regressed holder let
+//     through; the regression rule before issue 12; a regression refused
+//     without an alarm);
+//   - first-send: a lease counting its TTL from its acquire's first
+//     send, the client's rule before Issued.ExpiresAfterMs;
+//   - content-compare: the registry's store comparing revisions only,
+//     not the contents each write was decided on;
+//   - lease-clock: the lease clock before issue 42, as a driver saw it:
+//     renewals at a share of the TTL rather than of the local life, no
+//     look at the lease while a call is in flight, the state as the
+//     machine last stepped it, and no TTL refused below the client's
+//     margins.
+//
+// This package and gate/gatebreak are linked by nothing but
+// sim/cmd/simbreak and tests (imports_test.go at the root): the fencegate
+// binary's `sim` runs the product as it ships.
+package negative
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/fencegate/fencegate/client/core"
+	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/gate/gatebreak"
+	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/sim"
+)
+
+// controls are the negative controls by name, in the order Names lists.
+var controls = []struct {
+	name  string
+	build func() *sim.Negative
+}{
+	{"fence", func() *sim.Negative { return &sim.Negative{Shadow: true} }},
+	{"auth", func() *sim.Negative { return &sim.Negative{TrustEveryKey: true} }},
+	{"pollute", decision(decidePolluting)},
+	{"segments", decision(decideIgnoringSegments)},
+	{"regression", decision(decideTrustingRegistry)},
+	{"old-rule", decision(decideOldRule)},
+	{"no-alarm", decision(decideSilently)},
+	{"hop", func() *sim.Negative { return &sim.Negative{UngatedJobs: true} }},
+	{"first-send", func() *sim.Negative { return &sim.Negative{MemgateOnly: true, LeaseFrom: fromFirstSend} }},
+	{"content-compare", func() *sim.Negative { return &sim.Negative{Store: revisionsOnlyStore} }},
+	{"lease-clock", leaseClockBefore42},
+}
+
+// Names lists every negative control's name, in a fixed order; "fence"
+// is the one `--unsafe` names.
+func Names() []string {
+	names := make([]string, len(controls))
+	for i, c := range controls {
+		names[i] = c.name
+	}
+	return names
+}
+
+// ByName returns the negative control called name, one of Names, for
+// sim.Config.Negative.
+func ByName(name string) (*sim.Negative, error) {
+	for _, c := range controls {
+		if c.name == name {
+			n := c.build()
+			n.Name = name
+			return n, nil
+		}
+	}
+	return nil, fmt.Errorf("sim/negative: unknown protection %q (%s)", name, strings.Join(Names(), ", "))
+}
+
+// decision is a control that replaces gate.Decide with d. It runs on
+// gate/memgate only: another adapter's own checks may refuse what d lets
+// through.
+func decision(d func(gate.Input) gate.Decision) func() *sim.Negative {
+	return func() *sim.Negative {
+		return &sim.Negative{MemgateOnly: true, Policy: func(p gate.Policy) gate.Policy { return gatebreak.Replace(p, d) }}
+	}
+}
+
+// fromFirstSend counts a lease from its acquire's first send: the rule
+// before the registry measured the wait (Issued.ExpiresAfterMs), which
+// left grants after long waits unusable.
+func fromFirstSend(a *core.Acquire, _ core.AcquireReady) time.Time { return a.View().FirstSent }
+
+// leaseClockBefore42 is the lease clock before issue 42, restored from
+// outside the client's core: the core's RenewFraction scaled by
+// TTL / (TTL − ExpiryMargin) for each lease, so that renewals fall at a
+// share of the TTL; no wake while a call is in flight (the core then
+// named no instant); the state as last stepped (core.LeaseView.Certain,
+// not CertainAt); and no TTL refused.
+func leaseClockBefore42() *sim.Negative {
+	return &sim.Negative{
+		CheckTTL: func(core.Limits, time.Duration) error { return nil },
+		LeaseLimits: func(o core.Limits, ttl time.Duration) core.Limits {
+			if life := o.Life(ttl); life > 0 {
+				o.RenewFraction *= float64(ttl) / float64(life)
+			}
+			return o
+		},
+		ReportsCertain: func(v core.LeaseView, _ time.Time) bool { return v.Certain() },
+		NoWakeInFlight: true,
+	}
+}
+
+func revisionsOnlyStore(s registry.Store) registry.Store { return revisionsOnly{s} }

@@ -1,0 +1,168 @@
+// Package simcli is the simulator's command line, shared by its two
+// homes: `fencegate sim`, in the binary, which runs the product as it
+// ships, and sim/cmd/simbreak, which runs the negative controls
+// (sim/negative) and which the binary does not link. It holds the flags
+// both take, the sim.Config they make, the progress bar and the report.
+package simcli
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/sim"
+)
+
+// Options are the values of the flags Bind adds.
+type Options struct {
+	rounds, round, parallel                       int
+	seed                                          uint64
+	faults, alg                                   string
+	beyond, trace, asJSON, query                  bool
+	naiveRelease, naive, sqlMode, objMode, pgMode bool
+	pgDSN                                         string
+	storeFaults                                   bool
+	bound, budget                                 int64
+}
+
+// Bind adds the simulator's flags to fs, their values kept in o.
+func (o *Options) Bind(fs *pflag.FlagSet) {
+	fs.IntVar(&o.rounds, "rounds", 10000, "number of rounds")
+	fs.Uint64Var(&o.seed, "seed", 0, "run seed (default: random, printed)")
+	fs.StringVar(&o.faults, "faults", "all", "faults to inject: all, none, or a comma-separated list of NAME or NAME=RATE")
+	fs.BoolVar(&o.sqlMode, "sql", false, "run the resources on gate/sqlgate over in-memory SQLite instead of gate/memgate (same decisions, slower)")
+	fs.BoolVar(&o.objMode, "obj", false, "run the resources on gate/objgate: two gates with their own manifest caches in front of one in-memory bucket (same decisions, slower)")
+	fs.BoolVar(&o.pgMode, "pg", false, "run the resources on gate/pggate, the gate inside PostgreSQL, each goroutine on a fresh database of --pg-dsn's server (same decisions, slower; needs a superuser)")
+	fs.StringVar(&o.pgDSN, "pg-dsn", "", "with --pg: the PostgreSQL server (default: the PG* environment variables, as psql)")
+	fs.BoolVar(&o.storeFaults, "store-faults", false, "with --obj: the bucket fails receipt-batch PUTs and loses the answers of manifest PUTs that landed")
+	fs.BoolVar(&o.beyond, "skew-beyond-bound", false, "give the gate a clock lagging beyond the skew bound in half the rounds; report the effect")
+	fs.IntVar(&o.round, "round", 0, "replay only this round (1-based) of the run")
+	fs.BoolVar(&o.trace, "trace", false, "with --round: print every event of the round")
+	fs.BoolVar(&o.asJSON, "json", false, "print the report as one JSON object")
+	fs.IntVar(&o.parallel, "parallel", 0, "goroutines running rounds; 0: one per core (results do not depend on it)")
+	fs.Int64Var(&o.bound, "skew-bound-ms", 0, "configured clock-skew bound of registry and gate in ms (default 500)")
+	fs.BoolVar(&o.query, "status-query", false, "the gate asks the registry for each grant's state (linearizable query) instead of trusting status proofs")
+	fs.BoolVar(&o.naiveRelease, "naive-release", false, "a client releases at once after a non-final rejection, copies of its writes still in flight (exposes proofs outliving a release)")
+	fs.BoolVar(&o.naive, "naive-recovery", false, "a restarted client resumes its operation under whatever grant its request ID returns (exposes the gate's equal-fence gap)")
+	fs.StringVar(&o.alg, "alg", "hmac-sha256", "proof algorithm of every key: hmac-sha256, or ed25519 (the production default; same decisions, rounds about 3x slower)")
+	fs.Int64Var(&o.budget, "handoff-budget-ms", 0, "handoff p99 budget in ms (default 3000)")
+}
+
+// UsageError is a mistake in the command line: the command should exit
+// with status 2 and print its message.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the mistake.
+func (e *UsageError) Unwrap() error { return e.Err }
+
+// ErrViolations is wrapped by Run's error when the run found violations
+// (exit status 1): for a negative control, the expected outcome.
+var ErrViolations = errors.New("violations")
+
+// Run runs the simulator as o says, with negative control n (nil for
+// none), and writes the report to stdout. Its error is a *UsageError, an
+// error wrapping ErrViolations, or nil.
+func Run(o *Options, n *sim.Negative, stdout io.Writer) error {
+	cfg, err := o.config(n)
+	if err != nil {
+		return &UsageError{err}
+	}
+	if o.trace {
+		cfg.Trace = stdout
+	}
+	if !o.asJSON {
+		fmt.Fprintf(stdout, "seed %d (replay with --seed %d)\n", cfg.Seed, cfg.Seed)
+	}
+	bar := newProgress(stdout, cfg.Rounds, o.asJSON || o.trace || o.round > 0)
+	cfg.Progress = bar.update
+	rep, err := sim.Run(cfg)
+	bar.clear()
+	if err != nil {
+		return &UsageError{err}
+	}
+	if o.asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	} else {
+		rep.WriteText(stdout)
+	}
+	if !rep.OK() {
+		return fmt.Errorf("%d %w (seed %d)", rep.ViolationsTotal, ErrViolations, rep.Seed)
+	}
+	return nil
+}
+
+// config is the sim.Config the flags make, with negative control n.
+func (o *Options) config(n *sim.Negative) (sim.Config, error) {
+	rates, err := sim.ParseFaults(o.faults)
+	if err != nil {
+		return sim.Config{}, err
+	}
+	if o.trace && o.round == 0 {
+		return sim.Config{}, errors.New("--trace needs --round")
+	}
+	seed := o.seed
+	if seed == 0 {
+		var buf [8]byte
+		if _, err := rand.Read(buf[:]); err != nil {
+			return sim.Config{}, err
+		}
+		seed = binary.LittleEndian.Uint64(buf[:]) >> 1 // keeps it readable as a positive int64 too
+	}
+	cfg := sim.Config{Rounds: o.rounds, Seed: seed, Rates: rates, Negative: n}
+	cfg.Parallel = o.parallel
+	if cfg.Parallel <= 0 {
+		cfg.Parallel = runtime.GOMAXPROCS(0)
+	}
+	cfg.SkewBeyondBound, cfg.Round, cfg.HandoffBudgetMs = o.beyond, o.round, o.budget
+	cfg.Alg, cfg.NaiveRecovery, cfg.StatusQuery, cfg.SkewBoundMs = grant.Alg(o.alg), o.naive, o.query, o.bound
+	cfg.NaiveRelease, cfg.SQL, cfg.Objects, cfg.StoreFaults = o.naiveRelease, o.sqlMode, o.objMode, o.storeFaults
+	cfg.PG, cfg.PGDSN = o.pgMode, o.pgDSN
+	return cfg, nil
+}
+
+// progress draws a bar on a terminal, and nothing anywhere else.
+type progress struct {
+	w     io.Writer
+	total int
+	on    bool
+}
+
+func newProgress(w io.Writer, total int, quiet bool) *progress {
+	p := &progress{w: w, total: total}
+	if f, ok := w.(*os.File); ok && !quiet {
+		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+			p.on = true
+		}
+	}
+	return p
+}
+
+func (p *progress) update(done int) {
+	if !p.on {
+		return
+	}
+	const width = 40
+	n := done * width / max(p.total, 1)
+	fmt.Fprintf(p.w, "\r  [%s%s] %d/%d rounds", strings.Repeat("#", n), strings.Repeat(".", width-n), done, p.total)
+}
+
+func (p *progress) clear() {
+	if p.on {
+		fmt.Fprintf(p.w, "\r%s\r", strings.Repeat(" ", 72))
+	}
+}
