@@ -61,6 +61,7 @@ func (o *Options) Bind(fs *pflag.FlagSet) {
 // with status 2 and print its message.
 type UsageError struct{ Err error }
 
+// Error returns the mistake's message.
 func (e *UsageError) Error() string { return e.Err.Error() }
 
 // Unwrap returns the mistake.
