@@ -3,17 +3,17 @@ package etcdstore
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/fencegate/fencegate/registry/internal/storedial"
 )
 
 // DialTimeoutMsDefault bounds connecting to an external etcd cluster (and
@@ -85,26 +85,7 @@ func (c ClientConfig) tlsConfig() (*tls.Config, error) {
 	if !https {
 		return nil, nil
 	}
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
-	if c.CACertFile != "" {
-		pem, err := os.ReadFile(c.CACertFile)
-		if err != nil {
-			return nil, fmt.Errorf("etcdstore: CA file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("etcdstore: CA file %s: no PEM certificates", c.CACertFile)
-		}
-		cfg.RootCAs = pool
-	}
-	if c.CertFile != "" {
-		pair, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("etcdstore: client certificate: %w", err)
-		}
-		cfg.Certificates = []tls.Certificate{pair}
-	}
-	return cfg, nil
+	return storedial.TLSConfig("etcdstore", storedial.Files{CACertFile: c.CACertFile, CertFile: c.CertFile, KeyFile: c.KeyFile})
 }
 
 // Dial connects to the cluster and proves it answers with one
@@ -141,40 +122,14 @@ func Dial(ctx context.Context, c ClientConfig, prefix string) (*clientv3.Client,
 }
 
 // diagnose says why a connection to endpoint failed when the etcd client
-// only reports a timeout: it dials TCP, and for https does the TLS
-// handshake and waits briefly for the server's verdict on the client
-// certificate. It returns "" when it finds nothing wrong.
+// only reports a timeout (storedial.Probe), or "".
 func diagnose(endpoint string, tlsCfg *tls.Config, timeout time.Duration) string {
 	host := endpoint
 	if u, err := url.Parse(endpoint); err == nil && u.Host != "" {
 		host = u.Host
 	}
-	d := &net.Dialer{Timeout: timeout}
-	if tlsCfg == nil {
-		conn, err := d.Dial("tcp", host)
-		if err != nil {
-			return fmt.Sprintf(" (TCP %s: %v)", host, err)
-		}
-		conn.Close()
-		return ""
-	}
-	cfg := tlsCfg.Clone()
-	cfg.NextProtos = []string{"h2"}
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		cfg.ServerName = h
-	}
-	conn, err := tls.DialWithDialer(d, "tcp", host, cfg)
-	if err != nil {
-		return fmt.Sprintf(" (TLS with %s: %v; check --etcd-cacert)", host, err)
-	}
-	defer conn.Close()
-	_ = conn.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
-	var b [1]byte
-	if _, err := conn.Read(b[:]); err != nil {
-		var ne net.Error
-		if !errors.As(err, &ne) || !ne.Timeout() {
-			return fmt.Sprintf(" (TLS with %s: %v; check --etcd-cert/--etcd-key)", host, err)
-		}
-	}
-	return ""
+	return storedial.Probe{
+		Address: host, TLS: tlsCfg, ALPN: []string{"h2"}, Timeout: timeout,
+		CAHint: "check --etcd-cacert", CertHint: "check --etcd-cert/--etcd-key",
+	}.Diagnose()
 }

@@ -3,15 +3,15 @@ package zkstore
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/fencegate/fencegate/registry/internal/storedial"
 )
 
 // Defaults of ClientConfig.
@@ -94,26 +94,7 @@ func (c ClientConfig) useTLS() bool { return c.TLS || c.CACertFile != "" || c.Ce
 
 // tlsConfig loads the TLS files.
 func (c ClientConfig) tlsConfig() (*tls.Config, error) {
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
-	if c.CACertFile != "" {
-		pem, err := os.ReadFile(c.CACertFile)
-		if err != nil {
-			return nil, fmt.Errorf("zkstore: CA file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("zkstore: CA file %s: no PEM certificates", c.CACertFile)
-		}
-		cfg.RootCAs = pool
-	}
-	if c.CertFile != "" {
-		pair, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("zkstore: client certificate: %w", err)
-		}
-		cfg.Certificates = []tls.Certificate{pair}
-	}
-	return cfg, nil
+	return storedial.TLSConfig("zkstore", storedial.Files{CACertFile: c.CACertFile, CertFile: c.CertFile, KeyFile: c.KeyFile})
 }
 
 // Dial connects to the ensemble, waits for a session, authenticates, and
@@ -214,37 +195,28 @@ func orDefault(d time.Duration, ms int) time.Duration {
 
 func tlsDialer(cfg *tls.Config) zk.Dialer {
 	return func(network, address string, timeout time.Duration) (net.Conn, error) {
-		c := cfg.Clone()
-		if host, _, err := net.SplitHostPort(address); err == nil && c.ServerName == "" {
-			c.ServerName = host
-		}
-		return tls.DialWithDialer(&net.Dialer{Timeout: timeout}, network, address, c)
+		return storedial.DialTLS(cfg, network, address, timeout)
 	}
 }
 
 // diagnose says why no session came when the client only reports a
-// timeout: it dials the first server, with TLS when configured.
+// timeout (storedial.Probe, on the first server), or what to check when
+// a plain TCP connection succeeds.
 func diagnose(c ClientConfig) string {
-	addr := c.Servers[0]
-	timeout := orDefault(c.DialTimeout, DialTimeoutMsDefault)
-	if !c.useTLS() {
-		conn, err := net.DialTimeout("tcp", addr, timeout)
+	p := storedial.Probe{
+		Address: c.Servers[0], Timeout: orDefault(c.DialTimeout, DialTimeoutMsDefault),
+		CAHint:   "check --zookeeper-cacert, --zookeeper-cert/--zookeeper-key",
+		CertHint: "check --zookeeper-cert/--zookeeper-key",
+		TCPHint:  " (TCP connects: is it ZooKeeper's client port, or its secureClientPort without --zookeeper-cacert?)",
+	}
+	if c.useTLS() {
+		cfg, err := c.tlsConfig()
 		if err != nil {
-			return fmt.Sprintf(" (TCP %s: %v)", addr, err)
+			return ""
 		}
-		conn.Close()
-		return " (TCP connects: is it ZooKeeper's client port, or its secureClientPort without --zookeeper-cacert?)"
+		p.TLS = cfg
 	}
-	cfg, err := c.tlsConfig()
-	if err != nil {
-		return ""
-	}
-	conn, err := tlsDialer(cfg)("tcp", addr, timeout)
-	if err != nil {
-		return fmt.Sprintf(" (TLS with %s: %v; check --zookeeper-cacert, --zookeeper-cert/--zookeeper-key)", addr, err)
-	}
-	conn.Close()
-	return ""
+	return p.Diagnose()
 }
 
 // quiet drops the client's log lines: the store reports what matters as
