@@ -76,8 +76,9 @@ func TestBrokenProtectionIsCaught(t *testing.T) {
 			}
 		})
 	}
-	if !slices.Equal(tested, negative.Names()) {
-		t.Errorf("controls tested %v, want every one of %v", tested, negative.Names())
+	slices.Sort(tested)
+	if want := slices.Sorted(slices.Values(negative.Names())); !slices.Equal(tested, want) {
+		t.Errorf("controls tested %v, want every one of %v", tested, want)
 	}
 }
 
