@@ -1,12 +1,17 @@
 // This file proves docs/architecture.md names only what exists: every
-// file, directory, package and Go name in backticks in the rule table
-// ("Which file holds which rule": its second column and the paragraphs
-// after it) and in the "Core and shell" table is looked up in the tree.
-// A file renamed, a function gone or a package moved fails here until
-// the page says where the rule went. TestTheDocCheckCanFail feeds the
-// check names of a missing file, a missing function, a file in the wrong
-// directory, a glob that matches nothing and a package's missing names,
-// and shows each caught.
+// file, directory, package, command's package and Go name in backticks
+// in the rooms table, the arrows (list and paragraphs; not the drawing),
+// "The binary", the packages column of "Parts", the rule table ("Which
+// file holds which rule": its second column and the paragraphs after it)
+// and the "Core and shell" table is looked up in the tree. A file
+// renamed, a function gone or a package moved fails here until the page
+// says where the rule went. TestTheDocCheckCanFail feeds the check names
+// of a missing file, a missing function, a file in the wrong directory,
+// a glob that matches nothing, a package's missing names, a command
+// whose package is gone, a directory that is not there and a name the
+// root's tests do not declare, and shows each caught. And "The binary"
+// names every room imports_test.go pins the binary to link or not
+// (TestTheBinarySectionNamesItsRooms, with its negative control).
 package fencegate_test
 
 import (
@@ -26,13 +31,27 @@ import (
 // docSections are the parts of docs/architecture.md the check reads:
 // heading, and which table column it checks (-1: every column).
 var docSections = []struct {
-	heading         string
-	column          int
-	paragraphsAfter bool // the paragraphs after the table too
+	heading    string
+	column     int
+	paragraphs paragraphs
 }{
-	{"## Which file holds which rule", 1, true},
-	{"## Core and shell: where the simulator meets the product", -1, false},
+	{"## The rooms", -1, noParagraphs},
+	{"## The arrows", -1, allParagraphs},
+	{"## The binary", -1, allParagraphs},
+	{"## Parts", 0, noParagraphs},
+	{"## Which file holds which rule", 1, paragraphsAfterTable},
+	{"## Core and shell: where the simulator meets the product", -1, noParagraphs},
 }
+
+// paragraphs says which of a section's paragraphs (and list items, each
+// read alone) the check reads.
+type paragraphs int
+
+const (
+	noParagraphs paragraphs = iota
+	paragraphsAfterTable
+	allParagraphs
+)
 
 // codeIndex is what the tree declares: for each directory, the Go names
 // declared in its non-test files (top-level names, and Type.Method and
@@ -55,7 +74,9 @@ func indexTree(t *testing.T, root string) *codeIndex {
 		if d.IsDir() && path != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "examples") {
 			return filepath.SkipDir
 		}
-		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+		// The root package is tests only (this file, imports_test.go):
+		// its names are indexed; every other test file's are not.
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") && filepath.Dir(path) != filepath.Clean(root) {
 			return nil
 		}
 		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
@@ -169,11 +190,17 @@ func (ix *codeIndex) checkText(text string) []string {
 	)
 	for _, m := range backticked.FindAllStringSubmatch(text, -1) {
 		tok := strings.TrimSuffix(strings.ReplaceAll(m[1], `\|`, "|"), "/")
+		tok = strings.TrimSuffix(strings.TrimSuffix(tok, "/…"), "/...") // a directory and all below it
 		switch {
+		case strings.HasPrefix(tok, "go run ./"):
+			if pkg := strings.TrimPrefix(strings.Fields(tok)[2], "./"); !ix.exists(pkg) {
+				missing = append(missing, tok+": runs "+pkg+", which does not exist")
+			}
 		case strings.Contains(tok, "*") && !strings.ContainsAny(tok, " ()"):
 			if m, _ := filepath.Glob(filepath.Join(ix.root, filepath.FromSlash(tok))); len(m) == 0 {
 				missing = append(missing, tok+": matches no file")
 			}
+		case strings.Contains(tok, " "): // a command line, or an expression
 		case strings.Contains(tok, "/") && !strings.Contains(filepath.Base(tok), ".") || strings.Contains(tok, "/") && fileName.MatchString(filepath.Base(tok)):
 			if !ix.exists(tok) {
 				missing = append(missing, tok+": no such file or directory")
@@ -194,6 +221,8 @@ func (ix *codeIndex) checkText(text string) []string {
 			}
 		case fileName.MatchString(tok) && !strings.HasSuffix(tok, ".md"):
 			switch {
+			case (lastDir == "" || !ix.exists(lastDir+"/"+tok)) && ix.exists(tok):
+				context = append(context, ".") // a file of the root package
 			case lastDir == "":
 				missing = append(missing, tok+": a bare file name with no directory named before it")
 			case !ix.exists(lastDir + "/" + tok):
@@ -209,6 +238,11 @@ func (ix *codeIndex) checkText(text string) []string {
 				}
 				continue
 			}
+			if ix.isDir(tok) { // a top-level directory: internal/, examples/, docs/
+				lastDir = tok
+				context = append(context, tok)
+				continue
+			}
 			names = append(names, tok)
 		}
 	}
@@ -220,6 +254,11 @@ func (ix *codeIndex) checkText(text string) []string {
 		}
 	}
 	return missing
+}
+
+func (ix *codeIndex) isDir(path string) bool {
+	fi, err := os.Stat(filepath.Join(ix.root, filepath.FromSlash(path)))
+	return err == nil && fi.IsDir()
 }
 
 func (ix *codeIndex) exists(path string) bool {
@@ -258,9 +297,10 @@ func docTexts(t *testing.T, page string) map[string]string {
 		if start < 0 {
 			t.Fatalf("docs/architecture.md has no section %q: the check reads it (architecture_doc_test.go)", sec.heading)
 		}
-		seenTable, para := false, ""
+		seenTable, inCode, para := false, false, ""
 		flush := func(at int) {
-			if strings.TrimSpace(para) != "" && seenTable && sec.paragraphsAfter {
+			read := sec.paragraphs == allParagraphs || sec.paragraphs == paragraphsAfterTable && seenTable
+			if strings.TrimSpace(para) != "" && read {
 				out[sec.heading+", paragraph before line "+strconv.Itoa(at+1)] = para
 			}
 			para = ""
@@ -268,6 +308,13 @@ func docTexts(t *testing.T, page string) map[string]string {
 		for i := start + 1; i < len(lines) && !strings.HasPrefix(lines[i], "## "); i++ {
 			line := lines[i]
 			switch {
+			case strings.HasPrefix(line, "```"):
+				flush(i)
+				inCode = !inCode
+			case inCode: // a drawing: its names are not backticked
+			case strings.HasPrefix(line, "- "):
+				flush(i) // a list item is read alone
+				para = " " + line
 			case strings.HasPrefix(line, "|"):
 				seenTable = true
 				cells := splitRow(line)
@@ -290,24 +337,21 @@ func docTexts(t *testing.T, page string) map[string]string {
 	return out
 }
 
-// splitRow splits a table row at its unescaped pipes.
+// splitRow splits a table row at its unescaped pipes, keeping each
+// cell's bytes as they are (UTF-8 included).
 func splitRow(line string) []string {
 	line = strings.Trim(strings.TrimSpace(line), "|")
 	var cells []string
-	cur := ""
+	start := 0
 	for i := 0; i < len(line); i++ {
-		if line[i] == '\\' && i+1 < len(line) && line[i+1] == '|' {
-			cur += `\|`
-			i++
-			continue
+		switch {
+		case line[i] == '\\' && i+1 < len(line) && line[i+1] == '|':
+			i++ // an escaped pipe stays in the cell
+		case line[i] == '|':
+			cells, start = append(cells, line[start:i]), i+1
 		}
-		if line[i] == '|' {
-			cells, cur = append(cells, cur), ""
-			continue
-		}
-		cur += string(line[i])
 	}
-	return append(cells, cur)
+	return append(cells, line[start:])
 }
 
 func TestArchitectureNamesWhatExists(t *testing.T) {
@@ -346,9 +390,61 @@ func TestTheDocCheckCanFail(t *testing.T) {
 		{"`registry/transfer*.go`, `registry/nothing*.go`", 1},
 		{"`gate.Undecided`, `client/core.Leash`, `registry.Normalize`", 3},
 		{"`max(highestFence, floor) + 1`, `--break`, `fencegate registry export`/`import`", 0},
+		{"`go run ./sim/cmd/simbreak --unsafe`, `go run ./sim/cmd/simbroken --unsafe`", 1},
+		{"`testkit/…`, `sim/negative/…`, `testkit/nokit/…`", 1},
+		{"`internal/`, `examples/`, `nowhere/`", 1},
+		{"`imports_test.go` (`binaryShips`, `checkBinary`, `binaryAlways`)", 1},
 	} {
 		if got := ix.checkText(c.text); len(got) != c.missing {
 			t.Errorf("%s: caught %q, want %d", c.text, got, c.missing)
 		}
+	}
+}
+
+// binarySection is the text of docs/architecture.md's "The binary".
+func binarySection(t *testing.T) string {
+	t.Helper()
+	page, err := os.ReadFile("docs/architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(page), "\n## The binary\n")
+	if !ok {
+		t.Fatal(`docs/architecture.md has no section "## The binary": imports_test.go's binaryShips and binaryNever are said there`)
+	}
+	sec, _, _ = strings.Cut(sec, "\n## ")
+	return sec
+}
+
+// unnamedRooms lists the rooms of binaryShips and binaryNever (paths
+// below the module; "/..." as "/…") that text does not name in
+// backticks.
+func unnamedRooms(text string) []string {
+	var out []string
+	for _, p := range append(slices.Clone(binaryShips), binaryNever...) {
+		rel := strings.TrimPrefix(p, module+"/")
+		if r, ok := strings.CutSuffix(rel, "/..."); ok {
+			rel = r + "/…"
+		}
+		if !strings.Contains(text, "`"+rel+"`") {
+			out = append(out, rel)
+		}
+	}
+	return out
+}
+
+// TestTheBinarySectionNamesItsRooms holds "The binary" to what
+// imports_test.go pins: every room the binary must link and every room
+// it must not is named there, so the page cannot say the binary ships
+// something the test forbids, or leave out a room the test adds. The
+// same section with a room taken out is caught.
+func TestTheBinarySectionNamesItsRooms(t *testing.T) {
+	sec := binarySection(t)
+	if missing := unnamedRooms(sec); len(missing) > 0 {
+		t.Errorf("docs/architecture.md, The binary: names none of %v, which imports_test.go pins (binaryShips, binaryNever)", missing)
+	}
+	cut := strings.ReplaceAll(sec, "`client/etcdtest`", "the client's kit")
+	if missing := unnamedRooms(cut); !slices.Equal(missing, []string{"client/etcdtest"}) {
+		t.Errorf("the section without client/etcdtest: caught %v, want [client/etcdtest]", missing)
 	}
 }
