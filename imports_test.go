@@ -75,15 +75,15 @@ var importedOnlyBy = map[string][]string{
 // sim`, the proof runs a user can repeat on the product as it ships) and
 // the demo's two services (`fencegate demo`); through any chain of
 // imports it links no negative control (gate/gatebreak, sim/negative),
-// no test kit (testkit/…, and client/etcdtest while it is there), not
-// the chaos suite, and no example (code to copy, free to change). A change to either list is a
+// no test kit (testkit/…), not the chaos suite, and no example (code to
+// copy, free to change). A change to either list is a
 // change to what the binary is: docs/architecture.md ("The binary")
 // says the same.
 var (
 	binary      = module + "/cmd/fencegate"
 	binaryShips = []string{module + "/sim", module + "/demo/ledger", module + "/demo/resledger"}
 	binaryNever = []string{module + "/testkit/...", module + "/chaos/...", module + "/gate/gatebreak", module + "/sim/negative/...",
-		module + "/client/etcdtest", module + "/examples/..."}
+		module + "/examples/..."}
 )
 
 type goPackage struct {
