@@ -1,0 +1,132 @@
+// Package python runs the Python client's own tests from `go test ./...`
+// (the client is Python; this package holds only these tests). It proves:
+// the Python suite passes (tests/test_*.py: the Go SDK's lease scenario
+// files, client/testdata/lease, answered step for step; the golden grant
+// vectors; the limits and the acquire core); an envelope the Python
+// client builds is, byte for byte, the JSON of the Go gate.Mutation the Go
+// SDK builds from the same registry answer, and the Go gate's strict
+// decoder reads it back; and `pip install ./clients/python` works without
+// the network (install_test.go). The real-process story (serve, PostgreSQL, a frozen
+// worker) is cmd/fencegate/python_client_test.go.
+package python
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/testkit/gatetest"
+	"github.com/fencegate/fencegate/wire"
+)
+
+// python is Debian's interpreter, the one python3-psycopg installs for;
+// the client needs nothing else.
+const python = "/usr/bin/python3"
+
+func run(t *testing.T, dir string, env []string, stdin []byte, args ...string) []byte {
+	t.Helper()
+	cmd := exec.Command(python, args...)
+	cmd.Dir, cmd.Stdin = dir, bytes.NewReader(stdin)
+	cmd.Env = append(append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1"), env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	start := time.Now()
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("python3 %s: %v\n%s%s", strings.Join(args, " "), err, out, stderr.Bytes())
+	}
+	t.Logf("python3 %s (%s):\n%s", strings.Join(args, " "), time.Since(start).Round(time.Millisecond), stderr.Bytes())
+	return out
+}
+
+func TestPythonSuite(t *testing.T) {
+	out := run(t, ".", nil, nil, "-m", "unittest", "discover", "-v", "-s", "tests", "-t", ".")
+	_ = out // unittest reports on stderr, logged by run
+}
+
+// TestPythonSuiteCanFail is the negative control of the scenario runner:
+// a scenario whose expectation is wrong, and one with a command the
+// runner does not know, must fail it.
+func TestPythonSuiteCanFail(t *testing.T) {
+	dir := t.TempDir()
+	good, err := os.ReadFile("../../client/testdata/lease/renewal.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrong := strings.Replace(string(good), "next at=1                       -> refresh", "next at=1 -> renew", 1)
+	if wrong == string(good) {
+		t.Fatal("renewal.txt changed: update this control")
+	}
+	for name, text := range map[string]string{"wrong.txt": wrong, "unknown.txt": "lease ttl=10 -> HELD\nfly at=1\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(python, "-m", "unittest", "tests.test_lease_scenarios")
+	cmd.Env = append(os.Environ(), "FENCEGATE_LEASE_SCENARIOS="+dir, "PYTHONDONTWRITEBYTECODE=1")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "failures=2") {
+		t.Fatalf("the runner passed doctored scenarios (%v):\n%s", err, out)
+	}
+}
+
+// envelopeCase is one registry answer and the segment to build for it.
+type envelopeCase struct {
+	Issued      wire.IssuedResponse `json:"issued"`
+	OperationID string              `json:"operationId"`
+	Seq         uint64              `json:"seq"`
+	Digest      string              `json:"digest"`
+}
+
+func TestPythonEnvelopesAreGoEnvelopes(t *testing.T) {
+	iss := gatetest.NewIssuer("python")
+	w := gatetest.Writer{Resource: "jobs/report", Owner: "worker-a", Lease: "l7-ab12", OperationID: "op-1", Fence: 7}
+	held, heldProof := iss.HeldGrant(w)
+	g, gp := iss.Grant(w)
+	st, sp := iss.Status(g, grant.StateHeld)
+	gates := []grant.GateProof{{Gate: "ledger-db", GrantProof: "mac:ledger-db-2:AAAA", StatusProof: "mac:ledger-db-2:BBBB"}}
+	digest := gate.DigestPayload([]byte(`{"resource":"jobs/report","value":"42"}`))
+	cases := []envelopeCase{
+		{wire.IssuedResponse{Grant: string(held.Encode()), GrantProof: heldProof, ExpiresAfterMs: 10000}, "op-1", 1, digest.String()},
+		{wire.IssuedResponse{Grant: string(g.Encode()), GrantProof: gp, Status: string(st.Encode()), StatusProof: sp}, "op-1", 2, digest.String()},
+		{wire.IssuedResponse{Grant: string(g.Encode()), GrantProof: gp, Status: string(st.Encode()), StatusProof: sp, GateProofs: gates}, "op-1", 9, digest.String()},
+	}
+	in, err := json.Marshal(cases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := run(t, ".", nil, in, "-c", `
+import json, sys
+from fencegate.grant import Issued
+from fencegate.core.lease import envelope_json
+for c in json.load(sys.stdin):
+    print(envelope_json(Issued.from_json(c["issued"]), c["operationId"], c["seq"], c["digest"]))
+`)
+	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	if len(lines) != len(cases) {
+		t.Fatalf("python built %d envelopes for %d answers:\n%s", len(lines), len(cases), out)
+	}
+	for i, c := range cases {
+		// The Go SDK's envelope (client/core: Lease.Envelope) of the same answer.
+		want := gate.Mutation{Resource: w.Resource, Lease: w.Lease, OperationID: c.OperationID, FenceToken: w.Fence,
+			SegmentSeq: c.Seq, PayloadDigest: digest, Grant: []byte(c.Issued.Grant), GrantProof: c.Issued.GrantProof,
+			Status: []byte(c.Issued.Status), StatusProof: c.Issued.StatusProof, GateProofs: c.Issued.GateProofs}
+		wantJSON, err := want.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lines[i] != string(wantJSON) {
+			t.Errorf("case %d: python built\n%s\nthe Go SDK builds\n%s", i, lines[i], wantJSON)
+		}
+		if _, err := gate.DecodeMutation([]byte(lines[i])); err != nil {
+			t.Errorf("case %d: the gate's decoder refuses the python envelope: %v", i, err)
+		}
+	}
+}

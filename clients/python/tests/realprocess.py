@@ -1,0 +1,232 @@
+"""Proves the Python client with real processes: a real `fencegate serve`
+signing with an HMAC key, the gate installed in a real PostgreSQL with
+that key enrolled, and Python workers in processes of their own.
+
+- A worker frozen (SIGSTOP) with its envelope built, past its TTL, while
+  the next worker is granted the resource and writes: thawed, its write
+  raises StaleOwner and nothing of it lands; the next worker's row stands.
+- An acquire whose answer is lost (a proxy drops it after the registry
+  granted) is asked for by the same request ID, and the grant it gets is
+  the one that request was given: never a second identity.
+- A lease of the shortest TTL the registry accepts (2 s, TTL_MIN) renews
+  and holds for several TTLs, never OWNERSHIP_UNKNOWN, and its write is
+  accepted at the end.
+- An election: the second candidate waits, leads with a higher term once
+  the first resigns, and observe() sees both terms.
+
+cmd/fencegate/python_client_test.go sets the world up and runs this module
+(FENCEGATE_TEST_REGISTRY, FENCEGATE_TEST_TOKEN_A/_B, FENCEGATE_TEST_DSN_A/_B
+and FENCEGATE_TEST_DSN_ADMIN); without them it fails, it does not skip.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import unittest
+
+import psycopg
+
+import fencegate
+import fencegate.pg
+from tests.proxy import LosingProxy
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ENV_NAMES = ("FENCEGATE_TEST_REGISTRY", "FENCEGATE_TEST_TOKEN_A", "FENCEGATE_TEST_TOKEN_B", "FENCEGATE_TEST_DSN_A",
+             "FENCEGATE_TEST_DSN_B", "FENCEGATE_TEST_DSN_ADMIN")
+
+
+def env(name):
+    v = os.environ.get(name)
+    if not v:
+        raise RuntimeError("tests.realprocess needs %s (cmd/fencegate/python_client_test.go sets it)" % name)
+    return v
+
+
+def values(resource):
+    with psycopg.connect(env("FENCEGATE_TEST_DSN_ADMIN")) as conn:
+        rows = conn.execute("SELECT value FROM report WHERE resource = %s ORDER BY id", (resource,)).fetchall()
+    return [r[0] for r in rows]
+
+
+class Worker:
+    """tests/pyworker.py in a process of its own."""
+
+    def __init__(self, who, resource, value, ttl, freeze=False):
+        e = dict(os.environ, FENCEGATE_URL=env("FENCEGATE_TEST_REGISTRY"), FENCEGATE_TOKEN=env("FENCEGATE_TEST_TOKEN_" + who),
+                 PG_DSN=env("FENCEGATE_TEST_DSN_" + who), RESOURCE=resource, VALUE=value, TTL=str(ttl),
+                 FREEZE="1" if freeze else "0", PYTHONPATH=os.path.dirname(HERE))
+        self.p = subprocess.Popen([sys.executable, os.path.join(HERE, "pyworker.py")], env=e, stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True)
+        self.lines = []
+
+    def expect(self, prefix, timeout=60):
+        """The next line starting with prefix (lines before it are kept)."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            line = self.p.stdout.readline()
+            if not line:
+                break
+            self.lines.append(line.rstrip("\n"))
+            if line.startswith(prefix):
+                return line.strip()
+        raise AssertionError("worker never printed %r:\n%s" % (prefix, "\n".join(self.lines)))
+
+    def finish(self, timeout=60):
+        out, _ = self.p.communicate(timeout=timeout)
+        self.lines += out.splitlines()
+        return self.p.returncode
+
+    def stopped(self):
+        with open("/proc/%d/stat" % self.p.pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "T"
+
+    def kill(self):
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGCONT)
+            self.p.kill()
+            self.p.wait()
+
+
+def field(line, name):
+    return int(line.split(name + "=")[1].split()[0])
+
+
+class FrozenWorker(unittest.TestCase):
+    def test_thawed_worker_write_is_stale_owner_and_the_next_owners_row_stands(self):
+        resource = "jobs/py-frozen"
+        a = Worker("A", resource, "by A, frozen", ttl=2, freeze=True)
+        self.addCleanup(a.kill)
+        a_fence = field(a.expect("frozen"), "fence")
+        for _ in range(200):
+            if a.stopped():
+                break
+            time.sleep(0.01)
+        self.assertTrue(a.stopped(), "worker A did not stop itself")
+        frozen_at = time.monotonic()
+        b = Worker("B", resource, "by B", ttl=2)
+        self.addCleanup(b.kill)
+        b_line = b.expect("outcome")
+        self.assertEqual(b.finish(), 0, "\n".join(b.lines))
+        self.assertIn("outcome ACCEPTED", b_line)
+        b_fence = field(b_line, "fence")
+        self.assertGreater(b_fence, a_fence)
+        self.assertGreater(time.monotonic() - frozen_at, 2.0, "B wrote before A's TTL could have run out")
+        a.p.send_signal(signal.SIGCONT)
+        thawed = a.expect("thawed")
+        a_line = a.expect("outcome")
+        self.assertEqual(a.finish(), 1, "\n".join(a.lines))
+        print("\n  A: %s\n  A: %s\n  B: %s" % (thawed, a_line, b_line), file=sys.stderr)
+        self.assertIn("lost=True", thawed, "the thawed lease did not know ownership was no longer certain")
+        self.assertIn("outcome STALE_OWNER", a_line)
+        self.assertEqual(field(a_line, "highest"), b_fence)
+        self.assertEqual(values(resource), ["by B"])
+
+
+class LostAcquireAnswer(unittest.TestCase):
+    def test_lost_answer_is_asked_for_by_the_same_request_id(self):
+        proxy = LosingProxy(env("FENCEGATE_TEST_REGISTRY"),
+                            lambda method, path, n: method == "POST" and path == "/v1/acquire" and n == 0)
+        self.addCleanup(proxy.close)
+        seen = []
+        s = fencegate.Session(proxy.url, token=env("FENCEGATE_TEST_TOKEN_A"),
+                              on_transition=lambda rid, frm, to, ev: seen.append((rid, frm, to, ev)))
+        with s.acquire("jobs/py-lost", ttl=5) as lease:
+            calls = proxy.calls()
+            print("\n  proxy: %s\n  lease %s fence %d request %s" % (calls, lease.lease_id, lease.fence,
+                                                                     lease.grant.request_id), file=sys.stderr)
+            self.assertEqual(calls[0][:2], ("POST", "/v1/acquire"))
+            self.assertTrue(calls[0][3], "the first answer was not dropped")
+            rid = calls[0][2]
+            self.assertEqual(calls[1][:2], ("GET", "/v1/requests/" + rid))
+            self.assertEqual(lease.grant.request_id, rid)
+            self.assertEqual([c for c in calls if c[1] == "/v1/acquire"], calls[:1], "a second acquire was sent")
+            self.assertIn((rid, "REQUESTED", "REQUESTED", "AcquireLost"), seen)
+            view = fencegate.Session(env("FENCEGATE_TEST_REGISTRY"), token=env("FENCEGATE_TEST_TOKEN_A"))
+            holder = view.transport.lock_status("jobs/py-lost", 2)["holder"]
+            self.assertEqual(holder["lease"], lease.lease_id)
+            self.assertIsNone(s.pending("jobs/py-lost"))
+            with self.assertRaises(fencegate.AlreadyHeld):
+                s.acquire("jobs/py-lost", ttl=5)
+        self.assertEqual(lease.state, "RELEASED")
+
+
+class ShortestTTL(unittest.TestCase):
+    def test_two_second_lease_renews_and_holds_past_its_ttl(self):
+        resource, lives = "jobs/py-short", 3
+        counts = {"unknown": 0, "renewed": 0}
+
+        def count(_, frm, to, ev):
+            counts["unknown"] += to == "OWNERSHIP_UNKNOWN"
+            counts["renewed"] += ev == "RenewOK"
+
+        s = fencegate.Session(env("FENCEGATE_TEST_REGISTRY"), token=env("FENCEGATE_TEST_TOKEN_A"), on_transition=count)
+        self.assertEqual(fencegate.TTL_MIN, 2.0)
+        with s.lock(resource, ttl=fencegate.TTL_MIN) as lease:
+            lost = lease.lost
+            start = time.monotonic()
+            while time.monotonic() - start < lives * fencegate.TTL_MIN:
+                st = lease.state
+                self.assertIn(st, ("HELD", "RENEWING"), "%.2f s into the lease" % (time.monotonic() - start))
+                self.assertFalse(lost.is_set())
+                self.assertGreater(lease.deadline, time.time())
+                time.sleep(0.05)
+            with psycopg.connect(env("FENCEGATE_TEST_DSN_A"), autocommit=True) as conn:
+                receipt = fencegate.pg.apply(conn, lease, b"short", lambda c: c.execute(
+                    "INSERT INTO report (resource, value) VALUES (%s, %s)", (resource, "after %d TTLs" % lives)))
+        print("\n  %d renewals in %.1f s, %d times OWNERSHIP_UNKNOWN, receipt fence %s" % (
+            counts["renewed"], lives * fencegate.TTL_MIN, counts["unknown"], receipt.get("fenceToken")), file=sys.stderr)
+        self.assertEqual(counts["unknown"], 0)
+        self.assertGreaterEqual(counts["renewed"], 2 * lives)
+        self.assertEqual(values(resource), ["after %d TTLs" % lives])
+        with self.assertRaises(fencegate.TTLSettingsError):
+            s.lock(resource, ttl=fencegate.TTL_MIN - 0.001)
+
+
+class Elections(unittest.TestCase):
+    def test_the_next_candidate_leads_with_a_higher_term(self):
+        name = "election/py-primary"
+        a = fencegate.Election(fencegate.Session(env("FENCEGATE_TEST_REGISTRY"), token=env("FENCEGATE_TEST_TOKEN_A")), name)
+        b = fencegate.Election(fencegate.Session(env("FENCEGATE_TEST_REGISTRY"), token=env("FENCEGATE_TEST_TOKEN_B")), name)
+        stop, seen = threading.Event(), []
+        self.addCleanup(stop.set)
+        lead_a = a.campaign(ttl=5)
+        self.assertEqual(a.leader().identity, "worker-a")
+
+        def observe():
+            for ld in a.observe(stop):
+                seen.append(ld)
+        threading.Thread(target=observe, daemon=True).start()
+        got = []
+        t = threading.Thread(target=lambda: got.append(b.campaign(ttl=5)), daemon=True)
+        t.start()
+        time.sleep(0.5)
+        self.assertEqual(got, [], "B led while A did")
+        lead_a.release()
+        t.join(30)
+        self.assertEqual(len(got), 1)
+        lead_b = got[0]
+        self.assertGreater(lead_b.fence, lead_a.fence)
+        ld = b.leader()
+        self.assertEqual((ld.identity, ld.term, ld.lease), ("worker-b", lead_b.fence, lead_b.lease_id))
+        for _ in range(100):
+            if len(seen) >= 2:
+                break
+            time.sleep(0.05)
+        self.assertEqual([(x.identity, x.term) for x in seen][:1], [("worker-a", lead_a.fence)])
+        self.assertIn(("worker-b", lead_b.fence), [(x.identity, x.term) for x in seen])
+        lead_b.release()
+
+
+def load_tests(loader, tests, pattern):
+    missing = [n for n in ENV_NAMES if not os.environ.get(n)]
+    if missing:
+        raise RuntimeError("tests.realprocess needs %s (cmd/fencegate/python_client_test.go sets them)" % missing)
+    return tests
+
+
+if __name__ == "__main__":
+    unittest.main()
