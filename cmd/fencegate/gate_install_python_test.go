@@ -2,15 +2,18 @@
 
 // This file proves the worker side in any language with real processes:
 // serve with an HMAC key, the gate installed in a real PostgreSQL with
-// that key enrolled, and workers under fencegate lock that are a Python
-// program (examples/python, psycopg) and a sh+psql script
-// (examples/psql), each writing through fencegate.apply. A Python worker
-// frozen with its envelope in hand while its lease is broken and B
-// writes has its late write refused as STALE_OWNER, and B's result
-// stands; the table is protected, so no write lands outside the gate.
+// that key enrolled, and workers that are a Python program on the Python
+// client (examples/python: clients/python and psycopg) and a sh+psql
+// script under fencegate lock (examples/psql), each writing through
+// fencegate.apply. A Python worker frozen with its envelope in hand
+// while its lease is broken and B writes has its late write refused as
+// STALE_OWNER, and B's result stands: its client could not know of the
+// break, the gate does; the table is protected, so no write lands
+// outside the gate.
 package main
 
 import (
+	"bytes"
 	"database/sql"
 	"fmt"
 	"os"
@@ -22,6 +25,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/fencegate/fencegate/testkit/pgtest"
 )
@@ -90,19 +94,55 @@ func (w *pyWorld) exec(stmt string) {
 	}
 }
 
-// worker starts `fencegate lock pyResource -- CHILD` as identity, CHILD
-// being the Python worker or, with psql, the sh+psql one.
-func (w *pyWorld) worker(identity, value string, psql, hold bool, flags ...string) *proc {
+// worker starts the Python worker (examples/python, on the client in
+// clients/python) as identity with a lease of ttl, or, with psql,
+// `fencegate lock pyResource -- sh write.sh VALUE` (examples/psql).
+func (w *pyWorld) worker(identity, value string, psql bool, ttl string) *proc {
 	w.t.Helper()
-	child := []string{python, examplePath(w.t, "python/worker.py")}
+	env := []string{"PG_DSN=" + pgtest.WithParam(w.dsn, "user", pyRole(identity)), "VALUE=" + value}
 	if psql {
-		child = []string{"sh", examplePath(w.t, "psql/write.sh"), value}
+		args := []string{"lock", pyResource, "--registry", w.registry, "--token", storyTokens[identity], "--ttl", ttl,
+			"--", "sh", examplePath(w.t, "psql/write.sh"), value}
+		return startProcWith(w.t, func(e []string) []string { return append(e, append(env, "FENCEGATE_BIN="+os.Args[0])...) }, args...)
 	}
-	args := append([]string{"lock", pyResource, "--registry", w.registry, "--token", storyTokens[identity]}, flags...)
-	return startProcWith(w.t, func(env []string) []string {
-		return append(env, "FENCEGATE_BIN="+os.Args[0], "PG_DSN="+pgtest.WithParam(w.dsn, "user", pyRole(identity)),
-			"VALUE="+value, "HOLD="+strconv.FormatBool(hold))
-	}, append(append(args, "--"), child...)...)
+	env = append(env, "PYTHONPATH="+pythonClient(w.t), "FENCEGATE_REGISTRY="+w.registry,
+		"FENCEGATE_TOKEN="+storyTokens[identity], "RESOURCE="+pyResource, "TTL="+ttl, "PYTHONDONTWRITEBYTECODE=1")
+	return startExec(w.t, python, func(e []string) []string { return append(e, env...) }, examplePath(w.t, "python/worker.py"))
+}
+
+// pythonClient is the Python client's folder (clients/python).
+func pythonClient(t *testing.T) string {
+	p, err := filepath.Abs(filepath.Join("..", "..", "clients", "python"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// frozenWorker starts the Python client's story worker
+// (clients/python/tests/pyworker.py) as identity with FREEZE=1: it takes
+// the lease, builds its envelope and stops itself (SIGSTOP) before
+// sending it. It returns once the worker is stopped, with its fence.
+func (w *pyWorld) frozenWorker(identity, value, ttl string) (*proc, uint64) {
+	w.t.Helper()
+	env := []string{"PG_DSN=" + pgtest.WithParam(w.dsn, "user", pyRole(identity)), "VALUE=" + value,
+		"PYTHONPATH=" + pythonClient(w.t), "FENCEGATE_URL=" + w.registry, "FENCEGATE_TOKEN=" + storyTokens[identity],
+		"RESOURCE=" + pyResource, "TTL=" + ttl, "FREEZE=1", "PYTHONDONTWRITEBYTECODE=1"}
+	p := startExec(w.t, python, func(e []string) []string { return append(e, env...) },
+		filepath.Join(pythonClient(w.t), "tests", "pyworker.py"))
+	fence, err := strconv.ParseUint(p.waitOutput(w.t, frozenLine), 10, 64)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	for deadline := time.Now().Add(procWaitMax); ; time.Sleep(10 * time.Millisecond) {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+		if err == nil && strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))[0] == "T" {
+			return p, fence
+		}
+		if time.Now().After(deadline) {
+			w.t.Fatalf("the worker did not stop itself: %v\n%s%s", err, p.out, p.err)
+		}
+	}
 }
 
 func examplePath(t *testing.T, rel string) string {
@@ -131,15 +171,29 @@ func (w *pyWorld) values() []string {
 	return out
 }
 
-var outcomeLine = regexp.MustCompile(`outcome (\S+)`)
+var (
+	outcomeLine = regexp.MustCompile(`outcome (\S+)`)
+	leaseLine   = regexp.MustCompile(`lease fence=(\d+)`)
+	frozenLine  = regexp.MustCompile(`frozen fence=(\d+) pid=\d+`)
+)
+
+// leaseFence waits for the Python worker to report its lease's fence.
+func leaseFence(t *testing.T, p *proc) uint64 {
+	t.Helper()
+	f, err := strconv.ParseUint(p.waitOutput(t, leaseLine), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
 
 func TestPythonAndPsqlWorkersWriteThroughTheGate(t *testing.T) {
 	w := newPyWorld(t)
-	py := w.worker("worker-a", "100 (python)", false, false)
+	py := w.worker("worker-a", "100 (python)", false, "10")
 	if code := py.wait(t, "python worker"); code != 0 || !strings.Contains(py.out.String(), "outcome ACCEPTED") {
 		t.Fatalf("python worker exited %d:\n%s%s", code, py.out, py.err)
 	}
-	sh := w.worker("worker-b", "200 (psql)", true, false)
+	sh := w.worker("worker-b", "200 (psql)", true, "10s")
 	if code := sh.wait(t, "psql worker"); code != 0 || !strings.Contains(sh.out.String(), "outcome ACCEPTED") {
 		t.Fatalf("psql worker exited %d:\n%s%s", code, sh.out, sh.err)
 	}
@@ -157,20 +211,19 @@ func TestPythonAndPsqlWorkersWriteThroughTheGate(t *testing.T) {
 
 func TestFrozenPythonWorkerIsRefused(t *testing.T) {
 	w := newPyWorld(t)
-	a := w.worker("worker-a", "100 (by A, before its pause)", false, true, "--ttl", "60s", "--grace", "20s")
-	aFence, aChild := childPid(t, a)
-	freeze(t, a, aChild, syscall.SIGSTOP)
+	a, aFence := w.frozenWorker("worker-a", "100 (by A, after its pause)", "60")
 	brk := startProc(t, "break", pyResource, "--note", "worker A frozen, test", "--registry", w.registry, "--token", storyTokens["ops-admin"])
 	if code := brk.wait(t, "break"); code != 0 {
 		t.Fatalf("break exited %d:\n%s%s", code, brk.out, brk.err)
 	}
-	b := w.worker("worker-b", "200 (by B)", false, false, "--ttl", "10s")
-	bFence, _ := childPid(t, b)
+	b := w.worker("worker-b", "200 (by B)", false, "10")
+	bFence := leaseFence(t, b)
 	if code := b.wait(t, "B"); code != 0 || !strings.Contains(b.out.String(), "outcome ACCEPTED") || bFence <= aFence {
 		t.Fatalf("B exited %d at fence %d (A's %d):\n%s%s", code, bFence, aFence, b.out, b.err)
 	}
-	fmt.Fprintln(a.stdin)
-	freeze(t, a, aChild, syscall.SIGCONT)
+	if err := syscall.Kill(-a.cmd.Process.Pid, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
 	a.waitOutput(t, outcomeLine)
 	if !strings.Contains(a.out.String(), "outcome STALE_OWNER") {
 		t.Fatalf("the frozen worker's late write was not refused as STALE_OWNER:\n%s%s", a.out, a.err)

@@ -4,7 +4,8 @@
 // Ed25519 with --gate-keys (written by fencegate gate enroll
 // --registry-keys), one PostgreSQL database enrolled with ONLY its own
 // gate key, another enrolled with another gate's key. A Python worker
-// under fencegate lock writes to its database through fencegate.apply,
+// on the Python client (examples/python) writes to its database through
+// fencegate.apply, carrying its gate's pair from the registry's answer,
 // accepted; then one envelope, taken once under fencegate lock by a
 // sh+psql worker, is rejected by the other gate's database as BAD_PROOF
 // (SQLSTATE FG002) after its own accepted it. The negative control runs the
@@ -119,7 +120,7 @@ done
 
 func TestPerGateKeyThroughServeAndPostgreSQL(t *testing.T) {
 	w := newGateKeyWorld(t)
-	py := w.worker("worker-a", "100 (python)", false, false)
+	py := w.worker("worker-a", "100 (python)", false, "10")
 	if code := py.wait(t, "python worker"); code != 0 || !strings.Contains(py.out.String(), "outcome ACCEPTED") {
 		t.Fatalf("python worker, its gate's own key: exited %d:\n%s%s", code, py.out, py.err)
 	}

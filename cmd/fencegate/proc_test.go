@@ -40,8 +40,23 @@ func startProc(t *testing.T, args ...string) *proc {
 // is); the process's stdin is a pipe (proc.stdin).
 func startProcWith(t *testing.T, env func([]string) []string, args ...string) *proc {
 	t.Helper()
-	p := &proc{cmd: exec.Command(os.Args[0], args...), out: &syncBuffer{}, err: &syncBuffer{}, done: make(chan struct{})}
-	p.cmd.Env = append(os.Environ(), envTestAsCLI+"=1", "FG="+os.Args[0])
+	return startExec(t, os.Args[0], func(e []string) []string {
+		e = append(e, envTestAsCLI+"=1", "FG="+os.Args[0])
+		if env != nil {
+			e = env(e)
+		}
+		return e
+	}, args...)
+}
+
+// startExec starts the program name with args as a process of its own
+// (in a process group of its own, its stdin a pipe), env adjusting the
+// test's environment (nil: as is); it is killed when the test ends, if
+// still running.
+func startExec(t *testing.T, name string, env func([]string) []string, args ...string) *proc {
+	t.Helper()
+	p := &proc{cmd: exec.Command(name, args...), out: &syncBuffer{}, err: &syncBuffer{}, done: make(chan struct{})}
+	p.cmd.Env = os.Environ()
 	if env != nil {
 		p.cmd.Env = env(p.cmd.Env)
 	}

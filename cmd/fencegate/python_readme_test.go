@@ -6,9 +6,9 @@
 // writes — ./fencegate, gate.key, dev-registry — land in the copy), with
 // only the database's address changed to a real PostgreSQL's: setup.sh
 // builds the binary and sets the database up, `serve --dev --key
-// gate.key` signs with the relative key, and the worker under `./fencegate
-// lock`, identity dev, with no fencegate on PATH, writes its row through
-// the gate.
+// gate.key` signs with the relative key, and the worker on the Python
+// client from the checkout (PYTHONPATH=clients/python), identity dev,
+// with no fencegate on PATH, writes its row through the gate.
 package main
 
 import (
