@@ -16,6 +16,7 @@ import (
 // backend is in the tree and needs nothing but the standard library. The
 // installed copy is then imported from elsewhere, every module of it.
 func TestPipInstallWithoutTheNetwork(t *testing.T) {
+	requirePython(t)
 	if err := exec.Command(python, "-m", "pip", "--version").Run(); err != nil {
 		if os.Getenv("FENCEGATE_REQUIRE_PIP") == "1" {
 			t.Fatalf("pip required (apt-get install python3-pip): %v", err)
