@@ -6,7 +6,9 @@ sent, as a paused machine stops, and goes on when the test resumes it
 (SIGCONT).
 
 Environment: FENCEGATE_URL, FENCEGATE_TOKEN, PG_DSN (the worker's own
-role), RESOURCE, VALUE, TTL (seconds), FREEZE."""
+role), RESOURCE, VALUE, TTL (seconds), FREEZE. PLAIN=1 is the negative
+control: the same write, lease-only, into the unprotected table
+report_plain, without the gate."""
 
 import json
 import os
@@ -20,8 +22,9 @@ import fencegate.pg
 
 
 class Freezing:
-    """A psycopg connection that stops the process just before the gate's
-    statement goes out: the envelope is built, the write not yet sent."""
+    """A psycopg connection that stops the process just before its first
+    statement goes out (the gate's, fencegate.apply: the envelope is built,
+    the write not yet sent; lease-only, the INSERT itself)."""
 
     def __init__(self, conn, lease):
         self._conn, self._lease, self._frozen = conn, lease, False
@@ -30,7 +33,7 @@ class Freezing:
         return getattr(self._conn, name)
 
     def execute(self, query, params=None):
-        if "fencegate.apply" in query and not self._frozen:
+        if not self._frozen:
             self._frozen = True
             print("frozen fence=%d pid=%d" % (self._lease.fence, os.getpid()), flush=True)
             os.kill(os.getpid(), signal.SIGSTOP)
@@ -46,6 +49,12 @@ def main():
         print("locked fence=%d" % lease.fence, flush=True)
         with psycopg.connect(os.environ["PG_DSN"], autocommit=True) as conn:
             c = Freezing(conn, lease) if os.environ.get("FREEZE") == "1" else conn
+            if os.environ.get("PLAIN") == "1":
+                # The negative control: the same write, lease-only (no gate).
+                with conn.transaction():
+                    c.execute("INSERT INTO report_plain (resource, value) VALUES (%s, %s)", (resource, value))
+                print("outcome WRITTEN fence=%d (lease-only)" % lease.fence, flush=True)
+                return 0
             try:
                 fencegate.pg.apply(c, lease, payload, lambda c: c.execute(
                     "INSERT INTO report (resource, value) VALUES (%s, %s)", (resource, value)))

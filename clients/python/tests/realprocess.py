@@ -5,6 +5,9 @@ that key enrolled, and Python workers in processes of their own.
 - A worker frozen (SIGSTOP) with its envelope built, past its TTL, while
   the next worker is granted the resource and writes: thawed, its write
   raises StaleOwner and nothing of it lands; the next worker's row stands.
+  The negative control runs the same story lease-only (no gate, an
+  unprotected table): the thawed worker's stale row lands after its
+  successor's.
 - An acquire whose answer is lost (a proxy drops it after the registry
   granted) is asked for by the same request ID, and the grant it gets is
   the one that request was given: never a second identity.
@@ -55,10 +58,10 @@ def values(resource):
 class Worker:
     """tests/pyworker.py in a process of its own."""
 
-    def __init__(self, who, resource, value, ttl, freeze=False):
+    def __init__(self, who, resource, value, ttl, freeze=False, plain=False):
         e = dict(os.environ, FENCEGATE_URL=env("FENCEGATE_TEST_REGISTRY"), FENCEGATE_TOKEN=env("FENCEGATE_TEST_TOKEN_" + who),
                  PG_DSN=env("FENCEGATE_TEST_DSN_" + who), RESOURCE=resource, VALUE=value, TTL=str(ttl),
-                 FREEZE="1" if freeze else "0", PYTHONPATH=os.path.dirname(HERE))
+                 FREEZE="1" if freeze else "0", PLAIN="1" if plain else "0", PYTHONPATH=os.path.dirname(HERE))
         self.p = subprocess.Popen([sys.executable, os.path.join(HERE, "pyworker.py")], env=e, stdout=subprocess.PIPE,
                                   stderr=subprocess.STDOUT, text=True)
         self.lines = []
@@ -96,34 +99,70 @@ def field(line, name):
 
 
 class FrozenWorker(unittest.TestCase):
-    def test_thawed_worker_write_is_stale_owner_and_the_next_owners_row_stands(self):
-        resource = "jobs/py-frozen"
-        a = Worker("A", resource, "by A, frozen", ttl=2, freeze=True)
+    """The fenced story and its lease-only negative control, side by side."""
+
+    def setUp(self):
+        with psycopg.connect(env("FENCEGATE_TEST_DSN_ADMIN"), autocommit=True) as conn:
+            conn.execute("CREATE TABLE IF NOT EXISTS report_plain (resource TEXT NOT NULL, value TEXT NOT NULL, "
+                         "at TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp())")
+            conn.execute("GRANT INSERT ON report_plain TO PUBLIC")
+
+    def story(self, resource, plain):
+        """A frozen with its write in hand past its TTL, B granted and
+        writing, A thawed: the lines A and B printed."""
+        a = Worker("A", resource, "by A, frozen", ttl=2, freeze=True, plain=plain)
         self.addCleanup(a.kill)
         a_fence = field(a.expect("frozen"), "fence")
-        for _ in range(200):
+        for _ in range(500):
             if a.stopped():
                 break
             time.sleep(0.01)
         self.assertTrue(a.stopped(), "worker A did not stop itself")
         frozen_at = time.monotonic()
-        b = Worker("B", resource, "by B", ttl=2)
+        b = Worker("B", resource, "by B", ttl=2, plain=plain)
         self.addCleanup(b.kill)
         b_line = b.expect("outcome")
         self.assertEqual(b.finish(), 0, "\n".join(b.lines))
-        self.assertIn("outcome ACCEPTED", b_line)
-        b_fence = field(b_line, "fence")
-        self.assertGreater(b_fence, a_fence)
+        self.assertGreater(field(b_line, "fence"), a_fence)
         self.assertGreater(time.monotonic() - frozen_at, 2.0, "B wrote before A's TTL could have run out")
         a.p.send_signal(signal.SIGCONT)
-        thawed = a.expect("thawed")
-        a_line = a.expect("outcome")
+        thawed, a_line = a.expect("thawed"), a.expect("outcome")
+        return a, thawed, a_line, b_line
+
+    def test_thawed_worker_write_is_stale_owner_and_the_next_owners_row_stands(self):
+        got = {}
+
+        def run(kind, resource):
+            try:
+                got[kind] = self.story(resource, kind == "plain")
+            except BaseException as e:  # raised below, in the test's own thread
+                got[kind] = e
+        threads = [threading.Thread(target=run, args=kr) for kr in (("fenced", "jobs/py-frozen"), ("plain", "jobs/py-plain"))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        self.assertEqual(sorted(got), ["fenced", "plain"], "a story did not finish")
+        for story in got.values():
+            if isinstance(story, BaseException):
+                raise story
+        a, thawed, a_line, b_line = got["fenced"]
         self.assertEqual(a.finish(), 1, "\n".join(a.lines))
-        print("\n  A: %s\n  A: %s\n  B: %s" % (thawed, a_line, b_line), file=sys.stderr)
+        print("\n  fenced:     A %s; A %s; B %s" % (thawed, a_line, b_line), file=sys.stderr)
         self.assertIn("lost=True", thawed, "the thawed lease did not know ownership was no longer certain")
         self.assertIn("outcome STALE_OWNER", a_line)
-        self.assertEqual(field(a_line, "highest"), b_fence)
-        self.assertEqual(values(resource), ["by B"])
+        self.assertIn("outcome ACCEPTED", b_line)
+        self.assertEqual(field(a_line, "highest"), field(b_line, "fence"))
+        self.assertEqual(values("jobs/py-frozen"), ["by B"])
+        # The negative control: lease-only, the thawed worker's stale write
+        # lands after its successor's.
+        a, thawed, a_line, b_line = got["plain"]
+        self.assertEqual(a.finish(), 0, "\n".join(a.lines))
+        with psycopg.connect(env("FENCEGATE_TEST_DSN_ADMIN")) as conn:
+            rows = [r[0] for r in conn.execute("SELECT value FROM report_plain WHERE resource = %s ORDER BY at",
+                                               ("jobs/py-plain",)).fetchall()]
+        print("  lease-only: A %s; B %s; rows in order %s" % (a_line, b_line, rows), file=sys.stderr)
+        self.assertEqual(rows, ["by B", "by A, frozen"])
 
 
 class LostAcquireAnswer(unittest.TestCase):
