@@ -75,8 +75,10 @@ func TestPythonSuite(t *testing.T) {
 }
 
 // TestPythonSuiteCanFail is the negative control of the scenario runner:
-// a scenario whose expectation is wrong, and one with a command the
-// runner does not know, must fail it.
+// next to an untouched copy of a scenario (which passes), a scenario
+// whose expectation is wrong, one with a command the runner does not
+// know, one with a number that is not one and one missing an option must
+// each fail it — fail, not error out or skip.
 func TestPythonSuiteCanFail(t *testing.T) {
 	requirePython(t)
 	dir := t.TempDir()
@@ -88,16 +90,30 @@ func TestPythonSuiteCanFail(t *testing.T) {
 	if wrong == string(good) {
 		t.Fatal("renewal.txt changed: update this control")
 	}
-	for name, text := range map[string]string{"wrong.txt": wrong, "unknown.txt": "lease ttl=10 -> HELD\nfly at=1\n"} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+	doctored := map[string]string{"wrong": wrong, "unknown": "lease ttl=10 -> HELD\nfly at=1\n",
+		"unreadable": "lease ttl=ten -> HELD\n", "nooption": "lease ttl=10 -> HELD\nnext -> none\n"}
+	files := map[string]string{"good": string(good)}
+	for name, text := range doctored {
+		files[name] = text
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name+".txt"), []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	cmd := exec.Command(python, "-m", "unittest", "tests.test_lease_scenarios")
+	cmd := exec.Command(python, "-m", "unittest", "-v", "tests.test_lease_scenarios")
 	cmd.Env = append(os.Environ(), "FENCEGATE_LEASE_SCENARIOS="+dir, "PYTHONDONTWRITEBYTECODE=1")
 	out, err := cmd.CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "failures=2") {
-		t.Fatalf("the runner passed doctored scenarios (%v):\n%s", err, out)
+	if err == nil || !strings.Contains(string(out), "FAILED (failures=4)\n") || !strings.Contains(string(out), "test_good ") {
+		t.Fatalf("the runner passed doctored scenarios, or did not fail each (%v):\n%s", err, out)
+	}
+	for name := range doctored {
+		if !strings.Contains(string(out), "FAIL: test_"+name+" ") {
+			t.Errorf("the runner did not fail %s.txt:\n%s", name, out)
+		}
+	}
+	if strings.Contains(string(out), "FAIL: test_good ") {
+		t.Errorf("the runner failed the untouched copy of renewal.txt:\n%s", out)
 	}
 }
 

@@ -3,7 +3,7 @@ lease scenario of client/testdata/lease (the files Go's
 client/lease_scenario_test.go runs; the format is documented there) and
 answers every step as the file expects. The directory is read, not a
 list: a scenario added for Go runs here too, and a command or answer this
-runner does not know fails it."""
+runner does not know, or a line it cannot read, fails it."""
 
 import decimal
 import glob
@@ -137,12 +137,17 @@ class Scenario:
         self.got = self.core.state
 
     def run(self):
-        with open(self.path) as f:
+        with open(self.path, encoding="utf-8") as f:
             lines = scenariotext.lines(f)
         for ln in lines:
             step, _, want = ln.text.partition("->")
             self.step = "%s:%d: %s" % (self.path, ln.n, step.strip())
-            self.do(scenariotext.Args(step))
+            try:
+                self.do(scenariotext.Args(step))
+            except (KeyError, ValueError, TypeError, IndexError) as e:
+                # A line this runner cannot read (an option missing, a
+                # number that is not one) fails its file, naming the line.
+                raise self.test.failureException("%s: cannot read the line: %r" % (self.step, e)) from e
             want = want.strip()
             if want and self.got != want:
                 self.test.fail("%s\n  got  %s\n  want %s" % (self.step, self.got, want))
