@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/gate/pggate"
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/testkit/gatetest"
 	"github.com/fencegate/fencegate/wire"
@@ -114,6 +115,38 @@ func TestPythonSuiteCanFail(t *testing.T) {
 	}
 	if strings.Contains(string(out), "FAIL: test_good ") {
 		t.Errorf("the runner failed the untouched copy of renewal.txt:\n%s", out)
+	}
+}
+
+// TestPythonRejectionsAreTheGates holds the Python client's exception
+// classes to the gate's own table: every outcome but ACCEPTED
+// (gate.Outcomes) has its class, whose SQLSTATE is the one the gate
+// inside PostgreSQL raises (pggate.SQLState) and whose finality is
+// gate.Outcome.Final; no class names an outcome the gate does not know.
+func TestPythonRejectionsAreTheGates(t *testing.T) {
+	out := run(t, ".", nil, nil, "-c", `
+import json
+from fencegate.errors import GATE_REJECTIONS, GateRejection, is_final
+import fencegate
+print(json.dumps({o: [c.sqlstate, is_final(o), issubclass(c, GateRejection) and getattr(fencegate, c.__name__) is c]
+                  for o, c in GATE_REJECTIONS.items()}))
+`)
+	var got map[string][3]any
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	for _, o := range gate.Outcomes {
+		if o == gate.Accepted {
+			continue
+		}
+		want := [3]any{pggate.SQLState(o), o.Final(), true}
+		if g, ok := got[string(o)]; !ok || g != want {
+			t.Errorf("%s: python has [sqlstate final exported] %v, the gate %v", o, g, want)
+		}
+		delete(got, string(o))
+	}
+	if len(got) != 0 {
+		t.Errorf("python classes for outcomes the gate does not have: %v", got)
 	}
 }
 
