@@ -14,6 +14,8 @@ that key enrolled, and Python workers in processes of their own.
 - A lease of the shortest TTL the registry accepts (2 s, TTL_MIN) renews
   and holds for several TTLs, never OWNERSHIP_UNKNOWN, and its write is
   accepted at the end.
+- Every SQLSTATE the gate inside PostgreSQL raises is its exception
+  class (StaleOwner for FG009, ...); a write outside apply (FG020) is not.
 - An election: the second candidate waits, leads with a higher term once
   the first resigns, and observe() sees both terms.
 
@@ -34,6 +36,7 @@ import unittest
 import psycopg
 
 import fencegate
+import fencegate.errors
 import fencegate.pg
 from tests.proxy import LosingProxy
 
@@ -119,7 +122,7 @@ class FrozenWorker(unittest.TestCase):
             time.sleep(0.01)
         self.assertTrue(a.stopped(), "worker A did not stop itself")
         frozen_at = time.monotonic()
-        b = Worker("B", resource, "by B", ttl=2, plain=plain)
+        b = Worker("B", resource, "by B", ttl=10, plain=plain)  # A's TTL is the one the story waits out
         self.addCleanup(b.kill)
         b_line = b.expect("outcome")
         self.assertEqual(b.finish(), 0, "\n".join(b.lines))
@@ -163,6 +166,30 @@ class FrozenWorker(unittest.TestCase):
                                                ("jobs/py-plain",)).fetchall()]
         print("  lease-only: A %s; B %s; rows in order %s" % (a_line, b_line, rows), file=sys.stderr)
         self.assertEqual(rows, ["by B", "by A, frozen"])
+
+
+class Rejections(unittest.TestCase):
+    def test_each_sqlstate_of_the_gate_is_its_class(self):
+        """The gate inside PostgreSQL raises every outcome (fencegate.reject,
+        the function fencegate.apply refuses with); psycopg's error maps to
+        the outcome's class. A write outside apply (FG020) is not a gate
+        answer: it stays psycopg's error."""
+        seen = []
+        with psycopg.connect(env("FENCEGATE_TEST_DSN_ADMIN"), autocommit=True) as conn:
+            for outcome, cls in sorted(fencegate.errors.GATE_REJECTIONS.items()):
+                with self.assertRaises(psycopg.Error) as e:
+                    conn.execute("SELECT fencegate.reject(%s, 'test', '{\"highestFence\": 7}'::jsonb)", (outcome,))
+                got = fencegate.pg.rejection(e.exception)
+                self.assertIs(type(got), cls, outcome)
+                self.assertEqual((e.exception.sqlstate, got.outcome, got.highest_fence), (cls.sqlstate, outcome, 7))
+                seen.append("%s %s" % (e.exception.sqlstate, cls.__name__))
+        with psycopg.connect(env("FENCEGATE_TEST_DSN_A"), autocommit=True) as conn:
+            with self.assertRaises(psycopg.Error) as e:
+                conn.execute("INSERT INTO report (resource, value) VALUES ('jobs/py-ungated', 'ungated')")
+        self.assertEqual(e.exception.sqlstate, fencegate.pg.UNGUARDED)
+        self.assertIsNone(fencegate.pg.rejection(e.exception))
+        print("\n  %s" % ", ".join(seen), file=sys.stderr)
+        self.assertEqual(len(seen), 15)
 
 
 class LostAcquireAnswer(unittest.TestCase):
