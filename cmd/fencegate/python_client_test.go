@@ -6,8 +6,11 @@
 // worker frozen past its TTL with its envelope built has its thawed
 // write refused as STALE_OWNER while the next owner's row stands; a lost
 // acquire answer is asked for by the same request ID; the shortest TTL
-// renews and holds past its TTL; every SQLSTATE the gate raises is its
-// exception class; an election hands over with a higher term. It fails, not skips, under FENCEGATE_REQUIRE_PSYCOPG and
+// renews and holds past its TTL; cut off from the registry, a lease of
+// the shortest TTL has lost set at every reading from its local deadline
+// on, before the next owner is granted; every SQLSTATE the gate raises is
+// its exception class; an election hands over with a higher term. It
+// fails, not skips, under FENCEGATE_REQUIRE_PSYCOPG and
 // FENCEGATE_REQUIRE_PG.
 package main
 

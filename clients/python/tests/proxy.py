@@ -1,7 +1,9 @@
 """An HTTP proxy in front of the registry that loses answers on purpose:
 it forwards every call, and for the calls drop() picks it reads the
 registry's answer and closes the client's connection without it, as a
-network that loses an answer does. The registry did act on the call."""
+network that loses an answer does. The registry did act on the call.
+For the calls hold() picks it forwards nothing and answers nothing until
+it closes, as a partition does."""
 
 import http.client
 import http.server
@@ -11,12 +13,12 @@ import urllib.parse
 
 
 class LosingProxy:
-    """Listens on 127.0.0.1 (url); log lists (method, path, requestId, dropped)."""
+    """Listens on 127.0.0.1 (url); log lists (method, path, requestId, dropped: True, False or "held")."""
 
-    def __init__(self, upstream, drop):
+    def __init__(self, upstream, drop, hold=None):
         u = urllib.parse.urlsplit(upstream)
-        self.upstream, self.drop, self.log = (u.hostname, u.port), drop, []
-        self._mu = threading.Lock()
+        self.upstream, self.drop, self.hold, self.log = (u.hostname, u.port), drop, hold, []
+        self._mu, self._closed = threading.Lock(), threading.Event()
         proxy = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -27,6 +29,12 @@ class LosingProxy:
 
             def forward(self):
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                if proxy.hold is not None and proxy.hold(self.command, self.path):
+                    with proxy._mu:
+                        proxy.log.append((self.command, self.path.split("?")[0], "", "held"))
+                    proxy._closed.wait()
+                    self.close_connection = True
+                    return
                 conn = http.client.HTTPConnection(*proxy.upstream, timeout=60)
                 headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
                 conn.request(self.command, self.path, body=body or None, headers=headers)
@@ -64,5 +72,6 @@ class LosingProxy:
             return list(self.log)
 
     def close(self):
+        self._closed.set()
         self.server.shutdown()
         self.server.server_close()

@@ -14,6 +14,13 @@ that key enrolled, and Python workers in processes of their own.
 - A lease of the shortest TTL the registry accepts (2 s, TTL_MIN) renews
   and holds for several TTLs, never OWNERSHIP_UNKNOWN, and its write is
   accepted at the end.
+- A lease of that shortest TTL cut off from the registry (a proxy holds
+  every call after the acquire unanswered, as a partition does): lost is
+  set, and the state is neither HELD nor RENEWING, at every reading at or
+  after the local deadline, and a waiter on lost wakes; the next owner is
+  granted only after that. The control: lease.done, which only an answer
+  from the registry sets, is still unset at the deadline; the same
+  readings catch it.
 - Every SQLSTATE the gate inside PostgreSQL raises is its exception
   class (StaleOwner for FG009, ...); a write outside apply (FG020) is not.
 - An election: the second candidate waits, leads with a higher term once
@@ -250,6 +257,61 @@ class ShortestTTL(unittest.TestCase):
         self.assertEqual(values(resource), ["after %d TTLs" % lives])
         with self.assertRaises(fencegate.TTLSettingsError):
             s.lock(resource, ttl=fencegate.TTL_MIN - 0.001)
+
+
+class CutOff(unittest.TestCase):
+    def test_lost_is_set_no_later_than_the_local_deadline(self):
+        resource, ttl = "jobs/py-cutoff", fencegate.TTL_MIN
+        cut = threading.Event()
+        proxy = LosingProxy(env("FENCEGATE_TEST_REGISTRY"), lambda *_: False, hold=lambda *_: cut.is_set())
+        self.addCleanup(proxy.close)
+        s = fencegate.Session(proxy.url, token=env("FENCEGATE_TEST_TOKEN_A"))
+        lease = s.acquire(resource, ttl=ttl)
+        self.addCleanup(lease.release, False, 0)
+        # The next owner, straight to the registry, queues from the cut on:
+        # granted once the registry ended A's lease.
+        b, granted = fencegate.Session(env("FENCEGATE_TEST_REGISTRY"), token=env("FENCEGATE_TEST_TOKEN_B")), []
+
+        def next_owner():
+            lb = b.lock(resource, ttl=5, timeout=30)
+            granted.append((lb, time.monotonic()))
+        cut.set()  # from here no renewal, refresh or query reaches the registry
+        threading.Thread(target=next_owner, daemon=True).start()
+        lost, woke = lease.lost, []
+        threading.Thread(target=lambda: woke.append((lost.wait(3 * ttl), s.clock.now() / 1e9, time.monotonic())),
+                         daemon=True).start()
+        late, late_done, readings = [], [], 0
+        while True:
+            deadline = lease.deadline  # the last confirmed renewal's: it moves no more
+            now = s.clock.now() / 1e9  # read before the event and the state: a reading at or after the deadline
+            is_set, state = lost.is_set(), lease.state
+            if now >= deadline:
+                readings += 1
+                if not is_set or state in ("HELD", "RENEWING"):
+                    late.append((now - deadline, is_set, state))
+                if not lease.done.is_set():
+                    late_done.append(now - deadline)
+            if now >= deadline + 0.5:
+                break
+            time.sleep(0.002)
+        for _ in range(3000):
+            if granted:
+                break
+            time.sleep(0.01)
+        self.assertTrue(woke and woke[0][0], "the waiter on lost never woke")
+        self.assertEqual(len(granted), 1, "the next owner was never granted")
+        lb, b_at = granted[0]
+        self.addCleanup(lb.release, False, 0)
+        print("\n  %d readings at or after the deadline, %d with lost unset or the lease live; lease.done unset "
+              "in %d (the control); the waiter on lost woke %+.3f s from the deadline; B granted %.2f s after "
+              "A's lost" % (readings, len(late), len(late_done), woke[0][1] - deadline, b_at - woke[0][2]),
+              file=sys.stderr)
+        self.assertGreater(readings, 50)
+        self.assertEqual(late, [])
+        self.assertLess(woke[0][2], b_at)
+        self.assertGreater(lb.fence, lease.fence)
+        self.assertGreater(len(late_done), 50, "the control: done, set by the registry's answer, was not late")
+        self.assertTrue(any(c[3] == "held" for c in proxy.calls()), "nothing was cut off")
 
 
 class Elections(unittest.TestCase):
