@@ -21,6 +21,7 @@ import (
 // installed copy is then imported by the environment's python from
 // elsewhere, every module of it.
 func TestPipInstallWithoutTheNetwork(t *testing.T) {
+	t.Parallel()
 	requirePython(t)
 	if err := exec.Command(python, "-m", "pip", "--version").Run(); err != nil {
 		if os.Getenv("FENCEGATE_REQUIRE_PIP") == "1" {

@@ -72,6 +72,7 @@ func run(t *testing.T, dir string, env []string, stdin []byte, args ...string) [
 }
 
 func TestPythonSuite(t *testing.T) {
+	t.Parallel()
 	run(t, ".", nil, nil, "-m", "unittest", "discover", "-v", "-s", "tests", "-t", ".") // its report is on stderr, logged
 }
 
@@ -81,6 +82,7 @@ func TestPythonSuite(t *testing.T) {
 // know, one with a number that is not one and one missing an option must
 // each fail it — fail, not error out or skip.
 func TestPythonSuiteCanFail(t *testing.T) {
+	t.Parallel()
 	requirePython(t)
 	dir := t.TempDir()
 	good, err := os.ReadFile("../../client/testdata/lease/renewal.txt")
@@ -124,6 +126,7 @@ func TestPythonSuiteCanFail(t *testing.T) {
 // inside PostgreSQL raises (pggate.SQLState) and whose finality is
 // gate.Outcome.Final; no class names an outcome the gate does not know.
 func TestPythonRejectionsAreTheGates(t *testing.T) {
+	t.Parallel()
 	out := run(t, ".", nil, nil, "-c", `
 import json
 from fencegate.errors import GATE_REJECTIONS, GateRejection, is_final
@@ -159,6 +162,7 @@ type envelopeCase struct {
 }
 
 func TestPythonEnvelopesAreGoEnvelopes(t *testing.T) {
+	t.Parallel()
 	iss := gatetest.NewIssuer("python")
 	w := gatetest.Writer{Resource: "jobs/report", Owner: "worker-a", Lease: "l7-ab12", OperationID: "op-1", Fence: 7}
 	held, heldProof := iss.HeldGrant(w)

@@ -26,6 +26,7 @@ import (
 )
 
 func TestPythonClientRealProcesses(t *testing.T) {
+	t.Parallel()
 	w := newPyWorld(t)
 	dir, err := filepath.Abs(filepath.Join("..", "..", "clients", "python"))
 	if err != nil {
