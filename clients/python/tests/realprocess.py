@@ -23,8 +23,9 @@ that key enrolled, and Python workers in processes of their own.
   readings catch it.
 - Every SQLSTATE the gate inside PostgreSQL raises is its exception
   class (StaleOwner for FG009, ...); a write outside apply (FG020) is not.
-- An election: the second candidate waits, leads with a higher term once
-  the first resigns, and observe() sees both terms.
+- An election: the second candidate waits its turn, leads with a higher
+  term once the first resigns (handed over by the release, before the
+  first's TTL could end it), and observe() sees both terms.
 
 cmd/fencegate/python_client_test.go sets the world up and runs this module
 (FENCEGATE_TEST_REGISTRY, FENCEGATE_TEST_TOKEN_A/_B, FENCEGATE_TEST_DSN_A/_B
@@ -333,9 +334,13 @@ class Elections(unittest.TestCase):
         t.start()
         time.sleep(0.5)
         self.assertEqual(got, [], "B led while A did")
+        released = time.monotonic()
         lead_a.release()
         t.join(30)
         self.assertEqual(len(got), 1)
+        # B waited its turn in the queue: the release handed over, not the
+        # expiry of A's 5 s lease.
+        self.assertLess(time.monotonic() - released, 5, "B led only once A's lease could have expired")
         lead_b = got[0]
         self.assertGreater(lead_b.fence, lead_a.fence)
         ld = b.leader()
