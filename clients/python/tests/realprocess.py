@@ -307,11 +307,11 @@ class CutOff(unittest.TestCase):
               "in %d (the control); the waiter on lost woke %+.3f s from the deadline; B granted %.2f s after "
               "A's lost" % (readings, len(late), len(late_done), woke[0][1] - deadline, b_at - woke[0][2]),
               file=sys.stderr)
-        self.assertGreater(readings, 50)
+        self.assertGreaterEqual(readings, 10)  # 2 ms apart for 0.5 s; fewer only on a machine far too loaded
         self.assertEqual(late, [])
         self.assertLess(woke[0][2], b_at)
         self.assertGreater(lb.fence, lease.fence)
-        self.assertGreater(len(late_done), 50, "the control: done, set by the registry's answer, was not late")
+        self.assertEqual(len(late_done), readings, "the control: done, set by the registry's answer, was not late")
         self.assertTrue(any(c[3] == "held" for c in proxy.calls()), "nothing was cut off")
 
 
