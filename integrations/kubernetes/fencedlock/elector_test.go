@@ -43,10 +43,13 @@ type elector struct {
 }
 
 // electorMain is the elector process: FG_REGISTRY, FG_RESOURCE,
-// FG_IDENTITY, FG_DSN and FG_GATED ("1": through the gate) configure it;
-// it prints "leading term=N", "paused term=N", "outcome CODE" and
-// "stopped leading at=UNIXMS"; it reads "write VALUE", "pause-write
-// VALUE", "go" and "quit".
+// FG_IDENTITY, FG_DSN and FG_GATED ("1": through the gate) configure it,
+// and FG_ELECTOR_RENEW_DEADLINE, for a negative control, gives client-go's
+// elector a RenewDeadline other than the lock's; it prints "ready" once
+// its gate's schema is in place, "leading term=N", "paused term=N", "outcome CODE" and "stopped leading
+// at=UNIXMS deadline=UNIXMS" (the term's local deadline as it stood, 0
+// if it never led); it reads "write VALUE", "pause-write VALUE", "go" and
+// "quit".
 func electorMain() int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -65,10 +68,19 @@ func electorMain() int {
 		return fail(err)
 	}
 	defer e.local.Close()
-	go leaderelection.RunOrDie(ctx, lock.ElectionConfig(leaderelection.LeaderCallbacks{
+	fmt.Println("ready")
+	lec := lock.ElectionConfig(leaderelection.LeaderCallbacks{
 		OnStartedLeading: e.lead,
-		OnStoppedLeading: func() { fmt.Printf("stopped leading at=%d\n", time.Now().UnixMilli()) },
-	}))
+		OnStoppedLeading: func() {
+			fmt.Printf("stopped leading at=%d deadline=%d\n", time.Now().UnixMilli(), lock.deadline())
+		},
+	})
+	if d := os.Getenv("FG_ELECTOR_RENEW_DEADLINE"); d != "" {
+		if lec.RenewDeadline, err = time.ParseDuration(d); err != nil {
+			return fail(err)
+		}
+	}
+	go leaderelection.RunOrDie(ctx, lec)
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
 		cmd, value, _ := strings.Cut(in.Text(), " ")
@@ -84,6 +96,17 @@ func electorMain() int {
 		}
 	}
 	return 0
+}
+
+// deadline is the term's local deadline in Unix milliseconds, 0 without
+// a term.
+func (l *Lock) deadline() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lease == nil {
+		return 0
+	}
+	return l.lease.Deadline().UnixMilli()
 }
 
 func fail(err error) int {

@@ -45,15 +45,7 @@ func TestFrozenLeaderIsFenced(t *testing.T) {
 
 func frozenLeader(t *testing.T, registry string, gated bool) {
 	dsn := pgtest.NewDatabase(t)
-	db, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Exec(`CREATE TABLE report (id int PRIMARY KEY, value text NOT NULL, term bigint NOT NULL);
-		INSERT INTO report VALUES (1, 'nobody', 0)`); err != nil {
-		t.Fatal(err)
-	}
+	db := openReport(t, dsn)
 	resource := "election/report-" + strconv.FormatBool(gated)
 	elector := func(id string) *proc {
 		return start(t, []string{envElector + "=1", "FG_REGISTRY=" + registry, "FG_RESOURCE=" + resource,
@@ -100,6 +92,22 @@ func frozenLeader(t *testing.T, registry string, gated bool) {
 	if row := value(t, db); row != "by B" {
 		t.Fatalf("the row holds %q, want B's", row)
 	}
+}
+
+// openReport makes the stories' table, one row, in the database dsn
+// names; the pool closes when the test ends.
+func openReport(t *testing.T, dsn string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	if _, err := db.Exec(`CREATE TABLE report (id int PRIMARY KEY, value text NOT NULL, term bigint NOT NULL);
+		INSERT INTO report VALUES (1, 'nobody', 0)`); err != nil {
+		t.Fatal(err)
+	}
+	return db
 }
 
 func term(t *testing.T, m []string) uint64 {
