@@ -49,6 +49,10 @@ type Lock struct {
 	over     error              // why the term ended (nil while it lasts or before it)
 }
 
+// A Lock is what client-go's elector and controller-runtime's
+// LeaderElectionResourceLockInterface take.
+var _ rl.Interface = (*Lock)(nil)
+
 // ErrTermOver: the term this Lock won has ended; a Lock serves one term.
 var ErrTermOver = errors.New("fencedlock: the term is over")
 
