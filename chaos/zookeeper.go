@@ -50,7 +50,7 @@ func startZooKeeper(ctx context.Context, procs *Procs, dir string, seed uint64) 
 		z.quorum[[2]int{from, to}] = px
 		return px.Addr()
 	}
-	ens, err := zktest.PrepareEnsemble(dir, zktest.EnsembleOptions{PeerAddr: peer})
+	ens, err := zktest.PrepareEnsemble(dir, zktest.EnsembleOptions{PeerAddr: peer, LogLevel: "info"})
 	if err == nil {
 		err = proxyErr
 	}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -40,6 +41,11 @@ type EnsembleOptions struct {
 	// the peer advertises (its own), so a proxy there would see only part
 	// of the election traffic.
 	PeerAddr func(from, to int, addr string) string
+	// LogLevel is the members' log level (slf4j's simple logger: "warn",
+	// "info", "debug"). Optional, defaults to "warn". A chaos run asks
+	// "info": elections, and how each member synced with its leader
+	// (DIFF, TRUNC, SNAP), are what explain a store that went back.
+	LogLevel string
 }
 
 // Ensemble is a ZooKeeper ensemble of real members (QuorumPeerMain over
@@ -59,6 +65,7 @@ type Member struct {
 	QuorumAddr   string // where it listens for followers, host:port
 	ElectionAddr string // where it listens for election votes, host:port
 	Dir          string // zoo.cfg, data/ (myid, snapshots, logs), server-N.log
+	logLevel     string // slf4j's defaultLogLevel
 
 	proc *process // when started by Start
 	runs int
@@ -107,7 +114,7 @@ func PrepareEnsemble(dir string, opt EnsembleOptions) (*Ensemble, error) {
 	}
 	for i := 1; i <= n; i++ {
 		addr := func(j int) string { return fmt.Sprintf("127.0.0.1:%d", ports[3*(i-1)+j]) }
-		m := &Member{ID: i, Addr: addr(0), QuorumAddr: addr(1), ElectionAddr: addr(2), Dir: filepath.Join(dir, fmt.Sprintf("zk%d", i))}
+		m := &Member{ID: i, Addr: addr(0), QuorumAddr: addr(1), ElectionAddr: addr(2), Dir: filepath.Join(dir, fmt.Sprintf("zk%d", i)), logLevel: opt.LogLevel}
 		if err := os.MkdirAll(m.DataDir(), 0o700); err != nil {
 			return nil, err
 		}
@@ -259,8 +266,14 @@ const electionNotifyMsMax = 1000
 // its zoo.cfg. A caller that manages processes itself runs it as is.
 func (m *Member) Command() []string {
 	argv := javaCommand("org.apache.zookeeper.server.quorum.QuorumPeerMain", m.configPath())
-	opt := fmt.Sprintf("-Dzookeeper.fastleader.maxNotificationInterval=%d", electionNotifyMsMax)
-	return append(argv[:1], append([]string{opt}, argv[1:]...)...)
+	opts := []string{fmt.Sprintf("-Dzookeeper.fastleader.maxNotificationInterval=%d", electionNotifyMsMax)}
+	if m.logLevel != "" {
+		// After javaCommand's "warn": the last -D of a name wins.
+		opts = append(opts, "-Dorg.slf4j.simpleLogger.defaultLogLevel="+m.logLevel,
+			"-Dorg.slf4j.simpleLogger.showDateTime=true", "-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd'T'HH:mm:ss.SSSZ")
+	}
+	cp := slices.Index(argv, "-cp")
+	return slices.Concat(argv[:cp], opts, argv[cp:])
 }
 
 // Start runs the member (it must not be running); its output goes to
