@@ -2,9 +2,22 @@ package registry
 
 import (
 	"context"
+	"errors"
 
 	"github.com/fencegate/fencegate/registry/lockstate"
 )
+
+// ErrStoreWentBack: the store saw that its state is older than state it
+// served before (to this process): it lost writes it had acknowledged (a
+// coordination service that elected a leader without them), or it was
+// restored from a copy. The call that saw it fails, wrapping this error
+// (the registry answers wire.ErrUnavailable); later calls serve the state
+// the store holds now. Fences the registry issued since are not in that
+// state, so it may issue them again: the gates' regression rule pauses
+// the resources that see one, and bumping the fence range (fencegate
+// fence-range bump) moves every next fence above them. A store that can
+// tell (zkstore) says so; the contract does not require it.
+var ErrStoreWentBack = errors.New("registry: the store went back")
 
 // Store is the registry's only state: linearizable compare-and-swap over
 // per-resource records, the request-ID index and the registry-wide

@@ -26,18 +26,31 @@ var ErrContended = errors.New("zkstore: commit refused by concurrent changes")
 // linearizable): read the nodes, decide the compares, one multi pinning
 // what was read. A refused multi applied nothing and is decided again on
 // a synced, consistent read.
+//
+// Like Read, it returns registry.ErrStoreWentBack, before deciding, when
+// what it read is older than what this Store saw before, and after a
+// multi whose revision shows the same (the multi applied, to the state the
+// ensemble holds now).
 func (s *Store) Commit(ctx context.Context, w registry.Write) (registry.CommitResult, error) {
 	if err := checkWrite(w); err != nil {
 		return registry.CommitResult{}, err
 	}
+	base := s.hist.before(s, append(s.commitPaths(w, w.ReadKeys), s.revPath()))
 	v, err := s.look(ctx, w)
+	if err == nil && v != nil {
+		err = s.hist.after(s, base, v.nodes)
+	}
 	if err != nil {
 		return registry.CommitResult{}, fmt.Errorf("zkstore: commit: read: %w", err)
 	}
 	for range commitAttemptsMax {
 		if v == nil || !s.holds(w, v) {
 			// The quick look may lag the leader: decide on a synced read.
-			if v, err = s.readView(ctx, s.commitPaths(w, w.ReadKeys), s.guarded(w), true); err != nil {
+			v, err = s.readView(ctx, s.commitPaths(w, w.ReadKeys), s.guarded(w), true)
+			if err == nil {
+				err = s.hist.after(s, base, v.nodes)
+			}
+			if err != nil {
 				return registry.CommitResult{}, fmt.Errorf("zkstore: commit: read: %w", err)
 			}
 			if !s.holds(w, v) {
@@ -53,7 +66,10 @@ func (s *Store) Commit(ctx context.Context, w registry.Write) (registry.CommitRe
 		case err != nil:
 			return registry.CommitResult{}, err
 		case !refused:
-			return registry.CommitResult{OK: true, Revision: rev}, nil
+			if err := s.hist.after(s, base, map[string]node{s.revPath(): rev}); err != nil {
+				return registry.CommitResult{}, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
+			}
+			return registry.CommitResult{OK: true, Revision: uint64(rev.stat.Mzxid)}, nil
 		}
 		v = nil
 	}
@@ -107,7 +123,7 @@ func (s *Store) guarded(w registry.Write) map[string]bool {
 // compared entry's bucket had a child created or deleted after the
 // entry's mzxid (its pin would not be sound; a synced read decides).
 func (s *Store) look(ctx context.Context, w registry.Write) (*view, error) {
-	paths := s.commitPaths(w, nil)
+	paths := append(s.commitPaths(w, nil), s.revPath()) // the revision node for history.go
 	g := s.guarded(w)
 	for p := range g {
 		paths = append(paths, path.Dir(p))
@@ -221,33 +237,33 @@ func (s *Store) entryOps(rw registry.RequestWrite, n node) []any {
 	}
 }
 
-// multi sends ops. It returns the commit's revision, or refused when
-// ZooKeeper answered that a pin failed (nothing applied), or an error:
-// ErrOutcomeUnknown when the multi was sent and no answer says whether it
-// applied.
-func (s *Store) multi(ctx context.Context, ops []any) (rev uint64, refused bool, err error) {
+// multi sends ops. It returns <root>/rev as the multi set it (its mzxid is
+// the commit's revision), or refused when ZooKeeper answered that a pin
+// failed (nothing applied), or an error: ErrOutcomeUnknown when the multi
+// was sent and no answer says whether it applied.
+func (s *Store) multi(ctx context.Context, ops []any) (rev node, refused bool, err error) {
 	if err := ctx.Err(); err != nil {
-		return 0, false, fmt.Errorf("zkstore: commit: not sent: %w", err)
+		return node{}, false, fmt.Errorf("zkstore: commit: not sent: %w", err)
 	}
 	res, err := call(ctx, func() ([]zk.MultiResponse, error) { return s.c.Multi(ops...) })
 	switch {
 	case err == nil && len(res) == len(ops) && res[len(res)-1].Stat != nil:
-		return uint64(res[len(res)-1].Stat.Mzxid), false, nil
+		return node{ok: true, stat: *res[len(res)-1].Stat}, false, nil
 	case err == nil:
-		return 0, false, fmt.Errorf("%w: applied, but the reply has %d results for %d operations", ErrOutcomeUnknown, len(res), len(ops))
+		return node{}, false, fmt.Errorf("%w: applied, but the reply has %d results for %d operations", ErrOutcomeUnknown, len(res), len(ops))
 	case ctx.Err() != nil:
-		return 0, false, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
+		return node{}, false, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
 	case len(res) == len(ops) && pinFailed(err):
 		if errors.Is(err, zk.ErrNoNode) {
 			s.forgetDirs() // a directory may be gone: recreate before the next try
 		}
-		return 0, true, nil
+		return node{}, true, nil
 	case len(res) == len(ops):
 		// Refused for another reason (no permission, a bad path): nothing
 		// applied, and trying again will not help.
-		return 0, false, fmt.Errorf("zkstore: commit: refused: %w", err)
+		return node{}, false, fmt.Errorf("zkstore: commit: refused: %w", err)
 	}
-	return 0, false, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
+	return node{}, false, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
 }
 
 // pinFailed reports a multi refused because a node was not as read.

@@ -65,7 +65,7 @@ func (s *Store) CommitKeyHistory(ctx context.Context, w registry.KeyHistoryWrite
 		case err != nil:
 			return registry.KeyHistoryResult{}, err
 		case !refused:
-			return registry.KeyHistoryResult{OK: true, Revision: rev}, nil
+			return registry.KeyHistoryResult{OK: true, Revision: uint64(rev.stat.Mzxid)}, nil
 		}
 	}
 	return registry.KeyHistoryResult{}, fmt.Errorf("%w: key history, after %d multis", ErrContended, commitAttemptsMax)

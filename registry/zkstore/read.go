@@ -95,17 +95,17 @@ func (s *Store) sync(ctx context.Context) error {
 	})
 }
 
-// revision returns <root>/rev's mzxid: the revision of the last commit
-// the session's server has applied.
-func (s *Store) revision(ctx context.Context) (uint64, error) {
+// revision reads <root>/rev: its mzxid is the revision of the last
+// commit the session's server has applied.
+func (s *Store) revision(ctx context.Context) (node, error) {
 	st, err := call(ctx, func() (*zk.Stat, error) {
 		_, st, err := s.c.Get(s.revPath())
 		return st, err
 	})
 	if err != nil {
-		return 0, fmt.Errorf("get %s: %w", s.revPath(), err)
+		return node{}, fmt.Errorf("get %s: %w", s.revPath(), err)
 	}
-	return uint64(st.Mzxid), nil
+	return node{ok: true, stat: *st}, nil
 }
 
 // readPaths are the nodes a snapshot of resource and keys needs.
@@ -138,11 +138,13 @@ func (s *Store) readView(ctx context.Context, paths []string, guarded map[string
 		}
 	}
 	for range readAttemptsMax {
-		rev, err := s.revision(ctx)
+		revNode, err := s.revision(ctx)
 		if err != nil {
 			return nil, err
 		}
-		v := &view{rev: rev, nodes: make(map[string]node, len(paths))}
+		rev := uint64(revNode.stat.Mzxid)
+		v := &view{rev: rev, nodes: make(map[string]node, len(paths)+1)}
+		v.nodes[s.revPath()] = revNode
 		if err := s.getAll(ctx, paths, v.nodes); err != nil {
 			return nil, err
 		}
@@ -197,9 +199,15 @@ func parentsQuiet(dirs map[string]node, rev uint64) bool {
 	return true
 }
 
-// Read implements registry.Store.
+// Read implements registry.Store. It returns registry.ErrStoreWentBack
+// when what it read is older than what this Store saw before (history.go).
 func (s *Store) Read(ctx context.Context, resource string, keys []lockstate.RequestKey) (registry.Snapshot, error) {
-	v, err := s.readView(ctx, s.readPaths(resource, keys), nil, true)
+	paths := s.readPaths(resource, keys)
+	base := s.hist.before(s, append(paths, s.revPath()))
+	v, err := s.readView(ctx, paths, nil, true)
+	if err == nil {
+		err = s.hist.after(s, base, v.nodes)
+	}
 	if err != nil {
 		return registry.Snapshot{}, fmt.Errorf("zkstore: read: %w", err)
 	}

@@ -90,12 +90,12 @@ func TestRefusedPinIsNotUnknown(t *testing.T) {
 	s := freshStore(t)
 	ctx := context.Background()
 	rev, refused, err := s.multi(ctx, []any{&zk.CheckVersionRequest{Path: s.settingsPath(), Version: 7}, &zk.SetDataRequest{Path: s.revPath(), Version: -1}})
-	if err != nil || !refused || rev != 0 {
-		t.Fatalf("stale pin: rev %d refused %v err %v", rev, refused, err)
+	if err != nil || !refused || rev.ok {
+		t.Fatalf("stale pin: rev %+v refused %v err %v", rev, refused, err)
 	}
 	rev, refused, err = s.multi(ctx, []any{&zk.CheckVersionRequest{Path: s.settingsPath(), Version: 0}, &zk.SetDataRequest{Path: s.revPath(), Version: -1}})
-	if err != nil || refused || rev == 0 {
-		t.Fatalf("right pin: rev %d refused %v err %v", rev, refused, err)
+	if err != nil || refused || rev.stat.Mzxid == 0 {
+		t.Fatalf("right pin: rev %+v refused %v err %v", rev, refused, err)
 	}
 }
 

@@ -139,6 +139,8 @@ type Store struct {
 	mu     sync.Mutex
 	dirs   map[string]bool // request directories known to exist (never deleted)
 	listed *listing        // the last owner ScanRequests listed
+
+	hist history // what this store has seen of the ensemble's history (history.go)
 }
 
 var _ registry.Store = (*Store)(nil)
