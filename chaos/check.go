@@ -41,7 +41,10 @@ type Report struct {
 	Visualization string
 	// Evidence lists, for an Illegal verdict, the operations around the
 	// first one porcupine could not place.
-	Evidence   []string
+	Evidence []string
+	// Undecided names, for an Unknown verdict, each partition porcupine
+	// did not decide within checkTimeout, and its size.
+	Undecided  []string
 	Operations int            // operations porcupine checked
 	CheckTime  time.Duration  // porcupine's time
 	Calls      map[string]int // registry calls by kind/result, writes and decisions by outcome
@@ -57,7 +60,12 @@ type Report struct {
 // rule, whose pauses in normal operation this suite is expected to see.
 func (r *Report) Failures(strictPauses bool) []string {
 	var out []string
-	if r.Verdict != porcupine.Ok {
+	switch r.Verdict {
+	case porcupine.Ok:
+	case porcupine.Unknown:
+		out = append(out, fmt.Sprintf("porcupine: %s: no verdict within %s, which fails the run (undecided: %s)",
+			r.Verdict, checkTimeout, strings.Join(r.Undecided, "; ")))
+	default:
 		out = append(out, fmt.Sprintf("porcupine: %s", r.Verdict))
 	}
 	for _, v := range r.Counts.Violations() {
@@ -82,23 +90,9 @@ func (r *Report) Failures(strictPauses bool) []string {
 
 // Check reads a finished run's histories and database and checks them.
 func Check(ctx context.Context, cfg Config, db *sql.DB, eventsDir string) (*Report, error) {
-	h, err := LoadHistory(eventsDir)
+	rep, err := CheckHistory(eventsDir, cfg.Seed, cfg.Mutant, cfg.Dir)
 	if err != nil {
 		return nil, err
-	}
-	rep := &Report{Seed: cfg.Seed, Mutant: cfg.Mutant, Calls: tally(h)}
-	ops := h.Operations(cfg.resources())
-	rep.Operations = len(ops)
-	model := newModel(modelParams{lockDelayMs: lockDelayMs})
-	t0 := time.Now()
-	res, info := porcupine.CheckOperationsVerbose(model, ops, checkTimeout)
-	rep.Verdict, rep.CheckTime = res, time.Since(t0)
-	if res == porcupine.Illegal {
-		rep.Visualization = filepath.Join(cfg.Dir, fmt.Sprintf("porcupine-seed%d.html", cfg.Seed))
-		if err := porcupine.VisualizePath(model, info, rep.Visualization); err != nil {
-			return nil, err
-		}
-		rep.Evidence = evidence(model, ops)
 	}
 	effects, err := loadEffects(ctx, db)
 	if err != nil {
@@ -111,6 +105,36 @@ func Check(ctx context.Context, cfg Config, db *sql.DB, eventsDir string) (*Repo
 		}
 	}
 	countEffects(effects, receipts, cfg.Mutant, &rep.Counts)
+	return rep, nil
+}
+
+// CheckHistory checks a run's recorded history alone, with no database:
+// porcupine over the model, and the counts the history shows (the
+// registry's answers, the gates' pauses). A kept run is replayed through
+// it (cmd/chaoscheck). An Illegal verdict's visualization is written to
+// visDir.
+func CheckHistory(eventsDir string, seed uint64, mutant bool, visDir string) (*Report, error) {
+	h, err := LoadHistory(eventsDir)
+	if err != nil {
+		return nil, err
+	}
+	rep := &Report{Seed: seed, Mutant: mutant, Calls: tally(h)}
+	ops := h.Operations(h.Resources())
+	rep.Operations = len(ops)
+	model := modelFor(ops)
+	t0 := time.Now()
+	res, info := porcupine.CheckOperationsVerbose(model, ops, checkTimeout)
+	rep.Verdict, rep.CheckTime = res, time.Since(t0)
+	switch res {
+	case porcupine.Illegal:
+		rep.Visualization = filepath.Join(visDir, fmt.Sprintf("porcupine-seed%d.html", seed))
+		if err := porcupine.VisualizePath(model, info, rep.Visualization); err != nil {
+			return nil, err
+		}
+		rep.Evidence = evidence(model, ops)
+	case porcupine.Unknown:
+		rep.Undecided = undecided(model, ops)
+	}
 	countRegistry(h, &rep.Counts)
 	countPauses(h, &rep.Counts)
 	for _, e := range h.Events {
@@ -130,7 +154,7 @@ func tally(h *History) map[string]int {
 	out := map[string]int{}
 	for _, e := range h.Events {
 		switch e.Kind {
-		case record.KindFault, record.KindRepair, record.KindResume, record.KindRestore:
+		case record.KindFault, record.KindRepair, record.KindResume, record.KindRestore, record.KindRegression:
 			continue
 		}
 		out[e.Kind+" "+e.Result]++
@@ -161,6 +185,9 @@ func (r *Report) String() string {
 	for _, l := range r.Evidence {
 		fmt.Fprintf(&b, "  %s\n", l)
 	}
+	for _, l := range r.Undecided {
+		fmt.Fprintf(&b, "  undecided: %s\n", l)
+	}
 	return b.String()
 }
 
@@ -184,6 +211,7 @@ func Totals(rs []*Report) (ops int, faults map[string]int, verdicts map[string]i
 		c.RestoresUndetected += r.Counts.RestoresUndetected
 		c.ExpectedReissues += r.Counts.ExpectedReissues
 		c.ExpectedPauses += r.Counts.ExpectedPauses
+		c.StoreWentBack += r.Counts.StoreWentBack
 	}
 	return ops, faults, verdicts, counts
 }

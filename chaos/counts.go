@@ -40,6 +40,12 @@ type Counts struct {
 	// ExpectedPauses: FENCE_REGRESSION decisions inside a restore's
 	// window. Not a violation.
 	ExpectedPauses int
+	// StoreWentBack: times the store went back by itself (ZooKeeper lost
+	// transactions it had acknowledged), seen by the orchestrator's
+	// watcher: each is a boundary between histories of the store, as a
+	// restore is, that no pause has to follow. Not a violation of
+	// fencegate's; docs/guarantees.md, "On ZooKeeper".
+	StoreWentBack int
 }
 
 // Violations lists the non-zero violation counts.
@@ -115,13 +121,19 @@ func splitByEra(grants map[string]int) (same, cross int) {
 	return same, len(perEra) - 1
 }
 
-// countPauses classifies every FENCE_REGRESSION: inside a restore's
-// window for its resource (from the restore until the resource's repair
-// finished) it is expected; anywhere else it is spurious. It also counts
-// restores after which nothing paused.
+// countPauses classifies every FENCE_REGRESSION: inside a restore's (or
+// a regression's) window for its resource (from it until the resource's
+// repair finished) it is expected; anywhere else it is spurious. It also
+// counts restores after which nothing paused, and the regressions.
 func countPauses(h *History, c *Counts) {
 	rs := h.restores()
 	detected := make([]bool, len(rs))
+	for i, r := range rs {
+		if r.Kind == record.KindRegression {
+			detected[i] = true // a regression need not end in a pause: the registry may issue nothing it forgot
+			c.StoreWentBack++
+		}
+	}
 	for _, e := range h.Events {
 		if e.Kind != record.KindDecide || e.Result != string(gate.FenceRegression) || e.Mutant {
 			continue

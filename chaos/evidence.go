@@ -3,8 +3,11 @@ package chaos
 import (
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/anishathalye/porcupine"
+
+	"github.com/fencegate/fencegate/chaos/record"
 )
 
 // evidenceOpsMax bounds the operations an Illegal verdict's evidence
@@ -18,7 +21,7 @@ const evidenceOpsMax = 24
 // first call.
 func evidence(model porcupine.Model, ops []porcupine.Operation) []string {
 	var out []string
-	for _, part := range partitionByResource(ops) {
+	for _, part := range partitionByObject(ops) {
 		res, info := porcupine.CheckOperationsVerbose(model, part, checkTimeout)
 		if res != porcupine.Illegal {
 			continue
@@ -46,8 +49,8 @@ func evidence(model porcupine.Model, ops []porcupine.Operation) []string {
 			}
 		}
 		base := part[order[0]].Call
-		out = append(out, fmt.Sprintf("resource %s: %d of %d operations linearize; the first left out is #%d",
-			part[0].Input.(opInput).resource, len(longest), len(part), first))
+		out = append(out, fmt.Sprintf("%s: %d of %d operations linearize; the first left out is #%d",
+			objectOf(part[0].Input.(opInput)), len(longest), len(part), first))
 		for k := max(0, first-evidenceOpsMax/2); k < min(len(order), first+evidenceOpsMax/2); k++ {
 			op := part[order[k]]
 			mark := " "
@@ -61,6 +64,30 @@ func evidence(model porcupine.Model, ops []porcupine.Operation) []string {
 			}
 			out = append(out, line)
 		}
+	}
+	return out
+}
+
+// undecidedTimeout bounds the search of one partition when undecided
+// looks for the ones that kept the whole check from a verdict.
+const undecidedTimeout = 20 * time.Second
+
+// undecided names the partitions of an Unknown verdict: each one
+// porcupine does not decide within undecidedTimeout on its own, with its
+// size and lost answers (what makes a search large).
+func undecided(model porcupine.Model, ops []porcupine.Operation) []string {
+	var out []string
+	for _, part := range partitionByObject(ops) {
+		if porcupine.CheckOperationsTimeout(model, part, undecidedTimeout) != porcupine.Unknown {
+			continue
+		}
+		lost := 0
+		for _, op := range part {
+			if in := op.Input.(opInput); in.outcome == record.ResultLost || in.outcome == record.ResultUnknown {
+				lost++
+			}
+		}
+		out = append(out, fmt.Sprintf("%s: %d operations, %d of them lost or unknown", objectOf(part[0].Input.(opInput)), len(part), lost))
 	}
 	return out
 }

@@ -33,20 +33,12 @@ func LoadHistory(dir string) (*History, error) {
 	return h, nil
 }
 
-// end is the last return instant of the history, plus one.
-func (h *History) end() int64 {
-	var m int64
-	for _, e := range h.Events {
-		m = max(m, e.RetNs, e.CallNs)
-	}
-	return m + 1
-}
-
 // Operations turns the history into porcupine operations over the
 // per-resource model: every HELD grant answer, every successful renewal
 // and HELD status answer, every release (a lost one may take effect at
-// any later instant, so it returns at the end), every gate decision, and
-// the orchestrator's restores (one per resource), floor raises and
+// any later instant: the model keeps it pending), every gate decision, and
+// the orchestrator's restores and the regressions its watcher saw (one
+// per resource: the registry's state is unknown after them), floor raises and
 // resumes. Answers that change nothing in the model (refusals, lost
 // renewals and status calls, grants no longer HELD) are left out.
 func (h *History) Operations(resources []string) []porcupine.Operation {
@@ -57,7 +49,6 @@ func (h *History) Operations(resources []string) []porcupine.Operation {
 		}
 		return clients[p]
 	}
-	end := h.end()
 	var ops []porcupine.Operation
 	add := func(e record.Event, in opInput, ret int64) {
 		in.proc, in.lease, in.callMs = e.Proc, e.Lease, e.CallNs/1e6
@@ -75,12 +66,14 @@ func (h *History) Operations(resources []string) []porcupine.Operation {
 		case e.Kind == record.KindRelease && e.Result == record.ResultOK:
 			add(e, opInput{kind: opRelease, outcome: "ok"}, e.RetNs)
 		case e.Kind == record.KindRelease && e.Result == record.ResultLost:
-			add(e, opInput{kind: opRelease, outcome: "lost"}, end)
+			// It may take effect at any later instant: the model keeps it
+			// pending (stepRegistry).
+			add(e, opInput{kind: opRelease, outcome: "lost"}, e.RetNs)
 		case e.Kind == record.KindStatus && e.Result == record.ResultOK && e.State == string(grant.StateHeld):
 			add(e, opInput{kind: opStatus}, e.RetNs)
 		case e.Kind == record.KindDecide:
 			add(e, opInput{kind: opDecide, fence: e.Fence, seq: e.Seq, grant: e.GrantDigest, outcome: e.Result}, e.RetNs)
-		case e.Kind == record.KindRestore && e.Result == record.ResultOK:
+		case forgets(e):
 			for _, r := range resources {
 				add(e, opInput{kind: opRestore, resource: r}, e.RetNs)
 			}
@@ -93,11 +86,33 @@ func (h *History) Operations(resources []string) []porcupine.Operation {
 	return ops
 }
 
-// restores returns the run's successful restores.
+// Resources returns the resources the history names, sorted.
+func (h *History) Resources() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, e := range h.Events {
+		if e.Resource != "" && !seen[e.Resource] {
+			seen[e.Resource] = true
+			out = append(out, e.Resource)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// forgets reports whether e is a moment after which the registry may
+// have forgotten grants: a restore of its store, or the store going back
+// by itself (a regression the watcher saw).
+func forgets(e record.Event) bool {
+	return (e.Kind == record.KindRestore || e.Kind == record.KindRegression) && e.Result == record.ResultOK
+}
+
+// restores returns the run's successful restores and regressions: the
+// boundaries between the store's histories.
 func (h *History) restores() []record.Event {
 	var out []record.Event
 	for _, e := range h.Events {
-		if e.Kind == record.KindRestore && e.Result == record.ResultOK {
+		if forgets(e) {
 			out = append(out, e)
 		}
 	}

@@ -43,6 +43,14 @@ type modelState struct {
 	fenceMax  uint64 // highest fence granted since the last restore (or the floor raised)
 	holder    string // lease of the current holder, "" for none
 	holderExp int64  // a lower bound of the holder's expiry, registry clock (ms)
+	// pending are the releases sent whose answers were lost and that have
+	// not taken effect yet, each as "lease*copies", sorted (pending.go):
+	// any of them may take effect before any later registry operation.
+	pending string
+	// restoresLeft is how many restores (and regressions) the history has
+	// after this state: what bounds the copies of a pending release that
+	// can still matter (pendingCap).
+	restoresLeft int
 
 	highest uint64 // gate: highestFence
 	lastSeq uint64 // gate: last segment accepted under highest
@@ -55,9 +63,11 @@ type modelState struct {
 // instants and the processes' nanosecond timestamps (one machine clock).
 const grantSlackMs = 20
 
-// modelParams are the registry limits the model judges exclusivity by.
+// modelParams are the registry limits the model judges exclusivity by,
+// and the history's restores.
 type modelParams struct {
 	lockDelayMs int64
+	restores    int // restore operations in each registry partition (modelFor)
 }
 
 // authOutcomes are decided before any resource state is read.
@@ -68,8 +78,50 @@ var authOutcomes = map[string]bool{
 
 // stepRegistry is the registry part of the model: fences strictly rise
 // within one history of the store, and a new holder is granted only after
-// the previous one released or expired (plus lock-delay).
+// the previous one released or expired (plus lock-delay). A release whose
+// answer was lost may take effect at any instant after it was sent: it is
+// pending from its operation on, and before any later operation the
+// holder's pending release either has taken effect or not.
 func (p modelParams) stepRegistry(s modelState, in opInput) []modelState {
+	if in.kind == opRelease && in.outcome == "lost" {
+		s.pending = pendingAdd(s.pending, in.lease)
+		return []modelState{capPending(s)}
+	}
+	out := p.stepRegistryAt(s, in)
+	if rest, ok := pendingTake(s.pending, s.holder); ok {
+		gone := s
+		gone.holder, gone.pending = "", rest
+		out = append(out, p.stepRegistryAt(gone, in)...)
+	}
+	for i := range out {
+		out[i] = capPending(out[i])
+	}
+	return out
+}
+
+// capPending drops the copies of pending releases that can no longer
+// take effect, so that states differing only in those merge (without it,
+// a run's lost releases multiply the states the search keeps). A copy
+// takes effect only while its lease is the holder, and a lease that is
+// not the holder of a known registry becomes it again only after a
+// restore: each lease keeps at most one copy per time it can still be
+// the holder (the restores left, plus one when it is the holder or the
+// registry's state is unknown).
+func capPending(s modelState) modelState {
+	if s.pending == "" {
+		return s
+	}
+	s.pending = pendingCap(s.pending, func(lease string) int {
+		if lease == s.holder || !s.known {
+			return s.restoresLeft + 1
+		}
+		return s.restoresLeft
+	})
+	return s
+}
+
+// stepRegistryAt steps s by one answered operation.
+func (p modelParams) stepRegistryAt(s modelState, in opInput) []modelState {
 	switch in.kind {
 	case opGrant:
 		if s.known && in.lease == s.holder {
@@ -92,13 +144,6 @@ func (p modelParams) stepRegistry(s modelState, in opInput) []modelState {
 			s.holderExp = max(s.holderExp, in.callMs+in.ttlMs)
 		}
 	case opRelease:
-		if in.outcome == "lost" {
-			gone := s
-			if s.holder == in.lease {
-				gone.holder = ""
-			}
-			return []modelState{s, gone}
-		}
 		if in.outcome == "ok" && s.holder == in.lease {
 			s.holder = ""
 		}
@@ -108,6 +153,7 @@ func (p modelParams) stepRegistry(s modelState, in opInput) []modelState {
 		}
 	case opRestore:
 		s.known, s.fenceMax, s.holder, s.holderExp = false, 0, "", 0
+		s.restoresLeft = max(s.restoresLeft-1, 0)
 	case opRepair:
 		s.fenceMax = max(s.fenceMax, in.floor)
 	}

@@ -66,7 +66,7 @@ func TestModel(t *testing.T) {
 		{"RESOURCE_PAUSED while not paused", with(decideOp(60, 3, 1, "gC", "RESOURCE_PAUSED")), porcupine.Illegal},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if got := porcupine.CheckOperations(newModel(modelParams{lockDelayMs: lockDelayMs}), c.h); got != (c.want == porcupine.Ok) {
+			if got := porcupine.CheckOperations(modelFor(c.h), c.h); got != (c.want == porcupine.Ok) {
 				t.Errorf("linearizable = %t, want %s", got, c.want)
 			}
 		})
@@ -99,5 +99,52 @@ func TestModelLostAnswers(t *testing.T) {
 	neither := []porcupine.Operation{grantOp(0, "A", 1), decideOp(10, 1, 1, "gA", "unknown"), decideOp(20, 1, 3, "gA", "ACCEPTED")}
 	if porcupine.CheckOperations(m, neither) {
 		t.Error("segment 3 after an unknown segment 1 is a gap either way")
+	}
+}
+
+// TestModelPendingReleases: a lost release is pending from when it was
+// sent until it takes effect, once per copy sent: a release retried and
+// lost three times explains one next grant, and a copy sent before a
+// restore can end the lease again after it, once the restored registry
+// holds it again.
+func TestModelPendingReleases(t *testing.T) {
+	m := modelFor(nil)
+	retried := []porcupine.Operation{grantOp(0, "A", 1),
+		releaseOp(30, "A", "lost", 530), releaseOp(1030, "A", "lost", 1530), releaseOp(2030, "A", "lost", 2530), grantOp(2600, "B", 2)}
+	if !porcupine.CheckOperations(m, retried) {
+		t.Error("a release retried and lost three times explains the next grant")
+	}
+	acrossRestore := []porcupine.Operation{grantOp(0, "A", 1),
+		releaseOp(30, "A", "lost", 530), releaseOp(1030, "A", "lost", 1530), grantOp(1600, "B", 2),
+		hop(2000, 2100, opInput{kind: opRestore}), hop(2200, 2205, opInput{kind: opRenew, lease: "A", outcome: "ok", ttlMs: 3000}),
+		grantOp(2300, "C", 2)}
+	if !porcupine.CheckOperations(modelFor(acrossRestore), acrossRestore) {
+		t.Error("the second copy of a release ends the lease the restored registry holds again")
+	}
+	once := append(acrossRestore[:1:1], releaseOp(30, "A", "lost", 530), grantOp(1600, "B", 2),
+		hop(2000, 2100, opInput{kind: opRestore}), hop(2200, 2205, opInput{kind: opRenew, lease: "A", outcome: "ok", ttlMs: 3000}),
+		grantOp(2300, "C", 2))
+	if porcupine.CheckOperations(modelFor(once), once) {
+		t.Error("one copy of a release took effect twice")
+	}
+}
+
+// TestModelManyLostAnswersDecide: a resource with a hundred lost
+// releases, retried in bursts while grants go on, gets a verdict within
+// the checker's budget (the same release kept pending, not placed at
+// every later instant).
+func TestModelManyLostAnswersDecide(t *testing.T) {
+	var h []porcupine.Operation
+	at := int64(0)
+	for i := range 25 {
+		lease := string(rune('A'+i%26)) + "-" + string(rune('a'+i/26))
+		h = append(h, grantOp(at, lease, uint64(i+1)))
+		for k := range 4 {
+			h = append(h, releaseOp(at+100+int64(k)*1000, lease, "lost", at+600+int64(k)*1000))
+		}
+		at += 4200
+	}
+	if res := porcupine.CheckOperationsTimeout(modelFor(h), h, checkTimeout); res != porcupine.Ok {
+		t.Errorf("100 lost releases: %s, want Ok", res)
 	}
 }

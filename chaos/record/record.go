@@ -31,9 +31,14 @@ const (
 	KindClock = "clock"
 	// Orchestrator events.
 	KindFault   = "fault"   // a fault injected (Detail names it)
-	KindRestore = "restore" // etcd restored from a snapshot: the registry went back
-	KindRepair  = "repair"  // after a restore: registry floor and policy raised for Resource
-	KindResume  = "resume"  // gate resumed Resource with Floor
+	KindRestore = "restore" // the store restored from a snapshot: the registry went back
+	// KindRegression: the store went back by itself (ZooKeeper lost
+	// transactions it had acknowledged), seen by the orchestrator's
+	// watcher of the store's history: CallNs is its last look at the
+	// earlier history, RetNs its first at the later one.
+	KindRegression = "regression"
+	KindRepair     = "repair" // after a restore: registry floor and policy raised for Resource
+	KindResume     = "resume" // gate resumed Resource with Floor
 )
 
 // Results other than a registry or gate code.
