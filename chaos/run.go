@@ -59,6 +59,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}()
 	supDone := make(chan struct{})
 	go func() { defer close(supDone); e.supervise(runCtx) }()
+	watchDone := make(chan struct{})
+	go func() { defer close(watchDone); e.watchHistory(runCtx, rec, rep) }()
 	cfg.Logf("seed %d: system up, faults for %s", cfg.Seed, cfg.Duration-settleTime)
 	fl.run(runCtx, start, start.Add(cfg.Duration-settleTime))
 	e.settle()
@@ -68,6 +70,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	cancel()
 	<-repDone
 	<-supDone
+	<-watchDone
 	var svcs []*Proc
 	for _, s := range e.services {
 		svcs = append(svcs, s.proc)
@@ -100,6 +103,29 @@ func (e *Env) start(ctx context.Context) error {
 		return err
 	}
 	return e.startWorkers()
+}
+
+// historyWatcher is a Coordinator that tells when its store went back by
+// itself (ZooKeeperEnsemble.WatchHistory).
+type historyWatcher interface {
+	WatchHistory(ctx context.Context, emit func(record.Event))
+}
+
+// watchHistory records every regression the coordinator's watch sees
+// until ctx ends, and has the repairer treat it as a restore (the
+// operator's procedure after either).
+func (e *Env) watchHistory(ctx context.Context, rec *record.Writer, rep *repairer) {
+	w, ok := e.coord.(historyWatcher)
+	if !ok {
+		return
+	}
+	w.WatchHistory(ctx, func(ev record.Event) {
+		rec.Emit(ev)
+		e.cfg.Logf("%s (%s)", ev.Detail, e.coord.Engine())
+		if !e.cfg.Mutant {
+			rep.restored(ctx)
+		}
+	})
 }
 
 // settle ends every fault: links healed, workers thawed and back on the

@@ -28,9 +28,10 @@ const zkHealthyTimeout = 60 * time.Second
 // leader for an instant). It is a Restorer: a follower's data directory
 // copied, and later every member's replaced by the copy.
 type ZooKeeperEnsemble struct {
-	ens    *zktest.Ensemble
-	procs  []*Proc           // by member, in myid order
-	quorum map[[2]int]*Proxy // [from, to] myid: from's way to to's quorum port
+	ens      *zktest.Ensemble
+	procs    []*Proc           // by member, in myid order
+	quorum   map[[2]int]*Proxy // [from, to] myid: from's way to to's quorum port
+	restores restoreGen        // WatchHistory starts over at each
 }
 
 // startZooKeeper writes and starts the ensemble under dir and waits until
@@ -225,6 +226,8 @@ func (z *ZooKeeperEnsemble) Snapshot(ctx context.Context, path string) error {
 // copy; zxids are handed out again, and a client that saw a later zxid
 // is refused (ReplicasNeedRestart).
 func (z *ZooKeeperEnsemble) Restore(ctx context.Context, path string) error {
+	z.restores.next()
+	defer z.restores.next() // what the watch read while restoring is no history
 	for _, n := range z.Names() {
 		z.Isolate(n, false)
 		z.proc(n).Kill()
