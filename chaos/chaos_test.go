@@ -131,19 +131,25 @@ func TestChaosMutant(t *testing.T) {
 	t.Errorf("mutant (no fence check): no stale accept in %d runs", mutantRunsMax)
 }
 
-// run is one seeded run in a fresh database and directory.
+// run is one seeded run in a fresh database and directory. The directory
+// is removed when the test passes; a failed test keeps it (keepEvidence),
+// as FENCEGATE_CHAOS_KEEP keeps every run.
 func run(t *testing.T, bins Binaries, seed uint64, d time.Duration, mutant bool) *Report {
 	t.Helper()
-	dir := t.TempDir()
-	if keep := os.Getenv(EnvKeep); keep != "" {
-		dir = filepath.Join(keep, fmt.Sprintf("seed%d-mutant%t-%d", seed, mutant, time.Now().Unix()))
-	}
 	backend := envOr(EnvBackend, BackendEtcd)
-	storeDir := dir
+	dir, err := runDir(os.Getenv(EnvKeep), seed, backend, mutant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	storeDir := filepath.Join(dir, "store")
 	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
 		storeDir, _ = os.MkdirTemp("/dev/shm", "fencegate-chaos-"+backend+"-")
-		t.Cleanup(func() { os.RemoveAll(storeDir) })
 	}
+	t.Cleanup(func() {
+		if kept := keepEvidence(dir, storeDir, t.Failed() || os.Getenv(EnvKeep) != "", t.Failed(), runTag{seed, backend, d, mutant}); kept {
+			t.Logf("EVIDENCE KEPT in %s (history, logs, the store's data; replay: go run ./chaos/cmd/chaoscheck %s)", dir, dir)
+		}
+	})
 	workers, _ := strconv.Atoi(envOr(EnvWorkers, "0"))
 	cfg := Config{Seed: seed, Duration: d, Workers: workers, Mutant: mutant, Dir: dir, Backend: backend, StoreDir: storeDir,
 		RestartReplicasOnRestore: os.Getenv(EnvReplicas) == "1",
@@ -156,6 +162,66 @@ func run(t *testing.T, bins Binaries, seed uint64, d time.Duration, mutant bool)
 	}
 	t.Logf("%s", r)
 	return r
+}
+
+// runDir makes the run's directory: under keep when set, else a fresh
+// one in the system's temporary directory (not t.TempDir, which the test
+// removes whatever its outcome).
+func runDir(keep string, seed uint64, backend string, mutant bool) (string, error) {
+	name := fmt.Sprintf("seed%d-%s-mutant%t-", seed, backend, mutant)
+	if keep == "" {
+		return os.MkdirTemp("", "fencegate-chaos-"+name)
+	}
+	if err := os.MkdirAll(keep, 0o755); err != nil {
+		return "", err
+	}
+	return os.MkdirTemp(keep, name)
+}
+
+// runTag names a run in its kept directory's README.
+type runTag struct {
+	seed    uint64
+	backend string
+	d       time.Duration
+	mutant  bool
+}
+
+// keepEvidence ends a run's directory: when keep (the test failed — a
+// violation, a verdict other than Ok, an error — or FENCEGATE_CHAOS_KEEP
+// is set) the store's data (members' data directories and logs) is
+// copied in, the run's private files are removed and a README says how
+// to replay it; otherwise the directory is removed. It reports whether
+// it kept the directory. The store's own directory, when apart, is
+// removed either way.
+func keepEvidence(dir, storeDir string, keep, failed bool, tag runTag) bool {
+	inside := storeDir == filepath.Join(dir, "store")
+	if !inside {
+		defer os.RemoveAll(storeDir)
+	}
+	if !keep {
+		os.RemoveAll(dir)
+		return false
+	}
+	var notes []string
+	if !inside {
+		if err := copyDir(context.Background(), storeDir, filepath.Join(dir, "store")); err != nil {
+			notes = append(notes, fmt.Sprintf("the store's data was not kept: %v", err))
+		}
+	}
+	for _, secret := range []string{"k1.key", "tokens"} {
+		os.Remove(filepath.Join(dir, secret))
+	}
+	rerun := fmt.Sprintf("FENCEGATE_CHAOS=1 FENCEGATE_CHAOS_BACKEND=%s FENCEGATE_CHAOS_SEEDS=%d FENCEGATE_CHAOS_DURATION=%s", tag.backend, tag.seed, tag.d)
+	if tag.mutant {
+		rerun = fmt.Sprintf("FENCEGATE_CHAOS=1 FENCEGATE_CHAOS_BACKEND=%s FENCEGATE_CHAOS_MUTANT=%s", tag.backend, tag.d)
+	}
+	readme := fmt.Sprintf("Chaos run: seed %d on %s, %s, mutant=%t, failed=%t.\n\n"+
+		"events/   the recorded history\nlogs/     every process's log\nstore/    the store members' data directories and logs\n%s\n"+
+		"Replay the history through the checker alone:\n  go run ./chaos/cmd/chaoscheck %s\n"+
+		"Run the seed again (the schedule is seeded; timing is not):\n  %s go test -count=1 -timeout 15m -v -run '^TestChaos' ./chaos/\n",
+		tag.seed, tag.backend, tag.d, tag.mutant, failed, strings.Join(notes, "\n"), dir, rerun)
+	os.WriteFile(filepath.Join(dir, "README"), []byte(readme), 0o644)
+	return true
 }
 
 // setup skips unless the suite is enabled, finds the backend's servers
