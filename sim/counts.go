@@ -28,6 +28,7 @@ type Counts struct {
 	SegmentSkipAccepted   int // a segment accepted out of contract order
 	RegressionAccepted    int // a regressed grant accepted after an equal or higher fence
 	LostUpdates           int // a commit's record did not extend the one it replaced (decided on another record)
+	FenceReusedByRegistry int // a fence granted at or below one issued in the same history of the store (no restore between)
 
 	// Availability: each must be 0 too.
 	SpuriousPauses  int // a pause while the registry never went backwards

@@ -37,6 +37,7 @@ type Report struct {
 	SegmentSkipAccepted   int `json:"segmentSkipAccepted"`
 	RegressionAccepted    int `json:"regressionAccepted"`
 	LostUpdates           int `json:"lostUpdates"`
+	FenceReusedByRegistry int `json:"fenceReusedByRegistry"`
 
 	// Availability, each required to be 0: a pause while the registry never
 	// went backwards, the newest holder's first write refused without a
@@ -155,7 +156,7 @@ func newReport(cfg *Config, c *Counts, elapsed time.Duration) *Report {
 		Faults: map[string]float64{}, SkewBeyondBound: cfg.SkewBeyondBound, Alg: string(cfg.Alg), StatusQuery: cfg.StatusQuery, SkewBoundMs: cfg.SkewBoundMs,
 		StaleAccepted: c.StaleAccepted, StaleNotHolder: c.StaleNotHolder, StaleAfterHigherFence: c.StaleAfterHigherFence,
 		ForgedAccepted: c.ForgedAccepted, HighestFencePolluted: c.HighestFencePolluted,
-		SegmentSkipAccepted: c.SegmentSkipAccepted, RegressionAccepted: c.RegressionAccepted, LostUpdates: c.LostUpdates,
+		SegmentSkipAccepted: c.SegmentSkipAccepted, RegressionAccepted: c.RegressionAccepted, LostUpdates: c.LostUpdates, FenceReusedByRegistry: c.FenceReusedByRegistry,
 		SpuriousPauses: c.SpuriousPauses, BlockedHandoffs: c.BlockedHandoffs, GhostWaiters: c.GhostWaiters, UnusableGrants: c.UnusableGrants,
 		HeldPastDeadline: c.HeldPastDeadline, EffectsPastDeadline: c.EffectsPastDeadline, TTLRefused: c.TTLRefused, TTLDrawn: c.TTLDrawn,
 		HeldPastDeadlineShort: c.HeldPastDeadlineShort, EffectsPastDeadlineShort: c.EffectsPastDeadlineShort,
@@ -290,6 +291,7 @@ func (r *Report) WriteText(w io.Writer) {
 	row("segment-skip accepts", r.SegmentSkipAccepted, zero(r.SegmentSkipAccepted))
 	row("accepts after fence regression", r.RegressionAccepted, zero(r.RegressionAccepted))
 	row("commits that lost an update", r.LostUpdates, zero(r.LostUpdates))
+	row("fences reused within one store history", r.FenceReusedByRegistry, zero(r.FenceReusedByRegistry))
 	row("spurious pauses", r.SpuriousPauses, zero(r.SpuriousPauses))
 	row("blocked handoffs", r.BlockedHandoffs, zero(r.BlockedHandoffs))
 	row("ghost waiters", r.GhostWaiters, zero(r.GhostWaiters))

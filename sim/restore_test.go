@@ -4,7 +4,16 @@
 // show each story (or it proves nothing).
 package sim
 
-import "testing"
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/lockstate"
+	"github.com/fencegate/fencegate/registry/memstore"
+)
 
 // restoreStories are the interleavings a window of rounds must show,
 // each judged by the ground truth without a violation. A window rather
@@ -60,5 +69,52 @@ func TestRestoredRegistryGoingBackwardsIsNotTheGatesFault(t *testing.T) {
 		if !st.shows(r) {
 			t.Errorf("%d rounds of seed 20261204 never showed %q: the window proves nothing; widen it or find a seed that shows it", restoreWindowRounds, st.name)
 		}
+	}
+}
+
+// TestFenceReuseIsJudgedByStoreHistory: the checker judges a fence issued
+// twice as the chaos suite does (FenceReusedByRegistry): within one
+// history of the store it is a violation; after a restore, a fence above
+// the restored record's highest is one the restore forgot (a regressed
+// grant, not a violation), and one at or below it was issued twice in the
+// history the store went back to.
+func TestFenceReuseIsJudgedByStoreHistory(t *testing.T) {
+	var ended []lockstate.EndedLease
+	holder := func(lease string, fence uint64) *lockstate.Record {
+		rec := &lockstate.Record{HighestFence: fence, Holder: &lockstate.Holder{Grant: lockstate.GrantBody{Lease: lease, FenceToken: fence}, ExpiresAtMs: 1},
+			Ended: append([]lockstate.EndedLease(nil), ended...)}
+		ended = append(ended, lockstate.EndedLease{Lease: lease, State: grant.StateReleased, AtMs: 1})
+		return rec
+	}
+	none := func(lockstate.RequestKey) bool { return false }
+	for _, c := range []struct {
+		name              string
+		restoreTo         uint64 // 0: no restore before the second grant at fence 3
+		reused, regressed int
+	}{
+		{name: "no restore: the same history", reused: 1, regressed: 1},
+		{name: "restored below the fence: forgotten", restoreTo: 2, reused: 0, regressed: 1},
+		{name: "restored at the fence: still in the history", restoreTo: 3, reused: 1, regressed: 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ended = nil
+			w := &world{cfg: &Config{}, store: memstore.New(), res: &resource{name: "r"}}
+			var counts Counts
+			k := newChecker(w, &counts)
+			for f := uint64(1); f <= 3; f++ {
+				k.committed(holder(fmt.Sprintf("l%d", f), f), none)
+			}
+			if c.restoreTo > 0 {
+				if _, err := w.store.Commit(context.Background(), registry.Write{Resource: "r", RecordRev: w.recordRev, Record: &lockstate.Record{HighestFence: c.restoreTo}}); err != nil {
+					t.Fatal(err)
+				}
+				k.restored()
+				ended = nil // the restored record's
+			}
+			k.committed(holder("again", 3), none)
+			if counts.FenceReusedByRegistry != c.reused || counts.RegressedGrants != c.regressed || (c.reused > 0) != (counts.ViolationsTotal > 0) {
+				t.Errorf("reused %d, regressed %d, violations %+v; want %d, %d", counts.FenceReusedByRegistry, counts.RegressedGrants, counts.Violations, c.reused, c.regressed)
+			}
+		})
 	}
 }
