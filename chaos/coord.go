@@ -55,7 +55,9 @@ type Coordinator interface {
 // have already seen. A run whose coordinator is one saves early and
 // restores late (faulter.snapshotAndRestore).
 type Restorer interface {
-	// Snapshot saves the cluster's state to path.
+	// Snapshot saves the cluster's state to path, which holds every
+	// commit made before the call (the checker judges a fence granted
+	// before the snapshot and again after the restore a violation).
 	Snapshot(ctx context.Context, path string) error
 	// Restore replaces every member's state with the one saved at path
 	// and starts the members again on the same addresses.

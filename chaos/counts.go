@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"fmt"
+	"sort"
 
 	"github.com/fencegate/fencegate/chaos/record"
 	"github.com/fencegate/fencegate/gate"
@@ -70,7 +71,12 @@ func (c Counts) Violations() []string {
 }
 
 // countRegistry counts fence and request-ID reuse in the registry's
-// answers, per history of the store.
+// answers, per history of the store. A fence granted again across a
+// restore is expected when the restore could have forgotten it, and a
+// violation when its snapshot held it: the first grant was answered
+// before the snapshot began (the snapshot syncs its source first, so
+// whatever was answered before is in it), so the restored store knew the
+// fence (the simulator judges the same way, by the restored record).
 func countRegistry(h *History, c *Counts) {
 	rs := h.restores()
 	type fenceKey struct {
@@ -78,47 +84,91 @@ func countRegistry(h *History, c *Counts) {
 		fence uint64
 	}
 	type reqKey struct{ owner, id string }
-	fenceGrants := map[fenceKey]map[string]int{} // grant digest → era
-	reqGrants := map[reqKey]map[string]int{}
+	fenceGrants := map[fenceKey]map[string]grantSeen{} // by grant digest
+	reqGrants := map[reqKey]map[string]grantSeen{}
 	for _, e := range h.Events {
 		if (e.Kind != record.KindAcquire && e.Kind != record.KindQuery) || e.Result != record.ResultOK || e.GrantDigest == "" {
 			continue
 		}
-		er := era(rs, e.GrantIssuedMs*1e6)
+		g := grantSeen{era: era(rs, e.GrantIssuedMs*1e6), answeredNs: e.RetNs}
 		fk, rk := fenceKey{e.Resource, e.Fence}, reqKey{e.Owner, e.RequestID}
 		if fenceGrants[fk] == nil {
-			fenceGrants[fk] = map[string]int{}
+			fenceGrants[fk] = map[string]grantSeen{}
 		}
 		if reqGrants[rk] == nil {
-			reqGrants[rk] = map[string]int{}
+			reqGrants[rk] = map[string]grantSeen{}
 		}
-		fenceGrants[fk][e.GrantDigest] = er
-		reqGrants[rk][e.GrantDigest] = er
+		fenceGrants[fk][e.GrantDigest] = fenceGrants[fk][e.GrantDigest].first(g)
+		reqGrants[rk][e.GrantDigest] = reqGrants[rk][e.GrantDigest].first(g)
 	}
 	for _, gs := range fenceGrants {
-		same, cross := splitByEra(gs)
-		c.FenceReusedByRegistry += same
+		same, cross, held := splitByEra(gs, rs)
+		c.FenceReusedByRegistry += same + held
 		c.ExpectedReissues += cross
 	}
 	for _, gs := range reqGrants {
-		same, _ := splitByEra(gs)
+		same, _, _ := splitByEra(gs, rs)
 		c.RequestIDTwoGrants += same
 	}
 }
 
-// splitByEra counts the extra grants of one key inside one era (a
-// violation) and across eras (a restore forgot the first).
-func splitByEra(grants map[string]int) (same, cross int) {
-	perEra := map[int]int{}
-	for _, er := range grants {
-		perEra[er]++
+// grantSeen is one grant as answered: the era it was issued in, and when
+// it was first answered (0: not yet seen).
+type grantSeen struct {
+	era        int
+	answeredNs int64
+}
+
+// first merges two answers of one grant: the earlier answer counts.
+func (g grantSeen) first(o grantSeen) grantSeen {
+	if g.answeredNs == 0 || o.answeredNs < g.answeredNs {
+		return o
 	}
-	for er, n := range perEra {
-		if er >= 0 && n > 1 {
+	return g
+}
+
+// splitByEra counts the extra grants of one key inside one era (same: a
+// violation), and the eras after the first that grant it again: held
+// when a restore between holds an earlier grant in its snapshot (a
+// violation), cross otherwise (the restore or regression forgot it).
+func splitByEra(grants map[string]grantSeen, rs []record.Event) (same, cross, held int) {
+	perEra := map[int]int{}
+	var eras []int
+	for _, g := range grants {
+		if perEra[g.era]++; perEra[g.era] == 1 {
+			eras = append(eras, g.era)
+		}
+	}
+	sort.Ints(eras)
+	for _, er := range eras {
+		if n := perEra[er]; er >= 0 && n > 1 {
 			same += n - 1
 		}
 	}
-	return same, len(perEra) - 1
+	for _, er := range eras[1:] {
+		if er >= 0 && snapshotHeld(grants, rs, er) {
+			held++
+		} else {
+			cross++
+		}
+	}
+	return same, cross, held
+}
+
+// snapshotHeld reports whether a grant of an era before er was answered
+// before the snapshot of a restore that began between its era and er.
+func snapshotHeld(grants map[string]grantSeen, rs []record.Event, er int) bool {
+	for _, g := range grants {
+		if g.era < 0 || g.era >= er {
+			continue
+		}
+		for _, r := range rs[g.era:er] {
+			if r.Kind == record.KindRestore && r.SnapshotNs != 0 && g.answeredNs < r.SnapshotNs {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // countPauses classifies every FENCE_REGRESSION: inside a restore's (or

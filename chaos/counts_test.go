@@ -55,6 +55,36 @@ func TestCountRegistry(t *testing.T) {
 	}
 }
 
+// TestCountRegistrySnapshot: across a restore, a fence answered before
+// the restore's snapshot began was in the snapshot, and granting it again
+// is a violation; one answered after it may have been forgotten.
+func TestCountRegistrySnapshot(t *testing.T) {
+	g := func(issuedMs int64, fence uint64, digest string) record.Event {
+		return record.Event{Kind: record.KindAcquire, Result: record.ResultOK, Resource: "r", Owner: digest, RequestID: digest,
+			Fence: fence, GrantDigest: digest, GrantIssuedMs: issuedMs, CallNs: issuedMs * 1e6, RetNs: (issuedMs + 5) * 1e6}
+	}
+	restore := record.Event{Kind: record.KindRestore, CallNs: 100e6, RetNs: 200e6, Result: record.ResultOK, SnapshotNs: 50e6}
+	h := &History{Events: []record.Event{
+		g(10, 1, "gA"), // answered at 15 ms, before the snapshot at 50 ms: in it
+		g(60, 2, "gB"), // answered after the snapshot began: may be forgotten
+		restore,
+		g(300, 1, "gC"), // fence 1 again: the restored store held it
+		g(310, 2, "gD"), // fence 2 again: expected
+	}}
+	var c Counts
+	countRegistry(h, &c)
+	if c.FenceReusedByRegistry != 1 || c.ExpectedReissues != 1 {
+		t.Errorf("counts %+v, want 1 fence reused (held by the snapshot), 1 expected reissue", c)
+	}
+	restore.SnapshotNs = 0 // a regression, or an older history: nothing known of a snapshot
+	h.Events[2] = restore
+	c = Counts{}
+	countRegistry(h, &c)
+	if c.FenceReusedByRegistry != 0 || c.ExpectedReissues != 2 {
+		t.Errorf("without the snapshot's instant: counts %+v, want 2 expected reissues", c)
+	}
+}
+
 func TestCountEffects(t *testing.T) {
 	eff := func(fence, seq uint64, grant, payload string) effect {
 		return effect{resource: "r", fence: fence, seq: seq, grant: grant, payload: payload}

@@ -235,18 +235,25 @@ func (c *EtcdCluster) member(name string) *etcdMember {
 func ctlEnv() []string { return append(os.Environ(), "ETCDCTL_API=3") }
 
 // Snapshot saves a snapshot with etcdctl from the first member that
-// answers.
+// answers, after a linearizable read through that member: the member has
+// then applied every commit made before the call, so the snapshot holds
+// every grant answered before it (Restorer).
 func (c *EtcdCluster) Snapshot(ctx context.Context, path string) error {
 	var last error
 	for _, m := range c.members {
-		cmd := exec.CommandContext(ctx, c.ctl, "--endpoints", fmt.Sprintf("http://127.0.0.1:%d", m.clientPort),
-			"--dial-timeout", "2s", "--command-timeout", "10s", "snapshot", "save", path)
-		cmd.Env = ctlEnv()
-		out, err := cmd.CombinedOutput()
-		if err == nil {
+		for _, args := range [][]string{{"get", "--consistency=l", "chaos-snapshot-barrier"}, {"snapshot", "save", path}} {
+			cmd := exec.CommandContext(ctx, c.ctl, append([]string{"--endpoints", fmt.Sprintf("http://127.0.0.1:%d", m.clientPort),
+				"--dial-timeout", "2s", "--command-timeout", "10s"}, args...)...)
+			cmd.Env = ctlEnv()
+			out, err := cmd.CombinedOutput()
+			if last = nil; err != nil {
+				last = fmt.Errorf("chaos: etcdctl %s via %s: %w: %s", args[0], m.name, err, out)
+				break
+			}
+		}
+		if last == nil {
 			return nil
 		}
-		last = fmt.Errorf("chaos: etcdctl snapshot save via %s: %w: %s", m.name, err, out)
 	}
 	return last
 }

@@ -94,14 +94,14 @@ func (f *faulter) snapshotAndRestore(ctx context.Context, rs Restorer, snapAt, r
 	if !sleepUntil(ctx, snapAt) {
 		return
 	}
-	saved := false
+	saved, snapNs := false, int64(0)
 	for try := 0; try < 10 && !saved && ctx.Err() == nil; try++ {
 		f.storeBusy.Lock()
 		call := record.Now()
 		err := rs.Snapshot(ctx, snap)
 		f.storeBusy.Unlock()
 		if err == nil {
-			saved = true
+			saved, snapNs = true, call
 			f.note(FaultSnapshot, call, "to %s", snap)
 			break
 		}
@@ -118,7 +118,7 @@ func (f *faulter) snapshotAndRestore(ctx context.Context, rs Restorer, snapAt, r
 	call := record.Now()
 	err := rs.Restore(ctx, snap)
 	f.storeBusy.Unlock() // the store is whole again; restarting replicas is no store fault
-	ev := record.Event{Kind: record.KindRestore, Proc: "orchestrator", CallNs: call, RetNs: record.Now(), Result: record.ResultOK}
+	ev := record.Event{Kind: record.KindRestore, Proc: "orchestrator", CallNs: call, RetNs: record.Now(), Result: record.ResultOK, SnapshotNs: snapNs}
 	if err != nil {
 		ev.Result, ev.Detail = "error", err.Error()
 		f.e.cfg.Logf("restore: %v", err)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/fencegate/fencegate/testkit/zktest"
 )
 
@@ -194,9 +196,12 @@ func (z *ZooKeeperEnsemble) Close() {
 }
 
 // Snapshot saves a copy of a follower's data directory (snapshots,
-// transaction logs, epochs) at path, a directory: the follower is frozen
-// with SIGSTOP for the copy, so the copy is what a crash at that instant
-// would leave, which ZooKeeper recovers from.
+// transaction logs, epochs) at path, a directory: the follower is synced
+// with its leader first (ZooKeeper's sync, on a session of its own), so
+// the copy holds every transaction committed before the call (every
+// grant answered before it: Restorer), and frozen with SIGSTOP for the
+// copy, so the copy is what a crash at that instant would leave, which
+// ZooKeeper recovers from.
 func (z *ZooKeeperEnsemble) Snapshot(ctx context.Context, path string) error {
 	leader, err := z.Leader(ctx)
 	if err != nil {
@@ -204,7 +209,7 @@ func (z *ZooKeeperEnsemble) Snapshot(ctx context.Context, path string) error {
 	}
 	for _, m := range z.ens.Members {
 		p := z.procs[m.ID-1]
-		if zkName(m.ID) == leader || !p.Running() || p.Frozen() {
+		if zkName(m.ID) == leader || !p.Running() || p.Frozen() || syncMember(ctx, m.Addr) != nil {
 			continue
 		}
 		if err := p.Freeze(); err != nil {
@@ -216,7 +221,34 @@ func (z *ZooKeeperEnsemble) Snapshot(ctx context.Context, path string) error {
 		}
 		return copyDir(ctx, m.DataDir(), path)
 	}
-	return fmt.Errorf("chaos: no running follower to copy")
+	return fmt.Errorf("chaos: no running follower that syncs with its leader to copy")
+}
+
+// syncMemberTimeout bounds a session and a sync with one member.
+const syncMemberTimeout = 5 * time.Second
+
+// syncMember brings the member at addr up to date with its leader
+// (ZooKeeper's sync, on a session with that member alone).
+func syncMember(ctx context.Context, addr string) error {
+	ctx, cancel := context.WithTimeout(ctx, syncMemberTimeout)
+	defer cancel()
+	conn, events, err := zk.Connect([]string{addr}, syncMemberTimeout, zk.WithLogInfo(false), zk.WithLogger(quietZK{}))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	for {
+		select {
+		case ev := <-events:
+			if ev.State != zk.StateHasSession {
+				continue
+			}
+			_, err := conn.Sync("/")
+			return err
+		case <-ctx.Done():
+			return fmt.Errorf("chaos: no session with %s: %w", addr, ctx.Err())
+		}
+	}
 }
 
 // Restore replaces every member's data directory with the copy at path,

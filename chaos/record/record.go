@@ -82,6 +82,10 @@ type Event struct {
 
 	Floor  uint64 `json:"floor,omitempty"`
 	Detail string `json:"detail,omitempty"`
+	// SnapshotNs is, for a restore, when its snapshot began: every grant
+	// answered before it is in the snapshot (the snapshot syncs its
+	// source first), so the restored store knows its fence.
+	SnapshotNs int64 `json:"snapshot,omitempty"`
 }
 
 // Now is the real clock in nanoseconds, the timestamp of every event.
