@@ -88,7 +88,8 @@ func (z *zkOptions) open(ctx context.Context, who string, stderr io.Writer, form
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w (check --zookeeper, --zookeeper-cacert/--zookeeper-cert/--zookeeper-key and --zookeeper-user)", err)
 	}
-	s, err := zkstore.New(ctx, conn, z.root, z.cfg.ACL(), zkstore.WithStoredForm(form))
+	s, err := zkstore.New(ctx, conn, z.root, z.cfg.ACL(), zkstore.WithStoredForm(form),
+		zkstore.WithWentBack(func(err error) { fmt.Fprintf(stderr, "%s: %v\n", who, err) }))
 	if err != nil {
 		conn.Close()
 		return nil, nil, fmt.Errorf("%w (check --zookeeper-root and the user's permissions)", err)

@@ -71,6 +71,15 @@ func (h *history) before(s *Store, paths []string) map[string]seenNode {
 // remembered as read: later calls serve the history the ensemble holds
 // now.
 func (h *history) after(s *Store, base map[string]seenNode, nodes map[string]node) error {
+	err := h.compare(s, base, nodes)
+	if err != nil && s.onWentBack != nil {
+		s.onWentBack(err)
+	}
+	return err
+}
+
+// compare is after, under the lock.
+func (h *history) compare(s *Store, base map[string]seenNode, nodes map[string]node) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.seen == nil || len(h.seen) > historyNodesMax {

@@ -140,7 +140,8 @@ type Store struct {
 	dirs   map[string]bool // request directories known to exist (never deleted)
 	listed *listing        // the last owner ScanRequests listed
 
-	hist history // what this store has seen of the ensemble's history (history.go)
+	hist       history     // what this store has seen of the ensemble's history (history.go)
+	onWentBack func(error) // WithWentBack
 }
 
 var _ registry.Store = (*Store)(nil)
@@ -154,6 +155,12 @@ type Option func(*Store)
 // compact form share the store (docs/operations.md, "Upgrading the
 // stored form").
 func WithStoredForm(f registry.StoredForm) Option { return func(s *Store) { s.form = f } }
+
+// WithWentBack calls f with each registry.ErrStoreWentBack the store
+// returns (history.go), for the operator's log: the call that saw it
+// fails UNAVAILABLE at the client, which says little. Optional, defaults
+// to none.
+func WithWentBack(f func(error)) Option { return func(s *Store) { s.onWentBack = f } }
 
 // New returns a store using c under root ("" means DefaultRoot), creating
 // the root's nodes when missing. acl is given to every node the store

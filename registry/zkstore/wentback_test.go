@@ -38,7 +38,8 @@ func TestEnsembleThatWentBackIsReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	s, err := New(ctx, conn, DefaultRoot, nil)
+	var told []error // the operator's log (WithWentBack)
+	s, err := New(ctx, conn, DefaultRoot, nil, WithWentBack(func(err error) { told = append(told, err) }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,6 +76,9 @@ func TestEnsembleThatWentBackIsReported(t *testing.T) {
 		t.Fatalf("after the ensemble went back from fence 3 to fence 1: read %+v, %v; want registry.ErrStoreWentBack", snap.Record, err)
 	}
 	t.Logf("reported: %v", err)
+	if len(told) != 1 || !errors.Is(told[0], registry.ErrStoreWentBack) {
+		t.Errorf("WithWentBack was told %v, want the one report", told)
+	}
 	if snap, err = s.Read(ctx, "fork/x", nil); err != nil || snap.Record.HighestFence != 1 {
 		t.Fatalf("the read after the report: fence %+v, %v; want the history the ensemble holds (fence 1)", snap.Record, err)
 	}
