@@ -1,7 +1,8 @@
 // Proves a failed run keeps its evidence without being asked: the run's
 // directory stays, with the store's data copied in, its private files
 // removed and a README naming the replay command; a passing run leaves
-// nothing behind.
+// nothing behind; and an undecided history fails the run with its
+// reason.
 package chaos
 
 import (
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/anishathalye/porcupine"
 )
 
 func TestKeepEvidence(t *testing.T) {
@@ -52,5 +55,18 @@ func TestKeepEvidence(t *testing.T) {
 	dir, _, kept = run(false)
 	if _, err := os.Stat(dir); kept || err == nil {
 		t.Errorf("a passing run was kept (%t) or its directory left behind (%v)", kept, err)
+	}
+}
+
+// TestUndecidedFails: a history porcupine could not decide fails the run,
+// with the partitions that kept it undecided; it never passes.
+func TestUndecidedFails(t *testing.T) {
+	r := &Report{Verdict: porcupine.Unknown, Undecided: []string{"chaos/res-1 registry: 209 operations, 19 of them lost or unknown"}}
+	f := strings.Join(r.Failures(true), "\n")
+	if !strings.Contains(f, "no verdict within") || !strings.Contains(f, "chaos/res-1 registry: 209 operations") {
+		t.Errorf("an Unknown verdict's failures: %q", f)
+	}
+	if ok := (&Report{Verdict: porcupine.Ok}).Failures(true); len(ok) != 0 {
+		t.Errorf("an Ok verdict fails: %v", ok)
 	}
 }
