@@ -258,12 +258,14 @@ func syncMember(ctx context.Context, addr string) error {
 // copy; zxids are handed out again, and a client that saw a later zxid
 // is refused (ReplicasNeedRestart).
 func (z *ZooKeeperEnsemble) Restore(ctx context.Context, path string) error {
-	z.restores.next()
 	defer z.restores.next() // what the watch read while restoring is no history
 	for _, n := range z.Names() {
 		z.Isolate(n, false)
 		z.proc(n).Kill()
 	}
+	// Only now is the earlier history out of the watch's reach: a read
+	// that ends after this began before it, or reads the copy.
+	z.restores.next()
 	for _, m := range z.ens.Members {
 		if err := os.RemoveAll(m.DataDir()); err != nil {
 			return err
