@@ -90,7 +90,7 @@ func (r *Report) Failures(strictPauses bool) []string {
 
 // Check reads a finished run's histories and database and checks them.
 func Check(ctx context.Context, cfg Config, db *sql.DB, eventsDir string) (*Report, error) {
-	rep, err := CheckHistory(eventsDir, cfg.Seed, cfg.Mutant, cfg.Dir)
+	rep, err := CheckHistory(eventsDir, cfg.StoreDir, cfg.Seed, cfg.Mutant, cfg.Dir)
 	if err != nil {
 		return nil, err
 	}
@@ -110,14 +110,21 @@ func Check(ctx context.Context, cfg Config, db *sql.DB, eventsDir string) (*Repo
 
 // CheckHistory checks a run's recorded history alone, with no database:
 // porcupine over the model, and the counts the history shows (the
-// registry's answers, the gates' pauses). A kept run is replayed through
-// it (cmd/chaoscheck). An Illegal verdict's visualization is written to
-// visDir.
-func CheckHistory(eventsDir string, seed uint64, mutant bool, visDir string) (*Report, error) {
+// registry's answers, the gates' pauses). storeDir, when not "", holds
+// the store members' logs: a ZooKeeper member's sync that lost answers
+// of the history is a regression of the store (zkLosses). A kept run is
+// replayed through it (cmd/chaoscheck). An Illegal verdict's
+// visualization is written to visDir.
+func CheckHistory(eventsDir, storeDir string, seed uint64, mutant bool, visDir string) (*Report, error) {
 	h, err := LoadHistory(eventsDir)
 	if err != nil {
 		return nil, err
 	}
+	losses, err := zkLosses(storeDir, h)
+	if err != nil {
+		return nil, err
+	}
+	h.add(losses...)
 	rep := &Report{Seed: seed, Mutant: mutant, Calls: tally(h)}
 	ops := h.Operations(h.Resources())
 	rep.Operations = len(ops)

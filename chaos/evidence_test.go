@@ -86,7 +86,7 @@ func TestRecordedStaleCacheHistory(t *testing.T) {
 // later one when the registry answered again), the same history is one
 // a correct registry and gate produce: Ok, every count 0.
 func TestRecordedZooKeeperLossHistory(t *testing.T) {
-	rep, err := CheckHistory("testdata/zkloss80", 80, false, t.TempDir())
+	rep, err := CheckHistory("testdata/zkloss80", "", 80, false, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func TestRecordedZooKeeperLossHistory(t *testing.T) {
 	w.Emit(record.Event{Kind: record.KindRegression, Proc: "orchestrator", CallNs: start + 41.0e9, RetNs: start + 48.6e9,
 		Result: record.ResultOK, Detail: "the store went back (where the watch would have seen it)"})
 	w.Close()
-	rep, err = CheckHistory(dir, 80, false, t.TempDir())
+	rep, err = CheckHistory(dir, "", 80, false, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

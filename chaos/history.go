@@ -86,6 +86,15 @@ func (h *History) Operations(resources []string) []porcupine.Operation {
 	return ops
 }
 
+// add puts events into the history, in call order.
+func (h *History) add(evs ...record.Event) {
+	if len(evs) == 0 {
+		return
+	}
+	h.Events = append(h.Events, evs...)
+	sort.SliceStable(h.Events, func(i, j int) bool { return h.Events[i].CallNs < h.Events[j].CallNs })
+}
+
 // Resources returns the resources the history names, sorted.
 func (h *History) Resources() []string {
 	seen := map[string]bool{}

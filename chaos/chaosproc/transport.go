@@ -66,6 +66,10 @@ func (t *Transport) emit(e record.Event, is wire.Issued, err error) {
 		e.Resource, e.Lease, e.RequestID, e.Fence = g.Resource, g.Lease, g.RequestID, g.FenceToken
 		e.GrantDigest, e.TTLMs, e.PolicyGen = g.Digest().String(), g.TTLMs, g.PolicyGeneration
 		e.GrantIssuedMs, e.GrantExpiresMs = g.IssuedAt.UnixMilli(), g.ExpiresAt.UnixMilli()
+		e.Revision = g.BackendRevision
+	}
+	if st := is.Status; st != nil && err == nil {
+		e.Revision = max(e.Revision, st.BackendRevision)
 	}
 	if st, at, until, ok := is.Statement(); ok && err == nil {
 		e.State, e.StatusIssuedMs, e.ValidUntilMs = string(st), at.UnixMilli(), until.UnixMilli()

@@ -82,6 +82,11 @@ type Event struct {
 
 	Floor  uint64 `json:"floor,omitempty"`
 	Detail string `json:"detail,omitempty"`
+	// Revision is the store revision an answer carries: its grant's
+	// backend revision, or its status statement's when later (a renewal's
+	// commit). On ZooKeeper it is a zxid, which tells the checker whether
+	// the transaction survived the ensemble's elections (zkLosses).
+	Revision uint64 `json:"revision,omitempty"`
 	// SnapshotNs is, for a restore, when its snapshot began: every grant
 	// answered before it is in the snapshot (the snapshot syncs its
 	// source first), so the restored store knows its fence.

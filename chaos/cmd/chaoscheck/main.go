@@ -6,7 +6,8 @@
 //
 // DIR is a run directory the suite kept (it prints it when a run fails,
 // or keeps every run under FENCEGATE_CHAOS_KEEP), or its events/
-// directory. It prints the report and exits 1 when the history fails the
+// directory; the store members' logs beside them (store/) are read too,
+// for the transactions ZooKeeper lost. It prints the report and exits 1 when the history fails the
 // run (a verdict other than Ok, or a violation count), 2 on bad usage.
 // The database counts (stale accepts, receipts against effects) need the
 // run's PostgreSQL database and are not replayed.
@@ -42,7 +43,11 @@ func main() {
 	if *seed == 0 {
 		*seed = seedOf(dir)
 	}
-	rep, err := chaos.CheckHistory(events, *seed, false, os.TempDir())
+	store := filepath.Join(dir, "store") // the members' logs, when the run kept them
+	if events == dir {
+		store = filepath.Join(dir, "..", "store")
+	}
+	rep, err := chaos.CheckHistory(events, store, *seed, false, os.TempDir())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "chaoscheck:", err)
 		os.Exit(2)
