@@ -82,7 +82,7 @@ func (r *Report) Failures(strictPauses bool) []string {
 	if r.Faults[FaultRestore] == 0 {
 		out = append(out, "no snapshot restore happened")
 	}
-	if r.Counts.ExpectedPauses == 0 {
+	if r.Counts.ExpectedPauses == 0 && r.Counts.RestoresForgotNothing == 0 {
 		out = append(out, "the restore ended in no FENCE_REGRESSION pause")
 	}
 	return out
@@ -219,6 +219,7 @@ func Totals(rs []*Report) (ops int, faults map[string]int, verdicts map[string]i
 		c.ExpectedReissues += r.Counts.ExpectedReissues
 		c.ExpectedPauses += r.Counts.ExpectedPauses
 		c.StoreWentBack += r.Counts.StoreWentBack
+		c.RestoresForgotNothing += r.Counts.RestoresForgotNothing
 	}
 	return ops, faults, verdicts, counts
 }

@@ -41,6 +41,10 @@ type Counts struct {
 	// ExpectedPauses: FENCE_REGRESSION decisions inside a restore's
 	// window. Not a violation.
 	ExpectedPauses int
+	// RestoresForgotNothing: restores with no grant answered between
+	// their snapshot and themselves, so nothing to hand out again and no
+	// pause to require. Not a violation; the run's report shows it.
+	RestoresForgotNothing int
 	// StoreWentBack: times the store went back by itself (ZooKeeper lost
 	// transactions it had acknowledged), seen by the orchestrator's
 	// watcher: each is a boundary between histories of the store, as a
@@ -174,14 +178,19 @@ func snapshotHeld(grants map[string]grantSeen, rs []record.Event, er int) bool {
 // countPauses classifies every FENCE_REGRESSION: inside a restore's (or
 // a regression's) window for its resource (from it until the resource's
 // repair finished) it is expected; anywhere else it is spurious. It also
-// counts restores after which nothing paused, and the regressions.
+// counts restores after which nothing paused (of those that forgot a
+// grant), and the regressions.
 func countPauses(h *History, c *Counts) {
 	rs := h.restores()
 	detected := make([]bool, len(rs))
 	for i, r := range rs {
-		if r.Kind == record.KindRegression {
+		switch {
+		case r.Kind == record.KindRegression:
 			detected[i] = true // a regression need not end in a pause: the registry may issue nothing it forgot
 			c.StoreWentBack++
+		case !forgotGrants(h, r):
+			detected[i] = true // nothing for a gate to catch
+			c.RestoresForgotNothing++
 		}
 	}
 	for _, e := range h.Events {
@@ -200,6 +209,24 @@ func countPauses(h *History, c *Counts) {
 			c.RestoresUndetected++
 		}
 	}
+}
+
+// forgotGrants reports whether restore r forgot a grant: one answered
+// after its snapshot began and before it began. With no grant there (the
+// store answered none: seed 195's ensemble elected for 25 s after the
+// snapshot), nothing is handed out again and no gate can pause. A restore
+// recorded without its snapshot's instant is taken to have forgotten.
+func forgotGrants(h *History, r record.Event) bool {
+	if r.SnapshotNs == 0 {
+		return true
+	}
+	for _, e := range h.Events {
+		if (e.Kind == record.KindAcquire || e.Kind == record.KindQuery) && e.Result == record.ResultOK &&
+			e.GrantDigest != "" && e.RetNs > r.SnapshotNs && e.RetNs < r.CallNs {
+			return true
+		}
+	}
+	return false
 }
 
 // openRestore returns the index of the restore still unrepaired for res

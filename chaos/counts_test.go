@@ -33,6 +33,22 @@ func TestCountPauses(t *testing.T) {
 	if none.RestoresUndetected != 1 {
 		t.Errorf("a restore with no pause: %+v", none)
 	}
+	grant := record.Event{Kind: record.KindAcquire, Result: record.ResultOK, GrantDigest: "gA", CallNs: 40, RetNs: 60}
+	restore := record.Event{Kind: record.KindRestore, CallNs: 100, RetNs: 200, Result: record.ResultOK, SnapshotNs: 50}
+	var forgot Counts
+	countPauses(&History{Events: []record.Event{grant, restore}}, &forgot)
+	if forgot.RestoresUndetected != 1 || forgot.RestoresForgotNothing != 0 {
+		t.Errorf("a restore that forgot a grant answered after its snapshot, with no pause: %+v", forgot)
+	}
+	grant.RetNs = 45 // answered before the snapshot began: in it
+	var nothing Counts
+	countPauses(&History{Events: []record.Event{grant, restore}}, &nothing)
+	if nothing.RestoresUndetected != 0 || nothing.RestoresForgotNothing != 1 {
+		t.Errorf("a restore that forgot nothing: %+v", nothing)
+	}
+	if f := (&Report{Verdict: "Ok", RestoreExpected: true, Faults: map[string]int{FaultRestore: 1}, Counts: nothing}).Failures(true); len(f) != 0 {
+		t.Errorf("a run whose restore forgot nothing fails: %v", f)
+	}
 }
 
 func TestCountRegistry(t *testing.T) {
