@@ -190,6 +190,9 @@ func (k *checker) restored() {
 	k.record = snap.Record
 	k.w.recordRev = snap.RecordRev
 	k.afterRestore = true
+	if k.w.cfg.restoreUnseen {
+		return
+	}
 	k.historyMax = 0
 	if snap.Record != nil {
 		k.historyMax = snap.Record.HighestFence

@@ -80,6 +80,13 @@ type Config struct {
 	// Negative is the negative control the run makes, or nil for none:
 	// one protection off on purpose (sim/negative builds them).
 	Negative *Negative
+	// restoreUnseen (tests only) hides the restore fault's restore from
+	// the checker's history bookkeeping: the store goes back as ZooKeeper
+	// 3.8.0 went back when it lost acknowledged transactions, with no
+	// restore anyone knew of. The fences issued again are then issued
+	// within one history as far as the checker knows, which it must fail
+	// (FenceReusedByRegistry: TestUnseenRestoreIsFenceReuse).
+	restoreUnseen bool
 	// SkewBeyondBound gives the gate a clock that lags the registry by more
 	// than ClockSkewMaxMs in BeyondBoundRate of the rounds. Its effect is
 	// detected and reported, never silently accepted.

@@ -118,3 +118,24 @@ func TestFenceReuseIsJudgedByStoreHistory(t *testing.T) {
 		})
 	}
 }
+
+// TestUnseenRestoreIsFenceReuse is the end-to-end negative control of the
+// history bookkeeping: the same restore-fault rounds pass when the
+// checker knows of the restore (the fences issued again are regressed
+// grants across a history's end) and fail with FenceReusedByRegistry when
+// the store goes back unseen, as ZooKeeper 3.8.0 did when it lost
+// acknowledged transactions (chaos seed 80): a checker that excused every
+// re-issued fence would pass both.
+func TestUnseenRestoreIsFenceReuse(t *testing.T) {
+	rates := only(map[Fault]float64{FaultRestore: 1})
+	seen := run(t, Config{Rounds: 300, Seed: 3, Rates: rates})
+	if !seen.OK() || seen.FenceReusedByRegistry != 0 || seen.RegressedGrants == 0 {
+		t.Fatalf("restores the checker knows of: %d fences reused, %d regressed grants, %d violations; want 0, some, 0",
+			seen.FenceReusedByRegistry, seen.RegressedGrants, seen.ViolationsTotal)
+	}
+	unseen := run(t, Config{Rounds: 300, Seed: 3, Rates: rates, restoreUnseen: true})
+	if unseen.FenceReusedByRegistry == 0 || unseen.OK() {
+		t.Fatalf("the store went back unseen: %d fences reused, %d violations: the checker cannot fail", unseen.FenceReusedByRegistry, unseen.ViolationsTotal)
+	}
+	t.Logf("300 restore rounds: seen %d regressed grants, 0 reused; unseen %d fences reused within one history", seen.RegressedGrants, unseen.FenceReusedByRegistry)
+}
