@@ -21,6 +21,7 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/fencegate/fencegate/chaos/record"
@@ -41,11 +42,26 @@ var zkSyncLine = regexp.MustCompile(`^(\S+) .*(?:Truncating log to get in sync w
 // zkLogTime is the members' log time layout (testkit/zktest's).
 const zkLogTime = "2006-01-02T15:04:05.000-0700"
 
-// zkSync is one member's sync to a history ending at zxid.
+// zkLeaderSyncLine matches a leader's start of a learner's sync, which
+// names the learner's history's end (peerLastZxid).
+var zkLeaderSyncLine = regexp.MustCompile(`^(\S+) .*Synchronizing with Learner sid: (\d+) .*peerLastZxid=0x([0-9a-f]+)`)
+
+// leaderSyncWindowMs bounds how long before a member's sync the leader's
+// line naming that member's history is looked for.
+const leaderSyncWindowMs = 10_000
+
+// zkSync is one member's sync to a history ending at zxid. peerLast is
+// the member's own history's end as the syncing leader logged it, 0 when
+// no leader's line was found: what the sync discarded lies in (zxid,
+// peerLast]. The leader truncates a member to the last zxid they share
+// (or to its own history's end, or replaces its data with a snapshot of
+// it), so its own later zxids, which the member may never have had,
+// are above zxid too; peerLast tells them from the member's lost ones.
 type zkSync struct {
-	member string
-	atNs   int64
-	zxid   uint64
+	member   string
+	atNs     int64
+	zxid     uint64
+	peerLast uint64
 }
 
 // zkLosses returns a regression for each member sync in storeDir's
@@ -99,44 +115,75 @@ func restoredBetween(restores []record.Event, from, to int64) bool {
 	return false
 }
 
-// lostAt reports whether answer e's state is beyond sync s's history.
+// lostAt reports whether answer e's state is one sync s discarded:
+// beyond the history it synced to and, when the leader logged it, within
+// the member's own (above it, it is the new leader's history, answered
+// while the member was away).
 func lostAt(e record.Event, s zkSync) bool {
+	if s.peerLast != 0 && e.Revision > s.peerLast {
+		return false
+	}
 	return e.Revision > s.zxid && e.RetNs+lossMarginMs*int64(time.Millisecond) < s.atNs
 }
 
 // readZKSyncs reads every member sync from storeDir/zk*.log, in time
-// order.
+// order, each with the member's history's end the syncing leader logged
+// last before it (within leaderSyncWindowMs).
 func readZKSyncs(storeDir string) ([]zkSync, error) {
 	files, err := filepath.Glob(filepath.Join(storeDir, "zk*.log"))
 	if err != nil || storeDir == "" {
 		return nil, err
 	}
-	var out []zkSync
+	var syncs, leaders []zkSync
 	for _, f := range files {
-		member := filepath.Base(f)
-		member = member[:len(member)-len(".log")]
-		fh, err := os.Open(f)
+		member := strings.TrimSuffix(filepath.Base(f), ".log")
+		s, l, err := readZKLog(f, member)
 		if err != nil {
 			return nil, err
 		}
-		sc := bufio.NewScanner(fh)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			m := zkSyncLine.FindStringSubmatch(sc.Text())
-			if m == nil {
-				continue
+		syncs, leaders = append(syncs, s...), append(leaders, l...)
+	}
+	sort.SliceStable(syncs, func(i, j int) bool { return syncs[i].atNs < syncs[j].atNs })
+	for i, s := range syncs {
+		var at int64
+		for _, l := range leaders {
+			if l.member == s.member && l.atNs <= s.atNs && l.atNs >= s.atNs-leaderSyncWindowMs*int64(time.Millisecond) && l.atNs >= at {
+				at, syncs[i].peerLast = l.atNs, l.peerLast
 			}
+		}
+	}
+	return syncs, nil
+}
+
+// readZKLog reads one member's log: its own syncs, and the syncs it
+// started as leader (member: the learner's name, peerLast: its history's
+// end).
+func readZKLog(f, member string) (syncs, leaders []zkSync, err error) {
+	fh, err := os.Open(f)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer fh.Close()
+	sc := bufio.NewScanner(fh)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		if m := zkSyncLine.FindStringSubmatch(sc.Text()); m != nil {
 			at, err1 := time.Parse(zkLogTime, m[1])
 			z, err2 := strconv.ParseUint(m[2], 16, 64)
 			if err1 == nil && err2 == nil {
-				out = append(out, zkSync{member: member, atNs: at.UnixNano(), zxid: z})
+				syncs = append(syncs, zkSync{member: member, atNs: at.UnixNano(), zxid: z})
+			}
+		} else if m := zkLeaderSyncLine.FindStringSubmatch(sc.Text()); m != nil {
+			at, err1 := time.Parse(zkLogTime, m[1])
+			sid, err2 := strconv.Atoi(m[2])
+			p, err3 := strconv.ParseUint(m[3], 16, 64)
+			if err1 == nil && err2 == nil && err3 == nil {
+				leaders = append(leaders, zkSync{member: zkName(sid), atNs: at.UnixNano(), peerLast: p})
 			}
 		}
-		fh.Close()
-		if err := sc.Err(); err != nil {
-			return nil, fmt.Errorf("chaos: %s: %w", f, err)
-		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].atNs < out[j].atNs })
-	return out, nil
+	if err := sc.Err(); err != nil {
+		return nil, nil, fmt.Errorf("chaos: %s: %w", f, err)
+	}
+	return syncs, leaders, nil
 }
