@@ -159,7 +159,7 @@ func (f *faulter) run(ctx context.Context, start, until time.Time) {
 		d := until.Sub(start)
 		snapAt := start.Add(d * 15 / 100)
 		restoreAt := start.Add(d*45/100 + f.ms(0, int(d.Milliseconds()/10)))
-		f.spawn(func() { f.snapshotAndRestore(ctx, rs, snapAt, restoreAt) })
+		f.spawn(func() { f.snapshotAndRestore(ctx, rs, snapAt, restoreAt, snapshotDeadline(start, until)) })
 	}
 	f.lastStart = until.Add(-f.longest())
 	for {
