@@ -2,7 +2,7 @@
 // suite's checker alone (porcupine over the model, and the counts the
 // history shows), with no processes and no database:
 //
-//	go run ./chaos/cmd/chaoscheck [-seed N] DIR
+//	go run ./chaos/cmd/chaoscheck [-seed N] [-vis DIR] DIR
 //
 // DIR is a run directory the suite kept (it prints it when a run fails,
 // or keeps every run under FENCEGATE_CHAOS_KEEP), or its events/
@@ -16,6 +16,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -24,18 +25,26 @@ import (
 	"github.com/fencegate/fencegate/chaos"
 )
 
-func main() {
-	seed := flag.Uint64("seed", 0, "the run's seed, for the report (default: read from DIR's name, seedN-…)")
-	flag.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: chaoscheck [-seed N] DIR (a kept run directory, or its events/)")
-		flag.PrintDefaults()
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// run is the command on args, printing to stdout and stderr; it returns
+// the exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("chaoscheck", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	seed := fs.Uint64("seed", 0, "the run's seed, for the report (default: read from DIR's name, seedN-…)")
+	vis := fs.String("vis", os.TempDir(), "where porcupine's visualization of an Illegal history is written")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: chaoscheck [-seed N] [-vis DIR] DIR (a kept run directory, or its events/)")
+		fs.PrintDefaults()
 	}
-	flag.Parse()
-	if flag.NArg() != 1 {
-		flag.Usage()
-		os.Exit(2)
+	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
+		if err == nil {
+			fs.Usage()
+		}
+		return 2
 	}
-	dir := flag.Arg(0)
+	dir := fs.Arg(0)
 	events := filepath.Join(dir, "events")
 	if st, err := os.Stat(events); err != nil || !st.IsDir() {
 		events = dir
@@ -47,19 +56,20 @@ func main() {
 	if events == dir {
 		store = filepath.Join(dir, "..", "store")
 	}
-	rep, err := chaos.CheckHistory(events, store, *seed, false, os.TempDir())
+	rep, err := chaos.CheckHistory(events, store, *seed, false, *vis)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "chaoscheck:", err)
-		os.Exit(2)
+		fmt.Fprintln(stderr, "chaoscheck:", err)
+		return 2
 	}
-	fmt.Print(rep)
+	fmt.Fprint(stdout, rep)
 	if f := rep.Failures(true); len(f) > 0 {
 		for _, l := range f {
-			fmt.Println("FAIL:", l)
+			fmt.Fprintln(stdout, "FAIL:", l)
 		}
-		os.Exit(1)
+		return 1
 	}
-	fmt.Println("PASS: the history passes the checker")
+	fmt.Fprintln(stdout, "PASS: the history passes the checker")
+	return 0
 }
 
 var seedName = regexp.MustCompile(`seed(\d+)`)
