@@ -128,14 +128,17 @@ func TestRecordedZooKeeperLossHistory(t *testing.T) {
 }
 
 // TestRecordedZooKeeperLogLossHistory: chaos seed 187 on ZooKeeper (h48
-// before the checker read the members' logs), its history as recorded
-// and the sync lines of its members' logs. ZooKeeper lost an epoch that
-// lived 270 ms (three transactions, one of them a grant of fence 21 on
-// chaos/res-2) between two reads of the watch, which recorded nothing;
-// the registry granted fence 21 again. With the members' logs the
-// checker finds the loss (zk2 truncated to 0x1000000a5 after answers
-// from 0x200000002) and judges it as a regression: Ok, every count 0.
-// Without them it must fail the run on the fence granted twice.
+// before the checker read the members' logs), its history and the sync
+// lines of its members' logs (testdata/zkloss187/README). ZooKeeper lost
+// epoch 2, which lived about 270 ms (zxids 0x200000001-3, one of them
+// worker-04's grant of fence 8 on chaos/res-2, answered at 06:13:32.558)
+// between two reads of the watch, which recorded nothing; the registry
+// granted fence 8 again 6.6 s later, before the restore. The run predates
+// answers carrying their zxid: that one answer carries the epoch-2 zxid
+// by hand, and the verdict needs only that it lies in what zk2's sync
+// discarded, (0x1000000a5, 0x200000003]. With the members' logs the
+// checker finds the loss and judges it as a regression: Ok, every count
+// 0. Without them it must fail the run on the fence granted twice.
 func TestRecordedZooKeeperLogLossHistory(t *testing.T) {
 	rep, err := CheckHistory("testdata/zkloss187/events", "testdata/zkloss187/store", 187, false, t.TempDir())
 	if err != nil {
