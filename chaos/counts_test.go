@@ -40,6 +40,18 @@ func TestCountPauses(t *testing.T) {
 	if forgot.RestoresUndetected != 1 || forgot.RestoresForgotNothing != 0 {
 		t.Errorf("a restore that forgot a grant answered after its snapshot, with no pause: %+v", forgot)
 	}
+	stale := record.Event{Kind: record.KindDecide, CallNs: 300, RetNs: 301, Resource: "r1", Result: "POLICY_STALE"}
+	var refused Counts
+	countPauses(&History{Events: []record.Event{grant, restore, stale}}, &refused)
+	if refused.RestoresUndetected != 0 || refused.SpuriousPauses != 0 || refused.ExpectedPauses != 0 {
+		t.Errorf("a restore whose grants a gate refused as POLICY_STALE (seed 212): %+v", refused)
+	}
+	stale.CallNs, stale.RetNs = 90, 91 // before the restore: not its detection
+	var before Counts
+	countPauses(&History{Events: []record.Event{grant, stale, restore}}, &before)
+	if before.RestoresUndetected != 1 {
+		t.Errorf("a POLICY_STALE before the restore detected it: %+v", before)
+	}
 	grant.RetNs = 45 // answered before the snapshot began: in it
 	var nothing Counts
 	countPauses(&History{Events: []record.Event{grant, restore}}, &nothing)

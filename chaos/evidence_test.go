@@ -155,3 +155,48 @@ func TestRecordedZooKeeperLogLossHistory(t *testing.T) {
 		t.Errorf("without the members' logs: %s, counts %+v; want Illegal, 1 fence reused, no regression", rep.Verdict, rep.Counts)
 	}
 }
+
+// TestRecordedRestoreAfterRepairHistory: chaos seed 212 on ZooKeeper (h48,
+// the sweep of seeds 201-220). ZooKeeper lost its epoch 2 at 148 s (the
+// watch recorded the regression; fences 6-8 were issued again and the
+// orchestrator repaired every resource, raising the gates' policy
+// generation to 1); at 155 s the restore put back the snapshot of 141 s,
+// from before that repair. Every grant of the restored registry carried
+// policy generation 0, so the gates refused each as POLICY_STALE until
+// the restore's repair, and none saw a fence go back: the restore was
+// caught without a pause. The checker must call the history Ok with every
+// count 0; without the POLICY_STALE refusals it must count the restore as
+// undetected.
+func TestRecordedRestoreAfterRepairHistory(t *testing.T) {
+	rep, err := CheckHistory("testdata/restore212/events", "", 212, false, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Verdict != porcupine.Ok || len(rep.Counts.Violations()) > 0 || rep.Counts.StoreWentBack != 1 {
+		t.Errorf("as recorded: %s, counts %+v; want Ok, no violation, 1 regression\n%s", rep.Verdict, rep.Counts, strings.Join(rep.Evidence, "\n"))
+	}
+	dir := t.TempDir()
+	files, _ := filepath.Glob("testdata/restore212/events/*.jsonl")
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var kept []string
+		for _, l := range strings.Split(string(b), "\n") {
+			if !strings.Contains(l, `"kind":"decide"`) || !strings.Contains(l, `"result":"POLICY_STALE"`) {
+				kept = append(kept, l)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(f)), []byte(strings.Join(kept, "\n")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, err = CheckHistory(dir, "", 212, false, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Counts.RestoresUndetected != 1 {
+		t.Errorf("without the POLICY_STALE refusals: counts %+v; want the restore undetected", rep.Counts)
+	}
+}
