@@ -44,6 +44,10 @@ func TestEnsembleThatWentBackIsReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	commitFence(t, ctx, s, 1)
+	// The copy below is of member 1's data: it must hold fence 1 (a quorum
+	// acknowledged it without that member once, under -race, and the
+	// ensemble then held no record at all).
+	memberHolds(t, ctx, ens.Members[0].Addr, 1)
 	backup := t.TempDir()
 	allStopped(t, ctx, ens, func() { copyTree(t, ens.Members[0].DataDir(), backup) })
 	commitFence(t, ctx, s, 2)
@@ -79,10 +83,35 @@ func TestEnsembleThatWentBackIsReported(t *testing.T) {
 	if len(told) != 1 || !errors.Is(told[0], registry.ErrStoreWentBack) {
 		t.Errorf("WithWentBack was told %v, want the one report", told)
 	}
-	if snap, err = s.Read(ctx, "fork/x", nil); err != nil || snap.Record.HighestFence != 1 {
+	if snap, err = s.Read(ctx, "fork/x", nil); err != nil || snap.Record == nil || snap.Record.HighestFence != 1 {
 		t.Fatalf("the read after the report: fence %+v, %v; want the history the ensemble holds (fence 1)", snap.Record, err)
 	}
 	commitFence(t, ctx, s, 2) // and commits go on in it
+}
+
+// memberHolds waits until the member at addr has applied fork/x's
+// record at fence (a read on a session of its own, synced there).
+func memberHolds(t *testing.T, ctx context.Context, addr string, fence uint64) {
+	t.Helper()
+	conn, err := Dial(ctx, ClientConfig{Servers: []string{addr}, DialTimeout: 20 * time.Second}, DefaultRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	m, err := New(ctx, conn, DefaultRoot, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		snap, err := m.Read(ctx, "fork/x", nil)
+		if err == nil && snap.Record != nil && snap.Record.HighestFence >= fence {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("member %s never held fence %d: %+v, %v", addr, fence, snap.Record, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // commitFence commits fork/x's record at fence over fence-1.
