@@ -39,18 +39,20 @@ type world struct {
 // business table effects, writable by every role.
 func newWorld(t testing.TB) *world { return newWorldAt(t, pggate.SchemaVersion()) }
 
-// newWorldAt is newWorld with the gate at schema version v.
+// newWorldAt is newWorld with the gate at schema version v: as
+// released (released_test.go) below SchemaVersion.
 func newWorldAt(t testing.TB, v int) *world {
 	t.Helper()
-	// No WAL flush per commit: the tests check decisions, not the disk.
-	db, err := sql.Open("pgx", pgtest.WithParam(pgtest.NewDatabase(t), "synchronous_commit", "off"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	var db *sql.DB
 	ctx := context.Background()
-	if _, err := pggate.InstallUpTo(ctx, db, v); err != nil {
-		t.Fatal(err)
+	if v < pggate.SchemaVersion() {
+		db = newReleasedDB(t, v)
+	} else {
+		// No WAL flush per commit: the tests check decisions, not the disk.
+		db = newGateDB(t)
+		if _, err := pggate.Install(ctx, db); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, s := range []string{
 		`CREATE TABLE effects (id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, resource TEXT NOT NULL, payload TEXT NOT NULL)`,

@@ -9,31 +9,57 @@ import (
 	"strings"
 )
 
-//go:embed sql/*.sql
+//go:embed sql/*.sql sql/migrations/*.sql
 var sqlFiles embed.FS
 
-// migrations are the schema versions, each the concatenation of its
-// files, applied in order, each once, in one transaction each. Append;
-// never edit a released one (a later version replaces a function with
-// CREATE OR REPLACE). {crypto} is the schema pgcrypto is installed in.
-// A number may be left out (no files): versions are numbered where they
-// were begun, and one begun later can land first; Versions skips it and
-// nothing records it, so it is applied when it lands.
-var migrations = [][]string{
-	1: {"sql/v1_parse.sql", "sql/v1_decide.sql", "sql/v1_apply.sql"},
-	// 2: a lockGrant.v1 may carry its own HELD statement (heldUntil).
-	2: {"sql/v2_parse.sql", "sql/v2_decide.sql"},
-	// 3: each enrolled gate's own HMAC proofs (gateProofs).
-	3: {"sql/v3_gateproofs.sql"},
-	// 4: the same functions in PL/pgSQL, a third cheaper per apply.
-	4: {"sql/v4_plpgsql_helpers.sql"},
-	// 5: a key ID is used once, forever (fencegate.key_history).
-	5: {"sql/v5_key_history.sql"},
-	// 6: the coverage guard admits a protected row only under an accept
-	// of the row's own resource in this transaction (the receipt is the
-	// mark); tx_accepts goes.
-	6: {"sql/v6_guard.sql"},
+// migrations[v] is the file of schema version v: tables, columns,
+// indexes and data moves, never a function. Append; never edit a
+// released one. A number may be left out (""): versions are numbered
+// where they were begun, and one begun later can land first; Versions
+// skips it and nothing records it, so it is applied when it lands.
+var migrations = []string{
+	1: "sql/migrations/v1_tables.sql",
+	2: "sql/migrations/v2_held_statement.sql", // functions only
+	3: "sql/migrations/v3_gate_proofs.sql",    // functions only
+	4: "sql/migrations/v4_plpgsql.sql",        // functions only
+	5: "sql/migrations/v5_key_history.sql",
+	6: "sql/migrations/v6_guard.sql",
 }
+
+// source is the gate's code, one concern a file, in the order an
+// install runs it; privilegesFile comes last, after the functions no
+// longer in the source are dropped. Each function, type and trigger is
+// defined once, here: Install creates them all again on every run.
+// {crypto} is the schema pgcrypto is installed in.
+//
+// A change here that a client or a registry can tell apart (a new
+// envelope member, another outcome) takes a new schema version, even
+// one without a table change, so that an older fencegate refuses to
+// install its functions over the newer ones (ErrNewerSchema).
+var source = []string{
+	"sql/common.sql",
+	"sql/parse.sql",
+	"sql/authenticate.sql",
+	"sql/decide.sql",
+	"sql/apply.sql",
+	"sql/operate.sql",
+	"sql/key_history.sql",
+	"sql/guard.sql",
+}
+
+const privilegesFile = "sql/privileges.sql"
+
+// setup makes the bookkeeping every version is recorded in.
+var setup = []string{
+	`CREATE SCHEMA IF NOT EXISTS fencegate`,
+	`CREATE TABLE IF NOT EXISTS fencegate.schema_version (version INT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())`,
+	`REVOKE ALL ON fencegate.schema_version FROM PUBLIC`,
+}
+
+// ErrNewerSchema is Install's refusal of a database whose schema version
+// is above SchemaVersion: a later fencegate installed it, and this one
+// would put its older functions over that version's tables.
+var ErrNewerSchema = errors.New("pggate: the database's gate is newer than this fencegate")
 
 // SchemaVersion is the version Install brings a database to.
 func SchemaVersion() int { return len(migrations) - 1 }
@@ -42,30 +68,57 @@ func SchemaVersion() int { return len(migrations) - 1 }
 // applies them (ascending; a number never used is not listed).
 func Versions() []int {
 	var vs []int
-	for v, files := range migrations {
-		if len(files) > 0 {
+	for v, file := range migrations {
+		if file != "" {
 			vs = append(vs, v)
 		}
 	}
 	return vs
 }
 
-// Script returns the SQL of version v with pgcrypto's schema cryptoSchema
-// filled in: what Install runs, for a DBA who installs with psql.
-func Script(v int, cryptoSchema string) (string, error) {
-	if v < 1 || v > SchemaVersion() || len(migrations[v]) == 0 {
+// migration returns the SQL of schema version v.
+func migration(v int) (string, error) {
+	if v < 1 || v > SchemaVersion() || migrations[v] == "" {
 		return "", fmt.Errorf("pggate: no schema version %d (versions %v)", v, Versions())
 	}
-	var b strings.Builder
-	for _, name := range migrations[v] {
-		body, err := sqlFiles.ReadFile(name)
-		if err != nil {
-			return "", fmt.Errorf("pggate: %w", err)
-		}
-		b.Write(body)
-		b.WriteByte('\n')
+	return readSQL(migrations[v], "")
+}
+
+// readSQL returns an embedded file with {crypto} filled in.
+func readSQL(name, cryptoSchema string) (string, error) {
+	body, err := sqlFiles.ReadFile(name)
+	if err != nil {
+		return "", fmt.Errorf("pggate: %w", err)
 	}
-	return strings.ReplaceAll(b.String(), "{crypto}", quoteIdent(cryptoSchema)), nil
+	return strings.ReplaceAll(string(body), "{crypto}", quoteIdent(cryptoSchema)), nil
+}
+
+// Script returns, as one SQL script for psql, what Install does to a
+// database without the gate whose pgcrypto is in cryptoSchema: the
+// bookkeeping, every schema version recorded as it is applied, then the
+// source. Run it in one transaction (psql -1); on a database that has
+// the gate, use Install.
+func Script(cryptoSchema string) (string, error) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "-- fencegate: the gate inside PostgreSQL, schema version %d, for a database without it\n", SchemaVersion())
+	for _, s := range setup {
+		b.WriteString(s + ";\n")
+	}
+	for _, v := range Versions() {
+		m, err := migration(v)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&b, "\n-- schema version %d (%s)\n%s\nINSERT INTO fencegate.schema_version (version) VALUES (%d);\n", v, migrations[v], m, v)
+	}
+	for _, name := range append(source, privilegesFile) {
+		s, err := readSQL(name, cryptoSchema)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&b, "\n-- %s\n%s", name, s)
+	}
+	return b.String(), nil
 }
 
 // Installed is what Install found and did.
@@ -78,17 +131,21 @@ type Installed struct {
 // the connecting role, which becomes the gate's owner (it needs CREATE on
 // the database, and CREATEROLE the first time, for fencegate_writer).
 // pgcrypto is created in the fencegate schema unless the database already
-// has it. It is safe to run from several processes at once and to run
-// again: a session-level advisory lock, held from the first version read
-// to the last version applied, makes concurrent installs take turns, so
-// exactly one of them applies the versions missing and the others find
-// them applied (Installed.From is the version each found).
+// has it. In one transaction it applies the schema versions missing, in
+// order, then creates the gate's functions, types and triggers again from
+// the source and drops the functions no longer in it, so that a database
+// upgraded from any version ends as a fresh one does; a failure leaves
+// the database as it was. It is safe to run from several processes at
+// once and to run again: a session-level advisory lock, held from the
+// first version read to the commit, makes concurrent installs take turns,
+// so exactly one of them applies the versions missing and the others find
+// them applied (Installed.From is the version each found). A database
+// above SchemaVersion is refused with ErrNewerSchema.
 func Install(ctx context.Context, db *sql.DB) (Installed, error) {
-	return installUpTo(ctx, db, SchemaVersion())
+	return install(ctx, db, refreshSteps)
 }
 
-// installUpTo is Install up to version max (the upgrade tests' start).
-func installUpTo(ctx context.Context, db *sql.DB, max int) (Installed, error) {
+func install(ctx context.Context, db *sql.DB, steps []refreshStep) (Installed, error) {
 	var in Installed
 	conn, err := db.Conn(ctx)
 	if err != nil {
@@ -99,62 +156,79 @@ func installUpTo(ctx context.Context, db *sql.DB, max int) (Installed, error) {
 		return in, fmt.Errorf("pggate: install: lock: %w", err)
 	}
 	defer conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(hashtext('fencegate/pggate/install'))`)
-	for _, v := range Versions() {
-		if v > max {
-			break
-		}
-		applied, err := installVersion(ctx, conn, v, &in)
-		if err != nil {
-			return in, fmt.Errorf("pggate: install version %d: %w", v, err)
-		}
-		if !applied { // under the lock, the applied versions are a prefix
-			in.From = v
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return in, fmt.Errorf("pggate: install: %w", err)
+	}
+	defer tx.Rollback()
+	if err := migrate(ctx, tx, &in); err != nil {
+		return in, err
+	}
+	c, err := loadCode(in.CryptoSchema)
+	if err != nil {
+		return in, err
+	}
+	for _, s := range steps {
+		if err := s.run(ctx, tx, c); err != nil {
+			return in, fmt.Errorf("pggate: install: %s: %w", s.name, err)
 		}
 	}
-	in.To = max
+	if err := tx.Commit(); err != nil {
+		return in, fmt.Errorf("pggate: install: %w", err)
+	}
+	in.To = SchemaVersion()
 	return in, nil
 }
 
-// installVersion applies version v unless it is, and reports whether it
-// did. The caller holds the install lock; each version is a transaction
-// of its own, so a failure leaves the versions before it applied.
-func installVersion(ctx context.Context, conn *sql.Conn, v int, in *Installed) (bool, error) {
-	tx, err := conn.BeginTx(ctx, nil)
-	if err != nil {
-		return false, err
-	}
-	defer tx.Rollback()
-	setup := []string{
-		`CREATE SCHEMA IF NOT EXISTS fencegate`,
-		`CREATE TABLE IF NOT EXISTS fencegate.schema_version (version INT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())`,
-		`REVOKE ALL ON fencegate.schema_version FROM PUBLIC`,
-	}
+// migrate applies, in tx, the schema versions the database has not
+// recorded, and fills in.From and in.CryptoSchema.
+func migrate(ctx context.Context, tx *sql.Tx, in *Installed) error {
 	for _, s := range setup {
 		if _, err := tx.ExecContext(ctx, s); err != nil {
-			return false, err
+			return fmt.Errorf("pggate: install: %w", err)
 		}
 	}
+	var err error
 	if in.CryptoSchema, err = cryptoSchema(ctx, tx); err != nil {
-		return false, err
+		return fmt.Errorf("pggate: install: %w", err)
 	}
-	var n int
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM fencegate.schema_version WHERE version = $1`, v).Scan(&n); err != nil {
-		return false, err
-	}
-	if n > 0 {
-		return false, tx.Commit()
-	}
-	script, err := Script(v, in.CryptoSchema)
+	applied := map[int]bool{}
+	rows, err := tx.QueryContext(ctx, `SELECT version FROM fencegate.schema_version`)
 	if err != nil {
-		return false, err
+		return fmt.Errorf("pggate: install: %w", err)
 	}
-	if _, err := tx.ExecContext(ctx, script); err != nil {
-		return false, err
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			rows.Close()
+			return fmt.Errorf("pggate: install: %w", err)
+		}
+		applied[v] = true
+		in.From = max(in.From, v)
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO fencegate.schema_version (version) VALUES ($1)`, v); err != nil {
-		return false, err
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("pggate: install: %w", err)
 	}
-	return true, tx.Commit()
+	if in.From > SchemaVersion() {
+		return fmt.Errorf("%w: it is at schema version %d, this one installs %d: run gate install with the fencegate that installed it, or a later one", ErrNewerSchema, in.From, SchemaVersion())
+	}
+	for _, v := range Versions() {
+		if applied[v] {
+			continue
+		}
+		m, err := migration(v)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, m); err != nil {
+			return fmt.Errorf("pggate: install version %d: %w", v, err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO fencegate.schema_version (version) VALUES ($1)`, v); err != nil {
+			return fmt.Errorf("pggate: install version %d: %w", v, err)
+		}
+	}
+	return nil
 }
 
 // cryptoSchema returns where pgcrypto is, creating it in the fencegate

@@ -59,8 +59,8 @@ func TestInstallConcurrentAndRepeated(t *testing.T) {
 	if v, err := pggate.Version(ctx, db); err != nil || v != pggate.SchemaVersion() {
 		t.Fatalf("version %d, %v", v, err)
 	}
-	if _, err := pggate.Script(0, "public"); err == nil {
-		t.Fatal("Script(0) gave a script")
+	if _, err := pggate.Migration(0); err == nil {
+		t.Fatal("Migration(0) gave a script")
 	}
 	var recorded []int
 	rows, err := db.QueryContext(ctx, `SELECT version FROM fencegate.schema_version ORDER BY version`)
@@ -81,14 +81,14 @@ func TestInstallConcurrentAndRepeated(t *testing.T) {
 }
 
 // TestVersionsSkipNumbersNeverUsed: a version number left free for work
-// begun elsewhere has no script and is not applied.
+// begun elsewhere has no migration and is not applied.
 func TestVersionsSkipNumbersNeverUsed(t *testing.T) {
 	vs := pggate.Versions()
 	if len(vs) == 0 || vs[0] != 1 || vs[len(vs)-1] != pggate.SchemaVersion() {
 		t.Fatalf("versions %v, schema version %d", vs, pggate.SchemaVersion())
 	}
 	for v := 1; v <= pggate.SchemaVersion(); v++ {
-		_, err := pggate.Script(v, "public")
+		_, err := pggate.Migration(v)
 		if (err == nil) != slices.Contains(vs, v) {
 			t.Fatalf("version %d: script error %v, listed %v", v, err, vs)
 		}

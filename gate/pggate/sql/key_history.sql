@@ -1,31 +1,23 @@
--- fencegate PostgreSQL-native gate, schema version 5: a key ID is used
--- once, forever. The gate remembers every key ID it has enrolled, with
--- its secret's digest (grant.SigningKey.SecretDigest, never the secret)
--- and the furthest state it reached (active → verify-only → retired →
--- dropped, when its row leaves fencegate.keys). A trigger on
--- fencegate.keys refuses (FG021, with the registry's key history codes)
--- any row that brings an ID back with another secret, after it was
--- dropped, or in a state before one it reached: through set_key (gate
--- enroll --key) or any statement of the owner's on the table. An upgrade
--- records the keys enrolled so far.
-
--- key_history: every key ID fencegate.keys has held. The application's
--- roles cannot read it.
-CREATE TABLE fencegate.key_history (
-  key_id TEXT PRIMARY KEY CHECK (key_id ~ '^[A-Za-z0-9._-]{1,64}$'),
-  secret_digest TEXT NOT NULL CHECK (secret_digest ~ '^sha256:[0-9a-f]{64}$'),
-  state TEXT NOT NULL CHECK (state IN ('active', 'verify-only', 'retired', 'dropped'))
-);
+-- The gate inside PostgreSQL, key history: a key ID is used once,
+-- forever. fencegate.key_history (migrations/v5_key_history.sql)
+-- remembers every key ID this gate has enrolled, with its secret's
+-- digest (never the secret) and the furthest state it reached (active →
+-- verify-only → retired → dropped, when its row leaves fencegate.keys).
+-- The triggers on fencegate.keys refuse (FG021, with the registry's key
+-- history codes) any row that brings an ID back with another secret,
+-- after it was dropped, or in a state before one it reached: through
+-- set_key (gate enroll --key) or any statement of the owner's on the
+-- table.
 
 -- key_secret_digest is grant.SigningKey.SecretDigest: SHA-256 over the
 -- domain string, a zero byte and the secret.
-CREATE FUNCTION fencegate.key_secret_digest(secret BYTEA) RETURNS TEXT LANGUAGE plpgsql IMMUTABLE AS $fg$
+CREATE OR REPLACE FUNCTION fencegate.key_secret_digest(secret BYTEA) RETURNS TEXT LANGUAGE plpgsql IMMUTABLE AS $fg$
 BEGIN
   RETURN 'sha256:' || encode(pg_catalog.sha256(convert_to('fencegate.keySecretDigest.v1', 'UTF8') || '\x00'::bytea || secret), 'hex');
 END $fg$;
 
 -- key_rank orders the states; a key's state never moves to a lower one.
-CREATE FUNCTION fencegate.key_rank(state TEXT) RETURNS INT LANGUAGE plpgsql IMMUTABLE AS $fg$
+CREATE OR REPLACE FUNCTION fencegate.key_rank(state TEXT) RETURNS INT LANGUAGE plpgsql IMMUTABLE AS $fg$
 BEGIN
   RETURN CASE state WHEN 'active' THEN 0 WHEN 'verify-only' THEN 1 WHEN 'retired' THEN 2 WHEN 'dropped' THEN 3 END;
 END $fg$;
@@ -33,7 +25,7 @@ END $fg$;
 -- key_admit records key row k in the history, or refuses it (FG021):
 -- KEY_OTHER_SECRET, KEY_DROPPED or KEY_STATE_BACK, as the registry's
 -- key history does.
-CREATE FUNCTION fencegate.key_admit(k fencegate.keys) RETURNS VOID LANGUAGE plpgsql AS $fg$
+CREATE OR REPLACE FUNCTION fencegate.key_admit(k fencegate.keys) RETURNS VOID LANGUAGE plpgsql AS $fg$
 DECLARE
   d TEXT := fencegate.key_secret_digest(k.secret);
   h fencegate.key_history;
@@ -52,7 +44,7 @@ END $fg$;
 
 -- keys_history is the trigger on fencegate.keys: a row written is
 -- admitted (key_admit); a row removed, or renamed away, is dropped.
-CREATE FUNCTION fencegate.keys_history() RETURNS trigger LANGUAGE plpgsql
+CREATE OR REPLACE FUNCTION fencegate.keys_history() RETURNS trigger LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp AS $fg$
 BEGIN
   IF TG_OP IN ('DELETE', 'UPDATE') AND (TG_OP = 'DELETE' OR OLD.key_id <> NEW.key_id) THEN
@@ -66,22 +58,14 @@ BEGIN
 END $fg$;
 
 -- keys_truncated drops every key a TRUNCATE removes.
-CREATE FUNCTION fencegate.keys_truncated() RETURNS trigger LANGUAGE plpgsql
+CREATE OR REPLACE FUNCTION fencegate.keys_truncated() RETURNS trigger LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp AS $fg$
 BEGIN
   UPDATE fencegate.key_history SET state = 'dropped' WHERE key_id IN (SELECT key_id FROM fencegate.keys);
   RETURN NULL;
 END $fg$;
 
-INSERT INTO fencegate.key_history (key_id, secret_digest, state)
-  SELECT key_id, fencegate.key_secret_digest(secret), state FROM fencegate.keys;
-
 CREATE TRIGGER keys_history BEFORE INSERT OR UPDATE OR DELETE ON fencegate.keys
   FOR EACH ROW EXECUTE FUNCTION fencegate.keys_history();
 CREATE TRIGGER keys_truncated BEFORE TRUNCATE ON fencegate.keys
   FOR EACH STATEMENT EXECUTE FUNCTION fencegate.keys_truncated();
-
--- Privileges: the table and the functions are the owner's alone (a new
--- function is PUBLIC's to call until revoked).
-REVOKE ALL ON fencegate.key_history FROM PUBLIC;
-REVOKE ALL ON ALL FUNCTIONS IN SCHEMA fencegate FROM PUBLIC;

@@ -1,0 +1,153 @@
+-- The gate inside PostgreSQL, authentication (gate.Policy.Authenticate):
+-- the proofs under this gate's own HMAC keys (PostgreSQL has no
+-- Ed25519), the envelope bound to the grant, the caller the grant's
+-- owner. Authentication never touches resource state.
+
+-- b64url: canonical unpadded base64url of exactly n bytes, decoded, or NULL.
+CREATE OR REPLACE FUNCTION fencegate.b64url(s TEXT, n INT) RETURNS BYTEA LANGUAGE plpgsql IMMUTABLE AS $fg$
+DECLARE
+  raw BYTEA;
+BEGIN
+  IF s IS NULL OR s !~ '^[A-Za-z0-9_-]*$' OR length(s) <> (4 * n + 2) / 3 THEN RETURN NULL; END IF;
+  raw := decode(translate(s, '-_', '+/') || repeat('=', (4 - length(s) % 4) % 4), 'base64');
+  IF octet_length(raw) <> n
+    OR rtrim(translate(replace(encode(raw, 'base64'), E'\n', ''), '+/', '-_'), '=') <> s THEN
+    RETURN NULL;
+  END IF;
+  RETURN raw;
+END $fg$;
+
+-- verify checks a proof over (schema, digest) for a message of issuer
+-- epoch, as grant.Verifier.VerifyDigest does, against fencegate.keys and
+-- settings.revoked_below_epoch. It returns NULL when the proof holds, else
+-- the outcome and why: 'EPOCH_REVOKED: …' or 'BAD_PROOF: …'. Ed25519
+-- proofs ("sig:") are refused: PostgreSQL cannot check them.
+CREATE OR REPLACE FUNCTION fencegate.verify(schema TEXT, digest BYTEA, epoch NUMERIC, proof TEXT) RETURNS TEXT
+LANGUAGE plpgsql STABLE AS $fg$
+DECLARE
+  prefix TEXT; kid TEXT; enc TEXT; raw BYTEA;
+  k fencegate.keys;
+  revoked BIGINT;
+BEGIN
+  IF proof IS NULL OR octet_length(proof) > 256 OR proof !~ '^[^:]*:[^:]*:' THEN
+    RETURN 'BAD_PROOF: malformed proof: want mac:<keyId>:<base64url>';
+  END IF;
+  prefix := split_part(proof, ':', 1);
+  kid := split_part(proof, ':', 2);
+  enc := substr(proof, length(prefix) + length(kid) + 3);
+  IF prefix NOT IN ('sig', 'mac') THEN RETURN format('BAD_PROOF: malformed proof: unknown prefix %L', prefix); END IF;
+  IF kid !~ '^[A-Za-z0-9._-]{1,64}$' THEN RETURN 'BAD_PROOF: malformed proof: key ID'; END IF;
+  raw := fencegate.b64url(enc, CASE prefix WHEN 'sig' THEN 64 ELSE 32 END);
+  IF raw IS NULL THEN RETURN 'BAD_PROOF: malformed proof: not canonical unpadded base64url of the right length'; END IF;
+  SELECT * INTO k FROM fencegate.keys WHERE keys.key_id = kid;
+  SELECT revoked_below_epoch INTO revoked FROM fencegate.settings;
+  IF k.key_id IS NULL THEN RETURN format('BAD_PROOF: unknown key %L', kid); END IF;
+  IF prefix <> 'mac' THEN RETURN format('BAD_PROOF: key %s is hmac-sha256, proof claims ed25519', kid); END IF;
+  IF k.state = 'retired' THEN RETURN format('BAD_PROOF: key %s is retired', kid); END IF;
+  IF epoch < revoked THEN RETURN format('EPOCH_REVOKED: epoch %s < revokedBelowEpoch %s', epoch, revoked); END IF;
+  IF epoch < k.min_epoch OR k.max_epoch <> 0 AND epoch > k.max_epoch THEN
+    RETURN format('BAD_PROOF: epoch %s not allowed for key %s', epoch, kid);
+  END IF;
+  IF {crypto}.hmac('fencegate/proof/v1'::bytea || '\x00'::bytea || convert_to(schema, 'UTF8') || '\x00'::bytea || digest,
+      k.secret, 'sha256') <> raw THEN
+    RETURN format('BAD_PROOF: bad signature: %s over %s (key %s)', schema, fencegate.digest_text(digest), kid);
+  END IF;
+  RETURN NULL;
+END $fg$;
+
+-- effective_proofs is pggate.EffectiveProofs: the grant and status proofs
+-- authenticate checks. The first gateProofs pair whose grant proof is a
+-- "mac:" proof under a key enrolled here (whatever its state: a retired
+-- key's proof then fails as it should), else the single fields.
+CREATE OR REPLACE FUNCTION fencegate.effective_proofs(e fencegate.envelope_t) RETURNS TEXT[] LANGUAGE sql STABLE AS $fg$
+  SELECT coalesce((
+    SELECT ARRAY[coalesce(p ->> 'grantProof', ''), coalesce(p ->> 'statusProof', '')]
+    FROM jsonb_array_elements(CASE WHEN jsonb_typeof(e.gate_proofs) = 'array' THEN e.gate_proofs ELSE '[]'::jsonb END)
+      WITH ORDINALITY AS t(p, i)
+    WHERE split_part(p ->> 'grantProof', ':', 1) = 'mac'
+      AND EXISTS (SELECT 1 FROM fencegate.keys k WHERE k.key_id = split_part(p ->> 'grantProof', ':', 2))
+    ORDER BY i LIMIT 1), ARRAY[e.grant_proof, e.status_proof])
+$fg$;
+
+-- operation_root is grant.OperationRoot(resource, operationID).
+CREATE OR REPLACE FUNCTION fencegate.operation_root(resource TEXT, operation_id TEXT) RETURNS TEXT LANGUAGE plpgsql IMMUTABLE AS $fg$
+BEGIN
+  RETURN fencegate.digest_text(sha256('fencegate/operationRoot/v1'::bytea || '\x00'::bytea
+    || int8send(octet_length(resource)::bigint) || convert_to(resource, 'UTF8')
+    || int8send(octet_length(operation_id)::bigint) || convert_to(operation_id, 'UTF8')));
+END $fg$;
+
+-- verified is an envelope that passed authentication (gate.Verified),
+-- with its HELD evidence: the status proof it carries, else the grant's
+-- own held statement (status_from_grant), else none (has_status FALSE).
+CREATE TYPE fencegate.verified AS (
+  resource TEXT, operation_id TEXT, fence BIGINT, seq BIGINT, payload_digest TEXT,
+  grant_digest TEXT, root TEXT, policy_generation NUMERIC, grant_issued_ms BIGINT,
+  has_status BOOLEAN, status_state TEXT, status_issued_ms BIGINT, status_valid_ms BIGINT,
+  status_from_grant BOOLEAN
+);
+
+-- authenticate is gate.Policy.Authenticate for an envelope sent by the
+-- workload identity caller: strict parse, proofs, binding, identity. It
+-- raises BAD_PROOF, EPOCH_REVOKED, BINDING_MISMATCH or IDENTITY_MISMATCH.
+-- The proofs checked are effective_proofs (this gate's own pair from
+-- gateProofs when the envelope carries one); without a status proof, a
+-- grant's own held statement is its evidence (gate.Verified.OwnEvidence).
+CREATE OR REPLACE FUNCTION fencegate.authenticate(e fencegate.envelope_t, caller TEXT) RETURNS fencegate.verified
+LANGUAGE plpgsql AS $fg$
+DECLARE
+  gd BYTEA := sha256(convert_to(e.grant_text, 'UTF8'));
+  pr TEXT[] := fencegate.effective_proofs(e);
+  g fencegate.grant_t;
+  s fencegate.status_t;
+  why TEXT;
+  root TEXT;
+  classes TEXT[];
+  loc JSONB := jsonb_build_object('resource', e.resource, 'fenceToken', e.fence, 'segmentSeq', e.seq);
+BEGIN
+  g := fencegate.parse_grant(e.grant_text);
+  IF g.resource IS NULL THEN
+    PERFORM fencegate.reject('BAD_PROOF', 'grant does not parse as lockGrant.v1', loc);
+  END IF;
+  why := fencegate.verify('lockGrant.v1', gd, g.issuer_epoch, pr[1]);
+  IF why IS NOT NULL THEN
+    PERFORM fencegate.reject(split_part(why, ':', 1), 'grant proof: ' || substr(why, position(':' IN why) + 2), loc);
+  END IF;
+  IF e.status_text <> '' THEN
+    s := fencegate.parse_status(e.status_text);
+    IF s.state IS NULL THEN
+      PERFORM fencegate.reject('BAD_PROOF', 'status does not parse as grantStatus.v1', loc);
+    END IF;
+    why := fencegate.verify('grantStatus.v1', sha256(convert_to(e.status_text, 'UTF8')), s.issuer_epoch, pr[2]);
+    IF why IS NOT NULL THEN
+      PERFORM fencegate.reject(split_part(why, ':', 1), 'status proof: ' || substr(why, position(':' IN why) + 2), loc);
+    END IF;
+    IF s.grant_digest <> fencegate.digest_text(gd) THEN
+      PERFORM fencegate.reject('BINDING_MISMATCH', format('status is about grant %s, not %s', s.grant_digest, fencegate.digest_text(gd)), loc);
+    END IF;
+  END IF;
+  root := fencegate.operation_root(e.resource, e.operation_id);
+  why := CASE
+    WHEN e.resource <> g.resource THEN format('resource %L, grant is for %L', e.resource, g.resource)
+    WHEN e.lease <> g.lease THEN format('lease %L, grant has %L', e.lease, g.lease)
+    WHEN root <> g.operation_root THEN format('operation root of %L is %s, grant binds %s', e.operation_id, root, g.operation_root)
+    WHEN e.fence <> g.fence THEN format('fence %s, grant has %s', e.fence, g.fence)
+  END;
+  IF why IS NOT NULL THEN PERFORM fencegate.reject('BINDING_MISMATCH', why, loc); END IF;
+  SELECT operation_classes INTO classes FROM fencegate.settings;
+  IF cardinality(classes) > 0 AND g.operation_class <> ALL (classes) THEN
+    PERFORM fencegate.reject('BINDING_MISMATCH', format('operation class %L not allowed by this gate', g.operation_class), loc);
+  END IF;
+  IF caller IS DISTINCT FROM g.owner THEN
+    PERFORM fencegate.reject('IDENTITY_MISMATCH', format('caller %L (role %L) is not the grant owner %L',
+      coalesce(caller, '(no identity mapped)'), session_user, g.owner), loc);
+  END IF;
+  IF e.status_text = '' AND g.held_until_ms IS NOT NULL THEN
+    -- No status proof: the grant's own held statement is the evidence
+    -- (gate.Verified.OwnEvidence, version 2), HELD at issuedAt until heldUntil.
+    RETURN ROW(e.resource, e.operation_id, e.fence, e.seq, e.payload_digest, fencegate.digest_text(gd), root,
+      g.policy_generation, g.issued_at_ms, TRUE, 'HELD', g.issued_at_ms, g.held_until_ms, TRUE)::fencegate.verified;
+  END IF;
+  RETURN ROW(e.resource, e.operation_id, e.fence, e.seq, e.payload_digest, fencegate.digest_text(gd), root,
+    g.policy_generation, g.issued_at_ms, e.status_text <> '', s.state, s.issued_at_ms, s.valid_until_ms, FALSE)::fencegate.verified;
+END $fg$;

@@ -1,0 +1,4 @@
+-- Schema version 2: a lockGrant.v1 may carry its own HELD statement
+-- (heldUntil), which is HELD evidence for an envelope without a status
+-- proof. Functions and types only (parse_grant, grant_t, authenticate,
+-- verified, judge): no table changes.

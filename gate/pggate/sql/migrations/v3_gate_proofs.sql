@@ -1,0 +1,3 @@
+-- Schema version 3: each enrolled gate's own HMAC proofs (the envelope's
+-- gateProofs). Functions and types only (parse_envelope, envelope_t,
+-- effective_proofs, authenticate): no table changes.

@@ -1,0 +1,3 @@
+-- Schema version 4: the same functions in PL/pgSQL, a third cheaper per
+-- apply (docs/performance.md, "The gate inside PostgreSQL"). Functions
+-- only: no table changes.
