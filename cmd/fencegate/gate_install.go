@@ -32,21 +32,20 @@ The connecting role becomes the gate's owner: it holds the HMAC keys
 fencegate_writer to your application's roles and map each to the
 workload identity its grants name (fencegate gate enroll --role).
 
---print writes the SQL of every version instead, for psql (pgcrypto
-assumed in --crypto-schema).`,
+--print writes instead the SQL that installs the gate on a database
+without it, for psql (pgcrypto assumed in --crypto-schema); upgrade a
+database that has it with gate install --db.`,
 		Example: `  fencegate gate install --db postgres://admin@db/ledger
   fencegate gate install --print --crypto-schema public | psql -1 -d ledger`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if printScript {
-				for _, v := range pggate.Versions() {
-					s, err := pggate.Script(v, cryptoSchema)
-					if err != nil {
-						return err
-					}
-					fmt.Fprintf(c.OutOrStdout(), "-- fencegate schema version %d\nCREATE SCHEMA IF NOT EXISTS fencegate;\nCREATE TABLE IF NOT EXISTS fencegate.schema_version (version INT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now());\n%s\nINSERT INTO fencegate.schema_version (version) VALUES (%d);\n", v, s, v)
+				s, err := pggate.Script(cryptoSchema)
+				if err != nil {
+					return err
 				}
-				return nil
+				_, err = fmt.Fprint(c.OutOrStdout(), s)
+				return err
 			}
 			return withPG(c.Context(), g, func(ctx context.Context, db *sql.DB) error {
 				in, err := pggate.Install(ctx, db)
