@@ -9,14 +9,20 @@ CREATE OR REPLACE FUNCTION fencegate.act(resource TEXT, action TEXT, operator TE
   INSERT INTO fencegate.operator_actions (subject, action, operator, detail, at_ms) VALUES (resource, action, operator, detail, fencegate.now_ms())
 $fg$;
 
+-- operated refuses an operator action without the operator's name, and
+-- returns the resource's state, locked (lock_state).
+CREATE OR REPLACE FUNCTION fencegate.operated(resource TEXT, operator TEXT) RETURNS fencegate.resources LANGUAGE plpgsql AS $fg$
+BEGIN
+  IF coalesce(operator, '') = '' THEN PERFORM fencegate.refused('operator actions need the operator''s name'); END IF;
+  RETURN fencegate.lock_state(resource);
+END $fg$;
+
 -- resume is gate.Resume: lift a pause once the registry's fence floor is
 -- above highestFence; the floor and the instant are kept.
 CREATE OR REPLACE FUNCTION fencegate.resume(resource TEXT, registry_floor BIGINT, operator TEXT, note TEXT) RETURNS VOID LANGUAGE plpgsql AS $fg$
 DECLARE
-  st fencegate.resources;
+  st fencegate.resources := fencegate.operated(resource, operator);
 BEGIN
-  IF coalesce(operator, '') = '' THEN PERFORM fencegate.refused('operator actions need the operator''s name'); END IF;
-  st := fencegate.lock_state(resource);
   IF NOT st.paused THEN PERFORM fencegate.refused(format('gate: resume refused: resource %s is not paused', resource)); END IF;
   IF registry_floor <= st.highest_fence THEN
     PERFORM fencegate.refused(format('gate: resume refused: resource %s: registry floor %s is not above highestFence %s; raise the registry''s fence floor first',
@@ -49,10 +55,8 @@ END $fg$;
 -- resource accepts; it only rises.
 CREATE OR REPLACE FUNCTION fencegate.set_min_policy_generation(resource TEXT, gen BIGINT, operator TEXT) RETURNS VOID LANGUAGE plpgsql AS $fg$
 DECLARE
-  st fencegate.resources;
+  st fencegate.resources := fencegate.operated(resource, operator);
 BEGIN
-  IF coalesce(operator, '') = '' THEN PERFORM fencegate.refused('operator actions need the operator''s name'); END IF;
-  st := fencegate.lock_state(resource);
   IF gen < st.min_policy_generation THEN
     PERFORM fencegate.refused(format('gate: min policy generation %s: must be between the current %s and 9223372036854775807', gen, st.min_policy_generation));
   END IF;
