@@ -10,8 +10,11 @@
 //	INSERT INTO ledger …;                                 -- the business change
 //	COMMIT;
 //
-// The SQL is embedded here and installed by Install (fencegate gate
-// install), by version as sqlgate's migrations are. Go code calls it
+// The SQL is embedded here, one source file a concern (sql/*.sql), each
+// function defined once; Install (fencegate gate install) applies the
+// schema versions a database lacks (sql/migrations: tables and data
+// only) and then creates the source again, so that an upgraded database
+// ends as a fresh one (upgrade_test.go). Go code calls it
 // through Apply, Record and the operator functions; any other client
 // calls the SQL functions directly (docs/formats.md lists them, with the
 // SQLSTATE of every outcome).
