@@ -19,6 +19,7 @@ var notApplicable = map[string]string{
 }
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	for _, c := range conformance.Cases() {
 		t.Run(c.Name, func(t *testing.T) {
 			if why, ok := notApplicable[c.Name]; ok {

@@ -402,6 +402,7 @@ func TestDecideMatchesSQLOutcomes(t *testing.T) {
 // regression rule gone; a lower fence accepted) must make the sweep
 // find a difference.
 func TestDecideMatchesSQLFailsOnMutants(t *testing.T) {
+	t.Parallel()
 	mutants := map[string]string{
 		"proofs never expire": `CREATE OR REPLACE FUNCTION fencegate.judge(v fencegate.verified, now_ms BIGINT, skew BIGINT) RETURNS TEXT LANGUAGE sql IMMUTABLE AS
   $$ SELECT CASE WHEN NOT v.has_status THEN 'NOT_HELD|none' WHEN v.status_state <> 'HELD' THEN 'NOT_HELD|not held' END $$`,

@@ -76,6 +76,7 @@ func enrollOnly(t *testing.T, ids ...string) *world {
 }
 
 func TestOneGatesKeyMakesNoProofAnotherGateAccepts(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	gk := gateKeysOf(t)
 	iss := gatetest.NewIssuer("per-gate")

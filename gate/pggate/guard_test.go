@@ -23,6 +23,7 @@ import (
 )
 
 func TestGuard(t *testing.T) {
+	t.Parallel()
 	conformance.RunGuard(t, newHarness, false) // roles are the cluster's: granted one at a time
 	for _, c := range conformance.GuardCases() {
 		if !c.Attack {

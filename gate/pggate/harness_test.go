@@ -65,6 +65,11 @@ func newWorldAt(t testing.TB, v int) *world {
 	return &world{db: db, t: t, roles: map[string]string{}}
 }
 
+// clusterRoles serializes the creation of roles and their grants, which
+// are the cluster's, shared by the databases of tests that run in
+// parallel: two sessions granting the same membership at once collide.
+var clusterRoles sync.Mutex
+
 // roleOf returns the database role of a workload identity, creating it
 // (cluster-wide, shared by the package's databases) and mapping it.
 func (w *world) roleOf(ctx context.Context, identity string) (string, error) {
@@ -75,10 +80,12 @@ func (w *world) roleOf(ctx context.Context, identity string) (string, error) {
 	}
 	h := sha256.Sum256([]byte(identity))
 	role := "fgc_" + hex.EncodeToString(h[:8])
+	clusterRoles.Lock()
 	_, err := w.db.ExecContext(ctx, fmt.Sprintf(`DO $$ BEGIN CREATE ROLE %s NOLOGIN; EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$`, role))
 	if err == nil {
 		_, err = w.db.ExecContext(ctx, fmt.Sprintf(`GRANT fencegate_writer TO %s`, role))
 	}
+	clusterRoles.Unlock()
 	if err == nil {
 		err = pggate.MapCaller(ctx, w.db, role, identity)
 	}

@@ -132,6 +132,7 @@ func FuzzParseMatchesSQL(f *testing.F) {
 // TestParseSeedsAgree runs the seeds, and single-byte changes of each,
 // through both parsers.
 func TestParseSeedsAgree(t *testing.T) {
+	t.Parallel()
 	db := newWorld(t).db
 	for kind, seeds := range parseSeeds() {
 		for _, s := range seeds {

@@ -93,6 +93,7 @@ func FuzzEnvelopeParserMatchesV3(f *testing.F) {
 // TestEnvelopeParserSeedsMatchV3 runs the seeds, and single-byte changes
 // of each, through both versions.
 func TestEnvelopeParserSeedsMatchV3(t *testing.T) {
+	t.Parallel()
 	db := withV3ParseEnvelope(t)
 	for _, s := range upgradeSeeds() {
 		for i := range len(s) {
