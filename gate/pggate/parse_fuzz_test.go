@@ -9,14 +9,11 @@ package pggate_test
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"regexp"
 	"strings"
 	"testing"
 	"unicode/utf8"
-
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/gate/pggate"
@@ -30,29 +27,50 @@ import (
 // envelope contains one).
 var unholdable = regexp.MustCompile(`(?i)\\u(0000|d[89a-f][0-9a-f]{2})`)
 
-// parseAgrees checks one input of kind ("grant", "status", "envelope").
-func parseAgrees(db *sql.DB, kind string, b []byte) error {
-	if !utf8.Valid(b) || bytesContainNUL(b) || kind == "envelope" && unholdable.Match(b) {
-		return nil // not text PostgreSQL can receive
+// parseAgrees checks inputs of kind ("grant", "status", "envelope"),
+// those PostgreSQL can receive, in one query (withParses).
+func parseAgrees(db *sql.DB, kind string, bs ...[]byte) error {
+	var texts []string
+	var goOK []bool
+	for _, b := range bs {
+		if !utf8.Valid(b) || bytesContainNUL(b) || kind == "envelope" && unholdable.Match(b) {
+			continue // not text PostgreSQL can receive
+		}
+		var err error
+		switch kind {
+		case "grant":
+			_, err = grant.ParseGrant(b)
+		case "status":
+			_, err = grant.ParseStatus(b)
+		case "envelope":
+			_, err = gate.DecodeMutation(b)
+		}
+		texts = append(texts, string(b))
+		goOK = append(goOK, err == nil)
 	}
-	var goOK bool
-	switch kind {
-	case "grant":
-		_, err := grant.ParseGrant(b)
-		goOK = err == nil
-	case "status":
-		_, err := grant.ParseStatus(b)
-		goOK = err == nil
-	case "envelope":
-		_, err := gate.DecodeMutation(b)
-		goOK = err == nil
-	}
-	sqlOK, err := sqlParses(db, kind, string(b))
+	rows, err := db.QueryContext(context.Background(), `SELECT fencegate.parses($1, s) FROM unnest($2::text[]) WITH ORDINALITY AS u(s, i) ORDER BY i`, kind, texts)
 	if err != nil {
 		return err
 	}
-	if goOK != sqlOK {
-		return fmt.Errorf("%s %q: Go accepts %v, SQL accepts %v", kind, b, goOK, sqlOK)
+	defer rows.Close()
+	i := 0
+	for ; rows.Next(); i++ {
+		var verdict string
+		if err := rows.Scan(&verdict); err != nil {
+			return err
+		}
+		if verdict != "accepted" && verdict != "rejected" {
+			return fmt.Errorf("%s %q: %s", kind, texts[i], verdict)
+		}
+		if sqlOK := verdict == "accepted"; goOK[i] != sqlOK {
+			return fmt.Errorf("%s %q: Go accepts %v, SQL accepts %v", kind, texts[i], goOK[i], sqlOK)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if i != len(texts) {
+		return fmt.Errorf("%d verdicts for %d texts", i, len(texts))
 	}
 	return nil
 }
@@ -66,25 +84,29 @@ func bytesContainNUL(b []byte) bool {
 	return false
 }
 
-func sqlParses(db *sql.DB, kind, s string) (bool, error) {
-	ctx := context.Background()
-	var ok bool
-	var err error
-	switch kind {
-	case "grant":
-		err = db.QueryRowContext(ctx, `SELECT (fencegate.parse_grant($1)).resource IS NOT NULL`, s).Scan(&ok)
-	case "status":
-		err = db.QueryRowContext(ctx, `SELECT fencegate.parse_status($1) IS NOT NULL`, s).Scan(&ok)
-	case "envelope":
-		_, err = db.ExecContext(ctx, `SELECT fencegate.parse_envelope($1)`, s)
-		var pe *pgconn.PgError
-		if errors.As(err, &pe) && pe.Code == pggate.SQLState(gate.Malformed) {
-			return false, nil
-		}
-		ok = err == nil
+// withParses adds to db's gate fencegate.parses(kind, s): 'accepted'
+// when the SQL parser of kind accepts s, 'rejected' when it does not
+// (for an envelope, when it raises MALFORMED), else the error.
+func withParses(t testing.TB, db *sql.DB) *sql.DB {
+	t.Helper()
+	if _, err := db.ExecContext(context.Background(), fmt.Sprintf(`CREATE FUNCTION fencegate.parses(kind TEXT, s TEXT) RETURNS TEXT LANGUAGE plpgsql AS $$
+BEGIN
+  IF kind = 'grant' THEN
+    RETURN CASE WHEN (fencegate.parse_grant(s)).resource IS NOT NULL THEN 'accepted' ELSE 'rejected' END;
+  ELSIF kind = 'status' THEN
+    RETURN CASE WHEN fencegate.parse_status(s) IS NOT NULL THEN 'accepted' ELSE 'rejected' END;
+  END IF;
+  PERFORM fencegate.parse_envelope(s);
+  RETURN 'accepted';
+EXCEPTION WHEN OTHERS THEN
+  RETURN CASE WHEN kind = 'envelope' AND SQLSTATE = %s THEN 'rejected' ELSE SQLSTATE || ' ' || SQLERRM END;
+END $$`, quoteLiteral(pggate.SQLState(gate.Malformed)))); err != nil {
+		t.Fatal(err)
 	}
-	return ok, err
+	return db
 }
+
+func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 // parseSeeds are genuine messages and envelopes, and near misses.
 func parseSeeds() map[string][][]byte {
@@ -118,7 +140,7 @@ func FuzzParseMatchesSQL(f *testing.F) {
 			f.Add(kind, s)
 		}
 	}
-	db := newWorld(f).db
+	db := withParses(f, newWorld(f).db)
 	f.Fuzz(func(t *testing.T, kind string, b []byte) {
 		if kind != "grant" && kind != "status" && kind != "envelope" {
 			return
@@ -133,18 +155,27 @@ func FuzzParseMatchesSQL(f *testing.F) {
 // through both parsers.
 func TestParseSeedsAgree(t *testing.T) {
 	t.Parallel()
-	db := newWorld(t).db
+	db := withParses(t, newWorld(t).db)
 	for kind, seeds := range parseSeeds() {
 		for _, s := range seeds {
+			var changed [][]byte // one query a seed
 			for i := range len(s) {
 				for _, c := range []byte{'0', ' ', '\n', ':', 'Z', '"', '}', 0x7f} {
 					b := append([]byte(nil), s...)
 					b[i] = c
-					if err := parseAgrees(db, kind, b); err != nil {
-						t.Fatal(err)
-					}
+					changed = append(changed, b)
 				}
 			}
+			if err := parseAgrees(db, kind, changed...); err != nil {
+				t.Fatal(err)
+			}
 		}
+	}
+	// Negative control: a status parser that accepts nothing is caught.
+	if _, err := db.Exec(`CREATE OR REPLACE FUNCTION fencegate.parse_status(b TEXT) RETURNS fencegate.status_t LANGUAGE sql IMMUTABLE AS 'SELECT NULL::fencegate.status_t'`); err != nil {
+		t.Fatal(err)
+	}
+	if err := parseAgrees(db, "status", parseSeeds()["status"]...); err == nil || !strings.Contains(err.Error(), "Go accepts true, SQL accepts false") {
+		t.Fatalf("a status parser that accepts nothing: %v", err)
 	}
 }

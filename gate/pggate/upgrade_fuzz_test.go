@@ -11,21 +11,19 @@ package pggate_test
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"regexp"
 	"strings"
 	"testing"
 	"unicode/utf8"
-
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // v3ParseEnvelope matches version 3's parse_envelope in its script.
 var v3ParseEnvelope = regexp.MustCompile(`(?s)CREATE OR REPLACE FUNCTION fencegate\.parse_envelope\(.*?\nEND \$fg\$;`)
 
-// withV3ParseEnvelope returns a database with the gate installed and
-// version 3's parse_envelope beside it as fencegate.parse_envelope_v3.
+// withV3ParseEnvelope returns a database with the gate installed,
+// version 3's parse_envelope beside it as fencegate.parse_envelope_v3,
+// and parse_outcome, which says what either one does with a text.
 func withV3ParseEnvelope(t testing.TB) *sql.DB {
 	db := newWorld(t).db
 	body := v3ParseEnvelope.FindString(releasedScript(t, 3))
@@ -33,38 +31,63 @@ func withV3ParseEnvelope(t testing.TB) *sql.DB {
 		t.Fatal("version 3 has no parse_envelope")
 	}
 	body = strings.Replace(body, "fencegate.parse_envelope(", "fencegate.parse_envelope_v3(", 1)
-	if _, err := db.ExecContext(context.Background(), body); err != nil {
-		t.Fatal(err)
+	for _, s := range []string{body, parseOutcome} {
+		if _, err := db.ExecContext(context.Background(), s); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return db
 }
 
-// parseOutcome is what one parse_envelope does with s: the envelope's
-// text, or the error's code, message and detail.
-func parseOutcome(db *sql.DB, fn, s string) (string, error) {
-	var out string
-	err := db.QueryRowContext(context.Background(), `SELECT fencegate.`+fn+`($1)::text`, s).Scan(&out)
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		return fmt.Sprintf("%s %s %s", pe.Code, pe.Message, pe.Detail), nil
-	}
-	return out, err
-}
+// parseOutcome is what one parse_envelope (v3: version 3's) does with s:
+// the envelope's text, or the error's SQLSTATE, message and detail, as a
+// client reads them. It lets one query compare many texts.
+const parseOutcome = `CREATE FUNCTION fencegate.parse_outcome(v3 BOOLEAN, s TEXT) RETURNS TEXT LANGUAGE plpgsql AS $$
+DECLARE
+  code TEXT;
+  msg TEXT;
+  detail TEXT;
+BEGIN
+  IF v3 THEN RETURN fencegate.parse_envelope_v3(s)::text; END IF;
+  RETURN fencegate.parse_envelope(s)::text;
+EXCEPTION WHEN OTHERS THEN
+  GET STACKED DIAGNOSTICS code = RETURNED_SQLSTATE, msg = MESSAGE_TEXT, detail = PG_EXCEPTION_DETAIL;
+  RETURN code || ' ' || msg || ' ' || detail;
+END $$`
 
-func envelopeParsersAgree(db *sql.DB, b []byte) error {
-	if !utf8.Valid(b) || bytesContainNUL(b) {
-		return nil // not text PostgreSQL can receive
+// envelopeParsersAgree runs the texts among bs that PostgreSQL can
+// receive through both parsers, in one query, and names the first they
+// treat differently.
+func envelopeParsersAgree(db *sql.DB, bs ...[]byte) error {
+	var texts []string
+	for _, b := range bs {
+		if utf8.Valid(b) && !bytesContainNUL(b) {
+			texts = append(texts, string(b))
+		}
 	}
-	v3, err := parseOutcome(db, "parse_envelope_v3", string(b))
+	rows, err := db.QueryContext(context.Background(), `SELECT s, fencegate.parse_outcome(true, s), fencegate.parse_outcome(false, s)
+  FROM unnest($1::text[]) WITH ORDINALITY AS u(s, i) ORDER BY i`, texts)
 	if err != nil {
 		return err
 	}
-	v4, err := parseOutcome(db, "parse_envelope", string(b))
-	if err != nil {
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var s string
+		var v3, now sql.NullString
+		if err := rows.Scan(&s, &v3, &now); err != nil {
+			return err
+		}
+		if !v3.Valid || v3 != now {
+			return fmt.Errorf("envelope %q:\nversion 3: %v\ninstalled: %v", s, v3, now)
+		}
+		n++
+	}
+	if err := rows.Err(); err != nil {
 		return err
 	}
-	if v3 != v4 {
-		return fmt.Errorf("envelope %q:\nversion 3: %s\ninstalled: %s", b, v3, v4)
+	if n != len(texts) {
+		return fmt.Errorf("%d outcomes for %d texts", n, len(texts))
 	}
 	return nil
 }
@@ -96,14 +119,27 @@ func TestEnvelopeParserSeedsMatchV3(t *testing.T) {
 	t.Parallel()
 	db := withV3ParseEnvelope(t)
 	for _, s := range upgradeSeeds() {
+		var changed [][]byte // one query a seed
 		for i := range len(s) {
 			for _, c := range []byte{'0', ' ', '"', '}', ',', 'x', '\\'} {
 				b := append([]byte(nil), s...)
 				b[i] = c
-				if err := envelopeParsersAgree(db, b); err != nil {
-					t.Fatal(err)
-				}
+				changed = append(changed, b)
 			}
 		}
+		if err := envelopeParsersAgree(db, changed...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Negative control: a parser that says another thing is caught.
+	if _, err := db.Exec(`CREATE OR REPLACE FUNCTION fencegate.parse_envelope_v3(envelope TEXT) RETURNS fencegate.envelope_t LANGUAGE plpgsql AS $$
+BEGIN
+  IF envelope LIKE '%"x"%' THEN RAISE EXCEPTION USING ERRCODE = 'FG001', MESSAGE = 'another reason'; END IF;
+  RETURN fencegate.parse_envelope(envelope);
+END $$`); err != nil {
+		t.Fatal(err)
+	}
+	if err := envelopeParsersAgree(db, upgradeSeeds()...); err == nil || !strings.Contains(err.Error(), "another reason") {
+		t.Fatalf("a version 3 parser with another reason: %v", err)
 	}
 }
