@@ -96,7 +96,8 @@ func (k *knownSet) recent(n int) []string {
 
 // discover scans up to DiscoveryEntriesMax request entries from where the
 // last scan stopped; each names a resource some replica granted within
-// the request retention (24 h by default), and every live grant has one.
+// the request retention (16 min by default), and every live grant
+// has one.
 func (d *Dashboard) discover(ctx context.Context) {
 	k := d.known
 	k.mu.Lock()

@@ -199,7 +199,7 @@ func (r *Registry) acquireStep(ctx context.Context, in lockstate.AcquireInput, c
 		if dec.Outcome == lockstate.AcquirePurge {
 			return &Write{SettingsRev: s.SettingsRev, Requests: []RequestWrite{{Key: key, Compare: true, ModRev: slot.ModRev}}}, nil
 		}
-		w := writeFor(s, dec.Record, dec.Entries)
+		w := r.writeFor(s, dec.Record, dec.Entries)
 		if dec.Outcome == lockstate.AcquireQueued && w != nil && !writes(w, key) {
 			// Joining (or staying in) the queue compares the request's own
 			// entry as absent (deleting an absent entry writes nothing): a
@@ -292,6 +292,6 @@ func (r *Registry) cancelWait(ctx context.Context, in lockstate.AcquireInput) {
 	defer cancel()
 	_, _, _ = r.casLoop(ctx, in.Req.Resource, nil, true, func(s *Snapshot, now int64) (*Write, error) {
 		d := lockstate.DecideCancelWait(recordOf(s), s.Settings, in.Key(), in.DeadlineMs, now, r.lim)
-		return writeFor(s, d.Record, d.Entries), nil
+		return r.writeFor(s, d.Record, d.Entries), nil
 	})
 }

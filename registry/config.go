@@ -88,8 +88,15 @@ type Config struct {
 	// request whose grant is still HELD is never forgotten. Retention
 	// counts from the end as the record places it: for a lease out of its
 	// record's Ended, from the oldest end Ended remembers (endedAtMs), so
-	// an entry may be kept longer, never shorter. Optional, defaults to
-	// 86400000 (24h).
+	// an entry may be kept longer, never shorter; the sweep deletes it
+	// within a sweep interval of its lease's end (or first expiry, if
+	// later) plus the retention. Optional, defaults to
+	// RequestRetentionMsMin rounded up to a whole minute (16 min with the
+	// default skew bound): the specification's 15 minutes to reconcile an
+	// outcome that is not known (UnknownReconcileMs), plus ClockSkewMaxMs
+	// (docs/guarantees.md, "How long a request ID is remembered"); the
+	// rounding leaves room to raise the skew bound after DefaultConfig.
+	// At least RequestRetentionMsMin, at most RequestRetentionMsMax.
 	RequestRetentionMs uint64
 
 	// CASRetriesMax bounds compare-and-swap retries of one call under
@@ -104,6 +111,28 @@ type Config struct {
 	// metrics). Optional, defaults to none. It is called after the commit,
 	// outside any lock, and must not block.
 	Observer Observer
+}
+
+// UnknownReconcileMs is the specification's budget for settling an
+// outcome that is not known ("UNKNOWN reconciled within 15 minutes"), 15
+// min: the longest a client or its reconciler may ask how an acquire of
+// unknown outcome ended, from an instant no later than the lease's end
+// (the acquire was sent before the grant).
+const UnknownReconcileMs = 15 * 60 * 1000
+
+// RequestRetentionMsMax bounds Config.RequestRetentionMs, 30 days:
+// nothing in the protocol asks about a request ID that old, and the
+// store holds every cycle of the retention (docs/operations.md,
+// "Request retention").
+const RequestRetentionMsMax = 30 * 24 * 3600 * 1000
+
+// RequestRetentionMsMin is the shortest request retention c allows:
+// UnknownReconcileMs plus c's ClockSkewMaxMs (the lease's end is judged
+// by a registry clock, the budget by the asker's), filled from its
+// default when 0.
+func (c Config) RequestRetentionMsMin() uint64 {
+	c.fill()
+	return UnknownReconcileMs + c.ClockSkewMaxMs
 }
 
 // TTLMsMinDefault is Config.TTLMsMin's default: the Go client's shortest
@@ -134,7 +163,7 @@ func (c *Config) fill() {
 	def(&c.HandoffClaimMs, 2000)
 	def(&c.WaitPollMsMax, 1000)
 	def(&c.WaiterGraceMs, 1000)
-	def(&c.RequestRetentionMs, 86_400_000)
+	def(&c.RequestRetentionMs, (UnknownReconcileMs+c.ClockSkewMaxMs+59_999)/60_000*60_000)
 	if c.WaitersPerResourceMax == 0 {
 		c.WaitersPerResourceMax = 64
 	}
@@ -177,6 +206,9 @@ func (c *Config) Validate() error {
 		return bad("ttlMsMin %d must exceed clockSkewMaxMs %d, or no status proof could ever be valid", c.TTLMsMin, c.ClockSkewMaxMs)
 	case c.WaitersPerResourceMax < 0 || c.CASRetriesMax < 0 || c.CacheResourcesMax < 0:
 		return bad("negative limit")
+	case c.RequestRetentionMs < UnknownReconcileMs+c.ClockSkewMaxMs || c.RequestRetentionMs > RequestRetentionMsMax:
+		return bad("requestRetentionMs %d outside [%d, %d]: a request ID must answer how its acquire ended for the specification's 15 minutes to reconcile an unknown outcome, plus clockSkewMaxMs %d",
+			c.RequestRetentionMs, UnknownReconcileMs+c.ClockSkewMaxMs, RequestRetentionMsMax, c.ClockSkewMaxMs)
 	}
 	return nil
 }

@@ -69,8 +69,11 @@
 // lease's end keeps the final state it holds). A retry with the same
 // parameters gets the same grant with a fresh status, other parameters
 // get ErrRequestMismatch. Entries are kept RequestRetentionMs after the
-// lease ended, as the record places that end (SweepRequests deletes them
-// later); a live grant's entry is never removed.
+// lease ended, as the record places that end; a live grant's entry is
+// never removed. The granting write also puts the entry's item in the
+// sweep index (SweepItem: when to look at it next), and SweepRequests
+// walks that index from its oldest end, so it reads what is due, never
+// the whole request index.
 //
 // # What a lease does not do
 //

@@ -27,7 +27,7 @@ func (r *Registry) Renew(ctx context.Context, owner, resource, lease string) (wi
 		if dec, err = lockstate.DecideRenew(recordOf(s), s.Settings, owner, lease, now, r.lim); err != nil {
 			return nil, err
 		}
-		return writeFor(s, dec.Record, dec.Entries), nil
+		return r.writeFor(s, dec.Record, dec.Entries), nil
 	})
 	if err != nil {
 		return wire.Issued{}, err
@@ -72,7 +72,7 @@ func (r *Registry) Release(ctx context.Context, owner, resource, lease string) e
 		if err != nil {
 			return nil, err
 		}
-		return writeFor(s, dec.Record, dec.Entries), nil
+		return r.writeFor(s, dec.Record, dec.Entries), nil
 	})
 	return err
 }

@@ -117,8 +117,9 @@ func storeError(op string, err error) error {
 
 // writeFor builds the compare-and-swap of a decision made on s: the record
 // and settings compared at the revisions s saw, each granted request's new
-// entry compared as s saw it (absent, unless s is wrong).
-func writeFor(s *Snapshot, rec *lockstate.Record, entries []lockstate.EntryPut) *Write {
+// entry compared as s saw it (absent, unless s is wrong), and put in the
+// sweep index at its first look (lockstate.FirstSweepMs).
+func (r *Registry) writeFor(s *Snapshot, rec *lockstate.Record, entries []lockstate.EntryPut) *Write {
 	if rec == nil && len(entries) == 0 {
 		return nil
 	}
@@ -126,6 +127,7 @@ func writeFor(s *Snapshot, rec *lockstate.Record, entries []lockstate.EntryPut) 
 	for _, p := range entries {
 		e := p.Entry
 		w.Requests = append(w.Requests, RequestWrite{Key: p.Key, Entry: &e, Compare: true, ModRev: s.slot(p.Key).ModRev})
+		w.Sweeps = append(w.Sweeps, SweepWrite{Item: SweepItem{AtMs: lockstate.FirstSweepMs(e.Grant, r.lim), Key: p.Key, Resource: e.Grant.Resource}})
 	}
 	return w
 }

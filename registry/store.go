@@ -46,6 +46,16 @@ var ErrStoreWentBack = errors.New("registry: the store went back")
 //   - Revisions only grow; a successful Commit returns its own revision,
 //     which becomes the mod revision of everything it wrote.
 //   - An error other than a failed compare leaves the outcome unknown.
+//   - The sweep index (SweepItem) says when each request entry is next
+//     due a look from the retention sweep. Its items are written only by
+//     Commits, beside anything else the Write does (Write.Sweeps), and
+//     carry no revision nor compare of their own: putting an item that
+//     exists, or deleting one that does not, changes nothing and fails no
+//     commit. ScanSweep lists them in (AtMs, Owner, RequestID) order as
+//     of one linearizable read. A page costs at most about the items
+//     between after and beforeMs (an etcd range counts them), never the
+//     whole index: the sweep asks in windows of due time, so its cost
+//     follows what is due, not what is kept.
 //   - The gate key history (KeyHistory) is one more item under the same
 //     revisions, read and written on its own: ReadKeyHistory is a
 //     linearizable read of it; CommitKeyHistory writes it, as a commit of
@@ -74,6 +84,11 @@ type Store interface {
 	// of one linearizable read, for listing locks. Resources without a
 	// record are not listed.
 	ScanRecords(ctx context.Context, prefix, after string, limit int) ([]RecordSlot, error)
+	// ScanSweep lists up to limit items of the sweep index that sort after
+	// after (in (AtMs, Owner, RequestID) order; the zero item: from the
+	// start) and are due before beforeMs (AtMs < beforeMs), all as of one
+	// linearizable read.
+	ScanSweep(ctx context.Context, after SweepItem, beforeMs int64, limit int) ([]SweepItem, error)
 	// ReadKeyHistory returns the gate key history as of one linearizable
 	// read.
 	ReadKeyHistory(ctx context.Context) (KeyHistorySlot, error)
@@ -163,9 +178,37 @@ type Write struct {
 	// (StoredRecordIs), or in the form it writes.
 	RecordWasRaw []byte
 	Requests     []RequestWrite
+	// Sweeps are the sweep index items the write puts or deletes, at most
+	// once each; they are not compared.
+	Sweeps []SweepWrite
 	// ReadKeys are the request entries to return in CommitResult.Current
 	// when a compare fails, in order; written keys are not added.
 	ReadKeys []lockstate.RequestKey
+}
+
+// SweepItem is one item of the sweep index: the request entry Key, of a
+// grant on Resource, is due a look from the retention sweep at AtMs
+// (registry clock, Unix ms, >= 0). The resource is carried so that one
+// Read of it and the entry judges the entry (lockstate.JudgeSweep).
+type SweepItem struct {
+	AtMs     int64
+	Key      lockstate.RequestKey
+	Resource string
+}
+
+// Less orders items by AtMs, then Key; Resource does not take part (an
+// item is named by its instant and key).
+func (i SweepItem) Less(o SweepItem) bool {
+	if i.AtMs != o.AtMs {
+		return i.AtMs < o.AtMs
+	}
+	return i.Key.Less(o.Key)
+}
+
+// SweepWrite puts (or, with Delete, deletes) one item of the sweep index.
+type SweepWrite struct {
+	Item   SweepItem
+	Delete bool
 }
 
 // RequestWrite puts (or, with a nil Entry, deletes) one request entry.

@@ -1,9 +1,14 @@
 // This file proves the retention sweep deletes only request entries whose
-// lease ended more than RequestRetentionMs ago, never a live grant's.
+// lease ended more than RequestRetentionMs ago, never a live grant's; that
+// it reads what is due and never the whole index; and that entries an
+// earlier version wrote without a sweep item are indexed and then swept.
 package registry_test
 
 import (
+	"context"
 	"fmt"
+	"math"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,51 +17,64 @@ import (
 	"github.com/fencegate/fencegate/registry/lockstate"
 )
 
+// due is how long after a lease's end (or first expiry, if later) its
+// entry is deleted: the retention.
+func (e *env) retention() time.Duration {
+	return time.Duration(e.reg.Config().RequestRetentionMs) * time.Millisecond
+}
+
+func (e *env) sweep(want int) {
+	e.t.Helper()
+	if n, err := e.reg.SweepRequests(e.ctx); err != nil || n != want {
+		e.t.Fatalf("sweep at %s: deleted %d, %v; want %d", e.clock.Now().Format(time.TimeOnly), n, err, want)
+	}
+}
+
 func TestSweepDeletesOnlyPastRetention(t *testing.T) {
 	e := newEnv(t, nil)
+	ttl := 10 * time.Second // req's
 	for i := 0; i < 3; i++ {
 		a := e.mustAcquire("worker-a", req(fmt.Sprint("inv/", i), fmt.Sprint("old-", i)))
 		if err := e.reg.Release(e.ctx, "worker-a", a.Grant.Resource, a.Grant.Lease); err != nil {
 			t.Fatal(err)
 		}
 	}
-	retention := time.Duration(e.reg.Config().RequestRetentionMs) * time.Millisecond
-	e.clock.Advance(retention / 2)
+	e.clock.Advance(e.retention() / 2)
 	// Never released: its entry stays HELD (expiry is judged lazily) and
 	// the sweep leaves it, whatever the clock says.
 	e.mustAcquire("worker-a", req("inv/live", "live"))
-	e.clock.Advance(retention/2 - 5*time.Second)
+	e.clock.Advance(e.retention()/2 + ttl - 5*time.Second)
 	recent := e.mustAcquire("worker-b", req("inv/recent", "recent"))
 	e.clock.Advance(5 * time.Second)
 	if err := e.reg.Release(e.ctx, "worker-b", "inv/recent", recent.Grant.Lease); err != nil {
 		t.Fatal(err)
 	}
-	next, n, err := e.reg.SweepRequests(e.ctx, lockstate.RequestKey{})
-	if err != nil || n != 3 || next != (lockstate.RequestKey{}) {
-		t.Fatalf("sweep: deleted %d, next %v, %v", n, next, err)
-	}
+	e.sweep(3)
 	for _, c := range []struct{ owner, id string }{{"worker-a", "live"}, {"worker-b", "recent"}} {
 		if _, err := e.reg.QueryRequest(e.ctx, c.owner, c.id); err != nil {
 			t.Fatalf("%s swept: %v", c.id, err)
 		}
 	}
-	if _, n, _ := e.reg.SweepRequests(e.ctx, lockstate.RequestKey{}); n != 0 {
-		t.Fatalf("second sweep deleted %d", n)
-	}
+	e.sweep(0)
+	// "live" expired unrenewed at half the retention plus its TTL: its
+	// entry goes a retention later. "recent" ended 5 s before its first
+	// expiry: it is looked at (and due) at that expiry plus the
+	// retention, not before.
+	e.clock.Advance(e.retention() - 1*time.Millisecond)
+	e.sweep(1)
+	e.clock.Advance(5 * time.Second)
+	e.sweep(0)
+	e.clock.Advance(time.Millisecond)
+	e.sweep(1)
 }
 
 func TestSweepSettlesLazilyExpiredLeases(t *testing.T) {
 	e := newEnv(t, nil)
 	a := e.mustAcquire("worker-a", req("inv/1", "a1")) // never released
 	e.clock.Advance(time.Duration(a.Grant.TTLMs) * time.Millisecond)
-	if _, n, err := e.reg.SweepRequests(e.ctx, lockstate.RequestKey{}); err != nil || n != 0 {
-		t.Fatalf("first sweep: %d %v", n, err)
-	}
-	retention := time.Duration(e.reg.Config().RequestRetentionMs) * time.Millisecond
-	e.clock.Advance(retention)
-	if _, n, err := e.reg.SweepRequests(e.ctx, lockstate.RequestKey{}); err != nil || n != 1 {
-		t.Fatalf("sweep after retention: deleted %d, %v", n, err)
-	}
+	e.sweep(0)
+	e.clock.Advance(e.retention())
+	e.sweep(1)
 	if info, _ := e.reg.Resource(e.ctx, "inv/1"); info.HighestFence != a.Grant.FenceToken || info.HolderLease != "" {
 		t.Fatalf("resource after settle: %+v", info)
 	}
@@ -64,11 +82,14 @@ func TestSweepSettlesLazilyExpiredLeases(t *testing.T) {
 
 // Entries are written once, so the sweep reads when a lease ended from
 // its record, also for leases that fell out of its Ended list; the
-// holder's entry stays whatever its age.
+// holder's entry stays whatever its age, its item moved on at each look.
 func TestSweepReadsEndsFromTheRecord(t *testing.T) {
-	e := newEnv(t, func(c *registry.Config) { c.RequestRetentionMs = 60_000 })
+	e := newEnv(t, nil)
+	start := e.clock.Now()
 	for i := range 5 {
-		a := e.mustAcquire("worker-a", req("inv/1", fmt.Sprint("c-", i)))
+		r := req("inv/1", fmt.Sprint("c-", i))
+		r.TTLMs = 2000
+		a := e.mustAcquire("worker-a", r)
 		e.clock.Advance(time.Second)
 		if err := e.reg.Release(e.ctx, "worker-a", "inv/1", a.Grant.Lease); err != nil {
 			t.Fatal(err)
@@ -76,21 +97,24 @@ func TestSweepReadsEndsFromTheRecord(t *testing.T) {
 	}
 	holder := e.mustAcquire("worker-a", req("inv/1", "holder"))
 	// Leases c-0..c-4 ended at 1..5 s; Ended remembers c-3 and c-4, so
-	// c-0..c-2 count from c-3's end plus the skew (4.5 s).
-	for i := range 61 { // keep the holder alive past every retention
-		if i == 59 { // 64 s
-			if _, n, err := e.reg.SweepRequests(e.ctx, lockstate.RequestKey{}); err != nil || n != 1 {
-				t.Fatalf("sweep at 64 s: deleted %d, %v; want c-3 alone", n, err)
+	// c-0..c-2 count from c-3's end plus the skew (4.5 s). c-i is first
+	// looked at at its first expiry (2+i s) plus the retention.
+	renewUntil := func(at time.Duration) {
+		for e.clock.Now().Sub(start) < at {
+			if _, err := e.reg.Renew(e.ctx, "worker-a", "inv/1", holder.Grant.Lease); err != nil {
+				t.Fatal(err)
 			}
+			e.clock.Advance(min(5*time.Second, at-e.clock.Now().Sub(start)))
 		}
-		if _, err := e.reg.Renew(e.ctx, "worker-a", "inv/1", holder.Grant.Lease); err != nil {
-			t.Fatal(err)
-		}
-		e.clock.Advance(time.Second)
 	}
-	if _, n, err := e.reg.SweepRequests(e.ctx, lockstate.RequestKey{}); err != nil || n != 4 {
-		t.Fatalf("sweep at 66 s: deleted %d, %v; want the other 4 ended", n, err)
-	}
+	renewUntil(e.retention() + 4400*time.Millisecond)
+	e.sweep(0) // c-0..c-2 looked at: their own ends are past, c-3's is not
+	renewUntil(e.retention() + 4500*time.Millisecond)
+	e.sweep(3)
+	renewUntil(e.retention() + 6*time.Second)
+	e.sweep(2) // c-3 and c-4
+	renewUntil(3*e.retention() + 20*time.Second)
+	e.sweep(0) // the holder, looked at and moved on each time
 	if q, err := e.reg.QueryRequest(e.ctx, "worker-a", "holder"); err != nil || q.Status.State != grant.StateHeld {
 		t.Fatalf("the holder's entry: %v %v", q.Status, err)
 	}
@@ -115,16 +139,105 @@ func TestSweepKeepsEarlierVersionsEndedEntries(t *testing.T) {
 	if res, err := e.store.Commit(e.ctx, registry.Write{Requests: []registry.RequestWrite{{Key: key, Compare: true, ModRev: snap.Requests[0].ModRev, Entry: &old}}}); err != nil || !res.OK {
 		t.Fatalf("write the earlier version's entry: %+v %v", res, err)
 	}
-	retention := time.Duration(e.reg.Config().RequestRetentionMs) * time.Millisecond
-	e.clock.Advance(retention + 59*time.Second)
-	if _, n, err := e.reg.SweepRequests(e.ctx, lockstate.RequestKey{}); err != nil || n != 0 {
-		t.Fatalf("sweep before the entry's own end plus retention: deleted %d, %v", n, err)
-	}
+	e.clock.Advance(e.retention() + 59*time.Second)
+	e.sweep(0)
 	if q, err := e.reg.QueryRequest(e.ctx, "worker-a", "a1"); err != nil || q.Status.State != grant.StateReleased {
 		t.Fatalf("query of the earlier version's entry: %v %v", q.Status, err)
 	}
 	e.clock.Advance(time.Second)
-	if _, n, err := e.reg.SweepRequests(e.ctx, lockstate.RequestKey{}); err != nil || n != 1 {
-		t.Fatalf("sweep at its end plus retention: deleted %d, %v", n, err)
+	e.sweep(1)
+}
+
+// sweepCountingStore counts the reads of whole indexes and of single entries.
+type sweepCountingStore struct {
+	registry.Store
+	reads, scans atomic.Int64
+}
+
+func (c *sweepCountingStore) Read(ctx context.Context, resource string, keys []lockstate.RequestKey) (registry.Snapshot, error) {
+	c.reads.Add(1)
+	return c.Store.Read(ctx, resource, keys)
+}
+
+func (c *sweepCountingStore) ScanRequests(ctx context.Context, after lockstate.RequestKey, limit int) ([]registry.RequestSlot, error) {
+	c.scans.Add(1)
+	return c.Store.ScanRequests(ctx, after, limit)
+}
+
+// A sweep reads the entries that are due, never the whole index: with
+// 300 entries kept and 5 due it reads about the 5 (and the settings),
+// and scans the request index not once. Negative control: IndexRequests,
+// the full walk an earlier version's entries need, scans it.
+func TestSweepReadsWhatIsDue(t *testing.T) {
+	e := newEnv(t, nil)
+	counted := &sweepCountingStore{Store: e.store}
+	k, _ := testKey(t)
+	reg, err := registry.New(counted, e.reg.Config(), e.clock, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		a := e.mustAcquire("worker-a", req(fmt.Sprint("inv/", i), fmt.Sprint("due-", i)))
+		if err := e.reg.Release(e.ctx, "worker-a", a.Grant.Resource, a.Grant.Lease); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.clock.Advance(e.retention())
+	for i := range 300 {
+		a := e.mustAcquire("worker-b", req(fmt.Sprint("inv/", i), fmt.Sprint("kept-", i)))
+		if err := e.reg.Release(e.ctx, "worker-b", a.Grant.Resource, a.Grant.Lease); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.clock.Advance(10 * time.Second)
+	if n, err := reg.SweepRequests(e.ctx); err != nil || n != 5 {
+		t.Fatalf("sweep: deleted %d, %v", n, err)
+	}
+	if r, s := counted.reads.Load(), counted.scans.Load(); r > 5+2 || s != 0 {
+		t.Fatalf("the sweep read %d times and scanned the request index %d times, want about the 5 due and none", r, s)
+	}
+	if _, err := reg.IndexRequests(e.ctx); err != nil || counted.scans.Load() == 0 {
+		t.Fatalf("negative control: the full walk scanned %d times (%v)", counted.scans.Load(), err)
+	}
+}
+
+// Entries written without a sweep item (by a version before the index)
+// are indexed by the loop's first pass and then swept like any other.
+func TestSweepLoopIndexesEarlierEntries(t *testing.T) {
+	e := newEnv(t, nil)
+	body := lockstate.GrantBody{
+		Resource: "inv/1", Owner: "worker-a", RequestID: "legacy", Lease: "l1-00000000",
+		OperationRoot: grant.OperationRoot("inv/1", "op").String(), OperationClass: "settle",
+		FenceToken: 1, IssuerEpoch: epoch, TTLMs: 10_000, IssuedAtMs: e.clock.Now().UnixMilli(),
+	}
+	key := lockstate.RequestKey{Owner: "worker-a", RequestID: "legacy"}
+	ended := lockstate.EndedLease{Lease: body.Lease, Owner: body.Owner, State: grant.StateReleased, AtMs: body.IssuedAtMs + 1000}
+	if res, err := e.store.Commit(e.ctx, registry.Write{Resource: "inv/1", Record: &lockstate.Record{HighestFence: 1, Ended: []lockstate.EndedLease{ended}},
+		Requests: []registry.RequestWrite{{Key: key, Compare: true, Entry: &lockstate.RequestEntry{Grant: body, ParamsDigest: "p", State: grant.StateHeld}}}}); err != nil || !res.OK {
+		t.Fatalf("write an earlier version's entry: %+v %v", res, err)
+	}
+	if items, _ := e.store.ScanSweep(e.ctx, registry.SweepItem{}, math.MaxInt64, 10); len(items) != 0 {
+		t.Fatalf("setup: items %v", items)
+	}
+	e.clock.Advance(e.retention() + 10*time.Second)
+	ctx, cancel := context.WithCancel(e.ctx)
+	defer cancel()
+	swept := make(chan int, 1)
+	go e.reg.SweepLoop(ctx, time.Minute, func(n int, err error) {
+		if err != nil {
+			t.Error(err)
+		}
+		swept <- n
+		cancel()
+	})
+	for e.clock.Waiters() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	e.clock.Advance(time.Minute)
+	if n := <-swept; n != 1 {
+		t.Fatalf("the first pass deleted %d, want the earlier version's entry", n)
+	}
+	if _, err := e.reg.QueryRequest(e.ctx, "worker-a", "legacy"); err == nil {
+		t.Fatal("the earlier version's entry is still there")
 	}
 }

@@ -296,7 +296,9 @@ func (im *importer) flush(ctx context.Context) error {
 	im.pending = nil
 	w := Write{SettingsRev: im.setRev}
 	for _, l := range batch {
-		w.Requests = append(w.Requests, RequestWrite{Key: lockstate.RequestKey{Owner: l.Owner, RequestID: l.RequestID}, Compare: true, Entry: l.Entry})
+		key := lockstate.RequestKey{Owner: l.Owner, RequestID: l.RequestID}
+		w.Requests = append(w.Requests, RequestWrite{Key: key, Compare: true, Entry: l.Entry})
+		w.Sweeps = append(w.Sweeps, importedSweep(key, l.Entry))
 	}
 	res, err := im.store.Commit(ctx, w)
 	if err != nil {
@@ -356,13 +358,22 @@ func (im *importer) flushKeys(ctx context.Context) error {
 	return storeError("read key history", err)
 }
 
+// importedSweep is an imported entry's sweep index item: at its grant's
+// first expiry, without the retention, which the importer does not know
+// (the target's registries judge it with theirs at that first look, and
+// move it on).
+func importedSweep(key lockstate.RequestKey, e *lockstate.RequestEntry) SweepWrite {
+	return SweepWrite{Item: SweepItem{AtMs: lockstate.FirstSweepMs(e.Grant, lockstate.Limits{}), Key: key, Resource: e.Grant.Resource}}
+}
+
 // request puts one request entry where the target has none; an entry the
 // target has is kept.
 func (im *importer) request(ctx context.Context, l ExportLine) error {
 	key := lockstate.RequestKey{Owner: l.Owner, RequestID: l.RequestID}
 	for try := 0; ; try++ {
 		res, err := im.store.Commit(ctx, Write{SettingsRev: im.setRev,
-			Requests: []RequestWrite{{Key: key, Compare: true, Entry: l.Entry}}, ReadKeys: []lockstate.RequestKey{key}})
+			Requests: []RequestWrite{{Key: key, Compare: true, Entry: l.Entry}}, ReadKeys: []lockstate.RequestKey{key},
+			Sweeps: []SweepWrite{importedSweep(key, l.Entry)}})
 		if err != nil {
 			return storeError("commit", err)
 		}

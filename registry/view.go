@@ -179,7 +179,7 @@ func (r *Registry) Break(ctx context.Context, resource string) (wire.BreakRespon
 		if ended != nil {
 			out.Broken = lockstate.HolderView(ended)
 		}
-		return writeFor(s, dec.Record, dec.Entries), nil
+		return r.writeFor(s, dec.Record, dec.Entries), nil
 	})
 	if err != nil {
 		return wire.BreakResponse{}, err

@@ -18,8 +18,10 @@ import (
 
 func init() { register(newServeCmd) }
 
-// requestSweepInterval is how often serve sweeps the request index, 1 min.
-const requestSweepInterval = time.Minute
+// requestSweepInterval is how often serve sweeps the request index, 10 s:
+// a pass reads only what came due since the last (registry.SweepRequests),
+// so a short interval keeps each pass small.
+const requestSweepInterval = 10 * time.Second
 
 // serveOptions are serve's flags.
 type serveOptions struct {
@@ -34,10 +36,13 @@ type serveOptions struct {
 	// grantHeld is --grant-held-statement: a fresh grant is its own HELD
 	// statement (registry.Config.SeparateStatus false).
 	grantHeld bool
-	dash      dashboardOptions
-	authz     authzOptions
-	gateKeys  gateKeysOptions
-	dev       devOptions
+	// reindexRequests is --reindex-requests: give every request entry a
+	// sweep index item at start (registry.IndexRequests).
+	reindexRequests bool
+	dash            dashboardOptions
+	authz           authzOptions
+	gateKeys        gateKeysOptions
+	dev             devOptions
 	// limits are the registry's limits; zero fields take
 	// registry.DefaultConfig's values.
 	limits registry.Config
@@ -107,6 +112,8 @@ from the working directory.`,
 	fs.Uint64Var(&l.ClockSkewMaxMs, "clock-skew-max-ms", 0, "bound on clock disagreement between registry, clients and gates over one lease (0: 500)")
 	fs.Uint64Var(&l.StatusProofTTLMs, "status-proof-ttl-ms", 0, "longest life of a status proof (0: 2000)")
 	fs.IntVar(&l.WaitersPerResourceMax, "waiters-max", 0, "waiting acquires per resource (0: 64)")
+	fs.Uint64Var(&l.RequestRetentionMs, "request-retention-ms", 0, "how long a request ID answers after its lease ended, 15 min plus --clock-skew-max-ms to 30 days (0: 960000, the specification's 15 minutes to reconcile an unknown outcome plus --clock-skew-max-ms, in whole minutes)")
+	fs.BoolVar(&o.reindexRequests, "reindex-requests", false, "at start, give every request entry a sweep index item: once, after a rolling upgrade from a version before the sweep index (the first start after one does it by itself)")
 	fs.BoolVar(&o.grantHeld, "grant-held-statement", true, "a fresh grant carries its own HELD statement (heldUntil) and is an acquire's one signed message; false issues the earlier form, grant plus status, while gates that predate it remain")
 	o.dash.flags(fs)
 	o.authz.flags(fs)

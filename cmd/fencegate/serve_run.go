@@ -108,6 +108,16 @@ func serveAPI(ctx context.Context, o *serveOptions, ld *loaded, ks *httpapi.KeyS
 	}
 	// The sweep settles leases that expired unobserved and forgets request
 	// IDs past retention; every replica may run it (each step is a CAS).
+	if o.reindexRequests {
+		go func() {
+			n, err := reg.IndexRequests(ctx)
+			if err != nil && ctx.Err() == nil {
+				fmt.Fprintf(stderr, "fencegate serve: --reindex-requests: %v\n", err)
+				return
+			}
+			fmt.Fprintf(stderr, "fencegate serve: --reindex-requests: indexed %d request entries\n", n)
+		}()
+	}
 	go reg.SweepLoop(ctx, requestSweepInterval, func(deleted int, err error) {
 		if err != nil && ctx.Err() == nil {
 			fmt.Fprintf(stderr, "fencegate serve: request sweep: %v\n", err)

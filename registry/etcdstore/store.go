@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
 
@@ -160,6 +161,16 @@ func b2i(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// rangeKeys reads up to limit keys in [from, end), linearizably as every
+// etcd read is by default.
+func (s *Store) rangeKeys(ctx context.Context, from, end string, limit int) ([]*mvccpb.KeyValue, error) {
+	resp, err := s.c.Get(ctx, from, clientv3.WithRange(end), clientv3.WithLimit(int64(limit)))
+	if err != nil {
+		return nil, err
+	}
+	return resp.Kvs, nil
 }
 
 // ScanRecords implements registry.Store: one range read, linearizable

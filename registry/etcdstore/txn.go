@@ -105,6 +105,7 @@ func (s *Store) txnOf(w registry.Write) writeTxn {
 			t.put(k, s.form.EncodeRequestEntry(rw.Entry))
 		}
 	}
+	s.sweepOps(w, &t)
 	t.setGet, t.els = get(s.settingsKey()), s.ownReadOps(w.Resource, w.ReadKeys)
 	return t
 }

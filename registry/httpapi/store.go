@@ -10,7 +10,7 @@ import (
 
 // InstrumentStore wraps s so that every Read, Commit, scan and key
 // history call is timed into m's store-latency histogram (op "read",
-// "commit", "scan", "scan_records", "read_key_history",
+// "commit", "scan", "scan_records", "scan_sweep", "read_key_history",
 // "commit_key_history"; outcome "ok", "conflict" for a failed compare, or the error's code).
 // Watch is passed through untimed: its latency is the wait for a change.
 // The wrapper changes no result.
@@ -65,6 +65,13 @@ func (t *timedStore) ScanRecords(ctx context.Context, prefix, after string, limi
 	slots, err := t.s.ScanRecords(ctx, prefix, after, limit)
 	t.m.StoreCall("scan_records", time.Since(start), storeOutcome(err))
 	return slots, err
+}
+
+func (t *timedStore) ScanSweep(ctx context.Context, after registry.SweepItem, beforeMs int64, limit int) ([]registry.SweepItem, error) {
+	start := time.Now()
+	items, err := t.s.ScanSweep(ctx, after, beforeMs, limit)
+	t.m.StoreCall("scan_sweep", time.Since(start), storeOutcome(err))
+	return items, err
 }
 
 func (t *timedStore) ReadKeyHistory(ctx context.Context) (registry.KeyHistorySlot, error) {

@@ -42,7 +42,8 @@ type Store struct {
 	records  map[string]item
 	requests map[lockstate.RequestKey]item
 	settings item
-	keys     item // the gate key history (keyhistory.go)
+	keys     item                             // the gate key history (keyhistory.go)
+	sweeps   map[sweepName]registry.SweepItem // the sweep index (sweep.go)
 	watchers map[string][]*watcher
 	hook     CommitHook // see OnCommit
 	form     registry.StoredForm
@@ -64,6 +65,7 @@ func New(opts ...Option) *Store {
 		rev:      1,
 		records:  make(map[string]item),
 		requests: make(map[lockstate.RequestKey]item),
+		sweeps:   make(map[sweepName]registry.SweepItem),
 		watchers: make(map[string][]*watcher),
 	}
 	for _, o := range opts {
@@ -147,6 +149,7 @@ func (s *Store) Commit(ctx context.Context, w registry.Write) (registry.CommitRe
 		e := *rw.Entry
 		s.requests[rw.Key] = put(s.requests[rw.Key], s.form.EncodeRequestEntry(rw.Entry), &e, rev)
 	}
+	s.applySweepsLocked(&w)
 	s.runHookLocked(&w, rev)
 	return registry.CommitResult{OK: true, Revision: rev}, nil
 }
@@ -163,6 +166,14 @@ func checkWrite(w registry.Write) error {
 			return fmt.Errorf("memstore: request %s/%s written twice in one commit", rw.Key.Owner, rw.Key.RequestID)
 		}
 		seen[rw.Key] = true
+	}
+	items := make(map[sweepName]bool, len(w.Sweeps))
+	for _, sw := range w.Sweeps {
+		n := nameOfItem(sw.Item)
+		if items[n] {
+			return fmt.Errorf("memstore: sweep item %d %s/%s written twice in one commit", n.atMs, n.key[0], n.key[1])
+		}
+		items[n] = true
 	}
 	return nil
 }

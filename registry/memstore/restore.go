@@ -3,12 +3,13 @@ package memstore
 import (
 	"maps"
 
+	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/lockstate"
 )
 
 // Image is a store's whole state at one revision, as a backup holds it:
-// every record, request entry, the settings and the gate key history, with
-// their revisions.
+// every record, request entry, the settings, the gate key history and the
+// sweep index, with their revisions.
 // An image never changes once taken, and may be restored any number of
 // times, into the store it came from or another.
 type Image struct {
@@ -17,6 +18,7 @@ type Image struct {
 	requests map[lockstate.RequestKey]item
 	settings item
 	keys     item
+	sweeps   map[sweepName]registry.SweepItem
 }
 
 // Image returns the store's current state. Stored values are never
@@ -24,7 +26,7 @@ type Image struct {
 func (s *Store) Image() *Image {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return &Image{rev: s.rev, records: maps.Clone(s.records), requests: maps.Clone(s.requests), settings: s.settings, keys: s.keys}
+	return &Image{rev: s.rev, records: maps.Clone(s.records), requests: maps.Clone(s.requests), settings: s.settings, keys: s.keys, sweeps: maps.Clone(s.sweeps)}
 }
 
 // RestoreKind is what a restore does to the revision counter, the one
@@ -70,4 +72,5 @@ func (s *Store) Restore(img *Image, kind RestoreKind) {
 		rev = max(s.rev, img.rev) + 1
 	}
 	s.rev, s.records, s.requests, s.settings, s.keys = rev, maps.Clone(img.records), maps.Clone(img.requests), img.settings, img.keys
+	s.sweeps = maps.Clone(img.sweeps)
 }

@@ -61,7 +61,11 @@ func (s *Store) Commit(ctx context.Context, w registry.Write) (registry.CommitRe
 		if err := s.ensureDirs(ctx, writtenKeys(w)); err != nil {
 			return registry.CommitResult{}, err
 		}
-		rev, refused, err := s.multi(ctx, s.ops(w, v))
+		sweeps, err := s.sweepOps(ctx, w)
+		if err != nil {
+			return registry.CommitResult{}, err
+		}
+		rev, refused, err := s.multi(ctx, withSweeps(s.ops(w, v), sweeps))
 		switch {
 		case err != nil:
 			return registry.CommitResult{}, err
@@ -88,6 +92,14 @@ func checkWrite(w registry.Write) error {
 			return fmt.Errorf("zkstore: request %s/%s written twice in one commit", rw.Key.Owner, rw.Key.RequestID)
 		}
 		seen[rw.Key] = true
+	}
+	items := make(map[registry.SweepItem]bool, len(w.Sweeps))
+	for _, sw := range w.Sweeps {
+		it := registry.SweepItem{AtMs: sw.Item.AtMs, Key: sw.Item.Key}
+		if items[it] {
+			return fmt.Errorf("zkstore: sweep item %d %s/%s written twice in one commit", it.AtMs, it.Key.Owner, it.Key.RequestID)
+		}
+		items[it] = true
 	}
 	return nil
 }

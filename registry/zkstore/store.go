@@ -11,11 +11,13 @@
 //	<root>/keyhistory                   the gate key history (registry.EncodeKeyHistory); empty data: none yet
 //	<root>/r/<resource>                 one record per resource (registry.EncodeRecord); empty data: none yet
 //	<root>/q/<owner>/<bucket>/<request> one request entry (registry.EncodeRequestEntry)
+//	<root>/s/<second>/<item>            one sweep index item, its resource the data (sweep.go)
 //
 // Each name is "=" followed by its key with every byte outside
 // [A-Za-z0-9._~-] written %XX, so any resource, owner or request ID is one
 // path component. bucket is two hex digits, the request ID's hash modulo
-// Buckets: an owner's entries (kept a day by default) spread over up to
+// Buckets: an owner's entries (kept the request retention, 16 min by
+// default, up to 30 days) spread over up to
 // Buckets nodes, so no listing nears ZooKeeper's 1 MiB reply limit
 // (jute.maxbuffer) and an owner's concurrent requests rarely share one
 // (a bucket is part of a compare's pin, below). A hash keeps no order: a
@@ -136,9 +138,10 @@ type Store struct {
 	acl  []zk.ACL
 	form registry.StoredForm
 
-	mu     sync.Mutex
-	dirs   map[string]bool // request directories known to exist (never deleted)
-	listed *listing        // the last owner ScanRequests listed
+	mu        sync.Mutex
+	dirs      map[string]bool // request directories known to exist (never deleted)
+	sweepDirs map[string]bool // sweep index buckets known to exist (sweep.go)
+	listed    *listing        // the last owner ScanRequests listed
 
 	hist       history     // what this store has seen of the ensemble's history (history.go)
 	onWentBack func(error) // WithWentBack
@@ -177,7 +180,7 @@ func New(ctx context.Context, c *zk.Conn, root string, acl []zk.ACL, opts ...Opt
 	if acl == nil {
 		acl = zk.WorldACL(zk.PermAll)
 	}
-	s := &Store{c: c, root: strings.TrimSuffix(root, "/"), acl: acl, dirs: map[string]bool{}}
+	s := &Store{c: c, root: strings.TrimSuffix(root, "/"), acl: acl, dirs: map[string]bool{}, sweepDirs: map[string]bool{}}
 	for _, o := range opts {
 		o(s)
 	}
@@ -196,7 +199,7 @@ func (s *Store) ensureBase(ctx context.Context) error {
 			paths = append(paths, "/"+strings.Join(parts[:i+1], "/"))
 		}
 	}
-	paths = append(paths, s.root+revNode, s.root+settingsNode, s.root+recordDir, s.root+requestDir, s.keyHistoryPath())
+	paths = append(paths, s.root+revNode, s.root+settingsNode, s.root+recordDir, s.root+requestDir, s.root+sweepDir, s.keyHistoryPath())
 	for _, p := range paths {
 		if err := s.create(ctx, p); err != nil {
 			return fmt.Errorf("zkstore: create %s: %w", p, err)
@@ -267,6 +270,7 @@ func (s *Store) forgetDirs() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	clear(s.dirs)
+	clear(s.sweepDirs)
 }
 
 // nameOf is key as one path component: "=" then the key, escaped.

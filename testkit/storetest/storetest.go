@@ -1,7 +1,8 @@
 // Package storetest is the conformance suite every registry.Store must
 // pass: linearizable compare-and-swap over records, request entries,
 // settings and the gate key history under one growing revision, create revisions that survive a put,
-// the failed compare's fresh snapshot, ordered scans and coalescing watches.
+// the failed compare's fresh snapshot, ordered scans, the sweep index and
+// coalescing watches.
 // Run calls it from each store's tests (memory, etcd, ZooKeeper), so the
 // store the simulator runs (registry/memstore) and production's cannot
 // drift apart. RunRestore adds the cases of a store restored with its
@@ -32,6 +33,8 @@ func Run(t *testing.T, newStore NewStore) {
 	t.Run("ConcurrentCommitsAreIndependent", func(t *testing.T) { testConcurrentIndependent(t, newStore(t)) })
 	t.Run("ScanOrderAndLimit", func(t *testing.T) { testScan(t, newStore(t)) })
 	t.Run("ScanRecordsPrefixOrderLimit", func(t *testing.T) { testScanRecords(t, newStore(t)) })
+	t.Run("SweepIndexOrderBoundCursor", func(t *testing.T) { testSweepOrder(t, newStore(t)) })
+	t.Run("SweepIndexBesideEntries", func(t *testing.T) { testSweepBesideEntry(t, newStore(t)) })
 	t.Run("WatchDeliversLatest", func(t *testing.T) { testWatch(t, newStore(t)) })
 	t.Run("KeyHistoryCommitThenRead", func(t *testing.T) { testKeyHistoryCommitThenRead(t, newStore(t)) })
 	t.Run("KeyHistoryComparesBytes", func(t *testing.T) { testKeyHistoryCompare(t, newStore(t)) })
