@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -79,7 +80,11 @@ func (r *Registry) casLoopMode(ctx context.Context, resource string, keys []lock
 		bindDecidedOn(w, &s)
 		res, err := r.store.Commit(ctx, *w)
 		if err != nil {
-			return s, 0, storeError("commit", err)
+			rev, landed, rerr := r.landedDespite(ctx, err, w)
+			if rerr != nil || !landed {
+				return s, 0, storeError("commit", cmp.Or(rerr, err))
+			}
+			res = CommitResult{OK: true, Revision: rev}
 		}
 		if res.OK {
 			r.rememberWrite(w, res.Revision)
@@ -95,6 +100,28 @@ func (r *Registry) casLoopMode(ctx context.Context, resource string, keys []lock
 	}
 }
 
+// landedDespite reads whether w, whose commit a store out of space
+// answered with err (wire.ErrStoreFull), was applied all the same: etcd
+// applies the write that crosses its quota and answers NOSPACE. Reads
+// work without space, and w's record is one no other write makes (it
+// names its own lease, fence and instants), so finding it stored means
+// w committed, at the record's mod revision; then the caller goes on as
+// after any commit, and no grant is lost to an error its client would
+// take as a refusal. A write without a record is not looked for.
+func (r *Registry) landedDespite(ctx context.Context, err error, w *Write) (uint64, bool, error) {
+	if !errors.Is(err, wire.ErrStoreFull) || w.Record == nil || w.Resource == "" {
+		return 0, false, nil
+	}
+	s, rerr := r.store.Read(ctx, w.Resource, nil)
+	if rerr != nil {
+		return 0, false, fmt.Errorf("%w (and reading whether it landed: %w)", err, rerr)
+	}
+	if s.RecordRaw == nil || !StoredRecordIs(s.RecordRaw, w.Record, nil) {
+		return 0, false, nil
+	}
+	return s.RecordRev, true, nil
+}
+
 // read takes a linearizable snapshot and refreshes the cache from it.
 func (r *Registry) read(ctx context.Context, resource string, keys []lockstate.RequestKey) (Snapshot, error) {
 	s, err := r.store.Read(ctx, resource, keys)
@@ -106,10 +133,11 @@ func (r *Registry) read(ctx context.Context, resource string, keys []lockstate.R
 }
 
 // storeError classifies a store failure: decoding damage stays ErrCorrupt,
-// a context error stays itself, anything else is ErrUnavailable (outcome
+// a store out of space ErrStoreFull, a context error stays itself, anything else is ErrUnavailable (outcome
 // unknown for a commit).
 func storeError(op string, err error) error {
-	if errors.Is(err, wire.ErrCorrupt) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if errors.Is(err, wire.ErrCorrupt) || errors.Is(err, wire.ErrStoreFull) ||
+		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("registry: store %s: %w", op, err)
 	}
 	return fmt.Errorf("%w: %s: %w", wire.ErrUnavailable, op, err)

@@ -46,6 +46,12 @@ var ErrStoreWentBack = errors.New("registry: the store went back")
 //   - Revisions only grow; a successful Commit returns its own revision,
 //     which becomes the mod revision of everything it wrote.
 //   - An error other than a failed compare leaves the outcome unknown.
+//     A store out of space says so with an error wrapping
+//     wire.ErrStoreFull (etcd applies the write that crosses its quota
+//     and still answers NOSPACE, so the outcome is unknown there too),
+//     and may refuse that way, unsent, a write that creates request
+//     entries (a grant) while its engine nears its limit; it never
+//     refuses so one that only replaces or deletes.
 //   - The sweep index (SweepItem) says when each request entry is next
 //     due a look from the retention sweep. Its items are written only by
 //     Commits, beside anything else the Write does (Write.Sweeps), and

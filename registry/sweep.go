@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -76,12 +77,14 @@ func storeErrorOrNil(op string, err error) error {
 }
 
 // sweepVerdict is one item judged: the entry as read (Entry nil: gone),
-// whether it is due, and when to look again if not.
+// whether it is due, and when to look again if not; keep leaves the item
+// as it is (it could not be judged now).
 type sweepVerdict struct {
 	item SweepItem
 	slot RequestSlot
 	due  bool
 	next int64
+	keep bool
 }
 
 // sweepPage judges page's items (at most sweepReadsParallelMax reads at
@@ -120,8 +123,12 @@ func (r *Registry) judgeSweep(ctx context.Context, it SweepItem, now int64) (swe
 	rec := recordOf(&s)
 	if next, _ := lockstate.Normalize(rec, s.Settings, now, r.lim); lockstate.HoldsEntry(rec, v.slot.Entry) && !lockstate.HoldsEntry(next, v.slot.Entry) {
 		// Ended by the clock with no write yet: write it down, so the
-		// record says when, and judge the record it left.
-		if err := r.settle(ctx, v.item.Resource); err != nil {
+		// record says when, and judge the record it left. A store out of
+		// space takes no such write: leave the item for a later sweep.
+		if err := r.settle(ctx, v.item.Resource); errors.Is(err, wire.ErrStoreFull) {
+			v.keep = true
+			return v, nil
+		} else if err != nil {
 			return v, err
 		}
 		if s, err = r.readEntry(ctx, &v); err != nil || v.slot.Entry == nil {
@@ -196,6 +203,10 @@ func (r *Registry) commitSweep(ctx context.Context, settingsRev uint64, vs []swe
 	}
 	res, err := r.store.Commit(ctx, *w)
 	switch {
+	case err != nil && errors.Is(err, wire.ErrStoreFull) && hasMoves(vs):
+		// Out of space the store may take deletes only (etcd's NOSPACE):
+		// free what is due, and move the rest at the next sweep.
+		return r.commitSweep(ctx, settingsRev, deletesOnly(vs), alone)
 	case err != nil:
 		return 0, storeError("sweep", err)
 	case res.OK:
@@ -225,6 +236,9 @@ func (r *Registry) commitSweep(ctx context.Context, settingsRev uint64, vs []swe
 func sweepWrite(settingsRev uint64, vs []sweepVerdict) (*Write, int) {
 	w := &Write{SettingsRev: settingsRev}
 	for _, v := range vs {
+		if v.keep {
+			continue
+		}
 		w.Sweeps = append(w.Sweeps, SweepWrite{Item: v.item, Delete: true})
 		switch {
 		case v.slot.Entry == nil:
@@ -240,6 +254,27 @@ func sweepWrite(settingsRev uint64, vs []sweepVerdict) (*Write, int) {
 		return nil, 0
 	}
 	return w, len(w.Requests)
+}
+
+func hasMoves(vs []sweepVerdict) bool {
+	for _, v := range vs {
+		if v.slot.Entry != nil && !v.due && !v.keep {
+			return true
+		}
+	}
+	return false
+}
+
+// deletesOnly drops the verdicts that move an item (the only puts of a
+// sweep write).
+func deletesOnly(vs []sweepVerdict) []sweepVerdict {
+	var out []sweepVerdict
+	for _, v := range vs {
+		if !v.keep && (v.slot.Entry == nil || v.due) {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // onePerKey keeps the first verdict of each request key; a later item of

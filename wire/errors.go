@@ -74,6 +74,13 @@ var (
 	// store's generation went back below one this registry has seen (a
 	// restore). Nothing was granted or signed.
 	ErrFenceRange = &Error{"FENCE_RANGE", "fence range needs a bump"}
+	// ErrStoreFull: the store is out of space (etcd's NOSPACE alarm, or
+	// the registry's own high-water mark below the quota): new grants are
+	// refused, and nothing was granted. Renewals, releases, status
+	// queries and listings go on where the store lets them (etcd under
+	// NOSPACE takes reads and deletes only); grants resume by themselves
+	// once space is back (docs/operations.md, "The store's size").
+	ErrStoreFull = &Error{"STORE_FULL", "store out of space"}
 )
 
 // RegistryErrors lists every registry sentinel, in a fixed order (for the
@@ -81,7 +88,7 @@ var (
 var RegistryErrors = []*Error{
 	ErrInvalid, ErrTTLOutOfRange, ErrRequestMismatch, ErrBusy, ErrWaitTimeout, ErrWaitersFull,
 	ErrNotHolder, ErrLeaseExpired, ErrLeaseBroken, ErrEpochRevoked, ErrNotFound, ErrConflict, ErrUnavailable, ErrCorrupt,
-	ErrFenceRange,
+	ErrFenceRange, ErrStoreFull,
 }
 
 // CodeOf returns the stable code of the first *Error in err's chain, or

@@ -1,6 +1,7 @@
 package etcdstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -32,7 +33,45 @@ type EmbeddedOptions struct {
 	Logger *zap.Logger
 	// UnsafeNoFsync turns fsync off: for tests only, a crash loses data.
 	UnsafeNoFsync bool
+	// QuotaBytes is the member's space quota (etcd's
+	// --quota-backend-bytes): past it etcd raises NOSPACE and takes reads
+	// and deletes only. Optional, defaults to EmbeddedQuotaBytesDefault.
+	QuotaBytes int64
+	// CompactionRetention is how much history the member keeps: it
+	// compacts every tenth of it to drop what is older (etcd's periodic
+	// auto-compaction). Optional, defaults to
+	// EmbeddedCompactionRetentionDefault.
+	CompactionRetention time.Duration
 }
+
+// Defaults of the embedded member's space (docs/operations.md, "The
+// store's size").
+const (
+	// EmbeddedQuotaBytesDefault is 8 GiB, etcd's documented largest
+	// recommended quota: a registry at full throughput keeps its request
+	// retention (16 min of finished cycles, about 400 bytes each in etcd)
+	// and a minute of history well under it, and the quota is a ceiling,
+	// not an allocation.
+	EmbeddedQuotaBytesDefault = 8 << 30
+	// EmbeddedCompactionRetentionDefault is 1 min of history, compacted
+	// every 6 s: watches resume from revisions seconds old (a watch from
+	// a compacted one falls back to reads), and each write's old
+	// revisions are free for reuse a minute later, so the file stays
+	// flat under a steady load.
+	EmbeddedCompactionRetentionDefault = time.Minute
+)
+
+// Ranges of EmbeddedOptions. A quota under 1 MiB leaves etcd no room for
+// its own metadata; above 8 GiB etcd warns that it is past its tested
+// size. History kept under a second has the compactor run every 100 ms
+// and drop revisions a watch is still catching up from; over a day of
+// it, a busy registry's file grows with a day of overwritten records.
+const (
+	EmbeddedQuotaBytesMin          = 1 << 20
+	EmbeddedQuotaBytesMax          = 8 << 30
+	EmbeddedCompactionRetentionMin = time.Second
+	EmbeddedCompactionRetentionMax = 24 * time.Hour
+)
 
 // Embedded is a running single-member etcd inside this process.
 type Embedded struct {
@@ -78,6 +117,12 @@ func embedConfig(dataDir string, opt EmbeddedOptions) (*embed.Config, error) {
 	if dataDir == "" {
 		return nil, errors.New("etcdstore: embedded etcd needs a data directory")
 	}
+	if q := opt.QuotaBytes; q != 0 && (q < EmbeddedQuotaBytesMin || q > EmbeddedQuotaBytesMax) {
+		return nil, fmt.Errorf("etcdstore: embedded etcd quota %d bytes: want %d (1 MiB) to %d (8 GiB), or 0 for the default", q, EmbeddedQuotaBytesMin, EmbeddedQuotaBytesMax)
+	}
+	if r := opt.CompactionRetention; r != 0 && (r < EmbeddedCompactionRetentionMin || r > EmbeddedCompactionRetentionMax) {
+		return nil, fmt.Errorf("etcdstore: embedded etcd compaction retention %v: want %v to %v, or 0 for the default", r, EmbeddedCompactionRetentionMin, EmbeddedCompactionRetentionMax)
+	}
 	def := func(s *string, d string) {
 		if *s == "" {
 			*s = d
@@ -107,10 +152,9 @@ func embedConfig(dataDir string, opt EmbeddedOptions) (*embed.Config, error) {
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(opt.Logger)
 	cfg.UnsafeNoFsync = opt.UnsafeNoFsync
-	// Revisions the registry no longer needs are compacted hourly; watches
-	// resume from a recent revision, never an hour-old one.
+	cfg.QuotaBackendBytes = cmp.Or(opt.QuotaBytes, EmbeddedQuotaBytesDefault)
 	cfg.AutoCompactionMode = embed.CompactorModePeriodic
-	cfg.AutoCompactionRetention = "1h"
+	cfg.AutoCompactionRetention = cmp.Or(opt.CompactionRetention, EmbeddedCompactionRetentionDefault).String()
 	return cfg, nil
 }
 

@@ -43,6 +43,7 @@ type Store struct {
 	prefix string
 	form   registry.StoredForm
 	batch  *batcher // nil: every commit is its own transaction
+	space  *Space   // nil: no watch on the cluster's space (GuardSpace)
 }
 
 var _ registry.Store = (*Store)(nil)
@@ -107,7 +108,15 @@ func (s *Store) Commit(ctx context.Context, w registry.Write) (registry.CommitRe
 	if (w.Record != nil || w.RecordWas != nil) && w.Resource == "" {
 		return registry.CommitResult{}, fmt.Errorf("etcdstore: record write without a resource")
 	}
-	if s.batch == nil || w.Settings != nil {
+	low := s.space.Low()
+	if low && registry.CreatesEntries(w) {
+		return registry.CommitResult{}, fmt.Errorf("etcdstore: commit: %w: the store is near its quota (%s); no new grant until space is back: retry later (operators: %s)",
+			wire.ErrStoreFull, s.space.describe(), spaceRunbook)
+	}
+	// Out of space, etcd takes a transaction without puts only: a write
+	// that only deletes (the sweep's) goes alone, not grouped with puts
+	// that would have the whole group refused.
+	if s.batch == nil || w.Settings != nil || low && !putsAnything(w) {
 		t := s.txnOf(w)
 		return s.commitOne(ctx, w, &t)
 	}

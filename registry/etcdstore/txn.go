@@ -20,7 +20,8 @@ import (
 // lock operation is a tenth of the registry's CPU.
 
 // txn sends one transaction; errors read as clientv3's do (rpctypes, or
-// the context's own error once it ended).
+// the context's own error once it ended), NOSPACE also as
+// wire.ErrStoreFull.
 func (s *Store) txn(ctx context.Context, req *pb.TxnRequest) (*pb.TxnResponse, error) {
 	resp, err := s.kv.Txn(ctx, req, grpc.WaitForReady(true))
 	if err != nil {
@@ -32,7 +33,7 @@ func (s *Store) txn(ctx context.Context, req *pb.TxnRequest) (*pb.TxnResponse, e
 			// gRPC it arrives as a status, and so it does in process.
 			err = status.FromContextError(err).Err()
 		}
-		return nil, rpctypes.Error(err)
+		return nil, fullError(rpctypes.Error(err))
 	}
 	return resp, nil
 }

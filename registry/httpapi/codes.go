@@ -32,6 +32,7 @@ var codeStatus = map[string]int{
 	"UNAVAILABLE":      http.StatusServiceUnavailable,
 	"CORRUPT":          http.StatusInternalServerError,
 	"FENCE_RANGE":      http.StatusServiceUnavailable,
+	"STORE_FULL":       http.StatusInsufficientStorage,
 	// grant codes a request can cause (a status query with a bad grant)
 	"MALFORMED": http.StatusBadRequest,
 	// transport codes
@@ -58,7 +59,7 @@ func statusFor(code string) int {
 
 // retryable codes get a Retry-After hint: the same request may succeed
 // shortly (with the same request ID, for an acquire).
-var retryable = map[string]bool{"WAITERS_FULL": true, "CONFLICT": true, "UNAVAILABLE": true}
+var retryable = map[string]bool{"WAITERS_FULL": true, "CONFLICT": true, "UNAVAILABLE": true, "STORE_FULL": true}
 
 // coded is any error with a stable code: *wire.Error, *grant.Error.
 type coded interface{ Code() string }
