@@ -14,6 +14,7 @@ import (
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/internal/telemetry"
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/etcdstore"
 	"github.com/fencegate/fencegate/registry/httpapi"
 )
 
@@ -106,6 +107,10 @@ func serveAPI(ctx context.Context, o *serveOptions, ld *loaded, ks *httpapi.KeyS
 	if dash != nil {
 		fmt.Fprintf(stdout, "fencegate serve: dashboard at %s://%s%s\n", scheme, ld.ln.Addr(), dashboard.PathPrefix)
 	}
+	if engine.space != nil {
+		metrics.WatchSpace(engine.space.Status)
+		go engine.space.Run(ctx, logger)
+	}
 	// The sweep settles leases that expired unobserved and forgets request
 	// IDs past retention; every replica may run it (each step is a CAS).
 	if o.reindexRequests {
@@ -151,13 +156,17 @@ func publisher(ks *httpapi.KeySetup) httpapi.BundlePublisher {
 }
 
 // storeEngine names the store serve runs on: label is the metrics'
-// (fencegate_store_info{engine=...}), name the dashboard's.
-type storeEngine struct{ label, name string }
+// (fencegate_store_info{engine=...}), name the dashboard's; space, on
+// etcd, watches the store's space (serve runs it).
+type storeEngine struct {
+	label, name string
+	space       *etcdstore.Space
+}
 
 var (
-	engineEmbeddedEtcd = storeEngine{"etcd-embedded", "embedded etcd"}
-	engineEtcd         = storeEngine{"etcd", "etcd cluster"}
-	engineZooKeeper    = storeEngine{"zookeeper", "ZooKeeper"}
+	engineEmbeddedEtcd = storeEngine{label: "etcd-embedded", name: "embedded etcd"}
+	engineEtcd         = storeEngine{label: "etcd", name: "etcd cluster"}
+	engineZooKeeper    = storeEngine{label: "zookeeper", name: "ZooKeeper"}
 )
 
 // register adds fencegate_store_info, 1 for the engine, to reg.

@@ -10,12 +10,14 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -168,6 +170,7 @@ func TestServeValidatesBeforeTouchingDataDir(t *testing.T) {
 		{[]string{"--etcd-endpoints", "ftp://etcd:2379"}, 2, "want http(s)://host:port"},
 		{[]string{"--etcd-cert", "c.pem"}, 2, "give --etcd-endpoints too"},
 		{[]string{"--etcd-endpoints", "http://etcd:2379", "--etcd-cacert", "ca.pem"}, 2, "no https:// endpoint"},
+		{[]string{"--etcd-quota-bytes", "1048576"}, 2, "want 16777216 (16 MiB) to 8589934592 (8 GiB)"},
 	} {
 		data := filepath.Join(dir, "data")
 		args := append([]string{"serve", "--data-dir", data, "--token-file", tok}, c.args...)
@@ -191,7 +194,7 @@ func TestServeRestartKeepsEverything(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
 	args := []string{"--data-dir", data, "--listen", "127.0.0.1:0", "--token-file", writeTokenFile(t, dir), "--unsafe-no-fsync",
-		"--ttl-default-ms", "7000", "--authz-open"}
+		"--ttl-default-ms", "7000", "--authz-open", "--etcd-quota-bytes", "33554432"}
 	bundle := filepath.Join(data, httpapi.BundleFileName)
 	ctx := context.Background()
 
@@ -212,6 +215,7 @@ func TestServeRestartKeepsEverything(t *testing.T) {
 			t.Errorf("%s: %d, want 200 with the embedded etcd up", path, resp.StatusCode)
 		}
 	}
+	storeSpaceMetrics(t, s1.url, "33554432")
 	req := wire.AcquireRequest{Resource: "invoice-batch/2026-07-19", OperationID: "op-1", OperationClass: "settle", RequestID: "req-1"}
 	first, err := s1.client(t, bundle).Acquire(ctx, req)
 	if err != nil {
@@ -246,6 +250,35 @@ func TestServeRestartKeepsEverything(t *testing.T) {
 	if code := s2.stop(); code != 0 {
 		t.Fatalf("second stop: exit %d\n%s", code, s2.stderr)
 	}
+}
+
+// storeSpaceMetrics wants serve's /metrics to show the embedded member's
+// quota as --etcd-quota-bytes set it, and a file size above 0, once the
+// space watch's first poll is in (it runs at start).
+func storeSpaceMetrics(t *testing.T, url, quota string) {
+	t.Helper()
+	quotaLine := regexp.MustCompile(`(?m)^fencegate_store_quota_bytes (\S+)$`)
+	sizeLine := regexp.MustCompile(`(?m)^fencegate_store_size_bytes (\S+)$`)
+	var body string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		resp, err := http.Get(url + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		body = string(b)
+		q, sz := quotaLine.FindStringSubmatch(body), sizeLine.FindStringSubmatch(body)
+		if q == nil || sz == nil {
+			break
+		}
+		want, _ := strconv.ParseFloat(quota, 64)
+		got, _ := strconv.ParseFloat(q[1], 64)
+		if size, _ := strconv.ParseFloat(sz[1], 64); got == want && size > 0 {
+			return
+		}
+	}
+	t.Fatalf("/metrics: want fencegate_store_quota_bytes %s and a size above 0:\n%s", quota, grepLines(body, "fencegate_store_"))
 }
 
 // TestTwoReplicasOneEtcd runs two serve replicas on one (embedded) etcd

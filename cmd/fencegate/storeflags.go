@@ -30,7 +30,17 @@ type storeOptions struct {
 	form     registry.StoredForm
 	// unsafeNoFsync turns off the embedded etcd's fsync: tests only.
 	unsafeNoFsync bool
+	// etcdQuotaBytes is --etcd-quota-bytes: the embedded member's quota,
+	// or an external cluster's when its members do not report it.
+	etcdQuotaBytes int64
 }
+
+// Bounds of --etcd-quota-bytes: below 16 MiB a registry has no room to
+// work; above 8 GiB etcd warns (its documented largest quota).
+const (
+	etcdQuotaBytesMin = 16 << 20
+	etcdQuotaBytesMax = 8 << 30
+)
 
 // flags registers the store's flags; dataDirUsage is --data-dir's help.
 func (s *storeOptions) flags(fs *pflag.FlagSet, dataDirUsage string) {
@@ -46,6 +56,7 @@ func (s *storeOptions) flags(fs *pflag.FlagSet, dataDirUsage string) {
 	_ = fs.MarkHidden("etcd-password") // settable, but through the environment
 	fs.StringVar(&s.formName, "stored-form", registry.FormCompact.String(),
 		"how records and request entries are written: compact, or json while replicas of a version before the compact form share the store (docs/operations.md)")
+	fs.Int64Var(&s.etcdQuotaBytes, "etcd-quota-bytes", 0, "the etcd space quota, 16 MiB to 8 GiB: the embedded member's (0: 8 GiB), or, with --etcd-endpoints, the cluster's --quota-backend-bytes when its members are older than 3.6 and do not report it (0: not known); new grants stop at 90% of it")
 	s.zk.flags(fs)
 }
 
@@ -60,6 +71,12 @@ func (s *storeOptions) check() error {
 		return usagef("--etcd-cacert, --etcd-cert, --etcd-key and --etcd-user are for an external cluster: give --etcd-endpoints too")
 	case s.etcdPasswordFile != "" && s.etcd.Password != "":
 		return usagef("give the etcd password once: --etcd-password-file or FENCEGATE_ETCD_PASSWORD, not both")
+	}
+	switch q := s.etcdQuotaBytes; {
+	case q != 0 && s.zk.on():
+		return usagef("--etcd-quota-bytes is etcd's: ZooKeeper's limits are its own (docs/operations.md)")
+	case q != 0 && (q < etcdQuotaBytesMin || q > etcdQuotaBytesMax):
+		return usagef("--etcd-quota-bytes %d: want %d (16 MiB) to %d (8 GiB), or 0 for the default", q, etcdQuotaBytesMin, etcdQuotaBytesMax)
 	}
 	form, err := registry.ParseStoredForm(s.formName)
 	if err != nil {
@@ -121,16 +138,39 @@ func (s *storeOptions) open(ctx context.Context, who string, stderr io.Writer) (
 			return nil, storeEngine{}, nil, fmt.Errorf("%w (check --etcd-endpoints, --etcd-cacert/--etcd-cert/--etcd-key and --etcd-user)", err)
 		}
 		fmt.Fprintf(stderr, "%s: using etcd cluster %v\n", who, s.etcd.Endpoints)
-		return etcdstore.New(c, s.etcdPrefix, etcdstore.WithStoredForm(s.form)), engineEtcd, func() { c.Close() }, nil
+		// Its operators compact, defragment and disarm it
+		// (docs/operations.md); serve watches its space and stops new
+		// grants near the quota.
+		engine := engineEtcd
+		if engine.space, err = etcdstore.NewSpace(c, etcdstore.SpaceOptions{QuotaBytes: s.etcdQuotaBytes}); err != nil {
+			c.Close()
+			return nil, storeEngine{}, nil, err
+		}
+		return etcdstore.New(c, s.etcdPrefix, etcdstore.WithStoredForm(s.form)).GuardSpace(engine.space), engine, func() { c.Close() }, nil
 	}
 	dir := filepath.Join(s.dataDir, "etcd")
-	em, err := etcdstore.StartEmbedded(ctx, dir, etcdstore.EmbeddedOptions{UnsafeNoFsync: s.unsafeNoFsync})
+	em, err := etcdstore.StartEmbedded(ctx, dir, etcdstore.EmbeddedOptions{UnsafeNoFsync: s.unsafeNoFsync, QuotaBytes: s.etcdQuotaBytes})
 	if err != nil {
+		return nil, storeEngine{}, nil, err
+	}
+	// The space watch speaks to the member over its endpoint (an
+	// in-process client has none); serve is its operator, so it also
+	// compacts, defragments and disarms.
+	mc, err := em.Client()
+	if err != nil {
+		em.Close()
+		return nil, storeEngine{}, nil, err
+	}
+	engine := engineEmbeddedEtcd
+	if engine.space, err = etcdstore.NewSpace(mc, etcdstore.SpaceOptions{Recover: true}); err != nil {
+		mc.Close()
+		em.Close()
 		return nil, storeEngine{}, nil, err
 	}
 	// The registry calls the member in process: a commit takes no
 	// loopback gRPC exchange. etcdctl still reaches it on its endpoint.
 	c, inProcess := em.InProcess()
 	fmt.Fprintf(stderr, "%s: embedded etcd in %s (etcd clients: %s)\n", who, dir, strings.Join(em.Endpoints(), ","))
-	return etcdstore.New(c, s.etcdPrefix, inProcess, etcdstore.WithStoredForm(s.form)), engineEmbeddedEtcd, func() { c.Close(); em.Close() }, nil
+	store := etcdstore.New(c, s.etcdPrefix, inProcess, etcdstore.WithStoredForm(s.form)).GuardSpace(engine.space)
+	return store, engine, func() { mc.Close(); c.Close(); em.Close() }, nil
 }

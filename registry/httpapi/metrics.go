@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/fencegate/fencegate/registry"
@@ -20,15 +21,16 @@ const outcomeOK = "ok"
 // *Metrics, where it does nothing.
 type Metrics struct {
 	reg          *prometheus.Registry
-	calls        *prometheus.CounterVec   // endpoint, code
-	acquires     *prometheus.CounterVec   // outcome
-	renewals     *prometheus.CounterVec   // outcome
-	releases     *prometheus.CounterVec   // outcome
-	expiries     prometheus.Counter       // leases that ended by expiry
-	waiters      prometheus.Gauge         // acquires now waiting
-	handoff      prometheus.Histogram     // seconds
-	storeLatency *prometheus.HistogramVec // op, outcome; seconds
-	httpLatency  *prometheus.HistogramVec // endpoint, code; seconds
+	calls        *prometheus.CounterVec      // endpoint, code
+	acquires     *prometheus.CounterVec      // outcome
+	renewals     *prometheus.CounterVec      // outcome
+	releases     *prometheus.CounterVec      // outcome
+	expiries     prometheus.Counter          // leases that ended by expiry
+	waiters      prometheus.Gauge            // acquires now waiting
+	handoff      prometheus.Histogram        // seconds
+	storeLatency *prometheus.HistogramVec    // op, outcome; seconds
+	httpLatency  *prometheus.HistogramVec    // endpoint, code; seconds
+	space        atomic.Pointer[spaceSource] // the store-space gauges' source (metrics_space.go)
 }
 
 // handoffBuckets span 1ms to about 33s: a release-to-grant handoff is
@@ -84,6 +86,7 @@ func NewMetrics() *Metrics {
 	m.reg.MustRegister(m.calls, m.acquires, m.renewals, m.releases, m.expiries,
 		m.waiters, m.handoff, m.storeLatency, m.httpLatency,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.registerSpace()
 	return m
 }
 
