@@ -108,6 +108,7 @@ func Dial(ctx context.Context, c ClientConfig, prefix string) (*clientv3.Client,
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints: c.Endpoints, DialTimeout: timeout, TLS: tlsCfg,
 		Username: c.Username, Password: c.Password, Logger: zap.NewNop(),
+		DialOptions: dialOptions(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("etcdstore: connect %s: %w%s", strings.Join(c.Endpoints, ","), err, diagnose(c.Endpoints[0], tlsCfg, timeout))

@@ -167,6 +167,7 @@ func (e *Embedded) Client() (*clientv3.Client, error) {
 		Endpoints:   e.endpoints,
 		DialTimeout: 5 * time.Second,
 		Logger:      zap.NewNop(),
+		DialOptions: dialOptions(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("etcdstore: client: %w", err)

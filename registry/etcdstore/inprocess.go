@@ -106,7 +106,8 @@ func (k gatedKV) Compact(ctx context.Context, r *pb.CompactionRequest) (*pb.Comp
 // drained by Close and refused after it (rpctypes.ErrStopped). Close the
 // client before the member.
 func (e *Embedded) InProcess() (*clientv3.Client, Option) {
-	kv := adapter.KvServerToKvClient(gatedKV{kv: v3rpc.NewQuotaKVServer(e.etcd.Server), gate: &e.calls})
+	srv := gatedKV{kv: v3rpc.NewQuotaKVServer(e.etcd.Server), gate: &e.calls}
+	kv := streamingKV{KVClient: adapter.KvServerToKvClient(srv), srv: srv}
 	c := v3client.New(e.etcd.Server)
 	c.KV = clientv3.NewKVFromKVClient(kv, c)
 	return c, func(o *Options) { o.kv = kv }

@@ -44,6 +44,9 @@ type Store struct {
 	form   registry.StoredForm
 	batch  *batcher // nil: every commit is its own transaction
 	space  *Space   // nil: no watch on the cluster's space (GuardSpace)
+	// noStream is set once the cluster answered that it has no
+	// RangeStream (stream.go).
+	noStream noStream
 }
 
 var _ registry.Store = (*Store)(nil)
@@ -83,6 +86,10 @@ var ErrNoConnection = errors.New("etcdstore: the client has no gRPC connection; 
 type noConnection struct{ etcdserverpb.KVClient }
 
 func (noConnection) Txn(context.Context, *etcdserverpb.TxnRequest, ...grpc.CallOption) (*etcdserverpb.TxnResponse, error) {
+	return nil, ErrNoConnection
+}
+
+func (noConnection) RangeStream(context.Context, *etcdserverpb.RangeRequest, ...grpc.CallOption) (etcdserverpb.KV_RangeStreamClient, error) {
 	return nil, ErrNoConnection
 }
 
@@ -173,29 +180,29 @@ func b2i(b bool) int {
 }
 
 // rangeKeys reads up to limit keys in [from, end), linearizably as every
-// etcd read is by default.
+// etcd read is by default, at a cost bounded by limit (rangeFirst).
 func (s *Store) rangeKeys(ctx context.Context, from, end string, limit int) ([]*mvccpb.KeyValue, error) {
-	resp, err := s.c.Get(ctx, from, clientv3.WithRange(end), clientv3.WithLimit(int64(limit)))
-	if err != nil {
-		return nil, err
-	}
-	return resp.Kvs, nil
+	return s.rangeFirst(ctx, from, end, limit)
 }
 
 // ScanRecords implements registry.Store: one range read, linearizable
-// as every etcd read is by default.
+// as every etcd read is by default, whose cost is bounded by limit and
+// not by the records after the page (rangeFirst).
 func (s *Store) ScanRecords(ctx context.Context, prefix, after string, limit int) ([]registry.RecordSlot, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
 	dir := s.prefix + recordDir
 	from := dir + prefix
 	if after != "" {
 		from = dir + after + "\x00"
 	}
-	resp, err := s.c.Get(ctx, from, clientv3.WithRange(clientv3.GetPrefixRangeEnd(dir+prefix)), clientv3.WithLimit(int64(limit)))
+	kvs, err := s.rangeFirst(ctx, from, clientv3.GetPrefixRangeEnd(dir+prefix), limit)
 	if err != nil {
 		return nil, fmt.Errorf("etcdstore: scan records: %w", err)
 	}
-	out := make([]registry.RecordSlot, 0, len(resp.Kvs))
-	for _, kv := range resp.Kvs {
+	out := make([]registry.RecordSlot, 0, len(kvs))
+	for _, kv := range kvs {
 		rec, err := registry.DecodeRecord(kv.Value)
 		if err != nil {
 			return nil, fmt.Errorf("etcdstore: scan %q: %w", kv.Key, err)
@@ -212,12 +219,12 @@ func (s *Store) ScanRequests(ctx context.Context, after lockstate.RequestKey, li
 	if after != (lockstate.RequestKey{}) {
 		from = s.requestKey(after) + "\x00"
 	}
-	resp, err := s.c.Get(ctx, from, clientv3.WithRange(clientv3.GetPrefixRangeEnd(dir)), clientv3.WithLimit(int64(limit)))
+	kvs, err := s.rangeFirst(ctx, from, clientv3.GetPrefixRangeEnd(dir), limit)
 	if err != nil {
 		return nil, fmt.Errorf("etcdstore: scan: %w", err)
 	}
-	out := make([]registry.RequestSlot, 0, len(resp.Kvs))
-	for _, kv := range resp.Kvs {
+	out := make([]registry.RequestSlot, 0, len(kvs))
+	for _, kv := range kvs {
 		name := strings.TrimPrefix(string(kv.Key), dir)
 		i := strings.LastIndexByte(name, '#')
 		if i < 0 {
