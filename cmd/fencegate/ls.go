@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fencegate/fencegate/client/httpclient"
+	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/wire"
 )
 
@@ -15,8 +16,13 @@ import (
 
 func init() { register(newLsCmd) }
 
-// lsPageMax is the page size `ls` asks for; --all follows pages.
-const lsPageMax = 100
+// Page sizes of `ls`: --limit asks at most lsPageMax a page; --all
+// follows pages of lsAllPage, the most the registry answers, so a walk of
+// 100,000 locks is 100 requests, not 1,000 (issue 49).
+const (
+	lsPageMax = 100
+	lsAllPage = registry.ListLimitMax
+)
 
 func newLsCmd() *cobra.Command {
 	reg := &endpointFlags{name: "registry"}
@@ -30,7 +36,7 @@ func newLsCmd() *cobra.Command {
 		Long: `List the locks of the resources under PREFIX (all, without one) that the
 registry's resource policy lets you see, in name order, a page at a time
 (--limit, default and most 100; --after continues after a resource;
---all follows every page). A resource is listed once it was acquired or
+--all follows every page, asking 1,000 at a time). A resource is listed once it was acquired or
 given a floor; --held lists only those held now (by the registry's clock
 at the read), in pages of --limit held ones, with -o json too.`,
 		Example: `  fencegate ls jobs/
@@ -91,9 +97,13 @@ type lsQuery struct {
 func listLocks(c *cobra.Command, rc *httpclient.Client, q lsQuery) (wire.LockList, error) {
 	out := wire.LockList{Locks: []wire.LockStatus{}}
 	after := q.after
+	size := q.limit
+	if q.all {
+		size = lsAllPage
+	}
 	for {
 		ctx, cancel := callContext(c.Context())
-		page, err := rc.ListLocks(ctx, q.prefix, after, q.limit)
+		page, err := rc.ListLocks(ctx, q.prefix, after, size)
 		cancel()
 		if err != nil {
 			return out, err

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/fencegate/fencegate/client/httpclient"
+	"github.com/fencegate/fencegate/registry/etcdstore"
+	"github.com/fencegate/fencegate/wire"
+)
+
+// lsBenchHeld is how many held locks the listing benchmarks list: issue
+// 49's scale, where `ls --all` took 7 s.
+const lsBenchHeld = 100_000
+
+// lsBench is serve on its embedded etcd (fsync on) holding lsBenchHeld
+// locks: one acquired through the API, the rest its record copied
+// under other names straight into etcd (acquiring 100,000 through HTTP
+// would take the benchmark's time for itself).
+type lsBench struct {
+	url  string
+	http *httpclient.Client
+}
+
+func newLsBench(b *testing.B) *lsBench {
+	dir := b.TempDir()
+	url, stderr := startServeBench(b, "--data-dir", filepath.Join(dir, "serve"), "--listen", "127.0.0.1:0", "--token-file", benchTokenFile(b, dir), "--authz-open")
+	m := embeddedLine.FindStringSubmatch(stderr.String())
+	if m == nil {
+		b.Skipf("serve names no endpoint of its embedded etcd:\n%s", stderr)
+	}
+	c, err := httpclient.NewClient(url, httpclient.WithBearerToken(serveToken))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := c.Acquire(ctx, wire.AcquireRequest{Resource: "ls/seed", OperationID: "op", OperationClass: "lock", RequestID: "seed", TTLMs: 600_000}); err != nil {
+		b.Fatal(err)
+	}
+	ec, err := etcdstore.Dial(ctx, etcdstore.ClientConfig{Endpoints: strings.Split(m[1], ",")}, etcdstore.DefaultPrefix)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ec.Close()
+	dir2 := etcdstore.DefaultPrefix + "r/"
+	resp, err := ec.Get(ctx, dir2+"ls/seed")
+	if err != nil || len(resp.Kvs) != 1 {
+		b.Fatalf("seed record: %v, %v", resp, err)
+	}
+	seed := string(resp.Kvs[0].Value)
+	for i := 1; i < lsBenchHeld; {
+		var ops []clientv3.Op
+		for ; i < lsBenchHeld && len(ops) < 128; i++ {
+			ops = append(ops, clientv3.OpPut(fmt.Sprintf("%sls/%07d", dir2, i), seed))
+		}
+		if _, err := ec.Txn(ctx).Then(ops...).Commit(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return &lsBench{url: url, http: c}
+}
+
+// BenchmarkLsAll100k is `fencegate ls --all` over 100,000 held locks,
+// the whole command in process, printing its table: issue 49 wants it
+// under a second.
+func BenchmarkLsAll100k(b *testing.B) {
+	lb := newLsBench(b)
+	b.ResetTimer()
+	for range b.N {
+		out, errOut, code := runCLI("ls", "--all", "--registry", lb.url, "--token", serveToken)
+		if code != 0 {
+			b.Fatalf("ls --all: exit %d\n%s", code, errOut)
+		}
+		if n := strings.Count(out, "\n"); n != lsBenchHeld+1 {
+			b.Fatalf("ls --all printed %d lines; want a header and %d locks", n, lsBenchHeld)
+		}
+	}
+	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/walk")
+}
+
+// BenchmarkLsPage100k is one page of 100 (GET /v1/locks) at the front
+// of 100,000 held locks and at the back, the page issue 49 measured at
+// 20.8 ms.
+func BenchmarkLsPage100k(b *testing.B) {
+	lb := newLsBench(b)
+	ctx := context.Background()
+	var front, back time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		after := ""
+		if i%2 == 1 {
+			after = fmt.Sprintf("ls/%07d", lsBenchHeld-150)
+		}
+		start := time.Now()
+		l, err := lb.http.ListLocks(ctx, "", after, 100)
+		d := time.Since(start)
+		if err != nil || len(l.Locks) != 100 {
+			b.Fatalf("page after %q: %d, %v", after, len(l.Locks), err)
+		}
+		if after == "" {
+			front += d
+		} else {
+			back += d
+		}
+	}
+	half := float64(max(b.N/2, 1))
+	b.ReportMetric(front.Seconds()*1000/half, "ms/front-page")
+	b.ReportMetric(back.Seconds()*1000/half, "ms/back-page")
+}
