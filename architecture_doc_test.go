@@ -386,7 +386,7 @@ func TestTheDocCheckCanFail(t *testing.T) {
 		{"`gate/decide.go` (`Decide`, `applyMode`); `registry/lockstate` (`state.go`, `DecideAcquire`); `gate.Decide`, `client/core.Lease`", 0},
 		{"`gate/decide_gone.go` (`Decide`)", 1},
 		{"`gate/decide.go` (`DecideNoMore`)", 1},
-		{"`registry/lockstate` (`sweep.go`)", 1},
+		{"`registry/lockstate` (`vanished.go`)", 1},
 		{"`registry/transfer*.go`, `registry/nothing*.go`", 1},
 		{"`gate.Undecided`, `client/core.Leash`, `registry.Normalize`", 3},
 		{"`max(highestFence, floor) + 1`, `--break`, `fencegate registry export`/`import`", 0},
