@@ -119,7 +119,7 @@ func TestBackgroundLoopCancelsCtxOnLostRenewal(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := l.Ctx()
-	w.Net.Fault = func(string, string) clienttest.Fault { return clienttest.DropRequest }
+	w.Net.SetFault(func(string, string) clienttest.Fault { return clienttest.DropRequest })
 	deadline := time.Now().Add(20 * time.Second) // real-time bound on a hang, not a timing assertion
 	for ctx.Err() == nil && time.Now().Before(deadline) {
 		f.Clock.Advance(100 * time.Millisecond)
@@ -128,7 +128,7 @@ func TestBackgroundLoopCancelsCtxOnLostRenewal(t *testing.T) {
 	if ctx.Err() == nil || l.State() != client.StateUnknown {
 		t.Fatalf("background loop: %s, ctx %v", l.State(), ctx.Err())
 	}
-	w.Net.Fault = nil
+	w.Net.SetFault(nil)
 	if err := l.Release(f.Ctx); err != nil {
 		t.Fatal(err)
 	}

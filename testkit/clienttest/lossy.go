@@ -35,7 +35,8 @@ type Call struct {
 // the client cannot tell them apart, as on a real network.
 type Lossy struct {
 	Inner client.Transport
-	// Fault decides each call's fate; nil means Pass.
+	// Fault decides each call's fate; nil means Pass. Set it before the
+	// transport is in use, or with SetFault while calls may be running.
 	Fault func(op, key string) Fault
 	// After, if set, runs once each call is over, before its answer is
 	// returned (a test's hook to end a caller's context after one try).
@@ -65,10 +66,21 @@ func (l *Lossy) MaxDifferentInFlight() int {
 	return max
 }
 
+// SetFault replaces Fault while calls may be running (a lease's
+// background loop renewing, say).
+func (l *Lossy) SetFault(f func(op, key string) Fault) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.Fault = f
+}
+
 func (l *Lossy) begin(op, key string) (Fault, func()) {
+	l.mu.Lock()
+	fault := l.Fault
+	l.mu.Unlock()
 	f := Pass
-	if l.Fault != nil {
-		f = l.Fault(op, key)
+	if fault != nil {
+		f = fault(op, key)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
