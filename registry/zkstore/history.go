@@ -15,6 +15,11 @@ import (
 // for a moment.
 const historyNodesMax = 1 << 16
 
+// lostZxidsMax bounds the zxids a Store remembers as lost (history.lost):
+// each went-back finding adds one per node; past the bound the set starts
+// over, losing only the check of nodes a long-gone fork wrote.
+const lostZxidsMax = 1 << 10
+
 // history is what a Store has seen of the ensemble's history, to tell
 // when the ensemble went back (registry.ErrStoreWentBack): for each node
 // no commit deletes (<root>/rev, the settings, the records), the highest
@@ -35,9 +40,25 @@ const historyNodesMax = 1 << 16
 //
 // A call compares what it reads only with what calls that had ended when
 // it began saw (before), so concurrent calls never judge each other.
+//
+// A member can also go on serving a lost transaction after the ensemble
+// moved on without it: ZooKeeper 3.8.0 truncates a member's log to the
+// new leader's history but reloads a snapshot taken beyond that point
+// (chaos seed 207: zk3 truncated to 0x200000002, loaded
+// snapshot.200000004 and followed epoch 3 with 0x200000003 applied).
+// Every node that transaction wrote and no later one did stays on that
+// member as the lost history left it, at a data version the leader's
+// history reaches again with other contents, so a compare-and-swap
+// decided on it passes the leader's version check. So the zxid a
+// went-back node was seen at, which no transaction of the ensemble's
+// history has, is remembered (lost), and any node read later with that
+// zxid as its mzxid, czxid or pzxid was read from the lost history too:
+// the read or commit fails with registry.ErrStoreWentBack before
+// deciding on it.
 type history struct {
 	mu   sync.Mutex
 	seen map[string]seenNode
+	lost map[int64]bool // zxids of transactions the ensemble lost
 }
 
 // seenNode is one node's highest version seen, with its mzxid.
@@ -87,13 +108,22 @@ func (h *history) compare(s *Store, base map[string]seenNode, nodes map[string]n
 	}
 	var back []string
 	for p, n := range nodes {
+		if z, ok := h.wroteLost(n); ok {
+			// Not remembered as seen: it is not the ensemble's history.
+			back = append(back, fmt.Sprintf("%s: %s, written by transaction %#x, which the ensemble lost", p, describe(n), z))
+			continue
+		}
 		if !s.kept(p) {
 			continue
 		}
 		if was, ok := base[p]; ok && wentBack(was, n) {
 			back = append(back, fmt.Sprintf("%s: %s after %s", p, describe(n), describeSeen(was)))
+			h.remember(was.mzxid)
 		}
 		cur, ok := h.seen[p]
+		if ok && wentBack(cur, n) {
+			h.remember(cur.mzxid)
+		}
 		switch {
 		case !n.ok:
 			delete(h.seen, p)
@@ -110,6 +140,31 @@ func (h *history) compare(s *Store, base map[string]seenNode, nodes map[string]n
 	}
 	return fmt.Errorf("%w: %s (%d nodes): ZooKeeper lost transactions it had acknowledged, or was restored; fences issued since may be issued again (gates pause on them), and a fence-range bump moves the next ones above",
 		registry.ErrStoreWentBack, first, len(back))
+}
+
+// remember records z as the zxid of a transaction the ensemble lost.
+func (h *history) remember(z int64) {
+	if z == 0 {
+		return
+	}
+	if h.lost == nil || len(h.lost) >= lostZxidsMax {
+		h.lost = map[int64]bool{}
+	}
+	h.lost[z] = true
+}
+
+// wroteLost reports whether n carries the zxid of a lost transaction: it
+// was read from a member that applied it.
+func (h *history) wroteLost(n node) (int64, bool) {
+	if !n.ok {
+		return 0, false
+	}
+	for _, z := range []int64{n.stat.Mzxid, n.stat.Czxid, n.stat.Pzxid} {
+		if h.lost[z] {
+			return z, true
+		}
+	}
+	return 0, false
 }
 
 // forgetRecords keeps only the revision node and the settings.
