@@ -106,6 +106,9 @@ func (h *history) compare(s *Store, base map[string]seenNode, nodes map[string]n
 	if h.seen == nil || len(h.seen) > historyNodesMax {
 		h.forgetRecords(s)
 	}
+	if rev := nodes[s.revPath()]; rev.ok {
+		h.reached(rev.stat.Mzxid)
+	}
 	var back []string
 	for p, n := range nodes {
 		if z, ok := h.wroteLost(n); ok {
@@ -121,9 +124,6 @@ func (h *history) compare(s *Store, base map[string]seenNode, nodes map[string]n
 			h.remember(was.mzxid)
 		}
 		cur, ok := h.seen[p]
-		if ok && wentBack(cur, n) {
-			h.remember(cur.mzxid)
-		}
 		switch {
 		case !n.ok:
 			delete(h.seen, p)
@@ -151,6 +151,19 @@ func (h *history) remember(z int64) {
 		h.lost = map[int64]bool{}
 	}
 	h.lost[z] = true
+}
+
+// reached forgets the lost zxids of rev's epoch up to rev: the history
+// read ran that epoch past them, so it ran the epoch again (a restored
+// copy, a standalone server started on one) and a node at one of them is
+// its own. The zxids of another epoch stay lost: ZooKeeper runs each
+// epoch once.
+func (h *history) reached(rev int64) {
+	for z := range h.lost {
+		if z>>32 == rev>>32 && z <= rev {
+			delete(h.lost, z)
+		}
+	}
 }
 
 // wroteLost reports whether n carries the zxid of a lost transaction: it

@@ -93,6 +93,12 @@ func TestEnsembleThatWentBackIsReported(t *testing.T) {
 // record at fence (a read on a session of its own, synced there).
 func memberHolds(t *testing.T, ctx context.Context, addr string, fence uint64) {
 	t.Helper()
+	memberHoldsOn(t, ctx, addr, "fork/x", fence)
+}
+
+// memberHoldsOn is memberHolds for resource's record.
+func memberHoldsOn(t *testing.T, ctx context.Context, addr, resource string, fence uint64) {
+	t.Helper()
 	conn, err := Dial(ctx, ClientConfig{Servers: []string{addr}, DialTimeout: 20 * time.Second}, DefaultRoot)
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +109,7 @@ func memberHolds(t *testing.T, ctx context.Context, addr string, fence uint64) {
 		t.Fatal(err)
 	}
 	for {
-		snap, err := m.Read(ctx, "fork/x", nil)
+		snap, err := m.Read(ctx, resource, nil)
 		if err == nil && snap.Record != nil && snap.Record.HighestFence >= fence {
 			return
 		}
@@ -117,10 +123,16 @@ func memberHolds(t *testing.T, ctx context.Context, addr string, fence uint64) {
 // commitFence commits fork/x's record at fence over fence-1.
 func commitFence(t *testing.T, ctx context.Context, s *Store, fence uint64) {
 	t.Helper()
+	commitFenceOn(t, ctx, s, "fork/x", fence)
+}
+
+// commitFenceOn commits resource's record at fence over what it holds.
+func commitFenceOn(t *testing.T, ctx context.Context, s *Store, resource string, fence uint64) {
+	t.Helper()
 	for {
-		snap, err := s.Read(ctx, "fork/x", nil)
+		snap, err := s.Read(ctx, resource, nil)
 		if err == nil {
-			w := registry.Write{Resource: "fork/x", RecordRev: snap.RecordRev, Record: &lockstate.Record{HighestFence: fence}}
+			w := registry.Write{Resource: resource, RecordRev: snap.RecordRev, Record: &lockstate.Record{HighestFence: fence}}
 			if snap.Record != nil {
 				w.RecordWas, w.RecordWasRaw = snap.Record, snap.RecordRaw
 			}
