@@ -156,8 +156,8 @@ func (h *history) remember(z int64) {
 // reached forgets the lost zxids of rev's epoch up to rev: the history
 // read ran that epoch past them, so it ran the epoch again (a restored
 // copy, a standalone server started on one) and a node at one of them is
-// its own. The zxids of another epoch stay lost: ZooKeeper runs each
-// epoch once.
+// its own. The zxids of another epoch stay lost: an ensemble runs each
+// epoch once, a restore aside.
 func (h *history) reached(rev int64) {
 	for z := range h.lost {
 		if z>>32 == rev>>32 && z <= rev {
