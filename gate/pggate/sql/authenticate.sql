@@ -58,16 +58,22 @@ END $fg$;
 -- effective_proofs is pggate.EffectiveProofs: the grant and status proofs
 -- authenticate checks. The first gateProofs pair whose grant proof is a
 -- "mac:" proof under a key enrolled here (whatever its state: a retired
--- key's proof then fails as it should), else the single fields.
-CREATE OR REPLACE FUNCTION fencegate.effective_proofs(e fencegate.envelope_t) RETURNS TEXT[] LANGUAGE sql STABLE AS $fg$
-  SELECT coalesce((
-    SELECT ARRAY[coalesce(p ->> 'grantProof', ''), coalesce(p ->> 'statusProof', '')]
-    FROM jsonb_array_elements(CASE WHEN jsonb_typeof(e.gate_proofs) = 'array' THEN e.gate_proofs ELSE '[]'::jsonb END)
-      WITH ORDINALITY AS t(p, i)
+-- key's proof then fails as it should), else the single fields. It is
+-- PL/pgSQL, not an SQL function, so that its query is planned once a
+-- session, not once a call; an envelope without gateProofs runs no query.
+CREATE OR REPLACE FUNCTION fencegate.effective_proofs(e fencegate.envelope_t) RETURNS TEXT[] LANGUAGE plpgsql STABLE AS $fg$
+DECLARE
+  pair TEXT[];
+BEGIN
+  IF jsonb_typeof(e.gate_proofs) = 'array' THEN
+    SELECT ARRAY[coalesce(p ->> 'grantProof', ''), coalesce(p ->> 'statusProof', '')] INTO pair
+    FROM jsonb_array_elements(e.gate_proofs) WITH ORDINALITY AS t(p, i)
     WHERE split_part(p ->> 'grantProof', ':', 1) = 'mac'
       AND EXISTS (SELECT 1 FROM fencegate.keys k WHERE k.key_id = split_part(p ->> 'grantProof', ':', 2))
-    ORDER BY i LIMIT 1), ARRAY[e.grant_proof, e.status_proof])
-$fg$;
+    ORDER BY i LIMIT 1;
+  END IF;
+  RETURN coalesce(pair, ARRAY[e.grant_proof, e.status_proof]);
+END $fg$;
 
 -- operation_root is grant.OperationRoot(resource, operationID).
 CREATE OR REPLACE FUNCTION fencegate.operation_root(resource TEXT, operation_id TEXT) RETURNS TEXT LANGUAGE plpgsql IMMUTABLE AS $fg$

@@ -172,6 +172,12 @@ CREATE TYPE fencegate.envelope_t AS (
 -- same answers): per member in order, unknown, then duplicate, then the
 -- type of the member's last value (what -> returns for a duplicated
 -- name); values are unescaped only when every member passed.
+--
+-- An envelope whose members are all known, none twice, each of its type
+-- (every envelope a client sends) is read by one query (clean): the
+-- member-by-member walk then finds nothing, and the values are the same.
+-- Only an envelope that query does not pass takes the walk, for its
+-- reason.
 CREATE OR REPLACE FUNCTION fencegate.parse_envelope(envelope TEXT) RETURNS fencegate.envelope_t LANGUAGE plpgsql AS $fg$
 DECLARE
   j JSON;
@@ -183,51 +189,89 @@ DECLARE
   e fencegate.envelope_t;
   why TEXT;
   fence TEXT; seq TEXT;
+  clean BOOLEAN := FALSE;
+  gp JSON;
 BEGIN
   IF envelope IS NULL OR octet_length(envelope) > 24576 THEN
     PERFORM fencegate.reject('MALFORMED', 'json: envelope missing or above 24576 bytes', NULL);
   END IF;
   BEGIN
     j := envelope::json;
-    IF json_typeof(j) <> 'object' THEN
-      why := 'want a JSON object';
-    ELSE
-      SELECT array_agg(t.key ORDER BY t.n), array_agg(t.value ORDER BY t.n) INTO ks, vs
-        FROM json_each(j) WITH ORDINALITY AS t(key, value, n);
-      n := coalesce(array_length(ks, 1), 0);
-      FOR i IN 1 .. n LOOP
-        IF ks[i] <> ALL (ARRAY['resource', 'lease', 'operationId', 'fenceToken', 'segmentSeq', 'payloadDigest',
-            'grant', 'grantProof', 'status', 'statusProof', 'gateProofs']) THEN
-          why := format('unknown field %I', ks[i]);
-        ELSIF ks[i] = ANY (ks[1:i - 1]) THEN
-          why := format('duplicate field %I', ks[i]);
-        ELSE
-          l := n;
-          WHILE ks[l] <> ks[i] LOOP l := l - 1; END LOOP;
-          IF ks[i] IN ('fenceToken', 'segmentSeq') AND json_typeof(vs[l]) NOT IN ('number', 'null')
-            OR ks[i] = 'gateProofs' AND json_typeof(vs[l]) NOT IN ('array', 'null')
-            OR ks[i] NOT IN ('fenceToken', 'segmentSeq', 'gateProofs') AND json_typeof(vs[l]) NOT IN ('string', 'null') THEN
-            why := format('field %I has the wrong type', ks[i]);
-          END IF;
-        END IF;
-        EXIT WHEN why IS NOT NULL;
-      END LOOP;
-      IF why IS NULL THEN
-        fence := coalesce(vs[array_position(ks, 'fenceToken')]::text, '0');
-        seq := coalesce(vs[array_position(ks, 'segmentSeq')]::text, '0');
-        e := ROW(coalesce(vs[array_position(ks, 'resource')] #>> '{}', ''), coalesce(vs[array_position(ks, 'lease')] #>> '{}', ''),
-          coalesce(vs[array_position(ks, 'operationId')] #>> '{}', ''),
-          CASE WHEN fence ~ '^[0-9]{1,19}$' AND fence::numeric <= 9223372036854775807 THEN fence::bigint END,
-          CASE WHEN seq ~ '^[0-9]{1,19}$' AND seq::numeric <= 9223372036854775807 THEN seq::bigint END,
-          coalesce(vs[array_position(ks, 'payloadDigest')] #>> '{}', ''), coalesce(vs[array_position(ks, 'grant')] #>> '{}', ''),
-          coalesce(vs[array_position(ks, 'grantProof')] #>> '{}', ''), coalesce(vs[array_position(ks, 'status')] #>> '{}', ''),
-          coalesce(vs[array_position(ks, 'statusProof')] #>> '{}', ''), vs[array_position(ks, 'gateProofs')]::jsonb);
-        why := fencegate.gate_proofs_shape(vs[array_position(ks, 'gateProofs')]);
-      END IF;
+    IF json_typeof(j) = 'object' THEN
+      SELECT count(*) = count(DISTINCT t.key) AND coalesce(bool_and(CASE
+          WHEN t.key IN ('fenceToken', 'segmentSeq') THEN json_typeof(t.value) IN ('number', 'null')
+          WHEN t.key = 'gateProofs' THEN json_typeof(t.value) IN ('array', 'null')
+          WHEN t.key IN ('resource', 'lease', 'operationId', 'payloadDigest', 'grant', 'grantProof', 'status', 'statusProof')
+            THEN json_typeof(t.value) IN ('string', 'null')
+          ELSE FALSE END), TRUE),
+        coalesce(max(t.value::text) FILTER (WHERE t.key = 'fenceToken'), '0'),
+        coalesce(max(t.value::text) FILTER (WHERE t.key = 'segmentSeq'), '0'),
+        coalesce(max(t.value #>> '{}') FILTER (WHERE t.key = 'resource'), ''),
+        coalesce(max(t.value #>> '{}') FILTER (WHERE t.key = 'lease'), ''),
+        coalesce(max(t.value #>> '{}') FILTER (WHERE t.key = 'operationId'), ''),
+        coalesce(max(t.value #>> '{}') FILTER (WHERE t.key = 'payloadDigest'), ''),
+        coalesce(max(t.value #>> '{}') FILTER (WHERE t.key = 'grant'), ''),
+        coalesce(max(t.value #>> '{}') FILTER (WHERE t.key = 'grantProof'), ''),
+        coalesce(max(t.value #>> '{}') FILTER (WHERE t.key = 'status'), ''),
+        coalesce(max(t.value #>> '{}') FILTER (WHERE t.key = 'statusProof'), ''),
+        max(t.value::text) FILTER (WHERE t.key = 'gateProofs')::json
+        INTO clean, fence, seq, e.resource, e.lease, e.operation_id, e.payload_digest, e.grant_text, e.grant_proof,
+          e.status_text, e.status_proof, gp
+        FROM json_each(j) AS t(key, value);
+    END IF;
+    IF clean THEN
+      e.fence := CASE WHEN fence ~ '^[0-9]{1,19}$' AND fence::numeric <= 9223372036854775807 THEN fence::bigint END;
+      e.seq := CASE WHEN seq ~ '^[0-9]{1,19}$' AND seq::numeric <= 9223372036854775807 THEN seq::bigint END;
+      e.gate_proofs := gp::jsonb;
+      why := fencegate.gate_proofs_shape(gp);
     END IF;
   EXCEPTION WHEN OTHERS THEN
-    why := 'not JSON PostgreSQL can hold: ' || SQLERRM;
+    clean := FALSE;
   END;
+  IF NOT clean THEN
+    e := NULL; why := NULL;
+    BEGIN
+      j := envelope::json;
+      IF json_typeof(j) <> 'object' THEN
+        why := 'want a JSON object';
+      ELSE
+        SELECT array_agg(t.key ORDER BY t.n), array_agg(t.value ORDER BY t.n) INTO ks, vs
+          FROM json_each(j) WITH ORDINALITY AS t(key, value, n);
+        n := coalesce(array_length(ks, 1), 0);
+        FOR i IN 1 .. n LOOP
+          IF ks[i] <> ALL (ARRAY['resource', 'lease', 'operationId', 'fenceToken', 'segmentSeq', 'payloadDigest',
+              'grant', 'grantProof', 'status', 'statusProof', 'gateProofs']) THEN
+            why := format('unknown field %I', ks[i]);
+          ELSIF ks[i] = ANY (ks[1:i - 1]) THEN
+            why := format('duplicate field %I', ks[i]);
+          ELSE
+            l := n;
+            WHILE ks[l] <> ks[i] LOOP l := l - 1; END LOOP;
+            IF ks[i] IN ('fenceToken', 'segmentSeq') AND json_typeof(vs[l]) NOT IN ('number', 'null')
+              OR ks[i] = 'gateProofs' AND json_typeof(vs[l]) NOT IN ('array', 'null')
+              OR ks[i] NOT IN ('fenceToken', 'segmentSeq', 'gateProofs') AND json_typeof(vs[l]) NOT IN ('string', 'null') THEN
+              why := format('field %I has the wrong type', ks[i]);
+            END IF;
+          END IF;
+          EXIT WHEN why IS NOT NULL;
+        END LOOP;
+        IF why IS NULL THEN
+          fence := coalesce(vs[array_position(ks, 'fenceToken')]::text, '0');
+          seq := coalesce(vs[array_position(ks, 'segmentSeq')]::text, '0');
+          e := ROW(coalesce(vs[array_position(ks, 'resource')] #>> '{}', ''), coalesce(vs[array_position(ks, 'lease')] #>> '{}', ''),
+            coalesce(vs[array_position(ks, 'operationId')] #>> '{}', ''),
+            CASE WHEN fence ~ '^[0-9]{1,19}$' AND fence::numeric <= 9223372036854775807 THEN fence::bigint END,
+            CASE WHEN seq ~ '^[0-9]{1,19}$' AND seq::numeric <= 9223372036854775807 THEN seq::bigint END,
+            coalesce(vs[array_position(ks, 'payloadDigest')] #>> '{}', ''), coalesce(vs[array_position(ks, 'grant')] #>> '{}', ''),
+            coalesce(vs[array_position(ks, 'grantProof')] #>> '{}', ''), coalesce(vs[array_position(ks, 'status')] #>> '{}', ''),
+            coalesce(vs[array_position(ks, 'statusProof')] #>> '{}', ''), vs[array_position(ks, 'gateProofs')]::jsonb);
+          why := fencegate.gate_proofs_shape(vs[array_position(ks, 'gateProofs')]);
+        END IF;
+      END IF;
+    EXCEPTION WHEN OTHERS THEN
+      why := 'not JSON PostgreSQL can hold: ' || SQLERRM;
+    END;
+  END IF;
   IF why IS NULL THEN
     why := CASE
       WHEN NOT fencegate.valid_resource(e.resource) THEN 'field resource'
