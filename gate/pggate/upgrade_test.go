@@ -138,16 +138,27 @@ func TestEveryUpgradeEndsAsAFreshInstall(t *testing.T) {
 // resource through operated, which set_mode's order (the mode checked
 // before the resource is created) keeps it from using; effective_proofs
 // is PL/pgSQL (its query planned once a session, none run without
-// gateProofs) and parse_envelope reads a clean envelope in one query
-// (issue 45: the gate's cost per write). None changes what a caller sees. The test fails both ways: another entry differs, or one
-// listed no longer does (then take it off).
+// gateProofs), parse_envelope reads a clean envelope in one query, and
+// the identifier, digest and number checks (valid_*, parse_digest,
+// parse_uint, verify's key ID, gate_proofs_rules' gate) bound a length
+// beside an unbounded pattern instead of a bounded repetition (issue 45:
+// the gate's cost per write). None changes what a caller sees. The test
+// fails both ways: another entry differs, or one listed no longer does
+// (then take it off).
 var changedSinceVersion6 = []string{
 	"function fencegate.effective_proofs(fencegate.envelope_t)",
+	"function fencegate.gate_proofs_rules(jsonb,boolean)",
 	"function fencegate.install_guard(regclass,text,text)",
 	"function fencegate.operated(text,text)",
+	"function fencegate.parse_digest(text)",
 	"function fencegate.parse_envelope(text)",
+	"function fencegate.parse_uint(text)",
 	"function fencegate.resume(text,bigint,text,text)",
 	"function fencegate.set_min_policy_generation(text,bigint,text)",
+	"function fencegate.valid_class(text)",
+	"function fencegate.valid_owner(text)",
+	"function fencegate.valid_token(text)",
+	"function fencegate.verify(text,bytea,numeric,text)",
 }
 
 // changedEntries names, sorted, the entries of two catalogs that one has

@@ -36,7 +36,7 @@ BEGIN
   kid := split_part(proof, ':', 2);
   enc := substr(proof, length(prefix) + length(kid) + 3);
   IF prefix NOT IN ('sig', 'mac') THEN RETURN format('BAD_PROOF: malformed proof: unknown prefix %L', prefix); END IF;
-  IF kid !~ '^[A-Za-z0-9._-]{1,64}$' THEN RETURN 'BAD_PROOF: malformed proof: key ID'; END IF;
+  IF NOT (kid ~ '^[A-Za-z0-9._-]+$' AND length(kid) <= 64) THEN RETURN 'BAD_PROOF: malformed proof: key ID'; END IF;
   raw := fencegate.b64url(enc, CASE prefix WHEN 'sig' THEN 64 ELSE 32 END);
   IF raw IS NULL THEN RETURN 'BAD_PROOF: malformed proof: not canonical unpadded base64url of the right length'; END IF;
   SELECT * INTO k FROM fencegate.keys WHERE keys.key_id = kid;
