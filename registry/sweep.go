@@ -18,9 +18,14 @@ const (
 	// IndexRequests, request entries) one page of a sweep reads.
 	SweepScanMax = 512
 	// sweepWindowMs bounds the due time one scan of the sweep index
-	// spans, 1 s: an etcd range counts the keys to its end, so a scan
-	// over the whole backlog would cost the backlog on every page.
-	sweepWindowMs = 1000
+	// spans, 1 s to start with: an etcd range counts the keys to its end
+	// (where it cannot stream), so a scan over the whole backlog would
+	// cost the backlog on every page. A window that held under a quarter
+	// of a page doubles the next, up to sweepWindowMaxMs (10 min), and
+	// one that took more than a page halves it: a sparse index costs a
+	// few scans and commits a page, not one a second of due time.
+	sweepWindowMs    = 1000
+	sweepWindowMaxMs = 600_000
 	// sweepReadsParallelMax bounds the concurrent reads that judge one
 	// page; sweepWriteEntriesMax bounds the items one sweep write
 	// carries, well under etcd's default --max-txn-ops of 128 (two
@@ -28,6 +33,12 @@ const (
 	sweepReadsParallelMax = 16
 	sweepWriteEntriesMax  = 32
 )
+
+// SweepIntervalDefault is how often serve runs SweepRequests
+// (SweepLoop's interval), 10 s of the registry clock: a pass reads only
+// what came due since the last, so a short interval keeps each pass
+// small, and an entry outlives its retention by at most this.
+const SweepIntervalDefault = 10 * time.Second
 
 // SweepRequests runs one pass of the retention sweep at the registry
 // clock's now and returns how many request entries it deleted. It walks
@@ -44,20 +55,20 @@ const (
 // judging the entry.
 func (r *Registry) SweepRequests(ctx context.Context) (int, error) {
 	now := r.now()
-	deleted, after := 0, SweepItem{}
+	deleted, after, window := 0, SweepItem{}, int64(sweepWindowMs)
 	for {
 		head, err := r.store.ScanSweep(ctx, after, now+1, 1)
 		if err != nil || len(head) == 0 {
 			return deleted, storeErrorOrNil("scan sweep index", err)
 		}
-		before := min(now+1, head[0].AtMs+sweepWindowMs)
+		before, held := min(now+1, head[0].AtMs+window), 0
 		for {
 			page, err := r.store.ScanSweep(ctx, after, before, SweepScanMax)
 			if err != nil {
 				return deleted, storeError("scan sweep index", err)
 			}
 			n, err := r.sweepPage(ctx, page, now)
-			if deleted += n; err != nil {
+			if deleted, held = deleted+n, held+len(page); err != nil {
 				return deleted, err
 			}
 			if len(page) < SweepScanMax {
@@ -66,7 +77,20 @@ func (r *Registry) SweepRequests(ctx context.Context) (int, error) {
 			}
 			after = page[len(page)-1]
 		}
+		window = nextSweepWindow(window, held)
 	}
+}
+
+// nextSweepWindow is the due time the next window spans after one of
+// window held items (sweepWindowMs).
+func nextSweepWindow(window int64, held int) int64 {
+	switch {
+	case held < SweepScanMax/4:
+		return min(2*window, sweepWindowMaxMs)
+	case held > SweepScanMax:
+		return max(window/2, sweepWindowMs)
+	}
+	return window
 }
 
 func storeErrorOrNil(op string, err error) error {
@@ -78,13 +102,15 @@ func storeErrorOrNil(op string, err error) error {
 
 // sweepVerdict is one item judged: the entry as read (Entry nil: gone),
 // whether it is due, and when to look again if not; keep leaves the item
-// as it is (it could not be judged now).
+// as it is (it could not be judged now); ended, when set, is the entry
+// written again with its end (lockstate.EndedEntry) as its item moves.
 type sweepVerdict struct {
-	item SweepItem
-	slot RequestSlot
-	due  bool
-	next int64
-	keep bool
+	item  SweepItem
+	slot  RequestSlot
+	due   bool
+	next  int64
+	keep  bool
+	ended *lockstate.RequestEntry
 }
 
 // sweepPage judges page's items (at most sweepReadsParallelMax reads at
@@ -137,6 +163,13 @@ func (r *Registry) judgeSweep(ctx context.Context, it SweepItem, now int64) (swe
 		rec = recordOf(&s)
 	}
 	v.due, v.next = lockstate.JudgeSweep(rec, v.slot.Entry, now, r.lim)
+	if !v.due {
+		// Not due: write its end down, so that the next look finds it
+		// due whatever the resource did meanwhile.
+		if v.ended = lockstate.EndedEntry(rec, v.slot.Entry, r.lim); v.ended != nil {
+			_, v.next = lockstate.JudgeSweep(rec, v.ended, now, r.lim)
+		}
+	}
 	return v, nil
 }
 
@@ -230,11 +263,13 @@ func (r *Registry) commitSweep(ctx context.Context, settingsRev uint64, vs []swe
 
 // sweepWrite is the write of vs: a due entry is deleted (its revision
 // compared) with its item; a live one's item moves to when it is next
-// due; an item whose entry is gone is deleted (vs name each key once:
-// onePerKey). It returns nil when there is nothing to write,
+// due, and an ended one is written again with its end (its revision
+// compared); an item whose entry is gone is deleted (vs name each key
+// once: onePerKey). It returns nil when there is nothing to write,
 // and how many entries the write deletes.
 func sweepWrite(settingsRev uint64, vs []sweepVerdict) (*Write, int) {
 	w := &Write{SettingsRev: settingsRev}
+	deletes := 0
 	for _, v := range vs {
 		if v.keep {
 			continue
@@ -244,7 +279,11 @@ func sweepWrite(settingsRev uint64, vs []sweepVerdict) (*Write, int) {
 		case v.slot.Entry == nil:
 		case v.due:
 			w.Requests = append(w.Requests, RequestWrite{Key: v.item.Key, Compare: true, ModRev: v.slot.ModRev})
+			deletes++
 		default:
+			if v.ended != nil {
+				w.Requests = append(w.Requests, RequestWrite{Key: v.item.Key, Compare: true, ModRev: v.slot.ModRev, Entry: v.ended})
+			}
 			next := v.item
 			next.AtMs = v.next
 			w.Sweeps = append(w.Sweeps, SweepWrite{Item: next})
@@ -253,7 +292,7 @@ func sweepWrite(settingsRev uint64, vs []sweepVerdict) (*Write, int) {
 	if len(w.Sweeps) == 0 {
 		return nil, 0
 	}
-	return w, len(w.Requests)
+	return w, deletes
 }
 
 func hasMoves(vs []sweepVerdict) bool {
@@ -266,7 +305,7 @@ func hasMoves(vs []sweepVerdict) bool {
 }
 
 // deletesOnly drops the verdicts that move an item (the only puts of a
-// sweep write).
+// sweep write, with the entries written again beside them).
 func deletesOnly(vs []sweepVerdict) []sweepVerdict {
 	var out []sweepVerdict
 	for _, v := range vs {

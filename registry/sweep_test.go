@@ -120,6 +120,57 @@ func TestSweepReadsEndsFromTheRecord(t *testing.T) {
 	}
 }
 
+// A resource that never rests: every look at an entry of a lease that
+// fell out of its record's Ended finds the oldest end Ended remembers
+// moved on with the later cycles, so the record alone would keep the
+// entry as long as the resource stays busy. The sweep writes down the end
+// it first placed (lockstate.EndedEntry), and the entry is due a
+// retention after it: its first expiry plus at most twice the retention
+// and a sweep interval, whatever the resource does meanwhile. Before
+// that it answers as it did (EXPIRED, the same grant).
+func TestSweepForgetsEntriesOfABusyResource(t *testing.T) {
+	e := newEnv(t, nil)
+	first := e.mustAcquire("worker-a", req("busy/1", "first"))
+	if err := e.reg.Release(e.ctx, "worker-a", "busy/1", first.Grant.Lease); err != nil {
+		t.Fatal(err)
+	}
+	ttl := time.Duration(first.Grant.TTLMs) * time.Millisecond
+	interval := registry.SweepIntervalDefault
+	deadline := e.clock.Now().Add(ttl + 2*e.retention() + 2*interval)
+	gone := time.Time{}
+	for i := 0; e.clock.Now().Before(deadline.Add(e.retention())); i++ {
+		a := e.mustAcquire("worker-b", req("busy/1", fmt.Sprint("cycle-", i)))
+		if err := e.reg.Release(e.ctx, "worker-b", "busy/1", a.Grant.Lease); err != nil {
+			t.Fatal(err)
+		}
+		e.clock.Advance(time.Second)
+		if i%10 == 0 {
+			if _, err := e.reg.SweepRequests(e.ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		q, err := e.reg.QueryRequest(e.ctx, "worker-a", "first")
+		switch {
+		case err == nil && gone.IsZero():
+			if q.Status.State != grant.StateReleased && q.Status.State != grant.StateExpired || q.Grant.Digest() != first.Grant.Digest() {
+				t.Fatalf("before it is swept the entry answers %v", q.Status.State)
+			}
+		case err == nil:
+			t.Fatal("the entry came back")
+		case gone.IsZero():
+			gone = e.clock.Now()
+		}
+	}
+	switch {
+	case gone.IsZero():
+		t.Fatalf("the entry of a busy resource's lease was never swept in %v", deadline.Add(e.retention()).Sub(first.Grant.IssuedAt))
+	case gone.After(deadline):
+		t.Fatalf("swept %v after its grant, want within %v", gone.Sub(first.Grant.IssuedAt), deadline.Sub(first.Grant.IssuedAt))
+	case gone.Before(first.Grant.IssuedAt.Add(e.retention())):
+		t.Fatalf("swept %v after its grant, before the retention", gone.Sub(first.Grant.IssuedAt))
+	}
+}
+
 // An entry an earlier version wrote again at its lease's end says when
 // it ended: the sweep counts from there, without reading the record.
 func TestSweepKeepsEarlierVersionsEndedEntries(t *testing.T) {

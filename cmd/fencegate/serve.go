@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"strconv"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -17,11 +16,6 @@ import (
 )
 
 func init() { register(newServeCmd) }
-
-// requestSweepInterval is how often serve sweeps the request index, 10 s:
-// a pass reads only what came due since the last (registry.SweepRequests),
-// so a short interval keeps each pass small.
-const requestSweepInterval = 10 * time.Second
 
 // serveOptions are serve's flags.
 type serveOptions struct {

@@ -123,7 +123,7 @@ func serveAPI(ctx context.Context, o *serveOptions, ld *loaded, ks *httpapi.KeyS
 			fmt.Fprintf(stderr, "fencegate serve: --reindex-requests: indexed %d request entries\n", n)
 		}()
 	}
-	go reg.SweepLoop(ctx, requestSweepInterval, func(deleted int, err error) {
+	go reg.SweepLoop(ctx, registry.SweepIntervalDefault, func(deleted int, err error) {
 		if err != nil && ctx.Err() == nil {
 			fmt.Fprintf(stderr, "fencegate serve: request sweep: %v\n", err)
 		}

@@ -1,5 +1,7 @@
 package lockstate
 
+import "github.com/fencegate/fencegate/grant"
+
 // The retention sweep's decisions. Each request entry has an item in a
 // sweep index (registry.SweepItem) that says when to look at it next; the
 // sweep walks the index from its oldest end up to now and, for each item,
@@ -41,4 +43,32 @@ func JudgeSweep(rec *Record, entry *RequestEntry, now int64, lim Limits) (due bo
 		nextMs = now + retention
 	}
 	return false, max(nextMs, now+1)
+}
+
+// EndedEntry is entry written again with the end rec places for it
+// (State and EndedAtMs, the form an older registry wrote at a lease's
+// end), for the sweep to keep when the entry is not yet due; nil when
+// entry already carries its end or rec cannot place one (its lease may
+// still be held). The sweep must write it: a lease that fell out of its
+// record's Ended is placed by the oldest lease Ended remembers
+// (endedAtMs), an instant that moves on with every later cycle of the
+// resource, so an entry of a busy resource judged again from its record
+// would never come due. Written down once, the end is an upper bound
+// that stays one (a lease ends once), and the entry is due a retention
+// after it. Every answer about the entry stays what it was (EntryState):
+// the state Ended remembers, else EXPIRED.
+func EndedEntry(rec *Record, entry *RequestEntry, lim Limits) *RequestEntry {
+	if entry.State != grant.StateHeld {
+		return nil
+	}
+	at, ok := endedAtMs(rec, entry, lim)
+	if !ok {
+		return nil
+	}
+	out := *entry
+	out.State, out.EndedAtMs = grant.StateExpired, at
+	if e, found := findEnded(rec, entry.Grant.Lease); found && e.Owner == entry.Grant.Owner {
+		out.State = e.State
+	}
+	return &out
 }
