@@ -90,7 +90,9 @@ type Config struct {
 	// record's Ended, from the oldest end Ended remembers (endedAtMs), so
 	// an entry may be kept longer, never shorter; the sweep deletes it
 	// within a sweep interval of its lease's end (or first expiry, if
-	// later) plus the retention. Optional, defaults to
+	// later) plus the retention, and an entry its busy resource's record
+	// no longer names within twice the retention after its first expiry
+	// (lockstate.EndedEntry). Optional, defaults to
 	// RequestRetentionMsMin rounded up to a whole minute (16 min with the
 	// default skew bound): the specification's 15 minutes to reconcile an
 	// outcome that is not known (UnknownReconcileMs), plus ClockSkewMaxMs

@@ -1,6 +1,9 @@
 // Package fakeclock is the one manual clock of the project's tests and
 // simulator: it moves only when told, and fires timers set with After when
 // Advance passes them.
+// Scaled is the other: a clock that runs a fixed number of times faster
+// than the machine's, for sustained runs that must live through the
+// registry's real retentions in seconds.
 package fakeclock
 
 import (
