@@ -12,7 +12,8 @@
 # (fencegate.apply) against the same peers and RunPgx, SQLite WAL pages
 # per write, the Redis gate against MULTI/EXEC and a hand-rolled fence
 # script on one redis-server, and the listing at 100,000 held locks (a
-# page against the page where 100 are held, `ls --all`) — and prints
+# page against the page where 100 are held, `ls --all`), the live bytes
+# per held lease and per finished cycle against a Mutex's — and prints
 # one Markdown table of medians, ratios, issue 30's goals and whether each
 # holds (a peer whose benchmark this tree lacks reads "not run").
 #
@@ -51,6 +52,7 @@ specs=(
   "./cmd/fencegate fencegate ^BenchmarkLockCommand$ 30x"
   "./cmd/fencegate fencegate ^BenchmarkLsPage100k$ 300x"
   "./cmd/fencegate fencegate ^BenchmarkLsAll100k$ 2x"
+  "./registry/etcdstore etcdstore ^BenchmarkLiveBytes$ 10000x"
   "./gate/sqlgate sqlgate ^BenchmarkWritePaired(Pgx)?$ 1500x"
   "./gate/sqlgate sqlgate ^BenchmarkWritePairedGuarded(Pgx)?$ 1500x"
   "./gate/sqlgate sqlgate ^BenchmarkWALFrames(Floor)?$ 1500x"
