@@ -67,7 +67,7 @@ const (
 	// sustainedMeasureDefault is how long the measured span lasts after
 	// the warm-up; FENCEGATE_SUSTAINED_MEASURE sets it within
 	// [sustainedMeasureMin, sustainedMeasureMax].
-	sustainedMeasureDefault = 7500 * time.Millisecond
+	sustainedMeasureDefault = 9 * time.Second
 	sustainedMeasureMin     = 3 * time.Second
 	sustainedMeasureMax     = 24 * time.Hour
 	// sustainedGrowthMax bounds the last third's median over the first
