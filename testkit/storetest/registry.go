@@ -13,6 +13,7 @@ import (
 	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/testkit/fakeclock"
 	"github.com/fencegate/fencegate/wire"
 )
 
@@ -25,6 +26,7 @@ func RunRegistry(t *testing.T, newStore NewStore) {
 	t.Run("LostResponseRetrySameGrant", func(t *testing.T) { testLostResponse(t, newStore(t)) })
 	t.Run("WaitersServedFIFO", func(t *testing.T) { testFIFO(t, newStore(t)) })
 	t.Run("CancelledWaiterLeavesQueue", func(t *testing.T) { testCancelWait(t, newStore(t)) })
+	t.Run("BusyResourceEntrySwept", func(t *testing.T) { testBusyResourceSweep(t, newStore(t)) })
 }
 
 // NewRegistry returns a registry over s with a fixed Ed25519 key, epoch 1,
@@ -227,5 +229,50 @@ func testCancelWait(t *testing.T, s registry.Store) {
 	waitQueued(t, reg, "cancel/1", 0)
 	if _, err := reg.Acquire(ctx, "other", acq("cancel/1", "o", 0)); !errors.Is(err, wire.ErrBusy) {
 		t.Fatalf("still held: want busy, got %v", err)
+	}
+}
+
+// testBusyResourceSweep: the entry of a lease on a resource that never
+// rests is swept within twice the retention after its first expiry (the
+// sweep writes the end it places into the entry, which the store must
+// take as an update compared on its revision), and not before the
+// retention after its end.
+func testBusyResourceSweep(t *testing.T, s registry.Store) {
+	clk := fakeclock.New(time.Date(2026, 7, 19, 10, 0, 0, 0, time.UTC))
+	reg := NewRegistry(t, s, clk)
+	first, err := reg.Acquire(ctx, "worker-a", acq("busy/1", "first", 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Release(ctx, "worker-a", "busy/1", first.Grant.Lease); err != nil {
+		t.Fatal(err)
+	}
+	const step = 30 * time.Second // a cycle and a sweep each
+	retention := time.Duration(reg.Config().RequestRetentionMs) * time.Millisecond
+	issued := first.Grant.IssuedAt
+	limit := issued.Add(time.Duration(first.Grant.TTLMs)*time.Millisecond + 2*retention + 2*step)
+	for i := 0; ; i++ {
+		is, err := reg.Acquire(ctx, "worker-b", acq("busy/1", fmt.Sprint("c-", i), 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := reg.Release(ctx, "worker-b", "busy/1", is.Grant.Lease); err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(step)
+		if _, err := reg.SweepRequests(ctx); err != nil {
+			t.Fatal(err)
+		}
+		_, err = reg.QueryRequest(ctx, "worker-a", "first")
+		switch now := clk.Now(); {
+		case errors.Is(err, wire.ErrNotFound) && now.Before(issued.Add(retention)):
+			t.Fatalf("swept %v after its grant, before the retention", now.Sub(issued))
+		case errors.Is(err, wire.ErrNotFound):
+			return
+		case err != nil:
+			t.Fatal(err)
+		case now.After(limit):
+			t.Fatalf("not swept %v after its grant, on a resource that never rests; want within %v", now.Sub(issued), limit.Sub(issued))
+		}
 	}
 }
