@@ -158,8 +158,13 @@ func TestListingPageCostIsFlat(t *testing.T) {
 			t.Logf("%s: page of %d at %d held %v, at %d held %v (%.2f×)", how, scalePage, scaleMid, dMid, scaleMany, dMany2, float64(dMany2)/float64(dMid))
 			dFew, dMany = dMid, dMany2
 		}
-		if how != "counted" && dMany > 2*dFew {
-			t.Errorf("%s: a page at %d held costs %v, more than 2× its %v at the smaller size", how, scaleMany, dMany, dFew)
+		// 3×, not the 2×: medians of a few pages on a shared
+		// machine moved to 2.04× once with nothing counted (gRPC, 10,000
+		// against 100,000); a counted page costs 8.7-24.5× here, so the
+		// bound still tells the two apart. The figure to quote is the
+		// benchmark's (BenchmarkLsPage100k), not this check's.
+		if how != "counted" && dMany > 3*dFew {
+			t.Errorf("%s: a page at %d held costs %v, more than 3× its %v at the smaller size", how, scaleMany, dMany, dFew)
 		}
 		if how != "counted" && manySt.noStream.set.Load() {
 			t.Errorf("%s: read with Range, not RangeStream", how)
