@@ -242,9 +242,11 @@ func (k *worker) driveLeaseAfter(stepped []core.Transition) {
 	if rd.Call.Kind != core.CallNone {
 		k.sendLeaseCall(l, rd.Call)
 		// In flight: only the deadline to watch, while ownership is certain
-		// by the machine (a release in flight included).
-		if wake = l.Next(k.localNow()).Wake; !k.w.wakesWhileInFlight() {
-			wake = time.Time{}
+		// by the machine (a release in flight included; rd.Wake leaves it
+		// out), read from the view rather than by ticking the core again.
+		wake = time.Time{}
+		if v := l.View(); v.State.Certain() && k.w.wakesWhileInFlight() {
+			wake = v.Schedule.Deadline
 		}
 	}
 	k.armWake(wake, k.driveLease)
