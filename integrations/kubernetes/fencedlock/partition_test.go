@@ -25,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegate/fencegate/integrations/kubernetes/internal/proctest"
 	"github.com/fencegate/fencegate/testkit/pgtest"
 )
 
@@ -49,7 +50,7 @@ func partitioned(t *testing.T, registry string, checked bool) {
 	db := openReport(t, dsn)
 	resource := "election/partition-" + strconv.FormatBool(checked)
 	var links [2]*link
-	var procs [2]*proc
+	var procs [2]*proctest.Proc
 	for i, id := range []string{"a", "b"} {
 		links[i] = newLink(t, strings.TrimPrefix(registry, "http://"))
 		env := []string{envElector + "=1", "FG_REGISTRY=http://" + links[i].addr(), "FG_RESOURCE=" + resource,
@@ -57,8 +58,8 @@ func partitioned(t *testing.T, registry string, checked bool) {
 		if !checked {
 			env = append(env, "FG_ELECTOR_RENEW_DEADLINE=5500ms")
 		}
-		procs[i] = start(t, env, testBinary(t))
-		procs[i].wait(t, readyLine) // one migrates the gate's schema at a time
+		procs[i] = proctest.Start(t, env, testBinary(t))
+		procs[i].Wait(t, readyLine) // one migrates the gate's schema at a time
 	}
 
 	// Exactly one leads, and keeps leading while it can renew.
@@ -67,16 +68,16 @@ func partitioned(t *testing.T, registry string, checked bool) {
 	if checked {
 		hold := 2 * storyTimings.LeaseDuration
 		time.Sleep(hold)
-		if leadingLine.MatchString(procs[other].out.String()) || stoppedAt.MatchString(procs[leader].out.String()) {
+		if leadingLine.MatchString(procs[other].Out()) || stoppedAt.MatchString(procs[leader].Out()) {
 			t.Fatalf("within %s of healthy leadership the leader stopped or the other led:\nleader: %s\nother: %s",
-				hold, procs[leader].out, procs[other].out)
+				hold, procs[leader].Out(), procs[other].Out())
 		}
 	}
 
 	// The leader is cut off: it stops leading by its local deadline.
 	cut := time.Now()
 	links[leader].cut()
-	m := procs[leader].wait(t, stoppedAt)
+	m := procs[leader].Wait(t, stoppedAt)
 	at, deadline := ms(t, m[1]), ms(t, m[2])
 	t.Logf("cut-off leader stopped %s after the cut; local deadline − stop = %s",
 		at.Sub(cut).Round(time.Millisecond), deadline.Sub(at).Round(time.Millisecond))
@@ -91,15 +92,15 @@ func partitioned(t *testing.T, registry string, checked bool) {
 	}
 
 	// The other takes over at a higher term and its write is accepted.
-	if term := term(t, procs[other].wait(t, leadingLine)); term <= leaderTerm {
+	if term := term(t, procs[other].Wait(t, leadingLine)); term <= leaderTerm {
 		t.Fatalf("the new leader's term %d is not above the cut-off leader's %d", term, leaderTerm)
 	}
-	procs[other].send(t, "write by the new leader")
-	if got := procs[other].wait(t, outcomeLine)[1]; got != "ACCEPTED" {
+	procs[other].Send(t, "write by the new leader")
+	if got := procs[other].Wait(t, outcomeLine)[1]; got != "ACCEPTED" {
 		t.Fatalf("the new leader's write: %s, want ACCEPTED", got)
 	}
-	procs[leader].send(t, "write by the cut-off leader")
-	if got := procs[leader].wait(t, outcomeLine)[1]; got != "NOT_LEADING" {
+	procs[leader].Send(t, "write by the cut-off leader")
+	if got := procs[leader].Wait(t, outcomeLine)[1]; got != "NOT_LEADING" {
 		t.Fatalf("the cut-off leader's write: %s, want NOT_LEADING (its term is over)", got)
 	}
 	if row := value(t, db); row != "by the new leader" {
@@ -109,11 +110,11 @@ func partitioned(t *testing.T, registry string, checked bool) {
 
 // firstLeader waits until one of procs prints that it leads and returns
 // its index and term; both leading is a failure.
-func firstLeader(t *testing.T, procs [2]*proc) (int, uint64) {
+func firstLeader(t *testing.T, procs [2]*proctest.Proc) (int, uint64) {
 	t.Helper()
-	for deadline := time.Now().Add(procWaitMax); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		a := leadingLine.FindStringSubmatch(procs[0].out.String())
-		b := leadingLine.FindStringSubmatch(procs[1].out.String())
+	for deadline := time.Now().Add(proctest.WaitMax); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		a := leadingLine.FindStringSubmatch(procs[0].Out())
+		b := leadingLine.FindStringSubmatch(procs[1].Out())
 		switch {
 		case a != nil && b != nil:
 			t.Fatalf("both lead: %q and %q", a[0], b[0])

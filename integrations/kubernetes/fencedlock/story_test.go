@@ -22,6 +22,7 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/fencegate/fencegate/integrations/kubernetes/internal/proctest"
 	"github.com/fencegate/fencegate/testkit/pgtest"
 )
 
@@ -47,33 +48,33 @@ func frozenLeader(t *testing.T, registry string, gated bool) {
 	dsn := pgtest.NewDatabase(t)
 	db := openReport(t, dsn)
 	resource := "election/report-" + strconv.FormatBool(gated)
-	elector := func(id string) *proc {
-		return start(t, []string{envElector + "=1", "FG_REGISTRY=" + registry, "FG_RESOURCE=" + resource,
+	elector := func(id string) *proctest.Proc {
+		return proctest.Start(t, []string{envElector + "=1", "FG_REGISTRY=" + registry, "FG_RESOURCE=" + resource,
 			"FG_IDENTITY=" + id, "FG_DSN=" + dsn, "FG_GATED=" + map[bool]string{true: "1", false: "0"}[gated]}, testBinary(t))
 	}
 	a := elector("a")
-	aTerm := term(t, a.wait(t, leadingLine))
-	a.send(t, "pause-write by A")
-	a.wait(t, pausedLine)
-	a.signal(t, syscall.SIGSTOP)
+	aTerm := term(t, a.Wait(t, leadingLine))
+	a.Send(t, "pause-write by A")
+	a.Wait(t, pausedLine)
+	a.Signal(t, syscall.SIGSTOP)
 	frozen := time.Now()
 
 	b := elector("b")
-	if bTerm := term(t, b.wait(t, leadingLine)); bTerm <= aTerm {
+	if bTerm := term(t, b.Wait(t, leadingLine)); bTerm <= aTerm {
 		t.Fatalf("B leads at term %d, not above A's %d", bTerm, aTerm)
 	}
 	if lease := storyTimings.LeaseDuration; time.Since(frozen) < lease {
 		t.Fatalf("B led %s after A froze, within A's %s lease", time.Since(frozen), lease)
 	}
-	b.send(t, "write by B")
+	b.Send(t, "write by B")
 	want := map[bool]string{true: "ACCEPTED", false: "WRITTEN"}[gated]
-	if got := b.wait(t, outcomeLine)[1]; got != want {
+	if got := b.Wait(t, outcomeLine)[1]; got != want {
 		t.Fatalf("B's write: %s, want %s", got, want)
 	}
 
-	a.send(t, "go") // A's write goes on the moment it wakes
-	a.signal(t, syscall.SIGCONT)
-	got := a.wait(t, outcomeLine)[1]
+	a.Send(t, "go") // A's write goes on the moment it wakes
+	a.Signal(t, syscall.SIGCONT)
+	got := a.Wait(t, outcomeLine)[1]
 	row := value(t, db)
 	if !gated {
 		if got != "WRITTEN" || row != "by A" {
@@ -84,9 +85,9 @@ func frozenLeader(t *testing.T, registry string, gated bool) {
 	if got != "STALE_OWNER" || row != "by B" {
 		t.Fatalf("the thawed leader's write: %s, the row holds %q; want STALE_OWNER and B's row", got, row)
 	}
-	a.wait(t, stoppedLine)
-	a.send(t, "write by A, again")
-	if got := a.waitAll(t, outcomeLine, 2)[1][1]; got != "NOT_LEADING" {
+	a.Wait(t, stoppedLine)
+	a.Send(t, "write by A, again")
+	if got := a.WaitAll(t, outcomeLine, 2)[1][1]; got != "NOT_LEADING" {
 		t.Fatalf("the thawed leader's next write: %s, want NOT_LEADING (its term is over)", got)
 	}
 	if row := value(t, db); row != "by B" {

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bytes"
 	"database/sql"
 	"fmt"
 	"net"
@@ -13,7 +12,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -21,12 +19,9 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/fencegate/fencegate/integrations/kubernetes/internal/proctest"
 	"github.com/fencegate/fencegate/testkit/pgtest"
 )
-
-// waitMax bounds every wait for a process's output: a lease of 6 s, its
-// lock-delay and a loaded machine's scheduling, with room.
-const waitMax = 45 * time.Second
 
 // storyFlags are the managers' timings: a 6 s lease, renewals every
 // 300 ms given up after 1 s (fencedlock's own stories use the same), a
@@ -42,17 +37,15 @@ func TestMain(m *testing.M) {
 	}
 	code := func() int {
 		defer os.RemoveAll(dir)
-		fencegateBin, managerBin = filepath.Join(dir, "fencegate"), filepath.Join(dir, "manager")
-		for _, b := range []struct{ out, pkg, dir string }{
-			{fencegateBin, "./cmd/fencegate", filepath.Join("..", "..", "..", "..")}, // the repository's root
-			{managerBin, ".", "."},
-		} {
-			cmd := exec.Command("go", "build", "-o", b.out, b.pkg)
-			cmd.Dir = b.dir
-			if out, err := cmd.CombinedOutput(); err != nil {
-				fmt.Fprintf(os.Stderr, "go build %s: %v\n%s", b.pkg, err, out)
-				return 1
-			}
+		fencegateBin, err = proctest.BuildFencegate(dir, filepath.Join("..", "..", "..", "..")) // the repository's root
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		managerBin = filepath.Join(dir, "manager")
+		if out, err := exec.Command("go", "build", "-o", managerBin, ".").CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "go build .: %v\n%s", err, out)
+			return 1
 		}
 		return pgtest.Main(m)
 	}()
@@ -70,7 +63,7 @@ func TestMain(m *testing.M) {
 // write, refused STALE_OWNER, and its lease-only negative control are
 // fencedlock's TestFrozenLeaderIsFenced.)
 func TestManagerLeadsAndWritesWithTheTermsFence(t *testing.T) {
-	_, registry := serveDev(t)
+	_, registry := proctest.ServeDev(t, fencegateBin)
 	dsn := pgtest.NewDatabase(t)
 	kubeconfig, dials := countingAPIServer(t)
 	env := []string{"KUBECONFIG=" + kubeconfig}
@@ -78,44 +71,44 @@ func TestManagerLeadsAndWritesWithTheTermsFence(t *testing.T) {
 		return append([]string{"-registry", registry, "-database", dsn, "-id", id}, storyFlags...)
 	}
 
-	a := start(t, env, managerBin, args("a")...)
-	termA := atoi(t, a.wait(t, regexp.MustCompile(`leading term=(\d+)`))[1])
-	a.wait(t, regexp.MustCompile(fmt.Sprintf(`wrote n=\d+ term=%d outcome=ACCEPTED`, termA)))
-	if !strings.Contains(a.out.String(), "kube-apiserver http://127.0.0.1:") {
-		t.Fatalf("the manager did not take the test's kubeconfig:\n%s", a.out)
+	a := proctest.Start(t, env, managerBin, args("a")...)
+	termA := atoi(t, a.Wait(t, regexp.MustCompile(`leading term=(\d+)`))[1])
+	a.Wait(t, regexp.MustCompile(fmt.Sprintf(`wrote n=\d+ term=%d outcome=ACCEPTED`, termA)))
+	if !strings.Contains(a.Out(), "kube-apiserver http://127.0.0.1:") {
+		t.Fatalf("the manager did not take the test's kubeconfig:\n%s", a.Out())
 	}
 
-	b := start(t, env, managerBin, args("b")...)
-	b.wait(t, regexp.MustCompile(`started id=b`))
+	b := proctest.Start(t, env, managerBin, args("b")...)
+	b.Wait(t, regexp.MustCompile(`started id=b`))
 	// While a renews, b stays a candidate: a keeps writing, b never leads.
-	n := len(accepted(a.out.String(), termA))
-	a.waitAll(t, regexp.MustCompile(fmt.Sprintf(`wrote n=\d+ term=%d outcome=ACCEPTED`, termA)), n+10)
-	if strings.Contains(b.out.String(), "leading") {
-		t.Fatalf("b leads while a renews:\n%s", b.out)
+	n := len(accepted(a.Out(), termA))
+	a.WaitAll(t, regexp.MustCompile(fmt.Sprintf(`wrote n=\d+ term=%d outcome=ACCEPTED`, termA)), n+10)
+	if strings.Contains(b.Out(), "leading") {
+		t.Fatalf("b leads while a renews:\n%s", b.Out())
 	}
 
-	a.signal(t, syscall.SIGSTOP)
+	a.Signal(t, syscall.SIGSTOP)
 	time.Sleep(100 * time.Millisecond) // a's last lines reach the buffer
-	beforeThaw := len(accepted(a.out.String(), termA))
-	termB := atoi(t, b.wait(t, regexp.MustCompile(`leading term=(\d+)`))[1])
+	beforeThaw := len(accepted(a.Out(), termA))
+	termB := atoi(t, b.Wait(t, regexp.MustCompile(`leading term=(\d+)`))[1])
 	if termB <= termA {
 		t.Fatalf("b leads at term %d, not above a's %d", termB, termA)
 	}
-	b.wait(t, regexp.MustCompile(fmt.Sprintf(`wrote n=\d+ term=%d outcome=ACCEPTED`, termB)))
+	b.Wait(t, regexp.MustCompile(fmt.Sprintf(`wrote n=\d+ term=%d outcome=ACCEPTED`, termB)))
 
-	a.signal(t, syscall.SIGCONT)
+	a.Signal(t, syscall.SIGCONT)
 	select {
-	case <-a.done:
-	case <-time.After(waitMax):
+	case <-a.Done():
+	case <-time.After(proctest.WaitMax):
 		t.Fatal("the thawed manager did not stop")
 	}
-	if code := a.cmd.ProcessState.ExitCode(); code == 0 || !strings.Contains(a.err.String(), "leader election lost") {
+	if code := a.Cmd.ProcessState.ExitCode(); code == 0 || !strings.Contains(a.Err(), "leader election lost") {
 		t.Fatalf("the thawed manager exited %d without \"leader election lost\"", code)
 	}
-	if after := len(accepted(a.out.String(), termA)); after != beforeThaw {
+	if after := len(accepted(a.Out(), termA)); after != beforeThaw {
 		t.Fatalf("the thawed manager wrote %d more rows at its old term %d", after-beforeThaw, termA)
 	}
-	b.waitAll(t, regexp.MustCompile(fmt.Sprintf(`wrote n=\d+ term=%d outcome=ACCEPTED`, termB)), 3)
+	b.WaitAll(t, regexp.MustCompile(fmt.Sprintf(`wrote n=\d+ term=%d outcome=ACCEPTED`, termB)), 3)
 
 	db, err := sql.Open("pgx", dsn)
 	if err != nil {
@@ -211,100 +204,4 @@ func kubeHost(t *testing.T, kubeconfig string) string {
 		t.Fatal(err)
 	}
 	return regexp.MustCompile(`server: (\S+)`).FindStringSubmatch(string(b))[1]
-}
-
-// syncBuffer is an output a process writes while the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// proc is a child process whose output the test reads as it comes.
-type proc struct {
-	cmd      *exec.Cmd
-	out, err *syncBuffer
-	done     chan struct{}
-}
-
-// start runs name with args and env added; the process is killed when
-// the test ends.
-func start(t *testing.T, env []string, name string, args ...string) *proc {
-	t.Helper()
-	p := &proc{cmd: exec.Command(name, args...), out: &syncBuffer{}, err: &syncBuffer{}, done: make(chan struct{})}
-	p.cmd.Env = append(os.Environ(), env...)
-	p.cmd.Stdout, p.cmd.Stderr = p.out, p.err
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = p.cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		_ = p.cmd.Process.Signal(syscall.SIGKILL) // a stopped process too
-		<-p.done
-		if t.Failed() {
-			t.Logf("%s %v:\nstdout:\n%s\nstderr (last 4 kB):\n%s", filepath.Base(name), args, p.out, tail(p.err.String(), 4096))
-		}
-	})
-	return p
-}
-
-func tail(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
-}
-
-// wait waits until the process's stdout matches re and returns the
-// match's groups.
-func (p *proc) wait(t *testing.T, re *regexp.Regexp) []string {
-	t.Helper()
-	return p.waitAll(t, re, 1)[0]
-}
-
-// waitAll waits until the process's stdout matches re n times and
-// returns the matches.
-func (p *proc) waitAll(t *testing.T, re *regexp.Regexp, n int) [][]string {
-	t.Helper()
-	for deadline := time.Now().Add(waitMax); time.Now().Before(deadline); {
-		if m := re.FindAllStringSubmatch(p.out.String(), -1); len(m) >= n {
-			return m
-		}
-		select {
-		case <-p.done:
-			if m := re.FindAllStringSubmatch(p.out.String(), -1); len(m) >= n {
-				return m
-			}
-			t.Fatalf("exited before printing %s %d times", re, n)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	t.Fatalf("never printed %s %d times", re, n)
-	return nil
-}
-
-func (p *proc) signal(t *testing.T, sig syscall.Signal) {
-	t.Helper()
-	if err := p.cmd.Process.Signal(sig); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// serveDev starts `fencegate serve --dev` on a free port and returns it
-// with its URL.
-func serveDev(t *testing.T) (*proc, string) {
-	t.Helper()
-	p := start(t, nil, fencegateBin, "serve", "--dev", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--request-log=false")
-	return p, p.wait(t, regexp.MustCompile(`listening on (http://\S+)`))[1]
 }
