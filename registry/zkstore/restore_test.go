@@ -31,18 +31,7 @@ func TestRestoredServerDoesNotReviveACachedRecord(t *testing.T) {
 	srv := zktest.Start(t, zktest.Options{}) // its own: it is stopped and restored
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	open := func() *Store {
-		conn, err := Dial(ctx, ClientConfig{Servers: []string{srv.Addr}, DialTimeout: 20 * time.Second}, DefaultRoot)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(conn.Close)
-		s, err := New(ctx, conn, DefaultRoot, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
+	open := func() *Store { return openStore(t, ctx, []string{srv.Addr}) }
 	storeA := open()
 	a := storetest.NewRegistry(t, storeA, nil)
 	cycle(t, ctx, a, "worker-a", "a-1")

@@ -29,18 +29,7 @@ func TestMemberServingALostSnapshotIsReported(t *testing.T) {
 	ens := zktest.StartEnsemble(t, zktest.EnsembleOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	open := func(servers ...string) *Store {
-		conn, err := Dial(ctx, ClientConfig{Servers: servers, DialTimeout: 20 * time.Second}, DefaultRoot)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(conn.Close)
-		s, err := New(ctx, conn, DefaultRoot, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
+	open := func(servers ...string) *Store { return openStore(t, ctx, servers) }
 	s := open(ens.Servers()...)
 	commitFence(t, ctx, s, 1) // fork/x at fence 1: the history the ensemble keeps
 	for _, m := range ens.Members {

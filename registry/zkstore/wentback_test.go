@@ -33,16 +33,8 @@ func TestEnsembleThatWentBackIsReported(t *testing.T) {
 	ens := zktest.StartEnsemble(t, zktest.EnsembleOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	conn, err := Dial(ctx, ClientConfig{Servers: ens.Servers(), DialTimeout: 20 * time.Second}, DefaultRoot)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
 	var told []error // the operator's log (WithWentBack)
-	s, err := New(ctx, conn, DefaultRoot, nil, WithWentBack(func(err error) { told = append(told, err) }))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openStore(t, ctx, ens.Servers(), WithWentBack(func(err error) { told = append(told, err) }))
 	commitFence(t, ctx, s, 1)
 	// The copy below is of member 1's data: it must hold fence 1 (a quorum
 	// acknowledged it without that member once, under -race, and the
@@ -69,7 +61,10 @@ func TestEnsembleThatWentBackIsReported(t *testing.T) {
 			}
 		}
 	})
-	var snap registry.Snapshot
+	var (
+		snap registry.Snapshot
+		err  error
+	)
 	for {
 		if snap, err = s.Read(ctx, "fork/x", nil); err == nil || errors.Is(err, registry.ErrStoreWentBack) || ctx.Err() != nil {
 			break
@@ -94,6 +89,22 @@ func TestEnsembleThatWentBackIsReported(t *testing.T) {
 func memberHolds(t *testing.T, ctx context.Context, addr string, fence uint64) {
 	t.Helper()
 	memberHoldsOn(t, ctx, addr, "fork/x", fence)
+}
+
+// openStore dials servers and returns a Store at DefaultRoot over the
+// connection, which is closed when the test ends.
+func openStore(t *testing.T, ctx context.Context, servers []string, opts ...Option) *Store {
+	t.Helper()
+	conn, err := Dial(ctx, ClientConfig{Servers: servers, DialTimeout: 20 * time.Second}, DefaultRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Close)
+	s, err := New(ctx, conn, DefaultRoot, nil, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 // memberHoldsOn is memberHolds for resource's record.
