@@ -48,18 +48,7 @@ type noSpaceRig struct {
 
 func newNoSpaceRig(t *testing.T) *noSpaceRig {
 	ctx := context.Background()
-	em, err := StartEmbedded(ctx, t.TempDir(), EmbeddedOptions{UnsafeNoFsync: true, QuotaBytes: noSpaceQuotaBytes, CompactionRetention: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { em.Close() })
-	mc, err := em.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { mc.Close() })
-	c, inproc := em.InProcess()
-	t.Cleanup(func() { c.Close() })
+	em, mc, c, inproc := startTestMember(t, EmbeddedOptions{UnsafeNoFsync: true, QuotaBytes: noSpaceQuotaBytes, CompactionRetention: time.Second})
 	// The marks sit lower than serve's: at a 2 MiB quota a jump of the
 	// backend file as bbolt grows it (a few hundred KiB) would otherwise
 	// reach etcd's own alarm between two polls.
@@ -72,6 +61,26 @@ func newNoSpaceRig(t *testing.T) *noSpaceRig {
 	rig.guarded = storetest.NewRegistry(t, New(c, "/ns/", inproc).GuardSpace(rig.space), rig.clock)
 	rig.raw = storetest.NewRegistry(t, New(c, "/ns/", inproc), rig.clock)
 	return rig
+}
+
+// startTestMember starts an embedded member for one test and returns it
+// with a client over gRPC and serve's in-process client (and the store
+// option that goes with it), all closed when the test ends.
+func startTestMember(t *testing.T, o EmbeddedOptions) (*Embedded, *clientv3.Client, *clientv3.Client, Option) {
+	t.Helper()
+	em, err := StartEmbedded(context.Background(), t.TempDir(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { em.Close() })
+	mc, err := em.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mc.Close() })
+	ic, in := em.InProcess()
+	t.Cleanup(func() { ic.Close() })
+	return em, mc, ic, in
 }
 
 func nsReq(resource, id string) wire.AcquireRequest {

@@ -52,18 +52,7 @@ type scaleRig struct {
 
 func newScaleRig(t *testing.T) *scaleRig {
 	ctx := context.Background()
-	em, err := StartEmbedded(ctx, t.TempDir(), EmbeddedOptions{UnsafeNoFsync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { em.Close() })
-	mc, err := em.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { mc.Close() })
-	ic, in := em.InProcess()
-	t.Cleanup(func() { ic.Close() })
+	em, mc, ic, in := startTestMember(t, EmbeddedOptions{UnsafeNoFsync: true})
 	r := &scaleRig{t: t, ctx: ctx, em: em, mc: mc, ic: ic, in: in, n: map[string]int{}}
 	reg := storetest.NewRegistry(t, New(mc, "/seed/"), nil)
 	g, err := reg.Acquire(ctx, "worker", wire.AcquireRequest{Resource: "seed", OperationID: "op-seed", OperationClass: "test", RequestID: "seed", TTLMs: 600_000})
