@@ -141,19 +141,29 @@ func TestEveryUpgradeEndsAsAFreshInstall(t *testing.T) {
 // gateProofs), parse_envelope reads a clean envelope in one query, and
 // the identifier, digest and number checks (valid_*, parse_digest,
 // parse_uint, verify's key ID, gate_proofs_rules' gate) bound a length
-// beside an unbounded pattern instead of a bounded repetition (issue 45:
-// the gate's cost per write). None changes what a caller sees. The test
+// beside an unbounded pattern instead of a bounded repetition, and
+// run reads the settings and the caller's identity in one query, handing
+// authenticate the operation classes and the clock to clock_at, verify
+// reads its key and the revocation in one, parse_time splits an instant
+// in one statement (issue 45: the gate's cost per write). None changes
+// what a caller sees. The test
 // fails both ways: another entry differs, or one listed no longer does
 // (then take it off).
 var changedSinceVersion6 = []string{
+	"function fencegate.authenticate(fencegate.envelope_t,text)",
+	"function fencegate.authenticate(fencegate.envelope_t,text,text[])",
+	"function fencegate.clock_at(bigint)",
 	"function fencegate.effective_proofs(fencegate.envelope_t)",
 	"function fencegate.gate_proofs_rules(jsonb,boolean)",
 	"function fencegate.install_guard(regclass,text,text)",
+	"function fencegate.now_ms()",
 	"function fencegate.operated(text,text)",
 	"function fencegate.parse_digest(text)",
 	"function fencegate.parse_envelope(text)",
+	"function fencegate.parse_time(text)",
 	"function fencegate.parse_uint(text)",
 	"function fencegate.resume(text,bigint,text,text)",
+	"function fencegate.run(text,text,boolean)",
 	"function fencegate.set_min_policy_generation(text,bigint,text)",
 	"function fencegate.valid_class(text)",
 	"function fencegate.valid_owner(text)",

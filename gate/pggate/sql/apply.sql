@@ -42,16 +42,24 @@ DECLARE
   d fencegate.decision;
   now_ms BIGINT;
   rc fencegate.receipts;
+  caller TEXT;
+  classes TEXT[];
+  clock_ms BIGINT;
+  skew BIGINT;
 BEGIN
   IF payload_digest IS DISTINCT FROM e.payload_digest THEN
     PERFORM fencegate.reject('BINDING_MISMATCH', format('the envelope names payload %s, the caller writes %s', e.payload_digest, coalesce(payload_digest, 'NULL')),
       jsonb_build_object('resource', e.resource, 'fenceToken', e.fence, 'segmentSeq', e.seq));
   END IF;
-  v := fencegate.authenticate(e, (SELECT identity FROM fencegate.callers WHERE role_name = session_user));
+  -- The settings and the caller's identity in one read; the clock is
+  -- read after the row lock, which may have been waited for.
+  SELECT c.identity, s.operation_classes, s.clock_ms, s.status_skew_ms INTO caller, classes, clock_ms, skew
+    FROM fencegate.settings s LEFT JOIN fencegate.callers c ON c.role_name = session_user;
+  v := fencegate.authenticate(e, caller, classes);
   st := fencegate.lock_state(v.resource);
-  now_ms := fencegate.now_ms();
+  now_ms := fencegate.clock_at(clock_ms);
   SELECT * INTO prior FROM fencegate.receipts r WHERE r.resource = v.resource AND r.fence = v.fence AND r.seq = v.seq;
-  d := fencegate.decide(v, st, prior, now_ms, (SELECT status_skew_ms FROM fencegate.settings));
+  d := fencegate.decide(v, st, prior, now_ms, skew);
   IF record_only THEN
     IF NOT d.proceed AND d.outcome <> 'REPLAYED' THEN
       PERFORM fencegate.write_records(v, d, prior, now_ms);

@@ -39,8 +39,9 @@ BEGIN
   IF NOT (kid ~ '^[A-Za-z0-9._-]+$' AND length(kid) <= 64) THEN RETURN 'BAD_PROOF: malformed proof: key ID'; END IF;
   raw := fencegate.b64url(enc, CASE prefix WHEN 'sig' THEN 64 ELSE 32 END);
   IF raw IS NULL THEN RETURN 'BAD_PROOF: malformed proof: not canonical unpadded base64url of the right length'; END IF;
-  SELECT * INTO k FROM fencegate.keys WHERE keys.key_id = kid;
-  SELECT revoked_below_epoch INTO revoked FROM fencegate.settings;
+  SELECT c.key_id, c.secret, c.min_epoch, c.max_epoch, c.state, s.revoked_below_epoch
+    INTO k.key_id, k.secret, k.min_epoch, k.max_epoch, k.state, revoked
+    FROM fencegate.settings s LEFT JOIN fencegate.keys c ON c.key_id = kid;
   IF k.key_id IS NULL THEN RETURN format('BAD_PROOF: unknown key %L', kid); END IF;
   IF prefix <> 'mac' THEN RETURN format('BAD_PROOF: key %s is hmac-sha256, proof claims ed25519', kid); END IF;
   IF k.state = 'retired' THEN RETURN format('BAD_PROOF: key %s is retired', kid); END IF;
@@ -94,12 +95,14 @@ CREATE TYPE fencegate.verified AS (
 );
 
 -- authenticate is gate.Policy.Authenticate for an envelope sent by the
--- workload identity caller: strict parse, proofs, binding, identity. It
+-- workload identity caller, where the gate accepts the operation
+-- classes classes (settings.operation_classes, read by the caller):
+-- strict parse, proofs, binding, identity. It
 -- raises BAD_PROOF, EPOCH_REVOKED, BINDING_MISMATCH or IDENTITY_MISMATCH.
 -- The proofs checked are effective_proofs (this gate's own pair from
 -- gateProofs when the envelope carries one); without a status proof, a
 -- grant's own held statement is its evidence (gate.Verified.OwnEvidence).
-CREATE OR REPLACE FUNCTION fencegate.authenticate(e fencegate.envelope_t, caller TEXT) RETURNS fencegate.verified
+CREATE OR REPLACE FUNCTION fencegate.authenticate(e fencegate.envelope_t, caller TEXT, classes TEXT[]) RETURNS fencegate.verified
 LANGUAGE plpgsql AS $fg$
 DECLARE
   gd BYTEA := sha256(convert_to(e.grant_text, 'UTF8'));
@@ -108,7 +111,6 @@ DECLARE
   s fencegate.status_t;
   why TEXT;
   root TEXT;
-  classes TEXT[];
   loc JSONB := jsonb_build_object('resource', e.resource, 'fenceToken', e.fence, 'segmentSeq', e.seq);
 BEGIN
   g := fencegate.parse_grant(e.grant_text);
@@ -140,7 +142,6 @@ BEGIN
     WHEN e.fence <> g.fence THEN format('fence %s, grant has %s', e.fence, g.fence)
   END;
   IF why IS NOT NULL THEN PERFORM fencegate.reject('BINDING_MISMATCH', why, loc); END IF;
-  SELECT operation_classes INTO classes FROM fencegate.settings;
   IF cardinality(classes) > 0 AND g.operation_class <> ALL (classes) THEN
     PERFORM fencegate.reject('BINDING_MISMATCH', format('operation class %L not allowed by this gate', g.operation_class), loc);
   END IF;

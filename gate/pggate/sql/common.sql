@@ -18,7 +18,14 @@
 -- (truncated), unless a test set settings.clock_ms.
 CREATE OR REPLACE FUNCTION fencegate.now_ms() RETURNS BIGINT LANGUAGE plpgsql STABLE AS $fg$
 BEGIN
-  RETURN coalesce((SELECT clock_ms FROM fencegate.settings), floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint);
+  RETURN fencegate.clock_at((SELECT clock_ms FROM fencegate.settings));
+END $fg$;
+
+-- clock_at is now_ms for a caller that has read settings.clock_ms
+-- already (apply reads the settings once a write).
+CREATE OR REPLACE FUNCTION fencegate.clock_at(set_ms BIGINT) RETURNS BIGINT LANGUAGE plpgsql STABLE AS $fg$
+BEGIN
+  RETURN coalesce(set_ms, floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint);
 END $fg$;
 
 -- stamp formats Unix milliseconds as grant.TimeLayout; NULL is 'unknown'.
