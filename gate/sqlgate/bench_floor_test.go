@@ -24,6 +24,7 @@ package sqlgate_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -81,6 +82,28 @@ func pgxReceiptedWrite(ctx context.Context, conn *pgx.Conn, m *gate.Mutation) er
 	return pgxFencedWrite(ctx, conn, m, pgxReceiptedFenceSQL, receiptArgs(m)...)
 }
 
+// sqlReceiptedWrite is receiptedWrite on PostgreSQL: the receipt in the
+// fence UPDATE's statement (pgxReceiptedFenceSQL), as WriteFloorPgx's
+// peer, through database/sql.
+func sqlReceiptedWrite(ctx context.Context, db *sql.DB, m *gate.Mutation) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, pgxReceiptedFenceSQL, receiptArgs(m)...)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return errors.Join(errFenced, err)
+	}
+	if err := write(m, "x")(ctx, tx); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
 // seedCountedFence creates the counted fence's table with a row for the
 // resource of ms.
 func (e *env) seedCountedFence(ms []*gate.Mutation) {
@@ -131,6 +154,29 @@ func BenchmarkWriteFloorPgx(b *testing.B) {
 				benchpair.Lane{Name: "receipted", Write: func(i int) error { return pgxReceiptedWrite(e.ctx, conn, receipted[i]) }},
 				benchpair.Lane{Name: "fenced", Write: func(i int) error {
 					_, err := e.g.RunPgx(e.ctx, conn, owner, fenced[i], pgxWrite(fenced[i]))
+					return err
+				}})
+		})
+	}
+}
+
+// BenchmarkWriteFloorRun is WriteFloorPgx through database/sql: the
+// hand-rolled fence, the peer with one receipt row (in the fence
+// UPDATE's statement) and Run, on one pool, synchronous_commit on and
+// off: Run's goal is set against the receipt peer on its own driver.
+func BenchmarkWriteFloorRun(b *testing.B) {
+	for _, be := range benchBackends()[2:] { // PostgreSQL, sync on and off
+		b.Run(be.name, func(b *testing.B) {
+			e := newEnv(b, be, nil)
+			hand, receipted, fenced := segments(e, b.N), segments(e, b.N), segments(e, b.N)
+			e.seedFence(hand)
+			e.exec(`INSERT INTO fence (resource, token) VALUES ($1, 0)`, receipted[0].Resource)
+			e.exec(fmt.Sprintf(receiptDDL, "BYTEA", ""))
+			benchpair.Run(b,
+				benchpair.Lane{Name: "fence", Write: func(i int) error { return handFencedWrite(e.ctx, e.db, hand[i]) }},
+				benchpair.Lane{Name: "receipted", Write: func(i int) error { return sqlReceiptedWrite(e.ctx, e.db, receipted[i]) }},
+				benchpair.Lane{Name: "fenced", Write: func(i int) error {
+					_, err := e.g.Run(e.ctx, e.db, owner, fenced[i], write(fenced[i], "x"))
 					return err
 				}})
 		})
