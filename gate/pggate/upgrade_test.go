@@ -144,9 +144,8 @@ func TestEveryUpgradeEndsAsAFreshInstall(t *testing.T) {
 // beside an unbounded pattern instead of a bounded repetition, and
 // run reads the settings and the caller's identity in one query, handing
 // authenticate the operation classes and the clock to clock_at, verify
-// reads its key and the revocation in one, parse_time splits an instant
-// in one statement (issue 45: the gate's cost per write). None changes
-// what a caller sees. The test
+// reads its key and the revocation in one (issue 45: the gate's cost per
+// write). None changes what a caller sees. The test
 // fails both ways: another entry differs, or one listed no longer does
 // (then take it off).
 var changedSinceVersion6 = []string{
@@ -160,7 +159,6 @@ var changedSinceVersion6 = []string{
 	"function fencegate.operated(text,text)",
 	"function fencegate.parse_digest(text)",
 	"function fencegate.parse_envelope(text)",
-	"function fencegate.parse_time(text)",
 	"function fencegate.parse_uint(text)",
 	"function fencegate.resume(text,bigint,text,text)",
 	"function fencegate.run(text,text,boolean)",
