@@ -24,6 +24,7 @@ var migrations = []string{
 	4: "sql/migrations/v4_plpgsql.sql",        // functions only
 	5: "sql/migrations/v5_key_history.sql",
 	6: "sql/migrations/v6_guard.sql",
+	7: "sql/migrations/v7_parsed.sql",
 }
 
 // source is the gate's code, one concern a file, in the order an

@@ -52,12 +52,14 @@ var forbidden = map[string]string{
 	"write the fence state": `UPDATE fencegate.resources SET highest_fence = 0`,
 	"forge the guard's mark": `INSERT INTO fencegate.receipts (resource, fence, seq, operation_id, operation_root, payload_digest, grant_digest, accepted_at_ms, mode)
 VALUES ('r', 1, 1, 'op', 'x', 'x', 'x', 0, 'enforce')`,
-	"resume":                `SELECT fencegate.resume('r', 10, 'me', 'x')`,
-	"map itself":            `SELECT fencegate.map_caller('x', 'worker-b')`,
-	"decide in record mode": `SELECT fencegate.run('{}', '', TRUE)`,
-	"read the key history":  `SELECT secret_digest FROM fencegate.key_history`,
-	"forget a key ID":       `DELETE FROM fencegate.key_history`,
-	"digest a secret":       `SELECT fencegate.key_secret_digest('\x00')`,
+	"resume":                 `SELECT fencegate.resume('r', 10, 'me', 'x')`,
+	"map itself":             `SELECT fencegate.map_caller('x', 'worker-b')`,
+	"decide in record mode":  `SELECT fencegate.run('{}', '', TRUE)`,
+	"read the key history":   `SELECT secret_digest FROM fencegate.key_history`,
+	"forget a key ID":        `DELETE FROM fencegate.key_history`,
+	"digest a secret":        `SELECT fencegate.key_secret_digest('\x00')`,
+	"poison the parse cache": `INSERT INTO fencegate.parsed VALUES ('\x00', '', 0)`,
+	"read the parse cache":   `SELECT parse FROM fencegate.parsed`,
 }
 
 func TestWriterCannot(t *testing.T) {

@@ -144,22 +144,30 @@ func TestEveryUpgradeEndsAsAFreshInstall(t *testing.T) {
 // beside an unbounded pattern instead of a bounded repetition, and
 // run reads the settings and the caller's identity in one query, handing
 // authenticate the operation classes and the clock to clock_at, verify
-// reads its key and the revocation in one (issue 45: the gate's cost per
-// write). None changes what a caller sees. The test
+// reads its key and the revocation in one, and schema version 7 adds
+// the parse cache (its table and the functions that keep it; issue 45:
+// the gate's cost per write). None changes what a caller sees. The test
 // fails both ways: another entry differs, or one listed no longer does
 // (then take it off).
 var changedSinceVersion6 = []string{
+	"column parsed.digest",
+	"column parsed.parse",
+	"column parsed.until_ms",
+	"constraint fencegate.parsed",
 	"function fencegate.authenticate(fencegate.envelope_t,text)",
 	"function fencegate.authenticate(fencegate.envelope_t,text,text[])",
 	"function fencegate.clock_at(bigint)",
 	"function fencegate.effective_proofs(fencegate.envelope_t)",
 	"function fencegate.gate_proofs_rules(jsonb,boolean)",
 	"function fencegate.install_guard(regclass,text,text)",
+	"function fencegate.keep_parse(bytea,text,bigint)",
 	"function fencegate.now_ms()",
 	"function fencegate.operated(text,text)",
 	"function fencegate.parse_digest(text)",
 	"function fencegate.parse_envelope(text)",
 	"function fencegate.parse_uint(text)",
+	"function fencegate.parsed_grant(text)",
+	"function fencegate.parsed_status(text)",
 	"function fencegate.resume(text,bigint,text,text)",
 	"function fencegate.run(text,text,boolean)",
 	"function fencegate.set_min_policy_generation(text,bigint,text)",
@@ -167,6 +175,12 @@ var changedSinceVersion6 = []string{
 	"function fencegate.valid_owner(text)",
 	"function fencegate.valid_token(text)",
 	"function fencegate.verify(text,bytea,numeric,text)",
+	"index CREATE",
+	"relation parsed",
+	"relation parsed_by_until",
+	"relation parsed_pkey",
+	"versions 1,2,3,4,5,6",
+	"versions 1,2,3,4,5,6,7",
 }
 
 // changedEntries names, sorted, the entries of two catalogs that one has

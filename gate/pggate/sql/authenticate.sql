@@ -113,7 +113,7 @@ DECLARE
   root TEXT;
   loc JSONB := jsonb_build_object('resource', e.resource, 'fenceToken', e.fence, 'segmentSeq', e.seq);
 BEGIN
-  g := fencegate.parse_grant(e.grant_text);
+  g := fencegate.parsed_grant(e.grant_text);
   IF g.resource IS NULL THEN
     PERFORM fencegate.reject('BAD_PROOF', 'grant does not parse as lockGrant.v1', loc);
   END IF;
@@ -122,7 +122,7 @@ BEGIN
     PERFORM fencegate.reject(split_part(why, ':', 1), 'grant proof: ' || substr(why, position(':' IN why) + 2), loc);
   END IF;
   IF e.status_text <> '' THEN
-    s := fencegate.parse_status(e.status_text);
+    s := fencegate.parsed_status(e.status_text);
     IF s.state IS NULL THEN
       PERFORM fencegate.reject('BAD_PROOF', 'status does not parse as grantStatus.v1', loc);
     END IF;

@@ -155,6 +155,57 @@ BEGIN
   RETURN s;
 END $fg$;
 
+-- The parse cache (schema version 7, fencegate.parsed) is emptied by
+-- every install, so that no entry outlives the parser that wrote it.
+TRUNCATE fencegate.parsed;
+
+-- parsed_grant is parse_grant(b), from the parse cache when it holds b's
+-- SHA-256 (the parsers accept only canonical bytes: an equal digest is an
+-- equal message and an equal parse, as in gate/parsecache.go). A parse
+-- that succeeds is kept until the grant's expiresAt.
+CREATE OR REPLACE FUNCTION fencegate.parsed_grant(b TEXT) RETURNS fencegate.grant_t LANGUAGE plpgsql AS $fg$
+DECLARE
+  d BYTEA := sha256(convert_to(b, 'UTF8'));
+  t TEXT;
+  g fencegate.grant_t;
+BEGIN
+  SELECT p.parse INTO t FROM fencegate.parsed p WHERE p.digest = d;
+  IF t IS NOT NULL THEN RETURN t::fencegate.grant_t; END IF;
+  g := fencegate.parse_grant(b);
+  IF g.resource IS NOT NULL THEN PERFORM fencegate.keep_parse(d, g::TEXT, g.expires_at_ms); END IF;
+  RETURN g;
+END $fg$;
+
+-- parsed_status is parse_status(b) through the parse cache, as
+-- parsed_grant; a status is kept until its validUntil.
+CREATE OR REPLACE FUNCTION fencegate.parsed_status(b TEXT) RETURNS fencegate.status_t LANGUAGE plpgsql AS $fg$
+DECLARE
+  d BYTEA := sha256(convert_to(b, 'UTF8'));
+  t TEXT;
+  s fencegate.status_t;
+BEGIN
+  SELECT p.parse INTO t FROM fencegate.parsed p WHERE p.digest = d;
+  IF t IS NOT NULL THEN RETURN t::fencegate.status_t; END IF;
+  s := fencegate.parse_status(b);
+  IF s.state IS NOT NULL THEN PERFORM fencegate.keep_parse(d, s::TEXT, s.valid_until_ms); END IF;
+  RETURN s;
+END $fg$;
+
+-- keep_parse stores a parse in the cache, in the caller's transaction
+-- (a rollback takes it back), and drops up to 8 entries past their time
+-- (the cache holds about the grants and statuses in use). It never
+-- waits on another writer: an entry another transaction is storing or
+-- dropping is left to it (the advisory lock on the digest, SKIP LOCKED),
+-- so the cache adds no lock a write can wait for.
+CREATE OR REPLACE FUNCTION fencegate.keep_parse(d BYTEA, parse TEXT, until_ms BIGINT) RETURNS VOID LANGUAGE plpgsql AS $fg$
+BEGIN
+  DELETE FROM fencegate.parsed WHERE digest IN (SELECT p.digest FROM fencegate.parsed p WHERE p.until_ms < fencegate.now_ms()
+    ORDER BY p.until_ms LIMIT 8 FOR UPDATE SKIP LOCKED);
+  IF pg_try_advisory_xact_lock(('x' || encode(substr(d, 1, 8), 'hex'))::BIT(64)::BIGINT) THEN
+    INSERT INTO fencegate.parsed VALUES (d, parse, until_ms) ON CONFLICT DO NOTHING;
+  END IF;
+END $fg$;
+
 -- envelope_t is a decoded envelope (gate.Mutation); gate_proofs is its
 -- gateProofs member as sent (NULL when absent).
 CREATE TYPE fencegate.envelope_t AS (
