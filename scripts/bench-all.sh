@@ -56,7 +56,7 @@ specs=(
   "./gate/sqlgate sqlgate ^BenchmarkWritePaired(Pgx)?$ 1500x"
   "./gate/sqlgate sqlgate ^BenchmarkWritePairedGuarded(Pgx)?$ 1500x"
   "./gate/sqlgate sqlgate ^BenchmarkWALFrames(Floor)?$ 1500x"
-  "./gate/sqlgate sqlgate ^BenchmarkWriteFloor(Pgx)?$ 1500x"
+  "./gate/sqlgate sqlgate ^BenchmarkWriteFloor(Pgx|Run)?$ 1500x"
   "./gate/pggate pggate ^BenchmarkApplyPaired$ 1500x"
   "./gate/redisgate redisgate ^BenchmarkWritePaired$ 3000x"
 )
