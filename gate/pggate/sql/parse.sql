@@ -192,17 +192,21 @@ BEGIN
 END $fg$;
 
 -- keep_parse stores a parse in the cache, in the caller's transaction
--- (a rollback takes it back), and drops up to 8 entries past their time
--- (the cache holds about the grants and statuses in use). It never
--- waits on another writer: an entry another transaction is storing or
--- dropping is left to it (the advisory lock on the digest, SKIP LOCKED),
--- so the cache adds no lock a write can wait for.
+-- (a rollback takes it back), unless its time is past already, and drops
+-- up to 8 entries a minute past their time (the cache holds about the
+-- grants and statuses in use). It never waits on another writer: an
+-- entry another transaction is storing or dropping is left to it (the
+-- advisory lock on the digest, SKIP LOCKED); and as an entry is stored
+-- only before its time and dropped a minute after it, one being stored
+-- again after a miss cannot meet the same one being dropped.
 CREATE OR REPLACE FUNCTION fencegate.keep_parse(d BYTEA, parse TEXT, until_ms BIGINT) RETURNS VOID LANGUAGE plpgsql AS $fg$
+DECLARE
+  now_ms BIGINT := fencegate.now_ms();
 BEGIN
-  DELETE FROM fencegate.parsed WHERE digest IN (SELECT p.digest FROM fencegate.parsed p WHERE p.until_ms < fencegate.now_ms()
+  DELETE FROM fencegate.parsed WHERE digest IN (SELECT p.digest FROM fencegate.parsed p WHERE p.until_ms < now_ms - 60000
     ORDER BY p.until_ms LIMIT 8 FOR UPDATE SKIP LOCKED);
-  IF pg_try_advisory_xact_lock(('x' || encode(substr(d, 1, 8), 'hex'))::BIT(64)::BIGINT) THEN
-    INSERT INTO fencegate.parsed VALUES (d, parse, until_ms) ON CONFLICT DO NOTHING;
+  IF keep_parse.until_ms >= now_ms AND pg_try_advisory_xact_lock(('x' || encode(substr(d, 1, 8), 'hex'))::BIT(64)::BIGINT) THEN
+    INSERT INTO fencegate.parsed VALUES (d, parse, keep_parse.until_ms) ON CONFLICT DO NOTHING;
   END IF;
 END $fg$;
 
