@@ -1,8 +1,12 @@
 package main
 
 import (
+	"bufio"
+	"context"
+	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -63,14 +67,30 @@ at the read), in pages of --limit held ones, with -o json too.`,
 			if err != nil {
 				return err
 			}
-			list, err := listLocks(c, rc, lsQuery{prefix: prefix, after: after, limit: limit, all: all, held: held})
+			q := lsQuery{prefix: prefix, after: after, limit: limit, all: all, held: held}
+			if out.v == "json" {
+				list := wire.LockList{Locks: []wire.LockStatus{}}
+				list.Next, err = listLocks(c.Context(), q, fullPages(rc), func(p *fullPage, i int) { list.Locks = append(list.Locks, p.Locks[i]) })
+				if err != nil {
+					return viewErr(err)
+				}
+				return out.json(c.OutOrStdout(), list)
+			}
+			w := bufio.NewWriter(c.OutOrStdout())
+			printLocksHeader(w)
+			next, err := listLocks(c.Context(), q, rowPages(rc), func(p *rowsPage, i int) { printRow(w, p.ReadAt(), &p.Rows[i]) })
+			if errors.Is(err, errNoRows) { // a registry from before the lean form
+				next, err = listLocks(c.Context(), q, fullPages(rc), func(p *fullPage, i int) { printLockLine(w, &p.Locks[i]) })
+			}
+			if err == nil && next != "" {
+				fmt.Fprintf(w, "… more: fencegate ls --after %s (or --all)\n", next)
+			}
+			if ferr := w.Flush(); err == nil {
+				err = ferr
+			}
 			if err != nil {
 				return viewErr(err)
 			}
-			if out.v == "json" {
-				return out.json(c.OutOrStdout(), list)
-			}
-			printLocks(c.OutOrStdout(), list)
 			return nil
 		},
 	}
@@ -91,59 +111,148 @@ type lsQuery struct {
 	all, held     bool
 }
 
-// listLocks reads one page, or every page with all. With held it keeps
-// the held locks only, reading pages until it has limit of them (or
-// every page with all); Next then continues after the last one kept.
-func listLocks(c *cobra.Command, rc *httpclient.Client, q lsQuery) (wire.LockList, error) {
-	out := wire.LockList{Locks: []wire.LockStatus{}}
-	after := q.after
+// lsPagesAhead is how many pages ls reads and decodes ahead of the one
+// it prints: the next page is asked for as soon as one arrives.
+const lsPagesAhead = 2
+
+// lsPage is a page as ls walks it: a LockList (-o json) or LockRows
+// (the table).
+type lsPage interface {
+	next() string
+	len() int
+	held(i int) bool
+	resource(i int) string
+}
+
+type fullPage wire.LockList
+
+func (p *fullPage) next() string          { return p.Next }
+func (p *fullPage) len() int              { return len(p.Locks) }
+func (p *fullPage) held(i int) bool       { return p.Locks[i].Holder != nil }
+func (p *fullPage) resource(i int) string { return p.Locks[i].Resource }
+
+type rowsPage wire.LockRows
+
+func (p *rowsPage) next() string          { return p.Next }
+func (p *rowsPage) len() int              { return len(p.Rows) }
+func (p *rowsPage) held(i int) bool       { return p.Rows[i].Owner != "" }
+func (p *rowsPage) resource(i int) string { return p.Rows[i].Resource }
+func (p *rowsPage) ReadAt() time.Time     { return (*wire.LockRows)(p).ReadAt() }
+
+// pageFetch reads the page under prefix after after, at most size.
+type pageFetch[P lsPage] func(ctx context.Context, prefix, after string, size int) (P, error)
+
+func fullPages(rc *httpclient.Client) pageFetch[*fullPage] {
+	return func(ctx context.Context, prefix, after string, size int) (*fullPage, error) {
+		l, err := rc.ListLocks(ctx, prefix, after, size)
+		return (*fullPage)(&l), err
+	}
+}
+
+// errNoRows: the registry does not answer the lean form.
+var errNoRows = errors.New("the registry lists no rows")
+
+func rowPages(rc *httpclient.Client) pageFetch[*rowsPage] {
+	return func(ctx context.Context, prefix, after string, size int) (*rowsPage, error) {
+		l, err := rc.ListLockRows(ctx, prefix, after, size)
+		var api *httpclient.APIError
+		if errors.As(err, &api) && api.Code == wire.CodeBadRequest && after == "" {
+			err = fmt.Errorf("%w: %w", errNoRows, err)
+		}
+		return (*rowsPage)(&l), err
+	}
+}
+
+// listLocks hands every lock of q to emit, in name order, and returns
+// the Next of what it listed: one page, or every page with all. With
+// held it keeps the held locks only, reading pages until it has limit
+// of them (or every page with all); Next then continues after the last
+// one kept. Pages are read ahead of emit (readPages), at most
+// lsPagesAhead of them.
+func listLocks[P lsPage](ctx context.Context, q lsQuery, fetch pageFetch[P], emit func(p P, i int)) (string, error) {
+	ctx, stop := context.WithCancel(ctx)
+	defer stop() // a walk that ends early (held, limit) ends the reader
 	size := q.limit
 	if q.all {
 		size = lsAllPage
 	}
-	for {
-		ctx, cancel := callContext(c.Context())
-		page, err := rc.ListLocks(ctx, q.prefix, after, size)
-		cancel()
-		if err != nil {
-			return out, err
+	next, kept := "", 0
+	for p := range readPages(ctx, q, size, fetch) {
+		if p.err != nil {
+			return next, p.err
 		}
-		out.Next = page.Next
-		for _, v := range page.Locks {
-			if q.held && v.Holder == nil {
+		next = p.page.next()
+		for i := range p.page.len() {
+			if q.held && !p.page.held(i) {
 				continue
 			}
-			out.Locks = append(out.Locks, v)
-			if q.held && !q.all && len(out.Locks) == q.limit {
-				out.Next = v.Resource
-				if v.Resource == page.Locks[len(page.Locks)-1].Resource {
-					out.Next = page.Next // the page's last: whatever follows it
+			emit(p.page, i)
+			if kept++; q.held && !q.all && kept == q.limit {
+				if i == p.page.len()-1 {
+					return p.page.next(), nil // the page's last: whatever follows it
 				}
-				return out, nil
+				return p.page.resource(i), nil
 			}
 		}
-		if page.Next == "" || !q.all && !q.held {
-			return out, nil
-		}
-		after = page.Next
 	}
+	return next, nil
 }
 
-// printLocks is one line a lock.
-func printLocks(w io.Writer, l wire.LockList) {
+// pageRead is one page as read, or the error that ended the walk.
+type pageRead[P lsPage] struct {
+	page P
+	err  error
+}
+
+// readPages reads q's pages of size from q.after, each asked as soon
+// as the one before it arrived, and hands them over in order, at most
+// lsPagesAhead waiting: one page, or every page with all or held. The
+// channel closes after the last page or the first error, or once ctx
+// ends.
+func readPages[P lsPage](ctx context.Context, q lsQuery, size int, fetch pageFetch[P]) <-chan pageRead[P] {
+	ch := make(chan pageRead[P], lsPagesAhead)
+	go func() {
+		defer close(ch)
+		after := q.after
+		for {
+			cctx, cancel := callContext(ctx)
+			p, err := fetch(cctx, q.prefix, after, size)
+			cancel()
+			select {
+			case ch <- pageRead[P]{page: p, err: err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil || p.next() == "" || !q.all && !q.held {
+				return
+			}
+			after = p.next()
+		}
+	}()
+	return ch
+}
+
+// printLocksHeader heads the lines of printLockLine and printRow.
+func printLocksHeader(w io.Writer) {
 	fmt.Fprintf(w, "%-40s %-24s %6s %12s %10s %s\n", "RESOURCE", "HOLDER", "FENCE", "HELD FOR", "LEFT", "WAITERS")
-	for _, v := range l.Locks {
-		holder, held, left := "-", "-", "-"
-		if h := v.Holder; h != nil {
-			holder, held, left = h.Owner, ago(v.ReadAt, h.Since), v.Left().Round(100*time.Millisecond).String()
-		}
-		waiters := fmt.Sprint(len(v.Waiters))
-		if len(v.Waiters) > 0 && !v.Waiters[0].Since.IsZero() {
-			waiters += " (longest " + ago(v.ReadAt, v.Waiters[0].Since) + ")"
-		}
-		fmt.Fprintf(w, "%-40s %-24s %6d %12s %10s %s\n", v.Resource, holder, v.HighestFence, held, left, waiters)
+}
+
+// printLockLine is one line a lock.
+func printLockLine(w io.Writer, v *wire.LockStatus) {
+	r := wire.RowsOf(wire.LockList{Locks: []wire.LockStatus{*v}})
+	printRow(w, v.ReadAt, &r.Rows[0])
+}
+
+// printRow is one line a lock, read at readAt.
+func printRow(w io.Writer, readAt time.Time, r *wire.LockRow) {
+	holder, held, left := "-", "-", "-"
+	if r.Owner != "" {
+		holder, held = r.Owner, ago(readAt, time.UnixMilli(r.SinceMs))
+		left = max(time.UnixMilli(r.ExpiresAtMs).Sub(readAt), 0).Round(100 * time.Millisecond).String()
 	}
-	if l.Next != "" {
-		fmt.Fprintf(w, "… more: fencegate ls --after %s (or --all)\n", l.Next)
+	waiters := strconv.Itoa(r.Waiters)
+	if r.LongestSinceMs != 0 {
+		waiters += " (longest " + ago(readAt, time.UnixMilli(r.LongestSinceMs)) + ")"
 	}
+	fmt.Fprintf(w, "%-40s %-24s %6d %12s %10s %s\n", r.Resource, holder, r.HighestFence, held, left, waiters)
 }

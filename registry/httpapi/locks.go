@@ -80,11 +80,15 @@ func (s *Server) lockStatus(ctx context.Context, caller string, r *http.Request,
 	return s.cfg.Registry.LockStatus(ctx, resource)
 }
 
-// listLocks is GET /v1/locks?prefix=&after=&limit=.
+// listLocks is GET /v1/locks?prefix=&after=&limit=&form=: a LockList,
+// or with form=rows the same page as wire.LockRows.
 func (s *Server) listLocks(ctx context.Context, caller string, r *http.Request, body []byte) (any, error) {
-	q, err := queryOnly(r, "prefix", "after", "limit")
+	q, err := queryOnly(r, "prefix", "after", "limit", "form")
 	if err != nil {
 		return nil, err
+	}
+	if f := q.Get("form"); f != "" && f != wire.ListFormRows {
+		return nil, fmt.Errorf("%w: form=%q: want %q or none", ErrBadRequest, f, wire.ListFormRows)
 	}
 	limit, err := uintParam(q, "limit")
 	if err != nil {
@@ -93,7 +97,11 @@ func (s *Server) listLocks(ctx context.Context, caller string, r *http.Request, 
 	ctx, cancel := s.callContext(ctx, 0)
 	defer cancel()
 	see := func(resource string) bool { return s.cfg.Authorizer.Authorize(caller, VerbSee, resource) == nil }
-	return s.cfg.Registry.ListLocks(ctx, q.Get("prefix"), q.Get("after"), int(min(limit, 1<<20)), see)
+	l, err := s.cfg.Registry.ListLocks(ctx, q.Get("prefix"), q.Get("after"), int(min(limit, 1<<20)), see)
+	if err != nil || q.Get("form") == "" {
+		return l, err
+	}
+	return wire.RowsOf(l), nil
 }
 
 // breakLock is POST /v1/break: an admin, or an identity the policy lets
