@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -47,6 +48,9 @@ type Store struct {
 	// noStream is set once the cluster answered that it has no
 	// RangeStream (stream.go).
 	noStream noStream
+	// recordsRead counts what bounded reads had the member read
+	// (RecordsRead).
+	recordsRead atomic.Uint64
 }
 
 var _ registry.Store = (*Store)(nil)
