@@ -218,3 +218,20 @@ func TestListingWithoutRangeStream(t *testing.T) {
 		t.Fatalf("without RangeStream %d records from %s, with it %d", len(got), got[0].Resource, len(want))
 	}
 }
+
+// TestPageReadsRowControl is storetest's PageReadsItsLimit row (which
+// every store passes) on a store reading with Range: each page visits
+// every key to the end of the range, above the row's bound at the front
+// and the middle (the last full page has nothing after it).
+func TestPageReadsRowControl(t *testing.T) {
+	_, mc, _, _ := startTestMember(t, EmbeddedOptions{UnsafeNoFsync: true})
+	st := New(mc, "/control/")
+	st.noStream.set.Store(true)
+	reads := storetest.PageReads(t, st)
+	for i, n := range reads[:2] {
+		if n <= 2*storetest.PageReadsLimit {
+			t.Errorf("control: page %d read %d records with Range (all: %v): the row cannot tell it from a bounded page", i+2, n, reads)
+		}
+	}
+	t.Logf("with Range, pages of %d over %d records read %v", storetest.PageReadsLimit, storetest.PageReadsRecords, reads)
+}

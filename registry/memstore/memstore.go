@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
-	"strings"
 	"sync"
 
 	"github.com/fencegate/fencegate/registry"
@@ -40,6 +39,7 @@ type Store struct {
 	mu       sync.Mutex
 	rev      uint64
 	records  map[string]item
+	names    names // the keys of records, in order (names.go)
 	requests map[lockstate.RequestKey]item
 	settings item
 	keys     item                             // the gate key history (keyhistory.go)
@@ -47,6 +47,8 @@ type Store struct {
 	watchers map[string][]*watcher
 	hook     CommitHook // see OnCommit
 	form     registry.StoredForm
+	// recordsRead counts the names listing pages looked at (RecordsRead).
+	recordsRead uint64
 }
 
 var _ registry.Store = (*Store)(nil)
@@ -135,6 +137,9 @@ func (s *Store) Commit(ctx context.Context, w registry.Write) (registry.CommitRe
 	s.rev++
 	rev := s.rev
 	if w.Record != nil {
+		if _, ok := s.records[w.Resource]; !ok {
+			s.names.insert(w.Resource)
+		}
 		s.records[w.Resource] = put(s.records[w.Resource], s.form.EncodeRecord(w.Record), cloneRecord(w.Record), rev)
 		s.notifyLocked(w.Resource, w.Record, rev)
 	}
@@ -251,22 +256,28 @@ func (s *Store) ScanRequests(ctx context.Context, after lockstate.RequestKey, li
 	return snap.Requests, err
 }
 
-// ScanRecords implements registry.Store.
+// RecordsRead is how many names listing pages (ScanRecords) have looked
+// at: about their limits, whatever the number of records.
+func (s *Store) RecordsRead() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.recordsRead
+}
+
+// ScanRecords implements registry.Store: a page looks at the names it
+// lists and one more (names.scan), found by binary search.
 func (s *Store) ScanRecords(ctx context.Context, prefix, after string, limit int) ([]registry.RecordSlot, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	names := make([]string, 0, len(s.records))
-	for name := range s.records {
-		if strings.HasPrefix(name, prefix) && name > after {
+	var names []string
+	if limit > 0 {
+		s.recordsRead += uint64(s.names.scan(prefix, after, func(name string) bool {
 			names = append(names, name)
-		}
-	}
-	sort.Strings(names)
-	if len(names) > limit {
-		names = names[:limit]
+			return len(names) < limit
+		}))
 	}
 	out := make([]registry.RecordSlot, 0, len(names))
 	for _, name := range names {

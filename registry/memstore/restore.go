@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"maps"
+	"slices"
 
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/lockstate"
@@ -73,4 +74,5 @@ func (s *Store) Restore(img *Image, kind RestoreKind) {
 	}
 	s.rev, s.records, s.requests, s.settings, s.keys = rev, maps.Clone(img.records), maps.Clone(img.requests), img.settings, img.keys
 	s.sweeps = maps.Clone(img.sweeps)
+	s.names = namesOf(slices.Collect(maps.Keys(s.records)))
 }

@@ -33,6 +33,7 @@ func Run(t *testing.T, newStore NewStore) {
 	t.Run("ConcurrentCommitsAreIndependent", func(t *testing.T) { testConcurrentIndependent(t, newStore(t)) })
 	t.Run("ScanOrderAndLimit", func(t *testing.T) { testScan(t, newStore(t)) })
 	t.Run("ScanRecordsPrefixOrderLimit", func(t *testing.T) { testScanRecords(t, newStore(t)) })
+	t.Run("PageReadsItsLimit", func(t *testing.T) { testPageReadsItsLimit(t, newStore(t)) })
 	t.Run("SweepIndexOrderBoundCursor", func(t *testing.T) { testSweepOrder(t, newStore(t)) })
 	t.Run("SweepIndexBesideEntries", func(t *testing.T) { testSweepBesideEntry(t, newStore(t)) })
 	t.Run("WatchDeliversLatest", func(t *testing.T) { testWatch(t, newStore(t)) })
