@@ -142,6 +142,7 @@ type Store struct {
 	dirs      map[string]bool // request directories known to exist (never deleted)
 	sweepDirs map[string]bool // sweep index buckets known to exist (sweep.go)
 	listed    *listing        // the last owner ScanRequests listed
+	records   recordNames     // the record directory's names (scanrecords.go)
 
 	hist       history     // what this store has seen of the ensemble's history (history.go)
 	onWentBack func(error) // WithWentBack
