@@ -257,6 +257,9 @@ func (s *Store) multi(ctx context.Context, ops []any) (rev node, refused bool, e
 	if err := ctx.Err(); err != nil {
 		return node{}, false, fmt.Errorf("zkstore: commit: not sent: %w", err)
 	}
+	if err := s.checkRequestSize(ops); err != nil { // limits.go
+		return node{}, false, err
+	}
 	res, err := call(ctx, func() ([]zk.MultiResponse, error) { return s.c.Multi(ops...) })
 	switch {
 	case err == nil && len(res) == len(ops) && res[len(res)-1].Stat != nil:

@@ -143,6 +143,7 @@ type Store struct {
 	sweepDirs map[string]bool // sweep index buckets known to exist (sweep.go)
 	listed    *listing        // the last owner ScanRequests listed
 	records   recordNames     // the record directory's names (scanrecords.go)
+	juteMax   int             // the ensemble's jute.maxbuffer (limits.go); 0: the default
 
 	hist       history     // what this store has seen of the ensemble's history (history.go)
 	onWentBack func(error) // WithWentBack

@@ -318,14 +318,15 @@ func (m *Member) Mode() (string, error) {
 
 // javaCommand is the command line running a ZooKeeper main class on
 // cfgPath with the jar and the extra jars present.
-func javaCommand(mainClass, cfgPath string) []string {
+// props are more -D settings.
+func javaCommand(mainClass, cfgPath string, props ...string) []string {
 	cp := jar()
 	for _, j := range extraJars {
 		if _, err := os.Stat(j); err == nil {
 			cp += ":" + j
 		}
 	}
-	return []string{"java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-		"-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-Dzookeeper.admin.enableServer=false",
-		"-cp", cp, mainClass, cfgPath}
+	return append([]string{"java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+		"-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-Dzookeeper.admin.enableServer=false"},
+		append(props, "-cp", cp, mainClass, cfgPath)...)
 }

@@ -51,6 +51,14 @@ type Options struct {
 	// Fsync makes the server fsync its transaction log, as in production
 	// (benchmarks). Optional, defaults to off: a test server.
 	Fsync bool
+	// JuteMaxBufferBytes sets the server's jute.maxbuffer, the largest
+	// request (and znode) it takes. Optional, defaults to ZooKeeper's
+	// (1 MiB less a byte).
+	JuteMaxBufferBytes int
+	// DataDir puts the server's snapshots and transaction log there
+	// instead of under its directory (a small file system, to fill).
+	// Optional.
+	DataDir string
 }
 
 // Server is one running standalone ZooKeeper.
@@ -60,9 +68,11 @@ type Server struct {
 	PKI     *PKI   // nil without TLS
 	Dir     string // config, data and log
 
-	fsync bool
-	proc  *process // nil before the first start
-	runs  int
+	fsync   bool
+	jute    int      // jute.maxbuffer, 0: the default
+	dataDir string   // snapshots and transaction log
+	proc    *process // nil before the first start
+	runs    int
 }
 
 // Available reports why no server can start here, or nil.
@@ -113,10 +123,13 @@ func New(dir string, opt Options) (*Server, error) {
 	if err := Available(); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o700); err != nil {
+	s := &Server{Dir: dir, fsync: opt.Fsync, jute: opt.JuteMaxBufferBytes, dataDir: opt.DataDir}
+	if s.dataDir == "" {
+		s.dataDir = filepath.Join(dir, "data")
+	}
+	if err := os.MkdirAll(s.dataDir, 0o700); err != nil {
 		return nil, err
 	}
-	s := &Server{Dir: dir, fsync: opt.Fsync}
 	if opt.TLS {
 		pki, err := NewPKI(dir)
 		if err != nil {
@@ -164,7 +177,7 @@ maxClientCnxns=0
 admin.enableServer=false
 4lw.commands.whitelist=ruok,srvr
 forceSync=%s
-`, filepath.Join(s.Dir, "data"), port(s.Addr), forceSync)
+`, s.dataDir, port(s.Addr), forceSync)
 	if s.PKI != nil {
 		cfg += fmt.Sprintf(`serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory
 secureClientPort=%s
@@ -187,7 +200,11 @@ func (s *Server) start() error {
 	s.runs++
 	logPath := filepath.Join(s.Dir, fmt.Sprintf("server-%d.log", s.runs))
 	var err error
-	if s.proc, err = startProcess(javaCommand("org.apache.zookeeper.server.ZooKeeperServerMain", cfgPath), logPath); err != nil {
+	var props []string
+	if s.jute > 0 {
+		props = append(props, fmt.Sprintf("-Djute.maxbuffer=%d", s.jute))
+	}
+	if s.proc, err = startProcess(javaCommand("org.apache.zookeeper.server.ZooKeeperServerMain", cfgPath, props...), logPath); err != nil {
 		return fmt.Errorf("zktest: start java: %w", err)
 	}
 	deadline := time.Now().Add(StartTimeout)
