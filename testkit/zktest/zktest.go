@@ -59,6 +59,9 @@ type Options struct {
 	// instead of under its directory (a small file system, to fill).
 	// Optional.
 	DataDir string
+	// Properties are more Java system properties for the server
+	// ("-Dzookeeper.preAllocSize=64"). Optional.
+	Properties []string
 }
 
 // Server is one running standalone ZooKeeper.
@@ -71,6 +74,7 @@ type Server struct {
 	fsync   bool
 	jute    int      // jute.maxbuffer, 0: the default
 	dataDir string   // snapshots and transaction log
+	props   []string // more -D settings
 	proc    *process // nil before the first start
 	runs    int
 }
@@ -123,7 +127,7 @@ func New(dir string, opt Options) (*Server, error) {
 	if err := Available(); err != nil {
 		return nil, err
 	}
-	s := &Server{Dir: dir, fsync: opt.Fsync, jute: opt.JuteMaxBufferBytes, dataDir: opt.DataDir}
+	s := &Server{Dir: dir, fsync: opt.Fsync, jute: opt.JuteMaxBufferBytes, dataDir: opt.DataDir, props: opt.Properties}
 	if s.dataDir == "" {
 		s.dataDir = filepath.Join(dir, "data")
 	}
@@ -200,7 +204,7 @@ func (s *Server) start() error {
 	s.runs++
 	logPath := filepath.Join(s.Dir, fmt.Sprintf("server-%d.log", s.runs))
 	var err error
-	var props []string
+	props := s.props
 	if s.jute > 0 {
 		props = append(props, fmt.Sprintf("-Djute.maxbuffer=%d", s.jute))
 	}
@@ -238,7 +242,7 @@ func (s *Server) Restart() error {
 }
 
 // DataDir is the server's data directory (snapshots and transaction log).
-func (s *Server) DataDir() string { return filepath.Join(s.Dir, "data") }
+func (s *Server) DataDir() string { return s.dataDir }
 
 // Zxid returns the last transaction id the server applied (its srvr
 // four-letter answer): sessions and every write, not only commits.
