@@ -11,9 +11,12 @@
 # through database/sql and pgx), the gate inside PostgreSQL
 # (fencegate.apply) against the same peers and RunPgx, SQLite WAL pages
 # per write, the Redis gate against MULTI/EXEC and a hand-rolled fence
-# script on one redis-server, and the listing at 100,000 held locks (a
-# page against the page where 100 are held, `ls --all`), the live bytes
-# per held lease and per finished cycle against a Mutex's — and prints
+# script on one redis-server, and the scale record (issue 49): the cycle
+# with none and 100,000 other locks held against a Mutex's at the same,
+# the listing at 100,000 held locks (a page against the page where 100
+# are held, `ls --all`), serve's start-up to /readyz at 100,000 against
+# at one, the live bytes per held lease and per finished cycle against a
+# Mutex's, and the live size after a sustained run — and prints
 # one Markdown table of medians, ratios, issue 30's goals and whether each
 # holds (a peer whose benchmark this tree lacks reads "not run").
 #
@@ -50,9 +53,12 @@ specs=(
   "./cmd/fencegate fencegate ^BenchmarkServeThroughput64(ExternalEtcd)?$ 5x"
   "./cmd/fencegate fencegate ^BenchmarkServeThroughput64Only$ 5x"
   "./cmd/fencegate fencegate ^BenchmarkLockCommand$ 30x"
+  "./registry/etcdstore etcdstore ^BenchmarkCycleAtHeld$ 300x"
   "./cmd/fencegate fencegate ^BenchmarkLsPage100k$ 300x"
+  "./cmd/fencegate fencegate ^BenchmarkServeStart100k$ 5x"
   "./cmd/fencegate fencegate ^BenchmarkLsAll100k$ 2x"
   "./registry/etcdstore etcdstore ^BenchmarkLiveBytes$ 10000x"
+  "./registry/etcdstore etcdstore ^BenchmarkSustainedLiveSize$ 1x"
   "./gate/sqlgate sqlgate ^BenchmarkWritePaired(Pgx)?$ 1500x"
   "./gate/sqlgate sqlgate ^BenchmarkWritePairedGuarded(Pgx)?$ 1500x"
   "./gate/sqlgate sqlgate ^BenchmarkWALFrames(Floor)?$ 1500x"

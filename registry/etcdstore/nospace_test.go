@@ -66,7 +66,7 @@ func newNoSpaceRig(t *testing.T) *noSpaceRig {
 // startTestMember starts an embedded member for one test and returns it
 // with a client over gRPC and serve's in-process client (and the store
 // option that goes with it), all closed when the test ends.
-func startTestMember(t *testing.T, o EmbeddedOptions) (*Embedded, *clientv3.Client, *clientv3.Client, Option) {
+func startTestMember(t testing.TB, o EmbeddedOptions) (*Embedded, *clientv3.Client, *clientv3.Client, Option) {
 	t.Helper()
 	em, err := StartEmbedded(context.Background(), t.TempDir(), o)
 	if err != nil {

@@ -101,7 +101,7 @@ type sustainedResult struct {
 	measured time.Duration
 }
 
-func sustainedMeasure(t *testing.T) time.Duration {
+func sustainedMeasure(t testing.TB) time.Duration {
 	v := os.Getenv("FENCEGATE_SUSTAINED_MEASURE")
 	if v == "" {
 		return sustainedMeasureDefault
@@ -116,7 +116,7 @@ func sustainedMeasure(t *testing.T) time.Duration {
 // runSustained runs the cycles on a fresh embedded member for the
 // warm-up then measure of the machine's time, sampling the store's live
 // size; sweep false leaves the request sweep off.
-func runSustained(t *testing.T, sweep bool, measure time.Duration) sustainedResult {
+func runSustained(t testing.TB, sweep bool, measure time.Duration) sustainedResult {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	em, err := StartEmbedded(ctx, t.TempDir(), EmbeddedOptions{CompactionRetention: sustainedCompaction})
@@ -296,7 +296,7 @@ func thirds(s []sustainedSample, f func(sustainedSample) float64) (first, last f
 // growth logs the run and returns the last third's median over the
 // first's of the keys and the in-use bytes (and logs them per cycle of
 // the live window too).
-func (r sustainedResult) growth(t *testing.T, name string) (keys, inUse float64) {
+func (r sustainedResult) growth(t testing.TB, name string) (keys, inUse float64) {
 	if len(r.samples) < 6 {
 		t.Fatalf("%s: %d samples, want at least 6", name, len(r.samples))
 	}
@@ -310,7 +310,7 @@ func (r sustainedResult) growth(t *testing.T, name string) (keys, inUse float64)
 	return k1 / k0, u1 / u0
 }
 
-func (r sustainedResult) logSamples(t *testing.T) {
+func (r sustainedResult) logSamples(t testing.TB) {
 	for _, s := range r.samples {
 		t.Logf("%6.2fs keys %d in use %d file %d cycles %d; per cycle of the live window: keys %.2f, in use %.0f", s.at.Seconds(), s.keys, s.inUse, s.dbSize, s.cycles, s.keysPerCycle, s.inUsePerCycle)
 	}
