@@ -176,6 +176,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"keys", "gen", "--id", "k1"}, "--id and --out are required"},
 		{[]string{"grant", "inspect"}, "want 1 argument(s) FILE"},
 		{[]string{"sim", "--trace"}, "--trace needs --round"},
+		{[]string{"serve", "--dev", "--zookeeper", "127.0.0.1:2181", "--zookeeper-jute-maxbuffer", "100"}, "--zookeeper-jute-maxbuffer 100: want 4096 to 1073741824 bytes"},
 	} {
 		_, errOut, code := runCLI(c.args...)
 		if code != 2 || !strings.Contains(errOut, c.want) || !strings.Contains(errOut, "--help' for usage") {

@@ -19,6 +19,7 @@ type zkOptions struct {
 	root         string
 	cfg          zkstore.ClientConfig // servers filled from servers
 	passwordFile string
+	juteMax      int // the ensemble's jute.maxbuffer, bytes
 }
 
 func (z *zkOptions) flags(fs *pflag.FlagSet) {
@@ -31,6 +32,8 @@ func (z *zkOptions) flags(fs *pflag.FlagSet) {
 	fs.StringVar(&z.passwordFile, "zookeeper-password-file", "", "file holding the ZooKeeper digest user's password (one line)")
 	fs.StringVar(&z.cfg.Password, "zookeeper-password", "", "ZooKeeper digest user's password; prefer FENCEGATE_ZOOKEEPER_PASSWORD or --zookeeper-password-file (a flag shows in ps)")
 	_ = fs.MarkHidden("zookeeper-password") // settable, but through the environment
+	fs.IntVar(&z.juteMax, "zookeeper-jute-maxbuffer", zkstore.JuteMaxBufferDefault,
+		"the ensemble's jute.maxbuffer (bytes; the servers' -Djute.maxbuffer): a commit that may exceed it is refused STORE_FULL unsent, where ZooKeeper would drop the connection over it")
 	durationVar(fs, &z.cfg.DialTimeout, "zookeeper-dial-timeout", zkstore.DialTimeoutMsDefault*time.Millisecond,
 		"how long to wait at start for a ZooKeeper session, its authentication and a read of --zookeeper-root", durationRange{})
 }
@@ -46,6 +49,8 @@ func (z *zkOptions) check(etcdToo bool) error {
 		return usagef("--zookeeper-cacert, --zookeeper-cert, --zookeeper-key, --zookeeper-user and --zookeeper-password-file need --zookeeper")
 	case !z.on():
 		return nil
+	case z.juteMax < zkstore.JuteMaxBufferMin || z.juteMax > zkstore.JuteMaxBufferMax:
+		return usagef("--zookeeper-jute-maxbuffer %d: want %d to %d bytes", z.juteMax, zkstore.JuteMaxBufferMin, zkstore.JuteMaxBufferMax)
 	case z.cfg.DialTimeout <= 0:
 		return usagef("--zookeeper-dial-timeout must be positive, got %s", z.cfg.DialTimeout)
 	case z.passwordFile != "" && z.cfg.Password != "":
@@ -88,7 +93,7 @@ func (z *zkOptions) open(ctx context.Context, who string, stderr io.Writer, form
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w (check --zookeeper, --zookeeper-cacert/--zookeeper-cert/--zookeeper-key and --zookeeper-user)", err)
 	}
-	s, err := zkstore.New(ctx, conn, z.root, z.cfg.ACL(), zkstore.WithStoredForm(form),
+	s, err := zkstore.New(ctx, conn, z.root, z.cfg.ACL(), zkstore.WithStoredForm(form), zkstore.WithJuteMaxBuffer(z.juteMax),
 		zkstore.WithWentBack(func(err error) { fmt.Fprintf(stderr, "%s: %v\n", who, err) }))
 	if err != nil {
 		conn.Close()

@@ -24,8 +24,14 @@ import (
 // applied, and nothing else on the session is disturbed. Reads and the
 // writes that shrink a record (a release, a renewal) go on.
 
-// JuteMaxBufferDefault is ZooKeeper's default jute.maxbuffer, bytes.
-const JuteMaxBufferDefault = 0xfffff
+// JuteMaxBufferDefault is ZooKeeper's default jute.maxbuffer, bytes;
+// JuteMaxBufferMin and JuteMaxBufferMax bound what WithJuteMaxBuffer
+// may be told: 4 KiB (a record with a few waiters) to 1 GiB.
+const (
+	JuteMaxBufferDefault = 0xfffff
+	JuteMaxBufferMin     = 4 << 10
+	JuteMaxBufferMax     = 1 << 30
+)
 
 // requestHeadBytes bounds, from above, what a multi request adds to its
 // operations' paths and data: the length prefix, the request header and
@@ -43,8 +49,8 @@ const aclBytes = 12
 
 // WithJuteMaxBuffer tells the store its ensemble's jute.maxbuffer, in
 // bytes (the servers' -Djute.maxbuffer; at most what every server of the
-// ensemble takes). Optional, defaults to JuteMaxBufferDefault, ZooKeeper's
-// own default.
+// ensemble takes; JuteMaxBufferMin to JuteMaxBufferMax). Optional,
+// defaults to JuteMaxBufferDefault, ZooKeeper's own default.
 func WithJuteMaxBuffer(bytes int) Option { return func(s *Store) { s.juteMax = bytes } }
 
 // requestBytes bounds from above the encoded size of a multi of ops.
