@@ -152,13 +152,17 @@ func fullPages(rc *httpclient.Client) pageFetch[*fullPage] {
 // errNoRows: the registry does not answer the lean form.
 var errNoRows = errors.New("the registry lists no rows")
 
+// rowPages reads the lean form; a refusal of the walk's first page as a
+// bad request is errNoRows (readPages calls it from one goroutine).
 func rowPages(rc *httpclient.Client) pageFetch[*rowsPage] {
+	first := true
 	return func(ctx context.Context, prefix, after string, size int) (*rowsPage, error) {
 		l, err := rc.ListLockRows(ctx, prefix, after, size)
 		var api *httpclient.APIError
-		if errors.As(err, &api) && api.Code == wire.CodeBadRequest && after == "" {
+		if errors.As(err, &api) && api.Code == wire.CodeBadRequest && first {
 			err = fmt.Errorf("%w: %w", errNoRows, err)
 		}
+		first = false
 		return (*rowsPage)(&l), err
 	}
 }
