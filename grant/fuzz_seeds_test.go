@@ -5,6 +5,7 @@
 package grant
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/fencegate/fencegate/testkit/fuzzseed"
@@ -20,8 +21,26 @@ func TestFuzzSeedCorpus(t *testing.T) {
 	for name, b := range parseBundleSeeds(t, dir) {
 		checkSeed(t, "FuzzParseBundle", name, fuzzseed.Entry(b))
 	}
+	for name, p := range batchProofSeeds(t) {
+		checkSeed(t, "FuzzParseBatchProof", name, fuzzseed.Entry(p))
+	}
 	_, seeds := verifyUpdateSeeds(t, dir)
 	for name, sb := range seeds {
 		checkSeed(t, "FuzzVerifyUpdate", name, fuzzseed.Entry(sb.Bundle, sb.Proof))
+	}
+}
+
+// batchProofSeeds are genuine batch proofs at the shapes' edges (a batch
+// of one, an odd last leaf, a full tree) and near-misses of them.
+func batchProofSeeds(t *testing.T) map[string]string {
+	ed := testEdKey(t, "k1", 0)
+	one, five, full := mustSignBatch(t, ed, batchGrants(1)), mustSignBatch(t, ed, batchGrants(5)), mustSignBatch(t, ed, batchGrants(BatchLeavesMax))
+	return map[string]string{
+		"one":             one[0],
+		"odd-last":        five[4],
+		"full-first":      full[0],
+		"full-last":       full[BatchLeavesMax-1],
+		"path-of-another": five[4][:len(five[4])-43] + five[0][len(five[0])-43:],
+		"index-past-size": strings.Replace(five[4], ":4/5:", ":5/5:", 1),
 	}
 }

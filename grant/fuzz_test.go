@@ -73,6 +73,10 @@ func FuzzVerify(f *testing.F) {
 	f.Add(g.Encode(), mustSign(f, ed, gh), false) // the held form's proof over the plain form
 	f.Add(g.Encode(), mustSign(f, mac, g), false)
 	f.Add(s.Encode(), mustSign(f, ed, s), true)
+	bps := mustSignBatch(f, ed, []Message{g, gh, s})
+	f.Add(gh.Encode(), bps[1], false)
+	f.Add(g.Encode(), bps[1], false) // leaf 1's proof for leaf 0
+	f.Add(s.Encode(), bps[2], true)
 	f.Fuzz(func(t *testing.T, b []byte, proof string, status bool) {
 		var m Message
 		var err error
@@ -91,7 +95,11 @@ func FuzzVerify(f *testing.F) {
 		if verr != nil && CodeOf(verr) == "" {
 			t.Fatalf("refusal without a stable code: %v", verr)
 		}
-		if _, err := ParseProof(proof); err == nil && CodeOf(v.Verify(m, proof)) == "MALFORMED_PROOF" {
+		_, perr := ParseProof(proof)
+		if IsBatchProof(proof) {
+			_, perr = ParseBatchProof(proof)
+		}
+		if perr == nil && CodeOf(v.Verify(m, proof)) == "MALFORMED_PROOF" {
 			t.Fatal("parsed proof reported malformed")
 		}
 	})

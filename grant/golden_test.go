@@ -37,6 +37,17 @@ type vectors struct {
 	Grant     messageVector `json:"grant"`
 	GrantHeld messageVector `json:"grantHeld"`
 	Status    messageVector `json:"status"`
+	Batch     batchVector   `json:"batch"`
+}
+
+// batchVector is one batch proof tree: the three messages above as its
+// leaves, in order, under the Ed25519 key.
+type batchVector struct {
+	About           string   `json:"about"`
+	Leaves          []string `json:"leavesHex"`
+	Root            string   `json:"rootHex"`
+	SigningInputHex string   `json:"signingInputHex"`
+	Proofs          []string `json:"proofs"` // grant, grantHeld, status
 }
 
 type messageVector struct {
@@ -66,7 +77,23 @@ func makeVectors(t *testing.T) (vectors, map[string][]byte) {
 	}
 	gh := testGrantHeld()
 	v.Grant, v.GrantHeld, v.Status = vec("grant.txt", g), vec("grant-held.txt", gh), vec("status.txt", s)
+	v.Batch = makeBatchVector(t, ed, []Message{g, gh, s})
 	return v, map[string][]byte{"grant.txt": g.Encode(), "grant-held.txt": gh.Encode(), "status.txt": s.Encode()}
+}
+
+func makeBatchVector(t *testing.T, ed *SigningKey, ms []Message) batchVector {
+	bv := batchVector{About: "RFC 9162 tree; leaf = sha256(0x00 + signing input of the message); node = sha256(0x01 + left + right); " +
+		"the signature covers \"fencegate/proof/v1\\x00grantBatch.v1\\x00\" + u64be(size) + root; proof = batch:<keyId>:<index>/<size>:<signature>:<path, siblings from the leaf up>"}
+	leaves := make([]Digest, len(ms))
+	for i, m := range ms {
+		leaves[i] = BatchLeaf(m.Schema(), m.Digest())
+		bv.Leaves = append(bv.Leaves, hex.EncodeToString(leaves[i][:]))
+	}
+	levels := batchTree(leaves)
+	root := levels[len(levels)-1][0]
+	bv.Root, bv.SigningInputHex = hex.EncodeToString(root[:]), hex.EncodeToString(batchSigningInput(len(ms), root))
+	bv.Proofs = mustSignBatch(t, ed, ms)
+	return bv
 }
 
 func TestGoldenVectors(t *testing.T) {
@@ -133,5 +160,13 @@ func TestGoldenVectorsVerify(t *testing.T) {
 	}
 	if s.Grant != g.Digest() {
 		t.Error("status vector does not name the grant vector")
+	}
+	for i, m := range []Message{g, gh, s} {
+		if leaf := BatchLeaf(m.Schema(), m.Digest()); i >= len(v.Batch.Leaves) || hex.EncodeToString(leaf[:]) != v.Batch.Leaves[i] {
+			t.Fatalf("batch leaf %d differs", i)
+		}
+		if err := ver.Verify(m, v.Batch.Proofs[i]); err != nil {
+			t.Errorf("batch proof %d: %v", i, err)
+		}
 	}
 }
