@@ -12,8 +12,12 @@ const (
 	// GrantBytesMax bounds the canonical grant and status texts. A real
 	// lockGrant.v1 is under 1 KiB even with every identifier at its limit.
 	GrantBytesMax = 4096
-	// ProofBytesMax bounds a proof text (grant.ParseProof allows 256).
-	ProofBytesMax = 256
+	// ProofBytesMax bounds a proof text: a batch proof with a full path
+	// (grant.BatchProofBytesMax, 512); a single proof is at most 256
+	// (grant.ParseProof). Gates from before batch proofs bound it at 256
+	// and refuse a longer one as MALFORMED, which is why the registry
+	// signs batches only when told to (docs/operations.md).
+	ProofBytesMax = grant.BatchProofBytesMax
 	// CounterMax bounds fenceToken and segmentSeq: both are stored in SQL
 	// BIGINT columns, so values above 2^63-1 are rejected as MALFORMED.
 	CounterMax = math.MaxInt64

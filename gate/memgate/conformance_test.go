@@ -12,14 +12,16 @@ import (
 	"github.com/fencegate/fencegate/testkit/gatetest/conformance"
 )
 
-func TestConformance(t *testing.T) {
-	conformance.Run(t, func(t testing.TB, cfg conformance.Config) conformance.Harness {
-		g, err := memgate.New(memgate.Config{Policy: gate.Policy{Verifier: cfg.Verifier}, Querier: cfg.Querier, Clock: cfg.Clock})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return &memHarness{g: g, effects: map[string][]string{}}
-	})
+func TestConformance(t *testing.T) { conformance.Run(t, newMemHarness) }
+
+func TestBatchProofs(t *testing.T) { conformance.RunBatchProofs(t, newMemHarness) }
+
+func newMemHarness(t testing.TB, cfg conformance.Config) conformance.Harness {
+	g, err := memgate.New(memgate.Config{Policy: gate.Policy{Verifier: cfg.Verifier}, Querier: cfg.Querier, Clock: cfg.Clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &memHarness{g: g, effects: map[string][]string{}}
 }
 
 // memHarness keeps the business effect log beside the gate; the business

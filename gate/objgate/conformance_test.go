@@ -17,6 +17,8 @@ import (
 
 func TestConformance(t *testing.T) { conformance.Run(t, newHarness) }
 
+func TestBatchProofs(t *testing.T) { conformance.RunBatchProofs(t, newHarness) }
+
 // harness drives a Gate on a bucket of its own. The business effect log
 // is the resource's content: one payload per line.
 type harness struct{ g *objgate.Gate }

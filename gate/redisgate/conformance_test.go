@@ -19,6 +19,8 @@ func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
 
 func TestConformance(t *testing.T) { conformance.Run(t, newHarness) }
 
+func TestBatchProofs(t *testing.T) { conformance.RunBatchProofs(t, newHarness) }
+
 // harness drives a Gate with its own key prefix on the shared server.
 type harness struct {
 	g *redisgate.Gate

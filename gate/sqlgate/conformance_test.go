@@ -16,6 +16,12 @@ import (
 
 func TestConformanceSQLite(t *testing.T)   { conformance.Run(t, conformanceFactory(sqliteBackend)) }
 func TestConformancePostgres(t *testing.T) { conformance.Run(t, conformanceFactory(postgresBackend)) }
+func TestBatchProofsSQLite(t *testing.T) {
+	conformance.RunBatchProofs(t, conformanceFactory(sqliteBackend))
+}
+func TestBatchProofsPostgres(t *testing.T) {
+	conformance.RunBatchProofs(t, conformanceFactory(postgresBackend))
+}
 
 // sqlHarness drives a Gate on a fresh database whose business table is
 // the effect log.

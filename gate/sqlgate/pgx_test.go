@@ -32,6 +32,8 @@ type pgxHarness struct {
 
 func TestConformancePostgresPgx(t *testing.T) { conformance.Run(t, pgxConformanceFactory) }
 
+func TestBatchProofsPostgresPgx(t *testing.T) { conformance.RunBatchProofs(t, pgxConformanceFactory) }
+
 // pgxConformanceFactory is the conformance factory of RunPgx.
 func pgxConformanceFactory(t testing.TB, cfg conformance.Config) conformance.Harness {
 	{

@@ -182,3 +182,27 @@ func WithoutStatus(m *gate.Mutation) *gate.Mutation {
 	c.Status, c.StatusProof = nil, ""
 	return &c
 }
+
+// HeldBatchMutations returns one genuine mutation per writer, segment 1,
+// whose grants are held-form grants (HeldGrant) signed together as one
+// batch: one Ed25519 signature over their tree's root, each grant proof
+// its inclusion path (grant.SigningKey.SignBatch), as a registry with
+// batch signing on answers the acquires of one group.
+func (i *Issuer) HeldBatchMutations(ws []Writer, payload string) []*gate.Mutation {
+	gs := make([]grant.Message, len(ws))
+	for n, w := range ws {
+		gs[n], _ = i.HeldGrant(w)
+	}
+	ps, err := i.Key.SignBatch(gs)
+	if err != nil {
+		panic(fmt.Sprintf("gatetest: sign batch: %v", err))
+	}
+	out := make([]*gate.Mutation, len(ws))
+	for n, w := range ws {
+		out[n] = &gate.Mutation{
+			Resource: w.Resource, Lease: w.Lease, OperationID: w.OperationID, FenceToken: w.Fence,
+			SegmentSeq: 1, PayloadDigest: Payload(payload), Grant: gs[n].Encode(), GrantProof: ps[n],
+		}
+	}
+	return out
+}

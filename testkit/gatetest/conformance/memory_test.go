@@ -17,6 +17,7 @@ import (
 	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/gate/adapt"
 	"github.com/fencegate/fencegate/gate/gatebreak"
+	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/testkit/fakeclock"
 	"github.com/fencegate/fencegate/testkit/gatetest/conformance"
 )
@@ -29,6 +30,7 @@ const (
 	unlocked                // decides on a state read without holding it
 	forgetsPause            // drops Decision.Store for the pause of a regression
 	ignoresHeldUntil        // takes a held-form grant as HELD until its expiry
+	skipsPath               // trusts a batch signature it verified once, whatever the path
 )
 
 type receiptKey struct {
@@ -48,12 +50,13 @@ type memGate struct {
 	clock  *fakeclock.Clock
 	res    map[string]*memResource
 	mutant mutant
+	sigs   map[string]bool // skipsPath: batch signatures verified once
 }
 
 func newMem(mut mutant) conformance.Factory {
 	return func(t testing.TB, cfg conformance.Config) conformance.Harness {
 		g := &memGate{dec: adapt.Decider{Policy: gate.Policy{Verifier: cfg.Verifier}, Querier: cfg.Querier}, clock: cfg.Clock,
-			res: map[string]*memResource{}, mutant: mut}
+			res: map[string]*memResource{}, mutant: mut, sigs: map[string]bool{}}
 		if err := g.dec.Policy.Check(); err != nil {
 			t.Fatal(err)
 		}
@@ -79,7 +82,7 @@ func (g *memGate) get(r string) *memResource {
 }
 
 func (g *memGate) Apply(ctx context.Context, caller string, m *gate.Mutation, payload string) (gate.Receipt, error) {
-	v, err := g.dec.Policy.Authenticate(m, caller)
+	v, err := g.authenticate(m, caller)
 	if err != nil {
 		return gate.Receipt{}, err
 	}
@@ -201,7 +204,35 @@ func (g *memGate) Records(_ context.Context, r string) (conformance.Records, err
 	return rs, nil
 }
 
-func TestReferenceAdapterPasses(t *testing.T) { conformance.Run(t, newMem(faithful)) }
+// authenticate is Authenticate, but for skipsPath: a batch proof whose
+// signature verified once is taken without its path (the grant is bound
+// to the envelope, its proof never folded to the signed root).
+func (g *memGate) authenticate(m *gate.Mutation, caller string) (*gate.Verified, error) {
+	bp, berr := grant.ParseBatchProof(m.GrantProof)
+	sig := string(bp.Signature)
+	g.mu.Lock()
+	seen := g.mutant == skipsPath && berr == nil && g.sigs[sig]
+	g.mu.Unlock()
+	if seen {
+		gr, err := grant.ParseGrant(m.Grant)
+		if err != nil {
+			return nil, err
+		}
+		return &gate.Verified{Mutation: *m, Grant: gr, GrantDigest: gr.Digest(), Root: m.OperationRoot()}, nil
+	}
+	v, err := g.dec.Policy.Authenticate(m, caller)
+	if err == nil && berr == nil {
+		g.mu.Lock()
+		g.sigs[sig] = true
+		g.mu.Unlock()
+	}
+	return v, err
+}
+
+func TestReferenceAdapterPasses(t *testing.T) {
+	conformance.Run(t, newMem(faithful))
+	conformance.RunBatchProofs(t, newMem(faithful))
+}
 
 func TestMutantsFail(t *testing.T) {
 	for _, row := range []struct {
@@ -212,6 +243,7 @@ func TestMutantsFail(t *testing.T) {
 		{forgetsPause, []string{"RegressionPauses", "ResumeWithFloor"}},
 		{unlocked, []string{"ConcurrentWriters"}},
 		{ignoresHeldUntil, []string{"GrantHeldStatement"}},
+		{skipsPath, []string{"ForgedBesideCachedRootRefused"}},
 	} {
 		for _, name := range row.cases {
 			why := conformance.Fails(t, newMem(row.mut), name)

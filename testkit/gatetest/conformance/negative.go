@@ -13,7 +13,7 @@ import (
 // guards it) calls it and fails when it returns "".
 func Fails(t *testing.T, newHarness Factory, name string) string {
 	t.Helper()
-	for _, c := range Cases() {
+	for _, c := range append(Cases(), BatchCases()...) {
 		if c.Name == name {
 			return failures(func(rec T) { c.Run(rec, NewEnv(t, newHarness)) })
 		}
