@@ -55,6 +55,17 @@ type Config struct {
 	// a rollout while gates that predate the held statement remain (they
 	// reject a held-form grant as BAD_PROOF: it does not parse for them).
 	SeparateStatus bool
+	// BatchGrantProofs signs the fresh grants that reach the signing step
+	// together (a group commit's) under one Ed25519 signature over their
+	// Merkle root, each grant's proof its inclusion path
+	// ("batch:<keyId>:…", grant.BatchProof): one signature per group
+	// instead of one per grant. Optional, defaults to false (every grant
+	// signed alone, "sig:"): gates that predate batch proofs refuse them
+	// (MALFORMED: longer than their 256-byte proof bound; BAD_PROOF: an
+	// unknown prefix), so turn it on once every gate is upgraded, as the
+	// held statement was rolled out (docs/operations.md). Needs an Ed25519
+	// signing key. A renewal's or query's proofs stay single.
+	BatchGrantProofs bool
 
 	// WaitersPerResourceMax bounds the FIFO queue of waiting acquires on
 	// one resource. Optional, defaults to 64.

@@ -16,7 +16,10 @@ import (
 // granting transaction and never deleted while HELD; a proof is a
 // deterministic function of the grant's digest and this Registry's key
 // (Ed25519 and HMAC-SHA256 alike), so a remembered proof is byte for byte
-// the one signing would make. A memo entry is used only when the stored
+// the one signing would make — except a batch proof
+// (Config.BatchGrantProofs), which depends on the grants signed with it:
+// a remembered one is one that signing made, and verifies as any other
+// would. A memo entry is used only when the stored
 // grant body is exactly the one remembered; a miss costs the read or the
 // signature, never a different answer.
 
@@ -76,13 +79,18 @@ func (g *grantMemos) remember(body lockstate.GrantBody, backendRev uint64, d gra
 }
 
 // signGrant signs the grant unless its proof is remembered, and
-// remembers it: a fresh held-form grant's one signature.
+// remembers it: a fresh held-form grant's one signature, or its share of
+// a batch's (Config.BatchGrantProofs).
 func (r *Registry) signGrant(body lockstate.GrantBody, g *grant.Grant) (string, error) {
 	d := g.Digest()
 	if gp, ok := r.memo.proof(body, d); ok {
 		return gp, nil
 	}
-	gp, err := r.signer.Sign(g)
+	sign := r.signer.Sign
+	if r.batch != nil {
+		sign = r.batch.sign
+	}
+	gp, err := sign(g)
 	if err != nil {
 		return "", fmt.Errorf("registry: sign grant: %w", err)
 	}

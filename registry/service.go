@@ -44,6 +44,8 @@ type Registry struct {
 
 	memo grantMemos // backend revisions and proofs of issued grants
 
+	batch *batchSigner // Config.BatchGrantProofs; nil: each grant signed alone
+
 	gates GateProver // per-gate proofs (WithGateProofs); nil: none
 }
 
@@ -86,6 +88,12 @@ func New(store Store, cfg Config, clk clock.Clock, signer *grant.SigningKey, opt
 	}
 	for _, o := range opts {
 		o(r)
+	}
+	if cfg.BatchGrantProofs {
+		var err error
+		if r.batch, err = newBatchSigner(signer); err != nil {
+			return nil, fmt.Errorf("%w: %w", wire.ErrInvalid, err)
+		}
 	}
 	if r.rand == nil {
 		var seed [16]byte
