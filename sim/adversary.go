@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"crypto/sha256"
+
 	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/grant"
 )
@@ -17,12 +19,14 @@ const (
 	attackRetiredKey                      // grant and status signed by a retired key
 	attackOtherStatus                     // a genuine grant with another grant's genuine status proof
 	attackExpiredStatus                   // a genuine grant and status, sent after the status expired
+	attackBatchSplice                     // a grant with its fence changed, claimed to sit beside the genuine one in the genuine batch signature's tree
 	attackCount
 )
 
 var attackNames = [attackCount]string{
 	"huge-fence", "tampered-grant", "cross-resource", "revoked-epoch",
 	"unknown-key", "retired-key", "other-status", "expired-status",
+	"batch-splice",
 }
 
 func (a attackKind) String() string { return attackNames[a] }
@@ -80,6 +84,8 @@ func (a *adversary) attack() {
 	case attackTampered:
 		g.FenceToken += 1000
 		m.Grant, m.FenceToken, m.SegmentSeq = g.Encode(), g.FenceToken, 1
+	case attackBatchSplice:
+		a.splice(&m, g, base)
 	case attackCrossResource:
 		m.Resource, target = w.nbr.name, w.nbr
 		m.SegmentSeq = 1
@@ -108,6 +114,32 @@ func (a *adversary) attack() {
 	}
 	w.tracef("adversary: %s on %s fence %d segment %d", kind, target.name, m.FenceToken, m.SegmentSeq)
 	w.after(w.delayMs(), func() { target.apply(&m, g.Owner, origin{attack: kind}) })
+}
+
+// splice forges a batch proof from a genuine one: g (its fence changed)
+// as leaf 0 of a tree one larger than the genuine proof's, the genuine
+// grant's leaf as its sibling, under the genuine signature; the status is
+// dropped, so the forged grant's own held statement is its evidence. A
+// single ("sig:") proof is kept as it is (a tampered grant, then).
+func (a *adversary) splice(m *gate.Mutation, g *grant.Grant, base *gate.Mutation) {
+	g.FenceToken += 1000
+	m.Grant, m.FenceToken, m.SegmentSeq = g.Encode(), g.FenceToken, 1
+	bp, err := grant.ParseBatchProof(base.GrantProof)
+	if err != nil || bp.Size >= grant.BatchLeavesMax {
+		return
+	}
+	// The genuine leaf as sibling, then the genuine path, cut or padded
+	// to the shape of leaf 0 in the larger tree: well formed, so only
+	// the signature can refuse it.
+	genuine := grant.BatchLeaf(grant.SchemaGrant, grant.Digest(sha256.Sum256(base.Grant)))
+	size := bp.Size + 1
+	path := append([]grant.Digest{genuine}, bp.Path...)
+	for len(path) < grant.BatchPathLen(0, size) {
+		path = append(path, genuine)
+	}
+	forged := grant.BatchProof{KeyID: bp.KeyID, Index: 0, Size: size, Signature: bp.Signature, Path: path[:grant.BatchPathLen(0, size)]}
+	m.GrantProof = forged.String()
+	m.Status, m.StatusProof = nil, ""
 }
 
 // resign replaces the grant (and, with status, a HELD status proof) of m

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 
+	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/lockstate"
 )
@@ -36,6 +37,9 @@ type replica struct {
 // separateStatusOneIn: one replica in this many issues the earlier form.
 const separateStatusOneIn = 4
 
+// batchProofsOneIn: one replica in this many signs batch proofs.
+const batchProofsOneIn = 2
+
 // newReplica starts a registry process over the round's store, seen
 // through a view that notes what it sees.
 func (w *world) newReplica() *replica {
@@ -52,6 +56,14 @@ func (w *world) newReplica() *replica {
 	// registry's word alone, and a held statement cannot be taken out of
 	// a signed grant as a status proof can be left out of an envelope.
 	cfg.SeparateStatus = w.rng.r.IntN(separateStatusOneIn) == 0 || w.cfg.StatusQuery
+	// Every other replica signs batch proofs (registry.Config.
+	// BatchGrantProofs), with an Ed25519 key: the draw is made whatever
+	// the key, so that an HMAC run draws as an Ed25519 one does. The
+	// simulator calls a replica from one goroutine at a time, so each
+	// batch is of one grant (the proof's kind and format, an empty
+	// path); trees of many are the adversary's (batch-splice).
+	batch := w.rng.r.IntN(batchProofsOneIn) == 0
+	cfg.BatchGrantProofs = batch && w.keys.registry.Alg == grant.AlgEd25519
 	rnd := rand.NewPCG(w.rng.r.Uint64(), w.rng.r.Uint64())
 	r := &replica{}
 	store := w.registryStore(replicaView{Store: w.store, w: w, r: r})
