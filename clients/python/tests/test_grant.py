@@ -43,6 +43,18 @@ class GoldenVectors(unittest.TestCase):
         r = self.v["operationRoot"]
         self.assertEqual(operation_root(r["resource"], r["operationId"]), r["root"])
 
+    def test_batch_proof_carried_unchanged(self):
+        # A registry signing batch proofs (serve --grant-batch-proofs): the
+        # client keeps the proof text as it came and puts it in the
+        # envelope byte for byte; the gate verifies it, the client never does.
+        from fencegate.core.lease import envelope_json
+        held, proof = vector("grant-held.txt").decode(), self.v["batch"]["proofs"][1]
+        self.assertTrue(proof.startswith("batch:"))
+        fresh = Issued.from_json({"grant": held, "grantProof": proof, "status": "", "statusProof": ""})
+        self.assertEqual(fresh.grant_proof, proof)
+        env = json.loads(envelope_json(fresh, "settle-2026-07-19", 1, "sha256:" + "0" * 64))
+        self.assertEqual(env["grantProof"], proof)
+
     def test_issued_from_json(self):
         g, st = vector("grant.txt").decode(), vector("status.txt").decode()
         is_ = Issued.from_json({"grant": g, "grantProof": "sig:k1:x", "status": st, "statusProof": "sig:k1:y",
