@@ -9,7 +9,9 @@ package etcdstore
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 
 	"github.com/fencegate/fencegate/clock"
@@ -25,6 +27,10 @@ func BenchmarkThroughput64BatchProofsPaired(b *testing.B) {
 	c := benchEtcd(b)
 	_, single := registryLockersWith(b, false)
 	_, batched := registryLockersWith(b, true)
+	var counts batchCounts
+	for i, l := range batched {
+		batched[i] = &countingLocker{regLocker: l.(*regLocker), counts: &counts}
+	}
 	mutLs := mutexLockers(b, c)
 	for _, ls := range [][]locker{single, batched, mutLs} {
 		runPhase(b, ls, phaseCycles) // warm: caches, connections
@@ -49,6 +55,32 @@ func BenchmarkThroughput64BatchProofsPaired(b *testing.B) {
 	b.ReportMetric(median(bsRatio), "batch/single")
 	b.ReportMetric(median(sCPU), "single-cpu-us/cycle")
 	b.ReportMetric(median(bCPU), "batch-cpu-us/cycle")
+	if g := counts.grants.Load(); g > 0 {
+		b.ReportMetric(float64(counts.sigs.Load())/float64(g), "batch-sigs/grant")
+	}
+}
+
+// batchCounts counts batch-signed grants and their signatures (one per
+// group: the proofs at index 0).
+type batchCounts struct{ grants, sigs atomic.Int64 }
+
+// countingLocker is a regLocker that counts its grants' signatures.
+type countingLocker struct {
+	*regLocker
+	counts *batchCounts
+}
+
+func (l *countingLocker) lock(ctx context.Context, seq int) error {
+	is, err := l.reg.Acquire(ctx, l.owner, benchReq(l.resource, seq, l.waitMs))
+	if err != nil {
+		return err
+	}
+	l.lease = is.Grant.Lease
+	l.counts.grants.Add(1)
+	if p, err := grant.ParseBatchProof(is.GrantProof); err == nil && p.Index == 0 {
+		l.counts.sigs.Add(1)
+	}
+	return nil
 }
 
 // registryLockersWith is registryLockers with batch signing on or off,
