@@ -48,6 +48,7 @@ trap cleanup EXIT
 specs=(
   "./registry/etcdstore etcdstore ^BenchmarkAcquireReleaseInterleaved$ 300x"
   "./registry/etcdstore etcdstore ^BenchmarkThroughput64Paired$ 5x"
+  "./registry/etcdstore etcdstore ^BenchmarkThroughput64BatchProofsPaired$ 5x"
   "./registry/etcdstore etcdstore ^BenchmarkHandoff$ 300x"
   "./cmd/fencegate fencegate ^BenchmarkServeCycle(ExternalEtcd)?$ 300x"
   "./cmd/fencegate fencegate ^BenchmarkServeThroughput64(ExternalEtcd)?$ 5x"
