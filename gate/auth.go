@@ -43,6 +43,11 @@ type Policy struct {
 	// place of Decide; gate/adapt's Decider then decides with it and
 	// checks nothing it stores.
 	NegativeControl replaced.Decide[Input, Decision]
+	// NegativeVerify is zero in every gate a deployment builds, as
+	// NegativeControl is: gate/gatebreak.ReplaceVerify puts a negative
+	// control's proof check (one that skips a batch proof's path, say)
+	// in place of the Verifier's.
+	NegativeVerify replaced.Verify[grant.Digest]
 
 	grants   *parsedCache[grant.Grant]
 	statuses *parsedCache[grant.Status]
@@ -107,7 +112,8 @@ func (p *Policy) Authenticate(m *Mutation, caller string) (*Verified, error) {
 	if err != nil {
 		return rej(BadProof, err, "grant does not parse: %v", err)
 	}
-	if err := p.Verifier.VerifyDigest(grant.SchemaGrant, gd, g.IssuerEpoch, m.GrantProof); err != nil {
+	verify := replaced.OrVerify(p.NegativeVerify, p.Verifier.VerifyDigest)
+	if err := verify(grant.SchemaGrant, gd, g.IssuerEpoch, m.GrantProof); err != nil {
 		return rej(proofOutcome(err), err, "grant proof: %v", err)
 	}
 	var st *grant.Status
@@ -116,7 +122,7 @@ func (p *Policy) Authenticate(m *Mutation, caller string) (*Verified, error) {
 		if st, err = p.statuses.parse(sd, m.Status, grant.ParseStatus); err != nil {
 			return rej(BadProof, err, "status does not parse: %v", err)
 		}
-		if err := p.Verifier.VerifyDigest(grant.SchemaStatus, sd, st.IssuerEpoch, m.StatusProof); err != nil {
+		if err := verify(grant.SchemaStatus, sd, st.IssuerEpoch, m.StatusProof); err != nil {
 			return rej(proofOutcome(err), err, "status proof: %v", err)
 		}
 		if st.Grant != gd {

@@ -27,6 +27,7 @@
 //	go run ./sim/cmd/simbreak --rounds 5000 --break old-rule  # the old regression rule pauses on late copies
 //	go run ./sim/cmd/simbreak --rounds 2000 --faults restore=1 --break content-compare  # lost updates
 //	go run ./sim/cmd/simbreak --rounds 2000 --break lease-clock  # the lease clock before issue 42: HELD and effects past the deadline
+//	go run ./sim/cmd/simbreak --rounds 2000 --alg ed25519 --faults adversary=1 --break batch-path  # batch paths unchecked: forged grants accepted
 //
 // CI runs four seeds of 25,000 rounds (.ci/run); the long run, several
 // seeds of a million rounds each, is in docs/guarantees.md ("The

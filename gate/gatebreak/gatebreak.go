@@ -12,6 +12,7 @@ package gatebreak
 import (
 	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/gate/internal/replaced"
+	"github.com/fencegate/fencegate/grant"
 )
 
 // Replace returns a copy of p that gate/adapt's Decider decides with d
@@ -22,5 +23,12 @@ import (
 // still asserts them on its own input.
 func Replace(p gate.Policy, d func(gate.Input) gate.Decision) gate.Policy {
 	p.NegativeControl = replaced.With(d)
+	return p
+}
+
+// ReplaceVerify returns a copy of p whose Authenticate checks grant and
+// status proofs with v instead of p.Verifier; p itself is unchanged.
+func ReplaceVerify(p gate.Policy, v func(schema string, d grant.Digest, epoch uint64, proof string) error) gate.Policy {
+	p.NegativeVerify = replaced.WithVerify(v)
 	return p
 }

@@ -20,6 +20,10 @@
 //     highestFence; segment order ignored; a regressed holder let
 //     through; the regression rule before issue 12; a regression refused
 //     without an alarm);
+//   - batch-path: the gate's proof check, replaced through
+//     gate/gatebreak by one that takes a batch proof whose signature
+//     verified once without folding its path (a root cache keyed by the
+//     signature alone);
 //   - first-send: a lease counting its TTL from its acquire's first
 //     send, the client's rule before Issued.ExpiresAfterMs;
 //   - content-compare: the registry's store comparing revisions only,
@@ -43,6 +47,7 @@ import (
 	"github.com/fencegate/fencegate/client/core"
 	"github.com/fencegate/fencegate/gate"
 	"github.com/fencegate/fencegate/gate/gatebreak"
+	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/sim"
 )
@@ -63,6 +68,7 @@ var controls = []struct {
 	{"first-send", func() *sim.Negative { return &sim.Negative{MemgateOnly: true, LeaseFrom: fromFirstSend} }},
 	{"content-compare", func() *sim.Negative { return &sim.Negative{Store: revisionsOnlyStore} }},
 	{"lease-clock", leaseClockBefore42},
+	{"batch-path", batchPathSkipped},
 }
 
 // Names lists every negative control's name, in a fixed order; "fence"
@@ -123,3 +129,23 @@ func leaseClockBefore42() *sim.Negative {
 }
 
 func revisionsOnlyStore(s registry.Store) registry.Store { return revisionsOnly{s} }
+
+// batchPathSkipped is the batch-path control: a gate that, once a batch
+// signature has verified, accepts any message sent with it, path and
+// index unchecked.
+func batchPathSkipped() *sim.Negative {
+	return &sim.Negative{MemgateOnly: true, Policy: func(p gate.Policy) gate.Policy {
+		v, seen := p.Verifier, map[string]bool{}
+		return gatebreak.ReplaceVerify(p, func(schema string, d grant.Digest, epoch uint64, proof string) error {
+			bp, err := grant.ParseBatchProof(proof)
+			if err == nil && seen[string(bp.Signature)] {
+				return nil
+			}
+			verr := v.VerifyDigest(schema, d, epoch, proof)
+			if verr == nil && err == nil {
+				seen[string(bp.Signature)] = true
+			}
+			return verr
+		})
+	}}
+}

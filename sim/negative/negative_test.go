@@ -10,6 +10,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/sim"
 	"github.com/fencegate/fencegate/sim/negative"
 	"github.com/fencegate/fencegate/testkit/pgtest"
@@ -61,7 +62,7 @@ func TestBrokenProtectionIsCaught(t *testing.T) {
 		{"downstream without a gate", "hop", map[sim.Fault]float64{sim.FaultPause: 1, sim.FaultDuplicate: 1, sim.FaultLate: 1}, func(r *sim.Report) int { return min(r.StaleDownstream, r.DuplicateEffects) }},
 		{"store compares revisions only", "content-compare", map[sim.Fault]float64{sim.FaultRestore: 1}, func(r *sim.Report) int { return r.LostUpdates }},
 	}
-	tested := []string{"lease-clock"} // TestLeaseClockBreakIsCaughtAtShortTTLs
+	tested := []string{"lease-clock", "batch-path"} // TestLeaseClockBreakIsCaughtAtShortTTLs, TestBatchPathBreakIsCaught
 	for _, tc := range cases {
 		tested = append(tested, tc.brk)
 		t.Run(tc.name, func(t *testing.T) {
@@ -133,4 +134,22 @@ func TestPGModeSeesStaleWrites(t *testing.T) {
 		t.Fatalf("unsafe PG mode: %d stale accepted, digest %s; fast mode: %d, %s",
 			pg.StaleAccepted, pg.EventLogDigest, mem.StaleAccepted, mem.EventLogDigest)
 	}
+}
+
+// TestBatchPathBreakIsCaught: with Ed25519 keys (batch proofs are
+// Ed25519 only; the simulator's default is HMAC) half the replicas sign
+// batch proofs, and a gate that takes a batch signature it verified once
+// without the path accepts the adversary's spliced and tampered grants.
+func TestBatchPathBreakIsCaught(t *testing.T) {
+	cfg := sim.Config{Rounds: 300, Seed: 3, Rates: only(map[sim.Fault]float64{sim.FaultAdversary: 1}), Alg: grant.AlgEd25519}
+	if fixed := run(t, cfg); !fixed.OK() || fixed.ForgedAccepted != 0 {
+		t.Fatalf("with the protection on: %d forged accepted, %d violations", fixed.ForgedAccepted, fixed.ViolationsTotal)
+	}
+	cfg.Negative = control(t, "batch-path")
+	broken := run(t, cfg)
+	if broken.ForgedAccepted == 0 || broken.OK() {
+		t.Fatalf("batch paths unchecked: %d forged accepted, %d violations: the checker cannot fail", broken.ForgedAccepted, broken.ViolationsTotal)
+	}
+	t.Logf("batch paths unchecked: %d forged accepted (batch-splice %v, tampered-grant %v: accepted/sent)",
+		broken.ForgedAccepted, broken.Attacks["batch-splice"], broken.Attacks["tampered-grant"])
 }

@@ -1,6 +1,7 @@
-// Package replaced holds the one way a negative control puts another
-// function in place of gate.Decide: a Decide value carried in
-// gate.Policy.NegativeControl, zero in every gate a deployment builds.
+// Package replaced holds the ways a negative control puts another
+// function in place of gate.Decide or of the proof check: a Decide value
+// carried in gate.Policy.NegativeControl and a Verify value in
+// gate.Policy.NegativeVerify, zero in every gate a deployment builds.
 // Go lets only packages under gate/ import this one, so nothing a
 // service, an adapter's user or a configuration outside gate/ writes can
 // make a non-zero Decide: gate/gatebreak makes them, for the simulator's
@@ -29,3 +30,26 @@ func Or[I, D any](r Decide[I, D], def func(I) D) func(I) D {
 
 // Is reports whether r replaces the decision.
 func Is[I, D any](r Decide[I, D]) bool { return r.decide != nil }
+
+// Verify is a function in place of the trust bundle's proof check
+// (grant.Verifier.VerifyDigest) in gate.Policy.Authenticate, or nothing
+// (the zero value): gate.Policy.NegativeVerify, made only by
+// gate/gatebreak, as Decide is.
+type Verify[D any] struct {
+	verify func(schema string, d D, epoch uint64, proof string) error
+}
+
+// WithVerify returns the Verify that calls verify in place of the
+// verifier's check.
+func WithVerify[D any](verify func(schema string, d D, epoch uint64, proof string) error) Verify[D] {
+	return Verify[D]{verify}
+}
+
+// OrVerify returns r's function, or def (the verifier's) when r replaces
+// nothing.
+func OrVerify[D any](r Verify[D], def func(schema string, d D, epoch uint64, proof string) error) func(string, D, uint64, string) error {
+	if r.verify == nil {
+		return def
+	}
+	return r.verify
+}
