@@ -341,3 +341,23 @@ func BenchmarkVerifyBatch(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkSignBatch: a batch of one (what an idle registry signs) and a
+// batch of 9 (a group commit's grants at 64 resources) beside a single
+// signature.
+func BenchmarkSignBatch(b *testing.B) {
+	ed := testEdKey(b, "k1", 0)
+	ms := batchGrants(9)
+	b.Run("single", func(b *testing.B) {
+		for b.Loop() {
+			mustSign(b, ed, ms[0])
+		}
+	})
+	for _, n := range []int{1, 9} {
+		b.Run(fmt.Sprintf("batch-of-%d", n), func(b *testing.B) {
+			for b.Loop() {
+				mustSignBatch(b, ed, ms[:n])
+			}
+		})
+	}
+}
