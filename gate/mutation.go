@@ -12,12 +12,16 @@ const (
 	// GrantBytesMax bounds the canonical grant and status texts. A real
 	// lockGrant.v1 is under 1 KiB even with every identifier at its limit.
 	GrantBytesMax = 4096
-	// ProofBytesMax bounds a proof text: a batch proof with a full path
+	// ProofBytesMax bounds a grant proof's text: a batch proof with a full path
 	// (grant.BatchProofBytesMax, 512); a single proof is at most 256
 	// (grant.ParseProof). Gates from before batch proofs bound it at 256
 	// and refuse a longer one as MALFORMED, which is why the registry
 	// signs batches only when told to (docs/operations.md).
 	ProofBytesMax = grant.BatchProofBytesMax
+	// StatusProofBytesMax bounds a status proof's text: the registry signs
+	// every status alone, so 256 (grant.ParseProof's bound), as before
+	// batch proofs.
+	StatusProofBytesMax = 256
 	// CounterMax bounds fenceToken and segmentSeq: both are stored in SQL
 	// BIGINT columns, so values above 2^63-1 are rejected as MALFORMED.
 	CounterMax = math.MaxInt64
@@ -84,8 +88,8 @@ func (m *Mutation) Validate() error {
 	if m.GrantProof == "" || len(m.GrantProof) > ProofBytesMax {
 		return bad("grantProof", "%d bytes, want 1..%d", len(m.GrantProof), ProofBytesMax)
 	}
-	if len(m.Status) > GrantBytesMax || len(m.StatusProof) > ProofBytesMax {
-		return bad("status", "status %d bytes, proof %d bytes, limits %d and %d", len(m.Status), len(m.StatusProof), GrantBytesMax, ProofBytesMax)
+	if len(m.Status) > GrantBytesMax || len(m.StatusProof) > StatusProofBytesMax {
+		return bad("status", "status %d bytes, proof %d bytes, limits %d and %d", len(m.Status), len(m.StatusProof), GrantBytesMax, StatusProofBytesMax)
 	}
 	if (len(m.Status) == 0) != (m.StatusProof == "") {
 		return bad("status", "status and statusProof must both be present or both be empty")
