@@ -38,4 +38,9 @@
 // rejected, as is one whose key is unknown or retired, whose epoch the key
 // may not sign or the bundle has revoked, or (Ed25519) whose S is not
 // canonical.
+//
+// A batch proof, "batch:<keyId>:<index>/<size>:<base64url>:<base64url>",
+// is one Ed25519 signature over the root of a Merkle tree of messages
+// and the message's inclusion path (batch.go); the Verifier caches the
+// roots it verified, so the other messages of a batch cost a path fold.
 package grant

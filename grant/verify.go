@@ -34,7 +34,9 @@ type Verifier struct {
 }
 
 // NewVerifier returns a Verifier over b with a cache of cacheEntriesMax
-// entries (VerifyCacheEntriesMax if 0; negative disables caching).
+// entries (VerifyCacheEntriesMax if 0; negative disables caching, of
+// proofs and of batch roots alike) and a cache of
+// VerifyRootCacheEntriesMax verified batch roots.
 func NewVerifier(b *Bundle, cacheEntriesMax int) *Verifier {
 	if cacheEntriesMax == 0 {
 		cacheEntriesMax = VerifyCacheEntriesMax
