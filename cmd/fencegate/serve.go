@@ -109,7 +109,7 @@ from the working directory.`,
 	fs.Uint64Var(&l.RequestRetentionMs, "request-retention-ms", 0, "how long a request ID answers after its lease ended, 15 min plus --clock-skew-max-ms to 30 days (0: 960000, the specification's 15 minutes to reconcile an unknown outcome plus --clock-skew-max-ms, in whole minutes)")
 	fs.BoolVar(&o.reindexRequests, "reindex-requests", false, "at start, give every request entry a sweep index item: once, after a rolling upgrade from a version before the sweep index (the first start after one does it by itself)")
 	fs.BoolVar(&o.grantHeld, "grant-held-statement", true, "a fresh grant carries its own HELD statement (heldUntil) and is an acquire's one signed message; false issues the earlier form, grant plus status, while gates that predate it remain")
-	fs.BoolVar(&l.BatchGrantProofs, "grant-batch-proofs", false, "sign the fresh grants of one group commit under one Ed25519 signature over their Merkle root, each grant's proof its path (batch:…); off until every gate verifies batch proofs, and off while a gate inside PostgreSQL (gate/pggate) reads envelopes (docs/operations.md)")
+	fs.BoolVar(&l.BatchGrantProofs, "grant-batch-proofs", false, "sign the fresh grants of one group commit under one Ed25519 signature over their Merkle root, each grant's proof its path (batch:…); off until every gate takes them: Go gates of this version, the gate inside PostgreSQL from schema version 8 (docs/operations.md)")
 	o.dash.flags(fs)
 	o.authz.flags(fs)
 	o.gateKeys.flags(fs)

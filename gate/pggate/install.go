@@ -25,6 +25,7 @@ var migrations = []string{
 	5: "sql/migrations/v5_key_history.sql",
 	6: "sql/migrations/v6_guard.sql",
 	7: "sql/migrations/v7_parsed.sql",
+	8: "sql/migrations/v8_batch_proofs.sql", // functions only
 }
 
 // source is the gate's code, one concern a file, in the order an

@@ -339,7 +339,7 @@ BEGIN
       WHEN e.seq IS NULL OR e.seq < 1 THEN 'field segmentSeq: outside 1..9223372036854775807'
       WHEN fencegate.parse_digest(e.payload_digest) IS NULL OR e.payload_digest = 'sha256:' || repeat('0', 64) THEN 'field payloadDigest'
       WHEN octet_length(e.grant_text) NOT BETWEEN 1 AND 4096 THEN 'field grant: want 1..4096 bytes'
-      WHEN octet_length(e.grant_proof) NOT BETWEEN 1 AND 256 THEN 'field grantProof: want 1..256 bytes'
+      WHEN octet_length(e.grant_proof) NOT BETWEEN 1 AND 512 THEN 'field grantProof: want 1..512 bytes'
       WHEN octet_length(e.status_text) > 4096 OR octet_length(e.status_proof) > 256 THEN 'field status: above its limits'
       WHEN (e.status_text = '') <> (e.status_proof = '') THEN 'field status: status and statusProof must both be present or both be empty'
       ELSE fencegate.gate_proofs_rules(e.gate_proofs, e.status_text <> '')

@@ -1,0 +1,6 @@
+-- Schema version 8: batch-signed grants (issue 45 item 1). An envelope's
+-- grantProof may be a batch proof ("batch:…", at most 512 bytes,
+-- grant.BatchProofBytesMax) when the registry runs with
+-- --grant-batch-proofs; the database still checks only its own HMAC pair
+-- (gateProofs), so parse_envelope takes the longer field and nothing
+-- else changes. Functions only: no table changes.
