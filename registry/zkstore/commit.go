@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"strings"
 
 	"github.com/go-zookeeper/zk"
 
@@ -43,6 +44,7 @@ func (s *Store) Commit(ctx context.Context, w registry.Write) (registry.CommitRe
 	if err != nil {
 		return registry.CommitResult{}, fmt.Errorf("zkstore: commit: read: %w", err)
 	}
+	var old *unmarked // the record seen without its marker (identity.go)
 	for range commitAttemptsMax {
 		if v == nil || !s.holds(w, v) {
 			// The quick look may lag the leader: decide on a synced read.
@@ -65,15 +67,22 @@ func (s *Store) Commit(ctx context.Context, w registry.Write) (registry.CommitRe
 		if err != nil {
 			return registry.CommitResult{}, err
 		}
-		rev, refused, err := s.multi(ctx, withSweeps(s.ops(w, v), sweeps))
+		ops := s.ops(w, v, old)
+		rev, refused, err := s.multi(ctx, withSweeps(ops, sweeps))
 		switch {
 		case err != nil:
 			return registry.CommitResult{}, err
-		case !refused:
+		case refused == nil:
 			if err := s.hist.after(s, base, map[string]node{s.revPath(): rev}); err != nil {
 				return registry.CommitResult{}, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
 			}
 			return registry.CommitResult{OK: true, Revision: uint64(rev.stat.Mzxid)}, nil
+		case w.Resource != "" && refused.at == identityOpAt && errors.Is(refused.err, zk.ErrNoNode) && isMarkerOp(ops[identityOpAt]):
+			// The record's version held and its identity did not.
+			p := s.recordPath(w.Resource)
+			if old, err = s.recordIdentity(ctx, p, v.nodes[p]); err != nil {
+				return registry.CommitResult{}, fmt.Errorf("zkstore: commit: %w", err)
+			}
 		}
 		v = nil
 	}
@@ -183,18 +192,19 @@ func (s *Store) holds(w registry.Write, v *view) bool {
 	return true
 }
 
-// ops is w as one multi pinning v: the record and the settings (a check or
-// versioned set when present, a create when missing), the buckets of the
+// ops is w as one multi pinning v: the record with its identity
+// (recordOps) and the settings (a check or versioned set when present, a
+// create when missing), the buckets of the
 // compared entries present, then each entry's write, then <root>/rev,
 // whose reply carries the commit's zxid.
-func (s *Store) ops(w registry.Write, v *view) []any {
+func (s *Store) ops(w registry.Write, v *view, old *unmarked) []any {
 	var ops []any
 	if w.Resource != "" {
 		var data []byte
 		if w.Record != nil {
 			data = s.form.EncodeRecord(w.Record)
 		}
-		ops = append(ops, pin(s.recordPath(w.Resource), v.nodes[s.recordPath(w.Resource)], data, w.Record != nil, s.acl))
+		ops = s.recordOps(s.recordPath(w.Resource), v.nodes[s.recordPath(w.Resource)], data, w.Record != nil, old)
 	}
 	var data []byte
 	if w.Settings != nil {
@@ -249,36 +259,64 @@ func (s *Store) entryOps(rw registry.RequestWrite, n node) []any {
 	}
 }
 
+// refusal is the op of a multi ZooKeeper refused because a pin failed:
+// its index in the multi and its error (nothing applied).
+type refusal struct {
+	at  int
+	err error
+}
+
 // multi sends ops. It returns <root>/rev as the multi set it (its mzxid is
-// the commit's revision), or refused when ZooKeeper answered that a pin
-// failed (nothing applied), or an error: ErrOutcomeUnknown when the multi
-// was sent and no answer says whether it applied.
-func (s *Store) multi(ctx context.Context, ops []any) (rev node, refused bool, err error) {
+// the commit's revision), or the refusal when ZooKeeper answered that a
+// pin failed (nothing applied), or an error: ErrOutcomeUnknown when the
+// multi was sent and no answer says whether it applied.
+func (s *Store) multi(ctx context.Context, ops []any) (rev node, refused *refusal, err error) {
 	if err := ctx.Err(); err != nil {
-		return node{}, false, fmt.Errorf("zkstore: commit: not sent: %w", err)
+		return node{}, nil, fmt.Errorf("zkstore: commit: not sent: %w", err)
 	}
 	if err := s.checkRequestSize(ops); err != nil { // limits.go
-		return node{}, false, err
+		return node{}, nil, err
 	}
 	res, err := call(ctx, func() ([]zk.MultiResponse, error) { return s.c.Multi(ops...) })
 	switch {
 	case err == nil && len(res) == len(ops) && res[len(res)-1].Stat != nil:
-		return node{ok: true, stat: *res[len(res)-1].Stat}, false, nil
+		return node{ok: true, stat: *res[len(res)-1].Stat}, nil, nil
 	case err == nil:
-		return node{}, false, fmt.Errorf("%w: applied, but the reply has %d results for %d operations", ErrOutcomeUnknown, len(res), len(ops))
+		return node{}, nil, fmt.Errorf("%w: applied, but the reply has %d results for %d operations", ErrOutcomeUnknown, len(res), len(ops))
 	case ctx.Err() != nil:
-		return node{}, false, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
+		return node{}, nil, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
 	case len(res) == len(ops) && pinFailed(err):
 		if errors.Is(err, zk.ErrNoNode) {
 			s.forgetDirs() // a directory may be gone: recreate before the next try
 		}
-		return node{}, true, nil
+		// The ops before the refused one answer no error, those after it
+		// a runtime inconsistency.
+		r := &refusal{at: -1, err: err}
+		for i, op := range res {
+			if op.Error != nil {
+				r.at, r.err = i, op.Error
+				break
+			}
+		}
+		return node{}, r, nil
 	case len(res) == len(ops):
 		// Refused for another reason (no permission, a bad path): nothing
 		// applied, and trying again will not help.
-		return node{}, false, fmt.Errorf("zkstore: commit: refused: %w", err)
+		return node{}, nil, fmt.Errorf("zkstore: commit: refused: %w", err)
 	}
-	return node{}, false, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
+	return node{}, nil, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
+}
+
+// isMarkerOp reports whether op pins a record's existing marker (a
+// delete or check of it, identity.go).
+func isMarkerOp(op any) bool {
+	switch o := op.(type) {
+	case *zk.DeleteRequest:
+		return strings.HasPrefix(path.Base(o.Path), markPrefix)
+	case *zk.CheckVersionRequest:
+		return strings.HasPrefix(path.Base(o.Path), markPrefix)
+	}
+	return false
 }
 
 // pinFailed reports a multi refused because a node was not as read.

@@ -153,6 +153,14 @@ func (h *history) remember(z int64) {
 	h.lost[z] = true
 }
 
+// lose records z as lost, as remember does, for a caller outside the
+// lock.
+func (h *history) lose(z int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.remember(z)
+}
+
 // reached forgets the lost zxids of rev's epoch up to rev: the history
 // read ran that epoch past them, so it ran the epoch again (a restored
 // copy, a standalone server started on one) and a node at one of them is

@@ -64,7 +64,7 @@ func (s *Store) CommitKeyHistory(ctx context.Context, w registry.KeyHistoryWrite
 		switch {
 		case err != nil:
 			return registry.KeyHistoryResult{}, err
-		case !refused:
+		case refused == nil:
 			return registry.KeyHistoryResult{OK: true, Revision: uint64(rev.stat.Mzxid)}, nil
 		}
 	}

@@ -63,7 +63,7 @@ func TestPartitionThenSessionExpiry(t *testing.T) {
 	mctx, mcancel := context.WithTimeout(ctx, 2*time.Second)
 	_, refused, err := cut.multi(mctx, []any{&zk.SetDataRequest{Path: cut.revPath(), Version: -1}})
 	mcancel()
-	if refused || !errors.Is(err, ErrOutcomeUnknown) {
+	if refused != nil || !errors.Is(err, ErrOutcomeUnknown) {
 		t.Fatalf("multi into the partition: refused %v, %v; want ErrOutcomeUnknown", refused, err)
 	}
 	won, err := other.Commit(ctx, registry.Write{Resource: "p/1", RecordRev: first.Revision, Record: &lockstate.Record{HighestFence: 3}})
@@ -90,11 +90,11 @@ func TestRefusedPinIsNotUnknown(t *testing.T) {
 	s := freshStore(t)
 	ctx := context.Background()
 	rev, refused, err := s.multi(ctx, []any{&zk.CheckVersionRequest{Path: s.settingsPath(), Version: 7}, &zk.SetDataRequest{Path: s.revPath(), Version: -1}})
-	if err != nil || !refused || rev.ok {
+	if err != nil || refused == nil || rev.ok {
 		t.Fatalf("stale pin: rev %+v refused %v err %v", rev, refused, err)
 	}
 	rev, refused, err = s.multi(ctx, []any{&zk.CheckVersionRequest{Path: s.settingsPath(), Version: 0}, &zk.SetDataRequest{Path: s.revPath(), Version: -1}})
-	if err != nil || refused || rev.stat.Mzxid == 0 {
+	if err != nil || refused != nil || rev.stat.Mzxid == 0 {
 		t.Fatalf("right pin: rev %+v refused %v err %v", rev, refused, err)
 	}
 }

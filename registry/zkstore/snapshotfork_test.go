@@ -7,7 +7,9 @@
 // node must not read a record that transaction wrote as if it were the
 // ensemble's: before history.lost it returned it silently, and in seed
 // 207 a grant of fence 9 decided on such a record passed the leader's
-// version check over a live fence 8.
+// version check over a live fence 8. A Store that never saw it cannot
+// tell from its reads; the record's marker (identity.go) makes the
+// leader refuse its commit.
 package zkstore
 
 import (
@@ -25,11 +27,41 @@ import (
 )
 
 func TestMemberServingALostSnapshotIsReported(t *testing.T) {
+	res, err := commitOnALostSnapshot(t, false)
+	if !errors.Is(err, registry.ErrStoreWentBack) || res.OK {
+		t.Fatalf("a commit decided on the lost fence 7 by a Store that never saw the loss: %+v, %v; want registry.ErrStoreWentBack, the leader refusing the record's identity", res, err)
+	}
+	t.Logf("refused: %v", err)
+}
+
+// TestMemberServingALostSnapshotWithoutIdentity is the negative control
+// of the records' identity (identity.go): with it left out, as before it,
+// the same commit passes the leader's version check over fence 20.
+func TestMemberServingALostSnapshotWithoutIdentity(t *testing.T) {
+	res, err := commitOnALostSnapshot(t, true)
+	if err != nil || !res.OK {
+		t.Fatalf("without the records' identity, a commit decided on the lost fence 7: %+v, %v; want it taken by the leader (the version matches), or this test shows nothing", res, err)
+	}
+	t.Logf("without the records' identity the leader took fence 8 decided on the lost fence 7 over fence 20 (revision %#x)", res.Revision)
+}
+
+// withoutIdentity leaves the records' markers out (identity.go).
+func withoutIdentity(s *Store) { s.identityOff = true }
+
+// commitOnALostSnapshot forks a real ensemble as chaos seed 207 did and
+// returns the commit a Store that never saw the loss makes on the
+// record the kept member serves from the lost history; identityOff
+// leaves the records' markers out of every Store.
+func commitOnALostSnapshot(t *testing.T, identityOff bool) (registry.CommitResult, error) {
 	server(t) // skips like the others without ZooKeeper
 	ens := zktest.StartEnsemble(t, zktest.EnsembleOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	open := func(servers ...string) *Store { return openStore(t, ctx, servers) }
+	var opts []Option
+	if identityOff {
+		opts = append(opts, withoutIdentity)
+	}
+	open := func(servers ...string) *Store { return openStore(t, ctx, servers, opts...) }
 	s := open(ens.Servers()...)
 	commitFence(t, ctx, s, 1) // fork/x at fence 1: the history the ensemble keeps
 	for _, m := range ens.Members {
@@ -114,13 +146,14 @@ func TestMemberServingALostSnapshotIsReported(t *testing.T) {
 	}
 	t.Logf("reported: %v", err)
 
-	// What no Store can tell, shown so the limit stays documented: the
-	// ensemble's history now creates fork/y itself (fence 20, version 0);
-	// the kept member cannot apply the create over the node it kept, so
-	// it goes on serving the lost fence 7 at that same version 0. A Store
-	// that never saw the lost zxid (one started since) decides on it, and
-	// the leader, which checks only the version, takes the commit over
-	// fence 20: seed 207's fence 9 over a live fence 8.
+	// What a Store that never saw the lost zxid cannot tell from its
+	// reads: the ensemble's history now creates fork/y itself (fence 20,
+	// version 0); the kept member cannot apply the create over the node
+	// it kept, so it goes on serving the lost fence 7 at that same
+	// version 0. A Store started since decides on it, and the leader
+	// checks the version, which matches: seed 207's fence 9 over a live
+	// fence 8. The record's marker (identity.go) is what the leader
+	// refuses: fence 7's is not in the ensemble's history.
 	commitFenceOn(t, ctx, onOther, "fork/y", 20)
 	fresh := open(kept.Addr)
 	lost := readRetrying(t, ctx, fresh, "fork/y")
@@ -129,10 +162,12 @@ func TestMemberServingALostSnapshotIsReported(t *testing.T) {
 	}
 	w := registry.Write{Resource: "fork/y", RecordRev: lost.RecordRev, RecordWas: lost.Record, RecordWasRaw: lost.RecordRaw, Record: &lockstate.Record{HighestFence: 8}}
 	res, err := fresh.Commit(ctx, w)
-	if err != nil || !res.OK {
-		t.Fatalf("a commit decided on the lost fence 7: %+v, %v; want it taken by the leader (the version matches)", res, err)
+	if err == nil && res.OK {
+		if snap := readRetrying(t, ctx, onOther, "fork/y"); snap.Record == nil || snap.Record.HighestFence != 8 {
+			t.Fatalf("the commit was answered OK but the ensemble holds fork/y at %+v", snap.Record)
+		}
 	}
-	t.Logf("the leader took fence 8 decided on the lost fence 7 over fence 20 (revision %#x): only a Store that saw the lost zxid refuses it", res.Revision)
+	return res, err
 }
 
 // readRetrying reads resource until the store answers (a member still

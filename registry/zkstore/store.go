@@ -10,6 +10,7 @@
 //	<root>/settings                     the settings (registry.EncodeSettings); empty data: none yet
 //	<root>/keyhistory                   the gate key history (registry.EncodeKeyHistory); empty data: none yet
 //	<root>/r/<resource>                 one record per resource (registry.EncodeRecord); empty data: none yet
+//	<root>/r/<resource>/id-<hash>       the record's marker: its contents' identity (identity.go)
 //	<root>/q/<owner>/<bucket>/<request> one request entry (registry.EncodeRequestEntry)
 //	<root>/s/<second>/<item>            one sweep index item, its resource the data (sweep.go)
 //
@@ -51,7 +52,12 @@
 // read no later than the entry (or its pzxid shows no child created or
 // deleted since the entry's mzxid). A multi that applies therefore commits
 // on exactly the state the compares were decided on: it is linearizable
-// at its zxid. A multi refused by a pin (a node changed since it was read)
+// at its zxid, in the ensemble's history. Two histories of the ensemble
+// reuse data versions (a member serving a lost history: chaos seed 207),
+// so each record also carries a marker named by its contents, which the
+// multi deletes or checks (identity.go): a commit decided on a record of
+// another history is refused by the leader, and reported. A multi
+// refused by a pin (a node changed since it was read)
 // applied nothing; the commit reads again (below) and either reports the
 // failed compare or, when the compares still hold, sends a new multi, a
 // bounded number of times. Any other error (connection lost, session
@@ -147,6 +153,10 @@ type Store struct {
 
 	hist       history     // what this store has seen of the ensemble's history (history.go)
 	onWentBack func(error) // WithWentBack
+
+	// identityOff leaves out the records' markers (identity.go), as
+	// before them: set only by tests, for their negative control.
+	identityOff bool
 }
 
 var _ registry.Store = (*Store)(nil)
