@@ -44,14 +44,18 @@ type Report struct {
 	Evidence []string
 	// Undecided names, for an Unknown verdict, each partition porcupine
 	// did not decide within checkTimeout, and its size.
-	Undecided  []string
-	Operations int            // operations porcupine checked
-	CheckTime  time.Duration  // porcupine's time
-	Calls      map[string]int // registry calls by kind/result, writes and decisions by outcome
-	Faults     map[string]int // injected, by kind
-	Counts     Counts
-	Repairs    int
-	Resumes    int
+	Undecided []string
+	// EngineForks names each fork of the store the members' logs show
+	// (zkForks): printed always, and named among the failures of a run
+	// that failed.
+	EngineForks []string
+	Operations  int            // operations porcupine checked
+	CheckTime   time.Duration  // porcupine's time
+	Calls       map[string]int // registry calls by kind/result, writes and decisions by outcome
+	Faults      map[string]int // injected, by kind
+	Counts      Counts
+	Repairs     int
+	Resumes     int
 }
 
 // Failures lists what makes a normal run fail: a verdict other than Ok,
@@ -71,6 +75,13 @@ func (r *Report) Failures(strictPauses bool) []string {
 	for _, v := range r.Counts.Violations() {
 		if strictPauses || !strings.HasPrefix(v, "spurious pauses") {
 			out = append(out, v)
+		}
+	}
+	if len(out) > 0 {
+		// The failure happened on a store that forked: said, so it is
+		// read as the engine's fork the registry did not withstand.
+		for _, f := range r.EngineForks {
+			out = append(out, "on a store that forked: "+f)
 		}
 	}
 	for _, k := range r.FaultsMissing {
@@ -125,7 +136,14 @@ func CheckHistory(eventsDir, storeDir string, seed uint64, mutant bool, visDir s
 		return nil, err
 	}
 	h.add(losses...)
+	forks, err := zkForks(storeDir)
+	if err != nil {
+		return nil, err
+	}
 	rep := &Report{Seed: seed, Mutant: mutant, Calls: tally(h)}
+	for _, f := range forks {
+		rep.EngineForks = append(rep.EngineForks, f.String())
+	}
 	ops := h.Operations(h.Resources())
 	rep.Operations = len(ops)
 	model := modelFor(ops)
@@ -188,6 +206,9 @@ func (r *Report) String() string {
 	}
 	if r.Visualization != "" {
 		fmt.Fprintf(&b, "  porcupine visualization: %s\n", r.Visualization)
+	}
+	for _, l := range r.EngineForks {
+		fmt.Fprintf(&b, "  %s\n", l)
 	}
 	for _, l := range r.Evidence {
 		fmt.Fprintf(&b, "  %s\n", l)

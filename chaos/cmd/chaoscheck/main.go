@@ -7,7 +7,8 @@
 // DIR is a run directory the suite kept (it prints it when a run fails,
 // or keeps every run under FENCEGATE_CHAOS_KEEP), or its events/
 // directory; the store members' logs beside them (store/) are read too,
-// for the transactions ZooKeeper lost. It prints the report and exits 1 when the history fails the
+// for the transactions ZooKeeper lost and the forks it served (a failure
+// on a store that forked names the fork). It prints the report and exits 1 when the history fails the
 // run (a verdict other than Ok, or a violation count), 2 on bad usage.
 // The database counts (stale accepts, receipts against effects) need the
 // run's PostgreSQL database and are not replayed.

@@ -2,7 +2,8 @@
 // beside its history: seed 187's run directory passes (the logs show
 // ZooKeeper lost the grant the registry issued again), the same history
 // without its store/ fails on that fence, seed 80's (recorded before the
-// watch) fails Illegal, and bad usage exits 2.
+// watch) fails Illegal, seed 207's (recorded before zkstore's record
+// identity) fails Illegal naming ZooKeeper's fork, and bad usage exits 2.
 package main
 
 import (
@@ -29,6 +30,8 @@ func TestChaoscheck(t *testing.T) {
 			[]string{"seed 187", "FAIL: porcupine: Illegal", "FAIL: fence reused across grants by the registry: 1"}},
 		{"seed 80 as recorded", []string{"-seed", "80", filepath.Join(fixtures, "zkloss80")}, 1,
 			[]string{"FAIL: porcupine: Illegal", "FAIL: fence reused across grants by the registry: 4"}},
+		{"seed 207 as recorded (before zkstore's record identity)", []string{"-seed", "207", filepath.Join(fixtures, "zkopen207")}, 1,
+			[]string{"FAIL: porcupine: Illegal", "FAIL: on a store that forked: ZooKeeper forked: zk3 truncated its log to 0x200000002, then at 14:08:32.908 loaded a snapshot reaching 0x200000004"}},
 		{"no directory", nil, 2, nil},
 	} {
 		var out, errs strings.Builder
