@@ -133,7 +133,8 @@ func TestChaosMutant(t *testing.T) {
 
 // run is one seeded run in a fresh database and directory. The directory
 // is removed when the test passes; a failed test keeps it (keepEvidence),
-// as FENCEGATE_CHAOS_KEEP keeps every run.
+// and so does a run on a store that forked (Report.EngineForks), as
+// FENCEGATE_CHAOS_KEEP keeps every run.
 func run(t *testing.T, bins Binaries, seed uint64, d time.Duration, mutant bool) *Report {
 	t.Helper()
 	backend := envOr(EnvBackend, BackendEtcd)
@@ -145,8 +146,9 @@ func run(t *testing.T, bins Binaries, seed uint64, d time.Duration, mutant bool)
 	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
 		storeDir, _ = os.MkdirTemp("/dev/shm", "fencegate-chaos-"+backend+"-")
 	}
+	forked := false // a run on a store that forked is kept, passed or not: what the registry did there is the evidence
 	t.Cleanup(func() {
-		if kept := keepEvidence(dir, storeDir, t.Failed() || os.Getenv(EnvKeep) != "", t.Failed(), runTag{seed, backend, d, mutant}); kept {
+		if kept := keepEvidence(dir, storeDir, t.Failed() || forked || os.Getenv(EnvKeep) != "", t.Failed(), runTag{seed, backend, d, mutant}); kept {
 			t.Logf("EVIDENCE KEPT in %s (history, logs, the store's data; replay: go run ./chaos/cmd/chaoscheck %s)", dir, dir)
 		}
 	})
@@ -161,6 +163,7 @@ func run(t *testing.T, bins Binaries, seed uint64, d time.Duration, mutant bool)
 		t.Fatalf("%s: %v (logs in %s)", cfg, err, dir)
 	}
 	t.Logf("%s", r)
+	forked = len(r.EngineForks) > 0
 	return r
 }
 
