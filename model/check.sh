@@ -60,14 +60,21 @@ elif [ "$mode" = --full ]; then
   safes="base querier three range rangenet reacquire segments shortttl range3"
 fi
 
-# build NAME FLAGS...: a pan for the model with these -D flags, in dir NAME
+# build NAME FLAGS...: a pan for the model $TOP (default fencegate.pml)
+# with these -D flags, in dir NAME
 build() {
   local name=$1 how=""
   shift
   [ -n "${BFS:-}" ] && how=-DBFS
   mkdir -p "$name"
-  (cd "$name" && cp ../*.pml . && spin -a "$@" fencegate.pml >/dev/null &&
-    cc ${OPT:--O2} -w -DMEMLIM="$memlim" -DVECTORSZ=1024 $how -o pan pan.c)
+  (cd "$name" && cp ../*.pml . && spin -a "$@" "${TOP:-fencegate.pml}" >/dev/null &&
+    cc ${OPT:--O2} -w -DMEMLIM="$memlim" -DVECTORSZ=1024 ${CCFLAGS:-} $how -o pan pan.c)
+}
+
+# search NAME: run NAME's pan ($PAN: extra options, e.g. -a -f for the
+# liveness properties; $DEPTH: the search depth, default 100000)
+search() {
+  (cd "$1" && ./pan -m"${DEPTH:-100000}" -w"${W:-$hashbits}" ${PAN:-} >out.txt 2>&1) || true
 }
 
 # stats NAME: one line of figures from NAME/out.txt
@@ -87,7 +94,7 @@ safe() {
   local name=$1 covers=$2 k missed=""
   shift 2
   build "$name" "$@"
-  (cd "$name" && ./pan -m100000 -w"$hashbits" >out.txt 2>&1) || true
+  search "$name"
   for k in $covers; do grep -qx "cover $k reached" "$name/out.txt" || missed="$missed $k"; done
   if grep -q 'errors: 0' "$name/out.txt" && ! grep -qE 'Search not completed|max search depth too small|MEMLIM' "$name/out.txt" &&
     [ -z "$missed" ]; then
@@ -106,8 +113,8 @@ safe() {
 trail() {
   local name=$1
   shift
-  (cd "$name" && spin -t "$@" fencegate.pml 2>&1) |
-    tr -s ' ' | sed -n 's/^[[:space:]]*\(T[0-9].*\|--- T = .*\)$/      \1/p; s/^spin: text of failed assertion: \(.*\)/      violated: \1/p'
+  (cd "$name" && spin -t "$@" "${TOP:-fencegate.pml}" 2>&1) |
+    tr -s ' ' | sed -n 's/^[[:space:]]*\(T[0-9].*\|--- T = .*\|ev .*\|<<<<<START OF CYCLE>>>>>\)$/      \1/p; s/^spin: text of failed assertion: \(.*\)/      violated: \1/p'
 }
 
 # violated NAME PATTERN WHAT FLAGS...: the search must stop on an
@@ -117,8 +124,10 @@ violated() {
   local name=$1 pattern=$2 what=$3
   shift 3
   build "$name" "$@"
-  (cd "$name" && ./pan -m100000 -w"$hashbits" >out.txt 2>&1) || true
-  if grep -q "assertion violated.*$pattern" "$name/out.txt"; then
+  search "$name"
+  local re="assertion violated.*$pattern"
+  [ "${pattern#@}" != "$pattern" ] && re=${pattern#@}   # @REGEX: a line of its own (a deadlock, an acceptance cycle)
+  if grep -qE "$re" "$name/out.txt"; then
     echo "PASS  $name [$*]: $what ($(stats "$name"))"
     return 0
   fi
@@ -200,6 +209,74 @@ if [ "$mode" != --quick ]; then
   fi
   unset BFS
 fi
+
+# mutant NAME PATTERN WHAT FLAGS...: violated, then the trail (of an
+# acceptance cycle, the cycle only: the way into it can be long)
+mutant() {
+  local name=$1 pattern=$2 what=$3
+  shift 3
+  if violated "$name" "$pattern" "$what" "$@"; then
+    case $pattern in
+    *cycle*) trail "$name" "$@" | sed -n '/START OF CYCLE/,$p' | head -40 ;;
+    *) trail "$name" "$@" ;;
+    esac
+  fi
+}
+
+# --- issue 46: lock sets and read/write locks, each its own model
+# (model/README.md "Lock sets", "Read/write locks"). Their clients loop
+# forever, so a complete search covers every run of any length; the
+# liveness property (no starvation) is checked under weak fairness.
+echo "--- lock sets (lockset.pml): no partial hold, no waiter holding, no deadlock, no starvation"
+# small state spaces: -O0 builds in a fifth of the time -O2 takes, and
+# the searches take a few seconds either way; five processes under weak
+# fairness need NFAIR=3
+export TOP=lockset.pml DEPTH=1000000 W=20 OPT=-O0 CCFLAGS=-DNFAIR=3
+LIVE="-a -f"
+safe lockset "1 2 3 4 5 6"
+PAN=$LIVE safe lockset-live "" -DLIVE
+if [ "$mode" != --quick ]; then
+  safe lockset-cycle "1 2 3 4 5 6" -DCYCLE
+  PAN=$LIVE safe lockset-cycle-live "" -DCYCLE -DLIVE
+fi
+if [ "$mode" = --full ]; then
+  safe lockset-big "1 2 3 4 5 6" -DBIG -DCANCELS=2
+  PAN=$LIVE safe lockset-big-live "" -DBIG -DCANCELS=2 -DLIVE
+fi
+BFS=1
+mut="-DNOHIDDEN -DNOCOVER"
+mutant ls-partial 'waiterHolds' 'counterexample: a waiter holds a member' -DMUTANT_PARTIAL $mut
+mutant ls-partial-deadlock '@invalid end state' 'counterexample: deadlock' -DMUTANT_PARTIAL -DNOASSERT $mut
+mutant ls-splitenq '@invalid end state' 'counterexample: deadlock, nothing held' -DMUTANT_SPLITENQ $mut
+mutant ls-splitexpire 'partialHold' 'counterexample: a partial hold' -DMUTANT_SPLITEXPIRE $mut
+mutant ls-nocancelhandoff '@invalid end state' 'counterexample: deadlock after a cancel' -DMUTANT_NOCANCELHANDOFF $mut
+unset BFS
+PAN=$LIVE mutant ls-barge '@acceptance cycle' 'counterexample: a set starved by single-resource clients' -DMUTANT_BARGE -DLIVE -DNOCOVER
+
+echo "--- read/write locks (rwlock.pml): writer exclusion, writer preference, own leases, downgrade, gate, no starvation"
+export TOP=rwlock.pml W=22
+safe rwlock-twow "1 2 3 4 5 6 7" -DTWOW
+PAN=$LIVE safe rwlock-live "" -DLIVE
+if [ "$mode" != --quick ]; then
+  safe rwlock "1 2 3 4 6 7"
+  PAN=$LIVE safe rwlock-twow-live "" -DTWOW -DLIVE
+fi
+if [ "$mode" = --full ]; then
+  safe rwlock-big "1 2 3 4 5 6 7" -DBIG
+  PAN=$LIVE safe rwlock-big-live "" -DBIG -DLIVE
+  safe rwlock-ttl3 "1 2 3 4 5 6 7" -DTWOW -DTTL=3 -DRNMAX=2
+fi
+BFS=1
+mut="-DNOHIDDEN -DNOCOVER"
+mutant rw-writerbeside 'writerNotAlone' 'counterexample: a writer beside a reader' -DMUTANT_WRITERBESIDE $mut
+mutant rw-readerpref 'readerPastWriter' 'counterexample: a new reader past a queued writer' -DMUTANT_READERPREF $mut
+mutant rw-sharedlease 'outlivesTTL' "counterexample: a crashed reader's share outlives its TTL" -DMUTANT_SHAREDLEASE $mut
+mutant rw-downgrade2step 'writerInDowngrade' 'counterexample: a queued writer let in during a downgrade' -DMUTANT_DOWNGRADE2STEP -DTWOW $mut
+mutant rw-gatenomode 'readerMutation' "counterexample: a reader's grant accepted as a mutation" -DMUTANT_GATENOMODE $mut
+unset BFS
+PAN=$LIVE mutant rw-readerpref-live '@acceptance cycle' 'counterexample: a writer starved by readers' -DMUTANT_READERPREF -DNOASSERT -DLIVE -DNOCOVER
+PAN=$LIVE mutant rw-writerjump-live '@acceptance cycle' 'counterexample: a reader starved by writers' -DMUTANT_WRITERJUMP -DTWOW -DLIVE -DNOCOVER
+unset TOP DEPTH W OPT CCFLAGS
 
 if [ "$failures" -ne 0 ]; then
   echo "model check: $failures failure(s)"
