@@ -143,7 +143,11 @@ inline grant(c) {
      :: k < NC -> writerInDowngrade = writerInDowngrade || dg[k]; k++
      :: else -> break
      od;
+#ifndef FENCEONLY
      PROP(writerInDowngrade)
+#else
+     skip   /* -DFENCEONLY: the mutant is checked for fenceLost alone */
+#endif
   :: else ->
      printf("ev c%d granted READ (the last writer's fence %d)\n", c, F)
   fi;
