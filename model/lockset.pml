@@ -246,18 +246,18 @@ inline takeNext(c) {
 
 proctype Client(byte c) {
   do
-  :: atomic { st[c] == IDLE -> acquire(c); check() }
+  :: d_step { st[c] == IDLE -> acquire(c); check() }
 #ifdef MUTANT_PARTIAL
-  :: atomic { st[c] == WAITING && step[c] < SIZE(c) && NHELD(c) == step[c] -> takeNext(c); check() }
+  :: d_step { st[c] == WAITING && step[c] < SIZE(c) && NHELD(c) == step[c] -> takeNext(c); check() }
 #endif
 #ifdef MUTANT_SPLITENQ
-  :: atomic { st[c] == WAITING && step[c] < SIZE(c) ->
+  :: d_step { st[c] == WAITING && step[c] < SIZE(c) ->
        m1 = MEM(c, step[c]); enq(m1, c); step[c]++;
        if :: ELIGIBLE(c) -> grantSet(c) :: else -> skip fi;
        check() }
 #endif
-  :: atomic { st[c] == HELD -> st[c] = IDLE; printf("ev c%d releases\n", c); freeAll(c); check() }
-  :: atomic { st[c] == WAITING && cancels < CANCELS ->
+  :: d_step { st[c] == HELD -> st[c] = IDLE; printf("ev c%d releases\n", c); freeAll(c); check() }
+  :: d_step { st[c] == WAITING && cancels < CANCELS ->
        /* the waiter's deadline: it leaves every queue in one transaction */
        cancels++;
        st[c] = IDLE;
@@ -302,10 +302,10 @@ inline expire(r) {
 
 proctype Expiry() {
   do
-  :: atomic { hold[0] != NONE && st[hold[0]] == HELD -> expire(0) }
-  :: atomic { hold[1] != NONE && st[hold[1]] == HELD -> expire(1) }
+  :: d_step { hold[0] != NONE && st[hold[0]] == HELD -> expire(0) }
+  :: d_step { hold[1] != NONE && st[hold[1]] == HELD -> expire(1) }
 #if NR > 2
-  :: atomic { hold[2] != NONE && st[hold[2]] == HELD -> expire(2) }
+  :: d_step { hold[2] != NONE && st[hold[2]] == HELD -> expire(2) }
 #endif
   od
 }

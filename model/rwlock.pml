@@ -267,15 +267,16 @@ inline mutate(c) {
 
 proctype Client(byte c) {
   do
-  :: atomic { cs[c] == IDLE -> want[c] = (ISW(c) -> WR : RD); acquire(c); canon(); check() }
-  :: atomic { cs[c] == HELD ->
+  :: d_step { cs[c] == IDLE -> want[c] = (ISW(c) -> WR : RD); acquire(c); canon(); check() }
+  :: d_step { cs[c] == HELD ->
        printf("ev c%d releases\n", c);
        if :: md[c] != 0 -> md[c] = 0; ex[c] = 0; grantQueue() :: else -> skip fi;
        cs[c] = IDLE; gf[c] = NOF; gm[c] = 0; canon(); check() }
-  :: atomic { cs[c] == HELD && rn[c] < RNMAX ->
+  :: d_step { cs[c] == HELD && rn[c] < RNMAX ->
        rn[c]++;
        if
        :: md[c] != 0 ->
+          printf("ev c%d renews\n", c);
 #ifdef MUTANT_SHAREDLEASE
           /* one lease for all readers: any reader's renewal renews every reader's share */
           if
@@ -293,8 +294,8 @@ proctype Client(byte c) {
        :: else -> printf("ev c%d learns its lease ended\n", c); cs[c] = IDLE; gf[c] = NOF; gm[c] = 0; canon()
        fi;
        check() }
-  :: atomic { cs[c] == HELD && !sent[c] -> mutate(c); canon(); check() }
-  :: atomic { cs[c] == HELD && gm[c] == WR && md[c] == WR ->
+  :: d_step { cs[c] == HELD && !sent[c] -> mutate(c); canon(); check() }
+  :: d_step { cs[c] == HELD && gm[c] == WR && md[c] == WR ->
        printf("ev c%d downgrades\n", c);
        if :: ANYWRITERQUEUED -> REACH(5) :: else -> skip fi;   /* a writer queued at the downgrade */
 #ifdef MUTANT_DOWNGRADE2STEP
@@ -310,9 +311,9 @@ proctype Client(byte c) {
 #endif
        canon(); check() }
 #ifdef MUTANT_DOWNGRADE2STEP
-  :: atomic { cs[c] == DOWNGRADING -> want[c] = RD; acquire(c); canon(); check() }
+  :: d_step { cs[c] == DOWNGRADING -> want[c] = RD; acquire(c); canon(); check() }
 #endif
-  :: atomic { cs[c] == HELD && md[c] != 0 && crashes < CRASHES ->
+  :: d_step { cs[c] == HELD && md[c] != 0 && crashes < CRASHES ->
        crashes++; cs[c] = DEAD; printf("ev c%d crashes holding\n", c); check() };
      break
   od
@@ -322,7 +323,7 @@ proctype Client(byte c) {
  * (the registry frees it at once and grants from the queue) */
 proctype Clock() {
   do
-  :: atomic { ANYHOLDER ->
+  :: d_step { ANYHOLDER ->
        k = 0;
        do
        :: k < NC ->
