@@ -254,7 +254,7 @@ inline mutate(c) {
   sent[c] = 1;
   if
 #ifndef MUTANT_GATENOMODE
-  :: gm[c] == RD -> REACH(4); printf("ev gate: c%d's read grant refused as a mutation (NOT_WRITER)\n", c)
+  :: gm[c] == RD -> REACH(4); printf("ev gate: c%d's read grant refused as a mutation (READ_GRANT)\n", c)
 #endif
   :: md[c] != gm[c] -> printf("ev gate: c%d NOT_HELD\n", c)       /* no fresh proof */
   :: md[c] == gm[c] && gf[c] < H -> printf("ev gate: c%d STALE_OWNER\n", c)
