@@ -120,6 +120,20 @@ type Config struct {
 	// failed compare, never a wrong answer. Optional, defaults to 4096.
 	CacheResourcesMax int
 
+	// ReleaseEarly answers a release once it is decided and its commit
+	// handed to the store, before the commit returns: the caller waits for
+	// no commit of its release. Optional, defaults to false (a release
+	// answers after its commit, as etcd's Mutex.Unlock does). What it
+	// costs (docs/guarantees.md, "A release answered early"): a commit
+	// lost after the answer leaves the lease held until its TTL, as if
+	// its owner had crashed, and until the commit lands another replica
+	// (not this one) may still answer HELD for the released lease. It
+	// moves no safety property: the released lease's successor is granted
+	// only by a write compared against the release's outcome (in the same
+	// transaction for a queued waiter), so its fence is above the
+	// released one either way.
+	ReleaseEarly bool
+
 	// Observer hears of expiries and handoffs this registry commits (for
 	// metrics). Optional, defaults to none. It is called after the commit,
 	// outside any lock, and must not block.

@@ -63,18 +63,36 @@ func (r *Registry) backendRevision(ctx context.Context, owner string, body locks
 // waiter, if any. Releasing a lease the same owner already
 // released succeeds again, so a release whose response was lost can be
 // retried. ErrLeaseExpired when it had already expired.
+//
+// It answers after its one commit, or with Config.ReleaseEarly once that
+// commit is decided and handed to the store (releaseEarly): then a
+// commit lost after the answer leaves the lease to end at its TTL.
 func (r *Registry) Release(ctx context.Context, owner, resource, lease string) error {
 	if err := validateLease(owner, resource, lease); err != nil {
 		return err
 	}
-	_, _, err := r.casLoop(ctx, resource, nil, true, func(s *Snapshot, now int64) (*Write, error) {
+	if r.cfg.ReleaseEarly {
+		return r.releaseEarly(ctx, owner, resource, lease)
+	}
+	return r.releaseDurable(ctx, owner, resource, lease)
+}
+
+// releaseDurable is a release answered after its commit: one
+// compare-and-swap on the cached record (a read first on a miss).
+func (r *Registry) releaseDurable(ctx context.Context, owner, resource, lease string) error {
+	_, _, err := r.casLoop(ctx, resource, nil, true, r.decideRelease(owner, lease))
+	return err
+}
+
+// decideRelease is the release's decision on a snapshot and its write.
+func (r *Registry) decideRelease(owner, lease string) decideFunc {
+	return func(s *Snapshot, now int64) (*Write, error) {
 		dec, err := lockstate.DecideRelease(recordOf(s), s.Settings, owner, lease, now, r.lim, takenKeys(s))
 		if err != nil {
 			return nil, err
 		}
 		return r.writeFor(s, dec.Record, dec.Entries), nil
-	})
-	return err
+	}
 }
 
 func validateLease(owner, resource, lease string) error {

@@ -55,6 +55,7 @@ func (r *Registry) casLoopMode(ctx context.Context, resource string, keys []lock
 			if fresh || staleOK && err == nil {
 				return s, 0, err
 			}
+			unlock = r.unlockFor(unlock) // a read may wait for a release in flight, which may need the lock
 			if s, err = r.read(ctx, resource, keys); err != nil {
 				return s, 0, err
 			}
@@ -78,6 +79,7 @@ func (r *Registry) casLoopMode(ctx context.Context, resource string, keys []lock
 		}
 		w.ReadKeys = readKeys(keys, w)
 		bindDecidedOn(w, &s)
+		early := r.releaseInFlight(ctx, resource)
 		res, err := r.store.Commit(ctx, *w)
 		if err != nil {
 			rev, landed, rerr := r.landedDespite(ctx, err, w)
@@ -94,6 +96,15 @@ func (r *Registry) casLoopMode(ctx context.Context, resource string, keys []lock
 		conflicts++
 		s, fresh = res.Current, true
 		r.rememberSnapshot(&s)
+		if early != nil {
+			// A release this process answered early was in flight: the
+			// compare may have gone ahead of it. Decide after it (whose
+			// retry may need the lock).
+			unlock = r.unlockFor(unlock)
+			if s, err = r.readAfter(ctx, early, resource, keys); err != nil {
+				return s, 0, err
+			}
+		}
 		if err := r.backoff(ctx, conflicts); err != nil {
 			return s, 0, err
 		}
@@ -122,8 +133,13 @@ func (r *Registry) landedDespite(ctx context.Context, err error, w *Write) (uint
 	return s.RecordRev, true, nil
 }
 
-// read takes a linearizable snapshot and refreshes the cache from it.
+// read takes a linearizable snapshot and refreshes the cache from it;
+// it reads a resource after any release this process answered early on it
+// (awaitRelease), so this process reads its own releases.
 func (r *Registry) read(ctx context.Context, resource string, keys []lockstate.RequestKey) (Snapshot, error) {
+	if err := r.awaitRelease(ctx, resource); err != nil {
+		return Snapshot{}, storeError("read", err)
+	}
 	s, err := r.store.Read(ctx, resource, keys)
 	if err != nil {
 		return s, storeError("read", err)

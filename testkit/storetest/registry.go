@@ -1,7 +1,6 @@
 package storetest
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -27,26 +26,14 @@ func RunRegistry(t *testing.T, newStore NewStore) {
 	t.Run("WaitersServedFIFO", func(t *testing.T) { testFIFO(t, newStore(t)) })
 	t.Run("CancelledWaiterLeavesQueue", func(t *testing.T) { testCancelWait(t, newStore(t)) })
 	t.Run("BusyResourceEntrySwept", func(t *testing.T) { testBusyResourceSweep(t, newStore(t)) })
+	t.Run("Release", func(t *testing.T) { RunRelease(t, newStore) })
 }
 
 // NewRegistry returns a registry over s with a fixed Ed25519 key, epoch 1,
 // and the system clock unless clk is given.
 func NewRegistry(t testing.TB, s registry.Store, clk clock.Clock) *registry.Registry {
 	t.Helper()
-	k, err := grant.GenerateKey(grant.AlgEd25519, "storetest", bytes.NewReader(bytes.Repeat([]byte{1}, 32)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if clk == nil {
-		clk = clock.System{}
-	}
-	cfg := registry.DefaultConfig(1)
-	cfg.WaitPollMsMax = 50
-	r, err := registry.New(s, cfg, clk, k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
+	return NewRegistryWith(t, s, clk, false)
 }
 
 func acq(resource, id string, waitMs uint64) wire.AcquireRequest {
@@ -54,7 +41,12 @@ func acq(resource, id string, waitMs uint64) wire.AcquireRequest {
 }
 
 func testTwoRegistries(t *testing.T, s registry.Store) {
-	regs := []*registry.Registry{NewRegistry(t, s, nil), NewRegistry(t, s, nil)}
+	testTwoRegistriesOf(t, []*registry.Registry{NewRegistry(t, s, nil), NewRegistry(t, s, nil)})
+}
+
+// testTwoRegistriesOf: workers on regs contend for one resource; never
+// two holders at once, fences strictly rising.
+func testTwoRegistriesOf(t *testing.T, regs []*registry.Registry) {
 	const workers, rounds = 6, 8
 	var (
 		holders  atomic.Int32
@@ -71,7 +63,7 @@ func testTwoRegistries(t *testing.T, s registry.Store) {
 			for i := 0; i < rounds; i++ {
 				is, err := reg.Acquire(ctx, owner, acq("shared/1", fmt.Sprintf("%s-%d", owner, i), 20_000))
 				if err != nil {
-					fail <- err
+					fail <- fmt.Errorf("%w (releases lost %d, %d)", err, regs[0].ReleasesLost(), regs[1].ReleasesLost())
 					return
 				}
 				if n := holders.Add(1); n != 1 {
