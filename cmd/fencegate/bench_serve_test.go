@@ -70,6 +70,7 @@ const (
 func newServePair(b *testing.B, where serveEtcd) *servePair {
 	dir := b.TempDir()
 	args := []string{"--data-dir", filepath.Join(dir, "serve"), "--listen", "127.0.0.1:0", "--token-file", benchTokenFile(b, dir), "--authz-open"}
+	args = append(args, serveReleaseArgs()...) // the release answered early
 	var endpoints []string
 	if where == externalEtcd {
 		em, err := etcdstore.StartEmbedded(context.Background(), filepath.Join(dir, "etcd"), etcdstore.EmbeddedOptions{})

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -128,8 +129,18 @@ func serveAPI(ctx context.Context, o *serveOptions, ld *loaded, ks *httpapi.KeyS
 			fmt.Fprintf(stderr, "fencegate serve: request sweep: %v\n", err)
 		}
 	})
-	return httpapi.Serve(ctx, ld.ln, withDashboard(ctx, dash, srv), ld.tlsCfg)
+	err = httpapi.Serve(ctx, ld.ln, withDashboard(ctx, dash, srv), ld.tlsCfg)
+	// Releases answered early (--release-early) get their commits before
+	// the process exits; one still in flight then ends at its TTL.
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseFlushTimeout)
+	defer cancel()
+	_ = reg.FlushReleases(fctx)
+	return err
 }
+
+// releaseFlushTimeout bounds how long serve, stopping, waits for the
+// commits of releases it answered early.
+const releaseFlushTimeout = 5 * time.Second
 
 // writeKeySetup stores the key and bundle PlanKey made, saying so.
 func writeKeySetup(ks *httpapi.KeySetup, stderr io.Writer) error {

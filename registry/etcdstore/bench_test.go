@@ -98,23 +98,25 @@ func BenchmarkAcquireRelease(b *testing.B) {
 	})
 }
 
-// BenchmarkAcquireReleaseInterleaved alternates one registry cycle and one
-// etcd-mutex cycle per iteration, so both see the same disk and the same
-// neighbours; it reports each side's median cycle and their ratio.
+// BenchmarkAcquireReleaseInterleaved alternates one registry cycle with
+// its release answered after its commit, one with its release answered
+// early (Config.ReleaseEarly) and one etcd-mutex cycle per iteration, so
+// all see the same disk and the same neighbours; it reports each side's
+// median cycle and the registry's ratios to the Mutex.
 func BenchmarkAcquireReleaseInterleaved(b *testing.B) {
 	c := benchEtcd(b)
 	ctx := context.Background()
 	reg := benchRegistry(b, c)
+	early := newEarlyRegistry(b, New(c, fmt.Sprintf("/bench-%d/", prefixSeq.Add(1))))
 	s, err := concurrency.NewSession(c)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer s.Close()
 	m := concurrency.NewMutex(s, fmt.Sprintf("/bench-mutex-%d/cycle", prefixSeq.Add(1)))
-	var regTimes, mutexTimes []float64
+	var regTimes, earlyTimes, mutexTimes []float64
 	i := 0
-	for b.Loop() {
-		i++
+	cycle := func(reg *registry.Registry) float64 {
 		t0 := time.Now()
 		is, err := reg.Acquire(ctx, "bench", benchReq("cycle/1", i, 0))
 		if err != nil {
@@ -123,6 +125,12 @@ func BenchmarkAcquireReleaseInterleaved(b *testing.B) {
 		if err := reg.Release(ctx, "bench", "cycle/1", is.Grant.Lease); err != nil {
 			b.Fatal(err)
 		}
+		return float64(time.Since(t0).Microseconds())
+	}
+	for b.Loop() {
+		i++
+		regTimes = append(regTimes, cycle(reg))
+		earlyTimes = append(earlyTimes, cycle(early))
 		t1 := time.Now()
 		if err := m.Lock(ctx); err != nil {
 			b.Fatal(err)
@@ -130,12 +138,13 @@ func BenchmarkAcquireReleaseInterleaved(b *testing.B) {
 		if err := m.Unlock(ctx); err != nil {
 			b.Fatal(err)
 		}
-		regTimes = append(regTimes, float64(t1.Sub(t0).Microseconds()))
 		mutexTimes = append(mutexTimes, float64(time.Since(t1).Microseconds()))
 	}
 	b.ReportMetric(median(regTimes), "registry-us/cycle")
+	b.ReportMetric(median(earlyTimes), "registry-early-us/cycle")
 	b.ReportMetric(median(mutexTimes), "mutex-us/cycle")
 	b.ReportMetric(median(regTimes)/median(mutexTimes), "ratio")
+	b.ReportMetric(median(earlyTimes)/median(mutexTimes), "ratio-early")
 }
 
 // locker is one contender's acquire/release, for both systems.

@@ -23,7 +23,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
-	"github.com/fencegate/fencegate/testkit/storetest"
 )
 
 // throughputResources is how many resources are cycled concurrently.
@@ -84,7 +83,7 @@ func BenchmarkThroughput64Paired(b *testing.B) {
 
 func registryLockers(b *testing.B) (*Store, []locker) {
 	st := New(benchEtcd(b), fmt.Sprintf("/bench-%d/", prefixSeq.Add(1)), benchBatching(b)...)
-	reg := storetest.NewRegistry(b, st, nil)
+	reg := newEarlyRegistry(b, st) // the release answered early (Config.ReleaseEarly)
 	var ls []locker
 	for i := 0; i < throughputResources; i++ {
 		ls = append(ls, &regLocker{reg: reg, owner: "tp", resource: fmt.Sprint("tp/", i)})
