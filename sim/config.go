@@ -34,12 +34,14 @@ const (
 	FaultLateCopy                 // an owner releases without waiting; its last write arrives after the next owner wrote
 	FaultGateLag                  // the gate's clock lags the registry's near the skew bound (inside it)
 	FaultLongHold                 // a holder keeps its lease, renewing, for several TTLs before it writes: waiters queue past their own TTL
+	FaultLostRelease              // a release is answered before its commit (registry.Config.ReleaseEarly) and the commit is lost: the lease lives on to its TTL
 	faultCount
 )
 
 var faultNames = [faultCount]string{
 	"pause", "lost-renew", "release-race", "reorder", "duplicate", "payload", "late",
 	"restore", "lost-ack", "skew", "partition", "crash", "adversary", "late-copy", "gate-lag", "long-hold",
+	"lost-release",
 }
 
 // DefaultRates are the per-round rates of --faults all.
@@ -47,7 +49,7 @@ var DefaultRates = [faultCount]float64{
 	FaultPause: 0.25, FaultLostRenew: 0.2, FaultReleaseRace: 0.3, FaultReorder: 0.2,
 	FaultDuplicate: 0.2, FaultPayload: 0.1, FaultLate: 0.2, FaultRestore: 0.05,
 	FaultLostAck: 0.2, FaultSkew: 1, FaultPartition: 0.2, FaultCrash: 0.1, FaultAdversary: 0.3,
-	FaultLateCopy: 0.3, FaultGateLag: 0.3, FaultLongHold: 0.2,
+	FaultLateCopy: 0.3, FaultGateLag: 0.3, FaultLongHold: 0.2, FaultLostRelease: 0.2,
 }
 
 func (f Fault) String() string { return faultNames[f] }

@@ -32,6 +32,9 @@ func (w *world) plan() {
 		k.pauseAtWrite = int(w.rng.between(1, 4))
 		k.pauseOverMs = w.rng.between(500, 8000) // past the lease's TTL
 	}
+	if w.on[FaultLostRelease] {
+		w.workers[w.lateRNG.pick(2)].lostRelease = true
+	}
 	if w.on[FaultLongHold] {
 		victim().holdTTLs = w.rng.between(2, 5)
 	}

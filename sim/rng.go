@@ -41,3 +41,7 @@ func (g rng) pick(n int) int { return g.r.IntN(n) }
 
 // float returns a uniform float in [lo, hi).
 func (g rng) float(lo, hi float64) float64 { return lo + g.r.Float64()*(hi-lo) }
+
+// lateFaultStream is the second seed word of the draws of the faults
+// from FaultLostRelease on (newWorld): "latefault".
+const lateFaultStream = 0x6c617465666175

@@ -63,6 +63,7 @@ type world struct {
 	chk         *checker
 	adv         *adversary
 
+	lateRNG      rng             // the faults from FaultLostRelease on: their draws (newWorld)
 	image        *memstore.Image // FaultRestore: the snapshot to restore
 	restored     bool
 	operatorDue  bool
@@ -73,8 +74,14 @@ func newWorld(cfg *Config, keys *keySet, round int, c *Counts, env *sqlEnv) *wor
 	w := &world{cfg: cfg, keys: keys, round: round, seed: roundSeed(cfg.Seed, round), counts: c, digest: fnv.New64a(),
 		jobSeq: map[uint64]uint64{}}
 	w.rng = newRNG(w.seed)
-	for f := range faultCount {
+	for f := range FaultLostRelease { // the faults before lost-release draw from the round's PRNG
 		w.on[f] = w.rng.chance(cfg.Rates[f])
+	}
+	// Later faults draw from a stream of their own, so adding one moves no
+	// round of a run without it.
+	w.lateRNG = newRNG(w.seed ^ lateFaultStream)
+	for f := FaultLostRelease; f < faultCount; f++ {
+		w.on[f] = w.lateRNG.chance(cfg.Rates[f])
 	}
 	w.chk = newChecker(w, c)
 	w.proofTTLMs = w.drawProofTTLMs()

@@ -105,6 +105,7 @@ type worker struct {
 	payloadAt    uint64
 	releaseRace  bool
 	lateCopy     bool // FaultLateCopy: the last segment's original is held back and the lease let go without waiting
+	lostRelease  bool // FaultLostRelease: the next release is answered OK and its commit lost
 }
 
 func newWorker(w *world, id party, clock partyClock) *worker {

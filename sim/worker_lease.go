@@ -265,6 +265,13 @@ func (k *worker) sendLeaseCall(l *core.Lease, call core.Call) {
 		case core.CallRefresh:
 			return reg.Status(ctx, g)
 		case core.CallRelease:
+			if k.lostRelease {
+				// Answered once decided (Config.ReleaseEarly), its commit
+				// then lost: the registry still holds the lease, to its TTL.
+				k.lostRelease = false
+				k.w.tracef("%s: release of %s answered, its commit lost", k.name, g.Lease)
+				return wire.Issued{}, nil
+			}
 			return wire.Issued{}, reg.Release(ctx, k.name, g.Resource, g.Lease)
 		}
 		return reg.Renew(ctx, k.name, g.Resource, g.Lease)
