@@ -95,7 +95,7 @@ overlay() {
     printf 'package main\n\nimport "github.com/fencegate/fencegate/client/httpclient"\n\nfunc serveBatching() []httpclient.ClientOption { return nil }\n' >"$b/cmd/fencegate/zz_servebatch_test.go"
   fi
   if [ ! -f "$b/registry/release_early.go" ]; then # a base before the release answered early: its release is durable
-    printf 'package etcdstore\n\nimport (\n\t"testing"\n\n\t"github.com/fencegate/fencegate/registry"\n\t"github.com/fencegate/fencegate/testkit/storetest"\n)\n\nfunc newEarlyRegistry(b testing.TB, s registry.Store) *registry.Registry { return storetest.NewRegistry(b, s, nil) }\n' >"$b/registry/etcdstore/zz_early_test.go"
+    printf 'package etcdstore\n\nimport (\n\t"context"\n\t"testing"\n\n\t"github.com/fencegate/fencegate/registry"\n\t"github.com/fencegate/fencegate/testkit/storetest"\n)\n\nfunc newEarlyRegistry(b testing.TB, s registry.Store) *registry.Registry { return storetest.NewRegistry(b, s, nil) }\n\nfunc flushEarly(context.Context, *registry.Registry) error { return nil }\n' >"$b/registry/etcdstore/zz_early_test.go"
     printf 'package main\n\nfunc serveReleaseArgs() []string { return nil }\n' >"$b/cmd/fencegate/zz_release_test.go"
   fi
   if [ ! -f "$b/registry/etcdstore/batch.go" ]; then

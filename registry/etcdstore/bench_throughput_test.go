@@ -22,7 +22,6 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
-
 )
 
 // throughputResources is how many resources are cycled concurrently.

@@ -5,6 +5,7 @@
 package etcdstore
 
 import (
+	"context"
 	"testing"
 
 	"github.com/fencegate/fencegate/registry"
@@ -15,3 +16,6 @@ import (
 func newEarlyRegistry(b testing.TB, s registry.Store) *registry.Registry {
 	return storetest.NewRegistryWith(b, s, nil, true)
 }
+
+// flushEarly waits for the commits of reg's releases answered early.
+func flushEarly(ctx context.Context, reg *registry.Registry) error { return reg.FlushReleases(ctx) }
