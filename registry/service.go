@@ -44,7 +44,7 @@ type Registry struct {
 
 	memo grantMemos // backend revisions and proofs of issued grants
 
-	batch *batchSigner // Config.BatchGrantProofs; nil: each grant signed alone
+	batch *batchSigner  // Config.BatchGrantProofs; nil: each grant signed alone
 	early earlyReleases // releases answered before their commits returned (Config.ReleaseEarly)
 
 	gates GateProver // per-gate proofs (WithGateProofs); nil: none
