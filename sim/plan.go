@@ -1,6 +1,10 @@
 package sim
 
-import "github.com/fencegate/fencegate/registry/memstore"
+import (
+	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/memstore"
+)
 
 // plan schedules the round's workers and arms its faults. Every draw comes
 // from the round's PRNG in a fixed order.
@@ -123,4 +127,17 @@ func (w *world) releaseRace(k *worker) {
 			o.start()
 		}
 	}
+}
+
+// lostReleaseSlackMs is what a round keeps after a lost release's lease
+// ended by its TTL: time for a reconcile waiting on the resource to
+// finish before the round does.
+const lostReleaseSlackMs = 60_000
+
+// endsInRound reports whether g's lease, its release lost now, would end
+// by its TTL (renewals never take its expiry past now + TTL) and
+// lock-delay with lostReleaseSlackMs of the round left: the lost-release
+// fault loses only such a release, so the round sees the end it costs.
+func (w *world) endsInRound(g *grant.Grant, reg *registry.Registry) bool {
+	return w.now+int64(g.TTLMs)+int64(reg.Config().LockDelayMs)+lostReleaseSlackMs <= roundMsMax
 }

@@ -265,7 +265,7 @@ func (k *worker) sendLeaseCall(l *core.Lease, call core.Call) {
 		case core.CallRefresh:
 			return reg.Status(ctx, g)
 		case core.CallRelease:
-			if k.lostRelease {
+			if k.lostRelease && k.w.endsInRound(g, reg) {
 				// Answered once decided (Config.ReleaseEarly), its commit
 				// then lost: the registry still holds the lease, to its TTL.
 				k.lostRelease = false
