@@ -31,6 +31,9 @@ func (r *Registry) Acquire(ctx context.Context, owner string, req wire.AcquireRe
 	if err != nil {
 		return wire.Issued{}, err
 	}
+	if req.Permits > 0 {
+		return r.acquireSemaphore(ctx, a)
+	}
 	var events <-chan RecordEvent
 	wctx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
@@ -91,6 +94,9 @@ func (r *Registry) StartAcquire(owner string, req wire.AcquireRequest) (*Acquisi
 func (a *Acquisition) Step(ctx context.Context, cached bool) bool {
 	if a.done {
 		return true
+	}
+	if a.in.Req.Permits > 0 {
+		return a.stepSemaphore(ctx)
 	}
 	r, in := a.r, a.in
 	handed := false // a release handed this request the lease: its first answer is fresh

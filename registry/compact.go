@@ -147,6 +147,9 @@ func encodeRecordCompact(rec *lockstate.Record) []byte {
 		e.int(x.AtMs)
 		e.flag(x.Broken)
 	}
+	if rec.Permits > 0 {
+		e.uint(rec.Permits) // only a semaphore's record has the field: every other record keeps its bytes
+	}
 	return e.b
 }
 
@@ -335,6 +338,11 @@ func decodeRecordCompact(b []byte) (*lockstate.Record, error) {
 		rec.Ended = make([]lockstate.EndedLease, n)
 		for i := range rec.Ended {
 			rec.Ended[i] = lockstate.EndedLease{Lease: d.str(), Owner: d.str(), State: d.state(), AtMs: d.int(), Broken: d.flag()}
+		}
+	}
+	if d.err == nil && len(d.b) > 0 {
+		if rec.Permits = d.uint(); rec.Permits == 0 {
+			d.fail(errors.New("permits 0 spelled out")) // one encoding per record: 0 is the field's absence
 		}
 	}
 	if err := d.end(); err != nil {

@@ -32,7 +32,28 @@ func (r *Registry) LockStatus(ctx context.Context, resource string) (wire.LockSt
 	if err != nil {
 		return wire.LockStatus{}, err
 	}
-	return r.viewOf(&s), nil
+	v := r.viewOf(&s)
+	if s.Record != nil && s.Record.Permits > 0 {
+		v.Permits = s.Record.Permits
+		if v.Slots, err = r.slotViews(ctx, resource, s.Record.Permits); err != nil {
+			return wire.LockStatus{}, err
+		}
+	}
+	return v, nil
+}
+
+// slotViews reads the lock views of a semaphore's slots, one
+// linearizable read each, in slot order.
+func (r *Registry) slotViews(ctx context.Context, name string, permits uint64) ([]wire.LockStatus, error) {
+	out := make([]wire.LockStatus, 0, permits)
+	for i := range int(permits) {
+		s, err := r.read(ctx, wire.SlotResource(name, i), nil)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r.viewOf(&s))
+	}
+	return out, nil
 }
 
 // viewOf is the lock view of snapshot s at the registry's now.

@@ -81,6 +81,11 @@ var (
 	// NOSPACE takes reads and deletes only); grants resume by themselves
 	// once space is back (docs/operations.md, "The store's size").
 	ErrStoreFull = &Error{"STORE_FULL", "store out of space"}
+	// ErrPermitsMismatch: the acquire names another number of permits
+	// than the one the resource was first used with: a semaphore's N is
+	// recorded with it and never changes (use another name), and a plain
+	// lock (permits 0) and a semaphore never share a name.
+	ErrPermitsMismatch = &Error{"PERMITS_MISMATCH", "permits do not match the resource's"}
 )
 
 // RegistryErrors lists every registry sentinel, in a fixed order (for the
@@ -88,7 +93,7 @@ var (
 var RegistryErrors = []*Error{
 	ErrInvalid, ErrTTLOutOfRange, ErrRequestMismatch, ErrBusy, ErrWaitTimeout, ErrWaitersFull,
 	ErrNotHolder, ErrLeaseExpired, ErrLeaseBroken, ErrEpochRevoked, ErrNotFound, ErrConflict, ErrUnavailable, ErrCorrupt,
-	ErrFenceRange, ErrStoreFull,
+	ErrFenceRange, ErrStoreFull, ErrPermitsMismatch,
 }
 
 // CodeOf returns the stable code of the first *Error in err's chain, or

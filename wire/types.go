@@ -35,6 +35,12 @@ type AcquireRequest struct {
 	// capped at the registry's WaitMsMax. Not part of the request's
 	// identity.
 	WaitMs uint64 `json:"waitMs,omitempty"`
+	// Permits, when set, makes Resource a counting semaphore of that many
+	// permits, in [PermitsMin, PermitsMax] (see SlotResource): the grant is
+	// on one free slot, its own resource and fence; every acquire of the
+	// semaphore must name the same number (ErrPermitsMismatch). 0 (the
+	// default): an exclusive lock.
+	Permits uint64 `json:"permits,omitempty"`
 }
 
 // Issued is a grant with its proofs and a fresh status, parsed. For a
@@ -220,6 +226,12 @@ type LockStatus struct {
 	// revision it was read at.
 	ReadAt   time.Time `json:"readAt"`
 	Revision uint64    `json:"revision"`
+	// Permits, for a counting semaphore, is its N; its Waiters are the
+	// queue across its slots, and Slots each slot's own lock (slot i is
+	// Slots[i], resource SlotResource(Resource, i)), read after it. 0 and
+	// no Slots for an exclusive lock.
+	Permits uint64       `json:"permits,omitempty"`
+	Slots   []LockStatus `json:"slots,omitempty"`
 }
 
 // LockHolder is a resource's current lease.

@@ -33,6 +33,7 @@ var codeStatus = map[string]int{
 	"CORRUPT":          http.StatusInternalServerError,
 	"FENCE_RANGE":      http.StatusServiceUnavailable,
 	"STORE_FULL":       http.StatusInsufficientStorage,
+	"PERMITS_MISMATCH": http.StatusConflict,
 	// grant codes a request can cause (a status query with a bad grant)
 	"MALFORMED": http.StatusBadRequest,
 	// transport codes

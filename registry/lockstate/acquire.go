@@ -104,6 +104,13 @@ func validateAcquire(owner string, req wire.AcquireRequest, lim Limits) (uint64,
 			return 0, fmt.Errorf("%w: %s: %v", wire.ErrInvalid, c.field, c.err)
 		}
 	}
+	if req.Permits > 0 {
+		if err := wire.ValidateSemaphore(req.Resource, req.Permits); err != nil {
+			return 0, err
+		}
+	} else if _, _, slot := wire.SlotOf(req.Resource); slot {
+		return 0, fmt.Errorf("%w: resource %s is a semaphore's slot: acquire the semaphore (permits)", wire.ErrInvalid, req.Resource)
+	}
 	ttl := req.TTLMs
 	if ttl == 0 {
 		ttl = lim.TTLMsDefault
@@ -130,6 +137,9 @@ func DecideAcquire(rec *Record, own *RequestEntry, set Settings, in AcquireInput
 			return AcquireDecision{}, fmt.Errorf("%w: request %s was issued for other parameters", wire.ErrRequestMismatch, in.Req.RequestID)
 		}
 		return AcquireDecision{Outcome: AcquireExisting}, nil
+	}
+	if rec.Permits > 0 {
+		return AcquireDecision{}, fmt.Errorf("%w: %s is a semaphore of %d permits, not a plain lock", wire.ErrPermitsMismatch, in.Req.Resource, rec.Permits)
 	}
 	if lim.IssuerEpoch < set.RevokedBelowEpoch {
 		return AcquireDecision{}, fmt.Errorf("%w: this registry's epoch %d is below %d", wire.ErrEpochRevoked, lim.IssuerEpoch, set.RevokedBelowEpoch)

@@ -32,6 +32,11 @@ type Record struct {
 	Waiters []Waiter `json:"waiters,omitempty"`
 	// Ended remembers the last EndedLeasesMax ended leases, oldest first.
 	Ended []EndedLease `json:"ended,omitempty"`
+	// Permits, when non-zero, makes this the record of a counting
+	// semaphore of that many permits (wire.SlotResource): it holds the
+	// queue across the slots and never a holder or a fence of its own.
+	// Set once, by the semaphore's first acquire, and never changed.
+	Permits uint64 `json:"permits,omitempty"`
 }
 
 // Holder is the current lease: the grant (without its backend revision,

@@ -19,7 +19,8 @@ import (
 // RunRegistry runs registry scenarios over the store: two registries on
 // one store never hold one resource twice, a lost commit response retried
 // with the same request ID returns the same grant, waiters are served FIFO
-// and a cancelled waiter leaves the queue.
+// and a cancelled waiter leaves the queue; and the counting semaphore's
+// rows (semaphore.go).
 func RunRegistry(t *testing.T, newStore NewStore) {
 	t.Run("TwoRegistriesNeverTwoHolders", func(t *testing.T) { testTwoRegistries(t, newStore(t)) })
 	t.Run("LostResponseRetrySameGrant", func(t *testing.T) { testLostResponse(t, newStore(t)) })
@@ -27,6 +28,9 @@ func RunRegistry(t *testing.T, newStore NewStore) {
 	t.Run("CancelledWaiterLeavesQueue", func(t *testing.T) { testCancelWait(t, newStore(t)) })
 	t.Run("BusyResourceEntrySwept", func(t *testing.T) { testBusyResourceSweep(t, newStore(t)) })
 	t.Run("Release", func(t *testing.T) { RunRelease(t, newStore) })
+	t.Run("SemaphoreNeverMoreThanNHolders", func(t *testing.T) { testSemaphoreHolders(t, newStore(t)) })
+	t.Run("SemaphorePermitsMismatch", func(t *testing.T) { testSemaphoreMismatch(t, newStore(t)) })
+	t.Run("SemaphoreWaitersServedFIFO", func(t *testing.T) { testSemaphoreFIFO(t, newStore(t)) })
 }
 
 // NewRegistry returns a registry over s with a fixed Ed25519 key, epoch 1,
