@@ -20,6 +20,13 @@ import (
 // one is refused (wire.ErrInvalid). WaitMs is how long to queue behind
 // other holders (0: fail at once with BUSY).
 //
+// With r.Permits = N, r.Resource is a counting semaphore of N permits
+// (wire.SlotResource): the Lease is one permit, a grant on one of its
+// slots, with that slot's resource and fence (Grant().Resource names
+// the slot, which is what its gate keys on); it renews, releases and
+// expires as any lease. The session keeps it under the semaphore's name
+// (Session.Lease(name)), one permit per semaphore and session at a time.
+//
 // After a lost answer the client asks for the grant by the same request
 // ID (QueryRequest) and, if none exists yet, sends the same acquire again;
 // it never switches IDs while the old attempt could still be granted. If

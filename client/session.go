@@ -83,6 +83,11 @@ func (s *Session) ended(l *Lease) {
 	if r := l.Grant().Resource; s.live[r] == l {
 		delete(s.live, r)
 	}
+	// A semaphore's permit is kept under the semaphore's name, the
+	// resource its acquire named; its grant names the slot.
+	if name, _, ok := wire.SlotOf(l.Grant().Resource); ok && s.live[name] == l {
+		delete(s.live, name)
+	}
 }
 
 // Pending returns the request ID of the resource's acquire that has no

@@ -63,7 +63,7 @@ func (s *Server) acquireDecoded(ctx context.Context, caller, path string, req *w
 	}
 	is, err := s.cfg.Registry.Acquire(ctx, caller, wire.AcquireRequest{
 		Resource: req.Resource, OperationID: req.OperationID, OperationClass: req.OperationClass,
-		RequestID: req.RequestID, TTLMs: req.TTLMs, WaitMs: req.WaitMs,
+		RequestID: req.RequestID, TTLMs: req.TTLMs, WaitMs: req.WaitMs, Permits: req.Permits,
 	})
 	if err != nil {
 		return nil, err

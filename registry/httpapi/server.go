@@ -278,6 +278,11 @@ func (s *Server) authorize(ctx context.Context, path, caller string, verb Verb, 
 	if err := grant.ValidateResource(resource); err != nil {
 		return fmt.Errorf("%w: resource %q: %v", wire.ErrInvalid, resource, err)
 	}
+	if name, _, slot := wire.SlotOf(resource); slot {
+		// A semaphore's slot is reached with its semaphore's rights: a
+		// policy names the semaphore, never its slots.
+		resource = name
+	}
 	err := s.cfg.Authorizer.Authorize(caller, verb, resource)
 	if fe := (*ForbiddenError)(nil); errors.As(err, &fe) {
 		AuditRefusal(ctx, s.cfg.Logger, fe, path, "api")
