@@ -33,9 +33,8 @@ func (r *Registry) LockStatus(ctx context.Context, resource string) (wire.LockSt
 		return wire.LockStatus{}, err
 	}
 	v := r.viewOf(&s)
-	if s.Record != nil && s.Record.Permits > 0 {
-		v.Permits = s.Record.Permits
-		if v.Slots, err = r.slotViews(ctx, resource, s.Record.Permits); err != nil {
+	if v.Permits > 0 {
+		if v.Slots, err = r.slotViews(ctx, resource, v.Permits); err != nil {
 			return wire.LockStatus{}, err
 		}
 	}

@@ -29,6 +29,9 @@ type LockRow struct {
 	ExpiresAtMs    int64  `json:"e,omitempty"`
 	Waiters        int    `json:"w,omitempty"`
 	LongestSinceMs int64  `json:"ws,omitempty"`
+	// Permits is a counting semaphore's N (its row holds the queue; its
+	// slots are rows of their own); absent for an exclusive lock.
+	Permits uint64 `json:"p,omitempty"`
 }
 
 // RowsOf is l in the lean form.
@@ -37,7 +40,7 @@ func RowsOf(l LockList) LockRows {
 	for i := range l.Locks {
 		v := &l.Locks[i]
 		out.ReadAtMs = v.ReadAt.UnixMilli()
-		r := LockRow{Resource: v.Resource, HighestFence: v.HighestFence, Waiters: len(v.Waiters)}
+		r := LockRow{Resource: v.Resource, HighestFence: v.HighestFence, Waiters: len(v.Waiters), Permits: v.Permits}
 		if h := v.Holder; h != nil {
 			r.Owner, r.SinceMs, r.ExpiresAtMs = h.Owner, h.Since.UnixMilli(), h.ExpiresAt.UnixMilli()
 		}

@@ -64,6 +64,16 @@ The child's environment:
                              envelope without fencegate on PATH (kept if
                              already set)
 
+With -n N (--permits), RESOURCE is a counting semaphore of N permits, as
+consul lock -n: at most N wrappers hold it at once, each on its own slot,
+an ordinary fenced resource named RESOURCE/_slot.I (FENCEGATE_RESOURCE and
+FENCEGATE_FENCE are the slot's; its gate keys on it), and waiters queue
+FIFO across the slots. Every wrapper of one semaphore must give the same N
+(another N is refused: PERMITS_MISMATCH). A permit comes back when its
+wrapper releases it or, if the wrapper is frozen or dead, when its TTL runs
+out; a frozen holder that wakes later is refused STALE_OWNER at its slot's
+gate.
+
 docs/operations.md ("What happens when") has the whole contract: every way
 a run ends, what the child gets and when, and when the next waiter runs.`
 
@@ -72,17 +82,22 @@ func newLockCmd() *cobra.Command {
 	var op, class string
 	var ttl, wait, grace time.Duration
 	var noWait bool
+	var permits int
 	c := &cobra.Command{
 		Use:   "lock RESOURCE [flags] -- COMMAND [ARG...]",
 		Short: "run a command while holding a lease; stop it when ownership is lost",
 		Long:  lockLong + "\n\n" + exitStatusHelp(),
 		Example: `  fencegate lock invoice-batch/2026-07-19 -- ./settle.sh 2026-07-19
+  fencegate lock -n 3 pools/db-migrations -- ./migrate-shard.sh
   FENCEGATE_TOKEN=… fencegate lock --registry https://registry:7420 --ttl 30s reports/daily -- make report`,
 		Args: func(c *cobra.Command, args []string) error {
 			if c.ArgsLenAtDash() != 1 || len(args) < 2 {
 				return usagef("want RESOURCE -- COMMAND [ARG...] (the command after --)")
 			}
-			return checkResourceArg(args[0])
+			if err := checkResourceArg(args[0]); err != nil {
+				return err
+			}
+			return checkPermits(args[0], permits, c.Flags().Changed("permits"))
 		},
 		RunE: func(c *cobra.Command, args []string) error {
 			if op == "" {
@@ -97,7 +112,7 @@ func newLockCmd() *cobra.Command {
 			}
 			s := client.NewSession(rc, client.Options{})
 			res, err := lockexec.Run(c.Context(), lockexec.Config{
-				Session: s, Request: wire.AcquireRequest{Resource: args[0], OperationID: op, OperationClass: class, TTLMs: uint64(ttl.Milliseconds())},
+				Session: s, Request: wire.AcquireRequest{Resource: args[0], OperationID: op, OperationClass: class, TTLMs: uint64(ttl.Milliseconds()), Permits: uint64(permits)},
 				Wait: wait, Command: args[1], Args: args[2:], Env: childExtraEnv(), Grace: grace, Guardian: guardianArgv(c),
 				Stdin: c.InOrStdin(), Stdout: c.OutOrStdout(), Stderr: c.ErrOrStderr(), Log: c.ErrOrStderr(),
 			})
@@ -112,8 +127,26 @@ func newLockCmd() *cobra.Command {
 	durationVar(fs, &ttl, "ttl", 15*time.Second, "lease TTL, whole milliseconds (at least 2s, the shortest a lease can renew in time; the registry's limits apply: 2s to 10m unless serve sets others)", ttlRange)
 	durationVar(fs, &wait, "wait", 0, "queue at most this long for the resource", durationRange{zero: "as long as it takes"})
 	fs.BoolVar(&noWait, "no-wait", false, "fail at once if the resource is held")
+	fs.IntVarP(&permits, "permits", "n", 0, fmt.Sprintf("hold one of N permits of RESOURCE as a counting semaphore, N in [%d, %d] (default: an exclusive lock)", wire.PermitsMin, wire.PermitsMax))
 	durationVar(fs, &grace, "grace", lockexec.GraceDefault, "time between SIGTERM and SIGKILL when ownership is lost or the wrapper is told to stop", graceRange)
 	return c
+}
+
+// checkPermits refuses, as a usage error naming the range, a permit
+// count outside it (-n 0 included), and a semaphore whose slot names
+// would not be valid resources. Without -n (set false) the lock is
+// exclusive.
+func checkPermits(resource string, permits int, set bool) error {
+	if !set {
+		return nil
+	}
+	if permits < wire.PermitsMin || permits > wire.PermitsMax {
+		return usagef("-n %d: permits must be in [%d, %d]", permits, wire.PermitsMin, wire.PermitsMax)
+	}
+	if err := wire.ValidateSemaphore(resource, uint64(permits)); err != nil {
+		return usagef("-n %d %s: %v", permits, resource, err)
+	}
+	return nil
 }
 
 // readyRegistry is the registry client of the flags, once the registry

@@ -254,6 +254,9 @@ func printRow(w io.Writer, readAt time.Time, r *wire.LockRow) {
 		holder, held = r.Owner, ago(readAt, time.UnixMilli(r.SinceMs))
 		left = max(time.UnixMilli(r.ExpiresAtMs).Sub(readAt), 0).Round(100 * time.Millisecond).String()
 	}
+	if r.Permits > 0 {
+		holder = fmt.Sprintf("(semaphore, %d permits)", r.Permits) // its slots are the rows NAME/_slot.I
+	}
 	waiters := strconv.Itoa(r.Waiters)
 	if r.LongestSinceMs != 0 {
 		waiters += " (longest " + ago(readAt, time.UnixMilli(r.LongestSinceMs)) + ")"

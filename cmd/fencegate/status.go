@@ -84,6 +84,10 @@ registry's resource policy lets see the resource may ask.`,
 
 // printLock shows one lock for people.
 func printLock(w io.Writer, v wire.LockStatus) {
+	if v.Permits > 0 {
+		printSemaphore(w, v)
+		return
+	}
 	fmt.Fprintf(w, "resource:     %s\n", v.Resource)
 	if h := v.Holder; h != nil {
 		fmt.Fprintf(w, "holder:       %s\nlease:        %s (fence %d, class %s)\nheld since:   %s (%s ago)\nlease left:   %s\n",
@@ -94,7 +98,37 @@ func printLock(w io.Writer, v wire.LockStatus) {
 	if v.FreeAt != nil {
 		fmt.Fprintf(w, "lock-delay:   until %s (after an expired lease)\n", stamp(*v.FreeAt))
 	}
-	fmt.Fprintf(w, "highestFence: %d\nfloor:        %d\nnext fence:   > %d\nwaiters:      %d\n", v.HighestFence, v.Floor, max(v.HighestFence, v.Floor), len(v.Waiters))
+	fmt.Fprintf(w, "highestFence: %d\nfloor:        %d\nnext fence:   > %d\n", v.HighestFence, v.Floor, max(v.HighestFence, v.Floor))
+	printWaiters(w, v)
+}
+
+// printSemaphore shows a counting semaphore: each slot's holder and fence,
+// then the queue across the slots.
+func printSemaphore(w io.Writer, v wire.LockStatus) {
+	held := 0
+	for _, sl := range v.Slots {
+		if sl.Holder != nil {
+			held++
+		}
+	}
+	fmt.Fprintf(w, "semaphore:    %s\npermits:      %d (%d held)\n", v.Resource, v.Permits, held)
+	for i, sl := range v.Slots {
+		switch h := sl.Holder; {
+		case h != nil:
+			fmt.Fprintf(w, "  slot %d  %s: %s, lease %s (fence %d), held %s, left %s\n", i, sl.Resource, h.Owner, h.Lease, h.Fence,
+				ago(sl.ReadAt, h.Since), sl.Left().Round(100*time.Millisecond))
+		case sl.FreeAt != nil:
+			fmt.Fprintf(w, "  slot %d  %s: free at %s (lock-delay after an expired lease; highestFence %d)\n", i, sl.Resource, stamp(*sl.FreeAt), sl.HighestFence)
+		default:
+			fmt.Fprintf(w, "  slot %d  %s: free (highestFence %d)\n", i, sl.Resource, sl.HighestFence)
+		}
+	}
+	printWaiters(w, v)
+}
+
+// printWaiters lists a lock's queue, head first.
+func printWaiters(w io.Writer, v wire.LockStatus) {
+	fmt.Fprintf(w, "waiters:      %d\n", len(v.Waiters))
 	for i, wt := range v.Waiters {
 		since := "since an unrecorded time"
 		if !wt.Since.IsZero() {

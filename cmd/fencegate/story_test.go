@@ -149,7 +149,7 @@ func ledgerWriteChild() int {
 		fmt.Println("no envelope:", resp.Status, err)
 		return 3
 	}
-	fmt.Printf("envelope fence=%d pid=%d\n", m.FenceToken, os.Getpid())
+	fmt.Printf("envelope fence=%d pid=%d resource=%s\n", m.FenceToken, os.Getpid(), m.Resource)
 	if os.Getenv("LEDGER_HOLD") == "true" {
 		_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
 	}

@@ -14,6 +14,7 @@ func LockView(resource string, rec *Record, now int64, rev uint64) wire.LockStat
 	v := wire.LockStatus{
 		Resource: resource, HighestFence: rec.HighestFence, Floor: rec.Floor,
 		Waiters: make([]wire.LockWaiter, 0, len(rec.Waiters)), ReadAt: fromMs(now), Revision: rev,
+		Permits: rec.Permits,
 	}
 	if h := rec.Holder; h != nil {
 		v.Holder = HolderView(h)
