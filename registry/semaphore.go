@@ -73,6 +73,7 @@ func (r *Registry) slotsChangeAt(recs []*lockstate.Record, set lockstate.Setting
 func (a *Acquisition) stepSemaphore(ctx context.Context) bool {
 	r, in := a.r, a.in
 	key := in.Key()
+	lost := false
 	for range acquireStepsMax {
 		slots, err := r.readSlots(ctx, in)
 		if err != nil {
@@ -89,7 +90,7 @@ func (a *Acquisition) stepSemaphore(ctx context.Context) bool {
 				return nil, nil // granted before: answer from the slot
 			}
 			var err error
-			if dec, err = lockstate.DecideSemaphore(recordOf(s), slots, s.Settings, in, now, r.lim); err != nil {
+			if dec, err = lockstate.DecideSemaphore(recordOf(s), slots, s.Settings, in, lost, now, r.lim); err != nil {
 				return nil, err
 			}
 			w := r.writeFor(s, dec.Record, nil)
@@ -117,6 +118,11 @@ func (a *Acquisition) stepSemaphore(ctx context.Context) bool {
 		if done := a.takeSlot(ctx, in.SlotInput(slot)); done {
 			return true
 		}
+		lost = true
+	}
+	if !in.Wait {
+		// Lost every race for a slot seen free: as busy as a full one.
+		return a.failSemaphore(ctx, &wire.BusyError{Sentinel: wire.ErrBusy, BusyDetail: wire.BusyDetail{Resource: in.Req.Resource, ReadAt: fromMs(r.now())}})
 	}
 	return a.failSemaphore(ctx, fmt.Errorf("%w: %s: %d decisions in a row without an answer", wire.ErrConflict, in.Req.Resource, acquireStepsMax))
 }

@@ -96,10 +96,14 @@ func SemaphoreStampMs(lim Limits) int64 { return int64(lim.HandoffClaimMs) / 2 }
 // than slots are free: the queue's k-th ticket (from 0) tries the k-th
 // free slot, and an acquire not queued counts as behind every ticket. It
 // never grants; a caller that may not try waits in the queue (or gets
-// ErrBusy / ErrWaitTimeout). The record's Permits is set by the first
+// ErrBusy / ErrWaitTimeout). lost says the caller just lost a race for
+// a slot it was told to try: a waiting caller not yet queued then joins
+// the queue instead of trying again, so a caller contends for slots
+// without a ticket at most once, and afterwards by its place. The
+// record's Permits is set by the first
 // acquire and every later one must name the same; a name used as a
 // plain lock is no semaphore (ErrPermitsMismatch).
-func DecideSemaphore(rec *Record, slots []*Record, set Settings, in AcquireInput, now int64, lim Limits) (SemaphoreDecision, error) {
+func DecideSemaphore(rec *Record, slots []*Record, set Settings, in AcquireInput, lost bool, now int64, lim Limits) (SemaphoreDecision, error) {
 	n := in.Req.Permits
 	assert.That(n > 0 && uint64(len(slots)) == n, "registry: semaphore %s: %d slots read for %d permits", in.Req.Resource, len(slots), n)
 	free := make([]bool, n)
@@ -135,7 +139,7 @@ func DecideSemaphore(rec *Record, slots []*Record, set Settings, in AcquireInput
 	if pos < 0 {
 		pos = len(next.Waiters)
 	}
-	if slot := nthFree(free, pos); slot >= 0 {
+	if slot := nthFree(free, pos); slot >= 0 && !(lost && idx < 0 && in.Wait && now < in.DeadlineMs) {
 		return SemaphoreDecision{Outcome: SemaphoreTry, Record: recordIf(next, changed), Slot: slot}, nil
 	}
 	if !in.Wait || now >= in.DeadlineMs {

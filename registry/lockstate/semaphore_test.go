@@ -34,6 +34,7 @@ func TestDecideSemaphore(t *testing.T) {
 		slot    int
 		permits uint64 // the record written's, 0: no write
 		waiters int
+		lost    bool
 		err     error
 	}{
 		{name: "first acquire records N and tries slot 0", rec: &Record{}, slots: []*Record{nil, nil, nil},
@@ -46,6 +47,10 @@ func TestDecideSemaphore(t *testing.T) {
 			slots: []*Record{nil, busy, busy}, in: semInput("a", "a", 3, true, t0+10_000), want: SemaphoreQueued, permits: 3, waiters: 2},
 		{name: "an unseen ticket is dropped", rec: &Record{Permits: 3, Waiters: []Waiter{ticket("w", t0-2*int64(lim.HandoffClaimMs))}},
 			slots: []*Record{nil, busy, busy}, in: semInput("a", "a", 3, false, 0), want: SemaphoreTry, slot: 0, permits: 3},
+		{name: "a waiter that lost a race queues", rec: &Record{Permits: 3}, slots: []*Record{nil, busy, busy}, lost: true,
+			in: semInput("a", "a", 3, true, t0+10_000), want: SemaphoreQueued, permits: 3, waiters: 1},
+		{name: "a non-waiting caller that lost a race tries again", rec: &Record{Permits: 3}, slots: []*Record{busy, nil, busy}, lost: true,
+			in: semInput("a", "a", 3, false, 0), want: SemaphoreTry, slot: 1},
 		{name: "all busy, no wait", rec: &Record{Permits: 3}, slots: []*Record{busy, busy, busy},
 			in: semInput("a", "a", 3, false, 0), err: wire.ErrBusy},
 		{name: "another N", rec: &Record{Permits: 3}, slots: []*Record{nil, nil},
@@ -54,7 +59,7 @@ func TestDecideSemaphore(t *testing.T) {
 			in: semInput("a", "a", 2, false, 0), err: wire.ErrPermitsMismatch},
 	}
 	for _, c := range cases {
-		d, err := DecideSemaphore(c.rec, c.slots, Settings{}, c.in, t0, lim)
+		d, err := DecideSemaphore(c.rec, c.slots, Settings{}, c.in, c.lost, t0, lim)
 		if c.err != nil || err != nil {
 			if !errors.Is(err, c.err) {
 				t.Errorf("%s: %v, want %v", c.name, err, c.err)
