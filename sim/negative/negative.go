@@ -28,6 +28,9 @@
 //     send, the client's rule before Issued.ExpiresAfterMs;
 //   - content-compare: the registry's store comparing revisions only,
 //     not the contents each write was decided on;
+//   - stale-read: the registry's store reading a write behind and
+//     comparing nothing (caught by the semaphore rounds: a slot granted
+//     twice, more than N holders);
 //   - lease-clock: the lease clock before issue 42, as a driver saw it:
 //     renewals at a share of the TTL rather than of the local life, no
 //     look at the lease while a call is in flight, the state as the
@@ -69,6 +72,7 @@ var controls = []struct {
 	{"content-compare", func() *sim.Negative { return &sim.Negative{Store: revisionsOnlyStore} }},
 	{"lease-clock", leaseClockBefore42},
 	{"batch-path", batchPathSkipped},
+	{"stale-read", func() *sim.Negative { return &sim.Negative{Store: staleReadStore} }},
 }
 
 // Names lists every negative control's name, in a fixed order; "fence"

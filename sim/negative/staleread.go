@@ -1,0 +1,77 @@
+package negative
+
+import (
+	"context"
+	"slices"
+	"sync"
+
+	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/lockstate"
+)
+
+// staleReadStore is the stale-read control: a registry store that is
+// not linearizable. Each read of a record answers with the record the
+// previous read of it found (a follower lagging a read behind; one view
+// per replica), a listing with the previous same listing's answer, and a
+// commit compares nothing (the store's current revisions stand in for
+// the ones the write was decided on): a decision made on a stale record
+// commits over a newer one. The semaphore rounds then count a slot
+// granted while its holder is live, and more than N live holders
+// (sim.SemaphoreCounts).
+func staleReadStore(s registry.Store) registry.Store {
+	return &staleRead{Store: s, reads: map[string]registry.Snapshot{}, scans: map[[2]string][]registry.RecordSlot{}}
+}
+
+type staleRead struct {
+	registry.Store
+	mu    sync.Mutex
+	reads map[string]registry.Snapshot
+	scans map[[2]string][]registry.RecordSlot
+}
+
+func (s *staleRead) Read(ctx context.Context, resource string, keys []lockstate.RequestKey) (registry.Snapshot, error) {
+	now, err := s.Store.Read(ctx, resource, keys)
+	if err != nil || resource == "" {
+		return now, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := now
+	if was, ok := s.reads[resource]; ok {
+		out.Record, out.RecordRev, out.RecordRaw = was.Record, was.RecordRev, was.RecordRaw
+	}
+	s.reads[resource] = now
+	return out, nil
+}
+
+func (s *staleRead) ScanRecords(ctx context.Context, prefix, after string, limit int) ([]registry.RecordSlot, error) {
+	now, err := s.Store.ScanRecords(ctx, prefix, after, limit)
+	if err != nil {
+		return now, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key := [2]string{prefix, after}
+	out, ok := s.scans[key]
+	if !ok {
+		out = now
+	}
+	s.scans[key] = now
+	return out, nil
+}
+
+func (s *staleRead) Commit(ctx context.Context, w registry.Write) (registry.CommitResult, error) {
+	cur, err := s.Store.Read(ctx, w.Resource, nil)
+	if err != nil {
+		return registry.CommitResult{}, err
+	}
+	if w.Resource != "" {
+		w.RecordRev = cur.RecordRev
+	}
+	w.RecordWas, w.RecordWasRaw, w.SettingsWas, w.SettingsRev = nil, nil, nil, cur.SettingsRev
+	w.Requests = slices.Clone(w.Requests)
+	for i := range w.Requests {
+		w.Requests[i].Compare = false
+	}
+	return s.Store.Commit(ctx, w)
+}

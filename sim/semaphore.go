@@ -1,0 +1,390 @@
+package sim
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash"
+	"hash/fnv"
+	"math/rand/v2"
+	"time"
+
+	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/gate/memgate"
+	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/memstore"
+	"github.com/fencegate/fencegate/wire"
+)
+
+// This file is the semaphore rounds (issue 46): workers pick a counting
+// semaphore of N permits (N drawn from [1, semPermitsMax]) or a plain lock
+// beside it, and run the product's registry (two replicas over one
+// memstore, their waiting acquires stepped as registry.Acquisition on the
+// round's event queue, the semaphore's queue and slots the registry's
+// own) and a real gate (gate/memgate) keyed on each grant's resource: a
+// permit writes through its slot's gate. A worker's TTL is drawn from the
+// registry's accepted range (the settings sweep), and a share of holders
+// freeze past their TTL and lock-delay before they write: the stale
+// writer. Ground truth is what the registry committed (the store's
+// commit hook), judged by the registry clock.
+//
+// A semaphore round does not drive the client's lease core: a worker
+// holds each grant for less than its TTL (no renewal) and builds its one
+// segment's envelope from the grant as the SDK does (client/core's
+// envelope: the grant, its proof, and its status when the answer had one).
+//
+// Checker properties, each 0 in a correct run:
+//   - SemOverN: more live holders of a semaphore than its permits;
+//   - SemSlotTwice: a slot (or the plain lock) granted while another lease
+//     on it was live;
+//   - SemStale: a write accepted at a slot's (or the plain lock's) gate
+//     with a fence below one the registry had granted there before.
+
+// Semaphore round limits and rates, in simulated ms.
+const (
+	semPermitsMax   = 4
+	semWorkersExtra = 2 // workers beyond the permits, so some wait
+	semOpsPerWorker = 3
+	semPlainShare   = 0.3  // a worker's share of plain-lock operations
+	semFreezeShare  = 0.25 // a grant's holder freezes past its TTL before writing
+	semWaitMs       = 3000
+	semTTLMsMax     = 20_000 // the TTLs drawn: [the registry's TTLMsMin, this]
+	semRoundMsMax   = 10 * 60 * 1000
+	semEventsMax    = 200_000
+)
+
+// SemaphoreCounts is what the semaphore rounds measured.
+type SemaphoreCounts struct {
+	Rounds, Grants, Permits, Writes, Accepted, Frozen int
+	// Safety: each must be 0.
+	SemOverN, SemSlotTwice, SemStale int
+	Violations                       []Violation
+	Digest                           uint64
+}
+
+// OK reports whether every safety count is 0.
+func (c *SemaphoreCounts) OK() bool { return c.SemOverN == 0 && c.SemSlotTwice == 0 && c.SemStale == 0 }
+
+// RunSemaphores runs rounds semaphore rounds of seed, with cfg's
+// negative control (Shadow: the lease-only gate; Store: the registry's
+// store replaced) if any, one after the other.
+func RunSemaphores(seed uint64, rounds int, neg *Negative) (*SemaphoreCounts, error) {
+	keys, err := newKeySet(grant.AlgEd25519, 500*time.Millisecond)
+	if err != nil {
+		return nil, err
+	}
+	total := &SemaphoreCounts{}
+	for r := 1; r <= rounds; r++ {
+		w := newSemWorld(keys, seed, r, neg, total)
+		w.run()
+		total.Rounds++
+		total.Digest = mixDigest(total.Digest, w.digest.Sum64())
+	}
+	return total, nil
+}
+
+// slotTruth is what the registry committed about one resource's leases.
+type slotTruth struct {
+	expires  map[string]int64 // lease → committed expiry, for leases granted and not ended
+	fenceMax uint64           // highest fence granted
+}
+
+type semWorld struct {
+	runSeed uint64
+	seed    uint64
+	round   int
+	rng     rng
+	now     int64
+	q       eventQueue
+	seq     uint64
+	digest  hash.Hash64
+	store   *memstore.Store
+	regs    []*registry.Registry
+	gate    *memgate.Gate
+	name    string // the semaphore
+	plain   string // the plain lock beside it
+	permits int
+	lim     registry.Config
+	pending []*semPending
+	truth   map[string]*slotTruth
+	c       *SemaphoreCounts
+}
+
+type semPending struct {
+	a     *registry.Acquisition
+	done  bool
+	tok   int
+	reply func(wire.Issued, error)
+}
+
+type semClock struct{ w *semWorld }
+
+func (c semClock) Now() time.Time { return epochBase.Add(time.Duration(c.w.now) * time.Millisecond) }
+
+// After fires at once: every registry call runs to its end in one event.
+func (c semClock) After(time.Duration) <-chan time.Time {
+	ch := make(chan time.Time, 1)
+	ch <- c.Now()
+	return ch
+}
+
+func newSemWorld(keys *keySet, seed uint64, round int, neg *Negative, c *SemaphoreCounts) *semWorld {
+	s := roundSeed(seed^0x73656d61, round) // "sema": apart from the lock rounds' seeds
+	w := &semWorld{runSeed: seed, seed: s, round: round, rng: newRNG(s), digest: fnv.New64a(), c: c, truth: map[string]*slotTruth{}}
+	w.name, w.plain = fmt.Sprintf("sem/round-%d", round), fmt.Sprintf("sem/round-%d-plain", round)
+	w.permits = int(w.rng.between(1, semPermitsMax))
+	w.store = memstore.New()
+	w.store.OnCommit(w.committed)
+	w.lim = registry.DefaultConfig(epochLive)
+	for range 2 {
+		var st registry.Store = w.store
+		if neg != nil && neg.Store != nil {
+			st = neg.Store(st)
+		}
+		reg, err := registry.New(st, w.lim, semClock{w}, keys.registry, registry.WithRand(rand.NewPCG(w.rng.r.Uint64(), 1)))
+		if err != nil {
+			panic("sim: registry: " + err.Error())
+		}
+		w.regs = append(w.regs, reg)
+	}
+	mode := gate.ModeEnforce
+	if neg != nil && neg.Shadow {
+		mode = gate.ModeShadow
+	}
+	g, err := memgate.New(memgate.Config{Policy: keys.gatePolicy(neg), Clock: semClock{w}, DefaultMode: mode})
+	if err != nil {
+		panic("sim: memgate: " + err.Error())
+	}
+	w.gate = g
+	for i := range w.permits + semWorkersExtra {
+		k := &semWorker{w: w, id: i, name: fmt.Sprintf("worker-%d", i), reg: w.regs[i%2], ops: semOpsPerWorker}
+		w.at(w.rng.between(0, 1000), k.next)
+	}
+	return w
+}
+
+func (w *semWorld) at(t int64, fn func()) {
+	w.seq++
+	w.q.push(event{atMs: t, seq: w.seq, fn: fn})
+}
+
+func (w *semWorld) run() {
+	for events := 0; w.q.Len() > 0; events++ {
+		e := w.q.pop()
+		if e.atMs > semRoundMsMax || events > semEventsMax {
+			w.violate("round-livelock", "round did not end by %d ms / %d events", semRoundMsMax, semEventsMax)
+			return
+		}
+		w.now = e.atMs
+		w.mix(uint64(e.atMs), e.seq)
+		e.fn()
+	}
+}
+
+func (w *semWorld) mix(vs ...uint64) {
+	var b [8]byte
+	for _, v := range vs {
+		binary.LittleEndian.PutUint64(b[:], v)
+		w.digest.Write(b[:])
+	}
+}
+
+func (w *semWorld) violate(kind, format string, args ...any) {
+	if len(w.c.Violations) < ViolationsMax {
+		w.c.Violations = append(w.c.Violations, Violation{Round: w.round, Kind: kind, Detail: fmt.Sprintf(format, args...),
+			Seed: w.runSeed, RoundS: w.seed, Repro: fmt.Sprintf("sim.RunSemaphores(%d, %d, …): round %d", w.runSeed, w.round, w.round)})
+	}
+}
+
+func (w *semWorld) regNowMs() int64 { return epochBase.UnixMilli() + w.now }
+
+// committed is the store's commit hook: the registry's ground truth for
+// the semaphore's slots and the plain lock, and a wake for every waiting
+// acquire (after the commit, never inside it).
+func (w *semWorld) committed(c *memstore.Committed) {
+	for _, p := range w.pending {
+		w.at(w.now, func() { w.step(p) })
+	}
+	name, _, slot := wire.SlotOf(c.Resource)
+	if !c.RecordWritten || !(slot && name == w.name || c.Resource == w.plain) {
+		return
+	}
+	rec, err := c.Record()
+	if err != nil || rec == nil {
+		panic("sim: the store holds a record it cannot decode")
+	}
+	t := w.truth[c.Resource]
+	if t == nil {
+		t = &slotTruth{expires: map[string]int64{}}
+		w.truth[c.Resource] = t
+	}
+	for _, e := range rec.Ended {
+		delete(t.expires, e.Lease)
+	}
+	h := rec.Holder
+	if h == nil {
+		return
+	}
+	if _, known := t.expires[h.Grant.Lease]; !known {
+		for _, other := range w.liveOn(t) {
+			if other != h.Grant.Lease {
+				w.c.SemSlotTwice++
+				w.violate("slot-held-twice", "%s granted to %s (fence %d) while lease %s was live", c.Resource, h.Grant.Lease, h.Grant.FenceToken, other)
+			}
+		}
+		t.fenceMax = max(t.fenceMax, h.Grant.FenceToken)
+	}
+	t.expires[h.Grant.Lease] = h.ExpiresAtMs
+	if slot {
+		held := 0
+		for i := range w.permits {
+			if t := w.truth[wire.SlotResource(w.name, i)]; t != nil {
+				held += len(w.liveOn(t))
+			}
+		}
+		if held > w.permits {
+			w.c.SemOverN++
+			w.violate("semaphore-over-n", "%s has %d live holders, %d permits", w.name, held, w.permits)
+		}
+	}
+}
+
+// liveOn lists t's leases live by the registry clock now, in lease order.
+func (w *semWorld) liveOn(t *slotTruth) []string {
+	var out []string
+	for l, exp := range t.expires {
+		if exp > w.regNowMs() {
+			out = append(out, l)
+		}
+	}
+	if len(out) > 1 {
+		sortStrings(out)
+	}
+	return out
+}
+
+func sortStrings(s []string) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}
+
+// serve starts an acquire on reg, stepped on commits and at its wake.
+func (w *semWorld) serve(reg *registry.Registry, owner string, req wire.AcquireRequest, reply func(wire.Issued, error)) {
+	a, err := reg.StartAcquire(owner, req)
+	if err != nil {
+		reply(wire.Issued{}, err)
+		return
+	}
+	p := &semPending{a: a, reply: reply}
+	w.pending = append(w.pending, p)
+	w.step(p)
+}
+
+func (w *semWorld) step(p *semPending) {
+	if p.done {
+		return
+	}
+	if p.a.Step(context.Background(), false) {
+		p.done = true
+		for i, q := range w.pending {
+			if q == p {
+				w.pending = append(w.pending[:i], w.pending[i+1:]...)
+				break
+			}
+		}
+		is, err := p.a.Result()
+		var fence uint64
+		if is.Grant != nil {
+			fence = is.Grant.FenceToken
+		}
+		w.mix(fence, uint64(len(wire.CodeOf(err))))
+		p.reply(is, err)
+		return
+	}
+	p.tok++
+	tok := p.tok
+	w.at(max(p.a.WakeAt().UnixMilli()-epochBase.UnixMilli(), w.now+1), func() {
+		if tok == p.tok {
+			w.step(p)
+		}
+	})
+}
+
+// write sends one segment under is at its resource's gate and checks the
+// decision against the registry's truth.
+func (w *semWorld) write(owner string, is wire.Issued, op string) {
+	g := is.Grant
+	m := &gate.Mutation{
+		Resource: g.Resource, Lease: g.Lease, OperationID: op, FenceToken: g.FenceToken, SegmentSeq: 1,
+		PayloadDigest: payloadDigest(op, 1, 0), Grant: g.Encode(), GrantProof: is.GrantProof,
+	}
+	if st := is.Status; st != nil {
+		m.Status, m.StatusProof = st.Encode(), is.StatusProof
+	}
+	w.c.Writes++
+	ran := false
+	_, err := w.gate.Apply(context.Background(), owner, m, func() error { ran = true; return nil })
+	w.mix(uint64(len(gate.OutcomeOf(err))), g.FenceToken)
+	if !ran {
+		return
+	}
+	w.c.Accepted++
+	if t := w.truth[g.Resource]; t != nil && g.FenceToken < t.fenceMax {
+		w.c.SemStale++
+		w.violate("stale-accepted", "%s: %s's write at fence %d accepted after fence %d was granted (%v)", g.Resource, owner, g.FenceToken, t.fenceMax, err)
+	}
+}
+
+// semWorker takes a permit (or the plain lock), holds it for a moment —
+// or freezes past its TTL and lock-delay — writes one segment through the
+// gate, and releases; semOpsPerWorker times.
+type semWorker struct {
+	w    *semWorld
+	id   int
+	name string
+	reg  *registry.Registry
+	ops  int
+	reqN int
+}
+
+func (k *semWorker) next() {
+	if k.ops == 0 {
+		return
+	}
+	k.ops--
+	k.reqN++
+	w := k.w
+	req := wire.AcquireRequest{Resource: w.name, Permits: uint64(w.permits), OperationClass: "settle",
+		RequestID: fmt.Sprintf("req-%d-%d", k.id, k.reqN), OperationID: fmt.Sprintf("op-%d-%d", k.id, k.reqN),
+		TTLMs: uint64(w.rng.between(int64(w.lim.TTLMsMin), semTTLMsMax)), WaitMs: semWaitMs}
+	if w.rng.chance(semPlainShare) {
+		req.Resource, req.Permits = w.plain, 0
+	}
+	w.serve(k.reg, k.name, req, func(is wire.Issued, err error) {
+		if err != nil {
+			w.at(w.now+w.rng.between(150, 300), k.next)
+			return
+		}
+		w.c.Grants++
+		if req.Permits > 0 {
+			w.c.Permits++
+		}
+		holdMs := w.rng.between(computeMsMin, computeMsMax)
+		if w.rng.chance(semFreezeShare) {
+			// Frozen past its lease and the lock-delay, then it writes
+			// as if nothing happened: the gate must refuse it once the
+			// slot has a newer fence.
+			w.c.Frozen++
+			holdMs = int64(is.Grant.TTLMs+w.lim.LockDelayMs) + w.rng.between(0, 4000)
+		}
+		w.at(w.now+holdMs, func() {
+			w.write(k.name, is, req.OperationID)
+			_ = k.reg.Release(context.Background(), k.name, is.Grant.Resource, is.Grant.Lease)
+			w.at(w.now+w.rng.between(0, 500), k.next)
+		})
+	})
+}
