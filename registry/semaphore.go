@@ -115,7 +115,7 @@ func (a *Acquisition) stepSemaphore(ctx context.Context) bool {
 			a.wakeMs = r.semaphoreWake(in, at, r.slotsChangeAt(slots, s.Settings, at))
 			return false
 		}
-		if done := a.takeSlot(ctx, in.SlotInput(slot)); done {
+		if done := a.takeSlot(ctx, in.SlotInput(slot), own != nil); done {
 			return true
 		}
 		lost = true
@@ -127,14 +127,21 @@ func (a *Acquisition) stepSemaphore(ctx context.Context) bool {
 	return a.failSemaphore(ctx, fmt.Errorf("%w: %s: %d decisions in a row without an answer", wire.ErrConflict, in.Req.Resource, acquireStepsMax))
 }
 
-// takeSlot acquires slot's resource for the caller, without waiting. It
-// reports false when the caller must decide again (the slot went to
-// another caller since it was read, or its old entry was purged).
-func (a *Acquisition) takeSlot(ctx context.Context, slot lockstate.AcquireInput) bool {
+// takeSlot acquires slot's resource for the caller, without waiting;
+// answered says the request's entry names this slot (a retry). The
+// decision may stand on the slot's record as this registry last saw it:
+// the commit compares it (and the request's entry as absent), so a stale
+// cache costs a failed compare and a fresh read, never a second holder.
+// It reports false when the caller must decide again: the slot went to
+// another caller since it was read, its old entry was purged, or, for a
+// request not yet answered, the request was granted meanwhile by a
+// concurrent call of the same request ID on another slot (its entry
+// then names that slot: the next decision answers from it).
+func (a *Acquisition) takeSlot(ctx context.Context, slot lockstate.AcquireInput, answered bool) bool {
 	r := a.r
-	dec, s, rev, now, err := r.acquireStep(ctx, slot, false, false)
+	dec, s, rev, now, err := r.acquireStep(ctx, slot, true, false)
 	switch {
-	case errors.Is(err, wire.ErrBusy):
+	case errors.Is(err, wire.ErrBusy), !answered && errors.Is(err, wire.ErrRequestMismatch):
 		return false
 	case err != nil:
 		a.failSemaphore(ctx, err)

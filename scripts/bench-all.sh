@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs every benchmark that compares fencegate with the peer a user would
 # pick instead, in the same run — the registry against etcd's
-# concurrency.Mutex in process on one embedded etcd (fsync on),
+# concurrency.Mutex in process on one embedded etcd (fsync on), the
+# counting semaphore against a Consul-style semaphore recipe over etcd's
+# concurrency package at 64 semaphores,
 # `fencegate serve` over HTTP against a Mutex over a real etcd client
 # (serve on its embedded etcd, the quick start's, and on an etcd of its
 # own; and two bare HTTP exchanges, the hop's floor), `fencegate lock`
@@ -50,6 +52,7 @@ specs=(
   "./registry/etcdstore etcdstore ^BenchmarkThroughput64Paired$ 5x"
   "./registry/etcdstore etcdstore ^BenchmarkThroughput64BatchProofsPaired$ 5x"
   "./registry/etcdstore etcdstore ^BenchmarkHandoff$ 300x"
+  "./registry/etcdstore etcdstore ^BenchmarkSemaphore64Paired$ 5x"
   "./cmd/fencegate fencegate ^BenchmarkServeCycle(ExternalEtcd)?$ 300x"
   "./cmd/fencegate fencegate ^BenchmarkServeThroughput64(ExternalEtcd)?$ 5x"
   "./cmd/fencegate fencegate ^BenchmarkServeThroughput64Only$ 5x"
