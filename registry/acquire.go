@@ -25,7 +25,9 @@ const cancelWaitTimeoutMs = 2000
 // ends (ErrWaitTimeout) or ctx ends (the ticket is withdrawn). Wakeups come
 // from store watches, with bounded polling on the registry's clock for
 // what no write announces (an expiry, a vanished head waiter). It is the
-// shell of Acquisition, which the simulator drives step by step.
+// shell of Acquisition, which the simulator drives step by step. With
+// req.Permits > 0 the resource is a counting semaphore and the grant is
+// on one of its slots (see the package doc, "Counting semaphores").
 func (r *Registry) Acquire(ctx context.Context, owner string, req wire.AcquireRequest) (wire.Issued, error) {
 	a, err := r.StartAcquire(owner, req)
 	if err != nil {

@@ -75,6 +75,21 @@
 // walks that index from its oldest end, so it reads what is due, never
 // the whole request index.
 //
+// # Counting semaphores
+//
+// An acquire with Permits N takes one permit of the semaphore named by
+// its resource: N slots, each an ordinary resource (wire.SlotResource)
+// with its own record, fences, holder and lock-delay, and one record
+// under the semaphore's name that holds N (Record.Permits, set by the
+// first acquire, never changed) and the FIFO queue across the slots. A
+// step decides on the semaphore's record (lockstate.DecideSemaphore,
+// with the slots' records listed just before), then takes the free slot
+// it names as a non-waiting acquire of that slot (lockstate.DecideAcquire
+// on the slot's record): two compare-and-swaps, never one transaction, so
+// the queue orders who tries first and each slot's record alone decides
+// who holds it. A waiting permit acquire wakes on watches of the
+// semaphore's record and of every slot's, and polls as any waiter.
+//
 // # What a lease does not do
 //
 // A lease can be lost at any moment: a paused owner keeps running after its
