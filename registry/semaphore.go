@@ -84,7 +84,15 @@ func (a *Acquisition) stepSemaphore(ctx context.Context) bool {
 			own *lockstate.RequestEntry
 			at  int64
 		)
-		s, rev, err := r.casLoop(ctx, in.Req.Resource, []lockstate.RequestKey{key}, false, func(s *Snapshot, now int64) (*Write, error) {
+		// An acquire's first decision may stand on the semaphore's record
+		// as this registry last saw it (no write needs it fresh: a stale
+		// queue costs order, and the slot's commit decides who holds it).
+		// A queued one reads (its wake may come from another replica's
+		// write this registry has not seen), and so does one after a lost
+		// try, which also shows the request's entry if a concurrent call
+		// of the same request was granted meanwhile.
+		warm := !lost && !a.queued
+		s, rev, err := r.casLoopMode(ctx, in.Req.Resource, []lockstate.RequestKey{key}, warm, warm, func(s *Snapshot, now int64) (*Write, error) {
 			at = now
 			if own = s.slot(key).Entry; own != nil {
 				return nil, nil // granted before: answer from the slot
