@@ -7,6 +7,8 @@ import (
 	"hash"
 	"hash/fnv"
 	"math/rand/v2"
+	"runtime"
+	"sync"
 	"time"
 
 	"github.com/fencegate/fencegate/gate"
@@ -66,20 +68,55 @@ type SemaphoreCounts struct {
 // OK reports whether every safety count is 0.
 func (c *SemaphoreCounts) OK() bool { return c.SemOverN == 0 && c.SemSlotTwice == 0 && c.SemStale == 0 }
 
-// RunSemaphores runs rounds semaphore rounds of seed, with cfg's
-// negative control (Shadow: the lease-only gate; Store: the registry's
-// store replaced) if any, one after the other.
-func RunSemaphores(seed uint64, rounds int, neg *Negative) (*SemaphoreCounts, error) {
+// RunSemaphores runs rounds semaphore rounds of seed, with the negative
+// control neg (Shadow: the lease-only gate; Store: the registry's store
+// replaced) if any, on parallel goroutines (0: one per core). Rounds are
+// independent worlds seeded from (seed, round) and merged in round order,
+// so parallel changes only the speed, never a count or the digest.
+func RunSemaphores(seed uint64, rounds, parallel int, neg *Negative) (*SemaphoreCounts, error) {
 	keys, err := newKeySet(grant.AlgEd25519, 500*time.Millisecond)
 	if err != nil {
 		return nil, err
 	}
+	if parallel <= 0 {
+		parallel = runtime.GOMAXPROCS(0)
+	}
+	results := make([]*SemaphoreCounts, rounds)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(parallel, max(rounds, 1)) {
+		wg.Go(func() {
+			for r := range next {
+				c := &SemaphoreCounts{}
+				w := newSemWorld(keys, seed, r+1, neg, c)
+				w.run()
+				c.Digest = w.digest.Sum64()
+				results[r] = c
+			}
+		})
+	}
+	for r := range rounds {
+		next <- r
+	}
+	close(next)
+	wg.Wait()
 	total := &SemaphoreCounts{}
-	for r := 1; r <= rounds; r++ {
-		w := newSemWorld(keys, seed, r, neg, total)
-		w.run()
+	for _, c := range results {
 		total.Rounds++
-		total.Digest = mixDigest(total.Digest, w.digest.Sum64())
+		total.Grants += c.Grants
+		total.Permits += c.Permits
+		total.Writes += c.Writes
+		total.Accepted += c.Accepted
+		total.Frozen += c.Frozen
+		total.SemOverN += c.SemOverN
+		total.SemSlotTwice += c.SemSlotTwice
+		total.SemStale += c.SemStale
+		for _, v := range c.Violations {
+			if len(total.Violations) < ViolationsMax {
+				total.Violations = append(total.Violations, v)
+			}
+		}
+		total.Digest = mixDigest(total.Digest, c.Digest)
 	}
 	return total, nil
 }

@@ -14,7 +14,7 @@ import (
 
 func TestSemaphoreBreaksAreCaught(t *testing.T) {
 	const rounds = 150
-	fixed, err := sim.RunSemaphores(3, rounds, nil)
+	fixed, err := sim.RunSemaphores(3, rounds, 0, nil)
 	if err != nil || !fixed.OK() {
 		t.Fatalf("protections on: %v %+v", err, fixed)
 	}
@@ -25,7 +25,7 @@ func TestSemaphoreBreaksAreCaught(t *testing.T) {
 		{"fence", func(c *sim.SemaphoreCounts) int { return c.SemStale }},
 		{"stale-read", func(c *sim.SemaphoreCounts) int { return min(c.SemSlotTwice, c.SemOverN) }},
 	} {
-		broken, err := sim.RunSemaphores(3, rounds, control(t, c.brk))
+		broken, err := sim.RunSemaphores(3, rounds, 0, control(t, c.brk))
 		if err != nil {
 			t.Fatal(err)
 		}

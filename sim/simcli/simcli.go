@@ -114,7 +114,7 @@ func runSemaphores(o *Options, seed uint64, n *sim.Negative, stdout io.Writer) e
 	if o.semRounds <= 0 || o.round > 0 {
 		return nil
 	}
-	c, err := sim.RunSemaphores(seed, o.semRounds, n)
+	c, err := sim.RunSemaphores(seed, o.semRounds, o.parallel, n)
 	if err != nil {
 		return &UsageError{err}
 	}
