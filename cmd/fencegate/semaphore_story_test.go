@@ -47,6 +47,11 @@ func frozenPermit(t *testing.T, leaseOnly bool) {
 	freeze(t, a, aChild, syscall.SIGSTOP)
 	holders := map[string]bool{aSlot: true}
 	var held []func()
+	defer func() { // the holders' children write and exit (they ignore SIGTERM)
+		for _, release := range held {
+			release()
+		}
+	}()
 	for i := range 2 {
 		p, in := w.writer("worker-b", "lock", sem, fmt.Sprintf("holder %d", i), true, append(lock, "--ttl", "60s")...)
 		slot, _, _ := permitOf(t, p)
@@ -97,8 +102,5 @@ func frozenPermit(t *testing.T, leaseOnly bool) {
 	}
 	if got := w.value(); got != "500 (by E, A's slot's newest holder)" {
 		t.Fatalf("the ledger holds %q, want E's result", got)
-	}
-	for _, release := range held {
-		release()
 	}
 }
