@@ -20,6 +20,7 @@
 //	fencegate sim --rounds 2000 --pg --pg-dsn DSN   # the same inside PostgreSQL (a superuser DSN; same digest)
 //	fencegate sim --rounds 20000 --skew-beyond-bound  # gate clock beyond the bound: detected, reported
 //	fencegate sim --seed S --rounds N --round K --trace  # replay one round, event by event
+//	fencegate sim --rounds 2000 --semaphore-rounds 2000  # then counting semaphores beside plain locks (semaphore.go)
 //
 // The negative controls are not in the fencegate binary; from a checkout:
 //
@@ -28,6 +29,8 @@
 //	go run ./sim/cmd/simbreak --rounds 2000 --faults restore=1 --break content-compare  # lost updates
 //	go run ./sim/cmd/simbreak --rounds 2000 --break lease-clock  # the lease clock before issue 42: HELD and effects past the deadline
 //	go run ./sim/cmd/simbreak --rounds 2000 --alg ed25519 --faults adversary=1 --break batch-path  # batch paths unchecked: forged grants accepted
+//	go run ./sim/cmd/simbreak --rounds 100 --faults none --unsafe --semaphore-rounds 300            # stale permit writes
+//	go run ./sim/cmd/simbreak --rounds 100 --faults none --break stale-read --semaphore-rounds 300  # a slot twice, more than N
 //
 // CI runs four seeds of 25,000 rounds (.ci/run); the long run, several
 // seeds of a million rounds each, is in docs/guarantees.md ("The
