@@ -162,9 +162,7 @@ func TestBatchPathFromAnotherTree(t *testing.T) {
 	v, ed, _ := testVerifier(t)
 	ms := batchGrants(8)
 	other := append(batchGrants(8)[:0:0], ms[0])
-	for _, m := range batchGrants(16)[8:15] {
-		other = append(other, m)
-	}
+	other = append(other, batchGrants(16)[8:15]...)
 	a, b := mustSignBatch(t, ed, ms), mustSignBatch(t, ed, other)
 	pa, _ := ParseBatchProof(a[0])
 	pb, _ := ParseBatchProof(b[0])
