@@ -13,9 +13,12 @@ package python
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -150,6 +153,158 @@ print(json.dumps({o: [c.sqlstate, is_final(o), issubclass(c, GateRejection) and 
 	}
 	if len(got) != 0 {
 		t.Errorf("python classes for outcomes the gate does not have: %v", got)
+	}
+}
+
+// registryClasses is what the Python client has for each registry code:
+// its class's name, whether package fencegate exports that class, whether
+// it is a RegistryError, its retryable, whether it is also an
+// OutcomeUnknown, and the class (by name) the transport gives an answer
+// with that code.
+const registryClasses = `
+import json, sys
+import fencegate
+from fencegate.errors import REGISTRY_ERRORS, OutcomeUnknown, RegistryError
+from fencegate.transport import answer_error
+statuses = json.load(sys.stdin)
+out = {}
+for code, c in REGISTRY_ERRORS.items():
+    e = answer_error(statuses.get(code, 500), json.dumps({"code": code, "message": "m"}).encode())
+    out[code] = {"class": c.__name__, "exported": getattr(fencegate, c.__name__, None) is c and c.__name__ in fencegate.__all__,
+                 "registryError": issubclass(c, RegistryError) and c.code == code, "retryable": c.retryable,
+                 "outcomeUnknown": issubclass(c, OutcomeUnknown), "answered": type(e).__name__}
+print(json.dumps(out))
+`
+
+type registryClass struct {
+	Class          string `json:"class"`
+	Exported       bool   `json:"exported"`
+	RegistryError  bool   `json:"registryError"`
+	Retryable      bool   `json:"retryable"`
+	OutcomeUnknown bool   `json:"outcomeUnknown"`
+	Answered       string `json:"answered"`
+}
+
+// codeRow is one row of api/openapi.yaml's table of codes: "| CODE | status | words |".
+var codeRow = regexp.MustCompile(`(?m)^\s*\| ([A-Z_]+) \| (\d{3}) \| (.*) \|\s*$`)
+
+// openAPICodes reads the registry's table of codes (api/openapi.yaml,
+// which registry/httpapi's TestOpenAPIListsEveryCode holds to the
+// server's codes): each code's HTTP status, and whether it is answered
+// with Retry-After.
+func openAPICodes(t *testing.T) (status map[string]int, retryAfter map[string]bool) {
+	t.Helper()
+	y, err := os.ReadFile("../../api/openapi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, retryAfter = map[string]int{}, map[string]bool{}
+	for _, m := range codeRow.FindAllStringSubmatch(string(y), -1) {
+		status[m[1]], _ = strconv.Atoi(m[2])
+		retryAfter[m[1]] = strings.Contains(m[3], "(Retry-After)")
+	}
+	if len(status) == 0 {
+		t.Fatal("api/openapi.yaml: no table of codes found")
+	}
+	return status, retryAfter
+}
+
+// registryClassesDiff compares the Python client's classes (got, the
+// output of registryClasses) with the registry's codes: every code of
+// wire.RegistryErrors has its class, exported, a RegistryError of that
+// code, retryable exactly when the registry answers it with Retry-After,
+// an OutcomeUnknown only for UNAVAILABLE, and the transport answers it
+// with that class; no class names a code the registry does not have.
+func registryClassesDiff(got map[string]registryClass, retryAfter map[string]bool) []string {
+	var diffs []string
+	seen := map[string]bool{}
+	for _, e := range wire.RegistryErrors {
+		code := e.Code()
+		seen[code] = true
+		g, ok := got[code]
+		switch {
+		case !ok:
+			diffs = append(diffs, code+": no class in fencegate.errors.REGISTRY_ERRORS (it would come back as OutcomeUnknown)")
+			continue
+		case !g.Exported:
+			diffs = append(diffs, code+": class "+g.Class+" not exported by package fencegate (__all__)")
+		case !g.RegistryError:
+			diffs = append(diffs, code+": class "+g.Class+" is not a RegistryError with that code")
+		case g.Answered != g.Class:
+			diffs = append(diffs, code+": the transport answers "+g.Answered+", not "+g.Class)
+		}
+		if g.Retryable != retryAfter[code] {
+			diffs = append(diffs, fmt.Sprintf("%s: class %s retryable %v, the registry's Retry-After %v", code, g.Class, g.Retryable, retryAfter[code]))
+		}
+		if g.OutcomeUnknown != (e == wire.ErrUnavailable) {
+			diffs = append(diffs, fmt.Sprintf("%s: class %s is an OutcomeUnknown: %v (only UNAVAILABLE's is)", code, g.Class, g.OutcomeUnknown))
+		}
+	}
+	for code, g := range got {
+		if !seen[code] {
+			diffs = append(diffs, code+": class "+g.Class+" for a code the registry does not have")
+		}
+	}
+	return diffs
+}
+
+func runRegistryClasses(t *testing.T, dir string, status map[string]int) map[string]registryClass {
+	t.Helper()
+	in, err := json.Marshal(status)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := run(t, dir, nil, in, "-c", registryClasses)
+	var got map[string]registryClass
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	return got
+}
+
+// TestPythonRegistryErrorsAreTheRegistrys holds the Python client's
+// registry exceptions (fencegate.errors.REGISTRY_ERRORS) to the
+// registry's own table, wire.RegistryErrors, and to the Retry-After marks
+// of api/openapi.yaml (registryClassesDiff says what must hold): a code
+// added to the registry fails it until the client has its class.
+func TestPythonRegistryErrorsAreTheRegistrys(t *testing.T) {
+	t.Parallel()
+	status, retryAfter := openAPICodes(t)
+	for _, d := range registryClassesDiff(runRegistryClasses(t, ".", status), retryAfter) {
+		t.Error(d)
+	}
+}
+
+// TestPythonRegistryErrorsCanFail is its negative control: a copy of the
+// package whose table lacks STORE_FULL, and one whose StoreFullError is
+// not retryable, must each be reported.
+func TestPythonRegistryErrorsCanFail(t *testing.T) {
+	t.Parallel()
+	requirePython(t)
+	status, retryAfter := openAPICodes(t)
+	src, err := os.ReadFile("fencegate/errors.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]struct{ from, to, want string }{
+		"missing":      {"FenceRangeError, StoreFullError, ", "FenceRangeError, ", "STORE_FULL: no class"},
+		"notRetryable": {"code = \"STORE_FULL\"\n    retryable = True", "code = \"STORE_FULL\"", "STORE_FULL: class StoreFullError retryable false"},
+	} {
+		doctored := strings.Replace(string(src), c.from, c.to, 1)
+		if doctored == string(src) {
+			t.Fatalf("%s: errors.py changed: update this control", name)
+		}
+		dir := t.TempDir()
+		if err := os.CopyFS(dir, os.DirFS(".")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "fencegate", "errors.py"), []byte(doctored), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		diffs := registryClassesDiff(runRegistryClasses(t, dir, status), retryAfter)
+		if len(diffs) != 1 || !strings.HasPrefix(diffs[0], c.want) {
+			t.Errorf("%s: want one difference %q..., got %q", name, c.want, diffs)
+		}
 	}
 }
 

@@ -22,7 +22,7 @@ from .errors import (AcquirePending, AlreadyHeld, BadAnswer, BadProof, BindingMi
                      LeaseExpiredError, Malformed, NotCertain, NotHeld, NotHolderError, OutcomeUnknown, PolicyStale,
                      ProofExpired, ProofStale, Quarantined, Refused, RegistryError, Replayed, RequestMismatchError,
                      RequestNotFoundError, ResourcePaused, RootMismatch, SegmentGap, SettingsError, StaleOwner,
-                     TTLOutOfRangeError, TTLSettingsError, UnavailableError, Unreachable, WaitersFullError,
+                     StoreFullError, PermitsMismatchError, TTLOutOfRangeError, TTLSettingsError, UnavailableError, Unreachable, WaitersFullError,
                      WaitTimeoutError)
 from .grant import operation_root, payload_digest
 from .lease import Lease, LostEvent, RolledBack
@@ -42,7 +42,7 @@ __all__ = [
     "RegistryError", "InvalidRequestError", "TTLOutOfRangeError", "RequestMismatchError", "BusyError",
     "WaitTimeoutError", "WaitersFullError", "NotHolderError", "LeaseExpiredError", "LeaseBrokenError",
     "EpochRevokedError", "RequestNotFoundError", "ConflictError", "UnavailableError", "CorruptError",
-    "FenceRangeError",
+    "FenceRangeError", "StoreFullError", "PermitsMismatchError",
     "GateRejection", "Replayed", "Malformed", "BadProof", "BindingMismatch", "IdentityMismatch", "NotHeld",
     "EpochRevoked", "PolicyStale", "ProofExpired", "StaleOwner", "SegmentGap", "RootMismatch", "Quarantined",
     "FenceRegression", "ResourcePaused",

@@ -100,9 +100,15 @@ class Unreachable(OutcomeUnknown):
 
 class RegistryError(FencegateError):
     """A definite answer of the registry with a stable ``code`` (docs/api.md);
-    ``status`` is the HTTP status, ``message`` the registry's words."""
+    ``status`` is the HTTP status, ``message`` the registry's words.
+    ``retryable`` is true for the codes the registry answers with
+    Retry-After (WAITERS_FULL, CONFLICT, UNAVAILABLE, STORE_FULL): the same
+    call may succeed shortly, with the same request ID for an acquire. It
+    says nothing of what the lease machine does: an acquire retries only
+    CONFLICT and UNAVAILABLE by itself, as the Go SDK does."""
 
     code = ""
+    retryable = False
 
     def __init__(self, message, status=0, code=None):
         if code:
@@ -143,8 +149,10 @@ class WaitTimeoutError(BusyError):
 
 
 class WaitersFullError(RegistryError):
-    """WAITERS_FULL: the resource has the most waiters the registry allows."""
+    """WAITERS_FULL: the resource has the most waiters the registry allows;
+    nothing was queued. Retryable: try again shortly."""
     code = "WAITERS_FULL"
+    retryable = True
 
 
 class NotHolderError(RegistryError):
@@ -175,12 +183,14 @@ class RequestNotFoundError(RegistryError):
 class ConflictError(RegistryError):
     """CONFLICT: too much contention; nothing changed, try again."""
     code = "CONFLICT"
+    retryable = True
 
 
 class UnavailableError(RegistryError, OutcomeUnknown):
     """UNAVAILABLE: the store could not be reached: the outcome is unknown
     (retry with the same request ID, never a new one)."""
     code = "UNAVAILABLE"
+    retryable = True
 
 
 class CorruptError(RegistryError):
@@ -193,11 +203,33 @@ class FenceRangeError(RegistryError):
     code = "FENCE_RANGE"
 
 
+class StoreFullError(RegistryError):
+    """STORE_FULL (HTTP 507, with Retry-After): the registry's store is
+    out of space (etcd's NOSPACE alarm, or the registry's mark at 90% of
+    its quota). A definite refusal that changed nothing: no grant was
+    made, and a renewal or release so refused leaves the lease as it was.
+    Retryable: grants resume by themselves once space is back
+    (docs/operations.md, "What happens at NOSPACE")."""
+    code = "STORE_FULL"
+    retryable = True
+
+
+class PermitsMismatchError(RegistryError):
+    """PERMITS_MISMATCH (HTTP 409): the acquire names another number of
+    permits than the resource was first used with. A semaphore's N is
+    fixed by its first acquire, and a plain lock (no permits) and a
+    semaphore never share a name: asking again with the same N is refused
+    again; use the resource's N, or another name."""
+    code = "PERMITS_MISMATCH"
+
+
 REGISTRY_ERRORS = {c.code: c for c in (
     InvalidRequestError, TTLOutOfRangeError, RequestMismatchError, BusyError, WaitTimeoutError, WaitersFullError,
     NotHolderError, LeaseExpiredError, LeaseBrokenError, EpochRevokedError, RequestNotFoundError, ConflictError,
-    UnavailableError, CorruptError, FenceRangeError)}
-"""Each registry code (wire.RegistryErrors) to its class."""
+    UnavailableError, CorruptError, FenceRangeError, StoreFullError, PermitsMismatchError)}
+"""Each registry code (wire.RegistryErrors) to its class; a code missing
+here comes back as OutcomeUnknown. TestPythonRegistryErrorsAreTheRegistrys
+(python_test.go) holds it to wire.RegistryErrors."""
 
 
 class TTLSettingsError(SettingsError, TTLOutOfRangeError):
