@@ -104,10 +104,19 @@ class Session:
     # --- acquiring --------------------------------------------------------------
 
     def acquire(self, resource, ttl=None, wait=0, operation_id=None, operation_class=OPERATION_CLASS_DEFAULT,
-                timeout=None):
+                timeout=None, permits=0):
         """Acquire a lease on resource and return it HELD. ttl (seconds,
         default options.ttl_default) is the server-side TTL; wait (seconds)
         how long to queue behind other holders (0: BusyError at once).
+
+        With permits N (1 to 64; wire.AcquireRequest.Permits), resource is
+        a counting semaphore of N permits: the lease is one permit, a grant
+        on one of its slots (lease.resource is the slot, resource + "/_slot."
+        + I, with its own fence: what a gate keys on). The session keeps it
+        under the semaphore's name (session.lease(resource)), one permit per
+        semaphore and session at a time. Every acquire of a name must give
+        the same N, and a plain lock's name takes none
+        (PermitsMismatchError); N out of range is InvalidRequestError.
 
         The request ID is kept until the registry gives a final answer:
         after a lost answer the client asks for the grant by the same ID
@@ -118,9 +127,11 @@ class Session:
         margins allow is refused before anything is sent (TTLSettingsError,
         naming the shortest that works). timeout (seconds, None: none)
         bounds the whole call: Timeout, the request ID kept."""
-        return self._acquire(self._request(resource, ttl, ns(wait) // MS, operation_id, operation_class), timeout, False)
+        return self._acquire(self._request(resource, ttl, ns(wait) // MS, operation_id, operation_class, permits),
+                             timeout, False)
 
-    def lock(self, resource, ttl=None, operation_id=None, operation_class=OPERATION_CLASS_DEFAULT, timeout=None):
+    def lock(self, resource, ttl=None, operation_id=None, operation_class=OPERATION_CLASS_DEFAULT, timeout=None,
+             permits=0):
         """Acquire resource, waiting for it as long as timeout (seconds;
         None: no end) allows, in FIFO order: it queues at the registry in
         long polls of at most options.lock_wait_chunk, each asking again
@@ -128,15 +139,22 @@ class Session:
         queue. Returns the Lease HELD; use it as a context manager to
         release it when the block ends. With a timeout, the queueing ends
         options.call_timeout before it, so the registry's last answer
-        (WaitTimeoutError, naming who holds the resource) arrives in time."""
-        r = self._request(resource, ttl, ns(self.options.lock_wait_chunk) // MS, operation_id, operation_class)
+        (WaitTimeoutError, naming who holds the resource) arrives in time.
+        permits: as for acquire (a semaphore's waiters queue FIFO across
+        its slots)."""
+        r = self._request(resource, ttl, ns(self.options.lock_wait_chunk) // MS, operation_id, operation_class, permits)
         return self._acquire(r, timeout, True)
 
-    def _request(self, resource, ttl, wait_ms, operation_id, operation_class):
+    def _request(self, resource, ttl, wait_ms, operation_id, operation_class, permits):
         if ttl is None:
             ttl = self.options.ttl_default  # always explicit: a lost answer is waited out for exactly this
-        return {"resource": resource, "operationId": operation_id or "", "operationClass": operation_class,
-                "requestId": "", "ttlMs": ns(ttl) // MS, "waitMs": wait_ms}
+        r = {"resource": resource, "operationId": operation_id or "", "operationClass": operation_class,
+             "requestId": "", "ttlMs": ns(ttl) // MS, "waitMs": wait_ms}
+        if permits:  # a plain lock sends none (permits 0 is the wire's "no semaphore")
+            if not isinstance(permits, int) or isinstance(permits, bool) or permits < 0:
+                raise InvalidRequestError("fencegate: acquire: permits %r: want a whole number of permits" % (permits,))
+            r["permits"] = permits
+        return r
 
     def _acquire(self, r, timeout, locking):
         deadline = None if timeout is None else self.clock.now() + ns(timeout)
@@ -210,8 +228,9 @@ class Session:
         # The lease's TTL counts from an instant the registry's own start of
         # the lease cannot precede: after a wait of any length the lease is
         # usable for its whole TTL.
+        name = a.req["resource"]  # a semaphore's permit is kept under the semaphore's name, not its slot's
         lease = Lease(self, Granted(core.issued, a.req["operationId"], core.lease_from(self.clock.now())),
-                      on_ended=self._ended)
+                      on_ended=lambda lease: self._ended(name, lease))
         with self._mu:
             if self._pending.get(a.req["resource"]) is a:
                 del self._pending[a.req["resource"]]
@@ -270,10 +289,10 @@ class Session:
             if final and self._pending.get(a.req["resource"]) is a:
                 del self._pending[a.req["resource"]]
 
-    def _ended(self, lease):
+    def _ended(self, name, lease):
         with self._mu:
-            if self._live.get(lease.resource) is lease:
-                del self._live[lease.resource]
+            if self._live.get(name) is lease:
+                del self._live[name]
 
 
 _LOST = OutcomeUnknown("fencegate: no answer within the call's timeout")

@@ -4,18 +4,25 @@ with the range that works; settings no lease can work with refused) and
 the acquire core (a lost answer asked for by the same request ID, then the
 same acquire resent while the registry has none; a grant that already
 ended is the only cue for a new ID; a lock keeps its ID across
-WAIT_TIMEOUTs; a run of lost answers ends as Unreachable, the ID kept)."""
+WAIT_TIMEOUTs; a run of lost answers ends as Unreachable, the ID kept),
+and what an acquire sends and raises: permits only when given, the
+registry's refusals (STORE_FULL, PERMITS_MISMATCH) as their classes, final
+(tests/permits.py runs permits against a real registry)."""
 
+import json
 import unittest
 
 from fencegate.core import machine
 from fencegate.core.acquire import AcquireCore
 from fencegate.core.lease import CALL_ACQUIRE, CALL_QUERY_REQUEST, Answer, Lost
 from fencegate.core.limits import MS, SECOND
-from fencegate.errors import (BadAnswer, ConflictError, RequestNotFoundError, SettingsError, TTLOutOfRangeError,
+from fencegate.errors import (BadAnswer, ConflictError, InvalidRequestError, OutcomeUnknown, PermitsMismatchError,
+                              RegistryError, RequestNotFoundError, SettingsError, StoreFullError, TTLOutOfRangeError,
                               TTLSettingsError, Unreachable, WaitTimeoutError)
 from fencegate.grant import Grant, Issued, Status, operation_root
 from fencegate.options import Options
+from fencegate.session import Session
+from fencegate.transport import answer_error
 
 
 class Limits(unittest.TestCase):
@@ -145,6 +152,48 @@ class Acquire(unittest.TestCase):
         a = self.core()
         a.step(0, Answer(a.next(0).call, held("req-9")))
         self.assertIsInstance(a.err, BadAnswer)
+
+
+class Refusing:
+    """A transport that records each acquire and answers it with the
+    error the registry's answer (status, code) means."""
+
+    def __init__(self, status, code):
+        self.status, self.code, self.sent = status, code, []
+
+    def acquire(self, request, timeout):
+        self.sent.append(dict(request))
+        raise answer_error(self.status, json.dumps({"code": self.code, "message": "registry: words"}).encode())
+
+
+class AcquireSends(unittest.TestCase):
+    def acquire(self, status, code, **kw):
+        t = Refusing(status, code)
+        with self.assertRaises(RegistryError) as e:
+            Session("http://127.0.0.1:1", transport=t).acquire("pool/a", ttl=10, **kw)
+        return t.sent, e.exception
+
+    def test_permits_only_when_given(self):
+        sent, _ = self.acquire(409, "BUSY")
+        self.assertNotIn("permits", sent[0])
+        sent, _ = self.acquire(409, "BUSY", permits=4)
+        self.assertEqual(sent[0]["permits"], 4)
+
+    def test_refusals_are_final_and_named(self):
+        for status, code, cls, retryable in ((409, "PERMITS_MISMATCH", PermitsMismatchError, False),
+                                             (507, "STORE_FULL", StoreFullError, True)):
+            with self.subTest(code):
+                sent, e = self.acquire(status, code, permits=2)
+                self.assertEqual(len(sent), 1, "a refusal is final: sent once")
+                self.assertIs(type(e), cls)
+                self.assertNotIsInstance(e, OutcomeUnknown)
+                self.assertEqual((e.code, e.status, e.retryable), (code, status, retryable))
+                self.assertEqual(str(e), "fencegate: registry: %s: registry: words" % code)
+
+    def test_permits_that_are_not_a_number(self):
+        for bad in (-1, "2", True, 1.5):
+            with self.subTest(bad), self.assertRaises(InvalidRequestError):
+                Session("http://127.0.0.1:1", transport=Refusing(409, "BUSY")).acquire("pool/a", ttl=10, permits=bad)
 
 
 if __name__ == "__main__":
