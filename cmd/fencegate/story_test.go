@@ -103,11 +103,19 @@ func (w *storyWorld) value() string {
 	return v.Value
 }
 
-// freeze stops (or, with cont, resumes) the wrapper's process group and
-// its child's: the whole worker, as a pause of its machine would.
+// freeze stops (or, with SIGCONT, resumes) the wrapper's process group
+// and its child's: the whole worker, as a pause of its machine would. It
+// resumes the child first: a wrapper resumed first may find its lease
+// gone and end its child's group before the second signal is sent (seen
+// under load: "signal continued to group N: no such process"), and the
+// child with its write in hand is what a story thaws.
 func freeze(t *testing.T, wrapper *proc, childPid int, sig syscall.Signal) {
 	t.Helper()
-	for _, pgid := range []int{wrapper.cmd.Process.Pid, childPid} {
+	groups := []int{wrapper.cmd.Process.Pid, childPid}
+	if sig == syscall.SIGCONT {
+		groups[0], groups[1] = groups[1], groups[0]
+	}
+	for _, pgid := range groups {
 		if err := syscall.Kill(-pgid, sig); err != nil {
 			t.Fatalf("signal %v to group %d: %v", sig, pgid, err)
 		}
