@@ -43,6 +43,14 @@ func (r *Registry) rememberSnapshot(s *Snapshot) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.dropAheadOfStoreLocked(s)
+	if c, ok := r.cache[s.Resource]; ok && s.Resource != "" && c.rev > s.RecordRev && c.rev <= s.Revision {
+		// A read at a revision the cached record had reached shows the
+		// record older or absent: the cached write is not in the store's
+		// history (a restore whose revisions have since passed it). Kept,
+		// it would be offered to every decision as newer than the store
+		// (newerCached), each deciding on it, none committing.
+		delete(r.cache, s.Resource)
+	}
 	if s.Resource != "" {
 		r.putRecordLocked(s.Resource, s.Record, s.RecordRaw, s.RecordRev)
 	}
