@@ -42,9 +42,10 @@ type checker struct {
 	alarms      int                        // FENCE_REGRESSION and REGRESSION_SUSPECTED decisions this round
 	slipped     int                        // accepts that only the clock bound would have stopped
 	ghosts      map[lockstate.RequestKey]bool
-	jobsDone    map[[2]uint64]bool // (fence, job) applied at the job target
-	jobFenceMax uint64             // highest fence of a job applied there
-	record      *lockstate.Record  // the main resource's record as last committed or restored
+	requests    map[lockstate.RequestKey]bool // every request granted this round, across restores
+	jobsDone    map[[2]uint64]bool            // (fence, job) applied at the job target
+	jobFenceMax uint64                        // highest fence of a job applied there
+	record      *lockstate.Record             // the main resource's record as last committed or restored
 	// afterRestore: the store was restored this round (handoffs from
 	// then on are not budgeted: held).
 	afterRestore bool
@@ -69,6 +70,10 @@ type grantTruth struct {
 	firstWrite  bool
 	heldLong    bool // its holder waited on purpose before writing (FaultLongHold): no first-write figure
 	firstAnswer bool // its first segment-1 write was decided
+	// reissued: issued after the store was restored this round, to a
+	// request granted before under another lease (the restore forgot
+	// it); received: its answer reached a worker (blockedByRestore).
+	reissued, received bool
 }
 
 func newChecker(w *world, c *Counts) *checker {
@@ -79,6 +84,7 @@ func newChecker(w *world, c *Counts) *checker {
 		acceptedBy:  make(map[*resource][]fenceLease, 2),
 		lastSeq:     make(map[string]uint64, 4),
 		ghosts:      make(map[lockstate.RequestKey]bool, 2),
+		requests:    make(map[lockstate.RequestKey]bool, 4),
 		jobsDone:    make(map[[2]uint64]bool, 4),
 	}
 }
@@ -92,7 +98,11 @@ func (k *checker) committed(rec *lockstate.Record, answered func(lockstate.Reque
 	if h := rec.Holder; h != nil {
 		g := k.grants[h.Grant.Lease]
 		if g == nil {
-			g = &grantTruth{fence: h.Grant.FenceToken, owner: h.Grant.Owner, regressed: h.Grant.FenceToken <= k.issuedMax, prev: k.current}
+			req := lockstate.RequestKey{Owner: h.Grant.Owner, RequestID: h.Grant.RequestID}
+			_, again := k.requests[req]
+			g = &grantTruth{fence: h.Grant.FenceToken, owner: h.Grant.Owner, regressed: h.Grant.FenceToken <= k.issuedMax, prev: k.current,
+				reissued: again && k.afterRestore}
+			k.requests[req] = true
 			k.grants[h.Grant.Lease] = g
 			if g.regressed {
 				k.c.RegressedGrants++
@@ -317,6 +327,40 @@ func (k *checker) held(lease string, attemptMs int64, p party) {
 	}
 	k.c.HandoffMs = append(k.c.HandoffMs, k.w.now-from)
 }
+
+// received notes that a grant's answer reached its worker.
+func (k *checker) received(lease string) {
+	if g := k.grants[lease]; g != nil {
+		g.received = true
+	}
+}
+
+// blockedByRestore reports whether, at the round's end, the resource is
+// held by a grant the restored registry issued again to a request it had
+// granted before (the restore forgot it) and whose answer reached no
+// worker, live or ended within the handoff budget and blockedSlackMs: a
+// MUTATION_UNKNOWN reconcile still open waits behind the restore, not
+// the protocol. That is a late copy of an acquire (the late fault)
+// reaching the restored registry, which cannot tell it from a retry of
+// the request it forgot and grants it afresh; its answer goes to nobody
+// (the client had its answer and moved on), so the lease holds the
+// resource to its TTL, up to 10 minutes, as a lease the restore revived
+// does — the reason a reconcile resolved after a restore is not budgeted
+// either. A grant a worker received, a first grant of its request, or
+// the restored record's own holder never excuses an open reconcile.
+func (k *checker) blockedByRestore() bool {
+	if k.record == nil || k.record.Holder == nil {
+		return false
+	}
+	g := k.grants[k.record.Holder.Grant.Lease]
+	return g != nil && g.reissued && !g.received &&
+		g.lastExpMs+k.w.cfg.HandoffBudgetMs+blockedSlackMs > k.w.regClock.atMs(k.w.now)
+}
+
+// blockedSlackMs is, beside the handoff budget, how long a reconcile may
+// take after the lease it waited behind ends (lock-delay, the fencing
+// write, the next ask of the resource) and still count as blocked by it.
+const blockedSlackMs = 2 * reconcileMs
 
 // observeStatus notices a status proof issued further in the gate's future
 // than its skew bound allows: the gate's clock lags the registry's beyond

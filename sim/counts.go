@@ -97,6 +97,10 @@ type Counts struct {
 	UnknownAfterRestoreMaxMs int64 `merge:"max"`
 	Reconciles               int   // MUTATION_UNKNOWN reconciles completed
 	UnknownUnresolved        int   // unresolved at a round's end
+	// UnknownOpenAfterRestore: MUTATION_UNKNOWN reconciles open at a
+	// round's end behind a grant the restored registry issued to nobody
+	// (checker.blockedByRestore; not budgeted).
+	UnknownOpenAfterRestore int
 
 	BeyondBoundRounds   int // rounds whose gate clock lagged beyond the skew bound
 	BeyondBoundDetected int // of which the skew monitor noticed

@@ -171,6 +171,7 @@ func (k *worker) acquired(rd core.AcquireReady, sent time.Time) {
 // held makes the worker the holder under is, whose TTL counts from from
 // (worker clock): the lease's core starts.
 func (k *worker) held(is wire.Issued, from time.Time) {
+	k.w.chk.received(is.Grant.Lease)
 	forgot := k.journalLease != "" && k.journalReq == is.Grant.RequestID && is.Grant.Lease != k.journalLease
 	if is.Grant.Lease != k.journalLease {
 		// A new grant: its segments start at 1.
