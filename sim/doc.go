@@ -174,6 +174,18 @@
 // live until the committed expiry). TestRestoredRegistryGoingBackwardsIs
 // NotTheGatesFault replays a round of each of the last two.
 //
+// A restore also forgets which requests were answered. A late copy of an
+// acquire whose client already had its grant then reaches the restored
+// registry, which cannot tell it from a retry, and is granted afresh to
+// a request nobody waits on any more: the lease holds the resource to
+// its TTL (up to 10 minutes) with no holder. A MUTATION_UNKNOWN
+// reconcile waiting behind such a grant at the round's end is reported
+// apart and not budgeted, as one resolved after a restore is; one behind
+// any other holder (a worker received its grant, its request was never
+// granted before, or it is the restored record's own) fails the round.
+// TestReconcileBehindAGrantTheRestoreIssuedToNobody scripts the
+// schedule seed 20261205 reached in round 18382, with those rows.
+//
 // # The safety boundary, and clocks beyond it
 //
 // Two different properties are at stake, and only one depends on clocks.
