@@ -169,19 +169,12 @@ func DecideAcquire(rec *Record, own *RequestEntry, set Settings, in AcquireInput
 	if !in.Wait || now >= in.DeadlineMs {
 		return AcquireDecision{}, busyError(next, in, now)
 	}
+	queued, err := queueOrRefresh(next, idx, in, digest, now, lim)
+	if err != nil {
+		return AcquireDecision{}, err
+	}
 	switch {
-	case idx < 0:
-		if len(next.Waiters) >= lim.WaitersPerResourceMax {
-			return AcquireDecision{}, fmt.Errorf("%w: %s has %d waiters, limit %d", wire.ErrWaitersFull, in.Req.Resource, len(next.Waiters), lim.WaitersPerResourceMax)
-		}
-		next.Waiters = append(next.Waiters, in.ticket(digest, now, lim))
-		changed = true
-	case next.Waiters[idx].pollUntil() < in.DeadlineMs:
-		// A retry of the same request moves its deadline (later only, so
-		// two calls of one request never undo each other), not its place.
-		w := &next.Waiters[idx]
-		w.DeadlineMs, w.PollUntilMs = max(w.DeadlineMs, in.DeadlineMs+int64(lim.WaiterGraceMs)), in.DeadlineMs
-		w.SeenMs = now
+	case queued:
 		changed = true
 	case stampDue(next, idx, now, lim):
 		next.Waiters[idx].SeenMs = now // alive, while the head is slow to claim
@@ -191,6 +184,30 @@ func DecideAcquire(rec *Record, own *RequestEntry, set Settings, in AcquireInput
 		return AcquireDecision{Outcome: AcquireQueued}, nil
 	}
 	return AcquireDecision{Outcome: AcquireQueued, Record: next}, nil
+}
+
+// queueOrRefresh puts the request in next's queue (idx < 0: it has no
+// ticket yet) or, when its ticket polls until before in.DeadlineMs, moves
+// that deadline: a retry of the same request moves its deadline (later
+// only, so two calls of one request never undo each other), not its
+// place. It reports whether it changed next; a full queue is
+// wire.ErrWaitersFull. The exclusive lock's queue and the semaphore's
+// share it.
+func queueOrRefresh(next *Record, idx int, in AcquireInput, digest string, now int64, lim Limits) (bool, error) {
+	switch {
+	case idx < 0:
+		if len(next.Waiters) >= lim.WaitersPerResourceMax {
+			return false, fmt.Errorf("%w: %s has %d waiters, limit %d", wire.ErrWaitersFull, in.Req.Resource, len(next.Waiters), lim.WaitersPerResourceMax)
+		}
+		next.Waiters = append(next.Waiters, in.ticket(digest, now, lim))
+		return true, nil
+	case next.Waiters[idx].pollUntil() < in.DeadlineMs:
+		w := &next.Waiters[idx]
+		w.DeadlineMs, w.PollUntilMs = max(w.DeadlineMs, in.DeadlineMs+int64(lim.WaiterGraceMs)), in.DeadlineMs
+		w.SeenMs = now
+		return true, nil
+	}
+	return false, nil
 }
 
 // grantLease makes the ticket t the holder of next (a private copy) with

@@ -152,17 +152,12 @@ func DecideSemaphore(rec *Record, slots []*Record, set Settings, in AcquireInput
 		}}
 	}
 	digest := paramsDigest(in.Req.Resource, in.Req.OperationID, in.Req.OperationClass, in.TTLMs)
+	queued, err := queueOrRefresh(next, idx, in, digest, now, lim)
+	if err != nil {
+		return SemaphoreDecision{}, err
+	}
 	switch {
-	case idx < 0:
-		if len(next.Waiters) >= lim.WaitersPerResourceMax {
-			return SemaphoreDecision{}, fmt.Errorf("%w: %s has %d waiters, limit %d", wire.ErrWaitersFull, in.Req.Resource, len(next.Waiters), lim.WaitersPerResourceMax)
-		}
-		next.Waiters = append(next.Waiters, in.ticket(digest, now, lim))
-		changed = true
-	case next.Waiters[idx].pollUntil() < in.DeadlineMs:
-		w := &next.Waiters[idx]
-		w.DeadlineMs, w.PollUntilMs = max(w.DeadlineMs, in.DeadlineMs+int64(lim.WaiterGraceMs)), in.DeadlineMs
-		w.SeenMs = now
+	case queued:
 		changed = true
 	case now-next.Waiters[idx].SeenMs >= SemaphoreStampMs(lim):
 		next.Waiters[idx].SeenMs = now
