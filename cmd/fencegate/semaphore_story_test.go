@@ -88,19 +88,5 @@ func frozenPermit(t *testing.T, leaseOnly bool) {
 		t.Fatalf("E's write:\n%s%s", e.out, e.err)
 	}
 
-	fmt.Fprintln(aIn) // A writes the moment it wakes
-	freeze(t, a, aChild, syscall.SIGCONT)
-	a.waitOutput(t, regexp.MustCompile(`outcome (\S+)`))
-	if leaseOnly {
-		if got := w.value(); got != "100 (by A, before its pause)" {
-			t.Fatalf("without the gate the ledger holds %q: the story does not show what the gate prevents", got)
-		}
-		return
-	}
-	if !strings.Contains(a.out.String(), "outcome STALE_OWNER") {
-		t.Fatalf("the frozen permit holder's write was not refused as STALE_OWNER:\n%s%s", a.out, a.err)
-	}
-	if got := w.value(); got != "500 (by E, A's slot's newest holder)" {
-		t.Fatalf("the ledger holds %q, want E's result", got)
-	}
+	w.thawLateWriter(a, aIn, aChild, "the frozen permit holder", "500 (by E, A's slot's newest holder)")
 }

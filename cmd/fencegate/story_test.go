@@ -122,6 +122,32 @@ func freeze(t *testing.T, wrapper *proc, childPid int, sig syscall.Signal) {
 	}
 }
 
+// thawLateWriter resumes the frozen writer a with its write in hand (a
+// line on in sends it the moment it wakes) and checks how the story ends:
+// with the lease alone (the control) its late write lands over the ledger
+// and thawLateWriter returns false; fenced, the gate refuses it
+// STALE_OWNER, the ledger holds want, and it returns true. who names the
+// writer in a failure.
+func (w *storyWorld) thawLateWriter(a *proc, in io.Writer, child int, who, want string) bool {
+	w.t.Helper()
+	fmt.Fprintln(in)
+	freeze(w.t, a, child, syscall.SIGCONT)
+	a.waitOutput(w.t, regexp.MustCompile(`outcome (\S+)`))
+	if w.leaseOnly {
+		if got := w.value(); got != "100 (by A, before its pause)" {
+			w.t.Fatalf("without the gate the ledger holds %q: the story does not show what the gate prevents", got)
+		}
+		return false
+	}
+	if !strings.Contains(a.out.String(), "outcome STALE_OWNER") {
+		w.t.Fatalf("%s's write was not refused as STALE_OWNER:\n%s%s", who, a.out, a.err)
+	}
+	if got := w.value(); got != want {
+		w.t.Fatalf("the ledger holds %q, want %q", got, want)
+	}
+	return true
+}
+
 var childLine = regexp.MustCompile(`envelope fence=(\d+) pid=(\d+)`)
 
 // childPid waits for the writer's child to report its envelope and pid.
