@@ -20,8 +20,9 @@ import (
 )
 
 // This file is the semaphore rounds (issue 46): workers pick a counting
-// semaphore of N permits (N drawn from [1, semPermitsMax]) or a plain lock
-// beside it, and run the product's registry (two replicas over one
+// semaphore of N permits (N drawn over the whole accepted range,
+// [wire.PermitsMin, wire.PermitsMax], log-uniformly with the ends and 2
+// weighted) or a plain lock beside it, and run the product's registry (two replicas over one
 // memstore, their waiting acquires stepped as registry.Acquisition on the
 // round's event queue, the semaphore's queue and slots the registry's
 // own) and a real gate (gate/memgate) keyed on each grant's resource: a
@@ -45,7 +46,6 @@ import (
 
 // Semaphore round limits and rates, in simulated ms.
 const (
-	semPermitsMax   = 4
 	semWorkersExtra = 2 // workers beyond the permits, so some wait
 	semOpsPerWorker = 3
 	semPlainShare   = 0.3  // a worker's share of plain-lock operations
@@ -170,7 +170,7 @@ func newSemWorld(keys *keySet, seed uint64, round int, neg *Negative, c *Semapho
 	s := roundSeed(seed^0x73656d61, round) // "sema": apart from the lock rounds' seeds
 	w := &semWorld{runSeed: seed, seed: s, round: round, rng: newRNG(s), digest: fnv.New64a(), c: c, truth: map[string]*slotTruth{}}
 	w.name, w.plain = fmt.Sprintf("sem/round-%d", round), fmt.Sprintf("sem/round-%d-plain", round)
-	w.permits = int(w.rng.between(1, semPermitsMax))
+	w.permits = int(w.rng.edgy(wire.PermitsMin, wire.PermitsMax, wire.PermitsMin, 2, wire.PermitsMax))
 	w.store = memstore.New()
 	w.store.OnCommit(w.committed)
 	w.lim = registry.DefaultConfig(epochLive)
