@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/fencegate/fencegate/registry/lockstate"
 )
@@ -18,6 +19,16 @@ import (
 // fence-range bump) moves every next fence above them. A store that can
 // tell (zkstore) says so; the contract does not require it.
 var ErrStoreWentBack = errors.New("registry: the store went back")
+
+// ErrMemberSet: a lock-set write or read that names its records wrongly
+// (a member twice, an empty name, a Resource beside Members). Nothing was
+// sent.
+var ErrMemberSet = errors.New("registry: malformed lock-set write")
+
+// ErrTooLarge: the write cannot fit in one transaction of the store's
+// engine (etcd's --max-txn-ops, ZooKeeper's jute.maxbuffer). Nothing was
+// sent; the same write will never fit.
+var ErrTooLarge = errors.New("registry: the write does not fit in one store transaction")
 
 // Store is the registry's only state: linearizable compare-and-swap over
 // per-resource records, the request-ID index and the registry-wide
@@ -69,12 +80,34 @@ var ErrStoreWentBack = errors.New("registry: the store went back")
 //     names (absent when none), and on a failed compare returns, read in
 //     the same linearizable step, the current history. Records, request
 //     entries and settings never change it, nor it them.
+//   - Lock sets (several records in one decision). ReadSet returns the
+//     records of every named resource (Snapshot.Members, in the order
+//     named), the settings and the listed request entries as of one
+//     revision, linearizable as Read is. A set write (Write.Members, with
+//     Write.Resource "") compares every member record as the record of a
+//     plain write is compared (contents where RecordWas is named, else the
+//     mod revision, 0: absent) and writes those whose Record is set; it is
+//     one Commit like any other: every compare (each member's, the
+//     settings', each entry's) holds and everything it names is written at
+//     one revision, or nothing is, and then Current holds every member (in
+//     the write's order), the settings and ReadKeys, read in the same
+//     linearizable step. A Write names records either in Resource or in
+//     Members, never both; members are distinct non-empty names. A store
+//     refuses, unsent, with an error wrapping ErrMemberSet, a write or
+//     ReadSet that breaks this, and with one wrapping ErrTooLarge a write
+//     that cannot fit in one transaction of its engine (etcd's
+//     --max-txn-ops, ZooKeeper's jute.maxbuffer): it never splits one.
 //
 // The safety rules live in the core (package lockstate), never in a store.
 type Store interface {
 	// Read returns a linearizable snapshot of resource ("" for none) and of
 	// the request entries keys, in order.
 	Read(ctx context.Context, resource string, keys []lockstate.RequestKey) (Snapshot, error)
+	// ReadSet returns a linearizable snapshot of every resource of
+	// resources (distinct, Snapshot.Members in the same order; Resource is
+	// "") and of the request entries keys, in order, all as of one
+	// revision.
+	ReadSet(ctx context.Context, resources []string, keys []lockstate.RequestKey) (Snapshot, error)
 	// Commit compares and, if all compares hold, writes.
 	Commit(ctx context.Context, w Write) (CommitResult, error)
 	// Watch reports the resource's record each time it changes at or after
@@ -157,6 +190,27 @@ type Snapshot struct {
 	Settings    lockstate.Settings
 	SettingsRev uint64
 	Requests    []RequestSlot // one per requested key, in order
+	// Members are the records of a lock set (ReadSet, or a failed set
+	// write's Current), in the order named; nil otherwise.
+	Members []MemberSlot
+}
+
+// MemberSlot is one member record of a lock set as read.
+type MemberSlot struct {
+	Resource  string
+	Record    *lockstate.Record // nil when absent
+	RecordRev uint64            // mod revision, 0 when absent
+	RecordRaw []byte            // stored bytes (nil when absent)
+}
+
+// MemberWrite compares one member record of a set write and, when Record
+// is set, writes it.
+type MemberWrite struct {
+	Resource     string
+	RecordRev    uint64            // compare: mod revision (0: absent), unless RecordWas is set
+	RecordWas    *lockstate.Record // compare contents, as Write.RecordWas
+	RecordWasRaw []byte            // as Write.RecordWasRaw
+	Record       *lockstate.Record // the new record; nil: compare only
 }
 
 // Write is one atomic compare-and-swap.
@@ -190,6 +244,49 @@ type Write struct {
 	// ReadKeys are the request entries to return in CommitResult.Current
 	// when a compare fails, in order; written keys are not added.
 	ReadKeys []lockstate.RequestKey
+	// Members make this a set write: each member record is compared and,
+	// where its Record is set, written, all in this one commit (Store,
+	// "Lock sets"). Resource must then be "" (and RecordRev, Record,
+	// RecordWas and RecordWasRaw unset).
+	Members []MemberWrite
+}
+
+// CheckMembers is the shape every store requires of a write's members
+// (Store, "Lock sets"): nil for a write without them, else an error
+// wrapping ErrMemberSet when a member is named twice or with an empty
+// name, or the write also names a Resource or a record of its own.
+func CheckMembers(w Write) error {
+	if len(w.Members) == 0 {
+		return nil
+	}
+	if w.Resource != "" || w.Record != nil || w.RecordWas != nil || w.RecordWasRaw != nil || w.RecordRev != 0 {
+		return fmt.Errorf("%w: a write names records either in Resource (%q) or in Members, not both", ErrMemberSet, w.Resource)
+	}
+	names := make([]string, len(w.Members))
+	for i, m := range w.Members {
+		if m.RecordWas == nil && m.RecordWasRaw != nil {
+			return fmt.Errorf("%w: member %q names stored bytes without the record they encode", ErrMemberSet, m.Resource)
+		}
+		names[i] = m.Resource
+	}
+	return CheckSetNames(names)
+}
+
+// CheckSetNames is the shape a ReadSet's resources (and a set write's
+// members) must have: non-empty and distinct. The error wraps
+// ErrMemberSet.
+func CheckSetNames(resources []string) error {
+	seen := make(map[string]bool, len(resources))
+	for _, r := range resources {
+		switch {
+		case r == "":
+			return fmt.Errorf("%w: a member with an empty name", ErrMemberSet)
+		case seen[r]:
+			return fmt.Errorf("%w: member %q named twice", ErrMemberSet, r)
+		}
+		seen[r] = true
+	}
+	return nil
 }
 
 // SweepItem is one item of the sweep index: the request entry Key, of a

@@ -119,6 +119,12 @@ func (s *Store) Commit(ctx context.Context, w registry.Write) (registry.CommitRe
 	if (w.Record != nil || w.RecordWas != nil) && w.Resource == "" {
 		return registry.CommitResult{}, fmt.Errorf("etcdstore: record write without a resource")
 	}
+	if err := registry.CheckMembers(w); err != nil {
+		return registry.CommitResult{}, fmt.Errorf("etcdstore: commit: %w", err)
+	}
+	if len(w.Members) > 0 {
+		return registry.CommitResult{}, errSetsNotYet
+	}
 	low := s.space.Low()
 	if low && registry.CreatesEntries(w) {
 		return registry.CommitResult{}, fmt.Errorf("etcdstore: commit: %w: the store is near its quota (%s); no new grant until space is back: retry later (operators: %s)",

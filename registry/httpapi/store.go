@@ -10,7 +10,7 @@ import (
 
 // InstrumentStore wraps s so that every Read, Commit, scan and key
 // history call is timed into m's store-latency histogram (op "read",
-// "commit", "scan", "scan_records", "scan_sweep", "read_key_history",
+// "read_set", "commit", "scan", "scan_records", "scan_sweep", "read_key_history",
 // "commit_key_history"; outcome "ok", "conflict" for a failed compare, or the error's code).
 // Watch is passed through untimed: its latency is the wait for a change.
 // The wrapper changes no result.
@@ -90,4 +90,11 @@ func (t *timedStore) CommitKeyHistory(ctx context.Context, w registry.KeyHistory
 	}
 	t.m.StoreCall("commit_key_history", time.Since(start), outcome)
 	return res, err
+}
+
+func (t *timedStore) ReadSet(ctx context.Context, resources []string, keys []lockstate.RequestKey) (registry.Snapshot, error) {
+	start := time.Now()
+	snap, err := t.s.ReadSet(ctx, resources, keys)
+	t.m.StoreCall("read_set", time.Since(start), storeOutcome(err))
+	return snap, err
 }

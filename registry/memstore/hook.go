@@ -17,9 +17,12 @@ var errAfterHook = errors.New("memstore: Committed read after its hook returned"
 // change the store or the committer's values. They are valid only while
 // the hook runs.
 type Committed struct {
-	Revision        uint64
-	Resource        string                 // the write's resource ("" for none)
-	RecordWritten   bool                   // the write put the resource's record
+	Revision      uint64
+	Resource      string // the write's resource ("" for none)
+	RecordWritten bool   // the write put the resource's record
+	// Members are the member records a set write put (registry.Write
+	// Members with a Record), in its order; Record reads each.
+	Members         []string
 	SettingsWritten bool                   // the write put the settings
 	Requests        []lockstate.RequestKey // request entries the write put or deleted, in its order
 	// KeyHistoryWritten: the commit was a CommitKeyHistory (which writes
@@ -59,6 +62,17 @@ func (c *Committed) Record() (*lockstate.Record, error) {
 	return rec, err
 }
 
+// RecordOf returns resource's record as stored after the commit (nil when
+// it has none), whether or not this commit wrote it: a set write's
+// members (Members) are read so.
+func (c *Committed) RecordOf(resource string) (*lockstate.Record, error) {
+	if c.s == nil {
+		return nil, errAfterHook
+	}
+	rec, _, err := c.s.recordLocked(resource)
+	return rec, err
+}
+
 // Settings returns the settings as stored after the commit.
 func (c *Committed) Settings() (lockstate.Settings, error) {
 	if c.s == nil {
@@ -83,6 +97,11 @@ func (s *Store) runHookLocked(w *registry.Write, rev uint64) {
 		return
 	}
 	c := &Committed{Revision: rev, Resource: w.Resource, RecordWritten: w.Record != nil, SettingsWritten: w.Settings != nil, s: s}
+	for _, m := range w.Members {
+		if m.Record != nil {
+			c.Members = append(c.Members, m.Resource)
+		}
+	}
 	if len(w.Requests) > 0 {
 		c.Requests = make([]lockstate.RequestKey, len(w.Requests))
 		for i, rw := range w.Requests {

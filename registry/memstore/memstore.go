@@ -120,6 +120,47 @@ func (s *Store) snapshotLocked(resource string, keys []lockstate.RequestKey) (re
 	return snap, nil
 }
 
+// ReadSet implements registry.Store: every member's record, the settings
+// and the entries under one hold of the mutex.
+func (s *Store) ReadSet(ctx context.Context, resources []string, keys []lockstate.RequestKey) (registry.Snapshot, error) {
+	if err := ctx.Err(); err != nil {
+		return registry.Snapshot{}, err
+	}
+	if err := registry.CheckSetNames(resources); err != nil {
+		return registry.Snapshot{}, fmt.Errorf("memstore: read set: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.setSnapshotLocked(resources, keys)
+}
+
+// setSnapshotLocked is snapshotLocked for a lock set: no Resource, the
+// members' records in Members.
+func (s *Store) setSnapshotLocked(resources []string, keys []lockstate.RequestKey) (registry.Snapshot, error) {
+	snap, err := s.snapshotLocked("", keys)
+	if err != nil {
+		return registry.Snapshot{}, err
+	}
+	snap.Members = make([]registry.MemberSlot, len(resources))
+	for i, r := range resources {
+		rec, it, err := s.recordLocked(r)
+		if err != nil {
+			return registry.Snapshot{}, err
+		}
+		snap.Members[i] = registry.MemberSlot{Resource: r, Record: rec, RecordRev: it.modRev, RecordRaw: it.value}
+	}
+	return snap, nil
+}
+
+// memberNames lists a set write's members, in its order.
+func memberNames(w *registry.Write) []string {
+	names := make([]string, len(w.Members))
+	for i, m := range w.Members {
+		names[i] = m.Resource
+	}
+	return names
+}
+
 // Commit implements registry.Store.
 func (s *Store) Commit(ctx context.Context, w registry.Write) (registry.CommitResult, error) {
 	if err := ctx.Err(); err != nil {
@@ -131,17 +172,22 @@ func (s *Store) Commit(ctx context.Context, w registry.Write) (registry.CommitRe
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.comparesHoldLocked(w) {
+		if len(w.Members) > 0 {
+			cur, err := s.setSnapshotLocked(memberNames(&w), w.ReadKeys)
+			return registry.CommitResult{Current: cur}, err
+		}
 		cur, err := s.snapshotLocked(w.Resource, w.ReadKeys)
 		return registry.CommitResult{Current: cur}, err
 	}
 	s.rev++
 	rev := s.rev
 	if w.Record != nil {
-		if _, ok := s.records[w.Resource]; !ok {
-			s.names.insert(w.Resource)
+		s.putRecordLocked(w.Resource, w.Record, rev)
+	}
+	for _, m := range w.Members {
+		if m.Record != nil {
+			s.putRecordLocked(m.Resource, m.Record, rev)
 		}
-		s.records[w.Resource] = put(s.records[w.Resource], s.form.EncodeRecord(w.Record), cloneRecord(w.Record), rev)
-		s.notifyLocked(w.Resource, w.Record, rev)
 	}
 	if w.Settings != nil {
 		s.settings = put(s.settings, registry.EncodeSettings(w.Settings), *w.Settings, rev)
@@ -159,11 +205,23 @@ func (s *Store) Commit(ctx context.Context, w registry.Write) (registry.CommitRe
 	return registry.CommitResult{OK: true, Revision: rev}, nil
 }
 
+// putRecordLocked writes resource's record at rev and tells its watchers.
+func (s *Store) putRecordLocked(resource string, rec *lockstate.Record, rev uint64) {
+	if _, ok := s.records[resource]; !ok {
+		s.names.insert(resource)
+	}
+	s.records[resource] = put(s.records[resource], s.form.EncodeRecord(rec), cloneRecord(rec), rev)
+	s.notifyLocked(resource, rec, rev)
+}
+
 // checkWrite rejects writes etcd would reject too: a record without a
-// resource, or one key written twice.
+// resource, one key written twice, a malformed set (registry.CheckMembers).
 func checkWrite(w registry.Write) error {
 	if w.Record != nil && w.Resource == "" {
 		return fmt.Errorf("memstore: record write without a resource")
+	}
+	if err := registry.CheckMembers(w); err != nil {
+		return fmt.Errorf("memstore: commit: %w", err)
 	}
 	seen := make(map[lockstate.RequestKey]bool, len(w.Requests))
 	for _, rw := range w.Requests {
@@ -186,13 +244,15 @@ func checkWrite(w registry.Write) error {
 func (s *Store) comparesHoldLocked(w registry.Write) bool {
 	// Contents, where the write names them, instead of revisions
 	// (registry.Write), as etcdstore compares.
-	switch {
-	case w.RecordWas != nil:
-		if !holds(s.records[w.Resource], w.RecordWas, func(b []byte) bool { return registry.StoredRecordIs(b, w.RecordWas, w.RecordWasRaw) }) {
+	if w.Resource != "" || w.RecordWas != nil {
+		if !s.recordHoldsLocked(w.Resource, w.RecordRev, w.RecordWas, w.RecordWasRaw) {
 			return false
 		}
-	case w.Resource != "" && s.records[w.Resource].modRev != w.RecordRev:
-		return false
+	}
+	for _, m := range w.Members {
+		if !s.recordHoldsLocked(m.Resource, m.RecordRev, m.RecordWas, m.RecordWasRaw) {
+			return false
+		}
 	}
 	if w.SettingsWas != nil {
 		if !holds(s.settings, *w.SettingsWas, func(b []byte) bool { return bytes.Equal(b, registry.EncodeSettings(w.SettingsWas)) }) {
@@ -207,6 +267,15 @@ func (s *Store) comparesHoldLocked(w registry.Write) bool {
 		}
 	}
 	return true
+}
+
+// recordHoldsLocked decides the compare of one record: its contents when
+// was is named, else its mod revision (0: absent).
+func (s *Store) recordHoldsLocked(resource string, rev uint64, was *lockstate.Record, wasRaw []byte) bool {
+	if was != nil {
+		return holds(s.records[resource], was, func(b []byte) bool { return registry.StoredRecordIs(b, was, wasRaw) })
+	}
+	return s.records[resource].modRev == rev
 }
 
 // put writes value, whose decoding is decoded, over old, keeping old's

@@ -95,6 +95,12 @@ func checkWrite(w registry.Write) error {
 	if (w.Record != nil || w.RecordWas != nil) && w.Resource == "" {
 		return fmt.Errorf("zkstore: record write without a resource")
 	}
+	if err := registry.CheckMembers(w); err != nil {
+		return fmt.Errorf("zkstore: commit: %w", err)
+	}
+	if len(w.Members) > 0 {
+		return errSetsNotYet
+	}
 	seen := make(map[lockstate.RequestKey]bool, len(w.Requests))
 	for _, rw := range w.Requests {
 		if seen[rw.Key] {
