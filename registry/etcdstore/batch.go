@@ -47,6 +47,14 @@ type Options struct {
 	// second of one in flight, docs/performance.md); a queued commit waits
 	// at most one round trip either way.
 	BatchInflightMax int
+	// TxnOpsMax is the cluster's --max-txn-ops: the most operations etcd
+	// takes in one branch of a transaction, a group's nested ones counted
+	// against what the group leaves (etcd's checkTxnRequest). Optional,
+	// defaults to TxnOpsMaxDefault, etcd's default (and the embedded
+	// member's). A write that cannot fit is refused unsent (wrapping
+	// registry.ErrTooLarge: a lock set of many members with many request
+	// entries); a group takes a write only where the group still fits.
+	TxnOpsMax int
 	// Form is how the store writes records and request entries; it reads
 	// every form. Optional, defaults to registry.FormCompact; FormJSON
 	// while replicas of a version before the compact form share the store
@@ -76,7 +84,19 @@ func WithBatching(writesMax, inflightMax int) Option {
 // default 1.5 MiB request limit.
 const batchBytesMax = 512 << 10
 
+// TxnOpsMaxDefault is etcd's default --max-txn-ops.
+const TxnOpsMaxDefault = 128
+
+// WithTxnOpsMax tells the store the cluster's --max-txn-ops (Options
+// TxnOpsMax), where it is not etcd's default.
+func WithTxnOpsMax(n int) Option {
+	return func(o *Options) { o.TxnOpsMax = n }
+}
+
 func (o Options) withDefaults() Options {
+	if o.TxnOpsMax <= 0 {
+		o.TxnOpsMax = TxnOpsMaxDefault
+	}
 	if o.BatchWritesMax <= 0 {
 		o.BatchWritesMax = 32
 	}
@@ -118,6 +138,9 @@ func newBatcher(s *Store, o Options) *batcher {
 // group), else queues it, and waits for its outcome.
 func (b *batcher) commit(ctx context.Context, w registry.Write) (registry.CommitResult, error) {
 	p := b.s.newPending(ctx, w)
+	if err := b.s.fits(&p.t); err != nil {
+		return registry.CommitResult{}, err
+	}
 	switch sent, err := b.q.Do(ctx, p, p.done); {
 	case err == nil:
 		return p.res, p.err
@@ -133,6 +156,9 @@ func (s *Store) newPending(ctx context.Context, w registry.Write) *pending {
 	if w.Resource != "" {
 		p.keys = append(p.keys, s.recordKey(w.Resource))
 	}
+	for _, m := range w.Members {
+		p.keys = append(p.keys, s.recordKey(m.Resource))
+	}
 	for _, rw := range w.Requests {
 		p.keys = append(p.keys, s.requestKey(rw.Key))
 	}
@@ -144,15 +170,25 @@ func (s *Store) newPending(ctx context.Context, w registry.Write) *pending {
 }
 
 // group admits, for one group being formed, the writes whose keys no
-// write already in it shares, within BatchWritesMax writes and
-// batchBytesMax bytes (the first always).
+// write already in it shares, within BatchWritesMax writes,
+// batchBytesMax bytes and TxnOpsMax operations (the first always).
 func (b *batcher) group() func(*pending) bool {
 	taken := map[string]bool{}
-	n, size := 0, 0
+	n, size, ops := 0, 0, 0
 	return func(p *pending) bool {
 		if n >= b.opt.BatchWritesMax || n > 0 && size+p.size > batchBytesMax {
 			return false
 		}
+		// Each write goes nested in the group (sendGroup), where etcd
+		// takes its operations within what the group's own leave: its
+		// size m, plus the shared settings' get. Nested, a write counts at
+		// most opsAlone (its own settings compare and get included when
+		// not shared), so opsAlone+m+1 bounds either form.
+		o := max(ops, p.t.opsAlone())
+		if n > 0 && o+(n+1)+1 > b.opt.TxnOpsMax {
+			return false
+		}
+		ops = o
 		for _, k := range p.keys {
 			if taken[k] {
 				return false

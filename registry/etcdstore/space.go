@@ -326,6 +326,11 @@ func putsAnything(w registry.Write) bool {
 	if w.Record != nil || w.Settings != nil {
 		return true
 	}
+	for _, m := range w.Members {
+		if m.Record != nil {
+			return true
+		}
+	}
 	for _, rw := range w.Requests {
 		if rw.Entry != nil {
 			return true

@@ -44,7 +44,10 @@ type Store struct {
 	prefix string
 	form   registry.StoredForm
 	batch  *batcher // nil: every commit is its own transaction
-	space  *Space   // nil: no watch on the cluster's space (GuardSpace)
+	// txnOpsMax is the most operations etcd takes in one branch of a
+	// transaction (Options.TxnOpsMax).
+	txnOpsMax int
+	space     *Space // nil: no watch on the cluster's space (GuardSpace)
 	// noStream is set once the cluster answered that it has no
 	// RangeStream (stream.go).
 	noStream noStream
@@ -76,7 +79,9 @@ func New(c *clientv3.Client, prefix string, opts ...Option) *Store {
 			s.kv = etcdserverpb.NewKVClient(conn)
 		}
 	}
-	if o = o.withDefaults(); o.BatchWritesMax > 1 {
+	o = o.withDefaults()
+	s.txnOpsMax = o.TxnOpsMax
+	if o.BatchWritesMax > 1 {
 		s.batch = newBatcher(s, o)
 	}
 	return s
@@ -106,11 +111,33 @@ func (s *Store) requestKey(k lockstate.RequestKey) string {
 // Read implements registry.Store: one read-only transaction, so every get
 // sees the same revision; etcd serves it linearizably by default.
 func (s *Store) Read(ctx context.Context, resource string, keys []lockstate.RequestKey) (registry.Snapshot, error) {
-	resp, err := s.txn(ctx, &etcdserverpb.TxnRequest{Success: s.readOps(resource, keys)})
+	resp, err := s.txn(ctx, &etcdserverpb.TxnRequest{Success: s.readOps(resource, nil, keys)})
 	if err != nil {
 		return registry.Snapshot{}, fmt.Errorf("etcdstore: read: %w", err)
 	}
-	return parseSnapshot(uint64(resp.Header.Revision), resp.Responses, resource, keys, nil)
+	return parseSnapshot(uint64(resp.Header.Revision), resp.Responses, resource, nil, keys, nil)
+}
+
+// ReadSet implements registry.Store: one read-only transaction, as Read,
+// getting every member's record.
+func (s *Store) ReadSet(ctx context.Context, resources []string, keys []lockstate.RequestKey) (registry.Snapshot, error) {
+	if err := registry.CheckSetNames(resources); err != nil {
+		return registry.Snapshot{}, fmt.Errorf("etcdstore: read set: %w", err)
+	}
+	ops := s.readOps("", resources, keys)
+	if len(ops) > s.txnOpsMax {
+		return registry.Snapshot{}, fmt.Errorf("etcdstore: read set: %w: %d gets, over etcd's --max-txn-ops of %d (Options.TxnOpsMax); nothing was sent",
+			registry.ErrTooLarge, len(ops), s.txnOpsMax)
+	}
+	resp, err := s.txn(ctx, &etcdserverpb.TxnRequest{Success: ops})
+	if err != nil {
+		return registry.Snapshot{}, fmt.Errorf("etcdstore: read set: %w", err)
+	}
+	snap, err := parseSnapshot(uint64(resp.Header.Revision), resp.Responses, "", resources, keys, nil)
+	if snap.Members == nil && err == nil {
+		snap.Members = []registry.MemberSlot{}
+	}
+	return snap, err
 }
 
 // Commit implements registry.Store. Commits made while others are in
@@ -122,9 +149,6 @@ func (s *Store) Commit(ctx context.Context, w registry.Write) (registry.CommitRe
 	if err := registry.CheckMembers(w); err != nil {
 		return registry.CommitResult{}, fmt.Errorf("etcdstore: commit: %w", err)
 	}
-	if len(w.Members) > 0 {
-		return registry.CommitResult{}, errSetsNotYet
-	}
 	low := s.space.Low()
 	if low && registry.CreatesEntries(w) {
 		return registry.CommitResult{}, fmt.Errorf("etcdstore: commit: %w: the store is near its quota (%s); no new grant until space is back: retry later (operators: %s)",
@@ -135,6 +159,9 @@ func (s *Store) Commit(ctx context.Context, w registry.Write) (registry.CommitRe
 	// that would have the whole group refused.
 	if s.batch == nil || w.Settings != nil || low && !putsAnything(w) {
 		t := s.txnOf(w)
+		if err := s.fits(&t); err != nil {
+			return registry.CommitResult{}, err
+		}
 		return s.commitOne(ctx, w, &t)
 	}
 	return s.batch.commit(ctx, w)
@@ -143,9 +170,9 @@ func (s *Store) Commit(ctx context.Context, w registry.Write) (registry.CommitRe
 // parseSnapshot decodes the responses of readOps, rev being the revision
 // of the transaction that read them; or, when settings is not nil, of
 // ownReadOps, with settings read apart at the same revision.
-func parseSnapshot(rev uint64, rs []*etcdserverpb.ResponseOp, resource string, keys []lockstate.RequestKey, settings *etcdserverpb.RangeResponse) (registry.Snapshot, error) {
+func parseSnapshot(rev uint64, rs []*etcdserverpb.ResponseOp, resource string, members []string, keys []lockstate.RequestKey, settings *etcdserverpb.RangeResponse) (registry.Snapshot, error) {
 	snap := registry.Snapshot{Revision: rev, Resource: resource}
-	if want := b2i(settings == nil) + len(keys) + b2i(resource != ""); len(rs) != want {
+	if want := b2i(settings == nil) + len(keys) + b2i(resource != "") + len(members); len(rs) != want {
 		return snap, fmt.Errorf("etcdstore: %d responses, want %d", len(rs), want)
 	}
 	if settings == nil {
@@ -168,6 +195,21 @@ func parseSnapshot(rev uint64, rs []*etcdserverpb.ResponseOp, resource string, k
 		}
 		rs = rs[1:]
 	}
+	if len(members) > 0 {
+		snap.Members = make([]registry.MemberSlot, len(members))
+	}
+	for i, m := range members {
+		slot := registry.MemberSlot{Resource: m}
+		if kvs := rs[i].GetResponseRange().Kvs; len(kvs) == 1 {
+			rec, err := registry.DecodeRecord(kvs[0].Value)
+			if err != nil {
+				return snap, fmt.Errorf("etcdstore: %s: %w", m, err)
+			}
+			slot.Record, slot.RecordRev, slot.RecordRaw = rec, uint64(kvs[0].ModRevision), kvs[0].Value
+		}
+		snap.Members[i] = slot
+	}
+	rs = rs[len(members):]
 	for i, k := range keys {
 		slot := registry.RequestSlot{Key: k}
 		if kvs := rs[i].GetResponseRange().Kvs; len(kvs) == 1 {

@@ -81,6 +81,17 @@ func (s *Store) txnOf(w registry.Write) writeTxn {
 	case w.Resource != "":
 		t.cmps = append(t.cmps, modRevIs(s.recordKey(w.Resource), w.RecordRev))
 	}
+	for _, m := range w.Members {
+		if m.RecordWas != nil {
+			was := m.RecordWasRaw
+			if was == nil {
+				was = s.form.EncodeRecord(m.RecordWas)
+			}
+			t.compareValue(s.recordKey(m.Resource), was)
+		} else {
+			t.cmps = append(t.cmps, modRevIs(s.recordKey(m.Resource), m.RecordRev))
+		}
+	}
 	if w.SettingsWas != nil {
 		v := registry.EncodeSettings(w.SettingsWas)
 		t.setCmp, t.setVal = valueIs(s.settingsKey(), v), v
@@ -90,6 +101,11 @@ func (s *Store) txnOf(w registry.Write) writeTxn {
 	}
 	if w.Record != nil {
 		t.put(s.recordKey(w.Resource), s.form.EncodeRecord(w.Record))
+	}
+	for _, m := range w.Members {
+		if m.Record != nil {
+			t.put(s.recordKey(m.Resource), s.form.EncodeRecord(m.Record))
+		}
 	}
 	if w.Settings != nil {
 		t.put(s.settingsKey(), registry.EncodeSettings(w.Settings))
@@ -107,7 +123,7 @@ func (s *Store) txnOf(w registry.Write) writeTxn {
 		}
 	}
 	s.sweepOps(w, &t)
-	t.setGet, t.els = get(s.settingsKey()), s.ownReadOps(w.Resource, w.ReadKeys)
+	t.setGet, t.els = get(s.settingsKey()), s.ownReadOps(w.Resource, memberNames(w), w.ReadKeys)
 	return t
 }
 
@@ -138,18 +154,51 @@ func modRevIs(key string, rev uint64) *pb.Compare {
 	}
 }
 
-// readOps are the gets of a snapshot, in the order parseSnapshot
-// expects: the settings, then ownReadOps.
-func (s *Store) readOps(resource string, keys []lockstate.RequestKey) []*pb.RequestOp {
-	return append([]*pb.RequestOp{get(s.settingsKey())}, s.ownReadOps(resource, keys)...)
+// opsAlone is how many operations etcd counts for the write sent alone
+// (request): the most of its compares, its then branch and its else
+// branch (etcd's checkTxnRequest; --max-txn-ops bounds it).
+func (t *writeTxn) opsAlone() int {
+	return max(1+len(t.cmps), len(t.then), 1+len(t.els))
 }
 
-// ownReadOps are the gets of a snapshot's record (when resource is set)
-// and request entries.
-func (s *Store) ownReadOps(resource string, keys []lockstate.RequestKey) []*pb.RequestOp {
-	ops := make([]*pb.RequestOp, 0, 1+len(keys))
+// fits refuses, unsent, a write etcd would refuse for its operations
+// (Options.TxnOpsMax): no store transaction can carry it.
+func (s *Store) fits(t *writeTxn) error {
+	if n := t.opsAlone(); n > s.txnOpsMax {
+		return fmt.Errorf("etcdstore: commit: %w: %d operations in one branch (%d compares, %d writes, %d reads), over etcd's --max-txn-ops of %d (Options.TxnOpsMax); nothing was sent",
+			registry.ErrTooLarge, n, 1+len(t.cmps), len(t.then), 1+len(t.els), s.txnOpsMax)
+	}
+	return nil
+}
+
+// memberNames lists a set write's members, in its order (nil for a plain
+// write).
+func memberNames(w registry.Write) []string {
+	if len(w.Members) == 0 {
+		return nil
+	}
+	names := make([]string, len(w.Members))
+	for i, m := range w.Members {
+		names[i] = m.Resource
+	}
+	return names
+}
+
+// readOps are the gets of a snapshot, in the order parseSnapshot
+// expects: the settings, then ownReadOps.
+func (s *Store) readOps(resource string, members []string, keys []lockstate.RequestKey) []*pb.RequestOp {
+	return append([]*pb.RequestOp{get(s.settingsKey())}, s.ownReadOps(resource, members, keys)...)
+}
+
+// ownReadOps are the gets of a snapshot's record (when resource is set),
+// its members' records (a lock set's) and request entries.
+func (s *Store) ownReadOps(resource string, members []string, keys []lockstate.RequestKey) []*pb.RequestOp {
+	ops := make([]*pb.RequestOp, 0, 1+len(members)+len(keys))
 	if resource != "" {
 		ops = append(ops, get(s.recordKey(resource)))
+	}
+	for _, m := range members {
+		ops = append(ops, get(s.recordKey(m)))
 	}
 	for _, k := range keys {
 		ops = append(ops, get(s.requestKey(k)))
@@ -177,6 +226,6 @@ func (s *Store) commitResult(w registry.Write, rev uint64, ok bool, rs []*pb.Res
 	if ok {
 		return registry.CommitResult{OK: true, Revision: rev}, nil
 	}
-	cur, err := parseSnapshot(rev, rs, w.Resource, w.ReadKeys, settings)
+	cur, err := parseSnapshot(rev, rs, w.Resource, memberNames(w), w.ReadKeys, settings)
 	return registry.CommitResult{Current: cur}, err
 }
