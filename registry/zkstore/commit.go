@@ -44,7 +44,7 @@ func (s *Store) Commit(ctx context.Context, w registry.Write) (registry.CommitRe
 	if err != nil {
 		return registry.CommitResult{}, fmt.Errorf("zkstore: commit: read: %w", err)
 	}
-	var old *unmarked // the record seen without its marker (identity.go)
+	old := map[string]*unmarked{} // records seen without their marker, by path (identity.go)
 	for range commitAttemptsMax {
 		if v == nil || !s.holds(w, v) {
 			// The quick look may lag the leader: decide on a synced read.
@@ -57,6 +57,9 @@ func (s *Store) Commit(ctx context.Context, w registry.Write) (registry.CommitRe
 			}
 			if !s.holds(w, v) {
 				cur, err := s.snapshotOf(v, w.Resource, w.ReadKeys)
+				if err == nil && len(w.Members) > 0 {
+					err = s.membersOf(v, memberNames(w), &cur)
+				}
 				return registry.CommitResult{Current: cur}, err
 			}
 		}
@@ -67,7 +70,7 @@ func (s *Store) Commit(ctx context.Context, w registry.Write) (registry.CommitRe
 		if err != nil {
 			return registry.CommitResult{}, err
 		}
-		ops := s.ops(w, v, old)
+		ops, markers := s.ops(w, v, old)
 		rev, refused, err := s.multi(ctx, withSweeps(ops, sweeps))
 		switch {
 		case err != nil:
@@ -77,10 +80,10 @@ func (s *Store) Commit(ctx context.Context, w registry.Write) (registry.CommitRe
 				return registry.CommitResult{}, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
 			}
 			return registry.CommitResult{OK: true, Revision: uint64(rev.stat.Mzxid)}, nil
-		case w.Resource != "" && refused.at == identityOpAt && errors.Is(refused.err, zk.ErrNoNode) && isMarkerOp(ops[identityOpAt]):
-			// The record's version held and its identity did not.
-			p := s.recordPath(w.Resource)
-			if old, err = s.recordIdentity(ctx, p, v.nodes[p]); err != nil {
+		case markers[refused.at] != "" && errors.Is(refused.err, zk.ErrNoNode) && isMarkerOp(ops[refused.at]):
+			// A record's version held and its identity did not.
+			p := markers[refused.at]
+			if old[p], err = s.recordIdentity(ctx, p, v.nodes[p]); err != nil {
 				return registry.CommitResult{}, fmt.Errorf("zkstore: commit: %w", err)
 			}
 		}
@@ -97,9 +100,6 @@ func checkWrite(w registry.Write) error {
 	}
 	if err := registry.CheckMembers(w); err != nil {
 		return fmt.Errorf("zkstore: commit: %w", err)
-	}
-	if len(w.Members) > 0 {
-		return errSetsNotYet
 	}
 	seen := make(map[lockstate.RequestKey]bool, len(w.Requests))
 	for _, rw := range w.Requests {
@@ -119,6 +119,15 @@ func checkWrite(w registry.Write) error {
 	return nil
 }
 
+// memberNames lists a set write's members, in its order.
+func memberNames(w registry.Write) []string {
+	names := make([]string, len(w.Members))
+	for i, m := range w.Members {
+		names[i] = m.Resource
+	}
+	return names
+}
+
 func writtenKeys(w registry.Write) []lockstate.RequestKey {
 	keys := make([]lockstate.RequestKey, len(w.Requests))
 	for i, rw := range w.Requests {
@@ -127,10 +136,11 @@ func writtenKeys(w registry.Write) []lockstate.RequestKey {
 	return keys
 }
 
-// commitPaths are the nodes a commit of w reads: its record, the
-// settings, its entries and extra (the keys a failed compare returns).
+// commitPaths are the nodes a commit of w reads: its record (or its
+// members'), the settings, its entries and extra (the keys a failed
+// compare returns).
 func (s *Store) commitPaths(w registry.Write, extra []lockstate.RequestKey) []string {
-	return s.readPaths(w.Resource, append(writtenKeys(w), extra...))
+	return s.setPaths(w.Resource, memberNames(w), append(writtenKeys(w), extra...))
 }
 
 // guarded are the entries w compares: their pins are only sound with
@@ -172,13 +182,11 @@ func (s *Store) look(ctx context.Context, w registry.Write) (*view, error) {
 func (s *Store) holds(w registry.Write, v *view) bool {
 	// Contents, where the write names them, instead of revisions
 	// (registry.Write), as etcdstore compares.
-	if w.Resource != "" {
-		n := v.nodes[s.recordPath(w.Resource)]
-		if w.RecordWas != nil {
-			if n.modRev() == 0 || !registry.StoredRecordIs(n.data, w.RecordWas, w.RecordWasRaw) {
-				return false
-			}
-		} else if n.modRev() != w.RecordRev {
+	if w.Resource != "" && !recordHolds(v.nodes[s.recordPath(w.Resource)], w.RecordRev, w.RecordWas, w.RecordWasRaw) {
+		return false
+	}
+	for _, m := range w.Members {
+		if !recordHolds(v.nodes[s.recordPath(m.Resource)], m.RecordRev, m.RecordWas, m.RecordWasRaw) {
 			return false
 		}
 	}
@@ -198,19 +206,41 @@ func (s *Store) holds(w registry.Write, v *view) bool {
 	return true
 }
 
-// ops is w as one multi pinning v: the record with its identity
-// (recordOps) and the settings (a check or versioned set when present, a
-// create when missing), the buckets of the
+// recordHolds decides one record's compare on its node n: its contents
+// when was is named, else its mod revision (0: absent).
+func recordHolds(n node, rev uint64, was *lockstate.Record, wasRaw []byte) bool {
+	if was != nil {
+		return n.modRev() != 0 && registry.StoredRecordIs(n.data, was, wasRaw)
+	}
+	return n.modRev() == rev
+}
+
+// ops is w as one multi pinning v: the record, or each member's, with its
+// identity (recordOps) and the settings (a check or versioned set when
+// present, a create when missing), the buckets of the
 // compared entries present, then each entry's write, then <root>/rev,
-// whose reply carries the commit's zxid.
-func (s *Store) ops(w registry.Write, v *view, old *unmarked) []any {
-	var ops []any
-	if w.Resource != "" {
+// whose reply carries the commit's zxid. markers names, by its index in
+// ops, each op that pins a record's identity, with the record's path.
+func (s *Store) ops(w registry.Write, v *view, old map[string]*unmarked) (ops []any, markers map[int]string) {
+	markers = map[int]string{}
+	record := func(resource string, rec *lockstate.Record) {
 		var data []byte
-		if w.Record != nil {
-			data = s.form.EncodeRecord(w.Record)
+		if rec != nil {
+			data = s.form.EncodeRecord(rec)
 		}
-		ops = s.recordOps(s.recordPath(w.Resource), v.nodes[s.recordPath(w.Resource)], data, w.Record != nil, old)
+		p := s.recordPath(resource)
+		if ros := s.recordOps(p, v.nodes[p], data, rec != nil, old[p]); len(ros) > 1 {
+			markers[len(ops)+identityOpAt] = p
+			ops = append(ops, ros...)
+		} else {
+			ops = append(ops, ros...)
+		}
+	}
+	if w.Resource != "" {
+		record(w.Resource, w.Record)
+	}
+	for _, m := range w.Members {
+		record(m.Resource, m.Record)
 	}
 	var data []byte
 	if w.Settings != nil {
@@ -226,7 +256,7 @@ func (s *Store) ops(w registry.Write, v *view, old *unmarked) []any {
 	for _, rw := range w.Requests {
 		ops = append(ops, s.entryOps(rw, v.nodes[s.requestPath(rw.Key)])...)
 	}
-	return append(ops, &zk.SetDataRequest{Path: s.revPath(), Version: -1})
+	return append(ops, &zk.SetDataRequest{Path: s.revPath(), Version: -1}), markers
 }
 
 // pin writes data over n when write is set, or only checks it: at n's

@@ -88,8 +88,8 @@ func (s *Store) recordOps(p string, n node, data []byte, write bool, old *unmark
 	}
 }
 
-// identityOpAt is the index in a commit's multi of the op that pins the
-// record's identity (after the record's own pin, ops' first).
+// identityOpAt is the index, among a record's ops (recordOps), of the op
+// that pins the record's identity (after the record's own pin).
 const identityOpAt = 1
 
 // recordIdentity explains a multi the leader refused on the record's

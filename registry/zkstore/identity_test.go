@@ -91,7 +91,8 @@ func TestRefusalNamesTheRecordsIdentity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, refused, err := s.multi(ctx, s.ops(w, v, nil)); err != nil || refused != nil {
+	ops, _ := s.ops(w, v, nil)
+	if _, refused, err := s.multi(ctx, ops); err != nil || refused != nil {
 		t.Fatalf("create: %+v, %v", refused, err)
 	}
 	data, st, err := testConn.Get(s.recordPath("id/x"))
@@ -105,7 +106,7 @@ func TestRefusalNamesTheRecordsIdentity(t *testing.T) {
 	if string(data) == "another history's record" {
 		t.Fatal("the record read is the made-up one")
 	}
-	ops := s.ops(w, v, nil)
+	ops, _ = s.ops(w, v, nil)
 	_, refused, err := s.multi(ctx, ops)
 	if err != nil || refused == nil || refused.at != identityOpAt || !isMarkerOp(ops[identityOpAt]) || refused.err != zk.ErrNoNode {
 		t.Fatalf("a pin of the right version with other contents: refused %+v, %v; want the marker op (%d) refused with no node", refused, err, identityOpAt)

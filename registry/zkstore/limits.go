@@ -5,6 +5,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/wire"
 )
 
@@ -89,8 +90,8 @@ func (s *Store) checkRequestSize(ops []any) error {
 		limit = JuteMaxBufferDefault
 	}
 	if n := requestBytes(ops); n > limit {
-		return fmt.Errorf("%w: zkstore: the commit's request is up to %d bytes, above the ensemble's jute.maxbuffer (%d bytes): ZooKeeper would drop the connection over it; nothing was sent (a resource's record grows with its queue: fewer waiters a resource, or a larger jute.maxbuffer on every server and zkstore.WithJuteMaxBuffer)",
-			wire.ErrStoreFull, n, limit)
+		return fmt.Errorf("%w: %w: zkstore: the commit's request is up to %d bytes, above the ensemble's jute.maxbuffer (%d bytes): ZooKeeper would drop the connection over it; nothing was sent (a resource's record grows with its queue: fewer waiters a resource, or a larger jute.maxbuffer on every server and zkstore.WithJuteMaxBuffer)",
+			wire.ErrStoreFull, registry.ErrTooLarge, n, limit)
 	}
 	return nil
 }

@@ -125,6 +125,15 @@ func (s *Store) readPaths(resource string, keys []lockstate.RequestKey) []string
 	return ps
 }
 
+// setPaths are the nodes a snapshot of resource, members and keys needs.
+func (s *Store) setPaths(resource string, members []string, keys []lockstate.RequestKey) []string {
+	ps := s.readPaths(resource, keys)
+	for _, m := range members {
+		ps = append(ps, s.recordPath(m))
+	}
+	return ps
+}
+
 // readView reads paths as of one revision R, at least every commit before
 // the call when synced: R first, then the nodes, then the parents of the
 // nodes found missing and of guarded (the entries a commit will pin). A
@@ -212,6 +221,46 @@ func (s *Store) Read(ctx context.Context, resource string, keys []lockstate.Requ
 		return registry.Snapshot{}, fmt.Errorf("zkstore: read: %w", err)
 	}
 	return s.snapshotOf(v, resource, keys)
+}
+
+// ReadSet implements registry.Store as Read does, over every member's
+// record.
+func (s *Store) ReadSet(ctx context.Context, resources []string, keys []lockstate.RequestKey) (registry.Snapshot, error) {
+	if err := registry.CheckSetNames(resources); err != nil {
+		return registry.Snapshot{}, fmt.Errorf("zkstore: read set: %w", err)
+	}
+	paths := s.setPaths("", resources, keys)
+	base := s.hist.before(s, append(paths, s.revPath()))
+	v, err := s.readView(ctx, paths, nil, true)
+	if err == nil {
+		err = s.hist.after(s, base, v.nodes)
+	}
+	if err != nil {
+		return registry.Snapshot{}, fmt.Errorf("zkstore: read set: %w", err)
+	}
+	snap, err := s.snapshotOf(v, "", keys)
+	if err == nil {
+		err = s.membersOf(v, resources, &snap)
+	}
+	return snap, err
+}
+
+// membersOf decodes the records of members in a consistent view into
+// snap.Members.
+func (s *Store) membersOf(v *view, members []string, snap *registry.Snapshot) error {
+	snap.Members = make([]registry.MemberSlot, len(members))
+	for i, m := range members {
+		slot := registry.MemberSlot{Resource: m}
+		if n := v.nodes[s.recordPath(m)]; n.modRev() != 0 {
+			rec, err := registry.DecodeRecord(n.data)
+			if err != nil {
+				return fmt.Errorf("zkstore: %s: %w", m, err)
+			}
+			slot.Record, slot.RecordRev, slot.RecordRaw = rec, n.modRev(), n.data
+		}
+		snap.Members[i] = slot
+	}
+	return nil
 }
 
 // snapshotOf decodes a consistent view.
