@@ -1,8 +1,9 @@
 // Package storetest is the conformance suite every registry.Store must
 // pass: linearizable compare-and-swap over records, request entries,
 // settings and the gate key history under one growing revision, create revisions that survive a put,
-// the failed compare's fresh snapshot, ordered scans, the sweep index and
-// coalescing watches.
+// the failed compare's fresh snapshot, ordered scans, the sweep index,
+// coalescing watches and lock sets (all-or-nothing writes over several
+// records, lockset.go).
 // Run calls it from each store's tests (memory, etcd, ZooKeeper), so the
 // store the simulator runs (registry/memstore) and production's cannot
 // drift apart. RunRestore adds the cases of a store restored with its
@@ -40,6 +41,7 @@ func Run(t *testing.T, newStore NewStore) {
 	t.Run("KeyHistoryCommitThenRead", func(t *testing.T) { testKeyHistoryCommitThenRead(t, newStore(t)) })
 	t.Run("KeyHistoryComparesBytes", func(t *testing.T) { testKeyHistoryCompare(t, newStore(t)) })
 	t.Run("KeyHistoryConcurrentCASLosesNoUpdate", func(t *testing.T) { testKeyHistoryConcurrent(t, newStore(t)) })
+	RunLockSets(t, newStore)
 	RunRegistry(t, newStore)
 }
 
