@@ -86,6 +86,11 @@ func (s *Store) Commit(ctx context.Context, w registry.Write) (registry.CommitRe
 			if old[p], err = s.recordIdentity(ctx, p, v.nodes[p]); err != nil {
 				return registry.CommitResult{}, fmt.Errorf("zkstore: commit: %w", err)
 			}
+			if old[p] != nil {
+				if err := s.unmarkedBeside(ctx, w, v, p, old); err != nil {
+					return registry.CommitResult{}, fmt.Errorf("zkstore: commit: %w", err)
+				}
+			}
 		}
 		v = nil
 	}

@@ -103,6 +103,37 @@ const identityOpAt = 1
 // ensemble lost. The lost record's zxid is remembered (history.lost), so
 // reads of it fail too.
 func (s *Store) recordIdentity(ctx context.Context, p string, n node) (*unmarked, error) {
+	return s.identityOf(ctx, p, n, true)
+}
+
+// unmarkedBeside looks, after the leader refused one member's marker, at
+// the identity of the set write's other members not yet known unmarked
+// (old): a set over records written before markers (a rolling upgrade)
+// would otherwise learn one member per multi and run out of attempts
+// (commitAttemptsMax) before it committed. A member that holds its
+// marker is left as it is: only the leader's refusal says anything
+// about it.
+func (s *Store) unmarkedBeside(ctx context.Context, w registry.Write, v *view, refused string, old map[string]*unmarked) error {
+	for _, m := range w.Members {
+		p := s.recordPath(m.Resource)
+		if n := v.nodes[p]; p == refused || old[p] != nil || !n.ok {
+			continue
+		}
+		u, err := s.identityOf(ctx, p, v.nodes[p], false)
+		if err != nil {
+			return err
+		}
+		if u != nil {
+			old[p] = u
+		}
+	}
+	return nil
+}
+
+// identityOf is recordIdentity; when refused is false (the leader said
+// nothing about p's marker), a marker found is nothing learned (nil,
+// nil), not a history lost.
+func (s *Store) identityOf(ctx context.Context, p string, n node, refused bool) (*unmarked, error) {
 	if err := s.sync(ctx); err != nil {
 		return nil, err
 	}
@@ -122,6 +153,9 @@ func (s *Store) recordIdentity(ctx context.Context, p string, n node) (*unmarked
 	}
 	if !slices.Contains(l.names, markName(n.data)) {
 		return &unmarked{path: p, mzxid: n.stat.Mzxid, children: l.names}, nil
+	}
+	if !refused {
+		return nil, nil
 	}
 	s.hist.lose(n.stat.Mzxid)
 	err = fmt.Errorf("%w: %s: %s as this member serves it, with its marker %s, which the ensemble's leader does not hold: the member serves a record of a history the ensemble lost (ZooKeeper reloaded a snapshot beyond its truncation); nothing was written",
