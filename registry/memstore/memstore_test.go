@@ -114,3 +114,49 @@ func TestCommitHook(t *testing.T) {
 		t.Fatal("a removed hook still ran")
 	}
 }
+
+// TestCommitHookSeesSetMembers: the hook of a set write names the members
+// it put (not those it only compared) and reads each as stored; a failed
+// set write runs no hook; watchers of each member written see it.
+func TestCommitHookSeesSetMembers(t *testing.T) {
+	s := memstore.New()
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	events, err := s.Watch(wctx, "set/b", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	var fences []uint64
+	s.OnCommit(func(c *memstore.Committed) {
+		got = append(got, c.Members...)
+		for _, m := range c.Members {
+			rec, err := c.RecordOf(m)
+			if err != nil || rec == nil {
+				t.Fatalf("%s: %+v, %v", m, rec, err)
+			}
+			fences = append(fences, rec.HighestFence)
+		}
+		if c.Resource != "" || c.RecordWritten {
+			t.Fatalf("a set write's hook names a resource: %q %v", c.Resource, c.RecordWritten)
+		}
+	})
+	res := commit(t, s, registry.Write{Members: []registry.MemberWrite{
+		{Resource: "set/b", Record: &lockstate.Record{HighestFence: 2}},
+		{Resource: "set/a"},
+		{Resource: "set/c", Record: &lockstate.Record{HighestFence: 3}},
+	}})
+	if len(got) != 2 || got[0] != "set/b" || got[1] != "set/c" || fences[0] != 2 || fences[1] != 3 {
+		t.Fatalf("hook saw members %v fences %v; want [set/b set/c] [2 3]", got, fences)
+	}
+	if r, _ := s.Commit(ctx, registry.Write{Members: []registry.MemberWrite{{Resource: "set/b", Record: &lockstate.Record{HighestFence: 9}}, {Resource: "set/a"}}}); r.OK {
+		t.Fatal("a set write over a present member compared absent committed")
+	}
+	if len(got) != 2 {
+		t.Fatalf("a failed set write ran the hook: %v", got)
+	}
+	ev := <-events
+	if ev.ModRev != res.Revision || ev.Record.HighestFence != 2 {
+		t.Fatalf("watch of a member: %+v, want fence 2 at %d", ev, res.Revision)
+	}
+}
