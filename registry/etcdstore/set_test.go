@@ -150,3 +150,50 @@ func TestGroupLeavesRoomForNestedSetWrite(t *testing.T) {
 		t.Fatalf("control: the group formed past the admission took %d transactions; want etcd to refuse it (1) and each write alone (%d)", n, len(over))
 	}
 }
+
+// TestGroupedSetWriteFailsAlone: nested in a group whose settings compare
+// is shared, a set write with one stale member fails alone (the plain
+// write beside it commits), writes none of its members, and reads every
+// member back from its own else branch, with the settings the group read.
+func TestGroupedSetWriteFailsAlone(t *testing.T) {
+	s := freshStore(t)
+	ctx := context.Background()
+	members := []string{"g/a", "g/b", "g/c"}
+	var create registry.Write
+	for _, m := range members {
+		create.Members = append(create.Members, registry.MemberWrite{Resource: m, Record: &lockstate.Record{HighestFence: 1}})
+	}
+	if res, err := s.Commit(ctx, create); err != nil || !res.OK {
+		t.Fatalf("create: %+v, %v", res, err)
+	}
+	snap, err := s.ReadSet(ctx, members, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var set registry.Write
+	for i, m := range snap.Members {
+		mw := registry.MemberWrite{Resource: m.Resource, RecordRev: m.RecordRev, Record: &lockstate.Record{HighestFence: 2}}
+		if i == 1 {
+			mw.RecordRev-- // stale
+		}
+		set.Members = append(set.Members, mw)
+	}
+	g := groupOf(s, registry.Write{Resource: "g/plain", Record: &lockstate.Record{HighestFence: 1}}, set)
+	before := s.batch.txns.Load()
+	s.batch.send(g)
+	if n := s.batch.txns.Load() - before; n != 1 {
+		t.Fatalf("the group took %d transactions, want 1", n)
+	}
+	if g[0].err != nil || !g[0].res.OK || g[1].err != nil || g[1].res.OK {
+		t.Fatalf("outcomes: plain %+v %v, set %+v %v", g[0].res, g[0].err, g[1].res, g[1].err)
+	}
+	cur := g[1].res.Current
+	if len(cur.Members) != len(members) || cur.Revision != g[0].res.Revision {
+		t.Fatalf("current: %d members at %d, want %d at the group's revision %d", len(cur.Members), cur.Revision, len(members), g[0].res.Revision)
+	}
+	for i, m := range cur.Members {
+		if m.Resource != members[i] || m.RecordRev != snap.Members[i].RecordRev || m.Record.HighestFence != 1 {
+			t.Fatalf("current member %d: %s fence %d at %d", i, m.Resource, m.Record.HighestFence, m.RecordRev)
+		}
+	}
+}
