@@ -12,8 +12,9 @@
 # database (SQLite FULL/NORMAL, PostgreSQL synchronous_commit on/off
 # through database/sql and pgx), the gate inside PostgreSQL
 # (fencegate.apply) against the same peers and RunPgx, SQLite WAL pages
-# per write, the Redis gate against MULTI/EXEC and a hand-rolled fence
-# script on one redis-server, and the scale record (issue 49): the cycle
+# per write, the Redis gate against MULTI/EXEC, a hand-rolled fence
+# script and that script storing one receipt (the receipt peer) on one
+# redis-server, and the scale record (issue 49): the cycle
 # with none and 100,000 other locks held against a Mutex's at the same,
 # the listing at 100,000 held locks (a page against the page where 100
 # are held, `ls --all`), serve's start-up to /readyz at 100,000 against

@@ -36,11 +36,25 @@ redis.call('SET', KEYS[1], ARGV[1])
 redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
 return 1`)
 
+// receiptedFence is handFence storing one receipt as well, as the gate
+// keeps it: KEYS[3] is a receipts hash, ARGV[4] the field (fence:seq),
+// ARGV[5] the receipt's JSON (gate.Receipt's form). It is the floor the
+// issue sets the gate against: the hand-rolled fence plus one receipt in
+// the same atomic step (one EVALSHA, one round trip).
+var receiptedFence = redis.NewScript(`
+local seen = tonumber(redis.call('GET', KEYS[1]) or '0')
+if tonumber(ARGV[1]) < seen then return 0 end
+redis.call('SET', KEYS[1], ARGV[1])
+redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
+redis.call('HSET', KEYS[3], ARGV[4], ARGV[5])
+return 1`)
+
 // errFenced is the hand-rolled fence's refusal: a newer token was seen.
 var errFenced = errors.New("hand-rolled fence: a newer token was seen")
 
 // BenchmarkWritePaired: the plain write is MULTI, HSET, EXEC; the
-// hand-rolled fence the script above with the same HSET; the fenced write
+// hand-rolled fence the script above with the same HSET; the receipt peer
+// that script storing one receipt too (receiptedFence); the fenced write
 // Apply queuing that HSET. All keys share the resource's hash tag. The
 // test kit's redis-server runs with appendfsync always (on /dev/shm).
 func BenchmarkWritePaired(b *testing.B) { b.Run("redis", benchWritePaired) }
@@ -58,6 +72,7 @@ func benchWritePaired(b *testing.B) {
 	base := iss.Mutation(gatetest.Writer{Resource: r, Owner: "worker-a", Lease: "l", OperationID: "op", Fence: 5}, 1, "")
 	tag := g.KeysOf(r).Tag
 	plainKey, handKey, tokenKey, fencedKey := tag+":plain", tag+":hand", tag+":hand-token", tag+":fenced"
+	rcptKey, rcptToken, rcptHash := tag+":receipted", tag+":receipted-token", tag+":receipted-receipts"
 	ms := make([]*gate.Mutation, b.N) // made before the clock starts
 	for i := range ms {
 		m := *base
@@ -74,6 +89,18 @@ func benchWritePaired(b *testing.B) {
 		}},
 		benchpair.Lane{Name: "fence", Write: func(i int) error {
 			ok, err := handFence.Run(ctx, c, []string{tokenKey, handKey}, int64(base.FenceToken), "total", i).Int()
+			if err == nil && ok != 1 {
+				err = errFenced
+			}
+			return err
+		}},
+		benchpair.Lane{Name: "receipted", Write: func(i int) error {
+			m := ms[i]
+			r := gate.Receipt{Resource: m.Resource, FenceToken: m.FenceToken, OperationRoot: m.OperationRoot(), OperationID: m.OperationID,
+				SegmentSeq: m.SegmentSeq, PayloadDigest: m.PayloadDigest, GrantDigest: m.PayloadDigest,
+				AcceptedAt: time.Now().UTC().Truncate(time.Millisecond), Mode: gate.ModeEnforce, Outcome: gate.Accepted}
+			ok, err := receiptedFence.Run(ctx, c, []string{rcptToken, rcptKey, rcptHash}, int64(m.FenceToken), "total", i,
+				fmt.Sprintf("%d:%d", m.FenceToken, m.SegmentSeq), r.AppendJSON(make([]byte, 0, 512))).Int()
 			if err == nil && ok != 1 {
 				err = errFenced
 			}
