@@ -26,6 +26,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -140,25 +141,63 @@ func BenchmarkWriteFloor(b *testing.B) {
 // interface, as WritePairedPgx: the hand-rolled fence, the peer with one
 // receipt row, and RunPgx, on one connection, synchronous_commit on and
 // off. (A counted fence would measure nothing here: the peer's UPDATE
-// already writes a new row version every time.)
+// already writes a new row version every time.) It also reports each
+// lane's round trips and statements a write (Name-trips/op,
+// Name-stmts/op), counted by a pgx tracer on the connection.
 func BenchmarkWriteFloorPgx(b *testing.B) {
 	for _, on := range []string{"on", "off"} {
 		b.Run("postgres-sync-"+on, func(b *testing.B) {
-			e, conn := openPgxEnv(b, pgtest.WithParam(pgtest.NewDatabase(b), "synchronous_commit", on), nil)
+			cnt := &stmtCounter{}
+			e, conn := openPgxEnv(b, pgtest.WithParam(pgtest.NewDatabase(b), "synchronous_commit", on), cnt)
 			hand, receipted, fenced := segments(e, b.N), segments(e, b.N), segments(e, b.N)
 			e.seedFence(hand)
 			e.exec(`INSERT INTO fence (resource, token) VALUES ($1, 0)`, receipted[0].Resource)
 			e.exec(fmt.Sprintf(receiptDDL, "BYTEA", ""))
-			benchpair.Run(b,
-				benchpair.Lane{Name: "fence", Write: func(i int) error { return pgxHandFencedWrite(e.ctx, conn, hand[i]) }},
-				benchpair.Lane{Name: "receipted", Write: func(i int) error { return pgxReceiptedWrite(e.ctx, conn, receipted[i]) }},
-				benchpair.Lane{Name: "fenced", Write: func(i int) error {
+			lanes := []benchpair.Lane{
+				{Name: "fence", Write: func(i int) error { return pgxHandFencedWrite(e.ctx, conn, hand[i]) }},
+				{Name: "receipted", Write: func(i int) error { return pgxReceiptedWrite(e.ctx, conn, receipted[i]) }},
+				{Name: "fenced", Write: func(i int) error {
 					_, err := e.g.RunPgx(e.ctx, conn, owner, fenced[i], pgxWrite(fenced[i]))
 					return err
-				}})
+				}}}
+			counts := make([][2]int64, len(lanes))
+			for k := range lanes {
+				write := lanes[k].Write
+				lanes[k].Write = func(i int) error {
+					t0, s0 := cnt.trips.Load(), cnt.stmts.Load()
+					err := write(i)
+					counts[k][0] += cnt.trips.Load() - t0
+					counts[k][1] += cnt.stmts.Load() - s0
+					return err
+				}
+			}
+			benchpair.Run(b, lanes...)
+			for k, l := range lanes {
+				b.ReportMetric(float64(counts[k][0])/float64(b.N), l.Name+"-trips/op")
+				b.ReportMetric(float64(counts[k][1])/float64(b.N), l.Name+"-stmts/op")
+			}
 		})
 	}
 }
+
+// stmtCounter counts, on a pgx connection, round trips (each query, and
+// each batch) and the statements they carry (BEGIN and COMMIT included).
+type stmtCounter struct{ trips, stmts atomic.Int64 }
+
+func (c *stmtCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	c.trips.Add(1)
+	c.stmts.Add(1)
+	return ctx
+}
+func (*stmtCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (c *stmtCounter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	c.trips.Add(1)
+	return ctx
+}
+func (c *stmtCounter) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {
+	c.stmts.Add(1)
+}
+func (*stmtCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
 
 // BenchmarkWriteFloorRun is WriteFloorPgx through database/sql: the
 // hand-rolled fence, the peer with one receipt row (in the fence
