@@ -90,7 +90,13 @@ func (g *Gate) gateWrites(k Keys, blob string, d gate.Decision, recs []stored.Re
 
 // stateBlob is the state's stored bytes: the value of the state key, and
 // what the compare-and-set compares byte for byte.
-func stateBlob(st gate.FenceState) string { return string(stored.Encode(stored.FromState(st))) }
+func stateBlob(st gate.FenceState) string {
+	return string(stored.AppendFenceState(make([]byte, 0, stateBlobCap), st))
+}
+
+// stateBlobCap is the buffer a state's bytes are appended to: a state
+// with a short resource name and both digests is about 370 bytes.
+const stateBlobCap = 512
 
 // flatten lays commands out for the script: each as its argument count,
 // then its arguments.
