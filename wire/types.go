@@ -242,6 +242,9 @@ type LockHolder struct {
 	OperationClass string    `json:"operationClass"`
 	Since          time.Time `json:"since"`     // when the lease was granted
 	ExpiresAt      time.Time `json:"expiresAt"` // unless renewed first
+	// LockSet, when the lease is a member's of a lock set, is the whole
+	// set (sorted); omitted for a plain lease.
+	LockSet []string `json:"lockSet,omitempty"`
 }
 
 // LockWaiter is one queued acquire. Its request ID is not shown: it is
@@ -252,6 +255,9 @@ type LockWaiter struct {
 	// Since is when it joined the queue (zero when the registry that
 	// queued it did not record it).
 	Since time.Time `json:"since,omitzero"`
+	// LockSet, when the waiter is a lock set's, is the whole set
+	// (sorted): it waits for every member at once.
+	LockSet []string `json:"lockSet,omitempty"`
 }
 
 // Left is how long the holder's lease had left at the read (0 when free

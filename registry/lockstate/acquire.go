@@ -104,6 +104,9 @@ func validateAcquire(owner string, req wire.AcquireRequest, lim Limits) (uint64,
 			return 0, fmt.Errorf("%w: %s: %v", wire.ErrInvalid, c.field, c.err)
 		}
 	}
+	if wire.ReservedRequestID(req.RequestID) {
+		return 0, fmt.Errorf("%w: requestId: request IDs beginning %q are reserved for the members of lock sets", wire.ErrInvalid, wire.SetRequestIDPrefix)
+	}
 	if req.Permits > 0 {
 		if err := wire.ValidateSemaphore(req.Resource, req.Permits); err != nil {
 			return 0, err

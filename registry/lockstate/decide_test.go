@@ -312,3 +312,17 @@ func TestChangesAt(t *testing.T) {
 		}
 	}
 }
+
+// A plain acquire may not name a request ID reserved for a lock set's
+// members (wire.SetRequestIDPrefix): it would collide with a member's
+// grant.
+func TestAcquireRefusesSetRequestIDs(t *testing.T) {
+	req := wire.AcquireRequest{Resource: "res/1", OperationID: "op", OperationClass: "settle", RequestID: wire.MemberRequestID("x", 0)}
+	if _, err := NewAcquireInput("a", req, t0, testLimits()); !errors.Is(err, wire.ErrInvalid) {
+		t.Fatalf("reserved request ID: %v, want ErrInvalid", err)
+	}
+	req.RequestID = "settle.1"
+	if _, err := NewAcquireInput("a", req, t0, testLimits()); err != nil {
+		t.Fatalf("unreserved request ID: %v", err)
+	}
+}
