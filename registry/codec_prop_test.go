@@ -9,6 +9,7 @@ package registry
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -25,6 +26,8 @@ type decisionWalk struct {
 	set lockstate.Settings
 	now int64
 	seq int
+	// other is inv/2's record, the second member of setAcquire's sets.
+	other *lockstate.Record
 }
 
 func (m *decisionWalk) take(rec *lockstate.Record) {
@@ -41,7 +44,7 @@ func (m *decisionWalk) acquire(t *rapid.T) {
 		RequestID: fmt.Sprint("r", m.seq), TTLMs: rapid.Uint64Range(m.lim.TTLMsMin, 30_000).Draw(t, "ttlMs"),
 		WaitMs: rapid.Uint64Range(0, 20_000).Draw(t, "waitMs"),
 	}
-	if len(m.rec.Waiters) > 0 && rapid.Bool().Draw(t, "head") {
+	if len(m.rec.Waiters) > 0 && len(m.rec.Waiters[0].Members) == 0 && rapid.Bool().Draw(t, "head") {
 		w := m.rec.Waiters[0] // the head asks again, so heads get served
 		req.RequestID, req.TTLMs, req.WaitMs = w.RequestID, w.TTLMs, 5000
 		owner = w.Owner
@@ -52,6 +55,37 @@ func (m *decisionWalk) acquire(t *rapid.T) {
 	}
 	if d, err := lockstate.DecideAcquire(m.rec, nil, m.set, in, m.now, m.lim); err == nil {
 		m.take(d.Record)
+	}
+}
+
+// setAcquire decides a lock set's acquire over inv/1 (this record) and
+// inv/2 (a second one), so set holders and tickets reach the record.
+func (m *decisionWalk) setAcquire(t *rapid.T) {
+	m.seq++
+	owner := rapid.SampledFrom([]string{"spiffe://ex.org/w/a", "b", "c"}).Draw(t, "owner")
+	req := wire.LockSetRequest{
+		Members: []string{"inv/1", "inv/2"}, OperationID: fmt.Sprint("op-", m.seq), OperationClass: "settle",
+		RequestID: fmt.Sprint("s", m.seq), TTLMs: rapid.Uint64Range(m.lim.TTLMsMin, 30_000).Draw(t, "ttlMs"),
+		WaitMs: rapid.Uint64Range(0, 20_000).Draw(t, "waitMs"),
+	}
+	if len(m.rec.Waiters) > 0 && len(m.rec.Waiters[0].Members) > 0 && rapid.Bool().Draw(t, "head") {
+		w := m.rec.Waiters[0] // the set at the head asks again
+		id, _ := strings.CutPrefix(w.RequestID, wire.MemberRequestID("", 0))
+		req.RequestID, req.TTLMs, req.WaitMs, owner = id, w.SetTTLMs, 5000, w.Owner
+	}
+	in, err := lockstate.NewSetInput(owner, req, m.now, m.lim)
+	if err != nil {
+		t.Fatalf("input: %v", err)
+	}
+	if m.other == nil {
+		m.other = &lockstate.Record{}
+	}
+	d, err := lockstate.DecideSetAcquire([]*lockstate.Record{m.rec, m.other}, []*lockstate.RequestEntry{nil, nil}, m.set, in, m.now, m.lim)
+	if err == nil && d.Records != nil {
+		m.take(d.Records[0])
+		if d.Records[1] != nil {
+			m.other = d.Records[1]
+		}
 	}
 }
 
@@ -92,6 +126,7 @@ func TestDecidedRecordsKeepTheirStoredForm(t *testing.T) {
 		t.Repeat(map[string]func(*rapid.T){
 			"":        m.storedFormIsStable,
 			"acquire": m.acquire,
+			"set":     m.setAcquire,
 			"end":     m.endHolder,
 			"advance": func(t *rapid.T) { m.now += rapid.Int64Range(0, 12_000).Draw(t, "ms") },
 			"floor": func(t *rapid.T) {

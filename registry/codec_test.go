@@ -76,13 +76,22 @@ func fullRecord() *lockstate.Record {
 	}
 }
 
+// setRecord is fullRecord held by a lock set's member, with a set's
+// ticket behind a plain one.
+func setRecord() *lockstate.Record {
+	rec := fullRecord()
+	rec.Holder.Members = []string{"inv/1", "inv/2"}
+	rec.Waiters[1].Members, rec.Waiters[1].SetTTLMs = []string{"inv/0", "inv/1", "inv/9"}, 20_000
+	return rec
+}
+
 func fullEntry() *lockstate.RequestEntry {
 	h := fullRecord().Holder
 	return &lockstate.RequestEntry{Grant: h.Grant, ParamsDigest: h.ParamsDigest, State: grant.StateRevoked, EndedAtMs: t0 + 9}
 }
 
 func TestStoredFormsRoundTrip(t *testing.T) {
-	recs := map[string]*lockstate.Record{"full": fullRecord(), "empty": {}, "held": held("a", 4, t0)}
+	recs := map[string]*lockstate.Record{"full": fullRecord(), "empty": {}, "held": held("a", 4, t0), "lock set": setRecord()}
 	for name, rec := range recs {
 		for _, f := range []StoredForm{FormCompact, FormJSON} {
 			b := f.EncodeRecord(rec)
@@ -107,6 +116,19 @@ func TestStoredFormsRoundTrip(t *testing.T) {
 	}
 	if EncodeRecord(fullRecord())[0] != markRecordV1 || EncodeRequestEntry(fullEntry())[0] != markEntryV1 {
 		t.Fatal("the default form is not the compact one")
+	}
+	if EncodeRecord(setRecord())[0] != markRecordSetsV1 {
+		t.Fatal("a record naming a lock set is not in the lock sets' form")
+	}
+	// One encoding per record: a plain record spelled in the lock sets'
+	// form (every member list empty) does not decode.
+	h := *setRecord().Holder
+	h.Members = nil
+	v1 := EncodeRecord(&lockstate.Record{Holder: &h})
+	spelled := append([]byte{markRecordSetsV1}, v1[1:len(v1)-3]...) // up to the holder's expiresAtMs; v1 then has freeAtMs 0, 0 waiters, 0 ended
+	spelled = append(spelled, 0, 0, 0, 0)                           // members 0, freeAtMs 0, waiters 0, ended 0
+	if _, err := DecodeRecord(spelled); !errors.Is(err, wire.ErrCorrupt) || !strings.Contains(err.Error(), "naming no set") {
+		t.Fatalf("a plain record in the lock sets' form: %v, want ErrCorrupt", err)
 	}
 }
 
@@ -223,7 +245,7 @@ func FuzzDecodeRecord(f *testing.F) {
 			return
 		}
 		c := EncodeRecord(rec)
-		if b[0] == markRecordV1 && !bytes.Equal(c, b) {
+		if (b[0] == markRecordV1 || b[0] == markRecordSetsV1) && !bytes.Equal(c, b) {
 			t.Fatalf("compact input re-encodes differently:\n%x\n%x", b, c)
 		}
 		// Equal in both forms: an empty list and none are one value.

@@ -37,9 +37,17 @@ import (
 // was read from, as content compares need. JSON never starts with either
 // marker (it starts with '{' or white space), which is how a decoder tells
 // the forms apart.
+//
+// A record with a lock set's holder or tickets (Holder.Members,
+// Waiter.Members) is marker 0x83 and the same fields, with the holder's
+// members (a list of strings) after its expiresAtMs, and each waiter's
+// members and setTtlMs after its seenMs. Only such a record takes that
+// form (a 0x83 record naming no set does not decode), so every record
+// without one keeps its bytes.
 const (
-	markRecordV1 = 0x81
-	markEntryV1  = 0x82
+	markRecordV1     = 0x81
+	markEntryV1      = 0x82
+	markRecordSetsV1 = 0x83
 )
 
 const digestPrefix = "sha256:"
@@ -112,9 +120,35 @@ func (e *encoder) grantBody(g *lockstate.GrantBody) {
 	e.int(g.HeldUntilMs)
 }
 
+// hasSets reports whether rec names a lock set (its holder's or a
+// waiter's members): it then takes the form markRecordSetsV1.
+func hasSets(rec *lockstate.Record) bool {
+	if rec.Holder != nil && len(rec.Holder.Members) > 0 {
+		return true
+	}
+	for i := range rec.Waiters {
+		if len(rec.Waiters[i].Members) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func (e *encoder) strs(ss []string) {
+	e.uint(uint64(len(ss)))
+	for _, s := range ss {
+		e.str(s)
+	}
+}
+
 func encodeRecordCompact(rec *lockstate.Record) []byte {
 	e := encoder{b: make([]byte, 0, 128+96*len(rec.Waiters)+48*len(rec.Ended))}
-	e.byte(markRecordV1)
+	sets := hasSets(rec)
+	if sets {
+		e.byte(markRecordSetsV1)
+	} else {
+		e.byte(markRecordV1)
+	}
 	e.uint(rec.HighestFence)
 	e.uint(rec.Floor)
 	e.uint(rec.PolicyGeneration)
@@ -123,6 +157,9 @@ func encodeRecordCompact(rec *lockstate.Record) []byte {
 		e.grantBody(&h.Grant)
 		e.digest(h.ParamsDigest)
 		e.int(h.ExpiresAtMs)
+		if sets {
+			e.strs(h.Members)
+		}
 	}
 	e.int(rec.FreeAtMs)
 	e.uint(uint64(len(rec.Waiters)))
@@ -138,6 +175,10 @@ func encodeRecordCompact(rec *lockstate.Record) []byte {
 		e.uint(w.TTLMs)
 		e.digest(w.ParamsDigest)
 		e.int(w.SeenMs)
+		if sets {
+			e.strs(w.Members)
+			e.uint(w.SetTTLMs)
+		}
 	}
 	e.uint(uint64(len(rec.Ended)))
 	for _, x := range rec.Ended {
@@ -318,11 +359,28 @@ const (
 	endedBytesMin  = 5
 )
 
+// strs reads a list of strings; an empty one is nil.
+func (d *decoder) strs() []string {
+	n := d.count(1)
+	if n == 0 {
+		return nil
+	}
+	out := make([]string, n)
+	for i := range out {
+		out[i] = d.str()
+	}
+	return out
+}
+
 func decodeRecordCompact(b []byte) (*lockstate.Record, error) {
 	d := decoder{b: b[1:]}
+	sets := b[0] == markRecordSetsV1
 	rec := &lockstate.Record{HighestFence: d.uint(), Floor: d.uint(), PolicyGeneration: d.uint()}
 	if d.flag() {
 		rec.Holder = &lockstate.Holder{Grant: d.grantBody(), ParamsDigest: d.digest(), ExpiresAtMs: d.int()}
+		if sets {
+			rec.Holder.Members = d.strs()
+		}
 	}
 	rec.FreeAtMs = d.int()
 	if n := d.count(waiterBytesMin); n > 0 {
@@ -331,6 +389,9 @@ func decodeRecordCompact(b []byte) (*lockstate.Record, error) {
 			rec.Waiters[i] = lockstate.Waiter{
 				Owner: d.str(), RequestID: d.str(), DeadlineMs: d.int(), PollUntilMs: d.int(), JoinedMs: d.int(),
 				OperationRoot: d.digest(), OperationClass: d.str(), TTLMs: d.uint(), ParamsDigest: d.digest(), SeenMs: d.int(),
+			}
+			if sets {
+				rec.Waiters[i].Members, rec.Waiters[i].SetTTLMs = d.strs(), d.uint()
 			}
 		}
 	}
@@ -344,6 +405,9 @@ func decodeRecordCompact(b []byte) (*lockstate.Record, error) {
 		if rec.Permits = d.uint(); rec.Permits == 0 {
 			d.fail(errors.New("permits 0 spelled out")) // one encoding per record: 0 is the field's absence
 		}
+	}
+	if d.err == nil && sets && !hasSets(rec) {
+		d.fail(errors.New("a lock set's form naming no set")) // one encoding per record
 	}
 	if err := d.end(); err != nil {
 		return nil, err

@@ -238,7 +238,7 @@ func grantLease(next *Record, resource string, set Settings, t Waiter, idx int, 
 		IssuedAtMs:       now,
 		HeldUntilMs:      heldUntilMs(now, t.TTLMs, lim),
 	}
-	next.Holder = &Holder{Grant: body, ParamsDigest: t.ParamsDigest, ExpiresAtMs: now + int64(t.TTLMs)}
+	next.Holder = &Holder{Grant: body, ParamsDigest: t.ParamsDigest, ExpiresAtMs: now + int64(t.TTLMs), Members: t.Members}
 	next.HighestFence = fence
 	assertGranted(resource, next, above)
 	if idx >= 0 {

@@ -72,7 +72,9 @@ func handOff(next *Record, resource string, set Settings, now int64, lim Limits,
 		return nil
 	}
 	head := next.Waiters[0]
-	if head.TTLMs == 0 || now >= head.pollUntil() || slices.Contains(taken, RequestKey{Owner: head.Owner, RequestID: head.RequestID}) {
+	// A lock set's ticket is never handed one member alone: the set's own
+	// acquire takes every member at once (DecideSetAcquire).
+	if head.TTLMs == 0 || len(head.Members) > 0 || now >= head.pollUntil() || slices.Contains(taken, RequestKey{Owner: head.Owner, RequestID: head.RequestID}) {
 		return nil // nobody is listening, or its request has an answer: it claims the lease itself
 	}
 	trial := next.Clone()

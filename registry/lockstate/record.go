@@ -50,6 +50,9 @@ type Holder struct {
 	// into the entry they write at the end.
 	ParamsDigest string `json:"paramsDigest"`
 	ExpiresAtMs  int64  `json:"expiresAtMs"`
+	// Members, when the lease is a lock set's member's, is the whole set
+	// (sorted); nil for a plain lease. Shown by status and ls.
+	Members []string `json:"members,omitempty"`
 }
 
 // Waiter is one queued acquire. It keeps its place until it is granted,
@@ -80,6 +83,16 @@ type Waiter struct {
 	// while a free resource's head was slow to claim (see
 	// skipVanishedWaiters). 0 in records from before it existed.
 	SeenMs int64 `json:"seenMs,omitempty"`
+	// Members, on a lock set's ticket, is the whole set (sorted): the
+	// ticket stands in every member's queue, under that member's request
+	// ID (wire.MemberRequestID), and is granted only with every other
+	// member, by the set's own acquire (DecideSetAcquire), never by a
+	// release's handOff. nil on a plain ticket.
+	Members []string `json:"members,omitempty"`
+	// SetTTLMs is a set ticket's TTL; its TTLMs is 0, which a registry of
+	// a version before lock sets reads as "nobody listening" and never
+	// hands the member alone to.
+	SetTTLMs uint64 `json:"setTtlMs,omitempty"`
 }
 
 // EndedLease is a lease that ended, and how.

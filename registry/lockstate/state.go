@@ -89,8 +89,17 @@ func stampDue(rec *Record, idx int, now int64, lim Limits) bool {
 // seen since the resource became free. The next head gets a full window.
 // rec must be a private, normalized copy; only a caller that is not the
 // head calls this, so nobody skips itself.
+//
+// A lock set's ticket at the head is blocked, not vanished, while another
+// member is busy: it cannot claim this resource alone. It is dropped only
+// once unseen for the semaphore's stale bound (2 × HandoffClaimMs); a
+// live set stamps itself more often than that (setStampDue). Until then
+// nothing is dropped.
 func skipVanishedWaiters(rec *Record, keep RequestKey, now int64, lim Limits) bool {
 	if rec.Holder != nil || len(rec.Waiters) == 0 || now < rec.FreeAtMs+int64(lim.HandoffClaimMs) {
+		return false
+	}
+	if h := rec.Waiters[0]; len(h.Members) > 0 && now-h.SeenMs < semaphoreStaleMs(lim) {
 		return false
 	}
 	live := rec.Waiters[:0:0]
@@ -163,17 +172,23 @@ func leaseID(resource, owner, requestID string, fence uint64, issuedAtMs int64) 
 
 // ChangesAt is the earliest instant after now at which rec changes with
 // no write: its holder expiring, lock-delay ending, the resource coming
-// free, the head waiter's claim window reaching its half or its end
-// (the instants a queued waiter must look again). changes is false when
+// free, the head waiter's claim window reaching its half or its end, a
+// blocked lock set's head turning stale (the instants a queued waiter
+// must look again). changes is false when
 // none is ahead.
 func ChangesAt(rec *Record, now int64, lim Limits) (at int64, changes bool) {
 	expiry := int64(-1 << 40) // no holder: far in the past, never a candidate
 	if rec.Holder != nil {
 		expiry = rec.Holder.ExpiresAtMs
 	}
+	stale := int64(-1 << 40) // a blocked set head's stale instant, when there is one
+	if rec.Holder == nil && len(rec.Waiters) > 0 && len(rec.Waiters[0].Members) > 0 {
+		stale = rec.Waiters[0].SeenMs + semaphoreStaleMs(lim)
+	}
 	for _, t := range []int64{
 		expiry, expiry + int64(lim.LockDelayMs),
 		rec.FreeAtMs, rec.FreeAtMs + int64(lim.HandoffClaimMs)/2, rec.FreeAtMs + int64(lim.HandoffClaimMs),
+		stale,
 	} {
 		if t > now && (!changes || t < at) {
 			at, changes = t, true

@@ -24,7 +24,7 @@ func LockView(resource string, rec *Record, now int64, rev uint64) wire.LockStat
 		v.FreeAt = &at
 	}
 	for _, w := range rec.Waiters {
-		lw := wire.LockWaiter{Owner: w.Owner, OperationClass: w.OperationClass}
+		lw := wire.LockWaiter{Owner: w.Owner, OperationClass: w.OperationClass, LockSet: w.Members}
 		if w.JoinedMs != 0 {
 			lw.Since = fromMs(w.JoinedMs)
 		}
@@ -38,7 +38,7 @@ func LockView(resource string, rec *Record, now int64, rev uint64) wire.LockStat
 func HolderView(h *Holder) *wire.LockHolder {
 	return &wire.LockHolder{
 		Owner: h.Grant.Owner, Lease: h.Grant.Lease, Fence: h.Grant.FenceToken, OperationClass: h.Grant.OperationClass,
-		Since: fromMs(h.Grant.IssuedAtMs), ExpiresAt: fromMs(h.ExpiresAtMs),
+		Since: fromMs(h.Grant.IssuedAtMs), ExpiresAt: fromMs(h.ExpiresAtMs), LockSet: h.Members,
 	}
 }
 
