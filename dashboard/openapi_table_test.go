@@ -71,6 +71,16 @@ func endpointRows() []endpointRow {
 			call: func(h *harness, _ string) (string, string) { return "/v1/renew", h.leaseBody() }},
 		{method: "POST", path: "/v1/release", role: anyone, verb: httpapi.VerbAcquire, caller: tokWorker, denied: tokViewer, bodyMax: apiMax, unknownCode: "BAD_REQUEST",
 			call: func(h *harness, _ string) (string, string) { return "/v1/release", h.leaseBody() }},
+		{method: "POST", path: "/v1/lockset/acquire", role: anyone, verb: httpapi.VerbAcquire, caller: tokWorker, denied: tokViewer, bodyMax: apiMax, unknownCode: "BAD_REQUEST",
+			call: func(h *harness, _ string) (string, string) {
+				n := h.next()
+				return "/v1/lockset/acquire", fmt.Sprintf(`{"members":[%q,%q],"operationId":"op","operationClass":"settle","requestId":"s-%d"}`,
+					fmt.Sprintf("%s.s%d.a", resource, n), fmt.Sprintf("%s.s%d.b", resource, n), n)
+			}},
+		{method: "POST", path: "/v1/lockset/renew", role: anyone, verb: httpapi.VerbAcquire, caller: tokWorker, denied: tokViewer, bodyMax: apiMax, unknownCode: "BAD_REQUEST",
+			call: func(h *harness, _ string) (string, string) { return "/v1/lockset/renew", h.setLeasesBody() }},
+		{method: "POST", path: "/v1/lockset/release", role: anyone, verb: httpapi.VerbAcquire, caller: tokWorker, denied: tokViewer, bodyMax: apiMax, unknownCode: "BAD_REQUEST",
+			call: func(h *harness, _ string) (string, string) { return "/v1/lockset/release", h.setLeasesBody() }},
 		{method: "POST", path: "/v1/status", role: anyone, verb: httpapi.VerbSee, caller: tokGate, denied: tokWorker, bodyMax: apiMax, unknownCode: "BAD_REQUEST",
 			call: func(h *harness, _ string) (string, string) {
 				is := h.grantTo("worker-1")
@@ -360,6 +370,23 @@ func (h *harness) grantTo(owner string) wire.Issued {
 }
 
 // leaseBody is a renew or release body for a fresh lease of worker-1.
+// setLeasesBody is the body of a set's renewal or release: the leases of
+// a lock set granted to worker-1 past the API.
+func (h *harness) setLeasesBody() string {
+	h.t.Helper()
+	n := h.next()
+	is, err := h.reg.AcquireSet(h.ctx, "worker-1", wire.LockSetRequest{Members: []string{fmt.Sprintf("%s.t%d.a", resource, n), fmt.Sprintf("%s.t%d.b", resource, n)},
+		OperationID: "op", OperationClass: "settle", RequestID: fmt.Sprintf("t-%d", n)})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var leases []string
+	for _, m := range is.Members {
+		leases = append(leases, fmt.Sprintf(`{"resource":%q,"lease":%q}`, m.Grant.Resource, m.Grant.Lease))
+	}
+	return `{"leases":[` + strings.Join(leases, ",") + `]}`
+}
+
 func (h *harness) leaseBody() string {
 	is := h.grantTo("worker-1")
 	return fmt.Sprintf(`{"resource":%q,"lease":%q}`, is.Grant.Resource, is.Grant.Lease)

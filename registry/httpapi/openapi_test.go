@@ -75,6 +75,9 @@ func TestOpenAPISchemasMatchTypes(t *testing.T) {
 		"FenceRangeBumpRequest": wire.FenceRangeBumpRequest{}, "FenceRange": wire.FenceRange{},
 		"BatchRequest": wire.BatchRequest{}, "BatchOperation": wire.BatchOperation{},
 		"BatchResponse": wire.BatchResponse{}, "BatchAnswer": wire.BatchAnswer{},
+		"LockSetRequest": wire.LockSetRequest{}, "LockSetLeasesRequest": wire.LockSetLeasesRequest{},
+		"IssuedSet": wire.IssuedSetResponse{}, "LockSetReleaseResponse": wire.LockSetReleaseResponse{},
+		"LockHolder": wire.LockHolder{}, "LockWaiter": wire.LockWaiter{},
 	} {
 		sc, ok := d.Components.Schemas[name]
 		if !ok {

@@ -37,3 +37,10 @@ func (s *flakyStore) Commit(ctx context.Context, w registry.Write) (registry.Com
 }
 
 func newTestStore(t testing.TB) *flakyStore { return &flakyStore{Store: memstore.New()} }
+
+func (s *flakyStore) ReadSet(ctx context.Context, resources []string, keys []lockstate.RequestKey) (registry.Snapshot, error) {
+	if s.down.Load() {
+		return registry.Snapshot{}, errStoreDown
+	}
+	return s.Store.ReadSet(ctx, resources, keys)
+}
