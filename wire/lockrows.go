@@ -32,6 +32,9 @@ type LockRow struct {
 	// Permits is a counting semaphore's N (its row holds the queue; its
 	// slots are rows of their own); absent for an exclusive lock.
 	Permits uint64 `json:"p,omitempty"`
+	// LockSet, when the holder holds the lock as a member of a lock set,
+	// is the whole set (sorted); absent otherwise.
+	LockSet []string `json:"ls,omitempty"`
 }
 
 // RowsOf is l in the lean form.
@@ -42,7 +45,7 @@ func RowsOf(l LockList) LockRows {
 		out.ReadAtMs = v.ReadAt.UnixMilli()
 		r := LockRow{Resource: v.Resource, HighestFence: v.HighestFence, Waiters: len(v.Waiters), Permits: v.Permits}
 		if h := v.Holder; h != nil {
-			r.Owner, r.SinceMs, r.ExpiresAtMs = h.Owner, h.Since.UnixMilli(), h.ExpiresAt.UnixMilli()
+			r.Owner, r.SinceMs, r.ExpiresAtMs, r.LockSet = h.Owner, h.Since.UnixMilli(), h.ExpiresAt.UnixMilli(), h.LockSet
 		}
 		if len(v.Waiters) > 0 && !v.Waiters[0].Since.IsZero() {
 			r.LongestSinceMs = v.Waiters[0].Since.UnixMilli()

@@ -77,3 +77,11 @@ func TestValidateLockSetLeases(t *testing.T) {
 		}
 	}
 }
+
+func TestRowsCarryTheLockSet(t *testing.T) {
+	l := wire.LockList{Locks: []wire.LockStatus{{Resource: "a", Holder: &wire.LockHolder{Owner: "o", LockSet: []string{"a", "b"}}}, {Resource: "c", Holder: &wire.LockHolder{Owner: "o"}}}}
+	rows := wire.RowsOf(l).Rows
+	if strings.Join(rows[0].LockSet, ",") != "a,b" || rows[1].LockSet != nil {
+		t.Fatalf("rows: %+v", rows)
+	}
+}
