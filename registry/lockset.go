@@ -118,11 +118,16 @@ func memberView(s *Snapshot, i int) *Snapshot {
 	}
 }
 
-// setWriteFor builds the set write of a decision made on s: every member
-// compared as s saw it (contents where it existed), those with a new
-// record written, the settings compared, each new entry compared absent
-// and put in the sweep index (as writeFor does for one record). Nil when
-// the decision writes nothing.
+// setWriteFor builds the set write of a decision made on s: each member
+// with a new record compared as s saw it (contents where it existed) and
+// written, the settings compared, each new entry compared absent and put
+// in the sweep index (as writeFor does for one record). Nil when the
+// decision writes nothing. A member the decision leaves as it is is not
+// compared: every decision that depends on all members at once (a grant,
+// joining every queue, a renewal) writes every member, and the others (a
+// waiting set stamping itself on some members, withdrawing its tickets,
+// releasing) are right whatever the members they do not write hold; a
+// compare there would only fail on unrelated writes.
 func (r *Registry) setWriteFor(s *Snapshot, recs []*lockstate.Record, entries []lockstate.EntryPut) *Write {
 	writes := len(entries) > 0
 	for _, rec := range recs {
@@ -133,10 +138,10 @@ func (r *Registry) setWriteFor(s *Snapshot, recs []*lockstate.Record, entries []
 	}
 	w := &Write{SettingsRev: s.SettingsRev}
 	for i, m := range s.Members {
-		mw := MemberWrite{Resource: m.Resource, RecordRev: m.RecordRev}
-		if i < len(recs) {
-			mw.Record = recs[i]
+		if i >= len(recs) || recs[i] == nil {
+			continue
 		}
+		mw := MemberWrite{Resource: m.Resource, RecordRev: m.RecordRev, Record: recs[i]}
 		if m.RecordRev != 0 && m.Record != nil {
 			mw.RecordWas, mw.RecordWasRaw = m.Record, m.RecordRaw
 		}

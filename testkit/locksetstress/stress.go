@@ -51,8 +51,11 @@ type Options struct {
 type Result struct {
 	SetsGranted, PlainGranted int64
 	Unserved                  int64 // waits that ran out (WAIT_TIMEOUT): a deadlock's mark
-	Observations              int64 // member snapshots the observer checked
-	Violations                []string
+	// Conflicts are calls answered CONFLICT (too much contention) and
+	// retried with the same request, as a client does.
+	Conflicts    int64
+	Observations int64 // member snapshots the observer checked
+	Violations   []string
 }
 
 type grantSeen struct {
@@ -122,6 +125,24 @@ func Run(t testing.TB, store registry.Store, regs []*registry.Registry, opt Opti
 	return r.res
 }
 
+// conflictRetriesMax bounds one call's retries after CONFLICT.
+const conflictRetriesMax = 50
+
+// retry calls f again, with the same request, while it answers CONFLICT
+// (the registry's "too much contention": the outcome is known, nothing
+// was done), as a client does.
+func (r *run) retry(f func() error) error {
+	for range conflictRetriesMax {
+		err := f()
+		if !errors.Is(err, wire.ErrConflict) {
+			return err
+		}
+		atomic.AddInt64(&r.res.Conflicts, 1)
+		time.Sleep(time.Millisecond)
+	}
+	return fmt.Errorf("%d conflicts in a row", conflictRetriesMax)
+}
+
 // cycle is one worker's acquire, hold and release.
 func (r *run) cycle(ctx context.Context, reg *registry.Registry, w, n int, rng *rand.Rand) error {
 	named := Sets[rng.IntN(len(Sets))]
@@ -136,15 +157,19 @@ func (r *run) cycle(ctx context.Context, reg *registry.Registry, w, n int, rng *
 		release = func() error {
 			r.drop(token, took)
 			for _, is := range took {
-				if err := reg.Release(ctx, owner, is.Grant.Resource, is.Grant.Lease); err != nil {
+				if err := r.retry(func() error { return reg.Release(ctx, owner, is.Grant.Resource, is.Grant.Lease) }); err != nil {
 					return fmt.Errorf("release %s: %w", is.Grant.Resource, err)
 				}
 			}
 			return nil
 		}
 		for i, m := range named {
-			is, err := reg.Acquire(ctx, owner, wire.AcquireRequest{Resource: m, OperationID: "op", OperationClass: "settle",
-				RequestID: fmt.Sprint(id, ".m", i), TTLMs: 30_000, WaitMs: r.opt.WaitMs})
+			var is wire.Issued
+			err := r.retry(func() (err error) {
+				is, err = reg.Acquire(ctx, owner, wire.AcquireRequest{Resource: m, OperationID: "op", OperationClass: "settle",
+					RequestID: fmt.Sprint(id, ".m", i), TTLMs: 30_000, WaitMs: r.opt.WaitMs})
+				return err
+			})
 			if errors.Is(err, wire.ErrWaitTimeout) {
 				atomic.AddInt64(&r.res.Unserved, 1)
 				return release() // give back what it took (a MultiLock's rollback)
@@ -159,8 +184,12 @@ func (r *run) cycle(ctx context.Context, reg *registry.Registry, w, n int, rng *
 	default:
 		members := slices.Clone(named)
 		slices.Sort(members)
-		is, err := reg.AcquireSet(ctx, owner, wire.LockSetRequest{Members: members, OperationID: "op", OperationClass: "settle",
-			RequestID: id, TTLMs: 30_000, WaitMs: r.opt.WaitMs})
+		var is wire.IssuedSet
+		err := r.retry(func() (err error) {
+			is, err = reg.AcquireSet(ctx, owner, wire.LockSetRequest{Members: members, OperationID: "op", OperationClass: "settle",
+				RequestID: id, TTLMs: 30_000, WaitMs: r.opt.WaitMs})
+			return err
+		})
 		if errors.Is(err, wire.ErrWaitTimeout) {
 			atomic.AddInt64(&r.res.Unserved, 1)
 			return nil
@@ -181,10 +210,10 @@ func (r *run) cycle(ctx context.Context, reg *registry.Registry, w, n int, rng *
 		atomic.AddInt64(&r.res.SetsGranted, 1)
 		release = func() error {
 			r.drop(token, is.Members)
-			return reg.ReleaseSet(ctx, owner, leases)
+			return r.retry(func() error { return reg.ReleaseSet(ctx, owner, leases) })
 		}
 		if rng.IntN(4) == 0 {
-			if _, err := reg.RenewSet(ctx, owner, leases); err != nil {
+			if err := r.retry(func() error { _, err := reg.RenewSet(ctx, owner, leases); return err }); err != nil {
 				return fmt.Errorf("renew set %v: %w", members, err)
 			}
 		}
