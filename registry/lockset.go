@@ -58,7 +58,13 @@ func (r *Registry) setCasLoop(ctx context.Context, members []string, keys []lock
 			return s, res.Revision, nil
 		}
 		conflicts++
-		s = res.Current
+		if len(res.Current.Members) == len(members) {
+			s = res.Current
+		} else if s, err = r.store.ReadSet(ctx, members, keys); err != nil {
+			// The write named only the members it wrote, so its Current
+			// holds only those: read the whole set again.
+			return s, 0, storeError("read set", err)
+		}
 		r.rememberMembers(&s)
 		if err := r.backoff(ctx, conflicts); err != nil {
 			return s, 0, err

@@ -253,3 +253,50 @@ func TestLockSetsConcurrentCatchMultiLock(t *testing.T) {
 		t.Fatal("the member-by-member rule never deadlocked: the check cannot fail")
 	}
 }
+
+// failOnceStore fails the first set write it is armed for as a store may
+// (a compare that did not hold), its Current holding, as the contract
+// says, only the members that write named.
+type failOnceStore struct {
+	registry.Store
+	armed bool
+}
+
+func (s *failOnceStore) Commit(ctx context.Context, w registry.Write) (registry.CommitResult, error) {
+	if s.armed && len(w.Members) > 0 {
+		s.armed = false
+		var names []string
+		for _, m := range w.Members {
+			names = append(names, m.Resource)
+		}
+		cur, err := s.Store.ReadSet(ctx, names, w.ReadKeys)
+		return registry.CommitResult{Current: cur}, err
+	}
+	return s.Store.Commit(ctx, w)
+}
+
+// A set write that names some members only (here a release with one
+// member released before) and fails is decided again on the whole set.
+func TestLockSetRetryAfterAPartialWriteFails(t *testing.T) {
+	store := &failOnceStore{Store: memstore.New()}
+	k, _ := testKey(t)
+	reg, err := registry.New(store, registry.DefaultConfig(epoch), clock.System{}, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	is, err := reg.AcquireSet(ctx, "s", setReq("s1", 0, "acct/a", "acct/b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Release(ctx, "s", "acct/a", is.Members[0].Grant.Lease); err != nil {
+		t.Fatal(err)
+	}
+	store.armed = true
+	if err := reg.ReleaseSet(ctx, "s", leasesOf(is)); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := reg.LockStatus(ctx, "acct/b"); st.Holder != nil || store.armed {
+		t.Fatalf("b after the set's release: %+v (armed %v)", st.Holder, store.armed)
+	}
+}

@@ -41,7 +41,7 @@ func TestLockSetsConcurrentOnZooKeeper(t *testing.T) {
 	if res.Unserved > 0 {
 		t.Errorf("%d waits ran out: a set was not served in 15 s", res.Unserved)
 	}
-	if res.SetsGranted < 20 || res.Observations < 20 {
+	if res.SetsGranted < 10 || res.Observations < 20 {
 		t.Errorf("vacuous: %d sets granted, %d observations", res.SetsGranted, res.Observations)
 	}
 }
