@@ -37,6 +37,9 @@ func (r *Registry) setCasLoop(ctx context.Context, members []string, keys []lock
 	}
 	r.rememberMembers(&s)
 	for conflicts := 0; ; {
+		if err := sameMembers(&s, members); err != nil {
+			return s, 0, err
+		}
 		now := r.now()
 		w, err := decide(&s, now)
 		if w == nil || err != nil {
@@ -70,6 +73,20 @@ func (r *Registry) setCasLoop(ctx context.Context, members []string, keys []lock
 			return s, 0, err
 		}
 	}
+}
+
+// sameMembers checks a set snapshot holds members, in order, as every
+// set decision assumes: a store that answered otherwise broke its
+// contract, and nothing is decided on it.
+func sameMembers(s *Snapshot, members []string) error {
+	ok := len(s.Members) == len(members)
+	for i := 0; ok && i < len(members); i++ {
+		ok = s.Members[i].Resource == members[i]
+	}
+	if !ok {
+		return fmt.Errorf("%w: read set: the store answered %d members for %v", wire.ErrUnavailable, len(s.Members), members)
+	}
+	return nil
 }
 
 // rememberMembers caches every member record and the settings of a set
