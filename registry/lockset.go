@@ -263,9 +263,11 @@ func (a *SetAcquisition) Step(ctx context.Context) bool {
 		case lockstate.AcquirePurge, lockstate.AcquireHanded:
 			continue
 		case lockstate.AcquireGranted:
-			return a.finish(r.issueSet(dec.Bodies, rev, now, s.Settings, in))
+			is, err := r.issueSet(dec.Bodies, rev, now, s.Settings, in)
+			return a.finish(a.sinceArrival(now, is, err))
 		case lockstate.AcquireExisting:
-			return a.finish(r.existingSet(&s, in, now))
+			is, err := r.existingSet(&s, in, now)
+			return a.finish(a.sinceArrival(now, is, err))
 		}
 		a.queued = true
 		a.from = max(rev, s.Revision) + 1
@@ -278,15 +280,21 @@ func (a *SetAcquisition) Step(ctx context.Context) bool {
 	return a.finish(wire.IssuedSet{}, fmt.Errorf("%w: lock set %v: %d decisions in a row without an answer", wire.ErrConflict, in.Req.Members, acquireStepsMax))
 }
 
-func (a *SetAcquisition) finish(is wire.IssuedSet, err error) bool {
+// sinceArrival counts each HELD member's ExpiresAfterMs from the
+// acquire's arrival, as Acquisition.sinceArrival does: the wait is inside
+// the TTL. now is the instant the answer was made at.
+func (a *SetAcquisition) sinceArrival(now int64, is wire.IssuedSet, err error) (wire.IssuedSet, error) {
 	if err == nil {
 		for i := range is.Members {
 			if m := &is.Members[i]; m.ExpiresAfterMs > 0 {
-				// as Acquisition.sinceArrival: the wait is inside the TTL
-				m.ExpiresAfterMs += max(a.r.now()-a.in.ArrivedMs, 0)
+				m.ExpiresAfterMs += max(now-a.in.ArrivedMs, 0)
 			}
 		}
 	}
+	return is, err
+}
+
+func (a *SetAcquisition) finish(is wire.IssuedSet, err error) bool {
 	a.done, a.issued, a.err = true, is, err
 	return true
 }
