@@ -78,9 +78,13 @@ func cloneRecord(rec *lockstate.Record) *lockstate.Record {
 	c := *rec
 	if rec.Holder != nil {
 		h := *rec.Holder
+		h.Members = slices.Clone(h.Members)
 		c.Holder = &h
 	}
 	c.Waiters = slices.Clone(rec.Waiters)
+	for i := range c.Waiters {
+		c.Waiters[i].Members = slices.Clone(c.Waiters[i].Members)
+	}
 	c.Ended = slices.Clone(rec.Ended)
 	return &c
 }

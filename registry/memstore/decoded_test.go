@@ -20,7 +20,7 @@ import (
 // plain value, except the ones cloneRecord copies one level deep, whose
 // elements must be plain values in turn.
 func TestCopiesShareNothing(t *testing.T) {
-	copied := map[string]bool{"Record.Holder": true, "Record.Waiters": true, "Record.Ended": true}
+	copied := map[string]bool{"Record.Holder": true, "Record.Waiters": true, "Record.Ended": true, "Holder.Members": true, "Waiter.Members": true}
 	var walk func(typ reflect.Type, deep bool)
 	walk = func(typ reflect.Type, deep bool) {
 		for i := range typ.NumField() {
@@ -34,7 +34,11 @@ func TestCopiesShareNothing(t *testing.T) {
 					t.Errorf("%s (%s) would be shared between the store and a reader: copy it in cloneRecord (decoded.go) and list it here", name, f.Type)
 					continue
 				}
-				walk(f.Type.Elem(), false)
+				if e := f.Type.Elem(); e.Kind() == reflect.Struct {
+					walk(e, true) // its elements' own fields: plain, or listed here and copied in turn
+				} else if e.Kind() != reflect.String {
+					t.Errorf("%s (%s): elements that are not plain values", name, f.Type)
+				}
 			case reflect.Map, reflect.Interface, reflect.Chan, reflect.Func, reflect.Array, reflect.UnsafePointer:
 				t.Errorf("%s (%s) would be shared between the store and a reader", name, f.Type)
 			}
@@ -51,8 +55,8 @@ func TestReadersCannotChangeTheStore(t *testing.T) {
 	ctx := context.Background()
 	s := New()
 	key := lockstate.RequestKey{Owner: "o", RequestID: "1"}
-	rec := &lockstate.Record{HighestFence: 2, Holder: &lockstate.Holder{Grant: lockstate.GrantBody{FenceToken: 2, Lease: "l2"}, ExpiresAtMs: 5},
-		Waiters: []lockstate.Waiter{{Owner: "w"}}, Ended: []lockstate.EndedLease{{Lease: "l1", State: "RELEASED"}}}
+	rec := &lockstate.Record{HighestFence: 2, Holder: &lockstate.Holder{Grant: lockstate.GrantBody{FenceToken: 2, Lease: "l2"}, ExpiresAtMs: 5, Members: []string{"a", "r"}},
+		Waiters: []lockstate.Waiter{{Owner: "w", Members: []string{"r", "z"}, SetTTLMs: 3}}, Ended: []lockstate.EndedLease{{Lease: "l1", State: "RELEASED"}}}
 	if res, err := s.Commit(ctx, registry.Write{Resource: "r", Record: rec,
 		Requests: []registry.RequestWrite{{Key: key, Entry: &lockstate.RequestEntry{State: "HELD"}}}}); err != nil || !res.OK {
 		t.Fatalf("commit: %+v %v", res, err)
@@ -64,6 +68,7 @@ func TestReadersCannotChangeTheStore(t *testing.T) {
 			t.Fatal(err)
 		}
 		snap.Record.Holder.ExpiresAtMs, snap.Record.Waiters[0].Owner, snap.Record.Ended[0].Lease = 9, "x", "x"
+		snap.Record.Holder.Members[0], snap.Record.Waiters[0].Members[1] = "x", "x"
 		snap.Record.HighestFence = 7
 		snap.Requests[0].Entry.State = "EXPIRED"
 	}
