@@ -15,6 +15,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/fencegate/fencegate/clock"
@@ -299,4 +300,109 @@ func TestLockSetRetryAfterAPartialWriteFails(t *testing.T) {
 	if st, _ := reg.LockStatus(ctx, "acct/b"); st.Holder != nil || store.armed {
 		t.Fatalf("b after the set's release: %+v (armed %v)", st.Holder, store.armed)
 	}
+}
+
+// In virtual time (testing/synctest): a waiting set first in a free
+// member's queue, blocked by its other member, keeps its place for as
+// long as it waits (it stamps itself; a plain waiter behind it never
+// skips it), and is granted both members promptly when the other is
+// released; a set whose caller is gone (one step, then nothing) is
+// dropped from the free member's queue once unseen for 2 × HandoffClaimMs,
+// and the plain waiter behind it is served.
+func TestLockSetBlockedHeadIsNotVanished(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		k, _ := testKey(t)
+		cfg := registry.DefaultConfig(epoch)
+		reg, err := registry.New(memstore.New(), cfg, clock.System{}, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		long := req("acct/b", "hb")
+		long.TTLMs = 120_000
+		hb, err := reg.Acquire(ctx, "h", long)
+		if err != nil {
+			t.Fatal(err)
+		}
+		setDone := make(chan wire.IssuedSet, 1)
+		go func() {
+			is, err := reg.AcquireSet(ctx, "s", setReq("s1", 60_000, "acct/a", "acct/b"))
+			if err != nil {
+				t.Errorf("set: %v", err)
+			}
+			setDone <- is
+		}()
+		synctest.Wait()
+		plainDone := make(chan wire.Issued, 1)
+		go func() {
+			p := req("acct/a", "pa")
+			p.WaitMs = 60_000
+			is, err := reg.Acquire(ctx, "p", p)
+			if err != nil {
+				t.Errorf("plain: %v", err)
+			}
+			plainDone <- is
+		}()
+		time.Sleep(20 * time.Second) // ten stale bounds
+		synctest.Wait()
+		st, _ := reg.LockStatus(ctx, "acct/a")
+		if st.Holder != nil || len(st.Waiters) != 2 || st.Waiters[0].Owner != "s" {
+			t.Fatalf("after 20 s blocked: %+v %+v, want a free, the set first and p behind", st.Holder, st.Waiters)
+		}
+		released := time.Now()
+		if err := reg.Release(ctx, "h", "acct/b", hb.Grant.Lease); err != nil {
+			t.Fatal(err)
+		}
+		is := <-setDone
+		if d := time.Since(released); d > 100*time.Millisecond || len(is.Members) != 2 {
+			t.Fatalf("the set after b's release: %d members, %v later", len(is.Members), d)
+		}
+		if err := reg.ReleaseSet(ctx, "s", leasesOf(is)); err != nil {
+			t.Fatal(err)
+		}
+		if p := <-plainDone; p.Grant == nil || p.Grant.Resource != "acct/a" {
+			t.Fatalf("p after the set: %+v", p.Grant)
+		}
+
+		// A set whose caller vanished after joining the queues.
+		hb, err = reg.Acquire(ctx, "h", func() wire.AcquireRequest { r := req("acct/b", "hb2"); r.TTLMs = 120_000; return r }())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := reg.Release(ctx, "p", "acct/a", mustLease(t, reg, "acct/a")); err != nil {
+			t.Fatal(err)
+		}
+		ghost, err := reg.StartAcquireSet("g", setReq("g1", 60_000, "acct/a", "acct/b"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ghost.Step(ctx) {
+			t.Fatal("the ghost set was answered at once")
+		}
+		joined := time.Now()
+		go func() {
+			p := req("acct/a", "pa2")
+			p.WaitMs = 60_000
+			is, err := reg.Acquire(ctx, "p", p)
+			if err != nil {
+				t.Errorf("plain behind a ghost: %v", err)
+			}
+			plainDone <- is
+		}()
+		p := <-plainDone
+		stale := 2 * time.Duration(cfg.HandoffClaimMs) * time.Millisecond
+		if d := time.Since(joined); p.Grant == nil || d < stale || d > stale+2*time.Second {
+			t.Fatalf("p behind a vanished set served after %v, want after the stale bound %v (and soon after)", d, stale)
+		}
+	})
+}
+
+// mustLease is the lease resource's holder holds now.
+func mustLease(t *testing.T, reg *registry.Registry, resource string) string {
+	t.Helper()
+	st, err := reg.LockStatus(context.Background(), resource)
+	if err != nil || st.Holder == nil {
+		t.Fatalf("%s: %v %+v", resource, err, st.Holder)
+	}
+	return st.Holder.Lease
 }
