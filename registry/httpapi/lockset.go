@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"net/http"
-	"strings"
 
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/wire"
@@ -12,29 +11,19 @@ import (
 // The lock-set calls (issue 46): POST /v1/lockset/acquire, renew and
 // release, each one registry call over every member (Registry.AcquireSet,
 // RenewSet, ReleaseSet). The caller must be allowed to acquire every
-// member; the request log names the members joined by a space.
+// member; the request log names the members joined by a space, and
+// Config.Seen is told each.
 
 // authorizeMembers authorizes caller to acquire every member, and notes
 // them in the request record.
 func (s *Server) authorizeMembers(ctx context.Context, path, caller string, members []string) error {
-	noteResource(ctx, strings.Join(members, " "))
+	noteMembers(ctx, members)
 	for _, m := range members {
 		if err := s.authorize(ctx, path, caller, VerbAcquire, m); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// seenMembers tells the dashboard of every member of a successful call
-// (the request record holds their joined names, which name no resource).
-func (s *Server) seenMembers(members []string) {
-	if s.cfg.Seen == nil {
-		return
-	}
-	for _, m := range members {
-		s.cfg.Seen(m)
-	}
 }
 
 func (s *Server) lockSetAcquire(ctx context.Context, caller string, r *http.Request, body []byte) (any, error) {
@@ -56,7 +45,6 @@ func (s *Server) lockSetAcquire(ctx context.Context, caller string, r *http.Requ
 	if err != nil {
 		return nil, err
 	}
-	s.seenMembers(req.Members)
 	return issuedSetResponse(is)
 }
 
@@ -83,7 +71,6 @@ func (s *Server) lockSetRenew(ctx context.Context, caller string, r *http.Reques
 	if err != nil {
 		return nil, err
 	}
-	s.seenMembers(leaseMembers(req.Leases))
 	return issuedSetResponse(is)
 }
 
@@ -100,7 +87,6 @@ func (s *Server) lockSetRelease(ctx context.Context, caller string, r *http.Requ
 	if err := s.cfg.Registry.ReleaseSet(ctx, caller, req.Leases); err != nil {
 		return nil, err
 	}
-	s.seenMembers(leaseMembers(req.Leases))
 	out := wire.LockSetReleaseResponse{Members: make([]wire.ReleaseResponse, len(req.Leases))}
 	for i, l := range req.Leases {
 		out.Members[i] = wire.ReleaseResponse{Resource: l.Resource, Lease: l.Lease, State: grant.StateReleased}

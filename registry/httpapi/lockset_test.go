@@ -12,7 +12,9 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/fencegate/fencegate/grant"
@@ -117,5 +119,37 @@ func TestLockSetOverHTTP(t *testing.T) {
 	h.flaky.down.Store(true)
 	if st, eb := h.post(tokBob, "/v1/lockset/acquire", setRequest("b-4", "inv/3", "inv/4"), nil); st != 503 || eb.Code != "UNAVAILABLE" {
 		t.Fatalf("store down: %d %+v", st, eb)
+	}
+}
+
+// The dashboard hears of every member of a successful set call, each by
+// its own name.
+func TestLockSetSeenNamesEachMember(t *testing.T) {
+	h := newHarness(t)
+	tokens, err := ParseTokenFile([]byte(tokenTable))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var seen []string
+	srv, err := NewServer(Config{Registry: h.reg, Auth: tokens, Authorizer: AllowAll{}, Seen: func(r string) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, r)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	h.srv = ts
+	var got wire.IssuedSetResponse
+	if st, eb := h.post(tokAlice, "/v1/lockset/acquire", setRequest("s-1", "inv/1", "inv/2"), &got); st != 200 {
+		t.Fatalf("acquire: %d %+v", st, eb)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Join(seen, ",") != "inv/1,inv/2" {
+		t.Fatalf("seen %q, want each member", seen)
 	}
 }

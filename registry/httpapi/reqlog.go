@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -23,8 +24,11 @@ const TracerName = "github.com/fencegate/fencegate/registry/httpapi"
 // and, for an admin call, the values it asked for once they decoded.
 type callRecord struct {
 	caller, resource string
-	fence            uint64
-	admin            *adminValues // nil until an admin call's body decoded and checked
+	// members, for a lock-set call, are its resources (resource then
+	// holds them joined by spaces, for the request log).
+	members []string
+	fence   uint64
+	admin   *adminValues // nil until an admin call's body decoded and checked
 }
 
 // adminValues are an admin call's checked values, for its audit line.
@@ -72,6 +76,24 @@ func noteResource(ctx context.Context, resource string) {
 	if rec := recordOf(ctx); rec != nil {
 		rec.resource = resource
 	}
+}
+
+// noteMembers records a lock-set call's resources.
+func noteMembers(ctx context.Context, members []string) {
+	if rec := recordOf(ctx); rec != nil {
+		rec.resource, rec.members = strings.Join(members, " "), members
+	}
+}
+
+// seen are the resources a successful call names, for Config.Seen.
+func (rec *callRecord) seen() []string {
+	switch {
+	case rec.members != nil:
+		return rec.members
+	case rec.resource != "":
+		return []string{rec.resource}
+	}
+	return nil
 }
 
 // noteBody records the body's "resource" field, if any, unless the call

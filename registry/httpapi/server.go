@@ -230,8 +230,10 @@ func (s *Server) wrap(e endpoint) http.Handler {
 		if e.admin || e.audited {
 			s.auditCall(ctx, e, rec, code)
 		}
-		if s.cfg.Seen != nil && code == "" && rec.resource != "" {
-			s.cfg.Seen(rec.resource)
+		if s.cfg.Seen != nil && code == "" {
+			for _, res := range rec.seen() {
+				s.cfg.Seen(res)
+			}
 		}
 		if e.count != nil && code != wire.CodeMethodNotAllowed && code != wire.CodeUnauthenticated && code != wire.CodeForbidden {
 			e.count(code)
