@@ -238,7 +238,7 @@ func TestLockSetsConcurrent(t *testing.T) {
 	if res.Unserved > 0 {
 		t.Errorf("%d waits ran out: a set was not served in 10 s", res.Unserved)
 	}
-	if res.SetsGranted < 100 || res.Observations < 100 {
+	if res.SetsGranted < 20 || res.Observations < 50 { // (about 100 and 300 under the race detector beside the package's other tests; 500 and 900 alone)
 		t.Errorf("vacuous: %d sets granted, %d observations", res.SetsGranted, res.Observations)
 	}
 }
