@@ -14,28 +14,46 @@ import (
 // A lock set (wire.LockSetRequest) is decided on every member's record at
 // once (lockstate's lockset.go) and committed in one store transaction
 // over every member (Store, "Lock sets"): ReadSet reads them all at one
-// revision, a set Write compares every member and writes those the
-// decision changed, all or nothing. Set decisions never stand on the
-// cache: each reads the store (a cached member would only cost a failed
-// compare, but a set's compare spans many records, so it would fail
-// often), and each commit leaves the members it wrote in the cache for
-// the plain decisions that follow.
+// revision, a set Write compares each member it writes and writes it, all
+// or nothing. As for one record (casLoop), a decision may stand on the
+// records this Registry last saw when it has every member cached (a
+// set's first acquire step, a renewal): a decision that writes is safe on
+// them, since every member it depends on is compared (a grant, joining
+// every queue and a renewal write every member; a stamp is right whatever
+// the members it leaves hold), so a stale cache costs a failed compare
+// and a fresh read; a decision that writes nothing or fails is made again
+// on a fresh ReadSet before it is answered. A waiting set's later steps,
+// a release and a withdrawal read.
 
 // setCasLoop reads every member and the entries keys (one linearizable
-// ReadSet), decides and compare-and-swaps until a write commits or the
-// decision needs none, as casLoop does for one record. It returns the
-// snapshot decided on and, when a write committed, its revision.
-func (r *Registry) setCasLoop(ctx context.Context, members []string, keys []lockstate.RequestKey, decide decideFunc) (Snapshot, uint64, error) {
+// ReadSet; with cached, the cache when it holds every member), decides
+// and compare-and-swaps until a write commits or the decision needs
+// none, as casLoop does for one record. It returns the snapshot decided
+// on and, when a write committed, its revision.
+func (r *Registry) setCasLoop(ctx context.Context, members []string, keys []lockstate.RequestKey, cached bool, decide decideFunc) (Snapshot, uint64, error) {
 	for _, m := range members {
 		if err := r.awaitRelease(ctx, m); err != nil {
 			return Snapshot{}, 0, storeError("read", err)
 		}
 	}
-	s, err := r.store.ReadSet(ctx, members, keys)
-	if err != nil {
-		return s, 0, storeError("read set", err)
+	s, fresh := Snapshot{}, false
+	if cached {
+		s, cached = r.cachedSet(members, keys)
 	}
-	r.rememberMembers(&s)
+	readSet := func() error {
+		var err error
+		if s, err = r.store.ReadSet(ctx, members, keys); err != nil {
+			return storeError("read set", err)
+		}
+		fresh = true
+		r.rememberMembers(&s)
+		return nil
+	}
+	if !cached {
+		if err := readSet(); err != nil {
+			return s, 0, err
+		}
+	}
 	for conflicts := 0; ; {
 		if err := sameMembers(&s, members); err != nil {
 			return s, 0, err
@@ -43,7 +61,13 @@ func (r *Registry) setCasLoop(ctx context.Context, members []string, keys []lock
 		now := r.now()
 		w, err := decide(&s, now)
 		if w == nil || err != nil {
-			return s, 0, err
+			if fresh {
+				return s, 0, err
+			}
+			if err := readSet(); err != nil { // an answer stands on a fresh read only
+				return s, 0, err
+			}
+			continue
 		}
 		if conflicts >= r.cfg.CASRetriesMax {
 			return s, 0, fmt.Errorf("%w: lock set %v: %d compare-and-swap retries", wire.ErrConflict, members, conflicts)
@@ -62,17 +86,42 @@ func (r *Registry) setCasLoop(ctx context.Context, members []string, keys []lock
 		}
 		conflicts++
 		if len(res.Current.Members) == len(members) {
-			s = res.Current
-		} else if s, err = r.store.ReadSet(ctx, members, keys); err != nil {
+			s, fresh = res.Current, true
+			r.rememberMembers(&s)
+		} else if err := readSet(); err != nil {
 			// The write named only the members it wrote, so its Current
 			// holds only those: read the whole set again.
-			return s, 0, storeError("read set", err)
+			return s, 0, err
 		}
-		r.rememberMembers(&s)
 		if err := r.backoff(ctx, conflicts); err != nil {
 			return s, 0, err
 		}
 	}
+}
+
+// cachedSet builds a set snapshot from the cache, every member's record
+// as last seen and every request entry assumed absent (a wrong guess
+// fails the entry's compare); ok is false unless every member and the
+// settings are cached.
+func (r *Registry) cachedSet(members []string, keys []lockstate.RequestKey) (Snapshot, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.sets.known {
+		return Snapshot{}, false
+	}
+	s := Snapshot{Revision: r.sets.rev, Settings: r.sets.settings, SettingsRev: r.sets.rev}
+	for _, m := range members {
+		c, ok := r.cache[m]
+		if !ok {
+			return Snapshot{}, false
+		}
+		s.Members = append(s.Members, MemberSlot{Resource: m, Record: c.record, RecordRev: c.rev, RecordRaw: c.raw})
+		s.Revision = max(s.Revision, c.rev)
+	}
+	for _, k := range keys {
+		s.Requests = append(s.Requests, RequestSlot{Key: k})
+	}
+	return s, true
 }
 
 // sameMembers checks a set snapshot holds members, in order, as every
@@ -336,7 +385,7 @@ func (r *Registry) setAcquireStep(ctx context.Context, in lockstate.SetInput, qu
 		at  int64
 	)
 	keys := in.Keys()
-	s, rev, err := r.setCasLoop(ctx, in.Req.Members, keys, func(s *Snapshot, now int64) (*Write, error) {
+	s, rev, err := r.setCasLoop(ctx, in.Req.Members, keys, !queued, func(s *Snapshot, now int64) (*Write, error) {
 		at = now
 		own := make([]*lockstate.RequestEntry, len(keys))
 		for i, k := range keys {
@@ -452,7 +501,7 @@ func (r *Registry) watchMembers(ctx context.Context, members []string, fromRev u
 func (r *Registry) cancelSet(ctx context.Context, in lockstate.SetInput) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelWaitTimeoutMs*time.Millisecond)
 	defer cancel()
-	_, _, _ = r.setCasLoop(ctx, in.Req.Members, nil, func(s *Snapshot, now int64) (*Write, error) {
+	_, _, _ = r.setCasLoop(ctx, in.Req.Members, nil, false, func(s *Snapshot, now int64) (*Write, error) {
 		d := lockstate.DecideSetCancel(memberRecords(s), s.Settings, in, now, r.lim)
 		return r.setWriteFor(s, d.Records, nil), nil
 	})
@@ -486,7 +535,7 @@ func (r *Registry) RenewSet(ctx context.Context, owner string, leases []wire.Lea
 		dec lockstate.SetLeaseDecision
 		at  int64
 	)
-	s, rev, err := r.setCasLoop(ctx, members, nil, func(s *Snapshot, now int64) (*Write, error) {
+	s, rev, err := r.setCasLoop(ctx, members, nil, true, func(s *Snapshot, now int64) (*Write, error) {
 		var err error
 		at = now
 		if dec, err = lockstate.DecideSetRenew(memberRecords(s), members, s.Settings, owner, ids, now, r.lim); err != nil {
@@ -522,7 +571,9 @@ func (r *Registry) ReleaseSet(ctx context.Context, owner string, leases []wire.L
 		return err
 	}
 	var failed error
-	_, _, err = r.setCasLoop(ctx, members, nil, func(s *Snapshot, now int64) (*Write, error) {
+	// Read, not cached: a release writes only the members it releases, and
+	// one the cache shows released already must be so in the store.
+	_, _, err = r.setCasLoop(ctx, members, nil, false, func(s *Snapshot, now int64) (*Write, error) {
 		var dec lockstate.SetLeaseDecision
 		dec, failed = lockstate.DecideSetRelease(memberRecords(s), members, s.Settings, owner, ids, now, r.lim, takenKeys(s))
 		return r.setWriteFor(s, dec.Records, dec.Entries), nil

@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/lockstate"
 	"github.com/fencegate/fencegate/registry/memstore"
 	"github.com/fencegate/fencegate/testkit/locksetstress"
 	"github.com/fencegate/fencegate/wire"
@@ -405,4 +407,79 @@ func mustLease(t *testing.T, reg *registry.Registry, resource string) string {
 		t.Fatalf("%s: %v %+v", resource, err, st.Holder)
 	}
 	return st.Holder.Lease
+}
+
+// countingSetStore counts ReadSet calls.
+type countingSetStore struct {
+	registry.Store
+	readSets atomic.Int64
+}
+
+func (s *countingSetStore) ReadSet(ctx context.Context, resources []string, keys []lockstate.RequestKey) (registry.Snapshot, error) {
+	s.readSets.Add(1)
+	return s.Store.ReadSet(ctx, resources, keys)
+}
+
+// A set's first step and its renewals decide on the members this replica
+// last saw when it has them all (one round trip, no ReadSet); a stale
+// cache costs a failed compare, never a wrong answer: another replica's
+// grant of a member makes the set BUSY, and a set another replica granted
+// is answered from its entries.
+func TestLockSetCachedDecisions(t *testing.T) {
+	store := &countingSetStore{Store: memstore.New()}
+	k, _ := testKey(t)
+	var regs []*registry.Registry
+	for range 2 {
+		reg, err := registry.New(store, registry.DefaultConfig(epoch), clock.System{}, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		regs = append(regs, reg)
+	}
+	ctx := context.Background()
+	warm, err := regs[0].AcquireSet(ctx, "s", setReq("s0", 0, "acct/a", "acct/b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := regs[0].ReleaseSet(ctx, "s", leasesOf(warm)); err != nil {
+		t.Fatal(err)
+	}
+	before := store.readSets.Load()
+	is, err := regs[0].AcquireSet(ctx, "s", setReq("s1", 0, "acct/a", "acct/b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := regs[0].RenewSet(ctx, "s", leasesOf(is)); err != nil {
+		t.Fatal(err)
+	}
+	if n := store.readSets.Load() - before; n != 0 {
+		t.Fatalf("a warm acquire and renewal read the set %d times, want 0", n)
+	}
+	if err := regs[0].ReleaseSet(ctx, "s", leasesOf(is)); err != nil {
+		t.Fatal(err)
+	}
+	// regs[0]'s cache now shows both free; regs[1] takes b.
+	if _, err := regs[1].Acquire(ctx, "x", req("acct/b", "xb")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := regs[0].AcquireSet(ctx, "s", setReq("s2", 0, "acct/a", "acct/b")); !errors.Is(err, wire.ErrBusy) {
+		t.Fatalf("a set decided on a stale cache: %v, want BUSY", err)
+	}
+	// A set granted through regs[1] is answered by regs[0] from its
+	// entries, though regs[0]'s cache shows its members free.
+	w, err := regs[0].AcquireSet(ctx, "y", setReq("y0", 0, "acct/c", "acct/d"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := regs[0].ReleaseSet(ctx, "y", leasesOf(w)); err != nil {
+		t.Fatal(err)
+	}
+	y1, err := regs[1].AcquireSet(ctx, "y", setReq("y1", 0, "acct/c", "acct/d"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := regs[0].AcquireSet(ctx, "y", setReq("y1", 0, "acct/c", "acct/d"))
+	if err != nil || again.Members[0].Grant.Lease != y1.Members[0].Grant.Lease || again.Members[1].Grant.Lease != y1.Members[1].Grant.Lease {
+		t.Fatalf("the retry on the other replica: %v, want the grants made", err)
+	}
 }
