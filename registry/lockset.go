@@ -162,9 +162,11 @@ func (r *Registry) rememberSetWrite(s *Snapshot, w *Write, rev uint64, now int64
 		}
 	}
 	r.mu.Unlock()
-	for i, m := range w.Members {
-		if m.Record != nil {
-			r.observe(&Snapshot{Record: s.Members[i].Record}, &Write{Resource: m.Resource, Record: m.Record}, now)
+	for _, m := range w.Members { // the members written, each against its record decided on
+		for _, was := range s.Members {
+			if was.Resource == m.Resource && m.Record != nil {
+				r.observe(&Snapshot{Record: was.Record}, &Write{Resource: m.Resource, Record: m.Record}, now)
+			}
 		}
 	}
 }

@@ -45,3 +45,19 @@ func TestObserverExpiryAndHandoff(t *testing.T) {
 		t.Fatalf("a retry reported events: expired %d, handoffs %v", rec.expired, rec.handoffs)
 	}
 }
+
+// A lock set's grant reports, member by member, the expiry it ended and
+// the handoff of the member that had been held before.
+func TestObserverLockSet(t *testing.T) {
+	rec := &recorder{}
+	e := newEnv(t, func(c *registry.Config) { c.Observer = rec })
+	b := e.mustAcquire("worker-a", req("inv/b", "a-1"))
+	lockDelay := time.Duration(e.reg.Config().LockDelayMs) * time.Millisecond
+	e.clock.Advance(time.Duration(b.Grant.TTLMs)*time.Millisecond + lockDelay + 250*time.Millisecond)
+	if _, err := e.reg.AcquireSet(e.ctx, "worker-b", setReq("s-1", 0, "inv/a", "inv/b")); err != nil {
+		t.Fatal(err)
+	}
+	if rec.expired != 1 || len(rec.handoffs) != 1 || rec.handoffs[0] != 250*time.Millisecond {
+		t.Fatalf("after b's expiry and the set's grant: expired %d, handoffs %v (want 1, [250ms])", rec.expired, rec.handoffs)
+	}
+}
