@@ -52,13 +52,20 @@ func (s *Session) Acquire(ctx context.Context, r wire.AcquireRequest) (*Lease, e
 // Next, the call, Step its answer, Next again, until Next hands over the
 // grant or the error that ends the acquire.
 func (s *Session) acquire(ctx context.Context, r wire.AcquireRequest, begin core.Begin) (*Lease, error) {
-	a, err := s.begin(r)
+	a, err := s.begin(r, nil)
 	if err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
 	a.core.Step(s.o.Clock.Now(), begin)
 	s.mu.Unlock()
+	return s.drive(ctx, a)
+}
+
+// drive is the acquire's loop, a plain one's or a lock set's: it feeds
+// the core and performs what it asks for until Next hands over the grant
+// (the lease, started) or the error that ends the acquire.
+func (s *Session) drive(ctx context.Context, a *attempt) (*Lease, error) {
 	for {
 		s.mu.Lock()
 		rd := a.core.Next(s.o.Clock.Now())
@@ -70,9 +77,9 @@ func (s *Session) acquire(ctx context.Context, r wire.AcquireRequest, begin core
 			continue
 		}
 		if rd.Call.Kind != core.CallNone {
-			is, err := timedCall(ctx, s.o.Clock, s.t, rd.Call, time.Time{}, nil)
+			ans := timedCall(ctx, s.o.Clock, s.t, rd.Call, time.Time{}, nil)
 			s.mu.Lock()
-			out := a.core.Step(s.o.Clock.Now(), core.Answer{Call: rd.Call, Issued: is, Err: err})
+			out := a.core.Step(s.o.Clock.Now(), ans)
 			s.mu.Unlock()
 			s.notify(rd.Call.Request.RequestID, out)
 			continue
@@ -92,7 +99,7 @@ func (s *Session) acquire(ctx context.Context, r wire.AcquireRequest, begin core
 			s.mu.Lock()
 			id := a.core.View().Request.RequestID
 			s.mu.Unlock()
-			return nil, fmt.Errorf("client: acquire %s: request %s has no final answer: %w", r.Resource, id, err)
+			return nil, fmt.Errorf("client: acquire %s: request %s has no final answer: %w", a.req.Resource, id, err)
 		}
 	}
 }
@@ -104,6 +111,12 @@ func (s *Session) granted(a *attempt, g core.Granted) *Lease {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.pending, a.req.Resource)
+	if a.set != nil {
+		for _, h := range l.handles {
+			s.live[h.grant.Resource] = h
+		}
+		return l
+	}
 	s.live[a.req.Resource] = l
 	return l
 }
@@ -125,16 +138,21 @@ func (s *Session) notify(requestID string, out core.AcquireReady) {
 
 // begin reserves the resource for one acquire: it reuses the pending
 // request ID when the parameters match, and refuses while another attempt
-// or a live lease exists.
-func (s *Session) begin(r wire.AcquireRequest) (*attempt, error) {
+// or a live lease exists. For a lock set, members are its (sorted,
+// valid) resources and r its request as setParams made it: the attempt
+// is kept under the set's name, and refused while any member has a live
+// lease or an attempt of its own.
+func (s *Session) begin(r wire.AcquireRequest, members []string) (*attempt, error) {
 	if r.TTLMs == 0 {
 		r.TTLMs = uint64(s.o.TTLDefault / time.Millisecond) // always explicit: a lost answer is waited out for exactly this
 	}
 	if r.OperationClass == "" {
 		r.OperationClass = OperationClassDefault
 	}
-	if err := grant.ValidateResource(r.Resource); err != nil {
-		return nil, fmt.Errorf("client: acquire: %w: %w", wire.ErrInvalid, err)
+	if members == nil {
+		if err := grant.ValidateResource(r.Resource); err != nil {
+			return nil, fmt.Errorf("client: acquire: %w: %w", wire.ErrInvalid, err)
+		}
 	}
 	if r.RequestID != "" {
 		return nil, fmt.Errorf("client: acquire %s: %w: RequestID %q: the session draws and keeps request IDs; leave it empty", r.Resource, wire.ErrInvalid, r.RequestID)
@@ -147,10 +165,10 @@ func (s *Session) begin(r wire.AcquireRequest) (*attempt, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if l := s.live[r.Resource]; l != nil {
-		return nil, fmt.Errorf("%w: resource %s: lease %s", ErrAlreadyHeld, r.Resource, l.Grant().Lease)
-	}
 	now := s.o.Clock.Now()
+	if err := s.reservedLocked(r.Resource, members, now); err != nil {
+		return nil, err
+	}
 	if a := s.pending[r.Resource]; a != nil {
 		if r.OperationID == "" {
 			r.OperationID = a.req.OperationID // left to the session: the pending acquire's
@@ -172,7 +190,13 @@ func (s *Session) begin(r wire.AcquireRequest) (*attempt, error) {
 		r.OperationID = "op-" + s.rnd.requestID()[len("req-"):]
 	}
 	r.RequestID = s.rnd.requestID()
-	a := &attempt{req: r, active: true, core: core.NewAcquire(s.o.Limits(), r, s.rnd.float64)}
+	a := &attempt{req: r, set: members, active: true}
+	if members != nil {
+		a.core = core.NewSetAcquire(s.o.Limits(), wire.LockSetRequest{Members: members, OperationID: r.OperationID,
+			OperationClass: r.OperationClass, RequestID: r.RequestID, TTLMs: r.TTLMs, WaitMs: r.WaitMs}, s.rnd.float64)
+	} else {
+		a.core = core.NewAcquire(s.o.Limits(), r, s.rnd.float64)
+	}
 	s.pending[r.Resource] = a
 	return a, nil
 }

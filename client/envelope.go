@@ -30,7 +30,7 @@ import (
 // gate applies exactly the same checks to it whenever it arrives. If it
 // waits past its status proof, the holder refreshes it with Refresh.
 func (l *Lease) Envelope(segmentSeq uint64, payload grant.Digest) (gate.Mutation, error) {
-	rd := l.step(core.BuildEnvelope{Segment: segmentSeq, Payload: payload})
+	rd := l.step(core.BuildEnvelope{Member: l.member, Segment: segmentSeq, Payload: payload})
 	var nc *NotCertainError
 	if errors.As(rd.Err, &nc) && nc.Reason == "local deadline passed" || errors.Is(rd.Err, ErrProofStale) {
 		l.wake() // the loop will step Deadline and query, or refresh the proof
@@ -45,7 +45,7 @@ func (l *Lease) Envelope(segmentSeq uint64, payload grant.Digest) (gate.Mutation
 // in the network could be accepted later. Never settle a write whose
 // answer was lost.
 func (l *Lease) Settle(segmentSeq uint64, answer gate.Outcome) {
-	l.step(core.Settle{Segment: segmentSeq, Outcome: answer})
+	l.step(core.Settle{Member: l.member, Segment: segmentSeq, Outcome: answer})
 }
 
 // Refresh rebuilds m, an envelope of this lease that waited (in a queue,
@@ -71,4 +71,4 @@ func (l *Lease) Refresh(m gate.Mutation) (gate.Mutation, error) {
 
 // forget drops segmentSeq's envelope from the release's drain: it never
 // left the process (core.Forget).
-func (l *Lease) forget(segmentSeq uint64) { l.step(core.Forget{Segment: segmentSeq}) }
+func (l *Lease) forget(segmentSeq uint64) { l.step(core.Forget{Member: l.member, Segment: segmentSeq}) }

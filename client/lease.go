@@ -7,6 +7,7 @@ import (
 
 	"github.com/fencegate/fencegate/client/core"
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // Lease is one held grant and the shell that keeps it: it renews at a
@@ -21,6 +22,22 @@ import (
 // a partition). Ctx() and State() say what the client knows; the gate's
 // fence check is what keeps a stale write out.
 type Lease struct {
+	*shell
+	member int          // this lease's member of a lock set (0 for a plain lease)
+	grant  *grant.Grant // this member's grant (immutable)
+
+	// applyMu serializes Apply and Send; applied is the last segment they
+	// saw accepted (the next is applied + 1). A set's members each count
+	// their own: each is a write stream to its own gate.
+	applyMu sync.Mutex
+	applied uint64
+}
+
+// shell is what a lease's handles share: one core, one loop, one
+// ownership context. A plain lease has one handle; a lock set has one per
+// member (LockSet), all over the same shell, so the set is one state
+// machine whatever member it is read through.
+type shell struct {
 	t     Transport
 	o     Options
 	owner *Session
@@ -32,24 +49,35 @@ type Lease struct {
 
 	mu       sync.Mutex
 	core     *core.Lease
-	grant    *grant.Grant // immutable, as operation
 	op       string
+	name     string   // the lease ID, or a set's SetName: for hooks and messages
+	handles  []*Lease // every handle, in member order (one for a plain lease)
 	ctx      context.Context
 	cancel   context.CancelFunc
 	done     chan struct{}
 	ended    bool
 	kick     chan struct{}
 	stopLoop context.CancelFunc
-
-	// applyMu serializes Apply and Send; applied is the last segment they
-	// saw accepted (the next is applied + 1).
-	applyMu sync.Mutex
-	applied uint64
 }
 
-// newLease starts the HELD lease an acquire's core handed over.
+// newLease starts the HELD lease an acquire's core handed over: a plain
+// lease, or (g.Set) a lock set's, whose handles are one per member.
 func newLease(s *Session, t Transport, o Options, g core.Granted) *Lease {
-	l := &Lease{t: t, o: o, owner: s, grant: g.Issued.Grant, op: g.OperationID, done: make(chan struct{}), kick: make(chan struct{}, 1)}
+	sh := &shell{t: t, o: o, owner: s, op: g.OperationID, name: g.Issued.Grant.Lease, done: make(chan struct{}), kick: make(chan struct{}, 1)}
+	members := g.Set
+	if len(members) == 0 {
+		members = []wire.Issued{g.Issued}
+	} else {
+		rs := make([]string, len(members))
+		for i, is := range members {
+			rs[i] = is.Grant.Resource
+		}
+		sh.name = core.SetName(rs)
+	}
+	for i, is := range members {
+		sh.handles = append(sh.handles, &Lease{shell: sh, member: i, grant: is.Grant})
+	}
+	l := sh.handles[0]
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	l.cancel() // replaced below: a context exists only while ownership is certain
 	l.mu.Lock()
@@ -77,6 +105,9 @@ func (l *Lease) Grant() *grant.Grant { return l.grant }
 func (l *Lease) GrantProof() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if v := l.core.View(); v.Set != nil {
+		return v.Set[l.member].GrantProof
+	}
 	return l.core.View().Issued.GrantProof
 }
 
@@ -173,10 +204,12 @@ func (l *Lease) syncLocked(rd core.LeaseReady) func() {
 			l.stopLoop()
 		}
 	}
-	hook, lease := l.o.OnTransition, l.grant.Lease
+	hook, lease := l.o.OnTransition, l.name
 	return func() {
 		if ending && l.owner != nil {
-			l.owner.ended(l)
+			for _, h := range l.handles {
+				l.owner.ended(h)
+			}
 		}
 		if hook != nil {
 			for _, t := range trans {

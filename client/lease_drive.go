@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/client/core"
-	"github.com/fencegate/fencegate/wire"
 )
 
 // callsPerTickMax bounds the calls one Tick makes: a renewal lost, the
@@ -71,9 +70,9 @@ func (l *Lease) step(in core.LeaseInput) core.LeaseReady {
 // other call and steps the deadline), and the ownership context is
 // cancelled at the deadline, not when the call's answer or timeout comes.
 func (l *Lease) do(ctx context.Context, rd core.LeaseReady) error {
-	is, err := timedCall(ctx, l.o.Clock, l.t, rd.Call, rd.Wake, func() { l.next() })
-	l.step(core.Answer{Call: rd.Call, Issued: is, Err: err})
-	return err
+	ans := timedCall(ctx, l.o.Clock, l.t, rd.Call, rd.Wake, func() { l.next() })
+	l.step(ans)
+	return ans.Err
 }
 
 // timedCall makes call over t with its timeout by the injected clock, so
@@ -83,7 +82,7 @@ func (l *Lease) do(ctx context.Context, rd core.LeaseReady) error {
 // goroutine of its own; if alarm is not zero, tick runs on this one once
 // the clock reaches it while the call is still in flight (a lease's local
 // deadline), so the core is only ever fed from here.
-func timedCall(ctx context.Context, c Clock, t Transport, call core.Call, alarm time.Time, tick func()) (wire.Issued, error) {
+func timedCall(ctx context.Context, c Clock, t Transport, call core.Call, alarm time.Time, tick func()) core.Answer {
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	timeout := c.After(call.Timeout) // set before the call starts: its time counts from now
@@ -91,19 +90,12 @@ func timedCall(ctx context.Context, c Clock, t Transport, call core.Call, alarm 
 	if !alarm.IsZero() {
 		alarmC = c.After(alarm.Sub(c.Now()))
 	}
-	type answer struct {
-		is  wire.Issued
-		err error
-	}
-	answered := make(chan answer, 1)
-	go func() {
-		is, err := perform(cctx, t, call)
-		answered <- answer{is, err}
-	}()
+	answered := make(chan core.Answer, 1)
+	go func() { answered <- perform(cctx, t, call) }()
 	for {
 		select {
 		case a := <-answered:
-			return a.is, a.err
+			return a
 		case <-timeout:
 			timeout, alarmC = nil, nil
 			cancel()
@@ -115,19 +107,25 @@ func timedCall(ctx context.Context, c Clock, t Transport, call core.Call, alarm 
 }
 
 // perform makes one call a core asked for over t: the one place a core's
-// call becomes a Transport call.
-func perform(ctx context.Context, t Transport, call core.Call) (wire.Issued, error) {
+// call becomes a Transport call (a lock set's: setPerform).
+func perform(ctx context.Context, t Transport, call core.Call) core.Answer {
+	if call.Set != nil || call.SetRequest != nil {
+		return setPerform(ctx, t, call)
+	}
+	a := core.Answer{Call: call}
 	switch call.Kind {
 	case core.CallAcquire:
-		return t.Acquire(ctx, call.Request)
+		a.Issued, a.Err = t.Acquire(ctx, call.Request)
 	case core.CallQueryRequest:
-		return t.QueryRequest(ctx, call.Request.RequestID)
+		a.Issued, a.Err = t.QueryRequest(ctx, call.Request.RequestID)
 	case core.CallRefresh:
-		return t.Status(ctx, call.Grant)
+		a.Issued, a.Err = t.Status(ctx, call.Grant)
 	case core.CallRelease:
-		return wire.Issued{}, t.Release(ctx, call.Grant.Resource, call.Grant.Lease)
+		a.Err = t.Release(ctx, call.Grant.Resource, call.Grant.Lease)
+	default: // CallRenew, CallQuery
+		a.Issued, a.Err = t.Renew(ctx, call.Grant.Resource, call.Grant.Lease)
 	}
-	return t.Renew(ctx, call.Grant.Resource, call.Grant.Lease) // CallRenew, CallQuery
+	return a
 }
 
 // Release gives the lease up, after draining: ownership stops being

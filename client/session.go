@@ -26,7 +26,8 @@ type Session struct {
 // attempt is an acquire whose request ID is kept until a final answer:
 // its parameters and its core, used under the session's lock.
 type attempt struct {
-	req    wire.AcquireRequest // as first asked (the core may change the request ID)
+	req    wire.AcquireRequest // as first asked (the core may change the request ID); a set's names it by core.SetName
+	set    []string            // a lock set's members, sorted; nil for a plain acquire
 	active bool                // an Acquire call is working on it
 	core   *core.Acquire
 }

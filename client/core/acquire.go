@@ -20,6 +20,8 @@ import (
 type Acquire struct {
 	o         Limits
 	req       wire.AcquireRequest
+	set       *wire.LockSetRequest // a lock set's acquire (NewSetAcquire); nil: a plain one
+	issuedSet []wire.Issued        // a set's grants, once granted
 	m         Machine
 	jitter    func() float64 // in [0, 1)
 	firstSent time.Time      // client clock, first send of this request ID
@@ -71,7 +73,7 @@ func (a *Acquire) ready(now time.Time, call Call, wake time.Time) AcquireReady {
 	case a.done && a.err != nil:
 		r.Err = a.err
 	case a.done:
-		r.Granted = &Granted{Issued: a.issued, OperationID: a.req.OperationID, From: a.leaseFrom(now)}
+		r.Granted = &Granted{Issued: a.issued, Set: a.issuedSet, OperationID: a.req.OperationID, From: a.leaseFrom(now)}
 	}
 	return r
 }
@@ -94,9 +96,9 @@ func (a *Acquire) leaseFrom(now time.Time) time.Time {
 func (a *Acquire) Step(now time.Time, in AcquireInput) AcquireReady {
 	switch in := in.(type) {
 	case Answer:
-		a.answer(now, in.Call, in.Issued, in.Err)
+		a.answer(now, in.Call, reply{in.Issued, in.Set}, in.Err)
 	case Lost:
-		a.answer(now, in.Call, wire.Issued{}, ErrOutcomeUnknown)
+		a.answer(now, in.Call, reply{}, ErrOutcomeUnknown)
 	case Begin:
 		a.backoff, a.retryAt, a.lostRun, a.unreachable = AcquireBackoffMin, time.Time{}, 0, nil
 		a.locking, a.lockChunk, a.lockUntil = in.LockChunk > 0, in.LockChunk, in.LockUntil
@@ -125,7 +127,7 @@ func (a *Acquire) next(now time.Time) (Call, time.Time) {
 		return Call{}, a.retryAt
 	}
 	a.callN++
-	if a.lost {
+	if a.lost && a.set == nil {
 		a.inflight = Call{Kind: CallQueryRequest, Sent: now, Timeout: a.o.CallTimeout, Request: a.req, n: a.callN}
 		return a.inflight, time.Time{}
 	}
@@ -141,13 +143,13 @@ func (a *Acquire) next(now time.Time) (Call, time.Time) {
 		a.req.WaitMs = uint64(max(wait/time.Millisecond, 1))
 	}
 	wait := time.Duration(a.req.WaitMs) * time.Millisecond
-	a.inflight = Call{Kind: CallAcquire, Sent: now, Timeout: a.o.CallTimeout + wait, Request: a.req, n: a.callN}
+	a.inflight = Call{Kind: CallAcquire, Sent: now, Timeout: a.o.CallTimeout + wait, Request: a.req, SetRequest: a.setRequest(), n: a.callN}
 	return a.inflight, time.Time{}
 }
 
 // answer reads the answer to call at now; an answer to a call no longer
 // in flight is ignored.
-func (a *Acquire) answer(now time.Time, call Call, is wire.Issued, err error) {
+func (a *Acquire) answer(now time.Time, call Call, is reply, err error) {
 	if call.n == 0 || call.n != a.inflight.n || a.done {
 		return
 	}
@@ -162,7 +164,11 @@ func (a *Acquire) answer(now time.Time, call Call, is wire.Issued, err error) {
 	switch classify(err) {
 	case answerOK:
 		a.doneSent = call.Sent
-		a.answered(now, is)
+		if a.set != nil {
+			a.answeredSet(now, is.set)
+			return
+		}
+		a.answered(now, is.one)
 	case answerRefused:
 		if a.locking && errors.Is(err, wire.ErrWaitTimeout) && (a.lockUntil.IsZero() || now.Before(a.lockUntil)) {
 			a.retryAt = now // not yet: ask again at once, keeping the place in the queue
@@ -174,7 +180,7 @@ func (a *Acquire) answer(now time.Time, call Call, is wire.Issued, err error) {
 			a.unreachable = fmt.Errorf("client: acquire %s: request %s: %w after %d calls without an answer (last: %w)",
 				a.req.Resource, a.req.RequestID, ErrUnreachable, a.lostRun, err)
 		}
-		a.lost = true
+		a.lost = true // a set has no query by request ID: it sends the same acquire again, which answers from the members' entries
 		a.step(EvAcquireLost)
 		a.sleep(now)
 	default: // a definite "nothing changed, try again"

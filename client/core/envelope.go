@@ -10,11 +10,16 @@ import (
 )
 
 // envelope builds the gate.Mutation for segment segmentSeq of the
-// lease's operation at now, with the payload's digest, and records it as
-// unsettled until Settle: a drained release waits for unsettled
+// lease's operation at now — for a set, of its member member, with that
+// member's grant and status — with the payload's digest, and records it
+// as unsettled until Settle: a drained release waits for unsettled
 // envelopes' proofs to lapse (BuildEnvelope says when it refuses).
-func (c *Lease) envelope(now time.Time, segmentSeq uint64, payload grant.Digest) (gate.Mutation, error) {
-	g := c.issued.Grant
+func (c *Lease) envelope(now time.Time, member int, segmentSeq uint64, payload grant.Digest) (gate.Mutation, error) {
+	is, ok := c.member(member)
+	if !ok {
+		return gate.Mutation{}, fmt.Errorf("client: envelope: %w: member %d of a lease of %d", ErrNoMember, member, max(len(c.set), 1))
+	}
+	g := is.Grant
 	refuse := func(why string) (gate.Mutation, error) {
 		return gate.Mutation{}, &NotCertainError{Lease: g.Lease, State: c.m.state, Reason: why}
 	}
@@ -32,19 +37,19 @@ func (c *Lease) envelope(now time.Time, segmentSeq uint64, payload grant.Digest)
 	m := gate.Mutation{
 		Resource: g.Resource, Lease: g.Lease, OperationID: c.operation, FenceToken: g.FenceToken,
 		SegmentSeq: segmentSeq, PayloadDigest: payload,
-		Grant: g.Encode(), GrantProof: c.issued.GrantProof,
-		GateProofs: slices.Clone(c.issued.GateProofs),
+		Grant: g.Encode(), GrantProof: is.GrantProof,
+		GateProofs: slices.Clone(is.GateProofs),
 	}
 	// Until the first renewal or refresh, a grant carrying its own HELD
 	// statement is the evidence, and the envelope carries no status.
-	if st := c.issued.Status; st != nil {
-		m.Status, m.StatusProof = st.Encode(), c.issued.StatusProof
+	if st := is.Status; st != nil {
+		m.Status, m.StatusProof = st.Encode(), is.StatusProof
 	}
 	if err := m.Validate(); err != nil {
 		return gate.Mutation{}, fmt.Errorf("client: envelope: %w", err)
 	}
-	if u := evidenceUntil(c.issued); u.After(c.unsettled[segmentSeq]) {
-		c.unsettled[segmentSeq] = u
+	if u, k := evidenceUntil(is), (segment{member, segmentSeq}); u.After(c.unsettled[k]) {
+		c.unsettled[k] = u
 	}
 	return m, nil
 }

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"slices"
 	"time"
 
 	"github.com/fencegate/fencegate/grant"
@@ -28,7 +29,11 @@ import (
 type Lease struct {
 	o         Limits
 	m         Machine
-	issued    wire.Issued // grant, grant proof, latest HELD status and proof
+	issued    wire.Issued // grant, grant proof, latest HELD status and proof (a set's: its first member's, set[0])
+	// set is a lock set's members, in member order, each its grant, proof
+	// and latest HELD status (nil for a plain lease): one machine, one
+	// schedule and one call at a time for all of them (set.go).
+	set       []wire.Issued
 	operation string
 	sched     Schedule
 	jitter    func() float64 // in [-1, 1), from a seeded rand
@@ -36,9 +41,10 @@ type Lease struct {
 	callN     uint64
 	releasing bool
 	releaseAt time.Time // releasing: send the release at or after this instant
-	// unsettled maps each segment whose envelope was built and not yet
+	// unsettled maps each segment (of a member: a set's members each
+	// count their own segments) whose envelope was built and not yet
 	// settled to the latest status-proof validUntil attached to it.
-	unsettled map[uint64]time.Time
+	unsettled map[segment]time.Time
 	trans     []Transition
 }
 
@@ -76,7 +82,16 @@ type Call struct {
 	// Request is the acquire to send (CallAcquire), or whose grant to ask
 	// for by its RequestID (CallQueryRequest).
 	Request wire.AcquireRequest
-	n       uint64 // matches the answer to the call
+	// Set is a lock set lease's member grants, in member order: the call
+	// is about every member at once (CallRenew and CallQuery: one set
+	// renewal; CallRelease: one set release; CallRefresh: a status query
+	// per member, answered together). Nil for a plain lease.
+	Set []*grant.Grant
+	// SetRequest is the lock set to acquire (CallAcquire of a set's
+	// acquire core; nil otherwise). Its RequestID and WaitMs are
+	// Request's.
+	SetRequest *wire.LockSetRequest
+	n          uint64 // matches the answer to the call
 }
 
 // Transition is one step of the lease's machine, for the shell's hooks.
@@ -93,15 +108,19 @@ func NewLease(o Limits, g Granted, jitter func() float64) *Lease {
 	if jitter == nil {
 		jitter = func() float64 { return 0 }
 	}
-	c := &Lease{o: o, m: Machine{state: StateHeld}, issued: g.Issued, operation: g.OperationID, jitter: jitter, unsettled: map[uint64]time.Time{}}
-	c.sched = Confirmed(o, g.From, c.ttl(), evidenceUntil(g.Issued), c.jitter())
+	c := &Lease{o: o, m: Machine{state: StateHeld}, issued: g.Issued, operation: g.OperationID, jitter: jitter, unsettled: map[segment]time.Time{}}
+	if len(g.Set) > 0 {
+		c.set = slices.Clone(g.Set)
+		c.issued = c.set[0]
+	}
+	c.sched = Confirmed(o, g.From, c.ttl(), c.evidenceUntil(), c.jitter())
 	return c
 }
 
 // View returns the lease as its shell reads it between steps.
 func (c *Lease) View() LeaseView {
 	return LeaseView{
-		State: c.m.state, Releasing: c.releasing, Issued: c.issued, OperationID: c.operation,
+		State: c.m.state, Releasing: c.releasing, Issued: c.issued, Set: slices.Clone(c.set), OperationID: c.operation,
 		Schedule: c.sched, ReleaseAt: c.releaseAt, Unsettled: len(c.unsettled), DrainUntil: c.drainUntil(),
 	}
 }
@@ -118,19 +137,19 @@ func (c *Lease) Step(now time.Time, in LeaseInput) LeaseReady {
 	var r LeaseReady
 	switch in := in.(type) {
 	case Answer:
-		c.answer(now, in.Call, in.Issued, in.Err)
+		c.answer(now, in.Call, reply{in.Issued, in.Set}, in.Err)
 	case Lost:
-		c.answer(now, in.Call, wire.Issued{}, ErrOutcomeUnknown)
+		c.answer(now, in.Call, reply{}, ErrOutcomeUnknown)
 	case Release:
 		c.beginRelease(now, in.Drain)
 	case BuildEnvelope:
-		r.Envelope, r.Err = c.envelope(now, in.Segment, in.Payload)
+		r.Envelope, r.Err = c.envelope(now, in.Member, in.Segment, in.Payload)
 	case Settle:
 		if in.Outcome.Final() {
-			delete(c.unsettled, in.Segment)
+			delete(c.unsettled, segment{in.Member, in.Segment})
 		}
 	case Forget:
-		delete(c.unsettled, in.Segment)
+		delete(c.unsettled, segment{in.Member, in.Segment})
 	}
 	return c.ready(r)
 }
@@ -153,7 +172,7 @@ func (c *Lease) step(ev Event, now time.Time) {
 
 func (c *Lease) send(k CallKind, now time.Time) Call {
 	c.callN++
-	c.inflight = Call{Kind: k, Sent: now, Timeout: c.callTimeout(), Grant: c.issued.Grant, n: c.callN}
+	c.inflight = Call{Kind: k, Sent: now, Timeout: c.callTimeout(), Grant: c.issued.Grant, Set: c.setGrants(), n: c.callN}
 	return c.inflight
 }
 
@@ -228,7 +247,7 @@ func (c *Lease) deadlineWake() time.Time {
 
 // answer reads the answer to call, received at now. An answer to a call
 // that is no longer in flight (already answered, or lost) is ignored.
-func (c *Lease) answer(now time.Time, call Call, is wire.Issued, err error) {
+func (c *Lease) answer(now time.Time, call Call, is reply, err error) {
 	if call.n == 0 || call.n != c.inflight.n {
 		return
 	}
@@ -245,7 +264,7 @@ func (c *Lease) answer(now time.Time, call Call, is wire.Issued, err error) {
 	}
 }
 
-func (c *Lease) renewAnswer(now time.Time, call Call, is wire.Issued, err error, late bool) {
+func (c *Lease) renewAnswer(now time.Time, call Call, is reply, err error, late bool) {
 	if c.m.state == StateUnknown {
 		c.deadlineAnswer(now, call, is, err, late)
 		return
@@ -272,7 +291,7 @@ func (c *Lease) renewAnswer(now time.Time, call Call, is wire.Issued, err error,
 // answer confirms the grant with a new deadline. A refresh does not renew:
 // only its definite refusal counts. Otherwise the query the deadline
 // asked for is still due at once.
-func (c *Lease) deadlineAnswer(now time.Time, call Call, is wire.Issued, err error, late bool) {
+func (c *Lease) deadlineAnswer(now time.Time, call Call, is reply, err error, late bool) {
 	held, refused := c.judge(is, err)
 	switch {
 	case refused:
@@ -288,7 +307,7 @@ func (c *Lease) deadlineAnswer(now time.Time, call Call, is wire.Issued, err err
 // queryAnswer reads a query while OWNERSHIP_UNKNOWN. It is a renewal: a
 // HELD answer about the same grant both confirms ownership and gives a
 // new deadline; a definite refusal confirms the grant is over.
-func (c *Lease) queryAnswer(now time.Time, call Call, is wire.Issued, err error, late bool) {
+func (c *Lease) queryAnswer(now time.Time, call Call, is reply, err error, late bool) {
 	if c.m.state != StateUnknown {
 		return
 	}
@@ -317,9 +336,11 @@ func (c *Lease) releaseAnswer(now time.Time, err error) {
 }
 
 // judge reads a renewal or status answer: held means the registry said
-// this very grant is HELD; refused means it said definitely that it is
-// not. An answer about another grant says nothing about this one.
-func (c *Lease) judge(is wire.Issued, err error) (held, refused bool) {
+// this very grant (every member of a set) is HELD; refused means it said
+// definitely that it is not (for a set: that any member is not — losing
+// one member ends the whole set). An answer about another grant says
+// nothing about this one.
+func (c *Lease) judge(is reply, err error) (held, refused bool) {
 	switch classify(err) {
 	case answerRefused:
 		return false, true
@@ -327,7 +348,15 @@ func (c *Lease) judge(is wire.Issued, err error) (held, refused bool) {
 	default:
 		return false, false
 	}
-	if is.Status == nil || is.Status.Grant != c.issued.Grant.Digest() {
+	if c.set != nil {
+		return c.judgeSet(is.set)
+	}
+	return judgeOne(c.issued.Grant, is.one)
+}
+
+// judgeOne reads one grant's answer is about g, as judge does.
+func judgeOne(g *grant.Grant, is wire.Issued) (held, refused bool) {
+	if is.Status == nil || is.Status.Grant != g.Digest() {
 		return false, false
 	}
 	if is.Status.State != grant.StateHeld {
@@ -339,13 +368,21 @@ func (c *Lease) judge(is wire.Issued, err error) (held, refused bool) {
 // confirm records a HELD answer: a fresh status proof (and the gate
 // proofs that came with it: their status MACs cover this status only)
 // and, for a renewal, a new deadline measured from when the renewal was
-// sent.
-func (c *Lease) confirm(is wire.Issued, sent time.Time, statusOnly bool) {
-	c.issued.Status, c.issued.StatusProof = is.Status, is.StatusProof
-	c.issued.GateProofs = is.GateProofs
+// sent. A set's answer carries every member's.
+func (c *Lease) confirm(is reply, sent time.Time, statusOnly bool) {
+	if c.set != nil {
+		for i := range c.set {
+			c.set[i].Status, c.set[i].StatusProof = is.set[i].Status, is.set[i].StatusProof
+			c.set[i].GateProofs = is.set[i].GateProofs
+		}
+		c.issued = c.set[0]
+	} else {
+		c.issued.Status, c.issued.StatusProof = is.one.Status, is.one.StatusProof
+		c.issued.GateProofs = is.one.GateProofs
+	}
 	if statusOnly {
-		c.sched = c.sched.Refreshed(c.o, is.Status.ValidUntil)
+		c.sched = c.sched.Refreshed(c.o, c.evidenceUntil())
 		return
 	}
-	c.sched = Confirmed(c.o, sent, c.ttl(), is.Status.ValidUntil, c.jitter())
+	c.sched = Confirmed(c.o, sent, c.ttl(), c.evidenceUntil(), c.jitter())
 }

@@ -30,7 +30,12 @@ type AcquireInput interface{ acquireInput() }
 type Answer struct {
 	Call   Call
 	Issued wire.Issued
-	Err    error
+	// Set is the answer to a lock set's call (Call.Set or
+	// Call.SetRequest): every member's, in member order. A set's refresh
+	// (a status query per member) answers here too, with Err the first
+	// member's error, if any.
+	Set []wire.Issued
+	Err error
 }
 
 // Lost says Call got no answer within its Timeout: it may or may not have
@@ -50,6 +55,10 @@ type Release struct{ Drain bool }
 // LeaseReady.Err saying why not). The envelope counts as unsettled until
 // Settle: a drained release waits for its proof to lapse.
 type BuildEnvelope struct {
+	// Member is the lock set's member (its index in member order) whose
+	// grant the envelope carries, to that member's gate; 0 for a plain
+	// lease. Each member counts its own segments.
+	Member  int
 	Segment uint64
 	Payload grant.Digest
 }
@@ -61,6 +70,7 @@ type BuildEnvelope struct {
 // unsettled, because a copy still in the network could be accepted later.
 // A write whose answer was lost must not be settled at all.
 type Settle struct {
+	Member  int // as BuildEnvelope's
 	Segment uint64
 	Outcome gate.Outcome
 }
@@ -69,7 +79,10 @@ type Settle struct {
 // it never left the process and cannot be sent again (a gate in the
 // worker's own process rolled the write back because the worker's own
 // business change failed).
-type Forget struct{ Segment uint64 }
+type Forget struct {
+	Member  int // as BuildEnvelope's
+	Segment uint64
+}
 
 // NewRequest gives an acquire whose request ID's grant already ended
 // (AcquireReady.NeedsRequestID) the fresh request ID to go on with. The
@@ -162,8 +175,13 @@ func (r AcquireReady) Done() bool { return r.Granted != nil || r.Err != nil }
 
 // Granted hands a granted acquire over to its lease (NewLease).
 type Granted struct {
-	// Issued is the registry's answer: the grant, HELD.
+	// Issued is the registry's answer: the grant, HELD (a lock set's: its
+	// first member's).
 	Issued wire.Issued
+	// Set is a lock set's answer: every member's grant, HELD, in member
+	// order (nil for a plain acquire). NewLease then makes one lease of
+	// them all: one machine, one schedule, one renewal of every member.
+	Set []wire.Issued
 	// OperationID is the operation the grant's root binds.
 	OperationID string
 	// From is the client-clock instant from which the lease's TTL counts:
@@ -191,8 +209,11 @@ type LeaseView struct {
 	// Releasing: a Release began.
 	Releasing bool
 	// Issued is the grant, its proof and the latest HELD status and its
-	// proof.
+	// proof (a lock set's: its first member's).
 	Issued wire.Issued
+	// Set is a lock set's members' (as Issued), in member order; nil for
+	// a plain lease.
+	Set []wire.Issued
 	// OperationID is the operation the grant's root binds.
 	OperationID string
 	// Schedule is the lease's timing.
