@@ -27,9 +27,9 @@ import (
 // call's) reports the loss at the deadline itself. Readers between steps
 // use View, whose StateAt and CertainAt see the deadline at once.
 type Lease struct {
-	o         Limits
-	m         Machine
-	issued    wire.Issued // grant, grant proof, latest HELD status and proof (a set's: its first member's, set[0])
+	o      Limits
+	m      Machine
+	issued wire.Issued // grant, grant proof, latest HELD status and proof (a set's: its first member's, set[0])
 	// set is a lock set's members, in member order, each its grant, proof
 	// and latest HELD status (nil for a plain lease): one machine, one
 	// schedule and one call at a time for all of them (set.go).
