@@ -523,3 +523,46 @@ func (c *Client) Break(ctx context.Context, resource, note string) (wire.BreakRe
 	err := c.do(ctx, http.MethodPost, "/v1/break", wire.BreakRequest{Resource: resource, Note: note}, &out)
 	return out, err
 }
+
+var _ client.SetTransport = (*Client)(nil)
+
+// AcquireSet calls POST /v1/lockset/acquire: every member of req at
+// once, or none. Each member's answer is parsed as Acquire's is.
+func (c *Client) AcquireSet(ctx context.Context, req wire.LockSetRequest) (wire.IssuedSet, error) {
+	return c.issuedSet(ctx, "/v1/lockset/acquire", req, len(req.Members))
+}
+
+// RenewSet calls POST /v1/lockset/renew: every member's lease renewed
+// in one registry transaction, or none.
+func (c *Client) RenewSet(ctx context.Context, leases []wire.LeaseRequest) (wire.IssuedSet, error) {
+	return c.issuedSet(ctx, "/v1/lockset/renew", wire.LockSetLeasesRequest{Leases: leases}, len(leases))
+}
+
+// ReleaseSet calls POST /v1/lockset/release: every member's lease
+// released in one registry transaction.
+func (c *Client) ReleaseSet(ctx context.Context, leases []wire.LeaseRequest) error {
+	var out wire.LockSetReleaseResponse
+	return callError(c.do(ctx, http.MethodPost, "/v1/lockset/release", wire.LockSetLeasesRequest{Leases: leases}, &out))
+}
+
+// issuedSet sends a lock set's call and parses every member's answer
+// (parseIssued); an answer naming another number of members than n is
+// ErrBadResponse.
+func (c *Client) issuedSet(ctx context.Context, path string, in any, n int) (wire.IssuedSet, error) {
+	var out wire.IssuedSetResponse
+	if err := c.do(ctx, http.MethodPost, path, in, &out); err != nil {
+		return wire.IssuedSet{}, callError(err)
+	}
+	if len(out.Members) != n {
+		return wire.IssuedSet{}, callError(fmt.Errorf("%w: %s: %d members answered, not %d", ErrBadResponse, path, len(out.Members), n))
+	}
+	set := wire.IssuedSet{Members: make([]wire.Issued, n)}
+	for i, r := range out.Members {
+		is, err := c.parseIssued(r)
+		if err != nil {
+			return wire.IssuedSet{}, callError(fmt.Errorf("members[%d]: %w", i, err))
+		}
+		set.Members[i] = is
+	}
+	return set, nil
+}

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -21,7 +22,8 @@ import (
 // EXPIRED, a release) or ctx ends (the wrapper was told to stop), and
 // returns once the child has exited and nothing is left of its process
 // group (EndGroup: the child's own children too).
-func supervise(ctx context.Context, cfg Config, l *client.Lease) (Result, error) {
+func supervise(ctx context.Context, cfg Config, hs []*client.Lease) (Result, error) {
+	l := hs[0]
 	own := l.Ctx() // taken before the child starts: a later renewal never revives it
 	if cfg.ignoreOwnership {
 		own = context.Background()
@@ -31,7 +33,7 @@ func supervise(ctx context.Context, cfg Config, l *client.Lease) (Result, error)
 		return Result{}, err
 	}
 	defer os.RemoveAll(dir)
-	helper, err := serveEnvelopes(filepath.Join(dir, "envelope.sock"), l)
+	helper, err := serveEnvelopes(filepath.Join(dir, "envelope.sock"), hs)
 	if err != nil {
 		return Result{}, err
 	}
@@ -48,7 +50,7 @@ func supervise(ctx context.Context, cfg Config, l *client.Lease) (Result, error)
 		return Result{}, fmt.Errorf("lockexec: %w", err)
 	}
 	defer std.drain()
-	cmd, err := startChild(cfg, l, helper.path, std)
+	cmd, err := startChild(cfg, hs, helper.path, std)
 	if err != nil { // nothing ran; ownership may already be uncertain
 		return Result{ExitCode: 1, Lost: l.Ctx().Err() != nil, LostState: l.State()}, err
 	}
@@ -61,10 +63,10 @@ func supervise(ctx context.Context, cfg Config, l *client.Lease) (Result, error)
 	case <-exited:
 	case <-own.Done():
 		res.Lost, res.LostState = true, l.State()
-		fmt.Fprintf(cfg.Log, "%s: ownership of %s is no longer certain (%s): stopping the child\n", cfg.Name, cfg.Request.Resource, res.LostState)
+		fmt.Fprintf(cfg.Log, "%s: ownership of %s is no longer certain (%s): stopping the child\n", cfg.Name, cfg.held(), res.LostState)
 		stop(cmd.Process.Pid, exited, cfg.Grace, cfg.Log, cfg.Name)
 	case <-ctx.Done():
-		fmt.Fprintf(cfg.Log, "%s: told to stop: stopping the child, then releasing %s\n", cfg.Name, cfg.Request.Resource)
+		fmt.Fprintf(cfg.Log, "%s: told to stop: stopping the child, then releasing %s\n", cfg.Name, cfg.held())
 		stop(cmd.Process.Pid, exited, cfg.Grace, cfg.Log, cfg.Name)
 	}
 	<-exited
@@ -81,9 +83,9 @@ func supervise(ctx context.Context, cfg Config, l *client.Lease) (Result, error)
 // startChild starts the child in a process group of its own (so that a
 // shell's children are stopped with it), with the grant in its
 // environment. It starts nothing when ownership is already uncertain.
-func startChild(cfg Config, l *client.Lease, socket string, std *stdio) (*exec.Cmd, error) {
+func startChild(cfg Config, hs []*client.Lease, socket string, std *stdio) (*exec.Cmd, error) {
 	defer std.started()
-	env, err := childEnv(l, socket)
+	env, err := childEnv(hs, socket)
 	if err != nil {
 		return nil, fmt.Errorf("lockexec: %w", err)
 	}
@@ -128,23 +130,41 @@ func exitCode(ps *os.ProcessState) int {
 	return max(ps.ExitCode(), 0)
 }
 
-// childEnv is what the child learns about its grant. It fails if
-// ownership is already uncertain. It builds no envelope: an envelope
-// nobody settles would hold the lease for its proof's life after the
-// child exits.
-func childEnv(l *client.Lease, socket string) ([]string, error) {
-	g := l.Grant()
+// childEnv is what the child learns about its grant (hs: the lease's
+// handles; a lock set's, one per member, give EnvLockSet and each
+// member's variables instead of one grant's). It fails if ownership is
+// already uncertain. It builds no envelope: an envelope nobody settles
+// would hold the lease for its proof's life after the child exits.
+func childEnv(hs []*client.Lease, socket string) ([]string, error) {
+	l, g := hs[0], hs[0].Grant()
 	if err := l.Ctx().Err(); err != nil {
 		return nil, fmt.Errorf("%w: lease %s is %s", client.ErrNotCertain, g.Lease, l.State())
 	}
-	return []string{
-		EnvResource + "=" + g.Resource,
+	common := []string{
 		EnvOwner + "=" + g.Owner,
-		EnvLease + "=" + g.Lease,
-		EnvFence + "=" + strconv.FormatUint(g.FenceToken, 10),
 		EnvOperationID + "=" + l.OperationID(),
-		EnvGrant + "=" + string(g.Encode()),
-		EnvGrantProof + "=" + l.GrantProof(),
 		EnvEnvelopeSocket + "=" + socket,
-	}, nil
+	}
+	if len(hs) == 1 {
+		return append(common,
+			EnvResource+"="+g.Resource,
+			EnvLease+"="+g.Lease,
+			EnvFence+"="+strconv.FormatUint(g.FenceToken, 10),
+			EnvGrant+"="+string(g.Encode()),
+			EnvGrantProof+"="+l.GrantProof(),
+		), nil
+	}
+	members := make([]string, len(hs))
+	for i, h := range hs {
+		mg := h.Grant()
+		members[i] = mg.Resource
+		common = append(common,
+			MemberEnv(i, EnvMemberResource)+"="+mg.Resource,
+			MemberEnv(i, EnvMemberLease)+"="+mg.Lease,
+			MemberEnv(i, EnvMemberFence)+"="+strconv.FormatUint(mg.FenceToken, 10),
+			MemberEnv(i, EnvMemberGrant)+"="+string(mg.Encode()),
+			MemberEnv(i, EnvMemberGrantProof)+"="+h.GrantProof(),
+		)
+	}
+	return append(common, EnvLockSet+"="+strings.Join(members, " ")), nil
 }

@@ -14,6 +14,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/fencegate/fencegate/client"
@@ -32,6 +33,11 @@ import (
 //	POST /v1/settle  {"seq": N, "outcome": "ACCEPTED"} (application/json)
 //	     → 200 SettleAnswer, or 400 BAD_REQUEST, 415 UNSUPPORTED_MEDIA_TYPE
 //
+// Under a lock set every call names its member: ?resource=R on the GETs,
+// "resource": R in the settle body (400 BAD_REQUEST without it); each
+// member counts its own segments, to its own gate. Under a plain lease
+// resource may be given and must be the lease's.
+//
 // An envelope counts as unsettled until the child settles it with the
 // resource's final answer; when the child exits, the lease is released
 // at once if every envelope is settled, else after the latest unsettled
@@ -47,19 +53,21 @@ const settleBodyMax = 4 << 10
 
 // LeaseInfo is GET /v1/lease.
 type LeaseInfo struct {
-	Resource  string `json:"resource"`
-	Lease     string `json:"lease"`
-	Fence     uint64 `json:"fence"`
-	State     string `json:"state"`
-	Deadline  string `json:"deadline"`  // client clock, RFC 3339
-	Unsettled int    `json:"unsettled"` // envelopes without a final answer yet
+	Resource  string   `json:"resource"`
+	LockSet   []string `json:"lockSet,omitempty"` // a lock set's members, sorted (the set is held and lost whole)
+	Lease     string   `json:"lease"`
+	Fence     uint64   `json:"fence"`
+	State     string   `json:"state"`
+	Deadline  string   `json:"deadline"`  // client clock, RFC 3339
+	Unsettled int      `json:"unsettled"` // envelopes without a final answer yet
 }
 
 // SettleRequest is POST /v1/settle: the resource's answer (a gate
 // outcome code) to the envelope of segment Seq.
 type SettleRequest struct {
-	Seq     uint64 `json:"seq"`
-	Outcome string `json:"outcome"`
+	Resource string `json:"resource,omitempty"` // the member, under a lock set
+	Seq      uint64 `json:"seq"`
+	Outcome  string `json:"outcome"`
 }
 
 // SettleAnswer is the answer to POST /v1/settle. Settled is false for an
@@ -85,8 +93,9 @@ type helper struct {
 }
 
 // serveEnvelopes listens on a unix socket (in a 0700 directory: only
-// this user's processes reach it) and builds envelopes from l.
-func serveEnvelopes(path string, l *client.Lease) (*helper, error) {
+// this user's processes reach it) and builds envelopes from hs, the
+// lease's handles (one per member of a lock set).
+func serveEnvelopes(path string, hs []*client.Lease) (*helper, error) {
 	ln, err := net.Listen("unix", path)
 	if err != nil {
 		return nil, fmt.Errorf("lockexec: envelope helper: %w", err)
@@ -107,6 +116,11 @@ func serveEnvelopes(path string, l *client.Lease) (*helper, error) {
 			writeJSON(w, http.StatusBadRequest, HelperError{"BAD_REQUEST", "payloadDigest: " + err.Error()})
 			return
 		}
+		l, err := member(hs, r.URL.Query().Get("resource"))
+		if err != nil {
+			writeJSON(w, http.StatusBadRequest, HelperError{"BAD_REQUEST", err.Error()})
+			return
+		}
 		m, err := l.Envelope(seq, d)
 		switch {
 		case errors.Is(err, client.ErrProofStale):
@@ -120,18 +134,49 @@ func serveEnvelopes(path string, l *client.Lease) (*helper, error) {
 		}
 	})
 	mux.HandleFunc("GET "+LeasePath, func(w http.ResponseWriter, r *http.Request) {
+		l, err := member(hs, r.URL.Query().Get("resource"))
+		if err != nil {
+			writeJSON(w, http.StatusBadRequest, HelperError{"BAD_REQUEST", err.Error()})
+			return
+		}
 		g := l.Grant()
-		writeJSON(w, http.StatusOK, LeaseInfo{Resource: g.Resource, Lease: g.Lease, Fence: g.FenceToken,
-			State: string(l.State()), Deadline: l.Deadline().UTC().Format(time.RFC3339Nano), Unsettled: l.Unsettled()})
+		info := LeaseInfo{Resource: g.Resource, Lease: g.Lease, Fence: g.FenceToken,
+			State: string(l.State()), Deadline: l.Deadline().UTC().Format(time.RFC3339Nano), Unsettled: l.Unsettled()}
+		if len(hs) > 1 {
+			for _, h := range hs {
+				info.LockSet = append(info.LockSet, h.Grant().Resource)
+			}
+		}
+		writeJSON(w, http.StatusOK, info)
 	})
-	mux.HandleFunc("POST "+SettlePath, func(w http.ResponseWriter, r *http.Request) { settle(w, r, l) })
+	mux.HandleFunc("POST "+SettlePath, func(w http.ResponseWriter, r *http.Request) { settle(w, r, hs) })
 	h := &helper{path: path, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}}
 	go func() { _ = h.srv.Serve(ln) }()
 	return h, nil
 }
 
+// member is the handle a helper call names (resource): the lease's only
+// one when resource is empty or its own; a lock set's member, which a
+// call under a set must name.
+func member(hs []*client.Lease, resource string) (*client.Lease, error) {
+	if resource == "" && len(hs) == 1 {
+		return hs[0], nil
+	}
+	names := make([]string, len(hs))
+	for i, h := range hs {
+		if h.Grant().Resource == resource {
+			return h, nil
+		}
+		names[i] = h.Grant().Resource
+	}
+	if resource == "" {
+		return nil, fmt.Errorf("resource: a lock set's call names its member, one of %s", strings.Join(names, " "))
+	}
+	return nil, fmt.Errorf("resource: %q is not held here (held: %s)", resource, strings.Join(names, " "))
+}
+
 // settle records the child's report of a resource's answer.
-func settle(w http.ResponseWriter, r *http.Request, l *client.Lease) {
+func settle(w http.ResponseWriter, r *http.Request, hs []*client.Lease) {
 	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
 		writeJSON(w, http.StatusUnsupportedMediaType, HelperError{"UNSUPPORTED_MEDIA_TYPE", "send the body as application/json"})
 		return
@@ -147,7 +192,11 @@ func settle(w http.ResponseWriter, r *http.Request, l *client.Lease) {
 		return
 	}
 	o := gate.Outcome(req.Outcome)
+	l, err := member(hs, req.Resource)
 	switch {
+	case err != nil:
+		writeJSON(w, http.StatusBadRequest, HelperError{"BAD_REQUEST", err.Error()})
+		return
 	case req.Seq == 0:
 		writeJSON(w, http.StatusBadRequest, HelperError{"BAD_REQUEST", "seq: want the segment number the envelope was built for, 1 for the first"})
 		return

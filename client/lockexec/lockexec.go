@@ -22,6 +22,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/fencegate/fencegate/client"
@@ -40,6 +42,30 @@ const (
 	EnvEnvelopeSocket = "FENCEGATE_ENVELOPE_SOCKET" // the envelope helper's unix socket
 )
 
+// Environment variables a lock set's child receives (Config.Set), beside
+// EnvOwner, EnvOperationID and EnvEnvelopeSocket: the members, and each
+// member's grant under its index I (0, 1, …, in the set's sorted order).
+// EnvResource, EnvLease, EnvFence, EnvGrant and EnvGrantProof are not set
+// for a set: a set has no one grant.
+const (
+	EnvLockSet = "FENCEGATE_LOCKSET" // the members, sorted, separated by one space
+	// EnvMemberPrefix + I + "_" + one of the suffixes below, e.g.
+	// FENCEGATE_MEMBER_0_FENCE: member I's resource, lease, fence,
+	// grant text and grant proof.
+	EnvMemberPrefix     = "FENCEGATE_MEMBER_"
+	EnvMemberResource   = "RESOURCE"
+	EnvMemberLease      = "LEASE"
+	EnvMemberFence      = "FENCE"
+	EnvMemberGrant      = "GRANT"
+	EnvMemberGrantProof = "GRANT_PROOF"
+)
+
+// MemberEnv is the name of member i's variable suffix (EnvMemberResource,
+// …): FENCEGATE_MEMBER_<i>_<suffix>.
+func MemberEnv(i int, suffix string) string {
+	return EnvMemberPrefix + strconv.Itoa(i) + "_" + suffix
+}
+
 // Defaults of Config.
 const (
 	GraceDefault          = 10 * time.Second // SIGTERM → SIGKILL
@@ -50,6 +76,11 @@ const (
 type Config struct {
 	Session *client.Session     // required
 	Request wire.AcquireRequest // WaitMs is ignored: see Wait
+	// Set, when it names two or more resources, makes the run hold them
+	// as one lock set (Session.LockSet: all at once or none, whatever
+	// order they are named in) instead of Request.Resource; Request
+	// gives the operation, class and TTL. Optional.
+	Set []string
 	// Wait is how long to queue for the resource: 0 waits until ctx ends;
 	// negative does not wait (a held resource fails at once).
 	Wait time.Duration
@@ -106,11 +137,12 @@ var ErrAcquire = errors.New("lockexec: acquire")
 // Result.ExitCode.
 func Run(ctx context.Context, cfg Config) (Result, error) {
 	cfg.defaults()
-	l, err := acquire(ctx, cfg)
+	hs, err := acquire(ctx, cfg)
 	if err != nil {
 		return Result{}, err
 	}
-	res, runErr := supervise(ctx, cfg, l)
+	l := hs[0] // a set's handles share its state, context and release
+	res, runErr := supervise(ctx, cfg, hs)
 	timeout := cfg.ReleaseTimeout
 	if res.Lost {
 		// Ownership was lost (often: the registry is unreachable). By one
@@ -122,12 +154,20 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	defer cancel()
 	if n := l.Unsettled(); n > 0 && !res.Lost {
 		fmt.Fprintf(cfg.Log, "%s: %d envelope(s) of %s not settled (fencegate envelope settle): the write may still land, so the release waits until its proof lapses, about %s\n",
-			cfg.Name, n, cfg.Request.Resource, time.Until(l.DrainUntil()).Round(100*time.Millisecond))
+			cfg.Name, n, cfg.held(), time.Until(l.DrainUntil()).Round(100*time.Millisecond))
 	}
 	if err := l.Release(rctx); err != nil && runErr == nil {
-		runErr = fmt.Errorf("lockexec: release %s: %w (the lease ends on its own at its TTL)", cfg.Request.Resource, err)
+		runErr = fmt.Errorf("lockexec: release %s: %w (the lease ends on its own at its TTL)", cfg.held(), err)
 	}
 	return res, runErr
+}
+
+// held names what the run holds in its lines: the resource, or the set.
+func (c *Config) held() string {
+	if len(c.Set) > 0 {
+		return "lock set " + strings.Join(c.Set, " ")
+	}
+	return c.Request.Resource
 }
 
 func (c *Config) defaults() {
@@ -156,17 +196,9 @@ func (c *Config) defaults() {
 
 // acquire queues for the lease (Session.Lock: one request ID, keeping its
 // place in the queue) until it is granted, --wait is over, or ctx ends;
-// with a negative Wait it asks once and does not queue.
-func acquire(ctx context.Context, cfg Config) (*client.Lease, error) {
-	if cfg.Wait < 0 {
-		req := cfg.Request
-		req.WaitMs = 0
-		l, err := cfg.Session.Acquire(ctx, req)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrAcquire, err)
-		}
-		return l, nil
-	}
+// with a negative Wait it asks once and does not queue. It returns the
+// lease's handles: one, or a lock set's, one per member in member order.
+func acquire(ctx context.Context, cfg Config) ([]*client.Lease, error) {
 	lctx := ctx
 	if cfg.Wait > 0 {
 		// Lock ends its queueing CallTimeout before its deadline, so the
@@ -175,9 +207,37 @@ func acquire(ctx context.Context, cfg Config) (*client.Lease, error) {
 		lctx, cancel = context.WithTimeout(ctx, cfg.Wait+cfg.Session.Options().CallTimeout)
 		defer cancel()
 	}
-	l, err := cfg.Session.Lock(lctx, cfg.Request)
+	if len(cfg.Set) > 0 {
+		return acquireSet(ctx, lctx, cfg)
+	}
+	var l *client.Lease
+	var err error
+	if cfg.Wait < 0 {
+		req := cfg.Request
+		req.WaitMs = 0
+		l, err = cfg.Session.Acquire(ctx, req)
+	} else {
+		l, err = cfg.Session.Lock(lctx, cfg.Request)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrAcquire, err)
 	}
-	return l, nil
+	return []*client.Lease{l}, nil
+}
+
+// acquireSet is acquire for a lock set.
+func acquireSet(ctx, lctx context.Context, cfg Config) ([]*client.Lease, error) {
+	req := wire.LockSetRequest{Members: cfg.Set, OperationID: cfg.Request.OperationID,
+		OperationClass: cfg.Request.OperationClass, TTLMs: cfg.Request.TTLMs}
+	var ls *client.LockSet
+	var err error
+	if cfg.Wait < 0 {
+		ls, err = cfg.Session.AcquireSet(ctx, req)
+	} else {
+		ls, err = cfg.Session.LockSet(lctx, req)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrAcquire, err)
+	}
+	return ls.Leases(), nil
 }

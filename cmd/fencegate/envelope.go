@@ -22,7 +22,7 @@ func init() { register(newEnvelopeCmd) }
 
 func newEnvelopeCmd() *cobra.Command {
 	var seq uint64
-	var digest, payloadFile string
+	var digest, payloadFile, resource string
 	c := &cobra.Command{
 		Use:   "envelope --seq N (--payload-digest sha256:HEX | --payload-file FILE)",
 		Short: "inside fencegate lock: print the envelope (JSON gate.Mutation) for the next write",
@@ -34,7 +34,11 @@ nothing on stdout, once ownership is not certain: then do not write.
 
 --payload-digest is the digest of the payload as the service computes it;
 --payload-file takes SHA-256 over the file's bytes, for services that
-digest the raw request body.`,
+digest the raw request body.
+
+Under a lock set (fencegate lock a b -- CMD) --resource names the member
+whose gate the write goes to: the envelope carries that member's grant and
+fence, and each member counts its own segments.`,
 		Example: `  envelope=$(fencegate envelope --seq 1 --payload-file batch.json) || exit 1
   curl -d "{\"mutation\": $envelope, …}" https://ledger:8443/v1/entries`,
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -57,6 +61,9 @@ digest the raw request body.`,
 				return usagef("--payload-digest: %v", err)
 			}
 			q := url.Values{"seq": {fmt.Sprint(seq)}, "payloadDigest": {digest}}
+			if resource != "" {
+				q.Set("resource", resource)
+			}
 			resp, err := lockexec.HelperClient(socket).Get("http://lock" + lockexec.EnvelopePath + "?" + q.Encode())
 			if err != nil {
 				return fmt.Errorf("the lock's helper does not answer (has fencegate lock ended?): %w", err)
@@ -78,13 +85,14 @@ digest the raw request body.`,
 	c.Flags().Uint64Var(&seq, "seq", 0, "segment number of this write (1, 2, 3, … in order)")
 	c.Flags().StringVar(&digest, "payload-digest", "", "the payload's digest, sha256:HEX")
 	c.Flags().StringVar(&payloadFile, "payload-file", "", "file whose SHA-256 is the payload digest")
+	c.Flags().StringVar(&resource, "resource", "", "under a lock set: the member the write is for (required there)")
 	c.AddCommand(newEnvelopeSettleCmd())
 	return c
 }
 
 func newEnvelopeSettleCmd() *cobra.Command {
 	var seq uint64
-	var outcome string
+	var outcome, resource string
 	c := &cobra.Command{
 		Use:   "settle --seq N --outcome CODE",
 		Short: "inside fencegate lock: report the resource's answer to an envelope, so the lock need not wait for it",
@@ -111,7 +119,7 @@ release still waits.`,
 			case seq == 0 || outcome == "":
 				return usagef("--seq and --outcome are required")
 			}
-			body, _ := json.Marshal(lockexec.SettleRequest{Seq: seq, Outcome: outcome})
+			body, _ := json.Marshal(lockexec.SettleRequest{Resource: resource, Seq: seq, Outcome: outcome})
 			resp, err := lockexec.HelperClient(socket).Post("http://lock"+lockexec.SettlePath, "application/json", bytes.NewReader(body))
 			if err != nil {
 				return fmt.Errorf("the lock's helper does not answer (has fencegate lock ended?): %w", err)
@@ -135,5 +143,6 @@ release still waits.`,
 	}
 	c.Flags().Uint64Var(&seq, "seq", 0, "segment number of the envelope the resource answered")
 	c.Flags().StringVar(&outcome, "outcome", "", "the resource's outcome code (ACCEPTED, REPLAYED, STALE_OWNER, …)")
+	c.Flags().StringVar(&resource, "resource", "", "under a lock set: the member the envelope was for (required there)")
 	return c
 }

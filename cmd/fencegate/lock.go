@@ -8,6 +8,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -64,6 +66,25 @@ The child's environment:
                              envelope without fencegate on PATH (kept if
                              already set)
 
+With several resources before -- (fencegate lock a b -- CMD), the wrapper
+holds them as one lock set: all at once or none. A set that cannot have
+every member waits in every member's queue holding none of them, so two
+wrappers naming the same resources in any order never deadlock, and no
+wrapper ever holds part of a set. Each member gets its own grant and fence
+(its gate checks only its own resource); the set renews in one registry
+transaction, and if any member is lost (a break, an expiry) ownership of
+the whole set ends and the child is stopped. The child's environment names
+the members and each member's grant by its index I, 0, 1, … in sorted order
+(FENCEGATE_RESOURCE, _LEASE, _FENCE, _GRANT and _GRANT_PROOF are not set):
+  FENCEGATE_LOCKSET          the members, sorted, separated by spaces
+  FENCEGATE_MEMBER_I_RESOURCE, FENCEGATE_MEMBER_I_LEASE, FENCEGATE_MEMBER_I_FENCE,
+  FENCEGATE_MEMBER_I_GRANT, FENCEGATE_MEMBER_I_GRANT_PROOF
+                             member I's resource, lease, fence, grant, proof
+and each envelope names its member: fencegate envelope --resource R --seq N
+(each member counts its own segments), fencegate envelope settle
+--resource R …; on the socket, ?resource=R and "resource" in the body.
+Up to 16 members; -n does not combine with a set.
+
 With -n N (--permits), RESOURCE is a counting semaphore of N permits, as
 consul lock -n: at most N wrappers hold it at once, each on its own slot,
 an ordinary fenced resource named RESOURCE/_slot.I (FENCEGATE_RESOURCE and
@@ -84,18 +105,25 @@ func newLockCmd() *cobra.Command {
 	var noWait bool
 	var permits int
 	c := &cobra.Command{
-		Use:   "lock RESOURCE [flags] -- COMMAND [ARG...]",
+		Use:   "lock RESOURCE [RESOURCE...] [flags] -- COMMAND [ARG...]",
 		Short: "run a command while holding a lease; stop it when ownership is lost",
 		Long:  lockLong + "\n\n" + exitStatusHelp(),
 		Example: `  fencegate lock invoice-batch/2026-07-19 -- ./settle.sh 2026-07-19
+  fencegate lock accounts/alice accounts/bob -- ./transfer.sh alice bob 100
   fencegate lock -n 3 pools/db-migrations -- ./migrate-shard.sh
   FENCEGATE_TOKEN=… fencegate lock --registry https://registry:7420 --ttl 30s reports/daily -- make report`,
 		Args: func(c *cobra.Command, args []string) error {
-			if c.ArgsLenAtDash() != 1 || len(args) < 2 {
-				return usagef("want RESOURCE -- COMMAND [ARG...] (the command after --)")
+			dash := c.ArgsLenAtDash()
+			if dash < 1 || len(args) <= dash {
+				return usagef("want RESOURCE [RESOURCE...] -- COMMAND [ARG...] (the command after --)")
 			}
-			if err := checkResourceArg(args[0]); err != nil {
-				return err
+			for _, r := range args[:dash] {
+				if err := checkResourceArg(r); err != nil {
+					return err
+				}
+			}
+			if dash > 1 {
+				return checkLockSet(args[:dash], c.Flags().Changed("permits"))
 			}
 			return checkPermits(args[0], permits, c.Flags().Changed("permits"))
 		},
@@ -111,9 +139,15 @@ func newLockCmd() *cobra.Command {
 				return err
 			}
 			s := client.NewSession(rc, client.Options{})
+			dash := c.ArgsLenAtDash()
+			var set []string
+			if dash > 1 {
+				set = slices.Sorted(slices.Values(args[:dash]))
+			}
 			res, err := lockexec.Run(c.Context(), lockexec.Config{
 				Session: s, Request: wire.AcquireRequest{Resource: args[0], OperationID: op, OperationClass: class, TTLMs: uint64(ttl.Milliseconds()), Permits: uint64(permits)},
-				Wait: wait, Command: args[1], Args: args[2:], Env: childExtraEnv(), Grace: grace, Guardian: guardianArgv(c),
+				Set:  set,
+				Wait: wait, Command: args[dash], Args: args[dash+1:], Env: childExtraEnv(), Grace: grace, Guardian: guardianArgv(c),
 				Stdin: c.InOrStdin(), Stdout: c.OutOrStdout(), Stderr: c.ErrOrStderr(), Log: c.ErrOrStderr(),
 			})
 			return childExit(c, res, err)
@@ -145,6 +179,19 @@ func checkPermits(resource string, permits int, set bool) error {
 	}
 	if err := wire.ValidateSemaphore(resource, uint64(permits)); err != nil {
 		return usagef("-n %d %s: %v", permits, resource, err)
+	}
+	return nil
+}
+
+// checkLockSet refuses, as a usage error, a lock set the registry would
+// refuse (a member named twice, too many, a semaphore's slot), and -n
+// with a set.
+func checkLockSet(members []string, permits bool) error {
+	if permits {
+		return usagef("-n (a semaphore) takes one RESOURCE, not a lock set of %d", len(members))
+	}
+	if err := wire.ValidateLockSet(slices.Sorted(slices.Values(members))); err != nil {
+		return usagef("lock set %s: %v", strings.Join(members, " "), err)
 	}
 	return nil
 }
