@@ -257,6 +257,9 @@ func printRow(w io.Writer, readAt time.Time, r *wire.LockRow) {
 	if r.Permits > 0 {
 		holder = fmt.Sprintf("(semaphore, %d permits)", r.Permits) // its slots are the rows NAME/_slot.I
 	}
+	if len(r.LockSet) > 0 {
+		holder += fmt.Sprintf(" (set of %d)", len(r.LockSet)) // the members are rows of their own
+	}
 	waiters := strconv.Itoa(r.Waiters)
 	if r.LongestSinceMs != 0 {
 		waiters += " (longest " + ago(readAt, time.UnixMilli(r.LongestSinceMs)) + ")"

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -92,6 +93,9 @@ func printLock(w io.Writer, v wire.LockStatus) {
 	if h := v.Holder; h != nil {
 		fmt.Fprintf(w, "holder:       %s\nlease:        %s (fence %d, class %s)\nheld since:   %s (%s ago)\nlease left:   %s\n",
 			h.Owner, h.Lease, h.Fence, h.OperationClass, stamp(h.Since), ago(v.ReadAt, h.Since), v.Left().Round(100*time.Millisecond))
+		if len(h.LockSet) > 0 {
+			fmt.Fprintf(w, "lock set:     held as part of the set {%s} (every member held and lost together)\n", strings.Join(h.LockSet, ", "))
+		}
 	} else {
 		fmt.Fprintf(w, "holder:       none (free)\n")
 	}
@@ -134,7 +138,11 @@ func printWaiters(w io.Writer, v wire.LockStatus) {
 		if !wt.Since.IsZero() {
 			since = "waiting " + ago(v.ReadAt, wt.Since) + " (since " + stamp(wt.Since) + ")"
 		}
-		fmt.Fprintf(w, "  %d. %s, class %s, %s\n", i+1, wt.Owner, wt.OperationClass, since)
+		set := ""
+		if len(wt.LockSet) > 0 {
+			set = ", for the lock set {" + strings.Join(wt.LockSet, ", ") + "}"
+		}
+		fmt.Fprintf(w, "  %d. %s, class %s, %s%s\n", i+1, wt.Owner, wt.OperationClass, since, set)
 	}
 }
 
