@@ -51,3 +51,18 @@ func (d Direct) LockStatus(ctx context.Context, resource string) (wire.LockStatu
 func (d Direct) WatchLock(ctx context.Context, resource string, afterRevision uint64, wait time.Duration) (wire.LockStatus, error) {
 	return d.Registry.WatchLock(ctx, resource, afterRevision, wait)
 }
+
+// AcquireSet calls Registry.AcquireSet as d.Owner (client.SetTransport).
+func (d Direct) AcquireSet(ctx context.Context, req wire.LockSetRequest) (wire.IssuedSet, error) {
+	return d.Registry.AcquireSet(ctx, d.Owner, req)
+}
+
+// RenewSet calls Registry.RenewSet as d.Owner.
+func (d Direct) RenewSet(ctx context.Context, leases []wire.LeaseRequest) (wire.IssuedSet, error) {
+	return d.Registry.RenewSet(ctx, d.Owner, leases)
+}
+
+// ReleaseSet calls Registry.ReleaseSet as d.Owner.
+func (d Direct) ReleaseSet(ctx context.Context, leases []wire.LeaseRequest) error {
+	return d.Registry.ReleaseSet(ctx, d.Owner, leases)
+}

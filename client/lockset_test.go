@@ -1,0 +1,199 @@
+// This file proves the SDK's lock set against a real registry (memory
+// store): a set is taken whole, members sorted, each under its member's
+// request ID with its own fence, and a busy set takes nothing; one
+// member broken at the registry ends the whole set in the client at its
+// next renewal — Ctx cancelled, every member's envelopes refused — while
+// the unbroken control renews on; a lost acquire answer is retried with
+// the same set request ID and yields the very grants the registry made.
+package client_test
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fencegate/fencegate/client"
+	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/testkit/clienttest"
+	"github.com/fencegate/fencegate/testkit/gatetest"
+	"github.com/fencegate/fencegate/wire"
+)
+
+// setDirect is registry.Direct (a client.SetTransport in process) that
+// records the set acquires' request IDs; dropAcquire, when set, loses the answer
+// to the next AcquireSet after the registry applied it (once).
+type setDirect struct {
+	registry.Direct
+	mu          sync.Mutex
+	dropAcquire bool
+	acquireIDs  []string
+}
+
+func (d *setDirect) AcquireSet(ctx context.Context, req wire.LockSetRequest) (wire.IssuedSet, error) {
+	is, err := d.Registry.AcquireSet(ctx, d.Owner, req)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.acquireIDs = append(d.acquireIDs, req.RequestID)
+	if d.dropAcquire && err == nil {
+		d.dropAcquire = false
+		return wire.IssuedSet{}, client.ErrOutcomeUnknown
+	}
+	return is, err
+}
+
+// setSession is a manual session of owner over the env's registry.
+func setSession(e *clienttest.Env, owner string, seed uint64) (*client.Session, *setDirect) {
+	d := &setDirect{Direct: registry.Direct{Registry: e.Reg.Registry, Owner: owner}}
+	return client.NewSession(d, client.Options{Clock: e.Clock, Rand: rand.New(rand.NewPCG(seed, seed)), Manual: true}), d
+}
+
+// advancing runs fn while advancing the fake clock in small steps, so
+// backoffs pass without real waiting (clienttest.Env.Acquire's way).
+func advancing[T any](e *clienttest.Env, fn func() (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		v, err := fn()
+		ch <- result{v, err}
+	}()
+	for {
+		select {
+		case r := <-ch:
+			return r.v, r.err
+		case <-time.After(200 * time.Microsecond):
+			e.Clock.Advance(20 * time.Millisecond)
+		}
+	}
+}
+
+var setReq = wire.LockSetRequest{Members: []string{"accounts/bob", "accounts/alice"}, OperationClass: "settle", TTLMs: 10_000}
+
+func TestLockSetTakenWhole(t *testing.T) {
+	e := clienttest.NewEnv(t, nil)
+	a, _ := setSession(e, clienttest.OwnerA, 1)
+	ls, err := a.AcquireSet(e.Ctx, setReq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"accounts/alice", "accounts/bob"}
+	if got := ls.Members(); !slices.Equal(got, want) {
+		t.Fatalf("members %v, want sorted %v", got, want)
+	}
+	for i, r := range want {
+		l, ok := ls.Lease(r)
+		if !ok || l.Grant().Resource != r || l.Grant().RequestID != wire.MemberRequestID(ls.RequestID(), i) {
+			t.Fatalf("member %s: %v, want its own grant under %s", r, l.Grant(), wire.MemberRequestID(ls.RequestID(), i))
+		}
+		v, err := e.Reg.LockStatus(e.Ctx, r)
+		if err != nil || v.Holder == nil || v.Holder.Lease != l.Grant().Lease || !slices.Equal(v.Holder.LockSet, want) {
+			t.Fatalf("registry's view of %s: %+v %v, want held by the set's member lease", r, v.Holder, err)
+		}
+	}
+	if held, ok := a.Lease("accounts/alice"); !ok || held.Grant().Resource != "accounts/alice" {
+		t.Fatalf("the session does not keep the member's lease")
+	}
+	if _, err := a.Acquire(e.Ctx, wire.AcquireRequest{Resource: "accounts/bob"}); !errors.Is(err, client.ErrAlreadyHeld) {
+		t.Fatalf("a plain acquire of a member the session holds in a set: %v, want ErrAlreadyHeld", err)
+	}
+
+	b, _ := setSession(e, clienttest.OwnerB, 2)
+	if _, err := b.AcquireSet(e.Ctx, wire.LockSetRequest{Members: []string{"accounts/carol", "accounts/bob"}, TTLMs: 10_000}); !errors.Is(err, wire.ErrBusy) {
+		t.Fatalf("a set overlapping a held one: %v, want BUSY", err)
+	}
+	if v, _ := e.Reg.LockStatus(e.Ctx, "accounts/carol"); v.Holder != nil {
+		t.Fatalf("a busy set holds its free member: %+v", v.Holder)
+	}
+	if err := ls.Release(e.Ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ls.State() != client.StateReleased || ls.Ctx().Err() == nil {
+		t.Fatalf("released set: %s, ctx %v", ls.State(), ls.Ctx().Err())
+	}
+	for _, r := range want {
+		if v, _ := e.Reg.LockStatus(e.Ctx, r); v.Holder != nil {
+			t.Fatalf("%s still held after the set's release: %+v", r, v.Holder)
+		}
+	}
+	bs, err := b.AcquireSet(e.Ctx, wire.LockSetRequest{Members: []string{"accounts/carol", "accounts/bob"}, TTLMs: 10_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, _ := bs.Lease("accounts/bob"); l.Fence() <= 1 {
+		t.Fatalf("bob's next holder's fence %d, want above the set's", l.Fence())
+	}
+}
+
+func TestLockSetOneMemberLostEndsTheSet(t *testing.T) {
+	for _, broken := range []bool{false, true} {
+		t.Run(map[bool]string{false: "control: none broken", true: "bob broken"}[broken], func(t *testing.T) {
+			e := clienttest.NewEnv(t, nil)
+			a, _ := setSession(e, clienttest.OwnerA, 1)
+			ls, err := a.AcquireSet(e.Ctx, setReq)
+			if err != nil {
+				t.Fatal(err)
+			}
+			own := ls.Ctx()
+			alice, _ := ls.Lease("accounts/alice")
+			if _, err := alice.Envelope(1, gatetest.Payload("x")); err != nil {
+				t.Fatalf("before: %v", err)
+			}
+			alice.Settle(1, "ACCEPTED")
+			if broken {
+				if _, err := e.Reg.Break(e.Ctx, "accounts/bob"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i := 0; i < 1500 && ls.State() != client.StateExpired; i++ { // 30 s: three TTLs, renewed or lost
+				e.Clock.Advance(20 * time.Millisecond)
+				ls.Tick(e.Ctx)
+			}
+			if !broken {
+				if ls.State() != client.StateHeld || own.Err() != nil {
+					t.Fatalf("unbroken set after 30 s: %s, ctx %v; want HELD, renewed", ls.State(), own.Err())
+				}
+				return
+			}
+			if ls.State() != client.StateExpired || own.Err() == nil {
+				t.Fatalf("bob broken: the set is %s, ctx %v; want EXPIRED and cancelled", ls.State(), own.Err())
+			}
+			select {
+			case <-ls.Done():
+			default:
+				t.Fatal("Done not closed")
+			}
+			if _, err := alice.Envelope(2, gatetest.Payload("y")); !errors.Is(err, client.ErrNotCertain) {
+				t.Fatalf("alice (unbroken) after bob was broken: %v, want ErrNotCertain: the client keeps no part of a set", err)
+			}
+			if _, ok := a.Lease("accounts/alice"); ok {
+				t.Fatal("the session still keeps alice's lease")
+			}
+		})
+	}
+}
+
+func TestLockSetLostAnswerRetriedSameID(t *testing.T) {
+	e := clienttest.NewEnv(t, nil)
+	a, d := setSession(e, clienttest.OwnerA, 1)
+	d.dropAcquire = true
+	ls, err := advancing(e, func() (*client.LockSet, error) { return a.AcquireSet(e.Ctx, setReq) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.acquireIDs) != 2 || d.acquireIDs[0] != d.acquireIDs[1] || d.acquireIDs[0] != ls.RequestID() {
+		t.Fatalf("acquire calls under %v, want two under the set's one request ID %s", d.acquireIDs, ls.RequestID())
+	}
+	for _, l := range ls.Leases() {
+		v, err := e.Reg.LockStatus(e.Ctx, l.Grant().Resource)
+		if err != nil || v.Holder == nil || v.Holder.Lease != l.Grant().Lease || v.HighestFence != l.Fence() {
+			t.Fatalf("%s: registry holder %+v fence %d; the retry must answer the grant the lost call made (lease %s fence %d)",
+				l.Grant().Resource, v.Holder, v.HighestFence, l.Grant().Lease, l.Fence())
+		}
+	}
+}
