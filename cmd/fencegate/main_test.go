@@ -21,6 +21,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(envChild) == "ledger-write" && len(os.Args) == 1 {
 		os.Exit(ledgerWriteChild())
 	}
+	if os.Getenv(envChild) == "lockset-record" && len(os.Args) == 1 {
+		os.Exit(locksetRecordChild())
+	}
 	// The lock wrapper's guardian is this binary's hidden command, run
 	// without the wrapper's environment variables when the wrapper runs
 	// in-process.

@@ -171,7 +171,13 @@ func ledgerWriteChild() int {
 	entries := []ledger.Entry{{Key: storyKey, Value: os.Getenv("LEDGER_VALUE")}}
 	digest := ledger.PayloadDigest(entries)
 	hc := lockexec.HelperClient(os.Getenv(lockexec.EnvEnvelopeSocket))
-	resp, err := hc.Get("http://lock" + lockexec.EnvelopePath + "?" + url.Values{"seq": {"1"}, "payloadDigest": {digest.String()}}.Encode())
+	q := url.Values{"seq": {"1"}, "payloadDigest": {digest.String()}}
+	member := "" // under a lock set, the write goes to its first member's gate
+	if set := strings.Fields(os.Getenv(lockexec.EnvLockSet)); len(set) > 0 {
+		member = set[0]
+		q.Set("resource", member)
+	}
+	resp, err := hc.Get("http://lock" + lockexec.EnvelopePath + "?" + q.Encode())
 	if err != nil {
 		fmt.Println("no envelope:", err)
 		return 3
@@ -198,7 +204,7 @@ func ledgerWriteChild() int {
 	outcome := gate.OutcomeOf(err)
 	fmt.Printf("outcome %s\n", outcome)
 	if outcome != "" {
-		body := fmt.Sprintf(`{"seq":1,"outcome":%q}`, outcome)
+		body := fmt.Sprintf(`{"resource":%q,"seq":1,"outcome":%q}`, member, outcome)
 		if r, err := hc.Post("http://lock"+lockexec.SettlePath, "application/json", strings.NewReader(body)); err == nil {
 			r.Body.Close()
 		}
