@@ -58,6 +58,9 @@ type shell struct {
 	ended    bool
 	kick     chan struct{}
 	stopLoop context.CancelFunc
+	// leftoversReleased: a set that ended EXPIRED released the rest of
+	// its members (releaseLeftovers), once.
+	leftoversReleased bool
 }
 
 // newLease starts the HELD lease an acquire's core handed over: a plain

@@ -2,10 +2,12 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/fencegate/fencegate/client/core"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // callsPerTickMax bounds the calls one Tick makes: a renewal lost, the
@@ -144,7 +146,11 @@ func perform(ctx context.Context, t Transport, call core.Call) core.Answer {
 // Release whose answer was lost is still MUTATION_UNKNOWN (see Resolver).
 //
 // A lease the registry already considers ended goes to EXPIRED and Release
-// returns nil: either way nothing is held any more.
+// returns nil: either way nothing is held any more. A lock set that
+// ended EXPIRED (one member lost) releases its other members, each by an
+// ordinary release once the drain is over (core.LeaseView.Leftovers), so
+// their resources need not wait out the TTL; an error then says a member
+// may stay held until its TTL.
 func (l *Lease) Release(ctx context.Context) error { return l.release(ctx, true) }
 
 // ReleaseNoDrain is Release without the drain: the release is sent at
@@ -165,7 +171,7 @@ func (l *Lease) release(ctx context.Context, drain bool) error {
 		l.mu.Unlock()
 		if ended {
 			l.opMu.Unlock()
-			return nil
+			return l.releaseLeftovers(ctx)
 		}
 		if rd.Call.Kind != core.CallNone {
 			err := l.do(ctx, rd)
@@ -186,4 +192,37 @@ func (l *Lease) release(ctx context.Context, drain bool) error {
 		case <-timer:
 		}
 	}
+}
+
+// releaseLeftovers releases, once, what a lock set that ended EXPIRED
+// may still hold (core.LeaseView.Leftovers), each member by an ordinary
+// release at the drain's end. A refusal (the member already ended) is as
+// good as a release; a lost answer is returned, the member ends at its
+// TTL.
+func (l *Lease) releaseLeftovers(ctx context.Context) error {
+	l.mu.Lock()
+	v := l.core.View()
+	members, at := v.Leftovers()
+	if l.leftoversReleased || members == nil {
+		l.mu.Unlock()
+		return nil
+	}
+	l.leftoversReleased = true
+	l.mu.Unlock()
+	if d := at.Sub(l.o.Clock.Now()); d > 0 {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("client: release the rest of lock set %s: %w", l.name, ctx.Err())
+		case <-l.o.Clock.After(d):
+		}
+	}
+	var lost error
+	timeout := l.o.Limits().LeaseCallTimeout(time.Duration(members[0].TTLMs) * time.Millisecond)
+	for _, g := range members {
+		call := core.Call{Kind: core.CallRelease, Sent: l.o.Clock.Now(), Timeout: timeout, Grant: g}
+		if a := timedCall(ctx, l.o.Clock, l.t, call, time.Time{}, nil); a.Err != nil && wire.CodeOf(a.Err) == "" && !errors.Is(a.Err, ErrRefused) {
+			lost = fmt.Errorf("client: release %s of lock set %s: %w (it ends at its TTL)", g.Resource, l.name, a.Err)
+		}
+	}
+	return lost
 }

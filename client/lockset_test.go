@@ -2,8 +2,9 @@
 // store): a set is taken whole, members sorted, each under its member's
 // request ID with its own fence, and a busy set takes nothing; one
 // member broken at the registry ends the whole set in the client at its
-// next renewal — Ctx cancelled, every member's envelopes refused — while
-// the unbroken control renews on; a lost acquire answer is retried with
+// next renewal — Ctx cancelled, every member's envelopes refused, and its
+// Release frees the other members at once — while the unbroken control
+// renews on; a lost acquire answer is retried with
 // the same set request ID and yields the very grants the registry made.
 package client_test
 
@@ -173,6 +174,15 @@ func TestLockSetOneMemberLostEndsTheSet(t *testing.T) {
 			}
 			if _, ok := a.Lease("accounts/alice"); ok {
 				t.Fatal("the session still keeps alice's lease")
+			}
+			if v, _ := e.Reg.LockStatus(e.Ctx, "accounts/alice"); v.Holder == nil {
+				t.Fatal("alice free before the release: the registry renews no member of a set it refused, but ends none either")
+			}
+			if err := ls.Release(e.Ctx); err != nil { // the rest of the set, member by member
+				t.Fatal(err)
+			}
+			if v, _ := e.Reg.LockStatus(e.Ctx, "accounts/alice"); v.Holder != nil {
+				t.Fatalf("alice still held after the lost set's release: %+v; it would wait out its TTL", v.Holder)
 			}
 		})
 	}

@@ -170,3 +170,24 @@ func (c *Lease) evidenceUntil() time.Time {
 	}
 	return until
 }
+
+// Leftovers is what a lock set that ended EXPIRED may still hold at the
+// registry, and from when the client may give it up. The registry ends a
+// set's renewal when any one member ended and renews none, but the other
+// members' leases run on to their TTL, keeping those resources from the
+// next holder. The client stopped at EXPIRED; releasing those members
+// (one ordinary release each: a member's grant is an ordinary grant)
+// frees them early, but only once no unsettled envelope of the set can
+// still be accepted: at DrainUntil, as a drained release waits (zero:
+// at once). A member that already ended answers the release with a
+// refusal, which is as good. Nil for a plain lease, or a set that did not
+// end EXPIRED.
+func (v LeaseView) Leftovers() (members []*grant.Grant, at time.Time) {
+	if v.Set == nil || v.State != StateExpired {
+		return nil, time.Time{}
+	}
+	for _, is := range v.Set {
+		members = append(members, is.Grant)
+	}
+	return members, v.DrainUntil
+}
