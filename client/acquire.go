@@ -122,7 +122,8 @@ func (s *Session) granted(a *attempt, g core.Granted) *Lease {
 }
 
 // notify hands an acquire's transitions to OnTransition: under the
-// request ID, and the last, REQUESTED → HELD, under the granted lease's.
+// request ID, and the last, REQUESTED → HELD, under the granted lease's
+// name (leaseName), which its later transitions use.
 func (s *Session) notify(requestID string, out core.AcquireReady) {
 	if s.o.OnTransition == nil {
 		return
@@ -130,7 +131,7 @@ func (s *Session) notify(requestID string, out core.AcquireReady) {
 	for _, t := range out.Transitions {
 		key := requestID
 		if t.Event == core.EvAcquireOK && out.Granted != nil {
-			key = out.Granted.Issued.Grant.Lease
+			key = leaseName(*out.Granted)
 		}
 		s.o.OnTransition(key, t.From, t.To, t.Event)
 	}

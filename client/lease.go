@@ -66,16 +66,10 @@ type shell struct {
 // newLease starts the HELD lease an acquire's core handed over: a plain
 // lease, or (g.Set) a lock set's, whose handles are one per member.
 func newLease(s *Session, t Transport, o Options, g core.Granted) *Lease {
-	sh := &shell{t: t, o: o, owner: s, op: g.OperationID, name: g.Issued.Grant.Lease, done: make(chan struct{}), kick: make(chan struct{}, 1)}
+	sh := &shell{t: t, o: o, owner: s, op: g.OperationID, name: leaseName(g), done: make(chan struct{}), kick: make(chan struct{}, 1)}
 	members := g.Set
 	if len(members) == 0 {
 		members = []wire.Issued{g.Issued}
-	} else {
-		rs := make([]string, len(members))
-		for i, is := range members {
-			rs[i] = is.Grant.Resource
-		}
-		sh.name = core.SetName(rs)
 	}
 	for i, is := range members {
 		sh.handles = append(sh.handles, &Lease{shell: sh, member: i, grant: is.Grant})
@@ -98,6 +92,19 @@ func newLease(s *Session, t Transport, o Options, g core.Granted) *Lease {
 		go l.loop(loopCtx)
 	}
 	return l
+}
+
+// leaseName is how hooks and messages name the lease g hands over: its
+// lease ID, or a lock set's core.SetName.
+func leaseName(g core.Granted) string {
+	if len(g.Set) == 0 {
+		return g.Issued.Grant.Lease
+	}
+	rs := make([]string, len(g.Set))
+	for i, is := range g.Set {
+		rs[i] = is.Grant.Resource
+	}
+	return core.SetName(rs)
 }
 
 // Grant returns the grant this lease holds (immutable).

@@ -207,3 +207,37 @@ func TestLockSetLostAnswerRetriedSameID(t *testing.T) {
 		}
 	}
 }
+
+// TestLockSetSessionReservesMembers: a session runs one identity per
+// resource, sets included — a set whose answer was lost keeps its request
+// ID pending, and until it is presumed over a plain acquire of a member
+// (or another set sharing one) is refused *PendingError; a transport
+// without lock sets refuses before anything is sent.
+func TestLockSetSessionReservesMembers(t *testing.T) {
+	e := clienttest.NewEnv(t, nil)
+	a, d := setSession(e, clienttest.OwnerA, 1)
+	d.dropAcquire = true
+	ctx, cancel := context.WithCancel(e.Ctx)
+	cancel() // the first answer is lost and the call gives up: the set's request ID stays pending
+	if _, err := a.AcquireSet(ctx, setReq); err == nil {
+		t.Fatal("a set acquire whose answer was lost and whose ctx ended succeeded")
+	}
+	var pe *client.PendingError
+	if _, err := a.Acquire(e.Ctx, wire.AcquireRequest{Resource: "accounts/alice"}); !errors.As(err, &pe) {
+		t.Fatalf("a plain acquire of a member of a pending set: %v, want *PendingError", err)
+	}
+	if _, err := a.AcquireSet(e.Ctx, wire.LockSetRequest{Members: []string{"accounts/bob", "accounts/carol"}, TTLMs: 10_000}); !errors.As(err, &pe) {
+		t.Fatalf("a set sharing a member with a pending set: %v, want *PendingError", err)
+	}
+	ls, err := advancing(e, func() (*client.LockSet, error) { return a.AcquireSet(e.Ctx, setReq) }) // the same set again: its pending request ID
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.acquireIDs) < 2 || d.acquireIDs[len(d.acquireIDs)-1] != d.acquireIDs[0] || ls.RequestID() != d.acquireIDs[0] {
+		t.Fatalf("request IDs %v, set %s: the same set must reuse its pending ID", d.acquireIDs, ls.RequestID())
+	}
+	plain := client.NewSession(&clienttest.Lossy{Inner: registry.Direct{Registry: e.Reg.Registry, Owner: "x"}}, client.Options{Clock: e.Clock, Manual: true})
+	if _, err := plain.AcquireSet(e.Ctx, setReq); !errors.Is(err, client.ErrRefused) {
+		t.Fatalf("a transport without lock sets: %v, want ErrRefused", err)
+	}
+}

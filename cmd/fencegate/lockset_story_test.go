@@ -283,6 +283,10 @@ func frozenSetHolder(t *testing.T, leaseOnly bool) {
 	if code := st.wait(t, "status"); code != 0 || !strings.Contains(st.out.String(), "held as part of the set {accounts/a, accounts/b}") {
 		t.Fatalf("status exited %d, want the member shown in its set:\n%s%s", code, st.out, st.err)
 	}
+	ls := startProc(t, "ls", "accounts/", "--registry", w.registry, "--token", storyTokens["ops-admin"])
+	if code := ls.wait(t, "ls"); code != 0 || strings.Count(ls.out.String(), "worker-a (set of 2)") != 2 {
+		t.Fatalf("ls exited %d, want both members' rows held by worker-a as a set of 2:\n%s%s", code, ls.out, ls.err)
+	}
 	// B names the members in the other order; it is served the set once
 	// A's 2 s lease is over (A is frozen: it cannot renew).
 	b, _ := w.writer("worker-b", "lock", "accounts/a", "200 (by B, the set's next holder)", false, "accounts/b", "--ttl", "10s")
