@@ -251,17 +251,32 @@ func sampleSetHolders(t *testing.T, w *storyWorld, stop <-chan struct{}) func() 
 // waits for the other's until its --wait ends.
 func TestLockSetCrossedOrderControl(t *testing.T) {
 	w := newStoryWorld(t, false)
+	dir := t.TempDir()
+	// Each outer child marks that it holds its outer lock and waits for
+	// the other's mark before asking for its inner lock: both outer locks
+	// are held when either inner one is asked for, however slowly the
+	// processes start.
 	nested := func(worker, outer, inner string) *proc {
 		tok := storyTokens[worker]
-		innerCmd := fmt.Sprintf(`sleep 0.5; exec "$FG" lock %s --registry %s --token %s --wait 2s -- true`, inner, w.registry, tok)
+		mine, theirs := filepath.Join(dir, worker), filepath.Join(dir, map[string]string{"worker-a": "worker-b", "worker-b": "worker-a"}[worker])
+		innerCmd := fmt.Sprintf(`touch %s; i=0; while [ ! -e %s ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; exec "$FG" lock %s --registry %s --token %s --wait 2s -- true`,
+			mine, theirs, inner, w.registry, tok)
 		return startProc(t, "lock", outer, "--registry", w.registry, "--token", tok, "--ttl", "10s", "--", "sh", "-c", innerCmd)
 	}
 	x := nested("worker-a", "accounts/a", "accounts/b")
 	y := nested("worker-b", "accounts/b", "accounts/a")
+	// Both outer locks are held when both inner ones are asked for: a
+	// deadlock, which only the first --wait to run out ends (the other
+	// wrapper may then get its inner lock in time).
+	timedOut := 0
 	for _, p := range []*proc{x, y} {
-		if code := p.wait(t, "nested lock"); code == 0 || !strings.Contains(p.err.String(), "WAIT_TIMEOUT") {
-			t.Fatalf("nested plain locks in crossed order exited %d without WAIT_TIMEOUT: the control shows no deadlock:\n%s%s", code, p.out, p.err)
+		code := p.wait(t, "nested lock")
+		if code != 0 && strings.Contains(p.err.String(), "WAIT_TIMEOUT") {
+			timedOut++
 		}
+	}
+	if timedOut == 0 {
+		t.Fatalf("nested plain locks in crossed order: no WAIT_TIMEOUT, the control shows no deadlock:\n%s%s\n%s%s", x.out, x.err, y.out, y.err)
 	}
 }
 
