@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -133,11 +134,11 @@ func (s *Session) acquireSet(ctx context.Context, req wire.LockSetRequest, begin
 	if _, ok := s.t.(SetTransport); !ok {
 		return nil, fmt.Errorf("client: lock set: %w: transport %T carries no lock sets", ErrRefused, s.t)
 	}
-	r, err := s.setParams(req)
+	r, members, err := s.setParams(req)
 	if err != nil {
 		return nil, err
 	}
-	a, err := s.begin(r, slices.Sorted(slices.Values(req.Members)))
+	a, err := s.begin(r, members)
 	if err != nil {
 		return nil, err
 	}
@@ -161,20 +162,35 @@ func (s *Session) reservedLocked(resource string, members []string, now time.Tim
 		if l := s.live[r]; l != nil {
 			return fmt.Errorf("%w: resource %s: lease %s", ErrAlreadyHeld, r, l.Grant().Lease)
 		}
-		if a := s.pending[r]; a != nil && members != nil && r != resource {
-			v := a.core.View()
-			return &PendingError{Resource: r, RequestID: v.Request.RequestID, ReusableAt: v.ReusableAt}
+		if members != nil && r != resource {
+			if pe := s.stillPendingLocked(r, now); pe != nil {
+				return pe
+			}
 		}
 	}
-	for name, a := range s.pending {
-		if a.set == nil || name == resource || !overlaps(a.set, resource, members) {
+	for _, name := range slices.Sorted(maps.Keys(s.pending)) {
+		if a := s.pending[name]; a.set == nil || name == resource || !overlaps(a.set, resource, members) {
 			continue
 		}
-		if v := a.core.View(); a.active || now.Before(v.ReusableAt) {
-			return &PendingError{Resource: name, RequestID: v.Request.RequestID, ReusableAt: v.ReusableAt}
+		if pe := s.stillPendingLocked(name, now); pe != nil {
+			return pe
 		}
-		delete(s.pending, name) // presumed over: whatever it did has expired
 	}
+	return nil
+}
+
+// stillPendingLocked is the *PendingError of the attempt kept under
+// name, or nil when there is none or it is presumed over (then it is
+// forgotten: whatever it did has expired). Under s.mu.
+func (s *Session) stillPendingLocked(name string, now time.Time) *PendingError {
+	a := s.pending[name]
+	if a == nil {
+		return nil
+	}
+	if v := a.core.View(); a.active || now.Before(v.ReusableAt) {
+		return &PendingError{Resource: name, RequestID: v.Request.RequestID, ReusableAt: v.ReusableAt}
+	}
+	delete(s.pending, name)
 	return nil
 }
 
@@ -189,20 +205,19 @@ func overlaps(set []string, resource string, members []string) bool {
 	return false
 }
 
-// setParams fills a set request as begin fills a plain one and checks
-// it, sorting the members.
-func (s *Session) setParams(req wire.LockSetRequest) (wire.AcquireRequest, error) {
-	req.Members = slices.Clone(req.Members)
-	slices.Sort(req.Members)
-	if err := wire.ValidateLockSet(req.Members); err != nil {
-		return wire.AcquireRequest{}, fmt.Errorf("client: lock set: %w", err)
+// setParams checks a set request and names it as begin keeps it: the
+// request under the set's name (core.SetName), and the members, sorted.
+func (s *Session) setParams(req wire.LockSetRequest) (wire.AcquireRequest, []string, error) {
+	members := slices.Sorted(slices.Values(req.Members))
+	if err := wire.ValidateLockSet(members); err != nil {
+		return wire.AcquireRequest{}, nil, fmt.Errorf("client: lock set: %w", err)
 	}
 	if req.RequestID != "" {
-		return wire.AcquireRequest{}, fmt.Errorf("client: lock set %s: %w: RequestID %q: the session draws and keeps request IDs; leave it empty",
-			core.SetName(req.Members), wire.ErrInvalid, req.RequestID)
+		return wire.AcquireRequest{}, nil, fmt.Errorf("client: lock set %s: %w: RequestID %q: the session draws and keeps request IDs; leave it empty",
+			core.SetName(members), wire.ErrInvalid, req.RequestID)
 	}
-	return wire.AcquireRequest{Resource: core.SetName(req.Members), OperationID: req.OperationID,
-		OperationClass: req.OperationClass, TTLMs: req.TTLMs, WaitMs: req.WaitMs}, nil
+	return wire.AcquireRequest{Resource: core.SetName(members), OperationID: req.OperationID,
+		OperationClass: req.OperationClass, TTLMs: req.TTLMs, WaitMs: req.WaitMs}, members, nil
 }
 
 // setPerform makes a lock set's call (perform): the set's acquire,
