@@ -11,13 +11,16 @@ package client_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/fencegate/fencegate/client"
+	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/testkit/clienttest"
 	"github.com/fencegate/fencegate/testkit/gatetest"
@@ -240,4 +243,51 @@ func TestLockSetSessionReservesMembers(t *testing.T) {
 	if _, err := plain.AcquireSet(e.Ctx, setReq); !errors.Is(err, client.ErrRefused) {
 		t.Fatalf("a transport without lock sets: %v, want ErrRefused", err)
 	}
+}
+
+// TestLockSetCrossedOrderInProcess: two sessions on the real clock, their
+// background loops running, take {alice, bob} and {bob, alice} again and
+// again for lockSetCrossedFor: every LockSet returns (no deadlock), and
+// while one holds the set the other holds neither member.
+func TestLockSetCrossedOrderInProcess(t *testing.T) {
+	const lockSetCrossedFor = 2 * time.Second
+	reg, err := clienttest.NewRegistry(clock.System{}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var holders atomic.Int32 // sessions holding the set now
+	until := time.Now().Add(lockSetCrossedFor)
+	runs := make([]int, 2)
+	var wg sync.WaitGroup
+	for i, members := range [][]string{{"accounts/alice", "accounts/bob"}, {"accounts/bob", "accounts/alice"}} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := client.NewSession(registry.Direct{Registry: reg.Registry, Owner: fmt.Sprintf("worker-%d", i)}, client.Options{})
+			for time.Now().Before(until) {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				ls, err := s.LockSet(ctx, wire.LockSetRequest{Members: members, TTLMs: 5000})
+				cancel()
+				if err != nil {
+					t.Errorf("worker %d: %v (a deadlock runs out the wait)", i, err)
+					return
+				}
+				if n := holders.Add(1); n != 1 {
+					t.Errorf("worker %d holds the set while the other does (%d holders)", i, n)
+				}
+				time.Sleep(time.Millisecond)
+				holders.Add(-1)
+				if err := ls.Release(context.Background()); err != nil {
+					t.Errorf("worker %d: release: %v", i, err)
+					return
+				}
+				runs[i]++
+			}
+		}()
+	}
+	wg.Wait()
+	if runs[0] < 3 || runs[1] < 3 {
+		t.Fatalf("runs %v in %s: each crossed-order session must get the set again and again", runs, lockSetCrossedFor)
+	}
+	t.Logf("runs %v in %s", runs, lockSetCrossedFor)
 }
