@@ -49,7 +49,7 @@ func TestLockSetChildStoppedWhenOneMemberBroken(t *testing.T) {
 			reg := newSetRegistry(t)
 			s := client.NewSession(registry.Direct{Registry: reg, Owner: "worker-1"}, client.Options{})
 			out := &lockedBuf{}
-			ctx, cancel := context.WithTimeout(context.Background(), 6*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second) // the control runs until then
 			defer cancel()
 			go func() {
 				for !strings.Contains(out.String(), "started") {
@@ -73,12 +73,12 @@ func TestLockSetChildStoppedWhenOneMemberBroken(t *testing.T) {
 				t.Fatalf("the child's environment:\n%s", out)
 			}
 			if !broken {
-				if res.Lost || time.Since(start) < 5*time.Second {
+				if res.Lost || time.Since(start) < 3500*time.Millisecond {
 					t.Fatalf("unbroken set: %+v after %s; want the child running until the wrapper was told to stop", res, time.Since(start))
 				}
 				return
 			}
-			if !res.Lost || res.LostState != client.StateExpired || time.Since(start) > 5*time.Second {
+			if !res.Lost || res.LostState != client.StateExpired || time.Since(start) > 2500*time.Millisecond {
 				t.Fatalf("lx/b broken: %+v after %s; want the child stopped for the set, EXPIRED\n%s", res, time.Since(start), out)
 			}
 			if v, _ := reg.LockStatus(context.Background(), "lx/a"); v.Holder != nil {
