@@ -32,6 +32,7 @@ import (
 
 	"github.com/fencegate/fencegate/client/httpclient"
 	"github.com/fencegate/fencegate/client/lockexec"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // storySecondsEnv sets the crossed-order story's length in seconds (CI:
@@ -302,6 +303,13 @@ func frozenSetHolder(t *testing.T, leaseOnly bool) {
 	if code := ls.wait(t, "ls"); code != 0 || strings.Count(ls.out.String(), "worker-a (set of 2)") != 2 {
 		t.Fatalf("ls exited %d, want both members' rows held by worker-a as a set of 2:\n%s%s", code, ls.out, ls.err)
 	}
+	busy := startProc(t, "lock", "accounts/c", "accounts/a", "--no-wait", "--registry", w.registry, "--token", storyTokens["worker-b"], "--", "true")
+	if code := busy.wait(t, "busy set"); code != 1 || !strings.Contains(busy.err.String(), "accounts/a is held by worker-a") {
+		t.Fatalf("a set over a held member with --no-wait exited %d, want 1 naming the busy member:\n%s%s", code, busy.out, busy.err)
+	}
+	if st := startProc(t, "status", "accounts/c", "--registry", w.registry, "--token", storyTokens["ops-admin"]); st.wait(t, "status") != 0 || !strings.Contains(st.out.String(), "holder:       none (free)") {
+		t.Fatalf("the busy set's free member is held:\n%s%s", st.out, st.err)
+	}
 	// B names the members in the other order; it is served the set once
 	// A's 2 s lease is over (A is frozen: it cannot renew).
 	b, _ := w.writer("worker-b", "lock", "accounts/a", "200 (by B, the set's next holder)", false, "accounts/b", "--ttl", "10s")
@@ -338,5 +346,26 @@ func TestLockSetUsageErrors(t *testing.T) {
 		if code != 0 || !strings.Contains(out, v) {
 			t.Errorf("lock --help (exit %d) does not name %s", code, v)
 		}
+	}
+}
+
+// TestLockSetStatusLines: status names a holder's set and a waiting
+// set's members; ls marks a member's row.
+func TestLockSetStatusLines(t *testing.T) {
+	at := time.Date(2026, 7, 19, 10, 0, 0, 0, time.UTC)
+	v := wire.LockStatus{Resource: "accounts/a", ReadAt: at, HighestFence: 3,
+		Holder:  &wire.LockHolder{Owner: "worker-a", Lease: "l1", Fence: 3, OperationClass: "lock", Since: at.Add(-time.Second), ExpiresAt: at.Add(time.Second), LockSet: setAB},
+		Waiters: []wire.LockWaiter{{Owner: "worker-b", OperationClass: "lock", Since: at.Add(-time.Second), LockSet: setAB}}}
+	var b strings.Builder
+	printLock(&b, v)
+	for _, want := range []string{"lock set:     held as part of the set {accounts/a, accounts/b}", "1. worker-b, class lock, waiting 1s (since 2026-07-19 09:59:59 UTC), for the lock set {accounts/a, accounts/b}"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("status lacks %q:\n%s", want, b.String())
+		}
+	}
+	b.Reset()
+	printLockLine(&b, &v)
+	if !strings.Contains(b.String(), "worker-a (set of 2)") {
+		t.Errorf("ls line: %q", b.String())
 	}
 }
