@@ -8,8 +8,8 @@ import (
 	"github.com/fencegate/fencegate/wire"
 )
 
-// Lease is one lease's pure core, as etcd-io/raft's RawNode is a
-// node's: the state machine (Machine), the timing (Schedule), which
+// Lease is one lease's pure core (a lock set's too: one Lease for every
+// member, set.go), as etcd-io/raft's RawNode is a node's: the state machine (Machine), the timing (Schedule), which
 // registry call to make next and how to read its answer, whether an
 // envelope may be built, and what a release must wait for. It does no
 // I/O, reads no clock, starts no goroutine and takes no lock: every step
