@@ -22,8 +22,10 @@
 //	})
 //
 // A service that receives writes from workers over the network runs the
-// gate itself; the worker sends with Send. Election campaigns for
-// leadership on the same leases. Without Go, `fencegate lock -- CMD` runs
+// gate itself; the worker sends with Send. LockSet takes several
+// resources at once or none (no deadlock whatever order callers name
+// them in) and holds them as one lease, each member with its own grant
+// for its own gate. Election campaigns for leadership on the same leases. Without Go, `fencegate lock -- CMD` runs
 // any program under a lease. The examples module (examples/ in the
 // repository) holds each of these as a program CI runs.
 //
@@ -86,8 +88,9 @@
 //
 // # Packages
 //
-//   - client: Session (Acquire, Lock), Lease (renew, Envelope, Release,
-//     Tick), Election, RunSegments, Resolver (MUTATION_UNKNOWN).
+//   - client: Session (Acquire, Lock, LockSet), Lease (renew, Envelope,
+//     Release, Tick), LockSet, Election, RunSegments, Resolver
+//     (MUTATION_UNKNOWN).
 //   - client/httpclient: the production Transport over the registry's
 //     HTTP API; registry.Direct is the in-process one.
 //   - client/core: the pure cores the shells and the simulator drive.
