@@ -73,17 +73,22 @@ wrappers naming the same resources in any order never deadlock, and no
 wrapper ever holds part of a set. Each member gets its own grant and fence
 (its gate checks only its own resource); the set renews in one registry
 transaction, and if any member is lost (a break, an expiry) ownership of
-the whole set ends and the child is stopped. The child's environment names
-the members and each member's grant by its index I, 0, 1, … in sorted order
-(FENCEGATE_RESOURCE, _LEASE, _FENCE, _GRANT and _GRANT_PROOF are not set):
-  FENCEGATE_LOCKSET          the members, sorted, separated by spaces
-  FENCEGATE_MEMBER_I_RESOURCE, FENCEGATE_MEMBER_I_LEASE, FENCEGATE_MEMBER_I_FENCE,
-  FENCEGATE_MEMBER_I_GRANT, FENCEGATE_MEMBER_I_GRANT_PROOF
-                             member I's resource, lease, fence, grant, proof
-and each envelope names its member: fencegate envelope --resource R --seq N
-(each member counts its own segments), fencegate envelope settle
---resource R …; on the socket, ?resource=R and "resource" in the body.
-Up to 16 members; -n does not combine with a set.
+the whole set ends, the child is stopped and the other members are
+released. The child learns the members, and each member's grant by its
+index I (0, 1, … in sorted order), instead of the one-grant variables
+(FENCEGATE_RESOURCE, FENCEGATE_LEASE, FENCEGATE_FENCE, FENCEGATE_GRANT and
+FENCEGATE_GRANT_PROOF are not set):
+  FENCEGATE_LOCKSET              the members, sorted, separated by spaces
+  FENCEGATE_MEMBER_I_RESOURCE    member I's resource
+  FENCEGATE_MEMBER_I_LEASE       its lease ID
+  FENCEGATE_MEMBER_I_FENCE       its fence token, decimal
+  FENCEGATE_MEMBER_I_GRANT       its lockGrant.v1 text, as signed
+  FENCEGATE_MEMBER_I_GRANT_PROOF the registry's proof over it
+Each envelope names the member whose gate the write goes to, and each
+member counts its own segments: fencegate envelope --resource R --seq N …
+and fencegate envelope settle --resource R …; on the socket, ?resource=R
+and "resource" in the settle body. A set has 2 to 16 members; -n does not
+combine with one.
 
 With -n N (--permits), RESOURCE is a counting semaphore of N permits, as
 consul lock -n: at most N wrappers hold it at once, each on its own slot,
