@@ -291,3 +291,41 @@ func TestLockSetCrossedOrderInProcess(t *testing.T) {
 	}
 	t.Logf("runs %v in %s", runs, lockSetCrossedFor)
 }
+
+// TestLockSetWaitRunsOut: LockSet under a ctx deadline queues until
+// CallTimeout before it, then answers WAIT_TIMEOUT naming the busy member
+// (the registry's *wire.BusyError), holding nothing; the same call
+// without a deadline is served once the holder releases.
+func TestLockSetWaitRunsOut(t *testing.T) {
+	reg, err := clienttest.NewRegistry(clock.System{}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := client.NewSession(registry.Direct{Registry: reg.Registry, Owner: "worker-a"}, client.Options{})
+	b := client.NewSession(registry.Direct{Registry: reg.Registry, Owner: "worker-b"}, client.Options{CallTimeout: 500 * time.Millisecond})
+	held, err := a.Acquire(context.Background(), wire.AcquireRequest{Resource: "accounts/bob", TTLMs: 5000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	_, err = b.LockSet(ctx, setReq)
+	var be *wire.BusyError
+	if !errors.Is(err, wire.ErrWaitTimeout) || !errors.As(err, &be) || be.Resource != "accounts/bob" {
+		t.Fatalf("waiting past the deadline: %v, want WAIT_TIMEOUT naming accounts/bob", err)
+	}
+	// Its ticket may stay queued for the registry's grace (a re-ask keeps
+	// its place, as a plain waiter's does), but it holds nothing.
+	if v, _ := reg.LockStatus(context.Background(), "accounts/alice"); v.Holder != nil {
+		t.Fatalf("a set whose wait ran out holds alice: %+v", v.Holder)
+	}
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		_ = held.Release(context.Background())
+	}()
+	ls, err := b.LockSet(context.Background(), setReq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = ls.Release(context.Background())
+}
