@@ -91,6 +91,9 @@ const (
 // LockSetCounts is what the lock-set rounds measured.
 type LockSetCounts struct {
 	Rounds, Sets, Plain, MemberGrants, Writes, Accepted, Frozen, Crashed, Renewed, Abandoned, RanOut int
+	// ClearMsMax is the longest a wait was answered after every member
+	// had been clear for it (the stuck count's margin to the claim bound).
+	ClearMsMax int64
 	// Refused counts acquires answered with an error other than a wait
 	// that ran out (none in a correct run; a broken store causes some).
 	Refused int
@@ -166,6 +169,7 @@ func RunLockSets(seed uint64, rounds, parallel int, neg *Negative) (*LockSetCoun
 				total.Violations = append(total.Violations, v)
 			}
 		}
+		total.ClearMsMax = max(total.ClearMsMax, c.ClearMsMax)
 		total.Digest = mixDigest(total.Digest, c.Digest)
 	}
 	return total, nil
@@ -337,10 +341,20 @@ func (w *lsWorld) mix(vs ...uint64) {
 	}
 }
 
+// repro is the command that replays the round (the last of those it
+// runs; each round is seeded from (seed, round) alone).
+func (w *lsWorld) repro() string {
+	cmd := "fencegate sim"
+	if w.neg != nil && w.neg.Name != "" {
+		cmd = "go run ./sim/cmd/simbreak --break " + w.neg.Name
+	}
+	return fmt.Sprintf("%s --rounds 1 --faults none --seed %d --lockset-rounds %d --parallel 1", cmd, w.runSeed, w.round)
+}
+
 func (w *lsWorld) violate(kind, format string, args ...any) {
 	if len(w.c.Violations) < ViolationsMax {
 		w.c.Violations = append(w.c.Violations, Violation{Round: w.round, Kind: kind, Detail: fmt.Sprintf(format, args...),
-			Seed: w.runSeed, RoundS: w.seed, Repro: fmt.Sprintf("sim.RunLockSets(%d, %d, …): round %d", w.runSeed, w.round, w.round)})
+			Seed: w.runSeed, RoundS: w.seed, Repro: w.repro()})
 	}
 }
 
@@ -581,6 +595,7 @@ func (w *lsWorld) step(p *lsPending) {
 	clear := w.clearMs(p) // as it stood when the step began
 	if p.step() {
 		w.end(p)
+		w.c.ClearMsMax = max(w.c.ClearMsMax, clear)
 		if clear > w.claimMs {
 			// Answered (granted or run out) only now, though every
 			// member had been clear for it longer than the claim bound.

@@ -18,8 +18,8 @@ func TestLockSetRounds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%d rounds: %d sets (%d member grants), %d plain, %d frozen, %d crashed, %d renewed, %d abandoned, %d ran out, %d refused, %d writes, %d accepted",
-		c.Rounds, c.Sets, c.MemberGrants, c.Plain, c.Frozen, c.Crashed, c.Renewed, c.Abandoned, c.RanOut, c.Refused, c.Writes, c.Accepted)
+	t.Logf("%d rounds: %d sets (%d member grants), %d plain, %d frozen, %d crashed, %d renewed, %d abandoned, %d ran out (longest answer after every member was clear: %d ms), %d refused, %d writes, %d accepted",
+		c.Rounds, c.Sets, c.MemberGrants, c.Plain, c.Frozen, c.Crashed, c.Renewed, c.Abandoned, c.RanOut, c.ClearMsMax, c.Refused, c.Writes, c.Accepted)
 	if !c.OK() || len(c.Violations) > 0 || c.Refused > 0 {
 		t.Fatalf("partial %d, waiter holds %d, member twice %d, stale %d, stuck %d, deadlocks %d, unended %d, refused %d: %+v",
 			c.SetPartial, c.SetWaiterHolds, c.MemberTwice, c.MemberStale, c.Stuck, c.Deadlocks, c.Unended, c.Refused, c.Violations)
