@@ -33,7 +33,8 @@ import (
 // wakes it, and at its WakeAt, as its poll does) and a real gate
 // (gate/memgate) per member resource, through which a holder writes each
 // member it holds. TTLs are drawn over the registry's whole accepted range
-// (log-uniformly, the ends weighted), waits over [2 s, WaitMsMax]; a share
+// (log-uniformly, the ends weighted), waits over [2 s, WaitMsMax], each
+// round's status-proof life as the lock rounds draw it; a share
 // of holders freeze past their TTL and lock-delay before they write (the
 // stale writer), a share of sets renew once (RenewSet) before they write,
 // sets release with ReleaseSet, and a share of waits are given up
@@ -269,6 +270,7 @@ func newLSWorld(keys *keySet, seed uint64, round int, neg *Negative, c *LockSetC
 	w := &lsWorld{runSeed: seed, seed: s, round: round, rng: newRNG(s), digest: fnv.New64a(), c: c, neg: neg,
 		truth: map[string]*memberTruth{}, intents: map[lsKey]*lsIntent{}, waiting: map[*lsIntent]*lsPending{}, gates: map[string]*memgate.Gate{}}
 	w.lim = registry.DefaultConfig(epochLive)
+	w.lim.StatusProofTTLMs = uint64(w.rng.edgy(proofTTLMsMin, proofTTLMsMax, proofTTLMsMin, 2000, proofTTLMsMax)) // as the lock rounds' sweep
 	// The claim bound: a free member's vanished head is dropped within
 	// 2 × HandoffClaimMs of its last stamp and a waiter looks at least
 	// every WaitPollMsMax; one more HandoffClaimMs for a second ghost.
