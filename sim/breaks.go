@@ -74,6 +74,19 @@ type Negative struct {
 	// NoWakeInFlight: the driver does not look at a lease while a call is
 	// in flight, though the core names its local deadline.
 	NoWakeInFlight bool
+
+	// The lock-set rounds' workers and waiters (RunLockSets; the other
+	// rounds ignore them):
+
+	// MultiLock: a worker takes a lock set's members one by one with plain
+	// acquires, in the order it names them, holding those it has while it
+	// waits for the next (the peers' MultiLock recipe).
+	MultiLock bool
+	// NoPoll: a waiting acquire is stepped only when one of its members'
+	// records is written (its watch), never at its WakeAt (no poll on the
+	// registry clock), so an expiry or a claim window passing unwritten
+	// goes unnoticed.
+	NoPoll bool
 }
 
 // gateAdapter returns the round's adapter: the goroutine's SQL

@@ -21,6 +21,7 @@
 //	fencegate sim --rounds 20000 --skew-beyond-bound  # gate clock beyond the bound: detected, reported
 //	fencegate sim --seed S --rounds N --round K --trace  # replay one round, event by event
 //	fencegate sim --rounds 2000 --semaphore-rounds 2000  # then counting semaphores beside plain locks (semaphore.go)
+//	fencegate sim --rounds 2000 --lockset-rounds 2000    # then lock sets beside plain locks on the same resources (lockset.go)
 //
 // The negative controls are not in the fencegate binary; from a checkout:
 //
@@ -31,6 +32,9 @@
 //	go run ./sim/cmd/simbreak --rounds 2000 --alg ed25519 --faults adversary=1 --break batch-path  # batch paths unchecked: forged grants accepted
 //	go run ./sim/cmd/simbreak --rounds 100 --faults none --unsafe --semaphore-rounds 300            # stale permit writes
 //	go run ./sim/cmd/simbreak --rounds 100 --faults none --break stale-read --semaphore-rounds 300  # a slot twice, more than N
+//	go run ./sim/cmd/simbreak --rounds 1 --faults none --break set-split --lockset-rounds 300   # a lock set granted and held in part
+//	go run ./sim/cmd/simbreak --rounds 1 --faults none --break multilock --lockset-rounds 300   # member by member: waiters holding, deadlocks
+//	go run ./sim/cmd/simbreak --rounds 1 --faults none --break no-poll --lockset-rounds 300     # waiters that only watch: sets stuck with every member free
 //
 // CI runs four seeds of 25,000 rounds (.ci/run); the long run, several
 // seeds of a million rounds each, is in docs/guarantees.md ("The
@@ -273,10 +277,16 @@
 // checker counts the updates those commits lose; lease-clock runs the
 // lease clock as it was before issue 42, from outside the client's core
 // (renewals at a share of the TTL, no look at the deadline while a call
-// is in flight, the state as last stepped, no TTL refused). Each must
+// is in flight, the state as last stepped, no TTL refused). The lock-set
+// rounds (lockset.go) have their own: set-split, a store that commits a
+// set's write member by member; multilock, workers that take a set's
+// members one by one with plain acquires in their naming order (the
+// peers' MultiLock); no-poll, waiters stepped only on their members'
+// commits, never at their WakeAt; with fence and stale-read. Each must
 // make its checker count non-zero, or the checker proves nothing
-// (sim/negative's TestBrokenProtectionIsCaught and
-// TestLeaseClockBreakIsCaughtAtShortTTLs).
+// (sim/negative's TestBrokenProtectionIsCaught,
+// TestLeaseClockBreakIsCaughtAtShortTTLs, TestSemaphoreBreaksAreCaught and
+// TestLockSetBreaksAreCaught).
 //
 // # What is real and what is simulated
 //

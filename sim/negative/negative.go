@@ -9,7 +9,13 @@
 //     decides and records and every write lands — a lease alone;
 //   - auth: a trust bundle that trusts every key, the attacker's too;
 //   - hop: a downstream worker that applies every job it is handed, with
-//     no gate at its target.
+//     no gate at its target;
+//   - multilock: the lock-set rounds' workers taking a set's members one
+//     by one with plain acquires in the order they name them, as the
+//     peers' MultiLock recipes do (a waiter holding members, deadlocks);
+//   - no-poll: the lock-set rounds' waiters stepped only when a member's
+//     record is written, never at their WakeAt (sets stuck with every
+//     member free).
 //
 // Where the protection is a product part, the control replaces it from
 // outside with a function of its own:
@@ -30,7 +36,11 @@
 //     not the contents each write was decided on;
 //   - stale-read: the registry's store reading a write behind and
 //     comparing nothing (caught by the semaphore rounds: a slot granted
-//     twice, more than N holders);
+//     twice, more than N holders; and by the lock-set rounds: a member
+//     granted twice);
+//   - set-split: the registry's store applying a lock set's write member
+//     by member, one commit each (caught by the lock-set rounds: a set
+//     granted or held in part);
 //   - lease-clock: the lease clock before issue 42, as a driver saw it:
 //     renewals at a share of the TTL rather than of the local life, no
 //     look at the lease while a call is in flight, the state as the
@@ -73,6 +83,9 @@ var controls = []struct {
 	{"lease-clock", leaseClockBefore42},
 	{"batch-path", batchPathSkipped},
 	{"stale-read", func() *sim.Negative { return &sim.Negative{Store: staleReadStore} }},
+	{"set-split", func() *sim.Negative { return &sim.Negative{Store: setSplitStore} }},
+	{"multilock", func() *sim.Negative { return &sim.Negative{MultiLock: true} }},
+	{"no-poll", func() *sim.Negative { return &sim.Negative{NoPoll: true} }},
 }
 
 // Names lists every negative control's name, in a fixed order; "fence"

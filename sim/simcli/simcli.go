@@ -24,7 +24,7 @@ import (
 
 // Options are the values of the flags Bind adds.
 type Options struct {
-	rounds, round, parallel, semRounds            int
+	rounds, round, parallel, semRounds, lsRounds  int
 	seed                                          uint64
 	faults, alg                                   string
 	beyond, trace, asJSON, query                  bool
@@ -56,6 +56,7 @@ func (o *Options) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&o.alg, "alg", "hmac-sha256", "proof algorithm of every key: hmac-sha256, or ed25519 (the production default; same decisions, rounds about 3x slower)")
 	fs.Int64Var(&o.budget, "handoff-budget-ms", 0, "handoff p99 budget in ms (default 3000)")
 	fs.IntVar(&o.semRounds, "semaphore-rounds", 0, "then run this many semaphore rounds (counting semaphores beside plain locks, frozen permit holders; text report only)")
+	fs.IntVar(&o.lsRounds, "lockset-rounds", 0, "then run this many lock-set rounds (all-or-nothing lock sets beside plain locks on the same resources, frozen and crashed holders; text report only)")
 }
 
 // UsageError is a mistake in the command line: the command should exit
@@ -105,7 +106,10 @@ func Run(o *Options, n *sim.Negative, stdout io.Writer) error {
 	if !rep.OK() {
 		return fmt.Errorf("%d %w (seed %d)", rep.ViolationsTotal, ErrViolations, rep.Seed)
 	}
-	return runSemaphores(o, cfg.Seed, n, stdout)
+	if err := runSemaphores(o, cfg.Seed, n, stdout); err != nil {
+		return err
+	}
+	return runLockSets(o, cfg.Seed, n, stdout)
 }
 
 // runSemaphores runs --semaphore-rounds and reports them in one line,
@@ -127,6 +131,31 @@ func runSemaphores(o *Options, seed uint64, n *sim.Negative, stdout io.Writer) e
 	}
 	if !c.OK() {
 		return fmt.Errorf("%d semaphore %w (seed %d)", c.SemOverN+c.SemSlotTwice+c.SemStale, ErrViolations, seed)
+	}
+	return nil
+}
+
+// runLockSets runs --lockset-rounds and reports them in one line, then
+// each violation.
+func runLockSets(o *Options, seed uint64, n *sim.Negative, stdout io.Writer) error {
+	if o.lsRounds <= 0 || o.round > 0 {
+		return nil
+	}
+	c, err := sim.RunLockSets(seed, o.lsRounds, o.parallel, n)
+	if err != nil {
+		return &UsageError{err}
+	}
+	if !o.asJSON {
+		fmt.Fprintf(stdout, "lock-set rounds %d: %d sets (%d member grants), %d plain locks, %d frozen and %d crashed holders, %d renewed, %d abandoned, %d ran out (longest answer after every member was clear %d ms), %d refused, %d writes, %d accepted; "+
+			"partial set %d, waiter holding %d, member held twice %d, stale accepted %d, stuck %d, deadlocked %d, unended %d; digest %016x\n",
+			c.Rounds, c.Sets, c.MemberGrants, c.Plain, c.Frozen, c.Crashed, c.Renewed, c.Abandoned, c.RanOut, c.ClearMsMax, c.Refused, c.Writes, c.Accepted,
+			c.SetPartial, c.SetWaiterHolds, c.MemberTwice, c.MemberStale, c.Stuck, c.Deadlocks, c.Unended, c.Digest)
+		for _, v := range c.Violations {
+			fmt.Fprintf(stdout, "  %s round %d: %s (%s)\n", v.Kind, v.Round, v.Detail, v.Repro)
+		}
+	}
+	if !c.OK() {
+		return fmt.Errorf("%d lock-set %w (seed %d)", c.Bad(), ErrViolations, seed)
 	}
 	return nil
 }
