@@ -126,6 +126,13 @@ func TestChaosMutant(t *testing.T) {
 		if _, err := os.Stat(r.Visualization); err != nil {
 			t.Errorf("mutant: no porcupine visualization: %v", err)
 		}
+		// A stale write applied on a semaphore's slot is the frozen
+		// permit holder's: the semaphore model must see it too.
+		if r.Counts.StaleAcceptsOnSlots > 0 && r.Sem.Verdict != porcupine.Illegal {
+			t.Errorf("mutant seed %d: %d stale accepts on semaphore slots, the semaphore model says %s; want Illegal", seed, r.Counts.StaleAcceptsOnSlots, r.Sem.Verdict)
+		}
+		t.Logf("mutant seed %d: %d stale accepts (%d on semaphore slots); porcupine %s, the semaphore model %s", seed,
+			r.Counts.StaleAccepts, r.Counts.StaleAcceptsOnSlots, r.Verdict, r.Sem.Verdict)
 		return
 	}
 	t.Errorf("mutant (no fence check): no stale accept in %d runs", mutantRunsMax)
