@@ -34,6 +34,10 @@ const (
 	EnvKeep     = "FENCEGATE_CHAOS_KEEP"             // keep every run's directory under this one
 	EnvReplicas = "FENCEGATE_CHAOS_RESTART_REPLICAS" // "1": restart the serve replicas after the restore
 	EnvBackend  = "FENCEGATE_CHAOS_BACKEND"          // "etcd" (default) or "zookeeper"
+	// EnvSemaphores is how many counting semaphores the workers share
+	// beside the resources (default 1, of PermitsDefault permits); "0"
+	// runs the exclusive locks alone.
+	EnvSemaphores = "FENCEGATE_CHAOS_SEMAPHORES"
 )
 
 func TestMain(m *testing.M) {
@@ -126,6 +130,13 @@ func TestChaosMutant(t *testing.T) {
 		if _, err := os.Stat(r.Visualization); err != nil {
 			t.Errorf("mutant: no porcupine visualization: %v", err)
 		}
+		// A stale write applied on a semaphore's slot is the frozen
+		// permit holder's: the semaphore model must see it too.
+		if r.Counts.StaleAcceptsOnSlots > 0 && r.Sem.Verdict != porcupine.Illegal {
+			t.Errorf("mutant seed %d: %d stale accepts on semaphore slots, the semaphore model says %s; want Illegal", seed, r.Counts.StaleAcceptsOnSlots, r.Sem.Verdict)
+		}
+		t.Logf("mutant seed %d: %d stale accepts (%d on semaphore slots); porcupine %s, the semaphore model %s", seed,
+			r.Counts.StaleAccepts, r.Counts.StaleAcceptsOnSlots, r.Verdict, r.Sem.Verdict)
 		return
 	}
 	t.Errorf("mutant (no fence check): no stale accept in %d runs", mutantRunsMax)
@@ -153,7 +164,14 @@ func run(t *testing.T, bins Binaries, seed uint64, d time.Duration, mutant bool)
 		}
 	})
 	workers, _ := strconv.Atoi(envOr(EnvWorkers, "0"))
-	cfg := Config{Seed: seed, Duration: d, Workers: workers, Mutant: mutant, Dir: dir, Backend: backend, StoreDir: storeDir,
+	sems, err := strconv.Atoi(envOr(EnvSemaphores, "1"))
+	if err != nil || sems < 0 {
+		t.Fatalf("%s=%q: want a count, 0 for none", EnvSemaphores, os.Getenv(EnvSemaphores))
+	}
+	if sems == 0 {
+		sems = -1 // Config's none
+	}
+	cfg := Config{Seed: seed, Duration: d, Workers: workers, Semaphores: sems, Mutant: mutant, Dir: dir, Backend: backend, StoreDir: storeDir,
 		RestartReplicasOnRestore: os.Getenv(EnvReplicas) == "1",
 		DSN:                      pgtest.NewDatabase(t), Bins: bins, Logf: t.Logf}
 	ctx, cancel := context.WithTimeout(context.Background(), d+5*time.Minute)

@@ -49,13 +49,41 @@ type Report struct {
 	// (zkForks): printed always, and named among the failures of a run
 	// that failed.
 	EngineForks []string
-	Operations  int            // operations porcupine checked
-	CheckTime   time.Duration  // porcupine's time
-	Calls       map[string]int // registry calls by kind/result, writes and decisions by outcome
-	Faults      map[string]int // injected, by kind
-	Counts      Counts
-	Repairs     int
-	Resumes     int
+	Operations  int           // operations porcupine checked
+	CheckTime   time.Duration // porcupine's time
+	// Sem is the semaphore model's check (model_semaphore.go) over the
+	// history's counting semaphores: at most N holders, one holder per
+	// slot, a lease on one slot, N recorded, each slot's fences rising
+	// and its gate accepting as an exclusive lock's. Its verdict is
+	// folded into Verdict (the worse of the two); zero when the run had
+	// no semaphore.
+	Sem     SemCheck
+	Calls   map[string]int // registry calls by kind/result, writes and decisions by outcome
+	Faults  map[string]int // injected, by kind
+	Counts  Counts
+	Repairs int
+	Resumes int
+}
+
+// SemCheck is the semaphore model's verdict over a run's history.
+type SemCheck struct {
+	Semaphores    []string
+	Verdict       porcupine.CheckResult
+	Operations    int
+	CheckTime     time.Duration
+	Visualization string
+	Evidence      []string
+	Undecided     []string
+}
+
+// worse is the worse of two verdicts: Illegal, then Unknown, then Ok.
+func worse(a, b porcupine.CheckResult) porcupine.CheckResult {
+	for _, v := range []porcupine.CheckResult{porcupine.Illegal, porcupine.Unknown} {
+		if a == v || b == v {
+			return v
+		}
+	}
+	return porcupine.Ok
 }
 
 // Failures lists what makes a normal run fail: a verdict other than Ok,
@@ -160,6 +188,9 @@ func CheckHistory(eventsDir, storeDir string, seed uint64, mutant bool, visDir s
 	case porcupine.Unknown:
 		rep.Undecided = undecided(model, ops)
 	}
+	if err := checkSemaphores(h, seed, visDir, rep); err != nil {
+		return nil, err
+	}
 	countRegistry(h, &rep.Counts)
 	countPauses(h, &rep.Counts)
 	for _, e := range h.Events {
@@ -171,6 +202,37 @@ func CheckHistory(eventsDir, storeDir string, seed uint64, mutant bool, visDir s
 		}
 	}
 	return rep, nil
+}
+
+// checkSemaphores runs the semaphore model over h's semaphore
+// operations into rep.Sem, and folds its verdict into rep.Verdict.
+func checkSemaphores(h *History, seed uint64, visDir string, rep *Report) error {
+	ops := h.SemaphoreOperations()
+	if len(ops) == 0 {
+		return nil
+	}
+	sc := &rep.Sem
+	sc.Semaphores, sc.Operations = h.Semaphores(), len(ops)
+	model := semModelFor(ops)
+	t0 := time.Now()
+	res, info := porcupine.CheckOperationsVerbose(model, ops, checkTimeout)
+	sc.Verdict, sc.CheckTime = res, time.Since(t0)
+	switch res {
+	case porcupine.Illegal:
+		sc.Visualization = filepath.Join(visDir, fmt.Sprintf("porcupine-semaphore-seed%d.html", seed))
+		if err := porcupine.VisualizePath(model, info, sc.Visualization); err != nil {
+			return err
+		}
+		sc.Evidence = semEvidence(model, ops)
+	case porcupine.Unknown:
+		sc.Undecided = semUndecided(model, ops)
+	}
+	rep.Verdict = worse(rep.Verdict, res)
+	if rep.Visualization == "" {
+		rep.Visualization = sc.Visualization
+	}
+	rep.Undecided = append(rep.Undecided, sc.Undecided...)
+	return nil
 }
 
 // tally counts registry answers by kind and result, and writes and gate
@@ -204,8 +266,17 @@ func (r *Report) String() string {
 	for _, k := range keys {
 		fmt.Fprintf(&b, "  %-32s %d\n", k, r.Calls[k])
 	}
+	if s := r.Sem; s.Operations > 0 {
+		fmt.Fprintf(&b, "  semaphores %v: porcupine %s over %d operations (%s)\n", s.Semaphores, s.Verdict, s.Operations, s.CheckTime.Round(time.Millisecond))
+	}
 	if r.Visualization != "" {
 		fmt.Fprintf(&b, "  porcupine visualization: %s\n", r.Visualization)
+	}
+	if r.Sem.Visualization != "" {
+		fmt.Fprintf(&b, "  porcupine visualization (semaphores): %s\n", r.Sem.Visualization)
+	}
+	for _, l := range r.Sem.Evidence {
+		fmt.Fprintf(&b, "  %s\n", l)
 	}
 	for _, l := range r.EngineForks {
 		fmt.Fprintf(&b, "  %s\n", l)
@@ -230,6 +301,7 @@ func Totals(rs []*Report) (ops int, faults map[string]int, verdicts map[string]i
 		}
 		c := &counts
 		c.StaleAccepts += r.Counts.StaleAccepts
+		c.StaleAcceptsOnSlots += r.Counts.StaleAcceptsOnSlots
 		c.FenceReusedAtGate += r.Counts.FenceReusedAtGate
 		c.FenceReusedByRegistry += r.Counts.FenceReusedByRegistry
 		c.RequestIDTwoGrants += r.Counts.RequestIDTwoGrants

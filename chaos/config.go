@@ -3,6 +3,8 @@ package chaos
 import (
 	"fmt"
 	"time"
+
+	"github.com/fencegate/fencegate/wire"
 )
 
 // Config is one run. Zero fields take the defaults below.
@@ -19,6 +21,15 @@ type Config struct {
 	// Resources is how many resources the workers share. Optional,
 	// defaults to 3.
 	Resources int
+	// Semaphores is how many counting semaphores the workers share
+	// beside the resources, each with Permits permits: a worker's
+	// operation takes a permit of one as often as it locks each
+	// resource, and writes through the slot's gate (issue 46). Optional,
+	// defaults to 1; negative for none.
+	Semaphores int
+	// Permits is each semaphore's N. Optional, defaults to 2; at most
+	// semSlotsMax-1 (the workers' PERMITS_MISMATCH probe names N+1).
+	Permits int
 	// Replicas is the number of `fencegate serve` replicas. Optional,
 	// defaults to 2.
 	Replicas int
@@ -56,13 +67,15 @@ type Config struct {
 
 // Named defaults of Config.
 const (
-	DurationDefault  = 60 * time.Second
-	WorkersDefault   = 8
-	WorkersMax       = 16
-	ResourcesDefault = 3
-	ReplicasDefault  = 2
-	ServicesDefault  = 2
-	TTLMsDefault     = 3000
+	DurationDefault   = 60 * time.Second
+	WorkersDefault    = 8
+	WorkersMax        = 16
+	ResourcesDefault  = 3
+	SemaphoresDefault = 1
+	PermitsDefault    = 2
+	ReplicasDefault   = 2
+	ServicesDefault   = 2
+	TTLMsDefault      = 3000
 )
 
 // settleTime ends a run without faults: every fault is healed, every
@@ -81,6 +94,10 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	def(&c.Workers, WorkersDefault)
 	def(&c.Resources, ResourcesDefault)
+	if c.Semaphores == 0 {
+		c.Semaphores = SemaphoresDefault
+	}
+	def(&c.Permits, PermitsDefault)
 	def(&c.Replicas, ReplicasDefault)
 	def(&c.Services, ServicesDefault)
 	def(&c.TTLMs, TTLMsDefault)
@@ -98,6 +115,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("chaos: Config.Seed is required")
 	case c.Dir == "" || c.DSN == "":
 		return c, fmt.Errorf("chaos: Config.Dir and Config.DSN are required")
+	case c.Permits >= semSlotsMax:
+		return c, fmt.Errorf("chaos: %d permits, at most %d", c.Permits, semSlotsMax-1)
 	case c.Workers > WorkersMax:
 		return c, fmt.Errorf("chaos: %d workers, at most %d", c.Workers, WorkersMax)
 	case c.Backend != BackendEtcd && c.Backend != BackendZooKeeper:
@@ -115,3 +134,28 @@ func (c Config) resources() []string {
 	}
 	return out
 }
+
+// semaphores names the run's counting semaphores.
+func (c Config) semaphores() []string {
+	var out []string
+	for i := range max(c.Semaphores, 0) {
+		out = append(out, fmt.Sprintf("chaos/sem-%d", i+1))
+	}
+	return out
+}
+
+// slots names the first n slots of every semaphore.
+func (c Config) slots(n int) []string {
+	var out []string
+	for _, s := range c.semaphores() {
+		for i := range n {
+			out = append(out, wire.SlotResource(s, i))
+		}
+	}
+	return out
+}
+
+// gated is every resource a gate may see: the resources, and every slot
+// of every semaphore (the PERMITS_MISMATCH probe's N+1st included, should
+// a registry grant it).
+func (c Config) gated() []string { return append(c.resources(), c.slots(c.Permits+1)...) }

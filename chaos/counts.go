@@ -14,6 +14,10 @@ type Counts struct {
 	// StaleAccepts: writes applied (business table, in commit order per
 	// resource) under a fence below one already applied.
 	StaleAccepts int
+	// StaleAcceptsOnSlots are the StaleAccepts on counting semaphores'
+	// slots (counted in StaleAccepts too): where the mutant run's
+	// semaphore check must say Illegal.
+	StaleAcceptsOnSlots int
 	// FenceReusedAtGate: a resource applied writes of two grants under one
 	// fence.
 	FenceReusedAtGate int

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fencegate/fencegate/chaos/chaosproc"
 	"github.com/fencegate/fencegate/gate/sqlgate"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // effect is one row of the services' business table.
@@ -85,6 +86,9 @@ func countEffects(effects []effect, receipts map[segKey]string, mutant bool, c *
 	for _, e := range effects {
 		if e.fence < highest[e.resource] {
 			c.StaleAccepts++
+			if _, _, slot := wire.SlotOf(e.resource); slot {
+				c.StaleAcceptsOnSlots++
+			}
 		}
 		highest[e.resource] = max(highest[e.resource], e.fence)
 		fk := segKey{e.resource, e.fence, 0}

@@ -210,6 +210,7 @@ func (e *Env) startWorkers() error {
 		w := e.procs.Add(&Proc{Name: n, Path: e.cfg.Bins.Chaosproc, Log: e.logPath(n), Args: []string{
 			"worker", "--name", n, "--token", e.tokens[n], "--registries", strings.Join(regs, ","),
 			"--services", strings.Join(svcs, ","), "--resources", strings.Join(e.cfg.resources(), ","),
+			"--semaphores", strings.Join(e.cfg.semaphores(), ","), "--permits", fmt.Sprint(e.cfg.Permits),
 			"--ttl-ms", fmt.Sprint(e.cfg.TTLMs), "--seed", fmt.Sprint(e.cfg.Seed*1000 + uint64(i)),
 			"--events", e.EventsPath(n),
 		}})

@@ -38,7 +38,7 @@ const semSlotsMax = 8
 type semInput struct {
 	opInput
 	name    string // the semaphore
-	permits uint64 // acquire: the N it named
+	permits uint64 // acquire: the N it named (0: not known, a grant found by its request ID)
 	slot    int    // the slot's index
 }
 
@@ -106,11 +106,7 @@ func semPartition(h []porcupine.Operation) [][]porcupine.Operation {
 	idx := map[string]int{}
 	var out [][]porcupine.Operation
 	for _, op := range h {
-		in := op.Input.(semInput)
-		key := in.name + " registry"
-		if in.kind == opDecide || in.kind == opResume {
-			key = fmt.Sprintf("%s slot %d gate", in.name, in.slot)
-		}
+		key := semObjectOf(op.Input.(semInput))
 		i, ok := idx[key]
 		if !ok {
 			i = len(out)
@@ -120,6 +116,15 @@ func semPartition(h []porcupine.Operation) [][]porcupine.Operation {
 		out[i] = append(out[i], op)
 	}
 	return out
+}
+
+// semObjectOf names the partition of a semaphore operation: the
+// semaphore's registry, or one slot's gate.
+func semObjectOf(in semInput) string {
+	if in.kind == opDecide || in.kind == opResume {
+		return fmt.Sprintf("%s slot %d gate", in.name, in.slot)
+	}
+	return in.name + " registry"
 }
 
 // stepSemaphore steps one semaphore (or one slot's gate) by one answered
@@ -157,17 +162,23 @@ func (p modelParams) stepSemaphore(s semState, in semInput) []semState {
 			return []semState{s}
 		}
 		switch {
+		case in.permits == 0: // a grant found by its request ID, whose N the history lost: the slot's rules only
 		case s.permits != 0 && in.permits != s.permits:
 			return nil // granted under another N
 		case uint64(in.slot) >= in.permits:
 			return nil // a slot past N: an N+1st permit
+		}
+		if s.permits != 0 && uint64(in.slot) >= s.permits {
+			return nil // a slot past the recorded N
 		}
 		for i, sl := range s.slots {
 			if i != in.slot && sl.known && sl.holder == in.lease {
 				return nil // the lease holds another slot: a permit is one slot
 			}
 		}
-		s.permits = in.permits
+		if in.permits != 0 {
+			s.permits = in.permits
+		}
 	}
 	return s.withSlot(in.slot, p.stepRegistry(s.slots[in.slot], in.opInput))
 }

@@ -46,7 +46,7 @@ func newRepairer(e *Env, rec *record.Writer) *repairer {
 func (r *repairer) restored(ctx context.Context) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, res := range r.e.cfg.resources() {
+	for _, res := range r.e.cfg.gated() {
 		r.unrepaired[res] = true
 	}
 	r.allAt = time.Now().Add(repairAllAfter)
@@ -55,7 +55,7 @@ func (r *repairer) restored(ctx context.Context) {
 // run repairs paused resources until ctx ends.
 func (r *repairer) run(ctx context.Context) {
 	for sleepUntil(ctx, time.Now().Add(repairPoll)) {
-		for _, res := range r.e.cfg.resources() {
+		for _, res := range r.e.cfg.gated() {
 			st, err := r.e.gate.State(ctx, r.e.db, res)
 			if err == nil && st.Paused {
 				r.repair(ctx, res, true)

@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,12 +39,18 @@ func assetServer() http.Handler {
 // about a millisecond before main.
 var pages = sync.OnceValue(func() *template.Template {
 	return template.Must(template.New("").Funcs(template.FuncMap{
-		"ms":       ms,
-		"clock":    func(atMs int64) string { return time.UnixMilli(atMs).UTC().Format("15:04:05.000") },
-		"time":     func(t time.Time) string { return t.UTC().Format("15:04:05 UTC") },
-		"outcome":  outcomeClass,
-		"join":     strings.Join,
-		"paused":   anyPaused,
+		"ms":      ms,
+		"clock":   func(atMs int64) string { return time.UnixMilli(atMs).UTC().Format("15:04:05.000") },
+		"time":    func(t time.Time) string { return t.UTC().Format("15:04:05 UTC") },
+		"outcome": outcomeClass,
+		"join":    strings.Join,
+		"paused":  anyPaused,
+		"gateCell": func(p pageData, c GateCell, resource, label string) gateCellData {
+			return gateCellData{Cell: c, Resource: resource, Label: label, Admin: p.Viewer.Admin}
+		},
+		"slotGates": func(slots []ResourceRow) bool {
+			return slices.ContainsFunc(slots, func(r ResourceRow) bool { return len(r.Gates) > 0 })
+		},
 		"ageSince": func(nowMs, atMs int64) string { return ms(max(nowMs-atMs, 0)) },
 		"percent":  func(f float64) string { return strconv.FormatFloat(100*f, 'f', 2, 64) + "%" },
 	}).ParseFS(templateFS, "templates/*.html"))
@@ -62,6 +69,15 @@ func outcomeClass(o string) string {
 		return "o-alarm"
 	}
 	return "o-reject"
+}
+
+// gateCellData is one gate's cell in a resource's row: the gate's view
+// of Resource (a semaphore's slot under Label "slot i · "), with the
+// resume link for an admin.
+type gateCellData struct {
+	Cell            GateCell
+	Resource, Label string
+	Admin           bool
 }
 
 func anyPaused(cells []GateCell) bool {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/lockstate"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // Bounds of the resource list.
@@ -162,6 +163,23 @@ type ResourceRow struct {
 	// CanBreak: the one looking may break this lock (an admin, or the
 	// resource policy's break verb). Set per viewer.
 	CanBreak bool
+	// Permits, for a counting semaphore, is its N: the row has no holder
+	// of its own, its waiters are the queue across the slots, and Slots
+	// are the slots' own rows in slot order (Resource NAME/_slot.i, each
+	// with its holder, fence, lease left and gates), SlotsHeld of them
+	// held. 0 and no Slots for an exclusive lock.
+	Permits   uint64
+	Slots     []ResourceRow
+	SlotsHeld int
+}
+
+// semaphoreOf is the row a resource is shown in: a semaphore's slot in
+// its semaphore's, any other resource in its own.
+func semaphoreOf(resource string) string {
+	if name, _, ok := wire.SlotOf(resource); ok {
+		return name
+	}
+	return resource
 }
 
 // GateCell is one gate's view of a resource.

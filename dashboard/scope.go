@@ -32,6 +32,7 @@ type seer struct {
 }
 
 func (s *seer) sees(resource string) bool {
+	resource = semaphoreOf(resource) // a slot is seen with its semaphore's rights, as the API authorizes it
 	ok, done := s.memo[resource]
 	if !done {
 		ok = s.auth.Authorize(s.id, httpapi.VerbSee, resource) == nil

@@ -88,14 +88,27 @@ func (s stuckRules) row(ls wire.LockStatus) ResourceRow {
 			row.StuckWaiter, row.StuckWaitMs = w.Owner, waited
 		}
 	}
+	if ls.Permits > 0 {
+		row.Permits = ls.Permits
+		for _, sl := range ls.Slots {
+			sr := s.row(sl)
+			if sr.Holder != "" {
+				row.SlotsHeld++
+			}
+			row.Slots = append(row.Slots, sr)
+		}
+	}
 	return row
 }
 
 // age is how long before now t was, in ms (0 if after).
 func age(now, t time.Time) int64 { return max(now.Sub(t).Milliseconds(), 0) }
 
-// Stuck reports whether the row shows a stuck wait or hold.
-func (r ResourceRow) Stuck() bool { return r.StuckWaiter != "" || r.StuckHold }
+// Stuck reports whether the row shows a stuck wait or hold (a
+// semaphore's: a stuck wait in its queue, or a stuck hold of a slot).
+func (r ResourceRow) Stuck() bool {
+	return r.StuckWaiter != "" || r.StuckHold || slices.ContainsFunc(r.Slots, ResourceRow.Stuck)
+}
 
 // stuckAttention says what is stuck about row, for the attention list: a
 // wait (bad: work is blocked) or, when nobody is stuck waiting, a long
@@ -105,6 +118,8 @@ func stuckAttention(r ResourceRow, waitMs, holdMs int64) []Attention {
 	if r.StuckWaiter != "" {
 		where := "; nobody holds it"
 		switch {
+		case r.Permits > 0:
+			where = fmt.Sprintf(" in the semaphore's queue, %d of %d permits held", r.SlotsHeld, r.Permits)
 		case r.Holder != "":
 			where = fmt.Sprintf(" behind %s, held %s", r.Holder, ms(r.HeldForMs))
 		case r.FreeInMs > 0:
@@ -120,6 +135,9 @@ func stuckAttention(r ResourceRow, waitMs, holdMs int64) []Attention {
 	if r.StuckHold && r.StuckWaiter == "" {
 		out = append(out, Attention{"warn", fmt.Sprintf("%s: held by %s for %s (since %s, lease %s, fence %d); stuck after %s",
 			r.Resource, r.Holder, ms(r.HeldForMs), r.HeldSince.UTC().Format("15:04:05 UTC"), r.Lease, r.HolderFence, ms(holdMs))})
+	}
+	for _, sl := range r.Slots {
+		out = append(out, stuckAttention(sl, waitMs, holdMs)...)
 	}
 	return out
 }

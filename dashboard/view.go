@@ -101,14 +101,14 @@ func (d *Dashboard) names(gates []GateView) []string {
 	var out []string
 	for _, g := range gates {
 		for _, r := range g.Report.Resources {
-			if r.Paused && !slices.Contains(out, r.Resource) {
-				out = append(out, r.Resource)
+			if name := semaphoreOf(r.Resource); r.Paused && !slices.Contains(out, name) {
+				out = append(out, name)
 			}
 		}
 	}
 	for _, r := range append(d.stuck.list(), d.known.recent(ResourcesShownMax)...) {
-		if len(out) < ResourcesShownMax && !slices.Contains(out, r) {
-			out = append(out, r)
+		if name := semaphoreOf(r); len(out) < ResourcesShownMax && !slices.Contains(out, name) {
+			out = append(out, name)
 		}
 	}
 	return out
@@ -118,22 +118,28 @@ func (d *Dashboard) names(gates []GateView) []string {
 // somewhere first, then stuck, then held, then with waiters, then by
 // name.
 func attachGates(rows []ResourceRow, gates []GateView) {
-	for i := range rows {
+	attach := func(row *ResourceRow) {
 		for _, g := range gates {
 			for _, r := range g.Report.Resources {
-				if r.Resource == rows[i].Resource {
-					rows[i].Gates = append(rows[i].Gates, GateCell{Gate: g.ID, HighestFence: r.HighestFence, Mode: r.Mode, Paused: r.Paused, Reason: r.PausedReason})
+				if r.Resource == row.Resource {
+					row.Gates = append(row.Gates, GateCell{Gate: g.ID, HighestFence: r.HighestFence, Mode: r.Mode, Paused: r.Paused, Reason: r.PausedReason})
 				}
 			}
 		}
 	}
+	for i := range rows {
+		attach(&rows[i])
+		for j := range rows[i].Slots {
+			attach(&rows[i].Slots[j])
+		}
+	}
 	key := func(r ResourceRow) int {
 		switch {
-		case slices.ContainsFunc(r.Gates, func(c GateCell) bool { return c.Paused }):
+		case r.PausedSomewhere():
 			return 0
 		case r.Stuck():
 			return 1
-		case r.Holder != "":
+		case r.Holder != "" || r.SlotsHeld > 0:
 			return 2
 		case r.Waiters > 0:
 			return 3
@@ -143,6 +149,12 @@ func attachGates(rows []ResourceRow, gates []GateView) {
 	slices.SortStableFunc(rows, func(a, b ResourceRow) int {
 		return cmp.Or(cmp.Compare(key(a), key(b)), strings.Compare(a.Resource, b.Resource))
 	})
+}
+
+// PausedSomewhere reports whether a gate has the row's resource (or,
+// for a semaphore, one of its slots) paused.
+func (r ResourceRow) PausedSomewhere() bool {
+	return slices.ContainsFunc(r.Gates, func(c GateCell) bool { return c.Paused }) || slices.ContainsFunc(r.Slots, ResourceRow.PausedSomewhere)
 }
 
 // decisions merges the gates' decisions, newest first.

@@ -26,8 +26,9 @@ type Transport struct {
 	Proc     string
 	Owner    string
 
-	mu  sync.Mutex
-	cur int
+	mu      sync.Mutex
+	cur     int
+	permits map[string]uint64 // request ID → the semaphore acquire's N (queries record it)
 }
 
 var _ client.Transport = (*Transport)(nil)
@@ -82,7 +83,15 @@ func (t *Transport) emit(e record.Event, is wire.Issued, err error) {
 
 // Acquire records the answer to an acquire.
 func (t *Transport) Acquire(ctx context.Context, req wire.AcquireRequest) (wire.Issued, error) {
-	e := record.Event{Kind: record.KindAcquire, CallNs: record.Now(), Resource: req.Resource, RequestID: req.RequestID, OperationID: req.OperationID}
+	e := record.Event{Kind: record.KindAcquire, CallNs: record.Now(), Resource: req.Resource, RequestID: req.RequestID, OperationID: req.OperationID, Permits: req.Permits}
+	if req.Permits > 0 {
+		t.mu.Lock()
+		if t.permits == nil {
+			t.permits = map[string]uint64{}
+		}
+		t.permits[req.RequestID] = req.Permits
+		t.mu.Unlock()
+	}
 	is, err := t.pick().Acquire(ctx, req)
 	t.emit(e, is, err)
 	return is, err
@@ -114,7 +123,10 @@ func (t *Transport) Status(ctx context.Context, g *grant.Grant) (wire.Issued, er
 
 // QueryRequest records the answer to a query by request ID.
 func (t *Transport) QueryRequest(ctx context.Context, requestID string) (wire.Issued, error) {
-	e := record.Event{Kind: record.KindQuery, CallNs: record.Now(), RequestID: requestID}
+	t.mu.Lock()
+	n := t.permits[requestID]
+	t.mu.Unlock()
+	e := record.Event{Kind: record.KindQuery, CallNs: record.Now(), RequestID: requestID, Permits: n}
 	is, err := t.pick().QueryRequest(ctx, requestID)
 	t.emit(e, is, err)
 	return is, err

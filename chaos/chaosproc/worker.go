@@ -27,10 +27,15 @@ const (
 
 // WorkerConfig is one worker process's job.
 type WorkerConfig struct {
-	Name        string
-	Registry    client.Transport // a recording *Transport over the replicas
-	Services    []*ServiceClient // the resource service replicas
-	Resources   []string
+	Name      string
+	Registry  client.Transport // a recording *Transport over the replicas
+	Services  []*ServiceClient // the resource service replicas
+	Resources []string
+	// Semaphores are counting semaphores of Permits permits each, chosen
+	// as often as each resource: a permit is a lease on one slot, written
+	// through the slot's gate as any lease. Optional.
+	Semaphores  []string
+	Permits     uint64
 	TTL, Wait   time.Duration
 	SegmentsMax int           // each operation writes 1..SegmentsMax segments
 	ThinkMax    time.Duration // "computing" a segment between its envelope and its send
@@ -51,6 +56,9 @@ func RunWorker(ctx context.Context, cfg WorkerConfig) error {
 	if cfg.SegmentsMax < 1 || len(cfg.Services) == 0 || len(cfg.Resources) == 0 {
 		return errors.New("chaosproc: worker needs services, resources and SegmentsMax >= 1")
 	}
+	if len(cfg.Semaphores) > 0 && cfg.Permits < wire.PermitsMin {
+		return errors.New("chaosproc: semaphores need Permits >= 1")
+	}
 	w := &worker{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 1))}
 	w.s = client.NewSession(cfg.Registry, client.Options{
 		Clock: cfg.Clock, Rand: rand.New(rand.NewPCG(cfg.Seed, 2)),
@@ -63,10 +71,30 @@ func RunWorker(ctx context.Context, cfg WorkerConfig) error {
 	return nil
 }
 
+// mismatchOneIn: one semaphore acquire in mismatchOneIn names N+1
+// permits without waiting, which the registry must refuse
+// (PERMITS_MISMATCH: N is recorded with the semaphore).
+const mismatchOneIn = 16
+
+// request draws the next operation's acquire: a resource, or a permit of
+// a semaphore (Permits N, or N+1 now and then).
+func (w *worker) request(opID string) wire.AcquireRequest {
+	req := wire.AcquireRequest{OperationID: opID, OperationClass: "settle", TTLMs: uint64(w.cfg.TTL.Milliseconds()), WaitMs: uint64(w.cfg.Wait.Milliseconds())}
+	i := w.rng.IntN(len(w.cfg.Resources) + len(w.cfg.Semaphores))
+	if i < len(w.cfg.Resources) {
+		req.Resource = w.cfg.Resources[i]
+		return req
+	}
+	req.Resource, req.Permits = w.cfg.Semaphores[i-len(w.cfg.Resources)], w.cfg.Permits
+	if w.rng.IntN(mismatchOneIn) == 0 {
+		req.Permits, req.WaitMs = w.cfg.Permits+1, 0
+	}
+	return req
+}
+
 // operation is one lease: acquire, write its segments in order, release.
 func (w *worker) operation(ctx context.Context, opID string) {
-	res := w.cfg.Resources[w.rng.IntN(len(w.cfg.Resources))]
-	l, err := w.s.Acquire(ctx, wire.AcquireRequest{Resource: res, OperationID: opID, OperationClass: "settle", TTLMs: uint64(w.cfg.TTL.Milliseconds()), WaitMs: uint64(w.cfg.Wait.Milliseconds())})
+	l, err := w.s.Acquire(ctx, w.request(opID))
 	var pe *client.PendingError
 	if errors.As(err, &pe) { // an earlier acquire has no final answer: wait it out
 		w.sleep(ctx, time.Until(pe.ReusableAt))

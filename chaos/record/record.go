@@ -60,6 +60,10 @@ type Event struct {
 	Owner     string `json:"owner,omitempty"`
 	RequestID string `json:"requestId,omitempty"`
 	Lease     string `json:"lease,omitempty"`
+	// Permits is a semaphore acquire's N (wire.AcquireRequest.Permits),
+	// and a query's when its request ID was sent as one; the grant's
+	// Resource then names the slot (wire.SlotOf).
+	Permits uint64 `json:"permits,omitempty"`
 
 	// The grant an answer or a mutation carries.
 	Fence          uint64 `json:"fence,omitempty"`

@@ -59,6 +59,8 @@ func worker(ctx context.Context, args []string) error {
 	registries := fs.String("registries", "", "comma-separated registry URLs (one per replica)")
 	services := fs.String("services", "", "comma-separated resource service URLs")
 	resources := fs.String("resources", "", "comma-separated resources")
+	semaphores := fs.String("semaphores", "", "comma-separated counting semaphores (optional)")
+	permits := fs.Uint64("permits", 2, "each semaphore's permits")
 	ttlMs := fs.Int("ttl-ms", 3000, "lease TTL")
 	waitMs := fs.Int("wait-ms", 1500, "how long an acquire queues")
 	segs := fs.Int("segments-max", 3, "segments per operation, at most")
@@ -92,10 +94,19 @@ func worker(ctx context.Context, args []string) error {
 	var reg client.Transport = t
 	return chaosproc.RunWorker(ctx, chaosproc.WorkerConfig{
 		Name: *name, Registry: reg, Services: svcs, Resources: strings.Split(*resources, ","),
+		Semaphores: splitList(*semaphores), Permits: *permits,
 		TTL: time.Duration(*ttlMs) * time.Millisecond, Wait: time.Duration(*waitMs) * time.Millisecond,
 		SegmentsMax: *segs, ThinkMax: time.Duration(*thinkMs) * time.Millisecond,
 		Seed: *seed, Clock: clock, Rec: rec,
 	})
+}
+
+// splitList splits a comma-separated list; "" is none.
+func splitList(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
 }
 
 // control reads the orchestrator's commands on stdin: "clock <offset ms>".
