@@ -122,14 +122,18 @@ func TestProofCache(t *testing.T) {
 	if count() != 0 {
 		t.Fatalf("after an install the cache holds %d entries", count())
 	}
+	g1, err := grant.ParseGrant(fg.Grant)
+	if err != nil {
+		t.Fatal(err)
+	}
 	// Negative control 2: apply reads the cache: an entry written by hand
 	// for the forged grant proof lets it through.
 	if err := applyRolledBack(ctx, h, nil, &fg); !errors.Is(err, gate.ErrBadProof) {
 		t.Fatalf("the forged proof after the install: %v, want BAD_PROOF", err)
 	}
 	if _, err := db.Exec(`INSERT INTO fencegate.proofs SELECT sha256(convert_to($1, 'UTF8') || '\x00'::bytea || sha256(convert_to($2, 'UTF8')) || '\x00'::bytea || convert_to($3, 'UTF8')),
-	    k.key_id, sha256(k.secret), 9223372036854775807 FROM fencegate.keys k WHERE k.key_id = split_part($3, ':', 2)`,
-		grant.SchemaGrant, string(fg.Grant), fg.GrantProof); err != nil {
+	    k.key_id, sha256(k.secret), $4, 9223372036854775807 FROM fencegate.keys k WHERE k.key_id = split_part($3, ':', 2)`,
+		grant.SchemaGrant, string(fg.Grant), fg.GrantProof, g1.IssuerEpoch); err != nil {
 		t.Fatal(err)
 	}
 	if err := applyRolledBack(ctx, h, nil, &fg); err != nil {
@@ -143,11 +147,7 @@ func TestProofCache(t *testing.T) {
 	if err := apply(m2); err != nil || count() != 2 {
 		t.Fatalf("segment 2: %v, %d entries", err, count())
 	}
-	g, err := grant.ParseGrant(m2.Grant)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pggate.SetRevokedBelow(ctx, db, g.IssuerEpoch+1); err != nil {
+	if err := pggate.SetRevokedBelow(ctx, db, g1.IssuerEpoch+1); err != nil {
 		t.Fatal(err)
 	}
 	if err := apply(mut(3)); !errors.Is(err, gate.ErrEpochRevoked) {

@@ -67,7 +67,7 @@ BEGIN
         k.secret, 'sha256') <> raw THEN
       RETURN format('BAD_PROOF: bad signature: %s over %s (key %s)', schema, fencegate.digest_text(digest), kid);
     END IF;
-    PERFORM fencegate.keep_proof(ck, kid, sha256(k.secret), until_ms);
+    PERFORM fencegate.keep_proof(ck, kid, sha256(k.secret), epoch, until_ms);
   END IF;
   RETURN NULL;
 END $fg$;
@@ -80,14 +80,15 @@ TRUNCATE fencegate.proofs;
 -- in the caller's transaction, unless its time is past already, pruning
 -- up to 8 entries a minute past their time, never waiting on another
 -- writer (an advisory try-lock on the entry, SKIP LOCKED).
-CREATE OR REPLACE FUNCTION fencegate.keep_proof(id BYTEA, key_id TEXT, key_digest BYTEA, until_ms BIGINT) RETURNS VOID LANGUAGE plpgsql AS $fg$
+CREATE OR REPLACE FUNCTION fencegate.keep_proof(id BYTEA, key_id TEXT, key_digest BYTEA, epoch NUMERIC, until_ms BIGINT) RETURNS VOID LANGUAGE plpgsql AS $fg$
 DECLARE
   now_ms BIGINT := fencegate.now_ms();
 BEGIN
   DELETE FROM fencegate.proofs WHERE proofs.id IN (SELECT p.id FROM fencegate.proofs p WHERE p.until_ms < now_ms - 60000
     ORDER BY p.until_ms LIMIT 8 FOR UPDATE SKIP LOCKED);
   IF keep_proof.until_ms >= now_ms AND pg_try_advisory_xact_lock(('x' || encode(substr(keep_proof.id, 1, 8), 'hex'))::BIT(64)::BIGINT) THEN
-    INSERT INTO fencegate.proofs VALUES (keep_proof.id, keep_proof.key_id, keep_proof.key_digest, keep_proof.until_ms) ON CONFLICT DO NOTHING;
+    INSERT INTO fencegate.proofs VALUES (keep_proof.id, keep_proof.key_id, keep_proof.key_digest, keep_proof.epoch, keep_proof.until_ms)
+      ON CONFLICT DO NOTHING;
   END IF;
 END $fg$;
 
@@ -137,37 +138,64 @@ CREATE TYPE fencegate.verified AS (
 -- The proofs checked are effective_proofs (this gate's own pair from
 -- gateProofs when the envelope carries one); without a status proof, a
 -- grant's own held statement is its evidence (gate.Verified.OwnEvidence).
+--
+-- Most writes meet a grant and a status seen before: one query then
+-- reads both parses (fencegate.parsed) and both proofs (fencegate.proofs,
+-- keyed as verify keys them) with their keys, and admits them when each
+-- is there, each key has the secret its proof verified under and its
+-- policy passes now (state, epochs, revocation: verify's on a hit).
+-- Anything else, a miss or a policy that fails, takes parsed_grant,
+-- verify and parsed_status, which say why.
 CREATE OR REPLACE FUNCTION fencegate.authenticate(e fencegate.envelope_t, caller TEXT, classes TEXT[]) RETURNS fencegate.verified
 LANGUAGE plpgsql AS $fg$
 DECLARE
   gd BYTEA := sha256(convert_to(e.grant_text, 'UTF8'));
+  sd BYTEA := CASE WHEN e.status_text <> '' THEN sha256(convert_to(e.status_text, 'UTF8')) END;
   pr TEXT[] := fencegate.effective_proofs(e);
   g fencegate.grant_t;
   s fencegate.status_t;
   why TEXT;
   root TEXT;
+  gt TEXT; st TEXT;
   loc JSONB := jsonb_build_object('resource', e.resource, 'fenceToken', e.fence, 'segmentSeq', e.seq);
 BEGIN
-  g := fencegate.parsed_grant(e.grant_text);
-  IF g.resource IS NULL THEN
-    PERFORM fencegate.reject('BAD_PROOF', 'grant does not parse as lockGrant.v1', loc);
-  END IF;
-  why := fencegate.verify('lockGrant.v1', gd, g.issuer_epoch, pr[1], g.expires_at_ms);
-  IF why IS NOT NULL THEN
-    PERFORM fencegate.reject(split_part(why, ':', 1), 'grant proof: ' || substr(why, position(':' IN why) + 2), loc);
-  END IF;
-  IF e.status_text <> '' THEN
-    s := fencegate.parsed_status(e.status_text);
-    IF s.state IS NULL THEN
-      PERFORM fencegate.reject('BAD_PROOF', 'status does not parse as grantStatus.v1', loc);
+  SELECT pg.parse, ps.parse INTO gt, st
+    FROM fencegate.settings x
+      JOIN fencegate.parsed pg ON pg.digest = gd
+      JOIN fencegate.proofs qg ON qg.id = sha256('lockGrant.v1'::bytea || '\x00'::bytea || gd || '\x00'::bytea || convert_to(pr[1], 'UTF8'))
+      JOIN fencegate.keys kg ON kg.key_id = qg.key_id AND qg.key_digest = sha256(kg.secret) AND kg.state <> 'retired'
+        AND qg.epoch >= x.revoked_below_epoch AND qg.epoch >= kg.min_epoch AND (kg.max_epoch = 0 OR qg.epoch <= kg.max_epoch)
+      LEFT JOIN fencegate.parsed ps ON ps.digest = sd
+      LEFT JOIN (fencegate.proofs qs JOIN fencegate.keys ks ON ks.key_id = qs.key_id)
+        ON qs.id = sha256('grantStatus.v1'::bytea || '\x00'::bytea || sd || '\x00'::bytea || convert_to(pr[2], 'UTF8'))
+        AND qs.key_digest = sha256(ks.secret) AND ks.state <> 'retired'
+        AND qs.epoch >= x.revoked_below_epoch AND qs.epoch >= ks.min_epoch AND (ks.max_epoch = 0 OR qs.epoch <= ks.max_epoch)
+    WHERE sd IS NULL OR ps.parse IS NOT NULL AND qs.id IS NOT NULL;
+  IF FOUND THEN
+    g := gt::fencegate.grant_t;
+    s := st::fencegate.status_t;
+  ELSE
+    g := fencegate.parsed_grant(e.grant_text);
+    IF g.resource IS NULL THEN
+      PERFORM fencegate.reject('BAD_PROOF', 'grant does not parse as lockGrant.v1', loc);
     END IF;
-    why := fencegate.verify('grantStatus.v1', sha256(convert_to(e.status_text, 'UTF8')), s.issuer_epoch, pr[2], s.valid_until_ms);
+    why := fencegate.verify('lockGrant.v1', gd, g.issuer_epoch, pr[1], g.expires_at_ms);
     IF why IS NOT NULL THEN
-      PERFORM fencegate.reject(split_part(why, ':', 1), 'status proof: ' || substr(why, position(':' IN why) + 2), loc);
+      PERFORM fencegate.reject(split_part(why, ':', 1), 'grant proof: ' || substr(why, position(':' IN why) + 2), loc);
     END IF;
-    IF s.grant_digest <> fencegate.digest_text(gd) THEN
-      PERFORM fencegate.reject('BINDING_MISMATCH', format('status is about grant %s, not %s', s.grant_digest, fencegate.digest_text(gd)), loc);
+    IF e.status_text <> '' THEN
+      s := fencegate.parsed_status(e.status_text);
+      IF s.state IS NULL THEN
+        PERFORM fencegate.reject('BAD_PROOF', 'status does not parse as grantStatus.v1', loc);
+      END IF;
+      why := fencegate.verify('grantStatus.v1', sd, s.issuer_epoch, pr[2], s.valid_until_ms);
+      IF why IS NOT NULL THEN
+        PERFORM fencegate.reject(split_part(why, ':', 1), 'status proof: ' || substr(why, position(':' IN why) + 2), loc);
+      END IF;
     END IF;
+  END IF;
+  IF e.status_text <> '' AND s.grant_digest <> fencegate.digest_text(gd) THEN
+    PERFORM fencegate.reject('BINDING_MISMATCH', format('status is about grant %s, not %s', s.grant_digest, fencegate.digest_text(gd)), loc);
   END IF;
   root := fencegate.operation_root(e.resource, e.operation_id);
   why := CASE

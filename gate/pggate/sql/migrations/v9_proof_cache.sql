@@ -16,6 +16,7 @@ CREATE UNLOGGED TABLE fencegate.proofs (
   id BYTEA PRIMARY KEY,          -- SHA-256 over schema, 0x00, the message's digest, 0x00, the proof
   key_id TEXT NOT NULL,          -- the key it verified under
   key_digest BYTEA NOT NULL,     -- SHA-256 of that key's secret then
+  epoch NUMERIC NOT NULL,        -- the message's issuer epoch (its digest fixes it), for the policy on a hit
   until_ms BIGINT NOT NULL       -- the grant's expiresAt or the status's validUntil: after it the entry may go
 );
 CREATE INDEX proofs_by_until ON fencegate.proofs (until_ms);
