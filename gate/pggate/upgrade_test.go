@@ -150,7 +150,9 @@ func TestEveryUpgradeEndsAsAFreshInstall(t *testing.T) {
 // a batch proof's longer grantProof (issue 45 item 1: an envelope the
 // earlier version refused as MALFORMED now authenticates by the gate's
 // own pair); schema version 9 adds the proof cache (its table, and
-// verify, taking the message's expiry, with keep_proof, which keep it). None of the others changes what a caller sees. The test
+// verify, taking the message's expiry, with keep_proof, which keep it),
+// authenticate reads both caches in one query and builds a rejection's
+// location only when it raises one (at). None of the others changes what a caller sees. The test
 // fails both ways: another entry differs, or one listed no longer does
 // (then take it off).
 var changedSinceVersion6 = []string{
@@ -164,6 +166,7 @@ var changedSinceVersion6 = []string{
 	"column proofs.until_ms",
 	"constraint fencegate.parsed",
 	"constraint fencegate.proofs",
+	"function fencegate.at(fencegate.envelope_t)",
 	"function fencegate.authenticate(fencegate.envelope_t,text)",
 	"function fencegate.authenticate(fencegate.envelope_t,text,text[])",
 	"function fencegate.clock_at(bigint)",

@@ -120,6 +120,13 @@ BEGIN
     || int8send(octet_length(operation_id)::bigint) || convert_to(operation_id, 'UTF8')));
 END $fg$;
 
+-- at is the location in a rejection's detail of envelope e, built only
+-- when one is raised.
+CREATE OR REPLACE FUNCTION fencegate.at(e fencegate.envelope_t) RETURNS JSONB LANGUAGE plpgsql IMMUTABLE AS $fg$
+BEGIN
+  RETURN jsonb_build_object('resource', e.resource, 'fenceToken', e.fence, 'segmentSeq', e.seq);
+END $fg$;
+
 -- verified is an envelope that passed authentication (gate.Verified),
 -- with its HELD evidence: the status proof it carries, else the grant's
 -- own held statement (status_from_grant), else none (has_status FALSE).
@@ -157,7 +164,6 @@ DECLARE
   why TEXT;
   root TEXT;
   gt TEXT; st TEXT;
-  loc JSONB := jsonb_build_object('resource', e.resource, 'fenceToken', e.fence, 'segmentSeq', e.seq);
 BEGIN
   SELECT pg.parse, ps.parse INTO gt, st
     FROM fencegate.settings x
@@ -177,25 +183,25 @@ BEGIN
   ELSE
     g := fencegate.parsed_grant(e.grant_text);
     IF g.resource IS NULL THEN
-      PERFORM fencegate.reject('BAD_PROOF', 'grant does not parse as lockGrant.v1', loc);
+      PERFORM fencegate.reject('BAD_PROOF', 'grant does not parse as lockGrant.v1', fencegate.at(e));
     END IF;
     why := fencegate.verify('lockGrant.v1', gd, g.issuer_epoch, pr[1], g.expires_at_ms);
     IF why IS NOT NULL THEN
-      PERFORM fencegate.reject(split_part(why, ':', 1), 'grant proof: ' || substr(why, position(':' IN why) + 2), loc);
+      PERFORM fencegate.reject(split_part(why, ':', 1), 'grant proof: ' || substr(why, position(':' IN why) + 2), fencegate.at(e));
     END IF;
     IF e.status_text <> '' THEN
       s := fencegate.parsed_status(e.status_text);
       IF s.state IS NULL THEN
-        PERFORM fencegate.reject('BAD_PROOF', 'status does not parse as grantStatus.v1', loc);
+        PERFORM fencegate.reject('BAD_PROOF', 'status does not parse as grantStatus.v1', fencegate.at(e));
       END IF;
       why := fencegate.verify('grantStatus.v1', sd, s.issuer_epoch, pr[2], s.valid_until_ms);
       IF why IS NOT NULL THEN
-        PERFORM fencegate.reject(split_part(why, ':', 1), 'status proof: ' || substr(why, position(':' IN why) + 2), loc);
+        PERFORM fencegate.reject(split_part(why, ':', 1), 'status proof: ' || substr(why, position(':' IN why) + 2), fencegate.at(e));
       END IF;
     END IF;
   END IF;
   IF e.status_text <> '' AND s.grant_digest <> fencegate.digest_text(gd) THEN
-    PERFORM fencegate.reject('BINDING_MISMATCH', format('status is about grant %s, not %s', s.grant_digest, fencegate.digest_text(gd)), loc);
+    PERFORM fencegate.reject('BINDING_MISMATCH', format('status is about grant %s, not %s', s.grant_digest, fencegate.digest_text(gd)), fencegate.at(e));
   END IF;
   root := fencegate.operation_root(e.resource, e.operation_id);
   why := CASE
@@ -204,13 +210,13 @@ BEGIN
     WHEN root <> g.operation_root THEN format('operation root of %L is %s, grant binds %s', e.operation_id, root, g.operation_root)
     WHEN e.fence <> g.fence THEN format('fence %s, grant has %s', e.fence, g.fence)
   END;
-  IF why IS NOT NULL THEN PERFORM fencegate.reject('BINDING_MISMATCH', why, loc); END IF;
+  IF why IS NOT NULL THEN PERFORM fencegate.reject('BINDING_MISMATCH', why, fencegate.at(e)); END IF;
   IF cardinality(classes) > 0 AND g.operation_class <> ALL (classes) THEN
-    PERFORM fencegate.reject('BINDING_MISMATCH', format('operation class %L not allowed by this gate', g.operation_class), loc);
+    PERFORM fencegate.reject('BINDING_MISMATCH', format('operation class %L not allowed by this gate', g.operation_class), fencegate.at(e));
   END IF;
   IF caller IS DISTINCT FROM g.owner THEN
     PERFORM fencegate.reject('IDENTITY_MISMATCH', format('caller %L (role %L) is not the grant owner %L',
-      coalesce(caller, '(no identity mapped)'), session_user, g.owner), loc);
+      coalesce(caller, '(no identity mapped)'), session_user, g.owner), fencegate.at(e));
   END IF;
   IF e.status_text = '' AND g.held_until_ms IS NOT NULL THEN
     -- No status proof: the grant's own held statement is the evidence
