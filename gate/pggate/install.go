@@ -26,6 +26,7 @@ var migrations = []string{
 	6: "sql/migrations/v6_guard.sql",
 	7: "sql/migrations/v7_parsed.sql",
 	8: "sql/migrations/v8_batch_proofs.sql", // functions only
+	9: "sql/migrations/v9_proof_cache.sql",
 }
 
 // source is the gate's code, one concern a file, in the order an

@@ -47,7 +47,7 @@ func asWriter(t *testing.T, w *world, stmt string, args ...any) string {
 var forbidden = map[string]string{
 	"read the keys":         `SELECT secret FROM fencegate.keys`,
 	"enroll a key":          `SELECT fencegate.set_key('k', '\x00', 1, 0, 'active')`,
-	"use the MAC as oracle": `SELECT fencegate.verify('lockGrant.v1', '\x00', 1, 'mac:k:AA')`,
+	"use the MAC as oracle": `SELECT fencegate.verify('lockGrant.v1', '\x00', 1, 'mac:k:AA', 0)`,
 	"move the clock":        `SELECT fencegate.set_clock(0)`,
 	"write the fence state": `UPDATE fencegate.resources SET highest_fence = 0`,
 	"forge the guard's mark": `INSERT INTO fencegate.receipts (resource, fence, seq, operation_id, operation_root, payload_digest, grant_digest, accepted_at_ms, mode)
@@ -60,6 +60,8 @@ VALUES ('r', 1, 1, 'op', 'x', 'x', 'x', 0, 'enforce')`,
 	"digest a secret":        `SELECT fencegate.key_secret_digest('\x00')`,
 	"poison the parse cache": `INSERT INTO fencegate.parsed VALUES ('\x00', '', 0)`,
 	"read the parse cache":   `SELECT parse FROM fencegate.parsed`,
+	"poison the proof cache": `INSERT INTO fencegate.proofs VALUES ('\x00', 'k', '\x00', 0)`,
+	"read the proof cache":   `SELECT key_digest FROM fencegate.proofs`,
 }
 
 func TestWriterCannot(t *testing.T) {

@@ -149,14 +149,24 @@ func TestEveryUpgradeEndsAsAFreshInstall(t *testing.T) {
 // the gate's cost per write); schema version 8 lets parse_envelope take
 // a batch proof's longer grantProof (issue 45 item 1: an envelope the
 // earlier version refused as MALFORMED now authenticates by the gate's
-// own pair). None of the others changes what a caller sees. The test
+// own pair); schema version 9 adds the proof cache (its table, and
+// verify, taking the message's expiry, with keep_proof, which keep it),
+// authenticate reads both caches in one query and builds a rejection's
+// location only when it raises one (at). None of the others changes what a caller sees. The test
 // fails both ways: another entry differs, or one listed no longer does
 // (then take it off).
 var changedSinceVersion6 = []string{
 	"column parsed.digest",
 	"column parsed.parse",
 	"column parsed.until_ms",
+	"column proofs.epoch",
+	"column proofs.id",
+	"column proofs.key_digest",
+	"column proofs.key_id",
+	"column proofs.until_ms",
 	"constraint fencegate.parsed",
+	"constraint fencegate.proofs",
+	"function fencegate.at(fencegate.envelope_t)",
 	"function fencegate.authenticate(fencegate.envelope_t,text)",
 	"function fencegate.authenticate(fencegate.envelope_t,text,text[])",
 	"function fencegate.clock_at(bigint)",
@@ -164,6 +174,7 @@ var changedSinceVersion6 = []string{
 	"function fencegate.gate_proofs_rules(jsonb,boolean)",
 	"function fencegate.install_guard(regclass,text,text)",
 	"function fencegate.keep_parse(bytea,text,bigint)",
+	"function fencegate.keep_proof(bytea,text,bytea,numeric,bigint)",
 	"function fencegate.now_ms()",
 	"function fencegate.operated(text,text)",
 	"function fencegate.parse_digest(text)",
@@ -178,12 +189,16 @@ var changedSinceVersion6 = []string{
 	"function fencegate.valid_owner(text)",
 	"function fencegate.valid_token(text)",
 	"function fencegate.verify(text,bytea,numeric,text)",
+	"function fencegate.verify(text,bytea,numeric,text,bigint)",
 	"index CREATE",
 	"relation parsed",
 	"relation parsed_by_until",
 	"relation parsed_pkey",
+	"relation proofs",
+	"relation proofs_by_until",
+	"relation proofs_pkey",
 	"versions 1,2,3,4,5,6",
-	"versions 1,2,3,4,5,6,7,8",
+	"versions 1,2,3,4,5,6,7,8,9",
 }
 
 // changedEntries names, sorted, the entries of two catalogs that one has
@@ -208,7 +223,7 @@ var injected = map[string]string{
 	"a function body":   `CREATE OR REPLACE FUNCTION fencegate.order_of(t BIGINT, ref BIGINT, skew BIGINT) RETURNS TEXT LANGUAGE sql IMMUTABLE AS $$ SELECT 'ambiguous' $$`,
 	"SECURITY DEFINER":  `ALTER FUNCTION fencegate.apply(TEXT, TEXT) SECURITY INVOKER`,
 	"a search_path":     `ALTER FUNCTION fencegate.state(TEXT) RESET search_path`,
-	"a grant":           `GRANT EXECUTE ON FUNCTION fencegate.verify(TEXT, BYTEA, NUMERIC, TEXT) TO fencegate_writer`,
+	"a grant":           `GRANT EXECUTE ON FUNCTION fencegate.verify(TEXT, BYTEA, NUMERIC, TEXT, BIGINT) TO fencegate_writer`,
 	"an owner":          `ALTER FUNCTION fencegate.set_clock(BIGINT) OWNER TO fencegate_writer`,
 	"a trigger":         `DROP TRIGGER receipts_never_truncated ON fencegate.receipts`,
 	"a guard":           `DROP TRIGGER fencegate_guard ON keyed`,

@@ -56,7 +56,8 @@ BEGIN
   SELECT c.identity, s.operation_classes, s.clock_ms, s.status_skew_ms INTO caller, classes, clock_ms, skew
     FROM fencegate.settings s LEFT JOIN fencegate.callers c ON c.role_name = session_user;
   v := fencegate.authenticate(e, caller, classes);
-  st := fencegate.lock_state(v.resource);
+  SELECT * INTO st FROM fencegate.resources r WHERE r.resource = v.resource FOR UPDATE;
+  IF NOT FOUND THEN st := fencegate.lock_state(v.resource); END IF;
   now_ms := fencegate.clock_at(clock_ms);
   SELECT * INTO prior FROM fencegate.receipts r WHERE r.resource = v.resource AND r.fence = v.fence AND r.seq = v.seq;
   d := fencegate.decide(v, st, prior, now_ms, skew);
@@ -87,7 +88,8 @@ BEGIN
 END $fg$;
 
 -- lock_state locks the resource's row (creating it in the default mode)
--- and returns it.
+-- and returns it. run locks an existing row itself and calls it only for
+-- a resource without one.
 CREATE OR REPLACE FUNCTION fencegate.lock_state(resource TEXT) RETURNS fencegate.resources LANGUAGE plpgsql AS $fg$
 DECLARE
   st fencegate.resources;

@@ -22,38 +22,74 @@ END $fg$;
 -- settings.revoked_below_epoch. It returns NULL when the proof holds, else
 -- the outcome and why: 'EPOCH_REVOKED: …' or 'BAD_PROOF: …'. Ed25519
 -- proofs ("sig:") are refused: PostgreSQL cannot check them.
-CREATE OR REPLACE FUNCTION fencegate.verify(schema TEXT, digest BYTEA, epoch NUMERIC, proof TEXT) RETURNS TEXT
-LANGUAGE plpgsql STABLE AS $fg$
+--
+-- As the Verifier does, it keeps what verified (fencegate.proofs, schema
+-- version 9) until until_ms (the message's expiresAt or validUntil): a
+-- proof whose (schema, digest, proof) verified before under the key it
+-- names, while that key's secret is the same, skips the proof's form and
+-- the HMAC, never the policy (the key's state and epochs, the
+-- revocation), which is read with the key and the cache in one query.
+-- Any other proof, a forged one beside a cached one included, is checked
+-- in full, and stored only when it verifies.
+CREATE OR REPLACE FUNCTION fencegate.verify(schema TEXT, digest BYTEA, epoch NUMERIC, proof TEXT, until_ms BIGINT) RETURNS TEXT
+LANGUAGE plpgsql AS $fg$
 DECLARE
-  prefix TEXT; kid TEXT; enc TEXT; raw BYTEA;
+  prefix TEXT; kid TEXT := split_part(proof, ':', 2); enc TEXT; raw BYTEA;
   k fencegate.keys;
   revoked BIGINT;
+  ck BYTEA := sha256(convert_to(schema, 'UTF8') || '\x00'::bytea || digest || '\x00'::bytea || convert_to(proof, 'UTF8'));
+  hit BOOLEAN;
 BEGIN
-  IF proof IS NULL OR octet_length(proof) > 256 OR proof !~ '^[^:]*:[^:]*:' THEN
-    RETURN 'BAD_PROOF: malformed proof: want mac:<keyId>:<base64url>';
+  SELECT c.key_id, c.secret, c.min_epoch, c.max_epoch, c.state, s.revoked_below_epoch, coalesce(p.key_digest = sha256(c.secret), FALSE)
+    INTO k.key_id, k.secret, k.min_epoch, k.max_epoch, k.state, revoked, hit
+    FROM fencegate.settings s LEFT JOIN fencegate.keys c ON c.key_id = kid
+      LEFT JOIN fencegate.proofs p ON p.id = ck AND p.key_id = c.key_id;
+  IF NOT hit THEN
+    IF proof IS NULL OR octet_length(proof) > 256 OR proof !~ '^[^:]*:[^:]*:' THEN
+      RETURN 'BAD_PROOF: malformed proof: want mac:<keyId>:<base64url>';
+    END IF;
+    prefix := split_part(proof, ':', 1);
+    enc := substr(proof, length(prefix) + length(kid) + 3);
+    IF prefix NOT IN ('sig', 'mac') THEN RETURN format('BAD_PROOF: malformed proof: unknown prefix %L', prefix); END IF;
+    IF NOT (kid ~ '^[A-Za-z0-9._-]+$' AND length(kid) <= 64) THEN RETURN 'BAD_PROOF: malformed proof: key ID'; END IF;
+    raw := fencegate.b64url(enc, CASE prefix WHEN 'sig' THEN 64 ELSE 32 END);
+    IF raw IS NULL THEN RETURN 'BAD_PROOF: malformed proof: not canonical unpadded base64url of the right length'; END IF;
+    IF k.key_id IS NULL THEN RETURN format('BAD_PROOF: unknown key %L', kid); END IF;
+    IF prefix <> 'mac' THEN RETURN format('BAD_PROOF: key %s is hmac-sha256, proof claims ed25519', kid); END IF;
   END IF;
-  prefix := split_part(proof, ':', 1);
-  kid := split_part(proof, ':', 2);
-  enc := substr(proof, length(prefix) + length(kid) + 3);
-  IF prefix NOT IN ('sig', 'mac') THEN RETURN format('BAD_PROOF: malformed proof: unknown prefix %L', prefix); END IF;
-  IF NOT (kid ~ '^[A-Za-z0-9._-]+$' AND length(kid) <= 64) THEN RETURN 'BAD_PROOF: malformed proof: key ID'; END IF;
-  raw := fencegate.b64url(enc, CASE prefix WHEN 'sig' THEN 64 ELSE 32 END);
-  IF raw IS NULL THEN RETURN 'BAD_PROOF: malformed proof: not canonical unpadded base64url of the right length'; END IF;
-  SELECT c.key_id, c.secret, c.min_epoch, c.max_epoch, c.state, s.revoked_below_epoch
-    INTO k.key_id, k.secret, k.min_epoch, k.max_epoch, k.state, revoked
-    FROM fencegate.settings s LEFT JOIN fencegate.keys c ON c.key_id = kid;
-  IF k.key_id IS NULL THEN RETURN format('BAD_PROOF: unknown key %L', kid); END IF;
-  IF prefix <> 'mac' THEN RETURN format('BAD_PROOF: key %s is hmac-sha256, proof claims ed25519', kid); END IF;
   IF k.state = 'retired' THEN RETURN format('BAD_PROOF: key %s is retired', kid); END IF;
   IF epoch < revoked THEN RETURN format('EPOCH_REVOKED: epoch %s < revokedBelowEpoch %s', epoch, revoked); END IF;
   IF epoch < k.min_epoch OR k.max_epoch <> 0 AND epoch > k.max_epoch THEN
     RETURN format('BAD_PROOF: epoch %s not allowed for key %s', epoch, kid);
   END IF;
-  IF {crypto}.hmac('fencegate/proof/v1'::bytea || '\x00'::bytea || convert_to(schema, 'UTF8') || '\x00'::bytea || digest,
-      k.secret, 'sha256') <> raw THEN
-    RETURN format('BAD_PROOF: bad signature: %s over %s (key %s)', schema, fencegate.digest_text(digest), kid);
+  IF NOT hit THEN
+    IF {crypto}.hmac('fencegate/proof/v1'::bytea || '\x00'::bytea || convert_to(schema, 'UTF8') || '\x00'::bytea || digest,
+        k.secret, 'sha256') <> raw THEN
+      RETURN format('BAD_PROOF: bad signature: %s over %s (key %s)', schema, fencegate.digest_text(digest), kid);
+    END IF;
+    PERFORM fencegate.keep_proof(ck, kid, sha256(k.secret), epoch, until_ms);
   END IF;
   RETURN NULL;
+END $fg$;
+
+-- The proof cache (schema version 9, fencegate.proofs) is emptied by
+-- every install, so that no entry outlives the verify that wrote it.
+TRUNCATE fencegate.proofs;
+
+-- keep_proof stores a proof that verified, as keep_parse stores a parse:
+-- in the caller's transaction, unless its time is past already, pruning
+-- up to 8 entries a minute past their time, never waiting on another
+-- writer (an advisory try-lock on the entry, SKIP LOCKED).
+CREATE OR REPLACE FUNCTION fencegate.keep_proof(id BYTEA, key_id TEXT, key_digest BYTEA, epoch NUMERIC, until_ms BIGINT) RETURNS VOID LANGUAGE plpgsql AS $fg$
+DECLARE
+  now_ms BIGINT := fencegate.now_ms();
+BEGIN
+  DELETE FROM fencegate.proofs WHERE proofs.id IN (SELECT p.id FROM fencegate.proofs p WHERE p.until_ms < now_ms - 60000
+    ORDER BY p.until_ms LIMIT 8 FOR UPDATE SKIP LOCKED);
+  IF keep_proof.until_ms >= now_ms AND pg_try_advisory_xact_lock(('x' || encode(substr(keep_proof.id, 1, 8), 'hex'))::BIT(64)::BIGINT) THEN
+    INSERT INTO fencegate.proofs VALUES (keep_proof.id, keep_proof.key_id, keep_proof.key_digest, keep_proof.epoch, keep_proof.until_ms)
+      ON CONFLICT DO NOTHING;
+  END IF;
 END $fg$;
 
 -- effective_proofs is pggate.EffectiveProofs: the grant and status proofs
@@ -84,6 +120,13 @@ BEGIN
     || int8send(octet_length(operation_id)::bigint) || convert_to(operation_id, 'UTF8')));
 END $fg$;
 
+-- at is the location in a rejection's detail of envelope e, built only
+-- when one is raised.
+CREATE OR REPLACE FUNCTION fencegate.at(e fencegate.envelope_t) RETURNS JSONB LANGUAGE plpgsql IMMUTABLE AS $fg$
+BEGIN
+  RETURN jsonb_build_object('resource', e.resource, 'fenceToken', e.fence, 'segmentSeq', e.seq);
+END $fg$;
+
 -- verified is an envelope that passed authentication (gate.Verified),
 -- with its HELD evidence: the status proof it carries, else the grant's
 -- own held statement (status_from_grant), else none (has_status FALSE).
@@ -102,37 +145,63 @@ CREATE TYPE fencegate.verified AS (
 -- The proofs checked are effective_proofs (this gate's own pair from
 -- gateProofs when the envelope carries one); without a status proof, a
 -- grant's own held statement is its evidence (gate.Verified.OwnEvidence).
+--
+-- Most writes meet a grant and a status seen before: one query then
+-- reads both parses (fencegate.parsed) and both proofs (fencegate.proofs,
+-- keyed as verify keys them) with their keys, and admits them when each
+-- is there, each key has the secret its proof verified under and its
+-- policy passes now (state, epochs, revocation: verify's on a hit).
+-- Anything else, a miss or a policy that fails, takes parsed_grant,
+-- verify and parsed_status, which say why.
 CREATE OR REPLACE FUNCTION fencegate.authenticate(e fencegate.envelope_t, caller TEXT, classes TEXT[]) RETURNS fencegate.verified
 LANGUAGE plpgsql AS $fg$
 DECLARE
   gd BYTEA := sha256(convert_to(e.grant_text, 'UTF8'));
+  sd BYTEA := CASE WHEN e.status_text <> '' THEN sha256(convert_to(e.status_text, 'UTF8')) END;
   pr TEXT[] := fencegate.effective_proofs(e);
   g fencegate.grant_t;
   s fencegate.status_t;
   why TEXT;
   root TEXT;
-  loc JSONB := jsonb_build_object('resource', e.resource, 'fenceToken', e.fence, 'segmentSeq', e.seq);
+  gt TEXT; st TEXT;
 BEGIN
-  g := fencegate.parsed_grant(e.grant_text);
-  IF g.resource IS NULL THEN
-    PERFORM fencegate.reject('BAD_PROOF', 'grant does not parse as lockGrant.v1', loc);
-  END IF;
-  why := fencegate.verify('lockGrant.v1', gd, g.issuer_epoch, pr[1]);
-  IF why IS NOT NULL THEN
-    PERFORM fencegate.reject(split_part(why, ':', 1), 'grant proof: ' || substr(why, position(':' IN why) + 2), loc);
-  END IF;
-  IF e.status_text <> '' THEN
-    s := fencegate.parsed_status(e.status_text);
-    IF s.state IS NULL THEN
-      PERFORM fencegate.reject('BAD_PROOF', 'status does not parse as grantStatus.v1', loc);
+  SELECT pg.parse, ps.parse INTO gt, st
+    FROM fencegate.settings x
+      JOIN fencegate.parsed pg ON pg.digest = gd
+      JOIN fencegate.proofs qg ON qg.id = sha256('lockGrant.v1'::bytea || '\x00'::bytea || gd || '\x00'::bytea || convert_to(pr[1], 'UTF8'))
+      JOIN fencegate.keys kg ON kg.key_id = qg.key_id AND qg.key_digest = sha256(kg.secret) AND kg.state <> 'retired'
+        AND qg.epoch >= x.revoked_below_epoch AND qg.epoch >= kg.min_epoch AND (kg.max_epoch = 0 OR qg.epoch <= kg.max_epoch)
+      LEFT JOIN fencegate.parsed ps ON ps.digest = sd
+      LEFT JOIN (fencegate.proofs qs JOIN fencegate.keys ks ON ks.key_id = qs.key_id)
+        ON qs.id = sha256('grantStatus.v1'::bytea || '\x00'::bytea || sd || '\x00'::bytea || convert_to(pr[2], 'UTF8'))
+        AND qs.key_digest = sha256(ks.secret) AND ks.state <> 'retired'
+        AND qs.epoch >= x.revoked_below_epoch AND qs.epoch >= ks.min_epoch AND (ks.max_epoch = 0 OR qs.epoch <= ks.max_epoch)
+    WHERE sd IS NULL OR ps.parse IS NOT NULL AND qs.id IS NOT NULL;
+  IF FOUND THEN
+    g := gt::fencegate.grant_t;
+    s := st::fencegate.status_t;
+  ELSE
+    g := fencegate.parsed_grant(e.grant_text);
+    IF g.resource IS NULL THEN
+      PERFORM fencegate.reject('BAD_PROOF', 'grant does not parse as lockGrant.v1', fencegate.at(e));
     END IF;
-    why := fencegate.verify('grantStatus.v1', sha256(convert_to(e.status_text, 'UTF8')), s.issuer_epoch, pr[2]);
+    why := fencegate.verify('lockGrant.v1', gd, g.issuer_epoch, pr[1], g.expires_at_ms);
     IF why IS NOT NULL THEN
-      PERFORM fencegate.reject(split_part(why, ':', 1), 'status proof: ' || substr(why, position(':' IN why) + 2), loc);
+      PERFORM fencegate.reject(split_part(why, ':', 1), 'grant proof: ' || substr(why, position(':' IN why) + 2), fencegate.at(e));
     END IF;
-    IF s.grant_digest <> fencegate.digest_text(gd) THEN
-      PERFORM fencegate.reject('BINDING_MISMATCH', format('status is about grant %s, not %s', s.grant_digest, fencegate.digest_text(gd)), loc);
+    IF e.status_text <> '' THEN
+      s := fencegate.parsed_status(e.status_text);
+      IF s.state IS NULL THEN
+        PERFORM fencegate.reject('BAD_PROOF', 'status does not parse as grantStatus.v1', fencegate.at(e));
+      END IF;
+      why := fencegate.verify('grantStatus.v1', sd, s.issuer_epoch, pr[2], s.valid_until_ms);
+      IF why IS NOT NULL THEN
+        PERFORM fencegate.reject(split_part(why, ':', 1), 'status proof: ' || substr(why, position(':' IN why) + 2), fencegate.at(e));
+      END IF;
     END IF;
+  END IF;
+  IF e.status_text <> '' AND s.grant_digest <> fencegate.digest_text(gd) THEN
+    PERFORM fencegate.reject('BINDING_MISMATCH', format('status is about grant %s, not %s', s.grant_digest, fencegate.digest_text(gd)), fencegate.at(e));
   END IF;
   root := fencegate.operation_root(e.resource, e.operation_id);
   why := CASE
@@ -141,13 +210,13 @@ BEGIN
     WHEN root <> g.operation_root THEN format('operation root of %L is %s, grant binds %s', e.operation_id, root, g.operation_root)
     WHEN e.fence <> g.fence THEN format('fence %s, grant has %s', e.fence, g.fence)
   END;
-  IF why IS NOT NULL THEN PERFORM fencegate.reject('BINDING_MISMATCH', why, loc); END IF;
+  IF why IS NOT NULL THEN PERFORM fencegate.reject('BINDING_MISMATCH', why, fencegate.at(e)); END IF;
   IF cardinality(classes) > 0 AND g.operation_class <> ALL (classes) THEN
-    PERFORM fencegate.reject('BINDING_MISMATCH', format('operation class %L not allowed by this gate', g.operation_class), loc);
+    PERFORM fencegate.reject('BINDING_MISMATCH', format('operation class %L not allowed by this gate', g.operation_class), fencegate.at(e));
   END IF;
   IF caller IS DISTINCT FROM g.owner THEN
     PERFORM fencegate.reject('IDENTITY_MISMATCH', format('caller %L (role %L) is not the grant owner %L',
-      coalesce(caller, '(no identity mapped)'), session_user, g.owner), loc);
+      coalesce(caller, '(no identity mapped)'), session_user, g.owner), fencegate.at(e));
   END IF;
   IF e.status_text = '' AND g.held_until_ms IS NOT NULL THEN
     -- No status proof: the grant's own held statement is the evidence

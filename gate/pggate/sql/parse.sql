@@ -281,7 +281,7 @@ BEGIN
       e.fence := CASE WHEN fence ~ '^[0-9]+$' AND length(fence) <= 19 AND fence::numeric <= 9223372036854775807 THEN fence::bigint END;
       e.seq := CASE WHEN seq ~ '^[0-9]+$' AND length(seq) <= 19 AND seq::numeric <= 9223372036854775807 THEN seq::bigint END;
       e.gate_proofs := gp::jsonb;
-      why := fencegate.gate_proofs_shape(gp);
+      IF gp IS NOT NULL THEN why := fencegate.gate_proofs_shape(gp); END IF;
     END IF;
   EXCEPTION WHEN OTHERS THEN
     clean := FALSE;
@@ -342,7 +342,7 @@ BEGIN
       WHEN octet_length(e.grant_proof) NOT BETWEEN 1 AND 512 THEN 'field grantProof: want 1..512 bytes'
       WHEN octet_length(e.status_text) > 4096 OR octet_length(e.status_proof) > 256 THEN 'field status: above its limits'
       WHEN (e.status_text = '') <> (e.status_proof = '') THEN 'field status: status and statusProof must both be present or both be empty'
-      ELSE fencegate.gate_proofs_rules(e.gate_proofs, e.status_text <> '')
+      WHEN e.gate_proofs IS NOT NULL THEN fencegate.gate_proofs_rules(e.gate_proofs, e.status_text <> '')
     END;
   END IF;
   IF why IS NOT NULL THEN
