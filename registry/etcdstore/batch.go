@@ -114,6 +114,7 @@ type batcher struct {
 	q   batch.Queue[*pending]
 
 	txns, writes atomic.Uint64 // transactions sent and writes they carried
+	failed       atomic.Uint64 // writes whose compares failed (the caller decides again)
 }
 
 // pending is one queued commit.
@@ -215,6 +216,7 @@ func (b *batcher) send(group []*pending) {
 	if len(group) == 1 {
 		p := group[0]
 		p.res, p.err = b.s.commitOne(ctx, p.w, &p.t)
+		b.countFailed(p)
 		close(p.done)
 		return
 	}
@@ -283,7 +285,15 @@ func (b *batcher) deliver(group []*pending, resp *pb.TxnResponse, err error, fir
 			sub := resp.Responses[first+i].GetResponseTxn()
 			p.res, p.err = b.s.commitResult(p.w, uint64(resp.Header.Revision), sub.Succeeded, sub.Responses, settings)
 		}
+		b.countFailed(p)
 		close(p.done)
+	}
+}
+
+// countFailed counts p when its compares failed.
+func (b *batcher) countFailed(p *pending) {
+	if p.err == nil && !p.res.OK {
+		b.failed.Add(1)
 	}
 }
 
