@@ -192,9 +192,9 @@ func (b *batcher) after(p *pending) []*pending {
 // forget drops p from the keys it is still the latest commit of, and
 // lets the commits after it go: its commit returned (with an outcome, or
 // its caller gave up on it). A commit that waited for p's outcome is
-// taken by the slot that sent p as it frees, with the rest of the queue;
-// the kick is for one that waited for p withdrawn, or for p's slot gone
-// idle before p's caller got here.
+// taken by the slot that sent p as it frees, with the rest of the queue
+// (p's outcome is delivered before that slot takes the queue); the kick
+// is for one that waited for a p whose caller gave up before its outcome.
 func (b *batcher) forget(p *pending) {
 	b.mu.Lock()
 	waited := false
@@ -207,8 +207,12 @@ func (b *batcher) forget(p *pending) {
 	}
 	b.mu.Unlock()
 	close(p.out)
-	if waited {
-		b.q.Kick()
+	select {
+	case <-p.done:
+	default:
+		if waited {
+			b.q.Kick()
+		}
 	}
 }
 

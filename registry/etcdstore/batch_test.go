@@ -376,3 +376,68 @@ func TestCommitsOfOneKeyGoInOrder(t *testing.T) {
 		t.Fatalf("%d keys still name a commit in flight", left)
 	}
 }
+
+// A commit waiting for an earlier one of its key that is withdrawn (its
+// caller gave up while it waited) is sent at once, not left queued until
+// some other group ends. Here the first commit of a key is held in
+// flight, the second waits for it, the third for the second; the second
+// is withdrawn, and the third commits while the first is still held (a
+// commit of another key meanwhile is not held back at all).
+// Negative control: without the kick in batcher.forget the third waits
+// for the first.
+func TestCommitAfterWithdrawnGoes(t *testing.T) {
+	s := freshStore(t)
+	b := s.batch
+	gate, held := make(chan struct{}), make(chan struct{})
+	send := b.q.Send
+	b.q.Send = func(g []*pending) {
+		for _, p := range g {
+			if p.w.Record.HighestFence == 1 {
+				close(held)
+				<-gate
+			}
+		}
+		send(g)
+	}
+	defer close(gate)
+	first := make(chan error, 1)
+	go func() {
+		_, err := s.Commit(context.Background(), registry.Write{Resource: "w/1", Record: &lockstate.Record{HighestFence: 1}})
+		first <- err
+	}()
+	<-held
+	ctx, cancel := context.WithCancel(context.Background())
+	second := make(chan error, 1)
+	go func() {
+		_, err := s.Commit(ctx, registry.Write{Resource: "w/1", Record: &lockstate.Record{HighestFence: 2}})
+		second <- err
+	}()
+	waitQueued(t, s, 1)
+	third := make(chan registry.CommitResult, 1)
+	go func() {
+		res, err := s.Commit(context.Background(), registry.Write{Resource: "w/2", Record: &lockstate.Record{HighestFence: 3}})
+		if err != nil {
+			t.Error(err)
+		}
+		third <- res
+	}()
+	<-third // another key: not held back
+	last := make(chan error, 1)
+	go func() {
+		_, err := s.Commit(context.Background(), registry.Write{Resource: "w/1", Record: &lockstate.Record{HighestFence: 4}})
+		last <- err
+	}()
+	waitQueued(t, s, 2)
+	cancel()
+	if err := <-second; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the withdrawn commit: %v", err)
+	}
+	select {
+	case err := <-last:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the commit after a withdrawn one stayed queued while a slot was free")
+	}
+}
