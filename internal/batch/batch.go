@@ -31,6 +31,11 @@ type Queue[T comparable] struct {
 	// Send sends one group and delivers every call's outcome, so that
 	// each call's Do returns (it closes the channel each Do waits on).
 	Send func(group []T)
+	// Ready reports whether a call may be sent now. A call not ready is
+	// queued even when a slot is free, and no group takes it until it
+	// is; whatever makes it ready calls Kick unless a group in flight
+	// ends after (its slot takes the queue). Nil: every call is ready.
+	Ready func(T) bool
 
 	mu       sync.Mutex
 	queue    []T
@@ -46,7 +51,7 @@ type Queue[T comparable] struct {
 // Do returns ctx's error.
 func (q *Queue[T]) Do(ctx context.Context, call T, done <-chan struct{}) (sent bool, err error) {
 	q.mu.Lock()
-	if q.inflight < q.InflightMax {
+	if q.inflight < q.InflightMax && (q.Ready == nil || q.Ready(call)) {
 		q.inflight++
 		group := q.takeLocked(call, true)
 		q.mu.Unlock()
@@ -92,7 +97,7 @@ func (q *Queue[T]) takeLocked(first T, withFirst bool) []T {
 	}
 	rest := q.queue[:0]
 	for _, c := range q.queue {
-		if admit(c) {
+		if (q.Ready == nil || q.Ready(c)) && admit(c) {
 			group = append(group, c)
 		} else {
 			rest = append(rest, c)
@@ -114,6 +119,29 @@ func (q *Queue[T]) handOff() {
 		q.mu.Unlock()
 		return
 	}
+	q.mu.Unlock()
+	go func() {
+		q.Send(group)
+		q.handOff()
+	}()
+}
+
+// Kick sends the queued calls that are ready when a slot is free: a
+// call that became ready while no group was in flight would otherwise
+// wait for the next call to arrive (Ready).
+func (q *Queue[T]) Kick() {
+	q.mu.Lock()
+	if q.inflight >= q.InflightMax {
+		q.mu.Unlock()
+		return
+	}
+	var none T
+	group := q.takeLocked(none, false)
+	if len(group) == 0 {
+		q.mu.Unlock()
+		return
+	}
+	q.inflight++
 	q.mu.Unlock()
 	go func() {
 		q.Send(group)

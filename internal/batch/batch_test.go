@@ -213,3 +213,46 @@ func TestGroupContextLivesUntilItsLastCaller(t *testing.T) {
 		t.Fatal("every caller gave up and the group's context lives on")
 	}
 }
+
+// A call not ready stays queued though a slot is free, no group takes
+// it, and Kick sends it once it is ready. Negative control: with Ready
+// ignored the call is sent at once.
+func TestNotReadyWaitsForKick(t *testing.T) {
+	r := newRecorder(2, 0, false)
+	var mu sync.Mutex
+	ok := false
+	r.q.Ready = func(*call) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return ok
+	}
+	errs := make(chan error, 1)
+	go func() {
+		_, err := r.do(context.Background(), 1)
+		errs <- err
+	}()
+	for i := 0; r.q.Queued() < 1; i++ {
+		if i == 10_000 {
+			t.Fatal("the call not ready was not queued")
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	r.q.Kick() // not ready yet: nothing goes
+	time.Sleep(10 * time.Millisecond)
+	r.mu.Lock()
+	early := len(r.groups)
+	r.mu.Unlock()
+	if early != 0 {
+		t.Fatalf("a call not ready was sent: %v", r.groups)
+	}
+	mu.Lock()
+	ok = true
+	mu.Unlock()
+	r.q.Kick()
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(r.groups[0], []int{1}) {
+		t.Fatalf("groups %v", r.groups)
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"sync/atomic"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -32,6 +34,17 @@ import (
 // outcome is that of running them one after another in any order; they
 // share one revision, which is each one's commit revision. A commit that
 // finds a free slot goes at once: grouping costs nothing when idle.
+//
+// Commits of this store that share a key are sent in the order they
+// arrived, each once the one before has its outcome (batcher.after; the
+// later one waits in the queue, and goes with the next group): two
+// transactions in flight reach etcd's log in either order, so a write
+// decided on a record whose own commit is still in flight (a release
+// answered early, then an acquire of the same resource decided on the
+// released record) would otherwise fail its compare whenever it overtook
+// that commit, and its caller decide again on a fresh read: 4-5% of the
+// writes at 64 resources on two cores, each a wasted commit, a read and a
+// backoff. Writes of different keys never wait for each other.
 
 // Options tunes a Store.
 type Options struct {
@@ -114,6 +127,10 @@ type batcher struct {
 	q   batch.Queue[*pending]
 
 	txns, writes atomic.Uint64 // transactions sent and writes they carried
+	failed       atomic.Uint64 // writes whose compares failed (the caller decides again)
+
+	mu   sync.Mutex
+	last map[string]*pending // key → the latest commit naming it that has no outcome yet
 }
 
 // pending is one queued commit.
@@ -124,13 +141,16 @@ type pending struct {
 	size int
 	ctx  context.Context
 	done chan struct{} // closed once res and err are set
-	res  registry.CommitResult
-	err  error
+	out  chan struct{} // closed once its commit returned (batcher.forget)
+
+	before []*pending // earlier commits of its keys: it is sent after their outcomes (ready)
+	res    registry.CommitResult
+	err    error
 }
 
 func newBatcher(s *Store, o Options) *batcher {
-	b := &batcher{s: s, opt: o}
-	b.q = batch.Queue[*pending]{InflightMax: o.BatchInflightMax, Group: b.group, Send: b.send}
+	b := &batcher{s: s, opt: o, last: map[string]*pending{}}
+	b.q = batch.Queue[*pending]{InflightMax: o.BatchInflightMax, Group: b.group, Send: b.send, Ready: ready}
 	return b
 }
 
@@ -141,6 +161,8 @@ func (b *batcher) commit(ctx context.Context, w registry.Write) (registry.Commit
 	if err := b.s.fits(&p.t); err != nil {
 		return registry.CommitResult{}, err
 	}
+	p.before = b.after(p)
+	defer b.forget(p)
 	switch sent, err := b.q.Do(ctx, p, p.done); {
 	case err == nil:
 		return p.res, p.err
@@ -151,8 +173,66 @@ func (b *batcher) commit(ctx context.Context, w registry.Write) (registry.Commit
 	}
 }
 
+// after names p the latest commit of its keys and returns the commits
+// before it, of any of its keys, that have no outcome yet: p is sent once
+// they have theirs.
+func (b *batcher) after(p *pending) []*pending {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var before []*pending
+	for _, k := range p.keys {
+		if q := b.last[k]; q != nil && q != p && !slices.Contains(before, q) {
+			before = append(before, q)
+		}
+		b.last[k] = p
+	}
+	return before
+}
+
+// forget drops p from the keys it is still the latest commit of, and
+// lets the commits after it go: its commit returned (with an outcome, or
+// its caller gave up on it). A commit that waited for p's outcome is
+// taken by the slot that sent p as it frees, with the rest of the queue
+// (p's outcome is delivered before that slot takes the queue); the kick
+// is for one that waited for a p whose caller gave up before its outcome.
+func (b *batcher) forget(p *pending) {
+	b.mu.Lock()
+	waited := false
+	for _, k := range p.keys {
+		if b.last[k] == p {
+			delete(b.last, k)
+		} else {
+			waited = true // a later commit of k was made meanwhile
+		}
+	}
+	b.mu.Unlock()
+	close(p.out)
+	select {
+	case <-p.done:
+	default:
+		if waited {
+			b.q.Kick()
+		}
+	}
+}
+
+// ready reports whether every commit p waits for has its outcome (or was
+// withdrawn).
+func ready(p *pending) bool {
+	for _, q := range p.before {
+		select {
+		case <-q.done:
+		case <-q.out:
+		default:
+			return false
+		}
+	}
+	p.before = nil
+	return true
+}
+
 func (s *Store) newPending(ctx context.Context, w registry.Write) *pending {
-	p := &pending{w: w, t: s.txnOf(w), ctx: ctx, done: make(chan struct{})}
+	p := &pending{w: w, t: s.txnOf(w), ctx: ctx, done: make(chan struct{}), out: make(chan struct{})}
 	if w.Resource != "" {
 		p.keys = append(p.keys, s.recordKey(w.Resource))
 	}
@@ -215,6 +295,7 @@ func (b *batcher) send(group []*pending) {
 	if len(group) == 1 {
 		p := group[0]
 		p.res, p.err = b.s.commitOne(ctx, p.w, &p.t)
+		b.countFailed(p)
 		close(p.done)
 		return
 	}
@@ -283,7 +364,15 @@ func (b *batcher) deliver(group []*pending, resp *pb.TxnResponse, err error, fir
 			sub := resp.Responses[first+i].GetResponseTxn()
 			p.res, p.err = b.s.commitResult(p.w, uint64(resp.Header.Revision), sub.Succeeded, sub.Responses, settings)
 		}
+		b.countFailed(p)
 		close(p.done)
+	}
+}
+
+// countFailed counts p when its compares failed.
+func (b *batcher) countFailed(p *pending) {
+	if p.err == nil && !p.res.OK {
+		b.failed.Add(1)
 	}
 }
 

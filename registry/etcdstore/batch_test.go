@@ -314,3 +314,130 @@ func batchStats(st *Store) (txns, writes uint64) {
 	}
 	return st.batch.txns.Load(), st.batch.writes.Load()
 }
+
+// Commits of one key go in the order they were made, each once the one
+// before has its outcome: a write decided on the record a commit still in
+// flight puts (a release answered early, then an acquire) is not sent
+// before it, where it would fail its compare. Here the first commit is
+// held before it is sent, a slot stays free, and the second, made
+// meanwhile, waits instead of taking the slot; both then commit.
+// Negative control: without batcher.after the second is sent at once,
+// ahead of the first, and fails its compare.
+func TestCommitsOfOneKeyGoInOrder(t *testing.T) {
+	s := freshStore(t)
+	b := s.batch
+	gate, held := make(chan struct{}), make(chan struct{})
+	var mu sync.Mutex
+	var sent []uint64
+	send := b.q.Send
+	b.q.Send = func(g []*pending) {
+		for _, p := range g {
+			mu.Lock()
+			sent = append(sent, p.w.Record.HighestFence)
+			mu.Unlock()
+			if p.w.Record.HighestFence == 1 {
+				close(held)
+				<-gate
+			}
+		}
+		send(g)
+	}
+	first := &lockstate.Record{HighestFence: 1}
+	errs := make(chan error, 2)
+	results := make([]registry.CommitResult, 2)
+	go func() {
+		var err error
+		results[0], err = s.Commit(context.Background(), registry.Write{Resource: "o/1", Record: first})
+		errs <- err
+	}()
+	<-held // the first is on its way, its slot busy; the other slot is free
+	go func() {
+		var err error
+		results[1], err = s.Commit(context.Background(), registry.Write{Resource: "o/1", RecordWas: first, Record: &lockstate.Record{HighestFence: 2}})
+		errs <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	mu.Lock()
+	early := len(sent)
+	mu.Unlock()
+	close(gate)
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if early != 1 {
+		t.Errorf("the second commit of o/1 was sent while the first was in flight (sent: %v)", sent)
+	}
+	if !results[0].OK || !results[1].OK || results[1].Revision <= results[0].Revision {
+		t.Fatalf("outcomes %+v, %+v: want both committed, in order", results[0], results[1])
+	}
+	if left := len(b.last); left != 0 {
+		t.Fatalf("%d keys still name a commit in flight", left)
+	}
+}
+
+// A commit waiting for an earlier one of its key that is withdrawn (its
+// caller gave up while it waited) is sent at once, not left queued until
+// some other group ends. Here the first commit of a key is held in
+// flight, the second waits for it, the third for the second; the second
+// is withdrawn, and the third commits while the first is still held (a
+// commit of another key meanwhile is not held back at all).
+// Negative control: without the kick in batcher.forget the third waits
+// for the first.
+func TestCommitAfterWithdrawnGoes(t *testing.T) {
+	s := freshStore(t)
+	b := s.batch
+	gate, held := make(chan struct{}), make(chan struct{})
+	send := b.q.Send
+	b.q.Send = func(g []*pending) {
+		for _, p := range g {
+			if p.w.Record.HighestFence == 1 {
+				close(held)
+				<-gate
+			}
+		}
+		send(g)
+	}
+	defer close(gate)
+	first := make(chan error, 1)
+	go func() {
+		_, err := s.Commit(context.Background(), registry.Write{Resource: "w/1", Record: &lockstate.Record{HighestFence: 1}})
+		first <- err
+	}()
+	<-held
+	ctx, cancel := context.WithCancel(context.Background())
+	second := make(chan error, 1)
+	go func() {
+		_, err := s.Commit(ctx, registry.Write{Resource: "w/1", Record: &lockstate.Record{HighestFence: 2}})
+		second <- err
+	}()
+	waitQueued(t, s, 1)
+	third := make(chan registry.CommitResult, 1)
+	go func() {
+		res, err := s.Commit(context.Background(), registry.Write{Resource: "w/2", Record: &lockstate.Record{HighestFence: 3}})
+		if err != nil {
+			t.Error(err)
+		}
+		third <- res
+	}()
+	<-third // another key: not held back
+	last := make(chan error, 1)
+	go func() {
+		_, err := s.Commit(context.Background(), registry.Write{Resource: "w/1", Record: &lockstate.Record{HighestFence: 4}})
+		last <- err
+	}()
+	waitQueued(t, s, 2)
+	cancel()
+	if err := <-second; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the withdrawn commit: %v", err)
+	}
+	select {
+	case err := <-last:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the commit after a withdrawn one stayed queued while a slot was free")
+	}
+}

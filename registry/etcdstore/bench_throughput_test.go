@@ -187,5 +187,6 @@ func benchBatching(b *testing.B) []Option {
 func reportBatching(b *testing.B, st *Store) {
 	if txns, writes := batchStats(st); txns > 0 {
 		b.ReportMetric(float64(writes)/float64(txns), "writes/txn")
+		b.ReportMetric(100*float64(failedWrites(st))/float64(writes), "failed-%")
 	}
 }
