@@ -80,7 +80,7 @@ func DecodeRecord(b []byte) (*lockstate.Record, error) {
 	var rec *lockstate.Record
 	var err error
 	switch {
-	case len(b) > 0 && (b[0] == markRecordV1 || b[0] == markRecordSetsV1):
+	case len(b) > 0 && (b[0] == markRecordV1 || b[0] == markRecordSetsV1 || b[0] == markRecordRWV1):
 		rec, err = decodeRecordCompact(b)
 	case len(b) > 0 && b[0] == markEntryV1:
 		err = fmt.Errorf("a request entry's bytes")
@@ -122,7 +122,7 @@ func DecodeRequestEntry(b []byte) (*lockstate.RequestEntry, error) {
 	switch {
 	case len(b) > 0 && b[0] == markEntryV1:
 		e, err = decodeEntryCompact(b)
-	case len(b) > 0 && (b[0] == markRecordV1 || b[0] == markRecordSetsV1):
+	case len(b) > 0 && (b[0] == markRecordV1 || b[0] == markRecordSetsV1 || b[0] == markRecordRWV1):
 		err = fmt.Errorf("a record's bytes")
 	default:
 		e = new(lockstate.RequestEntry)
@@ -154,6 +154,11 @@ func checkRecord(r *lockstate.Record) error {
 	if h := r.Holder; h != nil {
 		if h.Grant.FenceToken == 0 || h.Grant.FenceToken > r.HighestFence {
 			return fmt.Errorf("holder fence %d outside [1, highest %d]", h.Grant.FenceToken, r.HighestFence)
+		}
+	}
+	for _, h := range r.Readers {
+		if h.Grant.FenceToken == 0 || h.Grant.FenceToken > r.HighestFence {
+			return fmt.Errorf("reader fence %d outside [1, highest %d]", h.Grant.FenceToken, r.HighestFence)
 		}
 	}
 	for _, e := range r.Ended {

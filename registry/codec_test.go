@@ -245,7 +245,7 @@ func FuzzDecodeRecord(f *testing.F) {
 			return
 		}
 		c := EncodeRecord(rec)
-		if (b[0] == markRecordV1 || b[0] == markRecordSetsV1) && !bytes.Equal(c, b) {
+		if (b[0] == markRecordV1 || b[0] == markRecordSetsV1 || b[0] == markRecordRWV1) && !bytes.Equal(c, b) {
 			t.Fatalf("compact input re-encodes differently:\n%x\n%x", b, c)
 		}
 		// Equal in both forms: an empty list and none are one value.
@@ -275,4 +275,44 @@ func FuzzDecodeRequestEntry(f *testing.F) {
 			t.Fatalf("round trip: %v\n%+v\n%+v", err, e, back)
 		}
 	})
+}
+
+// TestReadersForm: a read/write lock's record (readers, a reader's
+// ticket, a downgrade's ReadersFromMs) takes its own form and round-trips
+// in both; a record with none of them spelled in that form does not
+// decode, and every other record keeps its marker.
+func TestReadersForm(t *testing.T) {
+	base := fullRecord()
+	reader := *base.Holder
+	reader.Grant.Resource = wire.ReadResource(reader.Grant.Resource)
+	reader.Members = nil
+	for name, rec := range map[string]*lockstate.Record{
+		"readers":     {HighestFence: base.HighestFence, Readers: []lockstate.Holder{reader, reader}},
+		"readersFrom": {HighestFence: 1, ReadersFromMs: 1780000000123},
+		"readTicket":  {HighestFence: 1, Waiters: []lockstate.Waiter{{Owner: "o", RequestID: "r", Read: true, OperationRoot: digestA, ParamsDigest: digestA}}},
+	} {
+		b := EncodeRecord(rec)
+		if b[0] != markRecordRWV1 {
+			t.Fatalf("%s: marker %#x, want %#x", name, b[0], markRecordRWV1)
+		}
+		for _, f := range []StoredForm{FormCompact, FormJSON} {
+			enc := f.EncodeRecord(rec)
+			back, err := DecodeRecord(enc)
+			if err != nil || !reflect.DeepEqual(back, rec) {
+				t.Fatalf("%s in %s: %v\n got %+v\nwant %+v", name, f, err, back, rec)
+			}
+			if again := f.EncodeRecord(back); !bytes.Equal(again, enc) {
+				t.Fatalf("%s in %s re-encodes differently", name, f)
+			}
+		}
+	}
+	if EncodeRecord(fullRecord())[0] != markRecordV1 || EncodeRecord(setRecord())[0] != markRecordSetsV1 {
+		t.Fatal("a record without readers changed its form")
+	}
+	// One encoding per record: a plain record spelled in the readers' form
+	// (no readers, no read ticket, readersFromMs 0) does not decode.
+	spelled := []byte{markRecordRWV1, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+	if _, err := DecodeRecord(spelled); !errors.Is(err, wire.ErrCorrupt) || !strings.Contains(err.Error(), "no readers") {
+		t.Fatalf("a plain record in the readers' form: %v, want ErrCorrupt", err)
+	}
 }

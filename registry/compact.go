@@ -44,10 +44,19 @@ import (
 // members and setTtlMs after its seenMs. Only such a record takes that
 // form (a 0x83 record naming no set does not decode), so every record
 // without one keeps its bytes.
+//
+// A record of a read/write lock with readers, a reader's ticket or a
+// downgrade's ReadersFromMs is marker 0x84: the fields of the 0x83 form,
+// each waiter's read flag after its setTtlMs, and after the ended leases
+// the readers (a list of holders: grant body, paramsDigest, expiresAtMs)
+// and readersFromMs, then permits as in every form. Only such a record
+// takes that form (a 0x84 record with none of them does not decode), so
+// every other record keeps its bytes.
 const (
 	markRecordV1     = 0x81
 	markEntryV1      = 0x82
 	markRecordSetsV1 = 0x83
+	markRecordRWV1   = 0x84
 )
 
 const digestPrefix = "sha256:"
@@ -134,6 +143,21 @@ func hasSets(rec *lockstate.Record) bool {
 	return false
 }
 
+// hasReaders reports whether rec has a read/write lock's state (readers,
+// a reader's ticket, ReadersFromMs): it then takes the form
+// markRecordRWV1.
+func hasReaders(rec *lockstate.Record) bool {
+	if len(rec.Readers) > 0 || rec.ReadersFromMs != 0 {
+		return true
+	}
+	for i := range rec.Waiters {
+		if rec.Waiters[i].Read {
+			return true
+		}
+	}
+	return false
+}
+
 func (e *encoder) strs(ss []string) {
 	e.uint(uint64(len(ss)))
 	for _, s := range ss {
@@ -143,10 +167,14 @@ func (e *encoder) strs(ss []string) {
 
 func encodeRecordCompact(rec *lockstate.Record) []byte {
 	e := encoder{b: make([]byte, 0, 128+96*len(rec.Waiters)+48*len(rec.Ended))}
-	sets := hasSets(rec)
-	if sets {
+	rw := hasReaders(rec)
+	sets := rw || hasSets(rec)
+	switch {
+	case rw:
+		e.byte(markRecordRWV1)
+	case sets:
 		e.byte(markRecordSetsV1)
-	} else {
+	default:
 		e.byte(markRecordV1)
 	}
 	e.uint(rec.HighestFence)
@@ -179,6 +207,9 @@ func encodeRecordCompact(rec *lockstate.Record) []byte {
 			e.strs(w.Members)
 			e.uint(w.SetTTLMs)
 		}
+		if rw {
+			e.flag(w.Read)
+		}
 	}
 	e.uint(uint64(len(rec.Ended)))
 	for _, x := range rec.Ended {
@@ -187,6 +218,16 @@ func encodeRecordCompact(rec *lockstate.Record) []byte {
 		e.state(x.State)
 		e.int(x.AtMs)
 		e.flag(x.Broken)
+	}
+	if rw {
+		e.uint(uint64(len(rec.Readers)))
+		for i := range rec.Readers {
+			h := &rec.Readers[i]
+			e.grantBody(&h.Grant)
+			e.digest(h.ParamsDigest)
+			e.int(h.ExpiresAtMs)
+		}
+		e.int(rec.ReadersFromMs)
 	}
 	if rec.Permits > 0 {
 		e.uint(rec.Permits) // only a semaphore's record has the field: every other record keeps its bytes
@@ -357,6 +398,9 @@ func (d *decoder) end() error {
 const (
 	waiterBytesMin = 13
 	endedBytesMin  = 5
+	// a reader: a grant body (6 strings, a digest, 4 numbers, 2 instants),
+	// a digest and an instant
+	readerBytesMin = 15
 )
 
 // strs reads a list of strings; an empty one is nil.
@@ -374,7 +418,8 @@ func (d *decoder) strs() []string {
 
 func decodeRecordCompact(b []byte) (*lockstate.Record, error) {
 	d := decoder{b: b[1:]}
-	sets := b[0] == markRecordSetsV1
+	rw := b[0] == markRecordRWV1
+	sets := rw || b[0] == markRecordSetsV1
 	rec := &lockstate.Record{HighestFence: d.uint(), Floor: d.uint(), PolicyGeneration: d.uint()}
 	if d.flag() {
 		rec.Holder = &lockstate.Holder{Grant: d.grantBody(), ParamsDigest: d.digest(), ExpiresAtMs: d.int()}
@@ -393,6 +438,9 @@ func decodeRecordCompact(b []byte) (*lockstate.Record, error) {
 			if sets {
 				rec.Waiters[i].Members, rec.Waiters[i].SetTTLMs = d.strs(), d.uint()
 			}
+			if rw {
+				rec.Waiters[i].Read = d.flag()
+			}
 		}
 	}
 	if n := d.count(endedBytesMin); n > 0 {
@@ -401,12 +449,24 @@ func decodeRecordCompact(b []byte) (*lockstate.Record, error) {
 			rec.Ended[i] = lockstate.EndedLease{Lease: d.str(), Owner: d.str(), State: d.state(), AtMs: d.int(), Broken: d.flag()}
 		}
 	}
+	if rw {
+		if n := d.count(readerBytesMin); n > 0 {
+			rec.Readers = make([]lockstate.Holder, n)
+			for i := range rec.Readers {
+				rec.Readers[i] = lockstate.Holder{Grant: d.grantBody(), ParamsDigest: d.digest(), ExpiresAtMs: d.int()}
+			}
+		}
+		rec.ReadersFromMs = d.int()
+	}
 	if d.err == nil && len(d.b) > 0 {
 		if rec.Permits = d.uint(); rec.Permits == 0 {
 			d.fail(errors.New("permits 0 spelled out")) // one encoding per record: 0 is the field's absence
 		}
 	}
-	if d.err == nil && sets && !hasSets(rec) {
+	if d.err == nil && rw && !hasReaders(rec) {
+		d.fail(errors.New("a read/write lock's form with no readers")) // one encoding per record
+	}
+	if d.err == nil && sets && !rw && !hasSets(rec) {
 		d.fail(errors.New("a lock set's form naming no set")) // one encoding per record
 	}
 	if err := d.end(); err != nil {

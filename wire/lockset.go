@@ -50,7 +50,7 @@ func ReservedRequestID(id string) bool { return strings.HasPrefix(id, SetRequest
 // ValidateLockSet checks a set's members: LockSetMembersMin to
 // LockSetMembersMax canonical resource IDs (grant.ValidateResource),
 // named in strictly increasing byte order (so sorted and distinct: the
-// SDK and CLI sort for their user), none a semaphore's slot. It returns
+// SDK and CLI sort for their user), none a semaphore's slot or a reader's resource (ReadOf). It returns
 // an error wrapping ErrInvalid that names the first member at fault.
 func ValidateLockSet(members []string) error {
 	if n := len(members); n < LockSetMembersMin || n > LockSetMembersMax {
@@ -62,6 +62,9 @@ func ValidateLockSet(members []string) error {
 		}
 		if _, _, slot := SlotOf(m); slot {
 			return fmt.Errorf("%w: members[%d]: %s is a semaphore's slot", ErrInvalid, i, m)
+		}
+		if _, read := ReadOf(m); read {
+			return fmt.Errorf("%w: members[%d]: %s is a read/write lock's reader resource", ErrInvalid, i, m)
 		}
 		if i > 0 && members[i-1] >= m {
 			what := "out of order"

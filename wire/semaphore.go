@@ -69,6 +69,9 @@ func ValidateSemaphore(name string, permits uint64) error {
 	if _, _, slot := SlotOf(name); slot {
 		return fmt.Errorf("%w: resource %s is a semaphore's slot, not a semaphore", ErrInvalid, name)
 	}
+	if _, read := ReadOf(name); read {
+		return fmt.Errorf("%w: resource %s is a read/write lock's reader resource, not a semaphore", ErrInvalid, name)
+	}
 	if err := grant.ValidateResource(SlotResource(name, int(permits)-1)); err != nil {
 		return fmt.Errorf("%w: resource %s: its slot names would not be canonical: %v", ErrInvalid, name, err)
 	}

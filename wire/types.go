@@ -41,6 +41,12 @@ type AcquireRequest struct {
 	// semaphore must name the same number (ErrPermitsMismatch). 0 (the
 	// default): an exclusive lock.
 	Permits uint64 `json:"permits,omitempty"`
+	// Mode is the lease's mode on a read/write lock: ModeRead ("read")
+	// asks for a reader's lease, shared with other readers, on
+	// ReadResource(Resource); "" (the default) the exclusive lease, which
+	// is the writer's. Part of the request's identity. A read acquire may
+	// not name Permits.
+	Mode string `json:"mode,omitempty"`
 }
 
 // Issued is a grant with its proofs and a fresh status, parsed. For a
@@ -232,6 +238,14 @@ type LockStatus struct {
 	// no Slots for an exclusive lock.
 	Permits uint64       `json:"permits,omitempty"`
 	Slots   []LockStatus `json:"slots,omitempty"`
+	// Readers are the resource's readers (read/write lock): each a lease
+	// on ReadResource(Resource) with its own expiry, sharing the lock;
+	// omitted when none. Holder is then absent: a writer excludes them.
+	Readers []LockHolder `json:"readers,omitempty"`
+	// ReadersFrom, when set and ahead, is when readers other than a
+	// downgraded writer may be admitted again: every HELD statement of
+	// the downgraded write lease has expired by then.
+	ReadersFrom *time.Time `json:"readersFrom,omitempty"`
 }
 
 // LockHolder is a resource's current lease.
@@ -258,6 +272,8 @@ type LockWaiter struct {
 	// LockSet, when the waiter is a lock set's, is the whole set
 	// (sorted): it waits for every member at once.
 	LockSet []string `json:"lockSet,omitempty"`
+	// Read: the waiter asks for a reader's lease (read/write lock).
+	Read bool `json:"read,omitempty"`
 }
 
 // Left is how long the holder's lease had left at the read (0 when free

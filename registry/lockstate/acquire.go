@@ -44,8 +44,9 @@ func (in AcquireInput) ticket(digest string, now int64, lim Limits) Waiter {
 	return Waiter{
 		Owner: in.Owner, RequestID: in.Req.RequestID,
 		DeadlineMs: in.DeadlineMs + int64(lim.WaiterGraceMs), PollUntilMs: in.DeadlineMs, JoinedMs: now,
-		OperationRoot:  grant.OperationRoot(in.Req.Resource, in.Req.OperationID).String(),
+		OperationRoot:  grant.OperationRoot(in.grantResource(), in.Req.OperationID).String(),
 		OperationClass: in.Req.OperationClass, TTLMs: in.TTLMs, ParamsDigest: digest, SeenMs: now,
+		Read: in.Read(),
 	}
 }
 
@@ -114,6 +115,12 @@ func validateAcquire(owner string, req wire.AcquireRequest, lim Limits) (uint64,
 	} else if _, _, slot := wire.SlotOf(req.Resource); slot {
 		return 0, fmt.Errorf("%w: resource %s is a semaphore's slot: acquire the semaphore (permits)", wire.ErrInvalid, req.Resource)
 	}
+	if _, read := wire.ReadOf(req.Resource); read {
+		return 0, fmt.Errorf("%w: resource %s is a read/write lock's reader resource: acquire %s with mode %q", wire.ErrInvalid, req.Resource, wire.RecordName(req.Resource), wire.ModeRead)
+	}
+	if err := wire.ValidateMode(req); err != nil {
+		return 0, err
+	}
 	ttl := req.TTLMs
 	if ttl == 0 {
 		ttl = lim.TTLMsDefault
@@ -129,9 +136,11 @@ func validateAcquire(owner string, req wire.AcquireRequest, lim Limits) (uint64,
 // resource has no live holder, lock-delay has passed, and the caller is the
 // head of the queue (or the queue is empty); the fence is the highest of
 // the highest issued fence, the floor and the start of the fence range,
-// plus one (nextFence).
+// plus one (nextFence). A read acquire (wire.ModeRead) is a reader's
+// lease, granted by the rules of rwlock.go; a writer also waits for the
+// readers holding.
 func DecideAcquire(rec *Record, own *RequestEntry, set Settings, in AcquireInput, now int64, lim Limits) (AcquireDecision, error) {
-	digest := paramsDigest(in.Req.Resource, in.Req.OperationID, in.Req.OperationClass, in.TTLMs)
+	digest := paramsDigest(in.grantResource(), in.Req.OperationID, in.Req.OperationClass, in.TTLMs)
 	if own != nil {
 		if !Retained(rec, own, now, lim) {
 			return AcquireDecision{Outcome: AcquirePurge}, nil
@@ -148,7 +157,7 @@ func DecideAcquire(rec *Record, own *RequestEntry, set Settings, in AcquireInput
 		return AcquireDecision{}, fmt.Errorf("%w: this registry's epoch %d is below %d", wire.ErrEpochRevoked, lim.IssuerEpoch, set.RevokedBelowEpoch)
 	}
 	next, changed := Normalize(rec, set, now, lim)
-	if h := rec.Holder; h != nil && h.Grant.Owner == in.Owner && h.Grant.RequestID == in.Req.RequestID {
+	if holdingRequest(rec, in.Key()) {
 		// The caller's own lease, live or expired just now: its entry
 		// exists though the snapshot (a cached one assumes entries absent)
 		// does not show it. Deciding on without it would queue a request
@@ -161,9 +170,12 @@ func DecideAcquire(rec *Record, own *RequestEntry, set Settings, in AcquireInput
 		changed = true
 		idx = waiterIndex(next, in.Key())
 	}
-	free := next.Holder == nil && now >= next.FreeAtMs
-	if free && (idx == 0 || idx < 0 && len(next.Waiters) == 0) {
-		body, put, err := grantLease(next, in.Req.Resource, set, in.ticket(digest, now, lim), idx, now, lim)
+	may := writerMayEnter(next, idx, now)
+	if in.Read() {
+		may = readerMayEnter(next, idx, now)
+	}
+	if may {
+		body, put, err := grantTicket(next, in.Req.Resource, set, in.ticket(digest, now, lim), idx, now, lim)
 		if err != nil {
 			return AcquireDecision{}, err
 		}

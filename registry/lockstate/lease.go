@@ -31,6 +31,14 @@ func DecideRenew(rec *Record, set Settings, owner, lease string, now int64, lim 
 		h.ExpiresAtMs = max(h.ExpiresAtMs, now+int64(h.Grant.TTLMs))
 		return LeaseDecision{Record: next, Holder: *h}, nil
 	}
+	if i := readerIndex(next, lease); i >= 0 {
+		h := &next.Readers[i]
+		if h.Grant.Owner != owner {
+			return LeaseDecision{}, fmt.Errorf("%w: lease %s belongs to another owner", wire.ErrNotHolder, lease)
+		}
+		h.ExpiresAtMs = max(h.ExpiresAtMs, now+int64(h.Grant.TTLMs)) // its own lease only
+		return LeaseDecision{Record: next, Holder: *h}, nil
+	}
 	return LeaseDecision{}, endedError(next, owner, lease)
 }
 
@@ -55,6 +63,15 @@ func DecideRelease(rec *Record, set Settings, owner, lease string, now int64, li
 		next.FreeAtMs = max(next.FreeAtMs, now)
 		return LeaseDecision{Record: next, Entries: handOff(next, resource, set, now, lim, taken)}, nil
 	}
+	if i := readerIndex(next, lease); i >= 0 {
+		h := next.Readers[i]
+		if h.Grant.Owner != owner {
+			return LeaseDecision{}, fmt.Errorf("%w: lease %s belongs to another owner", wire.ErrNotHolder, lease)
+		}
+		removeReader(next, i, grant.StateReleased, now)
+		next.FreeAtMs = max(next.FreeAtMs, now)
+		return LeaseDecision{Record: next, Entries: handOff(next, wire.RecordName(h.Grant.Resource), set, now, lim, taken)}, nil
+	}
 	if e, ok := findEnded(next, lease); ok && e.Owner == owner && e.State == grant.StateReleased {
 		return LeaseDecision{}, nil
 	}
@@ -63,27 +80,38 @@ func DecideRelease(rec *Record, set Settings, owner, lease string, now int64, li
 
 // handOff grants a resource just freed by a release to the head of its
 // queue in the same write, so the next owner holds it without a second
-// round trip. The head's deadline is still ahead (Normalize pruned the
+// round trip: the head writer once nobody holds, or the run of readers
+// at the head while no writer holds (each as far as it may enter,
+// rwlock.go). The head's deadline is still ahead (Normalize pruned the
 // rest); if its request ID is taken, or this registry may not issue, the
-// head claims the lease itself as after an expiry. It returns the head's
-// new entry to write, if it was handed the lease.
+// head claims the lease itself as after an expiry. It returns the new
+// entries to write, one per ticket handed its lease. resource is the
+// record's name.
 func handOff(next *Record, resource string, set Settings, now int64, lim Limits, taken []RequestKey) []EntryPut {
-	if next.Holder != nil || len(next.Waiters) == 0 || now < next.FreeAtMs || lim.IssuerEpoch < set.RevokedBelowEpoch {
-		return nil
+	var puts []EntryPut
+	for len(next.Waiters) > 0 && lim.IssuerEpoch >= set.RevokedBelowEpoch {
+		head := next.Waiters[0]
+		may := writerMayEnter(next, 0, now)
+		if head.Read {
+			may = readerMayEnter(next, 0, now)
+		}
+		// A lock set's ticket is never handed one member alone: the set's
+		// own acquire takes every member at once (DecideSetAcquire).
+		if !may || head.TTLMs == 0 || len(head.Members) > 0 || now >= head.pollUntil() || slices.Contains(taken, RequestKey{Owner: head.Owner, RequestID: head.RequestID}) {
+			return puts // nobody is listening, or its request has an answer: it claims the lease itself
+		}
+		trial := next.Clone()
+		_, put, err := grantTicket(trial, resource, set, head, 0, now, lim)
+		if err != nil {
+			return puts
+		}
+		*next = *trial
+		puts = append(puts, put)
+		if !head.Read {
+			return puts // a writer holds alone
+		}
 	}
-	head := next.Waiters[0]
-	// A lock set's ticket is never handed one member alone: the set's own
-	// acquire takes every member at once (DecideSetAcquire).
-	if head.TTLMs == 0 || len(head.Members) > 0 || now >= head.pollUntil() || slices.Contains(taken, RequestKey{Owner: head.Owner, RequestID: head.RequestID}) {
-		return nil // nobody is listening, or its request has an answer: it claims the lease itself
-	}
-	trial := next.Clone()
-	_, put, err := grantLease(trial, resource, set, head, 0, now, lim)
-	if err != nil {
-		return nil
-	}
-	*next = *trial
-	return []EntryPut{put}
+	return puts
 }
 
 // DecideBreak ends rec's live lease now, whoever holds it, as an operator
@@ -92,22 +120,35 @@ func handOff(next *Record, resource string, set Settings, now int64, lim Limits,
 // the next grant's fence is higher, so the old holder's late writes are
 // refused at every gate once the next holder has written, whatever its
 // clock says. In the same write the head waiter gets the lease, as after
-// a release. It returns the holder it ended (nil, and no record, when the
-// resource was already free).
+// a release. A read/write lock's readers are broken with its writer. It
+// returns the writer it ended, or a reader when only readers held (nil,
+// and no record, when the resource was already free).
 func DecideBreak(rec *Record, set Settings, now int64, lim Limits, taken []RequestKey) (LeaseDecision, *Holder) {
 	next, changed := Normalize(rec, set, now, lim)
 	h := next.Holder
-	if h == nil {
+	if h == nil && len(next.Readers) == 0 {
 		if !changed {
 			return LeaseDecision{}, nil
 		}
 		return LeaseDecision{Record: next}, nil
 	}
-	ended := *h
-	endHolder(next, grant.StateExpired, now)
-	next.Ended[len(next.Ended)-1].Broken = true
+	var ended *Holder
+	if h != nil {
+		e := *h
+		ended = &e
+		endHolder(next, grant.StateExpired, now)
+		next.Ended[len(next.Ended)-1].Broken = true
+	}
+	for len(next.Readers) > 0 {
+		if ended == nil {
+			e := next.Readers[0]
+			ended = &e
+		}
+		removeReader(next, 0, grant.StateExpired, now)
+		next.Ended[len(next.Ended)-1].Broken = true
+	}
 	next.FreeAtMs = max(next.FreeAtMs, now)
-	return LeaseDecision{Record: next, Entries: handOff(next, ended.Grant.Resource, set, now, lim, taken)}, &ended
+	return LeaseDecision{Record: next, Entries: handOff(next, wire.RecordName(ended.Grant.Resource), set, now, lim, taken)}, ended
 }
 
 // DecideCancelWait withdraws the waiter key, whose wait ends at
@@ -125,7 +166,7 @@ func DecideCancelWait(rec *Record, set Settings, key RequestKey, deadlineMs, now
 	next, changed := Normalize(rec, set, now, lim)
 	if i := waiterIndex(next, key); i >= 0 && next.Waiters[i].pollUntil() <= deadlineMs {
 		next.Waiters = append(next.Waiters[:i:i], next.Waiters[i+1:]...)
-		if i == 0 && next.Holder == nil {
+		if i == 0 && !occupied(next) {
 			next.FreeAtMs = max(next.FreeAtMs, now)
 		}
 		changed = true

@@ -284,11 +284,11 @@ func decideSetExisting(recs []*Record, own []*RequestEntry, in SetInput, now int
 }
 
 // firstBusy returns the first member (in member order) the set may not
-// take now: held, in lock-delay, or with someone ahead of the set's
+// take now: held (by a writer or a reader), in lock-delay, or with someone ahead of the set's
 // ticket (or, without one, anyone queued); -1 when it may take all.
 func firstBusy(next []*Record, idx []int, now int64) int {
 	for i, rec := range next {
-		free := rec.Holder == nil && now >= rec.FreeAtMs
+		free := !occupied(rec) && now >= rec.FreeAtMs
 		if !free || idx[i] > 0 || idx[i] < 0 && len(rec.Waiters) > 0 {
 			return i
 		}
@@ -316,7 +316,7 @@ func grantSet(next []*Record, set Settings, in SetInput, idx []int, now int64, l
 // leaving a free resource restarts the next head's claim window.
 func withdraw(rec *Record, idx int, now int64) {
 	rec.Waiters = append(rec.Waiters[:idx:idx], rec.Waiters[idx+1:]...)
-	if idx == 0 && rec.Holder == nil {
+	if idx == 0 && !occupied(rec) {
 		rec.FreeAtMs = max(rec.FreeAtMs, now)
 	}
 }
@@ -328,7 +328,7 @@ func withdraw(rec *Record, idx int, now int64) {
 // (skipVanishedWaiters).
 func setStampDue(rec *Record, idx int, now int64, lim Limits) bool {
 	if idx == 0 {
-		return rec.Holder == nil && now-rec.Waiters[0].SeenMs >= SetStampMs(lim)
+		return !occupied(rec) && now-rec.Waiters[0].SeenMs >= SetStampMs(lim)
 	}
 	return stampDue(rec, idx, now, lim)
 }

@@ -37,6 +37,15 @@ type Record struct {
 	// queue across the slots and never a holder or a fence of its own.
 	// Set once, by the semaphore's first acquire, and never changed.
 	Permits uint64 `json:"permits,omitempty"`
+	// Readers are the read/write lock's readers (rwlock.go): each an
+	// ordinary lease on wire.ReadResource of the resource, with its own
+	// expiry, renewed and released on its own. Never beside a live
+	// Holder (a writer excludes them). nil for every other lock.
+	Readers []Holder `json:"readers,omitempty"`
+	// ReadersFromMs, after a downgrade, is the instant before which no
+	// reader but the downgraded writer is admitted: every HELD statement
+	// issued for the write lease has expired by then (DecideDowngrade).
+	ReadersFromMs int64 `json:"readersFromMs,omitempty"`
 }
 
 // Holder is the current lease: the grant (without its backend revision,
@@ -93,6 +102,9 @@ type Waiter struct {
 	// a version before lock sets reads as "nobody listening" and never
 	// hands the member alone to.
 	SetTTLMs uint64 `json:"setTtlMs,omitempty"`
+	// Read: the ticket asks for a reader's lease (wire.ModeRead); a
+	// ticket without it asks for the exclusive one (a writer's).
+	Read bool `json:"read,omitempty"`
 }
 
 // EndedLease is a lease that ended, and how.
@@ -197,6 +209,9 @@ func (r *Record) Clone() *Record {
 		c.Holder = &h
 	}
 	c.Waiters = append([]Waiter(nil), r.Waiters...)
+	if r.Readers != nil {
+		c.Readers = append([]Holder(nil), r.Readers...)
+	}
 	c.Ended = append([]EndedLease(nil), r.Ended...)
 	return &c
 }

@@ -111,7 +111,7 @@ func DecideSemaphore(rec *Record, slots []*Record, set Settings, in AcquireInput
 		free[i] = SlotFree(sr, set, now, lim)
 	}
 	switch {
-	case rec.Permits == 0 && (rec.HighestFence > 0 || rec.Holder != nil || len(rec.Waiters) > 0):
+	case rec.Permits == 0 && (rec.HighestFence > 0 || occupied(rec) || len(rec.Waiters) > 0):
 		return SemaphoreDecision{}, fmt.Errorf("%w: %s is a plain lock, not a semaphore", wire.ErrPermitsMismatch, in.Req.Resource)
 	case rec.Permits != 0 && rec.Permits != n:
 		return SemaphoreDecision{}, fmt.Errorf("%w: %s is a semaphore of %d permits, not %d", wire.ErrPermitsMismatch, in.Req.Resource, rec.Permits, n)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // This file holds what every decision shares: bringing a record up to the
@@ -32,29 +33,21 @@ func Normalize(rec *Record, set Settings, now int64, lim Limits) (*Record, bool)
 	out := rec.Clone()
 	changed := false
 	if h := out.Holder; h != nil {
-		state, at, bumped := grant.State(""), int64(0), false
-		switch {
-		case h.Grant.IssuerEpoch < set.RevokedBelowEpoch:
-			state, at = grant.StateRevoked, now
-			out.FreeAtMs = max(out.FreeAtMs, now)
-		case endsWithBump(h.Grant.FenceToken, set):
-			state, at, bumped = grant.StateExpired, min(now, h.ExpiresAtMs), true
-			out.FreeAtMs = max(out.FreeAtMs, now)
-		case now >= h.ExpiresAtMs:
-			state, at = grant.StateExpired, h.ExpiresAtMs
-			out.FreeAtMs = max(out.FreeAtMs, h.ExpiresAtMs+int64(lim.LockDelayMs))
-		}
-		if state != "" {
+		if state, at, freeAt, bumped := leaseEnds(h, set, now, lim); state != "" {
 			endHolder(out, state, at)
 			out.Ended[len(out.Ended)-1].Broken = bumped
+			out.FreeAtMs = max(out.FreeAtMs, freeAt)
 			changed = true
 		}
+	}
+	if endReaders(out, set, now, lim) {
+		changed = true
 	}
 	live := out.Waiters[:0:0]
 	for i, w := range out.Waiters {
 		if w.DeadlineMs > now {
 			live = append(live, w)
-		} else if i == 0 && out.Holder == nil {
+		} else if i == 0 && !occupied(out) {
 			out.FreeAtMs = max(out.FreeAtMs, now) // the next head gets a full claim window
 		}
 	}
@@ -62,6 +55,23 @@ func Normalize(rec *Record, set Settings, now int64, lim Limits) (*Record, bool)
 		out.Waiters, changed = live, true
 	}
 	return out, changed
+}
+
+// leaseEnds says whether the lease h (a writer's or a reader's) has
+// ended by now, and how: revoked (at now), ended by a bump (bumped, at
+// the earlier of now and its expiry) or expired (at its expiry); state
+// is "" while it lives. freeAt is the earliest instant the resource may
+// be granted after it: now, or for an expiry the expiry + LockDelayMs.
+func leaseEnds(h *Holder, set Settings, now int64, lim Limits) (state grant.State, at, freeAt int64, bumped bool) {
+	switch {
+	case h.Grant.IssuerEpoch < set.RevokedBelowEpoch:
+		return grant.StateRevoked, now, now, false
+	case endsWithBump(h.Grant.FenceToken, set):
+		return grant.StateExpired, min(now, h.ExpiresAtMs), now, true
+	case now >= h.ExpiresAtMs:
+		return grant.StateExpired, h.ExpiresAtMs, h.ExpiresAtMs + int64(lim.LockDelayMs), false
+	}
+	return "", 0, 0, false
 }
 
 // Vanished waiters. A waiter whose caller is gone (a replica killed
@@ -79,7 +89,7 @@ func Normalize(rec *Record, set Settings, now int64, lim Limits) (*Record, bool)
 // the resource is free, its head has had half the claim window, and the
 // waiter has not been seen since it became free.
 func stampDue(rec *Record, idx int, now int64, lim Limits) bool {
-	return idx > 0 && rec.Holder == nil && now >= rec.FreeAtMs+int64(lim.HandoffClaimMs)/2 &&
+	return idx > 0 && !occupied(rec) && now >= rec.FreeAtMs+int64(lim.HandoffClaimMs)/2 &&
 		rec.Waiters[idx].SeenMs < rec.FreeAtMs
 }
 
@@ -96,7 +106,7 @@ func stampDue(rec *Record, idx int, now int64, lim Limits) bool {
 // live set stamps itself more often than that (setStampDue). Until then
 // nothing is dropped.
 func skipVanishedWaiters(rec *Record, keep RequestKey, now int64, lim Limits) bool {
-	if rec.Holder != nil || len(rec.Waiters) == 0 || now < rec.FreeAtMs+int64(lim.HandoffClaimMs) {
+	if occupied(rec) || len(rec.Waiters) == 0 || now < rec.FreeAtMs+int64(lim.HandoffClaimMs) {
 		return false
 	}
 	if h := rec.Waiters[0]; len(h.Members) > 0 && now-h.SeenMs < semaphoreStaleMs(lim) {
@@ -119,6 +129,12 @@ func skipVanishedWaiters(rec *Record, keep RequestKey, now int64, lim Limits) bo
 func endHolder(rec *Record, state grant.State, at int64) {
 	h := rec.Holder
 	rec.Holder = nil
+	appendEnded(rec, h, state, at)
+}
+
+// appendEnded remembers the lease h as ended in state at instant at,
+// keeping the last EndedLeasesMax. rec must be a private copy.
+func appendEnded(rec *Record, h *Holder, state grant.State, at int64) {
 	rec.Ended = append(rec.Ended, EndedLease{
 		Lease: h.Grant.Lease, Owner: h.Grant.Owner, State: state, AtMs: at,
 	})
@@ -173,7 +189,8 @@ func leaseID(resource, owner, requestID string, fence uint64, issuedAtMs int64) 
 // ChangesAt is the earliest instant after now at which rec changes with
 // no write: its holder expiring, lock-delay ending, the resource coming
 // free, the head waiter's claim window reaching its half or its end, a
-// blocked lock set's head turning stale (the instants a queued waiter
+// blocked lock set's head turning stale, a reader expiring, readers
+// admitted again after a downgrade (the instants a queued waiter
 // must look again). changes is false when
 // none is ahead.
 func ChangesAt(rec *Record, now int64, lim Limits) (at int64, changes bool) {
@@ -182,14 +199,18 @@ func ChangesAt(rec *Record, now int64, lim Limits) (at int64, changes bool) {
 		expiry = rec.Holder.ExpiresAtMs
 	}
 	stale := int64(-1 << 40) // a blocked set head's stale instant, when there is one
-	if rec.Holder == nil && len(rec.Waiters) > 0 && len(rec.Waiters[0].Members) > 0 {
+	if !occupied(rec) && len(rec.Waiters) > 0 && len(rec.Waiters[0].Members) > 0 {
 		stale = rec.Waiters[0].SeenMs + semaphoreStaleMs(lim)
 	}
-	for _, t := range []int64{
+	instants := []int64{
 		expiry, expiry + int64(lim.LockDelayMs),
 		rec.FreeAtMs, rec.FreeAtMs + int64(lim.HandoffClaimMs)/2, rec.FreeAtMs + int64(lim.HandoffClaimMs),
-		stale,
-	} {
+		stale, rec.ReadersFromMs,
+	}
+	for _, h := range rec.Readers {
+		instants = append(instants, h.ExpiresAtMs, h.ExpiresAtMs+int64(lim.LockDelayMs))
+	}
+	for _, t := range instants {
 		if t > now && (!changes || t < at) {
 			at, changes = t, true
 		}
@@ -197,12 +218,25 @@ func ChangesAt(rec *Record, now int64, lim Limits) (at int64, changes bool) {
 	return at, changes
 }
 
-// HoldsEntry reports whether entry's grant is rec's holder (live, or
-// expired by the clock with no write yet to say so).
-func HoldsEntry(rec *Record, entry *RequestEntry) bool {
-	h := rec.Holder
-	return h != nil && h.Grant.Lease == entry.Grant.Lease &&
-		h.Grant.Owner == entry.Grant.Owner && h.Grant.RequestID == entry.Grant.RequestID
+// HoldsEntry reports whether entry's grant is rec's holder or one of its
+// readers (live, or expired by the clock with no write yet to say so).
+func HoldsEntry(rec *Record, entry *RequestEntry) bool { return LeaseOf(rec, entry) != nil }
+
+// LeaseOf is entry's lease in rec: the holder, or the reader, whose
+// grant it is; nil when it is neither (expiry not judged).
+func LeaseOf(rec *Record, entry *RequestEntry) *Holder {
+	is := func(h *Holder) bool {
+		return h.Grant.Lease == entry.Grant.Lease && h.Grant.Owner == entry.Grant.Owner && h.Grant.RequestID == entry.Grant.RequestID
+	}
+	if h := rec.Holder; h != nil && is(h) {
+		return h
+	}
+	for i := range rec.Readers {
+		if is(&rec.Readers[i]) {
+			return &rec.Readers[i]
+		}
+	}
+	return nil
 }
 
 // EntryState is the state of the grant recorded in entry, judged against
@@ -221,7 +255,7 @@ func EntryState(rec *Record, entry *RequestEntry, set Settings, now int64) grant
 	case entry.State != grant.StateHeld:
 		return entry.State
 	case HoldsEntry(rec, entry):
-		if now >= rec.Holder.ExpiresAtMs || endsWithBump(entry.Grant.FenceToken, set) {
+		if now >= LeaseOf(rec, entry).ExpiresAtMs || endsWithBump(entry.Grant.FenceToken, set) {
 			return grant.StateExpired // a bump ends it as a break does (Normalize, at the next write)
 		}
 		return grant.StateHeld
@@ -248,6 +282,15 @@ func endedAtMs(rec *Record, entry *RequestEntry, lim Limits) (int64, bool) {
 	}
 	if e, ok := findEnded(rec, entry.Grant.Lease); ok && e.Owner == entry.Grant.Owner {
 		return e.AtMs, true
+	}
+	if _, read := wire.ReadOf(entry.Grant.Resource); read {
+		// A reader's fence is the last writer's: a later grant need not
+		// be above it. It fell out of Ended only if EndedLeasesMax leases
+		// ended after it.
+		if len(rec.Ended) < EndedLeasesMax {
+			return 0, false // a record older than the entry
+		}
+		return rec.Ended[0].AtMs + int64(lim.ClockSkewMaxMs), true
 	}
 	if entry.Grant.FenceToken >= rec.HighestFence {
 		return 0, false // not superseded by a later grant: a record older than the entry

@@ -38,7 +38,7 @@ func JudgeSweep(rec *Record, entry *RequestEntry, now int64, lim Limits) (due bo
 	case ended:
 		nextMs = at + retention
 	case HoldsEntry(rec, entry):
-		nextMs = rec.Holder.ExpiresAtMs + retention
+		nextMs = LeaseOf(rec, entry).ExpiresAtMs + retention
 	default:
 		nextMs = now + retention
 	}

@@ -8,8 +8,8 @@ import (
 
 // LockView is what anyone allowed to see resource may know of rec, a
 // normalized record, at now: the holder, since when and until when, the
-// fences, lock-delay, and the queue (owners and since when, never request
-// IDs). rev is the store revision it was read at.
+// fences, lock-delay, the readers, and the queue (owners and since when,
+// never request IDs). rev is the store revision it was read at.
 func LockView(resource string, rec *Record, now int64, rev uint64) wire.LockStatus {
 	v := wire.LockStatus{
 		Resource: resource, HighestFence: rec.HighestFence, Floor: rec.Floor,
@@ -19,12 +19,19 @@ func LockView(resource string, rec *Record, now int64, rev uint64) wire.LockStat
 	if h := rec.Holder; h != nil {
 		v.Holder = HolderView(h)
 	}
-	if rec.Holder == nil && rec.FreeAtMs > now {
+	if !occupied(rec) && rec.FreeAtMs > now {
 		at := fromMs(rec.FreeAtMs)
 		v.FreeAt = &at
 	}
+	for i := range rec.Readers {
+		v.Readers = append(v.Readers, *HolderView(&rec.Readers[i]))
+	}
+	if rec.ReadersFromMs > now {
+		at := fromMs(rec.ReadersFromMs)
+		v.ReadersFrom = &at
+	}
 	for _, w := range rec.Waiters {
-		lw := wire.LockWaiter{Owner: w.Owner, OperationClass: w.OperationClass, LockSet: w.Members}
+		lw := wire.LockWaiter{Owner: w.Owner, OperationClass: w.OperationClass, LockSet: w.Members, Read: w.Read}
 		if w.JoinedMs != 0 {
 			lw.Since = fromMs(w.JoinedMs)
 		}
