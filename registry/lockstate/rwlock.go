@@ -70,6 +70,18 @@ func readerMayEnter(rec *Record, idx int, now int64) bool {
 	return true
 }
 
+// claimFrom is when the head of rec's queue could first claim it once
+// nobody holds it: FreeAtMs, or for a reader's ticket not before
+// ReadersFromMs. The head's claim window (skipVanishedWaiters) counts
+// from here, so a reader held back by a downgrade is never taken for a
+// vanished one.
+func claimFrom(rec *Record) int64 {
+	if len(rec.Waiters) > 0 && rec.Waiters[0].Read {
+		return max(rec.FreeAtMs, rec.ReadersFromMs)
+	}
+	return rec.FreeAtMs
+}
+
 // writerMayEnter reports whether a writer whose ticket is at idx in rec
 // (-1: none) may be granted at now: nobody holds, lock-delay over, and
 // it is the head (or nobody waits).

@@ -89,12 +89,12 @@ func leaseEnds(h *Holder, set Settings, now int64, lim Limits) (state grant.Stat
 // the resource is free, its head has had half the claim window, and the
 // waiter has not been seen since it became free.
 func stampDue(rec *Record, idx int, now int64, lim Limits) bool {
-	return idx > 0 && !occupied(rec) && now >= rec.FreeAtMs+int64(lim.HandoffClaimMs)/2 &&
-		rec.Waiters[idx].SeenMs < rec.FreeAtMs
+	return idx > 0 && !occupied(rec) && now >= claimFrom(rec)+int64(lim.HandoffClaimMs)/2 &&
+		rec.Waiters[idx].SeenMs < claimFrom(rec)
 }
 
 // skipVanishedWaiters drops the head waiter of a free resource once its
-// claim window (HandoffClaimMs from FreeAtMs) has passed, and with it
+// claim window (HandoffClaimMs from FreeAtMs, for a reader not before ReadersFromMs: claimFrom) has passed, and with it
 // every other waiter but keep (the caller's own ticket, -1 for none) not
 // seen since the resource became free. The next head gets a full window.
 // rec must be a private, normalized copy; only a caller that is not the
@@ -106,15 +106,16 @@ func stampDue(rec *Record, idx int, now int64, lim Limits) bool {
 // live set stamps itself more often than that (setStampDue). Until then
 // nothing is dropped.
 func skipVanishedWaiters(rec *Record, keep RequestKey, now int64, lim Limits) bool {
-	if occupied(rec) || len(rec.Waiters) == 0 || now < rec.FreeAtMs+int64(lim.HandoffClaimMs) {
+	if occupied(rec) || len(rec.Waiters) == 0 || now < claimFrom(rec)+int64(lim.HandoffClaimMs) {
 		return false
 	}
+	from := claimFrom(rec)
 	if h := rec.Waiters[0]; len(h.Members) > 0 && now-h.SeenMs < semaphoreStaleMs(lim) {
 		return false
 	}
 	live := rec.Waiters[:0:0]
 	for i, w := range rec.Waiters[1:] {
-		if w.SeenMs >= rec.FreeAtMs || (RequestKey{Owner: w.Owner, RequestID: w.RequestID}) == keep {
+		if w.SeenMs >= from || (RequestKey{Owner: w.Owner, RequestID: w.RequestID}) == keep {
 			live = append(live, rec.Waiters[i+1])
 		}
 	}
@@ -204,7 +205,7 @@ func ChangesAt(rec *Record, now int64, lim Limits) (at int64, changes bool) {
 	}
 	instants := []int64{
 		expiry, expiry + int64(lim.LockDelayMs),
-		rec.FreeAtMs, rec.FreeAtMs + int64(lim.HandoffClaimMs)/2, rec.FreeAtMs + int64(lim.HandoffClaimMs),
+		rec.FreeAtMs, claimFrom(rec) + int64(lim.HandoffClaimMs)/2, claimFrom(rec) + int64(lim.HandoffClaimMs),
 		stale, rec.ReadersFromMs,
 	}
 	for _, h := range rec.Readers {
