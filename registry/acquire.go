@@ -244,7 +244,7 @@ func (r *Registry) existing(s *Snapshot, key lockstate.RequestKey, now int64, fr
 	state := lockstate.EntryState(rec, slot.Entry, s.Settings, now)
 	var expires int64
 	if state == grant.StateHeld {
-		expires = rec.Holder.ExpiresAtMs
+		expires = lockstate.LeaseOf(rec, slot.Entry).ExpiresAtMs // the writer's or a reader's
 	}
 	if fresh && state == grant.StateHeld {
 		return r.issueFresh(slot.Entry.Grant, slot.CreateRev, expires, s.Revision, now, s.Settings)

@@ -12,7 +12,9 @@ import (
 // Renew extends owner's lease to now + the grant's TTL (server-side: a
 // client never names an instant) and returns the grant with a fresh HELD
 // status proof. ErrLeaseExpired once the registry clock reached the lease's
-// expiry; ErrNotHolder when the lease is not owner's or was released.
+// expiry; ErrNotHolder when the lease is not owner's or was released. A
+// reader's lease (resource wire.ReadResource(NAME)) is renewed on NAME's
+// record, alone: no other reader's expiry moves.
 func (r *Registry) Renew(ctx context.Context, owner, resource, lease string) (wire.Issued, error) {
 	if err := validateLease(owner, resource, lease); err != nil {
 		return wire.Issued{}, err
@@ -21,7 +23,7 @@ func (r *Registry) Renew(ctx context.Context, owner, resource, lease string) (wi
 		dec lockstate.LeaseDecision
 		at  int64
 	)
-	s, rev, err := r.casLoop(ctx, resource, nil, true, func(s *Snapshot, now int64) (*Write, error) {
+	s, rev, err := r.casLoop(ctx, wire.RecordName(resource), nil, true, func(s *Snapshot, now int64) (*Write, error) {
 		var err error
 		at = now
 		if dec, err = lockstate.DecideRenew(recordOf(s), s.Settings, owner, lease, now, r.lim); err != nil {
@@ -71,6 +73,7 @@ func (r *Registry) Release(ctx context.Context, owner, resource, lease string) e
 	if err := validateLease(owner, resource, lease); err != nil {
 		return err
 	}
+	resource = wire.RecordName(resource) // a reader's lease is on its lock's record
 	if r.cfg.ReleaseEarly {
 		return r.releaseEarly(ctx, owner, resource, lease)
 	}

@@ -171,7 +171,7 @@ func (r *Registry) writeFor(s *Snapshot, rec *lockstate.Record, entries []lockst
 	for _, p := range entries {
 		e := p.Entry
 		w.Requests = append(w.Requests, RequestWrite{Key: p.Key, Entry: &e, Compare: true, ModRev: s.slot(p.Key).ModRev})
-		w.Sweeps = append(w.Sweeps, SweepWrite{Item: SweepItem{AtMs: lockstate.FirstSweepMs(e.Grant, r.lim), Key: p.Key, Resource: e.Grant.Resource}})
+		w.Sweeps = append(w.Sweeps, SweepWrite{Item: SweepItem{AtMs: lockstate.FirstSweepMs(e.Grant, r.lim), Key: p.Key, Resource: wire.RecordName(e.Grant.Resource)}})
 	}
 	return w
 }

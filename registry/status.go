@@ -21,7 +21,7 @@ func (r *Registry) Status(ctx context.Context, g *grant.Grant) (wire.Issued, err
 		return wire.Issued{}, fmt.Errorf("%w: status: %w", wire.ErrInvalid, err)
 	}
 	key := lockstate.RequestKey{Owner: g.Owner, RequestID: g.RequestID}
-	s, err := r.read(ctx, g.Resource, []lockstate.RequestKey{key})
+	s, err := r.read(ctx, wire.RecordName(g.Resource), []lockstate.RequestKey{key})
 	if err != nil {
 		return wire.Issued{}, err
 	}
@@ -56,7 +56,7 @@ func (r *Registry) QueryRequest(ctx context.Context, owner, requestID string) (w
 		return wire.Issued{}, fmt.Errorf("%w: request %s", wire.ErrNotFound, requestID)
 	}
 	// Read the entry again with its resource, at one revision.
-	s, err := r.read(ctx, e.Grant.Resource, []lockstate.RequestKey{key})
+	s, err := r.read(ctx, wire.RecordName(e.Grant.Resource), []lockstate.RequestKey{key})
 	if err != nil {
 		return wire.Issued{}, err
 	}
@@ -66,7 +66,7 @@ func (r *Registry) QueryRequest(ctx context.Context, owner, requestID string) (w
 // statusAt answers the state of key's grant in s at now.
 func (r *Registry) statusAt(s *Snapshot, key lockstate.RequestKey, now int64) (wire.Issued, error) {
 	slot := s.slot(key)
-	if slot.Entry == nil || slot.Entry.Grant.Resource != s.Resource || !lockstate.Retained(recordOf(s), slot.Entry, now, r.lim) {
+	if slot.Entry == nil || wire.RecordName(slot.Entry.Grant.Resource) != s.Resource || !lockstate.Retained(recordOf(s), slot.Entry, now, r.lim) {
 		return wire.Issued{}, fmt.Errorf("%w: request %s on %s", wire.ErrNotFound, key.RequestID, s.Resource)
 	}
 	return r.existing(s, key, now, false)

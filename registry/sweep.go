@@ -184,10 +184,10 @@ func (r *Registry) readEntry(ctx context.Context, v *sweepVerdict) (Snapshot, er
 			return s, err
 		}
 		v.slot = s.Requests[0]
-		if v.slot.Entry == nil || v.slot.Entry.Grant.Resource == v.item.Resource {
+		if v.slot.Entry == nil || wire.RecordName(v.slot.Entry.Grant.Resource) == v.item.Resource {
 			return s, nil
 		}
-		v.item.Resource = v.slot.Entry.Grant.Resource
+		v.item.Resource = wire.RecordName(v.slot.Entry.Grant.Resource)
 	}
 	v.slot = RequestSlot{Key: v.item.Key} // moved again meanwhile: drop this item
 	return Snapshot{}, nil
@@ -369,7 +369,7 @@ func (r *Registry) IndexRequests(ctx context.Context) (int, error) {
 			w := Write{SettingsRev: set.SettingsRev}
 			for _, sl := range chunk {
 				if e := sl.Entry; e != nil {
-					w.Sweeps = append(w.Sweeps, SweepWrite{Item: SweepItem{AtMs: lockstate.FirstSweepMs(e.Grant, r.lim), Key: sl.Key, Resource: e.Grant.Resource}})
+					w.Sweeps = append(w.Sweeps, SweepWrite{Item: SweepItem{AtMs: lockstate.FirstSweepMs(e.Grant, r.lim), Key: sl.Key, Resource: wire.RecordName(e.Grant.Resource)}})
 				}
 				after = sl.Key
 			}

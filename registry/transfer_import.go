@@ -363,7 +363,7 @@ func (im *importer) flushKeys(ctx context.Context) error {
 // (the target's registries judge it with theirs at that first look, and
 // move it on).
 func importedSweep(key lockstate.RequestKey, e *lockstate.RequestEntry) SweepWrite {
-	return SweepWrite{Item: SweepItem{AtMs: lockstate.FirstSweepMs(e.Grant, lockstate.Limits{}), Key: key, Resource: e.Grant.Resource}}
+	return SweepWrite{Item: SweepItem{AtMs: lockstate.FirstSweepMs(e.Grant, lockstate.Limits{}), Key: key, Resource: wire.RecordName(e.Grant.Resource)}}
 }
 
 // request puts one request entry where the target has none; an entry the
