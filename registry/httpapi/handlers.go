@@ -24,6 +24,7 @@ func (s *Server) endpoints() []endpoint {
 		{path: "/v1/acquire", method: http.MethodPost, call: s.acquire, count: m.acquire},
 		{path: "/v1/renew", method: http.MethodPost, call: s.renew, count: m.renew},
 		{path: "/v1/release", method: http.MethodPost, call: s.release, count: m.release},
+		{path: "/v1/downgrade", method: http.MethodPost, call: s.downgrade, count: m.acquire},
 		{path: "/v1/status", method: http.MethodPost, call: s.status},
 		{path: "/v1/lockset/acquire", method: http.MethodPost, call: s.lockSetAcquire, count: m.acquire, manyResources: true},
 		{path: "/v1/lockset/renew", method: http.MethodPost, call: s.lockSetRenew, count: m.renew, manyResources: true},
@@ -66,7 +67,7 @@ func (s *Server) acquireDecoded(ctx context.Context, caller, path string, req *w
 	}
 	is, err := s.cfg.Registry.Acquire(ctx, caller, wire.AcquireRequest{
 		Resource: req.Resource, OperationID: req.OperationID, OperationClass: req.OperationClass,
-		RequestID: req.RequestID, TTLMs: req.TTLMs, WaitMs: req.WaitMs, Permits: req.Permits,
+		RequestID: req.RequestID, TTLMs: req.TTLMs, WaitMs: req.WaitMs, Permits: req.Permits, Mode: req.Mode,
 	})
 	if err != nil {
 		return nil, err
@@ -79,7 +80,7 @@ func (s *Server) renew(ctx context.Context, caller string, r *http.Request, body
 	req, err := decode[wire.LeaseRequest](body)
 	if err == nil {
 		noteResource(ctx, req.Resource)
-		err = s.authorize(ctx, r.URL.Path, caller, VerbAcquire, req.Resource)
+		err = s.authorize(ctx, r.URL.Path, caller, VerbAcquire, wire.RecordName(req.Resource))
 	}
 	if err != nil {
 		return nil, err
@@ -97,7 +98,7 @@ func (s *Server) release(ctx context.Context, caller string, r *http.Request, bo
 	req, err := decode[wire.LeaseRequest](body)
 	if err == nil {
 		noteResource(ctx, req.Resource)
-		err = s.authorize(ctx, r.URL.Path, caller, VerbAcquire, req.Resource)
+		err = s.authorize(ctx, r.URL.Path, caller, VerbAcquire, wire.RecordName(req.Resource))
 	}
 	if err != nil {
 		return nil, err
@@ -123,7 +124,7 @@ func (s *Server) status(ctx context.Context, caller string, r *http.Request, bod
 		return nil, fmt.Errorf("httpapi: status: %w", err)
 	}
 	noteResource(ctx, g.Resource)
-	if err := s.authorize(ctx, r.URL.Path, caller, VerbSee, g.Resource); err != nil {
+	if err := s.authorize(ctx, r.URL.Path, caller, VerbSee, wire.RecordName(g.Resource)); err != nil {
 		return nil, err
 	}
 	ctx, cancel := s.callContext(ctx, 0)
