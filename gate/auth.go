@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/fencegate/fencegate/gate/internal/replaced"
@@ -94,8 +95,8 @@ type Verified struct {
 // Authenticate runs steps 1–4 of the decision (strict parse, proofs,
 // binding, identity) for a mutation sent by the authenticated caller. It
 // reads no resource state and writes nothing. Errors are *Rejection with
-// outcome MALFORMED, BAD_PROOF, EPOCH_REVOKED, BINDING_MISMATCH or
-// IDENTITY_MISMATCH.
+// outcome MALFORMED, BAD_PROOF, EPOCH_REVOKED, READ_GRANT,
+// BINDING_MISMATCH or IDENTITY_MISMATCH.
 func (p *Policy) Authenticate(m *Mutation, caller string) (*Verified, error) {
 	if err := m.Validate(); err != nil {
 		return nil, err
@@ -129,6 +130,9 @@ func (p *Policy) Authenticate(m *Mutation, caller string) (*Verified, error) {
 			return rej(BindingMismatch, nil, "status is about grant %s, not %s", st.Grant, gd)
 		}
 	}
+	if ReaderResource(g.Resource) {
+		return rej(ReadGrant, nil, "grant on %s is a read/write lock reader's: only a writer's grant may mutate", g.Resource)
+	}
 	root := m.OperationRoot()
 	if err := checkBinding(m, g, root); err != nil {
 		return rej(BindingMismatch, nil, "%v", err)
@@ -140,6 +144,18 @@ func (p *Policy) Authenticate(m *Mutation, caller string) (*Verified, error) {
 		return rej(IdentityMismatch, nil, "caller %q is not the grant owner %q", caller, g.Owner)
 	}
 	return &Verified{Mutation: *m, Grant: g, GrantDigest: gd, Root: root, Status: st}, nil
+}
+
+// readSegment ends a read/write lock reader's resource (wire.ReadSegment,
+// "NAME/_read"); the gate names it itself, as it imports no registry
+// package (pinned equal by a test).
+const readSegment = "/_read"
+
+// ReaderResource reports whether resource is a read/write lock reader's
+// (NAME + "/_read"): a grant on one is a reader's lease, which never opens
+// a gate for a mutation, whatever resource the envelope names (READ_GRANT).
+func ReaderResource(resource string) bool {
+	return len(resource) > len(readSegment) && strings.HasSuffix(resource, readSegment)
 }
 
 // proofOutcome maps a grant verification error: a revoked epoch is its own

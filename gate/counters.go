@@ -49,7 +49,7 @@ func (c *Counters) Snapshot() []Count {
 }
 
 // outcomeCount is len(Outcomes); an init check keeps them equal.
-const outcomeCount = 16
+const outcomeCount = 17
 
 func init() {
 	if len(Outcomes) != outcomeCount {

@@ -161,6 +161,8 @@ func (p *Policy) AuthenticateJob(j *Job, hop string) (*Verified, error) {
 	}
 	root := grant.OperationRoot(j.Resource, j.OperationID)
 	switch {
+	case ReaderResource(g.Resource):
+		return rej(ReadGrant, nil, "grant on %s is a read/write lock reader's: only a writer's grant may start a job", g.Resource)
 	case j.Resource != g.Resource || root != g.OperationRoot || j.FenceToken != g.FenceToken:
 		return rej(BindingMismatch, nil, "job (%s, %s, fence %d) does not match its grant (%s, root %s, fence %d)",
 			j.Resource, j.OperationID, j.FenceToken, g.Resource, g.OperationRoot, g.FenceToken)

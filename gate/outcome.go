@@ -27,6 +27,7 @@ const (
 	EpochRevoked     Outcome = "EPOCH_REVOKED"     // the grant's or status's issuer epoch is revoked
 	PolicyStale      Outcome = "POLICY_STALE"      // the grant's policy generation is below the resource's minimum
 	ProofExpired     Outcome = "PROOF_EXPIRED"     // the status proof is not fresh by the gate's clock and skew bound
+	ReadGrant        Outcome = "READ_GRANT"        // a read/write lock reader's grant (resource NAME/_read) presented for a mutation
 
 	// Fence and segment outcomes (step 6, decided with the fence row locked).
 	StaleOwner      Outcome = "STALE_OWNER"      // fence below highestFence, or at or below the floor of the last resume
@@ -41,7 +42,7 @@ const (
 var Outcomes = []Outcome{
 	Accepted, Replayed, Malformed, BadProof, BindingMismatch, IdentityMismatch,
 	NotHeld, EpochRevoked, PolicyStale, ProofExpired, StaleOwner, SegmentGap,
-	RootMismatch, Quarantined, FenceRegression, ResourcePaused,
+	RootMismatch, Quarantined, FenceRegression, ResourcePaused, ReadGrant,
 }
 
 // Final reports whether an answer o to an envelope holds for every copy
@@ -88,6 +89,7 @@ var (
 	ErrQuarantined      = &Error{Quarantined}
 	ErrFenceRegression  = &Error{FenceRegression}
 	ErrResourcePaused   = &Error{ResourcePaused}
+	ErrReadGrant        = &Error{ReadGrant}
 )
 
 var sentinels = map[Outcome]*Error{}
@@ -97,7 +99,7 @@ func init() {
 		ErrAccepted, ErrReplayed, ErrMalformed, ErrBadProof, ErrBindingMismatch,
 		ErrIdentityMismatch, ErrNotHeld, ErrEpochRevoked, ErrPolicyStale,
 		ErrProofExpired, ErrStaleOwner, ErrSegmentGap, ErrRootMismatch,
-		ErrQuarantined, ErrFenceRegression, ErrResourcePaused,
+		ErrQuarantined, ErrFenceRegression, ErrResourcePaused, ErrReadGrant,
 	} {
 		sentinels[e.outcome] = e
 	}

@@ -20,7 +20,7 @@ from .errors import (AcquirePending, AlreadyHeld, BadAnswer, BadProof, BindingMi
                      CorruptError, EpochRevoked, EpochRevokedError, FenceRangeError, FenceRegression,
                      FencegateError, GateRejection, IdentityMismatch, InvalidRequestError, LeaseBrokenError,
                      LeaseExpiredError, Malformed, NotCertain, NotHeld, NotHolderError, OutcomeUnknown, PolicyStale,
-                     ProofExpired, ProofStale, Quarantined, Refused, RegistryError, Replayed, RequestMismatchError,
+                     ProofExpired, ProofStale, Quarantined, ReadGrant, Refused, RegistryError, Replayed, RequestMismatchError,
                      RequestNotFoundError, ResourcePaused, RootMismatch, SegmentGap, SettingsError, StaleOwner,
                      StoreFullError, PermitsMismatchError, TTLOutOfRangeError, TTLSettingsError, UnavailableError, Unreachable, WaitersFullError,
                      WaitTimeoutError)
@@ -45,5 +45,5 @@ __all__ = [
     "FenceRangeError", "StoreFullError", "PermitsMismatchError",
     "GateRejection", "Replayed", "Malformed", "BadProof", "BindingMismatch", "IdentityMismatch", "NotHeld",
     "EpochRevoked", "PolicyStale", "ProofExpired", "StaleOwner", "SegmentGap", "RootMismatch", "Quarantined",
-    "FenceRegression", "ResourcePaused",
+    "FenceRegression", "ResourcePaused", "ReadGrant",
 ]

@@ -304,10 +304,12 @@ Quarantined = _rejection("Quarantined", "QUARANTINED", "FG012",
 FenceRegression = _rejection("FenceRegression", "FENCE_REGRESSION", "FG013",
                              "FENCE_REGRESSION: the registry went backwards; the resource is paused.")
 ResourcePaused = _rejection("ResourcePaused", "RESOURCE_PAUSED", "FG014", "RESOURCE_PAUSED: an operator must resume the resource.")
+ReadGrant = _rejection("ReadGrant", "READ_GRANT", "FG015",
+                       "READ_GRANT: a read/write lock reader's grant never opens a gate for a write.")
 
 GATE_REJECTIONS = {c.outcome: c for c in (
     Replayed, Malformed, BadProof, BindingMismatch, IdentityMismatch, NotHeld, EpochRevoked, PolicyStale,
-    ProofExpired, StaleOwner, SegmentGap, RootMismatch, Quarantined, FenceRegression, ResourcePaused)}
+    ProofExpired, StaleOwner, SegmentGap, RootMismatch, Quarantined, FenceRegression, ResourcePaused, ReadGrant)}
 """Each gate outcome code but ACCEPTED to its class."""
 
 NOT_FINAL_OUTCOMES = frozenset(("SEGMENT_GAP", "RESOURCE_PAUSED", "NOT_HELD", ""))
