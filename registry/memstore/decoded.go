@@ -86,5 +86,9 @@ func cloneRecord(rec *lockstate.Record) *lockstate.Record {
 		c.Waiters[i].Members = slices.Clone(c.Waiters[i].Members)
 	}
 	c.Ended = slices.Clone(rec.Ended)
+	c.Readers = slices.Clone(rec.Readers)
+	for i := range c.Readers {
+		c.Readers[i].Members = slices.Clone(c.Readers[i].Members)
+	}
 	return &c
 }
