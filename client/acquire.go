@@ -27,6 +27,12 @@ import (
 // expires as any lease. The session keeps it under the semaphore's name
 // (Session.Lease(name)), one permit per semaphore and session at a time.
 //
+// With r.Mode = wire.ModeRead, r.Resource is a read/write lock and the
+// Lease is a reader's: its grant names wire.ReadResource(r.Resource) and
+// carries the last writer's fence (a gate refuses it for writes:
+// READ_GRANT); it renews, releases and expires as any lease, its own
+// alone. Kept, too, under the lock's name.
+//
 // After a lost answer the client asks for the grant by the same request
 // ID (QueryRequest) and, if none exists yet, sends the same acquire again;
 // it never switches IDs while the old attempt could still be granted. If

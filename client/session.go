@@ -89,6 +89,11 @@ func (s *Session) ended(l *Lease) {
 	if name, _, ok := wire.SlotOf(l.Grant().Resource); ok && s.live[name] == l {
 		delete(s.live, name)
 	}
+	// So is a read/write lock's reader's lease, whose grant names
+	// NAME/_read.
+	if name, ok := wire.ReadOf(l.Grant().Resource); ok && s.live[name] == l {
+		delete(s.live, name)
+	}
 }
 
 // Pending returns the request ID of the resource's acquire that has no

@@ -100,6 +100,12 @@ wrapper releases it or, if the wrapper is frozen or dead, when its TTL runs
 out; a frozen holder that wakes later is refused STALE_OWNER at its slot's
 gate.
 
+With --read, RESOURCE is a read/write lock and the wrapper holds a
+reader's lease: readers share, a wrapper without --read is a writer and
+excludes them (a queued writer holds back the readers behind it). The
+reader's grant names RESOURCE/_read (FENCEGATE_RESOURCE) with the last
+writer's fence; a gate refuses it for writes (READ_GRANT): a reader reads.
+
 docs/operations.md ("What happens when") has the whole contract: every way
 a run ends, what the child gets and when, and when the next waiter runs.`
 
@@ -109,6 +115,7 @@ func newLockCmd() *cobra.Command {
 	var ttl, wait, grace time.Duration
 	var noWait bool
 	var permits int
+	var read bool
 	c := &cobra.Command{
 		Use:   "lock RESOURCE [RESOURCE...] [flags] -- COMMAND [ARG...]",
 		Short: "run a command while holding a lease; stop it when ownership is lost",
@@ -116,6 +123,7 @@ func newLockCmd() *cobra.Command {
 		Example: `  fencegate lock invoice-batch/2026-07-19 -- ./settle.sh 2026-07-19
   fencegate lock accounts/alice accounts/bob -- ./transfer.sh alice bob 100
   fencegate lock -n 3 pools/db-migrations -- ./migrate-shard.sh
+  fencegate lock --read reports/daily -- ./export.sh
   FENCEGATE_TOKEN=… fencegate lock --registry https://registry:7420 --ttl 30s reports/daily -- make report`,
 		Args: func(c *cobra.Command, args []string) error {
 			dash := c.ArgsLenAtDash()
@@ -128,9 +136,15 @@ func newLockCmd() *cobra.Command {
 				}
 			}
 			if dash > 1 {
+				if read {
+					return usagef("--read takes one RESOURCE, not a lock set of %d", dash)
+				}
 				return checkLockSet(args[:dash], c.Flags().Changed("permits"))
 			}
-			return checkPermits(args[0], permits, c.Flags().Changed("permits"))
+			if err := checkPermits(args[0], permits, c.Flags().Changed("permits")); err != nil {
+				return err
+			}
+			return checkRead(args[0], read, c.Flags().Changed("permits"))
 		},
 		RunE: func(c *cobra.Command, args []string) error {
 			if op == "" {
@@ -150,7 +164,7 @@ func newLockCmd() *cobra.Command {
 				set = slices.Sorted(slices.Values(args[:dash]))
 			}
 			res, err := lockexec.Run(c.Context(), lockexec.Config{
-				Session: s, Request: wire.AcquireRequest{Resource: args[0], OperationID: op, OperationClass: class, TTLMs: uint64(ttl.Milliseconds()), Permits: uint64(permits)},
+				Session: s, Request: wire.AcquireRequest{Resource: args[0], OperationID: op, OperationClass: class, TTLMs: uint64(ttl.Milliseconds()), Permits: uint64(permits), Mode: modeOf(read)},
 				Set:  set,
 				Wait: wait, Command: args[dash], Args: args[dash+1:], Env: childExtraEnv(), Grace: grace, Guardian: guardianArgv(c),
 				Stdin: c.InOrStdin(), Stdout: c.OutOrStdout(), Stderr: c.ErrOrStderr(), Log: c.ErrOrStderr(),
@@ -167,6 +181,7 @@ func newLockCmd() *cobra.Command {
 	durationVar(fs, &wait, "wait", 0, "queue at most this long for the resource", durationRange{zero: "as long as it takes"})
 	fs.BoolVar(&noWait, "no-wait", false, "fail at once if the resource is held")
 	fs.IntVarP(&permits, "permits", "n", 0, fmt.Sprintf("hold one of N permits of RESOURCE as a counting semaphore, N in [%d, %d] (default: an exclusive lock)", wire.PermitsMin, wire.PermitsMax))
+	fs.BoolVar(&read, "read", false, "hold a reader's lease of RESOURCE as a read/write lock (default: the exclusive lease, a writer's)")
 	durationVar(fs, &grace, "grace", lockexec.GraceDefault, "time between SIGTERM and SIGKILL when ownership is lost or the wrapper is told to stop", graceRange)
 	return c
 }
@@ -199,6 +214,29 @@ func checkLockSet(members []string, permits bool) error {
 		return usagef("lock set %s: %v", strings.Join(members, " "), err)
 	}
 	return nil
+}
+
+// checkRead refuses, as a usage error, --read with -n and a lock whose
+// reader resource would not be valid.
+func checkRead(resource string, read, permits bool) error {
+	if !read {
+		return nil
+	}
+	if permits {
+		return usagef("--read with -n: a semaphore has no readers")
+	}
+	if err := wire.ValidateMode(wire.AcquireRequest{Resource: resource, Mode: wire.ModeRead}); err != nil {
+		return usagef("--read %s: %v", resource, err)
+	}
+	return nil
+}
+
+// modeOf is the acquire's mode: wire.ModeRead with --read.
+func modeOf(read bool) string {
+	if read {
+		return wire.ModeRead
+	}
+	return ""
 }
 
 // readyRegistry is the registry client of the flags, once the registry
