@@ -154,21 +154,31 @@ func (r *Registry) WatchLock(ctx context.Context, resource string, afterRev uint
 }
 
 // lockChangesAt is when v changes with no write: its holder's expiry, or
-// the end of lock-delay.
+// the end of lock-delay; with readers, the first reader's expiry or the
+// end of a downgrade's wait, if earlier.
 func lockChangesAt(v wire.LockStatus) (time.Time, bool) {
+	var at time.Time
 	switch {
 	case v.Holder != nil:
-		return v.Holder.ExpiresAt, true
+		at = v.Holder.ExpiresAt
 	case v.FreeAt != nil:
-		return *v.FreeAt, true
+		at = *v.FreeAt
 	}
-	return time.Time{}, false
+	for _, h := range v.Readers {
+		if at.IsZero() || h.ExpiresAt.Before(at) {
+			at = h.ExpiresAt
+		}
+	}
+	if v.ReadersFrom != nil && (at.IsZero() || v.ReadersFrom.Before(at)) {
+		at = *v.ReadersFrom
+	}
+	return at, !at.IsZero()
 }
 
 // lockChanged reports whether b shows another lock than a: another record
-// revision, another holder, or a holder gone.
+// revision, another holder, a holder gone, or another number of readers.
 func lockChanged(a, b wire.LockStatus) bool {
-	if a.Revision != b.Revision || (a.Holder == nil) != (b.Holder == nil) {
+	if a.Revision != b.Revision || (a.Holder == nil) != (b.Holder == nil) || len(a.Readers) != len(b.Readers) {
 		return true
 	}
 	return a.Holder != nil && a.Holder.Lease != b.Holder.Lease
