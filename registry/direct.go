@@ -66,3 +66,8 @@ func (d Direct) RenewSet(ctx context.Context, leases []wire.LeaseRequest) (wire.
 func (d Direct) ReleaseSet(ctx context.Context, leases []wire.LeaseRequest) error {
 	return d.Registry.ReleaseSet(ctx, d.Owner, leases)
 }
+
+// Downgrade calls Registry.Downgrade as d.Owner.
+func (d Direct) Downgrade(ctx context.Context, req wire.DowngradeRequest) (wire.Issued, error) {
+	return d.Registry.Downgrade(ctx, d.Owner, req)
+}

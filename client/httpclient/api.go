@@ -566,3 +566,9 @@ func (c *Client) issuedSet(ctx context.Context, path string, in any, n int) (wir
 	}
 	return set, nil
 }
+
+// Downgrade calls POST /v1/downgrade: the caller's write lease becomes a
+// reader's lease (wire.DowngradeRequest).
+func (c *Client) Downgrade(ctx context.Context, req wire.DowngradeRequest) (wire.Issued, error) {
+	return c.issued(ctx, http.MethodPost, "/v1/downgrade", req)
+}
