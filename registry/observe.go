@@ -1,9 +1,11 @@
 package registry
 
 import (
+	"slices"
 	"time"
 
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/registry/lockstate"
 )
 
 // Observer hears of the events only the registry sees. Each event is
@@ -28,6 +30,17 @@ func (r *Registry) observe(s *Snapshot, w *Write, now int64) {
 	}
 	prev, next := recordOf(s), w.Record
 	if h := prev.Holder; h != nil && (next.Holder == nil || next.Holder.Grant.Lease != h.Grant.Lease) {
+		for _, e := range next.Ended {
+			if e.Lease == h.Grant.Lease && e.State == grant.StateExpired {
+				o.Expired()
+			}
+		}
+	}
+	// A read/write lock's reader expires on its own as well.
+	for _, h := range prev.Readers {
+		if slices.ContainsFunc(next.Readers, func(n lockstate.Holder) bool { return n.Grant.Lease == h.Grant.Lease }) {
+			continue
+		}
 		for _, e := range next.Ended {
 			if e.Lease == h.Grant.Lease && e.State == grant.StateExpired {
 				o.Expired()

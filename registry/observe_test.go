@@ -61,3 +61,17 @@ func TestObserverLockSet(t *testing.T) {
 		t.Fatalf("after b's expiry and the set's grant: expired %d, handoffs %v (want 1, [250ms])", rec.expired, rec.handoffs)
 	}
 }
+
+// A reader whose lease runs out is reported expired, once, by the commit
+// that ends it (here the next reader's grant).
+func TestObserverReaderExpiry(t *testing.T) {
+	rec := &recorder{}
+	e := newEnv(t, func(c *registry.Config) { c.Observer = rec })
+	a := e.mustAcquire("worker-a", rwReq("a-1", true, 0))
+	lockDelay := time.Duration(e.reg.Config().LockDelayMs) * time.Millisecond
+	e.clock.Advance(time.Duration(a.Grant.TTLMs)*time.Millisecond + lockDelay)
+	e.mustAcquire("worker-b", rwReq("b-1", true, 0))
+	if rec.expired != 1 {
+		t.Fatalf("a reader's expiry reported %d times, want 1", rec.expired)
+	}
+}
