@@ -2,7 +2,8 @@
 
 // Proves the read/write lock with real processes (serve, the ledger
 // behind its gate, `fencegate lock --read` wrappers and a plain `lock`
-// writer): two readers hold at once, each a grant on NAME/_read; the
+// writer): two readers hold at once, each a grant on NAME/_read, and
+// `fencegate status` lists them both; the
 // writer waits until both are gone, then writes at a fence above theirs;
 // a reader's write is refused READ_GRANT at the gate. The lease-only
 // control (the ledger without its gate) lets a reader's write land: the
@@ -31,6 +32,10 @@ func readersThenWriter(t *testing.T, leaseOnly bool) {
 	res2, f2, _ := permitOf(t, r2) // both hold at once
 	if res1 != name+"/_read" || res2 != res1 || f1 != f2 {
 		t.Fatalf("readers on %s fence %d and %s fence %d; want both on %s/_read at one fence", res1, f1, res2, f2, name)
+	}
+	st := startProc(t, "status", name, "--registry", w.registry, "--token", storyTokens["ops-admin"])
+	if code := st.wait(t, "status"); code != 0 || !strings.Contains(st.out.String(), "none (2 readers share it)") || strings.Count(st.out.String(), "  reader  ") != 2 {
+		t.Fatalf("status exited %d:\n%s%s", code, st.out, st.err)
 	}
 	wr, _ := w.writer("worker-b", "lock", name, "by the writer", false, "--ttl", "10s")
 	stillOut := func(who string) {

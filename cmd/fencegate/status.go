@@ -96,14 +96,31 @@ func printLock(w io.Writer, v wire.LockStatus) {
 		if len(h.LockSet) > 0 {
 			fmt.Fprintf(w, "lock set:     held as part of the set {%s} (every member held and lost together)\n", strings.Join(h.LockSet, ", "))
 		}
-	} else {
+	} else if len(v.Readers) == 0 {
 		fmt.Fprintf(w, "holder:       none (free)\n")
+	} else {
+		printReaders(w, v)
 	}
 	if v.FreeAt != nil {
 		fmt.Fprintf(w, "lock-delay:   until %s (after an expired lease)\n", stamp(*v.FreeAt))
 	}
 	fmt.Fprintf(w, "highestFence: %d\nfloor:        %d\nnext fence:   > %d\n", v.HighestFence, v.Floor, max(v.HighestFence, v.Floor))
 	printWaiters(w, v)
+}
+
+// printReaders shows a read/write lock's readers (no writer holds it):
+// each one's lease on RESOURCE/_read, its fence (the last writer's), how
+// long it has held and has left; and, after a downgrade, until when no
+// other reader is admitted.
+func printReaders(w io.Writer, v wire.LockStatus) {
+	fmt.Fprintf(w, "holder:       none (%d readers share it)\n", len(v.Readers))
+	for _, h := range v.Readers {
+		fmt.Fprintf(w, "  reader  %s, lease %s (fence %d), held %s, left %s\n", h.Owner, h.Lease, h.Fence,
+			ago(v.ReadAt, h.Since), max(h.ExpiresAt.Sub(v.ReadAt), 0).Round(100*time.Millisecond))
+	}
+	if v.ReadersFrom != nil {
+		fmt.Fprintf(w, "readers from: %s (after a downgrade: the write lease's statements expire)\n", stamp(*v.ReadersFrom))
+	}
 }
 
 // printSemaphore shows a counting semaphore: each slot's holder and fence,
