@@ -71,6 +71,11 @@ func endpointRows() []endpointRow {
 			call: func(h *harness, _ string) (string, string) { return "/v1/renew", h.leaseBody() }},
 		{method: "POST", path: "/v1/release", role: anyone, verb: httpapi.VerbAcquire, caller: tokWorker, denied: tokViewer, bodyMax: apiMax, unknownCode: "BAD_REQUEST",
 			call: func(h *harness, _ string) (string, string) { return "/v1/release", h.leaseBody() }},
+		{method: "POST", path: "/v1/downgrade", role: anyone, verb: httpapi.VerbAcquire, caller: tokWorker, denied: tokViewer, bodyMax: apiMax, unknownCode: "BAD_REQUEST",
+			call: func(h *harness, _ string) (string, string) {
+				is := h.grantTo("worker-1")
+				return "/v1/downgrade", fmt.Sprintf(`{"resource":%q,"lease":%q,"requestId":"d-%d"}`, is.Grant.Resource, is.Grant.Lease, h.next())
+			}},
 		{method: "POST", path: "/v1/lockset/acquire", role: anyone, verb: httpapi.VerbAcquire, caller: tokWorker, denied: tokViewer, bodyMax: apiMax, unknownCode: "BAD_REQUEST",
 			call: func(h *harness, _ string) (string, string) {
 				n := h.next()
