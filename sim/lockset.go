@@ -215,27 +215,26 @@ func (w *lsWorld) clearAtMs(t *memberTruth) int64 {
 }
 
 type lsWorld struct {
-	runSeed  uint64
-	seed     uint64
-	round    int
-	rng      rng
-	now      int64
-	q        eventQueue
-	seq      uint64
-	digest   hash.Hash64
-	store    *memstore.Store
-	regs     []*registry.Registry
-	gates    map[string]*memgate.Gate
-	pool     []string
-	lim      registry.Config
-	neg      *Negative
-	pending  []*lsPending
-	truth    map[string]*memberTruth
-	intents  map[lsKey]*lsIntent
-	waiting  map[*lsIntent]*lsPending // intents with an acquire still waiting
-	claimMs  int64
-	lockWake bool // a commit happened during the current event
-	c        *LockSetCounts
+	runSeed uint64
+	seed    uint64
+	round   int
+	rng     rng
+	now     int64
+	q       eventQueue
+	seq     uint64
+	digest  hash.Hash64
+	store   *memstore.Store
+	regs    []*registry.Registry
+	gates   map[string]*memgate.Gate
+	pool    []string
+	lim     registry.Config
+	neg     *Negative
+	pending []*lsPending
+	truth   map[string]*memberTruth
+	intents map[lsKey]*lsIntent
+	waiting map[*lsIntent]*lsPending // intents with an acquire still waiting
+	claimMs int64
+	c       *LockSetCounts
 }
 
 // lsPending is one waiting acquire (a set's or a plain one), stepped on

@@ -150,7 +150,7 @@ func (r *run) cycle(ctx context.Context, reg *registry.Registry, w, n int, rng *
 	id := fmt.Sprintf("w%d-%d", w, n)
 	token := id
 	var leases []wire.LeaseRequest
-	release := func() error { return nil }
+	var release func() error // what the cycle gives back; set by each branch
 	switch {
 	case len(named) == 1 || r.opt.MultiLock:
 		var took []wire.Issued
