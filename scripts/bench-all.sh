@@ -3,7 +3,9 @@
 # pick instead, in the same run — the registry against etcd's
 # concurrency.Mutex in process on one embedded etcd (fsync on), the
 # counting semaphore against a Consul-style semaphore recipe over etcd's
-# concurrency package at 64 semaphores,
+# concurrency package at 64 semaphores, a lock set of two against two
+# etcd Mutexes taken in sorted order (one cycle, and 64 callers over
+# pairs of 64 resources),
 # `fencegate serve` over HTTP against a Mutex over a real etcd client
 # (serve on its embedded etcd, the quick start's, and on an etcd of its
 # own; and two bare HTTP exchanges, the hop's floor), `fencegate lock`
@@ -54,6 +56,8 @@ specs=(
   "./registry/etcdstore etcdstore ^BenchmarkThroughput64BatchProofsPaired$ 5x"
   "./registry/etcdstore etcdstore ^BenchmarkHandoff$ 300x"
   "./registry/etcdstore etcdstore ^BenchmarkSemaphore64Paired$ 5x"
+  "./registry/etcdstore etcdstore ^BenchmarkLockSetCycleInterleaved$ 300x"
+  "./registry/etcdstore etcdstore ^BenchmarkLockSet64Paired$ 5x"
   "./cmd/fencegate fencegate ^BenchmarkServeCycle(ExternalEtcd)?$ 300x"
   "./cmd/fencegate fencegate ^BenchmarkServeThroughput64(ExternalEtcd)?$ 5x"
   "./cmd/fencegate fencegate ^BenchmarkServeThroughput64Only$ 5x"
@@ -95,6 +99,7 @@ overlay() {
   done
   mkdir -p "$b/testkit/benchpair" && cp testkit/benchpair/*.go "$b/testkit/benchpair/" # their rotation
   [ -f "$b/gate/sqlgate/pgx.go" ] || rm -f "$b/gate/sqlgate/bench_pgx_test.go"
+  [ -f "$b/registry/lockset.go" ] || rm -f "$b/registry/etcdstore/bench_lockset_test.go" # a base without lock sets
   if [ ! -f "$b/client/httpclient/batch.go" ]; then
     printf 'package main\n\nimport "github.com/fencegate/fencegate/client/httpclient"\n\nfunc serveBatching() []httpclient.ClientOption { return nil }\n' >"$b/cmd/fencegate/zz_servebatch_test.go"
   fi
