@@ -51,6 +51,7 @@ var pages = sync.OnceValue(func() *template.Template {
 		"slotGates": func(slots []ResourceRow) bool {
 			return slices.ContainsFunc(slots, func(r ResourceRow) bool { return len(r.Gates) > 0 })
 		},
+		"members":  setMembers,
 		"ageSince": func(nowMs, atMs int64) string { return ms(max(nowMs-atMs, 0)) },
 		"percent":  func(f float64) string { return strconv.FormatFloat(100*f, 'f', 2, 64) + "%" },
 	}).ParseFS(templateFS, "templates/*.html"))
@@ -78,6 +79,24 @@ type gateCellData struct {
 	Cell            GateCell
 	Resource, Label string
 	Admin           bool
+}
+
+// setMember is one member of a lock set shown in a resource's row: the
+// row's own resource (Self, not linked) or another member (linked to
+// its row).
+type setMember struct {
+	Resource string
+	Self     bool
+}
+
+// setMembers is a lock set's members, in the set's order, as the row of
+// self shows them.
+func setMembers(set []string, self string) []setMember {
+	out := make([]setMember, 0, len(set))
+	for _, m := range set {
+		out = append(out, setMember{Resource: m, Self: m == self})
+	}
+	return out
 }
 
 func anyPaused(cells []GateCell) bool {

@@ -145,8 +145,14 @@ type ResourceRow struct {
 	HeldSince                  time.Time
 	HeldForMs, LeaseLeftMs     int64
 	FreeInMs                   int64 // lock-delay left before the next grant
-	Waiters                    int
-	WaiterOwners               []string // the first ones, head first
+	// HolderSet, when the holder holds the resource as a member of a lock
+	// set, is the whole set (sorted); nil for a plain lease.
+	HolderSet    []string
+	Waiters      int
+	WaiterOwners []string // the first ones, head first
+	// WaiterSets runs beside WaiterOwners: a waiting lock set's whole set
+	// (it waits for every member at once), nil for a plain waiter.
+	WaiterSets [][]string
 	// LongestWaiter has queued longest, since WaitingSince, for
 	// LongestWaitMs ("" when nobody waits, or none says since when).
 	LongestWaiter string

@@ -69,13 +69,14 @@ func (s stuckRules) row(ls wire.LockStatus) ResourceRow {
 	if h := ls.Holder; h != nil {
 		row.Holder, row.Lease, row.HolderFence, row.HolderClass = h.Owner, h.Lease, h.Fence, h.OperationClass
 		row.HeldSince, row.HeldForMs, row.LeaseLeftMs = h.Since, age(now, h.Since), ls.Left().Milliseconds()
+		row.HolderSet = h.LockSet
 		row.StuckHold = row.HeldForMs > s.holdMs && !slices.Contains(s.exempt, h.OperationClass)
 	} else if ls.FreeAt != nil && ls.FreeAt.After(now) {
 		row.FreeInMs = ls.FreeAt.Sub(now).Milliseconds()
 	}
 	for i, w := range ls.Waiters {
 		if i < waitersShownMax {
-			row.WaiterOwners = append(row.WaiterOwners, w.Owner)
+			row.WaiterOwners, row.WaiterSets = append(row.WaiterOwners, w.Owner), append(row.WaiterSets, w.LockSet)
 		}
 		if w.Since.IsZero() {
 			continue // queued by a registry that did not record when: not judged
