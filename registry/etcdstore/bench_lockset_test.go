@@ -131,7 +131,8 @@ func BenchmarkLockSetCycleInterleaved(b *testing.B) {
 // both) with a phase of as many callers taking two Mutexes in sorted
 // order over the same draw, lockSetPhaseCycles cycles each; one op is
 // one pair of phases. It reports each side's median rate and CPU per
-// cycle and the median of the pairs' rate ratios (set / Mutexes).
+// cycle, the median of the pairs' rate ratios (set / Mutexes), and the
+// CONFLICT answers the set side retried and the time it slept for them.
 func BenchmarkLockSet64Paired(b *testing.B) {
 	c := benchEtcd(b)
 	st, setLs := lockSetLockers(b, c)
@@ -139,7 +140,7 @@ func BenchmarkLockSet64Paired(b *testing.B) {
 	runPhase(b, setLs, lockSetPhaseCycles) // warm both
 	runPhase(b, mutLs, lockSetPhaseCycles)
 	var setRate, mutRate, ratio, setCPU, mutCPU []float64
-	conflicts0 := setConflicts.Load()
+	conflicts0, backoff0 := setConflicts.Load(), setBackoffNs.Load()
 	b.ResetTimer()
 	for b.Loop() {
 		sd, sc := runPhase(b, setLs, lockSetPhaseCycles)
@@ -155,6 +156,7 @@ func BenchmarkLockSet64Paired(b *testing.B) {
 	b.ReportMetric(median(setCPU), "set-cpu-us/cycle")
 	b.ReportMetric(median(mutCPU), "mutex2-cpu-us/cycle")
 	b.ReportMetric(float64(setConflicts.Load()-conflicts0)/float64(b.N*lockSetPhaseCycles), "set-conflicts/cycle")
+	b.ReportMetric(float64(setBackoffNs.Load()-backoff0)/1e6/float64(b.N), "set-backoff-ms/phase")
 	reportBatching(b, st)
 }
 
@@ -205,8 +207,9 @@ func (l *setLocker) unlock(ctx context.Context) error {
 	return l.retryConflicts(ctx, func() error { return l.reg.ReleaseSet(ctx, l.owner, l.leases) })
 }
 
-// setConflicts counts the CONFLICT answers the set side retried.
-var setConflicts atomic.Int64
+// setConflicts counts the CONFLICT answers the set side retried, and
+// setBackoffNs the time it slept before retrying them.
+var setConflicts, setBackoffNs atomic.Int64
 
 // retryConflicts calls f until it answers other than CONFLICT ("nothing
 // changed, try again"), sleeping between calls as the SDK does (client/core:
@@ -220,10 +223,12 @@ func (l *setLocker) retryConflicts(ctx context.Context, f func() error) error {
 			return err
 		}
 		setConflicts.Add(1)
+		d := time.Duration(float64(backoff) * (0.5 + l.rng.Float64()))
+		setBackoffNs.Add(int64(d))
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(time.Duration(float64(backoff) * (0.5 + l.rng.Float64()))):
+		case <-time.After(d):
 		}
 		backoff = min(2*backoff, core.AcquireBackoffMax)
 	}

@@ -56,6 +56,8 @@ var rows = slices.Concat([]row{
 		oursBench: "BenchmarkLockSet64Paired", oursUnit: "set-cpu-us/cycle"},
 	{label: "  CONFLICT answers retried per set cycle",
 		oursBench: "BenchmarkLockSet64Paired", oursUnit: "set-conflicts/cycle"},
+	{label: "  time the set side slept retrying them, per phase of 640 cycles",
+		oursBench: "BenchmarkLockSet64Paired", oursUnit: "set-backoff-ms/phase"},
 	{label: "handoff p99, 1 holder and 8 waiters", peer: "Mutex in process",
 		baseBench: "BenchmarkHandoff/etcd-mutex", baseUnit: "p99-ms",
 		oursBench: "BenchmarkHandoff/registry", oursUnit: "p99-ms", goal: "keep ≤ 1×", goalMax: 1.00},
