@@ -155,7 +155,7 @@ func BenchmarkLockSet64Paired(b *testing.B) {
 	b.ReportMetric(median(ratio), "ratio")
 	b.ReportMetric(median(setCPU), "set-cpu-us/cycle")
 	b.ReportMetric(median(mutCPU), "mutex2-cpu-us/cycle")
-	b.ReportMetric(float64(setConflicts.Load()-conflicts0)/float64(b.N*lockSetPhaseCycles), "set-conflicts/cycle")
+	b.ReportMetric(1000*float64(setConflicts.Load()-conflicts0)/float64(b.N*lockSetPhaseCycles), "set-conflicts/1k-cycles")
 	b.ReportMetric(float64(setBackoffNs.Load()-backoff0)/1e6/float64(b.N), "set-backoff-ms/phase")
 	reportBatching(b, st)
 }
