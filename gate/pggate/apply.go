@@ -36,7 +36,7 @@ var outcomeStates = map[gate.Outcome]string{
 	gate.IdentityMismatch: "FG004", gate.NotHeld: "FG005", gate.EpochRevoked: "FG006", gate.PolicyStale: "FG007",
 	gate.ProofExpired: "FG008", gate.StaleOwner: "FG009", gate.SegmentGap: "FG010", gate.RootMismatch: "FG011",
 	gate.Quarantined: "FG012", gate.FenceRegression: "FG013", gate.ResourcePaused: "FG014",
-	gate.ReadGrant: "FG015", // reserved: the SQL gate refuses a reader's grant as BINDING_MISMATCH (FG003) today
+	gate.ReadGrant: "FG015", // schema version 10
 }
 
 // ErrRefused is wrapped by an operator action the database refused

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -24,6 +25,7 @@ import (
 	"github.com/fencegate/fencegate/gate/pggate"
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/testkit/gatetest"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // fuzzWorld is the differential world: one database, one HMAC key known
@@ -189,6 +191,18 @@ func (fw *fuzzWorld) build(resource string, d *draw) fuzzCase {
 		c.prior = &rc
 	}
 	fw.gateProofs(&c, d)
+	// A read/write lock reader's grant (issue 46: resource NAME/_read),
+	// presented for its own resource or for the lock's: READ_GRANT on both
+	// sides, after the proofs and before the binding (schema version 10).
+	// Drawn last, so that an input without it is the one before.
+	if k := d.n(8); k == 1 || k == 2 {
+		r := w
+		r.Resource = wire.ReadResource(resource)
+		c.m = iss.Mutation(r, seq, payload)
+		if k == 2 {
+			c.m.Resource = resource
+		}
+	}
 	return c
 }
 
@@ -390,7 +404,7 @@ func TestDecideMatchesSQLOutcomes(t *testing.T) {
 	}
 	for _, o := range []gate.Outcome{gate.Accepted, gate.Replayed, gate.BadProof, gate.BindingMismatch, gate.IdentityMismatch,
 		gate.NotHeld, gate.EpochRevoked, gate.PolicyStale, gate.ProofExpired, gate.StaleOwner, gate.SegmentGap,
-		gate.Quarantined, gate.FenceRegression, gate.ResourcePaused} {
+		gate.Quarantined, gate.FenceRegression, gate.ResourcePaused, gate.ReadGrant} {
 		if !seen[o] {
 			t.Errorf("the sweep never reached %s", o)
 		}
@@ -399,8 +413,8 @@ func TestDecideMatchesSQLOutcomes(t *testing.T) {
 
 // TestDecideMatchesSQLFailsOnMutants is the negative control: each SQL
 // function replaced by a plausible bug (a status proof never expires; the
-// regression rule gone; a lower fence accepted) must make the sweep
-// find a difference.
+// regression rule gone; a lower fence accepted; a reader's grant
+// judged as any) must make the sweep find a difference.
 func TestDecideMatchesSQLFailsOnMutants(t *testing.T) {
 	t.Parallel()
 	mutants := map[string]string{
@@ -428,4 +442,16 @@ func TestDecideMatchesSQLFailsOnMutants(t *testing.T) {
 			}
 		})
 	}
+	// The reader's check cut out of authenticate (schema version 9's).
+	t.Run("reader's grant judged as any", func(t *testing.T) {
+		fw := newFuzzWorld(t)
+		withoutReadCheck(t, fw.db)
+		if _, err := sweep(fw); err == nil {
+			t.Fatal("authenticate without the reader's check passed the differential sweep")
+		} else if msg := err.Error(); !strings.Contains(msg, "gate.Decide: READ_GRANT") {
+			t.Fatalf("found a difference that is not a reader's grant: %s", msg)
+		} else {
+			t.Logf("found: %s", msg[strings.Index(msg, "SQL:"):])
+		}
+	})
 }

@@ -18,15 +18,16 @@ var sqlFiles embed.FS
 // where they were begun, and one begun later can land first; Versions
 // skips it and nothing records it, so it is applied when it lands.
 var migrations = []string{
-	1: "sql/migrations/v1_tables.sql",
-	2: "sql/migrations/v2_held_statement.sql", // functions only
-	3: "sql/migrations/v3_gate_proofs.sql",    // functions only
-	4: "sql/migrations/v4_plpgsql.sql",        // functions only
-	5: "sql/migrations/v5_key_history.sql",
-	6: "sql/migrations/v6_guard.sql",
-	7: "sql/migrations/v7_parsed.sql",
-	8: "sql/migrations/v8_batch_proofs.sql", // functions only
-	9: "sql/migrations/v9_proof_cache.sql",
+	1:  "sql/migrations/v1_tables.sql",
+	2:  "sql/migrations/v2_held_statement.sql", // functions only
+	3:  "sql/migrations/v3_gate_proofs.sql",    // functions only
+	4:  "sql/migrations/v4_plpgsql.sql",        // functions only
+	5:  "sql/migrations/v5_key_history.sql",
+	6:  "sql/migrations/v6_guard.sql",
+	7:  "sql/migrations/v7_parsed.sql",
+	8:  "sql/migrations/v8_batch_proofs.sql", // functions only
+	9:  "sql/migrations/v9_proof_cache.sql",
+	10: "sql/migrations/v10_read_grant.sql", // functions only
 }
 
 // source is the gate's code, one concern a file, in the order an

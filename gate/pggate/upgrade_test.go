@@ -152,7 +152,11 @@ func TestEveryUpgradeEndsAsAFreshInstall(t *testing.T) {
 // own pair); schema version 9 adds the proof cache (its table, and
 // verify, taking the message's expiry, with keep_proof, which keep it),
 // authenticate reads both caches in one query and builds a rejection's
-// location only when it raises one (at). None of the others changes what a caller sees. The test
+// location only when it raises one (at); schema version 10 has
+// authenticate refuse a read/write lock reader's grant (resource
+// NAME/_read) with READ_GRANT, which sqlstate maps to FG015 (issue 46
+// item 3: the earlier version accepted one presented for NAME/_read
+// itself). None of the others changes what a caller sees. The test
 // fails both ways: another entry differs, or one listed no longer does
 // (then take it off).
 var changedSinceVersion6 = []string{
@@ -185,6 +189,7 @@ var changedSinceVersion6 = []string{
 	"function fencegate.resume(text,bigint,text,text)",
 	"function fencegate.run(text,text,boolean)",
 	"function fencegate.set_min_policy_generation(text,bigint,text)",
+	"function fencegate.sqlstate(text)",
 	"function fencegate.valid_class(text)",
 	"function fencegate.valid_owner(text)",
 	"function fencegate.valid_token(text)",
@@ -198,7 +203,7 @@ var changedSinceVersion6 = []string{
 	"relation proofs_by_until",
 	"relation proofs_pkey",
 	"versions 1,2,3,4,5,6",
-	"versions 1,2,3,4,5,6,7,8,9",
+	"versions 1,2,3,4,5,6,7,8,9,10",
 }
 
 // changedEntries names, sorted, the entries of two catalogs that one has

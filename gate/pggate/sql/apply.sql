@@ -9,7 +9,7 @@
 -- apply is the gate. Call it in the transaction that makes the business
 -- change, before the change: it returns the receipt (ACCEPTED) or, in
 -- shadow mode, what it would have rejected; it raises REPLAYED (FG100) and
--- every rejection (FG001..FG014) with the outcome code first in the
+-- every rejection (FG001..FG015) with the outcome code first in the
 -- message and a JSON detail.
 CREATE OR REPLACE FUNCTION fencegate.apply(envelope TEXT, payload_digest TEXT) RETURNS JSONB LANGUAGE plpgsql
 SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fg$

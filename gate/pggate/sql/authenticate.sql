@@ -141,7 +141,8 @@ CREATE TYPE fencegate.verified AS (
 -- workload identity caller, where the gate accepts the operation
 -- classes classes (settings.operation_classes, read by the caller):
 -- strict parse, proofs, binding, identity. It
--- raises BAD_PROOF, EPOCH_REVOKED, BINDING_MISMATCH or IDENTITY_MISMATCH.
+-- raises BAD_PROOF, EPOCH_REVOKED, READ_GRANT, BINDING_MISMATCH or
+-- IDENTITY_MISMATCH.
 -- The proofs checked are effective_proofs (this gate's own pair from
 -- gateProofs when the envelope carries one); without a status proof, a
 -- grant's own held statement is its evidence (gate.Verified.OwnEvidence).
@@ -202,6 +203,13 @@ BEGIN
   END IF;
   IF e.status_text <> '' AND s.grant_digest <> fencegate.digest_text(gd) THEN
     PERFORM fencegate.reject('BINDING_MISMATCH', format('status is about grant %s, not %s', s.grant_digest, fencegate.digest_text(gd)), fencegate.at(e));
+  END IF;
+  -- A read/write lock reader's grant (resource NAME/_read, wire.ReadResource;
+  -- schema version 10) never opens a gate for a write, whatever resource the
+  -- envelope names: READ_GRANT, where gate.Policy.Authenticate checks it
+  -- (after the proofs and the status's binding, before the envelope's).
+  IF octet_length(g.resource) > 6 AND right(g.resource, 6) = '/_read' THEN
+    PERFORM fencegate.reject('READ_GRANT', format('grant on %s is a read/write lock reader''s: only a writer''s grant may mutate', g.resource), fencegate.at(e));
   END IF;
   root := fencegate.operation_root(e.resource, e.operation_id);
   why := CASE

@@ -1,0 +1,6 @@
+-- Schema version 10: a read/write lock reader's grant (issue 46 item 3).
+-- A reader's lease is an ordinary grant on NAME/_read; authenticate
+-- refuses any grant whose resource ends /_read with READ_GRANT (FG015),
+-- whatever resource the envelope names, as every Go gate does: before,
+-- one presented for NAME/_read itself was judged as any grant and could
+-- be accepted. Functions only: no table changes.
