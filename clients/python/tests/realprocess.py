@@ -197,7 +197,7 @@ class Rejections(unittest.TestCase):
         self.assertEqual(e.exception.sqlstate, fencegate.pg.UNGUARDED)
         self.assertIsNone(fencegate.pg.rejection(e.exception))
         print("\n  %s" % ", ".join(seen), file=sys.stderr)
-        self.assertEqual(len(seen), 15)
+        self.assertEqual(len(seen), 16)
 
 
 class LostAcquireAnswer(unittest.TestCase):
