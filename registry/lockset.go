@@ -301,7 +301,12 @@ func (a *SetAcquisition) Step(ctx context.Context) bool {
 	r, in := a.r, a.in
 	for range acquireStepsMax {
 		dec, s, rev, now, err := r.setAcquireStep(ctx, in, a.queued)
-		if errors.Is(err, wire.ErrConflict) && a.queued && ctx.Err() == nil {
+		if errors.Is(err, wire.ErrConflict) && (a.queued || in.Wait) && ctx.Err() == nil {
+			// Contention: keep our place, or, before the set has one, look
+			// again — a failed compare wrote nothing, and a set is compared
+			// on every member, so contention that answers one record's
+			// acquire answers a set's only after many more tries. Its wait
+			// still ends at its deadline (the decision says WAIT_TIMEOUT).
 			continue
 		}
 		if err != nil {
