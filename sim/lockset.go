@@ -8,9 +8,7 @@ import (
 	"hash"
 	"hash/fnv"
 	"math/rand/v2"
-	"runtime"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/fencegate/fencegate/gate"
@@ -130,28 +128,13 @@ func RunLockSets(seed uint64, rounds, parallel int, neg *Negative) (*LockSetCoun
 	if err != nil {
 		return nil, err
 	}
-	if parallel <= 0 {
-		parallel = runtime.GOMAXPROCS(0)
-	}
-	results := make([]*LockSetCounts, rounds)
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range min(parallel, max(rounds, 1)) {
-		wg.Go(func() {
-			for r := range next {
-				c := &LockSetCounts{}
-				w := newLSWorld(keys, seed, r+1, neg, c)
-				w.run()
-				c.Digest = w.digest.Sum64()
-				results[r] = c
-			}
-		})
-	}
-	for r := range rounds {
-		next <- r
-	}
-	close(next)
-	wg.Wait()
+	results := inParallel(rounds, parallel, func(r int) *LockSetCounts {
+		c := &LockSetCounts{}
+		w := newLSWorld(keys, seed, r+1, neg, c)
+		w.run()
+		c.Digest = w.digest.Sum64()
+		return c
+	})
 	total := &LockSetCounts{}
 	for _, c := range results {
 		total.Rounds++

@@ -7,8 +7,6 @@ import (
 	"hash"
 	"hash/fnv"
 	"math/rand/v2"
-	"runtime"
-	"sync"
 	"time"
 
 	"github.com/fencegate/fencegate/gate"
@@ -78,28 +76,13 @@ func RunSemaphores(seed uint64, rounds, parallel int, neg *Negative) (*Semaphore
 	if err != nil {
 		return nil, err
 	}
-	if parallel <= 0 {
-		parallel = runtime.GOMAXPROCS(0)
-	}
-	results := make([]*SemaphoreCounts, rounds)
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range min(parallel, max(rounds, 1)) {
-		wg.Go(func() {
-			for r := range next {
-				c := &SemaphoreCounts{}
-				w := newSemWorld(keys, seed, r+1, neg, c)
-				w.run()
-				c.Digest = w.digest.Sum64()
-				results[r] = c
-			}
-		})
-	}
-	for r := range rounds {
-		next <- r
-	}
-	close(next)
-	wg.Wait()
+	results := inParallel(rounds, parallel, func(r int) *SemaphoreCounts {
+		c := &SemaphoreCounts{}
+		w := newSemWorld(keys, seed, r+1, neg, c)
+		w.run()
+		c.Digest = w.digest.Sum64()
+		return c
+	})
 	total := &SemaphoreCounts{}
 	for _, c := range results {
 		total.Rounds++

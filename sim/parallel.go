@@ -1,0 +1,33 @@
+package sim
+
+import (
+	"runtime"
+	"sync"
+)
+
+// inParallel runs one(r) for every round r in [0, rounds) on up to
+// parallel goroutines (0: one per core) and returns the results indexed
+// by round, so which goroutine ran a round never shows in a result: the
+// semaphore and lock-set rounds merge them in round order, and parallel
+// changes only the speed.
+func inParallel[C any](rounds, parallel int, one func(r int) C) []C {
+	if parallel <= 0 {
+		parallel = runtime.GOMAXPROCS(0)
+	}
+	results := make([]C, rounds)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(parallel, max(rounds, 1)) {
+		wg.Go(func() {
+			for r := range next {
+				results[r] = one(r)
+			}
+		})
+	}
+	for r := range rounds {
+		next <- r
+	}
+	close(next)
+	wg.Wait()
+	return results
+}
