@@ -151,10 +151,19 @@ func (a *Acquisition) Step(ctx context.Context, cached bool) bool {
 // queue is time the lease has left that the client cannot see.
 // now is the instant the answer was made at.
 func (a *Acquisition) sinceArrival(now int64, is wire.Issued, err error) (wire.Issued, error) {
-	if err == nil && is.ExpiresAfterMs > 0 {
-		is.ExpiresAfterMs += max(now-a.in.ArrivedMs, 0)
+	if err == nil {
+		fromArrival(&is, now-a.in.ArrivedMs)
 	}
 	return is, err
+}
+
+// fromArrival moves a HELD answer's ExpiresAfterMs (0: not known, left
+// so) waitedMs later: from the answer's instant back to the acquire's
+// arrival.
+func fromArrival(is *wire.Issued, waitedMs int64) {
+	if is.ExpiresAfterMs > 0 {
+		is.ExpiresAfterMs += max(waitedMs, 0)
+	}
 }
 
 func (a *Acquisition) finish(is wire.Issued, err error) bool {

@@ -248,7 +248,7 @@ func (r *Registry) AcquireSet(ctx context.Context, owner string, req wire.LockSe
 	var wake <-chan struct{}
 	for !a.Step(ctx) {
 		if wake == nil {
-			wake = r.watchMembers(wctx, a.in.Req.Members, a.from)
+			wake = r.watchRecords(wctx, a.in.Req.Members, a.from)
 		}
 		timer := r.clock.After(a.WakeAt().Sub(r.clock.Now()))
 		select {
@@ -342,9 +342,7 @@ func (a *SetAcquisition) Step(ctx context.Context) bool {
 func (a *SetAcquisition) sinceArrival(now int64, is wire.IssuedSet, err error) (wire.IssuedSet, error) {
 	if err == nil {
 		for i := range is.Members {
-			if m := &is.Members[i]; m.ExpiresAfterMs > 0 {
-				m.ExpiresAfterMs += max(now-a.in.ArrivedMs, 0)
-			}
+			fromArrival(&is.Members[i], now-a.in.ArrivedMs)
 		}
 	}
 	return is, err
@@ -482,11 +480,12 @@ func (r *Registry) setWake(in lockstate.SetInput, s *Snapshot, dec lockstate.Set
 	return max(wake, now+1)
 }
 
-// watchMembers merges watches of every member's record into one wake-up
-// channel (coalesced). A watch that fails or ends only leaves the poll.
-func (r *Registry) watchMembers(ctx context.Context, members []string, fromRev uint64) <-chan struct{} {
+// watchRecords merges watches of every named record (a set's members, a
+// semaphore and its slots) into one wake-up channel (coalesced). A watch
+// that fails or ends only leaves the poll.
+func (r *Registry) watchRecords(ctx context.Context, names []string, fromRev uint64) <-chan struct{} {
 	wake := make(chan struct{}, 1)
-	for _, name := range members {
+	for _, name := range names {
 		events, err := r.store.Watch(ctx, name, fromRev)
 		if err != nil {
 			continue

@@ -229,24 +229,9 @@ func (r *Registry) acquireSemaphore(ctx context.Context, a *Acquisition) (wire.I
 // into one wake-up channel (coalesced). A watch that fails or ends only
 // leaves the poll.
 func (r *Registry) watchSemaphore(ctx context.Context, in lockstate.AcquireInput, fromRev uint64) <-chan struct{} {
-	wake := make(chan struct{}, 1)
 	names := []string{in.Req.Resource}
 	for i := range int(in.Req.Permits) {
 		names = append(names, wire.SlotResource(in.Req.Resource, i))
 	}
-	for _, name := range names {
-		events, err := r.store.Watch(ctx, name, fromRev)
-		if err != nil {
-			continue
-		}
-		go func() {
-			for range events {
-				select {
-				case wake <- struct{}{}:
-				default:
-				}
-			}
-		}()
-	}
-	return wake
+	return r.watchRecords(ctx, names, fromRev)
 }
