@@ -86,3 +86,21 @@ func (h *harness) Records(ctx context.Context, resource string) (conformance.Rec
 	a, q, s, err := pggate.Records(ctx, h.w.db, resource)
 	return conformance.Records{Alarms: a, Quarantined: q, ShadowLog: s}, err
 }
+
+// TestConformanceReadGrantCanFail is the shared READ_GRANT case's
+// negative control here: with authenticate's reader check cut out
+// (withoutReadCheck: schema version 9's function), the case fails — a
+// reader's grant is accepted on NAME/_read — so it is what catches the
+// check's loss in this gate.
+func TestConformanceReadGrantCanFail(t *testing.T) {
+	t.Parallel()
+	why := conformance.Fails(t, func(t testing.TB, cfg conformance.Config) conformance.Harness {
+		h := newHarness(t, cfg).(*harness)
+		withoutReadCheck(t, h.w.db)
+		return h
+	}, "ReadGrantRefused")
+	if why == "" {
+		t.Fatal("the gate without its reader check passed ReadGrantRefused: the case cannot fail")
+	}
+	t.Logf("without the reader check the case fails as it must: %s", why)
+}

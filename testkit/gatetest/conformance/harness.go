@@ -11,8 +11,9 @@
 //
 // The suite never re-implements the decision: it knows the outcomes the
 // spec requires (accept, stale, next segment, gap, replay, quarantine,
-// regression and pause, late copy, authentication failures, concurrent
-// writers, receipt verdicts, one-way modes, resume with a floor) and
+// regression and pause, late copy, authentication failures, a read/write
+// lock reader's grant refused (READ_GRANT), concurrent writers, receipt
+// verdicts, one-way modes, resume with a floor) and
 // asserts that the adapter, running gate.Policy.Authenticate and
 // adapt.Decider.DecideLocked on the state it stores, produces them.
 package conformance
@@ -131,6 +132,7 @@ func Cases() []Case {
 		{"DifferentPayloadQuarantined", testQuarantine},
 		{"PolicyStale", testPolicyStale},
 		{"FailedAuthLeavesStateUnchanged", testAuthFailures},
+		{"ReadGrantRefused", testReadGrant},
 		{"BusinessFailureWritesNothing", testBusinessFailure},
 		{"RegressionPauses", testRegression},
 		{"LateCopyAfterReleaseDoesNotPause", testLateCopy},

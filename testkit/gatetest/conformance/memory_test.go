@@ -31,6 +31,7 @@ const (
 	forgetsPause            // drops Decision.Store for the pause of a regression
 	ignoresHeldUntil        // takes a held-form grant as HELD until its expiry
 	skipsPath               // trusts a batch signature it verified once, whatever the path
+	ignoresReadMode         // takes a read/write lock reader's grant (NAME/_read) as a writer's
 )
 
 type receiptKey struct {
@@ -221,12 +222,48 @@ func (g *memGate) authenticate(m *gate.Mutation, caller string) (*gate.Verified,
 		return &gate.Verified{Mutation: *m, Grant: gr, GrantDigest: gr.Digest(), Root: m.OperationRoot()}, nil
 	}
 	v, err := g.dec.Policy.Authenticate(m, caller)
+	if g.mutant == ignoresReadMode && gate.OutcomeOf(err) == gate.ReadGrant {
+		return g.readerAsWriter(m, caller)
+	}
 	if err == nil && berr == nil {
 		g.mu.Lock()
 		g.sigs[sig] = true
 		g.mu.Unlock()
 	}
 	return v, err
+}
+
+// readerAsWriter is Authenticate with the mode check off: a reader's
+// grant that passes every other step (proofs, binding, identity) is taken
+// as a writer's.
+func (g *memGate) readerAsWriter(m *gate.Mutation, caller string) (*gate.Verified, error) {
+	refuse := func(o gate.Outcome, err error) (*gate.Verified, error) {
+		return nil, &gate.Rejection{Outcome: o, Resource: m.Resource, Reason: fmt.Sprint(err)}
+	}
+	gr, err := grant.ParseGrant(m.Grant)
+	if err != nil {
+		return refuse(gate.BadProof, err)
+	}
+	ver := g.dec.Policy.Verifier
+	if err := ver.VerifyDigest(grant.SchemaGrant, gr.Digest(), gr.IssuerEpoch, m.GrantProof); err != nil {
+		return refuse(gate.BadProof, err)
+	}
+	v := &gate.Verified{Mutation: *m, Grant: gr, GrantDigest: gr.Digest(), Root: m.OperationRoot()}
+	if len(m.Status) > 0 {
+		if v.Status, err = grant.ParseStatus(m.Status); err != nil {
+			return refuse(gate.BadProof, err)
+		}
+		if err := ver.VerifyDigest(grant.SchemaStatus, v.Status.Digest(), v.Status.IssuerEpoch, m.StatusProof); err != nil || v.Status.Grant != v.GrantDigest {
+			return refuse(gate.BadProof, fmt.Errorf("status: %v", err))
+		}
+	}
+	if m.Resource != gr.Resource || m.Lease != gr.Lease || m.FenceToken != gr.FenceToken || v.Root != gr.OperationRoot {
+		return refuse(gate.BindingMismatch, fmt.Errorf("envelope not bound to the grant"))
+	}
+	if caller != gr.Owner {
+		return refuse(gate.IdentityMismatch, fmt.Errorf("caller %q", caller))
+	}
+	return v, nil
 }
 
 func TestReferenceAdapterPasses(t *testing.T) {
@@ -244,6 +281,7 @@ func TestMutantsFail(t *testing.T) {
 		{unlocked, []string{"ConcurrentWriters"}},
 		{ignoresHeldUntil, []string{"GrantHeldStatement"}},
 		{skipsPath, []string{"ForgedBesideCachedRootRefused"}},
+		{ignoresReadMode, []string{"ReadGrantRefused"}},
 	} {
 		for _, name := range row.cases {
 			why := conformance.Fails(t, newMem(row.mut), name)
