@@ -43,48 +43,100 @@ func newSetRegistry(t *testing.T) *registry.Registry {
 	return reg
 }
 
+// The assertions are about events, not seconds: the broken run ends by
+// itself (the test never tells it to stop; its context's 60 s is only a
+// hang guard, and ending there fails the test), with the child stopped by
+// SIGTERM for the loss; the control is still running after both members
+// were renewed twice at the registry — past the renewal at which the
+// broken run learns of the break — and ends only when the test tells it
+// to, not lost.
 func TestLockSetChildStoppedWhenOneMemberBroken(t *testing.T) {
 	for _, broken := range []bool{false, true} {
 		t.Run(map[bool]string{false: "control: none broken", true: "lx/b broken"}[broken], func(t *testing.T) {
 			reg := newSetRegistry(t)
 			s := client.NewSession(registry.Direct{Registry: reg, Owner: "worker-1"}, client.Options{})
 			out := &lockedBuf{}
-			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second) // the control runs until then
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second) // a hang guard only
 			defer cancel()
-			go func() {
-				for !strings.Contains(out.String(), "started") {
-					time.Sleep(10 * time.Millisecond)
-				}
-				if broken {
-					if _, err := reg.Break(context.Background(), "lx/b"); err != nil {
-						t.Error(err)
-					}
-				}
-			}()
-			script := `echo "set=$FENCEGATE_LOCKSET m0=$FENCEGATE_MEMBER_0_RESOURCE f1=$FENCEGATE_MEMBER_1_FENCE one=${FENCEGATE_RESOURCE-unset}"; echo started; exec sleep 30`
-			start := time.Now()
-			res, err := Run(ctx, Config{Session: s, Request: wire.AcquireRequest{OperationID: "op", OperationClass: "lock", TTLMs: 3000},
-				Set: []string{"lx/a", "lx/b"}, Command: "sh", Args: []string{"-c", script}, Grace: time.Second, ReleaseTimeout: time.Second,
-				Stdout: out, Stderr: out, Log: out})
-			if err != nil {
-				t.Fatalf("%v\n%s", err, out)
+			type ran struct {
+				res Result
+				err error
 			}
-			if !strings.Contains(out.String(), "set=lx/a lx/b m0=lx/a f1=1 one=unset") {
-				t.Fatalf("the child's environment:\n%s", out)
+			done := make(chan ran, 1)
+			script := `echo "set=$FENCEGATE_LOCKSET m0=$FENCEGATE_MEMBER_0_RESOURCE f1=$FENCEGATE_MEMBER_1_FENCE one=${FENCEGATE_RESOURCE-unset}"; echo started; exec sleep 120`
+			go func() {
+				res, err := Run(ctx, Config{Session: s, Request: wire.AcquireRequest{OperationID: "op", OperationClass: "lock", TTLMs: 3000},
+					Set: []string{"lx/a", "lx/b"}, Command: "sh", Args: []string{"-c", script}, Grace: time.Second, ReleaseTimeout: time.Second,
+					Stdout: out, Stderr: out, Log: out})
+				done <- ran{res, err}
+			}()
+			for !strings.Contains(out.String(), "started") {
+				select {
+				case r := <-done:
+					t.Fatalf("the run ended before its child started: %+v %v\n%s", r.res, r.err, out)
+				case <-time.After(10 * time.Millisecond):
+				}
+			}
+			if broken {
+				if _, err := reg.Break(context.Background(), "lx/b"); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				renewedTwice(t, reg, done)
+				cancel() // told to stop, while it still runs
+			}
+			r := <-done
+			if r.err != nil {
+				t.Fatalf("%v\n%s", r.err, out)
+			}
+			res, log := r.res, out.String()
+			if !strings.Contains(log, "set=lx/a lx/b m0=lx/a f1=1 one=unset") {
+				t.Fatalf("the child's environment:\n%s", log)
+			}
+			if res.ExitCode != 128+15 {
+				t.Fatalf("the child exited %d; want it stopped by SIGTERM (its sleep never ends by itself)\n%s", res.ExitCode, log)
 			}
 			if !broken {
-				if res.Lost || time.Since(start) < 3500*time.Millisecond {
-					t.Fatalf("unbroken set: %+v after %s; want the child running until the wrapper was told to stop", res, time.Since(start))
+				if res.Lost || !strings.Contains(log, "told to stop") || strings.Contains(log, "no longer certain") {
+					t.Fatalf("unbroken set: %+v; want the child stopped only because the wrapper was told to\n%s", res, log)
 				}
 				return
 			}
-			if !res.Lost || res.LostState != client.StateExpired || time.Since(start) > 2500*time.Millisecond {
-				t.Fatalf("lx/b broken: %+v after %s; want the child stopped for the set, EXPIRED\n%s", res, time.Since(start), out)
+			if ctx.Err() != nil || !res.Lost || res.LostState != client.StateExpired || !strings.Contains(log, "no longer certain (EXPIRED): stopping the child") || strings.Contains(log, "told to stop") {
+				t.Fatalf("lx/b broken: %+v (context %v); want the child stopped for the set, EXPIRED, before anyone told the wrapper to stop\n%s", res, ctx.Err(), log)
 			}
 			if v, _ := reg.LockStatus(context.Background(), "lx/a"); v.Holder != nil {
 				t.Fatalf("lx/a still held after the run: %+v", v.Holder)
 			}
 		})
+	}
+}
+
+// renewedTwice waits until both members' leases have been renewed twice
+// at the registry (each expiry moved on twice from the grant's), failing
+// if the run ends first.
+func renewedTwice[R any](t *testing.T, reg *registry.Registry, done <-chan R) {
+	t.Helper()
+	first := map[string]time.Time{}
+	moves := map[string]int{}
+	for moves["lx/a"] < 2 || moves["lx/b"] < 2 {
+		for _, m := range []string{"lx/a", "lx/b"} {
+			v, err := reg.LockStatus(context.Background(), m)
+			if err != nil || v.Holder == nil {
+				t.Fatalf("%s not held while the control runs: %+v %v", m, v.Holder, err)
+			}
+			if at, ok := first[m]; !ok || v.Holder.ExpiresAt.After(at) {
+				if ok {
+					moves[m]++
+				}
+				first[m] = v.Holder.ExpiresAt
+			}
+		}
+		select {
+		case r := <-done:
+			t.Fatalf("the unbroken run ended by itself: %+v", r)
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
 }
 
