@@ -35,7 +35,32 @@ type LockRow struct {
 	// LockSet, when the holder holds the lock as a member of a lock set,
 	// is the whole set (sorted); absent otherwise.
 	LockSet []string `json:"ls,omitempty"`
+	// Readers, when a read/write lock's readers hold it, are each
+	// reader's lease, in the record's order (no writer holds it then:
+	// Owner is ""); absent otherwise.
+	Readers []ReaderRow `json:"rd,omitempty"`
+	// Modes, for a read/write lock (readers hold it, or a reader waits),
+	// is its queue's modes head first, one letter a waiter: ModeLetterWrite
+	// a writer, ModeLetterRead a reader; absent otherwise (every waiter
+	// then wants the lock exclusively).
+	Modes string `json:"m,omitempty"`
 }
+
+// ReaderRow is one reader of a LockRow: its identity, lease, fence (the
+// last writer's), when it was granted and when it expires unless renewed.
+type ReaderRow struct {
+	Owner       string `json:"o"`
+	Lease       string `json:"l"`
+	Fence       uint64 `json:"f"`
+	SinceMs     int64  `json:"s"`
+	ExpiresAtMs int64  `json:"e"`
+}
+
+// The letters of LockRow.Modes.
+const (
+	ModeLetterWrite = 'w'
+	ModeLetterRead  = 'r'
+)
 
 // RowsOf is l in the lean form.
 func RowsOf(l LockList) LockRows {
@@ -50,9 +75,32 @@ func RowsOf(l LockList) LockRows {
 		if len(v.Waiters) > 0 && !v.Waiters[0].Since.IsZero() {
 			r.LongestSinceMs = v.Waiters[0].Since.UnixMilli()
 		}
+		for _, h := range v.Readers {
+			r.Readers = append(r.Readers, ReaderRow{Owner: h.Owner, Lease: h.Lease, Fence: h.Fence, SinceMs: h.Since.UnixMilli(), ExpiresAtMs: h.ExpiresAt.UnixMilli()})
+		}
+		r.Modes = queueModes(v)
 		out.Rows[i] = r
 	}
 	return out
+}
+
+// queueModes is LockRow.Modes of v.
+func queueModes(v *LockStatus) string {
+	read := len(v.Readers) > 0
+	for _, w := range v.Waiters {
+		read = read || w.Read
+	}
+	if !read || len(v.Waiters) == 0 {
+		return ""
+	}
+	b := make([]byte, len(v.Waiters))
+	for i, w := range v.Waiters {
+		b[i] = ModeLetterWrite
+		if w.Read {
+			b[i] = ModeLetterRead
+		}
+	}
+	return string(b)
 }
 
 // ReadAt is the read's instant.

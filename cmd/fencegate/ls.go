@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -42,7 +43,11 @@ registry's resource policy lets you see, in name order, a page at a time
 (--limit, default and most 100; --after continues after a resource;
 --all follows every page, asking 1,000 at a time). A resource is listed once it was acquired or
 given a floor; --held lists only those held now (by the registry's clock
-at the read), in pages of --limit held ones, with -o json too.`,
+at the read), in pages of --limit held ones, with -o json too. A
+read/write lock its readers hold shows "(N readers)" and a line for each
+reader (lease, fence, time held and left); its queue names each waiter's
+mode (writer, reader), and a line says when a queued writer keeps new
+readers out (writer preference).`,
 		Example: `  fencegate ls jobs/
   fencegate ls --held                      # what is locked right now
   fencegate ls --held --all -o json | jq -r '.locks[].resource'`,
@@ -128,14 +133,14 @@ type fullPage wire.LockList
 
 func (p *fullPage) next() string          { return p.Next }
 func (p *fullPage) len() int              { return len(p.Locks) }
-func (p *fullPage) held(i int) bool       { return p.Locks[i].Holder != nil }
+func (p *fullPage) held(i int) bool       { return p.Locks[i].Holder != nil || len(p.Locks[i].Readers) > 0 }
 func (p *fullPage) resource(i int) string { return p.Locks[i].Resource }
 
 type rowsPage wire.LockRows
 
 func (p *rowsPage) next() string          { return p.Next }
 func (p *rowsPage) len() int              { return len(p.Rows) }
-func (p *rowsPage) held(i int) bool       { return p.Rows[i].Owner != "" }
+func (p *rowsPage) held(i int) bool       { return p.Rows[i].Owner != "" || len(p.Rows[i].Readers) > 0 }
 func (p *rowsPage) resource(i int) string { return p.Rows[i].Resource }
 func (p *rowsPage) ReadAt() time.Time     { return (*wire.LockRows)(p).ReadAt() }
 
@@ -247,12 +252,17 @@ func printLockLine(w io.Writer, v *wire.LockStatus) {
 	printRow(w, v.ReadAt, &r.Rows[0])
 }
 
-// printRow is one line a lock, read at readAt.
+// printRow is one line a lock, read at readAt; a read/write lock's
+// readers follow it, a line each, and whether a queued writer holds new
+// readers back.
 func printRow(w io.Writer, readAt time.Time, r *wire.LockRow) {
 	holder, held, left := "-", "-", "-"
 	if r.Owner != "" {
 		holder, held = r.Owner, ago(readAt, time.UnixMilli(r.SinceMs))
 		left = max(time.UnixMilli(r.ExpiresAtMs).Sub(readAt), 0).Round(100 * time.Millisecond).String()
+	}
+	if n := len(r.Readers); n > 0 {
+		holder = fmt.Sprintf("(%d %s)", n, plural(n, "reader", "readers")) // each on a line of its own below
 	}
 	if r.Permits > 0 {
 		holder = fmt.Sprintf("(semaphore, %d permits)", r.Permits) // its slots are the rows NAME/_slot.I
@@ -264,5 +274,37 @@ func printRow(w io.Writer, readAt time.Time, r *wire.LockRow) {
 	if r.LongestSinceMs != 0 {
 		waiters += " (longest " + ago(readAt, time.UnixMilli(r.LongestSinceMs)) + ")"
 	}
+	if r.Modes != "" {
+		waiters += ": " + modesText(r.Modes)
+	}
 	fmt.Fprintf(w, "%-40s %-24s %6d %12s %10s %s\n", r.Resource, holder, r.HighestFence, held, left, waiters)
+	for _, h := range r.Readers {
+		fmt.Fprintf(w, "  reader %s, lease %s (fence %d), held %s, left %s\n", h.Owner, h.Lease, h.Fence,
+			ago(readAt, time.UnixMilli(h.SinceMs)), max(time.UnixMilli(h.ExpiresAtMs).Sub(readAt), 0).Round(100*time.Millisecond))
+	}
+	if len(r.Readers) > 0 && strings.IndexByte(r.Modes, wire.ModeLetterWrite) >= 0 {
+		fmt.Fprintf(w, "  a writer is queued: new readers wait behind it (writer preference)\n")
+	}
+}
+
+// modesShownMax is how many waiters' modes a row of ls names.
+const modesShownMax = 8
+
+// modesText names a queue's modes (LockRow.Modes), head first.
+func modesText(modes string) string {
+	var names []string
+	for i := range min(len(modes), modesShownMax) {
+		names = append(names, map[byte]string{wire.ModeLetterWrite: "writer", wire.ModeLetterRead: "reader"}[modes[i]])
+	}
+	if n := len(modes) - modesShownMax; n > 0 {
+		names = append(names, fmt.Sprintf("… %d more", n))
+	}
+	return strings.Join(names, ", ")
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

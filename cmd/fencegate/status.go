@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -147,10 +148,20 @@ func printSemaphore(w io.Writer, v wire.LockStatus) {
 	printWaiters(w, v)
 }
 
-// printWaiters lists a lock's queue, head first.
+// printWaiters lists a lock's queue, head first; for a read/write lock
+// (readers hold it, or a reader waits) each waiter's mode, and whether a
+// queued writer keeps new readers out.
 func printWaiters(w io.Writer, v wire.LockStatus) {
+	rw := len(v.Readers) > 0 || slices.ContainsFunc(v.Waiters, func(wt wire.LockWaiter) bool { return wt.Read })
 	fmt.Fprintf(w, "waiters:      %d\n", len(v.Waiters))
+	if len(v.Readers) > 0 && slices.ContainsFunc(v.Waiters, func(wt wire.LockWaiter) bool { return !wt.Read }) {
+		fmt.Fprintf(w, "              a writer is queued: new readers wait behind it (writer preference)\n")
+	}
 	for i, wt := range v.Waiters {
+		mode := ""
+		if rw {
+			mode = map[bool]string{false: ", a writer", true: ", a reader"}[wt.Read]
+		}
 		since := "since an unrecorded time"
 		if !wt.Since.IsZero() {
 			since = "waiting " + ago(v.ReadAt, wt.Since) + " (since " + stamp(wt.Since) + ")"
@@ -159,7 +170,7 @@ func printWaiters(w io.Writer, v wire.LockStatus) {
 		if len(wt.LockSet) > 0 {
 			set = ", for the lock set {" + strings.Join(wt.LockSet, ", ") + "}"
 		}
-		fmt.Fprintf(w, "  %d. %s, class %s, %s%s\n", i+1, wt.Owner, wt.OperationClass, since, set)
+		fmt.Fprintf(w, "  %d. %s%s, class %s, %s%s\n", i+1, wt.Owner, mode, wt.OperationClass, since, set)
 	}
 }
 
