@@ -177,15 +177,30 @@ type ResourceRow struct {
 	Permits   uint64
 	Slots     []ResourceRow
 	SlotsHeld int
+	// A read/write lock (issue 46). Readers, while readers hold it (no
+	// Holder then), are each reader's lease as a row of its own (Resource
+	// NAME/_read; Holder, Lease, HolderFence — the last writer's —,
+	// since, held for, lease left, and StuckHold by the hold threshold),
+	// in the record's order. ReadWrite: readers hold it or a reader waits,
+	// and WaiterReads, beside WaiterOwners, says which waiters read.
+	// WriterQueued: readers hold it and a writer waits, so a new reader
+	// queues behind that writer (writer preference). ReadersFromMs, after
+	// a downgrade, is how long before other readers are admitted.
+	Readers       []ResourceRow
+	ReadWrite     bool
+	WaiterReads   []bool
+	WriterQueued  bool
+	ReadersFromMs int64
 }
 
-// semaphoreOf is the row a resource is shown in: a semaphore's slot in
-// its semaphore's, any other resource in its own.
-func semaphoreOf(resource string) string {
+// rowOf is the row a resource is shown in: a semaphore's slot in its
+// semaphore's, a read/write lock's reader resource (NAME/_read) in its
+// lock's, any other resource in its own.
+func rowOf(resource string) string {
 	if name, _, ok := wire.SlotOf(resource); ok {
 		return name
 	}
-	return resource
+	return wire.RecordName(resource)
 }
 
 // GateCell is one gate's view of a resource.

@@ -32,7 +32,7 @@ type seer struct {
 }
 
 func (s *seer) sees(resource string) bool {
-	resource = semaphoreOf(resource) // a slot is seen with its semaphore's rights, as the API authorizes it
+	resource = rowOf(resource) // a slot is seen with its semaphore's rights, a reader's resource with its lock's, as the API authorizes them
 	ok, done := s.memo[resource]
 	if !done {
 		ok = s.auth.Authorize(s.id, httpapi.VerbSee, resource) == nil

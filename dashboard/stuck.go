@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -77,7 +78,10 @@ func (s stuckRules) row(ls wire.LockStatus) ResourceRow {
 	for i, w := range ls.Waiters {
 		if i < waitersShownMax {
 			row.WaiterOwners, row.WaiterSets = append(row.WaiterOwners, w.Owner), append(row.WaiterSets, w.LockSet)
+			row.WaiterReads = append(row.WaiterReads, w.Read)
 		}
+		row.ReadWrite = row.ReadWrite || w.Read
+		row.WriterQueued = row.WriterQueued || len(ls.Readers) > 0 && !w.Read
 		if w.Since.IsZero() {
 			continue // queued by a registry that did not record when: not judged
 		}
@@ -89,6 +93,7 @@ func (s stuckRules) row(ls wire.LockStatus) ResourceRow {
 			row.StuckWaiter, row.StuckWaitMs = w.Owner, waited
 		}
 	}
+	s.readers(&row, ls)
 	if ls.Permits > 0 {
 		row.Permits = ls.Permits
 		for _, sl := range ls.Slots {
@@ -102,13 +107,30 @@ func (s stuckRules) row(ls wire.LockStatus) ResourceRow {
 	return row
 }
 
+// readers adds a read/write lock's readers to row, each judged as a
+// holder is.
+func (s stuckRules) readers(row *ResourceRow, ls wire.LockStatus) {
+	now := ls.ReadAt
+	for _, h := range ls.Readers {
+		rr := ResourceRow{Resource: wire.ReadResource(ls.Resource), Holder: h.Owner, Lease: h.Lease, HolderClass: h.OperationClass,
+			HolderFence: h.Fence, HeldSince: h.Since, HeldForMs: age(now, h.Since), LeaseLeftMs: max(h.ExpiresAt.Sub(now), 0).Milliseconds()}
+		rr.StuckHold = rr.HeldForMs > s.holdMs && !slices.Contains(s.exempt, h.OperationClass)
+		row.Readers = append(row.Readers, rr)
+	}
+	row.ReadWrite = row.ReadWrite || len(ls.Readers) > 0
+	if ls.ReadersFrom != nil && ls.ReadersFrom.After(now) {
+		row.ReadersFromMs = ls.ReadersFrom.Sub(now).Milliseconds()
+	}
+}
+
 // age is how long before now t was, in ms (0 if after).
 func age(now, t time.Time) int64 { return max(now.Sub(t).Milliseconds(), 0) }
 
 // Stuck reports whether the row shows a stuck wait or hold (a
-// semaphore's: a stuck wait in its queue, or a stuck hold of a slot).
+// semaphore's: a stuck wait in its queue, or a stuck hold of a slot; a
+// read/write lock's: a stuck wait, or a stuck hold by a reader).
 func (r ResourceRow) Stuck() bool {
-	return r.StuckWaiter != "" || r.StuckHold || slices.ContainsFunc(r.Slots, ResourceRow.Stuck)
+	return r.StuckWaiter != "" || r.StuckHold || slices.ContainsFunc(r.Slots, ResourceRow.Stuck) || slices.ContainsFunc(r.Readers, ResourceRow.Stuck)
 }
 
 // stuckAttention says what is stuck about row, for the attention list: a
@@ -123,6 +145,8 @@ func stuckAttention(r ResourceRow, waitMs, holdMs int64) []Attention {
 			where = fmt.Sprintf(" in the semaphore's queue, %d of %d permits held", r.SlotsHeld, r.Permits)
 		case r.Holder != "":
 			where = fmt.Sprintf(" behind %s, held %s", r.Holder, ms(r.HeldForMs))
+		case len(r.Readers) > 0:
+			where = fmt.Sprintf(" behind %s, the longest held %s", plural(len(r.Readers), "reader"), ms(longestHeldMs(r.Readers)))
 		case r.FreeInMs > 0:
 			where = fmt.Sprintf("; nobody holds it (lock-delay %s left)", ms(r.FreeInMs))
 		}
@@ -140,7 +164,29 @@ func stuckAttention(r ResourceRow, waitMs, holdMs int64) []Attention {
 	for _, sl := range r.Slots {
 		out = append(out, stuckAttention(sl, waitMs, holdMs)...)
 	}
+	for _, rd := range r.Readers {
+		for _, a := range stuckAttention(rd, waitMs, holdMs) {
+			out = append(out, Attention{a.Level, strings.Replace(a.Text, ": held by ", ": read-held by ", 1)})
+		}
+	}
 	return out
+}
+
+// longestHeldMs is how long the longest of rows has held.
+func longestHeldMs(rows []ResourceRow) int64 {
+	var out int64
+	for _, r := range rows {
+		out = max(out, r.HeldForMs)
+	}
+	return out
+}
+
+// plural is "1 reader", "2 readers".
+func plural(n int, one string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %ss", n, one)
 }
 
 // Bounds of the lock scan.
@@ -228,12 +274,17 @@ func (d *Dashboard) scanLocks(ctx context.Context) {
 	s.mu.Unlock()
 }
 
-// lastActivity is when ls last changed hands or gained a waiter (zero for
-// a free lock nobody waits for).
+// lastActivity is when ls last changed hands, gained a reader or a
+// waiter (zero for a free lock nobody waits for).
 func lastActivity(ls wire.LockStatus) time.Time {
 	var at time.Time
 	if ls.Holder != nil {
 		at = ls.Holder.Since
+	}
+	for _, h := range ls.Readers {
+		if h.Since.After(at) {
+			at = h.Since
+		}
 	}
 	for _, w := range ls.Waiters {
 		if w.Since.After(at) {

@@ -101,13 +101,13 @@ func (d *Dashboard) names(gates []GateView) []string {
 	var out []string
 	for _, g := range gates {
 		for _, r := range g.Report.Resources {
-			if name := semaphoreOf(r.Resource); r.Paused && !slices.Contains(out, name) {
+			if name := rowOf(r.Resource); r.Paused && !slices.Contains(out, name) {
 				out = append(out, name)
 			}
 		}
 	}
 	for _, r := range append(d.stuck.list(), d.known.recent(ResourcesShownMax)...) {
-		if name := semaphoreOf(r); len(out) < ResourcesShownMax && !slices.Contains(out, name) {
+		if name := rowOf(r); len(out) < ResourcesShownMax && !slices.Contains(out, name) {
 			out = append(out, name)
 		}
 	}
@@ -139,7 +139,7 @@ func attachGates(rows []ResourceRow, gates []GateView) {
 			return 0
 		case r.Stuck():
 			return 1
-		case r.Holder != "" || r.SlotsHeld > 0:
+		case r.Holder != "" || r.SlotsHeld > 0 || len(r.Readers) > 0:
 			return 2
 		case r.Waiters > 0:
 			return 3
