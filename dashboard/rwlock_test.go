@@ -5,7 +5,9 @@
 // out (writer preference); never the readers' resource NAME/_read as a
 // row of its own (the request index names it); a wait behind the readers
 // past the threshold in the attention list, and a reader's hold past its
-// threshold too.
+// threshold too. Once the readers release, the writer holds (marked
+// "writer", the reader still queued and marked); after it downgrades, it
+// reads alone and the row says when other readers are admitted.
 package dashboard_test
 
 import (
@@ -38,18 +40,23 @@ func TestPageShowsReadWriteLock(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(h.ctx)
 	defer cancel()
-	queue := func(owner string, read bool, n int) {
-		go h.reg.Acquire(ctx, owner, acq(owner, read, 60000))
+	queue := func(owner string, read bool, n int) <-chan wire.Issued {
+		got := make(chan wire.Issued, 1)
+		go func() {
+			if is, err := h.reg.Acquire(ctx, owner, acq(owner, read, 60000)); err == nil {
+				got <- is
+			}
+		}()
 		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 			if ls, err := h.reg.LockStatus(h.ctx, name); err == nil && len(ls.Waiters) == n {
-				return
+				return got
 			}
 			if time.Now().After(deadline) {
 				t.Fatalf("%s never queued", owner)
 			}
 		}
 	}
-	queue("writer-1", false, 1)
+	writer := queue("writer-1", false, 1)
 	queue("reader-3", true, 2)
 	h.d.NoteResource(wire.ReadResource(name)) // discovery names the readers' resource; the page shows its lock
 	p := h.page()
@@ -79,6 +86,39 @@ func TestPageShowsReadWriteLock(t *testing.T) {
 	} {
 		if !strings.Contains(p, want) {
 			t.Errorf("stuck: page lacks %q\n%s", want, p)
+		}
+	}
+
+	// Both readers release: the writer holds, the reader still waits.
+	for i, r := range []string{"reader-1", "reader-2"} {
+		if err := h.reg.Release(h.ctx, r, wire.ReadResource(name), leases[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := <-writer
+	p = h.page()
+	for _, want := range []string{
+		`<td class="holder">writer-1 <small class="writer">writer</small> <small class="lease">` + w.Grant.Lease + ` · fence 2</small>`,
+		`<td class="waiters">1 <small>reader-3 <span class="mode" data-mode="read">(reader)</span></small></td>`,
+		`data-readers="0"`,
+	} {
+		if !strings.Contains(p, want) {
+			t.Errorf("the writer holds: page lacks %q", want)
+		}
+	}
+	if strings.Contains(p, "writer preference") || strings.Contains(p, `class="reader"`) {
+		t.Errorf("the writer holds: a reader or the writer preference still shown:\n%s", p)
+	}
+
+	// The writer downgrades: it reads alone until its HELD statements expire.
+	if _, err := h.reg.Downgrade(h.ctx, "writer-1", wire.DowngradeRequest{Resource: name, Lease: w.Grant.Lease, RequestID: "r-down"}); err != nil {
+		t.Fatal(err)
+	}
+	p = h.page()
+	for _, want := range []string{`<span class="readers-count">1 reader holds it</span> <small class="readers-from">other readers admitted in `,
+		`<span class="reader-owner">writer-1</span> <small class="lease">`, `· fence 2 · since`} {
+		if !strings.Contains(p, want) {
+			t.Errorf("after the downgrade: page lacks %q\n%s", want, p)
 		}
 	}
 }
