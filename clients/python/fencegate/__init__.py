@@ -25,7 +25,7 @@ from .errors import (AcquirePending, AlreadyHeld, BadAnswer, BadProof, BindingMi
                      StoreFullError, PermitsMismatchError, TTLOutOfRangeError, TTLSettingsError, UnavailableError, Unreachable, WaitersFullError,
                      WaitTimeoutError)
 from .grant import operation_root, payload_digest
-from .lease import Lease, LostEvent, RolledBack
+from .lease import Lease, LockSet, LostEvent, RolledBack
 from .options import Options
 from .session import Session, Timeout
 
@@ -35,7 +35,7 @@ TTL_MIN = Options().ttl_min()
 """The shortest TTL the default margins allow, in seconds (client.TTLMin): 2.0."""
 
 __all__ = [
-    "Session", "Lease", "LostEvent", "Election", "Leader", "Options", "Timeout", "RolledBack", "payload_digest",
+    "Session", "Lease", "LockSet", "LostEvent", "Election", "Leader", "Options", "Timeout", "RolledBack", "payload_digest",
     "operation_root", "TTL_MIN",
     "FencegateError", "OutcomeUnknown", "BadAnswer", "Refused", "NotCertain", "ProofStale", "SettingsError",
     "TTLSettingsError", "AcquirePending", "AlreadyHeld", "Unreachable",

@@ -12,16 +12,30 @@ import secrets
 import threading
 import time
 
+from .core import answer as answers
 from .core.acquire import AcquireCore
-from .core.lease import CALL_QUERY_REQUEST, Answer, Granted, Lost
-from .errors import AcquirePending, AlreadyHeld, FencegateError, InvalidRequestError, OutcomeUnknown
+from .core.lease import CALL_QUERY_REQUEST, Answer, Granted, Lost, member_request_id, set_name
+from .errors import (AcquirePending, AlreadyHeld, BadAnswer, FencegateError, InvalidRequestError, NotCertain,
+                     OutcomeUnknown, Refused)
 from .grant import validate_resource
-from .lease import Lease
+from .lease import LockSet, _Shell
 from .options import Options, ns
 from .transport import Transport
 
 SECOND = 1_000_000_000
 MS = 1_000_000
+
+LOCK_SET_MEMBERS_MIN = 2
+"""A lock set has at least this many members (wire.LockSetMembersMin)."""
+LOCK_SET_MEMBERS_MAX = 16
+"""A lock set has at most this many members (wire.LockSetMembersMax)."""
+READ_SEGMENT = "_read"
+"""The last segment of a reader's resource: NAME/_read (wire.ReadSegment)."""
+MODE_READ = "read"
+"""An acquire's mode for a reader's lease on a read/write lock (wire.ModeRead)."""
+DOWNGRADE_RETRY_WAIT = 100 * MS
+"""The pause between two sends of a downgrade whose answer was lost (the
+same request ID: the registry answers a retry with the grant it made)."""
 
 OPERATION_CLASS_DEFAULT = "default"
 """An acquire's operation class when the caller names none."""
@@ -52,10 +66,11 @@ class Clock:
 
 
 class _Attempt:
-    """An acquire whose request ID is kept until a final answer."""
+    """An acquire whose request ID is kept until a final answer (a lock
+    set's: members, sorted; req names it by set_name)."""
 
-    def __init__(self, req, core):
-        self.req, self.core, self.active = req, core, True
+    def __init__(self, req, core, members=None):
+        self.req, self.core, self.active, self.members = req, core, True, members
 
 
 class Session:
@@ -104,7 +119,7 @@ class Session:
     # --- acquiring --------------------------------------------------------------
 
     def acquire(self, resource, ttl=None, wait=0, operation_id=None, operation_class=OPERATION_CLASS_DEFAULT,
-                timeout=None, permits=0):
+                timeout=None, permits=0, mode=""):
         """Acquire a lease on resource and return it HELD. ttl (seconds,
         default options.ttl_default) is the server-side TTL; wait (seconds)
         how long to queue behind other holders (0: BusyError at once).
@@ -126,12 +141,20 @@ class Session:
         TTLOutOfRangeError, …) is final and raised. A TTL shorter than the
         margins allow is refused before anything is sent (TTLSettingsError,
         naming the shortest that works). timeout (seconds, None: none)
-        bounds the whole call: Timeout, the request ID kept."""
-        return self._acquire(self._request(resource, ttl, ns(wait) // MS, operation_id, operation_class, permits),
-                             timeout, False)
+        bounds the whole call: Timeout, the request ID kept.
+
+        With mode "read" (docs/api.md, "Read/write locks"), resource is a
+        read/write lock and the lease is a reader's: readers share, a
+        writer (mode "", the exclusive lease) excludes; a queued writer
+        holds back readers behind it. The reader's grant is on
+        resource + "/_read" (lease.resource) with the fence of the last
+        writer it saw: it never opens the lock's gate for a write (the gate
+        answers ReadGrant). The session keeps it under resource."""
+        return self._acquire(self._request(resource, ttl, ns(wait) // MS, operation_id, operation_class, permits,
+                                           mode), timeout, False)
 
     def lock(self, resource, ttl=None, operation_id=None, operation_class=OPERATION_CLASS_DEFAULT, timeout=None,
-             permits=0):
+             permits=0, mode=""):
         """Acquire resource, waiting for it as long as timeout (seconds;
         None: no end) allows, in FIFO order: it queues at the registry in
         long polls of at most options.lock_wait_chunk, each asking again
@@ -141,11 +164,12 @@ class Session:
         options.call_timeout before it, so the registry's last answer
         (WaitTimeoutError, naming who holds the resource) arrives in time.
         permits: as for acquire (a semaphore's waiters queue FIFO across
-        its slots)."""
-        r = self._request(resource, ttl, ns(self.options.lock_wait_chunk) // MS, operation_id, operation_class, permits)
+        its slots); mode: as for acquire."""
+        r = self._request(resource, ttl, ns(self.options.lock_wait_chunk) // MS, operation_id, operation_class, permits,
+                          mode)
         return self._acquire(r, timeout, True)
 
-    def _request(self, resource, ttl, wait_ms, operation_id, operation_class, permits):
+    def _request(self, resource, ttl, wait_ms, operation_id, operation_class, permits, mode=""):
         if ttl is None:
             ttl = self.options.ttl_default  # always explicit: a lost answer is waited out for exactly this
         r = {"resource": resource, "operationId": operation_id or "", "operationClass": operation_class,
@@ -154,11 +178,124 @@ class Session:
             if not isinstance(permits, int) or isinstance(permits, bool) or permits < 0:
                 raise InvalidRequestError("fencegate: acquire: permits %r: want a whole number of permits" % (permits,))
             r["permits"] = permits
+        if mode:  # a writer's (exclusive) acquire sends none
+            if mode != MODE_READ:
+                raise InvalidRequestError("fencegate: acquire: mode %r: \"\" (exclusive, a writer) or %r"
+                                          % (mode, MODE_READ))
+            r["mode"] = mode
         return r
 
-    def _acquire(self, r, timeout, locking):
+    # --- lock sets ---------------------------------------------------------------
+
+    def lock_set(self, members, ttl=None, operation_id=None, operation_class=OPERATION_CLASS_DEFAULT, timeout=None):
+        """Acquire every resource of members at once (a lock set, docs/api.md
+        "Lock sets"), waiting as long as timeout (seconds; None: no end)
+        allows, as lock does for one resource: it queues in long polls of
+        at most options.lock_wait_chunk with the same request ID, holding
+        nothing while it waits (the registry queues the set in every
+        member's queue). members may come in any order (the session sorts
+        them); whatever order callers name them in, two sets never
+        deadlock: the registry grants a set whole, never in part. Returns
+        the LockSet HELD: ONE lease for all members (one machine, one
+        renewal of every member in one call, one deadline), each member
+        with its own grant and fence for its own gate (LockSet.lease)."""
+        r, members = self._set_request(members, ttl, ns(self.options.lock_wait_chunk) // MS, operation_id,
+                                       operation_class)
+        return self._acquire(r, timeout, True, members)
+
+    def acquire_set(self, members, ttl=None, wait=0, operation_id=None, operation_class=OPERATION_CLASS_DEFAULT,
+                    timeout=None):
+        """lock_set that queues at most wait seconds (0: BusyError at once,
+        naming the first busy member, when any member is held)."""
+        r, members = self._set_request(members, ttl, ns(wait) // MS, operation_id, operation_class)
+        return self._acquire(r, timeout, False, members)
+
+    def _set_request(self, members, ttl, wait_ms, operation_id, operation_class):
+        if isinstance(members, str) or not all(isinstance(m, str) for m in members):
+            raise InvalidRequestError("fencegate: lock set: members %r: want a list of resource IDs" % (members,))
+        members = sorted(members)
+        if not LOCK_SET_MEMBERS_MIN <= len(members) <= LOCK_SET_MEMBERS_MAX:
+            raise InvalidRequestError("fencegate: lock set: a lock set has %d to %d members, not %d"
+                                      % (LOCK_SET_MEMBERS_MIN, LOCK_SET_MEMBERS_MAX, len(members)))
+        for i, m in enumerate(members):
+            try:
+                validate_resource(m)
+            except ValueError as e:
+                raise InvalidRequestError("fencegate: lock set: members[%d]: %s" % (i, e)) from None
+            if i and members[i - 1] == m:
+                raise InvalidRequestError("fencegate: lock set: %s named twice" % m)
+        r = self._request(set_name(members), ttl, wait_ms, operation_id, operation_class, 0)
+        return r, members
+
+    # --- read/write locks ----------------------------------------------------------
+
+    def downgrade(self, lease, timeout=None):
+        """Turn lease, this session's write lease on a read/write lock, into
+        a reader's lease in one registry write (POST /v1/downgrade): the
+        reader's grant names resource + "/_read", with lease's fence, TTL
+        and operation, and no queued writer gets in between. From the
+        moment downgrade is called lease builds no envelope (NotCertain):
+        the registry holds other readers back until every HELD statement of
+        lease has expired, on the promise that its holder stopped writing.
+        Once the registry answers, lease ends RELEASED and the reader's
+        lease is returned HELD, kept under the lock's name
+        (session.lease(name)). A lost answer is sent again with the same
+        request ID until timeout (seconds; None: no end) passes
+        (OutcomeUnknown then: it may have been applied); a definite
+        refusal (lease expired, broken, not this owner's) is raised, and
+        lease, still refusing envelopes, should be released
+        (Session.Downgrade in Go)."""
+        sh = lease._sh
+        g = lease.grant
+        if len(sh.handles) > 1:
+            raise InvalidRequestError("fencegate: downgrade %s: a lock set has no readers" % sh.name)
+        if g.resource.endswith("/" + READ_SEGMENT):
+            raise InvalidRequestError("fencegate: downgrade %s: already a reader's lease" % g.resource)
+        sh.downgraded = True  # no envelope from here on
+        sh._pause()           # no renewal in flight meanwhile: the write lease ends under us
+        try:
+            issued, sent = self._downgrade_call(g, self.new_request_id(), timeout)
+        except FencegateError:
+            sh._resume()
+            raise
+        if (issued.grant is None or issued.grant.resource != g.resource + "/" + READ_SEGMENT
+                or issued.grant.fence_token != g.fence_token or issued.grant.owner != g.owner):
+            sh._resume()
+            raise BadAnswer("fencegate: downgrade %s: the registry answered another grant" % g.resource)
+        frm = sent
+        if issued.expires_after_ms > 0:
+            frm = sent + issued.expires_after_ms * MS - issued.grant.ttl_ms * MS
+        name = g.resource
+        reader = _Shell(self, Granted(issued, lease.operation_id, min(frm, self.clock.now())),
+                        on_ended=lambda shell: self._ended([name], shell)).handles[0]
+        # The registry ended the write lease RELEASED in the same write: its
+        # release is answered as a repeated one, and it ends here too.
+        sh._resume()
+        sh.release(False, 0)
+        with self._mu:
+            self._live[name] = reader
+        return reader
+
+    def _downgrade_call(self, g, request_id, timeout):
+        """Send the downgrade until a definite answer or timeout; return
+        the answer and the client-clock instant of the send that got it."""
+        end = None if timeout is None else self.clock.now() + ns(timeout)
+        call_timeout = self.limits.lease_call_timeout(g.ttl_ms * MS)
+        while True:
+            sent = self.clock.now()
+            try:
+                return self.transport.downgrade(g, request_id, call_timeout / SECOND), sent
+            except Exception as e:
+                if answers.classify(e) == answers.REFUSED:
+                    raise  # definite
+                if end is not None and self.clock.now() + DOWNGRADE_RETRY_WAIT >= end:
+                    raise OutcomeUnknown("fencegate: downgrade %s: no answer (it may have been applied: request "
+                                         "%s): %s" % (g.resource, request_id, e)) from e
+            time.sleep(DOWNGRADE_RETRY_WAIT / SECOND)
+
+    def _acquire(self, r, timeout, locking, members=None):
         deadline = None if timeout is None else self.clock.now() + ns(timeout)
-        a = self._begin(r)
+        a = self._begin(r, members)
         if locking:
             with self._mu:
                 until = 0 if deadline is None else deadline - self.limits.call_timeout
@@ -180,8 +317,14 @@ class Session:
                 self._finish(a, False)
                 raise Timeout("fencegate: acquire %s: request %s has no final answer: timed out"
                               % (r["resource"], call.request["requestId"]), call.request["requestId"])
+            if err is _LOST:
+                inp = Lost(call)
+            elif call.set_request is not None:  # a set's answer: every member's, in member order
+                inp = Answer(call, issued[0] if issued else None, err, issued)
+            else:
+                inp = Answer(call, issued, err)
             with self._mu:
-                done = a.core.step(self.clock.now(), Lost(call) if err is _LOST else Answer(call, issued, err))
+                done = a.core.step(self.clock.now(), inp)
             self._notify(call.request["requestId"], done.transitions)
 
     def _call(self, call, deadline):
@@ -195,6 +338,8 @@ class Session:
             try:
                 if call.kind == CALL_QUERY_REQUEST:
                     out.put((t.query_request(call.request["requestId"], timeout), None))
+                elif call.set_request is not None:
+                    out.put((t.acquire_set(call.set_request, timeout), None))
                 else:
                     out.put((t.acquire(call.request, timeout), None))
             except Exception as e:  # classified by the core
@@ -228,34 +373,43 @@ class Session:
         # The lease's TTL counts from an instant the registry's own start of
         # the lease cannot precede: after a wait of any length the lease is
         # usable for its whole TTL.
-        name = a.req["resource"]  # a semaphore's permit is kept under the semaphore's name, not its slot's
-        lease = Lease(self, Granted(core.issued, a.req["operationId"], core.lease_from(self.clock.now())),
-                      on_ended=lambda lease: self._ended(name, lease))
+        # A semaphore's permit and a reader's lease are kept under the name
+        # asked for, not their grant's resource; a lock set under each member.
+        names = a.members if a.members is not None else [a.req["resource"]]
+        shell = _Shell(self, Granted(core.issued, a.req["operationId"], core.lease_from(self.clock.now()),
+                                     core.issued_set), on_ended=lambda shell: self._ended(names, shell))
         with self._mu:
             if self._pending.get(a.req["resource"]) is a:
                 del self._pending[a.req["resource"]]
-            self._live[a.req["resource"]] = lease
-        return lease
+            for name, h in zip(names, shell.handles):
+                self._live[name] = h
+        if a.members is not None:
+            return LockSet(shell, core.req["requestId"])
+        return shell.handles[0]
 
     def _notify(self, request_id, transitions):
         if self.on_transition is not None:
             for t in transitions:
                 self.on_transition(request_id, t.frm, t.to, t.event)
 
-    def _begin(self, r):
+    def _begin(self, r, members=None):
         """Reserve the resource for one acquire: reuse the pending request ID
         when the parameters match; refuse while another attempt or a live
-        lease exists."""
-        try:
-            validate_resource(r["resource"])
-        except ValueError as e:
-            raise InvalidRequestError("fencegate: acquire: %s" % e) from None
+        lease exists. For a lock set, members are its (sorted, valid)
+        resources and r names it by set_name: the attempt is kept under
+        that name, and refused while any member has a live lease or an
+        attempt of its own; a plain acquire is refused while a pending set
+        has its resource among its members."""
+        if members is None:
+            try:
+                validate_resource(r["resource"])
+            except ValueError as e:
+                raise InvalidRequestError("fencegate: acquire: %s" % e) from None
         self.limits.check_ttl(r["ttlMs"] * MS)
         with self._mu:
             res = r["resource"]
-            if res in self._live:
-                raise AlreadyHeld("fencegate: already held: resource %s: lease %s" % (res, self._live[res].lease_id))
             now = self.clock.now()
+            self._reserved_unlocked(res, members, now)
             a = self._pending.get(res)
             if a is not None:
                 if not r["operationId"]:
@@ -275,9 +429,38 @@ class Session:
             if not r["operationId"]:
                 r["operationId"] = "op-" + secrets.token_hex(16)
             r["requestId"] = self.new_request_id()
-            a = _Attempt(dict(r), AcquireCore(self.limits, r, self.new_request_id, self._backoff_jitter_unlocked))
+            a = _Attempt(dict(r), AcquireCore(self.limits, r, self.new_request_id, self._backoff_jitter_unlocked,
+                                              members), members)
             self._pending[res] = a
             return a
+
+    def _reserved_unlocked(self, res, members, now):
+        """Refuse an acquire of res (a set's: its name, and members) while
+        the session holds a live lease on it or on any member, or an
+        attempt of a set has one of them among its members (a plain
+        attempt on res itself is _begin's to judge). Under self._mu."""
+        for r in [res] + list(members or ()):
+            if r in self._live:
+                raise AlreadyHeld("fencegate: already held: resource %s: lease %s" % (r, self._live[r].lease_id))
+            if members is not None and r != res:
+                self._still_pending_unlocked(r, now)
+        for name in sorted(self._pending):
+            a = self._pending.get(name)
+            if a is None or a.members is None or name == res:
+                continue
+            if res in a.members or any(m in a.members for m in members or ()):
+                self._still_pending_unlocked(name, now)
+
+    def _still_pending_unlocked(self, name, now):
+        """Raise AcquirePending for the attempt kept under name unless there
+        is none or it is presumed over (then it is forgotten: whatever it
+        did has expired). Under self._mu."""
+        a = self._pending.get(name)
+        if a is None:
+            return
+        if a.active or now < a.core.reusable_at():
+            raise AcquirePending(name, a.core.request["requestId"], a.core.reusable_at() / SECOND)
+        del self._pending[name]
 
     def _backoff_jitter_unlocked(self):
         # Called by the acquire's core, under self._mu.
@@ -289,10 +472,11 @@ class Session:
             if final and self._pending.get(a.req["resource"]) is a:
                 del self._pending[a.req["resource"]]
 
-    def _ended(self, name, lease):
+    def _ended(self, names, shell):
         with self._mu:
-            if self._live.get(name) is lease:
-                del self._live[name]
+            for name, h in zip(names, shell.handles):
+                if self._live.get(name) is h:
+                    del self._live[name]
 
 
 _LOST = OutcomeUnknown("fencegate: no answer within the call's timeout")

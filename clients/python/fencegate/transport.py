@@ -63,6 +63,46 @@ class Transport:
         """POST /v1/release for grant's lease."""
         self.call("POST", "/v1/release", {"resource": grant.resource, "lease": grant.lease}, timeout)
 
+    # --- lock sets and read/write locks ------------------------------------------
+
+    def acquire_set(self, request, timeout):
+        """POST /v1/lockset/acquire with request (a dict of the wire's
+        LockSetRequest): every member's Issued, in member order."""
+        body = {k: v for k, v in request.items() if v or k not in ("ttlMs", "waitMs")}
+        return self._issued_set("/v1/lockset/acquire", body, len(request["members"]), timeout)
+
+    def renew_set(self, grants, timeout):
+        """POST /v1/lockset/renew: every member's lease renewed in one
+        registry transaction, or none (a definite refusal names the member
+        that ended)."""
+        return self._issued_set("/v1/lockset/renew", {"leases": _leases(grants)}, len(grants), timeout)
+
+    def release_set(self, grants, timeout):
+        """POST /v1/lockset/release: every member's lease released in one transaction."""
+        self.call("POST", "/v1/lockset/release", {"leases": _leases(grants)}, timeout)
+
+    def downgrade(self, grant, request_id, timeout):
+        """POST /v1/downgrade: grant's write lease becomes a reader's lease
+        on resource/_read, under request_id (a retry answers the same grant)."""
+        return Issued.from_json(self.call("POST", "/v1/downgrade", {"resource": grant.resource, "lease": grant.lease,
+                                                                    "requestId": request_id}, timeout))
+
+    def _issued_set(self, path, body, n, timeout):
+        out = self.call("POST", path, body, timeout)
+        members = out.get("members")
+        if not isinstance(members, list) or len(members) != n:
+            raise BadAnswer("fencegate: POST %s: %s members answered, not %d"
+                            % (path, len(members) if isinstance(members, list) else None, n))
+        issued = []
+        for i, m in enumerate(members):
+            if not isinstance(m, dict):
+                raise BadAnswer("fencegate: POST %s: members[%d] is not an object" % (path, i))
+            try:
+                issued.append(Issued.from_json(m))
+            except BadAnswer as e:
+                raise BadAnswer("fencegate: POST %s: members[%d]: %s" % (path, i, e)) from None
+        return issued
+
     def query_request(self, request_id, timeout):
         """GET /v1/requests/{id}: what became of an acquire whose answer was lost."""
         return Issued.from_json(self.call("GET", "/v1/requests/" + urllib.parse.quote(request_id, safe=""), None, timeout))
@@ -136,3 +176,8 @@ def answer_error(status, raw):
     if code in REFUSED_CODES:
         return Refused(code, message, status)
     return OutcomeUnknown("fencegate: outcome unknown: %s (HTTP %d): %s" % (code, status, message))
+
+
+def _leases(grants):
+    """Each member's lease, in member order (wire.LeaseRequest)."""
+    return [{"resource": g.resource, "lease": g.lease} for g in grants]

@@ -6,11 +6,22 @@ again only once the registry says it has none, backs off, and reads every
 answer. It never starts a second identity for one resource while the
 first could still be granted. Like LeaseCore it does no I/O and reads no
 clock: the session drives it. Not safe for concurrent use.
+
+A lock set's acquire (members given; client/core/set.go) is the same core
+with one difference: after a lost answer it sends the same set request
+again (same request ID) instead of asking by request ID, because the
+registry answers a retried set request from its members' entries: the
+same grants while they live, their final states after. Its answer must
+name every member, in member order, each under its member's request ID
+(set.<i>.<id>), with HELD evidence; a member whose grant already ended
+makes the whole answer final for that ID (a fresh one comes next): a set
+is never taken in part.
 """
 
 from ..errors import BadAnswer, Unreachable
 from . import answer, machine
-from .lease import CALL_ACQUIRE, CALL_QUERY_REQUEST, Answer, Call, Lost, Ready, Transition, answer_lost
+from .lease import (CALL_ACQUIRE, CALL_QUERY_REQUEST, Answer, Call, Lost, Ready, Transition, answer_lost,
+                    member_request_id)
 from .limits import ACQUIRE_BACKOFF_MAX, ACQUIRE_BACKOFF_MIN, MS
 
 
@@ -19,11 +30,15 @@ class AcquireCore:
     AcquireRequest: resource, operationId, operationClass, requestId,
     ttlMs, waitMs). new_request_id draws a fresh ID for when the registry
     answers that this one's grant already ended; jitter draws in [0, 1)
-    for the backoff. limits must have its defaults filled."""
+    for the backoff. limits must have its defaults filled. members: a
+    lock set's acquire, its resources sorted and distinct (request's
+    resource is then the set's name, set_name(members))."""
 
-    def __init__(self, limits, request, new_request_id, jitter):
+    def __init__(self, limits, request, new_request_id, jitter, members=None):
         self.o = limits
         self.req = dict(request)
+        self.members = list(members) if members is not None else None
+        self.issued_set = None  # a set's grants, once granted
         self.m = machine.Machine()
         self.new_id, self.jitter = new_request_id, jitter
         self.first_sent = 0   # client clock, first send of this request ID (0: never)
@@ -86,7 +101,7 @@ class AcquireCore:
         if now < self.retry_at:
             return self._ready(Ready(wake=self.retry_at))
         self.call_n += 1
-        if self.lost:
+        if self.lost and self.members is None:
             self.inflight = Call(CALL_QUERY_REQUEST, now, self.o.call_timeout, self.call_n, request=dict(self.req))
             return self._ready(Ready(self.inflight))
         if self.first_sent == 0:
@@ -98,15 +113,27 @@ class AcquireCore:
                 wait = min(wait, max(self.lock_until - now, MS))
             self.req["waitMs"] = max(wait // MS, 1)
         wait = self.req.get("waitMs", 0) * MS
-        self.inflight = Call(CALL_ACQUIRE, now, self.o.call_timeout + wait, self.call_n, request=dict(self.req))
+        self.inflight = Call(CALL_ACQUIRE, now, self.o.call_timeout + wait, self.call_n, request=dict(self.req),
+                             set_request=self._set_request())
         return self._ready(Ready(self.inflight))
+
+    def _set_request(self):
+        """The set request to send now (a dict of the wire's
+        LockSetRequest: the current request ID and wait); None for a plain
+        acquire."""
+        if self.members is None:
+            return None
+        r = {"members": list(self.members), "operationId": self.req["operationId"],
+             "operationClass": self.req["operationClass"], "requestId": self.req["requestId"],
+             "ttlMs": self.req.get("ttlMs", 0), "waitMs": self.req.get("waitMs", 0)}
+        return r
 
     def step(self, now, inp):
         """Feed an Answer or Lost for the call in flight at now."""
         if isinstance(inp, Lost):
             self._answer(now, inp.call, None, answer_lost())
         elif isinstance(inp, Answer):
-            self._answer(now, inp.call, inp.issued, inp.err)
+            self._answer(now, inp.call, inp.set if self.members is not None else inp.issued, inp.err)
         else:
             raise TypeError("fencegate: acquire core: unknown input %r" % (inp,))
         return self._ready(Ready())
@@ -124,6 +151,9 @@ class AcquireCore:
             self.lost_run = 0
         if c == answer.OK:
             self.done_sent = call.sent
+            if self.members is not None:
+                self._answered_set(now, issued)
+                return
             self._answered(now, issued)
         elif c == answer.REFUSED:
             if self.locking and answer.code_of(err) == "WAIT_TIMEOUT" and (self.lock_until == 0 or now < self.lock_until):
@@ -137,7 +167,7 @@ class AcquireCore:
                                 "answer (last: %s)" % (self.req["resource"], self.req["requestId"], self.lost_run, err))
                 u.__cause__ = err
                 self.unreachable = u
-            self.lost = True
+            self.lost = True  # a set has no query by request ID: it sends the same acquire again
             frm = self.m.state
             to, _ = self.m.step(machine.EV_ACQUIRE_LOST)
             self.trans.append(Transition(frm, to, machine.EV_ACQUIRE_LOST))
@@ -158,6 +188,31 @@ class AcquireCore:
             self.lost, self.backoff, self.retry_at = False, ACQUIRE_BACKOFF_MIN, now
             return
         self._finish(issued, None)
+
+    def _answered_set(self, now, answers):
+        bad = self._check_set(answers)
+        if bad is not None:
+            self._finish(None, BadAnswer("fencegate: acquire %s: %s" % (self.req["resource"], bad)))
+            return
+        if any(a.status is not None and a.status.state != "HELD" for a in answers):
+            # a member's grant already ended: a final answer for that ID
+            self.req["requestId"], self.first_sent = self.new_id(), 0
+            self.lost, self.backoff, self.retry_at = False, ACQUIRE_BACKOFF_MIN, now
+            return
+        self.issued_set = list(answers)
+        self._finish(answers[0], None)
+
+    def _check_set(self, answers):
+        """Why a set's answer is not about this request (None: it is)."""
+        if answers is None or len(answers) != len(self.members):
+            return "%s members answered, not %d" % (None if answers is None else len(answers), len(self.members))
+        for i, a in enumerate(answers):
+            g = a.grant
+            if g is None or g.resource != self.members[i] or g.request_id != member_request_id(self.req["requestId"], i):
+                return "member %d is not about %s under request %s" % (i, self.members[i], self.req["requestId"])
+            if (a.status is None and not g.held_statement()) or (a.status is not None and a.status.grant != g.digest):
+                return "member %s: no statement about its grant" % g.resource
+        return None
 
     def _finish(self, issued, err):
         self.done, self.issued, self.err = True, issued, err

@@ -39,13 +39,19 @@ class Call:
     """One registry call a core asked for: kind, sent (client clock), how
     long its answer may take before it counts as lost (timeout, ns), and
     what it sends (grant for a lease's calls, request for an acquire's).
-    n matches the answer to the call."""
+    set: a lock set lease's member grants, in member order: the call is
+    about every member at once (renew and query: one set renewal; release:
+    one set release; refresh: a status query per member, answered
+    together); None for a plain lease. set_request: the lock set to
+    acquire (a dict of the wire's LockSetRequest; CALL_ACQUIRE of a set's
+    acquire core, None otherwise). n matches the answer to the call."""
 
-    __slots__ = ("kind", "sent", "timeout", "grant", "request", "n")
+    __slots__ = ("kind", "sent", "timeout", "grant", "request", "set", "set_request", "n")
 
-    def __init__(self, kind, sent, timeout, n, grant=None, request=None):
+    def __init__(self, kind, sent, timeout, n, grant=None, request=None, set=None, set_request=None):
         self.kind, self.sent, self.timeout, self.n = kind, sent, timeout, n
         self.grant, self.request = grant, request
+        self.set, self.set_request = set, set_request
 
     def __repr__(self):
         return "Call(%s #%d sent=%d timeout=%d)" % (self.kind, self.n, self.sent, self.timeout)
@@ -78,11 +84,12 @@ class Ready:
 # The inputs a lease core steps.
 class Answer:
     """The answer to call: issued (a grant.Issued, or None) or err (the
-    exception the transport raised)."""
-    __slots__ = ("call", "issued", "err")
+    exception the transport raised). A lock set's call is answered with
+    set: every member's Issued, in member order (issued: the first)."""
+    __slots__ = ("call", "issued", "err", "set")
 
-    def __init__(self, call, issued=None, err=None):
-        self.call, self.issued, self.err = call, issued, err
+    def __init__(self, call, issued=None, err=None, set=None):
+        self.call, self.issued, self.err, self.set = call, issued, err, set
 
 
 class Lost:
@@ -103,37 +110,41 @@ class Release:
 
 
 class BuildEnvelope:
-    """Build the envelope of segment seq with payload_digest ("sha256:…")."""
-    __slots__ = ("seq", "payload_digest")
+    """Build the envelope of segment seq with payload_digest ("sha256:…"),
+    for member (a lock set's member index; 0 for a plain lease): each
+    member counts its own segments, for its own gate."""
+    __slots__ = ("seq", "payload_digest", "member")
 
-    def __init__(self, seq, payload_digest):
-        self.seq, self.payload_digest = seq, payload_digest
+    def __init__(self, seq, payload_digest, member=0):
+        self.seq, self.payload_digest, self.member = seq, payload_digest, member
 
 
 class Settle:
-    """The resource answered segment seq with outcome."""
-    __slots__ = ("seq", "outcome")
+    """The resource answered segment seq (of member) with outcome."""
+    __slots__ = ("seq", "outcome", "member")
 
-    def __init__(self, seq, outcome):
-        self.seq, self.outcome = seq, outcome
+    def __init__(self, seq, outcome, member=0):
+        self.seq, self.outcome, self.member = seq, outcome, member
 
 
 class Forget:
-    """Segment seq's envelope never left the process (its write was rolled back)."""
-    __slots__ = ("seq",)
+    """Segment seq's envelope (of member) never left the process (its write was rolled back)."""
+    __slots__ = ("seq", "member")
 
-    def __init__(self, seq):
-        self.seq = seq
+    def __init__(self, seq, member=0):
+        self.seq, self.member = seq, member
 
 
 class Granted:
     """A lease the registry granted: the answer, the operation its root
     binds, and from (client clock): the instant its TTL counts from (the
-    acquire core's lease_from)."""
-    __slots__ = ("issued", "operation_id", "frm")
+    acquire core's lease_from). A lock set's: set, every member's answer
+    in member order (issued: the first)."""
+    __slots__ = ("issued", "operation_id", "frm", "set")
 
-    def __init__(self, issued, operation_id, frm):
+    def __init__(self, issued, operation_id, frm, set=None):
         self.issued, self.operation_id, self.frm = issued, operation_id, frm
+        self.set = list(set) if set else None
 
 
 def evidence_until(issued):
@@ -142,26 +153,54 @@ def evidence_until(issued):
     return st[2] if st else 0
 
 
+def member_request_id(request_id, i):
+    """The request ID member i (from 0, in sorted order) of the lock set
+    whose request ID is request_id is granted under: "set.<i>.<id>"
+    (wire.MemberRequestID)."""
+    return "set.%d.%s" % (i, request_id)
+
+
+def set_name(members):
+    """How a lock set is named in messages and kept by the session: its
+    members, sorted, in braces ("{a,b}"; core.SetName). Not a resource."""
+    return "{" + ",".join(members) + "}"
+
+
 SEGMENT_MAX = (1 << 63) - 1
 """The highest segment number an envelope may carry (gate.CounterMax)."""
 
 
 class LeaseCore:
-    """One lease's core, HELD from the start: see the module's doc."""
+    """One lease's core, HELD from the start: see the module's doc.
+
+    A lock set is held as ONE lease core (client/core/set.go): one
+    machine, one schedule, one call in flight, whatever the number of
+    members. Its members share the TTL and the issue instant, so they
+    share the local deadline; a renewal renews every member in one
+    registry call (Call.set, answered with every member's status), so the
+    set is renewed whole or not at all; and the registry's definite word
+    that any one member is not HELD is the whole set's EXPIRED: the
+    client never keeps a part of a set. Each member keeps its own grant,
+    proof and status, for envelopes to its own gate (BuildEnvelope.member)."""
 
     def __init__(self, limits, granted, jitter=None):
         self.o = limits
         self.m = machine.Machine(machine.HELD)
         self.issued = granted.issued
+        # A lock set's members, in member order, each its grant, proof and
+        # latest HELD status (None for a plain lease).
+        self.set = list(granted.set) if granted.set else None
+        if self.set:
+            self.issued = self.set[0]
         self.operation = granted.operation_id
         self.jitter = jitter or (lambda: 0.0)
         self.inflight = None
         self.call_n = 0
         self.releasing = False
         self.release_at = 0
-        self.unsettled = {}  # segment → the latest status-proof validUntil attached to it
+        self.unsettled = {}  # (member, segment) → the latest status-proof validUntil attached to it
         self.trans = []
-        self.sched = Schedule.confirmed(limits, granted.frm, self.ttl(), evidence_until(granted.issued), self.jitter())
+        self.sched = Schedule.confirmed(limits, granted.frm, self.ttl(), self.evidence_until(), self.jitter())
 
     # --- reads -------------------------------------------------------------
 
@@ -195,6 +234,40 @@ class LeaseCore:
         """Whether the client may produce new effects at now."""
         return machine.certain(self.state_at(now)) and not self.releasing
 
+    def evidence_until(self):
+        """How long the lease's HELD evidence lasts (registry clock): a
+        set's is its first member's to lapse."""
+        if self.set is None:
+            return evidence_until(self.issued)
+        return min(evidence_until(m) for m in self.set)
+
+    def member(self, i):
+        """Member i's Issued (a plain lease has only 0); IndexError otherwise."""
+        if self.set is None:
+            if i != 0:
+                raise IndexError("fencegate: lease %s has no member %r" % (self.issued.grant.lease, i))
+            return self.issued
+        if not isinstance(i, int) or not 0 <= i < len(self.set):
+            raise IndexError("fencegate: lock set has no member %r" % (i,))
+        return self.set[i]
+
+    def set_grants(self):
+        """A set's grants, in member order (None for a plain lease)."""
+        return None if self.set is None else [m.grant for m in self.set]
+
+    def leftovers(self):
+        """What a lock set that ended EXPIRED may still hold at the
+        registry, and from when the client may give it up: (member grants,
+        instant), or None for a plain lease or a set that did not end
+        EXPIRED (core.LeaseView.Leftovers). The registry ends a set's
+        renewal when any one member ended and renews none, but the other
+        members' leases run on to their TTL; releasing them (one ordinary
+        release each) frees them early, once no unsettled envelope of the
+        set can still be accepted: at drain_until (0: at once)."""
+        if self.set is None or self.m.state != machine.EXPIRED:
+            return None
+        return [m.grant for m in self.set], self.drain_until()
+
     def drain_until(self):
         """The instant after which no unsettled envelope's proof can still
         be accepted by a gate (0 when every envelope is settled)."""
@@ -212,21 +285,21 @@ class LeaseCore:
         next says which call is due)."""
         r = Ready()
         if isinstance(inp, Answer):
-            self._answer(now, inp.call, inp.issued, inp.err)
+            self._answer(now, inp.call, inp.issued, inp.err, inp.set)
         elif isinstance(inp, Lost):
-            self._answer(now, inp.call, None, answer_lost())
+            self._answer(now, inp.call, None, answer_lost(), None)
         elif isinstance(inp, Release):
             self._begin_release(now, inp.drain)
         elif isinstance(inp, BuildEnvelope):
             try:
-                r.envelope = self._envelope(now, inp.seq, inp.payload_digest)
-            except (NotCertain, ProofStale, ValueError) as e:
+                r.envelope = self._envelope(now, inp.member, inp.seq, inp.payload_digest)
+            except (NotCertain, ProofStale, ValueError, IndexError) as e:
                 r.err = e
         elif isinstance(inp, Settle):
             if is_final(inp.outcome):
-                self.unsettled.pop(inp.seq, None)
+                self.unsettled.pop((inp.member, inp.seq), None)
         elif isinstance(inp, Forget):
-            self.unsettled.pop(inp.seq, None)
+            self.unsettled.pop((inp.member, inp.seq), None)
         else:
             raise TypeError("fencegate: lease core: unknown input %r" % (inp,))
         return self._ready(r)
@@ -275,7 +348,8 @@ class LeaseCore:
 
     def _send(self, kind, now):
         self.call_n += 1
-        self.inflight = Call(kind, now, self.o.lease_call_timeout(self.ttl()), self.call_n, grant=self.issued.grant)
+        self.inflight = Call(kind, now, self.o.lease_call_timeout(self.ttl()), self.call_n, grant=self.issued.grant,
+                             set=self.set_grants())
         return self.inflight
 
     def _observe(self, now):
@@ -288,10 +362,12 @@ class LeaseCore:
     def _deadline_wake(self):
         return self.sched.deadline if machine.certain(self.m.state) else None
 
-    def _answer(self, now, call, issued, err):
+    def _answer(self, now, call, issued, err, set_):
         if call is None or self.inflight is None or call.n != self.inflight.n:
             return  # an answer to a call no longer in flight
         self.inflight = None
+        if self.set is not None:
+            issued = set_  # a set's calls are answered, and judged, member by member
         self._observe(now)
         late = now - call.sent > call.timeout
         if call.kind in (CALL_RENEW, CALL_REFRESH):
@@ -363,24 +439,40 @@ class LeaseCore:
             return False, True
         if c != answer.OK:
             return False, False
-        if issued is None or issued.status is None or issued.status.grant != self.issued.grant.digest:
+        if self.set is not None:
+            return self._judge_set(issued)
+        return _judge_one(self.issued.grant, issued)
+
+    def _judge_set(self, answers):
+        """held when every member is HELD; refused when any member is
+        definitely not (the set ends whole: losing one member ends the
+        set); otherwise (a member missing, or about another grant) the
+        answer says nothing."""
+        if answers is None or len(answers) != len(self.set):
             return False, False
-        if issued.status.state != "HELD":
-            return False, True
-        return True, False
+        held = True
+        for m, a in zip(self.set, answers):
+            h, r = _judge_one(m.grant, a)
+            if r:
+                return False, True
+            held = held and h
+        return held, False
 
     def _confirm(self, issued, sent, status_only):
-        kept = self.issued
-        self.issued = type(kept)(kept.grant, kept.grant_proof, issued.status, issued.status_proof,
-                                 kept.expires_after_ms, issued.gate_proofs)
+        if self.set is not None:
+            self.set = [_with_status(m, a) for m, a in zip(self.set, issued)]
+            self.issued = self.set[0]
+        else:
+            self.issued = _with_status(self.issued, issued)
         if status_only:
-            self.sched = self.sched.refreshed(self.o, issued.status.valid_until)
+            self.sched = self.sched.refreshed(self.o, self.evidence_until())
             return
-        self.sched = Schedule.confirmed(self.o, sent, self.ttl(), issued.status.valid_until, self.jitter())
+        self.sched = Schedule.confirmed(self.o, sent, self.ttl(), self.evidence_until(), self.jitter())
 
     # --- envelopes and release ---------------------------------------------
 
-    def _envelope(self, now, seq, digest):
+    def _envelope(self, now, member, seq, digest):
+        issued = self.member(member)
         g = self.issued.grant
         if not machine.certain(self.m.state):
             raise NotCertain(g.lease, self.m.state, "ownership not certain")
@@ -395,10 +487,10 @@ class LeaseCore:
             raise ValueError("fencegate: envelope: segmentSeq %r outside 1..%d" % (seq, SEGMENT_MAX))
         if not isinstance(digest, str) or not _is_digest(digest) or digest == "sha256:" + "0" * 64:
             raise ValueError("fencegate: envelope: payloadDigest %r: want sha256:<64 lowercase hex>" % (digest,))
-        text = envelope_json(self.issued, self.operation, seq, digest)
-        until = evidence_until(self.issued)
-        if until > self.unsettled.get(seq, 0):
-            self.unsettled[seq] = until
+        text = envelope_json(issued, self.operation, seq, digest)
+        until = evidence_until(issued)
+        if until > self.unsettled.get((member, seq), 0):
+            self.unsettled[(member, seq)] = until
         return text
 
     def _begin_release(self, now, drain):
@@ -408,6 +500,22 @@ class LeaseCore:
         until = self.drain_until()
         if drain and until > now:
             self.release_at = until
+
+
+def _judge_one(g, issued):
+    """Whether the answer issued is the registry's word that grant g is
+    HELD (True, False), that it is not (False, True), or neither."""
+    if issued is None or issued.status is None or issued.status.grant != g.digest:
+        return False, False
+    if issued.status.state != "HELD":
+        return False, True
+    return True, False
+
+
+def _with_status(kept, issued):
+    """kept with issued's status, its proof and the gate proofs that came with it."""
+    return type(kept)(kept.grant, kept.grant_proof, issued.status, issued.status_proof, kept.expires_after_ms,
+                      issued.gate_proofs)
 
 
 def answer_lost():
