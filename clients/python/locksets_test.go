@@ -59,21 +59,38 @@ func pyRegistry(t *testing.T) (env []string, key *grant.SigningKey) {
 	return append(env, "FENCEGATE_TEST_REGISTRY="+srv.URL), key
 }
 
-// runPyModule runs `python3 -m unittest -v module` with env and fails
-// unless every test ran and passed (none skipped).
-func runPyModule(t *testing.T, module string, env []string) {
+// runPyModules runs `python3 -m unittest -v module` for each module at
+// once (each process its own: they wait on the clock, not the CPU, and
+// go test runs only GOMAXPROCS parallel tests) with env, and fails
+// unless every test of each ran and passed (none skipped).
+func runPyModules(t *testing.T, env []string, modules ...string) {
 	t.Helper()
 	requirePython(t)
-	cmd := exec.Command(python, "-m", "unittest", "-v", module)
-	cmd.Env = append(append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1"), env...)
-	start := time.Now()
-	out, err := cmd.CombinedOutput()
-	t.Logf("python3 -m unittest %s (%s):\n%s", module, time.Since(start).Round(time.Millisecond), out)
-	if err != nil {
-		t.Fatalf("python3 -m unittest %s: %v", module, err)
+	type result struct {
+		out []byte
+		err error
+		d   time.Duration
 	}
-	if s := string(out); !strings.Contains(s, "\nOK") || strings.Contains(s, "skipped") {
-		t.Fatalf("python3 -m unittest %s: not every test ran and passed", module)
+	results := make([]chan result, len(modules))
+	for i, module := range modules {
+		results[i] = make(chan result, 1)
+		cmd := exec.Command(python, "-m", "unittest", "-v", module)
+		cmd.Env = append(append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1"), env...)
+		go func(c chan<- result) {
+			start := time.Now()
+			out, err := cmd.CombinedOutput()
+			c <- result{out, err, time.Since(start)}
+		}(results[i])
+	}
+	for i, module := range modules {
+		r := <-results[i]
+		t.Logf("python3 -m unittest %s (%s):\n%s", module, r.d.Round(time.Millisecond), r.out)
+		switch s := string(r.out); {
+		case r.err != nil:
+			t.Errorf("python3 -m unittest %s: %v", module, r.err)
+		case !strings.Contains(s, "\nOK") || strings.Contains(s, "skipped"):
+			t.Errorf("python3 -m unittest %s: not every test ran and passed", module)
+		}
 	}
 }
 
@@ -83,14 +100,10 @@ func runPyModule(t *testing.T, module string, env []string) {
 // member ending the set and its release freeing the rest, two readers
 // sharing while a writer waits, a downgrade that lets no queued writer
 // in; each beside its negative control (a deliberately wrong client path
-// the same check catches).
+// the same check catches). Its four classes run at once.
 func TestPythonLockSetsAndReadWrite(t *testing.T) {
 	t.Parallel()
 	env, _ := pyRegistry(t)
-	for _, class := range []string{"CrossedOrder", "BrokenMember", "ReadersShare", "Downgrade"} { // apart: each waits on the clock
-		t.Run(class, func(t *testing.T) {
-			t.Parallel()
-			runPyModule(t, "tests.locksets."+class, env)
-		})
-	}
+	runPyModules(t, env, "tests.locksets.CrossedOrder", "tests.locksets.BrokenMember", "tests.locksets.ReadersShare",
+		"tests.locksets.Downgrade")
 }

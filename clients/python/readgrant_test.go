@@ -68,6 +68,6 @@ func TestPythonReadGrantAtPostgres(t *testing.T) {
 	if err := pggate.MapCaller(ctx, db, readGrantRole, pyIdentities["A"]); err != nil {
 		t.Fatal(err)
 	}
-	runPyModule(t, "tests.readgrant", append(env, "FENCEGATE_TEST_DSN_ADMIN="+dsn,
-		"FENCEGATE_TEST_DSN_A="+pgtest.WithParam(dsn, "user", readGrantRole)))
+	runPyModules(t, append(env, "FENCEGATE_TEST_DSN_ADMIN="+dsn,
+		"FENCEGATE_TEST_DSN_A="+pgtest.WithParam(dsn, "user", readGrantRole)), "tests.readgrant")
 }
