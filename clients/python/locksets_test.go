@@ -97,13 +97,14 @@ func runPyModules(t *testing.T, env []string, modules ...string) {
 // TestPythonLockSetsAndReadWrite runs tests/locksets.py against a real
 // registry behind the real HTTP API: crossed-order lock sets in two
 // Python processes (no deadlock, never part of a set held), a broken
-// member ending the set and its release freeing the rest, two readers
+// member ending the set and its release freeing the rest, a lost set
+// answer resent under the same request ID, two readers
 // sharing while a writer waits, a downgrade that lets no queued writer
 // in; each beside its negative control (a deliberately wrong client path
-// the same check catches). Its four classes run at once.
+// the same check catches). Its classes run at once.
 func TestPythonLockSetsAndReadWrite(t *testing.T) {
 	t.Parallel()
 	env, _ := pyRegistry(t)
 	runPyModules(t, env, "tests.locksets.CrossedOrder", "tests.locksets.BrokenMember", "tests.locksets.ReadersShare",
-		"tests.locksets.Downgrade")
+		"tests.locksets.Downgrade", "tests.locksets.LostAnswer")
 }

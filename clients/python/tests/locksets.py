@@ -9,6 +9,10 @@ control, a deliberately wrong client path the same check catches:
   (never part of the set), and the two processes' rounds never overlap.
   Control: the members taken one by one with plain locks in the order
   named — the workers deadlock, each holding one member.
+- a set's acquire whose answer is lost (a proxy drops it after the
+  registry acted) is sent again under the same set request ID and holds
+  the grants the registry made for it. Control: a fresh request ID on the
+  retry — refused BUSY by the set the first request holds.
 - a broken member (an admin's POST /v1/break) ends the whole set: its
   next renewal is refused, lost is set and the set is EXPIRED; the other
   member is still held at the registry until the set's release, which
@@ -39,6 +43,7 @@ import time
 import unittest
 
 import fencegate
+from tests.proxy import LosingProxy
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -104,6 +109,67 @@ class CrossedOrder(unittest.TestCase):
         failures = crossed_sets("onebyone", mutant="onebyone", rounds=1)
         self.assertTrue(any("partial hold" in f and "deadlock" in f for f in failures),
                         "the check missed the one-by-one deadlock: %s" % failures)
+
+
+# --- a lost acquire answer --------------------------------------------------------------
+
+
+def lost_set_answer(tag, new_id_on_retry=False):
+    """Take a set through a proxy that loses the registry's first answer
+    to it; return the failures seen: the client must send the same set
+    request again under the same request ID and hold the grants the
+    registry made for it (never a second set of grants)."""
+    members = ["lset/%s/a" % tag, "lset/%s/b" % tag]
+    proxy = LosingProxy(env("FENCEGATE_TEST_REGISTRY"), lambda method, path, n: path == "/v1/lockset/acquire" and n == 0)
+    failures = []
+    try:
+        a = fencegate.Session(proxy.url, token=env("FENCEGATE_TEST_TOKEN_A"))
+        if new_id_on_retry:  # the deliberately wrong client path: a fresh request ID after a lost answer
+            sent, acquire_set = [], a.transport.acquire_set
+
+            def fresh(request, timeout):
+                sent.append(request["requestId"])
+                if len(sent) > 1:
+                    request = dict(request, requestId=a.new_request_id())
+                return acquire_set(request, timeout)
+            a.transport.acquire_set = fresh
+        try:
+            ls = a.acquire_set(members, ttl=3)
+        except fencegate.FencegateError as e:
+            failures.append("the set was not granted after its lost answer: %s: %s" % (type(e).__name__, e))
+            return failures
+        calls = [c for c in proxy.calls() if c[1] == "/v1/lockset/acquire"]
+        if [c[3] for c in calls] != [True, False] or {c[2] for c in calls} != {ls.request_id}:
+            failures.append("set acquires through the proxy %s, the set's request ID %s" % (calls, ls.request_id))
+        for h in ls.leases:
+            if holder(a, h.resource) != h.lease_id or h.fence != 1:
+                failures.append("%s: holder %s fence %d, not the set's first grant %s"
+                                % (h.resource, holder(a, h.resource), h.fence, h.lease_id))
+        ls.release(drain=False, timeout=5)
+    finally:
+        proxy.close()
+    return failures
+
+
+class LostAnswer(unittest.TestCase):
+    def test_lost_set_answer_resent_under_the_same_request_id(self):
+        self.assertEqual(lost_set_answer("same"), [])
+
+    def test_control_fresh_request_id(self):
+        failures = lost_set_answer("fresh", new_id_on_retry=True)
+        self.assertTrue(any(f.startswith("the set was not granted after its lost answer: BusyError") for f in failures),
+                        "the check missed a second request ID for one set: %s" % failures)
+
+    def test_members_reserved_by_the_session(self):
+        a = session("A")
+        one = a.acquire("lset/reserved/a", ttl=3)
+        with self.assertRaises(fencegate.AlreadyHeld):
+            a.acquire_set(["lset/reserved/b", "lset/reserved/a"], ttl=3)
+        one.release(drain=False)
+        ls = a.acquire_set(["lset/reserved/b", "lset/reserved/a"], ttl=3)
+        with self.assertRaises(fencegate.AlreadyHeld):
+            a.acquire("lset/reserved/b", ttl=3)
+        ls.release(drain=False, timeout=5)
 
 
 # --- a broken member ends the set --------------------------------------------------
