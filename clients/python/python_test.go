@@ -6,8 +6,11 @@
 // client builds is, byte for byte, the JSON of the Go gate.Mutation the Go
 // SDK builds from the same registry answer, and the Go gate's strict
 // decoder reads it back; and `pip install ./clients/python` works without
-// the network (install_test.go). The real-process story (serve, PostgreSQL, a frozen
-// worker) is cmd/fencegate/python_client_test.go.
+// the network (install_test.go); permits, lock sets and read/write locks
+// work against a real registry behind the real HTTP API (permits_test.go,
+// locksets_test.go), and a reader's lease is READ_GRANT at the gate
+// inside a real PostgreSQL (readgrant_test.go). The real-process story
+// (serve, PostgreSQL, a frozen worker) is cmd/fencegate/python_client_test.go.
 package python
 
 import (

@@ -8,6 +8,10 @@
         ...                      # send it with the write; the gate checks it
     # or, against the gate inside PostgreSQL: fencegate.pg.apply(conn, lease, payload, fn)
 
+    with session.lock_set(["acct/a", "acct/b"], ttl=10) as ls:   # every member or none, one lease
+        ls.lease("acct/a").envelope(...)                          # each member's own grant, for its gate
+    reader = session.lock("docs/spec", mode="read")               # readers share; downgrade(lease) keeps the fence
+
 The lease machine is the Go SDK's, step for step (it runs the Go SDK's
 lease scenario files: client/testdata/lease): the same states, renewal
 schedule, margins, shortest TTL, lost-answer recovery and release drain.

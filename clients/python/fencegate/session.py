@@ -14,9 +14,8 @@ import time
 
 from .core import answer as answers
 from .core.acquire import AcquireCore
-from .core.lease import CALL_QUERY_REQUEST, Answer, Granted, Lost, member_request_id, set_name
-from .errors import (AcquirePending, AlreadyHeld, BadAnswer, FencegateError, InvalidRequestError, NotCertain,
-                     OutcomeUnknown, Refused)
+from .core.lease import CALL_QUERY_REQUEST, Answer, Granted, Lost, set_name
+from .errors import AcquirePending, AlreadyHeld, BadAnswer, FencegateError, InvalidRequestError, OutcomeUnknown
 from .grant import validate_resource
 from .lease import LockSet, _Shell
 from .options import Options, ns

@@ -23,7 +23,7 @@ from fencegate.core import machine
 from fencegate.core.acquire import AcquireCore
 from fencegate.core.lease import (CALL_ACQUIRE, CALL_RENEW, Answer, BuildEnvelope, Granted, LeaseCore, Lost,
                                   Settle, member_request_id, set_name)
-from fencegate.core.limits import MS, SECOND
+from fencegate.core.limits import SECOND
 from fencegate.errors import BadAnswer, InvalidRequestError, LeaseBrokenError, NotCertain
 from fencegate.grant import Grant, Issued, Status, operation_root
 from fencegate.options import Options
