@@ -72,6 +72,7 @@ class _Shell:
         self._core = LeaseCore(session.limits, granted, session._jitter)
         self._lost = LostEvent(self)
         self._done = threading.Event()
+        self._ending = False        # the core ended: done is set once on_ended ran
         self._inflight = None
         self._paused = False        # Session.downgrade: no call starts meanwhile
         self.downgraded = False     # Session.downgrade began: no envelope from here on
@@ -109,21 +110,26 @@ class _Shell:
     def _sync(self, transitions):
         """Apply what the core did: lost follows certain_at (set when it
         turns false, a new one when it turns true again), done when the
-        lease ends. Returns the hook notes to run outside the lock."""
+        lease ends (by _notify, once the session forgot the lease). Returns
+        the hook notes to run outside the lock."""
         certain, live = self._core.certain_at(self._clock.now()), not threading.Event.is_set(self._lost)
         if live and not certain:
             self._lost.set()
         elif not live and certain:
             self._lost = LostEvent(self)
-        ended = machine.terminal(self._core.state) and not self._done.is_set()
+        ended = machine.terminal(self._core.state) and not self._ending
         if ended:
-            self._done.set()
+            self._ending = True
         return transitions, ended
 
     def _notify(self, notes):
         transitions, ended = notes
-        if ended and self._on_ended is not None:
-            self._on_ended(self)
+        if ended:
+            # The session forgets the lease before done is set: whoever
+            # waits for the end (release) may take the resource again at once.
+            if self._on_ended is not None:
+                self._on_ended(self)
+            self._done.set()
         if self._hook is not None:
             for t in transitions:
                 self._hook(self.name, t.frm, t.to, t.event)

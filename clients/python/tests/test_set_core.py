@@ -17,6 +17,7 @@ a real registry.
 """
 
 import json
+import time
 import unittest
 
 from fencegate.core import machine
@@ -189,6 +190,37 @@ class Sends(unittest.TestCase):
         for bad in (["acct/a"], ["acct/a", "acct/a"], "acct/a", ["acct/a", "Acct/B"]):
             with self.subTest(bad), self.assertRaises(InvalidRequestError):
                 s.acquire_set(bad, ttl=10)
+
+
+class Granting:
+    """A transport that grants every acquire (a fresh grant under its
+    request ID, held for 10 s from now) and answers every release."""
+
+    def acquire(self, request, timeout):
+        now = time.time_ns()
+        g = Grant.build(resource=request["resource"], owner="w", request_id=request["requestId"], lease="l-1",
+                        fence_token=1, operation_root=operation_root(request["resource"], request["operationId"]),
+                        operation_class="default", backend_revision=1, policy_generation=0, issuer_epoch=1,
+                        ttl_ms=10000, issued_at=now, expires_at=now + 10 * SECOND, held_until=now + 10 * SECOND)
+        return Issued(g, "sig:k:x", expires_after_ms=10000)
+
+    def release(self, grant, timeout):
+        pass
+
+
+class SessionForgetsBeforeDone(unittest.TestCase):
+    def test_release_returns_after_the_session_forgot_the_lease(self):
+        s = Session("http://127.0.0.1:1", transport=Granting())
+        ended = s._ended
+
+        def slow(names, shell):  # widen the window between the core's end and the session's forgetting
+            time.sleep(0.2)
+            ended(names, shell)
+        s._ended = slow
+        lease = s.acquire("jobs/again", ttl=10)
+        self.assertTrue(lease.release(drain=False, timeout=5))
+        self.assertIsNone(s.lease("jobs/again"), "release returned while the session still kept the lease")
+        s.acquire("jobs/again", ttl=10).release(drain=False, timeout=5)  # not AlreadyHeld
 
 
 if __name__ == "__main__":
