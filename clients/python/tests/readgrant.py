@@ -1,7 +1,8 @@
 """Proves that a reader's lease never opens the gate inside PostgreSQL
 for a write: a reader's grant (mode "read": resource NAME/_read) written
 with fencegate.pg.apply is refused ReadGrant (READ_GRANT, SQLSTATE FG015)
-and nothing lands, while the writer's lease on the same lock is accepted.
+and nothing lands, while the writer's lease on the same lock is accepted,
+as is each member's lease of a lock set at its own resource.
 The negative control cuts the gate's reader check out of
 fencegate.authenticate (as gate/pggate/readgrant_test.go does; restored
 after) and shows the same check failing: the reader's row lands.
@@ -65,6 +66,18 @@ def reader_write(name):
 class ReadGrantAtPostgres(unittest.TestCase):
     def test_reader_grant_refused(self):
         self.assertEqual(reader_write("rwg/orders"), [])
+
+    def test_set_members_each_write_through_their_gate(self):
+        s = fencegate.Session(env("FENCEGATE_TEST_REGISTRY"), token=env("FENCEGATE_TEST_TOKEN_A"))
+        members = ["rwg/set/b", "rwg/set/a"]
+        with psycopg.connect(env("FENCEGATE_TEST_DSN_A"), autocommit=True) as conn, s.lock_set(members, ttl=5,
+                                                                                                 timeout=10) as ls:
+            for m in ls.members:
+                lease = ls.lease(m)
+                receipt = fencegate.pg.apply(conn, lease, m.encode(), lambda c, m=m: c.execute(
+                    "INSERT INTO report (resource, value) VALUES (%s, %s)", (m, "member")))
+                self.assertEqual((receipt["resource"], receipt["fenceToken"]), (m, lease.fence))
+        self.assertEqual([rows(m) for m in sorted(members)], [1, 1])
 
     def test_control_without_the_gates_reader_check(self):
         with psycopg.connect(env("FENCEGATE_TEST_DSN_ADMIN"), autocommit=True) as admin:
