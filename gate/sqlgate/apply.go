@@ -115,32 +115,39 @@ func (g *Gate) applyIn(ctx context.Context, tx txn, caller string, m *gate.Mutat
 	return adapt.Result(d, m)
 }
 
-func (g *Gate) apply(ctx context.Context, tx txn, caller string, m *gate.Mutation, fn func(context.Context) error, ownTx bool) (gate.Decision, error) {
+func (g *Gate) apply(ctx context.Context, tx txn, caller string, m *gate.Mutation, fn func(context.Context) error, ownTx bool) (_ gate.Decision, err error) {
 	v, err := g.dec.Policy.Authenticate(m, caller)
 	if err != nil {
 		return gate.Decision{Outcome: gate.OutcomeOf(err), Err: err}, err
 	}
 	var st gate.FenceState
 	var prior *gate.Receipt
-	var guarded, stored bool
+	var guarded bool
 	now := g.clock.Now()
-	if g.canSpeculate(v, now, ownTx) {
-		st, prior, guarded, stored, err = g.speculateLookup(ctx, tx, v, now)
-	} else {
-		st, prior, guarded, err = g.lockLookup(ctx, tx, m)
-	}
+	d, st, stored, err := g.fastAccept(ctx, tx, v, now, ownTx)
 	if err != nil {
 		return gate.Decision{}, err
 	}
 	if !stored {
-		now = g.clock.Now() // the lock may have been waited for
+		if g.canSpeculate(v, now, ownTx) {
+			st, prior, guarded, stored, err = g.speculateLookup(ctx, tx, v, now)
+		} else {
+			st, prior, guarded, err = g.lockLookup(ctx, tx, m)
+		}
+		if err != nil {
+			return gate.Decision{}, err
+		}
+		if !stored {
+			now = g.clock.Now() // the lock may have been waited for
+		}
+		d = g.dec.DecideLocked(ctx, v, st, prior, now)
 	}
-	d := g.dec.DecideLocked(ctx, v, st, prior, now)
 	if stored {
 		if d, err = g.keepSpeculation(ctx, v, st, prior, now, d); err != nil {
 			return d, err
 		}
 	}
+	defer g.remember(d, st, guarded, &err)
 	if d.Store {
 		g.dec.CheckStore(st, d.State) // the accept's fence state, or the pause
 	}
@@ -155,4 +162,21 @@ func (g *Gate) apply(ctx context.Context, tx txn, caller string, m *gate.Mutatio
 		return d, err
 	}
 	return d, d.Err
+}
+
+// remember puts in the cache the state an apply leaves stored if it
+// commits: an accept's, or the state it decided on when it stored
+// nothing; after an error or a stored pause, it forgets the resource.
+// Whether the transaction then commits does not matter: the cache is
+// only ever compared with the database (fast.go).
+func (g *Gate) remember(d gate.Decision, st gate.FenceState, guarded bool, err *error) {
+	switch {
+	case g.cache == nil:
+	case d.Outcome == gate.Accepted && *err == nil:
+		g.cache.put(d.State, guarded)
+	case !d.Store && (*err == nil || gate.OutcomeOf(*err) != ""):
+		g.cache.put(st, guarded)
+	default:
+		g.cache.forget(st.Resource)
+	}
 }

@@ -73,6 +73,17 @@ type Dialect struct {
 	// lockLookup: by then the row is locked, and it stores exactly where
 	// speculate would. Its row count is the receipts it inserted.
 	speculateStore string
+	// fastStore stores an accept decided on a cached state (fast.go)
+	// where the stored state is exactly that one, in one statement that
+	// reads nothing back: its row count is the receipts it inserted, 0
+	// or 1. Arguments: finishAccept's ten, then the cached state's
+	// columns in stateCols' order after the resource (mode, highest
+	// fence, root, last segment, last grant, min policy generation,
+	// paused, paused reason, grant issued-at ms, fence floor, floor-at
+	// ms). It stores nothing where the state differs in any of them, and
+	// (SQLite) where some table is protected or the resource has no
+	// receipt yet. "" where the dialect has none.
+	fastStore string
 	// serial is the type of an auto-assigned integer primary key.
 	serial string
 	// clustered follows CREATE TABLE (…) for tables stored in key order.

@@ -24,6 +24,7 @@ INSERT INTO {p}receipts (resource, fence, seq, operation_id, operation_root, pay
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
 	speculate:      postgresSpeculate,
 	speculateStore: postgresSpeculateStore,
+	fastStore:      postgresFastStore,
 	serial:         "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
 	segmentChain: `CREATE OR REPLACE FUNCTION {p}segment_chain() RETURNS trigger LANGUAGE plpgsql AS $fg$
 BEGIN
@@ -136,6 +137,24 @@ SELECT s.resource, s.mode, s.highest_fence, s.root, s.last_seq, s.last_grant, s.
 const postgresSpeculateStore = `WITH u AS (
   UPDATE {p}resources s SET highest_fence = $2, root = $5, last_seq = $3, last_grant = $7, last_grant_issued_at_ms = $11
   WHERE s.resource = $1 AND s.xmax = pg_current_xact_id()::xid AND ` + postgresAdmits + `
+  RETURNING s.resource)
+INSERT INTO {p}receipts (resource, fence, seq, operation_id, operation_root, payload_digest, grant_digest, accepted_at_ms, mode)
+SELECT u.resource, $2, $3, $4, $5, $6, $7, $8, $9 FROM u`
+
+// postgresFastStore is Dialect.fastStore: the resource row moved to the
+// accept's state where it holds the given columns, and the receipt
+// inserted where it moved — the receipt peer's statement (the fence
+// UPDATE and the receipt INSERT in one), its condition widened to the
+// whole state. In READ COMMITTED an UPDATE that waited for the row lock
+// judges its condition again on the row's latest version, so the compare
+// is with the current state, and a row it does not update stays
+// unlocked. The stored receipt is the coverage guard's mark, as a
+// speculation's is.
+const postgresFastStore = `WITH u AS (
+  UPDATE {p}resources s SET highest_fence = $2, root = $5, last_seq = $3, last_grant = $7, last_grant_issued_at_ms = $10
+  WHERE s.resource = $1 AND s.mode = $11 AND s.highest_fence = $12 AND s.root = $13 AND s.last_seq = $14 AND s.last_grant = $15
+    AND s.min_policy_generation = $16 AND s.paused = $17 AND s.paused_reason = $18 AND s.last_grant_issued_at_ms = $19
+    AND s.fence_floor = $20 AND s.floor_at_ms = $21
   RETURNING s.resource)
 INSERT INTO {p}receipts (resource, fence, seq, operation_id, operation_root, payload_digest, grant_digest, accepted_at_ms, mode)
 SELECT u.resource, $2, $3, $4, $5, $6, $7, $8, $9 FROM u`

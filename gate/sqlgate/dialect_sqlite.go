@@ -49,6 +49,7 @@ var SQLite = &Dialect{
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
 	finishAcceptUnguarded: `INSERT INTO {p}receipts (resource, fence, seq, operation_id, operation_root, payload_digest, grant_digest, accepted_at_ms, mode, grant_issued_at_ms)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+	fastStore: sqliteFastStore,
 	acceptEntry: `CREATE VIEW {p}accept AS SELECT NULL AS resource, NULL AS highest_fence, NULL AS root, NULL AS last_seq, NULL AS id, NULL AS fence,
   NULL AS operation_root, NULL AS operation_id, NULL AS seq, NULL AS payload_digest, NULL AS grant_digest, NULL AS accepted_at_ms, NULL AS mode, NULL AS outcome WHERE 0;
 CREATE TRIGGER {p}accept_insert INSTEAD OF INSERT ON {p}accept BEGIN
@@ -70,6 +71,22 @@ CREATE TRIGGER {p}accept_insert INSTEAD OF INSERT ON {p}accept BEGIN
 	compact:    sqliteCompact,
 	issueTimes: sqliteIssueTimes,
 }
+
+// sqliteFastStore is Dialect.fastStore: the receipt, inserted where the
+// resource row and the resource's last receipt (the fence state) hold
+// the given columns and no table is protected (an accept it stores comes
+// before the business change, with no mark). The last receipt is the
+// primary key read backwards, one seek in its WITHOUT ROWID b-tree; a
+// resource without one stores nothing here. Under the write lock that
+// BEGIN IMMEDIATE took, nothing changes between this compare and the
+// insert, whose triggers still refuse a receipt out of order.
+const sqliteFastStore = `INSERT INTO {p}receipts (resource, fence, seq, operation_id, operation_root, payload_digest, grant_digest, accepted_at_ms, mode, grant_issued_at_ms)
+SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10 FROM {p}resources r
+WHERE r.resource = $1 AND r.mode = $11 AND r.min_policy_generation = $16 AND r.paused = $17 AND r.paused_reason = $18
+  AND r.fence_floor = $20 AND r.floor_at_ms = $21
+  AND (SELECT fence, operation_root, seq, grant_digest, grant_issued_at_ms FROM {p}receipts WHERE resource = $1 ORDER BY fence DESC, seq DESC LIMIT 1)
+    = ($12, $13, $14, $15, $19)
+  AND NOT EXISTS (SELECT 1 FROM {p}protected)`
 
 // sqliteReceiptsImmutable (migration 2, again in 5 on the rebuilt table)
 // refuses any change to a receipt.

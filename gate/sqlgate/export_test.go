@@ -46,3 +46,17 @@ func BreakSpeculateStore(d *Dialect, old, new string) *Dialect {
 
 // PipelinesOn exposes pgxDriver: whether Run pipelines on db.
 func PipelinesOn(db *sql.DB) bool { return pgxDriver(db) }
+
+// FastCounts returns how many fast statements stored an accept and how
+// many found the cached state moved (fast.go).
+func (g *Gate) FastCounts() (stored, missed uint64) {
+	return g.fastStored.Load(), g.fastMissed.Load()
+}
+
+// BreakFast returns a copy of d whose fast statement has its first old
+// replaced by new: the fast-path tests' way to loosen its compare.
+func BreakFast(d *Dialect, old, new string) *Dialect {
+	c := *d
+	loosen(&c.fastStore, "fast-store", old, new)
+	return &c
+}

@@ -148,10 +148,20 @@ type Config struct {
 	// DefaultMode is the mode of a resource the gate sees for the first
 	// time. Optional, defaults to gate.ModeEnforce.
 	DefaultMode gate.Mode
+	// CachedStatesMax bounds the resources whose last stored fence state
+	// the Gate keeps, so that Run decides on it and stores with one
+	// statement that compares it with the database's (fast.go): a cache
+	// that is behind costs a statement, never a different answer.
+	// Optional: zero takes CachedStatesMaxDefault; negative keeps none,
+	// so every write reads the state first.
+	CachedStatesMax int
 }
 
 // Gate applies fenced mutations in SQL transactions. It is safe for
-// concurrent use; it holds no per-resource state in memory.
+// concurrent use. The only per-resource state it holds in memory is the
+// cache of last stored states (Config.CachedStatesMax), which it never
+// trusts: a decision on it stands only where the database holds that
+// very state.
 type Gate struct {
 	d        *Dialect
 	dec      adapt.Decider
@@ -161,6 +171,10 @@ type Gate struct {
 	counters gate.Counters
 	stmt     statements
 	prepared atomic.Pointer[map[string]*sql.Stmt]
+	cache    *stateCache // nil: none
+	// fastStored and fastMissed count the fast statements that stored
+	// and that found the state moved (fast.go).
+	fastStored, fastMissed atomic.Uint64
 }
 
 // New checks cfg and returns a Gate. It does not touch the database; call
@@ -174,7 +188,7 @@ func New(cfg Config) (*Gate, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &Gate{d: cfg.Dialect, dec: b.Decider, clock: b.Clock, prefix: cfg.Prefix, mode: b.Mode}
+	g := &Gate{d: cfg.Dialect, dec: b.Decider, clock: b.Clock, prefix: cfg.Prefix, mode: b.Mode, cache: newStateCache(cfg.CachedStatesMax)}
 	if g.prefix == "" {
 		g.prefix = PrefixDefault
 	}

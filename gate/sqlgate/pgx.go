@@ -99,16 +99,21 @@ func (t *pgxTxn) send(ctx context.Context, q string, args []any, more ...*pgx.Qu
 }
 
 func (t *pgxTxn) exec(ctx context.Context, q string, args ...any) error {
+	_, err := t.execCount(ctx, q, args...)
+	return err
+}
+
+func (t *pgxTxn) execCount(ctx context.Context, q string, args ...any) (int64, error) {
 	if t.begun {
-		_, err := t.conn.Exec(ctx, q, args...)
-		return err
+		tag, err := t.conn.Exec(ctx, q, args...)
+		return tag.RowsAffected(), err
 	}
 	br, err := t.send(ctx, q, args)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	_, err = br.Exec()
-	return errors.Join(err, br.Close())
+	tag, err := br.Exec()
+	return tag.RowsAffected(), errors.Join(err, br.Close())
 }
 
 func (t *pgxTxn) queryRow(ctx context.Context, q string, args ...any) rowScanner {

@@ -13,7 +13,7 @@ func (g *Gate) prepare(ctx context.Context, db *sql.DB) error {
 	s := &g.stmt
 	prepared := map[string]*sql.Stmt{}
 	for _, q := range []string{s.lockLookup, s.ensureState, s.receiptAt,
-		s.mark, s.finishAccept, s.finishAcceptUnguarded, s.speculate} {
+		s.mark, s.finishAccept, s.finishAcceptUnguarded, s.speculate, s.fastStore} {
 		if q == "" || prepared[q] != nil {
 			continue
 		}

@@ -20,6 +20,7 @@ type statements struct {
 	insertShadow, insertAction                    string
 	mark, finishAccept, finishAcceptUnguarded     string
 	speculate, speculateStore                     string
+	fastStore                                     string
 }
 
 // receiptCols are a receipt's stored columns, in receiptScan's order.
@@ -63,6 +64,9 @@ WHERE r.resource = $1` + d.forUpdate
 	}
 	if d.speculateStore != "" {
 		s.speculateStore = g.q(d.speculateStore)
+	}
+	if d.fastStore != "" {
+		s.fastStore = g.q(d.fastStore)
 	}
 	s.finishAcceptUnguarded = s.finishAccept
 	if d.finishAcceptUnguarded != "" {

@@ -17,6 +17,8 @@ type txn interface {
 	// accept's receipt in a transaction the gate owns): a pipelining
 	// transaction holds it and sends it with the COMMIT.
 	execLast(ctx context.Context, q string, args ...any) error
+	// execCount is exec that returns the statement's row count.
+	execCount(ctx context.Context, q string, args ...any) (int64, error)
 }
 
 // rowScanner is one row of a query.
@@ -49,6 +51,10 @@ func (t sqlTxn) query(ctx context.Context, q string, args ...any) (rowsScanner, 
 	return sqlRows(t.tx.QueryContext(ctx, q, args...))
 }
 
+func (t sqlTxn) execCount(ctx context.Context, q string, args ...any) (int64, error) {
+	return rowCount(t.g.exec(ctx, t.tx, q, args...))
+}
+
 func (t sqlTxn) execLast(ctx context.Context, q string, args ...any) error {
 	return t.exec(ctx, q, args...)
 }
@@ -70,6 +76,10 @@ func (t dbtxTxn) query(ctx context.Context, q string, args ...any) (rowsScanner,
 	return sqlRows(t.q.QueryContext(ctx, q, args...))
 }
 
+func (t dbtxTxn) execCount(ctx context.Context, q string, args ...any) (int64, error) {
+	return rowCount(t.q.ExecContext(ctx, q, args...))
+}
+
 func (t dbtxTxn) execLast(ctx context.Context, q string, args ...any) error {
 	return t.exec(ctx, q, args...)
 }
@@ -85,4 +95,12 @@ func sqlRows(rows *sql.Rows, err error) (rowsScanner, error) {
 		return nil, err
 	}
 	return sqlRowsScanner{rows}, nil
+}
+
+// rowCount is a result's row count.
+func rowCount(res sql.Result, err error) (int64, error) {
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
 }
