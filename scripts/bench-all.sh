@@ -99,6 +99,9 @@ overlay() {
   done
   mkdir -p "$b/testkit/benchpair" && cp testkit/benchpair/*.go "$b/testkit/benchpair/" # their rotation
   [ -f "$b/gate/sqlgate/pgx.go" ] || rm -f "$b/gate/sqlgate/bench_pgx_test.go"
+  if [ ! -f "$b/gate/sqlgate/cache.go" ]; then # a base whose gate caches no state: its cold lane is the gate itself
+    printf 'package sqlgate_test\n\nimport (\n\t"testing"\n\n\t"github.com/fencegate/fencegate/gate/sqlgate"\n)\n\nfunc coldGate(_ testing.TB, e *env, _ *sqlgate.Dialect) *sqlgate.Gate { return e.g }\n' >"$b/gate/sqlgate/zz_coldgate_test.go"
+  fi
   [ -f "$b/registry/lockset.go" ] || rm -f "$b/registry/etcdstore/bench_lockset_test.go" # a base without lock sets
   if [ ! -f "$b/client/httpclient/batch.go" ]; then
     printf 'package main\n\nimport "github.com/fencegate/fencegate/client/httpclient"\n\nfunc serveBatching() []httpclient.ClientOption { return nil }\n' >"$b/cmd/fencegate/zz_servebatch_test.go"

@@ -19,6 +19,13 @@
 // peer plus one receipt row, shaped like the gate's, in a table keyed
 // like the gate's (on PostgreSQL in the fence UPDATE's statement, so it
 // adds no round trip). Nothing is asserted.
+//
+// The fenced lane is a warm gate: it decides on the state it cached and
+// stores with one compare (fast.go). The cold lane is a gate on the same
+// database that keeps no state (Config.CachedStatesMax < 0), writing
+// another resource: every write reads the state first, as a gate's first
+// write of a resource does (coldGate; on a revision before the cache,
+// scripts/bench-all.sh stubs it with the gate itself).
 package sqlgate_test
 
 import (
@@ -33,6 +40,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/gate/sqlgate"
 	"github.com/fencegate/fencegate/testkit/benchpair"
 	"github.com/fencegate/fencegate/testkit/pgtest"
 )
@@ -115,12 +123,14 @@ func (e *env) seedCountedFence(ms []*gate.Mutation) {
 // BenchmarkWriteFloor times, op by op in rotating order on one SQLite
 // database, the hand-rolled fence (the peer), the same fence counting its
 // writes (the floor of any gate that records each write), the peer with
-// one receipt row, and the fenced write, each against the peer.
+// one receipt row, the fenced write, and the fenced write of a gate that
+// caches no state, each against the peer.
 func BenchmarkWriteFloor(b *testing.B) {
 	for _, be := range benchBackends()[:2] { // SQLite FULL and NORMAL
 		b.Run(be.name, func(b *testing.B) {
 			e := newEnv(b, be, nil)
-			hand, counted, receipted, fenced := segments(e, b.N), segments(e, b.N), segments(e, b.N), segments(e, b.N)
+			hand, counted, receipted, fenced, cold := segments(e, b.N), segments(e, b.N), segments(e, b.N), segments(e, b.N), segments(e, b.N)
+			coldG := coldGate(b, e, be.dialect)
 			e.seedFence(hand)
 			e.exec(`INSERT INTO fence (resource, token) VALUES ($1, 0)`, receipted[0].Resource)
 			e.seedCountedFence(counted)
@@ -131,6 +141,10 @@ func BenchmarkWriteFloor(b *testing.B) {
 				benchpair.Lane{Name: "receipted", Write: func(i int) error { return receiptedWrite(e.ctx, e.db, receipted[i]) }},
 				benchpair.Lane{Name: "fenced", Write: func(i int) error {
 					_, err := e.g.Run(e.ctx, e.db, owner, fenced[i], write(fenced[i], "x"))
+					return err
+				}},
+				benchpair.Lane{Name: "cold", Write: func(i int) error {
+					_, err := coldG.Run(e.ctx, e.db, owner, cold[i], write(cold[i], "x"))
 					return err
 				}})
 		})
@@ -149,7 +163,8 @@ func BenchmarkWriteFloorPgx(b *testing.B) {
 		b.Run("postgres-sync-"+on, func(b *testing.B) {
 			cnt := &stmtCounter{}
 			e, conn := openPgxEnv(b, pgtest.WithParam(pgtest.NewDatabase(b), "synchronous_commit", on), cnt)
-			hand, receipted, fenced := segments(e, b.N), segments(e, b.N), segments(e, b.N)
+			hand, receipted, fenced, cold := segments(e, b.N), segments(e, b.N), segments(e, b.N), segments(e, b.N)
+			coldG := coldGate(b, e, sqlgate.Postgres)
 			e.seedFence(hand)
 			e.exec(`INSERT INTO fence (resource, token) VALUES ($1, 0)`, receipted[0].Resource)
 			e.exec(fmt.Sprintf(receiptDDL, "BYTEA", ""))
@@ -158,6 +173,10 @@ func BenchmarkWriteFloorPgx(b *testing.B) {
 				{Name: "receipted", Write: func(i int) error { return pgxReceiptedWrite(e.ctx, conn, receipted[i]) }},
 				{Name: "fenced", Write: func(i int) error {
 					_, err := e.g.RunPgx(e.ctx, conn, owner, fenced[i], pgxWrite(fenced[i]))
+					return err
+				}},
+				{Name: "cold", Write: func(i int) error {
+					_, err := coldG.RunPgx(e.ctx, conn, owner, cold[i], pgxWrite(cold[i]))
 					return err
 				}}}
 			counts := make([][2]int64, len(lanes))
@@ -207,7 +226,8 @@ func BenchmarkWriteFloorRun(b *testing.B) {
 	for _, be := range benchBackends()[2:] { // PostgreSQL, sync on and off
 		b.Run(be.name, func(b *testing.B) {
 			e := newEnv(b, be, nil)
-			hand, receipted, fenced := segments(e, b.N), segments(e, b.N), segments(e, b.N)
+			hand, receipted, fenced, cold := segments(e, b.N), segments(e, b.N), segments(e, b.N), segments(e, b.N)
+			coldG := coldGate(b, e, be.dialect)
 			e.seedFence(hand)
 			e.exec(`INSERT INTO fence (resource, token) VALUES ($1, 0)`, receipted[0].Resource)
 			e.exec(fmt.Sprintf(receiptDDL, "BYTEA", ""))
@@ -216,6 +236,10 @@ func BenchmarkWriteFloorRun(b *testing.B) {
 				benchpair.Lane{Name: "receipted", Write: func(i int) error { return sqlReceiptedWrite(e.ctx, e.db, receipted[i]) }},
 				benchpair.Lane{Name: "fenced", Write: func(i int) error {
 					_, err := e.g.Run(e.ctx, e.db, owner, fenced[i], write(fenced[i], "x"))
+					return err
+				}},
+				benchpair.Lane{Name: "cold", Write: func(i int) error {
+					_, err := coldG.Run(e.ctx, e.db, owner, cold[i], write(cold[i], "x"))
 					return err
 				}})
 		})

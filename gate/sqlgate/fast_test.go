@@ -139,3 +139,17 @@ func fastStoresOnlyOnTheStoredState(t *testing.T, d *sqlgate.Dialect, way string
 	}
 	return nil
 }
+
+// coldGate is a gate of dialect d on e's database, policy and clock that
+// keeps no state (every write reads first): the cold lane of the
+// WriteFloor benchmarks.
+func coldGate(t testing.TB, e *env, d *sqlgate.Dialect) *sqlgate.Gate {
+	g, err := sqlgate.New(sqlgate.Config{Dialect: d, Policy: gate.Policy{Verifier: e.iss.Verifier}, Clock: e.clock, CachedStatesMax: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Migrate(e.ctx, e.db); err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
