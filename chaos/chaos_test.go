@@ -38,6 +38,9 @@ const (
 	// beside the resources (default 1, of PermitsDefault permits); "0"
 	// runs the exclusive locks alone.
 	EnvSemaphores = "FENCEGATE_CHAOS_SEMAPHORES"
+	// EnvRWLocks is how many read/write locks the workers share beside
+	// them (default 1); "0" runs none.
+	EnvRWLocks = "FENCEGATE_CHAOS_RWLOCKS"
 )
 
 func TestMain(m *testing.M) {
@@ -164,14 +167,8 @@ func run(t *testing.T, bins Binaries, seed uint64, d time.Duration, mutant bool)
 		}
 	})
 	workers, _ := strconv.Atoi(envOr(EnvWorkers, "0"))
-	sems, err := strconv.Atoi(envOr(EnvSemaphores, "1"))
-	if err != nil || sems < 0 {
-		t.Fatalf("%s=%q: want a count, 0 for none", EnvSemaphores, os.Getenv(EnvSemaphores))
-	}
-	if sems == 0 {
-		sems = -1 // Config's none
-	}
-	cfg := Config{Seed: seed, Duration: d, Workers: workers, Semaphores: sems, Mutant: mutant, Dir: dir, Backend: backend, StoreDir: storeDir,
+	sems, rws := envCount(t, EnvSemaphores), envCount(t, EnvRWLocks)
+	cfg := Config{Seed: seed, Duration: d, Workers: workers, Semaphores: sems, RWLocks: rws, Mutant: mutant, Dir: dir, Backend: backend, StoreDir: storeDir,
 		RestartReplicasOnRestore: os.Getenv(EnvReplicas) == "1",
 		DSN:                      pgtest.NewDatabase(t), Bins: bins, Logf: t.Logf}
 	ctx, cancel := context.WithTimeout(context.Background(), d+5*time.Minute)
@@ -183,6 +180,20 @@ func run(t *testing.T, bins Binaries, seed uint64, d time.Duration, mutant bool)
 	t.Logf("%s", r)
 	forked = len(r.EngineForks) > 0
 	return r
+}
+
+// envCount reads a count of k (default 1) as Config takes it: -1 for "0"
+// (none).
+func envCount(t *testing.T, k string) int {
+	t.Helper()
+	n, err := strconv.Atoi(envOr(k, "1"))
+	if err != nil || n < 0 {
+		t.Fatalf("%s=%q: want a count, 0 for none", k, os.Getenv(k))
+	}
+	if n == 0 {
+		return -1 // Config's none
+	}
+	return n
 }
 
 // runDir makes the run's directory: under keep when set, else a fresh

@@ -27,6 +27,13 @@ type Config struct {
 	// resource, and writes through the slot's gate (issue 46). Optional,
 	// defaults to 1; negative for none.
 	Semaphores int
+	// RWLocks is how many read/write locks the workers share beside the
+	// resources and semaphores: a worker's operation takes one as often
+	// as it locks each resource, as a writer (writing through the lock's
+	// gate, downgrading now and then) or a reader (presenting its grant
+	// at the gate as a mutation now and then, which must be READ_GRANT)
+	// (issue 46). Optional, defaults to 1; negative for none.
+	RWLocks int
 	// Permits is each semaphore's N. Optional, defaults to 2; at most
 	// semSlotsMax-1 (the workers' PERMITS_MISMATCH probe names N+1).
 	Permits int
@@ -72,6 +79,7 @@ const (
 	WorkersMax        = 16
 	ResourcesDefault  = 3
 	SemaphoresDefault = 1
+	RWLocksDefault    = 1
 	PermitsDefault    = 2
 	ReplicasDefault   = 2
 	ServicesDefault   = 2
@@ -96,6 +104,9 @@ func (c Config) withDefaults() (Config, error) {
 	def(&c.Resources, ResourcesDefault)
 	if c.Semaphores == 0 {
 		c.Semaphores = SemaphoresDefault
+	}
+	if c.RWLocks == 0 {
+		c.RWLocks = RWLocksDefault
 	}
 	def(&c.Permits, PermitsDefault)
 	def(&c.Replicas, ReplicasDefault)
@@ -144,6 +155,15 @@ func (c Config) semaphores() []string {
 	return out
 }
 
+// rwlocks names the run's read/write locks.
+func (c Config) rwlocks() []string {
+	var out []string
+	for i := range max(c.RWLocks, 0) {
+		out = append(out, fmt.Sprintf("chaos/rw-%d", i+1))
+	}
+	return out
+}
+
 // slots names the first n slots of every semaphore.
 func (c Config) slots(n int) []string {
 	var out []string
@@ -155,7 +175,10 @@ func (c Config) slots(n int) []string {
 	return out
 }
 
-// gated is every resource a gate may see: the resources, and every slot
-// of every semaphore (the PERMITS_MISMATCH probe's N+1st included, should
-// a registry grant it).
-func (c Config) gated() []string { return append(c.resources(), c.slots(c.Permits+1)...) }
+// gated is every resource a gate may see: the resources, every slot of
+// every semaphore (the PERMITS_MISMATCH probe's N+1st included, should a
+// registry grant it), and every read/write lock (its writers' grants;
+// a reader's grant is refused before any state is read).
+func (c Config) gated() []string {
+	return append(append(c.resources(), c.slots(c.Permits+1)...), c.rwlocks()...)
+}

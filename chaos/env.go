@@ -211,6 +211,7 @@ func (e *Env) startWorkers() error {
 			"worker", "--name", n, "--token", e.tokens[n], "--registries", strings.Join(regs, ","),
 			"--services", strings.Join(svcs, ","), "--resources", strings.Join(e.cfg.resources(), ","),
 			"--semaphores", strings.Join(e.cfg.semaphores(), ","), "--permits", fmt.Sprint(e.cfg.Permits),
+			"--rwlocks", strings.Join(e.cfg.rwlocks(), ","),
 			"--ttl-ms", fmt.Sprint(e.cfg.TTLMs), "--seed", fmt.Sprint(e.cfg.Seed*1000 + uint64(i)),
 			"--events", e.EventsPath(n),
 		}})

@@ -34,10 +34,10 @@ func (f *faulter) workerStop(ctx context.Context) {
 	f.note(FaultWorkerStop, call, "%s for %s", w.Name, d)
 }
 
-// holder returns the worker holding a random resource or semaphore
-// slot, or nil.
+// holder returns the worker holding a random resource, semaphore slot or
+// read/write lock (its writer), or nil.
 func (f *faulter) holder(ctx context.Context) *Proc {
-	rs := append(f.e.cfg.resources(), f.e.cfg.slots(f.e.cfg.Permits)...)
+	rs := append(append(f.e.cfg.resources(), f.e.cfg.slots(f.e.cfg.Permits)...), f.e.cfg.rwlocks()...)
 	res := rs[f.intn(len(rs))]
 	c := f.e.admin[f.intn(len(f.e.admin))]
 	actx, cancel := context.WithTimeout(ctx, time.Second)

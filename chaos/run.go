@@ -181,5 +181,5 @@ func stopAll(ps []*Proc, grace time.Duration) {
 
 // String names a run for logs.
 func (c Config) String() string {
-	return fmt.Sprintf("seed %d on %s (%s, %d workers, %d semaphores of %d permits, mutant=%t)", c.Seed, c.Backend, c.Duration, c.Workers, max(c.Semaphores, 0), c.Permits, c.Mutant)
+	return fmt.Sprintf("seed %d on %s (%s, %d workers, %d semaphores of %d permits, %d read/write locks, mutant=%t)", c.Seed, c.Backend, c.Duration, c.Workers, max(c.Semaphores, 0), c.Permits, max(c.RWLocks, 0), c.Mutant)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/fencegate/fencegate/gate/sqlgate"
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry/httpapi"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // EffectsTable is the service's business table: one row per write it
@@ -138,6 +139,9 @@ func decideEvent(name string, m *gate.Mutation) record.Event {
 		Fence: m.FenceToken, Seq: m.SegmentSeq, OperationID: m.OperationID, Payload: m.PayloadDigest.String()}
 	if g, err := grant.ParseGrant(m.Grant); err == nil {
 		e.GrantDigest, e.GrantIssuedMs, e.Owner, e.RequestID = g.Digest().String(), g.IssuedAt.UnixMilli(), g.Owner, g.RequestID
+		if gate.ReaderResource(g.Resource) {
+			e.Mode = wire.ModeRead // a reader's grant, whatever resource the envelope names
+		}
 	}
 	if st, err := grant.ParseStatus(m.Status); err == nil {
 		e.State, e.StatusIssuedMs, e.ValidUntilMs = string(st.State), st.IssuedAt.UnixMilli(), st.ValidUntil.UnixMilli()

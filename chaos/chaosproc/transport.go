@@ -7,6 +7,7 @@ package chaosproc
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/fencegate/fencegate/chaos/record"
@@ -31,7 +32,10 @@ type Transport struct {
 	permits map[string]uint64 // request ID → the semaphore acquire's N (queries record it)
 }
 
-var _ client.Transport = (*Transport)(nil)
+var (
+	_ client.Transport  = (*Transport)(nil)
+	_ client.Downgrader = (*Transport)(nil)
+)
 
 func (t *Transport) pick() client.Transport {
 	t.mu.Lock()
@@ -83,7 +87,7 @@ func (t *Transport) emit(e record.Event, is wire.Issued, err error) {
 
 // Acquire records the answer to an acquire.
 func (t *Transport) Acquire(ctx context.Context, req wire.AcquireRequest) (wire.Issued, error) {
-	e := record.Event{Kind: record.KindAcquire, CallNs: record.Now(), Resource: req.Resource, RequestID: req.RequestID, OperationID: req.OperationID, Permits: req.Permits}
+	e := record.Event{Kind: record.KindAcquire, CallNs: record.Now(), Resource: req.Resource, RequestID: req.RequestID, OperationID: req.OperationID, Permits: req.Permits, Mode: req.Mode}
 	if req.Permits > 0 {
 		t.mu.Lock()
 		if t.permits == nil {
@@ -128,6 +132,24 @@ func (t *Transport) QueryRequest(ctx context.Context, requestID string) (wire.Is
 	t.mu.Unlock()
 	e := record.Event{Kind: record.KindQuery, CallNs: record.Now(), RequestID: requestID, Permits: n}
 	is, err := t.pick().QueryRequest(ctx, requestID)
+	t.emit(e, is, err)
+	return is, err
+}
+
+// Downgrade records the answer to one send of a downgrade. The replica
+// must be a client.Downgrader (*httpclient.Client is); one that is not
+// answers REFUSED.
+func (t *Transport) Downgrade(ctx context.Context, req wire.DowngradeRequest) (wire.Issued, error) {
+	e := record.Event{Kind: record.KindDowngrade, CallNs: record.Now(), Resource: req.Resource, RequestID: req.RequestID, FromLease: req.Lease}
+	var (
+		is  wire.Issued
+		err error
+	)
+	if d, ok := t.pick().(client.Downgrader); ok {
+		is, err = d.Downgrade(ctx, req)
+	} else {
+		err = fmt.Errorf("chaosproc: replica cannot downgrade: %w", client.ErrRefused)
+	}
 	t.emit(e, is, err)
 	return is, err
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/fencegate/fencegate/chaos/record"
@@ -34,8 +35,15 @@ type WorkerConfig struct {
 	// Semaphores are counting semaphores of Permits permits each, chosen
 	// as often as each resource: a permit is a lease on one slot, written
 	// through the slot's gate as any lease. Optional.
-	Semaphores  []string
-	Permits     uint64
+	Semaphores []string
+	Permits    uint64
+	// RWLocks are read/write locks, chosen as often as each resource: a
+	// writer (an exclusive lease on the lock's name) writes through its
+	// gate as any lease and now and then downgrades to a reader; a reader
+	// (wire.ModeRead) reads, and now and then presents its grant at the
+	// gate as a mutation, which the gate must refuse (READ_GRANT).
+	// Optional.
+	RWLocks     []string
 	TTL, Wait   time.Duration
 	SegmentsMax int           // each operation writes 1..SegmentsMax segments
 	ThinkMax    time.Duration // "computing" a segment between its envelope and its send
@@ -76,25 +84,45 @@ func RunWorker(ctx context.Context, cfg WorkerConfig) error {
 // (PERMITS_MISMATCH: N is recorded with the semaphore).
 const mismatchOneIn = 16
 
-// request draws the next operation's acquire: a resource, or a permit of
-// a semaphore (Permits N, or N+1 now and then).
+// Read/write lock choices: one acquire in readOneIn asks for a reader's
+// lease, one writer in downgradeOneIn downgrades after its writes, and
+// one reader in probeOneIn presents its grant at the gate as a mutation.
+const (
+	readOneIn      = 2
+	downgradeOneIn = 3
+	probeOneIn     = 2
+)
+
+// request draws the next operation's acquire: a resource, a permit of a
+// semaphore (Permits N, or N+1 now and then), or a read/write lock's
+// writer or reader.
 func (w *worker) request(opID string) wire.AcquireRequest {
 	req := wire.AcquireRequest{OperationID: opID, OperationClass: "settle", TTLMs: uint64(w.cfg.TTL.Milliseconds()), WaitMs: uint64(w.cfg.Wait.Milliseconds())}
-	i := w.rng.IntN(len(w.cfg.Resources) + len(w.cfg.Semaphores))
+	i := w.rng.IntN(len(w.cfg.Resources) + len(w.cfg.Semaphores) + len(w.cfg.RWLocks))
 	if i < len(w.cfg.Resources) {
 		req.Resource = w.cfg.Resources[i]
 		return req
 	}
-	req.Resource, req.Permits = w.cfg.Semaphores[i-len(w.cfg.Resources)], w.cfg.Permits
+	if i -= len(w.cfg.Resources); i >= len(w.cfg.Semaphores) {
+		req.Resource = w.cfg.RWLocks[i-len(w.cfg.Semaphores)]
+		if w.rng.IntN(readOneIn) == 0 {
+			req.Mode = wire.ModeRead
+		}
+		return req
+	}
+	req.Resource, req.Permits = w.cfg.Semaphores[i], w.cfg.Permits
 	if w.rng.IntN(mismatchOneIn) == 0 {
 		req.Permits, req.WaitMs = w.cfg.Permits+1, 0
 	}
 	return req
 }
 
-// operation is one lease: acquire, write its segments in order, release.
+// operation is one lease: acquire, write its segments in order (a
+// reader reads instead; a read/write lock's writer may downgrade and read
+// on), release.
 func (w *worker) operation(ctx context.Context, opID string) {
-	l, err := w.s.Acquire(ctx, w.request(opID))
+	req := w.request(opID)
+	l, err := w.s.Acquire(ctx, req)
 	var pe *client.PendingError
 	if errors.As(err, &pe) { // an earlier acquire has no final answer: wait it out
 		w.sleep(ctx, time.Until(pe.ReusableAt))
@@ -103,6 +131,25 @@ func (w *worker) operation(ctx context.Context, opID string) {
 	if err != nil {
 		return
 	}
+	if req.Mode != wire.ModeRead {
+		w.writeSegments(ctx, l, opID)
+		if slices.Contains(w.cfg.RWLocks, req.Resource) && w.rng.IntN(downgradeOneIn) == 0 {
+			l = w.downgrade(ctx, l)
+		}
+	}
+	if _, reader := wire.ReadOf(l.Grant().Resource); reader {
+		w.read(ctx, l, req.Resource, opID)
+	}
+	// Release drains: it waits until no unsettled write can be accepted
+	// any more (a release frees the resource at once, a proof outlives it).
+	rctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	l.Release(rctx)
+}
+
+// writeSegments writes 1..SegmentsMax segments of the operation under l,
+// in order, until one does not stand.
+func (w *worker) writeSegments(ctx context.Context, l *client.Lease, opID string) {
 	segs := 1 + w.rng.IntN(w.cfg.SegmentsMax)
 	for seq := uint64(1); seq <= uint64(segs) && ctx.Err() == nil; seq++ {
 		payload := fmt.Sprintf("%s seg %d by %s", opID, seq, w.cfg.Name)
@@ -117,11 +164,43 @@ func (w *worker) operation(ctx context.Context, opID string) {
 			break
 		}
 	}
-	// Release drains: it waits until no unsettled write can be accepted
-	// any more (a release frees the resource at once, a proof outlives it).
-	rctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+}
+
+// downgrade turns l, a read/write lock's write lease, into a reader's
+// lease, asking until an answer or the lease's TTL: the reader's lease,
+// or l itself when the downgrade failed (l then builds no envelope and is
+// released).
+func (w *worker) downgrade(ctx context.Context, l *client.Lease) *client.Lease {
+	dctx, cancel := context.WithTimeout(ctx, w.cfg.TTL)
 	defer cancel()
-	l.Release(rctx)
+	r, err := w.s.Downgrade(dctx, l)
+	if err != nil {
+		return l
+	}
+	return r
+}
+
+// read holds a reader's lease l on the read/write lock name for a while
+// ("reading"), and now and then presents its grant at the gate as a
+// mutation, naming the lock or the reader's own resource: the gate must
+// refuse it (READ_GRANT) and change nothing.
+func (w *worker) read(ctx context.Context, l *client.Lease, name, opID string) {
+	w.sleep(ctx, time.Duration(w.rng.Int64N(int64(w.cfg.ThinkMax)+1)))
+	if w.rng.IntN(probeOneIn) != 0 || ctx.Err() != nil {
+		return
+	}
+	payload := fmt.Sprintf("%s read grant presented by %s", opID, w.cfg.Name)
+	m, err := l.Envelope(1, PayloadDigest(payload))
+	if err != nil {
+		return
+	}
+	if w.rng.IntN(2) == 0 {
+		m.Resource = name // the lock's gate, not the reader's resource
+	}
+	svc := w.cfg.Services[w.rng.IntN(len(w.cfg.Services))]
+	if o := w.write(ctx, svc, &m, payload); o != record.ResultUnknown {
+		l.Settle(m.SegmentSeq, gate.Outcome(o))
+	}
 }
 
 // send writes one segment and settles it with the lease; true when it

@@ -21,6 +21,11 @@ const (
 	KindRenew   = "renew"
 	KindRelease = "release"
 	KindStatus  = "status"
+	// KindDowngrade is one send of a read/write lock's downgrade
+	// (POST /v1/downgrade): Resource the lock, FromLease the write lease
+	// it ends; answered ok, the reader's grant (its resource
+	// wire.ReadResource of the lock, its lease, the write lease's fence).
+	KindDowngrade = "downgrade"
 	// KindWrite is a worker's view of one write (its answer or "unknown").
 	KindWrite = "write"
 	// KindDecide is one gate decision, recorded by a resource service
@@ -64,6 +69,12 @@ type Event struct {
 	// and a query's when its request ID was sent as one; the grant's
 	// Resource then names the slot (wire.SlotOf).
 	Permits uint64 `json:"permits,omitempty"`
+	// Mode is "read" (wire.ModeRead) for an acquire asking for a
+	// read/write lock reader's lease, and for a decision on a mutation
+	// carrying a reader's grant.
+	Mode string `json:"mode,omitempty"`
+	// FromLease is the write lease a downgrade ends.
+	FromLease string `json:"fromLease,omitempty"`
 
 	// The grant an answer or a mutation carries.
 	Fence          uint64 `json:"fence,omitempty"`

@@ -61,6 +61,7 @@ func worker(ctx context.Context, args []string) error {
 	resources := fs.String("resources", "", "comma-separated resources")
 	semaphores := fs.String("semaphores", "", "comma-separated counting semaphores (optional)")
 	permits := fs.Uint64("permits", 2, "each semaphore's permits")
+	rwlocks := fs.String("rwlocks", "", "comma-separated read/write locks (optional)")
 	ttlMs := fs.Int("ttl-ms", 3000, "lease TTL")
 	waitMs := fs.Int("wait-ms", 1500, "how long an acquire queues")
 	segs := fs.Int("segments-max", 3, "segments per operation, at most")
@@ -94,7 +95,7 @@ func worker(ctx context.Context, args []string) error {
 	var reg client.Transport = t
 	return chaosproc.RunWorker(ctx, chaosproc.WorkerConfig{
 		Name: *name, Registry: reg, Services: svcs, Resources: strings.Split(*resources, ","),
-		Semaphores: splitList(*semaphores), Permits: *permits,
+		Semaphores: splitList(*semaphores), Permits: *permits, RWLocks: splitList(*rwlocks),
 		TTL: time.Duration(*ttlMs) * time.Millisecond, Wait: time.Duration(*waitMs) * time.Millisecond,
 		SegmentsMax: *segs, ThinkMax: time.Duration(*thinkMs) * time.Millisecond,
 		Seed: *seed, Clock: clock, Rec: rec,
