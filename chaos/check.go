@@ -57,12 +57,24 @@ type Report struct {
 	// and its gate accepting as an exclusive lock's. Its verdict is
 	// folded into Verdict (the worse of the two); zero when the run had
 	// no semaphore.
-	Sem     SemCheck
-	Calls   map[string]int // registry calls by kind/result, writes and decisions by outcome
-	Faults  map[string]int // injected, by kind
-	Counts  Counts
-	Repairs int
-	Resumes int
+	Sem SemCheck
+	// RW is the read/write model's check (model_rwlock.go) over the
+	// history's read/write locks: a writer alone, readers sharing, each
+	// holder its own lease, fences (a writer's rising, a reader's the last
+	// writer's), downgrade as one write (the write lease ends, a new
+	// reader's lease with its fence, no writer between, other readers
+	// after the write lease's statements), and the gate refusing every
+	// reader's grant (READ_GRANT). Folded into Verdict; zero when the run
+	// had no read/write lock.
+	RW RWCheck
+	// ExclusiveVerdict is the exclusive model's alone (resources and
+	// semaphore slots), before the others are folded into Verdict.
+	ExclusiveVerdict porcupine.CheckResult
+	Calls            map[string]int // registry calls by kind/result, writes and decisions by outcome
+	Faults           map[string]int // injected, by kind
+	Counts           Counts
+	Repairs          int
+	Resumes          int
 }
 
 // SemCheck is the semaphore model's verdict over a run's history.
@@ -74,6 +86,12 @@ type SemCheck struct {
 	Visualization string
 	Evidence      []string
 	Undecided     []string
+}
+
+// RWCheck is the read/write model's verdict over a run's history.
+type RWCheck struct {
+	Locks []string
+	modelCheck
 }
 
 // worse is the worse of two verdicts: Illegal, then Unknown, then Ok.
@@ -143,7 +161,7 @@ func Check(ctx context.Context, cfg Config, db *sql.DB, eventsDir string) (*Repo
 			return nil, err
 		}
 	}
-	countEffects(effects, receipts, cfg.Mutant, &rep.Counts)
+	countEffects(effects, receipts, cfg.Mutant, rep.RW.Locks, &rep.Counts)
 	return rep, nil
 }
 
@@ -188,7 +206,11 @@ func CheckHistory(eventsDir, storeDir string, seed uint64, mutant bool, visDir s
 	case porcupine.Unknown:
 		rep.Undecided = undecided(model, ops)
 	}
+	rep.ExclusiveVerdict = res
 	if err := checkSemaphores(h, seed, visDir, rep); err != nil {
+		return nil, err
+	}
+	if err := checkRWLocks(h, seed, visDir, rep); err != nil {
 		return nil, err
 	}
 	countRegistry(h, &rep.Counts)
@@ -212,27 +234,71 @@ func checkSemaphores(h *History, seed uint64, visDir string, rep *Report) error 
 		return nil
 	}
 	sc := &rep.Sem
-	sc.Semaphores, sc.Operations = h.Semaphores(), len(ops)
-	model := semModelFor(ops)
+	sc.Semaphores = h.Semaphores()
+	mc, err := checkModel(semModelFor(ops), ops, fmt.Sprintf("porcupine-semaphore-seed%d.html", seed), visDir, semEvidence, semUndecided)
+	if err != nil {
+		return err
+	}
+	sc.Verdict, sc.Operations, sc.CheckTime, sc.Visualization, sc.Evidence, sc.Undecided = mc.Verdict, mc.Operations, mc.CheckTime, mc.Visualization, mc.Evidence, mc.Undecided
+	rep.fold(mc)
+	return nil
+}
+
+// checkRWLocks runs the read/write model over h's read/write lock
+// operations into rep.RW, and folds its verdict into rep.Verdict.
+func checkRWLocks(h *History, seed uint64, visDir string, rep *Report) error {
+	ops := h.RWOperations()
+	if len(ops) == 0 {
+		return nil
+	}
+	mc, err := checkModel(rwModelFor(ops), ops, fmt.Sprintf("porcupine-rwlock-seed%d.html", seed), visDir, rwEvidence, rwUndecided)
+	if err != nil {
+		return err
+	}
+	rep.RW = RWCheck{Locks: h.RWLocks(), modelCheck: mc}
+	rep.fold(mc)
+	return nil
+}
+
+// modelCheck is one model's verdict over a run's history.
+type modelCheck struct {
+	Verdict       porcupine.CheckResult
+	Operations    int
+	CheckTime     time.Duration
+	Visualization string
+	Evidence      []string
+	Undecided     []string
+}
+
+// checkModel checks ops against model: an Illegal verdict's
+// visualization is written to visDir/visName and explained (evidence),
+// an Unknown one's undecided partitions named.
+func checkModel(model porcupine.Model, ops []porcupine.Operation, visName, visDir string,
+	evidence, undecided func(porcupine.Model, []porcupine.Operation) []string) (modelCheck, error) {
+	mc := modelCheck{Operations: len(ops)}
 	t0 := time.Now()
 	res, info := porcupine.CheckOperationsVerbose(model, ops, checkTimeout)
-	sc.Verdict, sc.CheckTime = res, time.Since(t0)
+	mc.Verdict, mc.CheckTime = res, time.Since(t0)
 	switch res {
 	case porcupine.Illegal:
-		sc.Visualization = filepath.Join(visDir, fmt.Sprintf("porcupine-semaphore-seed%d.html", seed))
-		if err := porcupine.VisualizePath(model, info, sc.Visualization); err != nil {
-			return err
+		mc.Visualization = filepath.Join(visDir, visName)
+		if err := porcupine.VisualizePath(model, info, mc.Visualization); err != nil {
+			return mc, err
 		}
-		sc.Evidence = semEvidence(model, ops)
+		mc.Evidence = evidence(model, ops)
 	case porcupine.Unknown:
-		sc.Undecided = semUndecided(model, ops)
+		mc.Undecided = undecided(model, ops)
 	}
-	rep.Verdict = worse(rep.Verdict, res)
+	return mc, nil
+}
+
+// fold makes rep's verdict the worse of its own and mc's.
+func (rep *Report) fold(mc modelCheck) {
+	rep.Verdict = worse(rep.Verdict, mc.Verdict)
 	if rep.Visualization == "" {
-		rep.Visualization = sc.Visualization
+		rep.Visualization = mc.Visualization
 	}
-	rep.Undecided = append(rep.Undecided, sc.Undecided...)
-	return nil
+	rep.Undecided = append(rep.Undecided, mc.Undecided...)
 }
 
 // tally counts registry answers by kind and result, and writes and gate
@@ -256,7 +322,7 @@ func (r *Report) String() string {
 	if r.Mutant {
 		kind = "MUTANT run (fence check off)"
 	}
-	fmt.Fprintf(&b, "%s seed %d on %s: %s under load, porcupine %s over %d operations (%s)\n", kind, r.Seed, r.Engine, r.Duration.Round(time.Second), r.Verdict, r.Operations, r.CheckTime.Round(time.Millisecond))
+	fmt.Fprintf(&b, "%s seed %d on %s: %s under load, porcupine %s over %d operations (%s)\n", kind, r.Seed, r.Engine, r.Duration.Round(time.Second), r.ExclusiveVerdict, r.Operations, r.CheckTime.Round(time.Millisecond))
 	fmt.Fprintf(&b, "  faults:")
 	for _, k := range sortedKeys(r.Faults) {
 		fmt.Fprintf(&b, " %s=%d", k, r.Faults[k])
@@ -269,6 +335,10 @@ func (r *Report) String() string {
 	if s := r.Sem; s.Operations > 0 {
 		fmt.Fprintf(&b, "  semaphores %v: porcupine %s over %d operations (%s)\n", s.Semaphores, s.Verdict, s.Operations, s.CheckTime.Round(time.Millisecond))
 	}
+	if s := r.RW; s.Operations > 0 {
+		fmt.Fprintf(&b, "  read/write locks %v: porcupine %s over %d operations (%s)\n", s.Locks, s.Verdict, s.Operations, s.CheckTime.Round(time.Millisecond))
+	}
+	fmt.Fprintf(&b, "  verdict (the worst of the models): %s\n", r.Verdict)
 	if r.Visualization != "" {
 		fmt.Fprintf(&b, "  porcupine visualization: %s\n", r.Visualization)
 	}
@@ -276,6 +346,12 @@ func (r *Report) String() string {
 		fmt.Fprintf(&b, "  porcupine visualization (semaphores): %s\n", r.Sem.Visualization)
 	}
 	for _, l := range r.Sem.Evidence {
+		fmt.Fprintf(&b, "  %s\n", l)
+	}
+	if r.RW.Visualization != "" {
+		fmt.Fprintf(&b, "  porcupine visualization (read/write locks): %s\n", r.RW.Visualization)
+	}
+	for _, l := range r.RW.Evidence {
 		fmt.Fprintf(&b, "  %s\n", l)
 	}
 	for _, l := range r.EngineForks {
@@ -302,6 +378,7 @@ func Totals(rs []*Report) (ops int, faults map[string]int, verdicts map[string]i
 		c := &counts
 		c.StaleAccepts += r.Counts.StaleAccepts
 		c.StaleAcceptsOnSlots += r.Counts.StaleAcceptsOnSlots
+		c.StaleAcceptsOnRWLocks += r.Counts.StaleAcceptsOnRWLocks
 		c.FenceReusedAtGate += r.Counts.FenceReusedAtGate
 		c.FenceReusedByRegistry += r.Counts.FenceReusedByRegistry
 		c.RequestIDTwoGrants += r.Counts.RequestIDTwoGrants

@@ -6,6 +6,7 @@ import (
 
 	"github.com/fencegate/fencegate/chaos/record"
 	"github.com/fencegate/fencegate/gate"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // Counts are the direct checks of a run, each independent of porcupine.
@@ -18,6 +19,10 @@ type Counts struct {
 	// slots (counted in StaleAccepts too): where the mutant run's
 	// semaphore check must say Illegal.
 	StaleAcceptsOnSlots int
+	// StaleAcceptsOnRWLocks are the StaleAccepts on read/write locks
+	// (counted in StaleAccepts too): where the mutant run's read/write
+	// check must say Illegal.
+	StaleAcceptsOnRWLocks int
 	// FenceReusedAtGate: a resource applied writes of two grants under one
 	// fence.
 	FenceReusedAtGate int
@@ -97,6 +102,9 @@ func countRegistry(h *History, c *Counts) {
 	for _, e := range h.Events {
 		if (e.Kind != record.KindAcquire && e.Kind != record.KindQuery) || e.Result != record.ResultOK || e.GrantDigest == "" {
 			continue
+		}
+		if _, reader := wire.ReadOf(e.Resource); reader {
+			continue // readers share the last writer's fence by design; the read/write model checks them
 		}
 		g := grantSeen{era: era(rs, e.GrantIssuedMs*1e6), answeredNs: e.RetNs}
 		fk, rk := fenceKey{e.Resource, e.Fence}, reqKey{e.Owner, e.RequestID}

@@ -127,13 +127,13 @@ func TestCountEffects(t *testing.T) {
 		{"r", 4, 1}: "p5", {"r", 5, 1}: "p6", // a receipt with no business row
 	}
 	var c Counts
-	countEffects(effects, receipts, false, &c)
+	countEffects(effects, receipts, false, nil, &c)
 	if c.StaleAccepts != 1 || c.FenceReusedAtGate != 1 || c.EffectsWithoutReceipt != 1 || c.ReceiptsWithoutEffect != 1 {
 		t.Errorf("counts %+v, want 1 stale, 1 fence reused, 1 doubled, 1 receipt without effect", c)
 	}
 	delete(receipts, segKey{"r", 2, 1})
 	var d Counts
-	countEffects(effects[:1], receipts, false, &d)
+	countEffects(effects[:1], receipts, false, nil, &d)
 	if d.EffectsWithoutReceipt != 1 {
 		t.Errorf("a business row without its receipt: %+v", d)
 	}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/fencegate/fencegate/chaos/chaosproc"
@@ -78,8 +79,8 @@ func digestText(b []byte) string {
 
 // countEffects checks the business table against itself (fence order,
 // one grant per fence) and, unless the run is the mutant (which keeps no
-// receipts), against the receipts.
-func countEffects(effects []effect, receipts map[segKey]string, mutant bool, c *Counts) {
+// receipts), against the receipts. rw are the read/write locks.
+func countEffects(effects []effect, receipts map[segKey]string, mutant bool, rw []string, c *Counts) {
 	highest := map[string]uint64{}
 	grants := map[segKey]string{} // (resource, fence, 0) → grant
 	seen := map[segKey]string{}
@@ -88,6 +89,9 @@ func countEffects(effects []effect, receipts map[segKey]string, mutant bool, c *
 			c.StaleAccepts++
 			if _, _, slot := wire.SlotOf(e.resource); slot {
 				c.StaleAcceptsOnSlots++
+			}
+			if slices.Contains(rw, e.resource) {
+				c.StaleAcceptsOnRWLocks++
 			}
 		}
 		highest[e.resource] = max(highest[e.resource], e.fence)

@@ -33,6 +33,15 @@ func semEvidence(model porcupine.Model, ops []porcupine.Operation) []string {
 		})
 }
 
+// rwEvidence is evidence for the read/write model (rwPartition).
+func rwEvidence(model porcupine.Model, ops []porcupine.Operation) []string {
+	return evidenceOf(model, rwPartition(ops), func(op porcupine.Operation) string { return objectOf(op.Input.(rwInput).opInput) },
+		func(op porcupine.Operation) (string, opInput) {
+			x := op.Input.(rwInput)
+			return describeRWOp(x), x.opInput
+		})
+}
+
 // evidenceOf is evidence over the given partitions: object names a
 // partition by one of its operations, describe an operation (and gives
 // its opInput, for a grant's instants).
@@ -105,6 +114,14 @@ func semUndecided(model porcupine.Model, ops []porcupine.Operation) []string {
 	return undecidedOf(model, semPartition(ops), func(op porcupine.Operation) (string, opInput) {
 		x := op.Input.(semInput)
 		return semObjectOf(x), x.opInput
+	})
+}
+
+// rwUndecided is undecided for the read/write model (rwPartition).
+func rwUndecided(model porcupine.Model, ops []porcupine.Operation) []string {
+	return undecidedOf(model, rwPartition(ops), func(op porcupine.Operation) (string, opInput) {
+		x := op.Input.(rwInput)
+		return objectOf(x.opInput), x.opInput
 	})
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/fencegate/fencegate/chaos/record"
 	"github.com/fencegate/fencegate/grant"
+	"github.com/fencegate/fencegate/wire"
 )
 
 // History is every event of a run, from every process, in call order.
@@ -40,8 +41,11 @@ func LoadHistory(dir string) (*History, error) {
 // the orchestrator's restores and the regressions its watcher saw (one
 // per resource: the registry's state is unknown after them), floor raises and
 // resumes. Answers that change nothing in the model (refusals, lost
-// renewals and status calls, grants no longer HELD) are left out.
+// renewals and status calls, grants no longer HELD) are left out, and so
+// is every operation on a read/write lock (RWLocks: the read/write model
+// checks those).
 func (h *History) Operations(resources []string) []porcupine.Operation {
+	rw := h.rwSet()
 	clients := map[string]int{}
 	cid := func(p string) int {
 		if _, ok := clients[p]; !ok {
@@ -58,6 +62,9 @@ func (h *History) Operations(resources []string) []porcupine.Operation {
 		ops = append(ops, porcupine.Operation{ClientId: cid(e.Proc), Input: in, Output: e.Result, Call: e.CallNs, Return: ret})
 	}
 	for _, e := range h.Events {
+		if rw[wire.RecordName(e.Resource)] {
+			continue
+		}
 		switch {
 		case (e.Kind == record.KindAcquire || e.Kind == record.KindQuery) && e.Result == record.ResultOK && e.State == string(grant.StateHeld):
 			add(e, opInput{kind: opGrant, fence: e.Fence, issuedMs: e.GrantIssuedMs, expiresMs: e.GrantExpiresMs}, e.RetNs)
@@ -75,7 +82,9 @@ func (h *History) Operations(resources []string) []porcupine.Operation {
 			add(e, opInput{kind: opDecide, fence: e.Fence, seq: e.Seq, grant: e.GrantDigest, outcome: e.Result}, e.RetNs)
 		case forgets(e):
 			for _, r := range resources {
-				add(e, opInput{kind: opRestore, resource: r}, e.RetNs)
+				if !rw[wire.RecordName(r)] {
+					add(e, opInput{kind: opRestore, resource: r}, e.RetNs)
+				}
 			}
 		case e.Kind == record.KindRepair && e.Result == record.ResultOK:
 			add(e, opInput{kind: opRepair, floor: e.Floor}, e.RetNs)
