@@ -41,6 +41,9 @@ const (
 	// EnvRWLocks is how many read/write locks the workers share beside
 	// them (default 1); "0" runs none.
 	EnvRWLocks = "FENCEGATE_CHAOS_RWLOCKS"
+	// EnvMutantSeed is the mutant's first seed (default 1): it tries
+	// mutantRunsMax seeds from it until a stale write comes to a gate.
+	EnvMutantSeed = "FENCEGATE_CHAOS_MUTANT_SEED"
 )
 
 func TestMain(m *testing.M) {
@@ -118,7 +121,11 @@ func TestChaosMutant(t *testing.T) {
 		t.Skip(EnvMutant + "=0")
 	}
 	bins := setup(t)
-	for seed := uint64(1); seed <= mutantRunsMax; seed++ {
+	first, err := strconv.ParseUint(envOr(EnvMutantSeed, "1"), 10, 64)
+	if err != nil || first == 0 {
+		t.Fatalf("%s=%q: want a seed from 1", EnvMutantSeed, os.Getenv(EnvMutantSeed))
+	}
+	for seed := first; seed < first+mutantRunsMax; seed++ {
 		r := run(t, bins, seed, d, true)
 		if r.Verdict == porcupine.Ok && r.Counts.StaleAccepts == 0 {
 			t.Logf("mutant seed %d: no stale write came to the gate; next seed", seed)
@@ -250,7 +257,7 @@ func keepEvidence(dir, storeDir string, keep, failed bool, tag runTag) bool {
 	}
 	rerun := fmt.Sprintf("FENCEGATE_CHAOS=1 FENCEGATE_CHAOS_BACKEND=%s FENCEGATE_CHAOS_SEEDS=%d FENCEGATE_CHAOS_DURATION=%s", tag.backend, tag.seed, tag.d)
 	if tag.mutant {
-		rerun = fmt.Sprintf("FENCEGATE_CHAOS=1 FENCEGATE_CHAOS_BACKEND=%s FENCEGATE_CHAOS_MUTANT=%s", tag.backend, tag.d)
+		rerun = fmt.Sprintf("FENCEGATE_CHAOS=1 FENCEGATE_CHAOS_BACKEND=%s FENCEGATE_CHAOS_MUTANT=%s FENCEGATE_CHAOS_MUTANT_SEED=%d", tag.backend, tag.d, tag.seed)
 	}
 	readme := fmt.Sprintf("Chaos run: seed %d on %s, %s, mutant=%t, failed=%t.\n\n"+
 		"events/   the recorded history\nlogs/     every process's log\nstore/    the store members' data directories and logs\n%s\n"+
