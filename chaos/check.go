@@ -55,7 +55,7 @@ type Report struct {
 	// history's counting semaphores: at most N holders, one holder per
 	// slot, a lease on one slot, N recorded, each slot's fences rising
 	// and its gate accepting as an exclusive lock's. Its verdict is
-	// folded into Verdict (the worse of the two); zero when the run had
+	// folded into Verdict (the worst of the models); zero when the run had
 	// no semaphore.
 	Sem SemCheck
 	// RW is the read/write model's check (model_rwlock.go) over the
