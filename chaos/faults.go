@@ -62,8 +62,8 @@ var zkFaultMix = []weighted{
 
 // zkRequiredFaults are the kinds a ZooKeeper run must inject at least
 // once, however short: kill -9 and SIGSTOP of members (the leader among
-// them) and of serve replicas. Until each has been drawn, two draws in
-// three pick one of those left, which then waits for its turn (another
+// them) and of serve replicas. Until each has been drawn, every draw
+// picks one of those left, which then waits for its turn (another
 // store fault, a leader to lose, the other replica up) rather than
 // being skipped, until the last instant a fault may start.
 var zkRequiredFaults = []string{FaultZooKeeperKill, FaultZooKeeperStop, FaultLeaderLoss, FaultServeKill, FaultServeStop}
@@ -90,7 +90,7 @@ type faulter struct {
 
 	mix       []weighted
 	required  []string   // kinds to inject at least once (mixFor)
-	pending   []string   // required kinds not drawn yet
+	pending   []string   // required kinds not drawn yet (or requeued); under mu
 	lastStart time.Time  // no fault starts after it
 	storeBusy sync.Mutex // one store-level fault at a time, so a quorum usually survives
 	wg        sync.WaitGroup
@@ -180,16 +180,31 @@ func (f *faulter) spawn(fn func()) {
 	go func() { defer f.wg.Done(); fn() }()
 }
 
-// draw picks the next random kind; must is true for a required kind
-// (zkRequiredFaults), which waits for its turn instead of being skipped.
+// draw picks the next kind: a required one (zkRequiredFaults) while any
+// is left, must true, which waits for its turn instead of being skipped;
+// then a random one. Required kinds come first so that their turns, one
+// store fault at a time, fit before the last instant a fault may start
+// even when the store faults take their longest (a ZooKeeper run under
+// load once ran out of time with one still waiting).
 func (f *faulter) draw() (kind string, must bool) {
-	if len(f.pending) > 0 && f.intn(3) > 0 {
-		i := f.intn(len(f.pending))
+	f.mu.Lock()
+	if len(f.pending) > 0 {
+		i := f.rng.IntN(len(f.pending))
 		kind = f.pending[i]
 		f.pending = append(f.pending[:i], f.pending[i+1:]...)
+		f.mu.Unlock()
 		return kind, true
 	}
+	f.mu.Unlock()
 	return f.drawMix(), false
+}
+
+// requeue puts a required kind whose turn came but which could not be
+// applied (a member that would not freeze) back to be drawn again.
+func (f *faulter) requeue(kind string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.pending = append(f.pending, kind)
 }
 
 func (f *faulter) drawMix() string {

@@ -32,7 +32,11 @@ func (f *faulter) memberFault(ctx context.Context, kind string, must bool) {
 		time.Sleep(f.ms(3000, 5000))
 		c.LoseLeader(target, false)
 	case FaultZooKeeperStop:
-		if c.FreezeMember(target) != nil {
+		if err := c.FreezeMember(target); err != nil {
+			if must {
+				f.e.cfg.Logf("freeze %s: %v; the required fault is drawn again", target, err)
+				f.requeue(kind)
+			}
 			return
 		}
 		time.Sleep(f.ms(1000, 5000))
