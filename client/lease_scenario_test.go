@@ -17,6 +17,32 @@
 //	settle seq=S OUTCOME
 //	release at=T [drain|nodrain] -> releasing until=T
 //
+// Lock sets, read mode and downgrade (the rules of core/set.go and
+// core/downgrade.go, which the Python client's cores must answer alike):
+//
+//	lease read ttl=SECONDS [at=SECONDS] [proof=SECONDS]
+//	                     a reader's lease on the read/write lock scn/lease (its grant names scn/lease/_read)
+//	set members=N ttl=SECONDS [at=SECONDS] [proof=SECONDS]
+//	                     a lock set of N members (scn/m0 … scn/mN-1, fences 1 … N) granted as ONE lease
+//	acquire-set members=N ttl=SECONDS id=ID   a lock set's acquire core under request ID ID (-> REQUESTED);
+//	                     next and answer drive it until it hands its lease over
+//	downgrade id=ID at=T -> downgrading   the write lease is told (no envelope from here on) and
+//	                     the downgrade's core, under request ID ID, drives next and answer until its answer
+//	leftovers            -> release M0,M1,… at=T|none   what a set that ended EXPIRED still frees, and from when
+//
+// A set's calls print "KIND set=N" (one call names every member); an
+// acquire's "acquire id=ID [set=N]" or "query-request id=ID"; a
+// downgrade's "downgrade id=ID". Answers: to a set's call, held and
+// expired speak for every member, and held ended=I says member I's status
+// is EXPIRED (the others HELD); to an acquire, granted [expires-after=S]
+// gives every member's grant, HELD, under its member request ID
+// (-> the lease's state), lost leaves it REQUESTED; to a downgrade, reader
+// [proof=T] [fence=F] is the reader's grant (-> the reader's lease's
+// state: the scenario goes on with it; a fence other than the write
+// lease's: bad-answer), lost leaves it downgrading, refused ends it
+// refused. envelope and settle take member=I for a set's member. Every
+// command takes only the options and words shown: another is refused.
+//
 // Times are seconds after the fixture's start (the client's clock and the
 // registry's agree here; skew is the simulator's business). The options
 // are the client's defaults, without jitter.
@@ -27,6 +53,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -56,11 +83,53 @@ type leaseScenario struct {
 	iss  *gatetest.Issuer
 	g    *grant.Grant
 	gp   string
+	set  []*grant.Grant // a set's member grants (nil: a single lease)
 	core *core.Lease
-	call core.Call // the call in flight
-	got  string    // what the last step produced, for its expectation
+	acq  *core.Acquire   // a set's acquire, until it hands its lease over
+	dg   *core.Downgrade // a downgrade, until its answer
+	call core.Call       // the call in flight
+	got  string          // what the last step produced, for its expectation
 	step string
 	o    client.Options
+}
+
+// scenarioSyntax is every command's options and words: anything else on
+// its line is refused, as the Python runner refuses it.
+var scenarioSyntax = map[string]struct {
+	opts  []string
+	words [][]string // the words after the command, one list per position
+}{
+	"lease":       {[]string{"ttl", "at", "proof", "sent", "expires-after"}, [][]string{{"read"}}},
+	"set":         {[]string{"members", "ttl", "at", "proof"}, nil},
+	"acquire-set": {[]string{"members", "ttl", "id"}, nil},
+	"next":        {[]string{"at"}, nil},
+	"answer":      {[]string{"at", "proof", "ended", "expires-after", "fence"}, [][]string{{"held", "expired", "refused", "ok", "lost", "granted", "reader"}}},
+	"envelope":    {[]string{"seq", "at", "member"}, nil},
+	"settle":      {[]string{"seq", "member"}, [][]string{nil}},
+	"release":     {[]string{"at"}, [][]string{{"drain", "nodrain"}}},
+	"downgrade":   {[]string{"id", "at"}, nil},
+	"leftovers":   {nil, nil},
+}
+
+// checkSyntax refuses a line with an option or word its command does not take.
+func (s *leaseScenario) checkSyntax(a scenariotext.Args) {
+	syn, ok := scenarioSyntax[a.Words[0]]
+	if !ok {
+		s.t.Fatalf("%s: unknown command %q", s.step, a.Words[0])
+	}
+	for k := range a.Opts {
+		if !slices.Contains(syn.opts, k) {
+			s.t.Fatalf("%s: %s takes no option %q", s.step, a.Words[0], k)
+		}
+	}
+	if len(a.Words)-1 > len(syn.words) {
+		s.t.Fatalf("%s: %s takes at most %d words", s.step, a.Words[0], len(syn.words))
+	}
+	for i, w := range a.Words[1:] {
+		if syn.words[i] != nil && !slices.Contains(syn.words[i], w) {
+			s.t.Fatalf("%s: %s: unknown word %q", s.step, a.Words[0], w)
+		}
+	}
 }
 
 func secs(v string) time.Time {
@@ -106,48 +175,26 @@ func (s *leaseScenario) issued(state grant.State, at, until time.Time) wire.Issu
 }
 
 func (s *leaseScenario) do(a scenariotext.Args) {
+	s.checkSyntax(a)
 	at := func() time.Time { return secs(a.Opts["at"]) }
 	switch cmd := a.Words[0]; cmd {
 	case "lease":
-		sent := gatetest.T0
-		if v, ok := a.Opts["at"]; ok {
-			sent = secs(v)
-		}
-		ttl := secs(a.Opts["ttl"]).Sub(gatetest.T0)
-		iss := *s.iss
-		iss.Now = sent // the grant's instant: at
-		g, _ := iss.Grant(gatetest.Writer{Resource: "scn/lease", Owner: "worker-a", Lease: "lease-a", OperationID: "op-a", Fence: 1})
-		g.TTLMs = uint64(ttl / time.Millisecond)
-		g.ExpiresAt = sent.Add(ttl)
-		gp, _ := iss.Key.Sign(g)
-		if gp == "" {
-			s.t.Fatal("sign")
-		}
-		s.g, s.gp = g, gp
-		proof := sent.Add(ttl)
-		if v, ok := a.Opts["proof"]; ok {
-			proof = secs(v)
-		}
-		hand := core.Granted{Issued: s.issued(grant.StateHeld, sent, proof), OperationID: "op-a", From: sent}
-		if v, ok := a.Opts["sent"]; ok {
-			hand.Issued.ExpiresAfterMs = secs(a.Opts["expires-after"]).Sub(gatetest.T0).Milliseconds()
-			hand = s.acquired(secs(v), sent, hand.Issued)
-		}
-		s.core = core.NewLease(s.o.Limits(), hand, nil)
-		s.got = s.state()
+		s.lease(a)
+	case "set":
+		s.newSet(a)
+	case "acquire-set":
+		s.acquireSet(a)
+	case "downgrade":
+		s.core.Step(at(), core.Downgrading{})
+		s.dg = core.NewDowngrade(s.o.Limits(), s.g, "op-a", a.Opts["id"])
+		s.got = "downgrading"
 	case "next":
-		rd := s.core.Next(at())
-		s.got = rd.Call.Kind.String()
-		if rd.Call.Kind == core.CallNone && !rd.Wake.IsZero() {
-			s.got += " wake=" + stamp(rd.Wake)
-		}
-		if rd.Call.Kind != core.CallNone {
-			s.call = rd.Call
-		}
+		s.next(at())
 	case "answer":
 		s.answer(a.Words[1], at(), a.Opts)
 	case "envelope":
-		err := s.core.Step(at(), core.BuildEnvelope{Segment: uint64(a.Uint("seq", 1)), Payload: gatetest.Payload("p")}).Err
+		member := int(a.Uint("member", 0))
+		err := s.core.Step(at(), core.BuildEnvelope{Member: member, Segment: uint64(a.Uint("seq", 1)), Payload: gatetest.Payload("p")}).Err
 		var nh *client.NotCertainError
 		switch {
 		case err == nil:
@@ -156,36 +203,278 @@ func (s *leaseScenario) do(a scenariotext.Args) {
 			s.got = "not-held"
 		case errors.Is(err, client.ErrProofStale):
 			s.got = "proof-stale"
+		case errors.Is(err, core.ErrNoMember):
+			s.got = "no-member"
 		default:
 			s.got = err.Error()
 		}
 	case "settle":
-		s.core.Step(gatetest.T0, core.Settle{Segment: uint64(a.Uint("seq", 1)), Outcome: gate.Outcome(a.Words[1])})
+		s.core.Step(gatetest.T0, core.Settle{Member: int(a.Uint("member", 0)), Segment: uint64(a.Uint("seq", 1)), Outcome: gate.Outcome(a.Words[1])})
 		s.got = ""
 	case "release":
 		s.core.Step(at(), core.Release{Drain: len(a.Words) < 2 || a.Words[1] != "nodrain"})
 		s.got = "releasing until=" + stamp(s.core.View().ReleaseAt)
+	case "leftovers":
+		s.got = "none"
+		if gs, from := s.core.View().Leftovers(); gs != nil {
+			rs := make([]string, len(gs))
+			for i, g := range gs {
+				rs[i] = g.Resource
+			}
+			when := "none"
+			if !from.IsZero() {
+				when = stamp(from)
+			}
+			s.got = "release " + strings.Join(rs, ",") + " at=" + when
+		}
+	}
+}
+
+// grantFor signs the scenario's grant of resource r: lease, fence and
+// request ID as given, TTL ttl, issued at sent.
+func (s *leaseScenario) grantFor(r, lease, requestID string, fence uint64, ttl time.Duration, sent time.Time) (*grant.Grant, string) {
+	iss := *s.iss
+	iss.Now = sent // the grant's instant: at
+	g, _ := iss.Grant(gatetest.Writer{Resource: r, Owner: "worker-a", Lease: lease, OperationID: "op-a", Fence: fence})
+	g.RequestID = requestID
+	g.TTLMs = uint64(ttl / time.Millisecond)
+	g.ExpiresAt = sent.Add(ttl)
+	gp, _ := iss.Key.Sign(g)
+	if gp == "" {
+		s.t.Fatal("sign")
+	}
+	return g, gp
+}
+
+func (s *leaseScenario) lease(a scenariotext.Args) {
+	sent := gatetest.T0
+	if v, ok := a.Opts["at"]; ok {
+		sent = secs(v)
+	}
+	ttl := secs(a.Opts["ttl"]).Sub(gatetest.T0)
+	resource := "scn/lease"
+	if len(a.Words) > 1 { // read
+		resource = wire.ReadResource(resource)
+	}
+	s.g, s.gp = s.grantFor(resource, "lease-a", "req-lease-a", 1, ttl, sent)
+	s.set = nil
+	proof := sent.Add(ttl)
+	if v, ok := a.Opts["proof"]; ok {
+		proof = secs(v)
+	}
+	hand := core.Granted{Issued: s.issued(grant.StateHeld, sent, proof), OperationID: "op-a", From: sent}
+	if v, ok := a.Opts["sent"]; ok {
+		hand.Issued.ExpiresAfterMs = secs(a.Opts["expires-after"]).Sub(gatetest.T0).Milliseconds()
+		hand = s.acquired(secs(v), sent, hand.Issued)
+	}
+	s.core = core.NewLease(s.o.Limits(), hand, nil)
+	s.got = s.state()
+}
+
+// setMembers signs a set's member grants under request ID id, issued at
+// sent: member i is scn/mI, lease lease-mI, fence I+1.
+func (s *leaseScenario) setMembers(n int, id string, ttl time.Duration, sent time.Time) {
+	s.set = make([]*grant.Grant, n)
+	for i := range s.set {
+		m := "m" + strconv.Itoa(i)
+		s.set[i], _ = s.grantFor("scn/"+m, "lease-"+m, wire.MemberRequestID(id, i), uint64(i+1), ttl, sent)
+	}
+	s.g = s.set[0]
+}
+
+// setAnswer is every member's answer at at: state, valid until until;
+// member ended (-1: none) EXPIRED.
+func (s *leaseScenario) setAnswer(state grant.State, at, until time.Time, ended int) []wire.Issued {
+	out := make([]wire.Issued, len(s.set))
+	for i, g := range s.set {
+		st := state
+		if i == ended {
+			st = grant.StateExpired
+		}
+		iss := *s.iss
+		iss.Now, iss.StatusValidFor = at, until.Sub(at)
+		gp, _ := iss.Key.Sign(g)
+		status, sp := iss.Status(g, st)
+		out[i] = wire.Issued{Grant: g, GrantProof: gp, Status: status, StatusProof: sp}
+	}
+	return out
+}
+
+func (s *leaseScenario) newSet(a scenariotext.Args) {
+	sent := gatetest.T0
+	if v, ok := a.Opts["at"]; ok {
+		sent = secs(v)
+	}
+	ttl := secs(a.Opts["ttl"]).Sub(gatetest.T0)
+	s.setMembers(int(a.Uint("members", 2)), "req-set", ttl, sent)
+	proof := sent.Add(ttl)
+	if v, ok := a.Opts["proof"]; ok {
+		proof = secs(v)
+	}
+	set := s.setAnswer(grant.StateHeld, sent, proof, -1)
+	s.core = core.NewLease(s.o.Limits(), core.Granted{Issued: set[0], Set: set, OperationID: "op-a", From: sent}, nil)
+	s.got = s.state()
+}
+
+func (s *leaseScenario) acquireSet(a scenariotext.Args) {
+	members := make([]string, a.Uint("members", 2))
+	for i := range members {
+		members[i] = "scn/m" + strconv.Itoa(i)
+	}
+	ttl := secs(a.Opts["ttl"]).Sub(gatetest.T0)
+	req := wire.LockSetRequest{Members: members, OperationID: "op-a", OperationClass: "settle", RequestID: a.Opts["id"],
+		TTLMs: uint64(ttl / time.Millisecond), WaitMs: 30_000}
+	s.acq = core.NewSetAcquire(s.o.Limits(), req, func() float64 { return 0.5 })
+	s.got = "REQUESTED"
+}
+
+// callName prints a call as the scenarios expect it.
+func callName(c core.Call) string {
+	out := c.Kind.String()
+	switch {
+	case c.SetRequest != nil:
+		return fmt.Sprintf("%s id=%s set=%d", out, c.SetRequest.RequestID, len(c.SetRequest.Members))
+	case c.Kind == core.CallAcquire || c.Kind == core.CallQueryRequest:
+		return out + " id=" + c.Request.RequestID
+	case c.Downgrade != nil:
+		return out + " id=" + c.Downgrade.RequestID
+	case c.Set != nil:
+		return fmt.Sprintf("%s set=%d", out, len(c.Set))
+	}
+	return out
+}
+
+func (s *leaseScenario) next(at time.Time) {
+	var call core.Call
+	var wake time.Time
+	switch {
+	case s.acq != nil:
+		rd := s.acq.Next(at)
+		call, wake = rd.Call, rd.Wake
+	case s.dg != nil:
+		rd := s.dg.Next(at)
+		call, wake = rd.Call, rd.Wake
 	default:
-		s.t.Fatalf("%s: unknown command %q", s.step, cmd)
+		rd := s.core.Next(at)
+		call, wake = rd.Call, rd.Wake
+	}
+	s.got = callName(call)
+	if call.Kind == core.CallNone && !wake.IsZero() {
+		s.got += " wake=" + stamp(wake)
+	}
+	if call.Kind != core.CallNone {
+		s.call = call
 	}
 }
 
 func (s *leaseScenario) answer(kind string, at time.Time, opts map[string]string) {
+	switch {
+	case s.acq != nil:
+		s.acquireAnswer(kind, at, opts)
+		return
+	case s.dg != nil:
+		s.downgradeAnswer(kind, at, opts)
+		return
+	}
+	ended := -1
+	if _, ok := opts["ended"]; ok {
+		if s.set == nil {
+			s.t.Fatalf("%s: ended= answers a set's call", s.step)
+		}
+		ended = int(scenariotext.Args{Opts: opts}.Uint("ended", 0))
+	}
 	switch kind {
 	case "lost":
 		s.core.Step(at, core.Lost{Call: s.call})
-	case "held":
-		s.core.Step(at, core.Answer{Call: s.call, Issued: s.issued(grant.StateHeld, at, secs(opts["proof"]))})
-	case "expired":
-		s.core.Step(at, core.Answer{Call: s.call, Issued: s.issued(grant.StateExpired, at, at)})
+	case "held", "expired":
+		state, until := grant.StateHeld, at
+		if kind == "held" {
+			until = secs(opts["proof"])
+		} else {
+			state = grant.StateExpired
+		}
+		if s.set != nil {
+			set := s.setAnswer(state, at, until, ended)
+			s.core.Step(at, core.Answer{Call: s.call, Issued: set[0], Set: set})
+		} else {
+			s.core.Step(at, core.Answer{Call: s.call, Issued: s.issued(state, at, until)})
+		}
 	case "refused":
 		s.core.Step(at, core.Answer{Call: s.call, Err: fmt.Errorf("%w: lease expired", wire.ErrLeaseExpired)})
 	case "ok":
 		s.core.Step(at, core.Answer{Call: s.call})
 	default:
-		s.t.Fatalf("%s: unknown answer %q", s.step, kind)
+		s.t.Fatalf("%s: answer %q to a lease's call", s.step, kind)
 	}
 	s.got = s.state()
+}
+
+// acquireAnswer answers a set's acquire: granted (every member HELD under
+// its member request ID) hands the lease over; lost leaves it REQUESTED.
+func (s *leaseScenario) acquireAnswer(kind string, at time.Time, opts map[string]string) {
+	var rd core.AcquireReady
+	switch kind {
+	case "lost":
+		rd = s.acq.Step(at, core.Lost{Call: s.call})
+	case "granted":
+		req := s.call.SetRequest
+		ttl := time.Duration(req.TTLMs) * time.Millisecond
+		s.setMembers(len(req.Members), req.RequestID, ttl, at)
+		set := s.setAnswer(grant.StateHeld, at, at.Add(ttl), -1)
+		if v, ok := opts["expires-after"]; ok {
+			for i := range set {
+				set[i].ExpiresAfterMs = secs(v).Sub(gatetest.T0).Milliseconds()
+			}
+		}
+		rd = s.acq.Step(at, core.Answer{Call: s.call, Issued: set[0], Set: set})
+	default:
+		s.t.Fatalf("%s: answer %q to an acquire", s.step, kind)
+	}
+	switch {
+	case rd.Granted != nil:
+		s.acq = nil
+		s.core = core.NewLease(s.o.Limits(), *rd.Granted, nil)
+		s.got = s.state()
+	case rd.Err != nil:
+		s.t.Fatalf("%s: the acquire ended: %v", s.step, rd.Err)
+	default:
+		s.got = "REQUESTED"
+	}
+}
+
+// downgradeAnswer answers a downgrade: reader (the reader's grant, at
+// the write lease's fence unless fence= says otherwise), lost, refused.
+func (s *leaseScenario) downgradeAnswer(kind string, at time.Time, opts map[string]string) {
+	var rd core.DowngradeReady
+	switch kind {
+	case "lost":
+		rd = s.dg.Step(at, core.Lost{Call: s.call})
+	case "refused":
+		rd = s.dg.Step(at, core.Answer{Call: s.call, Err: fmt.Errorf("%w: lease expired", wire.ErrLeaseExpired)})
+	case "reader":
+		ttl := time.Duration(s.g.TTLMs) * time.Millisecond
+		fence := scenariotext.Args{Opts: opts}.Uint("fence", s.g.FenceToken)
+		s.g, s.gp = s.grantFor(wire.ReadResource(s.g.Resource), "lease-r", "req-down", fence, ttl, at)
+		until := at.Add(ttl)
+		if v, ok := opts["proof"]; ok {
+			until = secs(v)
+		}
+		rd = s.dg.Step(at, core.Answer{Call: s.call, Issued: s.issued(grant.StateHeld, at, until)})
+	default:
+		s.t.Fatalf("%s: answer %q to a downgrade", s.step, kind)
+	}
+	switch {
+	case rd.Granted != nil:
+		s.dg = nil
+		s.core = core.NewLease(s.o.Limits(), *rd.Granted, nil)
+		s.got = s.state()
+	case errors.Is(rd.Err, core.ErrBadAnswer):
+		s.dg, s.got = nil, "bad-answer"
+	case rd.Err != nil:
+		s.dg, s.got = nil, "refused"
+	default:
+		s.got = "downgrading"
+	}
 }
 
 // acquired runs the acquire's core for an acquire sent at sent and
