@@ -37,7 +37,9 @@
 // expired speak for every member, and held ended=I says member I's status
 // is EXPIRED (the others HELD); to an acquire, granted [expires-after=S]
 // gives every member's grant, HELD, under its member request ID
-// (-> the lease's state), lost leaves it REQUESTED; to a downgrade, reader
+// (-> the lease's state), and granted ended=I the same but member I's
+// RELEASED (-> REQUESTED: the acquire goes on under a fresh request ID,
+// the old one's with "-2"); lost leaves it REQUESTED; to a downgrade, reader
 // [proof=T] [fence=F] is the reader's grant (-> the reader's lease's
 // state: the scenario goes on with it; a fence other than the write
 // lease's: bad-answer), lost leaves it downgrading, refused ends it
@@ -439,7 +441,14 @@ func (s *leaseScenario) acquireAnswer(kind string, at time.Time, opts map[string
 		req := s.call.SetRequest
 		ttl := time.Duration(req.TTLMs) * time.Millisecond
 		s.setMembers(len(req.Members), req.RequestID, ttl, at)
-		set := s.setAnswer(grant.StateHeld, at, at.Add(ttl), -1)
+		ended := -1 // a member whose grant already ended: RELEASED
+		if _, ok := opts["ended"]; ok {
+			ended = int(scenariotext.Args{Opts: opts}.Uint("ended", 0))
+		}
+		set := s.setAnswer(grant.StateHeld, at, at.Add(ttl), ended)
+		if ended >= 0 {
+			set[ended].Status, set[ended].StatusProof = s.iss.Status(set[ended].Grant, grant.StateReleased)
+		}
 		if v, ok := opts["expires-after"]; ok {
 			for i := range set {
 				set[i].ExpiresAfterMs = secs(v).Sub(gatetest.T0).Milliseconds()
@@ -448,6 +457,9 @@ func (s *leaseScenario) acquireAnswer(kind string, at time.Time, opts map[string
 		rd = s.acq.Step(at, core.Answer{Call: s.call, Issued: set[0], Set: set})
 	default:
 		s.t.Fatalf("%s: answer %q to an acquire", s.step, kind)
+	}
+	if rd.NeedsRequestID { // the shell draws a fresh ID: here the old one with "-2"
+		rd = s.acq.Step(at, core.NewRequest{RequestID: s.call.SetRequest.RequestID + "-2"})
 	}
 	switch {
 	case rd.Granted != nil:
