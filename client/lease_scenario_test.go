@@ -53,6 +53,7 @@ package client_test
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -71,14 +72,62 @@ import (
 	"github.com/fencegate/fencegate/wire"
 )
 
+// updateTranscript rewrites testdata/lease_transcript.golden from this
+// core's answers (go test ./client -run TestLeaseScenarios -update-transcript).
+var updateTranscript = flag.Bool("update-transcript", false, "rewrite testdata/lease_transcript.golden")
+
+// transcriptPath is every scenario step's answer, file by file in name
+// order, one line each ("FILE:LINE: STEP -> ANSWER"), steps without an
+// expectation too: Go's core writes it (-update-transcript) and the
+// Python client's runner must produce it byte for byte
+// (tests/test_lease_scenarios.py), so the two cores agree on every step,
+// not only on those a file's author wrote an expectation for.
+const transcriptPath = "testdata/lease_transcript.golden"
+
 func TestLeaseScenarios(t *testing.T) {
 	files, err := filepath.Glob("testdata/lease/*.txt")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no lease scenarios: %v", err)
 	}
+	var transcript []string
 	for _, f := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) { runLeaseScenario(t, f) })
+		t.Run(strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) {
+			transcript = append(transcript, runLeaseScenario(t, f)...)
+		})
 	}
+	if t.Failed() {
+		return
+	}
+	got := strings.Join(transcript, "\n") + "\n"
+	if *updateTranscript {
+		if err := os.WriteFile(transcriptPath, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(transcriptPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != string(want) {
+		t.Fatalf("the scenarios' answers differ from %s (a scenario added or changed: -update-transcript, and read the diff):\n%s",
+			transcriptPath, firstDiff(got, string(want)))
+	}
+}
+
+// firstDiff shows the first line where got and want differ.
+func firstDiff(got, want string) string {
+	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
+	for i := 0; i < max(len(g), len(w)); i++ {
+		switch {
+		case i >= len(g):
+			return "  got  (end)\n  want " + w[i]
+		case i >= len(w):
+			return "  got  " + g[i] + "\n  want (end)"
+		case g[i] != w[i]:
+			return "  got  " + g[i] + "\n  want " + w[i]
+		}
+	}
+	return ""
 }
 
 type leaseScenario struct {
@@ -163,7 +212,8 @@ func stamp(t time.Time) string {
 	return strconv.FormatFloat(t.Sub(gatetest.T0).Seconds(), 'f', -1, 64)
 }
 
-func runLeaseScenario(t *testing.T, path string) {
+// runLeaseScenario runs the file at path and returns its transcript.
+func runLeaseScenario(t *testing.T, path string) []string {
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -174,6 +224,7 @@ func runLeaseScenario(t *testing.T, path string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var transcript []string
 	for i := 0; i < len(lines); i++ {
 		l := lines[i]
 		step, want, _ := strings.Cut(l.Text, "->")
@@ -182,7 +233,9 @@ func runLeaseScenario(t *testing.T, path string) {
 		if want = strings.TrimSpace(want); want != "" && s.got != want {
 			t.Fatalf("%s\n  got  %s\n  want %s", s.step, s.got, want)
 		}
+		transcript = append(transcript, fmt.Sprintf("%s:%d: %s -> %s", filepath.Base(path), l.N, strings.TrimSpace(step), s.got))
 	}
+	return transcript
 }
 
 // issued is a HELD status for the scenario's grant, valid until until.

@@ -25,6 +25,7 @@ from tests import scenariotext
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 REPO_SCENARIOS = os.path.join(ROOT, "client", "testdata", "lease")
 SCENARIOS = os.environ.get("FENCEGATE_LEASE_SCENARIOS", REPO_SCENARIOS)
+TRANSCRIPT = os.path.join(ROOT, "client", "testdata", "lease_transcript.golden")
 
 T0 = parse_instant("2026-07-19T10:00:00.000Z")  # gatetest.T0
 SECOND = 1_000_000_000
@@ -318,8 +319,11 @@ class Scenario:
             self.got = "refused"
 
     def run(self):
+        """Run the file; return its transcript: every step's answer, one
+        line each ("FILE:LINE: STEP -> ANSWER"), as Go's runner writes it."""
         with open(self.path, encoding="utf-8") as f:
             lines = scenariotext.lines(f)
+        transcript = []
         for ln in lines:
             step, _, want = ln.text.partition("->")
             self.step = "%s:%d: %s" % (self.path, ln.n, step.strip())
@@ -332,6 +336,8 @@ class Scenario:
             want = want.strip()
             if want and self.got != want:
                 self.test.fail("%s\n  got  %s\n  want %s" % (self.step, self.got, want))
+            transcript.append("%s:%d: %s -> %s" % (os.path.basename(self.path), ln.n, step.strip(), self.got))
+        return transcript
 
 
 class LeaseScenarios(unittest.TestCase):
@@ -425,6 +431,21 @@ class ScenarioControls(unittest.TestCase):
         self.broken("read_lease.txt", LeaseCore, "_query_answer", mutant, 18)
 
 
+class ScenarioTranscript(unittest.TestCase):
+    """Every step's answer of every scenario, those without an expectation
+    too, is Go's core's answer: the transcript Go's runner wrote
+    (client/testdata/lease_transcript.golden, go test ./client -run
+    TestLeaseScenarios -update-transcript), byte for byte."""
+
+    def test_every_answer_is_gos(self):
+        got = []
+        for path in sorted(glob.glob(os.path.join(REPO_SCENARIOS, "*.txt"))):
+            got.extend(Scenario(self, path).run())
+        with open(TRANSCRIPT, encoding="utf-8") as f:
+            want = f.read().split("\n")
+        self.assertEqual(got + [""], want)
+
+
 class ScenarioCoverage(unittest.TestCase):
     """Every command and answer this runner reads is used by a scenario
     file: a story dropped from the directory (a lock set's, a downgrade's)
@@ -446,7 +467,7 @@ class ScenarioCoverage(unittest.TestCase):
 FILES = sorted(glob.glob(os.path.join(SCENARIOS, "*.txt")))
 for _path in FILES:
     _name = "test_" + os.path.basename(_path)[:-len(".txt")]
-    setattr(LeaseScenarios, _name, (lambda p: lambda self: Scenario(self, p).run())(_path))
+    setattr(LeaseScenarios, _name, (lambda p: lambda self: None if Scenario(self, p).run() else None)(_path))
 
 
 if __name__ == "__main__":
