@@ -12,11 +12,10 @@ import secrets
 import threading
 import time
 
-from .core import answer as answers
 from .core import downgrade as core_downgrade
 from .core.acquire import AcquireCore
 from .core.lease import CALL_QUERY_REQUEST, Answer, Downgrading, Granted, Lost, set_name
-from .errors import AcquirePending, AlreadyHeld, BadAnswer, FencegateError, InvalidRequestError, OutcomeUnknown
+from .errors import AcquirePending, AlreadyHeld, FencegateError, InvalidRequestError, OutcomeUnknown
 from .grant import validate_resource
 from .lease import LockSet, _Shell
 from .options import Options, ns
