@@ -43,13 +43,17 @@ func (s *Session) Downgrade(ctx context.Context, l *Lease) (*Lease, error) {
 	l.step(core.Downgrading{}) // no envelope from here on
 	l.opMu.Lock()              // no renewal in flight meanwhile: the write lease ends under us
 	granted, err := s.downgradeCall(ctx, d, core.NewDowngrade(l.o.Limits(), g, l.op, s.rnd.requestID()))
-	l.opMu.Unlock()
 	if err != nil {
+		l.opMu.Unlock()
 		return nil, fmt.Errorf("client: downgrade %s lease %s (it takes no more envelopes: release it): %w", g.Resource, g.Lease, err)
 	}
+	// The registry ended l RELEASED in the same write: l is releasing
+	// before its loop can send again (a renewal now would be refused and
+	// end it EXPIRED), its release is answered as a repeated one, and l
+	// ends here too.
+	l.step(core.Release{})
+	l.opMu.Unlock()
 	reader := newLease(s, s.t, s.o, *granted)
-	// The registry ended l RELEASED in the same write: its release is
-	// answered as a repeated one, and l ends here too.
 	_ = l.ReleaseNoDrain(context.WithoutCancel(ctx))
 	s.mu.Lock()
 	s.live[g.Resource] = reader

@@ -14,7 +14,7 @@ import time
 
 from .core import downgrade as core_downgrade
 from .core.acquire import AcquireCore
-from .core.lease import CALL_QUERY_REQUEST, Answer, Downgrading, Granted, Lost, set_name
+from .core.lease import CALL_QUERY_REQUEST, Answer, Downgrading, Granted, Lost, Release, set_name
 from .errors import AcquirePending, AlreadyHeld, FencegateError, InvalidRequestError, OutcomeUnknown
 from .grant import validate_resource
 from .lease import LockSet, _Shell
@@ -256,12 +256,17 @@ class Session:
         try:
             granted = self._downgrade_call(
                 core_downgrade.DowngradeCore(self.limits, g, lease.operation_id, self.new_request_id()), timeout)
-        finally:
+        except BaseException:
             sh._resume()
+            raise
+        # The registry ended the write lease RELEASED in the same write: it
+        # is releasing before its loop runs again (a renewal now would be
+        # refused and end it EXPIRED), its release is answered as a
+        # repeated one, and it ends here too.
+        sh._step(Release(False))
+        sh._resume()
         name = g.resource
         reader = _Shell(self, granted, on_ended=lambda shell: self._ended([name], shell)).handles[0]
-        # The registry ended the write lease RELEASED in the same write: its
-        # release is answered as a repeated one, and it ends here too.
         sh.release(False, 0)
         with self._mu:
             self._live[name] = reader
