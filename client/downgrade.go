@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/fencegate/fencegate/client/core"
 	"github.com/fencegate/fencegate/wire"
@@ -15,11 +14,6 @@ import (
 type Downgrader interface {
 	Downgrade(ctx context.Context, req wire.DowngradeRequest) (wire.Issued, error)
 }
-
-// downgradeRetryWait is the pause between two sends of a downgrade whose
-// answer was lost (the same request ID: the registry answers a retry with
-// the grant it made).
-const downgradeRetryWait = 100 * time.Millisecond
 
 // Downgrade turns l, this session's write lease on a read/write lock,
 // into a reader's lease in one registry write (wire.DowngradeRequest):
@@ -46,25 +40,20 @@ func (s *Session) Downgrade(ctx context.Context, l *Lease) (*Lease, error) {
 	if _, read := wire.ReadOf(g.Resource); read {
 		return nil, fmt.Errorf("client: downgrade %s: already a reader's lease: %w", g.Resource, wire.ErrInvalid)
 	}
-	l.mu.Lock()
-	l.downgraded = true // no envelope from here on
-	l.mu.Unlock()
-	l.opMu.Lock() // no renewal in flight meanwhile: the write lease ends under us
-	is, sent, err := s.downgradeCall(ctx, d, wire.DowngradeRequest{Resource: g.Resource, Lease: g.Lease, RequestID: s.rnd.requestID()}, l.o.Limits().LeaseCallTimeout(time.Duration(g.TTLMs)*time.Millisecond))
-	l.opMu.Unlock()
+	l.step(core.Downgrading{}) // no envelope from here on
+	l.opMu.Lock()              // no renewal in flight meanwhile: the write lease ends under us
+	granted, err := s.downgradeCall(ctx, d, core.NewDowngrade(l.o.Limits(), g, l.op, s.rnd.requestID()))
 	if err != nil {
+		l.opMu.Unlock()
 		return nil, fmt.Errorf("client: downgrade %s lease %s (it takes no more envelopes: release it): %w", g.Resource, g.Lease, err)
 	}
-	if is.Grant == nil || is.Grant.Resource != wire.ReadResource(g.Resource) || is.Grant.FenceToken != g.FenceToken || is.Grant.Owner != g.Owner {
-		return nil, fmt.Errorf("client: downgrade %s: %w: the registry answered another grant", g.Resource, ErrBadAnswer)
-	}
-	from := sent
-	if is.ExpiresAfterMs > 0 {
-		from = sent.Add(time.Duration(is.ExpiresAfterMs)*time.Millisecond - time.Duration(is.Grant.TTLMs)*time.Millisecond)
-	}
-	reader := newLease(s, s.t, s.o, core.Granted{Issued: is, OperationID: l.op, From: from})
-	// The registry ended l RELEASED in the same write: its release is
-	// answered as a repeated one, and l ends here too.
+	// The registry ended l RELEASED in the same write: l is releasing
+	// before its loop can send again (a renewal now would be refused and
+	// end it EXPIRED), its release is answered as a repeated one, and l
+	// ends here too.
+	l.step(core.Release{})
+	l.opMu.Unlock()
+	reader := newLease(s, s.t, s.o, *granted)
 	_ = l.ReleaseNoDrain(context.WithoutCancel(ctx))
 	s.mu.Lock()
 	s.live[g.Resource] = reader
@@ -72,25 +61,28 @@ func (s *Session) Downgrade(ctx context.Context, l *Lease) (*Lease, error) {
 	return reader, nil
 }
 
-// downgradeCall sends req until a definite answer or ctx's end, each send
-// bounded by timeout; it returns the answer and the client-clock instant
-// of the send that got it.
-func (s *Session) downgradeCall(ctx context.Context, d Downgrader, req wire.DowngradeRequest, timeout time.Duration) (wire.Issued, time.Time, error) {
+// downgradeCall drives dc (core.Downgrade: the same request ID on every
+// send) until it has a definite answer or ctx ends, each send bounded by
+// its call's timeout; it returns the reader's lease to start.
+func (s *Session) downgradeCall(ctx context.Context, d Downgrader, dc *core.Downgrade) (*core.Granted, error) {
+	var last error
 	for {
-		sent := s.o.Clock.Now()
-		cctx, cancel := context.WithTimeout(ctx, timeout)
-		is, err := d.Downgrade(cctx, req)
-		cancel()
+		rd := dc.Next(s.o.Clock.Now())
 		switch {
-		case err == nil:
-			return is, sent, nil
-		case wire.CodeOf(err) != "" && !errors.Is(err, wire.ErrUnavailable) && !errors.Is(err, wire.ErrConflict), errors.Is(err, ErrRefused):
-			return wire.Issued{}, sent, err // definite
-		case ctx.Err() != nil:
-			return wire.Issued{}, sent, fmt.Errorf("no answer (it may have been applied: request %s): %w", req.RequestID, err)
+		case rd.Done():
+			return rd.Granted, rd.Err
+		case rd.Call.Kind == core.CallNone:
+			if err := s.sleepUntil(ctx, rd.Wake); err != nil {
+				return nil, fmt.Errorf("no answer (it may have been applied: request %s): %w", dc.RequestID(), errors.Join(last, err))
+			}
+			continue
 		}
-		if err := s.sleepUntil(ctx, s.o.Clock.Now().Add(downgradeRetryWait)); err != nil {
-			return wire.Issued{}, sent, fmt.Errorf("no answer (it may have been applied: request %s): %w", req.RequestID, err)
+		cctx, cancel := context.WithTimeout(ctx, rd.Call.Timeout)
+		is, err := d.Downgrade(cctx, *rd.Call.Downgrade)
+		cancel()
+		if rd = dc.Step(s.o.Clock.Now(), core.Answer{Call: rd.Call, Issued: is, Err: err}); !rd.Done() && ctx.Err() != nil {
+			return nil, fmt.Errorf("no answer (it may have been applied: request %s): %w", dc.RequestID(), err)
 		}
+		last = err
 	}
 }

@@ -30,12 +30,6 @@ import (
 // gate applies exactly the same checks to it whenever it arrives. If it
 // waits past its status proof, the holder refreshes it with Refresh.
 func (l *Lease) Envelope(segmentSeq uint64, payload grant.Digest) (gate.Mutation, error) {
-	l.mu.Lock()
-	downgraded := l.downgraded
-	l.mu.Unlock()
-	if downgraded {
-		return gate.Mutation{}, &NotCertainError{Lease: l.grant.Lease, State: l.State(), Reason: "downgraded to a reader"}
-	}
 	rd := l.step(core.BuildEnvelope{Member: l.member, Segment: segmentSeq, Payload: payload})
 	var nc *NotCertainError
 	if errors.As(rd.Err, &nc) && nc.Reason == "local deadline passed" || errors.Is(rd.Err, ErrProofStale) {

@@ -61,10 +61,6 @@ type shell struct {
 	// leftoversReleased: a set that ended EXPIRED released the rest of
 	// its members (releaseLeftovers), once.
 	leftoversReleased bool
-
-	// downgraded: Session.Downgrade began; the lease builds no envelope
-	// from then on (under mu).
-	downgraded bool
 }
 
 // newLease starts the HELD lease an acquire's core handed over: a plain

@@ -28,6 +28,8 @@ func (c *Lease) envelope(now time.Time, member int, segmentSeq uint64, payload g
 		return refuse("state not HELD or RENEWING")
 	case c.releasing:
 		return refuse("releasing")
+	case c.downgraded:
+		return refuse("downgraded to a reader")
 	case !now.Before(c.sched.Deadline):
 		return refuse("local deadline passed")
 	case !c.sched.ProofUsable(c.o, now):

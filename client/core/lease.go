@@ -40,7 +40,10 @@ type Lease struct {
 	inflight  Call
 	callN     uint64
 	releasing bool
-	releaseAt time.Time // releasing: send the release at or after this instant
+	// downgraded: the holder began to downgrade the lease (Downgrading):
+	// it builds no envelope from then on.
+	downgraded bool
+	releaseAt  time.Time // releasing: send the release at or after this instant
 	// unsettled maps each segment (of a member: a set's members each
 	// count their own segments) whose envelope was built and not yet
 	// settled to the latest status-proof validUntil attached to it.
@@ -60,9 +63,10 @@ const (
 	CallRelease               // Transport.Release
 	CallAcquire               // Transport.Acquire (Acquire)
 	CallQueryRequest          // Transport.QueryRequest: the grant of a request whose answer was lost (Acquire)
+	CallDowngrade             // Downgrader.Downgrade: the write lease becomes a reader's (Downgrade)
 )
 
-var callNames = [...]string{"none", "renew", "refresh", "query", "release", "acquire", "query-request"}
+var callNames = [...]string{"none", "renew", "refresh", "query", "release", "acquire", "query-request", "downgrade"}
 
 func (k CallKind) String() string { return callNames[k] }
 
@@ -91,7 +95,10 @@ type Call struct {
 	// acquire core; nil otherwise). Its RequestID and WaitMs are
 	// Request's.
 	SetRequest *wire.LockSetRequest
-	n          uint64 // matches the answer to the call
+	// Downgrade is the downgrade to send (CallDowngrade; nil otherwise):
+	// its RequestID is the same on every send.
+	Downgrade *wire.DowngradeRequest
+	n         uint64 // matches the answer to the call
 }
 
 // Transition is one step of the lease's machine, for the shell's hooks.
@@ -150,6 +157,8 @@ func (c *Lease) Step(now time.Time, in LeaseInput) LeaseReady {
 		}
 	case Forget:
 		delete(c.unsettled, segment{in.Member, in.Segment})
+	case Downgrading:
+		c.downgraded = true
 	}
 	return c.ready(r)
 }

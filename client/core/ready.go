@@ -84,6 +84,15 @@ type Forget struct {
 	Segment uint64
 }
 
+// Downgrading says the lease's holder began to downgrade it (Downgrade):
+// from the step on the lease builds no envelope — the registry admits
+// other readers once every HELD statement of the write lease has expired,
+// on the promise that its holder stopped writing — whatever the
+// downgrade's answer. Renewals go on (the shell sends none while its
+// downgrade call is in flight), and a refused downgrade leaves a lease
+// that still builds none: release it.
+type Downgrading struct{}
+
 // NewRequest gives an acquire whose request ID's grant already ended
 // (AcquireReady.NeedsRequestID) the fresh request ID to go on with. The
 // core asks for nothing before it has one; at any other time it is
@@ -110,6 +119,7 @@ func (Release) leaseInput()       {}
 func (BuildEnvelope) leaseInput() {}
 func (Settle) leaseInput()        {}
 func (Forget) leaseInput()        {}
+func (Downgrading) leaseInput()   {}
 func (Answer) acquireInput()      {}
 func (Lost) acquireInput()        {}
 func (Begin) acquireInput()       {}

@@ -85,7 +85,8 @@ func TestPythonSuite(t *testing.T) {
 // TestPythonSuiteCanFail is the negative control of the scenario runner:
 // next to an untouched copy of a scenario (which passes), a scenario
 // whose expectation is wrong, one with a command the runner does not
-// know, one with a number that is not one and one missing an option must
+// know, one with a number that is not one, one missing an option, one
+// with an option and one with a word their command does not take must
 // each fail it — fail, not error out or skip.
 func TestPythonSuiteCanFail(t *testing.T) {
 	t.Parallel()
@@ -100,7 +101,8 @@ func TestPythonSuiteCanFail(t *testing.T) {
 		t.Fatal("renewal.txt changed: update this control")
 	}
 	doctored := map[string]string{"wrong": wrong, "unknown": "lease ttl=10 -> HELD\nfly at=1\n",
-		"unreadable": "lease ttl=ten -> HELD\n", "nooption": "lease ttl=10 -> HELD\nnext -> none\n"}
+		"unreadable": "lease ttl=ten -> HELD\n", "nooption": "lease ttl=10 -> HELD\nnext -> none\n",
+		"strayoption": "set members=2 ttl=10 colour=red -> HELD\n", "strayword": "lease write ttl=10 -> HELD\n"}
 	files := map[string]string{"good": string(good)}
 	for name, text := range doctored {
 		files[name] = text
@@ -113,7 +115,7 @@ func TestPythonSuiteCanFail(t *testing.T) {
 	cmd := exec.Command(python, "-m", "unittest", "-v", "tests.test_lease_scenarios")
 	cmd.Env = append(os.Environ(), "FENCEGATE_LEASE_SCENARIOS="+dir, "PYTHONDONTWRITEBYTECODE=1")
 	out, err := cmd.CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "FAILED (failures=4)\n") || !strings.Contains(string(out), "test_good ") {
+	if err == nil || !strings.Contains(string(out), "FAILED (failures=6)\n") || !strings.Contains(string(out), "test_good ") {
 		t.Fatalf("the runner passed doctored scenarios, or did not fail each (%v):\n%s", err, out)
 	}
 	for name := range doctored {

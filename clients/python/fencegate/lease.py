@@ -75,7 +75,6 @@ class _Shell:
         self._ending = False        # the core ended: done is set once on_ended ran
         self._inflight = None
         self._paused = False        # Session.downgrade: no call starts meanwhile
-        self.downgraded = False     # Session.downgrade began: no envelope from here on
         self._leftovers_released = False
         gs = self._core.set_grants()
         self.name = self._core.grant.lease if gs is None else set_name([g.resource for g in gs])
@@ -343,8 +342,6 @@ class Lease:
         The envelope counts as unsettled until settle() with a final
         answer: a release waits for its proof to lapse."""
         sh = self._sh
-        if sh.downgraded:
-            raise NotCertain(self.lease_id, self.state, "downgraded: a reader's lease writes nothing")
         r = sh._step(BuildEnvelope(seq, payload_digest, self._member))
         if r.err is not None:
             if isinstance(r.err, ProofStale) or isinstance(r.err, NotCertain) and r.err.reason == "local deadline passed":

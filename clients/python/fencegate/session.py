@@ -12,10 +12,10 @@ import secrets
 import threading
 import time
 
-from .core import answer as answers
+from .core import downgrade as core_downgrade
 from .core.acquire import AcquireCore
-from .core.lease import CALL_QUERY_REQUEST, Answer, Granted, Lost, set_name
-from .errors import AcquirePending, AlreadyHeld, BadAnswer, FencegateError, InvalidRequestError, OutcomeUnknown
+from .core.lease import CALL_QUERY_REQUEST, Answer, Downgrading, Granted, Lost, Release, set_name
+from .errors import AcquirePending, AlreadyHeld, FencegateError, InvalidRequestError, OutcomeUnknown
 from .grant import validate_resource
 from .lease import LockSet, _Shell
 from .options import Options, ns
@@ -28,13 +28,14 @@ LOCK_SET_MEMBERS_MIN = 2
 """A lock set has at least this many members (wire.LockSetMembersMin)."""
 LOCK_SET_MEMBERS_MAX = 16
 """A lock set has at most this many members (wire.LockSetMembersMax)."""
-READ_SEGMENT = "_read"
+READ_SEGMENT = core_downgrade.READ_SEGMENT
 """The last segment of a reader's resource: NAME/_read (wire.ReadSegment)."""
 MODE_READ = "read"
 """An acquire's mode for a reader's lease on a read/write lock (wire.ModeRead)."""
-DOWNGRADE_RETRY_WAIT = 100 * MS
+DOWNGRADE_RETRY_WAIT = core_downgrade.DOWNGRADE_RETRY_WAIT
 """The pause between two sends of a downgrade whose answer was lost (the
-same request ID: the registry answers a retry with the grant it made)."""
+same request ID: the registry answers a retry with the grant it made;
+the downgrade's core, fencegate.core.downgrade, decides)."""
 
 OPERATION_CLASS_DEFAULT = "default"
 """An acquire's operation class when the caller names none."""
@@ -250,47 +251,53 @@ class Session:
             raise InvalidRequestError("fencegate: downgrade %s: a lock set has no readers" % sh.name)
         if g.resource.endswith("/" + READ_SEGMENT):
             raise InvalidRequestError("fencegate: downgrade %s: already a reader's lease" % g.resource)
-        sh.downgraded = True  # no envelope from here on
-        sh._pause()           # no renewal in flight meanwhile: the write lease ends under us
+        sh._step(Downgrading())  # no envelope from here on
+        sh._pause()               # no renewal in flight meanwhile: the write lease ends under us
         try:
-            issued, sent = self._downgrade_call(g, self.new_request_id(), timeout)
-        except FencegateError:
+            granted = self._downgrade_call(
+                core_downgrade.DowngradeCore(self.limits, g, lease.operation_id, self.new_request_id()), timeout)
+        except BaseException:
             sh._resume()
             raise
-        if (issued.grant is None or issued.grant.resource != g.resource + "/" + READ_SEGMENT
-                or issued.grant.fence_token != g.fence_token or issued.grant.owner != g.owner):
-            sh._resume()
-            raise BadAnswer("fencegate: downgrade %s: the registry answered another grant" % g.resource)
-        frm = sent
-        if issued.expires_after_ms > 0:
-            frm = sent + issued.expires_after_ms * MS - issued.grant.ttl_ms * MS
-        name = g.resource
-        reader = _Shell(self, Granted(issued, lease.operation_id, min(frm, self.clock.now())),
-                        on_ended=lambda shell: self._ended([name], shell)).handles[0]
-        # The registry ended the write lease RELEASED in the same write: its
-        # release is answered as a repeated one, and it ends here too.
+        # The registry ended the write lease RELEASED in the same write: it
+        # is releasing before its loop runs again (a renewal now would be
+        # refused and end it EXPIRED), its release is answered as a
+        # repeated one, and it ends here too.
+        sh._step(Release(False))
         sh._resume()
+        name = g.resource
+        reader = _Shell(self, granted, on_ended=lambda shell: self._ended([name], shell)).handles[0]
         sh.release(False, 0)
         with self._mu:
             self._live[name] = reader
         return reader
 
-    def _downgrade_call(self, g, request_id, timeout):
-        """Send the downgrade until a definite answer or timeout; return
-        the answer and the client-clock instant of the send that got it."""
+    def _downgrade_call(self, dc, timeout):
+        """Drive dc (the downgrade's core: the same request ID on every
+        send) until a definite answer or timeout; return the reader's
+        lease to start (a Granted), or raise the refusal or BadAnswer."""
         end = None if timeout is None else self.clock.now() + ns(timeout)
-        call_timeout = self.limits.lease_call_timeout(g.ttl_ms * MS)
+        last = None
         while True:
-            sent = self.clock.now()
-            try:
-                return self.transport.downgrade(g, request_id, call_timeout / SECOND), sent
-            except Exception as e:
-                if answers.classify(e) == answers.REFUSED:
-                    raise  # definite
-                if end is not None and self.clock.now() + DOWNGRADE_RETRY_WAIT >= end:
+            r = dc.next(self.clock.now())
+            if dc.done:
+                if dc.err is not None:
+                    raise dc.err
+                return dc.granted
+            if r.call is None:
+                if end is not None and r.wake >= end:
                     raise OutcomeUnknown("fencegate: downgrade %s: no answer (it may have been applied: request "
-                                         "%s): %s" % (g.resource, request_id, e)) from e
-            time.sleep(DOWNGRADE_RETRY_WAIT / SECOND)
+                                         "%s): %s" % (dc.write.resource, dc.request_id, last)) from last
+                time.sleep(max(r.wake - self.clock.now(), 0) / SECOND)
+                continue
+            call = r.call
+            try:
+                inp = Answer(call, self.transport.downgrade(call.grant, call.request["requestId"],
+                                                            call.timeout / SECOND))
+            except Exception as e:  # the core reads it: a definite refusal, or lost
+                last = e
+                inp = Answer(call, None, e)
+            dc.step(self.clock.now(), inp)
 
     def _acquire(self, r, timeout, locking, members=None):
         deadline = None if timeout is None else self.clock.now() + ns(timeout)

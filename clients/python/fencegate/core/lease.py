@@ -33,6 +33,7 @@ CALL_QUERY = "query"                  # POST /v1/renew while OWNERSHIP_UNKNOWN: 
 CALL_RELEASE = "release"              # POST /v1/release
 CALL_ACQUIRE = "acquire"              # POST /v1/acquire (the acquire's core)
 CALL_QUERY_REQUEST = "query-request"  # GET /v1/requests/{id}: the grant of a request whose answer was lost
+CALL_DOWNGRADE = "downgrade"          # POST /v1/downgrade: the write lease becomes a reader's (the downgrade's core)
 
 
 class Call:
@@ -135,6 +136,17 @@ class Forget:
         self.seq, self.member = seq, member
 
 
+class Downgrading:
+    """The lease's holder began to downgrade it (downgrade.DowngradeCore):
+    from the step on the lease builds no envelope — the registry admits
+    other readers once every HELD statement of the write lease has
+    expired, on the promise that its holder stopped writing — whatever
+    the downgrade's answer. Renewals go on (the shell sends none while its
+    downgrade call is in flight); a refused downgrade leaves a lease that
+    still builds none: release it."""
+    __slots__ = ()
+
+
 class Granted:
     """A lease the registry granted: the answer, the operation its root
     binds, and from (client clock): the instant its TTL counts from (the
@@ -197,6 +209,7 @@ class LeaseCore:
         self.inflight = None
         self.call_n = 0
         self.releasing = False
+        self.downgraded = False  # Downgrading was stepped: no envelope from then on
         self.release_at = 0
         self.unsettled = {}  # (member, segment) → the latest status-proof validUntil attached to it
         self.trans = []
@@ -300,6 +313,8 @@ class LeaseCore:
                 self.unsettled.pop((inp.member, inp.seq), None)
         elif isinstance(inp, Forget):
             self.unsettled.pop((inp.member, inp.seq), None)
+        elif isinstance(inp, Downgrading):
+            self.downgraded = True
         else:
             raise TypeError("fencegate: lease core: unknown input %r" % (inp,))
         return self._ready(r)
@@ -478,6 +493,8 @@ class LeaseCore:
             raise NotCertain(g.lease, self.m.state, "ownership not certain")
         if self.releasing:
             raise NotCertain(g.lease, self.m.state, "releasing")
+        if self.downgraded:
+            raise NotCertain(g.lease, self.m.state, "downgraded to a reader")
         if now >= self.sched.deadline:
             raise NotCertain(g.lease, self.m.state, "local deadline passed")
         if not self.sched.proof_usable(self.o, now):
