@@ -81,7 +81,7 @@ func (s *Store) txnWith(w registry.Write, km *keyMemo) writeTxn {
 	case w.RecordWas != nil:
 		was := w.RecordWasRaw
 		if was == nil {
-			was = s.form.EncodeRecord(w.RecordWas)
+			was = s.encoded.was(s.form, w.Resource, w.RecordWas)
 		}
 		t.compareValue(km.record(w.Resource), was)
 	case w.Resource != "":
@@ -91,7 +91,7 @@ func (s *Store) txnWith(w registry.Write, km *keyMemo) writeTxn {
 		if m.RecordWas != nil {
 			was := m.RecordWasRaw
 			if was == nil {
-				was = s.form.EncodeRecord(m.RecordWas)
+				was = s.encoded.was(s.form, m.Resource, m.RecordWas)
 			}
 			t.compareValue(km.record(m.Resource), was)
 		} else {
@@ -107,11 +107,11 @@ func (s *Store) txnWith(w registry.Write, km *keyMemo) writeTxn {
 		t.setCmp, t.setRev = modRevIs(sk, w.SettingsRev), w.SettingsRev
 	}
 	if w.Record != nil {
-		t.put(km.record(w.Resource), s.form.EncodeRecord(w.Record))
+		t.put(km.record(w.Resource), s.encoded.encode(s.form, w.Resource, w.Record))
 	}
 	for _, m := range w.Members {
 		if m.Record != nil {
-			t.put(km.record(m.Resource), s.form.EncodeRecord(m.Record))
+			t.put(km.record(m.Resource), s.encoded.encode(s.form, m.Resource, m.Record))
 		}
 	}
 	if w.Settings != nil {
