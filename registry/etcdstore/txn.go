@@ -140,8 +140,10 @@ func (s *Store) txnWith(w registry.Write, km *keyMemo) writeTxn {
 // them: they are marshalled, or in process read, by etcd).
 type keyMemo struct {
 	s        *Store
-	recs     []memoKey // by resource
-	reqs     []memoKey // by request key
+	recs     [4]memoKey // by resource; a write of more records builds the rest again
+	reqs     [4]memoKey // by request key
+	nrecs    int
+	nreqs    int
 	settingB []byte
 }
 
@@ -151,26 +153,29 @@ type memoKey struct {
 	b    []byte
 }
 
-func (km *keyMemo) find(ks *[]memoKey, name lockstate.RequestKey, build func() string) memoKey {
-	for _, k := range *ks {
+func (km *keyMemo) find(ks []memoKey, n *int, name lockstate.RequestKey, build func() string) memoKey {
+	for _, k := range ks[:*n] {
 		if k.name == name {
 			return k
 		}
 	}
 	str := build()
 	k := memoKey{name: name, str: str, b: []byte(str)}
-	*ks = append(*ks, k)
+	if *n < len(ks) {
+		ks[*n] = k
+		*n++
+	}
 	return k
 }
 
 // recordKey is resource's record key.
 func (km *keyMemo) recordKey(resource string) memoKey {
-	return km.find(&km.recs, lockstate.RequestKey{Owner: resource}, func() string { return km.s.recordKey(resource) })
+	return km.find(km.recs[:], &km.nrecs, lockstate.RequestKey{Owner: resource}, func() string { return km.s.recordKey(resource) })
 }
 
 // requestKey is k's request entry key.
 func (km *keyMemo) requestKey(k lockstate.RequestKey) memoKey {
-	return km.find(&km.reqs, k, func() string { return km.s.requestKey(k) })
+	return km.find(km.reqs[:], &km.nreqs, k, func() string { return km.s.requestKey(k) })
 }
 
 func (km *keyMemo) record(resource string) []byte         { return km.recordKey(resource).b }
