@@ -183,32 +183,42 @@ func checkInstant(t time.Time) error {
 // lineWriter appends canonical "name: value\n" lines.
 type lineWriter struct{ b []byte }
 
-func (w *lineWriter) str(name, v string) {
-	w.b = append(w.b, name...)
-	w.b = append(w.b, ": "...)
-	w.b = append(w.b, v...)
-	w.b = append(w.b, '\n')
-}
-
-func (w *lineWriter) digest(name string, d Digest) {
-	w.b = append(w.b, name...)
-	w.b = append(w.b, ": "+digestPrefix...)
-	w.b = hex.AppendEncode(w.b, d[:])
-	w.b = append(w.b, '\n')
-}
-
-func (w *lineWriter) uint(name string, v uint64) {
-	w.b = append(w.b, name...)
-	w.b = append(w.b, ": "...)
-	w.b = strconv.AppendUint(w.b, v, 10)
-	w.b = append(w.b, '\n')
-}
-
+func (w *lineWriter) str(name, v string)           { w.b = appendStrLine(w.b, name, v) }
+func (w *lineWriter) digest(name string, d Digest) { w.b = appendDigestLine(w.b, name, d) }
+func (w *lineWriter) uint(name string, v uint64)   { w.b = appendUintLine(w.b, name, v) }
 func (w *lineWriter) time(name string, t time.Time) {
-	w.b = append(w.b, name...)
-	w.b = append(w.b, ": "...)
-	w.b = appendTime(w.b, t)
-	w.b = append(w.b, '\n')
+	w.b = appendTimeLine(w.b, name, t)
+}
+
+// The lines of a canonical form, appended to b and returned (so a caller
+// may encode into a buffer on its stack: Grant.Digest).
+
+func appendStrLine(b []byte, name, v string) []byte {
+	b = append(b, name...)
+	b = append(b, ": "...)
+	b = append(b, v...)
+	return append(b, '\n')
+}
+
+func appendDigestLine(b []byte, name string, d Digest) []byte {
+	b = append(b, name...)
+	b = append(b, ": "+digestPrefix...)
+	b = hex.AppendEncode(b, d[:])
+	return append(b, '\n')
+}
+
+func appendUintLine(b []byte, name string, v uint64) []byte {
+	b = append(b, name...)
+	b = append(b, ": "...)
+	b = strconv.AppendUint(b, v, 10)
+	return append(b, '\n')
+}
+
+func appendTimeLine(b []byte, name string, t time.Time) []byte {
+	b = append(b, name...)
+	b = append(b, ": "...)
+	b = appendTime(b, t)
+	return append(b, '\n')
 }
 
 // appendTime appends t in TimeLayout (UTC, milliseconds, four-digit year).

@@ -71,30 +71,42 @@ func (g *Grant) sealed() {}
 
 // Encode returns the canonical bytes. It does not validate: Sign and Parse
 // do. For every b that Parse accepts, Encode(Parse(b)) == b.
-func (g *Grant) Encode() []byte {
-	w := lineWriter{b: make([]byte, 0, 512)}
-	w.str("schema", SchemaGrant)
-	w.str("resource", g.Resource)
-	w.str("owner", g.Owner)
-	w.str("requestId", g.RequestID)
-	w.str("lease", g.Lease)
-	w.digest("operationRoot", g.OperationRoot)
-	w.str("operationClass", g.OperationClass)
-	w.uint("fenceToken", g.FenceToken)
-	w.uint("backendRevision", g.BackendRevision)
-	w.uint("policyGeneration", g.PolicyGeneration)
-	w.uint("issuerEpoch", g.IssuerEpoch)
-	w.uint("ttlMs", g.TTLMs)
-	w.time("issuedAt", g.IssuedAt)
-	w.time("expiresAt", g.ExpiresAt)
+func (g *Grant) Encode() []byte { return g.appendEncoded(make([]byte, 0, grantEncodedCap)) }
+
+// grantEncodedCap is room for a grant's canonical bytes with the longest
+// usual identifiers: Encode's first allocation, Digest's stack buffer (a
+// longer grant spills to the heap, with the same bytes).
+const grantEncodedCap = 512
+
+// appendEncoded appends the canonical bytes to b.
+func (g *Grant) appendEncoded(b []byte) []byte {
+	b = appendStrLine(b, "schema", SchemaGrant)
+	b = appendStrLine(b, "resource", g.Resource)
+	b = appendStrLine(b, "owner", g.Owner)
+	b = appendStrLine(b, "requestId", g.RequestID)
+	b = appendStrLine(b, "lease", g.Lease)
+	b = appendDigestLine(b, "operationRoot", g.OperationRoot)
+	b = appendStrLine(b, "operationClass", g.OperationClass)
+	b = appendUintLine(b, "fenceToken", g.FenceToken)
+	b = appendUintLine(b, "backendRevision", g.BackendRevision)
+	b = appendUintLine(b, "policyGeneration", g.PolicyGeneration)
+	b = appendUintLine(b, "issuerEpoch", g.IssuerEpoch)
+	b = appendUintLine(b, "ttlMs", g.TTLMs)
+	b = appendTimeLine(b, "issuedAt", g.IssuedAt)
+	b = appendTimeLine(b, "expiresAt", g.ExpiresAt)
 	if g.HeldStatement() {
-		w.time("heldUntil", g.HeldUntil)
+		b = appendTimeLine(b, "heldUntil", g.HeldUntil)
 	}
-	return w.b
+	return b
 }
 
-// Digest returns sha256 over the canonical bytes.
-func (g *Grant) Digest() Digest { return sha256.Sum256(g.Encode()) }
+// Digest returns sha256 over the canonical bytes, encoded into a buffer
+// on the stack: a grant is digested several times on its way out (its
+// memo, its signature, its gate proofs).
+func (g *Grant) Digest() Digest {
+	var buf [grantEncodedCap]byte
+	return sha256.Sum256(g.appendEncoded(buf[:0]))
+}
 
 // Validate checks every field against its rule and ExpiresAt against
 // IssuedAt + TTLMs. The error is a *FieldError wrapping ErrMalformed.

@@ -23,9 +23,14 @@ import (
 // grant body is exactly the one remembered; a miss costs the read or the
 // signature, never a different answer.
 
-// grantMemosMax bounds the memo; when full it is cleared (a miss only
-// costs a read and a signature).
+// grantMemosMax bounds the memo; when full a shard is cleared (a miss
+// only costs a read and a signature).
 const grantMemosMax = 16_384
+
+// grantMemoShards is how many locks the memo is split under, by resource:
+// every acquire looks a grant up and remembers it, and at 64 resources
+// one lock had the callers of a group commit queue behind each other.
+const grantMemoShards = 16
 
 type grantMemo struct {
 	body       lockstate.GrantBody
@@ -34,18 +39,33 @@ type grantMemo struct {
 	proof      string
 }
 
+// grantMemoKey names a memo entry: the lease on the resource.
+type grantMemoKey struct{ resource, lease string }
+
 type grantMemos struct {
-	mu sync.Mutex
-	m  map[string]grantMemo // resource + "\x00" + lease
+	shards [grantMemoShards]grantMemoShard
 }
 
-func memoKey(resource, lease string) string { return resource + "\x00" + lease }
+type grantMemoShard struct {
+	mu sync.Mutex
+	m  map[grantMemoKey]grantMemo
+}
+
+// shard is the part of the memo that holds resource's grants.
+func (g *grantMemos) shard(resource string) *grantMemoShard {
+	h := uint32(2166136261) // FNV-1a
+	for i := 0; i < len(resource); i++ {
+		h = (h ^ uint32(resource[i])) * 16777619
+	}
+	return &g.shards[h%grantMemoShards]
+}
 
 // backendRev returns the remembered backend revision of body's grant.
 func (g *grantMemos) backendRev(body lockstate.GrantBody) (uint64, bool) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	e, ok := g.m[memoKey(body.Resource, body.Lease)]
+	sh := g.shard(body.Resource)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	e, ok := sh.m[grantMemoKey{body.Resource, body.Lease}]
 	if !ok || e.body != body {
 		return 0, false
 	}
@@ -54,9 +74,10 @@ func (g *grantMemos) backendRev(body lockstate.GrantBody) (uint64, bool) {
 
 // proof returns the remembered proof of the grant with digest d.
 func (g *grantMemos) proof(body lockstate.GrantBody, d grant.Digest) (string, bool) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	e, ok := g.m[memoKey(body.Resource, body.Lease)]
+	sh := g.shard(body.Resource)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	e, ok := sh.m[grantMemoKey{body.Resource, body.Lease}]
 	if !ok || e.body != body || e.digest != d || e.proof == "" {
 		return "", false
 	}
@@ -66,16 +87,17 @@ func (g *grantMemos) proof(body lockstate.GrantBody, d grant.Digest) (string, bo
 // remember records a grant as issued: its body, backend revision, digest
 // and proof.
 func (g *grantMemos) remember(body lockstate.GrantBody, backendRev uint64, d grant.Digest, proof string) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	k := memoKey(body.Resource, body.Lease)
-	if _, ok := g.m[k]; !ok && len(g.m) >= grantMemosMax {
-		clear(g.m)
+	sh := g.shard(body.Resource)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	k := grantMemoKey{body.Resource, body.Lease}
+	if _, ok := sh.m[k]; !ok && len(sh.m) >= grantMemosMax/grantMemoShards {
+		clear(sh.m)
 	}
-	if g.m == nil {
-		g.m = make(map[string]grantMemo)
+	if sh.m == nil {
+		sh.m = make(map[grantMemoKey]grantMemo)
 	}
-	g.m[k] = grantMemo{body: body, backendRev: backendRev, digest: d, proof: proof}
+	sh.m[k] = grantMemo{body: body, backendRev: backendRev, digest: d, proof: proof}
 }
 
 // signGrant signs the grant unless its proof is remembered, and

@@ -232,18 +232,20 @@ func ready(p *pending) bool {
 }
 
 func (s *Store) newPending(ctx context.Context, w registry.Write) *pending {
-	p := &pending{w: w, t: s.txnOf(w), ctx: ctx, done: make(chan struct{}), out: make(chan struct{})}
+	km := &keyMemo{s: s}
+	p := &pending{w: w, t: s.txnWith(w, km), ctx: ctx, done: make(chan struct{}), out: make(chan struct{})}
+	p.keys = make([]string, 0, b2i(w.Resource != "")+len(w.Members)+len(w.Requests)+len(w.ReadKeys))
 	if w.Resource != "" {
-		p.keys = append(p.keys, s.recordKey(w.Resource))
+		p.keys = append(p.keys, km.recordKey(w.Resource).str)
 	}
 	for _, m := range w.Members {
-		p.keys = append(p.keys, s.recordKey(m.Resource))
+		p.keys = append(p.keys, km.recordKey(m.Resource).str)
 	}
 	for _, rw := range w.Requests {
-		p.keys = append(p.keys, s.requestKey(rw.Key))
+		p.keys = append(p.keys, km.requestKey(rw.Key).str)
 	}
 	for _, k := range w.ReadKeys {
-		p.keys = append(p.keys, s.requestKey(k))
+		p.keys = append(p.keys, km.requestKey(k).str)
 	}
 	p.size = p.t.size
 	return p

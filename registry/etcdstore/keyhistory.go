@@ -18,7 +18,7 @@ func (s *Store) keyHistoryKey() string { return s.prefix + keyHistoryKey }
 // ReadKeyHistory implements registry.Store: one get, linearizable as
 // every etcd read is by default.
 func (s *Store) ReadKeyHistory(ctx context.Context) (registry.KeyHistorySlot, error) {
-	resp, err := s.txn(ctx, &pb.TxnRequest{Success: []*pb.RequestOp{get(s.keyHistoryKey())}})
+	resp, err := s.txn(ctx, &pb.TxnRequest{Success: []*pb.RequestOp{get([]byte(s.keyHistoryKey()))}})
 	if err != nil {
 		return registry.KeyHistorySlot{}, fmt.Errorf("etcdstore: read key history: %w", err)
 	}
@@ -38,10 +38,10 @@ func (s *Store) CommitKeyHistory(ctx context.Context, w registry.KeyHistoryWrite
 	cmp := &pb.Compare{Result: pb.Compare_EQUAL, Target: pb.Compare_CREATE, Key: []byte(key),
 		TargetUnion: &pb.Compare_CreateRevision{CreateRevision: 0}}
 	if w.WasRaw != nil {
-		cmp = valueIs(key, w.WasRaw)
+		cmp = valueIs([]byte(key), w.WasRaw)
 	}
 	put := &pb.RequestOp{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{Key: []byte(key), Value: registry.EncodeKeyHistory(w.History)}}}
-	resp, err := s.txn(ctx, &pb.TxnRequest{Compare: []*pb.Compare{cmp}, Success: []*pb.RequestOp{put}, Failure: []*pb.RequestOp{get(key)}})
+	resp, err := s.txn(ctx, &pb.TxnRequest{Compare: []*pb.Compare{cmp}, Success: []*pb.RequestOp{put}, Failure: []*pb.RequestOp{get([]byte(key))}})
 	if err != nil {
 		return registry.KeyHistoryResult{}, fmt.Errorf("etcdstore: commit key history: %w", err)
 	}

@@ -43,7 +43,10 @@ type Store struct {
 	kv     etcdserverpb.KVClient // c's connection, without clientv3's request copies
 	prefix string
 	form   registry.StoredForm
-	batch  *batcher // nil: every commit is its own transaction
+	// encoded are the records last encoded for puts, so a write decided
+	// on one compares those bytes without encoding it again (encoded.go).
+	encoded encodedRecords
+	batch   *batcher // nil: every commit is its own transaction
 	// txnOpsMax is the most operations etcd takes in one branch of a
 	// transaction (Options.TxnOpsMax).
 	txnOpsMax int

@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
-
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/lockstate"
 	"github.com/fencegate/fencegate/wire"
@@ -22,19 +20,36 @@ const sweepDir = "s/"
 
 // sweepPrefix is the key of every item due at atMs, up to its owner.
 func (s *Store) sweepPrefix(atMs int64) string {
-	return fmt.Sprintf("%s%s%016x/", s.prefix, sweepDir, max(atMs, 0))
+	return string(s.appendSweepPrefix(nil, atMs))
+}
+
+// appendSweepPrefix appends sweepPrefix(atMs): the prefix, sweepDir,
+// atMs (at least 0) as 16 lower-case hex digits, and a slash.
+func (s *Store) appendSweepPrefix(b []byte, atMs int64) []byte {
+	const digits = "0123456789abcdef"
+	b = append(append(b, s.prefix...), sweepDir...)
+	v := uint64(max(atMs, 0))
+	for i := 60; i >= 0; i -= 4 {
+		b = append(b, digits[v>>uint(i)&0xf])
+	}
+	return append(b, '/')
 }
 
 func (s *Store) sweepKey(it registry.SweepItem) string {
-	return s.sweepPrefix(it.AtMs) + it.Key.Owner + "#" + it.Key.RequestID
+	return string(s.sweepKeyBytes(it))
+}
+
+func (s *Store) sweepKeyBytes(it registry.SweepItem) []byte {
+	b := make([]byte, 0, len(s.prefix)+len(sweepDir)+17+len(it.Key.Owner)+1+len(it.Key.RequestID))
+	return append(append(append(s.appendSweepPrefix(b, it.AtMs), it.Key.Owner...), '#'), it.Key.RequestID...)
 }
 
 // sweepOps are w's sweep index writes.
 func (s *Store) sweepOps(w registry.Write, t *writeTxn) {
 	for _, sw := range w.Sweeps {
-		k := s.sweepKey(sw.Item)
+		k := s.sweepKeyBytes(sw.Item)
 		if sw.Delete {
-			t.then = append(t.then, &pb.RequestOp{Request: &pb.RequestOp_RequestDeleteRange{RequestDeleteRange: &pb.DeleteRangeRequest{Key: []byte(k)}}})
+			t.then = append(t.then, deleteOp(k))
 			t.size += len(k)
 			continue
 		}

@@ -67,7 +67,13 @@ func (t *writeTxn) nested() *pb.TxnRequest {
 }
 
 func (s *Store) txnOf(w registry.Write) writeTxn {
-	var t writeTxn
+	return s.txnWith(w, &keyMemo{s: s})
+}
+
+// txnWith is txnOf with the write's keys taken from (and left in) km,
+// so each is built once for its compare, its put and its get.
+func (s *Store) txnWith(w registry.Write, km *keyMemo) writeTxn {
+	t := writeTxn{cmps: make([]*pb.Compare, 0, 2+len(w.Members)+len(w.Requests)), then: make([]*pb.RequestOp, 0, 1+len(w.Members)+len(w.Requests)+len(w.Sweeps))}
 	// Contents, where the write names them, instead of revisions
 	// (registry.Write): each compare is one more read of the key in etcd.
 	// A value compare fails on an absent key.
@@ -75,83 +81,185 @@ func (s *Store) txnOf(w registry.Write) writeTxn {
 	case w.RecordWas != nil:
 		was := w.RecordWasRaw
 		if was == nil {
-			was = s.form.EncodeRecord(w.RecordWas)
+			was = s.encoded.was(s.form, w.Resource, w.RecordWas)
 		}
-		t.compareValue(s.recordKey(w.Resource), was)
+		t.compareValue(km.record(w.Resource), was)
 	case w.Resource != "":
-		t.cmps = append(t.cmps, modRevIs(s.recordKey(w.Resource), w.RecordRev))
+		t.cmps = append(t.cmps, modRevIs(km.record(w.Resource), w.RecordRev))
 	}
 	for _, m := range w.Members {
 		if m.RecordWas != nil {
 			was := m.RecordWasRaw
 			if was == nil {
-				was = s.form.EncodeRecord(m.RecordWas)
+				was = s.encoded.was(s.form, m.Resource, m.RecordWas)
 			}
-			t.compareValue(s.recordKey(m.Resource), was)
+			t.compareValue(km.record(m.Resource), was)
 		} else {
-			t.cmps = append(t.cmps, modRevIs(s.recordKey(m.Resource), m.RecordRev))
+			t.cmps = append(t.cmps, modRevIs(km.record(m.Resource), m.RecordRev))
 		}
 	}
+	sk := km.settings()
 	if w.SettingsWas != nil {
 		v := registry.EncodeSettings(w.SettingsWas)
-		t.setCmp, t.setVal = valueIs(s.settingsKey(), v), v
-		t.size += len(s.settingsKey()) + len(v)
+		t.setCmp, t.setVal = valueIs(sk, v), v
+		t.size += len(sk) + len(v)
 	} else {
-		t.setCmp, t.setRev = modRevIs(s.settingsKey(), w.SettingsRev), w.SettingsRev
+		t.setCmp, t.setRev = modRevIs(sk, w.SettingsRev), w.SettingsRev
 	}
 	if w.Record != nil {
-		t.put(s.recordKey(w.Resource), s.form.EncodeRecord(w.Record))
+		t.put(km.record(w.Resource), s.encoded.encode(s.form, w.Resource, w.Record))
 	}
 	for _, m := range w.Members {
 		if m.Record != nil {
-			t.put(s.recordKey(m.Resource), s.form.EncodeRecord(m.Record))
+			t.put(km.record(m.Resource), s.encoded.encode(s.form, m.Resource, m.Record))
 		}
 	}
 	if w.Settings != nil {
-		t.put(s.settingsKey(), registry.EncodeSettings(w.Settings))
+		t.put(sk, registry.EncodeSettings(w.Settings))
 	}
 	for _, rw := range w.Requests {
-		k := s.requestKey(rw.Key)
+		k := km.request(rw.Key)
 		if rw.Compare {
 			t.cmps = append(t.cmps, modRevIs(k, rw.ModRev))
 		}
 		if rw.Entry == nil {
-			t.then = append(t.then, &pb.RequestOp{Request: &pb.RequestOp_RequestDeleteRange{RequestDeleteRange: &pb.DeleteRangeRequest{Key: []byte(k)}}})
+			t.then = append(t.then, deleteOp(k))
 			t.size += len(k)
 		} else {
 			t.put(k, s.form.EncodeRequestEntry(rw.Entry))
 		}
 	}
 	s.sweepOps(w, &t)
-	t.setGet, t.els = get(s.settingsKey()), s.ownReadOps(w.Resource, memberNames(w), w.ReadKeys)
+	t.setGet, t.els = get(sk), s.ownReadOpsWith(km, w.Resource, memberNames(w), w.ReadKeys)
 	return t
 }
 
-func (t *writeTxn) put(key string, value []byte) {
-	t.then = append(t.then, &pb.RequestOp{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{Key: []byte(key), Value: value}}})
+// keyMemo builds each key of one write once, as the string the batcher
+// orders commits by and the bytes etcd's messages carry; the write's
+// compare, put and get of one key share the bytes (nothing writes to
+// them: they are marshalled, or in process read, by etcd).
+type keyMemo struct {
+	s        *Store
+	recs     [4]memoKey // by resource; a write of more records builds the rest again
+	reqs     [4]memoKey // by request key
+	nrecs    int
+	nreqs    int
+	settingB []byte
+}
+
+type memoKey struct {
+	name lockstate.RequestKey // a record's: its resource in Owner
+	str  string
+	b    []byte
+}
+
+func (km *keyMemo) find(ks []memoKey, n *int, name lockstate.RequestKey, build func() string) memoKey {
+	for _, k := range ks[:*n] {
+		if k.name == name {
+			return k
+		}
+	}
+	str := build()
+	k := memoKey{name: name, str: str, b: []byte(str)}
+	if *n < len(ks) {
+		ks[*n] = k
+		*n++
+	}
+	return k
+}
+
+// recordKey is resource's record key.
+func (km *keyMemo) recordKey(resource string) memoKey {
+	return km.find(km.recs[:], &km.nrecs, lockstate.RequestKey{Owner: resource}, func() string { return km.s.recordKey(resource) })
+}
+
+// requestKey is k's request entry key.
+func (km *keyMemo) requestKey(k lockstate.RequestKey) memoKey {
+	return km.find(km.reqs[:], &km.nreqs, k, func() string { return km.s.requestKey(k) })
+}
+
+func (km *keyMemo) record(resource string) []byte         { return km.recordKey(resource).b }
+func (km *keyMemo) request(k lockstate.RequestKey) []byte { return km.requestKey(k).b }
+
+func (km *keyMemo) settings() []byte {
+	if km.settingB == nil {
+		km.settingB = []byte(km.s.settingsKey())
+	}
+	return km.settingB
+}
+
+// putMsg, getMsg, deleteOp and cmpOp are one request operation each in one
+// allocation (the message, its oneof wrapper and its request), where
+// building them apart costs three.
+type putMsg struct {
+	op  pb.RequestOp
+	one pb.RequestOp_RequestPut
+	req pb.PutRequest
+}
+
+type getMsg struct {
+	op  pb.RequestOp
+	one pb.RequestOp_RequestRange
+	req pb.RangeRequest
+}
+
+type deleteMsg struct {
+	op  pb.RequestOp
+	one pb.RequestOp_RequestDeleteRange
+	req pb.DeleteRangeRequest
+}
+
+func put(key, value []byte) *pb.RequestOp {
+	p := &putMsg{}
+	p.req.Key, p.req.Value = key, value
+	p.one.RequestPut = &p.req
+	p.op.Request = &p.one
+	return &p.op
+}
+
+func deleteOp(key []byte) *pb.RequestOp {
+	d := &deleteMsg{}
+	d.req.Key = key
+	d.one.RequestDeleteRange = &d.req
+	d.op.Request = &d.one
+	return &d.op
+}
+
+func (t *writeTxn) put(key, value []byte) {
+	t.then = append(t.then, put(key, value))
 	t.size += len(key) + len(value)
 }
 
 // compareValue requires key to hold exactly value: a revision alone can
 // repeat after an etcd restore, the contents a decision read cannot
 // (registry.Write.RecordWas). The bytes count toward the batch's size.
-func (t *writeTxn) compareValue(key string, value []byte) {
+func (t *writeTxn) compareValue(key, value []byte) {
 	t.cmps = append(t.cmps, valueIs(key, value))
 	t.size += len(key) + len(value)
 }
 
-func valueIs(key string, value []byte) *pb.Compare {
-	return &pb.Compare{
-		Result: pb.Compare_EQUAL, Target: pb.Compare_VALUE, Key: []byte(key),
-		TargetUnion: &pb.Compare_Value{Value: value},
-	}
+type valueCmp struct {
+	c   pb.Compare
+	val pb.Compare_Value
 }
 
-func modRevIs(key string, rev uint64) *pb.Compare {
-	return &pb.Compare{
-		Result: pb.Compare_EQUAL, Target: pb.Compare_MOD, Key: []byte(key),
-		TargetUnion: &pb.Compare_ModRevision{ModRevision: int64(rev)},
-	}
+type modRevCmp struct {
+	c   pb.Compare
+	rev pb.Compare_ModRevision
+}
+
+func valueIs(key, value []byte) *pb.Compare {
+	v := &valueCmp{}
+	v.val.Value = value
+	v.c = pb.Compare{Result: pb.Compare_EQUAL, Target: pb.Compare_VALUE, Key: key, TargetUnion: &v.val}
+	return &v.c
+}
+
+func modRevIs(key []byte, rev uint64) *pb.Compare {
+	m := &modRevCmp{}
+	m.rev.ModRevision = int64(rev)
+	m.c = pb.Compare{Result: pb.Compare_EQUAL, Target: pb.Compare_MOD, Key: key, TargetUnion: &m.rev}
+	return &m.c
 }
 
 // opsAlone is how many operations etcd counts for the write sent alone
@@ -187,27 +295,33 @@ func memberNames(w registry.Write) []string {
 // readOps are the gets of a snapshot, in the order parseSnapshot
 // expects: the settings, then ownReadOps.
 func (s *Store) readOps(resource string, members []string, keys []lockstate.RequestKey) []*pb.RequestOp {
-	return append([]*pb.RequestOp{get(s.settingsKey())}, s.ownReadOps(resource, members, keys)...)
+	km := &keyMemo{s: s}
+	return append([]*pb.RequestOp{get(km.settings())}, s.ownReadOpsWith(km, resource, members, keys)...)
 }
 
-// ownReadOps are the gets of a snapshot's record (when resource is set),
-// its members' records (a lock set's) and request entries.
-func (s *Store) ownReadOps(resource string, members []string, keys []lockstate.RequestKey) []*pb.RequestOp {
+// ownReadOpsWith are the gets of a snapshot's record (when resource is
+// set), its members' records (a lock set's) and request entries, their
+// keys from km.
+func (s *Store) ownReadOpsWith(km *keyMemo, resource string, members []string, keys []lockstate.RequestKey) []*pb.RequestOp {
 	ops := make([]*pb.RequestOp, 0, 1+len(members)+len(keys))
 	if resource != "" {
-		ops = append(ops, get(s.recordKey(resource)))
+		ops = append(ops, get(km.record(resource)))
 	}
 	for _, m := range members {
-		ops = append(ops, get(s.recordKey(m)))
+		ops = append(ops, get(km.record(m)))
 	}
 	for _, k := range keys {
-		ops = append(ops, get(s.requestKey(k)))
+		ops = append(ops, get(km.request(k)))
 	}
 	return ops
 }
 
-func get(key string) *pb.RequestOp {
-	return &pb.RequestOp{Request: &pb.RequestOp_RequestRange{RequestRange: &pb.RangeRequest{Key: []byte(key)}}}
+func get(key []byte) *pb.RequestOp {
+	g := &getMsg{}
+	g.req.Key = key
+	g.one.RequestRange = &g.req
+	g.op.Request = &g.one
+	return &g.op
 }
 
 // commitOne sends w as its own etcd transaction.

@@ -23,7 +23,7 @@ const module = "github.com/fencegate/fencegate"
 
 // importsAllowed is everything lockstate's non-test code may import.
 var importsAllowed = []string{
-	"crypto/sha256", "encoding/binary", "encoding/hex", "fmt", "slices", "time",
+	"crypto/sha256", "encoding/binary", "encoding/hex", "fmt", "slices", "strconv", "time",
 	module + "/grant", module + "/wire", module + "/internal/assert",
 }
 

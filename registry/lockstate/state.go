@@ -4,7 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"fmt"
+	"strconv"
 
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/wire"
@@ -183,8 +183,12 @@ func paramsDigest(resource, operationID, operationClass string, ttlMs uint64) st
 // who asked when, so two grants never share a lease ID on one resource even
 // if a restored store repeats a fence.
 func leaseID(resource, owner, requestID string, fence uint64, issuedAtMs int64) string {
-	sum := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%s\x00%s\x00%d", resource, owner, requestID, issuedAtMs)))
-	return fmt.Sprintf("l%d-%s", fence, hex.EncodeToString(sum[:4]))
+	var buf [256]byte // the hashed input, on the stack unless the names are long
+	in := append(append(append(append(append(append(buf[:0], resource...), 0), owner...), 0), requestID...), 0)
+	sum := sha256.Sum256(strconv.AppendInt(in, issuedAtMs, 10))
+	var id [1 + 20 + 1 + 8]byte // "l", the fence, "-", 4 bytes in hex
+	out := strconv.AppendUint(append(id[:0], 'l'), fence, 10)
+	return string(hex.AppendEncode(append(out, '-'), sum[:4]))
 }
 
 // ChangesAt is the earliest instant after now at which rec changes with
