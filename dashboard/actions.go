@@ -233,7 +233,7 @@ func (d *Dashboard) do(ctx context.Context, operator string, q request) *Action 
 		err = d.queueResume(a, now)
 	case KindBreak:
 		var br wire.BreakResponse
-		if br, err = d.cfg.Registry.Break(ctx, q.Resource); err == nil {
+		if br, err = d.cfg.Registry.BreakAllowed(ctx, q.Resource, d.allowSetBreak(ctx, operator)); err == nil {
 			a.State, a.Message = StateDone, breakMessage(q.Lease, br)
 		}
 	}
