@@ -1,6 +1,6 @@
 // This file proves an operator's break of the primitives beyond one lock,
 // over the memory store with the system clock: a lock set's member's
-// break ends the whole set in one write, each member handed on
+// break ends the whole set in one write (one commit, counted), each member handed on
 // (storetest.CheckSetBreak, run on etcd and ZooKeeper by their packages);
 // a read/write lock's readers, NAME/_read, are ended together and the
 // queued writer is handed the lock; a semaphore's slot is ended alone and
@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -36,6 +37,34 @@ func TestBreakSetMemberEndsTheWholeSet(t *testing.T) {
 		t.Fatal("negative control: the member-only break passed the set-break check")
 	}
 	t.Logf("negative control (member-only break) caught: %v", err)
+}
+
+// commitCounter counts the commits that reach the store.
+type commitCounter struct {
+	registry.Store
+	n atomic.Int64
+}
+
+func (c *commitCounter) Commit(ctx context.Context, w registry.Write) (registry.CommitResult, error) {
+	c.n.Add(1)
+	return c.Store.Commit(ctx, w)
+}
+
+func TestBreakSetIsOneCommit(t *testing.T) {
+	store := &commitCounter{Store: memstore.New()}
+	reg := storetest.NewRegistry(t, store, nil)
+	set, err := reg.AcquireSet(t.Context(), "s", wire.LockSetRequest{Members: []string{"x/1", "x/2", "x/3"}, OperationID: "op", OperationClass: "test", RequestID: "s1", TTLMs: 30_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := store.n.Load()
+	res, err := reg.Break(t.Context(), "x/2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := store.n.Load() - before; n != 1 || len(res.Ended) != 3 || res.Broken == nil || res.Broken.Lease != set.Members[1].Grant.Lease {
+		t.Fatalf("break of one member of three: %d commits, %d leases ended (broken %+v); want 1 commit ending all 3", n, len(res.Ended), res.Broken)
+	}
 }
 
 // checkReadersBreak: readers r1, r2 share rw/doc and writer w waits;
