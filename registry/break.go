@@ -78,7 +78,9 @@ type heldSet struct {
 
 // breakOne breaks a one-record lock, a semaphore's slot, a read/write
 // lock or its readers. When resource's live holder is a lock set's member
-// it writes nothing and returns errBreakSet with the set.
+// it writes nothing and returns errBreakSet with the set (unless resource
+// names the readers: a set's lease is a writer's, which a readers' break
+// leaves alone).
 func (r *Registry) breakOne(ctx context.Context, resource string) (wire.BreakResponse, heldSet, error) {
 	name, readers := wire.ReadOf(resource)
 	if !readers {
@@ -93,7 +95,7 @@ func (r *Registry) breakOne(ctx context.Context, resource string) (wire.BreakRes
 		if rec.Permits > 0 {
 			return nil, fmt.Errorf("%w: %s is a semaphore of %d permits, which holds no lease itself: break one slot (%s …)", wire.ErrInvalid, name, rec.Permits, wire.SlotResource(name, 0))
 		}
-		if m, owner, id, ok := lockstate.SetOf(rec, name, s.Settings, now, r.lim); ok {
+		if m, owner, id, ok := lockstate.SetOf(rec, name, s.Settings, now, r.lim); ok && !readers {
 			set = heldSet{members: m, owner: owner, requestID: id}
 			return nil, errBreakSet
 		}

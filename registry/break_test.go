@@ -57,6 +57,9 @@ func TestBreakSetIsOneCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if res, err := reg.Break(t.Context(), "x/2/_read"); err != nil || len(res.Ended) != 0 || res.Status.Holder == nil || res.Status.Holder.Owner != "s" {
+		t.Fatalf("a readers' break of a set's member: %+v %v; want nothing ended (the set's lease is a writer's)", res, err)
+	}
 	before := store.n.Load()
 	res, err := reg.Break(t.Context(), "x/2")
 	if err != nil {
