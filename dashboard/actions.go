@@ -67,7 +67,7 @@ func (d *Dashboard) permitted(w http.ResponseWriter, r *http.Request) bool {
 		}
 	}
 	if err == nil && q.Kind == KindBreak && a.Resource != "" {
-		aerr := d.cfg.Authorizer.Authorize(v.ID, httpapi.VerbBreak, q.Resource)
+		aerr := d.cfg.Authorizer.Authorize(v.ID, httpapi.VerbBreak, wire.RecordName(q.Resource)) // readers with their lock's rights
 		if aerr == nil {
 			return true
 		}

@@ -39,3 +39,20 @@ func TestBreakSetMemberNeedsTheRightOnEveryMember(t *testing.T) {
 		t.Fatalf("the answer: %+v, want both members ended, inv/1's as broken", out)
 	}
 }
+
+// Readers are broken with their lock's rights, as they are acquired: a
+// rule granting break on NAME alone lets its holder break NAME/_read.
+func TestBreakReadersWithTheLocksRight(t *testing.T) {
+	h := newHarness(t)
+	var is wire.IssuedResponse
+	read := wire.AcquireRequest{Resource: "inv/doc", Mode: wire.ModeRead, OperationID: "op", OperationClass: "settle", RequestID: "r-1", TTLMs: 30_000}
+	if st, eb := h.post(tokAlice, "/v1/acquire", read, &is); st != http.StatusOK {
+		t.Fatalf("read acquire: %d %+v", st, eb)
+	}
+	writePolicy(t, h, harnessPolicy[:len(harnessPolicy)-2]+`,
+  {"identities": ["bob"], "resources": ["inv/doc"], "verbs": ["break"]}]}`)
+	var out wire.BreakResponse
+	if st, eb := h.post(tokBob, "/v1/break", wire.BreakRequest{Resource: "inv/doc/_read", Note: "test"}, &out); st != http.StatusOK || len(out.Ended) != 1 {
+		t.Fatalf("bob (break on inv/doc) breaking its readers: %d %+v %+v", st, eb, out)
+	}
+}

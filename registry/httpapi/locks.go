@@ -121,7 +121,9 @@ func (s *Server) breakLock(ctx context.Context, caller string, r *http.Request, 
 	noteAdmin(ctx, req.Resource, 0, req.Note)
 	var allow func(context.Context, []string) error
 	if !s.cfg.Admins.Has(caller) {
-		if err := s.authorize(ctx, r.URL.Path, caller, VerbBreak, req.Resource); err != nil {
+		// Readers (NAME/_read) are broken with NAME's rights, as they are
+		// acquired; a slot with its semaphore's (authorize).
+		if err := s.authorize(ctx, r.URL.Path, caller, VerbBreak, wire.RecordName(req.Resource)); err != nil {
 			return nil, err
 		}
 		allow = func(ctx context.Context, others []string) error {
