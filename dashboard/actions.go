@@ -67,7 +67,7 @@ func (d *Dashboard) permitted(w http.ResponseWriter, r *http.Request) bool {
 		}
 	}
 	if err == nil && q.Kind == KindBreak && a.Resource != "" {
-		aerr := d.cfg.Authorizer.Authorize(v.ID, httpapi.VerbBreak, q.Resource)
+		aerr := d.cfg.Authorizer.Authorize(v.ID, httpapi.VerbBreak, wire.RecordName(q.Resource)) // readers with their lock's rights
 		if aerr == nil {
 			return true
 		}
@@ -233,7 +233,7 @@ func (d *Dashboard) do(ctx context.Context, operator string, q request) *Action 
 		err = d.queueResume(a, now)
 	case KindBreak:
 		var br wire.BreakResponse
-		if br, err = d.cfg.Registry.Break(ctx, q.Resource); err == nil {
+		if br, err = d.cfg.Registry.BreakAllowed(ctx, q.Resource, d.allowSetBreak(ctx, operator)); err == nil {
 			a.State, a.Message = StateDone, breakMessage(q.Lease, br)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/fencegate/fencegate/registry/httpapi"
 	"github.com/fencegate/fencegate/wire"
 )
 
@@ -20,20 +21,69 @@ import (
 // are two calls: a lease that changes hands between them, in the
 // milliseconds apart, is the one ended, and the action's result says so.)
 
+//
+// What a break ends (Registry.Break): a lock's holder; a read/write
+// lock's writer (the row's Break… beside it) or every reader (NAME/_read,
+// the row's Break readers…, confirmed on the first reader's lease); one
+// semaphore slot (NAME/_slot.i, a Break… per held slot); a lock set's
+// member's whole set, which its form says — and a viewer who is not an
+// admin needs break on every member, as through the API.
+
+// allowSetBreak is the check Registry.BreakAllowed asks before a lock
+// set's member's break ends the set's other members: nil (everything)
+// for an admin, else the resource policy's break verb on each.
+func (d *Dashboard) allowSetBreak(ctx context.Context, operator string) func(context.Context, []string) error {
+	if viewerFrom(ctx).Admin {
+		return nil
+	}
+	return func(_ context.Context, others []string) error {
+		for _, m := range others {
+			if err := d.cfg.Authorizer.Authorize(operator, httpapi.VerbBreak, m); err != nil {
+				return fmt.Errorf("a lock set's member: breaking it ends the whole set, and %s may not break %s: %w", operator, m, err)
+			}
+		}
+		return nil
+	}
+}
+
+// heldLease is the lease a break of resource would end first, as ls (the
+// lock of wire.RecordName(resource)) shows it: the holder, or for a
+// reader's resource NAME/_read the first reader; nil when none.
+func heldLease(resource string, ls wire.LockStatus) *wire.LockHolder {
+	if _, readers := wire.ReadOf(resource); readers {
+		if len(ls.Readers) == 0 {
+			return nil
+		}
+		return &ls.Readers[0]
+	}
+	return ls.Holder
+}
+
+// stillHeld reports whether lease still holds resource in ls: the holder
+// for a lock, one of the readers for NAME/_read.
+func stillHeld(resource, lease string, ls wire.LockStatus) bool {
+	if _, readers := wire.ReadOf(resource); readers {
+		return slices.ContainsFunc(ls.Readers, func(h wire.LockHolder) bool { return h.Lease == lease })
+	}
+	return ls.Holder != nil && ls.Holder.Lease == lease
+}
+
 // checkBreak reads resource's lock and refuses a break of anything but
-// the lease q names, still held.
+// the lease q names, still held (for NAME/_read: the reader the form
+// showed first, still reading).
 func (d *Dashboard) checkBreak(ctx context.Context, q request) (wire.LockStatus, error) {
-	ls, err := d.cfg.Registry.LockStatus(ctx, q.Resource)
+	ls, err := d.cfg.Registry.LockStatus(ctx, wire.RecordName(q.Resource))
+	held := heldLease(q.Resource, ls)
 	switch {
 	case err != nil:
 		return ls, fmt.Errorf("read the lock of %s: %w", q.Resource, err)
-	case ls.Holder == nil:
+	case held == nil:
 		return ls, fmt.Errorf("nothing to break: nobody holds %s now", q.Resource)
 	case q.Lease == "":
 		return ls, errors.New("no lease named: start from the Break… button beside the resource")
-	case ls.Holder.Lease != q.Lease:
+	case !stillHeld(q.Resource, q.Lease, ls):
 		return ls, fmt.Errorf("%s changed hands: lease %s is over, and %s holds it now under lease %s; look again and confirm anew if that one is stuck too",
-			q.Resource, q.Lease, ls.Holder.Owner, ls.Holder.Lease)
+			q.Resource, q.Lease, held.Owner, held.Lease)
 	}
 	return ls, nil
 }
@@ -46,26 +96,22 @@ func (d *Dashboard) breakFacts(ctx context.Context, q *request, a *actionData, a
 	if q.Resource == "" {
 		return
 	}
-	ls, err := d.cfg.Registry.LockStatus(ctx, q.Resource)
+	ls, err := d.cfg.Registry.LockStatus(ctx, wire.RecordName(q.Resource))
 	if err != nil {
 		a.Warnings = append(a.Warnings, "cannot read the lock: "+err.Error())
 		return
 	}
 	r := d.rules.row(ls)
-	if h := ls.Holder; h != nil {
+	if h := heldLease(q.Resource, ls); h != nil {
 		if !asked && q.Lease == "" {
 			q.Lease = h.Lease
 		}
-		a.Facts = append(a.Facts, fmt.Sprintf("held by %s since %s (%s), lease %s, fence %d, class %s, %s left",
-			h.Owner, h.Since.UTC().Format("15:04:05 UTC"), ms(r.HeldForMs), h.Lease, h.Fence, h.OperationClass, ms(r.LeaseLeftMs)))
-		if slices.Contains(d.rules.exempt, h.OperationClass) {
-			a.Warnings = append(a.Warnings, fmt.Sprintf("class %s is an election's: breaking deposes the leader, and the next candidate leads", h.OperationClass))
-		}
+		d.heldFacts(q.Resource, ls, h, r, a)
 	} else {
 		a.Warnings = append(a.Warnings, "nobody holds "+q.Resource+" now: there is nothing to break")
 	}
-	if q.Lease != "" && ls.Holder != nil && ls.Holder.Lease != q.Lease {
-		a.Warnings = append(a.Warnings, fmt.Sprintf("lease %s is over: %s holds it now under lease %s", q.Lease, ls.Holder.Owner, ls.Holder.Lease))
+	if h := heldLease(q.Resource, ls); q.Lease != "" && h != nil && !stillHeld(q.Resource, q.Lease, ls) {
+		a.Warnings = append(a.Warnings, fmt.Sprintf("lease %s is over: %s holds it now under lease %s", q.Lease, h.Owner, h.Lease))
 	}
 	var waiting []string
 	for _, w := range ls.Waiters[:min(len(ls.Waiters), waitersShownMax)] {
@@ -83,6 +129,26 @@ func (d *Dashboard) breakFacts(ctx context.Context, q *request, a *actionData, a
 	a.Facts = append(a.Facts, "every gate refuses the old holder's late writes (STALE_OWNER) once the next holder has written; one it already sent may land before that write, never after")
 }
 
+// heldFacts are the facts of what the break ends: the lease h, and
+// every other lease the same write ends (a lock set's other members,
+// the other readers).
+func (d *Dashboard) heldFacts(resource string, ls wire.LockStatus, h *wire.LockHolder, r ResourceRow, a *actionData) {
+	if _, readers := wire.ReadOf(resource); readers {
+		a.Facts = append(a.Facts, fmt.Sprintf("%d reader(s) hold %s, first %s (lease %s, fence %d): the break ends every reader's share in one write, never one reader — a writer waits for them all",
+			len(ls.Readers), ls.Resource, h.Owner, h.Lease, h.Fence))
+		return
+	}
+	a.Facts = append(a.Facts, fmt.Sprintf("held by %s since %s (%s), lease %s, fence %d, class %s, %s left",
+		h.Owner, h.Since.UTC().Format("15:04:05 UTC"), ms(r.HeldForMs), h.Lease, h.Fence, h.OperationClass, ms(r.LeaseLeftMs)))
+	if len(h.LockSet) > 0 {
+		a.Warnings = append(a.Warnings, fmt.Sprintf("%s is a member of %s's lock set %s: breaking it ends the whole set — every member's lease, in one write — since the set's owner has lost it all",
+			resource, h.Owner, strings.Join(h.LockSet, " ")))
+	}
+	if slices.Contains(d.rules.exempt, h.OperationClass) {
+		a.Warnings = append(a.Warnings, fmt.Sprintf("class %s is an election's: breaking deposes the leader, and the next candidate leads", h.OperationClass))
+	}
+}
+
 // breakMessage says what a break did, and whether it ended the lease the
 // operator confirmed.
 func breakMessage(confirmed string, br wire.BreakResponse) string {
@@ -91,6 +157,19 @@ func breakMessage(confirmed string, br wire.BreakResponse) string {
 		return "nobody held it: nothing was broken"
 	}
 	msg := fmt.Sprintf("broke %s's lease %s (fence %d)", b.Owner, b.Lease, b.Fence)
+	if len(br.Ended) > 1 {
+		var others []string
+		for _, e := range br.Ended {
+			if e.Holder.Lease != b.Lease {
+				others = append(others, fmt.Sprintf("%s on %s", e.Holder.Lease, e.Resource))
+			}
+		}
+		if len(b.LockSet) > 0 {
+			msg += ", and with it the whole lock set: " + strings.Join(others, ", ")
+		} else {
+			msg += ", and with it " + strings.Join(others, ", ")
+		}
+	}
 	if b.Lease != confirmed {
 		msg += fmt.Sprintf(", not the lease %s confirmed: the resource changed hands as the break ran", confirmed)
 	}

@@ -190,34 +190,3 @@ func minTime(a, b time.Time) time.Time {
 	}
 	return a
 }
-
-// Break ends resource's current lease now, whoever holds it, and hands the
-// resource to the next waiter in the same write (lockstate.DecideBreak): an
-// operator's way out of a lock held by a stuck process. It is safe here
-// and nowhere else because the next grant's fence is higher, so the old
-// holder's late writes are refused at every gate once the next holder has
-// written. The old holder's renewals answer ErrLeaseBroken. It returns
-// the ended lease (nil when the resource was free) and the lock after.
-func (r *Registry) Break(ctx context.Context, resource string) (wire.BreakResponse, error) {
-	if err := grant.ValidateResource(resource); err != nil {
-		return wire.BreakResponse{}, fmt.Errorf("%w: resource: %v", wire.ErrInvalid, err)
-	}
-	var out wire.BreakResponse
-	s, rev, err := r.casLoop(ctx, resource, nil, false, func(s *Snapshot, now int64) (*Write, error) {
-		dec, ended := lockstate.DecideBreak(recordOf(s), s.Settings, now, r.lim, takenKeys(s))
-		out.Broken = nil
-		if ended != nil {
-			out.Broken = lockstate.HolderView(ended)
-		}
-		return r.writeFor(s, dec.Record, dec.Entries), nil
-	})
-	if err != nil {
-		return wire.BreakResponse{}, err
-	}
-	if rev == 0 { // nothing written: the resource was free
-		out.Status = r.viewOf(&s)
-		return out, nil
-	}
-	out.Status, err = r.LockStatus(ctx, resource)
-	return out, err
-}

@@ -302,8 +302,23 @@ type BreakRequest struct {
 }
 
 // BreakResponse is the answer to a break: the lease that was ended (empty
-// when the resource was already free) and the lock as it stands after.
+// when the resource was already free), every lease the break ended, and
+// the lock as it stands after.
 type BreakResponse struct {
+	// Broken is the named resource's ended lease (for a reader's resource
+	// NAME/_read, the first reader's).
 	Broken *LockHolder `json:"broken,omitempty"`
-	Status LockStatus  `json:"status"`
+	// Ended is every lease the break ended, in one write, each with its
+	// resource: one for a lock or a semaphore's slot; every member's of a
+	// lock set (a member's break ends the whole set); every reader's for a
+	// read/write lock's readers. Empty when nothing was held.
+	Ended  []BrokenLease `json:"ended,omitempty"`
+	Status LockStatus    `json:"status"`
+}
+
+// BrokenLease is one lease a break ended: the resource it was a lease on
+// (a reader's is NAME/_read) and its holder.
+type BrokenLease struct {
+	Resource string     `json:"resource"`
+	Holder   LockHolder `json:"holder"`
 }

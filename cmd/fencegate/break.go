@@ -2,7 +2,10 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strings"
+
+	"github.com/fencegate/fencegate/wire"
 
 	"github.com/spf13/cobra"
 )
@@ -23,7 +26,18 @@ higher, so once the new holder has written, every gate refuses the old
 holder's late writes (STALE_OWNER), whatever its clock or its belief
 says. With a lease-only lock service, breaking a lock lets two writers
 run; with fencegate the old one is fenced off at the resource. The old
-holder learns at its next renewal (LEASE_BROKEN) and stops.`
+holder learns at its next renewal (LEASE_BROKEN) and stops.
+
+What RESOURCE names decides what ends, each in one write:
+  a lock                 its holder
+  a read/write lock      whoever holds it: its writer, or every reader
+  NAME/_read             every reader of NAME (never one: a writer waits
+                         for them all), so a queued writer is served
+  NAME/_slot.I           that semaphore permit; the queue's head takes it
+  a lock set's member    the whole set: every member's lease, since the
+                         set's owner has lost it all (with a token that
+                         is not an admin's, you need break on every member)
+A semaphore's own NAME holds no lease: name a slot (ls shows them).`
 
 func newBreakCmd() *cobra.Command {
 	reg := &endpointFlags{name: "registry"}
@@ -58,14 +72,7 @@ func newBreakCmd() *cobra.Command {
 			if out.v == "json" {
 				return out.json(c.OutOrStdout(), res)
 			}
-			w := c.OutOrStdout()
-			if b := res.Broken; b != nil {
-				fmt.Fprintf(w, "broke %s's lease %s on %s (fence %d, held since %s); its late writes are refused once the next holder writes\n",
-					b.Owner, b.Lease, args[0], b.Fence, stamp(b.Since))
-			} else {
-				fmt.Fprintf(w, "%s was not held: nothing to break\n", args[0])
-			}
-			printLock(w, res.Status)
+			printBreak(c.OutOrStdout(), args[0], res)
 			return nil
 		},
 	}
@@ -74,4 +81,23 @@ func newBreakCmd() *cobra.Command {
 	out.add(c.Flags())
 	c.Flags().StringVar(&note, "note", "", "why (an incident, a ticket); recorded with your identity")
 	return c
+}
+
+// printBreak says what a break ended: every lease, each on its resource,
+// and for a lock set that the whole set ended; then the lock after.
+func printBreak(w io.Writer, resource string, res wire.BreakResponse) {
+	if len(res.Ended) == 0 {
+		fmt.Fprintf(w, "%s was not held: nothing to break\n", resource)
+		printLock(w, res.Status)
+		return
+	}
+	if b := res.Broken; b != nil && len(b.LockSet) > 0 {
+		fmt.Fprintf(w, "%s is a member of %s's lock set %s: the whole set is ended, in one write\n", resource, b.Owner, strings.Join(b.LockSet, " "))
+	}
+	for _, e := range res.Ended {
+		b := e.Holder
+		fmt.Fprintf(w, "broke %s's lease %s on %s (fence %d, held since %s); its late writes are refused once the next holder writes\n",
+			b.Owner, b.Lease, e.Resource, b.Fence, stamp(b.Since))
+	}
+	printLock(w, res.Status)
 }

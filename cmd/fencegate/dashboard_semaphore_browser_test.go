@@ -8,7 +8,9 @@
 // queue. worker-a's wrapper ends (its lease released); worker-c takes
 // slot 0 at fence 2, and the page shows worker-c on slot 0 at fence 2,
 // worker-b still on slot 1, and the queue empty. Screenshots go to the
-// test's temp dir (and to FENCEGATE_SCREENSHOT_DIR when set).
+// test's temp dir (and to FENCEGATE_SCREENSHOT_DIR when set). Then an
+// admin breaks slot 1 from its own Break…: worker-b's permit alone ends
+// and its wrapper stops; slot 0 stays worker-c's.
 package main
 
 import (
@@ -110,4 +112,15 @@ func TestDashboardSemaphoreInChromium(t *testing.T) {
 		t.Errorf("worker-b's fencegate lock exited %d while holding:\n%s%s", code, bOut, bErr)
 	default:
 	}
+
+	// 3. An admin breaks slot 1 from its own Break…: worker-b's permit
+	// alone ends (its wrapper stops), slot 0 stays worker-c's.
+	br.click(slot(1) + " a.break")
+	br.waitText("the slot's holder in the facts", "#facts", "held by worker-b since")
+	br.confirm("#note", "worker-b hung, INC-78", sem+"/_slot.1", "11-confirm-slot-break")
+	br.waitText("the slot break's result", `#flash[data-kind="break"][data-state="done"]`, "broke worker-b's lease")
+	br.waitText("slot 1 free", slot(1), "free")
+	br.waitText("slot 0 untouched", slot(0), "worker-c")
+	br.shot("12-slot-broken")
+	waitFor(t, bErr, "stopping the child") // at its next renewal: LEASE_BROKEN (the cleanup takes its exit)
 }

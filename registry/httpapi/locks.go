@@ -105,7 +105,11 @@ func (s *Server) listLocks(ctx context.Context, caller string, r *http.Request, 
 }
 
 // breakLock is POST /v1/break: an admin, or an identity the policy lets
-// break the resource, ends its lease now. Audited either way.
+// break the resource, ends its lease now. Audited either way. A lock
+// set's member's break ends the whole set, so an identity that is not an
+// admin needs the right on every member: a policy grants break per
+// resource (a team's prefix), and a right on one member must not end a
+// lease on a resource the policy keeps from the caller.
 func (s *Server) breakLock(ctx context.Context, caller string, r *http.Request, body []byte) (any, error) {
 	req, err := decode[wire.BreakRequest](body)
 	if err == nil {
@@ -115,12 +119,23 @@ func (s *Server) breakLock(ctx context.Context, caller string, r *http.Request, 
 		return nil, err
 	}
 	noteAdmin(ctx, req.Resource, 0, req.Note)
+	var allow func(context.Context, []string) error
 	if !s.cfg.Admins.Has(caller) {
-		if err := s.authorize(ctx, r.URL.Path, caller, VerbBreak, req.Resource); err != nil {
+		// Readers (NAME/_read) are broken with NAME's rights, as they are
+		// acquired; a slot with its semaphore's (authorize).
+		if err := s.authorize(ctx, r.URL.Path, caller, VerbBreak, wire.RecordName(req.Resource)); err != nil {
 			return nil, err
+		}
+		allow = func(ctx context.Context, others []string) error {
+			for _, m := range others {
+				if err := s.authorize(ctx, r.URL.Path, caller, VerbBreak, m); err != nil {
+					return fmt.Errorf("%s is a lock set's member, and breaking it ends the whole set: %w", req.Resource, err)
+				}
+			}
+			return nil
 		}
 	}
 	ctx, cancel := s.callContext(ctx, 0)
 	defer cancel()
-	return s.cfg.Registry.Break(ctx, req.Resource)
+	return s.cfg.Registry.BreakAllowed(ctx, req.Resource, allow)
 }

@@ -114,43 +114,6 @@ func handOff(next *Record, resource string, set Settings, now int64, lim Limits,
 	return puts
 }
 
-// DecideBreak ends rec's live lease now, whoever holds it, as an operator
-// asked (fencegate break): the ended lease is EXPIRED to every status
-// query, marked broken, and the resource is free at once — no lock-delay:
-// the next grant's fence is higher, so the old holder's late writes are
-// refused at every gate once the next holder has written, whatever its
-// clock says. In the same write the head waiter gets the lease, as after
-// a release. A read/write lock's readers are broken with its writer. It
-// returns the writer it ended, or a reader when only readers held (nil,
-// and no record, when the resource was already free).
-func DecideBreak(rec *Record, set Settings, now int64, lim Limits, taken []RequestKey) (LeaseDecision, *Holder) {
-	next, changed := Normalize(rec, set, now, lim)
-	h := next.Holder
-	if h == nil && len(next.Readers) == 0 {
-		if !changed {
-			return LeaseDecision{}, nil
-		}
-		return LeaseDecision{Record: next}, nil
-	}
-	var ended *Holder
-	if h != nil {
-		e := *h
-		ended = &e
-		endHolder(next, grant.StateExpired, now)
-		next.Ended[len(next.Ended)-1].Broken = true
-	}
-	for len(next.Readers) > 0 {
-		if ended == nil {
-			e := next.Readers[0]
-			ended = &e
-		}
-		removeReader(next, 0, grant.StateExpired, now)
-		next.Ended[len(next.Ended)-1].Broken = true
-	}
-	next.FreeAtMs = max(next.FreeAtMs, now)
-	return LeaseDecision{Record: next, Entries: handOff(next, wire.RecordName(ended.Grant.Resource), set, now, lim, taken)}, ended
-}
-
 // DecideCancelWait withdraws the waiter key, whose wait ends at
 // deadlineMs, from the queue. A head waiter leaving a free resource
 // restarts the next head's claim window. A ticket whose deadline a later
