@@ -134,9 +134,17 @@ func TestLockSetTakenWhole(t *testing.T) {
 	}
 }
 
+// TestLockSetOneMemberLostEndsTheSet: a set whose member bob ends at the
+// registry ends as a whole in the client. Two ways bob ends: an operator's
+// break (which, since Registry.Break ends every member of a set, also
+// frees alice at once), and bob's lease released alone under its member
+// lease ID (which leaves alice held at the registry, so only the client's
+// one-state-machine rule stops alice being written to, and only the lost
+// set's Release frees her before her TTL).
 func TestLockSetOneMemberLostEndsTheSet(t *testing.T) {
-	for _, broken := range []bool{false, true} {
-		t.Run(map[bool]string{false: "control: none broken", true: "bob broken"}[broken], func(t *testing.T) {
+	const none, broken, releasedAlone = "control: none broken", "bob broken", "bob released alone"
+	for _, how := range []string{none, broken, releasedAlone} {
+		t.Run(how, func(t *testing.T) {
 			e := clienttest.NewEnv(t, nil)
 			a, _ := setSession(e, clienttest.OwnerA, 1)
 			ls, err := a.AcquireSet(e.Ctx, setReq)
@@ -149,8 +157,14 @@ func TestLockSetOneMemberLostEndsTheSet(t *testing.T) {
 				t.Fatalf("before: %v", err)
 			}
 			alice.Settle(1, "ACCEPTED")
-			if broken {
+			switch how {
+			case broken:
 				if _, err := e.Reg.Break(e.Ctx, "accounts/bob"); err != nil {
+					t.Fatal(err)
+				}
+			case releasedAlone:
+				bob, _ := ls.Lease("accounts/bob")
+				if err := e.Reg.Release(e.Ctx, clienttest.OwnerA, "accounts/bob", bob.Grant().Lease); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -158,14 +172,14 @@ func TestLockSetOneMemberLostEndsTheSet(t *testing.T) {
 				e.Clock.Advance(20 * time.Millisecond)
 				ls.Tick(e.Ctx)
 			}
-			if !broken {
+			if how == none {
 				if ls.State() != client.StateHeld || own.Err() != nil {
 					t.Fatalf("unbroken set after 30 s: %s, ctx %v; want HELD, renewed", ls.State(), own.Err())
 				}
 				return
 			}
 			if ls.State() != client.StateExpired || own.Err() == nil {
-				t.Fatalf("bob broken: the set is %s, ctx %v; want EXPIRED and cancelled", ls.State(), own.Err())
+				t.Fatalf("%s: the set is %s, ctx %v; want EXPIRED and cancelled", how, ls.State(), own.Err())
 			}
 			select {
 			case <-ls.Done():
@@ -173,15 +187,19 @@ func TestLockSetOneMemberLostEndsTheSet(t *testing.T) {
 				t.Fatal("Done not closed")
 			}
 			if _, err := alice.Envelope(2, gatetest.Payload("y")); !errors.Is(err, client.ErrNotCertain) {
-				t.Fatalf("alice (unbroken) after bob was broken: %v, want ErrNotCertain: the client keeps no part of a set", err)
+				t.Fatalf("alice (unbroken) after %s: %v, want ErrNotCertain: the client keeps no part of a set", how, err)
 			}
 			if _, ok := a.Lease("accounts/alice"); ok {
 				t.Fatal("the session still keeps alice's lease")
 			}
-			if v, _ := e.Reg.LockStatus(e.Ctx, "accounts/alice"); v.Holder != nil {
+			v, _ := e.Reg.LockStatus(e.Ctx, "accounts/alice")
+			switch {
+			case how == broken && v.Holder != nil:
 				t.Fatalf("alice still held after bob's break: %+v; a member's break ends the whole set (Registry.Break)", v.Holder)
+			case how == releasedAlone && v.Holder == nil:
+				t.Fatal("alice free before the release: the registry renews no member of a set it refused, but ends none either")
 			}
-			if err := ls.Release(e.Ctx); err != nil { // the rest of the set, which the break already ended
+			if err := ls.Release(e.Ctx); err != nil { // the rest of the set, member by member
 				t.Fatal(err)
 			}
 			if v, _ := e.Reg.LockStatus(e.Ctx, "accounts/alice"); v.Holder != nil {
