@@ -87,6 +87,14 @@ type Negative struct {
 	// registry clock), so an expiry or a claim window passing unwritten
 	// goes unnoticed.
 	NoPoll bool
+
+	// The read/write lock rounds' workers (RunRWLocks; the other rounds
+	// ignore it; NoPoll applies to their waiters too):
+
+	// TwoStepDowngrade: a worker downgrades its write lease as a release
+	// then a read acquire (Curator's InterProcessReadWriteLock did,
+	// curator#796), not with registry.Downgrade.
+	TwoStepDowngrade bool
 }
 
 // gateAdapter returns the round's adapter: the goroutine's SQL
