@@ -647,6 +647,9 @@ func (w *rwWorld) step(p *rwPending) {
 	if w.neg != nil && w.neg.NoPoll {
 		wake = p.deadline // only the caller's own deadline ends the wait
 	}
+	if w.neg != nil && w.neg.NoWake {
+		return // only a commit of its lock steps it again
+	}
 	tok := p.tok
 	w.at(max(wake, w.now+1), func() {
 		if tok == p.tok {

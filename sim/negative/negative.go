@@ -18,7 +18,10 @@
 //     member free), and the read/write lock rounds' waiters alike;
 //   - two-step-downgrade: the read/write lock rounds' workers downgrading
 //     as a release then a read acquire, as Curator's recipe did (a
-//     writer granted inside the downgrade).
+//     writer granted inside the downgrade);
+//   - no-wake: the read/write lock rounds' waiters stepped only when
+//     their lock's record is written, not even at their own deadline
+//     (waits left unanswered).
 //
 // Where the protection is a product part, the control replaces it from
 // outside with a function of its own:
@@ -103,6 +106,7 @@ var controls = []struct {
 		return &sim.Negative{MemgateOnly: true, Policy: gatebreak.AcceptReaderGrants}
 	}},
 	{"two-step-downgrade", func() *sim.Negative { return &sim.Negative{TwoStepDowngrade: true} }},
+	{"no-wake", func() *sim.Negative { return &sim.Negative{NoWake: true} }},
 	{"no-hold-back", func() *sim.Negative { return &sim.Negative{Store: noHoldBackStore} }},
 	{"shared-read-lease", func() *sim.Negative { return &sim.Negative{Store: sharedReadLeaseStore} }},
 	{"readers-first", func() *sim.Negative { return &sim.Negative{Store: readersFirstStore} }},

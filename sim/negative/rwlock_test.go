@@ -11,7 +11,8 @@
 // expiry (shared-read-lease) keeps a dead reader's share past its TTL; a
 // store moving readers' tickets ahead of writers' (readers-first) admits
 // readers past a queued writer; waiters never stepped at their WakeAt
-// (no-poll) are answered long after the lock was clear.
+// (no-poll) are answered long after the lock was clear; waiters stepped
+// only on their lock's commits (no-wake) are left unanswered.
 package negative_test
 
 import (
@@ -38,6 +39,7 @@ func TestRWLockBreaksAreCaught(t *testing.T) {
 		{"shared-read-lease", func(c *sim.RWLockCounts) int { return c.ReaderPastTTL }},
 		{"readers-first", func(c *sim.RWLockCounts) int { return c.Jumped }},
 		{"no-poll", func(c *sim.RWLockCounts) int { return c.Stuck }},
+		{"no-wake", func(c *sim.RWLockCounts) int { return c.Unended }},
 	} {
 		broken, err := sim.RunRWLocks(3, rounds, 0, control(t, c.brk))
 		if err != nil {
