@@ -41,7 +41,8 @@ import (
 // lease's expiry) and the claim window sweep their ranges. A share of
 // holders freeze past their TTL and lock-delay before they write, a
 // share die holding (a dead reader's share must end by its own TTL), a
-// share renew once, and a share of waits are given up (Abandon). Ground
+// share renew once, a share of waits are given up (Abandon) and a share
+// die waiting (their tickets left behind, for the registry to skip). Ground
 // truth is what the registry committed (the store's commit hook), judged
 // by the registry clock; a lease stays in the truth until a committed
 // record says it ended.
@@ -96,6 +97,7 @@ const (
 	rwCrashShare     = 0.1
 	rwRenewShare     = 0.3
 	rwAbandonShare   = 0.15
+	rwVanishShare    = 0.05 // a waiter dies waiting: its ticket stays until skipped or past its deadline
 	rwHoldMsMax      = 1500 // below TTLMsMin: a holder that does not freeze releases in time
 	rwWaitMsMin      = 2000
 	rwFreezeMsExtra  = 4000
@@ -112,9 +114,9 @@ const (
 
 // RWLockCounts is what the read/write lock rounds measured.
 type RWLockCounts struct {
-	Rounds, Reads, Writes, Downgrades, Plain, Shared     int
-	Frozen, Crashed, Renewed, Abandoned, RanOut, Refused int
-	GateWrites, Accepted, ReaderWrites, ReadGrantRefused int
+	Rounds, Reads, Writes, Downgrades, Plain, Shared               int
+	Frozen, Crashed, Renewed, Abandoned, Vanished, RanOut, Refused int
+	GateWrites, Accepted, ReaderWrites, ReadGrantRefused           int
 	// ClearMsMax is the longest a wait was answered after its lock was
 	// clear for it (the stuck count's margin to the claim bound).
 	ClearMsMax int64
@@ -192,7 +194,7 @@ type rwIntent struct {
 	downFrom  string
 	downFence uint64
 	joined    uint64 // the order its ticket first showed in a committed queue; 0: not yet
-	askedSeq  uint64 // the join order current when it was asked
+	vanished  bool   // its caller died waiting
 	counted   map[string]bool
 }
 
@@ -391,7 +393,7 @@ func (w *rwWorld) regNowMs() int64 { return epochBase.UnixMilli() + w.now }
 
 // intent registers an acquire of resource under (owner, id).
 func (w *rwWorld) intent(owner, id, resource string, read bool) *rwIntent {
-	in := &rwIntent{name: owner + "/" + id, resource: resource, read: read, askedSeq: w.joinSeq}
+	in := &rwIntent{name: owner + "/" + id, resource: resource, read: read}
 	w.intents[lsKey{owner, id}] = in
 	return in
 }
@@ -580,7 +582,15 @@ func (w *rwWorld) noneAhead(p *rwPending) bool {
 		if k == p.key {
 			return true
 		}
-		if in := w.intents[k]; in != nil && w.waiting[in] != nil && w.waiting[in] != p && (!p.intent.read || !in.read) {
+		in := w.intents[k]
+		if in == nil || in == p.intent || p.intent.read && in.read {
+			continue
+		}
+		// A ticket of a still-waiting acquire; or a dead waiter's while
+		// the lock is held (the registry cannot tell it from a live one
+		// until the lock is free: then it must skip it within the claim
+		// window).
+		if w.waiting[in] != nil || in.vanished && len(w.liveOn(w.truth[p.intent.resource])) > 0 {
 			return false
 		}
 	}
@@ -678,6 +688,19 @@ func (w *rwWorld) giveUp(p *rwPending) {
 	w.c.Abandoned++
 	w.mix(0xab)
 	p.reply(wire.Issued{}, errAbandoned)
+}
+
+// vanish ends p's caller while it waits, if it still does: its ticket
+// is left behind, never withdrawn. It reports whether it did.
+func (w *rwWorld) vanish(p *rwPending) bool {
+	if p.done {
+		return false
+	}
+	w.end(p)
+	p.intent.vanished = true
+	w.c.Vanished++
+	w.mix(0xdead)
+	return true
 }
 
 // answered accounts an acquire's answer: the digest, and a wait that ran

@@ -1,6 +1,6 @@
 // This file proves the read/write lock rounds: over many rounds of
 // readers, writers, downgrades and a plain lock beside them, frozen and
-// dead holders, renewals and abandoned waits, with the status-proof
+// dead holders, renewals, abandoned waits and waiters dying, with the status-proof
 // life, the skew bound and the claim window swept, never a writer beside
 // anyone, never a reader's grant taken for a mutation, no stale write
 // accepted, no gap in a downgrade, no reader inside a downgrade's
@@ -27,8 +27,8 @@ func TestRWLockRounds(t *testing.T) {
 			c.WriterBeside, c.ReaderMutation, c.Stale, c.DowngradeGap, c.ReaderEarly, c.ReaderPastTTL, c.Jumped, c.Stuck, c.Unended, c.Refused, c.Violations)
 	}
 	if c.Reads == 0 || c.Shared == 0 || c.Writes == 0 || c.Downgrades == 0 || c.Plain == 0 || c.Frozen == 0 || c.Crashed == 0 || c.Renewed == 0 ||
-		c.Abandoned == 0 || c.RanOut == 0 || c.ReadGrantRefused == 0 || c.Accepted == 0 || c.Accepted == c.GateWrites {
-		t.Fatalf("the rounds did not exercise shared reads, writes, downgrades, plain locks, frozen and dead holders, renewals, abandoned and unserved waits, READ_GRANT refusals, accepts and refusals: %+v", c)
+		c.Abandoned == 0 || c.Vanished == 0 || c.RanOut == 0 || c.ReadGrantRefused == 0 || c.Accepted == 0 || c.Accepted == c.GateWrites {
+		t.Fatalf("the rounds did not exercise shared reads, writes, downgrades, plain locks, frozen and dead holders, renewals, abandoned, dead and unserved waits, READ_GRANT refusals, accepts and refusals: %+v", c)
 	}
 	again, err := sim.RunRWLocks(1, 200, 1, nil) // one goroutine: the same counts and digest
 	if err != nil || again.Digest != c.Digest || again.Reads != c.Reads || again.Writes != c.Writes {

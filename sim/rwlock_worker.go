@@ -45,6 +45,7 @@ type rwOp struct {
 	holdMs   int64 // a reader's hold (a downgrade's, after it), a writer's
 	writeMs  int64 // a downgrading writer's hold before it downgrades
 	abandon  int64 // when > 0: give the wait up this long after it starts
+	vanish   int64 // when > 0: die waiting this long after it starts (the ticket is left behind)
 }
 
 func (k *rwWorker) next() {
@@ -81,8 +82,11 @@ func (k *rwWorker) next() {
 	o.crash = !o.freeze && w.rng.chance(rwCrashShare)
 	o.renew = !o.freeze && !o.crash && w.rng.chance(rwRenewShare)
 	o.asLock = w.rng.chance(0.5)
-	if w.rng.chance(rwAbandonShare) {
+	switch u := w.rng.float(0, 1); {
+	case u < rwAbandonShare:
 		o.abandon = w.rng.between(1, int64(o.waitMs)-1)
+	case u < rwAbandonShare+rwVanishShare:
+		o.vanish = w.rng.between(1, int64(o.waitMs)-1)
 	}
 	w.mix(uint64(o.kind), o.ttl, o.waitMs)
 	k.acquire(o.resource, o.id, o.kind == rwRead, o, nil, func(is wire.Issued) {
@@ -137,6 +141,13 @@ func (k *rwWorker) acquire(resource, id string, read bool, o rwOp, in *rwIntent,
 	}
 	if o.abandon > 0 {
 		w.at(w.now+o.abandon, func() { w.giveUp(p) })
+	}
+	if o.vanish > 0 {
+		w.at(w.now+o.vanish, func() {
+			if w.vanish(p) {
+				k.again() // the worker's next life
+			}
+		})
 	}
 	p.deadline = w.now + int64(o.waitMs)
 	w.wait(p)

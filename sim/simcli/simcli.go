@@ -128,9 +128,9 @@ func runRWLocks(o *Options, seed uint64, n *sim.Negative, stdout io.Writer) erro
 		return &UsageError{err}
 	}
 	if !o.asJSON {
-		fmt.Fprintf(stdout, "read/write lock rounds %d: %d reads (%d shared), %d writes (%d downgraded), %d plain locks, %d frozen and %d dead holders, %d renewed, %d abandoned, %d ran out (longest answer after the lock was clear %d ms), %d refused, %d writes (%d accepted), %d reader writes (%d READ_GRANT); "+
+		fmt.Fprintf(stdout, "read/write lock rounds %d: %d reads (%d shared), %d writes (%d downgraded), %d plain locks, %d frozen and %d dead holders, %d renewed, %d abandoned, %d dead waiting, %d ran out (longest answer after the lock was clear %d ms), %d refused, %d writes (%d accepted), %d reader writes (%d READ_GRANT); "+
 			"writer beside %d, reader mutation %d, stale accepted %d, downgrade gap %d, reader early %d, reader past TTL %d, jumped %d, stuck %d, unended %d; digest %016x\n",
-			c.Rounds, c.Reads, c.Shared, c.Writes, c.Downgrades, c.Plain, c.Frozen, c.Crashed, c.Renewed, c.Abandoned, c.RanOut, c.ClearMsMax, c.Refused, c.GateWrites, c.Accepted, c.ReaderWrites, c.ReadGrantRefused,
+			c.Rounds, c.Reads, c.Shared, c.Writes, c.Downgrades, c.Plain, c.Frozen, c.Crashed, c.Renewed, c.Abandoned, c.Vanished, c.RanOut, c.ClearMsMax, c.Refused, c.GateWrites, c.Accepted, c.ReaderWrites, c.ReadGrantRefused,
 			c.WriterBeside, c.ReaderMutation, c.Stale, c.DowngradeGap, c.ReaderEarly, c.ReaderPastTTL, c.Jumped, c.Stuck, c.Unended, c.Digest)
 		for _, v := range c.Violations {
 			fmt.Fprintf(stdout, "  %s round %d: %s (%s)\n", v.Kind, v.Round, v.Detail, v.Repro)
