@@ -69,7 +69,10 @@ import (
 //     writer no live lease, for a reader no live writer and past the
 //     downgrade hold-back, past lock-delay, and no waiting ticket of a
 //     still-waiting acquire ahead of it that it must let go first (any
-//     for a writer, a writer's for a reader);
+//     for a writer, a writer's for a reader) — nor of a dead waiter
+//     while the lock is held, or a dead reader's ahead of a writer
+//     before ReadersFromMs (the registry cannot tell either from a live
+//     one);
 //   - Unended: a round cut off, or a wait without an answer at its end.
 //
 // Negative controls (sim/negative): stale-read (a store reading a write
@@ -258,6 +261,9 @@ type rwPending struct {
 	done       bool
 	tok        int
 	clearSince int64 // since when no ticket it must let go first was ahead of it (-1: one is)
+	// notBefore: a dead reader's ticket ahead of a writer cannot be told
+	// from a live one held back by a downgrade before ReadersFromMs.
+	notBefore int64
 }
 
 type rwClock struct{ w *rwWorld }
@@ -563,8 +569,10 @@ func (w *rwWorld) judge() {
 		}
 	}
 	for _, p := range w.pending {
+		none, notBefore := w.noneAhead(p)
+		p.notBefore = notBefore
 		switch {
-		case !w.noneAhead(p):
+		case !none:
 			p.clearSince = -1
 		case p.clearSince < 0:
 			p.clearSince = w.now
@@ -575,12 +583,20 @@ func (w *rwWorld) judge() {
 // noneAhead reports whether p's lock's queue has no ticket ahead of p's
 // own (anywhere in it when p has none there) from a still-waiting
 // acquire p must let go first: any, for a writer; a writer's, for a
-// reader.
-func (w *rwWorld) noneAhead(p *rwPending) bool {
-	for _, wt := range w.truth[p.intent.resource].waiters {
+// reader. notBefore is the registry instant before which a dead
+// waiter's ticket ahead still holds p back: ReadersFromMs, for a dead
+// reader's ahead of a writer (the registry cannot tell it from a live
+// reader held back by a downgrade, and counts its claim window from
+// there); 0 otherwise.
+func (w *rwWorld) noneAhead(p *rwPending) (none bool, notBefore int64) {
+	t := w.truth[p.intent.resource]
+	for _, wt := range t.waiters {
 		k := lsKey{wt.Owner, wt.RequestID}
 		if k == p.key {
-			return true
+			return true, notBefore
+		}
+		if x := w.intents[k]; x != nil && x.vanished && x.read && !p.intent.read {
+			notBefore = max(notBefore, t.readersFrom)
 		}
 		in := w.intents[k]
 		if in == nil || in == p.intent || p.intent.read && in.read {
@@ -590,11 +606,11 @@ func (w *rwWorld) noneAhead(p *rwPending) bool {
 		// the lock is held (the registry cannot tell it from a live one
 		// until the lock is free: then it must skip it within the claim
 		// window).
-		if w.waiting[in] != nil || in.vanished && len(w.liveOn(w.truth[p.intent.resource])) > 0 {
-			return false
+		if w.waiting[in] != nil || in.vanished && len(w.liveOn(t)) > 0 {
+			return false, 0
 		}
 	}
-	return true
+	return true, notBefore
 }
 
 // clearAtMs is the registry instant from which the lock has been clear
@@ -623,7 +639,7 @@ func (w *rwWorld) clearMs(p *rwPending) int64 {
 	if p.clearSince < 0 {
 		return -1
 	}
-	since := max(epochBase.UnixMilli()+p.clearSince, w.clearAtMs(w.truth[p.intent.resource], p.intent.read))
+	since := max(epochBase.UnixMilli()+p.clearSince, w.clearAtMs(w.truth[p.intent.resource], p.intent.read), p.notBefore)
 	return max(w.regNowMs()-since, -1)
 }
 
