@@ -286,7 +286,7 @@
 // peers' MultiLock); no-poll, waiters stepped only on their members'
 // commits, never at their WakeAt; with fence and stale-read. The
 // read/write lock rounds (rwlock.go) have read-grant (the gate's
-// READ_GRANT check off), two-step-downgrade, no-hold-back,
+// READ_GRANT check off), two-step-downgrade, forget-downgrade, no-hold-back,
 // shared-read-lease, readers-first (stores rewriting every record they
 // commit) and no-wake, with fence, stale-read and no-poll. Each must
 // make its checker count non-zero, or the checker proves nothing

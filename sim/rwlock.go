@@ -54,7 +54,9 @@ import (
 //   - Stale: a write accepted at a gate with a fence below a writer's
 //     fence the registry had granted there before;
 //   - DowngradeGap: a downgrade's reader lease granted after another
-//     writer than its own write lease, or not carrying that lease's fence;
+//     writer than its own write lease, or not carrying that lease's
+//     fence, or a retry of the downgrade (the same request, on the other
+//     replica) answered with another grant;
 //   - ReaderEarly: a reader other than a downgrader granted before the
 //     downgrade's statements expired (min(downgrade + StatusProofTTLMs +
 //     ClockSkewMaxMs, the write lease's expiry));
@@ -101,6 +103,7 @@ const (
 	rwRenewShare     = 0.3
 	rwAbandonShare   = 0.15
 	rwVanishShare    = 0.05 // a waiter dies waiting: its ticket stays until skipped or past its deadline
+	rwRetryShare     = 0.3  // a downgrade asked again with the same request, on the other replica
 	rwHoldMsMax      = 1500 // below TTLMsMin: a holder that does not freeze releases in time
 	rwWaitMsMin      = 2000
 	rwFreezeMsExtra  = 4000

@@ -42,6 +42,7 @@ type rwOp struct {
 	crash    bool
 	renew    bool
 	asLock   bool  // a reader's envelope names the lock, not NAME/_read
+	retry    bool  // a downgrade is asked again (its answer lost)
 	holdMs   int64 // a reader's hold (a downgrade's, after it), a writer's
 	writeMs  int64 // a downgrading writer's hold before it downgrades
 	abandon  int64 // when > 0: give the wait up this long after it starts
@@ -82,6 +83,7 @@ func (k *rwWorker) next() {
 	o.crash = !o.freeze && w.rng.chance(rwCrashShare)
 	o.renew = !o.freeze && !o.crash && w.rng.chance(rwRenewShare)
 	o.asLock = w.rng.chance(0.5)
+	o.retry = w.rng.chance(rwRetryShare)
 	switch u := w.rng.float(0, 1); {
 	case u < rwAbandonShare:
 		o.abandon = w.rng.between(1, int64(o.waitMs)-1)
@@ -253,11 +255,22 @@ func (k *rwWorker) downgrade(o rwOp, write wire.Issued) {
 			k.acquire(o.resource, id, true, o, in, func(is wire.Issued) { k.holdRead(o, is, rest) })
 			return
 		}
-		is, err := k.reg.Downgrade(context.Background(), k.name, wire.DowngradeRequest{Resource: o.resource, Lease: g.Lease, RequestID: id})
+		req := wire.DowngradeRequest{Resource: o.resource, Lease: g.Lease, RequestID: id}
+		is, err := k.reg.Downgrade(context.Background(), k.name, req)
 		if !w.answered(is, err) {
 			k.release(write)
 			k.again()
 			return
+		}
+		if o.retry {
+			// The answer was lost: the same request again, on the other
+			// replica, must answer the same reader's grant.
+			again, err := w.regs[(k.id+1)%2].Downgrade(context.Background(), k.name, req)
+			w.mix(uint64(len(wire.CodeOf(err))))
+			if err != nil || again.Grant == nil || again.Grant.Lease != is.Grant.Lease || again.Grant.FenceToken != is.Grant.FenceToken {
+				w.c.DowngradeGap++
+				w.violate("downgrade-retry", "%s: %s's downgrade asked again answered %v, %+v, not its reader lease %s", o.resource, in.name, err, again.Grant, is.Grant.Lease)
+			}
 		}
 		k.holdRead(o, is, rest)
 	})

@@ -57,6 +57,9 @@
 //     expiry (a dead reader's share past its own TTL), with readers'
 //     tickets ahead of writers' (a reader admitted past a queued
 //     writer); each caught by the read/write lock rounds;
+//   - forget-downgrade: the registry's store dropping the request entry
+//     a downgrade writes (a retried downgrade answered with another
+//     grant, or refused);
 //   - lease-clock: the lease clock before issue 42, as a driver saw it:
 //     renewals at a share of the TTL rather than of the local life, no
 //     look at the lease while a call is in flight, the state as the
@@ -110,6 +113,7 @@ var controls = []struct {
 	{"no-hold-back", func() *sim.Negative { return &sim.Negative{Store: noHoldBackStore} }},
 	{"shared-read-lease", func() *sim.Negative { return &sim.Negative{Store: sharedReadLeaseStore} }},
 	{"readers-first", func() *sim.Negative { return &sim.Negative{Store: readersFirstStore} }},
+	{"forget-downgrade", func() *sim.Negative { return &sim.Negative{Store: forgetDowngradeStore} }},
 }
 
 // Names lists every negative control's name, in a fixed order; "fence"

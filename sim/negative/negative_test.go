@@ -63,7 +63,7 @@ func TestBrokenProtectionIsCaught(t *testing.T) {
 		{"store compares revisions only", "content-compare", map[sim.Fault]float64{sim.FaultRestore: 1}, func(r *sim.Report) int { return r.LostUpdates }},
 	}
 	tested := []string{"lease-clock", "batch-path", "stale-read", "set-split", "multilock", "no-poll", // TestLeaseClockBreakIsCaughtAtShortTTLs, TestBatchPathBreakIsCaught, TestSemaphoreBreaksAreCaught, TestLockSetBreaksAreCaught
-		"read-grant", "two-step-downgrade", "no-wake", "no-hold-back", "shared-read-lease", "readers-first"} // TestRWLockBreaksAreCaught
+		"read-grant", "two-step-downgrade", "no-wake", "no-hold-back", "shared-read-lease", "readers-first", "forget-downgrade"} // TestRWLockBreaksAreCaught
 	for _, tc := range cases {
 		tested = append(tested, tc.brk)
 		t.Run(tc.name, func(t *testing.T) {

@@ -3,6 +3,7 @@ package negative
 import (
 	"context"
 	"slices"
+	"strings"
 
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/lockstate"
@@ -73,4 +74,24 @@ func readersFirstStore(s registry.Store) registry.Store {
 			return 1
 		})
 	}}
+}
+
+// forgetDowngradeStore is the forget-downgrade control: a store that
+// drops the request entry a downgrade writes (request IDs ending
+// ".down", as the read/write lock rounds name them), so the registry
+// cannot answer a retry of the downgrade with the reader's grant it
+// made (sim.RWLockCounts.DowngradeGap, violations "downgrade-retry").
+func forgetDowngradeStore(s registry.Store) registry.Store { return forgetDowngrade{s} }
+
+type forgetDowngrade struct{ registry.Store }
+
+func (s forgetDowngrade) Commit(ctx context.Context, w registry.Write) (registry.CommitResult, error) {
+	keep := w.Requests[:0:0]
+	for _, r := range w.Requests {
+		if !strings.HasSuffix(r.Key.RequestID, ".down") {
+			keep = append(keep, r)
+		}
+	}
+	w.Requests = keep
+	return s.Store.Commit(ctx, w)
 }

@@ -12,7 +12,9 @@
 // store moving readers' tickets ahead of writers' (readers-first) admits
 // readers past a queued writer; waiters never stepped at their WakeAt
 // (no-poll) are answered long after the lock was clear; waiters stepped
-// only on their lock's commits (no-wake) are left unanswered.
+// only on their lock's commits (no-wake) are left unanswered; a store
+// that drops a downgrade's request entry (forget-downgrade) answers its
+// retry with another grant or none.
 package negative_test
 
 import (
@@ -40,6 +42,7 @@ func TestRWLockBreaksAreCaught(t *testing.T) {
 		{"readers-first", func(c *sim.RWLockCounts) int { return c.Jumped }},
 		{"no-poll", func(c *sim.RWLockCounts) int { return c.Stuck }},
 		{"no-wake", func(c *sim.RWLockCounts) int { return c.Unended }},
+		{"forget-downgrade", func(c *sim.RWLockCounts) int { return kinds(c, "downgrade-retry") }},
 	} {
 		broken, err := sim.RunRWLocks(3, rounds, 0, control(t, c.brk))
 		if err != nil {
@@ -51,4 +54,15 @@ func TestRWLockBreaksAreCaught(t *testing.T) {
 			t.Fatalf("protection %s off: the read/write lock checker cannot fail: %+v", c.brk, broken)
 		}
 	}
+}
+
+// kinds counts c's listed violations of kind.
+func kinds(c *sim.RWLockCounts, kind string) int {
+	n := 0
+	for _, v := range c.Violations {
+		if v.Kind == kind {
+			n++
+		}
+	}
+	return n
 }
