@@ -94,7 +94,7 @@ const (
 	rwPoolMax        = 3
 	rwWorkersMin     = 3
 	rwWorkersMax     = 8
-	rwOpsPerWorker   = 3
+	rwOpsPerWorker   = 6
 	rwReadShare      = 0.4 // a reader's lease
 	rwWriteShare     = 0.2 // the writer's lease
 	rwDowngradeShare = 0.2 // the writer's, then a downgrade; the rest (0.2) a plain lock on the other resource
