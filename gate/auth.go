@@ -49,6 +49,12 @@ type Policy struct {
 	// control's proof check (one that skips a batch proof's path, say)
 	// in place of the Verifier's.
 	NegativeVerify replaced.Verify[grant.Digest]
+	// NegativeReadGrant is zero in every gate a deployment builds, as
+	// NegativeControl is: gate/gatebreak.AcceptReaderGrants turns off
+	// the READ_GRANT check (a reader's grant presented for a mutation),
+	// for the simulator's read/write lock rounds to show their checker
+	// counts what the check stops.
+	NegativeReadGrant replaced.Check
 
 	grants   *parsedCache[grant.Grant]
 	statuses *parsedCache[grant.Status]
@@ -130,7 +136,7 @@ func (p *Policy) Authenticate(m *Mutation, caller string) (*Verified, error) {
 			return rej(BindingMismatch, nil, "status is about grant %s, not %s", st.Grant, gd)
 		}
 	}
-	if ReaderResource(g.Resource) {
+	if ReaderResource(g.Resource) && replaced.Runs(p.NegativeReadGrant) {
 		return rej(ReadGrant, nil, "grant on %s is a read/write lock reader's: only a writer's grant may mutate", g.Resource)
 	}
 	root := m.OperationRoot()

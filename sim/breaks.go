@@ -87,6 +87,19 @@ type Negative struct {
 	// registry clock), so an expiry or a claim window passing unwritten
 	// goes unnoticed.
 	NoPoll bool
+
+	// The read/write lock rounds' workers (RunRWLocks; the other rounds
+	// ignore it; NoPoll applies to their waiters too):
+
+	// TwoStepDowngrade: a worker downgrades its write lease as a release
+	// then a read acquire (Curator's InterProcessReadWriteLock did,
+	// curator#796), not with registry.Downgrade.
+	TwoStepDowngrade bool
+	// NoWake: a waiting acquire is stepped only when its lock's record is
+	// written, neither at its WakeAt nor at its own deadline (a waiter
+	// that lost its poll and its timer): the read/write lock rounds then
+	// end with waits unanswered.
+	NoWake bool
 }
 
 // gateAdapter returns the round's adapter: the goroutine's SQL

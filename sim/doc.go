@@ -22,6 +22,7 @@
 //	fencegate sim --seed S --rounds N --round K --trace  # replay one round, event by event
 //	fencegate sim --rounds 2000 --semaphore-rounds 2000  # then counting semaphores beside plain locks (semaphore.go)
 //	fencegate sim --rounds 2000 --lockset-rounds 2000    # then lock sets beside plain locks on the same resources (lockset.go)
+//	fencegate sim --rounds 1 --rwlock-rounds 2000        # then readers, writers and downgrades beside a plain lock (rwlock.go)
 //
 // The negative controls are not in the fencegate binary; from a checkout:
 //
@@ -35,6 +36,7 @@
 //	go run ./sim/cmd/simbreak --rounds 1 --faults none --break set-split --lockset-rounds 300   # a lock set granted and held in part
 //	go run ./sim/cmd/simbreak --rounds 1 --faults none --break multilock --lockset-rounds 300   # member by member: waiters holding, deadlocks
 //	go run ./sim/cmd/simbreak --rounds 1 --faults none --break no-poll --lockset-rounds 300     # waiters that only watch: sets stuck with every member free
+//	go run ./sim/cmd/simbreak --rounds 1 --faults none --break two-step-downgrade --rwlock-rounds 300  # a writer inside a downgrade
 //
 // CI runs four seeds of 25,000 rounds (.ci/run); the long run, several
 // seeds of a million rounds each, is in docs/guarantees.md ("The
@@ -282,11 +284,15 @@
 // set's write member by member; multilock, workers that take a set's
 // members one by one with plain acquires in their naming order (the
 // peers' MultiLock); no-poll, waiters stepped only on their members'
-// commits, never at their WakeAt; with fence and stale-read. Each must
+// commits, never at their WakeAt; with fence and stale-read. The
+// read/write lock rounds (rwlock.go) have read-grant (the gate's
+// READ_GRANT check off), two-step-downgrade, forget-downgrade, no-hold-back,
+// shared-read-lease, readers-first (stores rewriting every record they
+// commit) and no-wake, with fence, stale-read and no-poll. Each must
 // make its checker count non-zero, or the checker proves nothing
 // (sim/negative's TestBrokenProtectionIsCaught,
-// TestLeaseClockBreakIsCaughtAtShortTTLs, TestSemaphoreBreaksAreCaught and
-// TestLockSetBreaksAreCaught).
+// TestLeaseClockBreakIsCaughtAtShortTTLs, TestSemaphoreBreaksAreCaught,
+// TestLockSetBreaksAreCaught and TestRWLockBreaksAreCaught).
 //
 // # What is real and what is simulated
 //

@@ -49,3 +49,26 @@ func TestReplaceDecidesInsteadOfDecide(t *testing.T) {
 		t.Fatalf("the replacement ran %d times, want once (the original policy must not call it)", calls)
 	}
 }
+
+// TestAcceptReaderGrantsSkipsOnlyTheModeCheck: a reader's grant
+// (NAME/_read) is READ_GRANT under the original policy and judged as any
+// grant (accepted: the first write under it) under the returned copy.
+func TestAcceptReaderGrantsSkipsOnlyTheModeCheck(t *testing.T) {
+	iss := gatetest.NewIssuer("break")
+	p := gate.Policy{Verifier: iss.Verifier}
+	w := gatetest.Writer{Resource: "break/doc/_read", Owner: "reader-a", Lease: "lease-r", OperationID: "op-r", Fence: 1}
+	for _, c := range []struct {
+		name string
+		pol  gate.Policy
+		want gate.Outcome
+	}{{"original", p, gate.ReadGrant}, {"check off", gatebreak.AcceptReaderGrants(p), gate.Accepted}} {
+		g, err := memgate.New(memgate.Config{Policy: c.pol, Clock: fakeclock.New(iss.Now.Add(time.Second))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = g.Apply(context.Background(), w.Owner, iss.Mutation(w, 1, "p"), func() error { return nil })
+		if got := gate.OutcomeOf(err); got != c.want {
+			t.Errorf("%s policy: %s (%v), want %s", c.name, got, err, c.want)
+		}
+	}
+}

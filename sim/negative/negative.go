@@ -15,7 +15,13 @@
 //     peers' MultiLock recipes do (a waiter holding members, deadlocks);
 //   - no-poll: the lock-set rounds' waiters stepped only when a member's
 //     record is written, never at their WakeAt (sets stuck with every
-//     member free).
+//     member free), and the read/write lock rounds' waiters alike;
+//   - two-step-downgrade: the read/write lock rounds' workers downgrading
+//     as a release then a read acquire, as Curator's recipe did (a
+//     writer granted inside the downgrade);
+//   - no-wake: the read/write lock rounds' waiters stepped only when
+//     their lock's record is written, not even at their own deadline
+//     (waits left unanswered).
 //
 // Where the protection is a product part, the control replaces it from
 // outside with a function of its own:
@@ -41,6 +47,19 @@
 //   - set-split: the registry's store applying a lock set's write member
 //     by member, one commit each (caught by the lock-set rounds: a set
 //     granted or held in part);
+//   - read-grant: the gate's READ_GRANT check, turned off through
+//     gate/gatebreak (caught by the read/write lock rounds: a reader's
+//     grant accepted as a mutation);
+//   - no-hold-back, shared-read-lease, readers-first: the registry's
+//     store rewriting every record it commits — without a downgrade's
+//     ReadersFromMs (a reader admitted while the write lease's
+//     statements are valid), with every reader at the latest reader
+//     expiry (a dead reader's share past its own TTL), with readers'
+//     tickets ahead of writers' (a reader admitted past a queued
+//     writer); each caught by the read/write lock rounds;
+//   - forget-downgrade: the registry's store dropping the request entry
+//     a downgrade writes (a retried downgrade answered with another
+//     grant, or refused);
 //   - lease-clock: the lease clock before issue 42, as a driver saw it:
 //     renewals at a share of the TTL rather than of the local life, no
 //     look at the lease while a call is in flight, the state as the
@@ -86,6 +105,15 @@ var controls = []struct {
 	{"set-split", func() *sim.Negative { return &sim.Negative{Store: setSplitStore} }},
 	{"multilock", func() *sim.Negative { return &sim.Negative{MultiLock: true} }},
 	{"no-poll", func() *sim.Negative { return &sim.Negative{NoPoll: true} }},
+	{"read-grant", func() *sim.Negative {
+		return &sim.Negative{MemgateOnly: true, Policy: gatebreak.AcceptReaderGrants}
+	}},
+	{"two-step-downgrade", func() *sim.Negative { return &sim.Negative{TwoStepDowngrade: true} }},
+	{"no-wake", func() *sim.Negative { return &sim.Negative{NoWake: true} }},
+	{"no-hold-back", func() *sim.Negative { return &sim.Negative{Store: noHoldBackStore} }},
+	{"shared-read-lease", func() *sim.Negative { return &sim.Negative{Store: sharedReadLeaseStore} }},
+	{"readers-first", func() *sim.Negative { return &sim.Negative{Store: readersFirstStore} }},
+	{"forget-downgrade", func() *sim.Negative { return &sim.Negative{Store: forgetDowngradeStore} }},
 }
 
 // Names lists every negative control's name, in a fixed order; "fence"

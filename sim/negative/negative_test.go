@@ -62,7 +62,8 @@ func TestBrokenProtectionIsCaught(t *testing.T) {
 		{"downstream without a gate", "hop", map[sim.Fault]float64{sim.FaultPause: 1, sim.FaultDuplicate: 1, sim.FaultLate: 1}, func(r *sim.Report) int { return min(r.StaleDownstream, r.DuplicateEffects) }},
 		{"store compares revisions only", "content-compare", map[sim.Fault]float64{sim.FaultRestore: 1}, func(r *sim.Report) int { return r.LostUpdates }},
 	}
-	tested := []string{"lease-clock", "batch-path", "stale-read", "set-split", "multilock", "no-poll"} // TestLeaseClockBreakIsCaughtAtShortTTLs, TestBatchPathBreakIsCaught, TestSemaphoreBreaksAreCaught, TestLockSetBreaksAreCaught
+	tested := []string{"lease-clock", "batch-path", "stale-read", "set-split", "multilock", "no-poll", // TestLeaseClockBreakIsCaughtAtShortTTLs, TestBatchPathBreakIsCaught, TestSemaphoreBreaksAreCaught, TestLockSetBreaksAreCaught
+		"read-grant", "two-step-downgrade", "no-wake", "no-hold-back", "shared-read-lease", "readers-first", "forget-downgrade"} // TestRWLockBreaksAreCaught
 	for _, tc := range cases {
 		tested = append(tested, tc.brk)
 		t.Run(tc.name, func(t *testing.T) {

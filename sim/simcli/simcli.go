@@ -25,6 +25,7 @@ import (
 // Options are the values of the flags Bind adds.
 type Options struct {
 	rounds, round, parallel, semRounds, lsRounds  int
+	rwRounds                                      int
 	seed                                          uint64
 	faults, alg                                   string
 	beyond, trace, asJSON, query                  bool
@@ -57,6 +58,7 @@ func (o *Options) Bind(fs *pflag.FlagSet) {
 	fs.Int64Var(&o.budget, "handoff-budget-ms", 0, "handoff p99 budget in ms (default 3000)")
 	fs.IntVar(&o.semRounds, "semaphore-rounds", 0, "then run this many semaphore rounds (counting semaphores beside plain locks, frozen permit holders; text report only)")
 	fs.IntVar(&o.lsRounds, "lockset-rounds", 0, "then run this many lock-set rounds (all-or-nothing lock sets beside plain locks on the same resources, frozen and crashed holders; text report only)")
+	fs.IntVar(&o.rwRounds, "rwlock-rounds", 0, "then run this many read/write lock rounds (readers, writers and downgrades beside a plain lock, frozen and dead holders; text report only)")
 }
 
 // UsageError is a mistake in the command line: the command should exit
@@ -109,7 +111,35 @@ func Run(o *Options, n *sim.Negative, stdout io.Writer) error {
 	if err := runSemaphores(o, cfg.Seed, n, stdout); err != nil {
 		return err
 	}
-	return runLockSets(o, cfg.Seed, n, stdout)
+	if err := runLockSets(o, cfg.Seed, n, stdout); err != nil {
+		return err
+	}
+	return runRWLocks(o, cfg.Seed, n, stdout)
+}
+
+// runRWLocks runs --rwlock-rounds and reports them in one line, then
+// each violation.
+func runRWLocks(o *Options, seed uint64, n *sim.Negative, stdout io.Writer) error {
+	if o.rwRounds <= 0 || o.round > 0 {
+		return nil
+	}
+	c, err := sim.RunRWLocks(seed, o.rwRounds, o.parallel, n)
+	if err != nil {
+		return &UsageError{err}
+	}
+	if !o.asJSON {
+		fmt.Fprintf(stdout, "read/write lock rounds %d: %d reads (%d shared), %d writes (%d downgraded), %d plain locks, %d frozen and %d dead holders, %d renewed, %d abandoned, %d dead waiting, %d ran out (longest answer after the lock was clear %d ms), %d refused, %d writes (%d accepted), %d reader writes (%d READ_GRANT); "+
+			"writer beside %d, reader mutation %d, stale accepted %d, downgrade gap %d, reader early %d, reader past TTL %d, jumped %d, stuck %d, unended %d; digest %016x\n",
+			c.Rounds, c.Reads, c.Shared, c.Writes, c.Downgrades, c.Plain, c.Frozen, c.Crashed, c.Renewed, c.Abandoned, c.Vanished, c.RanOut, c.ClearMsMax, c.Refused, c.GateWrites, c.Accepted, c.ReaderWrites, c.ReadGrantRefused,
+			c.WriterBeside, c.ReaderMutation, c.Stale, c.DowngradeGap, c.ReaderEarly, c.ReaderPastTTL, c.Jumped, c.Stuck, c.Unended, c.Digest)
+		for _, v := range c.Violations {
+			fmt.Fprintf(stdout, "  %s round %d: %s (%s)\n", v.Kind, v.Round, v.Detail, v.Repro)
+		}
+	}
+	if !c.OK() {
+		return fmt.Errorf("%d read/write lock %w (seed %d)", c.Bad(), ErrViolations, seed)
+	}
+	return nil
 }
 
 // runSemaphores runs --semaphore-rounds and reports them in one line,

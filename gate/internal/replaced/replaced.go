@@ -53,3 +53,15 @@ func OrVerify[D any](r Verify[D], def func(schema string, d D, epoch uint64, pro
 	}
 	return r.verify
 }
+
+// Check is one check of gate.Policy.Authenticate that a negative control
+// turns off, or nothing (the zero value: the check runs):
+// gate.Policy.NegativeReadGrant, made only by gate/gatebreak, as Decide
+// is.
+type Check struct{ off bool }
+
+// Off returns the Check that turns its check off.
+func Off() Check { return Check{off: true} }
+
+// Runs reports whether c leaves its check on.
+func Runs(c Check) bool { return !c.off }
