@@ -123,6 +123,10 @@ type Dialect struct {
 	// dropImplied is migration 8: it drops an invariant trigger that
 	// another one implies ("" where there is none).
 	dropImplied string
+	// orderInFunction is migration 10: migration 7's order check held by
+	// a trigger whose work the database does not rebuild per statement
+	// ("" where migration 4's receipt trigger still does it).
+	orderInFunction string
 }
 
 // Name returns "sqlite" or "postgres".

@@ -16,7 +16,8 @@ import (
 // refusing a receipt whose previous segment is missing, {compact} its
 // schema-5 layout, {issueTimes} its schema-6 columns, {stateInOrder} its
 // schema-7 check of segment order, {dropImplied} its schema-8 drop of an
-// implied trigger, {guardRows} its schema-9 guard per resource.
+// implied trigger, {guardRows} its schema-9 guard per resource,
+// {orderInFunction} its schema-10 order check.
 var migrations = []string{
 	1: `
 CREATE TABLE {p}resources (
@@ -147,6 +148,13 @@ DROP INDEX {p}receipts_by_operation;
 	// names a row's resource (the column resource, until protected again
 	// with another); Gate.reguard then reinstalls every guard.
 	9: `{guardRows}`,
+	// 10: PostgreSQL holds migration 7's order rule in a PL/pgSQL trigger
+	// function fired after the row update (Dialect.orderInFunction), in
+	// place of the WHEN clause that PostgreSQL rebuilt from its text for
+	// every statement: the same refusals, a plan cached per session, and
+	// no row lock taken for a BEFORE trigger. SQLite keeps migration 4's
+	// trigger (nothing here).
+	10: `{orderInFunction}`,
 }
 
 // guardRowsVersion is the migration after whose DDL every protected
@@ -199,7 +207,7 @@ func (g *Gate) migrateTo(ctx context.Context, db *sql.DB, v int) error {
 	if n > 0 {
 		return nil
 	}
-	ddl := strings.NewReplacer("{serial}", g.d.serial, "{guard}", g.d.guardSetup, "{clustered}", g.d.clustered, "{invariants}", g.d.invariants, "{accept}", g.d.acceptEntry, "{segmentChain}", g.d.segmentChain, "{compact}", g.d.compact, "{issueTimes}", g.d.issueTimes, "{stateInOrder}", g.d.stateInOrder, "{dropImplied}", g.d.dropImplied, "{guardRows}", g.d.guardRows).Replace(migrations[v])
+	ddl := strings.NewReplacer("{serial}", g.d.serial, "{guard}", g.d.guardSetup, "{clustered}", g.d.clustered, "{invariants}", g.d.invariants, "{accept}", g.d.acceptEntry, "{segmentChain}", g.d.segmentChain, "{compact}", g.d.compact, "{issueTimes}", g.d.issueTimes, "{stateInOrder}", g.d.stateInOrder, "{dropImplied}", g.d.dropImplied, "{guardRows}", g.d.guardRows, "{orderInFunction}", g.d.orderInFunction).Replace(migrations[v])
 	for _, stmt := range splitStatements(g.q(ddl)) {
 		if _, err := tx.ExecContext(ctx, stmt); err != nil {
 			return fmt.Errorf("%w\n%s", err, stmt)

@@ -309,3 +309,73 @@ func e2state(t *testing.T, g *sqlgate.Gate, db *sql.DB, resource string) gate.Fe
 	}
 	return st
 }
+
+// TestPostgresOrderTriggerUpgrade: a database at schema 9, with the fence
+// row moved by a gate under migration 7's WHEN-clause trigger, upgrades to
+// schema 10's PL/pgSQL trigger fired after the update (no WHEN clause
+// left to rebuild per statement, no BEFORE row lock): the state carries
+// over, the gate's next writes (the cached one-statement store and the
+// read-and-decide path) are accepted, and the database refuses exactly
+// what schema 7 refused, from outside the gate, with the same negative
+// control (testFenceStateInOrder).
+func TestPostgresOrderTriggerUpgrade(t *testing.T) {
+	iss := gatetest.NewIssuer("main")
+	g, err := sqlgate.New(sqlgate.Config{Dialect: sqlgate.Postgres, Policy: gate.Policy{Verifier: iss.Verifier}, Clock: fakeclock.New(iss.Now.Add(time.Second))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, db := context.Background(), postgresBackend.open(t)
+	if err := g.MigrateUpTo(ctx, db, 9); err != nil {
+		t.Fatal(err)
+	}
+	trigger := func() (when bool, before bool) {
+		t.Helper()
+		if err := db.QueryRowContext(ctx, `SELECT tgqual IS NOT NULL, tgtype & 2 <> 0 FROM pg_trigger WHERE tgname = 'fencegate_fence_state_in_order'`).Scan(&when, &before); err != nil {
+			t.Fatal(err)
+		}
+		return when, before
+	}
+	if when, before := trigger(); !when || !before {
+		t.Fatalf("schema 9's order trigger: WHEN %v, BEFORE %v", when, before)
+	}
+	const r = "up/order"
+	noop := func(context.Context, *sql.Tx) error { return nil }
+	for seq := uint64(1); seq <= 2; seq++ {
+		if _, err := g.Run(ctx, db, owner, iss.Mutation(wr(r, 5, "op-a"), seq, "p"), noop); err != nil {
+			t.Fatalf("segment %d at schema 9: %v", seq, err)
+		}
+	}
+	if err := g.Migrate(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	if when, before := trigger(); when || before {
+		t.Fatalf("schema 10's order trigger: WHEN %v, BEFORE %v", when, before)
+	}
+	if st := e2state(t, g, db, r); st.HighestFence != 5 || st.LastSegmentSeq != 2 {
+		t.Fatalf("state after the upgrade: %+v", st)
+	}
+	cold, err := sqlgate.New(sqlgate.Config{Dialect: sqlgate.Postgres, Policy: gate.Policy{Verifier: iss.Verifier}, Clock: fakeclock.New(iss.Now.Add(time.Second)), CachedStatesMax: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cold.Migrate(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Run(ctx, db, owner, iss.Mutation(wr(r, 5, "op-a"), 3, "p"), noop); err != nil {
+		t.Fatalf("segment 3 from the warm gate: %v", err)
+	}
+	if _, err := cold.Run(ctx, db, owner, iss.Mutation(wr(r, 5, "op-a"), 4, "p"), noop); err != nil {
+		t.Fatalf("segment 4 from a gate that reads first: %v", err)
+	}
+	if _, err := g.Run(ctx, db, owner, iss.Mutation(wr(r, 7, "op-b"), 1, "p"), noop); err != nil {
+		t.Fatalf("fence 7 from the warm gate after another gate's write: %v", err)
+	}
+	// testFenceStateInOrder wants the row at fence 5, segment 2.
+	const r2 = "up/order2"
+	for seq := uint64(1); seq <= 2; seq++ {
+		if _, err := g.Run(ctx, db, owner, iss.Mutation(wr(r2, 5, "op-a"), seq, "p"), noop); err != nil {
+			t.Fatalf("%s segment %d: %v", r2, seq, err)
+		}
+	}
+	testFenceStateInOrder(t, db, r2)
+}
