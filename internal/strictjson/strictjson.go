@@ -24,23 +24,47 @@ import (
 // stable code.
 func Decode(b []byte, v any) error {
 	t := structType(reflect.TypeOf(v))
+	// One walk checks the strict rules and, as far as it goes, the syntax;
+	// json.Unmarshal then validates and decodes. Whatever either refuses
+	// is answered as before: invalid JSON by decodeInvalid (json.Valid,
+	// asked only on a refusal, says which), valid JSON by the walk's or
+	// encoding/json's own error. v is written only after the walk passed.
+	s := &scanner{b: b}
+	s.ws()
+	if s.peek() != '{' {
+		return refuse(b, v, t, errors.New("want a JSON object"))
+	}
+	if t == nil || (t.Kind() != reflect.Struct && t.Kind() != reflect.Map) {
+		return refuse(b, v, t, fmt.Errorf("strictjson: Decode into %T, want a pointer to a struct or a map", v))
+	}
+	if e := s.object(t); e != nil {
+		return refuse(b, v, t, e.err())
+	}
+	if s.conflict { // a struct whose JSON names encoding/json ignores: its refusal, as before
+		if !json.Valid(b) {
+			return decodeInvalid(b, v, t)
+		}
+		d := json.NewDecoder(bytes.NewReader(b))
+		d.DisallowUnknownFields()
+		return d.Decode(v)
+	}
+	// The walk found every key by its exact name among the struct's, so
+	// unknown fields cannot reach encoding/json; its validation runs
+	// before it touches v.
+	err := json.Unmarshal(b, v)
+	if se := (*json.SyntaxError)(nil); errors.As(err, &se) && !json.Valid(b) {
+		return decodeInvalid(b, v, t)
+	}
+	return err
+}
+
+// refuse is Decode's answer to b when the walk refused it with err: err
+// if b is one JSON value, else what decodeInvalid finds.
+func refuse(b []byte, v any, t reflect.Type, err error) error {
 	if !json.Valid(b) {
 		return decodeInvalid(b, v, t)
 	}
-	s := &scanner{b: b}
-	s.ws()
-	if s.b[s.i] != '{' {
-		return errors.New("want a JSON object")
-	}
-	if t == nil || (t.Kind() != reflect.Struct && t.Kind() != reflect.Map) {
-		return fmt.Errorf("strictjson: Decode into %T, want a pointer to a struct or a map", v)
-	}
-	if e := s.object(t); e != nil {
-		return e.err()
-	}
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.DisallowUnknownFields()
-	return d.Decode(v) // one valid value: nothing can trail it
+	return err
 }
 
 // decodeInvalid is Decode of input that is not one JSON value: the token
