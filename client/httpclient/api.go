@@ -287,17 +287,30 @@ func (c *Client) verify(g *grant.Grant, grantProof string, st *grant.Status, sta
 // do sends in as JSON (none when nil) and decodes a 200 into out, or an
 // error body into *APIError.
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	b, err := c.exchange(ctx, method, path, in)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		return fmt.Errorf("%w: %s %s: %v", ErrBadResponse, method, path, err)
+	}
+	return nil
+}
+
+// exchange is do up to the decoding: a 200's body, or the error do
+// returns.
+func (c *Client) exchange(ctx context.Context, method, path string, in any) ([]byte, error) {
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
-			return fmt.Errorf("httpclient: %w", err)
+			return nil, fmt.Errorf("httpclient: %w", err)
 		}
 		body = bytes.NewReader(b)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
 	if err != nil {
-		return fmt.Errorf("httpclient: %w", err)
+		return nil, fmt.Errorf("httpclient: %w", err)
 	}
 	if in != nil {
 		req.Header["Content-Type"] = headerJSON
@@ -310,27 +323,24 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("httpclient: %w", err) // *url.Error: it names the method and URL
+		return nil, fmt.Errorf("httpclient: %w", err) // *url.Error: it names the method and URL
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, ResponseBytesMax+1))
 	if err != nil {
-		return fmt.Errorf("httpclient: %s %s: reading response: %w", method, path, err)
+		return nil, fmt.Errorf("httpclient: %s %s: reading response: %w", method, path, err)
 	}
 	if len(b) > ResponseBytesMax {
-		return fmt.Errorf("%w: %s %s: above %d bytes", ErrBadResponse, method, path, ResponseBytesMax)
+		return nil, fmt.Errorf("%w: %s %s: above %d bytes", ErrBadResponse, method, path, ResponseBytesMax)
 	}
 	if resp.StatusCode != http.StatusOK {
 		var eb wire.ErrorBody
 		if json.Unmarshal(b, &eb) != nil {
 			eb = wire.ErrorBody{}
 		}
-		return apiError(resp.StatusCode, eb, strings.TrimSpace(string(b)))
+		return nil, apiError(resp.StatusCode, eb, strings.TrimSpace(string(b)))
 	}
-	if err := json.Unmarshal(b, out); err != nil {
-		return fmt.Errorf("%w: %s %s: %v", ErrBadResponse, method, path, err)
-	}
-	return nil
+	return b, nil
 }
 
 // Ready calls GET /readyz: nil when the server answers and its store

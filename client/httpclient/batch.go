@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"sync"
 	"sync/atomic"
 
@@ -138,12 +139,20 @@ func (b *batcher) send(group []*batchCall) {
 	}
 	ctx, stop := batch.Context(group[0].ctx, ctxs)
 	defer stop()
-	var resp wire.BatchResponse
-	err := b.c.do(ctx, http.MethodPost, "/v1/batch", req, &resp)
+	body, err := b.c.exchange(ctx, http.MethodPost, "/v1/batch", req)
 	if ae := (*APIError)(nil); errors.As(err, &ae) && ae.Status == http.StatusNotFound {
 		b.unsupported.Store(true)
 		b.sendEach(group)
 		return
+	}
+	if err == nil && answersInto(body, group) {
+		return
+	}
+	var resp wire.BatchResponse
+	if err == nil {
+		if e := json.Unmarshal(body, &resp); e != nil {
+			err = fmt.Errorf("%w: POST /v1/batch: %v", ErrBadResponse, e)
+		}
 	}
 	if err == nil && len(resp.Answers) != len(group) {
 		err = fmt.Errorf("%w: POST /v1/batch: %d answers to %d operations", ErrBadResponse, len(resp.Answers), len(group))
@@ -178,6 +187,64 @@ func (b *batcher) sendEach(group []*batchCall) {
 		wg.Go(func() { c.finish(b.c.do(c.ctx, http.MethodPost, c.path, c.in, c.out)) })
 	}
 	wg.Wait()
+}
+
+// batchResponseInto and batchAnswerInto are wire.BatchResponse and
+// wire.BatchAnswer as answersInto decodes them: each Answer holds a **T,
+// T the call's out type, whose *T encoding/json allocates and fills only
+// where the answer is given and not null.
+type batchResponseInto struct {
+	Answers []batchAnswerInto `json:"answers"`
+}
+
+type batchAnswerInto struct {
+	Status int             `json:"status"`
+	Answer any             `json:"answer,omitempty"`
+	Error  *wire.ErrorBody `json:"error,omitempty"`
+}
+
+// answersInto decodes a batch's body once, each answer straight into its
+// call's result (the two-step decode, wire.BatchResponse then answerOf,
+// reads each answer twice and copies it), finishes every call and
+// reports true. Where that decode would not give what the two-step one
+// gives — the body not JSON or of the wrong shape, as many answers as
+// calls not given, an answer with status 200 absent or null — it touches
+// no call's out, finishes none and reports false: the caller then decodes
+// the same body in two steps, whose outcome (and error text) stands.
+// Each call's out points to a zero value (its caller's fresh variable),
+// so the answer decoded apart and copied in equals one decoded into it.
+func answersInto(body []byte, group []*batchCall) bool {
+	// The slots are prepared past the slice's length, within its
+	// capacity: encoding/json decodes the i-th answer into the i-th slot
+	// (it extends a slice within its capacity without clearing), and a
+	// body without "answers" leaves the length 0. Were a slot cleared, its
+	// Answer would decode as a map and the check below decline.
+	slots := make([]batchAnswerInto, len(group))
+	for i, c := range group {
+		slots[i].Answer = reflect.New(reflect.TypeOf(c.out)).Interface()
+	}
+	resp := batchResponseInto{Answers: slots[:0]}
+	if json.Unmarshal(body, &resp) != nil || len(resp.Answers) != len(group) {
+		return false
+	}
+	for _, a := range resp.Answers {
+		if a.Status != http.StatusOK {
+			continue
+		}
+		if p := reflect.ValueOf(a.Answer); p.Kind() != reflect.Pointer || p.IsNil() || p.Elem().IsNil() {
+			return false
+		}
+	}
+	for i, c := range group {
+		a := resp.Answers[i]
+		if a.Status != http.StatusOK {
+			c.finish(answerOf(wire.BatchAnswer{Status: a.Status, Error: a.Error}, c.out))
+			continue
+		}
+		reflect.ValueOf(c.out).Elem().Set(reflect.ValueOf(a.Answer).Elem().Elem())
+		c.finish(nil)
+	}
+	return true
 }
 
 // answerOf decodes one operation's answer into out, or returns its error
