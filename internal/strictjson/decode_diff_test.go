@@ -39,12 +39,13 @@ func decodeBefore(b []byte, v any) error {
 	return d.Decode(v)
 }
 
-// fzConflict has two fields of one JSON name, which encoding/json ignores.
-type fzConflict struct {
-	A string `json:"x"`
-	B string `json:"x"`
-	C int    `json:"c"`
-}
+// fzConflict has two fields of one JSON name, which encoding/json
+// ignores (built at run time: go vet refuses the repeated tag in source).
+var fzConflict = reflect.StructOf([]reflect.StructField{
+	{Name: "A", Type: reflect.TypeOf(""), Tag: `json:"x"`},
+	{Name: "B", Type: reflect.TypeOf(""), Tag: `json:"x"`},
+	{Name: "C", Type: reflect.TypeOf(0), Tag: `json:"c"`},
+})
 
 var decodeSeeds = []string{
 	`{"name":"a","one":{"state":"active"},"many":[{"state":"x"},{"state":"y"}],"byKey":{"k":{"state":"z"}},"raw":{"State":1,"State":2},"any":{"a":1,"a":2},"ptr":null,"deep":{"d":[{"state":"w"}]}}`,
@@ -65,7 +66,7 @@ var decodeSeeds = []string{
 func targets() []func() any {
 	return []func() any{
 		func() any { return new(fzOuter) },
-		func() any { return new(fzConflict) },
+		func() any { return reflect.New(fzConflict).Interface() },
 		func() any { return new(map[string]fzInner) },
 		func() any { return new(int) },
 	}
