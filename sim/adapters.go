@@ -48,6 +48,20 @@ type sqlEnv struct {
 	pg    *pgEnv     // the PostgreSQL mode's database instead (db and g nil)
 	world *world     // the round running on it (nil before the first)
 	clock partyClock // that round's gate clock
+	// nowFn, when set, is the gate clock of the lock-set or semaphore
+	// round running on it instead (setfaults.go).
+	nowFn func() time.Time
+}
+
+// gateNow is the running round's gate clock now.
+func (e *sqlEnv) gateNow() time.Time {
+	switch {
+	case e.nowFn != nil:
+		return e.nowFn()
+	case e.world == nil:
+		return epochBase // migrating, before any round
+	}
+	return e.clock.at(e.world.now)
 }
 
 // newSQLEnv opens an in-memory SQLite database and migrates a gate on it
@@ -86,12 +100,7 @@ func (e *sqlEnv) close() {
 // envClock is the gate's clock: the running round's gate clock.
 type envClock struct{ e *sqlEnv }
 
-func (c envClock) Now() time.Time {
-	if c.e.world == nil {
-		return epochBase // migrating, before any round
-	}
-	return c.e.clock.at(c.e.world.now)
-}
+func (c envClock) Now() time.Time { return c.e.gateNow() }
 
 func (c envClock) After(time.Duration) <-chan time.Time {
 	panic("sim: the gate set a timer") // sqlgate never waits on its clock

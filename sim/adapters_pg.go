@@ -138,7 +138,7 @@ type pgAdapter struct {
 // sync sets the database's gate clock to the round's gate clock.
 func (a pgAdapter) sync(ctx context.Context) {
 	p := a.env.pg
-	now := a.env.clock.at(a.env.world.now)
+	now := a.env.gateNow()
 	if now.UnixMilli() == p.clockMs {
 		return
 	}
@@ -151,7 +151,7 @@ func (a pgAdapter) sync(ctx context.Context) {
 func (a pgAdapter) apply(m *gate.Mutation, caller string, business func()) (gate.Receipt, error) {
 	ctx := context.Background()
 	p := a.env.pg
-	nowMs := a.env.clock.at(a.env.world.now).UnixMilli()
+	nowMs := a.env.gateNow().UnixMilli()
 	// Each transaction sets the clock (the round runs alone on this
 	// database) and becomes the caller's role, in one round trip.
 	begin := func(ctx context.Context) (*sql.Tx, error) {

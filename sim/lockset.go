@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/gate"
-	"github.com/fencegate/fencegate/gate/memgate"
-	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/lockstate"
 	"github.com/fencegate/fencegate/registry/memstore"
@@ -38,6 +36,18 @@ import (
 // sets release with ReleaseSet, and a share of waits are given up
 // (Abandon). Ground truth is what the registry committed (the store's
 // commit hook), judged by the registry clock.
+//
+// The rounds run under the faults setfaults.go draws: the network between
+// workers and the registry (lost requests and answers, each acquire,
+// renewal and release resent as it is under the same request ID, copies,
+// delays), skewed worker and gate clocks, the gate drawn among memgate,
+// sqlgate and objgate (pggate with SetOptions.PG), and the registry's
+// settings (HandoffClaimMs among them) drawn over their ranges. What the
+// checker judges is the registry's side: each arrival of an acquire is a
+// waiting acquire of its own, judged as above; a worker that gives up (an
+// abandoned wait, or every send unanswered) cancels at the registry as a
+// closed connection does, by a message that may be lost too, and a grant
+// its answer never reached is held by nobody until its TTL.
 //
 // Which grants and tickets make one set is the request's: a set's member
 // i is granted and queued under wire.MemberRequestID(id, i), and the
@@ -96,6 +106,14 @@ type LockSetCounts struct {
 	// Refused counts acquires answered with an error other than a wait
 	// that ran out (none in a correct run; a broken store causes some).
 	Refused int
+	// Ended counts answers, to a request resent after its answer was lost,
+	// that its grant had ended meanwhile (the lease is the registry's
+	// word: LEASE_EXPIRED, or released by the worker's cancel); GaveUp
+	// acquires a worker gave up on, every send unanswered.
+	Ended, GaveUp int
+	// Steps counts the registry's acquire steps (the rounds' cost).
+	Steps int
+	Net   NetCounts
 	// Safety: each must be 0.
 	SetPartial, SetWaiterHolds, MemberTwice, MemberStale int
 	// Liveness: each must be 0. Unended counts rounds cut off at
@@ -124,13 +142,19 @@ func (c *LockSetCounts) Bad() int {
 // merged in round order, so parallel changes only the speed, never a
 // count or the digest.
 func RunLockSets(seed uint64, rounds, parallel int, neg *Negative) (*LockSetCounts, error) {
-	keys, err := newKeySet(grant.AlgEd25519, 500*time.Millisecond)
+	return RunLockSetsWith(SetOptions{Seed: seed, Rounds: rounds, Parallel: parallel, Negative: neg})
+}
+
+// RunLockSetsWith runs the lock-set rounds o names.
+func RunLockSetsWith(o SetOptions) (*LockSetCounts, error) {
+	run, err := newSetRun(o)
 	if err != nil {
 		return nil, err
 	}
-	results := inParallel(rounds, parallel, func(r int) *LockSetCounts {
+	defer run.close()
+	results := inParallel(o.Rounds, run.o.Parallel, func(slot, r int) *LockSetCounts {
 		c := &LockSetCounts{}
-		w := newLSWorld(keys, seed, r+1, neg, c)
+		w := newLSWorld(run, slot, r+1, c)
 		w.run()
 		c.Digest = w.digest.Sum64()
 		return c
@@ -142,7 +166,7 @@ func RunLockSets(seed uint64, rounds, parallel int, neg *Negative) (*LockSetCoun
 			{&total.Sets, &c.Sets}, {&total.Plain, &c.Plain}, {&total.MemberGrants, &c.MemberGrants},
 			{&total.Writes, &c.Writes}, {&total.Accepted, &c.Accepted}, {&total.Frozen, &c.Frozen}, {&total.Crashed, &c.Crashed},
 			{&total.Renewed, &c.Renewed}, {&total.Abandoned, &c.Abandoned}, {&total.RanOut, &c.RanOut},
-			{&total.Refused, &c.Refused}, {&total.SetPartial, &c.SetPartial}, {&total.SetWaiterHolds, &c.SetWaiterHolds},
+			{&total.Refused, &c.Refused}, {&total.Ended, &c.Ended}, {&total.Steps, &c.Steps}, {&total.GaveUp, &c.GaveUp}, {&total.SetPartial, &c.SetPartial}, {&total.SetWaiterHolds, &c.SetWaiterHolds},
 			{&total.MemberTwice, &c.MemberTwice}, {&total.MemberStale, &c.MemberStale},
 			{&total.Stuck, &c.Stuck}, {&total.Deadlocks, &c.Deadlocks}, {&total.Unended, &c.Unended},
 		} {
@@ -154,6 +178,7 @@ func RunLockSets(seed uint64, rounds, parallel int, neg *Negative) (*LockSetCoun
 			}
 		}
 		total.ClearMsMax = max(total.ClearMsMax, c.ClearMsMax)
+		total.Net.add(&c.Net)
 		total.Digest = mixDigest(total.Digest, c.Digest)
 	}
 	return total, nil
@@ -174,6 +199,9 @@ type lsIntent struct {
 	// counted: violations already counted for it, by kind, so a
 	// condition that lasts counts once.
 	counted map[string]bool
+	// running: its acquires at the registry still waiting (one per
+	// arrival of its request, resends and copies included).
+	running []*lsPending
 }
 
 // memberTruth is what the registry committed about one pool resource.
@@ -208,14 +236,14 @@ type lsWorld struct {
 	digest  hash.Hash64
 	store   *memstore.Store
 	regs    []*registry.Registry
-	gates   map[string]*memgate.Gate
+	gate    gateAdapter
+	f       *setFaults
 	pool    []string
 	lim     registry.Config
 	neg     *Negative
 	pending []*lsPending
 	truth   map[string]*memberTruth
 	intents map[lsKey]*lsIntent
-	waiting map[*lsIntent]*lsPending // intents with an acquire still waiting
 	claimMs int64
 	c       *LockSetCounts
 }
@@ -247,12 +275,13 @@ func (c lsClock) After(time.Duration) <-chan time.Time {
 	return ch
 }
 
-func newLSWorld(keys *keySet, seed uint64, round int, neg *Negative, c *LockSetCounts) *lsWorld {
+func newLSWorld(run *setRun, slot, round int, c *LockSetCounts) *lsWorld {
+	seed, neg, keys := run.o.Seed, run.o.Negative, run.keys
 	s := roundSeed(seed^0x6c6f636b73657473, round) // "locksets": apart from the other rounds' seeds
 	w := &lsWorld{runSeed: seed, seed: s, round: round, rng: newRNG(s), digest: fnv.New64a(), c: c, neg: neg,
-		truth: map[string]*memberTruth{}, intents: map[lsKey]*lsIntent{}, waiting: map[*lsIntent]*lsPending{}, gates: map[string]*memgate.Gate{}}
-	w.lim = registry.DefaultConfig(epochLive)
-	w.lim.StatusProofTTLMs = uint64(w.rng.edgy(proofTTLMsMin, proofTTLMsMax, proofTTLMsMin, 2000, proofTTLMsMax)) // as the lock rounds' sweep
+		truth: map[string]*memberTruth{}, intents: map[lsKey]*lsIntent{}}
+	w.f = newSetFaults(s, lsRoundMsMax, run.o.NoFaults, &c.Net)
+	w.lim = setLimits(w.f.g, run.o.NoFaults)
 	// The claim bound: a free member's vanished head is dropped within
 	// 2 × HandoffClaimMs of its last stamp and a waiter looks at least
 	// every WaitPollMsMax; one more HandoffClaimMs for a second ghost.
@@ -274,24 +303,19 @@ func newLSWorld(keys *keySet, seed uint64, round int, neg *Negative, c *LockSetC
 		}
 		w.regs = append(w.regs, reg)
 	}
-	mode := gate.ModeEnforce
-	if neg != nil && neg.Shadow {
-		mode = gate.ModeShadow
-	}
+	w.gate = run.gate(w.f, slot, round, s, w.nowMs, w.f.clock())
 	for _, r := range w.pool {
-		g, err := memgate.New(memgate.Config{Policy: keys.gatePolicy(neg), Clock: lsClock{w}, DefaultMode: mode})
-		if err != nil {
-			panic("sim: memgate: " + err.Error())
-		}
-		w.gates[r] = g
 		w.truth[r] = &memberTruth{expires: map[string]int64{}, intent: map[string]*lsIntent{}}
 	}
 	for i := range int(w.rng.between(lsWorkersMin, lsWorkersMax)) {
-		k := &lsWorker{w: w, id: i, name: fmt.Sprintf("worker-%d", i), reg: w.regs[i%2], ops: lsOpsPerWorker}
+		k := &lsWorker{w: w, id: i, name: fmt.Sprintf("worker-%d", i), reg: w.regs[i%2], ops: lsOpsPerWorker, clock: w.f.clock(),
+			callMs: w.f.g.edgy(callTimeoutMsMin, callTimeoutMsMax, callTimeoutMsMin, callTimeoutMsMax)}
 		w.at(w.rng.between(0, 1000), k.next)
 	}
 	return w
 }
+
+func (w *lsWorld) nowMs() int64 { return w.now }
 
 func (w *lsWorld) at(t int64, fn func()) {
 	w.seq++
@@ -485,7 +509,7 @@ func (w *lsWorld) noneAhead(p *lsPending, i int) bool {
 		if k == p.keys[i] {
 			return true
 		}
-		if in := w.intents[k]; in != nil && w.waiting[in] != nil && w.waiting[in] != p {
+		if in := w.intents[k]; in != nil && in != p.intent && len(in.running) > 0 {
 			return false
 		}
 	}
@@ -553,7 +577,7 @@ func (w *lsWorld) cycleFrom(p *lsPending, target *lsIntent, seen map[*lsIntent]b
 				return []string{fmt.Sprintf("%s (holds %s)", in.name, m)}
 			}
 			seen[in] = true
-			if q := w.waiting[in]; q != nil {
+			for _, q := range in.running {
 				if rest := w.cycleFrom(q, target, seen); rest != nil {
 					return append([]string{fmt.Sprintf("%s (holds %s)", in.name, m)}, rest...)
 				}
@@ -568,7 +592,7 @@ func (w *lsWorld) cycleFrom(p *lsPending, target *lsIntent, seen map[*lsIntent]b
 func (w *lsWorld) wait(p *lsPending) {
 	p.clearSince = -1
 	w.pending = append(w.pending, p)
-	w.waiting[p.intent] = p
+	p.intent.running = append(p.intent.running, p)
 	w.step(p)
 }
 
@@ -577,6 +601,7 @@ func (w *lsWorld) step(p *lsPending) {
 		return
 	}
 	clear := w.clearMs(p) // as it stood when the step began
+	w.c.Steps++
 	if p.step() {
 		w.end(p)
 		w.c.ClearMsMax = max(w.c.ClearMsMax, clear)
@@ -608,21 +633,22 @@ func (w *lsWorld) end(p *lsPending) {
 	if i := slices.Index(w.pending, p); i >= 0 {
 		w.pending = slices.Delete(w.pending, i, i+1)
 	}
-	if w.waiting[p.intent] == p {
-		delete(w.waiting, p.intent)
-	}
+	p.intent.running = slices.DeleteFunc(p.intent.running, func(q *lsPending) bool { return q == p })
 }
 
-// giveUp abandons p if it still waits: its tickets are withdrawn.
-func (w *lsWorld) giveUp(p *lsPending) {
-	if p.done {
-		return
+// giveUp abandons every acquire of in still waiting at the registry, as
+// its caller's closed connection does: their tickets are withdrawn.
+func (w *lsWorld) giveUp(in *lsIntent) {
+	for _, p := range slices.Clone(in.running) {
+		if p.done {
+			continue
+		}
+		p.abandon()
+		w.end(p)
+		w.c.Abandoned++
+		w.mix(0xab)
+		p.reply(errAbandoned)
 	}
-	p.abandon()
-	w.end(p)
-	w.c.Abandoned++
-	w.mix(0xab)
-	p.reply(errAbandoned)
 }
 
 var errAbandoned = errors.New("sim: the worker gave up its wait")
@@ -647,6 +673,8 @@ func (w *lsWorld) answered(p *lsPending, err error, fences ...uint64) bool {
 	case errors.Is(err, errAbandoned):
 	case errors.Is(err, wire.ErrWaitTimeout):
 		w.ranOut(p)
+	case errors.Is(err, wire.ErrLeaseExpired) || errors.Is(err, wire.ErrNotHolder):
+		w.c.Ended++
 	default:
 		w.c.Refused++
 	}
@@ -657,16 +685,8 @@ func (w *lsWorld) answered(p *lsPending, err error, fences ...uint64) bool {
 // decision against the registry's truth.
 func (w *lsWorld) write(owner string, is wire.Issued, op string) {
 	g := is.Grant
-	m := &gate.Mutation{
-		Resource: g.Resource, Lease: g.Lease, OperationID: op, FenceToken: g.FenceToken, SegmentSeq: 1,
-		PayloadDigest: payloadDigest(op, 1, 0), Grant: g.Encode(), GrantProof: is.GrantProof,
-	}
-	if st := is.Status; st != nil {
-		m.Status, m.StatusProof = st.Encode(), is.StatusProof
-	}
 	w.c.Writes++
-	ran := false
-	_, err := w.gates[g.Resource].Apply(context.Background(), owner, m, func() error { ran = true; return nil })
+	ran, err := setWrite(w.gate, owner, is, op)
 	w.mix(uint64(len(gate.OutcomeOf(err))), g.FenceToken)
 	if !ran {
 		return
@@ -684,12 +704,33 @@ func (w *lsWorld) write(owner string, is wire.Issued, op string) {
 // releases; or dies holding it (and starts again, as a new life of the
 // worker); lsOpsPerWorker times.
 type lsWorker struct {
-	w    *lsWorld
-	id   int
-	name string
-	reg  *registry.Registry
-	ops  int
-	reqN int
+	w      *lsWorld
+	id     int
+	name   string
+	reg    *registry.Registry
+	ops    int
+	reqN   int
+	clock  partyClock // the worker's own
+	callMs int64      // its call timeout, on its clock
+}
+
+// timer runs fn after localMs of the worker's clock.
+func (k *lsWorker) timer(localMs int64, fn func()) {
+	k.w.at(k.w.now+k.clock.durationMs(localMs), fn)
+}
+
+// call sends a renewal or release (serve, at the registry) until it is
+// answered, setCallTriesMax times at most; done has the answer, or
+// ok false.
+func (k *lsWorker) call(serve func() (wire.IssuedSet, error), done func(is wire.IssuedSet, err error, ok bool)) {
+	type answer struct {
+		is  wire.IssuedSet
+		err error
+	}
+	setCallDo(k.w.f, k.w, k.timer, k.callMs, setCallTriesMax, func(back func(answer)) {
+		is, err := serve()
+		back(answer{is, err})
+	}, func(a answer, ok bool) { done(a.is, a.err, ok) })
 }
 
 // lsOp is one operation's draw.
@@ -743,12 +784,12 @@ func (k *lsWorker) next() {
 }
 
 // again starts the worker's next operation after a short pause.
-func (k *lsWorker) again() { k.w.at(k.w.now+k.w.rng.between(0, 500), k.next) }
+func (k *lsWorker) again() { k.timer(k.w.rng.between(0, 500), k.next) }
 
 // hold runs a holder's life from its grant: it holds (or freezes),
-// renews when o says (renew, which may replace the grants), writes every
-// member through its gate and releases (release).
-func (k *lsWorker) hold(o lsOp, held []wire.Issued, renew func([]wire.Issued) []wire.Issued, release func([]wire.Issued)) {
+// renews when o says (renew, which may replace the grants, then goes
+// on), writes every member through its gate and releases (release).
+func (k *lsWorker) hold(o lsOp, held []wire.Issued, renew func([]wire.Issued, func([]wire.Issued)), release func([]wire.Issued)) {
 	w := k.w
 	if o.crash {
 		// Dead holding: nothing is written when its lease ends, so only
@@ -771,13 +812,50 @@ func (k *lsWorker) hold(o lsOp, held []wire.Issued, renew func([]wire.Issued) []
 		k.again()
 	}
 	if !o.renew || renew == nil {
-		w.at(w.now+o.holdMs, finish)
+		k.timer(o.holdMs, finish)
 		return
 	}
-	w.at(w.now+o.holdMs/2, func() {
-		held = renew(held)
-		w.at(w.now+o.holdMs-o.holdMs/2, finish)
+	k.timer(o.holdMs/2, func() {
+		renew(held, func(got []wire.Issued) {
+			held = got
+			k.timer(o.holdMs-o.holdMs/2, finish)
+		})
 	})
+}
+
+// lsSend sends an acquire of in (serve runs at the registry on each
+// arrival) until an answer comes back: resent as it is after its wait and
+// the worker's call timeout, setTriesMax times at most, then given up;
+// given up too after o.abandon when o says. A worker that gives up
+// cancels every acquire of in at the registry, by a message that may be
+// lost, and done has ok false.
+func lsSend[T any](k *lsWorker, in *lsIntent, o lsOp, serve func(back func(T)), done func(v T, ok bool)) {
+	w := k.w
+	c := setCallDo(w.f, w, k.timer, int64(o.waitMs)+k.callMs, setTriesMax, serve, func(v T, ok bool) {
+		if !ok {
+			w.c.GaveUp++
+			w.f.request(w, func() { w.giveUp(in) })
+		}
+		done(v, ok)
+	})
+	if o.abandon > 0 {
+		k.timer(o.abandon, func() {
+			if c.over {
+				return
+			}
+			c.over = true
+			w.f.request(w, func() { w.giveUp(in) })
+			var zero T
+			done(zero, false)
+		})
+	}
+}
+
+// serveWait starts p, an acquire that arrived at the registry now with
+// a wait of waitMs.
+func (w *lsWorld) serveWait(p *lsPending, waitMs uint64) {
+	p.deadline = w.now + int64(waitMs)
+	w.wait(p)
 }
 
 // set takes the lock set named (sorted, as the SDK sends it).
@@ -789,31 +867,44 @@ func (k *lsWorker) set(named []string, o lsOp) {
 		keys[i] = lsKey{k.name, wire.MemberRequestID(o.id, i)}
 	}
 	req := wire.LockSetRequest{Members: members, OperationID: o.op, OperationClass: "settle", RequestID: o.id, TTLMs: o.ttl, WaitMs: o.waitMs}
-	a, err := k.reg.StartAcquireSet(k.name, req)
-	if err != nil {
-		w.c.Refused++
-		w.violate("set-refused", "%s: %v", o.id, err)
-		k.again()
-		return
+	in := w.intent(k.name, o.id, keys)
+	type answer struct {
+		is  wire.IssuedSet
+		err error
 	}
-	p := &lsPending{intent: w.intent(k.name, o.id, keys), members: members, keys: keys,
-		step:    func() bool { return a.Step(context.Background()) },
-		wakeAt:  a.WakeAt,
-		abandon: func() { a.Abandon(context.Background()) },
+	serve := func(back func(answer)) {
+		a, err := k.reg.StartAcquireSet(k.name, req)
+		if err != nil {
+			w.c.Refused++
+			w.violate("set-refused", "%s: %v", o.id, err)
+			back(answer{err: err})
+			return
+		}
+		p := &lsPending{intent: in, members: members, keys: keys,
+			step:    func() bool { return a.Step(context.Background()) },
+			wakeAt:  a.WakeAt,
+			abandon: func() { a.Abandon(context.Background()) },
+		}
+		p.reply = func(err error) {
+			is, rerr := a.Result()
+			if err == nil {
+				err = rerr
+			}
+			var fences []uint64
+			for _, m := range is.Members {
+				fences = append(fences, m.Grant.FenceToken)
+			}
+			w.answered(p, err, fences...)
+			back(answer{is, err})
+		}
+		w.serveWait(p, req.WaitMs)
 	}
-	p.reply = func(err error) {
-		is, rerr := a.Result()
-		if err == nil {
-			err = rerr
-		}
-		var fences []uint64
-		for _, m := range is.Members {
-			fences = append(fences, m.Grant.FenceToken)
-		}
-		if !w.answered(p, err, fences...) {
+	lsSend(k, in, o, serve, func(a answer, ok bool) {
+		if !ok || a.err != nil {
 			k.again()
 			return
 		}
+		is := a.is
 		if len(is.Members) != len(members) {
 			panic(fmt.Sprintf("sim: set %v answered with %d grants", members, len(is.Members)))
 		}
@@ -823,63 +914,70 @@ func (k *lsWorker) set(named []string, o lsOp) {
 		for i, m := range is.Members {
 			leases[i] = wire.LeaseRequest{Resource: m.Grant.Resource, Lease: m.Grant.Lease}
 		}
-		renew := func(held []wire.Issued) []wire.Issued {
-			got, err := k.reg.RenewSet(context.Background(), k.name, leases)
-			w.mix(uint64(len(wire.CodeOf(err))))
-			if err != nil || len(got.Members) != len(held) {
-				return held
-			}
-			w.c.Renewed++
-			return got.Members
+		renew := func(held []wire.Issued, then func([]wire.Issued)) {
+			k.call(func() (wire.IssuedSet, error) {
+				return k.reg.RenewSet(context.Background(), k.name, leases)
+			}, func(got wire.IssuedSet, err error, ok bool) {
+				w.mix(uint64(len(wire.CodeOf(err))))
+				if !ok || err != nil || len(got.Members) != len(held) {
+					then(held)
+					return
+				}
+				w.c.Renewed++
+				then(got.Members)
+			})
 		}
 		k.hold(o, is.Members, renew, func([]wire.Issued) {
-			err := k.reg.ReleaseSet(context.Background(), k.name, leases)
-			w.mix(uint64(len(wire.CodeOf(err))))
+			k.call(func() (wire.IssuedSet, error) {
+				return wire.IssuedSet{}, k.reg.ReleaseSet(context.Background(), k.name, leases)
+			}, func(_ wire.IssuedSet, err error, _ bool) { w.mix(uint64(len(wire.CodeOf(err)))) })
 		})
-	}
-	k.startWait(p, o)
-}
-
-// startWait waits p, given up after o.abandon when o says.
-func (k *lsWorker) startWait(p *lsPending, o lsOp) {
-	w := k.w
-	if o.abandon > 0 {
-		w.at(w.now+o.abandon, func() { w.giveUp(p) })
-	}
-	p.deadline = w.now + int64(o.waitMs)
-	w.wait(p)
+	})
 }
 
 // acquire starts one plain acquire of resource under request ID id for
-// intent in, and calls reply with its answer.
+// intent in, and calls reply with its answer (an error when the worker
+// gave up).
 func (k *lsWorker) acquire(resource, id string, in *lsIntent, o lsOp, reply func(wire.Issued, error)) {
 	w := k.w
 	req := wire.AcquireRequest{Resource: resource, OperationClass: "settle", RequestID: id, OperationID: o.op, TTLMs: o.ttl, WaitMs: o.waitMs}
-	a, err := k.reg.StartAcquire(k.name, req)
-	if err != nil {
-		panic("sim: a plain acquire refused at its start: " + err.Error())
+	type answer struct {
+		is  wire.Issued
+		err error
 	}
-	p := &lsPending{intent: in, members: []string{resource}, keys: []lsKey{{k.name, id}},
-		step:    func() bool { return a.Step(context.Background(), false) },
-		wakeAt:  a.WakeAt,
-		abandon: func() { a.Abandon(context.Background()) },
-	}
-	p.reply = func(err error) {
-		is, rerr := a.Result()
-		if err == nil {
-			err = rerr
-		}
-		var fence uint64
-		if is.Grant != nil {
-			fence = is.Grant.FenceToken
-		}
-		if !w.answered(p, err, fence) {
-			reply(wire.Issued{}, err)
+	serve := func(back func(answer)) {
+		a, err := k.reg.StartAcquire(k.name, req)
+		if err != nil {
+			w.c.Refused++
+			w.violate("acquire-refused", "%s: %v", id, err)
+			back(answer{err: err})
 			return
 		}
-		reply(is, nil)
+		p := &lsPending{intent: in, members: []string{resource}, keys: []lsKey{{k.name, id}},
+			step:    func() bool { return a.Step(context.Background(), false) },
+			wakeAt:  a.WakeAt,
+			abandon: func() { a.Abandon(context.Background()) },
+		}
+		p.reply = func(err error) {
+			is, rerr := a.Result()
+			if err == nil {
+				err = rerr
+			}
+			var fence uint64
+			if is.Grant != nil {
+				fence = is.Grant.FenceToken
+			}
+			w.answered(p, err, fence)
+			back(answer{is, err})
+		}
+		w.serveWait(p, req.WaitMs)
 	}
-	k.startWait(p, o)
+	lsSend(k, in, o, serve, func(a answer, ok bool) {
+		if !ok {
+			a.err = errGaveUp
+		}
+		reply(a.is, a.err)
+	})
 }
 
 // plain takes a plain lock on resource, beside the sets.
@@ -892,11 +990,18 @@ func (k *lsWorker) plain(resource string, o lsOp) {
 			return
 		}
 		w.c.Plain++
-		k.hold(o, []wire.Issued{is}, nil, func(held []wire.Issued) {
-			err := k.reg.Release(context.Background(), k.name, resource, held[0].Grant.Lease)
-			w.mix(uint64(len(wire.CodeOf(err))))
-		})
+		k.hold(o, []wire.Issued{is}, nil, func(held []wire.Issued) { k.release(held) })
 	})
+}
+
+// release sends the plain releases of held, each until it is answered
+// (setCallTriesMax times at most; then the lease ends by its TTL).
+func (k *lsWorker) release(held []wire.Issued) {
+	for _, is := range held {
+		k.call(func() (wire.IssuedSet, error) {
+			return wire.IssuedSet{}, k.reg.Release(context.Background(), k.name, is.Grant.Resource, is.Grant.Lease)
+		}, func(_ wire.IssuedSet, err error, _ bool) { k.w.mix(uint64(len(wire.CodeOf(err)))) })
+	}
 }
 
 // multiLock is the negative control's worker (Negative.MultiLock): the
@@ -910,24 +1015,18 @@ func (k *lsWorker) multiLock(named []string, o lsOp) {
 		keys[i] = lsKey{k.name, fmt.Sprintf("%s.m%d", o.id, i)}
 	}
 	in := w.intent(k.name, o.id, keys)
-	release := func(held []wire.Issued) {
-		for _, is := range held {
-			err := k.reg.Release(context.Background(), k.name, is.Grant.Resource, is.Grant.Lease)
-			w.mix(uint64(len(wire.CodeOf(err))))
-		}
-	}
 	var took []wire.Issued
 	var take func(i int)
 	take = func(i int) {
 		if i == len(named) {
 			w.c.Sets++
 			w.c.MemberGrants += len(took)
-			k.hold(o, took, nil, release)
+			k.hold(o, took, nil, k.release)
 			return
 		}
 		k.acquire(named[i], keys[i].id, in, o, func(is wire.Issued, err error) {
 			if err != nil {
-				release(took)
+				k.release(took)
 				k.again()
 				return
 			}

@@ -5,22 +5,24 @@ import (
 	"sync"
 )
 
-// inParallel runs one(r) for every round r in [0, rounds) on up to
-// parallel goroutines (0: one per core) and returns the results indexed
+// inParallel runs one(slot, r) for every round r in [0, rounds) on up
+// to parallel goroutines (0: one per core), slot naming the goroutine
+// (below parallel: the index of what it keeps across its rounds, such
+// as its database) and returns the results indexed
 // by round, so which goroutine ran a round never shows in a result: the
 // semaphore and lock-set rounds merge them in round order, and parallel
 // changes only the speed.
-func inParallel[C any](rounds, parallel int, one func(r int) C) []C {
+func inParallel[C any](rounds, parallel int, one func(slot, r int) C) []C {
 	if parallel <= 0 {
 		parallel = runtime.GOMAXPROCS(0)
 	}
 	results := make([]C, rounds)
 	next := make(chan int)
 	var wg sync.WaitGroup
-	for range min(parallel, max(rounds, 1)) {
+	for slot := range min(parallel, max(rounds, 1)) {
 		wg.Go(func() {
 			for r := range next {
-				results[r] = one(r)
+				results[r] = one(slot, r)
 			}
 		})
 	}

@@ -7,10 +7,10 @@ import (
 	"hash"
 	"hash/fnv"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/fencegate/fencegate/gate"
-	"github.com/fencegate/fencegate/gate/memgate"
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/memstore"
@@ -30,6 +30,15 @@ import (
 // writer. Ground truth is what the registry committed (the store's
 // commit hook), judged by the registry clock.
 //
+// The rounds run under the faults setfaults.go draws: the network between
+// workers and the registry (lost requests and answers, the request resent
+// as it is under the same request ID, copies, delays), skewed worker and
+// gate clocks, the gate drawn among memgate, sqlgate and objgate (pggate
+// with SetOptions.PG), and the registry's settings drawn over their
+// ranges. A worker that gives up on an acquire (every send unanswered)
+// cancels it at the registry as a closed connection does, by a message
+// that may be lost too.
+//
 // A semaphore round does not drive the client's lease core: a worker
 // holds each grant for less than its TTL (no renewal) and builds its one
 // segment's envelope from the grant as the SDK does (client/core's
@@ -48,23 +57,33 @@ const (
 	semOpsPerWorker = 3
 	semPlainShare   = 0.3  // a worker's share of plain-lock operations
 	semFreezeShare  = 0.25 // a grant's holder freezes past its TTL before writing
-	semWaitMs       = 3000
-	semTTLMsMax     = 20_000 // the TTLs drawn: [the registry's TTLMsMin, this]
-	semRoundMsMax   = 10 * 60 * 1000
-	semEventsMax    = 200_000
+	semWaitMsMin    = 2000
+	semRoundMsMax   = 60 * 60 * 1000
+	semEventsMax    = 400_000
 )
 
 // SemaphoreCounts is what the semaphore rounds measured.
 type SemaphoreCounts struct {
 	Rounds, Grants, Permits, Writes, Accepted, Frozen int
+	// GaveUp counts acquires a worker gave up on, every send unanswered.
+	GaveUp int
 	// Safety: each must be 0.
 	SemOverN, SemSlotTwice, SemStale int
-	Violations                       []Violation
-	Digest                           uint64
+	// Unended (liveness) counts rounds cut off at semRoundMsMax or
+	// semEventsMax and acquires unanswered when their round ended: 0.
+	Unended    int
+	Net        NetCounts
+	Violations []Violation
+	Digest     uint64
 }
 
-// OK reports whether every safety count is 0.
-func (c *SemaphoreCounts) OK() bool { return c.SemOverN == 0 && c.SemSlotTwice == 0 && c.SemStale == 0 }
+// OK reports whether every safety and liveness count is 0.
+func (c *SemaphoreCounts) OK() bool {
+	return c.SemOverN == 0 && c.SemSlotTwice == 0 && c.SemStale == 0 && c.Unended == 0
+}
+
+// Bad is the sum of the counts OK requires to be 0.
+func (c *SemaphoreCounts) Bad() int { return c.SemOverN + c.SemSlotTwice + c.SemStale + c.Unended }
 
 // RunSemaphores runs rounds semaphore rounds of seed, with the negative
 // control neg (Shadow: the lease-only gate; Store: the registry's store
@@ -72,13 +91,19 @@ func (c *SemaphoreCounts) OK() bool { return c.SemOverN == 0 && c.SemSlotTwice =
 // independent worlds seeded from (seed, round) and merged in round order,
 // so parallel changes only the speed, never a count or the digest.
 func RunSemaphores(seed uint64, rounds, parallel int, neg *Negative) (*SemaphoreCounts, error) {
-	keys, err := newKeySet(grant.AlgEd25519, 500*time.Millisecond)
+	return RunSemaphoresWith(SetOptions{Seed: seed, Rounds: rounds, Parallel: parallel, Negative: neg})
+}
+
+// RunSemaphoresWith runs the semaphore rounds o names.
+func RunSemaphoresWith(o SetOptions) (*SemaphoreCounts, error) {
+	run, err := newSetRun(o)
 	if err != nil {
 		return nil, err
 	}
-	results := inParallel(rounds, parallel, func(r int) *SemaphoreCounts {
+	defer run.close()
+	results := inParallel(o.Rounds, run.o.Parallel, func(slot, r int) *SemaphoreCounts {
 		c := &SemaphoreCounts{}
-		w := newSemWorld(keys, seed, r+1, neg, c)
+		w := newSemWorld(run, slot, r+1, c)
 		w.run()
 		c.Digest = w.digest.Sum64()
 		return c
@@ -94,6 +119,9 @@ func RunSemaphores(seed uint64, rounds, parallel int, neg *Negative) (*Semaphore
 		total.SemOverN += c.SemOverN
 		total.SemSlotTwice += c.SemSlotTwice
 		total.SemStale += c.SemStale
+		total.GaveUp += c.GaveUp
+		total.Unended += c.Unended
+		total.Net.add(&c.Net)
 		for _, v := range c.Violations {
 			if len(total.Violations) < ViolationsMax {
 				total.Violations = append(total.Violations, v)
@@ -121,17 +149,20 @@ type semWorld struct {
 	digest  hash.Hash64
 	store   *memstore.Store
 	regs    []*registry.Registry
-	gate    *memgate.Gate
+	gate    gateAdapter
+	f       *setFaults
 	name    string // the semaphore
 	plain   string // the plain lock beside it
 	permits int
 	lim     registry.Config
 	pending []*semPending
+	running map[string][]*semPending // owner/request ID → its acquires at the registry still waiting
 	truth   map[string]*slotTruth
 	c       *SemaphoreCounts
 }
 
 type semPending struct {
+	key   string // owner/request ID
 	a     *registry.Acquisition
 	done  bool
 	tok   int
@@ -149,14 +180,17 @@ func (c semClock) After(time.Duration) <-chan time.Time {
 	return ch
 }
 
-func newSemWorld(keys *keySet, seed uint64, round int, neg *Negative, c *SemaphoreCounts) *semWorld {
+func newSemWorld(run *setRun, slot, round int, c *SemaphoreCounts) *semWorld {
+	seed, neg, keys := run.o.Seed, run.o.Negative, run.keys
 	s := roundSeed(seed^0x73656d61, round) // "sema": apart from the lock rounds' seeds
-	w := &semWorld{runSeed: seed, seed: s, round: round, rng: newRNG(s), digest: fnv.New64a(), c: c, truth: map[string]*slotTruth{}}
+	w := &semWorld{runSeed: seed, seed: s, round: round, rng: newRNG(s), digest: fnv.New64a(), c: c, truth: map[string]*slotTruth{},
+		running: map[string][]*semPending{}}
 	w.name, w.plain = fmt.Sprintf("sem/round-%d", round), fmt.Sprintf("sem/round-%d-plain", round)
 	w.permits = int(w.rng.edgy(wire.PermitsMin, wire.PermitsMax, wire.PermitsMin, 2, wire.PermitsMax))
 	w.store = memstore.New()
 	w.store.OnCommit(w.committed)
-	w.lim = registry.DefaultConfig(epochLive)
+	w.f = newSetFaults(s, semRoundMsMax, run.o.NoFaults, &c.Net)
+	w.lim = setLimits(w.f.g, run.o.NoFaults)
 	for range 2 {
 		var st registry.Store = w.store
 		if neg != nil && neg.Store != nil {
@@ -168,21 +202,16 @@ func newSemWorld(keys *keySet, seed uint64, round int, neg *Negative, c *Semapho
 		}
 		w.regs = append(w.regs, reg)
 	}
-	mode := gate.ModeEnforce
-	if neg != nil && neg.Shadow {
-		mode = gate.ModeShadow
-	}
-	g, err := memgate.New(memgate.Config{Policy: keys.gatePolicy(neg), Clock: semClock{w}, DefaultMode: mode})
-	if err != nil {
-		panic("sim: memgate: " + err.Error())
-	}
-	w.gate = g
+	w.gate = run.gate(w.f, slot, round, s, w.nowMs, w.f.clock())
 	for i := range w.permits + semWorkersExtra {
-		k := &semWorker{w: w, id: i, name: fmt.Sprintf("worker-%d", i), reg: w.regs[i%2], ops: semOpsPerWorker}
+		k := &semWorker{w: w, id: i, name: fmt.Sprintf("worker-%d", i), reg: w.regs[i%2], ops: semOpsPerWorker, clock: w.f.clock(),
+			callMs: w.f.g.edgy(callTimeoutMsMin, callTimeoutMsMax, callTimeoutMsMin, callTimeoutMsMax)}
 		w.at(w.rng.between(0, 1000), k.next)
 	}
 	return w
 }
+
+func (w *semWorld) nowMs() int64 { return w.now }
 
 func (w *semWorld) at(t int64, fn func()) {
 	w.seq++
@@ -193,12 +222,17 @@ func (w *semWorld) run() {
 	for events := 0; w.q.Len() > 0; events++ {
 		e := w.q.pop()
 		if e.atMs > semRoundMsMax || events > semEventsMax {
+			w.c.Unended++
 			w.violate("round-livelock", "round did not end by %d ms / %d events", semRoundMsMax, semEventsMax)
 			return
 		}
 		w.now = e.atMs
 		w.mix(uint64(e.atMs), e.seq)
 		e.fn()
+	}
+	for _, p := range w.pending {
+		w.c.Unended++
+		w.violate("wait-unanswered", "%s's acquire had no answer when the round ended", p.key)
 	}
 }
 
@@ -299,9 +333,29 @@ func (w *semWorld) serve(reg *registry.Registry, owner string, req wire.AcquireR
 		reply(wire.Issued{}, err)
 		return
 	}
-	p := &semPending{a: a, reply: reply}
+	p := &semPending{key: owner + "/" + req.RequestID, a: a, reply: reply}
 	w.pending = append(w.pending, p)
+	w.running[p.key] = append(w.running[p.key], p)
 	w.step(p)
+}
+
+// end takes p off the acquires waiting.
+func (w *semWorld) end(p *semPending) {
+	p.done = true
+	w.pending = slices.DeleteFunc(w.pending, func(q *semPending) bool { return q == p })
+	w.running[p.key] = slices.DeleteFunc(w.running[p.key], func(q *semPending) bool { return q == p })
+}
+
+// cancel abandons every acquire of key still waiting at the registry, as
+// the caller's closed connection does: its tickets are withdrawn.
+func (w *semWorld) cancel(key string) {
+	for _, p := range slices.Clone(w.running[key]) {
+		if !p.done {
+			p.a.Abandon(context.Background())
+			w.end(p)
+			w.mix(0xab)
+		}
+	}
 }
 
 func (w *semWorld) step(p *semPending) {
@@ -309,13 +363,7 @@ func (w *semWorld) step(p *semPending) {
 		return
 	}
 	if p.a.Step(context.Background(), false) {
-		p.done = true
-		for i, q := range w.pending {
-			if q == p {
-				w.pending = append(w.pending[:i], w.pending[i+1:]...)
-				break
-			}
-		}
+		w.end(p)
 		is, err := p.a.Result()
 		var fence uint64
 		if is.Grant != nil {
@@ -338,16 +386,8 @@ func (w *semWorld) step(p *semPending) {
 // decision against the registry's truth.
 func (w *semWorld) write(owner string, is wire.Issued, op string) {
 	g := is.Grant
-	m := &gate.Mutation{
-		Resource: g.Resource, Lease: g.Lease, OperationID: op, FenceToken: g.FenceToken, SegmentSeq: 1,
-		PayloadDigest: payloadDigest(op, 1, 0), Grant: g.Encode(), GrantProof: is.GrantProof,
-	}
-	if st := is.Status; st != nil {
-		m.Status, m.StatusProof = st.Encode(), is.StatusProof
-	}
 	w.c.Writes++
-	ran := false
-	_, err := w.gate.Apply(context.Background(), owner, m, func() error { ran = true; return nil })
+	ran, err := setWrite(w.gate, owner, is, op)
 	w.mix(uint64(len(gate.OutcomeOf(err))), g.FenceToken)
 	if !ran {
 		return
@@ -363,12 +403,49 @@ func (w *semWorld) write(owner string, is wire.Issued, op string) {
 // or freezes past its TTL and lock-delay — writes one segment through the
 // gate, and releases; semOpsPerWorker times.
 type semWorker struct {
-	w    *semWorld
-	id   int
-	name string
-	reg  *registry.Registry
-	ops  int
-	reqN int
+	w      *semWorld
+	id     int
+	name   string
+	reg    *registry.Registry
+	ops    int
+	reqN   int
+	clock  partyClock // the worker's own
+	callMs int64      // its call timeout, on its clock
+}
+
+// timer runs fn after localMs of the worker's clock.
+func (k *semWorker) timer(localMs int64, fn func()) {
+	k.w.at(k.w.now+k.clock.durationMs(localMs), fn)
+}
+
+// acquire sends req to the registry until an answer comes back, resent
+// as it is after its wait and call timeout, setTriesMax times at most;
+// then it cancels the acquire at the registry and gives up.
+func (k *semWorker) acquire(req wire.AcquireRequest, reply func(wire.Issued, error)) {
+	w := k.w
+	type answer struct {
+		is  wire.Issued
+		err error
+	}
+	setCallDo(w.f, w, k.timer, int64(req.WaitMs)+k.callMs, setTriesMax, func(back func(answer)) {
+		w.serve(k.reg, k.name, req, func(is wire.Issued, err error) { back(answer{is, err}) })
+	}, func(a answer, ok bool) {
+		if !ok {
+			w.c.GaveUp++
+			w.f.request(w, func() { w.cancel(k.name + "/" + req.RequestID) })
+			a.err = errGaveUp
+		}
+		reply(a.is, a.err)
+	})
+}
+
+// release sends the release until it is answered, setCallTriesMax times
+// at most (then the lease ends by its TTL).
+func (k *semWorker) release(g *grant.Grant) {
+	w := k.w
+	setCallDo(w.f, w, k.timer, k.callMs, setCallTriesMax, func(back func(error)) {
+		back(k.reg.Release(context.Background(), k.name, g.Resource, g.Lease))
+	}, func(error, bool) {})
 }
 
 func (k *semWorker) next() {
@@ -380,13 +457,14 @@ func (k *semWorker) next() {
 	w := k.w
 	req := wire.AcquireRequest{Resource: w.name, Permits: uint64(w.permits), OperationClass: "settle",
 		RequestID: fmt.Sprintf("req-%d-%d", k.id, k.reqN), OperationID: fmt.Sprintf("op-%d-%d", k.id, k.reqN),
-		TTLMs: uint64(w.rng.between(int64(w.lim.TTLMsMin), semTTLMsMax)), WaitMs: semWaitMs}
+		TTLMs:  uint64(w.rng.edgy(int64(w.lim.TTLMsMin), int64(w.lim.TTLMsMax), int64(w.lim.TTLMsMin), int64(w.lim.TTLMsMax))),
+		WaitMs: uint64(w.rng.edgy(semWaitMsMin, int64(w.lim.WaitMsMax), semWaitMsMin, int64(w.lim.WaitMsMax)))}
 	if w.rng.chance(semPlainShare) {
 		req.Resource, req.Permits = w.plain, 0
 	}
-	w.serve(k.reg, k.name, req, func(is wire.Issued, err error) {
+	k.acquire(req, func(is wire.Issued, err error) {
 		if err != nil {
-			w.at(w.now+w.rng.between(150, 300), k.next)
+			k.timer(w.rng.between(150, 300), k.next)
 			return
 		}
 		w.c.Grants++
@@ -401,10 +479,10 @@ func (k *semWorker) next() {
 			w.c.Frozen++
 			holdMs = int64(is.Grant.TTLMs+w.lim.LockDelayMs) + w.rng.between(0, 4000)
 		}
-		w.at(w.now+holdMs, func() {
+		k.timer(holdMs, func() {
 			w.write(k.name, is, req.OperationID)
-			_ = k.reg.Release(context.Background(), k.name, is.Grant.Resource, is.Grant.Lease)
-			w.at(w.now+w.rng.between(0, 500), k.next)
+			k.release(is.Grant)
+			k.timer(w.rng.between(0, 500), k.next)
 		})
 	})
 }

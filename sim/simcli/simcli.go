@@ -148,19 +148,19 @@ func runSemaphores(o *Options, seed uint64, n *sim.Negative, stdout io.Writer) e
 	if o.semRounds <= 0 || o.round > 0 {
 		return nil
 	}
-	c, err := sim.RunSemaphores(seed, o.semRounds, o.parallel, n)
+	c, err := sim.RunSemaphoresWith(o.setOptions(seed, o.semRounds, n))
 	if err != nil {
 		return &UsageError{err}
 	}
 	if !o.asJSON {
-		fmt.Fprintf(stdout, "semaphore rounds %d: %d grants (%d permits), %d frozen holders, %d writes, %d accepted; over N %d, slot held twice %d, stale accepted %d; digest %016x\n",
-			c.Rounds, c.Grants, c.Permits, c.Frozen, c.Writes, c.Accepted, c.SemOverN, c.SemSlotTwice, c.SemStale, c.Digest)
+		fmt.Fprintf(stdout, "semaphore rounds %d: %d grants (%d permits), %d frozen holders, %d given up, %d writes, %d accepted; %s; over N %d, slot held twice %d, stale accepted %d, unended %d; digest %016x\n",
+			c.Rounds, c.Grants, c.Permits, c.Frozen, c.GaveUp, c.Writes, c.Accepted, c.Net.String(), c.SemOverN, c.SemSlotTwice, c.SemStale, c.Unended, c.Digest)
 		for _, v := range c.Violations {
 			fmt.Fprintf(stdout, "  %s round %d: %s\n", v.Kind, v.Round, v.Detail)
 		}
 	}
 	if !c.OK() {
-		return fmt.Errorf("%d semaphore %w (seed %d)", c.SemOverN+c.SemSlotTwice+c.SemStale, ErrViolations, seed)
+		return fmt.Errorf("%d semaphore %w (seed %d)", c.Bad(), ErrViolations, seed)
 	}
 	return nil
 }
@@ -171,14 +171,14 @@ func runLockSets(o *Options, seed uint64, n *sim.Negative, stdout io.Writer) err
 	if o.lsRounds <= 0 || o.round > 0 {
 		return nil
 	}
-	c, err := sim.RunLockSets(seed, o.lsRounds, o.parallel, n)
+	c, err := sim.RunLockSetsWith(o.setOptions(seed, o.lsRounds, n))
 	if err != nil {
 		return &UsageError{err}
 	}
 	if !o.asJSON {
-		fmt.Fprintf(stdout, "lock-set rounds %d: %d sets (%d member grants), %d plain locks, %d frozen and %d crashed holders, %d renewed, %d abandoned, %d ran out (longest answer after every member was clear %d ms), %d refused, %d writes, %d accepted; "+
+		fmt.Fprintf(stdout, "lock-set rounds %d: %d sets (%d member grants), %d plain locks, %d frozen and %d crashed holders, %d renewed, %d abandoned, %d ran out (longest answer after every member was clear %d ms), %d refused, %d ended before their answer, %d given up, %d writes, %d accepted; %s; "+
 			"partial set %d, waiter holding %d, member held twice %d, stale accepted %d, stuck %d, deadlocked %d, unended %d; digest %016x\n",
-			c.Rounds, c.Sets, c.MemberGrants, c.Plain, c.Frozen, c.Crashed, c.Renewed, c.Abandoned, c.RanOut, c.ClearMsMax, c.Refused, c.Writes, c.Accepted,
+			c.Rounds, c.Sets, c.MemberGrants, c.Plain, c.Frozen, c.Crashed, c.Renewed, c.Abandoned, c.RanOut, c.ClearMsMax, c.Refused, c.Ended, c.GaveUp, c.Writes, c.Accepted, c.Net.String(),
 			c.SetPartial, c.SetWaiterHolds, c.MemberTwice, c.MemberStale, c.Stuck, c.Deadlocks, c.Unended, c.Digest)
 		for _, v := range c.Violations {
 			fmt.Fprintf(stdout, "  %s round %d: %s (%s)\n", v.Kind, v.Round, v.Detail, v.Repro)
@@ -188,6 +188,12 @@ func runLockSets(o *Options, seed uint64, n *sim.Negative, stdout io.Writer) err
 		return fmt.Errorf("%d lock-set %w (seed %d)", c.Bad(), ErrViolations, seed)
 	}
 	return nil
+}
+
+// setOptions are the lock-set or semaphore rounds' options: --pg adds
+// gate/pggate to the gates they draw.
+func (o *Options) setOptions(seed uint64, rounds int, n *sim.Negative) sim.SetOptions {
+	return sim.SetOptions{Seed: seed, Rounds: rounds, Parallel: o.parallel, Negative: n, PG: o.pgMode, PGDSN: o.pgDSN}
 }
 
 // config is the sim.Config the flags make, with negative control n.
