@@ -7,7 +7,7 @@ package sim
 import "testing"
 
 func TestSetRoundsAgreeOnEveryGate(t *testing.T) {
-	const rounds = 60
+	const rounds = 30
 	var ls, sem [3]uint64
 	for i, g := range []string{"mem", "sql", "obj"} {
 		c, err := RunLockSetsWith(SetOptions{Seed: 7, Rounds: rounds, Gate: g})

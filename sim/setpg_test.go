@@ -12,7 +12,7 @@ import (
 
 func TestSetRoundsOnPG(t *testing.T) {
 	dsn := pgtest.WithParam(pgtest.NewDatabase(t), "synchronous_commit", "off")
-	const rounds = 40
+	const rounds = 20
 	o := SetOptions{Seed: 3, Rounds: rounds, Gate: "pg", PGDSN: dsn, Parallel: 2}
 	ls, err := RunLockSetsWith(o)
 	if err != nil || !ls.OK() || ls.Net.GateRounds[3] != rounds || ls.Accepted == 0 {

@@ -14,7 +14,7 @@ import (
 )
 
 func TestSetRoundsFenceOffThroughEachGate(t *testing.T) {
-	const rounds = 100
+	const rounds = 40
 	for _, g := range []string{"sql", "obj"} {
 		t.Run(g, func(t *testing.T) {
 			o := sim.SetOptions{Seed: 3, Rounds: rounds, Gate: g}
