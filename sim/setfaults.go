@@ -35,7 +35,8 @@ import (
 //   - the gate: gate/memgate, gate/sqlgate on SQLite (one in-memory
 //     database per goroutine) or gate/objgate (two gates with their own
 //     manifest caches in front of one in-memory bucket), drawn per round;
-//     with SetOptions.PG, gate/pggate too (HMAC proofs for the run);
+//     with SetOptions.PG, gate/pggate too (every round's proofs are
+//     HMAC-SHA256, as the lock rounds' by default);
 //   - the registry's settings: HandoffClaimMs, LockDelayMs, WaitPollMsMax,
 //     WaiterGraceMs and StatusProofTTLMs drawn over their ranges, the ends
 //     weighted (setLimits), and each request's TTL over the registry's
@@ -59,8 +60,7 @@ type SetOptions struct {
 	// "obj" or "pg") instead of drawing one per round.
 	Gate string
 	// PG adds gate/pggate to the gates drawn, on fresh databases of the
-	// server PGDSN names ("": the PG* environment variables), and runs the
-	// rounds with HMAC-SHA256 proofs (a database checks no Ed25519).
+	// server PGDSN names ("": the PG* environment variables).
 	PG    bool
 	PGDSN string
 	// NoFaults runs the rounds as before the faults: no network faults,
@@ -151,10 +151,10 @@ func newSetRun(o SetOptions) (*setRun, error) {
 		o.Gate = "mem"
 	}
 	o.PG = o.PG || o.Gate == "pg"
-	alg := grant.AlgEd25519
-	if o.PG {
-		alg = grant.AlgHMACSHA256
-	}
+	// HMAC-SHA256, as the lock rounds by default: the algorithm changes
+	// no decision (TestAlgorithmDoesNotChangeDecisions), a database
+	// checks no Ed25519, and it leaves the rounds' time to their faults.
+	alg := grant.AlgHMACSHA256
 	keys, err := newKeySet(alg, SkewBoundMsDefault*time.Millisecond)
 	if err != nil {
 		return nil, err
@@ -360,11 +360,15 @@ func setLimits(g rng, off bool) registry.Config {
 
 // The registry settings' ranges the set rounds draw from, in ms. The
 // registry's Validate bounds none of HandoffClaimMs, WaitPollMsMax and
-// WaiterGraceMs; these ranges run from a tenth of each default to ten
-// times it (HandoffClaimMs from twice the slowest network round trip, so
-// that a head waiter's claim can arrive within its half of the window).
+// WaiterGraceMs, and serve sets none of them. HandoffClaimMs runs from
+// 500 ms (the head waiter's half of the window, 250 ms, about the
+// network's slowest one-way path) to ten times its default: below it a
+// waiting set stamps itself more often than every 250 ms, which costs the
+// rounds half again their steps at 200 ms. The others run from about a
+// tenth of their default (a half for WaitPollMsMax) to five or ten times
+// it.
 const (
-	handoffClaimMsMin = 200
+	handoffClaimMsMin = 500
 	handoffClaimMsMax = 20_000
 	lockDelayMsMax    = 10_000
 	waitPollMsMin     = 500
