@@ -152,7 +152,7 @@ func RunLockSetsWith(o SetOptions) (*LockSetCounts, error) {
 		return nil, err
 	}
 	defer run.close()
-	results := inParallel(o.Rounds, run.o.Parallel, func(slot, r int) *LockSetCounts {
+	results := inParallelSlots(o.Rounds, run.o.Parallel, func(slot, r int) *LockSetCounts {
 		c := &LockSetCounts{}
 		w := newLSWorld(run, slot, r+1, c)
 		w.run()

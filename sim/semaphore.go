@@ -101,7 +101,7 @@ func RunSemaphoresWith(o SetOptions) (*SemaphoreCounts, error) {
 		return nil, err
 	}
 	defer run.close()
-	results := inParallel(o.Rounds, run.o.Parallel, func(slot, r int) *SemaphoreCounts {
+	results := inParallelSlots(o.Rounds, run.o.Parallel, func(slot, r int) *SemaphoreCounts {
 		c := &SemaphoreCounts{}
 		w := newSemWorld(run, slot, r+1, c)
 		w.run()
