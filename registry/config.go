@@ -75,7 +75,8 @@ type Config struct {
 	WaitMsMax uint64
 	// HandoffClaimMs is how long the head waiter of a free resource has to
 	// claim it before it is presumed gone and skipped. Optional, defaults
-	// to 2000 (2s).
+	// to 2000 (2s); Validate refuses a value outside [HandoffClaimMsMin,
+	// HandoffClaimMsMax].
 	HandoffClaimMs uint64
 	// WaiterGraceMs is how long a waiting acquire's ticket keeps its place
 	// in the queue after its wait ended (WAIT_TIMEOUT): long enough for
@@ -215,6 +216,17 @@ func (c Config) limits() lockstate.Limits {
 }
 
 // Validate fills defaults and checks the limits against each other.
+// The range of Config.HandoffClaimMs, in ms. The head waiter has half
+// the window, 250 ms at the least, to stamp its claim: about the slowest
+// one-way path a registry's clients are expected on. The most is
+// WaitMsMax's default (30 s), the longest a default wait lasts. The
+// simulator's lock-set, semaphore and read/write lock rounds draw the
+// window over this whole range, its ends weighted.
+const (
+	HandoffClaimMsMin = 500
+	HandoffClaimMsMax = 30_000
+)
+
 func (c *Config) Validate() error {
 	c.fill()
 	bad := func(format string, args ...any) error {
@@ -231,6 +243,9 @@ func (c *Config) Validate() error {
 		return bad("lockDelayMs %d below clockSkewMaxMs %d", c.LockDelayMs, c.ClockSkewMaxMs)
 	case c.TTLMsMin <= c.ClockSkewMaxMs:
 		return bad("ttlMsMin %d must exceed clockSkewMaxMs %d, or no status proof could ever be valid", c.TTLMsMin, c.ClockSkewMaxMs)
+	case c.HandoffClaimMs < HandoffClaimMsMin || c.HandoffClaimMs > HandoffClaimMsMax:
+		return bad("handoffClaimMs %d outside [%d, %d]: a live head waiter stamps its claim every half window, so below the least a slow network path could be skipped as vanished again and again; above the most a vanished head waiter keeps a free resource from everyone longer than a wait may last",
+			c.HandoffClaimMs, HandoffClaimMsMin, HandoffClaimMsMax)
 	case c.WaitersPerResourceMax < 0 || c.CASRetriesMax < 0 || c.CacheResourcesMax < 0:
 		return bad("negative limit")
 	case c.RequestRetentionMs < UnknownReconcileMs+c.ClockSkewMaxMs || c.RequestRetentionMs > RequestRetentionMsMax:

@@ -6,6 +6,7 @@ package registry
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -33,6 +34,29 @@ func TestLimitsCarryTheConfig(t *testing.T) {
 		name := lt.Field(i).Name
 		if got, want := lim.Field(i).Interface(), cv.FieldByName(name).Interface(); got != want {
 			t.Errorf("Limits.%s = %v, Config.%s = %v", name, got, name, want)
+		}
+	}
+}
+
+// TestHandoffClaimRangeRefusedOutside: Validate refuses a claim window
+// outside [HandoffClaimMsMin, HandoffClaimMsMax] naming the range, and
+// accepts both ends and the default (0 fills it).
+func TestHandoffClaimRangeRefusedOutside(t *testing.T) {
+	for _, tc := range []struct {
+		ms uint64
+		ok bool
+	}{
+		{0, true}, {1, false}, {HandoffClaimMsMin - 1, false}, {HandoffClaimMsMin, true},
+		{2000, true}, {HandoffClaimMsMax, true}, {HandoffClaimMsMax + 1, false},
+	} {
+		c := DefaultConfig(1)
+		c.HandoffClaimMs = tc.ms
+		err := c.Validate()
+		if tc.ok != (err == nil) {
+			t.Fatalf("handoffClaimMs %d: %v, want accepted %t", tc.ms, err, tc.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), "[500, 30000]") {
+			t.Fatalf("handoffClaimMs %d: %v, want the range named", tc.ms, err)
 		}
 	}
 }

@@ -107,10 +107,9 @@ const (
 	rwHoldMsMax      = 1500 // below TTLMsMin: a holder that does not freeze releases in time
 	rwWaitMsMin      = 2000
 	rwFreezeMsExtra  = 4000
-	// HandoffClaimMs has no bound in registry.Config: the rounds draw it
-	// from a tenth of a second to WaitMsMax's default.
-	rwClaimMsMin = 100
-	rwClaimMsMax = 30_000
+	// HandoffClaimMs over the whole range registry.Config accepts.
+	rwClaimMsMin = registry.HandoffClaimMsMin
+	rwClaimMsMax = registry.HandoffClaimMsMax
 	rwSkewMsMin  = 1
 	rwRoundMsMax = 60 * 60 * 1000
 	rwEventsMax  = 400_000

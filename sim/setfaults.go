@@ -358,18 +358,16 @@ func setLimits(g rng, off bool) registry.Config {
 	return c
 }
 
-// The registry settings' ranges the set rounds draw from, in ms. The
-// registry's Validate bounds none of HandoffClaimMs, WaitPollMsMax and
-// WaiterGraceMs, and serve sets none of them. HandoffClaimMs runs from
-// 500 ms (the head waiter's half of the window, 250 ms, about the
-// network's slowest one-way path) to ten times its default: below it a
-// waiting set stamps itself more often than every 250 ms, which costs the
-// rounds half again their steps at 200 ms. The others run from about a
-// tenth of their default (a half for WaitPollMsMax) to five or ten times
-// it.
+// The registry settings' ranges the set rounds draw from, in ms.
+// HandoffClaimMs runs over the whole range the registry's Validate
+// accepts (registry.HandoffClaimMsMin to HandoffClaimMsMax). The registry
+// bounds neither WaitPollMsMax nor WaiterGraceMs (any value works; they
+// trade polling for latency), and serve sets none of them: they run from
+// about a tenth of their default (a half for WaitPollMsMax) to five or
+// ten times it.
 const (
-	handoffClaimMsMin = 500
-	handoffClaimMsMax = 20_000
+	handoffClaimMsMin = registry.HandoffClaimMsMin
+	handoffClaimMsMax = registry.HandoffClaimMsMax
 	lockDelayMsMax    = 10_000
 	waitPollMsMin     = 500
 	waitPollMsMax     = 5000
