@@ -14,6 +14,7 @@ import (
 )
 
 func TestBreakFrozenHolder(t *testing.T) {
+	t.Parallel()
 	w := newStoryWorld(t, false)
 	a, aIn := w.writer("worker-a", "lock", "jobs/report", "100 (by A, before its pause)", true, "--ttl", "60s", "--grace", "20s")
 	aFence, aChild := childPid(t, a)

@@ -21,9 +21,10 @@ import (
 const browserStepTimeout = 20 * time.Second
 
 type browser struct {
-	t   *testing.T
-	ctx context.Context
-	dir string // screenshots
+	t     *testing.T
+	ctx   context.Context
+	dir   string // screenshots
+	close func() // ends the browser; again is a no-op
 }
 
 // chromiumPath finds the browser.
@@ -48,8 +49,9 @@ func newBrowser(t *testing.T) *browser {
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.WindowSize(1360, 900))
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	bctx, cancelTab := chromedp.NewContext(actx)
-	t.Cleanup(func() { cancelTab(); cancelAlloc() })
-	b := &browser{t: t, ctx: bctx, dir: t.TempDir()}
+	closeBrowser := func() { cancelTab(); cancelAlloc() }
+	t.Cleanup(closeBrowser)
+	b := &browser{t: t, ctx: bctx, dir: t.TempDir(), close: closeBrowser}
 	if err := chromedp.Do(bctx, chromedp.Navigate("about:blank")); err != nil { // starts the browser
 		t.Fatalf("start chromium %s: %v", path, err)
 	}
@@ -82,8 +84,14 @@ func js(s string) string {
 }
 
 // login gives the page a bearer token on /ui/login.
+//
+// The browser is closed before the server at base stops (a cleanup
+// registered now runs before that server's, started earlier): the page's
+// live connection would otherwise hold the server's shutdown for its
+// whole grace (httpapi.ShutdownGraceMs).
 func (b *browser) login(base, token string) {
 	b.t.Helper()
+	b.t.Cleanup(b.close)
 	b.do("log in", chromedp.Navigate(base+"/ui/login"), chromedp.WaitVisible(chromedp.CSS("#token")),
 		chromedp.SendKeys(chromedp.CSS("#token"), token), chromedp.Submit(chromedp.CSS("#login")),
 		chromedp.WaitVisible(chromedp.CSS("#who")))

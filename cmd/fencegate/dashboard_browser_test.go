@@ -320,20 +320,22 @@ const stuckPolicy = `{"schema": "resourcePolicy.v1", "rules": [
 
 // lockAs runs `fencegate lock RESOURCE --ttl 3s -- sh -c 'echo NAME holds
 // fence N; exec sleep 120'` in-process as the worker whose token is tok,
-// until it exits or the test ends.
+// until it exits or the test ends. The cleanup waits on a channel of its
+// own: the test may have taken the exit code from done already.
 func lockAs(t *testing.T, registry, tok, resource, name string) (out, errOut *syncBuffer, done <-chan int) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	out, errOut = &syncBuffer{}, &syncBuffer{}
-	ch := make(chan int, 1)
+	ch, exited := make(chan int, 1), make(chan struct{})
 	go func() {
+		defer close(exited)
 		ch <- run(ctx, []string{"lock", resource, "--registry", registry, "--token", tok, "--ttl", "3s", "--",
 			"sh", "-c", `echo "` + name + ` holds fence $FENCEGATE_FENCE"; exec sleep 120`}, out, errOut)
 	}()
 	t.Cleanup(func() {
 		cancel()
 		select {
-		case <-ch:
+		case <-exited:
 		case <-time.After(20 * time.Second):
 		}
 	})

@@ -114,14 +114,17 @@ func runWrapper(t *testing.T, name string, args []string) (out, errOut *syncBuff
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	out, errOut = &syncBuffer{}, &syncBuffer{}
-	ch := make(chan int, 1)
-	go func() { ch <- run(ctx, args, out, errOut) }()
+	ch, exited := make(chan int, 1), make(chan struct{})
+	go func() {
+		defer close(exited)
+		ch <- run(ctx, args, out, errOut)
+	}()
 	var once sync.Once
 	stop = func() {
 		once.Do(func() {
 			cancel()
 			select {
-			case <-ch:
+			case <-exited: // not ch: the test may have taken the exit code
 			case <-time.After(20 * time.Second):
 				t.Errorf("%s's fencegate lock did not end within 20 s", name)
 			}

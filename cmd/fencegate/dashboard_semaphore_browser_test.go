@@ -31,13 +31,14 @@ const semPolicy = `{"schema": "resourcePolicy.v1", "rules": [
 // permitAs runs `fencegate lock -n 2 RESOURCE --ttl 3s -- sh -c 'echo
 // NAME holds fence N on SLOT; exec sleep 120'` in-process as the worker
 // whose token is tok; stop ends the wrapper (it releases its permit),
-// once; done is its exit code, unless stop took it.
+// once; done is its exit code.
 func permitAs(t *testing.T, registry, tok, resource, name string) (out, errOut *syncBuffer, done <-chan int, stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	out, errOut = &syncBuffer{}, &syncBuffer{}
-	ch := make(chan int, 1)
+	ch, exited := make(chan int, 1), make(chan struct{})
 	go func() {
+		defer close(exited)
 		ch <- run(ctx, []string{"lock", "-n", "2", resource, "--registry", registry, "--token", tok, "--ttl", "3s", "--",
 			"sh", "-c", `echo "` + name + ` holds fence $FENCEGATE_FENCE on $FENCEGATE_RESOURCE"; exec sleep 120`}, out, errOut)
 	}()
@@ -46,7 +47,7 @@ func permitAs(t *testing.T, registry, tok, resource, name string) (out, errOut *
 		once.Do(func() {
 			cancel()
 			select {
-			case <-ch:
+			case <-exited: // not ch: the test may have taken the exit code
 			case <-time.After(20 * time.Second):
 				t.Errorf("%s's fencegate lock did not end within 20 s", name)
 			}

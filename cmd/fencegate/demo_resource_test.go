@@ -12,7 +12,6 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -21,13 +20,11 @@ import (
 )
 
 func TestDemoResources(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary and runs real processes")
 	}
-	bin := filepath.Join(t.TempDir(), "fencegate")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := demoBinary(t)
 	s3, err := s3local.Start(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -40,6 +37,7 @@ func TestDemoResources(t *testing.T) {
 		{"s3", "S3-compatible store at " + s3.URL, []string{"--s3-endpoint", s3.URL}},
 	} {
 		t.Run(row.resource, func(t *testing.T) {
+			t.Parallel()
 			if _, err := exec.LookPath("redis-server"); err != nil && row.resource == "redis" {
 				if os.Getenv("FENCEGATE_REQUIRE_REDIS") == "1" {
 					t.Fatalf("redis-server required: %v", err)

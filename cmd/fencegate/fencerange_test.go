@@ -87,6 +87,7 @@ func lockFence(t *testing.T, url, resource string) uint64 {
 }
 
 func TestFenceRangeBumpAndShowProcesses(t *testing.T) {
+	t.Parallel()
 	data, addr := filepath.Join(t.TempDir(), "data"), freeAddr(t)
 	serve := serveAt(t, data, addr)
 	url := "http://" + addr

@@ -56,6 +56,7 @@ var (
 )
 
 func TestLockLetsGoWhenItsChildExits(t *testing.T) {
+	t.Parallel()
 	// Long status proofs: a drain would hold the lease for about 9 s.
 	_, url := serveProc(t, "--status-proof-ttl-ms", "8000")
 	for _, tc := range []struct {
@@ -63,6 +64,7 @@ func TestLockLetsGoWhenItsChildExits(t *testing.T) {
 		drain bool
 	}{{"settle", false}, {"leave-unsettled", true}} {
 		t.Run(tc.arg, func(t *testing.T) {
+			t.Parallel()
 			resource := "r/" + tc.arg
 			first := lockProc(t, url, resource, "--ttl", "30s", "--", "sh", "-c", settleScript, "sh", tc.arg)
 			if code := first.wait(t, "lock"); code != 0 {

@@ -251,6 +251,7 @@ func sampleSetHolders(t *testing.T, w *storyWorld, stop <-chan struct{}) func() 
 // without lock sets) deadlock — each wrapper holds its outer lock and
 // waits for the other's until its --wait ends.
 func TestLockSetCrossedOrderControl(t *testing.T) {
+	t.Parallel()
 	w := newStoryWorld(t, false)
 	dir := t.TempDir()
 	// Each outer child marks that it holds its outer lock and waits for
@@ -282,8 +283,12 @@ func TestLockSetCrossedOrderControl(t *testing.T) {
 }
 
 func TestLockSetFrozenHolder(t *testing.T) {
+	t.Parallel()
 	for _, leaseOnly := range []bool{false, true} {
-		t.Run(map[bool]string{false: "fenced", true: "lease-only"}[leaseOnly], func(t *testing.T) { frozenSetHolder(t, leaseOnly) })
+		t.Run(map[bool]string{false: "fenced", true: "lease-only"}[leaseOnly], func(t *testing.T) {
+			t.Parallel() // each story has its own serve, ledger and data
+			frozenSetHolder(t, leaseOnly)
+		})
 	}
 }
 

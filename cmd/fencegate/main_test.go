@@ -5,8 +5,12 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
+	"path/filepath"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -35,5 +39,42 @@ func TestMain(m *testing.M) {
 		stop()
 		os.Exit(code)
 	}
-	os.Exit(pgtest.Main(m))
+	code := pgtest.Main(m)
+	removeBuiltBinary()
+	os.Exit(code)
+}
+
+// builtBinary is the fencegate binary the demo tests run, built once per
+// test process (`go build .`) into a directory TestMain removes.
+var builtBinary struct {
+	once      sync.Once
+	dir, path string
+	err       error
+}
+
+// demoBinary builds the binary on first use and returns its path.
+func demoBinary(t *testing.T) string {
+	t.Helper()
+	builtBinary.once.Do(func() {
+		if builtBinary.dir, builtBinary.err = os.MkdirTemp("", "fencegate-demo-bin-"); builtBinary.err != nil {
+			return
+		}
+		bin := filepath.Join(builtBinary.dir, "fencegate")
+		if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+			builtBinary.err = fmt.Errorf("go build: %w\n%s", err, out)
+			return
+		}
+		builtBinary.path = bin
+	})
+	if builtBinary.err != nil {
+		t.Fatal(builtBinary.err)
+	}
+	return builtBinary.path
+}
+
+// removeBuiltBinary removes what demoBinary built (TestMain, at the end).
+func removeBuiltBinary() {
+	if builtBinary.dir != "" {
+		os.RemoveAll(builtBinary.dir)
+	}
 }

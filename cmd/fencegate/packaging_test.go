@@ -21,6 +21,7 @@ import (
 const repoRoot = "../.."
 
 func TestStaticBuild(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}

@@ -36,6 +36,7 @@ const (
 var pythonQuickStart = regexp.MustCompile("(?s)<!-- python quick start: [^>]*-->\n```sh\n(.*?)```")
 
 func TestPythonExampleQuickStartAsPrinted(t *testing.T) {
+	t.Parallel()
 	if err := exec.Command(python, "-c", "import psycopg").Run(); err != nil {
 		if os.Getenv("FENCEGATE_REQUIRE_PSYCOPG") == "1" {
 			t.Fatalf("python3-psycopg required: %v", err)

@@ -145,6 +145,7 @@ func pipeCLI(t *testing.T, left, right []string) string {
 var resumeLine = regexp.MustCompile(`--resume-after (\d+)`)
 
 func TestRegistryExportImportProcesses(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	src, addr := filepath.Join(dir, "src"), freeAddr(t)
 	serve := serveAt(t, src, addr)

@@ -96,6 +96,14 @@ func TestKeyRotationWithBundleDistribution(t *testing.T) {
 	if err := write(fetched, old, "op-old", 1); err != nil {
 		t.Fatalf("k1 grant before the rotation: %v", err)
 	}
+	// A second grant under k1 that only probes when the gate verifies
+	// with the retiring bundle: the gate persists a fetched bundle's file
+	// before it installs it (bundlefetch), so the file at v4 does not yet
+	// mean the gate refuses k1.
+	probe, err := reg().Acquire(ctx, wire.AcquireRequest{Resource: "rot/probe", OperationID: "op-probe", OperationClass: "settle", RequestID: "r-probe", TTLMs: 60_000})
+	if err != nil {
+		t.Fatal(err)
+	}
 	// 1. Add k2; the registry publishes v2 signed by k1; the gate takes it.
 	mustRun(t, "keys", "gen", "--id", "k2", "--out", filepath.Join(dir, "k2.key"))
 	mustRun(t, "keys", "bundle", "add", "--bundle", dataBundle, "--key", filepath.Join(dir, "k2.key"))
@@ -111,6 +119,16 @@ func TestKeyRotationWithBundleDistribution(t *testing.T) {
 	// 3. Retire k1 (v4): the old grant's proof is rejected from now on.
 	mustRun(t, "keys", "bundle", "retire", "--bundle", dataBundle, "--id", k1)
 	waitVersion(4)
+	for seq := uint64(1); ; seq++ {
+		err := write(fetched, probe, "op-probe", seq)
+		if errors.Is(err, gate.ErrBadProof) {
+			break
+		}
+		if err != nil || seq == 200 {
+			t.Fatalf("probe %d under k1 with v4 on the gate's disk: %v, want BAD_PROOF within 200 tries", seq, err)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
 	if err := write(fetched, old, "op-old", 3); !errors.Is(err, gate.ErrBadProof) || !strings.Contains(err.Error(), "retired") {
 		t.Fatalf("k1 grant after k1 retired: %v, want BAD_PROOF (key retired)", err)
 	}

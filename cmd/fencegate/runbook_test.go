@@ -122,6 +122,7 @@ func (rb *runbook) regress() {
 }
 
 func TestRunbookFenceRegressionCLIOnly(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("restarts the registry three times")
 	}
@@ -181,6 +182,7 @@ func TestRunbookFenceRegressionCLIOnly(t *testing.T) {
 // TestRunbookWithoutFloorRaiseStaysPaused is the negative control: skip
 // the floor raise and the gate refuses to resume whatever is asked.
 func TestRunbookWithoutFloorRaiseStaysPaused(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("restarts the registry three times")
 	}

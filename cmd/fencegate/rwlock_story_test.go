@@ -18,8 +18,12 @@ import (
 )
 
 func TestReadWriteLockWrappers(t *testing.T) {
+	t.Parallel()
 	for _, leaseOnly := range []bool{false, true} {
-		t.Run(map[bool]string{false: "fenced", true: "lease-only"}[leaseOnly], func(t *testing.T) { readersThenWriter(t, leaseOnly) })
+		t.Run(map[bool]string{false: "fenced", true: "lease-only"}[leaseOnly], func(t *testing.T) {
+			t.Parallel() // each story has its own serve, ledger and data
+			readersThenWriter(t, leaseOnly)
+		})
 	}
 }
 

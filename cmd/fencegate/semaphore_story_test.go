@@ -11,6 +11,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -18,11 +19,17 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fencegate/fencegate/client/httpclient"
 )
 
 func TestSemaphoreFrozenPermitHolder(t *testing.T) {
+	t.Parallel()
 	for _, leaseOnly := range []bool{false, true} {
-		t.Run(map[bool]string{false: "fenced", true: "lease-only"}[leaseOnly], func(t *testing.T) { frozenPermit(t, leaseOnly) })
+		t.Run(map[bool]string{false: "fenced", true: "lease-only"}[leaseOnly], func(t *testing.T) {
+			t.Parallel() // each story has its own serve, ledger and data
+			frozenPermit(t, leaseOnly)
+		})
 	}
 }
 
@@ -69,7 +76,7 @@ func frozenPermit(t *testing.T, leaseOnly bool) {
 	// lease and lock-delay are over (A is frozen: it cannot renew), the
 	// fifth after it, on the same slot.
 	d, _ := w.writer("worker-b", "lock", sem, "400 (by D)", false, append(lock, "--ttl", "10s")...)
-	time.Sleep(200 * time.Millisecond) // D queues first
+	w.waitQueuedOrHolding(sem, d) // D queues first
 	e, eIn := w.writer("worker-b", "lock", sem, "500 (by E, A's slot's newest holder)", true, append(lock, "--ttl", "10s")...)
 	dSlot, dFence, _ := permitOf(t, d)
 	if dSlot != aSlot || dFence <= aFence {
@@ -89,4 +96,27 @@ func frozenPermit(t *testing.T, leaseOnly bool) {
 	}
 
 	w.thawLateWriter(a, aIn, aChild, "the frozen permit holder", "500 (by E, A's slot's newest holder)")
+}
+
+// waitQueuedOrHolding waits until the registry lists a waiter on the
+// semaphore sem, or p's child holds a permit: a wrapper started after it
+// then queues behind it, however slowly p's process started.
+func (w *storyWorld) waitQueuedOrHolding(sem string, p *proc) {
+	w.t.Helper()
+	rc, err := httpclient.NewClient(w.registry, httpclient.WithBearerToken(storyTokens["ops-admin"]))
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	for deadline := time.Now().Add(procWaitMax); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if slotLine.MatchString(p.out.String()) {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		v, err := rc.LockStatus(ctx, sem)
+		cancel()
+		if err == nil && len(v.Waiters) > 0 {
+			return
+		}
+	}
+	w.t.Fatalf("%s never queued on %s nor held a permit:\n%s%s", p.cmd.Args[1:3], sem, p.out, p.err)
 }

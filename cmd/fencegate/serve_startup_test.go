@@ -132,6 +132,7 @@ func badServeFlags(t *testing.T, dir string) []struct {
 // directory that does not exist yet (it must not afterwards), then on one
 // a good serve made and stopped (it must be byte-identical).
 func TestServeRefusedStartLeavesDataDirAlone(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
 	tokens := writeTokenFile(t, dir)

@@ -24,6 +24,7 @@ import (
 )
 
 func TestExternalEtcdTLSAndAuth(t *testing.T) {
+	t.Parallel()
 	e := etcdtest.Start(t)
 	ctx := context.Background()
 	cli, err := etcdstore.Dial(ctx, e.Config(), etcdtest.Prefix)
@@ -56,6 +57,7 @@ func TestExternalEtcdTLSAndAuth(t *testing.T) {
 // etcd takes the certificate's CN ("fencegate") as the user when no
 // password is given, so --etcd-user is optional there.
 func TestExternalEtcdCertificateCNIsTheUser(t *testing.T) {
+	t.Parallel()
 	e := etcdtest.Start(t)
 	cfg := e.Config()
 	cfg.Username, cfg.Password = "", ""
@@ -70,6 +72,7 @@ func TestExternalEtcdCertificateCNIsTheUser(t *testing.T) {
 }
 
 func TestExternalEtcdRefusesBadCredentials(t *testing.T) {
+	t.Parallel()
 	e := etcdtest.Start(t)
 	for _, c := range []struct {
 		name   string
@@ -91,6 +94,7 @@ func TestExternalEtcdRefusesBadCredentials(t *testing.T) {
 		}, "deadline exceeded"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // each dials with its own copy of the config; several wait out DialTimeout
 			cfg := e.Config()
 			cfg.DialTimeout = 2 * time.Second
 			prefix := c.change(&cfg)

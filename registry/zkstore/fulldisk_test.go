@@ -35,6 +35,7 @@ const (
 // the acquire whose outcome was unknown, retried with its request ID,
 // is answered once: as granted with its fence, or granted now.
 func TestFullDiskStopsZooKeeperAndNothingIsLost(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	mnt := t.TempDir()
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%d", fullDiskBytes), "tmpfs", mnt).CombinedOutput(); err != nil {

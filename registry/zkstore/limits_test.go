@@ -88,6 +88,7 @@ func queueUntilRefused(t *testing.T, ctx context.Context, addr, root string, opt
 // ZooKeeper, which drops the connection, and the queued waiters' calls
 // fail with it.
 func TestRequestAboveJuteMaxBufferIsRefused(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := zktest.Start(t, zktest.Options{JuteMaxBufferBytes: juteTestBytes})
 

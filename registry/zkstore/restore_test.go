@@ -27,6 +27,7 @@ import (
 )
 
 func TestRestoredServerDoesNotReviveACachedRecord(t *testing.T) {
+	t.Parallel()
 	server(t)                                // skips like the others without ZooKeeper
 	srv := zktest.Start(t, zktest.Options{}) // its own: it is stopped and restored
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -27,6 +27,7 @@ import (
 )
 
 func TestMemberServingALostSnapshotIsReported(t *testing.T) {
+	t.Parallel()
 	res, err := commitOnALostSnapshot(t, false)
 	if !errors.Is(err, registry.ErrStoreWentBack) || res.OK {
 		t.Fatalf("a commit decided on the lost fence 7 by a Store that never saw the loss: %+v, %v; want registry.ErrStoreWentBack, the leader refusing the record's identity", res, err)
@@ -38,6 +39,7 @@ func TestMemberServingALostSnapshotIsReported(t *testing.T) {
 // of the records' identity (identity.go): with it left out, as before it,
 // the same commit passes the leader's version check over fence 20.
 func TestMemberServingALostSnapshotWithoutIdentity(t *testing.T) {
+	t.Parallel()
 	res, err := commitOnALostSnapshot(t, true)
 	if err != nil || !res.OK {
 		t.Fatalf("without the records' identity, a commit decided on the lost fence 7: %+v, %v; want it taken by the leader (the version matches), or this test shows nothing", res, err)

@@ -29,6 +29,7 @@ import (
 )
 
 func TestEnsembleThatWentBackIsReported(t *testing.T) {
+	t.Parallel()
 	server(t) // skips like the others without ZooKeeper
 	ens := zktest.StartEnsemble(t, zktest.EnsembleOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
