@@ -94,7 +94,7 @@ func CheckSetBreak(ctx context.Context, reg *registry.Registry, prefix string, b
 	}
 	leases := []wire.LeaseRequest{{Resource: a, Lease: s.Members[0].Grant.Lease}, {Resource: b, Lease: s.Members[1].Grant.Lease}}
 	if _, err := reg.RenewSet(ctx, "set-s", leases); !errors.Is(err, wire.ErrLeaseBroken) {
-		return fmt.Errorf("S's renewal after the break: %v, want LEASE_BROKEN", err)
+		return fmt.Errorf("the renewal of set S after the break: %v, want LEASE_BROKEN", err)
 	}
 	return nil
 }
