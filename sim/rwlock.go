@@ -27,17 +27,18 @@ import (
 // other resource. They run the product's registry (two replicas over one
 // memstore; each waiting acquire a registry.Acquisition stepped on the
 // round's event queue: when its lock's record is committed, as a watch
-// wakes it, and at its WakeAt, as its poll does) and a real gate
-// (gate/memgate) per lock, through which a writer writes and a reader
-// tries to (a reader's grant must be refused READ_GRANT, whether its
-// envelope names NAME/_read or NAME). TTLs are drawn over the registry's
-// whole accepted range (log-uniformly, both ends and the downgrade's
-// hold-back weighted), waits over [2 s, WaitMsMax]; each round draws the
-// status-proof life as the lock rounds do, the skew bound over
-// [1, SkewBoundMsMax] and HandoffClaimMs over [rwClaimMsMin,
-// rwClaimMsMax], the ends and defaults weighted, so a downgrade's
-// hold-back (ReadersFromMs: proof life + skew, capped by the write
-// lease's expiry) and the claim window sweep their ranges. A share of
+// wakes it, and at its WakeAt, as its poll does) and a real gate over the
+// round's locks, through which a writer writes and a reader tries to (a
+// reader's grant must be refused READ_GRANT, whether its envelope names
+// NAME/_read or NAME). The gate, the clocks (each worker's and the
+// gate's, skewed within the round's bound) and the registry's settings
+// are drawn per round as the set rounds draw theirs (setfaults.go; its
+// network faults not yet), and the skew bound over [1, SkewBoundMsMax]
+// on a gate made for the round, so a downgrade's hold-back
+// (ReadersFromMs: proof life + skew, capped by the write lease's expiry)
+// and the claim window sweep their ranges. TTLs are drawn over the
+// registry's whole accepted range (log-uniformly, both ends and the
+// downgrade's hold-back weighted), waits over [2 s, WaitMsMax]. A share of
 // holders freeze past their TTL and lock-delay before they write, a
 // share die holding (a dead reader's share must end by its own TTL), a
 // share renew once, a share of waits are given up (Abandon) and a share
@@ -73,7 +74,9 @@ import (
 //     for a writer, a writer's for a reader) — nor of a dead waiter
 //     while the lock is held, or a dead reader's ahead of a writer
 //     before ReadersFromMs (the registry cannot tell either from a live
-//     one);
+//     one), nor of a wait that ran out or a dead waiter past its
+//     deadline until its WaiterGraceMs is over (its ticket keeps its
+//     place);
 //   - Unended: a round cut off, or a wait without an answer at its end.
 //
 // Negative controls (sim/negative): stale-read (a store reading a write

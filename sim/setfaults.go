@@ -18,7 +18,8 @@ import (
 
 // This file is what the lock-set and semaphore rounds (issue 46) share
 // with the lock rounds' faults and settings, drawn per round from a
-// stream of their own:
+// stream of their own (the read/write lock rounds draw all but the
+// network's faults):
 //
 //   - the network between workers and the registry (network.go's shapes):
 //     every call and answer after a one-way delay, a share slow; in a
