@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/gate"
-	"github.com/fencegate/fencegate/gate/memgate"
 	"github.com/fencegate/fencegate/grant"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/lockstate"
@@ -28,17 +27,18 @@ import (
 // other resource. They run the product's registry (two replicas over one
 // memstore; each waiting acquire a registry.Acquisition stepped on the
 // round's event queue: when its lock's record is committed, as a watch
-// wakes it, and at its WakeAt, as its poll does) and a real gate
-// (gate/memgate) per lock, through which a writer writes and a reader
-// tries to (a reader's grant must be refused READ_GRANT, whether its
-// envelope names NAME/_read or NAME). TTLs are drawn over the registry's
-// whole accepted range (log-uniformly, both ends and the downgrade's
-// hold-back weighted), waits over [2 s, WaitMsMax]; each round draws the
-// status-proof life as the lock rounds do, the skew bound over
-// [1, SkewBoundMsMax] and HandoffClaimMs over [rwClaimMsMin,
-// rwClaimMsMax], the ends and defaults weighted, so a downgrade's
-// hold-back (ReadersFromMs: proof life + skew, capped by the write
-// lease's expiry) and the claim window sweep their ranges. A share of
+// wakes it, and at its WakeAt, as its poll does) and a real gate over the
+// round's locks, through which a writer writes and a reader tries to (a
+// reader's grant must be refused READ_GRANT, whether its envelope names
+// NAME/_read or NAME). The gate, the clocks (each worker's and the
+// gate's, skewed within the round's bound) and the registry's settings
+// are drawn per round as the set rounds draw theirs (setfaults.go; its
+// network faults not yet), and the skew bound over [1, SkewBoundMsMax]
+// on a gate made for the round, so a downgrade's hold-back
+// (ReadersFromMs: proof life + skew, capped by the write lease's expiry)
+// and the claim window sweep their ranges. TTLs are drawn over the
+// registry's whole accepted range (log-uniformly, both ends and the
+// downgrade's hold-back weighted), waits over [2 s, WaitMsMax]. A share of
 // holders freeze past their TTL and lock-delay before they write, a
 // share die holding (a dead reader's share must end by its own TTL), a
 // share renew once, a share of waits are given up (Abandon) and a share
@@ -74,7 +74,9 @@ import (
 //     for a writer, a writer's for a reader) — nor of a dead waiter
 //     while the lock is held, or a dead reader's ahead of a writer
 //     before ReadersFromMs (the registry cannot tell either from a live
-//     one);
+//     one), nor of a wait that ran out or a dead waiter past its
+//     deadline until its WaiterGraceMs is over (its ticket keeps its
+//     place);
 //   - Unended: a round cut off, or a wait without an answer at its end.
 //
 // Negative controls (sim/negative): stale-read (a store reading a write
@@ -129,8 +131,11 @@ type RWLockCounts struct {
 	WriterBeside, ReaderMutation, Stale, DowngradeGap, ReaderEarly, ReaderPastTTL, Jumped int
 	// Liveness: each must be 0.
 	Stuck, Unended int
-	Violations     []Violation
-	Digest         uint64
+	// Net is what the rounds' clocks did and which gates they ran on
+	// (setfaults.go; no network faults yet).
+	Net        NetCounts
+	Violations []Violation
+	Digest     uint64
 }
 
 // OK reports whether every safety and liveness count is 0.
@@ -159,6 +164,7 @@ func (c *RWLockCounts) merge(o *RWLockCounts) {
 			c.Violations = append(c.Violations, v)
 		}
 	}
+	c.Net.add(&o.Net)
 	c.Digest = mixDigest(c.Digest, o.Digest)
 }
 
@@ -170,13 +176,20 @@ func (c *RWLockCounts) merge(o *RWLockCounts) {
 // merged in round order, so parallel changes only the speed, never a
 // count or the digest.
 func RunRWLocks(seed uint64, rounds, parallel int, neg *Negative) (*RWLockCounts, error) {
-	keys, err := newKeySet(grant.AlgHMACSHA256, 500*time.Millisecond)
+	return RunRWLocksWith(SetOptions{Seed: seed, Rounds: rounds, Parallel: parallel, Negative: neg})
+}
+
+// RunRWLocksWith runs the read/write lock rounds o names, with the set
+// rounds' clocks, gates and settings (setfaults.go).
+func RunRWLocksWith(o SetOptions) (*RWLockCounts, error) {
+	run, err := newSetRun(o)
 	if err != nil {
 		return nil, err
 	}
-	results := inParallel(rounds, parallel, func(r int) *RWLockCounts {
+	defer run.close()
+	results := inParallelSlots(o.Rounds, run.o.Parallel, func(slot, r int) *RWLockCounts {
 		c := &RWLockCounts{}
-		w := newRWWorld(keys, seed, r+1, neg, c)
+		w := newRWWorld(run, slot, r+1, c)
 		w.run()
 		c.Digest = w.digest.Sum64()
 		return c
@@ -200,7 +213,11 @@ type rwIntent struct {
 	downFence uint64
 	joined    uint64 // the order its ticket first showed in a committed queue; 0: not yet
 	vanished  bool   // its caller died waiting
-	counted   map[string]bool
+	// graceUntil: the registry instant (Unix ms) until which its ticket
+	// keeps its place after its wait ran out (WaiterGraceMs), for the
+	// same request to ask again; nobody is handed the lease through it.
+	graceUntil int64
+	counted    map[string]bool
 }
 
 // rwLease is one lease on a lock as the registry committed it.
@@ -238,7 +255,8 @@ type rwWorld struct {
 	digest   hash.Hash64
 	store    *memstore.Store
 	regs     []*registry.Registry
-	gates    map[string]*memgate.Gate
+	gate     gateAdapter
+	f        *setFaults
 	pool     []string // the read/write locks
 	plain    string   // the plain lock beside them
 	lim      registry.Config
@@ -279,19 +297,27 @@ func (c rwClock) After(time.Duration) <-chan time.Time {
 	return ch
 }
 
-func newRWWorld(keys *keySet, seed uint64, round int, neg *Negative, c *RWLockCounts) *rwWorld {
+func newRWWorld(run *setRun, slot, round int, c *RWLockCounts) *rwWorld {
+	seed, neg, keys := run.o.Seed, run.o.Negative, run.keys
 	s := roundSeed(seed^0x72776c6f636b73, round) // "rwlocks": apart from the other rounds' seeds
 	w := &rwWorld{runSeed: seed, seed: s, round: round, rng: newRNG(s), digest: fnv.New64a(), c: c, neg: neg,
-		truth: map[string]*rwTruth{}, intents: map[lsKey]*rwIntent{}, waiting: map[*rwIntent]*rwPending{}, gates: map[string]*memgate.Gate{}}
+		truth: map[string]*rwTruth{}, intents: map[lsKey]*rwIntent{}, waiting: map[*rwIntent]*rwPending{}}
 	w.twoSteps = neg != nil && neg.TwoStepDowngrade
-	w.lim = registry.DefaultConfig(epochLive)
-	w.lim.StatusProofTTLMs = uint64(w.rng.edgy(proofTTLMsMin, proofTTLMsMax, proofTTLMsMin, 2000, proofTTLMsMax)) // as the lock rounds' sweep
-	w.lim.ClockSkewMaxMs = uint64(w.rng.edgy(rwSkewMsMin, SkewBoundMsMax, rwSkewMsMin, SkewBoundMsDefault, SkewBoundMsMax))
-	w.lim.HandoffClaimMs = uint64(w.rng.edgy(rwClaimMsMin, rwClaimMsMax, rwClaimMsMin, 2000, rwClaimMsMax))
-	w.lim.RequestRetentionMs = 0 // filled again from the drawn skew bound
-	if err := w.lim.Validate(); err != nil {
-		panic("sim: drew registry settings the registry refuses: " + err.Error())
+	// The set rounds' clocks, gate and settings (setfaults.go), the
+	// network's faults aside; the skew bound swept too on a gate made
+	// for the round (a shared database gate keeps the run's).
+	w.f = drawSetFaults(s, rwRoundMsMax, run.o.NoFaults, false, &c.Net)
+	kind := run.gateKind(w.f)
+	w.lim = setLimits(w.f.g, run.o.NoFaults)
+	if !run.o.NoFaults && !sharedGateKind(kind) {
+		w.lim.ClockSkewMaxMs = uint64(w.f.g.edgy(rwSkewMsMin, SkewBoundMsMax, rwSkewMsMin, SkewBoundMsDefault, SkewBoundMsMax))
+		w.lim.LockDelayMs = max(w.lim.LockDelayMs, w.lim.ClockSkewMaxMs)
+		w.lim.RequestRetentionMs = 0 // filled again from the drawn skew bound
+		if err := w.lim.Validate(); err != nil {
+			panic("sim: drew registry settings the registry refuses: " + err.Error())
+		}
 	}
+	w.f.boundMs = int64(w.lim.ClockSkewMaxMs)
 	// The claim bound, as the lock-set rounds': a free lock's vanished
 	// head is dropped within 2 × HandoffClaimMs of its last stamp and a
 	// waiter looks at least every WaitPollMsMax; one more HandoffClaimMs
@@ -314,26 +340,18 @@ func newRWWorld(keys *keySet, seed uint64, round int, neg *Negative, c *RWLockCo
 		}
 		w.regs = append(w.regs, reg)
 	}
-	mode := gate.ModeEnforce
-	if neg != nil && neg.Shadow {
-		mode = gate.ModeShadow
-	}
-	pol := keys.gatePolicy(neg)
-	pol.StatusSkewMax = time.Duration(w.lim.ClockSkewMaxMs) * time.Millisecond // the deployment's one bound
+	w.gate = run.gateOf(kind, w.f, slot, round, s, w.nowMs, w.f.clock(), int64(w.lim.ClockSkewMaxMs))
 	for _, r := range append(slices.Clone(w.pool), w.plain) {
-		g, err := memgate.New(memgate.Config{Policy: pol, Clock: rwClock{w}, DefaultMode: mode})
-		if err != nil {
-			panic("sim: memgate: " + err.Error())
-		}
-		w.gates[r] = g
 		w.truth[r] = &rwTruth{leases: map[string]*rwLease{}}
 	}
 	for i := range int(w.rng.between(rwWorkersMin, rwWorkersMax)) {
-		k := &rwWorker{w: w, id: i, name: fmt.Sprintf("worker-%d", i), reg: w.regs[i%2], ops: rwOpsPerWorker}
+		k := &rwWorker{w: w, id: i, name: fmt.Sprintf("worker-%d", i), reg: w.regs[i%2], ops: rwOpsPerWorker, clock: w.f.clock()}
 		w.at(w.rng.between(0, 1000), k.next)
 	}
 	return w
 }
+
+func (w *rwWorld) nowMs() int64 { return w.now }
 
 func (w *rwWorld) at(t int64, fn func()) {
 	w.seq++
@@ -572,7 +590,7 @@ func (w *rwWorld) judge() {
 	}
 	for _, p := range w.pending {
 		none, notBefore := w.noneAhead(p)
-		p.notBefore = notBefore
+		p.notBefore = max(p.notBefore, notBefore) // a ticket that held p back keeps doing so after it left the queue
 		switch {
 		case !none:
 			p.clearSince = -1
@@ -604,6 +622,9 @@ func (w *rwWorld) noneAhead(p *rwPending) (none bool, notBefore int64) {
 		if in == nil || in == p.intent || p.intent.read && in.read {
 			continue
 		}
+		// A ticket in its grace after its wait ran out holds its place
+		// (writer preference included) until the grace ends.
+		notBefore = max(notBefore, in.graceUntil)
 		// A ticket of a still-waiting acquire; or a dead waiter's while
 		// the lock is held (the registry cannot tell it from a live one
 		// until the lock is free: then it must skip it within the claim
@@ -667,6 +688,9 @@ func (w *rwWorld) step(p *rwPending) {
 			w.violate("rw-stuck", "%s's wait for %s (read %t) answered with the lock clear for it for %d ms (claim bound %d ms)", p.intent.name, p.intent.resource, p.intent.read, clear, w.claimMs)
 		}
 		is, err := p.a.Result()
+		if errors.Is(err, wire.ErrWaitTimeout) {
+			p.intent.graceUntil = w.regNowMs() + int64(w.lim.WaiterGraceMs)
+		}
 		p.reply(is, err)
 		return
 	}
@@ -716,6 +740,9 @@ func (w *rwWorld) vanish(p *rwPending) bool {
 	}
 	w.end(p)
 	p.intent.vanished = true
+	// Its ticket, once its wait is over, is the registry's to skip as
+	// any ran-out wait's: it keeps its place for WaiterGraceMs more.
+	p.intent.graceUntil = epochBase.UnixMilli() + p.deadline + int64(w.lim.WaiterGraceMs)
 	w.c.Vanished++
 	w.mix(0xdead)
 	return true
@@ -761,7 +788,7 @@ func (w *rwWorld) write(owner string, is wire.Issued, op string) {
 	g := is.Grant
 	w.c.GateWrites++
 	ran := false
-	_, err := w.gates[g.Resource].Apply(context.Background(), owner, mutation(is, g.Resource, op), func() error { ran = true; return nil })
+	_, err := w.gate.apply(mutation(is, g.Resource, op), owner, func() { ran = true })
 	w.mix(uint64(len(gate.OutcomeOf(err))), g.FenceToken)
 	if !ran {
 		return
@@ -785,7 +812,7 @@ func (w *rwWorld) readerWrite(owner string, is wire.Issued, op string, asLock bo
 	}
 	w.c.ReaderWrites++
 	ran := false
-	_, err := w.gates[name].Apply(context.Background(), owner, mutation(is, resource, op), func() error { ran = true; return nil })
+	_, err := w.gate.apply(mutation(is, resource, op), owner, func() { ran = true })
 	out := gate.OutcomeOf(err)
 	w.mix(uint64(len(out)), g.FenceToken)
 	switch {

@@ -1,7 +1,8 @@
 // This file proves the read/write lock rounds: over many rounds of
 // readers, writers, downgrades and a plain lock beside them, frozen and
 // dead holders, renewals, abandoned waits and waiters dying, with the status-proof
-// life, the skew bound and the claim window swept, never a writer beside
+// life, the skew bound, the claim window, lock-delay, the poll bound and
+// the waiter grace swept, skewed clocks and every gate drawn, never a writer beside
 // anyone, never a reader's grant taken for a mutation, no stale write
 // accepted, no gap in a downgrade, no reader inside a downgrade's
 // hold-back, no dead reader's share past its own TTL, nobody past a
@@ -30,6 +31,10 @@ func TestRWLockRounds(t *testing.T) {
 		c.Abandoned == 0 || c.Vanished == 0 || c.RanOut == 0 || c.ReadGrantRefused == 0 || c.Accepted == 0 || c.Accepted == c.GateWrites {
 		t.Fatalf("the rounds did not exercise shared reads, writes, downgrades, plain locks, frozen and dead holders, renewals, abandoned, dead and unserved waits, READ_GRANT refusals, accepts and refusals: %+v", c)
 	}
+	if n := c.Net; n.SkewedRounds == 0 || n.SkewMsMax == 0 || n.GateRounds[0] == 0 || n.GateRounds[1] == 0 || n.GateRounds[2] == 0 {
+		t.Fatalf("the rounds did not exercise skewed clocks and every gate: %s", n.String())
+	}
+	t.Logf("%s", c.Net.String())
 	again, err := sim.RunRWLocks(1, 200, 1, nil) // one goroutine: the same counts and digest
 	if err != nil || again.Digest != c.Digest || again.Reads != c.Reads || again.Writes != c.Writes {
 		t.Fatalf("same seed, digest %x then %x, reads %d then %d (%v)", c.Digest, again.Digest, c.Reads, again.Reads, err)

@@ -29,6 +29,13 @@ type rwWorker struct {
 	reg  *registry.Registry
 	ops  int
 	reqN int
+	// clock is the worker's own: its holds, pauses and waits run on it.
+	clock partyClock
+}
+
+// timer runs fn after localMs of the worker's clock.
+func (k *rwWorker) timer(localMs int64, fn func()) {
+	k.w.at(k.w.now+k.clock.durationMs(localMs), fn)
 }
 
 // rwOp is one operation's draw.
@@ -111,7 +118,7 @@ func (k *rwWorker) next() {
 }
 
 // again starts the worker's next operation after a short pause.
-func (k *rwWorker) again() { k.w.at(k.w.now+k.w.rng.between(0, 500), k.next) }
+func (k *rwWorker) again() { k.timer(k.w.rng.between(0, 500), k.next) }
 
 // acquire starts one acquire of resource (a reader's lease when read)
 // under request ID id and calls granted with its grant; a refusal, a
@@ -142,10 +149,10 @@ func (k *rwWorker) acquire(resource, id string, read bool, o rwOp, in *rwIntent,
 		granted(is)
 	}
 	if o.abandon > 0 {
-		w.at(w.now+o.abandon, func() { w.giveUp(p) })
+		k.timer(o.abandon, func() { w.giveUp(p) })
 	}
 	if o.vanish > 0 {
-		w.at(w.now+o.vanish, func() {
+		k.timer(o.vanish, func() {
 			if w.vanish(p) {
 				k.again() // the worker's next life
 			}
@@ -207,12 +214,12 @@ func (k *rwWorker) life(o rwOp, is wire.Issued, holdMs int64, finish func(wire.I
 		w.c.Frozen++
 	}
 	if !o.renew {
-		w.at(w.now+holdMs, func() { finish(is) })
+		k.timer(holdMs, func() { finish(is) })
 		return
 	}
-	w.at(w.now+holdMs/2, func() {
+	k.timer(holdMs/2, func() {
 		is = k.renew(is)
-		w.at(w.now+holdMs-holdMs/2, func() { finish(is) })
+		k.timer(holdMs-holdMs/2, func() { finish(is) })
 	})
 }
 
@@ -242,7 +249,7 @@ func (k *rwWorker) holdWrite(o rwOp, is wire.Issued) {
 // the freeze, crash and renewal drawn are the reader's.
 func (k *rwWorker) downgrade(o rwOp, write wire.Issued) {
 	w := k.w
-	w.at(w.now+o.writeMs, func() {
+	k.timer(o.writeMs, func() {
 		w.write(k.name, write, o.op)
 		g := write.Grant
 		id := o.id + rwDownSuffix

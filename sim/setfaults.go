@@ -18,7 +18,8 @@ import (
 
 // This file is what the lock-set and semaphore rounds (issue 46) share
 // with the lock rounds' faults and settings, drawn per round from a
-// stream of their own:
+// stream of their own (the read/write lock rounds draw all but the
+// network's faults):
 //
 //   - the network between workers and the registry (network.go's shapes):
 //     every call and answer after a one-way delay, a share slow; in a
@@ -213,11 +214,18 @@ type setFaults struct {
 }
 
 func newSetFaults(seed uint64, horizonMs int64, off bool, c *NetCounts) *setFaults {
+	return drawSetFaults(seed, horizonMs, off, true, c)
+}
+
+// drawSetFaults is newSetFaults; without net, the round's network has
+// its delays but no faults (nothing lost, no copies), and no draw is
+// made for them.
+func drawSetFaults(seed uint64, horizonMs int64, off, net bool, c *NetCounts) *setFaults {
 	f := &setFaults{g: newRNG(seed ^ setFaultStream), boundMs: SkewBoundMsDefault, horizonMs: horizonMs, c: c}
 	if off {
 		return f
 	}
-	if f.net = f.g.chance(setNetRate); f.net {
+	if f.net = net && f.g.chance(setNetRate); f.net {
 		c.FaultRounds++
 		f.lostReq = f.g.float(0, setLostShareMax)
 		f.lostAns = f.g.float(0, setLostShareMax)
@@ -378,17 +386,36 @@ const (
 // setGate is a set round's gate: an adapter over all its resources and
 // the clock it decides by.
 func (r *setRun) gate(f *setFaults, slot int, round int, seed uint64, now func() int64, clock partyClock) gateAdapter {
-	kind := r.o.Gate
-	if kind == "" {
-		n := setGateKindsBase
-		if r.o.PG {
-			n++
-		}
-		kind = gateNames[f.g.pick(n)]
+	return r.gateOf(r.gateKind(f), f, slot, round, seed, now, clock, SkewBoundMsDefault)
+}
+
+// gateKind draws a round's gate kind (one of gateNames), unless the run
+// names one.
+func (r *setRun) gateKind(f *setFaults) string {
+	if r.o.Gate != "" {
+		return r.o.Gate
 	}
+	n := setGateKindsBase
+	if r.o.PG {
+		n++
+	}
+	return gateNames[f.g.pick(n)]
+}
+
+// sharedGateKind reports whether a gate of kind lives across a run's
+// rounds (one database per goroutine, its policy fixed at the run's
+// skew bound, SkewBoundMsDefault) rather than being made per round.
+func sharedGateKind(kind string) bool { return kind == "sql" || kind == "pg" }
+
+// gateOf makes a round's gate of kind. A gate made per round (mem, obj)
+// tolerates status statements skewed by skewBoundMs, the deployment's
+// bound; a shared one (sharedGateKind) by SkewBoundMsDefault.
+func (r *setRun) gateOf(kind string, f *setFaults, slot int, round int, seed uint64, now func() int64, clock partyClock, skewBoundMs int64) gateAdapter {
 	f.c.GateRounds[indexOf(gateNames, kind)]++
 	gclock := setGateClock{now: now, clock: clock}
 	mode := r.cfg.mode()
+	pol := r.keys.gatePolicy(r.o.Negative)
+	pol.StatusSkewMax = time.Duration(skewBoundMs) * time.Millisecond
 	switch kind {
 	case "sql":
 		e := r.envs[slot].sql
@@ -400,10 +427,10 @@ func (r *setRun) gate(f *setFaults, slot int, round int, seed uint64, now func()
 		return pgAdapter{env: e}
 	case "obj":
 		store := newObjStore(false, seed)
-		gs := objGates(round, store, objgate.Config{Policy: r.keys.gatePolicy(r.o.Negative), Clock: gclock, DefaultMode: mode})
+		gs := objGates(round, store, objgate.Config{Policy: pol, Clock: gclock, DefaultMode: mode})
 		return &objAdapter{gates: gs, store: store, pick: rand.New(rand.NewPCG(seed, objPickStream))}
 	}
-	g, err := memgate.New(memgate.Config{Policy: r.keys.gatePolicy(r.o.Negative), Clock: gclock, DefaultMode: mode})
+	g, err := memgate.New(memgate.Config{Policy: pol, Clock: gclock, DefaultMode: mode})
 	if err != nil {
 		panic("sim: memgate: " + err.Error())
 	}

@@ -14,7 +14,8 @@
 // (no-poll) are answered long after the lock was clear; waiters stepped
 // only on their lock's commits (no-wake) are left unanswered; a store
 // that drops a downgrade's request entry (forget-downgrade) answers its
-// retry with another grant or none.
+// retry with another grant or none; and the lease-only gate makes the stale
+// count fail through gate/sqlgate and gate/objgate as through memgate.
 package negative_test
 
 import (
@@ -65,4 +66,30 @@ func kinds(c *sim.RWLockCounts, kind string) int {
 		}
 	}
 	return n
+}
+
+// TestRWLockFenceOffThroughEachGate shows the stale count can fail
+// through gate/sqlgate and gate/objgate too: the same rounds on each
+// count 0 with the fence checked and a stale accept with the lease-only
+// gate.
+func TestRWLockFenceOffThroughEachGate(t *testing.T) {
+	const rounds = 40
+	for _, g := range []string{"sql", "obj"} {
+		t.Run(g, func(t *testing.T) {
+			o := sim.SetOptions{Seed: 3, Rounds: rounds, Gate: g}
+			c, err := sim.RunRWLocksWith(o)
+			if err != nil || !c.OK() || c.Net.GateRounds[indexOf(g)] != rounds {
+				t.Fatalf("read/write locks on %s, fence on: %v %+v", g, err, c)
+			}
+			o.Negative = control(t, "fence")
+			b, err := sim.RunRWLocksWith(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("fence off on %s: stale %d of %d accepted", g, b.Stale, b.Accepted)
+			if b.Stale == 0 || b.OK() {
+				t.Fatalf("fence off on %s: stale %d: the read/write checker cannot fail through this gate", g, b.Stale)
+			}
+		})
+	}
 }

@@ -123,14 +123,14 @@ func runRWLocks(o *Options, seed uint64, n *sim.Negative, stdout io.Writer) erro
 	if o.rwRounds <= 0 || o.round > 0 {
 		return nil
 	}
-	c, err := sim.RunRWLocks(seed, o.rwRounds, o.parallel, n)
+	c, err := sim.RunRWLocksWith(o.setOptions(seed, o.rwRounds, n))
 	if err != nil {
 		return &UsageError{err}
 	}
 	if !o.asJSON {
-		fmt.Fprintf(stdout, "read/write lock rounds %d: %d reads (%d shared), %d writes (%d downgraded), %d plain locks, %d frozen and %d dead holders, %d renewed, %d abandoned, %d dead waiting, %d ran out (longest answer after the lock was clear %d ms), %d refused, %d writes (%d accepted), %d reader writes (%d READ_GRANT); "+
+		fmt.Fprintf(stdout, "read/write lock rounds %d: %d reads (%d shared), %d writes (%d downgraded), %d plain locks, %d frozen and %d dead holders, %d renewed, %d abandoned, %d dead waiting, %d ran out (longest answer after the lock was clear %d ms), %d refused, %d writes (%d accepted), %d reader writes (%d READ_GRANT); %s; "+
 			"writer beside %d, reader mutation %d, stale accepted %d, downgrade gap %d, reader early %d, reader past TTL %d, jumped %d, stuck %d, unended %d; digest %016x\n",
-			c.Rounds, c.Reads, c.Shared, c.Writes, c.Downgrades, c.Plain, c.Frozen, c.Crashed, c.Renewed, c.Abandoned, c.Vanished, c.RanOut, c.ClearMsMax, c.Refused, c.GateWrites, c.Accepted, c.ReaderWrites, c.ReadGrantRefused,
+			c.Rounds, c.Reads, c.Shared, c.Writes, c.Downgrades, c.Plain, c.Frozen, c.Crashed, c.Renewed, c.Abandoned, c.Vanished, c.RanOut, c.ClearMsMax, c.Refused, c.GateWrites, c.Accepted, c.ReaderWrites, c.ReadGrantRefused, c.Net.String(),
 			c.WriterBeside, c.ReaderMutation, c.Stale, c.DowngradeGap, c.ReaderEarly, c.ReaderPastTTL, c.Jumped, c.Stuck, c.Unended, c.Digest)
 		for _, v := range c.Violations {
 			fmt.Fprintf(stdout, "  %s round %d: %s (%s)\n", v.Kind, v.Round, v.Detail, v.Repro)
@@ -190,7 +190,7 @@ func runLockSets(o *Options, seed uint64, n *sim.Negative, stdout io.Writer) err
 	return nil
 }
 
-// setOptions are the lock-set or semaphore rounds' options: --pg adds
+// setOptions are the lock-set, semaphore or read/write lock rounds' options: --pg adds
 // gate/pggate to the gates they draw.
 func (o *Options) setOptions(seed uint64, rounds int, n *sim.Negative) sim.SetOptions {
 	return sim.SetOptions{Seed: seed, Rounds: rounds, Parallel: o.parallel, Negative: n, PG: o.pgMode, PGDSN: o.pgDSN}
