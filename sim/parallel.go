@@ -5,18 +5,13 @@ import (
 	"sync"
 )
 
-// inParallel runs one(r) for every round r in [0, rounds) on up to
-// parallel goroutines (0: one per core), as inParallelSlots.
-func inParallel[C any](rounds, parallel int, one func(r int) C) []C {
-	return inParallelSlots(rounds, parallel, func(_, r int) C { return one(r) })
-}
-
 // inParallelSlots runs one(slot, r) for every round r in [0, rounds) on up
 // to parallel goroutines (0: one per core), slot naming the goroutine
 // (below parallel: the index of what it keeps across its rounds, such
 // as its database) and returns the results indexed
 // by round, so which goroutine ran a round never shows in a result: the
-// semaphore and lock-set rounds merge them in round order, and parallel
+// semaphore, lock-set and read/write lock rounds merge them in round
+// order, and parallel
 // changes only the speed.
 func inParallelSlots[C any](rounds, parallel int, one func(slot, r int) C) []C {
 	if parallel <= 0 {
