@@ -2,11 +2,8 @@ package sim
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash"
-	"hash/fnv"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -226,21 +223,13 @@ func (w *lsWorld) clearAtMs(t *memberTruth) int64 {
 }
 
 type lsWorld struct {
-	runSeed uint64
-	seed    uint64
-	round   int
-	rng     rng
-	now     int64
-	q       eventQueue
-	seq     uint64
-	digest  hash.Hash64
+	roundWorld
 	store   *memstore.Store
 	regs    []*registry.Registry
 	gate    gateAdapter
 	f       *setFaults
 	pool    []string
 	lim     registry.Config
-	neg     *Negative
 	pending []*lsPending
 	truth   map[string]*memberTruth
 	intents map[lsKey]*lsIntent
@@ -278,7 +267,7 @@ func (c lsClock) After(time.Duration) <-chan time.Time {
 func newLSWorld(run *setRun, slot, round int, c *LockSetCounts) *lsWorld {
 	seed, neg, keys := run.o.Seed, run.o.Negative, run.keys
 	s := roundSeed(seed^0x6c6f636b73657473, round) // "locksets": apart from the other rounds' seeds
-	w := &lsWorld{runSeed: seed, seed: s, round: round, rng: newRNG(s), digest: fnv.New64a(), c: c, neg: neg,
+	w := &lsWorld{roundWorld: newRoundWorld(seed, s, round, neg, "--lockset-rounds", &c.Violations), c: c,
 		truth: map[string]*memberTruth{}, intents: map[lsKey]*lsIntent{}}
 	w.f = newSetFaults(s, lsRoundMsMax, run.o.NoFaults, &c.Net)
 	w.lim = setLimits(w.f.g, run.o.NoFaults)
@@ -315,13 +304,6 @@ func newLSWorld(run *setRun, slot, round int, c *LockSetCounts) *lsWorld {
 	return w
 }
 
-func (w *lsWorld) nowMs() int64 { return w.now }
-
-func (w *lsWorld) at(t int64, fn func()) {
-	w.seq++
-	w.q.push(event{atMs: t, seq: w.seq, fn: fn})
-}
-
 func (w *lsWorld) run() {
 	for events := 0; w.q.Len() > 0; events++ {
 		e := w.q.pop()
@@ -340,46 +322,6 @@ func (w *lsWorld) run() {
 		w.violate("wait-unanswered", "%s's wait for %v had no answer when the round ended", p.intent.name, p.members)
 	}
 }
-
-func (w *lsWorld) mix(vs ...uint64) {
-	var b [8]byte
-	for _, v := range vs {
-		binary.LittleEndian.PutUint64(b[:], v)
-		w.digest.Write(b[:])
-	}
-}
-
-// repro is the command that replays the round (the last of those it
-// runs; each round is seeded from (seed, round) alone).
-func (w *lsWorld) repro() string {
-	cmd := "fencegate sim"
-	if w.neg != nil && w.neg.Name != "" {
-		cmd = "go run ./sim/cmd/simbreak --break " + w.neg.Name
-	}
-	return fmt.Sprintf("%s --rounds 1 --faults none --seed %d --lockset-rounds %d --parallel 1", cmd, w.runSeed, w.round)
-}
-
-func (w *lsWorld) violate(kind, format string, args ...any) {
-	if len(w.c.Violations) < ViolationsMax {
-		w.c.Violations = append(w.c.Violations, Violation{Round: w.round, Kind: kind, Detail: fmt.Sprintf(format, args...),
-			Seed: w.runSeed, RoundS: w.seed, Repro: w.repro()})
-	}
-}
-
-// once counts a violation of kind for intent the first time only.
-func (w *lsWorld) once(in *lsIntent, kind string, count *int, format string, args ...any) {
-	if in.counted[kind] {
-		return
-	}
-	if in.counted == nil {
-		in.counted = map[string]bool{}
-	}
-	in.counted[kind] = true
-	*count++
-	w.violate(kind, format, args...)
-}
-
-func (w *lsWorld) regNowMs() int64 { return epochBase.UnixMilli() + w.now }
 
 // committed is the store's commit hook: the registry's ground truth for
 // the pool's records, judged at once (SetPartial, SetWaiterHolds,
@@ -442,7 +384,7 @@ func (w *lsWorld) committed(c *memstore.Committed) {
 						grantedNow = append(grantedNow, in)
 					}
 				} else {
-					w.once(in, "set-partial", &w.c.SetPartial, "%s: member %s granted at revision %d, its first member at %d", in.name, name, c.Revision, in.rev)
+					w.once(&in.counted, "set-partial", &w.c.SetPartial, "%s: member %s granted at revision %d, its first member at %d", in.name, name, c.Revision, in.rev)
 				}
 			}
 		}
@@ -450,7 +392,7 @@ func (w *lsWorld) committed(c *memstore.Committed) {
 	}
 	for _, in := range grantedNow {
 		if in.granted != in.want {
-			w.once(in, "set-partial", &w.c.SetPartial, "%s: %d of %d members granted in the commit at revision %d", in.name, in.granted, in.want, c.Revision)
+			w.once(&in.counted, "set-partial", &w.c.SetPartial, "%s: %d of %d members granted in the commit at revision %d", in.name, in.granted, in.want, c.Revision)
 		}
 	}
 	w.judgeHolds()
@@ -473,7 +415,7 @@ func (w *lsWorld) judgeHolds() {
 		for _, wt := range w.truth[r].waiters {
 			in := w.intents[lsKey{wt.Owner, wt.RequestID}]
 			if in != nil && in.want > 1 && live[in] > 0 {
-				w.once(in, "set-waiter-holds", &w.c.SetWaiterHolds, "%s has a ticket in %s's queue while it holds %d live member(s)", in.name, r, live[in])
+				w.once(&in.counted, "set-waiter-holds", &w.c.SetWaiterHolds, "%s has a ticket in %s's queue while it holds %d live member(s)", in.name, r, live[in])
 			}
 		}
 	}
@@ -481,7 +423,7 @@ func (w *lsWorld) judgeHolds() {
 		t := w.truth[r]
 		for _, l := range w.liveOn(t) {
 			if in := t.intent[l]; in != nil && live[in] < in.want {
-				w.once(in, "set-partial", &w.c.SetPartial, "%s holds %d of its %d members live (%s among them)", in.name, live[in], in.want, r)
+				w.once(&in.counted, "set-partial", &w.c.SetPartial, "%s holds %d of its %d members live (%s among them)", in.name, live[in], in.want, r)
 			}
 		}
 	}

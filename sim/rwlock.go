@@ -2,11 +2,8 @@ package sim
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash"
-	"hash/fnv"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -245,14 +242,7 @@ type rwTruth struct {
 }
 
 type rwWorld struct {
-	runSeed  uint64
-	seed     uint64
-	round    int
-	rng      rng
-	now      int64
-	q        eventQueue
-	seq      uint64
-	digest   hash.Hash64
+	roundWorld
 	store    *memstore.Store
 	regs     []*registry.Registry
 	gate     gateAdapter
@@ -260,7 +250,6 @@ type rwWorld struct {
 	pool     []string // the read/write locks
 	plain    string   // the plain lock beside them
 	lim      registry.Config
-	neg      *Negative
 	pending  []*rwPending
 	truth    map[string]*rwTruth
 	intents  map[lsKey]*rwIntent
@@ -300,7 +289,7 @@ func (c rwClock) After(time.Duration) <-chan time.Time {
 func newRWWorld(run *setRun, slot, round int, c *RWLockCounts) *rwWorld {
 	seed, neg, keys := run.o.Seed, run.o.Negative, run.keys
 	s := roundSeed(seed^0x72776c6f636b73, round) // "rwlocks": apart from the other rounds' seeds
-	w := &rwWorld{runSeed: seed, seed: s, round: round, rng: newRNG(s), digest: fnv.New64a(), c: c, neg: neg,
+	w := &rwWorld{roundWorld: newRoundWorld(seed, s, round, neg, "--rwlock-rounds", &c.Violations), c: c,
 		truth: map[string]*rwTruth{}, intents: map[lsKey]*rwIntent{}, waiting: map[*rwIntent]*rwPending{}}
 	w.twoSteps = neg != nil && neg.TwoStepDowngrade
 	// The set rounds' clocks, gate and settings (setfaults.go), the
@@ -351,13 +340,6 @@ func newRWWorld(run *setRun, slot, round int, c *RWLockCounts) *rwWorld {
 	return w
 }
 
-func (w *rwWorld) nowMs() int64 { return w.now }
-
-func (w *rwWorld) at(t int64, fn func()) {
-	w.seq++
-	w.q.push(event{atMs: t, seq: w.seq, fn: fn})
-}
-
 func (w *rwWorld) run() {
 	for events := 0; w.q.Len() > 0; events++ {
 		e := w.q.pop()
@@ -376,46 +358,6 @@ func (w *rwWorld) run() {
 		w.violate("wait-unanswered", "%s's wait for %s had no answer when the round ended", p.intent.name, p.intent.resource)
 	}
 }
-
-func (w *rwWorld) mix(vs ...uint64) {
-	var b [8]byte
-	for _, v := range vs {
-		binary.LittleEndian.PutUint64(b[:], v)
-		w.digest.Write(b[:])
-	}
-}
-
-// repro is the command that replays the round (the last of those it
-// runs; each round is seeded from (seed, round) alone).
-func (w *rwWorld) repro() string {
-	cmd := "fencegate sim"
-	if w.neg != nil && w.neg.Name != "" {
-		cmd = "go run ./sim/cmd/simbreak --break " + w.neg.Name
-	}
-	return fmt.Sprintf("%s --rounds 1 --faults none --seed %d --rwlock-rounds %d --parallel 1", cmd, w.runSeed, w.round)
-}
-
-func (w *rwWorld) violate(kind, format string, args ...any) {
-	if len(w.c.Violations) < ViolationsMax {
-		w.c.Violations = append(w.c.Violations, Violation{Round: w.round, Kind: kind, Detail: fmt.Sprintf(format, args...),
-			Seed: w.runSeed, RoundS: w.seed, Repro: w.repro()})
-	}
-}
-
-// once counts a violation of kind for intent the first time only.
-func (w *rwWorld) once(in *rwIntent, kind string, count *int, format string, args ...any) {
-	if in.counted[kind] {
-		return
-	}
-	if in.counted == nil {
-		in.counted = map[string]bool{}
-	}
-	in.counted[kind] = true
-	*count++
-	w.violate(kind, format, args...)
-}
-
-func (w *rwWorld) regNowMs() int64 { return epochBase.UnixMilli() + w.now }
 
 // intent registers an acquire of resource under (owner, id).
 func (w *rwWorld) intent(owner, id, resource string, read bool) *rwIntent {
@@ -502,7 +444,7 @@ func (w *rwWorld) granted(name string, t *rwTruth, l *rwLease, g lockstate.Grant
 	switch {
 	case in.downFrom != "":
 		if t.lastWriter != in.downFrom || l.fence != in.downFence {
-			w.once(in, "downgrade-gap", &w.c.DowngradeGap, "%s: %s's downgrade of lease %s (fence %d) answered with a reader at fence %d after writer %s",
+			w.once(&in.counted, "downgrade-gap", &w.c.DowngradeGap, "%s: %s's downgrade of lease %s (fence %d) answered with a reader at fence %d after writer %s",
 				name, in.name, in.downFrom, in.downFence, l.fence, t.lastWriter)
 		}
 		if !w.twoSteps {
@@ -514,7 +456,7 @@ func (w *rwWorld) granted(name string, t *rwTruth, l *rwLease, g lockstate.Grant
 		}
 		return // the downgrader's own reader jumps nobody
 	case l.read && g.IssuedAtMs < t.holdUntil:
-		w.once(in, "reader-early", &w.c.ReaderEarly, "%s: reader %s granted %d ms before a downgrade's statements expired", name, in.name, t.holdUntil-g.IssuedAtMs)
+		w.once(&in.counted, "reader-early", &w.c.ReaderEarly, "%s: reader %s granted %d ms before a downgrade's statements expired", name, in.name, t.holdUntil-g.IssuedAtMs)
 	}
 	if !l.read {
 		t.lastWriter = g.Lease
@@ -533,7 +475,7 @@ func (w *rwWorld) judgeJump(name string, t *rwTruth, in *rwIntent) {
 			continue
 		}
 		if !x.read || !in.read {
-			w.once(in, "jumped", &w.c.Jumped, "%s: %s (read %t) granted past %s (read %t), queued before it and still waiting", name, in.name, in.read, x.name, x.read)
+			w.once(&in.counted, "jumped", &w.c.Jumped, "%s: %s (read %t) granted past %s (read %t), queued before it and still waiting", name, in.name, in.read, x.name, x.read)
 			return
 		}
 	}
@@ -551,7 +493,7 @@ func (w *rwWorld) judgeBeside(name string, t *rwTruth) {
 		if l.read || l.in == nil {
 			continue
 		}
-		w.once(l.in, "writer-beside", &w.c.WriterBeside, "%s: writer %s (lease %s, fence %d) live beside %d other lease(s): %v", name, l.in.name, lease, l.fence, len(live)-1, live)
+		w.once(&l.in.counted, "writer-beside", &w.c.WriterBeside, "%s: writer %s (lease %s, fence %d) live beside %d other lease(s): %v", name, l.in.name, lease, l.fence, len(live)-1, live)
 	}
 }
 
@@ -584,7 +526,7 @@ func (w *rwWorld) judge() {
 		slices.Sort(past) // the violations' order is the run's
 		for _, lease := range past {
 			l := t.leases[lease]
-			w.once(l.in, "reader-past-ttl", &w.c.ReaderPastTTL, "%s: reader %s (lease %s) still live %d ms past its own TTL, lock-delay included (expiry %d ms on)",
+			w.once(&l.in.counted, "reader-past-ttl", &w.c.ReaderPastTTL, "%s: reader %s (lease %s) still live %d ms past its own TTL, lock-delay included (expiry %d ms on)",
 				name, l.in.name, lease, now-l.entitled-int64(w.lim.LockDelayMs), l.exp-l.entitled)
 		}
 	}

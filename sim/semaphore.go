@@ -2,10 +2,7 @@ package sim
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
-	"hash"
-	"hash/fnv"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -139,14 +136,7 @@ type slotTruth struct {
 }
 
 type semWorld struct {
-	runSeed uint64
-	seed    uint64
-	round   int
-	rng     rng
-	now     int64
-	q       eventQueue
-	seq     uint64
-	digest  hash.Hash64
+	roundWorld
 	store   *memstore.Store
 	regs    []*registry.Registry
 	gate    gateAdapter
@@ -183,7 +173,7 @@ func (c semClock) After(time.Duration) <-chan time.Time {
 func newSemWorld(run *setRun, slot, round int, c *SemaphoreCounts) *semWorld {
 	seed, neg, keys := run.o.Seed, run.o.Negative, run.keys
 	s := roundSeed(seed^0x73656d61, round) // "sema": apart from the lock rounds' seeds
-	w := &semWorld{runSeed: seed, seed: s, round: round, rng: newRNG(s), digest: fnv.New64a(), c: c, truth: map[string]*slotTruth{},
+	w := &semWorld{roundWorld: newRoundWorld(seed, s, round, neg, "--semaphore-rounds", &c.Violations), c: c, truth: map[string]*slotTruth{},
 		running: map[string][]*semPending{}}
 	w.name, w.plain = fmt.Sprintf("sem/round-%d", round), fmt.Sprintf("sem/round-%d-plain", round)
 	w.permits = int(w.rng.edgy(wire.PermitsMin, wire.PermitsMax, wire.PermitsMin, 2, wire.PermitsMax))
@@ -211,13 +201,6 @@ func newSemWorld(run *setRun, slot, round int, c *SemaphoreCounts) *semWorld {
 	return w
 }
 
-func (w *semWorld) nowMs() int64 { return w.now }
-
-func (w *semWorld) at(t int64, fn func()) {
-	w.seq++
-	w.q.push(event{atMs: t, seq: w.seq, fn: fn})
-}
-
 func (w *semWorld) run() {
 	for events := 0; w.q.Len() > 0; events++ {
 		e := w.q.pop()
@@ -235,23 +218,6 @@ func (w *semWorld) run() {
 		w.violate("wait-unanswered", "%s's acquire had no answer when the round ended", p.key)
 	}
 }
-
-func (w *semWorld) mix(vs ...uint64) {
-	var b [8]byte
-	for _, v := range vs {
-		binary.LittleEndian.PutUint64(b[:], v)
-		w.digest.Write(b[:])
-	}
-}
-
-func (w *semWorld) violate(kind, format string, args ...any) {
-	if len(w.c.Violations) < ViolationsMax {
-		w.c.Violations = append(w.c.Violations, Violation{Round: w.round, Kind: kind, Detail: fmt.Sprintf(format, args...),
-			Seed: w.runSeed, RoundS: w.seed, Repro: fmt.Sprintf("sim.RunSemaphores(%d, %d, …): round %d", w.runSeed, w.round, w.round)})
-	}
-}
-
-func (w *semWorld) regNowMs() int64 { return epochBase.UnixMilli() + w.now }
 
 // committed is the store's commit hook: the registry's ground truth for
 // the semaphore's slots and the plain lock, and a wake for every waiting
